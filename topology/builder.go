@@ -26,7 +26,11 @@ type Builder struct {
 
 	failedLinks []int
 	failedNodes []int
+	shape       Shape
 }
+
+// SetShape records structural facts about the graph being built.
+func (b *Builder) SetShape(s Shape) { b.shape = s }
 
 // NewBuilder starts an empty graph with a name (usually the spec).
 func NewBuilder(name string) *Builder {
@@ -180,7 +184,7 @@ func (b *Builder) Build() (*Graph, error) {
 	}
 	g := &Graph{
 		name: b.name, dims: b.dims, wrap: b.wrap, kinds: b.kinds, names: b.names,
-		guids: b.guids, level: b.level, group: b.group, coord: b.coord, lid: b.lid, links: b.links,
+		guids: b.guids, level: b.level, group: b.group, coord: b.coord, lid: b.lid, links: b.links, shape: b.shape,
 	}
 	g.nport = make([]uint16, n)
 	copy(g.nport, b.nport)

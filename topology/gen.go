@@ -379,6 +379,17 @@ func Grid(dims []int, wrap bool, o GridOpts) (*Graph, error) {
 			b.ConnectPorts(v, base[nd]+j+1, e, 1, LinkOpts{Dim: -1, Class: Access})
 		}
 	}
+	if o.Endpoints == 0 {
+		plain := o.Steps == nil && o.Rings == nil
+		sh := Shape{VertexTransitive: wrap}
+		if plain {
+			sh.Family = map[bool]string{true: "torus", false: "mesh"}[wrap]
+		}
+		if !wrap && total == 1 {
+			sh.VertexTransitive = true
+		}
+		b.SetShape(sh)
+	}
 	for v := 0; v < total; v++ {
 		// Ring ports exist even where a mesh has no neighbour, so port
 		// numbers mean the same direction on every node.
@@ -431,6 +442,7 @@ func Hypercube(d int) (*Graph, error) {
 			}
 		}
 	}
+	b.SetShape(Shape{Family: "hypercube", VertexTransitive: true})
 	return b.Build()
 }
 
@@ -445,6 +457,7 @@ func Complete(n int) (*Graph, error) {
 			b.ConnectPorts(v, w, w, v+1, Plain) // port of v towards w is w (1-based, skipping self)
 		}
 	}
+	b.SetShape(Shape{Family: "complete", VertexTransitive: true})
 	return b.Build()
 }
 
@@ -457,6 +470,7 @@ func Star(n int) (*Graph, error) {
 	for v := 1; v < n; v++ {
 		b.ConnectPorts(0, v, v, 1, Plain)
 	}
+	b.SetShape(Shape{Family: "star", VertexTransitive: n <= 2})
 	return b.Build()
 }
 
@@ -471,6 +485,7 @@ func BinaryTree(n int) (*Graph, error) {
 		parent := (v - 1) / 2
 		b.ConnectPorts(parent, 2+(v-1)%2, v, 1, Plain)
 	}
+	b.SetShape(Shape{Family: "tree", VertexTransitive: n <= 2})
 	return b.Build()
 }
 
@@ -488,6 +503,7 @@ func Multiring(n int, steps []int) (*Graph, error) {
 			b.ConnectPorts(v, 2*k+1, (v+s)%n, 2*k+2, LinkOpts{Dim: k})
 		}
 	}
+	b.SetShape(Shape{VertexTransitive: true})
 	return b.Build()
 }
 
@@ -719,7 +735,7 @@ func TwoLevel(groups, k int) (*Graph, error) {
 	}
 	for gi := 0; gi < groups; gi++ {
 		for gj := gi + 1; gj < groups; gj++ {
-			oi := gj - gi - 1          // index of gj among gi's peers
+			oi := gj - gi - 1            // index of gj among gi's peers
 			oj := groups - 1 - (gj - gi) // index of gi among gj's peers, walking forward
 			b.Connect(gi*k+oi%k, gj*k+oj%k, LinkOpts{Dim: -1, Class: Global})
 		}

@@ -113,7 +113,25 @@ type Graph struct {
 
 	failedLinks bitset.Set
 	failedNodes bitset.Set
+
+	shape Shape // what the generator knows about the structure
 }
+
+// Shape records structural facts a generator knows, used for closed-form
+// metrics and symmetry shortcuts. The zero value means "unknown".
+type Shape struct {
+	// Family is "torus", "mesh", "hypercube", "complete", "star", "tree"
+	// for plain instances of those families (one ring per dimension, no
+	// end nodes), else "".
+	Family string
+	// VertexTransitive is true when every node looks the same (tori,
+	// hypercubes, complete graphs, multirings): one BFS gives all
+	// distances and edge connectivity equals the degree (Mader).
+	VertexTransitive bool
+}
+
+// Shape returns what the generator recorded about g's structure.
+func (g *Graph) Shape() Shape { return g.shape }
 
 // Name returns the spec or description the graph was built from.
 func (g *Graph) Name() string { return g.name }

@@ -122,7 +122,7 @@ func ParseIBNet(r io.Reader, name string) (*Graph, error) {
 			if n.guid == 0 {
 				n.guid = guidFromIdent(m[3])
 			}
-			if lm := reIBLid.FindStringSubmatch(m[4]); lm != nil {
+			if lm := reIBLid.FindStringSubmatch(unquoted(m[4])); lm != nil {
 				if n.lid, err = parseLID(lm[1]); err != nil {
 					return nil, errf("%v", err)
 				}
@@ -153,7 +153,8 @@ func ParseIBNet(r io.Reader, name string) (*Graph, error) {
 				return nil, errf("port %d of %q names an empty peer", p, cur.name)
 			}
 			c := ibPort{port: p, peer: m[3], peerPort: pp, line: lineNo, bw: 1}
-			tail := m[6]
+			rawTail := m[6]
+			tail := unquoted(rawTail)
 			if rm := reIBRate.FindAllStringSubmatch(tail, -1); rm != nil {
 				last := rm[len(rm)-1]
 				w, _ := strconv.Atoi(last[1])
@@ -170,7 +171,13 @@ func ParseIBNet(r io.Reader, name string) (*Graph, error) {
 				}
 			}
 			if cur.kind == Endpoint && cur.lid == 0 {
-				if lm := reIBLid.FindStringSubmatch(tail); lm != nil {
+				// "# lid 12 lmc 0 "peer desc" lid 6 4xSDR": the adapter's
+				// own LID comes before the peer's description.
+				own := rawTail
+				if i := strings.IndexByte(own, '"'); i >= 0 {
+					own = own[:i]
+				}
+				if lm := reIBLid.FindStringSubmatch(own); lm != nil {
 					var err error
 					if cur.lid, err = parseLID(lm[1]); err != nil {
 						return nil, errf("%v", err)
@@ -268,6 +275,24 @@ func parseLID(s string) (int, error) {
 	return v, nil
 }
 
+// unquoted removes "…" sections (node descriptions) from a comment so
+// annotations are only read outside them.
+func unquoted(s string) string {
+	var b strings.Builder
+	in := false
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			in = !in
+			b.WriteByte(' ')
+			continue
+		}
+		if !in {
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
 func clip(s string) string {
 	if len(s) > 60 {
 		return s[:60] + "…"
@@ -326,13 +351,16 @@ func (g *Graph) WriteIBNet(w io.Writer) error {
 			fmt.Fprintf(bw, "Switch\t%d \"%s\"\t\t# \"%s\" base port 0%s lmc 0\n", g.nport[v], g.names[v], g.names[v], lid)
 		} else {
 			fmt.Fprintf(bw, "devid=0x1011\nsysimgguid=0x%x\ncaguid=0x%x\n", g.guids[v], g.guids[v])
-			fmt.Fprintf(bw, "Ca\t%d \"%s\"\t\t# \"%s\"\n", g.nport[v], g.names[v], g.names[v])
+			fmt.Fprintf(bw, "Ca\t%d \"%s\"\t\t# \"%s\"%s\n", g.nport[v], g.names[v], g.names[v], lid)
 		}
 		for _, c := range g.Out(v) {
 			ci := int(c)
 			peer := g.Dst(ci)
 			lk := g.links[ci>>1]
 			tail := fmt.Sprintf("\"%s\"", g.names[peer])
+			if g.kinds[v] != Switch && g.lid != nil && g.lid[v] != 0 {
+				tail = fmt.Sprintf("lid %d lmc 0 %s", g.lid[v], tail)
+			}
 			if g.lid != nil && g.lid[peer] != 0 {
 				tail += fmt.Sprintf(" lid %d", g.lid[peer])
 			}

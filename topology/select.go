@@ -11,8 +11,13 @@ import (
 func splitList(s string) []string {
 	var out []string
 	for _, line := range strings.Split(s, "\n") {
-		if i := strings.IndexByte(line, '#'); i >= 0 && !strings.Contains(line[:i], "[") {
-			line = line[:i]
+		// '#' starts a comment at the start of a line or after white
+		// space; inside an item it selects a parallel ring ("0.0+X#1").
+		for i := 0; i < len(line); i++ {
+			if line[i] == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t') {
+				line = line[:i]
+				break
+			}
 		}
 		for _, f := range strings.FieldsFunc(line, func(r rune) bool {
 			return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\r'

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -34,4 +36,49 @@ func readArgFile(v string) (string, error) {
 		return string(b), err
 	}
 	return v, nil
+}
+
+// topoFlags are the flags every command that takes a network shares.
+type topoFlags struct {
+	spec      string
+	failLinks string
+	failNodes string
+}
+
+func (t *topoFlags) register(c *cobra.Command, name, def string) {
+	c.Flags().StringVar(&t.spec, name, def, "network: a spec (e.g. torus:4x4x4, dragonfly:a=4,p=2,h=2) or file:PATH (JSON/YAML/ibnetdiscover)")
+	t.registerFaults(c)
+}
+
+func (t *topoFlags) registerFaults(c *cobra.Command) {
+	c.Flags().StringVar(&t.failLinks, "fail-links", "", "failed links: NODE+X, NODE-Y, NODE[PORT], A~B, comma-separated, or @FILE")
+	c.Flags().StringVar(&t.failNodes, "fail-nodes", "", "failed nodes: names or coordinate patterns (0.1.*), comma-separated, or @FILE")
+}
+
+// load builds the network and applies the failure lists.
+func (t *topoFlags) load() (*topology.Graph, error) {
+	return loadTopo(t.spec, t.failLinks, t.failNodes)
+}
+
+func loadTopo(spec, failLinks, failNodes string) (*topology.Graph, error) {
+	if spec == "" {
+		return nil, fmt.Errorf("no network given (use --topo SPEC)")
+	}
+	g, err := topology.Parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	fl, err := readArgFile(failLinks)
+	if err != nil {
+		return nil, fmt.Errorf("--fail-links: %v", err)
+	}
+	fn, err := readArgFile(failNodes)
+	if err != nil {
+		return nil, fmt.Errorf("--fail-nodes: %v", err)
+	}
+	g, err = g.ApplyFaults(fl, fn)
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
 }

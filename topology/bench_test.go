@@ -1,0 +1,49 @@
+package topology
+
+import (
+	"fmt"
+	"testing"
+)
+
+func BenchmarkGenerate(b *testing.B) {
+	for _, spec := range []string{"torus:32x32x32", "dragonfly:a=18,p=9,h=9", "fattree:m=40,n=3", "taihulight"} {
+		b.Run(spec, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Parse(spec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAllPairs measures the generic all-pairs BFS (symmetry shortcut
+// off) on a 16x16x16 torus with one worker and with all cores; the ratio of
+// the two is the parallel speed-up.
+func BenchmarkAllPairs(b *testing.B) {
+	g, err := Parse("torus:16x16x16")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("16x16x16/workers=%d", w), func(b *testing.B) {
+			for b.Loop() {
+				st := Distances(g, MetricsOptions{ForceGeneric: true, Workers: w})
+				if st.Diameter != 24 {
+					b.Fatal(st.Diameter)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkMeasure(b *testing.B) {
+	for _, spec := range []string{"torus:8x8x8", "fattree:m=40,n=3", "dragonfly:a=18,p=9,h=9"} {
+		g, _ := Parse(spec)
+		b.Run(spec, func(b *testing.B) {
+			for b.Loop() {
+				Measure(g, MetricsOptions{})
+			}
+		})
+	}
+}

@@ -1,0 +1,540 @@
+package topology
+
+import (
+	"math"
+	"sort"
+
+	"github.com/icn-hpc/icn/internal/par"
+)
+
+// ---- edge connectivity ----
+
+// EdgeConnectivity returns the fewest links whose removal disconnects the
+// live network, whether that value is exact, and the method used. Exact
+// methods: 0 if already disconnected; the degree for fault-free
+// vertex-transitive graphs (Mader's theorem); otherwise unit-capacity
+// max-flow from a minimum-degree node to every other node (λ = min over t
+// of maxflow(s, t)), in parallel. Beyond the work budget the minimum degree
+// is returned as an upper bound.
+func EdgeConnectivity(g *Graph, o MetricsOptions) (int, bool, string) {
+	live := liveNodes(g)
+	if len(live) <= 1 {
+		return 0, true, "trivial"
+	}
+	if !connectedLive(g, live) {
+		return 0, true, "disconnected"
+	}
+	s, delta := -1, math.MaxInt
+	for _, v := range live {
+		if d := liveDegree(g, v); d < delta {
+			s, delta = v, d
+		}
+	}
+	if delta == 1 {
+		return 1, true, "a connected network with a node of degree 1"
+	}
+	if !o.ForceGeneric && g.Shape().VertexTransitive && !g.HasFaults() {
+		return delta, true, "degree (vertex-transitive graph, Mader's theorem)"
+	}
+	budget := o.ConnectivityBudget
+	if budget == 0 {
+		budget = defaultConnectivityBudget
+	}
+	work := float64(len(live)) * float64(delta) * float64(2*g.NumLinks()+g.NumNodes())
+	if work > budget {
+		return delta, false, "minimum degree (upper bound; max-flow over budget)"
+	}
+	workers := par.Workers(o.Workers)
+	type scratch struct {
+		flow    []int8
+		touched []int32
+		prev    []int32 // channel used to reach node, -1
+		seen    []int32 // BFS stamp
+		stamp   int32
+		queue   []int32
+	}
+	sc := make([]scratch, workers)
+	for i := range sc {
+		sc[i].flow = make([]int8, g.NumLinks())
+		sc[i].prev = make([]int32, g.NumNodes())
+		sc[i].seen = make([]int32, g.NumNodes())
+	}
+	best := int64(delta)
+	var bestMu = make(chan struct{}, 1)
+	bestMu <- struct{}{}
+	getBest := func() int {
+		<-bestMu
+		b := best
+		bestMu <- struct{}{}
+		return int(b)
+	}
+	par.For(len(live), workers, func(w, i int) {
+		t := live[i]
+		if t == s {
+			return
+		}
+		x := &sc[w]
+		limit := getBest()
+		f := maxFlowUnit(g, s, t, limit, x.flow, &x.touched, x.prev, x.seen, &x.stamp, &x.queue)
+		if f < limit {
+			<-bestMu
+			if int64(f) < best {
+				best = int64(f)
+			}
+			bestMu <- struct{}{}
+		}
+	})
+	return int(best), true, "max-flow from a minimum-degree node to every node"
+}
+
+// maxFlowUnit computes min(limit, maxflow(s,t)) with unit link capacities
+// by BFS augmenting paths. flow must be zero on entry and is zero on exit.
+func maxFlowUnit(g *Graph, s, t, limit int, flow []int8, touched *[]int32, prev, seen []int32, stamp *int32, queue *[]int32) int {
+	f := 0
+	for f < limit {
+		*stamp++
+		st := *stamp
+		q := append((*queue)[:0], int32(s))
+		seen[s] = st
+		found := false
+		for head := 0; head < len(q) && !found; head++ {
+			v := int(q[head])
+			for _, c := range g.Out(v) {
+				ci := int(c)
+				if !g.Up(ci) {
+					continue
+				}
+				fl := flow[ci>>1]
+				if (ci&1 == 0 && fl >= 1) || (ci&1 == 1 && fl <= -1) {
+					continue // no residual capacity
+				}
+				w := g.Dst(ci)
+				if seen[w] == st {
+					continue
+				}
+				seen[w] = st
+				prev[w] = c
+				if w == t {
+					found = true
+					break
+				}
+				q = append(q, int32(w))
+			}
+		}
+		*queue = q
+		if !found {
+			break
+		}
+		for v := t; v != s; {
+			c := int(prev[v])
+			l := c >> 1
+			if flow[l] == 0 {
+				*touched = append(*touched, int32(l))
+			}
+			if c&1 == 0 {
+				flow[l]++
+			} else {
+				flow[l]--
+			}
+			v = g.Src(c)
+		}
+		f++
+	}
+	for _, l := range *touched {
+		flow[l] = 0
+	}
+	*touched = (*touched)[:0]
+	return f
+}
+
+func liveNodes(g *Graph) []int {
+	var out []int
+	for v := 0; v < g.NumNodes(); v++ {
+		if !g.NodeFailed(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// connectedLive reports whether the live nodes form one component (all
+// nodes may forward here: this is about the cable graph).
+func connectedLive(g *Graph, live []int) bool {
+	seen := make([]bool, g.NumNodes())
+	stack := []int{live[0]}
+	seen[live[0]] = true
+	count := 1
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, c := range g.Out(v) {
+			if !g.Up(int(c)) {
+				continue
+			}
+			w := g.Dst(int(c))
+			if !seen[w] {
+				seen[w] = true
+				count++
+				stack = append(stack, w)
+			}
+		}
+	}
+	return count == len(live)
+}
+
+// ---- bisection ----
+
+// Bisection returns the fewest live links whose removal splits the
+// terminals into halves of ⌊T/2⌋ and ⌈T/2⌉ (switches may go to either side),
+// whether the value is exact, and the method. Exact: closed forms for
+// fault-free tori/meshes whose largest dimension is even, hypercubes,
+// complete graphs, rings and complete binary trees; branch and bound for
+// small networks. Otherwise the best of several heuristic partitions
+// (straight coordinate cuts, id and BFS orders, refined by local search), an
+// upper bound.
+func Bisection(g *Graph, o MetricsOptions) (int, bool, string) {
+	terms := Terminals(g)
+	if len(terms) < 2 {
+		return 0, true, "trivial"
+	}
+	if !o.ForceGeneric && !g.HasFaults() {
+		if w, ok := closedBisection(g); ok {
+			return w, true, "closed form"
+		}
+	}
+	ub, side := heuristicBisection(g, terms, o)
+	budget := o.BisectionBudget
+	if budget == 0 {
+		budget = defaultBisectionBudget
+	}
+	if w, ok := exactBisection(g, terms, ub, side, budget); ok {
+		return w, true, "branch and bound"
+	}
+	return ub, false, "upper bound (heuristic partition with local search)"
+}
+
+func closedBisection(g *Graph) (int, bool) {
+	n := g.NumNodes()
+	sh := g.Shape()
+	switch sh.Family {
+	case "torus", "mesh":
+		dims := g.Dims()
+		dmax := 0
+		for _, d := range dims {
+			dmax = max(dmax, d)
+		}
+		if len(dims) == 1 {
+			if sh.Family == "torus" {
+				return 2, true
+			}
+			return 1, true
+		}
+		if dmax%2 != 0 {
+			return 0, false
+		}
+		if sh.Family == "torus" {
+			return 2 * n / dmax, true
+		}
+		return n / dmax, true
+	case "hypercube":
+		return n / 2, true
+	case "complete":
+		return (n / 2) * ((n + 1) / 2), true
+	case "tree":
+		if n >= 3 && (n+1)&n == 0 { // n = 2^k - 1
+			return 1, true
+		}
+	}
+	return 0, false
+}
+
+// cutSize counts live links between the two sides (side[v] in {0,1}).
+func cutSize(g *Graph, side []int8) int {
+	cut := 0
+	for l, lk := range g.links {
+		if !g.LinkFailed(l) && side[lk.A] != side[lk.B] {
+			cut++
+		}
+	}
+	return cut
+}
+
+// heuristicBisection returns an upper bound and its partition.
+func heuristicBisection(g *Graph, terms []int, o MetricsOptions) (int, []int8) {
+	n := g.NumNodes()
+	half := len(terms) / 2
+	var orders [][]int
+	orders = append(orders, terms)
+	if g.HasCoords() {
+		for d := range g.Dims() {
+			ord := append([]int(nil), terms...)
+			sort.SliceStable(ord, func(i, j int) bool { return g.CoordAt(ord[i], d) < g.CoordAt(ord[j], d) })
+			orders = append(orders, ord)
+		}
+	}
+	// BFS order from the first terminal.
+	dist := make([]int32, n)
+	BFS(g, terms[0], dist, nil)
+	ord := append([]int(nil), terms...)
+	sort.SliceStable(ord, func(i, j int) bool { return dist[ord[i]] < dist[ord[j]] })
+	orders = append(orders, ord)
+
+	best := math.MaxInt
+	var bestSide []int8
+	for _, ord := range orders {
+		side := make([]int8, n)
+		for i := range side {
+			side[i] = -1
+		}
+		for i, v := range ord {
+			if i < half {
+				side[v] = 0
+			} else {
+				side[v] = 1
+			}
+		}
+		placeFree(g, side)
+		refine(g, side, terms, n <= 2000)
+		if c := cutSize(g, side); c < best {
+			best, bestSide = c, side
+		}
+	}
+	return best, bestSide
+}
+
+// placeFree assigns non-terminal nodes (switches of an indirect network,
+// failed nodes, and any node still at -1): first by spreading outwards from
+// the decided terminals (majority of decided neighbours), then by moving a
+// node to the other side while that strictly lowers the cut.
+func placeFree(g *Graph, side []int8) {
+	direct := g.Direct()
+	var free []int
+	for v := range side {
+		if side[v] < 0 || (!direct && g.Kind(v) == Switch) || g.NodeFailed(v) {
+			free = append(free, v)
+			side[v] = -1
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, v := range free {
+			if side[v] >= 0 {
+				continue
+			}
+			cnt := [2]int{}
+			for _, c := range g.Out(v) {
+				if s := side[g.Dst(int(c))]; s >= 0 && g.Up(int(c)) {
+					cnt[s]++
+				}
+			}
+			if cnt[0]+cnt[1] > 0 {
+				side[v] = 0
+				if cnt[1] > cnt[0] {
+					side[v] = 1
+				}
+				changed = true
+			}
+		}
+	}
+	for _, v := range free {
+		if side[v] < 0 {
+			side[v] = 0
+		}
+	}
+	for pass := 0; pass < 20; pass++ {
+		changed := false
+		for _, v := range free {
+			cnt := [2]int{}
+			for _, c := range g.Out(v) {
+				if g.Up(int(c)) {
+					cnt[side[g.Dst(int(c))]]++
+				}
+			}
+			if cnt[1-side[v]] > cnt[side[v]] {
+				side[v] = 1 - side[v]
+				changed = true
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+}
+
+// refine improves a balanced partition by swapping terminal pairs with
+// positive gain (Kernighan–Lin style, greedy), re-placing free nodes.
+func refine(g *Graph, side []int8, terms []int, enabled bool) {
+	if !enabled {
+		return
+	}
+	gain := func(v int) int {
+		ext, in := 0, 0
+		for _, c := range g.Out(v) {
+			if !g.Up(int(c)) {
+				continue
+			}
+			if side[g.Dst(int(c))] != side[v] {
+				ext++
+			} else {
+				in++
+			}
+		}
+		return ext - in
+	}
+	cur := cutSize(g, side)
+	for pass := 0; pass < 8; pass++ {
+		improved := false
+		var a, b []int
+		for _, v := range terms {
+			if side[v] == 0 {
+				a = append(a, v)
+			} else {
+				b = append(b, v)
+			}
+		}
+		sort.Slice(a, func(i, j int) bool { return gain(a[i]) > gain(a[j]) })
+		sort.Slice(b, func(i, j int) bool { return gain(b[i]) > gain(b[j]) })
+		lim := min(len(a), len(b), 16)
+		for i := 0; i < lim; i++ {
+			for j := 0; j < lim; j++ {
+				x, y := a[i], b[j]
+				if side[x] != 0 || side[y] != 1 {
+					continue
+				}
+				side[x], side[y] = 1, 0
+				placeFree(g, side)
+				if c := cutSize(g, side); c < cur {
+					cur = c
+					improved = true
+				} else {
+					side[x], side[y] = 0, 1
+					placeFree(g, side)
+				}
+			}
+		}
+		if !improved {
+			return
+		}
+	}
+}
+
+// exactBisection runs branch and bound with the given upper bound. It gives
+// up (ok=false) when the search exceeds budget node expansions.
+func exactBisection(g *Graph, terms []int, ub int, _ []int8, budget float64) (int, bool) {
+	live := liveNodes(g)
+	if len(live) > 64 {
+		return 0, false
+	}
+	n := g.NumNodes()
+	isTerm := make([]bool, n)
+	for _, t := range terms {
+		isTerm[t] = true
+	}
+	// Order: BFS from a terminal so neighbours are assigned early.
+	order := make([]int, 0, len(live))
+	seen := make([]bool, n)
+	for _, start := range live {
+		if seen[start] {
+			continue
+		}
+		q := []int{start}
+		seen[start] = true
+		for h := 0; h < len(q); h++ {
+			v := q[h]
+			order = append(order, v)
+			for _, c := range g.Out(v) {
+				if !g.Up(int(c)) {
+					continue
+				}
+				if w := g.Dst(int(c)); !seen[w] {
+					seen[w] = true
+					q = append(q, w)
+				}
+			}
+		}
+	}
+	pos := make([]int, n)
+	for i, v := range order {
+		pos[v] = i
+	}
+	// For each node, live neighbours that come earlier in the order.
+	earlier := make([][]int, n)
+	for _, v := range order {
+		for _, c := range g.Out(v) {
+			if !g.Up(int(c)) {
+				continue
+			}
+			w := g.Dst(int(c))
+			if pos[w] < pos[v] {
+				earlier[v] = append(earlier[v], w)
+			}
+		}
+	}
+	termsLeft := make([]int, len(order)+1)
+	for i := len(order) - 1; i >= 0; i-- {
+		termsLeft[i] = termsLeft[i+1]
+		if isTerm[order[i]] {
+			termsLeft[i]++
+		}
+	}
+	T := len(terms)
+	lo, hi := T/2, (T+1)/2
+	best := ub + 1 // find anything ≤ ub
+	side := make([]int8, n)
+	var expansions float64
+	aborted := false
+	var rec func(i, cut, t0, t1 int)
+	rec = func(i, cut, t0, t1 int) {
+		if aborted {
+			return
+		}
+		expansions++
+		if expansions > budget {
+			aborted = true
+			return
+		}
+		if cut >= best {
+			return
+		}
+		if i == len(order) {
+			if (t0 == lo && t1 == hi) || (t0 == hi && t1 == lo) {
+				best = cut
+			}
+			return
+		}
+		// Balance feasibility.
+		if t0 > hi || t1 > hi {
+			return
+		}
+		v := order[i]
+		for s := int8(0); s < 2; s++ {
+			if i == 0 && s == 1 {
+				break // symmetry: first node on side 0
+			}
+			add := 0
+			for _, w := range earlier[v] {
+				if side[w] != s {
+					add++
+				}
+			}
+			side[v] = s
+			nt0, nt1 := t0, t1
+			if isTerm[v] {
+				if s == 0 {
+					nt0++
+				} else {
+					nt1++
+				}
+			}
+			rec(i+1, cut+add, nt0, nt1)
+		}
+	}
+	rec(0, 0, 0, 0)
+	if aborted {
+		return 0, false
+	}
+	if best > ub {
+		return ub, true // the heuristic value was optimal
+	}
+	return best, true
+}
