@@ -47,3 +47,16 @@ func BenchmarkMeasure(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkMinHops(b *testing.B) {
+	for _, spec := range []string{"fattree:m=40,n=3", "dragonfly:a=18,p=9,h=9", "taihulight"} {
+		g, _ := Parse(spec)
+		b.Run(spec, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := MinHops(g, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

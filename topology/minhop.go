@@ -1,0 +1,170 @@
+package topology
+
+import (
+	"fmt"
+
+	"github.com/icn-hpc/icn/internal/par"
+)
+
+// HopTable holds minimum hop counts from every forwarding node (router) to
+// every node, the min-hop table a subnet manager keeps per switch (OpenSM's
+// "hops from each port to each LID", column 0 = minimum). Routers are the
+// switches of an indirect network, or every node of a direct one.
+//
+// Storage is compact: hop counts between routers (uint8, routers²), plus for
+// every non-router its attachment router when it is single-homed (distance
+// +1). Multi-homed end nodes get their own columns. Per-port hops are
+// derived on the fly: leaving router s through port p towards d costs
+// 1 + hops(peer, d). Failed links and nodes are honoured.
+type HopTable struct {
+	g       *Graph
+	routers []int32 // router index -> node
+	rIndex  []int32 // node -> router index, or -1
+	// col maps a destination node to its column and the hops added after
+	// the column's router (0 for routers, 1 for single-homed end nodes);
+	// multi-homed end nodes have their own column (colNode).
+	col     []int32
+	add     []uint8
+	colNode []int32 // column -> node whose distances the column holds
+	dist    []uint8 // [router * ncols + col]
+	ncols   int
+}
+
+// Unreachable is the hop count reported when there is no path.
+const Unreachable = 255
+
+// MinHops computes the hop table of g on all cores (workers 0 = all).
+func MinHops(g *Graph, workers int) (*HopTable, error) {
+	n := g.NumNodes()
+	direct := g.Direct()
+	h := &HopTable{g: g, rIndex: make([]int32, n), col: make([]int32, n), add: make([]uint8, n)}
+	for v := 0; v < n; v++ {
+		h.rIndex[v] = -1
+		if direct || g.Kind(v) == Switch {
+			h.rIndex[v] = int32(len(h.routers))
+			h.routers = append(h.routers, int32(v))
+		}
+	}
+	// Columns: one per router, then one per multi-homed end node.
+	for _, r := range h.routers {
+		h.col[r] = int32(len(h.colNode))
+		h.colNode = append(h.colNode, r)
+	}
+	for v := 0; v < n; v++ {
+		if h.rIndex[v] >= 0 {
+			continue
+		}
+		att, links := -1, 0
+		for _, c := range g.Out(v) {
+			if !g.Up(int(c)) {
+				continue
+			}
+			links++
+			att = g.Dst(int(c))
+		}
+		if links == 1 && h.rIndex[att] >= 0 {
+			h.col[v] = h.col[att]
+			h.add[v] = 1
+			continue
+		}
+		h.col[v] = int32(len(h.colNode))
+		h.colNode = append(h.colNode, int32(v))
+	}
+	h.ncols = len(h.colNode)
+	if float64(len(h.routers))*float64(h.ncols) > 4e9 {
+		return nil, fmt.Errorf("hop table of %d routers × %d destinations is too large", len(h.routers), h.ncols)
+	}
+	h.dist = make([]uint8, len(h.routers)*h.ncols)
+	type scratch struct {
+		d     []int32
+		queue []int32
+	}
+	ws := par.Workers(workers)
+	sc := make([]scratch, ws)
+	for i := range sc {
+		sc[i].d = make([]int32, n)
+	}
+	// Links are symmetric, so the BFS *from* a column's node gives the
+	// distances *to* it. Only routers forward; the column node itself is
+	// expanded even if it is an end node.
+	par.For(h.ncols, ws, func(w, c int) {
+		s := &sc[w]
+		s.queue = BFS(g, int(h.colNode[c]), s.d, s.queue)
+		for ri, r := range h.routers {
+			d := s.d[r]
+			if d < 0 || d >= Unreachable {
+				d = Unreachable
+			}
+			h.dist[ri*h.ncols+c] = uint8(d)
+		}
+	})
+	return h, nil
+}
+
+// Graph returns the network the table was computed for.
+func (h *HopTable) Graph() *Graph { return h.g }
+
+// Routers returns the forwarding nodes in table order.
+func (h *HopTable) Routers() []int32 { return h.routers }
+
+// RouterIndex returns the row of node v, or -1 if v does not forward.
+func (h *HopTable) RouterIndex(v int) int { return int(h.rIndex[v]) }
+
+// Hops returns the minimum hops from router s to node d (Unreachable if
+// none; 0 if s == d).
+func (h *HopTable) Hops(s, d int) int {
+	if s == d {
+		return 0
+	}
+	ri := h.rIndex[s]
+	if ri < 0 {
+		panic("topology: Hops from a node that does not forward")
+	}
+	v := int(h.dist[int(ri)*h.ncols+int(h.col[d])])
+	if v == Unreachable {
+		return Unreachable
+	}
+	return v + int(h.add[d])
+}
+
+// PortHops returns the hops to d when router s sends through port p (1 if
+// the port leads to d itself), or Unreachable if the port is unconnected,
+// down, or leads to a non-router that is not d.
+func (h *HopTable) PortHops(s, p, d int) int {
+	c := h.g.PortChannel(s, p)
+	if c < 0 || !h.g.Up(c) {
+		return Unreachable
+	}
+	peer := h.g.Dst(c)
+	if peer == d {
+		return 1
+	}
+	if h.rIndex[peer] < 0 {
+		return Unreachable
+	}
+	x := h.Hops(peer, d)
+	if x == Unreachable {
+		return Unreachable
+	}
+	return x + 1
+}
+
+// MinPorts appends to buf the ports of router s that lie on a shortest
+// path to d, in increasing port order.
+func (h *HopTable) MinPorts(s, d int, buf []int) []int {
+	buf = buf[:0]
+	best := h.Hops(s, d)
+	if best == Unreachable || best == 0 {
+		return buf
+	}
+	for _, c := range h.g.Out(s) {
+		p := h.g.SrcPort(int(c))
+		if h.PortHops(s, p, d) == best {
+			buf = append(buf, p)
+		}
+	}
+	return buf
+}
+
+// Bytes returns the memory held by the table's hop counts.
+func (h *HopTable) Bytes() int { return len(h.dist) + 9*len(h.col) + 4*len(h.colNode) + 4*len(h.routers) }
