@@ -167,4 +167,6 @@ func (h *HopTable) MinPorts(s, d int, buf []int) []int {
 }
 
 // Bytes returns the memory held by the table's hop counts.
-func (h *HopTable) Bytes() int { return len(h.dist) + 9*len(h.col) + 4*len(h.colNode) + 4*len(h.routers) }
+func (h *HopTable) Bytes() int {
+	return len(h.dist) + 9*len(h.col) + 4*len(h.colNode) + 4*len(h.routers)
+}
