@@ -60,3 +60,18 @@ func BenchmarkMinHops(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScale builds a 100 000-node, 1 000 000-channel network (a 3D
+// torus with two parallel rings in X and Y) and reports the memory it holds.
+func BenchmarkScale(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		g, err := Parse("torus:40x50x50:rings=2,2,1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if g.NumNodes() != 100000 || g.NumChannels() != 1000000 {
+			b.Fatalf("%d nodes %d channels", g.NumNodes(), g.NumChannels())
+		}
+	}
+}

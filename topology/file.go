@@ -117,7 +117,7 @@ func ParseYAML(data []byte, name string) (*Graph, error) {
 	return d.Graph(name)
 }
 
-func oneLineErr(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+func oneLineErr(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // Graph builds the graph a document describes.
 func (d *Document) Graph(name string) (*Graph, error) {
