@@ -1,0 +1,88 @@
+package alloc
+
+import (
+	"fmt"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// GraphRouter is a rule-free Router: a set is reachable when the live links
+// inside it connect all active nodes, and the table is shortest paths
+// inside the set. It is the reference for networks routed without
+// direction rules and a cheap stand-in in tests; Angara tori use the
+// routing package's router.
+type GraphRouter struct {
+	G *topology.Graph
+}
+
+// Reachable reports whether the active nodes are connected inside the set.
+func (r GraphRouter) Reachable(active, transit []int) (bool, error) {
+	if len(active) == 0 {
+		return true, nil
+	}
+	in, err := r.members(active, transit)
+	if err != nil {
+		return false, err
+	}
+	dist := r.bfs(active[0], in)
+	for _, v := range active {
+		if _, ok := dist[v]; !ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Table returns the diameter of shortest paths inside the set; link loads
+// are not modelled (π_max = π_perfect = 0).
+func (r GraphRouter) Table(active, transit []int, _ string) (TableFigures, error) {
+	in, err := r.members(active, transit)
+	if err != nil {
+		return TableFigures{}, err
+	}
+	var f TableFigures
+	for _, a := range active {
+		dist := r.bfs(a, in)
+		for _, b := range active {
+			d, ok := dist[b]
+			if !ok {
+				return f, fmt.Errorf("set is not reachable")
+			}
+			f.Diameter = max(f.Diameter, d)
+		}
+	}
+	return f, nil
+}
+
+func (r GraphRouter) members(active, transit []int) (map[int]bool, error) {
+	in := make(map[int]bool, len(active)+len(transit))
+	for _, l := range [][]int{active, transit} {
+		for _, v := range l {
+			if v < 0 || v >= r.G.NumNodes() {
+				return nil, fmt.Errorf("node id %d out of range", v)
+			}
+			in[v] = true
+		}
+	}
+	return in, nil
+}
+
+func (r GraphRouter) bfs(src int, in map[int]bool) map[int]int {
+	dist := map[int]int{src: 0}
+	queue := []int{src}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		for _, c := range r.G.Out(v) {
+			if !r.G.Up(int(c)) {
+				continue
+			}
+			w := r.G.Dst(int(c))
+			if _, ok := dist[w]; !ok && in[w] {
+				dist[w] = dist[v] + 1
+				queue = append(queue, w)
+			}
+		}
+	}
+	return dist
+}

@@ -1,0 +1,330 @@
+package alloc
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Rect is an n-dimensional rectangle of a torus: Size[i] nodes from
+// Start[i] in dimension i, wrapping around. A dimension taken whole
+// (Size = d) always has Start 0.
+type Rect struct {
+	Start []int `json:"start"`
+	Size  []int `json:"size"`
+}
+
+// Volume returns the number of nodes of r.
+func (r Rect) Volume() int {
+	v := 1
+	for _, p := range r.Size {
+		v *= p
+	}
+	return v
+}
+
+func (r Rect) String() string {
+	var s, p []string
+	for i := range r.Size {
+		s = append(s, fmt.Sprint(r.Start[i]))
+		p = append(p, fmt.Sprint(r.Size[i]))
+	}
+	return strings.Join(p, "x") + "@" + strings.Join(s, ".")
+}
+
+// Nodes appends r's node ids to buf (X fastest).
+func (r Rect) Nodes(dims []int, buf []int) []int {
+	n := len(dims)
+	off := make([]int, n)
+	c := make([]int, n)
+	for {
+		for i := range c {
+			c[i] = (r.Start[i] + off[i]) % dims[i]
+		}
+		buf = append(buf, enc(c, dims))
+		i := 0
+		for ; i < n; i++ {
+			off[i]++
+			if off[i] < r.Size[i] {
+				break
+			}
+			off[i] = 0
+		}
+		if i == n {
+			return buf
+		}
+	}
+}
+
+// Contains reports whether node coordinates c lie in r.
+func (r Rect) Contains(c, dims []int) bool {
+	for i := range c {
+		if (c[i]-r.Start[i]+dims[i])%dims[i] >= r.Size[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// grid answers "how many unavailable nodes in this box" in O(2^n) with an
+// n-dimensional prefix sum over the torus unrolled to twice its size.
+type grid struct {
+	dims   []int
+	wrap   []bool
+	ext    []int // extent of the unrolled array per dim (2d for rings)
+	stride []int // strides of the prefix array (ext+1 per dim)
+	pre    []int32
+	corner [][]int // per corner mask: which dims take the far end
+}
+
+func newGrid(s *State) *grid {
+	n := len(s.dims)
+	g := &grid{dims: s.dims, wrap: s.wrap, ext: make([]int, n), stride: make([]int, n)}
+	size := 1
+	for i, d := range s.dims {
+		g.ext[i] = d
+		if s.wrap[i] {
+			g.ext[i] = 2 * d
+		}
+		g.stride[i] = size
+		size *= g.ext[i] + 1
+	}
+	g.pre = make([]int32, size)
+	g.fill(s)
+	return g
+}
+
+// fill recomputes the prefix sums for the state.
+func (g *grid) fill(s *State) {
+	n := len(g.dims)
+	c := make([]int, n)
+	x := make([]int, n)
+	clear(g.pre)
+	// Raw indicator at index x+1 (prefix arrays are 1-based).
+	total := 1
+	for i := range g.ext {
+		total *= g.ext[i]
+	}
+	for k := 0; k < total; k++ {
+		rem := k
+		idx := 0
+		for i := 0; i < n; i++ {
+			x[i] = rem % g.ext[i]
+			rem /= g.ext[i]
+			c[i] = x[i] % g.dims[i]
+			idx += (x[i] + 1) * g.stride[i]
+		}
+		if !s.Available(enc(c, g.dims)) {
+			g.pre[idx] = 1
+		}
+	}
+	// Prefix sums dimension by dimension.
+	for i := 0; i < n; i++ {
+		st := g.stride[i]
+		for idx := range g.pre {
+			if (idx/st)%(g.ext[i]+1) > 0 {
+				g.pre[idx] += g.pre[idx-st]
+			}
+		}
+	}
+}
+
+// unavailable counts unavailable nodes in the box start..start+size-1
+// (start within [0, d), size ≤ d; for non-wrapping dims start+size ≤ d).
+func (g *grid) unavailable(start, size []int) int {
+	n := len(g.dims)
+	sum := int32(0)
+	for mask := 0; mask < 1<<n; mask++ {
+		idx := 0
+		sign := int32(1)
+		for i := 0; i < n; i++ {
+			if mask>>i&1 == 1 {
+				idx += (start[i] + size[i]) * g.stride[i]
+			} else {
+				idx += start[i] * g.stride[i]
+				sign = -sign
+			}
+		}
+		sum += sign * g.pre[idx]
+	}
+	return int(sum)
+}
+
+// fits reports whether the box is within the grid (mesh borders).
+func (g *grid) fits(start, size []int) bool {
+	for i := range start {
+		if !g.wrap[i] && start[i]+size[i] > g.dims[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Shapes returns every rectangle size of the torus, largest volume first
+// (ties in lexicographic order).
+func Shapes(dims []int) [][]int {
+	var out [][]int
+	p := make([]int, len(dims))
+	var rec func(i int)
+	rec = func(i int) {
+		if i == len(dims) {
+			out = append(out, append([]int(nil), p...))
+			return
+		}
+		for x := 1; x <= dims[i]; x++ {
+			p[i] = x
+			rec(i + 1)
+		}
+	}
+	rec(0)
+	sort.SliceStable(out, func(a, b int) bool { return vol(out[a]) > vol(out[b]) })
+	return out
+}
+
+func vol(p []int) int {
+	v := 1
+	for _, x := range p {
+		v *= x
+	}
+	return v
+}
+
+// placements calls f for every start of a rectangle of the given size
+// (whole dimensions start at 0; mesh dimensions stay inside the border).
+// f returns false to stop.
+func placements(dims []int, wrap []bool, size []int, f func(start []int) bool) {
+	n := len(dims)
+	start := make([]int, n)
+	limit := make([]int, n)
+	for i := range dims {
+		switch {
+		case size[i] == dims[i]:
+			limit[i] = 1
+		case wrap[i]:
+			limit[i] = dims[i]
+		default:
+			limit[i] = dims[i] - size[i] + 1
+		}
+	}
+	for {
+		if !f(start) {
+			return
+		}
+		i := 0
+		for ; i < n; i++ {
+			start[i]++
+			if start[i] < limit[i] {
+				break
+			}
+			start[i] = 0
+		}
+		if i == n {
+			return
+		}
+	}
+}
+
+// MaximalFreeRectangles lists every maximal free sub-rectangle (MSS): a
+// rectangle of available nodes that cannot grow in any direction, because
+// the ring is complete or the next layer holds an unavailable node (or, on
+// a mesh, the border). Exhaustive: O(N²·2ⁿ); for small tori and reports.
+func MaximalFreeRectangles(s *State) []Rect {
+	g := newGrid(s)
+	var out []Rect
+	n := len(s.dims)
+	ext := make([]int, n)
+	exs := make([]int, n)
+	for _, size := range Shapes(s.dims) {
+		placements(s.dims, s.wrap, size, func(start []int) bool {
+			if g.unavailable(start, size) != 0 {
+				return true
+			}
+			for i := 0; i < n; i++ {
+				if size[i] == s.dims[i] {
+					continue
+				}
+				copy(ext, size)
+				ext[i]++
+				// grow downwards
+				copy(exs, start)
+				exs[i] = start[i] - 1
+				if s.wrap[i] {
+					exs[i] = (exs[i] + s.dims[i]) % s.dims[i]
+					if ext[i] == s.dims[i] {
+						exs[i] = 0
+					}
+				}
+				if exs[i] >= 0 && g.fits(exs, ext) && g.unavailable(exs, ext) == 0 {
+					return true
+				}
+				// grow upwards
+				copy(exs, start)
+				if ext[i] == s.dims[i] {
+					exs[i] = 0
+				}
+				if g.fits(exs, ext) && g.unavailable(exs, ext) == 0 {
+					return true
+				}
+			}
+			out = append(out, Rect{Start: append([]int(nil), start...), Size: append([]int(nil), size...)})
+			return true
+		})
+	}
+	return out
+}
+
+// Fragmentation is φ(I, S) = |N|·(nodes in the largest MSS) + (number of
+// largest MSSs), with its two parts. Larger is better (less fragmented).
+type Fragmentation struct {
+	Phi          int64 `json:"phi"`
+	LargestNodes int   `json:"largest_mss_nodes"`
+	LargestCount int   `json:"largest_mss_count"`
+}
+
+// Phi computes the fragmentation score of the state. A free rectangle of
+// the largest volume is necessarily maximal, so it suffices to find the
+// largest volume with a free placement and count the free placements of
+// that volume: shapes are tried in decreasing volume and the search stops
+// at the first volume that has one.
+func Phi(s *State) Fragmentation {
+	return newPhiEval(s.dims).eval(s, s.N())
+}
+
+// phiEval keeps the shapes of a torus and a reusable grid.
+type phiEval struct {
+	shapes [][]int
+	g      *grid
+}
+
+func newPhiEval(dims []int) *phiEval { return &phiEval{shapes: Shapes(dims)} }
+
+// eval computes φ, looking only at volumes ≤ bound (a known upper bound
+// on the largest free rectangle, e.g. the current largest before an
+// allocation).
+func (p *phiEval) eval(s *State, bound int) Fragmentation {
+	if p.g == nil {
+		p.g = newGrid(s)
+	} else {
+		p.g.fill(s)
+	}
+	free := s.FreeCount()
+	bound = min(bound, free)
+	best, count := 0, 0
+	for _, size := range p.shapes {
+		v := vol(size)
+		if v > bound {
+			continue
+		}
+		if best > 0 && v < best {
+			break
+		}
+		placements(s.dims, s.wrap, size, func(start []int) bool {
+			if p.g.unavailable(start, size) == 0 {
+				best = v
+				count++
+			}
+			return true
+		})
+	}
+	return Fragmentation{Phi: int64(s.N())*int64(best) + int64(count), LargestNodes: best, LargestCount: count}
+}

@@ -1,0 +1,415 @@
+package alloc
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Router answers the routing questions node selection asks about a set
+// M_{a,t} = active ∪ transit on the state's network (with its failures).
+// The routing package provides the implementation (Angara rules).
+type Router interface {
+	// Reachable reports whether every ordered pair of active nodes has a
+	// legal route whose nodes all lie in active ∪ transit.
+	Reachable(active, transit []int) (bool, error)
+	// Table builds a verified, deadlock-free routing table for a reachable
+	// set with the given algorithm ("bfs" or "baseline") and returns its
+	// figures.
+	Table(active, transit []int, algo string) (TableFigures, error)
+}
+
+// TableFigures are the routing-table figures used to rank candidates.
+type TableFigures struct {
+	Diameter      int     `json:"diameter"`
+	PiMax         float64 `json:"pi_max"`
+	PiPerfect     float64 `json:"pi_perfect"`
+	BalanceFactor float64 `json:"balance_factor"`
+}
+
+// Algo names a node-selection algorithm.
+type Algo string
+
+const (
+	// Improved enumerates all rectangle sizes m ≤ |P| ≤ m+T and all
+	// placements, allows unavailable nodes inside if the rest stays
+	// reachable, and drops unneeded transit nodes (non-rectangular sets);
+	// candidates are ranked by the four criteria of seed 001 ch. 4.
+	Improved Algo = "improved"
+	// Baseline is the older Angara algorithm: sizes 1 ≤ p_i ≤ ⌈d_i/2⌉ or
+	// p_i = d_i, rectangles of available nodes only, fault-free, the
+	// whole rectangle allocated; the first rectangle with the fewest
+	// transit nodes is taken (it has no fragmentation estimate).
+	Baseline Algo = "baseline"
+)
+
+// ParseAlgo checks an algorithm name.
+func ParseAlgo(s string) (Algo, error) {
+	switch Algo(s) {
+	case Improved, Baseline:
+		return Algo(s), nil
+	}
+	return "", fmt.Errorf("unknown node-selection algorithm %q (want improved or baseline)", s)
+}
+
+// Request asks for Nodes active nodes and at most Transit transit nodes.
+type Request struct {
+	Nodes   int  `json:"nodes"`
+	Transit int  `json:"transit"`
+	Algo    Algo `json:"algo"`
+	// CountOnly enumerates and counts candidates without ranking them or
+	// building tables (for the "solutions found" experiment).
+	CountOnly bool `json:"-"`
+	// MaxTables bounds how many distinct routing tables are built to break
+	// ties on diameter and π_max (0 = 64).
+	MaxTables int `json:"-"`
+}
+
+// Candidate is one reachable node set.
+type Candidate struct {
+	Active  []int         `json:"active"`
+	Transit []int         `json:"transit"`
+	Rect    Rect          `json:"rect"`
+	Holes   int           `json:"holes"` // unavailable nodes inside the rectangle
+	Frag    Fragmentation `json:"fragmentation_after"`
+	Figures *TableFigures `json:"table,omitempty"`
+	simple  bool          // fully available, fault-free, whole rectangle
+	order   int
+}
+
+// Result is the answer to a Request.
+type Result struct {
+	Request Request `json:"request"`
+	// Chosen is nil if no candidate exists; Reason then says why.
+	Chosen *Candidate `json:"chosen,omitempty"`
+	Reason string     `json:"reason,omitempty"`
+	// Found counts the rectangle placements that gave a reachable set
+	// (the "solutions found" of seed 001 table 1); Distinct counts the
+	// different node sets among them after unneeded transit nodes were
+	// dropped.
+	Found    int `json:"candidates_found"`
+	Distinct int `json:"distinct_sets"`
+	// Ranked counts candidates tied on the first criterion whose φ was
+	// computed; Tables counts routing tables built for tie-breaks.
+	Ranked  int     `json:"ranked"`
+	Tables  int     `json:"tables_built"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Selector selects node sets on one torus; it caches per-torus data, so
+// keep one per network and reuse it (not safe for concurrent use).
+type Selector struct {
+	dims   []int
+	wrap   []bool
+	shapes [][]int
+	phi    *phiEval
+	grid   *grid
+	// faultDirs[v] has bit k set if the link leaving v in direction k
+	// (2·dim + (0 for +, 1 for −)) is failed.
+	faultDirs []uint16
+	scratch   *State
+}
+
+// NewSelector prepares a selector for the state's torus.
+func NewSelector(s *State) *Selector {
+	sel := &Selector{dims: s.dims, wrap: s.wrap, shapes: Shapes(s.dims), phi: newPhiEval(s.dims)}
+	return sel
+}
+
+func (sel *Selector) prepare(s *State) {
+	if sel.grid == nil {
+		sel.grid = newGrid(s)
+	} else {
+		sel.grid.fill(s)
+	}
+	g := s.g
+	if len(sel.faultDirs) != s.N() {
+		sel.faultDirs = make([]uint16, s.N())
+	}
+	clear(sel.faultDirs)
+	for v := 0; v < s.N(); v++ {
+		for _, c := range g.Out(v) {
+			if g.Up(int(c)) {
+				continue
+			}
+			d, sign := g.Dir(int(c))
+			if d < 0 {
+				continue
+			}
+			k := 2 * d
+			if sign < 0 {
+				k++
+			}
+			sel.faultDirs[v] |= 1 << k
+		}
+	}
+}
+
+// internalFault reports whether a failed link joins two nodes of r.
+func (sel *Selector) internalFault(r Rect, nodes []int) bool {
+	c := make([]int, len(sel.dims))
+	for _, v := range nodes {
+		f := sel.faultDirs[v]
+		if f == 0 {
+			continue
+		}
+		dec(v, sel.dims, c)
+		for d := range sel.dims {
+			for sgn := 0; sgn < 2; sgn++ {
+				if f&(1<<(2*d+sgn)) == 0 {
+					continue
+				}
+				// Neighbour inside r along this direction?
+				off := (c[d] - r.Start[d] + sel.dims[d]) % sel.dims[d]
+				if r.Size[d] == sel.dims[d] {
+					return true
+				}
+				if sgn == 0 && off+1 < r.Size[d] || sgn == 1 && off > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// Select answers a request on state s.
+func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
+	start := time.Now()
+	res := &Result{Request: req}
+	defer func() { res.Seconds = time.Since(start).Seconds() }()
+	if req.Nodes < 1 {
+		return nil, fmt.Errorf("a job needs at least one node, got %d", req.Nodes)
+	}
+	if req.Transit < 0 {
+		return nil, fmt.Errorf("transit limit %d is negative", req.Transit)
+	}
+	if req.Algo == "" {
+		req.Algo = Improved
+		res.Request.Algo = Improved
+	}
+	if _, err := ParseAlgo(string(req.Algo)); err != nil {
+		return nil, err
+	}
+	if free := s.FreeCount(); req.Nodes > free {
+		res.Reason = fmt.Sprintf("the job needs %d nodes but only %d of %d are available", req.Nodes, free, s.N())
+		return res, nil
+	}
+	sel.prepare(s)
+	var cands []*Candidate
+	seen := map[string]bool{}
+	m, T := req.Nodes, req.Transit
+	nodesBuf := make([]int, 0, m+T)
+	order := 0
+	for _, size := range sel.shapes {
+		v := vol(size)
+		if v < m || v > m+T {
+			continue
+		}
+		if req.Algo == Baseline && !baselineShape(size, sel.dims) {
+			continue
+		}
+		var err error
+		placements(sel.dims, sel.wrap, size, func(st []int) bool {
+			holes := sel.grid.unavailable(st, size)
+			if v-holes < m || (req.Algo == Baseline && holes > 0) {
+				return true
+			}
+			r := Rect{Start: st, Size: size}
+			nodesBuf = r.Nodes(sel.dims, nodesBuf[:0])
+			var avail []int
+			for _, x := range nodesBuf {
+				if s.Available(x) {
+					avail = append(avail, x)
+				}
+			}
+			fault := sel.internalFault(r, nodesBuf)
+			if req.Algo == Baseline && fault {
+				return true
+			}
+			active := append([]int(nil), avail[:m]...)
+			transit := append([]int(nil), avail[m:]...)
+			simple := holes == 0 && !fault
+			if !simple {
+				var ok bool
+				if ok, err = rt.Reachable(active, transit); err != nil || !ok {
+					return err == nil
+				}
+			}
+			res.Found++
+			if req.CountOnly {
+				return true
+			}
+			if req.Algo == Improved && len(transit) > 0 {
+				// Drop transit nodes the set does not need (the set may
+				// become non-rectangular); each stays free for others.
+				for i := len(transit) - 1; i >= 0; i-- {
+					try := append(append([]int(nil), transit[:i]...), transit[i+1:]...)
+					var ok bool
+					if ok, err = rt.Reachable(active, try); err != nil {
+						return false
+					}
+					if ok {
+						transit = try
+						simple = false
+					}
+				}
+			}
+			key := setKey(active, transit)
+			if seen[key] {
+				return true
+			}
+			seen[key] = true
+			cands = append(cands, &Candidate{Active: active, Transit: transit,
+				Rect: Rect{Start: append([]int(nil), st...), Size: append([]int(nil), size...)},
+				Holes: holes, simple: simple, order: order})
+			order++
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if res.Found == 0 {
+		res.Reason = fmt.Sprintf("no reachable set of %d active nodes with at most %d transit nodes fits the available nodes", m, T)
+		if req.Algo == Baseline {
+			res.Reason += " (baseline: whole fault-free rectangles with sides ≤ ⌈d/2⌉ or = d)"
+		}
+		return res, nil
+	}
+	res.Distinct = len(cands)
+	if req.CountOnly {
+		return res, nil
+	}
+	// Criterion 1: fewest transit nodes.
+	minT := len(cands[0].Transit)
+	for _, c := range cands {
+		minT = min(minT, len(c.Transit))
+	}
+	var best []*Candidate
+	for _, c := range cands {
+		if len(c.Transit) == minT {
+			best = append(best, c)
+		}
+	}
+	if req.Algo == Baseline {
+		c := best[0]
+		fig, err := rt.Table(c.Active, c.Transit, "baseline")
+		if err != nil {
+			return nil, err
+		}
+		c.Figures = &fig
+		c.Frag = sel.fragAfter(s, c)
+		res.Chosen, res.Ranked, res.Tables = c, 1, 1
+		return res, nil
+	}
+	// Criterion 2: largest φ after allocation (never above today's).
+	res.Ranked = len(best)
+	bound := sel.phi.eval(s, s.N()).LargestNodes
+	for _, c := range best {
+		c.Frag = sel.fragAfterBound(s, c, bound)
+	}
+	maxPhi := best[0].Frag.Phi
+	for _, c := range best {
+		maxPhi = max(maxPhi, c.Frag.Phi)
+	}
+	var tied []*Candidate
+	for _, c := range best {
+		if c.Frag.Phi == maxPhi {
+			tied = append(tied, c)
+		}
+	}
+	// Criteria 3 and 4: routing-table diameter, then π_max. Fully
+	// available fault-free rectangles of the same size have isomorphic
+	// tables, so one table per size serves them all.
+	limit := req.MaxTables
+	if limit <= 0 {
+		limit = 64
+	}
+	bySize := map[string]*TableFigures{}
+	var ranked []*Candidate
+	for _, c := range tied {
+		if c.simple {
+			k := fmt.Sprint(c.Rect.Size)
+			if f, ok := bySize[k]; ok {
+				c.Figures = f
+				ranked = append(ranked, c)
+				continue
+			}
+		}
+		if res.Tables >= limit {
+			continue
+		}
+		fig, err := rt.Table(c.Active, c.Transit, "bfs")
+		if err != nil {
+			return nil, err
+		}
+		res.Tables++
+		c.Figures = &fig
+		if c.simple {
+			bySize[fmt.Sprint(c.Rect.Size)] = &fig
+		}
+		ranked = append(ranked, c)
+	}
+	slices.SortStableFunc(ranked, func(a, b *Candidate) int {
+		if x := cmp.Compare(a.Figures.Diameter, b.Figures.Diameter); x != 0 {
+			return x
+		}
+		if x := cmp.Compare(a.Figures.PiMax, b.Figures.PiMax); x != 0 {
+			return x
+		}
+		return cmp.Compare(a.order, b.order)
+	})
+	res.Chosen = ranked[0]
+	return res, nil
+}
+
+// fragAfter evaluates φ with the candidate's nodes taken.
+func (sel *Selector) fragAfter(s *State, c *Candidate) Fragmentation {
+	return sel.fragAfterBound(s, c, s.N())
+}
+
+func (sel *Selector) fragAfterBound(s *State, c *Candidate, bound int) Fragmentation {
+	if sel.scratch == nil || len(sel.scratch.owner) != len(s.owner) {
+		sel.scratch = s.Clone()
+	} else {
+		copy(sel.scratch.owner, s.owner)
+		sel.scratch.g = s.g
+		sel.scratch.busy = s.busy
+	}
+	for _, v := range c.Active {
+		sel.scratch.owner[v] = -1
+	}
+	for _, v := range c.Transit {
+		sel.scratch.owner[v] = -1
+	}
+	return sel.phi.eval(sel.scratch, bound)
+}
+
+func baselineShape(size, dims []int) bool {
+	for i, p := range size {
+		if p != dims[i] && p > (dims[i]+1)/2 {
+			return false
+		}
+	}
+	return true
+}
+
+func setKey(active, transit []int) string {
+	a := slices.Clone(active)
+	t := slices.Clone(transit)
+	sort.Ints(a)
+	sort.Ints(t)
+	var b strings.Builder
+	for _, v := range a {
+		fmt.Fprintf(&b, "%d,", v)
+	}
+	b.WriteByte('|')
+	for _, v := range t {
+		fmt.Fprintf(&b, "%d,", v)
+	}
+	return b.String()
+}
