@@ -264,7 +264,7 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 			}
 			seen[key] = true
 			cands = append(cands, &Candidate{Active: active, Transit: transit,
-				Rect: Rect{Start: append([]int(nil), st...), Size: append([]int(nil), size...)},
+				Rect:  Rect{Start: append([]int(nil), st...), Size: append([]int(nil), size...)},
 				Holes: holes, simple: simple, order: order})
 			order++
 			return true
