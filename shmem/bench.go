@@ -1,0 +1,456 @@
+package shmem
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// BenchConfig selects what RunBench measures.
+type BenchConfig struct {
+	RateSizes    []int         // message sizes of the Message Rate test (default 8 B … 1 MiB, powers of 2)
+	LatencySizes []int         // sizes of the ping-pong test (default DefaultLatencySizes)
+	Duration     time.Duration // target time of one measurement (default 100 ms)
+	Tests        []string      // subset of "rate", "latency", "atomic", "barrier" (default all)
+}
+
+// BenchRow is one measurement. Rates count messages (or atomics, or
+// barriers) per second; LatencyUs is the time per message for rates
+// (1/rate), half the round trip for ping-pong, the time per call for
+// atomics and barriers. RatioVsTwoSided compares a one-sided row with the
+// two-sided (send/receive) row of the same test and size over the same
+// transport: one-sided speed / two-sided speed (> 1: one-sided is faster).
+type BenchRow struct {
+	Test            string  `json:"test"` // message_rate, latency, atomic_rate, barrier, seed_reference
+	API             string  `json:"api"`  // put, put_ptr, sendrecv, fetch_add, add, barrier
+	Transport       string  `json:"transport"`
+	Procs           int     `json:"procs"`
+	Size            int     `json:"size"`
+	Count           int64   `json:"count"`
+	MsgsPerSec      float64 `json:"msgs_per_sec"`
+	BytesPerSec     float64 `json:"bytes_per_sec"`
+	LatencyUs       float64 `json:"latency_us"`
+	RatioVsTwoSided float64 `json:"ratio_vs_two_sided,omitempty"`
+}
+
+// SeedReference returns the MVS-Express figures of the seed as rows: more
+// than 10 M single-word remote writes per second (70–80 ns per write) and
+// a short-message latency a little over 1 µs.
+func SeedReference() []BenchRow {
+	return []BenchRow{
+		{Test: "seed_reference", API: "put", Transport: "mvs-express", Procs: 2, Size: 8, MsgsPerSec: 10e6, BytesPerSec: 80e6, LatencyUs: 0.075},
+		{Test: "seed_reference", API: "latency", Transport: "mvs-express", Procs: 2, Size: 8, LatencyUs: 1.0},
+	}
+}
+
+// DefaultRateSizes is 8 B … 1 MiB in powers of two.
+func DefaultRateSizes() []int {
+	var s []int
+	for x := 8; x <= 1<<20; x *= 2 {
+		s = append(s, x)
+	}
+	return s
+}
+
+// DefaultLatencySizes is 8 B … 256 KiB in powers of eight, and 1 MiB.
+func DefaultLatencySizes() []int {
+	var s []int
+	for x := 8; x <= 1<<20; x *= 8 {
+		s = append(s, x)
+	}
+	return append(s, 1<<20)
+}
+
+type benchEnv struct {
+	w    *World
+	ctrl *Coarray[int64] // [0] count of the round, [1] last-round flag, [2] ack
+	buf  *Coarray[byte]
+	dur  time.Duration
+	rnd  int64
+}
+
+// RunBench runs the benchmark collectively on every PE of w (at least 2)
+// and returns the rows on PE 0 (nil elsewhere). Point-to-point tests run
+// between PE 0 and PE 1; barriers over PEs 0..k-1 for k = 2..NPEs.
+func RunBench(w *World, cfg BenchConfig) ([]BenchRow, error) {
+	if err := w.ok(); err != nil {
+		return nil, err
+	}
+	if w.n < 2 {
+		return nil, errors.New("shmem bench: needs at least 2 PEs")
+	}
+	if cfg.RateSizes == nil {
+		cfg.RateSizes = DefaultRateSizes()
+	}
+	if cfg.LatencySizes == nil {
+		cfg.LatencySizes = DefaultLatencySizes()
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 100 * time.Millisecond
+	}
+	maxSize := 8
+	for _, s := range append(append([]int{}, cfg.RateSizes...), cfg.LatencySizes...) {
+		if s < 1 || s > 64<<20 {
+			return nil, fmt.Errorf("shmem bench: message size %d out of range [1, 64 MiB]", s)
+		}
+		maxSize = max(maxSize, s)
+	}
+	want := map[string]bool{}
+	for _, t := range cfg.Tests {
+		switch t {
+		case "rate", "latency", "atomic", "barrier":
+			want[t] = true
+		default:
+			return nil, fmt.Errorf("shmem bench: unknown test %q (want rate, latency, atomic, barrier)", t)
+		}
+	}
+	all := len(want) == 0
+	e := &benchEnv{w: w, dur: cfg.Duration}
+	var err error
+	if e.ctrl, err = NewCoarray[int64](w, 8); err != nil {
+		return nil, err
+	}
+	defer e.ctrl.Free()
+	if e.buf, err = NewCoarray[byte](w, maxSize); err != nil {
+		return nil, err
+	}
+	defer e.buf.Free()
+	var rows []BenchRow
+	add := func(r []BenchRow, err error) error {
+		rows = append(rows, r...)
+		return err
+	}
+	if all || want["rate"] {
+		if err := add(e.rate(cfg.RateSizes)); err != nil {
+			return nil, err
+		}
+	}
+	if all || want["latency"] {
+		if err := add(e.latency(cfg.LatencySizes)); err != nil {
+			return nil, err
+		}
+	}
+	if all || want["atomic"] {
+		if err := add(e.atomics()); err != nil {
+			return nil, err
+		}
+	}
+	if all || want["barrier"] {
+		if err := add(e.barriers()); err != nil {
+			return nil, err
+		}
+	}
+	if w.me != 0 {
+		return nil, w.BarrierAll()
+	}
+	return rows, w.BarrierAll()
+}
+
+// measure runs f(count) collectively in rounds, PE 0 choosing the count
+// (growing until a round takes a tenth of the target duration, then one
+// final round scaled to the duration), and returns PE 0's count and time
+// of the final round. With ack, the round ends on PE 0 when PE 1 has
+// finished too (a two-sided receiver); f runs on every PE, which decides
+// itself whether it takes part.
+func (e *benchEnv) measure(ack bool, f func(count int64) error) (int64, time.Duration, error) {
+	w := e.w
+	count, last := int64(4), int64(0)
+	for {
+		e.rnd++
+		if w.me == 0 {
+			for p := 1; p < w.n; p++ {
+				if err := e.ctrl.Put(p, 0, []int64{count, last}); err != nil {
+					return 0, 0, err
+				}
+			}
+		}
+		if err := w.BarrierAll(); err != nil {
+			return 0, 0, err
+		}
+		if w.me != 0 {
+			loc := e.ctrl.Local()
+			count, last = loc[0], loc[1]
+		}
+		t0 := time.Now()
+		if err := f(count); err != nil {
+			return 0, 0, err
+		}
+		if ack {
+			switch w.me {
+			case 0:
+				if err := WaitUntil(e.ctrl, 2, CmpGE, e.rnd); err != nil {
+					return 0, 0, err
+				}
+			case 1:
+				if err := e.ctrl.PutValue(0, 2, e.rnd); err != nil {
+					return 0, 0, err
+				}
+			}
+		}
+		el := time.Since(t0)
+		if err := w.BarrierAll(); err != nil {
+			return 0, 0, err
+		}
+		if last == 1 {
+			return count, el, nil
+		}
+		if w.me == 0 {
+			switch {
+			case el >= e.dur/10 || count >= 1<<32:
+				count = max(1, int64(float64(count)*float64(e.dur)/float64(max(el, time.Microsecond))))
+				last = 1
+			case el < e.dur/1000:
+				count *= 16
+			default:
+				count *= 4
+			}
+		}
+	}
+}
+
+func (e *benchEnv) row(test, api string, procs, size int, count int64, el time.Duration) BenchRow {
+	r := BenchRow{Test: test, API: api, Transport: e.w.tr.Name(), Procs: procs, Size: size, Count: count}
+	if el > 0 && count > 0 {
+		r.MsgsPerSec = float64(count) / el.Seconds()
+		r.BytesPerSec = r.MsgsPerSec * float64(size)
+		r.LatencyUs = el.Seconds() / float64(count) * 1e6
+	}
+	return r
+}
+
+// rate is the seed's Message Rate test: PE 0 streams messages of one size
+// to PE 1 — puts (PE 1 passive; the round ends with Quiet), direct stores
+// through Ptr where the transport maps the peer, and Send/Recv.
+func (e *benchEnv) rate(sizes []int) ([]BenchRow, error) {
+	w := e.w
+	src := make([]byte, e.buf.Len())
+	for i := range src {
+		src[i] = byte(i)
+	}
+	var rows []BenchRow
+	for _, s := range sizes {
+		// a target window of up to 1 MiB (at least one message) cycled over
+		slots := int64(max(1, min(1<<20, e.buf.Len())/s))
+		count, el, err := e.measure(false, func(count int64) error {
+			if w.me != 0 {
+				return nil
+			}
+			if s == 8 {
+				for i := int64(0); i < count; i++ {
+					if err := e.buf.Sym().PutUint64(1, int(i%slots)*8, uint64(i)); err != nil {
+						return err
+					}
+				}
+			} else {
+				for i := int64(0); i < count; i++ {
+					if err := e.buf.Put(1, int(i%slots)*s, src[:s]); err != nil {
+						return err
+					}
+				}
+			}
+			return w.Quiet()
+		})
+		if err != nil {
+			return nil, err
+		}
+		put := e.row("message_rate", "put", 2, s, count, el)
+		if s == 8 && w.tr.Name() == TransportShm { // every PE must take the same branch
+			p := elemsOf[uint64](e.buf.Ptr(1)[:slots*8]) // shm maps every PE
+			count, el, err := e.measure(false, func(count int64) error {
+				if w.me != 0 {
+					return nil
+				}
+				for i := int64(0); i < count; i++ {
+					p[i%slots] = uint64(i)
+				}
+				return w.Quiet()
+			})
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, e.row("message_rate", "put_ptr", 2, s, count, el))
+		}
+		buf := make([]byte, s)
+		count, el, err = e.measure(true, func(count int64) error {
+			switch w.me {
+			case 0:
+				for i := int64(0); i < count; i++ {
+					if err := w.Send(1, src[:s]); err != nil {
+						return err
+					}
+				}
+			case 1:
+				for i := int64(0); i < count; i++ {
+					if _, err := w.Recv(0, buf); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		two := e.row("message_rate", "sendrecv", 2, s, count, el)
+		if two.MsgsPerSec > 0 {
+			put.RatioVsTwoSided = put.MsgsPerSec / two.MsgsPerSec
+		}
+		rows = append(rows, put, two)
+	}
+	return rows, nil
+}
+
+// latency is ping-pong between PE 0 and PE 1: with puts (payload, Fence,
+// flag word; a size-8 message is the flag itself) and with Send/Recv.
+func (e *benchEnv) latency(sizes []int) ([]BenchRow, error) {
+	w := e.w
+	flag := e.ctrl
+	var rows []BenchRow
+	var seq int64
+	for _, s := range sizes {
+		src := make([]byte, s)
+		count, el, err := e.measure(false, func(count int64) error {
+			if w.me > 1 {
+				return nil
+			}
+			peer := 1 - w.me
+			for i := int64(0); i < count; i++ {
+				seq++
+				v := seq
+				send := func() error {
+					if s > 8 {
+						if err := e.buf.Put(peer, 0, src); err != nil {
+							return err
+						}
+						if err := w.Fence(); err != nil {
+							return err
+						}
+					}
+					return flag.PutValue(peer, 3, v)
+				}
+				if w.me == 0 {
+					if err := send(); err != nil {
+						return err
+					}
+					if err := WaitUntil(flag, 3, CmpGE, v); err != nil {
+						return err
+					}
+				} else {
+					if err := WaitUntil(flag, 3, CmpGE, v); err != nil {
+						return err
+					}
+					if err := send(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		put := e.row("latency", "put", 2, s, count, el)
+		put.LatencyUs /= 2
+		put.MsgsPerSec *= 2
+		put.BytesPerSec *= 2
+		buf := make([]byte, s)
+		count, el, err = e.measure(false, func(count int64) error {
+			for i := int64(0); i < count; i++ {
+				switch w.me {
+				case 0:
+					if err := w.Send(1, src); err != nil {
+						return err
+					}
+					if _, err := w.Recv(1, buf); err != nil {
+						return err
+					}
+				case 1:
+					if _, err := w.Recv(0, buf); err != nil {
+						return err
+					}
+					if err := w.Send(0, buf); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		two := e.row("latency", "sendrecv", 2, s, count, el)
+		two.LatencyUs /= 2
+		two.MsgsPerSec *= 2
+		two.BytesPerSec *= 2
+		if put.LatencyUs > 0 {
+			put.RatioVsTwoSided = two.LatencyUs / put.LatencyUs
+		}
+		rows = append(rows, put, two)
+	}
+	return rows, nil
+}
+
+// atomics measures remote fetch-and-add (blocking, one round trip each)
+// and non-fetching add (streamed, then Quiet) from PE 0 on a word of PE 1.
+func (e *benchEnv) atomics() ([]BenchRow, error) {
+	w := e.w
+	c := e.ctrl
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me != 0 {
+			return nil
+		}
+		for i := int64(0); i < count; i++ {
+			if _, err := AtomicFetchAdd(c, 1, 4, 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows := []BenchRow{e.row("atomic_rate", "fetch_add", 2, 8, count, el)}
+	count, el, err = e.measure(false, func(count int64) error {
+		if w.me != 0 {
+			return nil
+		}
+		for i := int64(0); i < count; i++ {
+			if err := AtomicAdd(c, 1, 5, 1); err != nil {
+				return err
+			}
+		}
+		return w.Quiet()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, e.row("atomic_rate", "add", 2, 8, count, el)), nil
+}
+
+// barriers measures Barrier over PEs 0..k-1 for k = 2..NPEs.
+func (e *benchEnv) barriers() ([]BenchRow, error) {
+	w := e.w
+	var rows []BenchRow
+	for k := 2; k <= w.n; k++ {
+		members := make([]int, k)
+		for i := range members {
+			members[i] = i
+		}
+		count, el, err := e.measure(false, func(count int64) error {
+			if w.me >= k {
+				return nil
+			}
+			for i := int64(0); i < count; i++ {
+				if err := w.Barrier(members); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, e.row("barrier", "barrier", k, 0, count, el))
+	}
+	return rows, nil
+}

@@ -1,0 +1,208 @@
+package shmem
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestRunBench(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			j := localJob(t, 3, tr)
+			var rows []BenchRow
+			err := j.Run(func(w *World) error {
+				r, err := RunBench(w, BenchConfig{RateSizes: []int{8, 1000}, LatencySizes: []int{8, 4096}, Duration: 5 * time.Millisecond})
+				if w.MyPE() == 0 {
+					rows = r
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, r := range rows {
+				seen[r.Test+"/"+r.API]++
+				if r.MsgsPerSec <= 0 || r.LatencyUs <= 0 || r.Transport != tr || r.Count <= 0 {
+					t.Errorf("bad row %+v", r)
+				}
+				if r.BytesPerSec != r.MsgsPerSec*float64(r.Size) {
+					t.Errorf("bytes/s inconsistent: %+v", r)
+				}
+				if r.API == "put" && r.RatioVsTwoSided <= 0 {
+					t.Errorf("no ratio: %+v", r)
+				}
+			}
+			want := map[string]int{"message_rate/put": 2, "message_rate/sendrecv": 2, "latency/put": 2,
+				"latency/sendrecv": 2, "atomic_rate/fetch_add": 1, "atomic_rate/add": 1, "barrier/barrier": 2}
+			if tr == TransportShm {
+				want["message_rate/put_ptr"] = 1
+			}
+			for k, n := range want {
+				if seen[k] != n {
+					t.Errorf("%s: %d rows, want %d (%v)", k, seen[k], n, seen)
+				}
+			}
+		})
+	}
+	j := localJob(t, 2, TransportShm)
+	err := j.Run(func(w *World) error {
+		_, err := RunBench(w, BenchConfig{Tests: []string{"bogus"}})
+		return err
+	})
+	if err == nil {
+		t.Fatal("unknown test accepted")
+	}
+}
+
+// Go benchmarks: two PEs in this process; PE 0 runs b.N operations while
+// PE 1 waits in a barrier.
+func benchPair(b *testing.B, tr string, op func(w *World, c *Coarray[uint64], buf []byte, n int) error, size int) {
+	j, err := NewLocal(2, Options{Transport: tr, Heap: 4 << 20, Ring: 64 << 10})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	var cs [2]*Coarray[uint64]
+	if err := j.Run(func(w *World) error {
+		c, err := NewCoarray[uint64](w, (1<<20)/8)
+		cs[w.MyPE()] = c
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, size)
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	err = j.Run(func(w *World) error {
+		if w.MyPE() == 0 {
+			if err := op(w, cs[0], buf, b.N); err != nil {
+				return err
+			}
+			if err := w.Quiet(); err != nil {
+				return err
+			}
+		}
+		return w.BarrierAll()
+	})
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	j.Finalize()
+}
+
+func BenchmarkPutWord(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) {
+			benchPair(b, tr, func(w *World, c *Coarray[uint64], _ []byte, n int) error {
+				for i := 0; i < n; i++ {
+					if err := c.PutValue(1, i&1023, uint64(i)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, 8)
+		})
+	}
+}
+
+func BenchmarkPtrStore(b *testing.B) {
+	benchPair(b, TransportShm, func(w *World, c *Coarray[uint64], _ []byte, n int) error {
+		p := c.Ptr(1)[:1024]
+		for i := 0; i < n; i++ {
+			p[i&1023] = uint64(i)
+		}
+		return nil
+	}, 8)
+}
+
+func BenchmarkPut(b *testing.B) {
+	for _, tr := range transports {
+		for _, size := range []int{64, 4096, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/%d", tr, size), func(b *testing.B) {
+				benchPair(b, tr, func(w *World, c *Coarray[uint64], buf []byte, n int) error {
+					s := c.Sym()
+					for i := 0; i < n; i++ {
+						if err := s.Put(1, 0, buf); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, size)
+			})
+		}
+	}
+}
+
+func BenchmarkFetchAdd(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) {
+			benchPair(b, tr, func(w *World, c *Coarray[uint64], _ []byte, n int) error {
+				for i := 0; i < n; i++ {
+					if _, err := AtomicFetchAdd(c, 1, 0, 1); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, 8)
+		})
+	}
+}
+
+func BenchmarkSendRecv(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) {
+			j, err := NewLocal(2, Options{Transport: tr, Heap: 1 << 20, Ring: 64 << 10})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			b.SetBytes(8)
+			b.ResetTimer()
+			err = j.Run(func(w *World) error {
+				buf := make([]byte, 8)
+				for i := 0; i < b.N; i++ {
+					var err error
+					if w.MyPE() == 0 {
+						err = w.Send(1, buf)
+					} else {
+						_, err = w.Recv(0, buf)
+					}
+					if err != nil {
+						return err
+					}
+				}
+				return w.BarrierAll()
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+func BenchmarkBarrier(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) {
+			j, err := NewLocal(2, Options{Transport: tr, Heap: 1 << 20})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			b.ResetTimer()
+			err = j.Run(func(w *World) error {
+				for i := 0; i < b.N; i++ {
+					if err := w.BarrierAll(); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}

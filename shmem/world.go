@@ -1,0 +1,516 @@
+package shmem
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	stateRunning   = 1
+	stateFinalized = 2
+)
+
+// World is one process's membership in a job: its PE number, its region
+// (control header + local portion), the transport to the others and the
+// state of the collectives. Put/Get/atomics may be called from several
+// goroutines at once; collectives (barriers, CoarrayAll, Free, Finalize) are
+// serialised per World and must be called in the same order on every member.
+type World struct {
+	cfg   Config
+	me, n int
+	lay   layout
+	tr    Transport
+	local []byte
+	fs    *failState
+	state atomic.Int32
+	all   []int
+
+	collMu  sync.Mutex
+	pairSeq []uint32 // barriers done with each peer
+	collSeq uint64   // CoarrayAll calls done
+	heap    *heapAlloc
+	nextID  uint64
+
+	msg *messenger
+
+	stop     chan struct{}
+	monDone  chan struct{}
+	cleanup  []func()
+	downOnce sync.Once
+}
+
+// Join makes this process PE cfg.Rank of a job of cfg.NPEs processes and
+// returns when every PE has joined (Join ends with a barrier). Most programs
+// call Init, which takes the Config from the launcher's environment.
+func Join(cfg Config) (*World, error) {
+	if err := cfg.Options.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Options = cfg.Options.withDefaults()
+	if cfg.Transport == "" {
+		cfg.Transport = TransportShm
+	}
+	if cfg.NPEs < 1 || cfg.NPEs > maxPEs {
+		return nil, fmt.Errorf("shmem: number of PEs %d out of range [1,%d]", cfg.NPEs, maxPEs)
+	}
+	if cfg.Rank < 0 || cfg.Rank >= cfg.NPEs {
+		return nil, fmt.Errorf("shmem: rank %d out of range [0,%d)", cfg.Rank, cfg.NPEs)
+	}
+	lay, err := newLayout(cfg.NPEs, cfg.Heap, cfg.Ring)
+	if err != nil {
+		return nil, err
+	}
+	w := &World{
+		cfg: cfg, me: cfg.Rank, n: cfg.NPEs, lay: lay, fs: newFailState(),
+		pairSeq: make([]uint32, cfg.NPEs), heap: newHeapAlloc(lay.heapSize),
+		stop: make(chan struct{}), monDone: make(chan struct{}),
+	}
+	for i := 0; i < w.n; i++ {
+		w.all = append(w.all, i)
+	}
+	switch cfg.Transport {
+	case TransportShm:
+		w.tr, err = newShm(cfg, lay, w.fs)
+	case TransportTCP:
+		w.tr, err = newTCP(cfg, lay, w.fs)
+	default:
+		err = fmt.Errorf("shmem: unknown transport %q", cfg.Transport)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.local = w.tr.Region(w.me)
+	// A PE that sees a peer fail reports it to the launcher and passes it
+	// on to the other peers, so that every PE names the original culprit
+	// even if it first notices the exit of a PE that gave up because of it.
+	hook := func(err error) {
+		var pe *PEError
+		switch {
+		case !errors.As(err, &pe): // a local collective error
+			w.tr.Poison(w.me, err.Error())
+		case pe.PE == w.me: // Abort
+			w.tr.Poison(w.me, pe.Reason)
+		case pe.PE >= 0:
+			if !strings.HasSuffix(pe.Reason, byLauncher) {
+				w.tr.Report(pe.PE, pe.Reason)
+			}
+			w.tr.Poison(pe.PE, pe.Reason)
+		}
+	}
+	w.fs.hook.Store(&hook)
+	if err := w.fs.get(); err != nil {
+		hook(err)
+	}
+	w.msg = newMessenger(w)
+	w.state.Store(stateRunning)
+	go w.monitor()
+	w.collMu.Lock()
+	err = w.barrier(w.all, tag(kindInit, 0))
+	w.collMu.Unlock()
+	if err != nil {
+		w.shutdown(false)
+		return nil, err
+	}
+	return w, nil
+}
+
+// monitor beats the heartbeat and watches the peers until the World ends.
+func (w *World) monitor() {
+	defer close(w.monDone)
+	iv := w.cfg.Timeout / 20
+	iv = max(iv, 5*time.Millisecond)
+	iv = min(iv, 200*time.Millisecond)
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case now := <-t.C:
+			w.tr.Heartbeat()
+			if w.fs.get() != nil {
+				continue
+			}
+			if err := w.tr.Check(now); err != nil {
+				w.fs.set(err)
+			}
+		}
+	}
+}
+
+// MyPE returns this process's PE number, 0..NPEs()-1.
+func (w *World) MyPE() int { return w.me }
+
+// NPEs returns the number of PEs in the job.
+func (w *World) NPEs() int { return w.n }
+
+// TransportName returns "shm" or "tcp".
+func (w *World) TransportName() string { return w.tr.Name() }
+
+// Transport returns the transport under this World.
+func (w *World) Transport() Transport { return w.tr }
+
+// Err returns the failure that broke this World (a *PEError or
+// *CollectiveError), or nil.
+func (w *World) Err() error { return w.fs.get() }
+
+// Done is closed when the World fails.
+func (w *World) Done() <-chan struct{} { return w.fs.done }
+
+// LocalPortion returns this PE's whole local portion (the heap co-arrays are
+// allocated from). Remote puts land in it at any time; read it after the
+// synchronisation that orders those puts.
+func (w *World) LocalPortion() []byte { return w.local[w.lay.heap:w.lay.size] }
+
+// ok is the check every call starts with.
+func (w *World) ok() error {
+	if w == nil {
+		return ErrNotInitialized
+	}
+	if p := w.fs.err.Load(); p != nil {
+		return *p
+	}
+	if w.state.Load() != stateRunning {
+		return ErrFinalized
+	}
+	return nil
+}
+
+func (w *World) checkPE(pe int) error {
+	if pe < 0 || pe >= w.n {
+		return fmt.Errorf("shmem: PE %d out of range [0,%d)", pe, w.n)
+	}
+	return nil
+}
+
+// poison records a local fatal error and tells the peers.
+func (w *World) poison(err error) error {
+	w.fs.set(err)
+	return err
+}
+
+// Abort declares this PE failed with the given reason: every peer gets a
+// PEError naming this PE from its next call within the fault timeout, and
+// every later call here returns an error. It is the analogue of
+// shmem_global_exit for a program that found an unrecoverable problem.
+func (w *World) Abort(reason string) {
+	if w == nil {
+		return
+	}
+	w.poison(&PEError{PE: w.me, Reason: "aborted: " + reason})
+}
+
+// waitLocal polls cond until it reports done, an error, or the World fails.
+// cond is checked before the failure so a satisfied wait always succeeds.
+func (w *World) waitLocal(cond func() (bool, error)) error {
+	w.tr.Progress()
+	for i := 0; ; i++ {
+		done, err := cond()
+		if err != nil || done {
+			return err
+		}
+		if p := w.fs.err.Load(); p != nil {
+			return *p
+		}
+		if w.state.Load() != stateRunning {
+			return ErrFinalized
+		}
+		if i&1023 == 1023 {
+			w.tr.Progress()
+		}
+		backoff(i)
+	}
+}
+
+// Collective kinds, carried in barrier signals to detect mismatched calls.
+const (
+	kindInit = iota + 1
+	kindBarrier
+	kindCoarray
+	kindFree
+	kindFinalize
+)
+
+var kindNames = map[uint32]string{
+	kindInit: "Init", kindBarrier: "Barrier", kindCoarray: "CoarrayAll",
+	kindFree: "Free", kindFinalize: "Finalize",
+}
+
+func tag(kind uint32, h uint32) uint32 { return kind<<24 | h&0xffffff }
+
+func describeTag(t uint32) string {
+	name := kindNames[t>>24]
+	if name == "" {
+		name = fmt.Sprintf("unknown collective %d", t>>24)
+	}
+	if t>>24 == kindBarrier {
+		return fmt.Sprintf("%s (member list hash %06x)", name, t&0xffffff)
+	}
+	return name
+}
+
+func hashList(pes []int) uint32 {
+	h := fnv.New32a()
+	var b [4]byte
+	for _, p := range pes {
+		binary.LittleEndian.PutUint32(b[:], uint32(p))
+		h.Write(b[:])
+	}
+	return h.Sum32()
+}
+
+// barrier is the pairwise-signal barrier over members (sorted, unique,
+// containing w.me); collMu must be held. Every member first completes its
+// outstanding operations (Quiet), then stores (sequence, tag) into its slot
+// at every other member and waits for every other member's slot to reach
+// the same sequence. A different tag at the same sequence is a mismatched
+// collective.
+func (w *World) barrier(members []int, t uint32) error {
+	if err := w.tr.Quiet(); err != nil {
+		return err
+	}
+	for _, p := range members {
+		if p == w.me {
+			continue
+		}
+		w.pairSeq[p]++
+		if err := w.tr.PutWord(p, w.lay.barSlot(w.me), uint64(w.pairSeq[p])<<32|uint64(t)); err != nil {
+			return err
+		}
+	}
+	for _, p := range members {
+		if p == w.me {
+			continue
+		}
+		want := w.pairSeq[p]
+		slot := word(w.local, w.lay.barSlot(p))
+		err := w.waitLocal(func() (bool, error) {
+			v := atomic.LoadUint64(slot)
+			d := int32(uint32(v>>32) - want)
+			if d < 0 {
+				return false, nil
+			}
+			if d == 0 && uint32(v) != t {
+				return false, w.poison(&CollectiveError{Op: describeTag(t), Detail: fmt.Sprintf(
+					"PE %d called %s while PE %d called %s", p, describeTag(uint32(v)), w.me, describeTag(t))})
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BarrierAll waits until every PE has called BarrierAll. On return every
+// put, atomic and message issued by any PE before its BarrierAll is complete
+// and visible at its target.
+func (w *World) BarrierAll() error {
+	if err := w.ok(); err != nil {
+		return err
+	}
+	w.collMu.Lock()
+	defer w.collMu.Unlock()
+	return w.barrier(w.all, tag(kindBarrier, hashList(w.all)))
+}
+
+// Barrier synchronises the PEs of an arbitrary list (the seed's
+// shmem_barrier over a list). The caller must be in the list; every member
+// must pass the same set (order and duplicates are not allowed to differ:
+// the list is checked). The completion guarantee of BarrierAll holds for
+// operations issued by the members.
+func (w *World) Barrier(pes []int) error {
+	if err := w.ok(); err != nil {
+		return err
+	}
+	members, err := w.memberList(pes)
+	if err != nil {
+		return err
+	}
+	w.collMu.Lock()
+	defer w.collMu.Unlock()
+	return w.barrier(members, tag(kindBarrier, hashList(members)))
+}
+
+func (w *World) memberList(pes []int) ([]int, error) {
+	if len(pes) == 0 {
+		return nil, errors.New("shmem: Barrier over an empty list")
+	}
+	m := slices.Clone(pes)
+	slices.Sort(m)
+	for i, p := range m {
+		if err := w.checkPE(p); err != nil {
+			return nil, fmt.Errorf("shmem: Barrier list: %w", err)
+		}
+		if i > 0 && m[i-1] == p {
+			return nil, fmt.Errorf("shmem: Barrier list names PE %d twice", p)
+		}
+	}
+	if _, found := slices.BinarySearch(m, w.me); !found {
+		return nil, fmt.Errorf("shmem: Barrier list %v does not contain the calling PE %d", pes, w.me)
+	}
+	return m, nil
+}
+
+// Fence orders this PE's operations: puts, non-fetching atomics and
+// messages to a PE issued before Fence are applied at that PE before any
+// issued after it. It does not wait for delivery.
+func (w *World) Fence() error {
+	if err := w.ok(); err != nil {
+		return err
+	}
+	return w.tr.Fence()
+}
+
+// Quiet waits until every put, non-fetching atomic and message issued by
+// this PE before Quiet is applied at its target, so that any PE that later
+// synchronises with this one (or reads the target with Get) sees it.
+func (w *World) Quiet() error {
+	if err := w.ok(); err != nil {
+		return err
+	}
+	return w.tr.Quiet()
+}
+
+// Finalize is a collective end of the job for this PE: a barrier over all
+// PEs, after which the PE tells the others it left normally (so that its
+// exit is not a failure) and its transport is closed. Memory returned by
+// Local stays readable; every other call returns ErrFinalized. If the World
+// had failed, Finalize releases it and returns the failure.
+func (w *World) Finalize() error {
+	if w == nil {
+		return ErrNotInitialized
+	}
+	if w.state.Load() != stateRunning {
+		return ErrFinalized
+	}
+	err := w.fs.get()
+	if err == nil {
+		w.collMu.Lock()
+		err = w.barrier(w.all, tag(kindFinalize, 0))
+		w.collMu.Unlock()
+	}
+	w.shutdown(err == nil)
+	return err
+}
+
+func (w *World) shutdown(graceful bool) {
+	w.downOnce.Do(func() {
+		w.state.Store(stateFinalized)
+		close(w.stop)
+		<-w.monDone
+		w.tr.Close(graceful)
+		for _, f := range w.cleanup {
+			f()
+		}
+	})
+}
+
+// ---- the package-level (default World) API ----
+
+var (
+	defMu sync.Mutex
+	def   atomic.Pointer[World]
+)
+
+// Init joins the job this process was launched into (by icn shmem run or
+// Launch), reading the Config from the environment, and makes it the
+// default World used by the package-level functions. A process started
+// without a launcher becomes a job of one PE. Init may be called once.
+func Init() error {
+	defMu.Lock()
+	defer defMu.Unlock()
+	if def.Load() != nil {
+		return errors.New("shmem: Init called twice")
+	}
+	cfg, launched, err := ConfigFromEnv(getenvOS)
+	if err != nil {
+		return err
+	}
+	var cleanup func()
+	if !launched {
+		dir, err := os.MkdirTemp(shmBaseDir(), "icn-shmem-single-")
+		if err != nil {
+			return fmt.Errorf("shmem: %w", err)
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+		cfg = Config{Rank: 0, NPEs: 1, Options: Options{Transport: TransportShm}, Dir: dir, Job: newJobToken()}
+	}
+	w, err := Join(cfg)
+	if err != nil {
+		if cleanup != nil {
+			cleanup()
+		}
+		return err
+	}
+	if cleanup != nil {
+		w.cleanup = append(w.cleanup, cleanup)
+	}
+	def.Store(w)
+	return nil
+}
+
+// Default returns the World made by Init, or nil before Init.
+func Default() *World { return def.Load() }
+
+// Finalize finalizes the default World (see World.Finalize).
+func Finalize() error { return def.Load().Finalize() }
+
+// MyPE returns the PE number of this process, or -1 before Init.
+func MyPE() int {
+	if w := def.Load(); w != nil {
+		return w.me
+	}
+	return -1
+}
+
+// NPEs returns the number of PEs, or 0 before Init.
+func NPEs() int {
+	if w := def.Load(); w != nil {
+		return w.n
+	}
+	return 0
+}
+
+// BarrierAll is World.BarrierAll on the default World.
+func BarrierAll() error { return def.Load().BarrierAll() }
+
+// Barrier is World.Barrier on the default World.
+func Barrier(pes []int) error { return def.Load().Barrier(pes) }
+
+// Fence is World.Fence on the default World.
+func Fence() error { return def.Load().Fence() }
+
+// Quiet is World.Quiet on the default World.
+func Quiet() error { return def.Load().Quiet() }
+
+func newJobToken() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return uint64(time.Now().UnixNano())
+	}
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+// shmBaseDir is where job directories go: /dev/shm when usable (memory
+// backed), else the temporary directory.
+func shmBaseDir() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if f, err := os.CreateTemp("/dev/shm", ".icn-probe-"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			return "/dev/shm"
+		}
+	}
+	return os.TempDir()
+}
