@@ -164,6 +164,30 @@ func init() {
 		}
 		return XGFT([]int{32, 8, 160}, []int{1, 2, 1})
 	})
+	RegisterFamily("director", "director:pods=P,leaves=L,ends=E,l2=M,cables=C | director:bluelight | director:taihulight",
+		"3-level pruned fat tree under one director switch; bluelight = 34,8,32,4,2 (8 leaf-to-top paths), taihulight = 160,8,32,2,1 (2 paths)",
+		func(s string) (*Graph, error) {
+			switch s {
+			case "bluelight":
+				return Director(34, 8, 32, 4, 2)
+			case "taihulight":
+				return Director(160, 8, 32, 2, 1)
+			}
+			p, err := kv(s, "pods", "leaves", "ends", "l2", "cables")
+			if err != nil {
+				return nil, err
+			}
+			if err := need(p, "pods", "leaves", "ends", "l2", "cables"); err != nil {
+				return nil, err
+			}
+			var v [5]int
+			for i, k := range []string{"pods", "leaves", "ends", "l2", "cables"} {
+				if v[i], err = parseInt(p[k], k, 1, 1<<16); err != nil {
+					return nil, err
+				}
+			}
+			return Director(v[0], v[1], v[2], v[3], v[4])
+		})
 	RegisterFamily("dragonfly", "dragonfly:a=A,p=P,h=H[,g=G]", "dragonfly: A switches per group, P end nodes and H global links per switch", func(s string) (*Graph, error) {
 		p, err := kv(s, "a", "p", "h", "g")
 		if err != nil {
@@ -738,6 +762,64 @@ func TwoLevel(groups, k int) (*Graph, error) {
 			oi := gj - gi - 1            // index of gj among gi's peers
 			oj := groups - 1 - (gj - gi) // index of gi among gj's peers, walking forward
 			b.Connect(gi*k+oi%k, gj*k+oj%k, LinkOpts{Dim: -1, Class: Global})
+		}
+	}
+	return b.Build()
+}
+
+// Director builds a 3-level pruned fat tree whose top level is one large
+// (director) switch: pods of `leaves` leaf switches with `ends` end nodes
+// each; every leaf has one cable to each of the pod's `l2` middle switches,
+// and every middle switch `cables` parallel cables to the top. A leaf then
+// has l2·cables shortest paths to the top switch, the redundancy the seed
+// describes for Sunway BlueLight (8 paths: l2=4, cables=2) and TaihuLight
+// (2 paths: l2=2, cables=1). In the XGFT models of the topology package
+// every top switch is reached by exactly one path, so only root rotation
+// has a choice there; here only link rotation has.
+//
+// Nodes are named like the XGFT generator's: end nodes "h<i>", leaves
+// "L1-<i>", middle switches "L2-<i>", the top "L3-0".
+func Director(pods, leaves, ends, l2, cables int) (*Graph, error) {
+	for _, p := range []struct {
+		v    int
+		name string
+	}{{pods, "pods"}, {leaves, "leaves"}, {ends, "ends"}, {l2, "l2"}, {cables, "cables"}} {
+		if p.v < 1 {
+			return nil, fmt.Errorf("director: %s=%d must be at least 1", p.name, p.v)
+		}
+	}
+	total := int64(pods) * int64(leaves) * int64(ends)
+	if total > 1<<22 || int64(pods)*int64(l2)*int64(cables) > MaxPorts || leaves+cables > MaxPorts || ends+l2 > MaxPorts {
+		return nil, fmt.Errorf("director: too large")
+	}
+	b := NewBuilder(fmt.Sprintf("director:pods=%d,leaves=%d,ends=%d,l2=%d,cables=%d", pods, leaves, ends, l2, cables))
+	ep := func(i int) int { return i }
+	nEnds := pods * leaves * ends
+	for i := 0; i < nEnds; i++ {
+		b.AddNode(Endpoint, "h"+strconv.Itoa(i), NodeOpts{Level: 0, Group: NoGroup, Ports: 1})
+	}
+	leaf := func(p, l int) int { return nEnds + p*leaves + l }
+	for i := 0; i < pods*leaves; i++ {
+		b.AddNode(Switch, "L1-"+strconv.Itoa(i), NodeOpts{Level: 1, Group: NoGroup, Ports: ends + l2})
+	}
+	mid := func(p, m int) int { return nEnds + pods*leaves + p*l2 + m }
+	for i := 0; i < pods*l2; i++ {
+		b.AddNode(Switch, "L2-"+strconv.Itoa(i), NodeOpts{Level: 2, Group: NoGroup, Ports: leaves + cables})
+	}
+	top := b.AddNode(Switch, "L3-0", NodeOpts{Level: 3, Group: NoGroup, Ports: pods * l2 * cables})
+	for p := 0; p < pods; p++ {
+		for l := 0; l < leaves; l++ {
+			for e := 0; e < ends; e++ {
+				b.ConnectPorts(leaf(p, l), e+1, ep((p*leaves+l)*ends+e), 1, LinkOpts{Dim: -1, Class: Access})
+			}
+			for m := 0; m < l2; m++ {
+				b.ConnectPorts(leaf(p, l), ends+m+1, mid(p, m), l+1, Plain)
+			}
+		}
+		for m := 0; m < l2; m++ {
+			for c := 0; c < cables; c++ {
+				b.ConnectPorts(mid(p, m), leaves+c+1, top, (p*l2+m)*cables+c+1, Plain)
+			}
 		}
 	}
 	return b.Build()

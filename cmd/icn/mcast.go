@@ -1,0 +1,625 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/multicast"
+	"github.com/icn-hpc/icn/topology"
+	"github.com/spf13/cobra"
+)
+
+// mcastCmd is `icn mcast`; the service issue adds its join/leave client
+// subcommands to it.
+var mcastCmd = &cobra.Command{
+	Use:   "mcast",
+	Short: "Multicast routing for large fabrics: MINHOP-MC, SSSP-MC, FULB-MC, EFI, join/leave protocol (seed 004)",
+	Long: `Route every multicast group of a workload with one or more engines, verify every
+tree (a tree, reaching every member, of minimal height for its root) and report
+the per-link edge forwarding index (EFI: groups per link) and the route time.
+
+Engines: minhop (OpenSM MINHOP-MC: first best root, top-down, lowest port),
+minhop-new and sssp-new (root rotation: least-loaded best root), sssp (Dijkstra
+with weight = large constant + groups on the link), fulb (root rotation plus
+bottom-up link rotation). Suffix +1g (sssp, sssp-new, fulb) prefers paths with
+the fewest dragonfly global links among the minimal ones.
+
+Workloads (--groups):
+` + multicast.WorkloadUsage,
+	Example: `  icn mcast --topo taihulight --groups grid3d:32x40x32 --algo minhop,sssp-new,fulb
+  icn mcast --topo dragonfly:a=18,p=9,h=9 --groups grid3d:81x27x12 --algo minhop-new,fulb,fulb+1g --json
+  icn mcast --topo fattree:k=4,n=3 --groups file:groups.txt --trees-out trees.json
+  icn mcast experiment --fabric all
+  icn mcast hops --topo fattree:k=2,n=2 --switch L1-0`,
+	Args: cobra.NoArgs,
+}
+
+func init() {
+	root.AddCommand(mcastCmd)
+	{
+		var tf topoFlags
+		var out output
+		var groups, algos, rootMetric, treesOut, plotPath string
+		var seed uint64
+		var workers int
+		var quiet bool
+		c := mcastCmd
+		c.RunE = func(c *cobra.Command, _ []string) error {
+			if tf.spec == "" && groups == "" {
+				return c.Help()
+			}
+			if groups == "" {
+				return fmt.Errorf("no workload given (use --groups, e.g. grid3d:8x8x8)")
+			}
+			as, err := multicast.ParseAlgos(algos)
+			if err != nil {
+				return err
+			}
+			rm, err := multicast.ParseRootMetric(rootMetric)
+			if err != nil {
+				return err
+			}
+			if plotPath != "" {
+				if err := checkPlotPath(plotPath); err != nil {
+					return err
+				}
+			}
+			wspec, err := readArgFile(groups)
+			if err != nil {
+				return fmt.Errorf("--groups: %v", err)
+			}
+			w, err := multicast.ParseWorkload(strings.TrimSpace(wspec))
+			if err != nil {
+				return err
+			}
+			g, err := loadMcastTopo(&tf)
+			if err != nil {
+				return err
+			}
+			gs, err := w.Groups(g, seed)
+			if err != nil {
+				return err
+			}
+			spin := cli.NewProgress(-1, "min-hop table", quiet)
+			t0 := time.Now()
+			h, err := topology.MinHops(g, workers)
+			spin.Done()
+			if err != nil {
+				return err
+			}
+			hopSec := time.Since(t0).Seconds()
+			bar := cli.NewProgress(len(gs)*len(as), "routing", quiet)
+			var results []*multicast.Result
+			for _, a := range as {
+				last := 0
+				res, err := multicast.Run(h, a, gs, multicast.Options{Root: rm}, func(done int) {
+					if done-last >= 64 || done == len(gs) {
+						bar.Add(done - last)
+						last = done
+					}
+				})
+				if err != nil {
+					bar.Done()
+					return err
+				}
+				res.Topo, res.Workload, res.HopTableBytes = tf.spec, w.String(), h.Bytes()
+				results = append(results, res)
+			}
+			bar.Done()
+			if treesOut != "" {
+				var buf bytes.Buffer
+				if err := multicast.WriteTrees(&buf, g, tf.spec, w.String(), gs, results); err != nil {
+					return err
+				}
+				if err := writeFileAtomic(treesOut, buf.Bytes()); err != nil {
+					return fmt.Errorf("--trees-out: %v", err)
+				}
+			}
+			if plotPath != "" {
+				if err := cli.SavePlot(efiHistogram(results), plotPath); err != nil {
+					return err
+				}
+			}
+			return out.print(stdout(c), results, func(wr io.Writer) error {
+				fmt.Fprintf(wr, "fabric %s: %d end nodes, %d switches; min-hop table %s in %.2f s\n",
+					tf.spec, g.Count(topology.Endpoint), len(h.Routers()), bytesString(h.Bytes()), hopSec)
+				fmt.Fprintf(wr, "workload %s: %d groups, %d members\n\n", w, len(gs), results[0].Members)
+				return writeMcastTable(wr, results)
+			})
+		}
+		tf.register(c, "topo", "")
+		c.Flags().Lookup("topo").Usage += "; also director:bluelight, director:taihulight or director:pods=P,leaves=L,ends=E,l2=M,cables=C (pruned tree under one top switch)"
+		out.register(c)
+		c.Flags().StringVar(&groups, "groups", "", "workload: grid2d:AxB, grid3d:AxBxC, hier:…, random:…, file:PATH (see --help), or @FILE")
+		c.Flags().StringVar(&algos, "algo", "minhop-new,sssp-new,fulb", "engines, comma-separated: minhop, minhop-new, sssp, sssp-new, fulb (+1g for sssp/fulb)")
+		c.Flags().StringVar(&rootMetric, "root-metric", "max", "root choice: max (smallest largest distance, minimal height) or mean (smallest total distance)")
+		c.Flags().Uint64Var(&seed, "seed", 1, "seed for random workloads")
+		c.Flags().StringVar(&treesOut, "trees-out", "", "write every group's root, members and tree edges (node-name pairs) as JSON to FILE")
+		c.Flags().StringVar(&plotPath, "plot", "", "write a histogram of link EFI per engine to FILE (.svg or .png)")
+		c.Flags().IntVar(&workers, "workers", 0, "goroutines for the min-hop table (0 = all cores)")
+		c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	}
+
+	// icn mcast hops
+	{
+		var tf topoFlags
+		var out output
+		var sw, dests string
+		var workers int
+		c := &cobra.Command{
+			Use:   "hops",
+			Short: "Min-hop table of a switch: hops to each destination through every port, column 0 = minimum",
+			Example: `  icn mcast hops --topo fattree:k=2,n=2                 # table size and build time
+  icn mcast hops --topo fattree:k=2,n=2 --switch L1-0   # all rows of one switch
+  icn mcast hops --topo torus:4x4:endpoints=1 --switch 0.0 --dest 2.2/0,1.0 --json`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				g, err := loadMcastTopo(&tf)
+				if err != nil {
+					return err
+				}
+				t0 := time.Now()
+				h, err := topology.MinHops(g, workers)
+				if err != nil {
+					return err
+				}
+				secs := time.Since(t0).Seconds()
+				if sw == "" {
+					sum := struct {
+						Topo    string  `json:"topo"`
+						Routers int     `json:"routers"`
+						Nodes   int     `json:"nodes"`
+						Bytes   int     `json:"bytes"`
+						Seconds float64 `json:"seconds"`
+						Workers int     `json:"workers"`
+					}{tf.spec, len(h.Routers()), g.NumNodes(), h.Bytes(), secs, effectiveWorkers(workers)}
+					return out.print(stdout(c), sum, func(w io.Writer) error {
+						return cli.KV(w, "fabric", tf.spec, "switches (rows)", sum.Routers, "destinations", sum.Nodes,
+							"memory", bytesString(sum.Bytes), "build time", fmt.Sprintf("%.3f s on %d goroutines", secs, sum.Workers))
+					})
+				}
+				s := g.NodeByName(sw)
+				if s < 0 {
+					return fmt.Errorf("--switch: no node %q", sw)
+				}
+				if h.RouterIndex(s) < 0 {
+					return fmt.Errorf("--switch: %s is an end node; min-hop tables belong to switches", sw)
+				}
+				var ds []int
+				if dests != "" {
+					for _, name := range strings.Split(dests, ",") {
+						name = strings.TrimSpace(name)
+						d := g.NodeByName(name)
+						if d < 0 {
+							return fmt.Errorf("--dest: no node %q", name)
+						}
+						ds = append(ds, d)
+					}
+				}
+				rows := multicast.HopRows(h, s, ds)
+				return out.print(stdout(c), rows, func(w io.Writer) error {
+					head := []string{"dest", "0 (min)"}
+					for p := 1; p <= g.NumPorts(s); p++ {
+						head = append(head, fmt.Sprint(p))
+					}
+					t := cli.NewTable(head...)
+					for _, r := range rows {
+						cells := []any{r.Dest, hopCell(r.Min)}
+						for _, x := range r.Ports {
+							cells = append(cells, hopCell(x))
+						}
+						t.Row(cells...)
+					}
+					return t.Write(w)
+				})
+			},
+		}
+		tf.register(c, "topo", "")
+		out.register(c)
+		c.Flags().StringVar(&sw, "switch", "", "switch whose table to print (by name)")
+		c.Flags().StringVar(&dests, "dest", "", "destinations, comma-separated node names (default all nodes)")
+		c.Flags().IntVar(&workers, "workers", 0, "goroutines (0 = all cores)")
+		mcastCmd.AddCommand(c)
+	}
+
+	// icn mcast experiment
+	{
+		var out output
+		var fabric, algos, plotPath string
+		var seed uint64
+		var workers int
+		var quiet bool
+		c := &cobra.Command{
+			Use:   "experiment",
+			Short: "The seed's comparisons (tables 3–12): every engine on the seed's fabrics and workloads",
+			Example: `  icn mcast experiment --fabric taihulight
+  icn mcast experiment --fabric dragonfly --algo minhop-new,sssp-new,fulb,fulb+1g
+  icn mcast experiment --fabric all --json > mcast.json`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				var fabrics []multicast.Fabric
+				if fabric == "all" {
+					fabrics = multicast.SeedFabrics
+				} else {
+					for _, name := range strings.Split(fabric, ",") {
+						f, err := multicast.FindFabric(strings.TrimSpace(name))
+						if err != nil {
+							return err
+						}
+						fabrics = append(fabrics, f)
+					}
+				}
+				var as []multicast.Algo
+				if algos != "" {
+					var err error
+					if as, err = multicast.ParseAlgos(algos); err != nil {
+						return err
+					}
+				}
+				if plotPath != "" {
+					if err := checkPlotPath(plotPath); err != nil {
+						return err
+					}
+				}
+				var exps []*multicast.Experiment
+				for _, f := range fabrics {
+					ex, err := multicast.RunExperiment(f, as, seed, workers, func(line string) {
+						if !quiet {
+							fmt.Fprintln(os.Stderr, line)
+						}
+					})
+					if err != nil {
+						return err
+					}
+					exps = append(exps, ex)
+				}
+				if plotPath != "" {
+					if err := cli.SavePlot(experimentChart(exps), plotPath); err != nil {
+						return err
+					}
+				}
+				return out.print(stdout(c), exps, func(w io.Writer) error {
+					for _, ex := range exps {
+						if err := writeExperiment(w, ex); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			},
+		}
+		out.register(c)
+		c.Flags().StringVar(&fabric, "fabric", "all", "fattree, torus, dragonfly, bluelight, taihulight (comma-separated) or all")
+		c.Flags().StringVar(&algos, "algo", "", "engines (default: the fabric's list, all five plus +1g on the dragonfly)")
+		c.Flags().Uint64Var(&seed, "seed", 1, "seed for the random workloads")
+		c.Flags().StringVar(&plotPath, "plot", "", "bar chart of max EFI per workload and engine (.svg or .png)")
+		c.Flags().IntVar(&workers, "workers", 0, "goroutines for the min-hop tables (0 = all cores)")
+		c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+		mcastCmd.AddCommand(c)
+	}
+
+	// icn mcast verify
+	{
+		var tf topoFlags
+		var out output
+		var trees string
+		c := &cobra.Command{
+			Use:   "verify",
+			Short: "Re-verify a --trees-out file against the fabric and recompute the EFI from its edges",
+			Example: `  icn mcast --topo bluelight --groups grid2d:128x68 --trees-out t.json
+  icn mcast verify --topo bluelight --trees t.json`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				if trees == "" {
+					return fmt.Errorf("no trees file given (use --trees FILE)")
+				}
+				f, err := os.Open(trees)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				tfile, err := multicast.ReadTrees(f)
+				if err != nil {
+					return err
+				}
+				if tf.spec == "" {
+					tf.spec = tfile.Topo
+				}
+				g, err := loadMcastTopo(&tf)
+				if err != nil {
+					return err
+				}
+				h, err := topology.MinHops(g, 0)
+				if err != nil {
+					return err
+				}
+				type row struct {
+					Algo string `json:"algo"`
+					multicast.EFIStats
+					MaxHeight int  `json:"max_height"`
+					Groups    int  `json:"groups"`
+					Matches   bool `json:"matches_recorded_max_efi"`
+				}
+				var rows []row
+				for i := range tfile.Runs {
+					run := &tfile.Runs[i]
+					gs, ts, err := run.Resolve(g)
+					if err != nil {
+						return &exitError{1, err}
+					}
+					st, ht, err := multicast.CheckRun(h, gs, ts)
+					if err != nil {
+						return &exitError{1, fmt.Errorf("run %s: %v", run.Algo, err)}
+					}
+					rows = append(rows, row{run.Algo, st, ht, len(gs), st.Max == run.MaxEFI && ht == run.MaxHeight})
+				}
+				return out.print(stdout(c), rows, func(w io.Writer) error {
+					t := cli.NewTable("algo", "groups", "trees", "max EFI", "mean EFI", "max height", "matches file")
+					for _, r := range rows {
+						t.Row(r.Algo, r.Groups, "all valid", r.Max, r.Mean, r.MaxHeight, r.Matches)
+					}
+					return t.Write(w)
+				})
+			},
+		}
+		tf.register(c, "topo", "")
+		out.register(c)
+		c.Flags().StringVar(&trees, "trees", "", "trees file written by --trees-out")
+		mcastCmd.AddCommand(c)
+	}
+
+	// icn mcast protocol
+	{
+		var tf topoFlags
+		var out output
+		var groups, algo string
+		var loss float64
+		var seed uint64
+		c := &cobra.Command{
+			Use:   "protocol",
+			Short: "Simulate the HPC join/leave protocol for a workload with lost requests (virtual clock)",
+			Example: `  icn mcast protocol --topo fattree:k=4,n=3 --groups grid2d:8x8
+  icn mcast protocol --topo fattree:k=4,n=3 --groups grid2d:8x8 --loss 0.01 --seed 7`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				if loss < 0 || loss > 1 {
+					return fmt.Errorf("--loss %v out of range 0..1", loss)
+				}
+				a, err := multicast.ParseAlgo(algo)
+				if err != nil {
+					return err
+				}
+				w, err := multicast.ParseWorkload(groups)
+				if err != nil {
+					return err
+				}
+				g, err := loadMcastTopo(&tf)
+				if err != nil {
+					return err
+				}
+				gs, err := w.Groups(g, seed)
+				if err != nil {
+					return err
+				}
+				h, err := topology.MinHops(g, 0)
+				if err != nil {
+					return err
+				}
+				rep, err := multicast.SimulateProtocol(h, a, gs, loss, seed)
+				if err != nil {
+					return err
+				}
+				return out.print(stdout(c), rep, func(wr io.Writer) error {
+					return cli.KV(wr, "groups", rep.Groups, "join requests sent", rep.Joins, "join requests lost", rep.LostJoins,
+						"groups Ready after joins", rep.Ready, "groups destroyed by join timeout", rep.JoinTimeouts,
+						"groups never created (all joins lost)", rep.NeverCreated,
+						"leave requests lost", rep.LostLeaves, "groups destroyed after all left", rep.AllLeft,
+						"groups destroyed by leave timeout", rep.LeaveTimeouts, "re-routings caused by leaves", rep.Reroutes,
+						"link load left after teardown", rep.LoadLeft)
+				})
+			},
+		}
+		tf.register(c, "topo", "")
+		out.register(c)
+		c.Flags().StringVar(&groups, "groups", "grid2d:4x4", "workload (see icn mcast --help)")
+		c.Flags().StringVar(&algo, "algo", "fulb", "engine")
+		c.Flags().Float64Var(&loss, "loss", 0, "probability that a join or leave request is lost")
+		c.Flags().Uint64Var(&seed, "seed", 1, "seed for request order and losses")
+		mcastCmd.AddCommand(c)
+	}
+}
+
+// loadMcastTopo is topoFlags.load that also accepts the multicast
+// package's director:… fabrics.
+func loadMcastTopo(tf *topoFlags) (*topology.Graph, error) {
+	if !strings.HasPrefix(tf.spec, multicast.DirectorPrefix) {
+		return tf.load()
+	}
+	g, err := multicast.ParseDirector(tf.spec)
+	if err != nil {
+		return nil, err
+	}
+	fl, err := readArgFile(tf.failLinks)
+	if err != nil {
+		return nil, fmt.Errorf("--fail-links: %v", err)
+	}
+	fn, err := readArgFile(tf.failNodes)
+	if err != nil {
+		return nil, fmt.Errorf("--fail-nodes: %v", err)
+	}
+	return g.ApplyFaults(fl, fn)
+}
+
+func effectiveWorkers(w int) int {
+	if w > 0 {
+		return w
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+func hopCell(h int) string {
+	if h >= topology.Unreachable {
+		return "-"
+	}
+	return fmt.Sprint(h)
+}
+
+func bytesString(b int) string {
+	switch {
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+func checkPlotPath(p string) error {
+	switch strings.ToLower(p[strings.LastIndexByte(p, '.')+1:]) {
+	case "svg", "png", "pdf":
+		return nil
+	}
+	return fmt.Errorf("--plot %q: extension must be .svg, .png or .pdf", p)
+}
+
+func writeMcastTable(w io.Writer, results []*multicast.Result) error {
+	t := cli.NewTable("algo", "groups", "max EFI", "max EFI sw-sw", "max EFI global", "mean EFI", "links used", "max height", "route s", "tree s", "root s", "verified")
+	for _, r := range results {
+		var glob any = "-"
+		if r.MaxGlobal > 0 {
+			glob = r.MaxGlobal
+		}
+		t.Row(r.Algo, r.Groups, r.Max, r.MaxSwitch, glob, r.Mean, r.LinksUsed, r.MaxHeight,
+			fmt.Sprintf("%.4f", r.Seconds), fmt.Sprintf("%.4f", r.TreeSeconds), fmt.Sprintf("%.4f", r.RootSeconds), r.Verified)
+	}
+	return t.Write(w)
+}
+
+func writeExperiment(w io.Writer, ex *multicast.Experiment) error {
+	f := ex.Fabric
+	fmt.Fprintf(w, "== %s (%s): %d end nodes, %d switches; seed tables %s; min-hop table %s in %.2f s\n",
+		f.Name, f.Spec, ex.EndNodes, ex.Switches, f.Tables, bytesString(ex.HopTableBytes), ex.HopSeconds)
+	if len(ex.Rows) == 0 {
+		return nil
+	}
+	var algos []string
+	for _, r := range ex.Rows[0].Results {
+		algos = append(algos, r.Algo)
+	}
+	for _, part := range []struct {
+		title string
+		cell  func(*multicast.Result) any
+	}{
+		{"max EFI", func(r *multicast.Result) any { return r.Max }},
+		{"mean EFI", func(r *multicast.Result) any { return r.Mean }},
+		{"route time s (tree building; root choice in brackets)", func(r *multicast.Result) any {
+			return fmt.Sprintf("%.3f (%.3f)", r.TreeSeconds, r.RootSeconds)
+		}},
+	} {
+		fmt.Fprintf(w, "\n%s\n", part.title)
+		t := cli.NewTable(append([]string{"workload", "groups", "height"}, algos...)...)
+		for _, row := range ex.Rows {
+			cells := []any{row.Workload, row.Groups, row.Results[0].MaxHeight}
+			for _, r := range row.Results {
+				cells = append(cells, part.cell(r))
+			}
+			t.Row(cells...)
+		}
+		if err := t.Write(w); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+func efiHistogram(results []*multicast.Result) cli.Chart {
+	ch := cli.Chart{Title: "links by EFI", XLabel: "EFI (groups on the link)", YLabel: "links", LogY: true}
+	for _, r := range results {
+		count := map[int]int{}
+		top := 0
+		for _, e := range r.EFI {
+			if e > 0 {
+				count[int(e)]++
+				top = max(top, int(e))
+			}
+		}
+		s := cli.Series{Name: r.Algo}
+		for e := 1; e <= top; e++ {
+			if count[e] > 0 {
+				s.X = append(s.X, float64(e))
+				s.Y = append(s.Y, float64(count[e]))
+			}
+		}
+		ch.Series = append(ch.Series, s)
+	}
+	return ch
+}
+
+func experimentChart(exps []*multicast.Experiment) cli.Chart {
+	ch := cli.Chart{Title: "max EFI per workload", YLabel: "max EFI", Bars: true}
+	idx := map[string]int{}
+	for _, ex := range exps {
+		for _, row := range ex.Rows {
+			label := shortWorkload(row.Workload)
+			if len(exps) > 1 {
+				label = ex.Fabric.Name[:min(2, len(ex.Fabric.Name))] + " " + label
+			}
+			ch.Categories = append(ch.Categories, label)
+		}
+	}
+	k := 0
+	for _, ex := range exps {
+		for _, row := range ex.Rows {
+			for _, r := range row.Results {
+				i, ok := idx[r.Algo]
+				if !ok {
+					i = len(ch.Series)
+					idx[r.Algo] = i
+					ch.Series = append(ch.Series, cli.Series{Name: r.Algo, Y: make([]float64, len(ch.Categories))})
+				}
+				ch.Series[i].Y[k] = float64(r.Max)
+			}
+			k++
+		}
+	}
+	if len(ch.Categories) > 8 {
+		// Too many groups of bars for the fixed bar width: draw lines over
+		// the row number of the tables instead.
+		ch.Bars = false
+		ch.Title = "max EFI per workload (x = row of the tables, fabrics in order)"
+		ch.XLabel = "workload"
+		for i := range ch.Series {
+			ch.Series[i].X = make([]float64, len(ch.Categories))
+			for k := range ch.Series[i].X {
+				ch.Series[i].X[k] = float64(k + 1)
+			}
+		}
+		ch.LogY = true
+		ch.Categories = nil
+	}
+	return ch
+}
+
+// shortWorkload abbreviates a workload spec for a chart axis:
+// grid3d:32x32x34,ppn=4 → 32x32x34/4, random:… → rand, hier:… → hier.
+func shortWorkload(w string) string {
+	kind, rest, _ := strings.Cut(w, ":")
+	ppn := ""
+	if i := strings.Index(rest, "ppn="); i >= 0 {
+		ppn = "/" + strings.SplitN(rest[i+4:], ",", 2)[0]
+	}
+	switch kind {
+	case "grid2d", "grid3d":
+		return strings.SplitN(rest, ",", 2)[0] + ppn
+	case "random":
+		return "rand" + ppn
+	}
+	return kind + ppn
+}

@@ -1,0 +1,163 @@
+package multicast
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// The TaihuLight-shaped fabric (40 960 end nodes, 1 602 switches) with all
+// groups of a 32×40×32 process grid (3 584 groups, one process per node).
+var taihu struct {
+	once   sync.Once
+	h      *topology.HopTable
+	groups []Group
+	err    error
+}
+
+func taihuLight(b *testing.B) (*topology.HopTable, []Group) {
+	taihu.once.Do(func() {
+		g, err := topology.Parse("taihulight")
+		if err != nil {
+			taihu.err = err
+			return
+		}
+		if taihu.h, taihu.err = topology.MinHops(g, 0); taihu.err != nil {
+			return
+		}
+		w, _ := ParseWorkload("grid3d:32x40x32")
+		taihu.groups, taihu.err = w.Groups(g, 1)
+	})
+	if taihu.err != nil {
+		b.Fatal(taihu.err)
+	}
+	return taihu.h, taihu.groups
+}
+
+// BenchmarkTaihuLightGrid3D routes every group with each engine (root
+// choice, tree building and verification of every tree; reported metrics
+// are the route time alone).
+func BenchmarkTaihuLightGrid3D(b *testing.B) {
+	h, gs := taihuLight(b)
+	for _, name := range []string{"minhop", "minhop-new", "sssp-new", "fulb"} {
+		a, _ := ParseAlgo(name)
+		b.Run(name, func(b *testing.B) {
+			var res *Result
+			for b.Loop() {
+				var err error
+				if res, err = Run(h, a, gs, Options{}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(res.Seconds*1e3, "route-ms")
+			b.ReportMetric(res.TreeSeconds*1e3, "tree-ms")
+			b.ReportMetric(float64(res.Max), "max-EFI")
+		})
+	}
+}
+
+// BenchmarkTaihuLightFULBvsSSSP measures FULB and SSSP-new in the same run
+// and reports the ratios the issue asks for: route time (root choice +
+// trees, and trees alone as in the seed) and max EFI.
+func BenchmarkTaihuLightFULBvsSSSP(b *testing.B) {
+	h, gs := taihuLight(b)
+	sssp, _ := ParseAlgo("sssp-new")
+	fulb, _ := ParseAlgo("fulb")
+	var s, f *Result
+	var sTotal, fTotal, sTree, fTree float64
+	n := 0
+	for b.Loop() {
+		var err error
+		if s, err = Run(h, sssp, gs, Options{}, nil); err != nil {
+			b.Fatal(err)
+		}
+		if f, err = Run(h, fulb, gs, Options{}, nil); err != nil {
+			b.Fatal(err)
+		}
+		sTotal += s.Seconds
+		fTotal += f.Seconds
+		sTree += s.TreeSeconds
+		fTree += f.TreeSeconds
+		n++
+	}
+	b.ReportMetric(fTotal/float64(n)*1e3, "fulb-route-ms")
+	b.ReportMetric(sTotal/float64(n)*1e3, "sssp-new-route-ms")
+	b.ReportMetric(sTotal/fTotal, "route-speedup")
+	b.ReportMetric(sTree/fTree, "tree-speedup")
+	b.ReportMetric(float64(f.Max)/float64(s.Max), "EFI-fulb/sssp-new")
+}
+
+// BenchmarkTaihuLightMemory reports the heap held by the fabric, its
+// min-hop table, a router's state and the trees of every group.
+func BenchmarkTaihuLightMemory(b *testing.B) {
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	var graphB, hopB, routerB, treesB uint64
+	for b.Loop() {
+		h0 := heap()
+		g, err := topology.Parse("taihulight")
+		if err != nil {
+			b.Fatal(err)
+		}
+		h1 := heap()
+		h, err := topology.MinHops(g, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h2 := heap()
+		r := NewRouter(h, Algo{Kind: SSSP, Rotate: true}, Options{})
+		h3 := heap()
+		w, _ := ParseWorkload("grid3d:32x40x32")
+		gs, _ := w.Groups(g, 1)
+		trees := make([]Tree, len(gs))
+		for i := range gs {
+			if trees[i], err = r.Route(gs[i].Members); err != nil {
+				b.Fatal(err)
+			}
+		}
+		h4 := heap()
+		graphB, hopB, routerB, treesB = h1-h0, h2-h1, h3-h2, h4-h3
+		runtime.KeepAlive(trees)
+		runtime.KeepAlive(r)
+	}
+	mb := func(x uint64) float64 { return float64(x) / (1 << 20) }
+	b.ReportMetric(mb(graphB), "graph-MiB")
+	b.ReportMetric(mb(hopB), "hoptable-MiB")
+	b.ReportMetric(mb(routerB), "router-MiB")
+	b.ReportMetric(mb(treesB), "groups+trees-MiB")
+	b.ReportMetric(mb(graphB+hopB+routerB+treesB), "total-MiB")
+}
+
+// BenchmarkDragonflyGrid3D: the seed's 81×27×12 pattern on the
+// 26 406-node dragonfly.
+func BenchmarkDragonflyGrid3D(b *testing.B) {
+	g, err := topology.Parse("dragonfly:a=18,p=9,h=9")
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := topology.MinHops(g, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, _ := ParseWorkload("grid3d:81x27x12")
+	gs, _ := w.Groups(g, 1)
+	for _, name := range []string{"minhop-new", "sssp-new", "fulb", "fulb+1g"} {
+		a, _ := ParseAlgo(name)
+		b.Run(name, func(b *testing.B) {
+			var res *Result
+			for b.Loop() {
+				if res, err = Run(h, a, gs, Options{}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(res.Seconds*1e3, "route-ms")
+			b.ReportMetric(float64(res.Max), "max-EFI")
+		})
+	}
+}

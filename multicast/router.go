@@ -1,0 +1,845 @@
+package multicast
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// Tree is one multicast tree: its root switch and its edges as channels
+// directed away from the root (parent → child), in construction order.
+type Tree struct {
+	Root  int32
+	Edges []int32
+}
+
+// Router builds multicast trees one group at a time with one engine and
+// keeps the per-link and per-switch load (groups using them) across groups,
+// so later groups are balanced against earlier ones. A Router is not safe
+// for concurrent use; Manager serialises access to it.
+//
+// All scratch space is allocated once and reused with epoch stamps, so the
+// cost of a group does not include clearing arrays of the fabric's size:
+// FULB is O(|E|+|N|) per group in the worst case and usually proportional
+// to the members times the tree height.
+type Router struct {
+	g    *topology.Graph
+	h    *topology.HopTable
+	algo Algo
+	opt  Options
+
+	routers []int32 // router index -> node
+	// router adjacency: up channels from a router to a router, port order
+	adjStart []int32
+	adjChan  []int32
+	global   []bool // per link, only with OneGlobal
+
+	linkLoad []int32 // groups whose tree uses the link
+	swLoad   []int32 // groups whose tree contains the node (routers)
+	maxLoad  int32
+
+	// scratch
+	epoch  uint32
+	stamp  []uint32 // per node: in the current tree
+	gstamp []uint32 // per node: gmin valid
+	gmin   []uint8
+	dstamp []uint32 // per router index: Dijkstra label valid
+	dist   []int64
+	parent []int32 // per router index: channel from the parent
+	done   []uint32
+	heap   []heapItem
+	pairs  []pair
+	cand   []int32
+	pivot  int
+	// root choice
+	attach  []int32 // per node: the switch a single-homed end node hangs off, else -1
+	attachC []int32 // per node: the channel from it to that switch
+	ebuf    []int32 // edges of the tree being built
+	targets []target
+	tepoch  uint32
+	tstamp  []uint32 // per node
+	tindex  []int32  // per node: target index
+	bstamp  []uint32 // per router index: visited by the ball search
+	queue   []int32
+}
+
+type heapItem struct {
+	key int64
+	v   int32
+}
+
+type pair struct {
+	key int32
+	m   int32
+}
+
+// NewRouter prepares an engine on the fabric of hop table h.
+func NewRouter(h *topology.HopTable, a Algo, o Options) *Router {
+	g := h.Graph()
+	n := g.NumNodes()
+	r := &Router{g: g, h: h, algo: a, opt: o, routers: h.Routers()}
+	nr := len(r.routers)
+	r.adjStart = make([]int32, nr+1)
+	for i, v := range r.routers {
+		for _, c := range g.Out(int(v)) {
+			if g.Up(int(c)) && h.RouterIndex(g.Dst(int(c))) >= 0 {
+				r.adjChan = append(r.adjChan, c)
+			}
+		}
+		r.adjStart[i+1] = int32(len(r.adjChan))
+	}
+	if a.OneGlobal {
+		r.global = make([]bool, g.NumLinks())
+		for l := range r.global {
+			r.global[l] = g.Link(l).Class == topology.Global
+		}
+		r.gstamp = make([]uint32, n)
+		r.gmin = make([]uint8, n)
+	}
+	r.attach = make([]int32, n)
+	r.attachC = make([]int32, n)
+	for v := range r.attach {
+		r.attach[v], r.attachC[v] = -1, -1
+		if h.RouterIndex(v) >= 0 {
+			continue
+		}
+		links, att, ac := 0, -1, int32(-1)
+		for _, c := range g.Out(v) {
+			if g.Up(int(c)) {
+				links++
+				att, ac = g.Dst(int(c)), c
+			}
+		}
+		if links == 1 && h.RouterIndex(att) >= 0 {
+			r.attach[v], r.attachC[v] = int32(att), ac
+		}
+	}
+	r.tstamp = make([]uint32, n)
+	r.tindex = make([]int32, n)
+	r.bstamp = make([]uint32, nr)
+	r.linkLoad = make([]int32, g.NumLinks())
+	r.swLoad = make([]int32, n)
+	r.stamp = make([]uint32, n)
+	if a.Kind == SSSP {
+		r.dstamp = make([]uint32, nr)
+		r.dist = make([]int64, nr)
+		r.parent = make([]int32, nr)
+		r.done = make([]uint32, nr)
+	}
+	return r
+}
+
+// Algo returns the engine configuration.
+func (r *Router) Algo() Algo { return r.algo }
+
+// HopTable returns the min-hop table the router works on.
+func (r *Router) HopTable() *topology.HopTable { return r.h }
+
+// LinkLoad returns the number of groups currently routed over link l.
+func (r *Router) LinkLoad(l int) int { return int(r.linkLoad[l]) }
+
+// SwitchLoad returns the number of groups whose tree contains node v.
+func (r *Router) SwitchLoad(v int) int { return int(r.swLoad[v]) }
+
+// Bytes returns the memory held by the router's state and scratch space.
+func (r *Router) Bytes() int {
+	return 4*(len(r.adjStart)+len(r.adjChan)+len(r.linkLoad)+len(r.swLoad)+len(r.stamp)+
+		len(r.gstamp)+len(r.dstamp)+len(r.parent)+len(r.done)+len(r.attach)+len(r.attachC)+len(r.tstamp)+
+		len(r.tindex)+len(r.bstamp)) + len(r.global) + len(r.gmin) + 8*len(r.dist)
+}
+
+func (r *Router) nextEpoch() {
+	r.epoch++
+	if r.epoch == 0 { // wrapped: clear the stamps once every 4 billion groups
+		clear(r.stamp)
+		clear(r.gstamp)
+		clear(r.dstamp)
+		clear(r.done)
+		r.epoch = 1
+	}
+}
+
+// CheckMembers validates a member list: non-empty, ids in range, no failed
+// or repeated nodes.
+func CheckMembers(g *topology.Graph, members []int32) error {
+	return newMemberChecker(g).check(members)
+}
+
+// memberChecker checks many member lists with one epoch-stamped array.
+type memberChecker struct {
+	g     *topology.Graph
+	seen  []uint32
+	epoch uint32
+}
+
+func newMemberChecker(g *topology.Graph) *memberChecker {
+	return &memberChecker{g: g, seen: make([]uint32, g.NumNodes())}
+}
+
+func (mc *memberChecker) check(members []int32) error {
+	g := mc.g
+	if len(members) == 0 {
+		return fmt.Errorf("empty group")
+	}
+	mc.epoch++
+	for _, m := range members {
+		if m < 0 || int(m) >= g.NumNodes() {
+			return fmt.Errorf("member id %d is not a node of the fabric (0..%d)", m, g.NumNodes()-1)
+		}
+		if g.NodeFailed(int(m)) {
+			return fmt.Errorf("member %s is a failed node", g.NodeName(int(m)))
+		}
+		if mc.seen[m] == mc.epoch {
+			return fmt.Errorf("member %s listed twice", g.NodeName(int(m)))
+		}
+		mc.seen[m] = mc.epoch
+	}
+	return nil
+}
+
+// Route builds the tree of one group, adds it to the link and switch loads
+// and returns it. Members are node ids (end nodes or switches); the caller
+// must pass a list accepted by CheckMembers (Run and Manager do).
+func (r *Router) Route(members []int32) (Tree, error) {
+	root, err := r.ChooseRoot(members)
+	if err != nil {
+		return Tree{}, err
+	}
+	t := r.BuildTree(root, members)
+	r.Add(t)
+	return t, nil
+}
+
+// Add counts a tree in the link and switch loads.
+func (r *Router) Add(t Tree) { r.account(t, 1) }
+
+// Release removes a tree from the link and switch loads (the group was
+// destroyed).
+func (r *Router) Release(t Tree) { r.account(t, -1) }
+
+func (r *Router) account(t Tree, d int32) {
+	g := r.g
+	r.swLoad[t.Root] += d
+	for _, c := range t.Edges {
+		l := c >> 1
+		r.linkLoad[l] += d
+		if r.linkLoad[l] > r.maxLoad {
+			r.maxLoad = r.linkLoad[l]
+		}
+		if w := g.Dst(int(c)); r.h.RouterIndex(w) >= 0 {
+			r.swLoad[w] += d
+		}
+	}
+}
+
+// ChooseRoot returns the root switch of a group: among all switches the
+// ones with the smallest maximum (or total) min-hop distance to the members;
+// the first of them in switch order, or with root rotation the least
+// loaded (fewest trees through it), the first on ties.
+//
+// Members are first folded into targets: end nodes hanging off the same
+// switch share one (distance to the switch + 1). The search then walks
+// breadth-first from the switch of the first target: a switch k hops from
+// it is at least k hops from that target, so the walk stops at the first
+// layer that cannot hold a root as good as the best found. A switch is
+// abandoned as soon as its partial score is too large, starting at the
+// target that ruled out the previous switch. In the fat trees of the seed
+// this touches a handful of switches per group instead of all of them.
+func (r *Router) ChooseRoot(members []int32) (int32, error) {
+	if len(members) == 0 {
+		return -1, fmt.Errorf("empty group")
+	}
+	r.makeTargets(members)
+	var best int64
+	if r.targets[0].router >= 0 {
+		best = r.ballSearch()
+	} else {
+		best = r.fullSearch()
+	}
+	if best >= unreachableScore {
+		return -1, r.unreachableError(members)
+	}
+	// r.cand holds every switch that may tie with best. Pick the first
+	// (or least loaded, then first) that does, skipping suspects that
+	// could not beat the current pick without scoring them.
+	root, rootLoad := int32(-1), int32(0)
+	for _, s := range r.cand {
+		if root >= 0 {
+			if r.algo.Rotate {
+				if l := r.swLoad[s]; l > rootLoad || (l == rootLoad && s > root) {
+					continue
+				}
+			} else if s > root {
+				continue
+			}
+		}
+		if _, ok := r.rootScore(s, best, false); ok {
+			root, rootLoad = s, r.swLoad[s]
+		}
+	}
+	if root < 0 {
+		return -1, r.unreachableError(members)
+	}
+	return root, nil
+}
+
+// target is a switch the members hang off (router >= 0), or a member that
+// is neither a switch nor single-homed (node, router = -1).
+type target struct {
+	router int32 // router node, or -1
+	node   int32 // the member itself when router < 0
+	add    int32 // largest extra hops after the router (0 or 1)
+	count  int32 // members folded into the target
+	addSum int32 // total extra hops of the folded members
+}
+
+func (r *Router) makeTargets(members []int32) {
+	r.nextTarget()
+	r.targets = r.targets[:0]
+	for _, m := range members {
+		rt, add := m, int32(0)
+		if r.h.RouterIndex(int(m)) < 0 {
+			rt, add = r.attach[m], 1
+		}
+		if rt < 0 {
+			r.targets = append(r.targets, target{router: -1, node: m, count: 1})
+			continue
+		}
+		if r.tstamp[rt] == r.tepoch {
+			t := &r.targets[r.tindex[rt]]
+			t.add = max(t.add, add)
+			t.count++
+			t.addSum += add
+			continue
+		}
+		r.tstamp[rt], r.tindex[rt] = r.tepoch, int32(len(r.targets))
+		r.targets = append(r.targets, target{router: rt, add: add, count: 1, addSum: add})
+	}
+	// A single-homed or switch target first, so the ball search can start.
+	for i := range r.targets {
+		if r.targets[i].router >= 0 {
+			r.targets[0], r.targets[i] = r.targets[i], r.targets[0]
+			break
+		}
+	}
+}
+
+func (r *Router) nextTarget() {
+	r.tepoch++
+	if r.tepoch == 0 {
+		clear(r.tstamp)
+		clear(r.bstamp)
+		r.tepoch = 1
+	}
+}
+
+// unreachableScore marks a member no switch path reaches.
+const unreachableScore = int64(1) << 40
+
+// consider scores switch s against the best score so far: a better switch
+// becomes the only suspect, one abandoned exactly at the bound may tie and
+// joins the suspects in r.cand.
+func (r *Router) consider(s int32, best int64) int64 {
+	score, ok := r.rootScore(s, best, true)
+	switch {
+	case ok:
+		r.cand = append(r.cand[:0], s)
+		return score
+	case score == best:
+		r.cand = append(r.cand, s)
+	}
+	return best
+}
+
+// ballSearch finds the best score and collects the switches that may tie
+// with it in r.cand by a breadth-first walk from the first target's switch.
+func (r *Router) ballSearch() int64 {
+	h := r.h
+	t0 := r.targets[0]
+	start := int32(h.RouterIndex(int(t0.router)))
+	ep := r.tepoch
+	r.bstamp[start] = ep
+	r.queue = append(r.queue[:0], start)
+	r.cand = r.cand[:0]
+	best := unreachableScore
+	// A switch k hops from the first target's switch has score at least
+	// lower(k): k + add for the largest distance, k·count + addSum for
+	// the total.
+	mean := r.opt.Root == RootMean
+	lower := func(k int64) int64 {
+		if mean {
+			return k*int64(t0.count) + int64(t0.addSum)
+		}
+		return k + int64(t0.add)
+	}
+	head := 0
+	for k := int64(0); head < len(r.queue) && lower(k) <= best; k++ {
+		end := len(r.queue)
+		for i := head; i < end; i++ {
+			ri := r.queue[i]
+			s := r.routers[ri]
+			if lower(k) < best {
+				best = r.consider(s, best)
+			} else if !r.g.NodeFailed(int(s)) {
+				r.cand = append(r.cand, s) // can only tie
+			}
+			for _, c := range r.adjChan[r.adjStart[ri]:r.adjStart[ri+1]] {
+				x := int32(h.RouterIndex(r.g.Dst(int(c))))
+				if r.bstamp[x] != ep {
+					r.bstamp[x] = ep
+					r.queue = append(r.queue, x)
+				}
+			}
+		}
+		if len(r.queue) > len(r.routers)/4 {
+			// The ball covers much of the fabric (small diameter):
+			// scanning every switch in order is cheaper than walking.
+			return r.fullSearch()
+		}
+		head = end
+	}
+	return best
+}
+
+// fullSearch scores every switch (used when no member is a switch or a
+// single-homed end node, or when the ball is most of the fabric).
+func (r *Router) fullSearch() int64 {
+	best := unreachableScore
+	r.cand = r.cand[:0]
+	for _, s := range r.routers {
+		best = r.consider(s, best)
+	}
+	return best
+}
+
+// rootScore returns the score of switch s over the current targets
+// (largest or total distance to the members). It gives up (ok = false)
+// once the partial score reaches bound (strict) or exceeds it (!strict).
+func (r *Router) rootScore(s int32, bound int64, strict bool) (int64, bool) {
+	sv := int(s)
+	if r.g.NodeFailed(sv) {
+		return 0, false
+	}
+	n := len(r.targets)
+	if r.pivot >= n {
+		r.pivot = 0
+	}
+	mean := r.opt.Root == RootMean
+	var score int64
+	for k := 0; k < n; k++ {
+		i := r.pivot + k
+		if i >= n {
+			i -= n
+		}
+		t := &r.targets[i]
+		var d int64
+		if t.router >= 0 {
+			// Distances between switches are symmetric; reading the
+			// target's row keeps consecutive switches in one cache line.
+			d = int64(r.h.Hops(int(t.router), sv))
+		} else {
+			d = int64(r.h.Hops(sv, int(t.node)))
+		}
+		if d >= topology.Unreachable {
+			d = unreachableScore
+		}
+		if mean {
+			score += d*int64(t.count) + int64(t.addSum)
+		} else if d+int64(t.add) > score {
+			score = d + int64(t.add)
+		}
+		if score > bound || (strict && score >= bound) {
+			r.pivot = i
+			return score, false
+		}
+	}
+	return score, true
+}
+
+// unreachableError names the members that no single switch reaches: those
+// unreachable from the switch that reaches the most members.
+func (r *Router) unreachableError(members []int32) error {
+	bestSw, bestCount := int32(-1), -1
+	for _, s := range r.routers {
+		if r.g.NodeFailed(int(s)) {
+			continue
+		}
+		c := 0
+		for _, m := range members {
+			if r.h.Hops(int(s), int(m)) < topology.Unreachable {
+				c++
+			}
+		}
+		if c > bestCount {
+			bestSw, bestCount = s, c
+		}
+	}
+	if bestSw < 0 {
+		return fmt.Errorf("the fabric has no working switch")
+	}
+	var names []string
+	for _, m := range members {
+		if r.h.Hops(int(bestSw), int(m)) >= topology.Unreachable {
+			names = append(names, r.g.NodeName(int(m)))
+		}
+	}
+	more := ""
+	if len(names) > 8 {
+		more = fmt.Sprintf(" and %d more", len(names)-8)
+		names = names[:8]
+	}
+	return fmt.Errorf("fabric is disconnected: members %s%s cannot be reached from switch %s, which reaches the most members (%d of %d)",
+		strings.Join(names, ", "), more, r.g.NodeName(int(bestSw)), bestCount, len(members))
+}
+
+// BuildTree builds the tree of a group from the given root with the
+// router's engine, using the current loads. It does not change the loads.
+func (r *Router) BuildTree(root int32, members []int32) Tree {
+	t := r.buildTree(root, members)
+	t.Edges = slices.Clone(t.Edges)
+	return t
+}
+
+// buildTree is BuildTree with the edges in the router's scratch buffer,
+// valid until the next call.
+func (r *Router) buildTree(root int32, members []int32) Tree {
+	r.nextEpoch()
+	t := Tree{Root: root}
+	switch r.algo.Kind {
+	case MinHop:
+		t.Edges = r.minhop(root, members)
+	case SSSP:
+		t.Edges = r.sssp(root, members)
+	default:
+		t.Edges = r.fulb(root, members)
+	}
+	return t
+}
+
+// hopsTo returns the min-hop distance from node v to the root switch.
+func (r *Router) hopsTo(v, root int32) int {
+	if r.h.RouterIndex(int(v)) >= 0 {
+		return r.h.Hops(int(v), int(root))
+	}
+	return r.h.Hops(int(root), int(v))
+}
+
+// ---- MINHOP-MC: top-down over the min-hop table ----
+
+func (r *Router) minhop(root int32, members []int32) []int32 {
+	r.pairs = r.pairs[:0]
+	for _, m := range members {
+		r.pairs = append(r.pairs, pair{m: m})
+	}
+	edges := r.ebuf[:0]
+	r.stamp[root] = r.epoch
+	r.branch(root, r.pairs, &edges)
+	r.ebuf = edges
+	return edges
+}
+
+// branch routes the members in seg from switch s: every member goes to the
+// lowest-numbered port with the fewest hops to it, then each port's subset
+// is routed from the switch behind the port.
+func (r *Router) branch(s int32, seg []pair, edges *[]int32) {
+	for i := range seg {
+		seg[i].key = r.firstMinChannel(s, seg[i].m)
+	}
+	slices.SortFunc(seg, func(a, b pair) int {
+		if a.key != b.key {
+			return int(a.key - b.key)
+		}
+		return int(a.m - b.m)
+	})
+	for i := 0; i < len(seg); {
+		j := i + 1
+		for j < len(seg) && seg[j].key == seg[i].key {
+			j++
+		}
+		c := seg[i].key
+		if c >= 0 {
+			x := int32(r.g.Dst(int(c)))
+			*edges = append(*edges, c)
+			r.stamp[x] = r.epoch
+			if r.h.RouterIndex(int(x)) >= 0 {
+				r.branch(x, seg[i:j], edges)
+			}
+		}
+		i = j
+	}
+}
+
+// firstMinChannel returns the channel of the lowest port of switch s on a
+// shortest path to m, or -1 if m is s.
+func (r *Router) firstMinChannel(s, m int32) int32 {
+	if s == m {
+		return -1
+	}
+	g, h := r.g, r.h
+	d := h.Hops(int(s), int(m))
+	for _, c := range g.Out(int(s)) {
+		if !g.Up(int(c)) {
+			continue
+		}
+		x := g.Dst(int(c))
+		if x == int(m) {
+			return c
+		}
+		if d > 1 && h.RouterIndex(x) >= 0 && h.Hops(x, int(m)) == d-1 {
+			return c
+		}
+	}
+	panic("multicast: no min-hop port toward a reachable member")
+}
+
+// ---- FULB-MC: bottom-up with link rotation ----
+
+func (r *Router) fulb(root int32, members []int32) []int32 {
+	g := r.g
+	edges := r.ebuf[:0]
+	r.stamp[root] = r.epoch
+	for _, m := range members {
+		if r.stamp[m] == r.epoch {
+			continue
+		}
+		r.stamp[m] = r.epoch
+		cur := m
+		d := r.hopsTo(cur, root)
+		if c := r.attachC[m]; c >= 0 {
+			// A single-homed end node has one way up.
+			x := r.attach[m]
+			edges = append(edges, c^1)
+			if r.stamp[x] == r.epoch {
+				continue
+			}
+			r.stamp[x] = r.epoch
+			cur = x
+			d--
+		}
+		for cur != root {
+			best := int32(-1)
+			var bestLoad int32
+			bestIn := false
+			var bestG uint8
+			if r.algo.OneGlobal {
+				bestG = r.gminOf(cur, root)
+			}
+			for _, c := range r.nextHops(cur) {
+				x := int32(g.Dst(int(c)))
+				if x != root && (r.h.RouterIndex(int(x)) < 0 || r.h.Hops(int(x), int(root)) != d-1) {
+					continue
+				}
+				if r.algo.OneGlobal {
+					gx := r.gminOf(x, root)
+					if r.global[c>>1] {
+						gx++
+					}
+					if gx != bestG {
+						continue
+					}
+				}
+				load := r.linkLoad[c>>1]
+				in := r.stamp[x] == r.epoch
+				if best < 0 || load < bestLoad || (load == bestLoad && in && !bestIn) {
+					best, bestLoad, bestIn = c, load, in
+				}
+			}
+			x := int32(g.Dst(int(best)))
+			edges = append(edges, best^1)
+			if bestIn {
+				break
+			}
+			r.stamp[x] = r.epoch
+			cur = x
+			d--
+		}
+	}
+	r.ebuf = edges
+	return edges
+}
+
+// nextHops lists the candidate channels out of v: router-to-router channels
+// for a router, every working channel for an end node.
+func (r *Router) nextHops(v int32) []int32 {
+	if ri := r.h.RouterIndex(int(v)); ri >= 0 {
+		return r.adjChan[r.adjStart[ri]:r.adjStart[ri+1]]
+	}
+	r.cand = r.cand[:0]
+	for _, c := range r.g.Out(int(v)) {
+		if r.g.Up(int(c)) {
+			r.cand = append(r.cand, c)
+		}
+	}
+	return r.cand
+}
+
+// gminOf returns the fewest global links on a shortest path from v to the
+// root, memoised for the current group.
+func (r *Router) gminOf(v, root int32) uint8 {
+	if v == root {
+		return 0
+	}
+	if r.gstamp[v] == r.epoch {
+		return r.gmin[v]
+	}
+	d := r.hopsTo(v, root)
+	best := uint8(255)
+	var hops []int32
+	if ri := r.h.RouterIndex(int(v)); ri >= 0 {
+		hops = r.adjChan[r.adjStart[ri]:r.adjStart[ri+1]]
+	} else {
+		hops = r.g.Out(int(v))
+	}
+	for _, c := range hops {
+		if !r.g.Up(int(c)) {
+			continue
+		}
+		x := int32(r.g.Dst(int(c)))
+		if x != root && (r.h.RouterIndex(int(x)) < 0 || r.h.Hops(int(x), int(root)) != d-1) {
+			continue
+		}
+		gx := r.gminOf(x, root)
+		if r.global[c>>1] && gx < 255 {
+			gx++
+		}
+		best = min(best, gx)
+	}
+	r.gstamp[v] = r.epoch
+	r.gmin[v] = best
+	return best
+}
+
+// ---- SSSP-MC: Dijkstra from the root over all switches ----
+
+func (r *Router) sssp(root int32, members []int32) []int32 {
+	g, h := r.g, r.h
+	// Weights: hops dominate globals (with +1g), which dominate load, so
+	// a longer path never wins and loads only break ties among minimal
+	// paths (a path has at most 255 links).
+	loadSpan := int64(r.maxLoad+1) * 256
+	gw := int64(0)
+	big := loadSpan
+	if r.algo.OneGlobal {
+		gw = loadSpan
+		big = 256*gw + loadSpan
+	}
+	weight := func(c int32) int64 {
+		w := big + int64(r.linkLoad[c>>1])
+		if gw != 0 && r.global[c>>1] {
+			w += gw
+		}
+		return w
+	}
+	ep := r.epoch
+	ri := int32(h.RouterIndex(int(root)))
+	r.dstamp[ri], r.dist[ri], r.parent[ri] = ep, 0, -1
+	r.heap = append(r.heap[:0], heapItem{0, ri})
+	for len(r.heap) > 0 {
+		it := r.pop()
+		u := it.v
+		if r.done[u] == ep || it.key != r.dist[u] {
+			continue
+		}
+		r.done[u] = ep
+		for _, c := range r.adjChan[r.adjStart[u]:r.adjStart[u+1]] {
+			v := int32(h.RouterIndex(g.Dst(int(c))))
+			if r.done[v] == ep {
+				continue
+			}
+			nd := it.key + weight(c)
+			if r.dstamp[v] != ep || nd < r.dist[v] {
+				r.dstamp[v], r.dist[v], r.parent[v] = ep, nd, c
+				r.push(heapItem{nd, v})
+			}
+		}
+	}
+	edges := r.ebuf[:0]
+	r.stamp[root] = ep
+	for _, m := range members {
+		if r.stamp[m] == ep {
+			continue
+		}
+		r.stamp[m] = ep
+		cur := m
+		if h.RouterIndex(int(m)) < 0 {
+			// An end node hangs off the neighbouring switch with the
+			// smallest label (first port on ties).
+			best, bestKey := int32(-1), int64(0)
+			for _, c := range g.Out(int(m)) {
+				if !g.Up(int(c)) {
+					continue
+				}
+				x := h.RouterIndex(g.Dst(int(c)))
+				if x < 0 || r.done[x] != ep {
+					continue
+				}
+				k := r.dist[x] + weight(c)
+				if best < 0 || k < bestKey {
+					best, bestKey = c, k
+				}
+			}
+			x := int32(g.Dst(int(best)))
+			edges = append(edges, best^1)
+			if r.stamp[x] == ep {
+				continue
+			}
+			r.stamp[x] = ep
+			cur = x
+		}
+		for cur != root {
+			c := r.parent[h.RouterIndex(int(cur))]
+			edges = append(edges, c)
+			p := int32(g.Src(int(c)))
+			if r.stamp[p] == ep {
+				break
+			}
+			r.stamp[p] = ep
+			cur = p
+		}
+	}
+	r.ebuf = edges
+	return edges
+}
+
+func (r *Router) push(it heapItem) {
+	r.heap = append(r.heap, it)
+	i := len(r.heap) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if r.heap[p].key <= it.key {
+			break
+		}
+		r.heap[i] = r.heap[p]
+		i = p
+	}
+	r.heap[i] = it
+}
+
+func (r *Router) pop() heapItem {
+	top := r.heap[0]
+	last := r.heap[len(r.heap)-1]
+	r.heap = r.heap[:len(r.heap)-1]
+	n := len(r.heap)
+	if n == 0 {
+		return top
+	}
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && r.heap[c+1].key < r.heap[c].key {
+			c++
+		}
+		if r.heap[c].key >= last.key {
+			break
+		}
+		r.heap[i] = r.heap[c]
+		i = c
+	}
+	r.heap[i] = last
+	return top
+}
