@@ -1,0 +1,589 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/routing"
+	"github.com/icn-hpc/icn/topology"
+	"github.com/spf13/cobra"
+)
+
+// routeBadInput marks an error caused by the user's input (exit status 2).
+func routeBadInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{2, err}
+}
+
+// routeSetFlags are the flags shared by icn route and icn reach.
+type routeSetFlags struct {
+	tf      topoFlags
+	rules   string
+	order   string
+	active  string
+	transit string
+}
+
+func (f *routeSetFlags) register(c *cobra.Command) {
+	f.tf.register(c, "topo", "")
+	c.Flags().StringVar(&f.rules, "rules", "angara*", "routing rule: dor, dirbit, angara-, angara or angara*")
+	c.Flags().StringVar(&f.order, "order", "", "direction order, e.g. +X,+Y,+Z,-X,-Y,-Z (default: all positive, then all negative)")
+	c.Flags().StringVar(&f.active, "active", "", "active nodes: coordinates 0.1.3, ranges 0-1.*.2, comma-separated, or @FILE (default: every live node)")
+	c.Flags().StringVar(&f.transit, "transit", "", "transit nodes (same syntax as --active, or @FILE)")
+}
+
+// load builds the network, rule and node sets.
+func (f *routeSetFlags) load() (*topology.Graph, *routing.Router, []int, []int, error) {
+	g, err := f.tf.load()
+	if err != nil {
+		return nil, nil, nil, nil, routeBadInput(err)
+	}
+	rule, err := routing.ParseRule(f.rules)
+	if err != nil {
+		return nil, nil, nil, nil, routeBadInput(err)
+	}
+	if f.order != "" {
+		o, err := routing.ParseOrder(f.order, len(g.Dims()))
+		if err != nil {
+			return nil, nil, nil, nil, routeBadInput(err)
+		}
+		rule.Order = o
+	}
+	r, err := routing.NewRouter(g, rule)
+	if err != nil {
+		return nil, nil, nil, nil, routeBadInput(err)
+	}
+	list := func(flag, v string) ([]int, error) {
+		s, err := readArgFile(v)
+		if err != nil {
+			return nil, routeBadInput(fmt.Errorf("--%s: %v", flag, err))
+		}
+		vs, err := g.ParseNodes(s)
+		if err != nil {
+			return nil, routeBadInput(fmt.Errorf("--%s: %v", flag, err))
+		}
+		return vs, nil
+	}
+	var active, transit []int
+	if strings.TrimSpace(f.active) == "" {
+		for v := 0; v < g.NumNodes(); v++ {
+			if !g.NodeFailed(v) {
+				active = append(active, v)
+			}
+		}
+	} else if active, err = list("active", f.active); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if transit, err = list("transit", f.transit); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return g, r, active, transit, nil
+}
+
+func init() {
+	// icn route
+	var rf routeSetFlags
+	var out output
+	var algo, export, outFile string
+	var show, workers int
+	var quiet bool
+	route := &cobra.Command{
+		Use:   "route",
+		Short: "Deadlock-free, balanced routing tables for tori under the Angara / Blue Gene rules",
+		Long: `Build a routing table (one route per ordered pair of active nodes) for a
+torus under a routing rule, with failed links and nodes, verify it (legal,
+arriving, avoiding failures, transit nodes inside the set, no channel
+dependency cycle with a turn) and report its diameter, π_max, π_perfect and
+balance factor. Rules: dor, dirbit (Blue Gene), angara- (R_A−), angara (R_A,
+may deadlock), angara* (R_A*). See docs/routing.md.`,
+		Example: `  icn route --topo torus:4x4x2 --rules angara*
+  icn route --topo torus:8x8 --rules angara- --fail-links 0.0+X,3.4+Y --json > table.json
+  icn route --topo torus:4x4x4 --active 0-1.0-1.* --transit 2.0-1.* --algo bfs
+  icn route --topo torus:4x4 --algo baseline --export tables.txt
+  icn route check table.json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			a, err := routing.ParseAlgo(algo)
+			if err != nil {
+				return routeBadInput(err)
+			}
+			g, r, active, transit, err := rf.load()
+			if err != nil {
+				return err
+			}
+			bar := cli.NewProgress(len(active)+1, "routing", quiet || len(active) < 256)
+			start := time.Now()
+			tb, err := r.BuildTableOpts(active, transit, a, routing.TableOptions{Workers: workers, Progress: func(done, total int) { bar.Add(1) }})
+			bar.Done()
+			if err != nil {
+				var ue *routing.UnreachableError
+				if errors.As(err, &ue) {
+					return &exitError{1, err}
+				}
+				return routeBadInput(err)
+			}
+			elapsed := time.Since(start)
+			if !tb.DeadlockFree {
+				fmt.Fprintf(os.Stderr, "icn: warning: the %s table can deadlock: %s\n", tb.Rule.Kind, r.CycleString(tb.Cycle))
+			}
+			if export != "" {
+				var buf bytes.Buffer
+				if err := tb.WriteNodeTables(&buf); err != nil {
+					return err
+				}
+				if err := writeFileAtomic(export, buf.Bytes()); err != nil {
+					return fmt.Errorf("--export %s: %v", export, err)
+				}
+			}
+			if outFile != "" {
+				var buf bytes.Buffer
+				if err := tb.WriteJSON(&buf); err != nil {
+					return err
+				}
+				if err := writeFileAtomic(outFile, buf.Bytes()); err != nil {
+					return fmt.Errorf("--output %s: %v", outFile, err)
+				}
+			}
+			if out.json {
+				return tb.WriteJSON(stdout(c))
+			}
+			return routeWriteSummary(stdout(c), rf.tf.spec, g, r, tb, elapsed, show)
+		},
+	}
+	rf.register(route)
+	out.register(route)
+	route.Flags().StringVar(&algo, "algo", "bfs", "table algorithm: bfs (seed §3.2, any reachable set) or baseline (fault-free rectangles)")
+	route.Flags().StringVar(&export, "export", "", "also write per-node routing tables (text, see docs/routing.md) to FILE")
+	route.Flags().StringVarP(&outFile, "output", "o", "", "also write the table as JSON (the --json format) to FILE")
+	route.Flags().IntVar(&show, "show", 20, "routes listed in the table view (-1 = all)")
+	route.Flags().IntVar(&workers, "workers", 0, "goroutines for verification (0 = all cores)")
+	route.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
+	root.AddCommand(route)
+
+	// icn route check FILE
+	{
+		var out output
+		var failLinks, failNodes string
+		c := &cobra.Command{
+			Use:   "check FILE",
+			Short: "Re-verify a routing table written by icn route --json (exit status 1 on any violation)",
+			Example: `  icn route --topo torus:4x4 --json > t.json && icn route check t.json
+  icn route check t.json --fail-links 0.0+X     # would the table survive this failure?`,
+			Args: cobra.ExactArgs(1),
+			RunE: func(c *cobra.Command, args []string) error {
+				var rd io.Reader = os.Stdin
+				if args[0] != "-" {
+					f, err := os.Open(args[0])
+					if err != nil {
+						return routeBadInput(err)
+					}
+					defer f.Close()
+					rd = f
+				}
+				tf, err := routing.ReadTableJSON(rd)
+				if err != nil {
+					return routeBadInput(fmt.Errorf("%s: %v", args[0], err))
+				}
+				fl, err := readArgFile(failLinks)
+				if err != nil {
+					return routeBadInput(err)
+				}
+				fn, err := readArgFile(failNodes)
+				if err != nil {
+					return routeBadInput(err)
+				}
+				rep, r, err := routing.CheckTable(tf, fl, fn)
+				if err != nil {
+					return routeBadInput(fmt.Errorf("%s: %v", args[0], err))
+				}
+				res := struct {
+					File         string              `json:"file"`
+					OK           bool                `json:"ok"`
+					Routes       int                 `json:"routes"`
+					Violations   []routing.Violation `json:"violations"`
+					Stats        routing.Stats       `json:"stats"`
+					DeadlockFree bool                `json:"deadlock_free"`
+				}{args[0], len(rep.Violations) == 0, rep.Routes, rep.Violations, rep.Stats, rep.Cycle == nil}
+				if res.Violations == nil {
+					res.Violations = []routing.Violation{}
+				}
+				err = out.print(stdout(c), res, func(w io.Writer) error {
+					st := rep.Stats
+					verdict := "OK"
+					if !res.OK {
+						verdict = fmt.Sprintf("%d violation(s)", len(rep.Violations))
+					}
+					if err := cli.KV(w, "file", args[0], "rule", r.Rule(), "routes checked", rep.Routes,
+						"diameter", st.Diameter, "π_max", st.PiMax, "π_perfect", st.PiPerfect,
+						"balance factor", cli.Float(st.BalanceFactor)+" %", "deadlock-free", res.DeadlockFree, "verdict", verdict); err != nil {
+						return err
+					}
+					if len(rep.Violations) == 0 {
+						return nil
+					}
+					fmt.Fprintln(w)
+					t := cli.NewTable("KIND", "PROBLEM")
+					for _, v := range rep.Violations {
+						t.Row(v.Kind, v.Msg)
+					}
+					return t.Write(w)
+				})
+				if err != nil {
+					return err
+				}
+				if !res.OK {
+					return &exitError{1, fmt.Errorf("%s: %d violation(s), first: %s", args[0], len(rep.Violations), rep.Violations[0])}
+				}
+				return nil
+			},
+		}
+		out.register(c)
+		c.Flags().StringVar(&failLinks, "fail-links", "", "fail these links too (NODE+X, comma-separated, or @FILE)")
+		c.Flags().StringVar(&failNodes, "fail-nodes", "", "fail these nodes too (coordinates, or @FILE)")
+		route.AddCommand(c)
+	}
+
+	// icn reach
+	{
+		var rf routeSetFlags
+		var out output
+		c := &cobra.Command{
+			Use:   "reach",
+			Short: "Is a node set M_{a,t} = active ∪ transit reachable under a routing rule? (exit status 1 if not)",
+			Example: `  icn reach --topo torus:4x4x2 --rules angara- --active 0-1.0-1.0 --transit 2.0-1.0
+  icn reach --topo torus:8x8 --rules angara* --fail-links @failed.txt --json`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				g, r, active, transit, err := rf.load()
+				if err != nil {
+					return err
+				}
+				ok, bad, err := r.Check(active, transit)
+				if err != nil {
+					return routeBadInput(err)
+				}
+				type pair struct {
+					Src []int `json:"src"`
+					Dst []int `json:"dst"`
+				}
+				res := struct {
+					Reachable bool   `json:"reachable"`
+					Rule      string `json:"rules"`
+					Active    int    `json:"active"`
+					Transit   int    `json:"transit"`
+					Pair      *pair  `json:"unreachable_pair,omitempty"`
+				}{Reachable: ok, Rule: r.Rule().String(), Active: len(active), Transit: len(transit)}
+				if !ok {
+					res.Pair = &pair{g.Coord(bad[0]), g.Coord(bad[1])}
+				}
+				if err := out.print(stdout(c), res, func(w io.Writer) error {
+					ans := "yes"
+					if !ok {
+						ans = fmt.Sprintf("no: no legal route from %s to %s inside the set", g.NodeName(bad[0]), g.NodeName(bad[1]))
+					}
+					return cli.KV(w, "network", rf.tf.spec, "rule", res.Rule, "active nodes", len(active), "transit nodes", len(transit), "reachable", ans)
+				}); err != nil {
+					return err
+				}
+				if !ok {
+					return &exitError{1, fmt.Errorf("the set is not reachable: no legal route from %s to %s", g.NodeName(bad[0]), g.NodeName(bad[1]))}
+				}
+				return nil
+			},
+		}
+		rf.register(c)
+		out.register(c)
+		root.AddCommand(c)
+	}
+
+	// icn experiment faults
+	{
+		var out output
+		var o routing.FaultOptions
+		var quick, quiet bool
+		var plotPath string
+		c := &cobra.Command{
+			Use:   "faults",
+			Short: "Seed 001 §5.1: random link failures survived before reachability is lost, angara- vs angara*",
+			Long: `Over all tori with N = Πd_i ≤ --max-nodes, d_i ≤ --max-size and
+--min-dims ≤ n ≤ --max-dims, fail channels (--unit channel, the seed's
+links (u,D)) or duplex cables (--unit link) one by one in --trials random
+orders until some ordered pair of nodes has no legal route, and report per
+dimensionality the mean number (and %) of failures survived under angara-
+and angara* and the gain, next to the seed's 4.9 % / 8.2 % / 34 %.`,
+			Example: `  icn experiment faults --seed 1                       # the full run (all tori N ≤ 128)
+  icn experiment faults --quick --plot faults.svg
+  icn experiment faults --trials 50 --sorted --json`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				if o.Trials < 1 {
+					return routeBadInput(fmt.Errorf("--trials %d: want at least 1", o.Trials))
+				}
+				if quick {
+					o.MaxNodes, o.Trials, o.Sorted = 32, 2, true
+				}
+				shapes, err := routing.FaultTori(o)
+				if err != nil {
+					return routeBadInput(err)
+				}
+				if plotPath != "" {
+					if err := routePlotPathOK(plotPath); err != nil {
+						return routeBadInput(err)
+					}
+				}
+				trials := o.Trials
+				if trials == 0 {
+					trials = 10
+				}
+				bar := cli.NewProgress(len(shapes)*trials, "fault trials", quiet)
+				o.Progress = func(done, total int) { bar.Add(1) }
+				start := time.Now()
+				rep, err := routing.FaultExperiment(o)
+				bar.Done()
+				if err != nil {
+					return routeBadInput(err)
+				}
+				if plotPath != "" {
+					if err := cli.SavePlot(routeFaultChart(rep), plotPath); err != nil {
+						return err
+					}
+				}
+				return out.print(stdout(c), rep, func(w io.Writer) error {
+					t := cli.NewTable("TORI", "TRIALS", strings.ToUpper(rep.Options.Unit)+"S", "ANGARA- SURVIVED", "%", "ANGARA* SURVIVED", "%", "GAIN", "GAIN OF MEANS", "SEED GAIN")
+					for _, r := range rep.Rows {
+						t.Row(fmt.Sprintf("%dD: %d", r.Dims, r.Tori), r.Trials, cli.Float(r.MeanLinks),
+							cli.Float(r.MinusMean), cli.Float(r.MinusPct), cli.Float(r.StarMean), cli.Float(r.StarPct),
+							cli.Float(r.Gain)+" %", cli.Float(r.GainOfMeans)+" %", cli.Float(r.SeedGain)+" %")
+					}
+					if err := t.Write(w); err != nil {
+						return err
+					}
+					_, err := fmt.Fprintf(w, "\nrandom %s failures, seed %d, %d trials per torus, %s, %v\n", rep.Options.Unit, o.Seed, trials, routeFaultNote(o), cli.Duration(time.Since(start)))
+					return err
+				})
+			},
+		}
+		out.register(c)
+		c.Flags().Uint64Var(&o.Seed, "seed", 1, "random seed (same seed, same output, whatever --workers)")
+		c.Flags().IntVar(&o.Trials, "trials", 10, "random failure orders per torus")
+		c.Flags().IntVar(&o.MaxNodes, "max-nodes", 128, "largest torus (N = Πd_i)")
+		c.Flags().IntVar(&o.MaxSize, "max-size", 8, "largest ring size d_i")
+		c.Flags().IntVar(&o.MinDims, "min-dims", 2, "fewest dimensions")
+		c.Flags().IntVar(&o.MaxDims, "max-dims", 4, "most dimensions")
+		c.Flags().BoolVar(&o.Sorted, "sorted", false, "one orientation per shape (d1 ≥ d2 ≥ …) instead of every ordered tuple")
+		c.Flags().StringVar(&o.Unit, "unit", "channel", "what fails: channel (one direction (u,D), the seed's link) or link (the duplex cable)")
+		c.Flags().BoolVar(&quick, "quick", false, "a small run: N ≤ 32, 2 trials, sorted shapes")
+		c.Flags().IntVar(&o.Workers, "workers", 0, "goroutines (0 = all cores)")
+		c.Flags().StringVar(&plotPath, "plot", "", "write a chart of the gains (.svg or .png)")
+		c.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
+		routeExperimentParent().AddCommand(c)
+	}
+}
+
+func init() {
+	// icn experiment balance
+	var out output
+	var o routing.BalanceOptions
+	var rules, plotPath string
+	var quick, quiet bool
+	c := &cobra.Command{
+		Use:   "balance",
+		Short: "Seed 001 §5.2: balance factor of BFS tables vs the baseline on fault-free tori",
+		Long: `Build the BFS and the baseline routing table of every fault-free torus with
+N ≤ --max-nodes, d_i ≤ --max-size, --min-dims ≤ n ≤ --max-dims (all nodes
+active) and compare their balance factors; the seed reports BFS 13 points
+worse than the baseline on average, 30 at most.`,
+		Example: `  icn experiment balance
+  icn experiment balance --sorted --plot balance.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			rule, err := routing.ParseRule(rules)
+			if err != nil {
+				return routeBadInput(err)
+			}
+			o.Rule = rule
+			if quick {
+				o.MaxNodes, o.Sorted = 32, true
+			}
+			if plotPath != "" {
+				if err := routePlotPathOK(plotPath); err != nil {
+					return routeBadInput(err)
+				}
+			}
+			shapes, err := routing.FaultTori(routing.FaultOptions{MaxNodes: o.MaxNodes, MaxSize: o.MaxSize, MinDims: o.MinDims, MaxDims: o.MaxDims, Sorted: o.Sorted})
+			if err != nil {
+				return routeBadInput(err)
+			}
+			bar := cli.NewProgress(len(shapes), "tori", quiet)
+			o.Progress = func(done, total int) { bar.Add(1) }
+			rep, err := routing.BalanceExperiment(o)
+			bar.Done()
+			if err != nil {
+				return err
+			}
+			if plotPath != "" {
+				ch := cli.Chart{Title: "Balance factor of fault-free tables, all nodes active", YLabel: "balance factor, %", Bars: true}
+				var bfs, base []float64
+				for _, r := range rep.Rows {
+					name := "all"
+					if r.Dims > 0 {
+						name = fmt.Sprintf("%dD", r.Dims)
+					}
+					ch.Categories = append(ch.Categories, name)
+					bfs = append(bfs, r.MeanBFS)
+					base = append(base, r.MeanBaseline)
+				}
+				ch.Series = []cli.Series{{Name: "BFS", Y: bfs}, {Name: "baseline", Y: base}}
+				if err := cli.SavePlot(ch, plotPath); err != nil {
+					return err
+				}
+			}
+			return out.print(stdout(c), rep, func(w io.Writer) error {
+				t := cli.NewTable("TORI", "BFS BALANCE", "BASELINE BALANCE", "MEAN LOSS", "MAX LOSS", "SEED")
+				for _, r := range rep.Rows {
+					name := fmt.Sprintf("%dD: %d", r.Dims, r.Tori)
+					seed := ""
+					if r.Dims == 0 {
+						name = fmt.Sprintf("all: %d", r.Tori)
+						seed = fmt.Sprintf("%s (%s)", cli.Float(rep.SeedMean), cli.Float(rep.SeedMax))
+					}
+					t.Row(name, cli.Float(r.MeanBFS)+" %", cli.Float(r.MeanBaseline)+" %", cli.Float(r.MeanLoss), cli.Float(r.MaxLoss), seed)
+				}
+				if err := t.Write(w); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(w, "\nloss = BFS − baseline balance factor in percentage points; rule %s for BFS\n", rep.Rule)
+				return err
+			})
+		},
+	}
+	out.register(c)
+	c.Flags().StringVar(&rules, "rules", "angara*", "rule of the BFS tables")
+	c.Flags().IntVar(&o.MaxNodes, "max-nodes", 128, "largest torus (N = Πd_i)")
+	c.Flags().IntVar(&o.MaxSize, "max-size", 8, "largest ring size d_i")
+	c.Flags().IntVar(&o.MinDims, "min-dims", 2, "fewest dimensions")
+	c.Flags().IntVar(&o.MaxDims, "max-dims", 4, "most dimensions")
+	c.Flags().BoolVar(&o.Sorted, "sorted", false, "one orientation per shape (d1 ≥ d2 ≥ …)")
+	c.Flags().BoolVar(&quick, "quick", false, "a small run: N ≤ 32, sorted shapes")
+	c.Flags().IntVar(&o.Workers, "workers", 0, "goroutines (0 = all cores)")
+	c.Flags().StringVar(&plotPath, "plot", "", "write a chart of the balance factors (.svg or .png)")
+	c.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
+	routeExperimentParent().AddCommand(c)
+}
+
+// routeExperimentParent returns the shared "icn experiment" command, creating it
+// on first use (several command files hang their experiments under it).
+func routeExperimentParent() *cobra.Command {
+	for _, c := range root.Commands() {
+		if c.Name() == "experiment" {
+			return c
+		}
+	}
+	c := &cobra.Command{Use: "experiment", Short: "Reproduce the seeds' experiments"}
+	root.AddCommand(c)
+	return c
+}
+
+func routePlotPathOK(p string) error {
+	switch strings.ToLower(p[strings.LastIndexByte(p, '.')+1:]) {
+	case "svg", "png", "pdf":
+		return nil
+	}
+	return fmt.Errorf("plot file %q: extension must be .svg, .png or .pdf", p)
+}
+
+func routeFaultNote(o routing.FaultOptions) string {
+	max := o.MaxNodes
+	if max == 0 {
+		max = 128
+	}
+	s := fmt.Sprintf("all tori N ≤ %d", max)
+	if o.Sorted {
+		s += " (one orientation per shape)"
+	}
+	return s
+}
+
+func routeFaultChart(rep *routing.FaultReport) cli.Chart {
+	ch := cli.Chart{Title: "R_A* over R_A−: more random " + rep.Options.Unit + " failures survived before reachability is lost", YLabel: "gain, %", Bars: true}
+	var icn, seed []float64
+	for _, r := range rep.Rows {
+		ch.Categories = append(ch.Categories, fmt.Sprintf("%dD", r.Dims))
+		icn = append(icn, r.Gain)
+		seed = append(seed, r.SeedGain)
+	}
+	ch.Series = []cli.Series{{Name: "icn (mean over tori)", Y: icn}, {Name: "seed 001", Y: seed}}
+	return ch
+}
+
+func routeWriteSummary(w io.Writer, spec string, g *topology.Graph, r *routing.Router, tb *routing.Table, elapsed time.Duration, show int) error {
+	st := tb.Stats
+	deadlock := "none (no dependency cycle with a turn)"
+	if !tb.DeadlockFree {
+		deadlock = "CYCLE: " + r.CycleString(tb.Cycle)
+	}
+	pairs := []any{
+		"network", spec,
+		"rule", tb.Rule.Kind.String() + " (order " + r.Rule().OrderFor(len(g.Dims())).String() + ")",
+		"algorithm", tb.Algo,
+		"active nodes", len(tb.Active),
+		"transit nodes", len(tb.Transit),
+		"failed", fmt.Sprintf("%d links, %d nodes", len(g.FailedLinks()), len(g.FailedNodes())),
+		"routes", tb.NumRoutes(),
+		"diameter", st.Diameter,
+		"π_max", st.PiMax,
+		"π_perfect", st.PiPerfect,
+		"balance factor", cli.Float(st.BalanceFactor) + " %",
+		"deadlock", deadlock,
+	}
+	if off, acc := r.ExtraDependencies(); tb.Rule.Kind == routing.AngaraStar {
+		pairs = append(pairs, "R_A* extra deps", fmt.Sprintf("%d of %d order-violating FS/LS dependencies accepted", acc, off))
+	}
+	pairs = append(pairs, "time", elapsed)
+	if err := cli.KV(w, pairs...); err != nil {
+		return err
+	}
+	n := tb.NumRoutes()
+	if show >= 0 && show < n {
+		n = show
+	}
+	if n == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	t := cli.NewTable("SRC", "DST", "STEPS")
+	for i := 0; i < n; i++ {
+		rt := tb.Route(i)
+		steps := make([]string, len(rt.Dirs))
+		for k, d := range rt.Dirs {
+			steps[k] = d.String()
+		}
+		if rt.FS {
+			steps[0] += "(FS)"
+		}
+		if rt.LS {
+			steps[len(steps)-1] += "(LS)"
+		}
+		t.Row(g.NodeName(rt.Src), g.NodeName(rt.Dst), strings.Join(steps, " "))
+	}
+	if err := t.Write(w); err != nil {
+		return err
+	}
+	if n < tb.NumRoutes() {
+		_, err := fmt.Fprintf(w, "… %d more routes (--show -1 lists all; --json or --export for files)\n", tb.NumRoutes()-n)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package routing
+
+import (
+	"sync/atomic"
+
+	"github.com/icn-hpc/icn/internal/par"
+	"github.com/icn-hpc/icn/topology"
+)
+
+// BalanceOptions configure the table-quality comparison of seed 001 §5.2.
+type BalanceOptions struct {
+	MaxNodes int  `json:"max_nodes"` // default 128
+	MaxSize  int  `json:"max_size"`  // default 8
+	MinDims  int  `json:"min_dims"`  // default 2
+	MaxDims  int  `json:"max_dims"`  // default 4
+	Sorted   bool `json:"sorted"`
+	// Rule is the rule of the BFS tables (the baseline's routes obey
+	// every rule); the zero value is dor, so set it (angara* in the CLI).
+	Rule     Rule                  `json:"-"`
+	Workers  int                   `json:"-"`
+	Progress func(done, total int) `json:"-"`
+}
+
+// SeedBalanceLoss is the seed's figure: on fault-free tori with N ≤ 128,
+// all nodes active, the BFS balance factor is on average 13 (at most 30)
+// percentage points worse than the baseline's.
+var SeedBalanceLoss = [2]float64{13, 30}
+
+// BalanceTorus is one torus of the comparison.
+type BalanceTorus struct {
+	Dims     []int   `json:"dims"`
+	BFS      Stats   `json:"bfs"`
+	Baseline Stats   `json:"baseline"`
+	Loss     float64 `json:"loss"` // BFS − baseline balance factor, points
+}
+
+// BalanceRow summarises one dimensionality (Dims 0: all tori).
+type BalanceRow struct {
+	Dims         int     `json:"n"`
+	Tori         int     `json:"tori"`
+	MeanBFS      float64 `json:"bfs_balance_factor"`
+	MeanBaseline float64 `json:"baseline_balance_factor"`
+	MeanLoss     float64 `json:"mean_loss"`
+	MaxLoss      float64 `json:"max_loss"`
+}
+
+// BalanceReport is the comparison's result.
+type BalanceReport struct {
+	Rule     string         `json:"rules"`
+	Rows     []BalanceRow   `json:"rows"`
+	Tori     []BalanceTorus `json:"tori"`
+	SeedMean float64        `json:"seed_mean_loss"`
+	SeedMax  float64        `json:"seed_max_loss"`
+}
+
+// BalanceExperiment builds the BFS and the baseline table of every
+// fault-free torus of the set with all nodes active and compares their
+// balance factors. It has no randomness.
+func BalanceExperiment(o BalanceOptions) (*BalanceReport, error) {
+	fo := FaultOptions{MaxNodes: o.MaxNodes, MaxSize: o.MaxSize, MinDims: o.MinDims, MaxDims: o.MaxDims, Sorted: o.Sorted}
+	shapes, err := FaultTori(fo)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BalanceTorus, len(shapes))
+	errs := make([]error, len(shapes))
+	var done atomic.Int64
+	par.For(len(shapes), o.Workers, func(_, i int) {
+		defer func() {
+			if o.Progress != nil {
+				o.Progress(int(done.Add(1)), len(shapes))
+			}
+		}()
+		g, err := topology.Grid(shapes[i], true, topology.GridOpts{})
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		r, err := NewRouter(g, o.Rule)
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		all := make([]int, g.NumNodes())
+		for v := range all {
+			all[v] = v
+		}
+		bt := BalanceTorus{Dims: shapes[i]}
+		for k, algo := range []Algo{BFS, Baseline} {
+			tb, err := r.BuildTable(all, nil, algo)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if k == 0 {
+				bt.BFS = tb.Stats
+			} else {
+				bt.Baseline = tb.Stats
+			}
+		}
+		bt.Loss = bt.BFS.BalanceFactor - bt.Baseline.BalanceFactor
+		out[i] = bt
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	rep := &BalanceReport{Rule: o.Rule.String(), Tori: out, SeedMean: SeedBalanceLoss[0], SeedMax: SeedBalanceLoss[1]}
+	rows := map[int]*BalanceRow{}
+	for _, bt := range out {
+		for _, key := range []int{len(bt.Dims), 0} {
+			row := rows[key]
+			if row == nil {
+				row = &BalanceRow{Dims: key, MaxLoss: bt.Loss}
+				rows[key] = row
+			}
+			row.Tori++
+			row.MeanBFS += bt.BFS.BalanceFactor
+			row.MeanBaseline += bt.Baseline.BalanceFactor
+			row.MeanLoss += bt.Loss
+			row.MaxLoss = max(row.MaxLoss, bt.Loss)
+		}
+	}
+	for n := 1; n <= MaxDims; n++ {
+		if row := rows[n]; row != nil {
+			rep.Rows = append(rep.Rows, *row)
+		}
+	}
+	if row := rows[0]; row != nil {
+		rep.Rows = append(rep.Rows, *row)
+	}
+	for i := range rep.Rows {
+		row := &rep.Rows[i]
+		f := float64(row.Tori)
+		row.MeanBFS /= f
+		row.MeanBaseline /= f
+		row.MeanLoss /= f
+	}
+	return rep, nil
+}

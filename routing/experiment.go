@@ -1,0 +1,357 @@
+package routing
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+
+	"github.com/icn-hpc/icn/internal/par"
+	"github.com/icn-hpc/icn/topology"
+)
+
+// FaultOptions configure the fault-tolerance experiment of seed 001 §5.1.
+type FaultOptions struct {
+	Seed     uint64 `json:"seed"`
+	Trials   int    `json:"trials"`    // random failure orders per torus (default 10)
+	MaxNodes int    `json:"max_nodes"` // N = Πd_i ≤ MaxNodes (default 128)
+	MaxSize  int    `json:"max_size"`  // d_i ≤ MaxSize (default 8)
+	MinDims  int    `json:"min_dims"`  // 2
+	MaxDims  int    `json:"max_dims"`  // 4
+	// Sorted keeps one orientation per shape (d1 ≥ d2 ≥ …) instead of
+	// every ordered tuple.
+	Sorted bool `json:"sorted"`
+	// Unit is what fails: "channel" (default: one direction (u,D) of a
+	// cable, the seed's link, F ⊂ N×D) or "link" (the whole duplex cable,
+	// as --fail-links does).
+	Unit     string                `json:"unit"`
+	Workers  int                   `json:"-"`
+	Progress func(done, total int) `json:"-"`
+}
+
+func (o *FaultOptions) defaults() error {
+	if o.Trials == 0 {
+		o.Trials = 10
+	}
+	if o.MaxNodes == 0 {
+		o.MaxNodes = 128
+	}
+	if o.MaxSize == 0 {
+		o.MaxSize = 8
+	}
+	if o.MinDims == 0 {
+		o.MinDims = 2
+	}
+	if o.MaxDims == 0 {
+		o.MaxDims = 4
+	}
+	if o.Unit == "" {
+		o.Unit = "channel"
+	}
+	switch {
+	case o.Unit != "channel" && o.Unit != "link":
+		return fmt.Errorf("failure unit %q: want channel or link", o.Unit)
+	case o.Trials < 1 || o.Trials > 1_000_000:
+		return fmt.Errorf("trials %d out of range 1..1000000", o.Trials)
+	case o.MaxSize < 2 || o.MaxSize > 64:
+		return fmt.Errorf("largest ring size %d out of range 2..64", o.MaxSize)
+	case o.MinDims < 1 || o.MaxDims > MaxDims || o.MinDims > o.MaxDims:
+		return fmt.Errorf("dimensions %d..%d: want 1 ≤ min ≤ max ≤ %d", o.MinDims, o.MaxDims, MaxDims)
+	case o.MaxNodes < 1<<o.MinDims || o.MaxNodes > 4096:
+		return fmt.Errorf("node limit %d: want %d..4096 (a %d-dimensional torus has at least %d nodes)", o.MaxNodes, 1<<o.MinDims, o.MinDims, 1<<o.MinDims)
+	}
+	return nil
+}
+
+// SeedGains are the reference gains of R_A* over R_A− (seed 001 §5.1):
+// 4.9 %, 8.2 % and 34 % more random link failures survived for 2D, 3D and
+// 4D tori.
+var SeedGains = map[int]float64{2: 4.9, 3: 8.2, 4: 34}
+
+// FaultTorus is the result for one torus.
+type FaultTorus struct {
+	Dims  []int   `json:"dims"`
+	Links int     `json:"units"`             // channels or links that can fail
+	Minus float64 `json:"angara_minus_mean"` // mean failures survived under angara−
+	Star  float64 `json:"angara_star_mean"`  // … under angara*
+	// Accepted is the mean number of order-violating dependencies R_A*
+	// had accepted at its last reachable failure count.
+	Accepted float64 `json:"angara_star_extra_deps"`
+}
+
+// FaultRow summarises one dimensionality.
+type FaultRow struct {
+	Dims            int     `json:"n"`
+	Tori            int     `json:"tori"`
+	Trials          int     `json:"trials"`
+	MeanLinks       float64 `json:"mean_links"`
+	MinusMean       float64 `json:"angara_minus_failures"`
+	StarMean        float64 `json:"angara_star_failures"`
+	MinusPct        float64 `json:"angara_minus_pct"` // mean of survived/links·100
+	StarPct         float64 `json:"angara_star_pct"`
+	Gain            float64 `json:"gain_pct"`          // mean over tori of (star/minus − 1)·100
+	GainOfMeans     float64 `json:"gain_of_means_pct"` // (Σstar/Σminus − 1)·100
+	SeedGain        float64 `json:"seed_gain_pct"`     // the seed's figure
+	ToriWithoutGain int     `json:"tori_without_gain"` // tori where angara− survived no failure on average (gain undefined)
+}
+
+// FaultReport is the experiment's result.
+type FaultReport struct {
+	Options FaultOptions `json:"options"`
+	Rows    []FaultRow   `json:"rows"`
+	Tori    []FaultTorus `json:"tori"`
+	// Trials holds the failures survived in every trial, torus-major:
+	// [angara−, angara*] of trial k of torus i at index i·Trials+k.
+	Trials [][2]int `json:"-"`
+}
+
+// FaultTori lists the torus shapes of the experiment.
+func FaultTori(o FaultOptions) ([][]int, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	var out [][]int
+	for n := o.MinDims; n <= o.MaxDims; n++ {
+		d := make([]int, n)
+		var rec func(i, prod int)
+		rec = func(i, prod int) {
+			if i == n {
+				out = append(out, append([]int(nil), d...))
+				return
+			}
+			for x := 2; x <= o.MaxSize && prod*x <= o.MaxNodes; x++ {
+				if o.Sorted && i > 0 && x > d[i-1] {
+					break
+				}
+				d[i] = x
+				rec(i+1, prod*x)
+			}
+		}
+		rec(0, 1)
+	}
+	return out, nil
+}
+
+type faultTrial struct {
+	minus, star int
+	accepted    int
+}
+
+type faultWorker struct {
+	s    *scratch
+	sb   starBuilder
+	perm []int
+	up   []bool
+}
+
+// FaultExperiment runs the experiment: for every torus and trial, channels
+// (or links) fail one by one in a random order (seeded by Seed, the torus and the
+// trial, so the result does not depend on Workers) until some ordered
+// pair of nodes has no legal route; the number of failures survived is
+// recorded for angara− (by bisection: its reachability only shrinks as
+// links fail) and for angara*, whose R_A* is rebuilt for every failure
+// set and checked failure by failure from the angara− count on.
+func FaultExperiment(o FaultOptions) (*FaultReport, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	shapes, err := FaultTori(o)
+	if err != nil {
+		return nil, err
+	}
+	tori := make([]*torus, len(shapes))
+	for i, d := range shapes {
+		parts := make([]string, len(d))
+		for k, x := range d {
+			parts[k] = fmt.Sprint(x)
+		}
+		g, err := topology.Grid(d, true, topology.GridOpts{})
+		if err != nil {
+			return nil, err
+		}
+		if tori[i], err = newTorus(g); err != nil {
+			return nil, err
+		}
+	}
+	automata := map[int][2]*automaton{}
+	for n := o.MinDims; n <= o.MaxDims; n++ {
+		automata[n] = [2]*automaton{compile(AngaraMinus, DefaultOrder(n), n), compile(AngaraStar, DefaultOrder(n), n)}
+	}
+	items := len(shapes) * o.Trials
+	res := make([]faultTrial, items)
+	workers := par.Workers(o.Workers)
+	ws := make([]*faultWorker, workers)
+	var done atomic.Int64
+	par.For(items, workers, func(w, i int) {
+		if ws[w] == nil {
+			ws[w] = &faultWorker{}
+		}
+		ti, trial := i/o.Trials, i%o.Trials
+		res[i] = ws[w].run(tori[ti], automata[tori[ti].n], o.Seed, uint64(ti), uint64(trial), o.Unit == "channel")
+		if o.Progress != nil {
+			o.Progress(int(done.Add(1)), items)
+		}
+	})
+	rep := &FaultReport{Options: o}
+	for _, r := range res {
+		rep.Trials = append(rep.Trials, [2]int{r.minus, r.star})
+	}
+	byN := map[int]*FaultRow{}
+	gainSum := map[int]float64{}
+	gainCnt := map[int]int{}
+	sumMinus := map[int]float64{}
+	sumStar := map[int]float64{}
+	for ti, t := range tori {
+		ft := FaultTorus{Dims: shapes[ti], Links: t.numLinks()}
+		if o.Unit == "channel" {
+			ft.Links *= 2
+		}
+		row := byN[t.n]
+		if row == nil {
+			row = &FaultRow{Dims: t.n, SeedGain: SeedGains[t.n]}
+			byN[t.n] = row
+		}
+		for k := 0; k < o.Trials; k++ {
+			r := res[ti*o.Trials+k]
+			ft.Minus += float64(r.minus)
+			ft.Star += float64(r.star)
+			ft.Accepted += float64(r.accepted)
+			row.MinusPct += 100 * float64(r.minus) / float64(ft.Links)
+			row.StarPct += 100 * float64(r.star) / float64(ft.Links)
+		}
+		ft.Minus /= float64(o.Trials)
+		ft.Star /= float64(o.Trials)
+		ft.Accepted /= float64(o.Trials)
+		rep.Tori = append(rep.Tori, ft)
+		row.Tori++
+		row.Trials += o.Trials
+		row.MeanLinks += float64(ft.Links)
+		row.MinusMean += ft.Minus
+		row.StarMean += ft.Star
+		sumMinus[t.n] += ft.Minus
+		sumStar[t.n] += ft.Star
+		if ft.Minus > 0 {
+			gainSum[t.n] += (ft.Star/ft.Minus - 1) * 100
+			gainCnt[t.n]++
+		} else {
+			row.ToriWithoutGain++
+		}
+	}
+	for n := o.MinDims; n <= o.MaxDims; n++ {
+		row := byN[n]
+		if row == nil {
+			continue
+		}
+		row.MeanLinks /= float64(row.Tori)
+		row.MinusMean /= float64(row.Tori)
+		row.StarMean /= float64(row.Tori)
+		row.MinusPct /= float64(row.Trials)
+		row.StarPct /= float64(row.Trials)
+		if gainCnt[n] > 0 {
+			row.Gain = gainSum[n] / float64(gainCnt[n])
+		}
+		if sumMinus[n] > 0 {
+			row.GainOfMeans = (sumStar[n]/sumMinus[n] - 1) * 100
+		}
+		rep.Rows = append(rep.Rows, *row)
+	}
+	return rep, nil
+}
+
+// run performs one trial on torus t.
+func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, channels bool) faultTrial {
+	nc := 2 * t.numLinks()
+	L := t.numLinks()
+	if channels {
+		L = nc
+	}
+	fw.perm = faultOrder(fw.perm, seed, ti, trial, L)
+	fw.up = slices.Grow(fw.up[:0], nc)[:nc]
+	states := au[0].nstates
+	if fw.s == nil || len(fw.s.mask) < t.nodes*states || len(fw.s.load) < nc || len(fw.s.setStamp) < t.nodes {
+		fw.s = newScratch(max(t.nodes, 128), max(states, 90), max(nc, 1024))
+	}
+	all := make([]int, t.nodes)
+	for i := range all {
+		all[i] = i
+	}
+	setFailures := func(k int) {
+		for c := range fw.up {
+			fw.up[c] = true
+		}
+		for _, u := range fw.perm[:k] {
+			if channels {
+				fw.up[u] = false
+			} else {
+				fw.up[2*u], fw.up[2*u+1] = false, false
+			}
+		}
+	}
+	reach := func(r *Router) bool {
+		if err := r.prepareSet(fw.s, all, nil); err != nil {
+			panic(err) // cannot happen: all nodes are alive
+		}
+		ok, _ := r.reachSet(fw.s)
+		return ok
+	}
+	minus := &Router{t: t, rule: Rule{Kind: AngaraMinus, Order: au[0].order}, order: au[0].order, a: au[0], up: fw.up}
+	// angara−: the largest k whose first k failures keep the machine
+	// reachable (k = 0 always does).
+	lo, hi := 0, L // reach(lo) true; reach(hi) false unless the torus has one node
+	setFailures(hi)
+	if reach(minus) {
+		return faultTrial{L, L, 0}
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		setFailures(mid)
+		if reach(minus) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	out := faultTrial{minus: lo, star: lo}
+	// angara* ⊇ angara−, so it survives at least lo failures; step on.
+	for k := lo + 1; k <= L; k++ {
+		setFailures(k)
+		st, err := fw.sb.build(t, fw.up, au[1].rank)
+		if err != nil {
+			panic(err) // cannot happen: the R_DOR dependencies are acyclic
+		}
+		star := &Router{t: t, rule: Rule{Kind: AngaraStar, Order: au[1].order}, order: au[1].order, a: au[1], up: fw.up, star: &st}
+		if !reach(star) {
+			break
+		}
+		out.star = k
+		out.accepted = st.accepted
+	}
+	return out
+}
+
+// faultOrder returns the random order in which the L links (or channels)
+// of torus ti fail in the given trial.
+func faultOrder(buf []int, seed, ti, trial uint64, L int) []int {
+	rng := rand.New(rand.NewPCG(seed, ti<<32|trial))
+	buf = slices.Grow(buf[:0], L)[:L]
+	for i := range buf {
+		buf[i] = i
+	}
+	rng.Shuffle(L, func(i, j int) { buf[i], buf[j] = buf[j], buf[i] })
+	return buf
+}
+
+func newScratch(nodes, states, channels int) *scratch {
+	nv := nodes * states
+	return &scratch{
+		setStamp: make([]uint32, nodes),
+		actIdx:   make([]int32, nodes),
+		isAct:    make([]uint32, nodes),
+		mask:     make([]uint64, nv),
+		vstamp:   make([]uint32, nv),
+		parent:   make([]int32, nv),
+		vdist:    make([]int32, nv),
+		load:     make([]int32, channels),
+		cstmp:    make([]uint32, channels),
+	}
+}

@@ -1,0 +1,113 @@
+package routing
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/icn-hpc/icn/internal/cdg"
+)
+
+// starCDG builds, with internal/cdg and independently of the condensation,
+// the channel dependency graph of R_DOR on the live channels plus the
+// dependencies R_A* accepted.
+func starCDG(r *Router) *cdg.Graph {
+	t := r.t
+	g := cdg.New(len(r.up))
+	for c := range r.up {
+		if !r.up[c] {
+			continue
+		}
+		di := t.chDir[c]
+		w := int(t.nbAt(int(t.chSrc[c]), di))
+		for dj := Dir(0); int(dj) < t.nd; dj++ {
+			b := t.chAt(w, dj)
+			if !r.up[b] {
+				continue
+			}
+			if r.a.rank[dj] >= r.a.rank[di] || r.ExtraAllowed(c, dj) {
+				tag := cdg.Turn
+				if dj == di {
+					tag = cdg.Straight
+				}
+				g.Add(int32(c), b, tag)
+			}
+		}
+	}
+	return g
+}
+
+// TestAngaraStar checks the R_A* construction: the dependency graph of
+// R_DOR plus the accepted FS/LS dependencies has no cycle with a turn
+// (Dally–Seitz with bubble rings), every rejected candidate would close
+// such a cycle (the greedy is maximal), nothing is accepted on a
+// fault-free torus, and the bit-set closure and the search give the same
+// result.
+func TestAngaraStar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, spec := range []string{"4x4", "5x3", "2x2", "4x3x2", "3x3x3", "2x2x2x2", "4x2x3x2"} {
+		for _, frac := range []float64{0, 0.1, 0.25, 0.45} {
+			g, order, _, _, _ := randomScenario(t, rng, spec, frac, false, rng.IntN(2) == 0, false)
+			name := fmt.Sprintf("%s/fail=%v/order=%v", spec, frac, order)
+			r, err := NewRouter(g, Rule{Kind: AngaraStar, Order: order})
+			if err != nil {
+				t.Fatal(err)
+			}
+			offered, accepted := r.ExtraDependencies()
+			if frac == 0 && accepted != 0 {
+				t.Errorf("%s: %d dependencies accepted on a fault-free torus", name, accepted)
+			}
+			cg := starCDG(r)
+			if cyc := cg.Deadlock(true); cyc != nil {
+				t.Fatalf("%s: R_A* dependency graph has a cycle with a turn: %s", name, r.CycleString(toInts(cyc)))
+			}
+			// maximality: every offered but rejected dependency closes a cycle
+			tt := r.t
+			rejected, seen := 0, 0
+			for c := range r.up {
+				if !r.up[c] {
+					continue
+				}
+				di := tt.chDir[c]
+				w := int(tt.nbAt(int(tt.chSrc[c]), di))
+				for dj := Dir(0); int(dj) < tt.nd; dj++ {
+					b := tt.chAt(w, dj)
+					if !r.up[b] || r.a.rank[dj] >= r.a.rank[di] || (di.Neg() && !dj.Neg()) {
+						continue
+					}
+					seen++
+					if r.ExtraAllowed(c, dj) {
+						continue
+					}
+					rejected++
+					if !cg.Reaches(b, int32(c)) {
+						t.Fatalf("%s: dependency %s→%s was rejected but closes no cycle", name, g.ChannelName(c), g.ChannelName(int(b)))
+					}
+				}
+			}
+			if seen != offered || rejected != offered-accepted {
+				t.Fatalf("%s: offered %d accepted %d, recount %d rejected %d", name, offered, accepted, seen, rejected)
+			}
+			// the search mode agrees with the closure
+			old := closureLimit
+			closureLimit = 0
+			r2, err := NewRouter(g, Rule{Kind: AngaraStar, Order: order})
+			closureLimit = old
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(r.star.extra, r2.star.extra) {
+				t.Fatalf("%s: closure and search modes accept different dependencies", name)
+			}
+		}
+	}
+}
+
+func toInts(xs []int32) []int {
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(x)
+	}
+	return out
+}

@@ -1,0 +1,388 @@
+package routing
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// Router answers routing questions on one torus (with its failures) under
+// one rule. It precomputes the torus index, the rule automaton and, for
+// angara*, the accepted order-violating dependencies once; reachability
+// and table construction then reuse pooled scratch space, so keep one
+// Router per network and rule. A Router is safe for concurrent use.
+type Router struct {
+	t     *torus
+	rule  Rule
+	order Order
+	a     *automaton
+	up    []bool
+	star  *starResult // angara* only
+	// free holds scratch spaces for reuse (a few, kept across GCs: they
+	// are sized by the torus, megabytes for thousands of nodes).
+	mu   sync.Mutex
+	free []*scratch
+}
+
+// NewRouter prepares routing on g (a torus from topology.Parse, possibly
+// with failures) under rule.
+func NewRouter(g *topology.Graph, rule Rule) (*Router, error) {
+	t, err := newTorus(g)
+	if err != nil {
+		return nil, err
+	}
+	return newRouter(t, t.up, rule)
+}
+
+func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
+	order := rule.OrderFor(t.n)
+	if err := order.valid(t.n); err != nil {
+		return nil, err
+	}
+	if rule.Kind > AngaraStar {
+		return nil, fmt.Errorf("unknown routing rule kind %d", rule.Kind)
+	}
+	r := &Router{t: t, rule: Rule{Kind: rule.Kind, Order: order}, order: order, up: up}
+	r.a = compile(rule.Kind, order, t.n)
+	if rule.Kind == AngaraStar {
+		var sb starBuilder
+		st, err := sb.build(t, up, r.a.rank)
+		if err != nil {
+			return nil, err
+		}
+		r.star = &st
+	}
+	return r, nil
+}
+
+// Rule returns the router's rule (with its order filled in).
+func (r *Router) Rule() Rule { return r.rule }
+
+// Graph returns the network.
+func (r *Router) Graph() *topology.Graph { return r.t.g }
+
+// Dims returns the torus sizes.
+func (r *Router) Dims() []int { return r.t.dims }
+
+// ExtraDependencies reports, for angara*, how many order-violating FS/LS
+// dependencies were offered and how many were accepted (0, 0 for other
+// rules).
+func (r *Router) ExtraDependencies() (offered, accepted int) {
+	if r.star == nil {
+		return 0, 0
+	}
+	return r.star.candidates, r.star.accepted
+}
+
+// ExtraAllowed reports whether, under angara*, a packet that entered
+// node Dst(c) through channel c may continue in direction d although d is
+// below c's direction in the order (an accepted FS/LS dependency). It is
+// false for the other rules.
+func (r *Router) ExtraAllowed(c int, d Dir) bool {
+	return r.star != nil && c >= 0 && c < len(r.star.extra) && r.star.extra[c]&(1<<d) != 0
+}
+
+// allowed reports whether transition k of the automaton may be taken from
+// vertex (v, q): its channel is alive and, if conditional, accepted.
+func (r *Router) condOK(v, q int, d Dir) bool {
+	in := r.t.inCh(v, Dir(r.a.in[q]))
+	return r.star.extra[in]&(1<<d) != 0
+}
+
+// ---- scratch ----
+
+type scratch struct {
+	setStamp []uint32 // per node: == setEpoch when in M_{a,t}
+	setEpoch uint32
+	actIdx   []int32  // per node: index in the sorted active list, valid when in set and active
+	open     []uint16 // per node in the set: bit d set when the channel in direction d is alive and leads into the set
+	isAct    []uint32
+	// per RG vertex
+	mask   []uint64
+	vstamp []uint32
+	vepoch uint32
+	parent []int32
+	vdist  []int32
+	next   []int32 // set nodes (reachability)
+	lq     []qent
+	nq     []qent
+	tq     []qent
+	// per channel
+	load  []int32
+	cstmp []uint32
+	cep   uint32
+	// tables
+	endV  []int32
+	dist  []int32
+	act   []int32
+	trans []int32
+}
+
+func (r *Router) getScratch() *scratch {
+	r.mu.Lock()
+	if n := len(r.free); n > 0 {
+		s := r.free[n-1]
+		r.free = r.free[:n-1]
+		r.mu.Unlock()
+		return s
+	}
+	r.mu.Unlock()
+	return newScratch(r.t.nodes, r.a.nstates, len(r.up))
+}
+
+func (r *Router) putScratch(s *scratch) {
+	r.mu.Lock()
+	if len(r.free) < 2 {
+		r.free = append(r.free, s)
+	}
+	r.mu.Unlock()
+}
+
+// newEpoch advances a stamp counter, clearing the stamps on wrap-around.
+func newEpoch(e *uint32, stamps []uint32) uint32 {
+	*e++
+	if *e == 0 {
+		clear(stamps)
+		*e = 1
+	}
+	return *e
+}
+
+// prepareSet validates active and transit, marks M_{a,t} in s and returns
+// the active nodes sorted by id (in s.act) and the transit nodes (sorted).
+func (r *Router) prepareSet(s *scratch, active, transit []int) error {
+	if len(active) == 0 {
+		return fmt.Errorf("no active nodes")
+	}
+	ep := newEpoch(&s.setEpoch, s.setStamp)
+	// isAct uses the same epoch value space as setStamp.
+	if ep == 1 {
+		clear(s.isAct)
+	}
+	s.act = s.act[:0]
+	s.trans = s.trans[:0]
+	for k, list := range [2][]int{active, transit} {
+		for _, v := range list {
+			if v < 0 || v >= r.t.nodes {
+				return fmt.Errorf("node id %d is outside the torus (0..%d)", v, r.t.nodes-1)
+			}
+			if s.setStamp[v] == ep {
+				if k == 1 && s.isAct[v] == ep {
+					return fmt.Errorf("node %s is both active and transit", r.t.name(v))
+				}
+				return fmt.Errorf("node %s listed twice", r.t.name(v))
+			}
+			if !r.t.nodeUp[v] {
+				return fmt.Errorf("node %s is failed and cannot be in the set", r.t.name(v))
+			}
+			s.setStamp[v] = ep
+			if k == 0 {
+				s.isAct[v] = ep
+				s.act = append(s.act, int32(v))
+			} else {
+				s.trans = append(s.trans, int32(v))
+			}
+		}
+	}
+	slices.Sort(s.act)
+	slices.Sort(s.trans)
+	for i, v := range s.act {
+		s.actIdx[v] = int32(i)
+	}
+	if len(s.open) < r.t.nodes {
+		s.open = make([]uint16, r.t.nodes)
+	}
+	t := r.t
+	for _, list := range [2][]int32{s.act, s.trans} {
+		for _, v := range list {
+			var mask uint16
+			base := int(v) * t.nd
+			for d := 0; d < t.nd; d++ {
+				if r.up[t.ch[base+d]] && s.setStamp[t.nb[base+d]] == ep {
+					mask |= 1 << d
+				}
+			}
+			s.open[v] = mask
+		}
+	}
+	return nil
+}
+
+// ---- reachability ----
+
+// Reachable reports whether every ordered pair of active nodes has a legal
+// route whose transit nodes all lie in active ∪ transit (the set M_{a,t}
+// of seed 001 §2.4). It has the signature alloc.Router expects.
+func (r *Router) Reachable(active, transit []int) (bool, error) {
+	ok, _, err := r.Check(active, transit)
+	return ok, err
+}
+
+// Check is Reachable that also returns one unreachable pair (source,
+// destination node ids; the smallest source, then the smallest
+// destination) when the set is not reachable.
+func (r *Router) Check(active, transit []int) (ok bool, bad [2]int, err error) {
+	s := r.getScratch()
+	defer r.putScratch(s)
+	if err := r.prepareSet(s, active, transit); err != nil {
+		return false, [2]int{-1, -1}, err
+	}
+	ok, bad = r.reachSet(s)
+	return ok, bad, nil
+}
+
+// reachSet answers reachability for the set prepared in s: the RG is
+// restricted to the vertices of M_{a,t} and the sources are propagated 64
+// at a time as bit masks. The rule automaton is acyclic apart from one
+// self-loop per state (repeating the last direction), so the states are
+// taken in topological order: each state's masks are first closed along
+// its self-loop direction (walks along the rings), then pushed over the
+// other transitions; every vertex is handled a bounded number of times.
+func (r *Router) reachSet(s *scratch) (bool, [2]int) {
+	S := int32(r.a.nstates)
+	act := s.act
+	a := r.a
+	t := r.t
+	nd := t.nd
+	set := append(s.next[:0], act...)
+	set = append(set, s.trans...)
+	s.next = set[:0]
+	for b0 := 0; b0 < len(act); b0 += 64 {
+		b1 := min(b0+64, len(act))
+		for i := b0; i < b1; i++ {
+			s.mask[act[i]*S+int32(a.begin)] |= 1 << uint(i-b0)
+		}
+		for _, q := range a.topo {
+			if sd := a.self[q]; sd >= 0 {
+				bit := uint16(1) << sd
+				for _, v := range set {
+					carry := s.mask[v*S+q]
+					if carry == 0 {
+						continue
+					}
+					for u := v; s.open[u]&bit != 0; {
+						u = t.nb[int(u)*nd+int(sd)]
+						y := u*S + q
+						nm := s.mask[y] | carry
+						if nm == s.mask[y] {
+							break
+						}
+						s.mask[y], carry = nm, nm
+					}
+				}
+			}
+			k0, k1 := a.tstart[q], a.tstart[q+1]
+			if k0 == k1 {
+				continue
+			}
+			for _, v := range set {
+				m := s.mask[v*S+q]
+				if m == 0 {
+					continue
+				}
+				base := int(v) * nd
+				open := s.open[v]
+				for k := k0; k < k1; k++ {
+					d := a.tdir[k]
+					if open&(1<<d) == 0 || a.tskip[k] || a.tto[k] == q {
+						continue
+					}
+					if a.tcond[k] && !r.condOK(int(v), int(q), d) {
+						continue
+					}
+					s.mask[t.nb[base+int(d)]*S+a.tto[k]] |= m
+				}
+			}
+		}
+		// check every destination
+		full := uint64(1)<<uint(b1-b0) - 1
+		if b1-b0 == 64 {
+			full = ^uint64(0)
+		}
+		missSrc, missDst := -1, -1
+		for j, dst := range act {
+			var got uint64
+			off := dst * S
+			for q := int32(0); q < S; q++ {
+				if a.canEnd[q] {
+					got |= s.mask[off+q]
+				}
+			}
+			want := full
+			if j >= b0 && j < b1 {
+				want &^= 1 << uint(j-b0)
+			}
+			if miss := want &^ got; miss != 0 {
+				if src := b0 + bitsTrailing(miss); missSrc < 0 || src < missSrc {
+					missSrc, missDst = src, j
+				}
+			}
+		}
+		for _, v := range set {
+			clear(s.mask[v*S : (v+1)*S])
+		}
+		if missSrc >= 0 {
+			return false, [2]int{int(act[missSrc]), int(act[missDst])}
+		}
+	}
+	return true, [2]int{-1, -1}
+}
+
+// ---- package-level convenience with a small cache ----
+
+type cacheKey struct {
+	g    *topology.Graph
+	rule string
+}
+
+var routerCache struct {
+	sync.Mutex
+	keys []cacheKey
+	vals []*Router
+}
+
+const routerCacheSize = 4
+
+// RouterFor returns a Router for (g, rule), reusing one of the last few
+// built (keyed by the graph pointer and the rule).
+func RouterFor(g *topology.Graph, rule Rule) (*Router, error) {
+	if g == nil {
+		return nil, fmt.Errorf("no network")
+	}
+	key := cacheKey{g, rule.Kind.String() + "|" + rule.OrderFor(max(1, len(g.Dims()))).String()}
+	routerCache.Lock()
+	for i, k := range routerCache.keys {
+		if k == key {
+			r := routerCache.vals[i]
+			routerCache.Unlock()
+			return r, nil
+		}
+	}
+	routerCache.Unlock()
+	r, err := NewRouter(g, rule)
+	if err != nil {
+		return nil, err
+	}
+	routerCache.Lock()
+	if len(routerCache.keys) >= routerCacheSize {
+		routerCache.keys = routerCache.keys[1:]
+		routerCache.vals = routerCache.vals[1:]
+	}
+	routerCache.keys = append(routerCache.keys, key)
+	routerCache.vals = append(routerCache.vals, r)
+	routerCache.Unlock()
+	return r, nil
+}
+
+// Reachable reports whether the set M_{a,t} = active ∪ transit of torus g
+// is reachable under rule and, if not, returns one unreachable ordered
+// pair of node ids. Node ids are those of g (mixed radix, X fastest).
+func Reachable(g *topology.Graph, rule Rule, active, transit []int) (ok bool, badPair [2]int, err error) {
+	r, err := RouterFor(g, rule)
+	if err != nil {
+		return false, [2]int{-1, -1}, err
+	}
+	return r.Check(active, transit)
+}

@@ -1,0 +1,769 @@
+package routing
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// Algo is a routing-table construction algorithm.
+type Algo uint8
+
+const (
+	// BFS is the seed's algorithm (§3.2): one breadth-first search in RG per
+	// active node, sources taken farthest-from-previous first, each BFS
+	// layer visited in order of increasing load of the link that enters
+	// each vertex; routes are minimal.
+	BFS Algo = iota
+	// Baseline is the older coordinate-based algorithm (§3.1): for a
+	// fault-free rectangle (box) of active nodes without transit nodes,
+	// each dimension is crossed the short way in direction order, and a
+	// tie on an even ring (distance d/2) goes + when the source's
+	// coordinates sum to an even number and − otherwise, spreading traffic
+	// by source coordinates.
+	Baseline
+)
+
+var algoNames = [...]string{"bfs", "baseline"}
+
+func (a Algo) String() string {
+	if int(a) < len(algoNames) {
+		return algoNames[a]
+	}
+	return fmt.Sprintf("algo%d", int(a))
+}
+
+// ParseAlgo parses "bfs" or "baseline".
+func ParseAlgo(s string) (Algo, error) {
+	for i, n := range algoNames {
+		if strings.EqualFold(strings.TrimSpace(s), n) {
+			return Algo(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown table algorithm %q (want bfs or baseline)", s)
+}
+
+// Stats are the figures of a routing table (seed 001 ch. 3). The JSON
+// names are those of `icn route --json`.
+type Stats struct {
+	// Diameter is the length of the longest route.
+	Diameter int `json:"diameter"`
+	// PiMax is the largest load G_c (number of routes using channel c)
+	// over the channels C(M_{a,t}) inside the set.
+	PiMax int `json:"pi_max"`
+	// PiPerfect is the mean load over C(M_{a,t}) of any table of minimal
+	// routes: Σ over ordered active pairs of the minimal legal route
+	// length, divided by |C(M_{a,t})|.
+	PiPerfect float64 `json:"pi_perfect"`
+	// BalanceFactor is (PiMax/PiPerfect − 1)·100 %.
+	BalanceFactor float64 `json:"balance_factor"`
+}
+
+// Route is one route of a table: the direction of every step from Src to
+// Dst and the channels (topology channel ids) it uses. FS reports that
+// Dirs[0] is a non-standard First Step and LS that the last step is a
+// non-standard Last Step (the canonical labelling: a step is FS/LS only if
+// the route is illegal without that exemption).
+type Route struct {
+	Src, Dst int
+	Dirs     []Dir
+	Channels []int32
+	FS, LS   bool
+}
+
+// Table is a routing table: exactly one route per ordered pair of distinct
+// active nodes, with its figures and deadlock verdict. Tables returned by
+// BuildTable have been verified. Routes are stored compactly (a First Step,
+// a Last Step and a step count per direction in order), a few bytes each.
+type Table struct {
+	Rule    Rule
+	Algo    Algo
+	Active  []int // node ids, increasing
+	Transit []int // node ids, increasing
+	Stats   Stats
+	// Channels is |C(M_{a,t})|, the live channels joining two set nodes.
+	Channels int
+	// SumLength is the total length of all routes.
+	SumLength int
+	// DeadlockFree is the verdict of the channel dependency check; when
+	// false, Cycle lists the channels of one dependency cycle containing a
+	// turn (only angara tables can deadlock).
+	DeadlockFree bool
+	Cycle        []int
+
+	r      *Router
+	stride int
+	wide   bool
+	codes  []byte
+	loads  []int32
+}
+
+// NumRoutes returns m·(m−1) for m active nodes.
+func (tb *Table) NumRoutes() int { m := len(tb.Active); return m * (m - 1) }
+
+// Router returns the router that built the table.
+func (tb *Table) Router() *Router { return tb.r }
+
+// Graph returns the network.
+func (tb *Table) Graph() *topology.Graph { return tb.r.t.g }
+
+// Pair returns the source and destination of route i. Routes are ordered
+// by source, then destination (both in Active order).
+func (tb *Table) Pair(i int) (src, dst int) {
+	m := len(tb.Active)
+	a, b := i/(m-1), i%(m-1)
+	if b >= a {
+		b++
+	}
+	return tb.Active[a], tb.Active[b]
+}
+
+// Index returns the index of the route from src to dst, or -1.
+func (tb *Table) Index(src, dst int) int {
+	a, ok := slices.BinarySearch(tb.Active, src)
+	b, ok2 := slices.BinarySearch(tb.Active, dst)
+	if !ok || !ok2 || a == b {
+		return -1
+	}
+	return pairIndex(len(tb.Active), a, b)
+}
+
+func pairIndex(m, a, b int) int {
+	if b > a {
+		b--
+	}
+	return a*(m-1) + b
+}
+
+func (tb *Table) code(i int) []byte { return tb.codes[i*tb.stride : (i+1)*tb.stride] }
+
+func (tb *Table) count(c []byte, rank int) int {
+	if tb.wide {
+		return int(c[2+2*rank]) | int(c[3+2*rank])<<8
+	}
+	return int(c[2+rank])
+}
+
+// Len returns the length of route i.
+func (tb *Table) Len(i int) int {
+	c := tb.code(i)
+	n := 0
+	if c[0] != 0 {
+		n++
+	}
+	if c[1] != 0 {
+		n++
+	}
+	for k := 0; k < tb.r.t.nd; k++ {
+		n += tb.count(c, k)
+	}
+	return n
+}
+
+// AppendDirs appends the directions of route i to buf.
+func (tb *Table) AppendDirs(i int, buf []Dir) []Dir {
+	c := tb.code(i)
+	if c[0] != 0 {
+		buf = append(buf, Dir(c[0]-1))
+	}
+	for k, d := range tb.r.order {
+		for j := tb.count(c, k); j > 0; j-- {
+			buf = append(buf, d)
+		}
+	}
+	if c[1] != 0 {
+		buf = append(buf, Dir(c[1]-1))
+	}
+	return buf
+}
+
+// AppendChannels appends the channel ids (of the topology graph) of route
+// i to buf, in order.
+func (tb *Table) AppendChannels(i int, buf []int32) []int32 {
+	src, _ := tb.Pair(i)
+	v := src
+	t := tb.r.t
+	step := func(d Dir) {
+		buf = append(buf, t.chAt(v, d))
+		v = int(t.nbAt(v, d))
+	}
+	c := tb.code(i)
+	if c[0] != 0 {
+		step(Dir(c[0] - 1))
+	}
+	for k, d := range tb.r.order {
+		for j := tb.count(c, k); j > 0; j-- {
+			step(d)
+		}
+	}
+	if c[1] != 0 {
+		step(Dir(c[1] - 1))
+	}
+	return buf
+}
+
+// Route returns route i.
+func (tb *Table) Route(i int) Route {
+	src, dst := tb.Pair(i)
+	c := tb.code(i)
+	return Route{Src: src, Dst: dst, Dirs: tb.AppendDirs(i, nil), Channels: tb.AppendChannels(i, nil), FS: c[0] != 0, LS: c[1] != 0}
+}
+
+// Loads returns the load G_c of every channel (indexed by topology channel
+// id); the caller must not modify it.
+func (tb *Table) Loads() []int32 { return tb.loads }
+
+// ---- construction ----
+
+// BuildTable builds a routing table for the reachable set active ∪ transit
+// of torus g under rule with algo, verifies it (every route legal, arriving,
+// over live links, with transit nodes inside the set; channel dependencies
+// free of cycles with a turn) and returns it. An angara table that
+// deadlocks is returned with DeadlockFree false and one cycle; any other
+// failed check is an error.
+func BuildTable(g *topology.Graph, rule Rule, active, transit []int, algo Algo) (*Table, error) {
+	r, err := RouterFor(g, rule)
+	if err != nil {
+		return nil, err
+	}
+	return r.BuildTable(active, transit, algo)
+}
+
+// TableOptions tune BuildTableOpts.
+type TableOptions struct {
+	// Progress, if set, is called after every BFS source (done of total)
+	// and once more when verification ends.
+	Progress func(done, total int)
+	// Workers bounds the goroutines of the verification (0 = all cores).
+	Workers int
+}
+
+// BuildTable is the package-level BuildTable on the router's network.
+func (r *Router) BuildTable(active, transit []int, algo Algo) (*Table, error) {
+	return r.BuildTableOpts(active, transit, algo, TableOptions{})
+}
+
+// BuildTableOpts is BuildTable with progress reporting and a worker bound.
+func (r *Router) BuildTableOpts(active, transit []int, algo Algo, o TableOptions) (*Table, error) {
+	tb, err := r.build(active, transit, algo, o.Progress)
+	if err != nil {
+		return nil, err
+	}
+	rep := r.verifyTable(tb, o.Workers)
+	if o.Progress != nil {
+		o.Progress(len(tb.Active)+1, len(tb.Active)+1)
+	}
+	if len(rep.Violations) > 0 {
+		return nil, fmt.Errorf("internal error: the %s table fails verification: %s", algo, rep.Violations[0])
+	}
+	if rep.Stats != tb.Stats || rep.SumLength != tb.SumLength {
+		return nil, fmt.Errorf("internal error: recomputed figures %+v differ from %+v", rep.Stats, tb.Stats)
+	}
+	tb.DeadlockFree = rep.Cycle == nil
+	tb.Cycle = rep.Cycle
+	if !tb.DeadlockFree && r.rule.Kind != Angara {
+		return nil, fmt.Errorf("internal error: a %s table deadlocks (cycle %s)", r.rule.Kind, r.CycleString(rep.Cycle))
+	}
+	return tb, nil
+}
+
+// Figures builds and verifies the table and returns only its figures; algo
+// is "bfs" or "baseline" (the shape alloc.Router.Table needs).
+func (r *Router) Figures(active, transit []int, algo string) (Stats, error) {
+	a, err := ParseAlgo(algo)
+	if err != nil {
+		return Stats{}, err
+	}
+	tb, err := r.BuildTable(active, transit, a)
+	if err != nil {
+		return Stats{}, err
+	}
+	return tb.Stats, nil
+}
+
+func (r *Router) newTable(s *scratch, algo Algo) *Table {
+	m := len(s.act)
+	tb := &Table{Rule: r.rule, Algo: algo, r: r}
+	tb.Active = make([]int, m)
+	for i, v := range s.act {
+		tb.Active[i] = int(v)
+	}
+	tb.Transit = make([]int, len(s.trans))
+	for i, v := range s.trans {
+		tb.Transit[i] = int(v)
+	}
+	maxd := 0
+	for _, d := range r.t.dims {
+		maxd = max(maxd, d)
+	}
+	tb.wide = maxd >= 250
+	w := 1
+	if tb.wide {
+		w = 2
+	}
+	tb.stride = 2 + w*r.t.nd
+	tb.codes = make([]byte, m*(m-1)*tb.stride)
+	tb.loads = make([]int32, len(r.up))
+	return tb
+}
+
+func (r *Router) build(active, transit []int, algo Algo, progress func(done, total int)) (*Table, error) {
+	s := r.getScratch()
+	defer r.putScratch(s)
+	if err := r.prepareSet(s, active, transit); err != nil {
+		return nil, err
+	}
+	tb := r.newTable(s, algo)
+	var err error
+	switch algo {
+	case BFS:
+		err = r.buildBFS(s, tb, progress)
+	case Baseline:
+		err = r.buildBaseline(s, tb)
+	default:
+		err = fmt.Errorf("unknown table algorithm %d", algo)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.finishStats(s, tb)
+	return tb, nil
+}
+
+// finishStats fills the figures from the loads and lengths already in tb.
+func (r *Router) finishStats(s *scratch, tb *Table) {
+	t := r.t
+	ep := s.setEpoch
+	nc := 0
+	pimax := int32(0)
+	for _, list := range [2][]int32{s.act, s.trans} {
+		for _, v := range list {
+			for d := 0; d < t.nd; d++ {
+				c := t.ch[int(v)*t.nd+d]
+				if r.up[c] && s.setStamp[t.nb[int(v)*t.nd+d]] == ep {
+					nc++
+					pimax = max(pimax, tb.loads[c])
+				}
+			}
+		}
+	}
+	tb.Channels = nc
+	tb.Stats.PiMax = int(pimax)
+	tb.Stats.PiPerfect, tb.Stats.BalanceFactor = piFigures(tb.SumLength, nc, int(pimax))
+}
+
+func piFigures(sum, channels, pimax int) (perfect, bf float64) {
+	if channels == 0 || sum == 0 {
+		return 0, 0
+	}
+	perfect = float64(sum) / float64(channels)
+	return perfect, (float64(pimax)/perfect - 1) * 100
+}
+
+// routeEnc accumulates one route before it is stored.
+type routeEnc struct {
+	fs, ls int // direction+1, 0 if none
+	cnt    [2 * MaxDims]int
+}
+
+// canonical drops FS/LS labels that are not needed: a First Step that
+// could be the first step of the standard part (not above it in the order
+// and not against its direction bits), likewise a Last Step.
+func (e *routeEnc) canonical(a *automaton) {
+	standard := func(d Dir) bool {
+		if a.kind == DOR {
+			return true
+		}
+		return e.cnt[a.rank[d.Opp()]] == 0
+	}
+	if e.fs != 0 {
+		f := Dir(e.fs - 1)
+		first := -1
+		for k := 0; k < a.nd; k++ {
+			if e.cnt[k] > 0 {
+				first = k
+				break
+			}
+		}
+		ok := standard(f)
+		if first >= 0 {
+			ok = ok && int(a.rank[f]) <= first
+		} else if e.ls != 0 {
+			ok = ok && a.rank[Dir(e.ls-1)] >= a.rank[f]
+		}
+		if ok {
+			e.cnt[a.rank[f]]++
+			e.fs = 0
+		}
+	}
+	if e.ls != 0 {
+		l := Dir(e.ls - 1)
+		last := -1
+		for k := a.nd - 1; k >= 0; k-- {
+			if e.cnt[k] > 0 {
+				last = k
+				break
+			}
+		}
+		ok := standard(l) && (last < 0 || int(a.rank[l]) >= last)
+		if last < 0 && e.fs != 0 {
+			ok = ok && a.rank[l] >= a.rank[Dir(e.fs-1)]
+		}
+		if ok {
+			e.cnt[a.rank[l]]++
+			e.ls = 0
+		}
+	}
+}
+
+func (tb *Table) store(i int, e *routeEnc) error {
+	c := tb.code(i)
+	c[0], c[1] = byte(e.fs), byte(e.ls)
+	for k := 0; k < tb.r.t.nd; k++ {
+		n := e.cnt[k]
+		if tb.wide {
+			if n > 0xffff {
+				return fmt.Errorf("route segment of %d steps is too long", n)
+			}
+			c[2+2*k], c[3+2*k] = byte(n), byte(n>>8)
+		} else {
+			if n > 0xff {
+				return fmt.Errorf("route segment of %d steps is too long", n)
+			}
+			c[2+k] = byte(n)
+		}
+	}
+	return nil
+}
+
+// buildBFS is the seed's BFS algorithm with both heuristics.
+func (r *Router) buildBFS(s *scratch, tb *Table, progress func(done, total int)) error {
+	t, a := r.t, r.a
+	S := a.nstates
+	m := len(s.act)
+	if m < 2 {
+		return nil
+	}
+	clear(s.load)
+	done := make([]bool, m)
+	s.endV = slices.Grow(s.endV[:0], m)[:m]
+	s.dist = slices.Grow(s.dist[:0], m)[:m]
+	cur := 0
+	var e routeEnc
+	for iter := 0; iter < m; iter++ {
+		src := int(s.act[cur])
+		if err := r.bfsFrom(s, src, cur); err != nil {
+			return err
+		}
+		x0 := int32(src*S + a.begin)
+		for j := 0; j < m; j++ {
+			if j == cur {
+				continue
+			}
+			e = routeEnc{}
+			cep := newEpoch(&s.cep, s.cstmp)
+			for y := s.endV[j]; y != x0; y = s.parent[y] {
+				v, q := int(y)/S, int(y)%S
+				d := Dir(a.in[q])
+				c := t.inCh(v, d)
+				if s.cstmp[c] != cep {
+					s.cstmp[c] = cep
+					s.load[c]++
+				}
+				switch a.skind[q] {
+				case sFS:
+					e.fs = int(d) + 1
+				case sLS:
+					e.ls = int(d) + 1
+				default:
+					e.cnt[a.rank[d]]++
+				}
+			}
+			e.canonical(a)
+			if err := tb.store(pairIndex(m, cur, j), &e); err != nil {
+				return err
+			}
+			tb.SumLength += int(s.dist[j])
+			tb.Stats.Diameter = max(tb.Stats.Diameter, int(s.dist[j]))
+		}
+		done[cur] = true
+		if progress != nil {
+			progress(iter+1, m+1)
+		}
+		// heuristic 1: the next source is the one farthest from this one.
+		next, far := -1, int32(-1)
+		for j := 0; j < m; j++ {
+			if !done[j] && s.dist[j] > far {
+				next, far = j, s.dist[j]
+			}
+		}
+		cur = next
+	}
+	copy(tb.loads, s.load)
+	return nil
+}
+
+// qent is a queued RG vertex: its id, node, state and entering channel.
+type qent struct {
+	x, v, q, c int32
+}
+
+// bfsFrom runs the BFS from src (active index si) in the RG restricted to
+// the set, visiting every layer in order of increasing load of the links
+// entering its vertices (a stable sort, so ties keep discovery order),
+// until every active node is reached. It fills s.parent, s.endV and
+// s.dist.
+func (r *Router) bfsFrom(s *scratch, src, si int) error {
+	t, a := r.t, r.a
+	S := int32(a.nstates)
+	nd := t.nd
+	ep := s.setEpoch
+	m := len(s.act)
+	_ = ep
+	for j := range s.dist {
+		s.dist[j] = -1
+	}
+	s.dist[si] = 0
+	remaining := m - 1
+	vep := newEpoch(&s.vepoch, s.vstamp)
+	x0 := int32(src)*S + int32(a.begin)
+	s.vstamp[x0] = vep
+	s.vdist[x0] = 0
+	s.parent[x0] = -1
+	layer := append(s.lq[:0], qent{x0, int32(src), int32(a.begin), -1})
+	next := s.nq[:0]
+	for depth := int32(1); len(layer) > 0 && remaining > 0; depth++ {
+		if depth > 1 && len(layer) > 1 {
+			s.tq = sortByLoad(layer, s.tq, s.load)
+		}
+		next = next[:0]
+	expand:
+		for _, e := range layer {
+			q := e.q
+			if a.domStart[q] < a.domStart[q+1] {
+				vb := e.v * S
+				dominated := false
+				for _, p := range a.dom[a.domStart[q]:a.domStart[q+1]] {
+					if y := vb + p; s.vstamp[y] == vep && s.vdist[y] < depth {
+						dominated = true
+						break
+					}
+				}
+				if dominated {
+					continue
+				}
+			}
+			base := int(e.v) * nd
+			open := s.open[e.v]
+			for k := a.tstart[q]; k < a.tstart[q+1]; k++ {
+				d := a.tdir[k]
+				if open&(1<<d) == 0 || a.tskip[k] {
+					continue
+				}
+				if a.tcond[k] && r.star.extra[e.c]&(1<<d) == 0 {
+					continue
+				}
+				w := t.nb[base+int(d)]
+				to := a.tto[k]
+				y := w*S + to
+				if s.vstamp[y] == vep {
+					continue
+				}
+				s.vstamp[y] = vep
+				s.vdist[y] = depth
+				s.parent[y] = e.x
+				next = append(next, qent{y, w, to, t.ch[base+int(d)]})
+				if a.canEnd[to] && s.isAct[w] == ep {
+					if j := s.actIdx[w]; s.dist[j] < 0 {
+						s.dist[j] = depth
+						s.endV[j] = y
+						if remaining--; remaining == 0 {
+							break expand
+						}
+					}
+				}
+			}
+		}
+		layer, next = next, layer
+	}
+	s.lq, s.nq = layer[:0], next[:0]
+	if remaining > 0 {
+		for j := 0; j < m; j++ {
+			if s.dist[j] < 0 {
+				return &UnreachableError{Src: src, Dst: int(s.act[j]), g: t.g}
+			}
+		}
+	}
+	return nil
+}
+
+// sortByLoad sorts the layer stably by the load of each vertex's entering
+// channel (LSD radix sort on bytes; tmp is scratch space, returned grown).
+func sortByLoad(layer, tmp []qent, load []int32) []qent {
+	if len(layer) < 32 {
+		for i := 1; i < len(layer); i++ {
+			e := layer[i]
+			k := load[e.c]
+			j := i
+			for ; j > 0 && load[layer[j-1].c] > k; j-- {
+				layer[j] = layer[j-1]
+			}
+			layer[j] = e
+		}
+		return tmp
+	}
+	var mx int32
+	for _, e := range layer {
+		mx = max(mx, load[e.c])
+	}
+	tmp = slices.Grow(tmp[:0], len(layer))[:len(layer)]
+	src, dst := layer, tmp
+	passes := 0
+	for shift := uint(0); shift < 32 && mx>>shift > 0; shift += 8 {
+		var cnt [257]int
+		for _, e := range src {
+			cnt[(load[e.c]>>shift)&0xff+1]++
+		}
+		for i := 1; i < 257; i++ {
+			cnt[i] += cnt[i-1]
+		}
+		for _, e := range src {
+			b := (load[e.c] >> shift) & 0xff
+			dst[cnt[b]] = e
+			cnt[b]++
+		}
+		src, dst = dst, src
+		passes++
+	}
+	if passes%2 == 1 {
+		copy(layer, src)
+	}
+	return tmp
+}
+
+// UnreachableError reports a pair of active nodes without a legal route
+// inside the set.
+type UnreachableError struct {
+	Src, Dst int
+	g        *topology.Graph
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("the set is not reachable: no legal route from %s to %s inside it", e.g.NodeName(e.Src), e.g.NodeName(e.Dst))
+}
+
+// buildBaseline is the coordinate-based algorithm for a fault-free box.
+func (r *Router) buildBaseline(s *scratch, tb *Table) error {
+	t := r.t
+	// The set (active and transit nodes) must fill a fault-free
+	// rectangle; routes join the active pairs inside it.
+	box := append(append([]int32(nil), s.act...), s.trans...)
+	n := t.n
+	lo := make([]int, n)
+	size := make([]int, n)
+	for j := 0; j < n; j++ {
+		seen := make([]bool, t.dims[j])
+		for _, v := range box {
+			seen[t.g.CoordAt(int(v), j)] = true
+		}
+		cnt := 0
+		for _, b := range seen {
+			if b {
+				cnt++
+			}
+		}
+		size[j] = cnt
+		if cnt == t.dims[j] {
+			continue
+		}
+		start := -1
+		for x := 0; x < t.dims[j]; x++ {
+			if seen[x] && !seen[(x-1+t.dims[j])%t.dims[j]] {
+				if start >= 0 {
+					return fmt.Errorf("the baseline algorithm needs a rectangle; the nodes are not contiguous in dimension %s", topology.DimName(j))
+				}
+				start = x
+			}
+		}
+		lo[j] = start
+	}
+	vol := 1
+	for _, p := range size {
+		vol *= p
+	}
+	if vol != len(box) {
+		return fmt.Errorf("the baseline algorithm needs a rectangle; the %d nodes do not fill their %v box", len(box), size)
+	}
+	for _, v := range box {
+		for d := 0; d < t.nd; d++ {
+			c := t.ch[int(v)*t.nd+d]
+			if s.setStamp[t.nb[int(v)*t.nd+d]] == s.setEpoch && !r.up[c] {
+				return fmt.Errorf("the baseline algorithm handles fault-free rectangles only; link %s is failed", t.g.ChannelName(int(c)))
+			}
+		}
+	}
+	m := len(s.act)
+	var e routeEnc
+	for i := 0; i < m; i++ {
+		u := int(s.act[i])
+		parity := 0 // ties on even rings: + from sources whose coordinates sum to an even number
+		for k := 0; k < n; k++ {
+			parity += t.g.CoordAt(u, k)
+		}
+		parity %= 2
+		for j := 0; j < m; j++ {
+			if i == j {
+				continue
+			}
+			w := int(s.act[j])
+			e = routeEnc{}
+			length := 0
+			for k := 0; k < n; k++ {
+				d := t.dims[k]
+				cu, cw := t.g.CoordAt(u, k), t.g.CoordAt(w, k)
+				var dir Dir
+				var steps int
+				if size[k] == d {
+					delta := (cw - cu + d) % d
+					switch {
+					case delta == 0:
+						continue
+					case 2*delta < d || (2*delta == d && parity == 0):
+						dir, steps = Plus(k), delta
+					default:
+						dir, steps = Minus(k), d-delta
+					}
+				} else {
+					ru, rw := (cu-lo[k]+d)%d, (cw-lo[k]+d)%d
+					switch {
+					case rw == ru:
+						continue
+					case rw > ru:
+						dir, steps = Plus(k), rw-ru
+					default:
+						dir, steps = Minus(k), ru-rw
+					}
+				}
+				e.cnt[r.a.rank[dir]] += steps
+				length += steps
+			}
+			idx := pairIndex(m, i, j)
+			if err := tb.store(idx, &e); err != nil {
+				return err
+			}
+			tb.SumLength += length
+			tb.Stats.Diameter = max(tb.Stats.Diameter, length)
+		}
+	}
+	// loads
+	var buf []int32
+	for i := 0; i < tb.NumRoutes(); i++ {
+		buf = tb.AppendChannels(i, buf[:0])
+		for _, c := range buf {
+			tb.loads[c]++
+		}
+	}
+	return nil
+}

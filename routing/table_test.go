@@ -1,0 +1,372 @@
+package routing
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestTableFigures recomputes every figure of a table from its routes and
+// from independent shortest legal distances (a plain BFS on the RG): the
+// diameter, the loads, π_max over C(M_{a,t}), π_perfect = Σ shortest
+// lengths / |C(M_{a,t})| and the balance factor; it also checks that the
+// routes walk over the channels the table reports and that the pair index
+// round-trips.
+func TestTableFigures(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, spec := range []string{"4x4", "5x3", "4x3x2", "3x3x3", "2x3x2x2"} {
+		for rep := 0; rep < 2; rep++ {
+			g, order, active, transit, inSet := randomScenario(t, rng, spec, 0.08*float64(rep), rep == 1, false, false)
+			for _, kind := range []Kind{Dirbit, AngaraMinus, AngaraStar, Angara} {
+				r, err := NewRouter(g, Rule{Kind: kind, Order: order})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tb, err := r.BuildTable(active, transit, BFS)
+				if err != nil {
+					var ue *UnreachableError
+					if errors.As(err, &ue) {
+						continue
+					}
+					t.Fatal(err)
+				}
+				name := fmt.Sprintf("%s/%d/%s", spec, rep, kind)
+				dist := rgDistances(r, active, inSet)
+				loads := make([]int, g.NumChannels())
+				sum, diam := 0, 0
+				var chans []int32
+				for i := 0; i < tb.NumRoutes(); i++ {
+					src, dst := tb.Pair(i)
+					if tb.Index(src, dst) != i {
+						t.Fatalf("%s: Index(Pair(%d)) = %d", name, i, tb.Index(src, dst))
+					}
+					rt := tb.Route(i)
+					chans = tb.AppendChannels(i, chans[:0])
+					if !slices.Equal(chans, rt.Channels) {
+						t.Fatalf("%s: Route(%d).Channels differs from AppendChannels", name, i)
+					}
+					v := src
+					for k, d := range rt.Dirs {
+						want := r.t.chAt(v, d)
+						if chans[k] != want {
+							t.Fatalf("%s: channel %d of route %d", name, k, i)
+						}
+						loads[want]++
+						v = int(r.t.nbAt(v, d))
+					}
+					if v != dst || len(rt.Dirs) != dist[[2]int{src, dst}] {
+						t.Fatalf("%s: route %d ends at %d with %d steps, shortest %d", name, i, v, len(rt.Dirs), dist[[2]int{src, dst}])
+					}
+					sum += dist[[2]int{src, dst}]
+					diam = max(diam, len(rt.Dirs))
+				}
+				nc, pimax := 0, 0
+				for c := 0; c < g.NumChannels(); c++ {
+					if g.Up(c) && inSet[g.Src(c)] && inSet[g.Dst(c)] {
+						nc++
+						pimax = max(pimax, loads[c])
+					}
+					if int32(loads[c]) != tb.Loads()[c] {
+						t.Fatalf("%s: load of %s is %d, table says %d", name, g.ChannelName(c), loads[c], tb.Loads()[c])
+					}
+				}
+				perfect := float64(sum) / float64(nc)
+				want := Stats{Diameter: diam, PiMax: pimax, PiPerfect: perfect, BalanceFactor: (float64(pimax)/perfect - 1) * 100}
+				if !statsClose(tb.Stats, want) || tb.Channels != nc {
+					t.Fatalf("%s: %+v (|C| %d), want %+v (|C| %d)", name, tb.Stats, tb.Channels, want, nc)
+				}
+			}
+		}
+	}
+}
+
+// TestBaseline checks the coordinate algorithm on boxes: routes are the
+// per-dimension shortest ways (inside the box for partial dimensions),
+// ties on even rings are split by the parity of the source coordinates,
+// and sets it cannot handle are refused.
+func TestBaseline(t *testing.T) {
+	for _, tc := range []struct{ spec, box string }{
+		{"4x4", "*.*"}, {"6x4x2", "*.*.*"}, {"5x6", "1-3.*"}, {"8x4x4", "6-7.*.1-2,0-1.*.1-2"}, {"3x3x3", "0-1.0-1.0-1"},
+	} {
+		g := mustTorus(t, tc.spec)
+		active, err := g.ParseNodes(tc.box)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := mustRouter(t, g, AngaraStar)
+		tb, err := r.BuildTable(active, nil, Baseline)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.spec, tc.box, err)
+		}
+		full := make([]bool, len(g.Dims()))
+		for k, d := range g.Dims() {
+			seen := map[int]bool{}
+			for _, v := range active {
+				seen[g.CoordAt(v, k)] = true
+			}
+			full[k] = len(seen) == d
+		}
+		plusTies, ties := 0, 0
+		for i := 0; i < tb.NumRoutes(); i++ {
+			rt := tb.Route(i)
+			want := 0
+			for k, d := range g.Dims() {
+				a, b := g.CoordAt(rt.Src, k), g.CoordAt(rt.Dst, k)
+				delta := (b - a + d) % d
+				if full[k] {
+					want += min(delta, d-delta)
+				} else {
+					want += steps1D(a, b, d, active, g, k)
+				}
+				if full[k] && 2*delta == d {
+					ties++
+					if slices.Contains(rt.Dirs, Plus(k)) {
+						plusTies++
+					}
+				}
+			}
+			if len(rt.Dirs) != want || rt.FS || rt.LS {
+				t.Fatalf("%s: route %v→%v %s, want %d standard steps", tc.spec, g.NodeName(rt.Src), g.NodeName(rt.Dst), FormatDirs(rt.Dirs), want)
+			}
+		}
+		if ties > 0 && 2*plusTies != ties {
+			t.Errorf("%s: %d of %d ties go +", tc.spec, plusTies, ties)
+		}
+	}
+	g := mustTorus(t, "4x4")
+	r := mustRouter(t, g, AngaraMinus)
+	for _, tc := range []struct{ active, transit, faults, want string }{
+		{"0.0,2.0", "", "", "not contiguous"},
+		{"0-1.0-1,2.0", "", "", "do not fill"},
+		{"0-1.0-1", "2.0", "", "do not fill"},
+		{"*.*", "", "1.1+X", "fault-free"},
+	} {
+		h, _ := g.ApplyFaults(tc.faults, "")
+		rr := r
+		if tc.faults != "" {
+			rr = mustRouter(t, h, AngaraMinus)
+		}
+		a, _ := h.ParseNodes(tc.active)
+		tr, _ := h.ParseNodes(tc.transit)
+		if _, err := rr.BuildTable(a, tr, Baseline); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc, err, tc.want)
+		}
+	}
+	// Transit nodes completing the rectangle: routes join active pairs
+	// inside the box.
+	a, _ := g.ParseNodes("0-2.0")
+	tr, _ := g.ParseNodes("0-2.1")
+	tb, err := r.BuildTable(a, tr, Baseline)
+	if err != nil {
+		t.Fatalf("baseline with transit: %v", err)
+	}
+	if tb.NumRoutes() != 6 || len(Verify(tb)) != 0 {
+		t.Fatalf("baseline with transit: %d routes, violations %v", tb.NumRoutes(), Verify(tb))
+	}
+}
+
+// steps1D is the distance inside the box's (contiguous, partial)
+// coordinate range of dimension k.
+func steps1D(a, b, d int, active []int, g interface{ CoordAt(v, i int) int }, k int) int {
+	in := make([]bool, d)
+	for _, v := range active {
+		in[g.CoordAt(v, k)] = true
+	}
+	for _, step := range []int{1, d - 1} { // +, then −
+		x, n := a, 0
+		for x != b && in[x] {
+			x = (x + step) % d
+			n++
+		}
+		if x == b {
+			return n
+		}
+	}
+	return -1
+}
+
+func TestBadSets(t *testing.T) {
+	g := mustTorus(t, "4x4")
+	g, _ = g.ApplyFaults("", "3.3")
+	r := mustRouter(t, g, AngaraStar)
+	for _, tc := range []struct {
+		active, transit []int
+		want            string
+	}{
+		{nil, nil, "no active"},
+		{[]int{0, 16}, nil, "outside the torus"},
+		{[]int{0, -1}, nil, "outside the torus"},
+		{[]int{0, 1, 0}, nil, "listed twice"},
+		{[]int{0, 1}, []int{1}, "both active and transit"},
+		{[]int{0, 1}, []int{2, 2}, "listed twice"},
+		{[]int{0, 15}, nil, "failed"},
+	} {
+		_, _, err := r.Check(tc.active, tc.transit)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v/%v: %v, want %q", tc.active, tc.transit, err, tc.want)
+		}
+		if _, err := r.BuildTable(tc.active, tc.transit, BFS); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("table %v/%v: %v, want %q", tc.active, tc.transit, err, tc.want)
+		}
+	}
+	// an unreachable set names a pair that has no route
+	a, _ := g.ParseNodes("0.0,2.0")
+	_, err := r.BuildTable(a, nil, BFS)
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "from 0.0 to 2.0") {
+		t.Errorf("unreachable: %v", err)
+	}
+	ok, bad, err := r.Check(a, nil)
+	if ok || err != nil || bad != [2]int{0, 2} {
+		t.Errorf("Check: %v %v %v", ok, bad, err)
+	}
+	if _, err := NewRouter(mustTorus(t, "4x4"), Rule{Kind: Dirbit, Order: Order{0, 1, 2}}); err == nil {
+		t.Error("short order accepted")
+	}
+	if _, err := NewRouter(mustTorus(t, "4x4"), Rule{Kind: 9}); err == nil {
+		t.Error("unknown kind accepted")
+	}
+}
+
+// TestReachableBatches compares Check with a per-pair RG search on sets of
+// more than 64 active nodes (several 64-source batches), with failures.
+func TestReachableBatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, spec := range []string{"6x6x3", "5x5x5", "8x8x2"} {
+		for rep := 0; rep < 3; rep++ {
+			g, _, active, transit, inSet := randomScenario(t, rng, spec, []float64{0.02, 0.06, 0.12}[rep], rep > 0, false, rep == 2)
+			for _, kind := range []Kind{Dirbit, AngaraMinus, AngaraStar} {
+				r := mustRouter(t, g, kind)
+				ok, bad, err := r.Check(active, transit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dist := rgDistances(r, active, inSet)
+				first := [2]int{-1, -1}
+				for _, a := range active {
+					for _, b := range active {
+						if a != b && dist[[2]int{a, b}] < 0 && first[0] < 0 {
+							first = [2]int{a, b}
+						}
+					}
+				}
+				if ok != (first[0] < 0) || (!ok && bad != first) {
+					t.Fatalf("%s/%d/%s: Check %v %v, per-pair search first unreachable %v", spec, rep, kind, ok, bad, first)
+				}
+			}
+		}
+	}
+}
+
+// TestAngaraDeadlock: the BFS angara table on a 4x4 torus uses
+// order-violating FS steps and is reported with a cycle made of its own
+// dependencies, containing a turn; the angara* and angara− tables of the
+// same torus are deadlock-free.
+func TestAngaraDeadlock(t *testing.T) {
+	g := mustTorus(t, "4x4")
+	all := allNodes(g.NumNodes())
+	tb, err := BuildTable(g, Rule{Kind: Angara}, all, nil, BFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.DeadlockFree || len(tb.Cycle) < 2 {
+		t.Fatalf("angara table: free=%v cycle %v", tb.DeadlockFree, tb.Cycle)
+	}
+	cg := tb.CDG()
+	turn := false
+	for i, c := range tb.Cycle {
+		next := tb.Cycle[(i+1)%len(tb.Cycle)]
+		if !cg.Reaches(int32(c), int32(next)) || g.Dst(c) != g.Src(next) {
+			t.Fatalf("cycle step %s → %s is not a dependency", g.ChannelName(c), g.ChannelName(next))
+		}
+		d1, s1 := g.Dir(c)
+		d2, s2 := g.Dir(next)
+		turn = turn || d1 != d2 || s1 != s2
+	}
+	if !turn {
+		t.Error("the reported cycle has no turn")
+	}
+	for _, k := range []Kind{AngaraMinus, AngaraStar, Dirbit, DOR} {
+		tb, err := BuildTable(g, Rule{Kind: k}, all, nil, BFS)
+		if err != nil || !tb.DeadlockFree || tb.CDG().Deadlock(true) != nil {
+			t.Errorf("%s: %v free=%v", k, err, tb != nil && tb.DeadlockFree)
+		}
+	}
+}
+
+// TestVerifyDetectsTampering corrupts stored routes and expects Verify to
+// object.
+func TestVerifyDetectsTampering(t *testing.T) {
+	tb := buildFor(t, "4x4x2", "0.0.0+Y", AngaraMinus, "", "", BFS)
+	if v := Verify(tb); len(v) != 0 {
+		t.Fatal(v)
+	}
+	i := tb.Index(0, 1)
+	code := tb.code(i)
+	saved := slices.Clone(code)
+	code[2+int(tb.r.a.rank[Plus(0)])]++ // one more +X: arrives elsewhere
+	if v := Verify(tb); len(v) == 0 || v[0].Kind != "arrival" {
+		t.Errorf("extra step: %v", v)
+	}
+	copy(code, saved)
+	j := tb.Index(0, tb.Graph().NodeAt([]int{0, 1, 0}))
+	c2 := tb.code(j)
+	saved = slices.Clone(c2)
+	clear(c2)
+	c2[2+int(tb.r.a.rank[Plus(1)])] = 1 // +Y over the failed link
+	if v := Verify(tb); len(v) == 0 || v[0].Kind != "failed-link" {
+		t.Errorf("failed link: %v", v)
+	}
+	copy(c2, saved)
+	tb.Stats.PiMax++
+	if v := Verify(tb); len(v) == 0 || v[len(v)-1].Kind != "stats" {
+		t.Errorf("stats: %v", v)
+	}
+}
+
+// TestConcurrentRouter shares one Router between goroutines (run with
+// -race) and checks that results do not depend on interleaving.
+func TestConcurrentRouter(t *testing.T) {
+	g := mustTorus(t, "4x4x3")
+	g, _ = g.ApplyFaults("0.0.0+X,1.2.1+Z", "")
+	r := mustRouter(t, g, AngaraStar)
+	ref, err := r.BuildTable(allNodes(g.NumNodes()), nil, BFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refJSON bytes.Buffer
+	ref.WriteJSON(&refJSON)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 3; k++ {
+				if ok, _, err := r.Check(allNodes(g.NumNodes()), nil); !ok || err != nil {
+					errs <- fmt.Errorf("check: %v %v", ok, err)
+				}
+				tb, err := r.BuildTable(allNodes(g.NumNodes()), nil, BFS)
+				if err != nil {
+					errs <- err
+					return
+				}
+				var b bytes.Buffer
+				tb.WriteJSON(&b)
+				if !bytes.Equal(b.Bytes(), refJSON.Bytes()) {
+					errs <- fmt.Errorf("tables differ")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

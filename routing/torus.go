@@ -1,0 +1,129 @@
+package routing
+
+import (
+	"fmt"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// torus is the fixed structure of an n-dimensional torus seen by the
+// routing code: for node v and direction d, nb[v·nd+d] is the neighbour and
+// ch[v·nd+d] the channel (a channel id of the topology graph).
+type torus struct {
+	g     *topology.Graph
+	dims  []int
+	n, nd int
+	nodes int
+	nb    []int32
+	ch    []int32
+	// per channel: source node and direction (chDir is 0xff for channels
+	// that are not ring channels, which a torus does not have)
+	chSrc  []int32
+	chDir  []Dir
+	up     []bool // per channel: link and both end nodes alive
+	nodeUp []bool
+}
+
+// newTorus checks that g is a plain torus (one duplex ring per dimension,
+// no switches) and indexes its channels by direction.
+func newTorus(g *topology.Graph) (*torus, error) {
+	if g == nil {
+		return nil, fmt.Errorf("no network")
+	}
+	dims := g.Dims()
+	if len(dims) == 0 {
+		return nil, fmt.Errorf("torus routing needs a torus; %s has no coordinates", g.Name())
+	}
+	if len(dims) > MaxDims {
+		return nil, fmt.Errorf("torus routing handles at most %d dimensions, %s has %d", MaxDims, g.Name(), len(dims))
+	}
+	for i, w := range g.Wrap() {
+		if !w {
+			return nil, fmt.Errorf("torus routing needs a torus; dimension %s of %s does not wrap around", topology.DimName(i), g.Name())
+		}
+	}
+	n := len(dims)
+	nodes := 1
+	for _, d := range dims {
+		if d < 2 {
+			return nil, fmt.Errorf("torus dimension of size %d: want at least 2", d)
+		}
+		nodes *= d
+	}
+	if g.NumNodes() != nodes || !g.Direct() {
+		return nil, fmt.Errorf("torus routing needs a direct torus (no switches or end nodes); %s has %d nodes for sizes %v", g.Name(), g.NumNodes(), dims)
+	}
+	t := &torus{g: g, dims: append([]int(nil), dims...), n: n, nd: 2 * n, nodes: nodes}
+	t.nb = make([]int32, nodes*t.nd)
+	t.ch = make([]int32, nodes*t.nd)
+	for i := range t.ch {
+		t.ch[i] = -1
+	}
+	nc := g.NumChannels()
+	t.chSrc = make([]int32, nc)
+	t.chDir = make([]Dir, nc)
+	t.up = make([]bool, nc)
+	t.nodeUp = make([]bool, nodes)
+	coord := make([]int, n)
+	for v := 0; v < nodes; v++ {
+		t.nodeUp[v] = !g.NodeFailed(v)
+		for i := 0; i < n; i++ {
+			coord[i] = g.CoordAt(v, i)
+		}
+		if g.NodeAt(coord) != v {
+			return nil, fmt.Errorf("node %d: coordinates are not mixed radix (X fastest)", v)
+		}
+		for _, c := range g.Out(v) {
+			dim, sign := g.Dir(int(c))
+			if dim < 0 || dim >= n {
+				return nil, fmt.Errorf("node %s has a link without a torus direction", g.NodeName(v))
+			}
+			d := Plus(dim)
+			if sign < 0 {
+				d = Minus(dim)
+			}
+			k := v*t.nd + int(d)
+			if t.ch[k] >= 0 {
+				return nil, fmt.Errorf("node %s has several %s links; torus routing needs exactly one ring per dimension", g.NodeName(v), d)
+			}
+			w := g.Dst(int(c))
+			want := coord[dim] + 1
+			if d.Neg() {
+				want = coord[dim] - 1 + dims[dim]
+			}
+			if g.CoordAt(w, dim) != want%dims[dim] {
+				return nil, fmt.Errorf("link %s does not join torus neighbours", g.ChannelName(int(c)))
+			}
+			t.ch[k] = c
+			t.nb[k] = int32(w)
+			t.chSrc[c] = int32(v)
+			t.chDir[c] = d
+			t.up[c] = g.Up(int(c))
+		}
+		for d := 0; d < t.nd; d++ {
+			if t.ch[v*t.nd+d] < 0 {
+				return nil, fmt.Errorf("node %s has no %s link", g.NodeName(v), Dir(d))
+			}
+		}
+	}
+	return t, nil
+}
+
+// chAt returns the channel leaving v in direction d.
+func (t *torus) chAt(v int, d Dir) int32 { return t.ch[v*t.nd+int(d)] }
+
+// nbAt returns the neighbour of v in direction d.
+func (t *torus) nbAt(v int, d Dir) int32 { return t.nb[v*t.nd+int(d)] }
+
+// inCh returns the channel that enters v moving in direction d (it leaves
+// the neighbour of v in the opposite direction).
+func (t *torus) inCh(v int, d Dir) int32 {
+	p := t.nb[v*t.nd+int(d.Opp())]
+	return t.ch[int(p)*t.nd+int(d)]
+}
+
+// coordString names node v by its coordinates.
+func (t *torus) name(v int) string { return t.g.NodeName(v) }
+
+// linkList returns the ids of the torus links (one per duplex cable).
+func (t *torus) numLinks() int { return t.g.NumLinks() }

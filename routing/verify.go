@@ -1,0 +1,389 @@
+package routing
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/icn-hpc/icn/internal/cdg"
+	"github.com/icn-hpc/icn/internal/par"
+)
+
+// Violation is one failed check of a routing table.
+type Violation struct {
+	// Kind is one of: missing, duplicate, not-active, arrival, failed-link,
+	// transit, rule, deadlock, stats.
+	Kind     string `json:"kind"`
+	Src, Dst int    `json:"-"`
+	Msg      string `json:"message"`
+}
+
+func (v Violation) String() string { return v.Kind + ": " + v.Msg }
+
+// maxViolations caps how many violations a check collects.
+const maxViolations = 100
+
+// Report is the outcome of verifying a table: the violations found (at
+// most 100) and the figures recomputed from the routes.
+type Report struct {
+	Violations []Violation
+	Routes     int
+	Stats      Stats
+	SumLength  int
+	Channels   int
+	// Cycle lists the channels of one dependency cycle with a turn, or nil.
+	Cycle []int
+}
+
+// Verify re-checks a table built by BuildTable (routes, figures and
+// deadlock freedom) against its network and returns the violations.
+func Verify(tb *Table) []Violation {
+	rep := tb.r.verifyTable(tb, 0)
+	v := rep.Violations
+	if rep.Stats != tb.Stats {
+		v = append(v, Violation{Kind: "stats", Src: -1, Dst: -1, Msg: fmt.Sprintf("recomputed figures %+v differ from the table's %+v", rep.Stats, tb.Stats)})
+	}
+	if rep.Cycle != nil && tb.Rule.Kind != Angara {
+		v = append(v, Violation{Kind: "deadlock", Src: -1, Dst: -1, Msg: "channel dependency cycle with a turn: " + tb.r.CycleString(rep.Cycle)})
+	}
+	return v
+}
+
+func (r *Router) verifyTable(tb *Table, workers int) *Report {
+	inSet := make([]bool, r.t.nodes)
+	set := make([]int, 0, len(tb.Active)+len(tb.Transit))
+	for _, l := range [2][]int{tb.Active, tb.Transit} {
+		for _, v := range l {
+			inSet[v] = true
+			set = append(set, v)
+		}
+	}
+	rep := r.verifyRoutes(tb.NumRoutes(), func(i int, buf []Dir) (int, int, []Dir) {
+		src, dst := tb.Pair(i)
+		return src, dst, tb.AppendDirs(i, buf)
+	}, set, inSet, workers)
+	rep.Stats.PiPerfect, rep.Stats.BalanceFactor = piFigures(rep.SumLength, rep.Channels, rep.Stats.PiMax)
+	return rep
+}
+
+type verifyWorker struct {
+	dirs  []Dir
+	chans []int32
+	deps  []uint64
+	loads []int32
+	stamp []uint32
+	ep    uint32
+	viol  []Violation
+	sum   int
+	diam  int
+}
+
+// localChannels numbers the channels leaving the set nodes: channel
+// (set[i], d) is i·nd+d. Routes that pass valid checks use only these.
+type localChannels struct {
+	nd    int
+	set   []int
+	index []int32 // per node: position in set, or -1
+}
+
+func (r *Router) newLocal(set []int) *localChannels {
+	lc := &localChannels{nd: r.t.nd, set: set, index: make([]int32, r.t.nodes)}
+	for i := range lc.index {
+		lc.index[i] = -1
+	}
+	for i, v := range set {
+		lc.index[v] = int32(i)
+	}
+	return lc
+}
+
+// verifyRoutes checks n routes given by get against the rule, the
+// failures and the set (set lists its nodes, inSet marks them); it collects
+// channel dependencies and loads in the local channel space of the set and
+// returns the report (Stats.PiPerfect/BalanceFactor are left to the
+// caller, which knows the minimal lengths).
+func (r *Router) verifyRoutes(n int, get func(i int, buf []Dir) (src, dst int, dirs []Dir), set []int, inSet []bool, workers int) *Report {
+	t := r.t
+	lc := r.newLocal(set)
+	nl := len(set) * t.nd
+	nw := par.Workers(workers)
+	if n < 4096 {
+		nw = 1
+	}
+	ws := make([]*verifyWorker, nw)
+	for i := range ws {
+		ws[i] = &verifyWorker{deps: make([]uint64, (nl*t.nd+63)/64), loads: make([]int32, nl), stamp: make([]uint32, nl)}
+	}
+	var mu sync.Mutex
+	total := 0
+	par.For(n, nw, func(wi, i int) {
+		w := ws[wi]
+		var src, dst int
+		src, dst, w.dirs = get(i, w.dirs[:0])
+		v, ok := r.checkRoute(w, src, dst, w.dirs, inSet)
+		if !ok {
+			mu.Lock()
+			if total < maxViolations {
+				w.viol = append(w.viol, v)
+			}
+			total++
+			mu.Unlock()
+			return
+		}
+		w.ep++
+		if w.ep == 0 {
+			clear(w.stamp)
+			w.ep = 1
+		}
+		// every channel of a checked route leaves a set node
+		v0 := src
+		for k, d := range w.dirs {
+			c := int(lc.index[v0])*t.nd + int(d)
+			if w.stamp[c] != w.ep {
+				w.stamp[c] = w.ep
+				w.loads[c]++
+			}
+			if k+1 < len(w.dirs) {
+				bit := c*t.nd + int(w.dirs[k+1])
+				w.deps[bit>>6] |= 1 << (uint(bit) & 63)
+			}
+			v0 = int(t.nbAt(v0, d))
+		}
+		w.sum += len(w.dirs)
+		w.diam = max(w.diam, len(w.dirs))
+	})
+	rep := &Report{Routes: n}
+	deps := ws[0].deps
+	loads := ws[0].loads
+	for _, w := range ws {
+		rep.Violations = append(rep.Violations, w.viol...)
+		rep.SumLength += w.sum
+		rep.Stats.Diameter = max(rep.Stats.Diameter, w.diam)
+		if w != ws[0] {
+			for k := range deps {
+				deps[k] |= w.deps[k]
+			}
+			for k := range loads {
+				loads[k] += w.loads[k]
+			}
+		}
+	}
+	// keep violations in a deterministic order
+	slices.SortStableFunc(rep.Violations, func(a, b Violation) int {
+		if a.Src != b.Src {
+			return a.Src - b.Src
+		}
+		return a.Dst - b.Dst
+	})
+	if len(rep.Violations) > maxViolations {
+		rep.Violations = rep.Violations[:maxViolations]
+	}
+	// figures over C(M_{a,t})
+	for i, v := range set {
+		for d := 0; d < t.nd; d++ {
+			if r.up[t.ch[v*t.nd+d]] && inSet[t.nb[v*t.nd+d]] {
+				rep.Channels++
+				rep.Stats.PiMax = max(rep.Stats.PiMax, int(loads[i*t.nd+d]))
+			}
+		}
+	}
+	rep.Cycle = r.deadlockCycle(lc, deps)
+	return rep
+}
+
+// checkRoute walks one route; on success w.chans holds its channels.
+func (r *Router) checkRoute(w *verifyWorker, src, dst int, dirs []Dir, inSet []bool) (Violation, bool) {
+	t := r.t
+	name := t.name
+	w.chans = w.chans[:0]
+	bad := func(kind, format string, args ...any) (Violation, bool) {
+		return Violation{Kind: kind, Src: src, Dst: dst, Msg: fmt.Sprintf("%s → %s: ", name(src), name(dst)) + fmt.Sprintf(format, args...)}, false
+	}
+	if len(dirs) == 0 {
+		return bad("arrival", "empty route")
+	}
+	v := src
+	for k, d := range dirs {
+		if int(d) >= t.nd {
+			return bad("rule", "step %d: %s is not a direction of this torus", k+1, d)
+		}
+		c := t.chAt(v, d)
+		if !r.up[c] {
+			return bad("failed-link", "step %d uses the failed link %s", k+1, t.g.LinkName(int(c)>>1))
+		}
+		w.chans = append(w.chans, c)
+		v = int(t.nbAt(v, d))
+		if k+1 < len(dirs) && !inSet[v] {
+			return bad("transit", "step %d passes through %s, which is outside the set", k+1, name(v))
+		}
+	}
+	if v != dst {
+		return bad("arrival", "the steps %s end at %s", FormatDirs(dirs), name(v))
+	}
+	if !r.legal(dirs, w.chans) {
+		return bad("rule", "%s breaks the %s rule", FormatDirs(dirs), r.rule)
+	}
+	return Violation{}, true
+}
+
+// legal reports whether the direction sequence (with its channels) obeys
+// the rule. It follows the definitions of seed 001 §2.1 directly, not the
+// automaton, so it is an independent check of RG.
+func (r *Router) legal(dirs []Dir, chans []int32) bool {
+	rank := r.a.rank
+	kind := r.rule.Kind
+	ordered := func(ds []Dir, bits bool) bool {
+		used := 0
+		for k, d := range ds {
+			if k > 0 && rank[d] < rank[ds[k-1]] {
+				return false
+			}
+			if bits {
+				if used&(1<<d.Opp()) != 0 {
+					return false
+				}
+				used |= 1 << d
+			}
+		}
+		return true
+	}
+	switch kind {
+	case DOR:
+		return ordered(dirs, false)
+	case Dirbit:
+		return ordered(dirs, true)
+	}
+	// boundary reports whether the step into channel in (direction from)
+	// may be followed by direction to.
+	boundary := func(from, to Dir, in int32) bool {
+		if rank[to] >= rank[from] || kind == Angara {
+			return true
+		}
+		return kind == AngaraStar && r.star.extra[in]&(1<<to) != 0
+	}
+	n := len(dirs)
+	for fs := 0; fs <= 1; fs++ {
+		for ls := 0; ls <= 1; ls++ {
+			if fs+ls > n {
+				continue
+			}
+			if fs == 1 && dirs[0].Neg() {
+				continue
+			}
+			if ls == 1 && !dirs[n-1].Neg() {
+				continue
+			}
+			mid := dirs[fs : n-ls]
+			if !ordered(mid, true) {
+				continue
+			}
+			ok := true
+			if fs == 1 && n > 1 {
+				ok = boundary(dirs[0], dirs[1], chans[0])
+			}
+			if ok && ls == 1 && n > 1 {
+				ok = boundary(dirs[n-2], dirs[n-1], chans[n-2])
+			}
+			if ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// deadlockCycle builds the channel dependency graph from the collected
+// dependencies (bit c·nd+d: a route goes from local channel c on in
+// direction d) and returns one cycle containing a turn, as topology
+// channel ids, or nil. Dependencies between channels of one direction are
+// Straight (bubble flow control keeps a ring deadlock-free), all others
+// are Turns.
+func (r *Router) deadlockCycle(lc *localChannels, deps []uint64) []int {
+	g := r.depGraph(lc, deps)
+	cyc := g.Deadlock(true)
+	if cyc == nil {
+		return nil
+	}
+	out := make([]int, len(cyc))
+	for i, c := range cyc {
+		out[i] = int(r.t.chAt(lc.set[int(c)/lc.nd], Dir(int(c)%lc.nd)))
+	}
+	return out
+}
+
+// depGraph returns the dependency graph on local channel ids.
+func (r *Router) depGraph(lc *localChannels, deps []uint64) *cdg.Graph {
+	t := r.t
+	g := cdg.New(len(lc.set) * t.nd)
+	for w, word := range deps {
+		for word != 0 {
+			b := bitsTrailing(word)
+			word &= word - 1
+			bit := w*64 + b
+			c, d := bit/t.nd, Dir(bit%t.nd)
+			cd := Dir(c % t.nd)
+			next := int(lc.index[t.nbAt(lc.set[c/t.nd], cd)])*t.nd + int(d)
+			tag := cdg.Turn
+			if d == cd {
+				tag = cdg.Straight
+			}
+			g.Add(int32(c), int32(next), tag)
+		}
+	}
+	return g
+}
+
+// CDG returns the channel dependency graph of the table: vertices are
+// channel ids of the network, an edge c→c' means some route uses c' right
+// after c; edges along one ring direction are tagged Straight, the others
+// Turn.
+func (tb *Table) CDG() *cdg.Graph {
+	t := tb.r.t
+	deps := make([]uint64, (len(tb.r.up)*t.nd+63)/64)
+	var dirs []Dir
+	var chans []int32
+	for i := 0; i < tb.NumRoutes(); i++ {
+		dirs = tb.AppendDirs(i, dirs[:0])
+		chans = tb.AppendChannels(i, chans[:0])
+		for k := 0; k+1 < len(chans); k++ {
+			bit := int(chans[k])*t.nd + int(dirs[k+1])
+			deps[bit>>6] |= 1 << (uint(bit) & 63)
+		}
+	}
+	g := cdg.New(len(tb.r.up))
+	for w, word := range deps {
+		for word != 0 {
+			bit := w*64 + bitsTrailing(word)
+			word &= word - 1
+			c, d := bit/t.nd, Dir(bit%t.nd)
+			tag := cdg.Turn
+			if d == t.chDir[c] {
+				tag = cdg.Straight
+			}
+			g.Add(int32(c), t.chAt(int(t.nbAt(int(t.chSrc[c]), t.chDir[c])), d), tag)
+		}
+	}
+	return g
+}
+
+// CycleString writes a channel cycle as "0.0+X → 1.0+Y → … → 0.0+X".
+func (r *Router) CycleString(cyc []int) string {
+	if len(cyc) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(cyc)+1)
+	for _, c := range cyc {
+		parts = append(parts, r.t.g.ChannelName(c))
+	}
+	parts = append(parts, r.t.g.ChannelName(cyc[0]))
+	return strings.Join(parts, " → ")
+}
+
+// statsClose compares figures with a tolerance on the real-valued ones.
+func statsClose(a, b Stats) bool {
+	return a.Diameter == b.Diameter && a.PiMax == b.PiMax &&
+		math.Abs(a.PiPerfect-b.PiPerfect) <= 1e-6*math.Max(1, math.Abs(b.PiPerfect)) &&
+		math.Abs(a.BalanceFactor-b.BalanceFactor) <= 1e-6*math.Max(1, math.Abs(b.BalanceFactor))
+}
