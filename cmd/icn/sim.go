@@ -1,0 +1,565 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/sim"
+	"github.com/spf13/cobra"
+)
+
+// simFlags are the flags shared by icn sim and icn sim sweep.
+type simFlags struct {
+	tf                         topoFlags
+	routing, table, fc         string
+	traffic, hotspot, trace    string
+	process, switching, packet string
+	hotFrac, burst             float64
+	vcs, buf, rdelay, llat     int
+	cycles, warmup, workers    int
+	seed                       uint64
+	force, quiet               bool
+	plot                       string
+}
+
+func (f *simFlags) register(c *cobra.Command) {
+	d := sim.DefaultConfig()
+	f.tf.register(c, "topo", "")
+	fl := c.Flags()
+	fl.StringVar(&f.routing, "routing", d.Routing, "routing: "+strings.Join(sim.Routings, ", "))
+	fl.StringVar(&f.table, "table", "", "routing table file written by `icn route --json` (with --routing table)")
+	fl.StringVar(&f.fc, "fc", "", "torus ring flow control: dateline (2 VC classes) or bubble (Angara/Blue Gene; needs --switching vct) (default dateline)")
+	fl.StringVar(&f.traffic, "traffic", d.Traffic, "traffic: "+strings.Join(sim.TrafficPatterns, ", "))
+	fl.StringVar(&f.hotspot, "hotspot", "", "hotspot nodes for --traffic hotspot (names or coordinate patterns, comma-separated)")
+	fl.Float64Var(&f.hotFrac, "hotspot-frac", d.HotspotFrac, "share of packets sent to the hotspots")
+	fl.StringVar(&f.trace, "trace", "", "trace file for --traffic trace: lines 'cycle src dst size'")
+	fl.StringVar(&f.process, "process", d.Process, "injection process: bernoulli or onoff")
+	fl.Float64Var(&f.burst, "burst", d.Burst, "mean on-period in cycles of the on/off process")
+	fl.IntVar(&f.vcs, "vcs", d.VCs, "virtual channels per physical channel")
+	fl.IntVar(&f.buf, "buf", d.Buf, "flits per virtual-channel buffer")
+	fl.StringVar(&f.switching, "switching", d.Switching, "switching: wormhole, vct (virtual cut-through) or saf (store-and-forward)")
+	fl.StringVar(&f.packet, "packet", "1", "packet size in flits: P, or a mix 'P1,P2' / 'P1:w1,P2:w2'")
+	fl.IntVar(&f.rdelay, "router-delay", d.RouterDelay, "router pipeline delay in cycles")
+	fl.IntVar(&f.llat, "link-latency", d.LinkLatency, "link latency in cycles (credits return as fast)")
+	fl.IntVar(&f.cycles, "cycles", d.Cycles, "measurement cycles per load point")
+	fl.IntVar(&f.warmup, "warmup", 0, "warm-up cycles (0 = until latency and throughput settle)")
+	fl.Uint64Var(&f.seed, "seed", d.Seed, "random seed (same seed, same output)")
+	fl.IntVar(&f.workers, "workers", 0, "goroutines (0 = all cores)")
+	fl.BoolVar(&f.force, "force", false, "simulate configurations that are not shown deadlock-free (deadlocks are then detected and reported)")
+	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fl.StringVar(&f.plot, "plot", "", "write the latency-vs-load chart to FILE (.svg or .png)")
+}
+
+// build parses the topology and every file and returns a network ready to
+// simulate. needRate is false for trace runs.
+func (f *simFlags) build(needRate bool, rate float64) (*sim.Network, sim.Config, error) {
+	cfg := sim.DefaultConfig()
+	cfg.Routing, cfg.FlowControl, cfg.Traffic, cfg.Process = f.routing, f.fc, f.traffic, f.process
+	cfg.Switching, cfg.VCs, cfg.Buf, cfg.RouterDelay, cfg.LinkLatency = f.switching, f.vcs, f.buf, f.rdelay, f.llat
+	cfg.HotspotFrac, cfg.Burst, cfg.Cycles, cfg.Warmup, cfg.Seed, cfg.Force = f.hotFrac, f.burst, f.cycles, f.warmup, f.seed, f.force
+	cfg.Rate = rate
+	sizes, err := sim.ParseSizes(f.packet)
+	if err != nil {
+		return nil, cfg, fmt.Errorf("--packet: %v", err)
+	}
+	cfg.Sizes = sizes
+	failLinks := f.tf.failLinks
+	if f.table != "" {
+		data, err := os.ReadFile(f.table)
+		if err != nil {
+			return nil, cfg, fmt.Errorf("--table: %v", err)
+		}
+		t, err := sim.ParseTable(data)
+		if err != nil {
+			return nil, cfg, fmt.Errorf("%s: %v", f.table, err)
+		}
+		cfg.Table = t
+		if failLinks == "" && len(t.FailedLinks) > 0 {
+			failLinks = strings.Join(t.FailedLinks, ",")
+		}
+	}
+	g, err := loadTopo(f.tf.spec, failLinks, f.tf.failNodes)
+	if err != nil {
+		return nil, cfg, err
+	}
+	if f.hotspot != "" {
+		hs, err := readArgFile(f.hotspot)
+		if err != nil {
+			return nil, cfg, fmt.Errorf("--hotspot: %v", err)
+		}
+		if cfg.Hotspots, err = g.ParseNodes(hs); err != nil {
+			return nil, cfg, fmt.Errorf("--hotspot: %v", err)
+		}
+	}
+	if f.trace != "" {
+		if cfg.Traffic != "trace" {
+			return nil, cfg, fmt.Errorf("--trace needs --traffic trace")
+		}
+		fh, err := os.Open(f.trace)
+		if err != nil {
+			return nil, cfg, fmt.Errorf("--trace: %v", err)
+		}
+		defer fh.Close()
+		tr, err := sim.ParseTrace(fh)
+		if err != nil {
+			return nil, cfg, fmt.Errorf("%s: %v", f.trace, err)
+		}
+		cfg.Trace = tr
+	}
+	n, err := sim.NewNetwork(g, cfg, needRate)
+	if err != nil {
+		return nil, cfg, err
+	}
+	for _, w := range n.Warnings() {
+		fmt.Fprintln(os.Stderr, "icn: warning: "+w)
+	}
+	return n, n.Config(), nil
+}
+
+// parseRates parses "0.1,0.2" or "0.1:0.9:0.1" (from:to:step).
+func parseRates(s string) ([]float64, error) {
+	if parts := strings.Split(s, ":"); len(parts) == 3 {
+		var v [3]float64
+		for i, p := range parts {
+			x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil {
+				return nil, fmt.Errorf("rate range %q: %q is not a number", s, p)
+			}
+			v[i] = x
+		}
+		return rateRange(v[0], v[1], v[2])
+	}
+	var out []float64
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		x, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return nil, fmt.Errorf("rate %q is not a number", p)
+		}
+		if !(x > 0 && x <= 1) {
+			return nil, fmt.Errorf("injection rate %g out of range: want 0 < rate ≤ 1 flits/node/cycle", x)
+		}
+		out = append(out, x)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no injection rate given")
+	}
+	return out, nil
+}
+
+func rateRange(from, to, step float64) ([]float64, error) {
+	if !(from > 0 && from <= 1) || !(to > 0 && to <= 1) {
+		return nil, fmt.Errorf("rates %g..%g out of range: want 0 < rate ≤ 1 flits/node/cycle", from, to)
+	}
+	if !(step > 0) || to < from {
+		return nil, fmt.Errorf("rate range %g..%g step %g is empty", from, to, step)
+	}
+	if (to-from)/step > 1000 {
+		return nil, fmt.Errorf("rate range %g..%g step %g has more than 1000 points", from, to, step)
+	}
+	var out []float64
+	for i := 0; ; i++ {
+		x := from + float64(i)*step
+		if x > to+1e-9 {
+			break
+		}
+		out = append(out, math.Round(x*1e9)/1e9)
+	}
+	return out, nil
+}
+
+// simExit turns a deadlock into exit status 3 with its message.
+func simExit(err error) error {
+	var de *sim.DeadlockError
+	if errors.As(err, &de) {
+		return &exitError{3, err}
+	}
+	return err
+}
+
+func init() {
+	var f simFlags
+	var out output
+	var rates string
+	simCmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Cycle-level network simulation: latency and throughput per offered load",
+		Long: `Simulate a network cycle by cycle: input-queued virtual-channel routers with
+credit flow control, wormhole / virtual cut-through / store-and-forward
+switching, dateline or bubble flow control on torus rings. Each load point
+runs a warm-up until latency and throughput settle, a measurement window
+(--cycles) and a drain until every measured packet has arrived; flit
+conservation is checked on every run and deadlocks are detected and
+reported (exit status 3). Loads are flits per node per cycle. See docs/sim.md.`,
+		Example: `  icn sim --topo torus:8x8 --routing dor --traffic uniform --rate 0.3
+  icn sim --topo torus:8x8 --rate 0.1,0.3,0.5 --json
+  icn sim --topo torus:4x4x4 --routing dirbit --switching vct --fc bubble --vcs 1 --packet 4 --rate 0.2
+  icn sim --topo torus:8x8 --routing table --table table.json --switching vct --fc bubble --vcs 1 --buf 8 --rate 0.2
+  icn sim --topo fattree:k=4,n=3 --routing minhop --traffic bitrev --rate 0.5
+  icn sim --topo dragonfly:a=4,p=2,h=2 --routing ugal --vcs 3 --rate 0.4
+  icn sim --topo torus:4x4 --traffic trace --trace msgs.txt`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			trace := f.traffic == "trace"
+			var rs []float64
+			if !trace {
+				var err error
+				if rs, err = parseRates(rates); err != nil {
+					return err
+				}
+			} else if c.Flags().Changed("rate") {
+				return fmt.Errorf("--rate does not apply to --traffic trace (the trace gives the messages)")
+			}
+			first := 0.0
+			if len(rs) > 0 {
+				first = rs[0]
+			}
+			n, cfg, err := f.build(!trace, first)
+			if err != nil {
+				return err
+			}
+			var pts []sim.Point
+			if trace {
+				cfg.Workers = 1
+				p, err := sim.RunTrace(n, cfg)
+				if err != nil {
+					return simExit(err)
+				}
+				pts = []sim.Point{p}
+			} else {
+				bar := cli.NewProgress(len(rs), "simulating", f.quiet || len(rs) < 2)
+				if len(rs) == 1 {
+					cfg.Workers = autoPartition(n, f.workers)
+				}
+				pts, err = sim.RunRates(n, cfg, rs, f.workers, func() { bar.Add(1) })
+				bar.Done()
+				if err != nil {
+					return err
+				}
+			}
+			if f.plot != "" {
+				if err := cli.SavePlot(latencyChart(n, pts), f.plot); err != nil {
+					return err
+				}
+			}
+			if err := out.print(stdout(c), pts, func(w io.Writer) error { return writePoints(w, n, cfg, pts, trace) }); err != nil {
+				return err
+			}
+			for _, p := range pts {
+				if p.Deadlock != "" {
+					return &exitError{3, fmt.Errorf("at load %g: %s", p.Offered, p.Deadlock)}
+				}
+			}
+			return nil
+		},
+	}
+	f.register(simCmd)
+	out.register(simCmd)
+	simCmd.Flags().StringVar(&rates, "rate", "0.1", "offered load(s) in flits/node/cycle: X, X1,X2,… or FROM:TO:STEP")
+	root.AddCommand(simCmd)
+
+	addSweep(simCmd)
+	addValidate(simCmd)
+	addRingSim(simCmd)
+}
+
+// autoPartition chooses partitioned routers (one goroutine per core with
+// a barrier per cycle) for a single run on a large network; small networks
+// run serially (the barrier would cost more than it saves).
+func autoPartition(n *sim.Network, workers int) int {
+	if n.Graph().NumNodes() >= 1024 {
+		return workersOr(workers)
+	}
+	return 1
+}
+
+func writePoints(w io.Writer, n *sim.Network, cfg sim.Config, pts []sim.Point, trace bool) error {
+	t := cli.NewTable("offered", "accepted", "latency avg", "p50", "p99", "max", "hops", "packets", "stable", "converged")
+	for _, p := range pts {
+		off := cli.Float(p.Offered)
+		if trace {
+			off = "trace " + cli.Float(p.Injected)
+		}
+		stable := cli.Cell(p.Stable)
+		if p.Deadlock != "" {
+			stable = "DEADLOCK"
+		}
+		t.Row(off, p.Accepted, p.LatencyAvg, p.LatencyP50, p.LatencyP99, p.LatencyMax, p.HopsAvg, p.Packets, stable, p.Converged)
+	}
+	if err := t.Write(w); err != nil {
+		return err
+	}
+	g := n.Graph()
+	fmt.Fprintf(w, "\n%s, %s routing, %s switching, %d VCs × %d flits, %d terminals; every run conserved flits and packets\n",
+		g.Name(), cfg.Routing, cfg.Switching, cfg.VCs, cfg.Buf, len(n.Terminals()))
+	if h, t0, ok := n.ZeroLoad(cfg); ok {
+		fmt.Fprintf(w, "zero-load latency (analytic): %s cycles over %s hops on average\n", cli.Float(t0), cli.Float(h))
+	}
+	if ideal, note := n.IdealThroughput(); ideal > 0 {
+		fmt.Fprintf(w, "ideal throughput: %s flits/node/cycle (%s)\n", cli.Float(ideal), note)
+	}
+	for _, p := range pts {
+		if p.Deadlock != "" {
+			fmt.Fprintf(w, "load %s: %s\n", cli.Float(p.Offered), p.Deadlock)
+		}
+	}
+	return nil
+}
+
+func latencyChart(n *sim.Network, pts []sim.Point) cli.Chart {
+	ps := append([]sim.Point(nil), pts...)
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Offered < ps[j].Offered })
+	avg := cli.Series{Name: "average latency"}
+	p99 := cli.Series{Name: "99th percentile"}
+	for _, p := range ps {
+		if p.Packets == 0 {
+			continue
+		}
+		avg.X, avg.Y = append(avg.X, p.Offered), append(avg.Y, p.LatencyAvg)
+		p99.X, p99.Y = append(p99.X, p.Offered), append(p99.Y, p.LatencyP99)
+	}
+	return cli.Chart{Title: "Latency vs offered load: " + n.Graph().Name(), XLabel: "offered load (flits/node/cycle)",
+		YLabel: "latency (cycles)", Series: []cli.Series{avg, p99}, LogY: true}
+}
+
+func addSweep(parent *cobra.Command) {
+	var f simFlags
+	var out output
+	var from, to, step float64
+	var rates string
+	var refine int
+	c := &cobra.Command{
+		Use:   "sweep",
+		Short: "Latency-vs-load curve and automatic saturation search",
+		Long: `Simulate a range of offered loads (in parallel, one load per core), then
+bisect between the highest stable and the lowest unstable load (--refine
+rounds) to find the saturation throughput: the highest offered load at which
+every measured packet drains and the accepted throughput is at least 95% of
+the injected load. On tori and meshes with uniform traffic the saturation is
+also given as a fraction of the ideal channel-load bound (8/k, 4/k).`,
+		Example: `  icn sim sweep --topo torus:8x8 --routing dor --traffic uniform
+  icn sim sweep --topo torus:8x8 --from 0.1 --to 1 --step 0.1 --json --plot lat.svg
+  icn sim sweep --topo fattree:k=4,n=3 --routing minhop --traffic randperm`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if f.traffic == "trace" {
+				return fmt.Errorf("a sweep varies the offered load; a trace fixes it (use icn sim --traffic trace)")
+			}
+			var rs []float64
+			var err error
+			if rates != "" {
+				rs, err = parseRates(rates)
+			} else {
+				rs, err = rateRange(from, to, step)
+			}
+			if err != nil {
+				return err
+			}
+			if refine < 0 || refine > 20 {
+				return fmt.Errorf("--refine %d out of range 0..20", refine)
+			}
+			n, cfg, err := f.build(true, rs[0])
+			if err != nil {
+				return err
+			}
+			k := max(1, workersOr(f.workers))
+			bar := cli.NewProgress(len(rs)+refine*k, "sweeping", f.quiet)
+			res, err := sim.Sweep(n, cfg, rs, refine, f.workers, func() { bar.Add(1) })
+			bar.Done()
+			if err != nil {
+				return err
+			}
+			if f.plot != "" {
+				if err := cli.SavePlot(latencyChart(n, res.Points), f.plot); err != nil {
+					return err
+				}
+			}
+			return out.print(stdout(c), res, func(w io.Writer) error {
+				if err := writePoints(w, n, cfg, res.Points, false); err != nil {
+					return err
+				}
+				if res.Reached {
+					fmt.Fprintf(w, "saturation: %s flits/node/cycle offered (%s accepted)", cli.Float(res.Saturation), cli.Float(res.SaturationAccepted))
+				} else {
+					fmt.Fprintf(w, "saturation not reached: stable up to %s flits/node/cycle", cli.Float(res.Saturation))
+				}
+				if res.Ideal > 0 {
+					fmt.Fprintf(w, " = %.1f%% of the ideal %s", 100*res.Fraction, cli.Float(res.Ideal))
+				}
+				fmt.Fprintln(w)
+				return nil
+			})
+		},
+	}
+	f.register(c)
+	out.register(c)
+	c.Flags().Float64Var(&from, "from", 0.05, "lowest offered load")
+	c.Flags().Float64Var(&to, "to", 1, "highest offered load")
+	c.Flags().Float64Var(&step, "step", 0.05, "load step")
+	c.Flags().StringVar(&rates, "rates", "", "explicit loads instead of --from/--to/--step: X1,X2,… or FROM:TO:STEP")
+	c.Flags().IntVar(&refine, "refine", 4, "bisection rounds to narrow the saturation point")
+	parent.AddCommand(c)
+}
+
+func workersOr(w int) int {
+	if w > 0 {
+		return w
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+func addValidate(parent *cobra.Command) {
+	var out output
+	var quick, quiet bool
+	var seed uint64
+	var workers int
+	c := &cobra.Command{
+		Use:   "validate",
+		Short: "Check the simulator against analytic values, bounds and the seeds (exit status 1 on any failure)",
+		Long: `Run the simulator's validation report:
+  - zero-load latency equals the analytic value (hops × per-hop delay +
+    serialization) within 2% on tori, meshes, hypercubes, fat trees and
+    dragonflies, for wormhole, virtual cut-through and store-and-forward;
+  - on k-ary 2-cube tori with uniform traffic and DOR the accepted
+    throughput never exceeds the ideal bound 8/k, and the saturation
+    throughput is reported as a fraction of it;
+  - flits and packets are conserved on every run;
+  - deadlocks are detected and reported (an Angara table with a turn cycle,
+    a torus ring without dateline VCs), never hang;
+  - multiring effective capacities by simulation against the analytic
+    values and the seed's 15, 21.8, 30.5 and 65;
+  - collective cost models against message-step simulation.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			bar := cli.NewProgress(-1, "validating", quiet)
+			checks, err := sim.Validate(sim.ValidateOptions{Quick: quick, Seed: seed, Workers: workers, Progress: func(string) { bar.Add(1) }})
+			if err == nil {
+				var more []sim.Check
+				more, err = collectiveChecks(quick)
+				checks = append(checks, more...)
+			}
+			bar.Done()
+			if err != nil {
+				return err
+			}
+			failed := 0
+			for _, ch := range checks {
+				if !ch.Pass {
+					failed++
+				}
+			}
+			res := struct {
+				Checks []sim.Check `json:"checks"`
+				Failed int         `json:"failed"`
+			}{checks, failed}
+			if err := out.print(stdout(c), res, func(w io.Writer) error {
+				t := cli.NewTable("check", "expected", "measured", "result")
+				for _, ch := range checks {
+					v := "PASS"
+					if !ch.Pass {
+						v = "FAIL"
+					}
+					t.Row(ch.Name, ch.Expected, ch.Measured, v)
+				}
+				if err := t.Write(w); err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "\n%d checks, %d failed\n", len(checks), failed)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if failed > 0 {
+				return &exitError{1, fmt.Errorf("%d of %d validation checks failed", failed, len(checks))}
+			}
+			return nil
+		},
+	}
+	out.register(c)
+	c.Flags().BoolVar(&quick, "quick", false, "shorter runs (coarser, for a smoke test)")
+	c.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
+	c.Flags().Uint64Var(&seed, "seed", 1, "random seed")
+	c.Flags().IntVar(&workers, "workers", 0, "goroutines (0 = all cores)")
+	parent.AddCommand(c)
+}
+
+func addRingSim(parent *cobra.Command) {
+	var out output
+	var n, copies, cycles, iters int
+	var steps, schedule string
+	var seed uint64
+	c := &cobra.Command{
+		Use:   "multiring",
+		Short: "Effective capacity of a non-switched multiring by slotted-ring simulation (seed 000 §2–3)",
+		Long: `Simulate a multiring as register-insertion (slotted) rings: every link holds
+one packet per slot time, a node removes the packets addressed to it and
+inserts its own into free slots (transit first), and every packet rides one
+ring chosen by the route schedule. The effective capacity is the largest
+total load (packets per slot time over all nodes) at which no ring's queues
+grow, found by bisection, and is compared with the analytic C = N(N-1)/L.
+--schedule shortest splits a route equally among the rings on which it is
+shortest; --schedule FILE reads shares from 'icn multiring capacity --json'
+(e.g. its balanced schedule).`,
+		Example: `  icn sim multiring --n 16 --steps ±1,±3
+  icn sim multiring --n 32 --steps ±1 --copies 4
+  icn multiring capacity --n 32 --steps ±1,±2,±3,±7 --schedule balanced --json > s.json
+  icn sim multiring --schedule s.json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if cycles < 1000 || cycles > 1<<26 {
+				return fmt.Errorf("--cycles %d out of range 1000..%d", cycles, 1<<26)
+			}
+			if iters < 1 || iters > 40 {
+				return fmt.Errorf("--iters %d out of range 1..40", iters)
+			}
+			var s *sim.RingSchedule
+			var err error
+			switch schedule {
+			case "shortest":
+				st, err := sim.ParseRingSteps(steps, n, copies)
+				if err != nil {
+					return err
+				}
+				if s, err = sim.ShortestRingSchedule(n, st); err != nil {
+					return err
+				}
+			case "balanced":
+				return fmt.Errorf("--schedule balanced: compute it with 'icn multiring capacity --schedule balanced --json > FILE' and pass --schedule FILE")
+			default:
+				data, rerr := os.ReadFile(schedule)
+				if rerr != nil {
+					return fmt.Errorf("--schedule: %v", rerr)
+				}
+				if s, err = sim.ParseRingSchedule(data); err != nil {
+					return fmt.Errorf("%s: %v", schedule, err)
+				}
+			}
+			res := sim.RingCapacity(s, seed, cycles, iters)
+			return out.print(stdout(c), res, func(w io.Writer) error {
+				return cli.KV(w, "nodes N", res.N, "rings (signed steps)", fmt.Sprint(res.Steps), "schedule", res.Schedule,
+					"analytic C = N(N-1)/max L_j", res.Analytic, "simulated effective capacity", res.Simulated,
+					"simulated / analytic", res.Simulated/res.Analytic)
+			})
+		},
+	}
+	out.register(c)
+	c.Flags().IntVar(&n, "n", 16, "number of nodes N")
+	c.Flags().StringVar(&steps, "steps", "±1,±3", "ring steps: ±s for a duplex ring, s for a simplex ring")
+	c.Flags().IntVar(&copies, "copies", 1, "identical copies of every ring")
+	c.Flags().StringVar(&schedule, "schedule", "shortest", "route schedule: shortest, or a FILE from 'icn multiring capacity --json'")
+	c.Flags().IntVar(&cycles, "cycles", 40000, "slot times per load point")
+	c.Flags().IntVar(&iters, "iters", 14, "bisection rounds")
+	c.Flags().Uint64Var(&seed, "seed", 1, "random seed")
+	parent.AddCommand(c)
+}

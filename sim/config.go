@@ -1,0 +1,231 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Routing algorithm names accepted in Config.Routing.
+const (
+	RouteDOR      = "dor"      // dimension order X, Y, Z, … (torus, mesh, hypercube)
+	RouteDirbit   = "dirbit"   // direction order +X,+Y,…,−X,−Y,… (Angara / Blue Gene)
+	RouteAdaptive = "adaptive" // minimal adaptive with a DOR escape (Duato)
+	RouteTable    = "table"    // source routes from a routing table file
+	RouteMinhop   = "minhop"   // minimal adaptive over min-hop ports (any network)
+	RouteUpDown   = "updown"   // up*/down* (any network)
+	RouteValiant  = "valiant"  // dragonfly: via a random intermediate group
+	RouteUGAL     = "ugal"     // dragonfly: UGAL-L, minimal or Valiant per packet
+)
+
+// Routings lists the routing names in the order the CLI documents them.
+var Routings = []string{RouteDOR, RouteDirbit, RouteAdaptive, RouteTable, RouteMinhop, RouteUpDown, RouteValiant, RouteUGAL}
+
+// Switching modes.
+const (
+	Wormhole = "wormhole" // flits advance as soon as one buffer slot is free
+	VCT      = "vct"      // virtual cut-through: a head advances only if the whole packet fits
+	SAF      = "saf"      // store-and-forward: VCT that also waits for the tail
+)
+
+// Flow-control schemes that keep torus rings deadlock-free.
+const (
+	Dateline = "dateline" // two VC classes per ring, switched at the wrap link
+	Bubble   = "bubble"   // enter a ring only if room for one more maximal packet stays
+)
+
+// Injection processes.
+const (
+	Bernoulli = "bernoulli"
+	OnOff     = "onoff"
+)
+
+// SizeWeight is one packet size of a mixed-size distribution.
+type SizeWeight struct {
+	Size   int
+	Weight float64
+}
+
+// Config describes one simulation. The zero value is not usable; start
+// from DefaultConfig.
+type Config struct {
+	Routing     string // see Routings
+	Table       *Table // routing table for RouteTable
+	FlowControl string // Dateline or Bubble (torus rings); "" = Dateline
+	Switching   string // Wormhole, VCT or SAF
+	VCs         int    // virtual channels per physical channel
+	Buf         int    // flits per virtual-channel buffer
+	RouterDelay int    // cycles a flit spends in a router before it may leave (≥ 0)
+	LinkLatency int    // cycles on a link (≥ 1); credits take as long back
+
+	Traffic     string  // see TrafficPatterns
+	Hotspots    []int   // hotspot nodes for "hotspot"
+	HotspotFrac float64 // share of packets sent to hotspots
+	Trace       *Trace  // for Traffic = "trace"
+	Process     string  // Bernoulli or OnOff
+	Burst       float64 // mean on-period in cycles for OnOff
+	Rate        float64 // offered load, flits per terminal per cycle, in (0, 1]
+	Sizes       []SizeWeight
+
+	Seed           uint64
+	Warmup         int // warm-up cycles; 0 = until latency and throughput settle
+	Cycles         int // measurement cycles
+	SamplePeriod   int // cycles per warm-up convergence sample; 0 = automatic
+	MaxWarmup      int // cap on automatic warm-up; 0 = 20 sample periods
+	DrainCycles    int // cap on the drain phase; 0 = max(Cycles, 5000)
+	DeadlockWindow int // cycles without progress before a VC counts as stalled; 0 = automatic
+
+	// LocalSpeedup lets a terminal inject and eject up to this many flits
+	// per cycle (on different virtual channels / ports); 1 models one
+	// injection channel, the degree models an all-port node.
+	LocalSpeedup int
+	// Force runs configurations whose deadlock freedom cannot be shown.
+	Force bool
+	// Workers > 1 partitions routers over goroutines inside one run.
+	Workers int
+}
+
+// DefaultConfig returns the defaults used by `icn sim`.
+func DefaultConfig() Config {
+	return Config{
+		Routing: RouteDOR, Switching: Wormhole, VCs: 2, Buf: 8, RouterDelay: 1, LinkLatency: 1,
+		Traffic: "uniform", Process: Bernoulli, Burst: 32, Rate: 0.1,
+		Sizes: []SizeWeight{{Size: 1, Weight: 1}}, Seed: 1, Cycles: 10000, HotspotFrac: 0.2,
+		LocalSpeedup: 1,
+	}
+}
+
+// MaxPacket returns the largest packet size.
+func (c *Config) MaxPacket() int {
+	m := 0
+	for _, s := range c.Sizes {
+		m = max(m, s.Size)
+	}
+	return m
+}
+
+// MeanPacket returns the mean packet size.
+func (c *Config) MeanPacket() float64 {
+	var w, s float64
+	for _, x := range c.Sizes {
+		w += x.Weight
+		s += x.Weight * float64(x.Size)
+	}
+	if w == 0 {
+		return 0
+	}
+	return s / w
+}
+
+// ParseSizes parses a packet-size list: "4", "1,8" (equal weights) or
+// "1:0.8,8:0.2" (size:weight).
+func ParseSizes(s string) ([]SizeWeight, error) {
+	var out []SizeWeight
+	for _, tok := range strings.Split(s, ",") {
+		tok = strings.TrimSpace(tok)
+		if tok == "" {
+			continue
+		}
+		sz, w, hasW := strings.Cut(tok, ":")
+		n, err := strconv.Atoi(strings.TrimSpace(sz))
+		if err != nil || n < 1 || n > MaxPacketFlits {
+			return nil, fmt.Errorf("packet size %q: want a whole number of flits in 1..%d", sz, MaxPacketFlits)
+		}
+		weight := 1.0
+		if hasW {
+			weight, err = strconv.ParseFloat(strings.TrimSpace(w), 64)
+			if err != nil || !(weight > 0) || math.IsInf(weight, 0) {
+				return nil, fmt.Errorf("packet size weight %q: want a positive number", w)
+			}
+		}
+		out = append(out, SizeWeight{Size: n, Weight: weight})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no packet size given")
+	}
+	return out, nil
+}
+
+// MaxPacketFlits bounds the packet size.
+const MaxPacketFlits = 1 << 15
+
+// MaxCycles bounds each phase of a run (times are kept as int32).
+const MaxCycles = 1 << 27
+
+// check validates the parts of the configuration that do not depend on the
+// network.
+func (c *Config) check(needRate bool) error {
+	switch c.Switching {
+	case Wormhole, VCT, SAF:
+	default:
+		return fmt.Errorf("unknown switching %q (want wormhole, vct or saf)", c.Switching)
+	}
+	switch c.FlowControl {
+	case "", Dateline, Bubble:
+	default:
+		return fmt.Errorf("unknown flow control %q (want dateline or bubble)", c.FlowControl)
+	}
+	if c.VCs < 1 || c.VCs > 64 {
+		return fmt.Errorf("--vcs %d out of range 1..64", c.VCs)
+	}
+	if c.Buf < 1 || c.Buf > 1<<20 {
+		return fmt.Errorf("--buf %d out of range 1..%d", c.Buf, 1<<20)
+	}
+	if c.RouterDelay < 0 || c.RouterDelay > 1000 {
+		return fmt.Errorf("router delay %d out of range 0..1000", c.RouterDelay)
+	}
+	if c.LinkLatency < 1 || c.LinkLatency > 1000 {
+		return fmt.Errorf("link latency %d out of range 1..1000", c.LinkLatency)
+	}
+	if len(c.Sizes) == 0 {
+		return fmt.Errorf("no packet size given")
+	}
+	for _, s := range c.Sizes {
+		if s.Size < 1 || s.Size > MaxPacketFlits || !(s.Weight > 0) {
+			return fmt.Errorf("bad packet size %d:%g", s.Size, s.Weight)
+		}
+	}
+	maxP := c.MaxPacket()
+	if c.Switching != Wormhole && c.Buf < maxP {
+		return fmt.Errorf("%s switching needs buffers of at least one maximal packet: --buf %d < packet size %d", c.Switching, c.Buf, maxP)
+	}
+	if c.FlowControl == Bubble {
+		if c.Switching == Wormhole {
+			return fmt.Errorf("bubble flow control needs whole packets in a buffer: use --switching vct (or saf)")
+		}
+		if c.Buf < 2*maxP {
+			return fmt.Errorf("bubble flow control needs buffers of two maximal packets: --buf %d < 2×%d", c.Buf, maxP)
+		}
+	}
+	if needRate {
+		if math.IsNaN(c.Rate) || c.Rate <= 0 || c.Rate > 1 {
+			return fmt.Errorf("injection rate %g out of range: want 0 < rate ≤ 1 flits/node/cycle", c.Rate)
+		}
+	}
+	switch c.Process {
+	case Bernoulli:
+	case OnOff:
+		if !(c.Burst >= 1) || c.Burst > 1e9 {
+			return fmt.Errorf("--burst %g: want a mean on-period of at least 1 cycle", c.Burst)
+		}
+	default:
+		return fmt.Errorf("unknown injection process %q (want bernoulli or onoff)", c.Process)
+	}
+	if c.Cycles < 1 || c.Cycles > MaxCycles {
+		return fmt.Errorf("--cycles %d out of range 1..%d", c.Cycles, MaxCycles)
+	}
+	if c.Warmup < 0 || c.Warmup > MaxCycles {
+		return fmt.Errorf("--warmup %d out of range 0..%d", c.Warmup, MaxCycles)
+	}
+	if c.DrainCycles < 0 || c.DrainCycles > MaxCycles || c.SamplePeriod < 0 || c.SamplePeriod > MaxCycles || c.MaxWarmup < 0 || c.MaxWarmup > 1000 {
+		return fmt.Errorf("drain, sample period or warm-up periods out of range")
+	}
+	if c.LocalSpeedup < 1 || c.LocalSpeedup > 64 {
+		return fmt.Errorf("local speedup %d out of range 1..64", c.LocalSpeedup)
+	}
+	if c.HotspotFrac < 0 || c.HotspotFrac > 1 || math.IsNaN(c.HotspotFrac) {
+		return fmt.Errorf("hotspot fraction %g out of range 0..1", c.HotspotFrac)
+	}
+	return nil
+}

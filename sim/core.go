@@ -1,0 +1,888 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+)
+
+// flit is one flow-control unit. Every flit carries its packet's header so
+// no per-packet record is shared between routers; only the head's routing
+// state (step, lastDir, cls, flags) is meaningful.
+//
+// A flit is 32 bytes; times are cycles as int32 (runs are limited to well
+// under 2^31 cycles).
+type flit struct {
+	ready   int32  // cycle from which the flit may leave its current router
+	ctime   int32  // creation cycle of the packet
+	src     int32  // source terminal
+	dst     int32  // destination node
+	route   int32  // table route, or Valiant intermediate group (-1 none)
+	size    uint16 // flits in the packet
+	seq     uint16 // index of this flit in the packet; 0 = head, size-1 = tail
+	pid     uint16 // per-source packet number (mod 2^16)
+	step    uint8  // hops taken by the head
+	vc      uint8  // virtual channel it occupies / travels on
+	lastDir int8   // direction code of the head's previous hop, -1 if none
+	dirs    uint8  // direction bits: bit i set = negative direction in dimension i
+	cls     uint8  // global hops taken (dragonfly VC class)
+	flags   uint8
+}
+
+const (
+	flMeasured = 1 << iota // created in the measurement window
+	flDown                 // up*/down*: on the descending part
+	flPhase2               // Valiant: past the intermediate group
+	flDecided              // UGAL: minimal or Valiant chosen
+)
+
+// srcPkt is a packet waiting in a source queue.
+type srcPkt struct {
+	ctime int64
+	dst   int32
+	tag   int32
+	size  uint16
+	flags uint8
+}
+
+// injSlot is one packet being injected flit by flit.
+type injSlot struct {
+	active bool
+	iv     int32 // local input VC receiving it
+	left   int32
+	f      flit // next flit to push
+}
+
+type terminal struct {
+	rng      *rand.Rand
+	node     int32
+	next     int64 // next Bernoulli generation cycle
+	on       bool
+	q        []srcPkt // ring buffer
+	qh, ql   int
+	inj      []injSlot
+	pid      uint16
+	tags     map[uint16]int32 // tags of explicit messages in flight, by pid
+	trace    []int32          // indices into Network.trace, by cycle
+	traceIdx int
+}
+
+func (t *terminal) push(p srcPkt) {
+	if t.ql == len(t.q) {
+		nq := make([]srcPkt, max(16, 2*len(t.q)))
+		for i := 0; i < t.ql; i++ {
+			nq[i] = t.q[(t.qh+i)%len(t.q)]
+		}
+		t.q, t.qh = nq, 0
+	}
+	t.q[(t.qh+t.ql)%len(t.q)] = p
+	t.ql++
+}
+
+func (t *terminal) pop() srcPkt {
+	p := t.q[t.qh]
+	t.qh++
+	if t.qh == len(t.q) {
+		t.qh = 0
+	}
+	t.ql--
+	return p
+}
+
+type ejState struct {
+	src  int32
+	pid  uint16
+	exp  uint16
+	hops uint8 // hops of the packet's head
+}
+
+// delivery is a tagged packet's arrival before its tag is looked up.
+type delivery struct {
+	src int32
+	pid uint16
+	at  int64
+}
+
+// Delivery reports an explicit message (sent with Send) that arrived: its
+// tail was ejected at cycle At.
+type Delivery struct {
+	Tag int32
+	At  int64
+}
+
+// counters are per-worker statistics (merged when read).
+type counters struct {
+	injFlits, ejFlits  int64 // all flits pushed into / taken out of the network
+	genPkts, delivPkts int64
+	winGenFlits        int64 // flits of packets created in the measurement window
+	winEjFlits         int64 // flits ejected during the measurement window
+	measGen, measDeliv int64
+	latSum, netSum     int64
+	hopSum             int64
+	hist               []int64 // latency histogram of measured packets
+	perLat, perCnt     int64   // current sample period: all delivered packets
+	perEj              int64
+	moved              int64 // flit movements (progress)
+	errs               []string
+	lastDelivery       int64
+}
+
+func (s *counters) err(format string, a ...any) {
+	if len(s.errs) < 8 {
+		s.errs = append(s.errs, fmt.Sprintf(format, a...))
+	}
+}
+
+// worker is the state of one partition of routers (one for serial runs).
+type worker struct {
+	lo, hi     int
+	st         counters
+	cands      []cand
+	ports      []int32
+	deliveries []delivery
+	reqIV      [maxPorts]int32
+	reqPort    [maxPorts]int32
+	outReq     [maxPorts]uint64
+	outUsed    uint64
+	one        [1]cand
+}
+
+// Core is one running simulation. It is deterministic: the same network,
+// configuration and sequence of Tick/Send calls give the same result. It
+// owns no goroutines and no clock.
+type Core struct {
+	n          *Network
+	cfg        Config
+	V, B, L    int
+	Dr         int64
+	now        int64
+	speed      int // local speedup
+	sizes      []SizeWeight
+	sizeCum    []float64
+	genP       float64 // packet generation probability per cycle
+	genLn      float64 // log(1-genP)
+	offP, onP  float64 // on/off switching probabilities
+	generating bool
+	logDeliv   bool
+	measStart  int64
+	measEnd    int64
+
+	buf      []flit
+	bHead    []int32
+	bLen     []int32
+	ivOut    []int32 // assigned output VC (port·V + vc), -1
+	ivOutGP  []int32 // its output port
+	ivLast   []int64
+	ivCand   []cand // cached route of the head waiting at an input VC (oblivious routings)
+	vcMask   []uint64
+	portMask []uint64
+
+	credit []int32
+	owner  []int32
+
+	link []flit
+	// lnk holds per output port and slot: bit 0 a flit on the link,
+	// bits 8-15 a credit (VC+1) travelling back to that port's router.
+	lnk []uint16
+
+	rrIn []uint8
+	rrVC []uint8
+
+	terms []terminal
+	ej    []ejState
+
+	workers []worker
+
+	deadlock      *DeadlockError
+	dlWindow      int64
+	lastMoveCycle int64
+	lastMoved     int64
+}
+
+// NewCore starts a simulation of network n with the run parameters of cfg
+// (rate, seed, sizes and process; the static parameters must be those n
+// was built with).
+func NewCore(n *Network, cfg Config) (*Core, error) {
+	c := &Core{n: n, cfg: cfg, V: n.V, B: n.cfg.Buf, L: n.cfg.LinkLatency, Dr: int64(n.cfg.RouterDelay)}
+	if err := cfg.check(cfg.Traffic != "trace" && cfg.Rate != 0); err != nil {
+		return nil, err
+	}
+	c.sizes = cfg.Sizes
+	var cum float64
+	for _, s := range c.sizes {
+		cum += s.Weight
+		c.sizeCum = append(c.sizeCum, cum)
+	}
+	for i := range c.sizeCum {
+		c.sizeCum[i] /= cum
+	}
+	if cfg.MaxPacket() > n.maxP && n.sw != swWormhole {
+		return nil, fmt.Errorf("packet size %d exceeds the maximal packet %d the network was built for", cfg.MaxPacket(), n.maxP)
+	}
+	if cfg.Traffic != "trace" && cfg.Rate > 0 {
+		c.generating = true
+		c.genP = math.Min(1, cfg.Rate/cfg.MeanPacket())
+		if cfg.Process == OnOff {
+			c.genP = 1 / cfg.MeanPacket()
+			c.offP = 1 / cfg.Burst
+			if cfg.Rate < 1 {
+				c.onP = c.offP * cfg.Rate / (1 - cfg.Rate)
+			}
+		}
+		if c.genP < 1 {
+			c.genLn = math.Log1p(-c.genP)
+		}
+	}
+	c.measStart, c.measEnd = math.MaxInt64, math.MaxInt64
+	np := len(n.gpChan)
+	V, B, L := c.V, c.B, c.L
+	c.buf = make([]flit, np*V*B)
+	c.bHead = make([]int32, np*V)
+	c.bLen = make([]int32, np*V)
+	c.ivOut = make([]int32, np*V)
+	c.ivOutGP = make([]int32, np*V)
+	c.ivLast = make([]int64, np*V)
+	c.ivCand = make([]cand, np*V)
+	for i := range c.ivCand {
+		c.ivCand[i].gp = -1
+	}
+	c.vcMask = make([]uint64, np)
+	c.portMask = make([]uint64, len(n.portStart)-1)
+	c.credit = make([]int32, np*V)
+	c.owner = make([]int32, np*V)
+	for i := range c.ivOut {
+		c.ivOut[i] = -1
+		c.owner[i] = -1
+		c.credit[i] = int32(B)
+	}
+	c.link = make([]flit, np*L)
+	c.lnk = make([]uint16, np*L)
+	c.rrIn = make([]uint8, np)
+	c.rrVC = make([]uint8, np)
+	T := len(n.terms)
+	c.terms = make([]terminal, T)
+	c.ej = make([]ejState, T*V)
+	R := len(n.portStart) - 1
+	c.speed = cfg.LocalSpeedup
+	for i := range c.terms {
+		v := n.terms[i]
+		tm := &c.terms[i]
+		tm.node = v
+		tm.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(i)*0x9E3779B97F4A7C15+0x5851F42D4C957F2D))
+		sp := min(c.speed, V, maxPorts-n.deg(int(v)))
+		tm.inj = make([]injSlot, max(1, sp))
+		tm.next = c.gap(tm, -1)
+	}
+	for k, m := range n.trace {
+		tm := &c.terms[m.src]
+		tm.trace = append(tm.trace, int32(k))
+	}
+	c.workers = make([]worker, 1)
+	c.workers[0] = worker{lo: 0, hi: R}
+	c.dlWindow = int64(cfg.DeadlockWindow)
+	if c.dlWindow <= 0 {
+		c.dlWindow = int64(max(2000, 20*(B+L+int(c.Dr))*max(1, n.maxP)))
+	}
+	return c, nil
+}
+
+// gap returns the cycle of the next generated packet after cycle t.
+func (c *Core) gap(tm *terminal, t int64) int64 {
+	if !c.generating {
+		return math.MaxInt64
+	}
+	if c.genP >= 1 || c.cfg.Process == OnOff {
+		return t + 1
+	}
+	u := 1 - tm.rng.Float64()
+	return t + 1 + int64(math.Log(u)/c.genLn)
+}
+
+// Now returns the current cycle (the next to be simulated).
+func (c *Core) Now() int64 { return c.now }
+
+// Network returns the network being simulated.
+func (c *Core) Network() *Network { return c.n }
+
+// Deadlock returns the detected deadlock, or nil.
+func (c *Core) Deadlock() *DeadlockError { return c.deadlock }
+
+// SetGeneration turns synthetic packet generation on or off.
+func (c *Core) SetGeneration(on bool) {
+	if on && c.genP > 0 && !c.generating {
+		c.generating = true
+		for i := range c.terms {
+			c.terms[i].next = c.gap(&c.terms[i], c.now-1)
+		}
+	}
+	if !on {
+		c.generating = false
+	}
+}
+
+// LogDeliveries makes the core record Delivery entries for tagged packets.
+func (c *Core) LogDeliveries(on bool) { c.logDeliv = on }
+
+// Send queues a packet of size flits from terminal src to terminal dst,
+// created at the current cycle; tag is reported back in its Delivery.
+func (c *Core) Send(src, dst, size int, tag int32) error {
+	T := len(c.terms)
+	if src < 0 || src >= T || dst < 0 || dst >= T {
+		return fmt.Errorf("terminal %d or %d out of range 0..%d", src, dst, T-1)
+	}
+	if size < 1 || size > MaxPacketFlits {
+		return fmt.Errorf("message of %d flits out of range 1..%d", size, MaxPacketFlits)
+	}
+	if c.n.sw != swWormhole && size > c.B {
+		return fmt.Errorf("message of %d flits does not fit a %d-flit buffer under %s switching", size, c.B, c.n.cfg.Switching)
+	}
+	if c.n.fc == fcBubble && size+c.n.maxP > c.B {
+		return fmt.Errorf("message of %d flits: bubble flow control needs --buf ≥ %d", size, size+c.n.maxP)
+	}
+	tm := &c.terms[src]
+	if c.logDeliv && tag >= 0 && tm.tags == nil {
+		tm.tags = map[uint16]int32{}
+	}
+	tm.push(srcPkt{ctime: c.now, dst: c.n.terms[dst], tag: tag, size: uint16(size)})
+	c.workers[0].st.genPkts++
+	return nil
+}
+
+// TakeDeliveries appends the deliveries recorded since the last call.
+func (c *Core) TakeDeliveries(buf []Delivery) []Delivery {
+	for i := range c.workers {
+		w := &c.workers[i]
+		for _, d := range w.deliveries {
+			tm := &c.terms[d.src]
+			if tag, ok := tm.tags[d.pid]; ok {
+				buf = append(buf, Delivery{Tag: tag, At: d.at})
+				delete(tm.tags, d.pid)
+			}
+		}
+		w.deliveries = w.deliveries[:0]
+	}
+	return buf
+}
+
+// Tick simulates one cycle.
+func (c *Core) Tick() {
+	w := &c.workers[0]
+	t := c.now
+	R := len(c.n.portStart) - 1
+	for r := 0; r < R; r++ {
+		c.receive(w, r, t)
+	}
+	for r := 0; r < R; r++ {
+		c.step(w, r, t)
+	}
+	c.endCycle()
+}
+
+// endCycle advances the clock and watches for deadlock.
+func (c *Core) endCycle() {
+	c.now++
+	var moved int64
+	for i := range c.workers {
+		moved += c.workers[i].st.moved
+	}
+	if moved != c.lastMoved {
+		c.lastMoved, c.lastMoveCycle = moved, c.now
+	}
+	if c.now%c.dlWindow == 0 && c.deadlock == nil {
+		c.checkDeadlock()
+	}
+}
+
+// receive is phase A of a cycle for router r: take arriving flits and
+// credits off the links, generate and inject terminal traffic.
+func (c *Core) receive(w *worker, r int, t int64) {
+	n := c.n
+	L := int64(c.L)
+	s := int(t % L)
+	base := int(n.portStart[r])
+	end := int(n.portStart[r+1])
+	V := c.V
+	for gp := base; gp < end; gp++ {
+		up := n.gpPeer[gp]
+		if up < 0 {
+			continue
+		}
+		i := int(up)*c.L + s
+		x := c.lnk[i]
+		if x == 0 {
+			continue
+		}
+		c.lnk[i] = 0
+		if x&1 != 0 {
+			f := &c.link[i]
+			f.ready = int32(t + c.Dr)
+			c.pushBuf(w, r, gp, gp*V+int(f.vc), f, t)
+		}
+		if cv := x >> 8; cv != 0 {
+			c.credit[gp*V+int(cv)-1]++
+		}
+	}
+	if ti := n.termOf[r]; ti >= 0 {
+		c.inject(w, int(ti), r, t)
+	}
+}
+
+func (c *Core) pushBuf(w *worker, r, gp, iv int, f *flit, t int64) {
+	B := int32(c.B)
+	l := c.bLen[iv]
+	if l >= B {
+		w.st.err("cycle %d: buffer overflow at %s VC %d (credit accounting broken)", t, c.portName(gp), iv%c.V)
+		return
+	}
+	if l == 0 {
+		c.vcMask[gp] |= 1 << uint(iv%c.V)
+		c.portMask[r] |= 1 << uint(gp-int(c.n.portStart[r]))
+		c.ivLast[iv] = t
+	}
+	pos := c.bHead[iv] + l
+	if pos >= B {
+		pos -= B
+	}
+	c.buf[int32(iv)*B+pos] = *f
+	c.bLen[iv] = l + 1
+}
+
+// inject generates this cycle's packets of terminal ti and pushes up to
+// the local speedup of flits into the router's terminal port.
+func (c *Core) inject(w *worker, ti, r int, t int64) {
+	tm := &c.terms[ti]
+	if c.generating {
+		if c.cfg.Process == OnOff {
+			if tm.on {
+				if tm.rng.Float64() < c.genP {
+					c.newPacket(w, tm, ti, t)
+				}
+				if tm.rng.Float64() < c.offP {
+					tm.on = false
+				}
+			} else if c.cfg.Rate >= 1 || tm.rng.Float64() < c.onP {
+				tm.on = true
+			}
+		} else {
+			for tm.next <= t {
+				c.newPacket(w, tm, ti, tm.next)
+				tm.next = c.gap(tm, tm.next)
+			}
+		}
+	}
+	for tm.traceIdx < len(tm.trace) {
+		m := &c.n.trace[tm.trace[tm.traceIdx]]
+		if m.cycle > t {
+			break
+		}
+		tm.push(srcPkt{ctime: m.cycle, dst: c.n.terms[m.dst], tag: -1, size: uint16(m.size), flags: c.measFlag(m.cycle)})
+		w.st.genPkts++
+		if c.measFlag(m.cycle) != 0 {
+			w.st.measGen++
+			w.st.winGenFlits += int64(m.size)
+		}
+		tm.traceIdx++
+	}
+	lgp := int(c.n.localGP[r])
+	V := c.V
+	for k := range tm.inj {
+		sl := &tm.inj[k]
+		if !sl.active {
+			if tm.ql == 0 {
+				continue
+			}
+			// Pick the terminal VC with the most room that no other slot fills.
+			best, bestFree := -1, int32(0)
+			for v := 0; v < V; v++ {
+				iv := lgp*V + v
+				busy := false
+				for j := range tm.inj {
+					if tm.inj[j].active && int(tm.inj[j].iv) == iv {
+						busy = true
+					}
+				}
+				if free := int32(c.B) - c.bLen[iv]; !busy && free > bestFree {
+					best, bestFree = iv, free
+				}
+			}
+			if best < 0 {
+				continue
+			}
+			p := tm.pop()
+			sl.active, sl.iv, sl.left = true, int32(best), int32(p.size)
+			sl.f = c.headFlit(tm, ti, p)
+		}
+		iv := int(sl.iv)
+		if c.bLen[iv] >= int32(c.B) {
+			continue
+		}
+		f := sl.f
+		f.ready = int32(t + c.Dr)
+		c.pushBuf(w, r, lgp, iv, &f, t)
+		w.st.injFlits++
+		sl.f.seq++
+		sl.left--
+		if sl.left == 0 {
+			sl.active = false
+		}
+	}
+}
+
+func (c *Core) measFlag(ctime int64) uint8 {
+	if ctime >= c.measStart && ctime < c.measEnd {
+		return flMeasured
+	}
+	return 0
+}
+
+// newPacket creates a synthetic packet at cycle t.
+func (c *Core) newPacket(w *worker, tm *terminal, ti int, t int64) {
+	d := c.n.pat.dest(ti, tm.rng)
+	size := c.sizes[0].Size
+	if len(c.sizes) > 1 {
+		u := tm.rng.Float64()
+		for i, cu := range c.sizeCum {
+			if u < cu || i == len(c.sizeCum)-1 {
+				size = c.sizes[i].Size
+				break
+			}
+		}
+	}
+	fl := c.measFlag(t)
+	tm.push(srcPkt{ctime: t, dst: c.n.terms[d], tag: -1, size: uint16(size), flags: fl})
+	w.st.genPkts++
+	if fl != 0 {
+		w.st.measGen++
+		w.st.winGenFlits += int64(size)
+	}
+}
+
+// headFlit builds the head of a packet leaving terminal ti, with the
+// routing state chosen at the source (direction bits, table route,
+// Valiant group).
+func (c *Core) headFlit(tm *terminal, ti int, p srcPkt) flit {
+	n := c.n
+	f := flit{ctime: int32(p.ctime), src: int32(ti), dst: p.dst, route: -1, pid: tm.pid,
+		size: p.size, lastDir: -1, flags: p.flags}
+	if p.tag >= 0 && tm.tags != nil {
+		tm.tags[tm.pid] = p.tag
+	}
+	tm.pid++
+	switch n.kind {
+	case rkDOR, rkDirbit, rkAdaptive:
+		// Direction bits: the shorter way round each ring; ties broken
+		// at random per packet so both directions carry half.
+		s, d := int(n.switchOf[tm.node]), int(n.switchOf[p.dst])
+		nd := n.nd
+		for i := 0; i < nd; i++ {
+			a, b := int(n.coord[s*nd+i]), int(n.coord[d*nd+i])
+			if a == b {
+				continue
+			}
+			if !n.wrap[i] {
+				if b < a {
+					f.dirs |= 1 << uint(i)
+				}
+				continue
+			}
+			k := n.dims[i]
+			delta := (b - a + k) % k
+			if 2*delta > k || (2*delta == k && tm.rng.IntN(2) == 1) {
+				f.dirs |= 1 << uint(i)
+			}
+		}
+	case rkTable:
+		a := len(n.tab.active)
+		if di := n.termOf[p.dst]; int(di) != ti {
+			f.route = n.tab.route[ti*a+int(di)]
+		}
+	case rkValiant, rkUGAL:
+		sg, dg := n.group[tm.node], n.group[p.dst]
+		if sg != dg {
+			// A random group other than the source's and the destination's.
+			gi := tm.rng.IntN(n.groups - 2)
+			lo, hi := int(min(sg, dg)), int(max(sg, dg))
+			if gi >= lo {
+				gi++
+			}
+			if gi >= hi {
+				gi++
+			}
+			f.route = int32(gi)
+		}
+	}
+	return f
+}
+
+// step is phase B of a cycle for router r: route and allocate virtual
+// channels for waiting heads, allocate the switch, and move the winners.
+func (c *Core) step(w *worker, r int, t int64) {
+	pm := c.portMask[r]
+	if pm == 0 {
+		return
+	}
+	t32 := int32(t)
+	n := c.n
+	V := c.V
+	base := int(n.portStart[r])
+	np := int(n.portStart[r+1]) - base
+	// Virtual-channel allocation, starting at a rotating port.
+	rot := int(t % int64(np))
+	m := rotr(pm, rot, np)
+	for m != 0 {
+		i := bits.TrailingZeros64(m)
+		m &= m - 1
+		p := i + rot
+		if p >= np {
+			p -= np
+		}
+		gp := base + p
+		vm := c.vcMask[gp]
+		for vm != 0 {
+			v := bits.TrailingZeros64(vm)
+			vm &= vm - 1
+			iv := gp*V + v
+			if c.ivOut[iv] >= 0 {
+				continue
+			}
+			f := &c.buf[iv*c.B+int(c.bHead[iv])]
+			if f.ready > t32 {
+				continue
+			}
+			if f.seq != 0 {
+				w.st.err("cycle %d: body flit without a route at %s", t, c.portName(gp))
+				continue
+			}
+			c.allocVC(w, r, iv, f)
+		}
+	}
+	// Switch allocation: every input port (the terminal port up to the
+	// local speedup) proposes one VC; every output grants one input (the
+	// terminal port up to the local speedup).
+	nreq := 0
+	lgp := int(n.localGP[r])
+	w.outUsed = 0
+	m = pm
+	for m != 0 {
+		p := bits.TrailingZeros64(m)
+		m &= m - 1
+		gp := base + p
+		limit := 1
+		if gp == lgp {
+			limit = c.speed
+		}
+		vm := c.vcMask[gp]
+		start := int(c.rrVC[gp])
+		vr := rotr(vm, start, V)
+		var usedOut uint64
+		got := 0
+		for vr != 0 && got < limit {
+			j := bits.TrailingZeros64(vr)
+			vr &= vr - 1
+			v := j + start
+			if v >= V {
+				v -= V
+			}
+			iv := gp*V + v
+			ovc := int(c.ivOut[iv])
+			if ovc < 0 {
+				continue
+			}
+			f := &c.buf[iv*c.B+int(c.bHead[iv])]
+			if f.ready > t32 {
+				continue
+			}
+			og := int(c.ivOutGP[iv])
+			if og != lgp && c.credit[ovc] < 1 {
+				continue
+			}
+			if n.sw == swSAF && f.seq == 0 && gp != lgp && og != lgp && !c.wholePacket(iv, f, t) {
+				continue
+			}
+			ol := og - base
+			if usedOut&(1<<uint(ol)) != 0 {
+				continue
+			}
+			usedOut |= 1 << uint(ol)
+			if nreq >= maxPorts {
+				break
+			}
+			w.reqIV[nreq] = int32(iv)
+			w.reqPort[nreq] = int32(p)
+			if w.outUsed&(1<<uint(ol)) == 0 {
+				w.outUsed |= 1 << uint(ol)
+				w.outReq[ol] = 0
+			}
+			w.outReq[ol] |= 1 << uint(nreq)
+			nreq++
+			got++
+		}
+	}
+	if nreq == 0 {
+		return
+	}
+	om := w.outUsed
+	for om != 0 {
+		ol := bits.TrailingZeros64(om)
+		om &= om - 1
+		og := base + ol
+		req := w.outReq[ol]
+		grants := 1
+		if og == lgp {
+			grants = c.speed
+		}
+		ptr := int(c.rrIn[og])
+		for ; grants > 0 && req != 0; grants-- {
+			// Round robin over input ports: the request whose port
+			// follows the pointer most closely wins.
+			best, bestD := -1, maxPorts+1
+			for rq := req; rq != 0; rq &= rq - 1 {
+				k := bits.TrailingZeros64(rq)
+				d := (int(w.reqPort[k]) - ptr + np) % np
+				if d < bestD {
+					best, bestD = k, d
+				}
+			}
+			req &^= 1 << uint(best)
+			ptr = (int(w.reqPort[best]) + 1) % np
+			c.traverse(w, r, int(w.reqIV[best]), base+int(w.reqPort[best]), t)
+		}
+		c.rrIn[og] = uint8(ptr)
+	}
+}
+
+// wholePacket reports whether the packet headed by f at input VC iv is
+// completely in the buffer and its tail has passed the router pipeline.
+func (c *Core) wholePacket(iv int, f *flit, t int64) bool {
+	sz := int32(f.size)
+	if c.bLen[iv] < sz {
+		return false
+	}
+	pos := c.bHead[iv] + sz - 1
+	if pos >= int32(c.B) {
+		pos -= int32(c.B)
+	}
+	tail := &c.buf[int32(iv)*int32(c.B)+pos]
+	return tail.seq == f.size-1 && tail.ready <= int32(t)
+}
+
+// traverse moves the front flit of input VC iv (of port gp) through the
+// switch.
+func (c *Core) traverse(w *worker, r, iv, gp int, t int64) {
+	n := c.n
+	V := c.V
+	B := int32(c.B)
+	h := c.bHead[iv]
+	f := c.buf[int32(iv)*B+h]
+	h++
+	if h == B {
+		h = 0
+	}
+	c.bHead[iv] = h
+	c.bLen[iv]--
+	v := iv - gp*V
+	nv := v + 1
+	if nv == V {
+		nv = 0
+	}
+	c.rrVC[gp] = uint8(nv)
+	if c.bLen[iv] == 0 {
+		c.vcMask[gp] &^= 1 << uint(v)
+		if c.vcMask[gp] == 0 {
+			c.portMask[r] &^= 1 << uint(gp-int(n.portStart[r]))
+		}
+	}
+	c.ivLast[iv] = t
+	w.st.moved++
+	slot := int(t % int64(c.L))
+	if n.gpChan[gp] >= 0 {
+		c.lnk[gp*c.L+slot] |= uint16(v+1) << 8
+	}
+	ovc := int(c.ivOut[iv])
+	og := int(c.ivOutGP[iv])
+	if f.seq == f.size-1 {
+		c.owner[ovc] = -1
+		c.ivOut[iv] = -1
+	}
+	ov := ovc - og*V
+	if og == int(n.localGP[r]) {
+		c.eject(w, r, ov, &f, t)
+		return
+	}
+	c.credit[ovc]--
+	f.vc = uint8(ov)
+	c.link[og*c.L+slot] = f
+	c.lnk[og*c.L+slot] |= 1
+}
+
+// eject takes a flit out of the network at its destination and checks
+// that packets arrive whole, in order and at the right node.
+func (c *Core) eject(w *worker, r, v int, f *flit, t int64) {
+	ti := int(c.n.termOf[r])
+	w.st.ejFlits++
+	if int(f.dst) != r || ti < 0 {
+		w.st.err("cycle %d: flit for %s ejected at %s", t, c.n.g.NodeName(int(f.dst)), c.n.g.NodeName(r))
+		return
+	}
+	e := &c.ej[ti*c.V+v]
+	if f.seq == 0 {
+		if e.exp != 0 {
+			w.st.err("cycle %d: packet from terminal %d interleaved with another at %s", t, e.src, c.n.g.NodeName(r))
+		}
+		e.src, e.pid, e.hops = f.src, f.pid, f.step
+	} else if f.src != e.src || f.pid != e.pid || f.seq != e.exp {
+		w.st.err("cycle %d: flit %d of packet %d/%d arrived at %s out of order (expected flit %d of %d/%d): lost or duplicated flit",
+			t, f.seq, f.src, f.pid, c.n.g.NodeName(r), e.exp, e.src, e.pid)
+	}
+	e.exp = f.seq + 1
+	at := t + 1
+	if t >= c.measStart && t < c.measEnd {
+		w.st.winEjFlits++
+	}
+	w.st.perEj++
+	if f.seq != f.size-1 {
+		return
+	}
+	e.exp = 0
+	w.st.delivPkts++
+	w.st.lastDelivery = at
+	lat := int64(int32(at) - f.ctime)
+	w.st.perLat += lat
+	w.st.perCnt++
+	if f.flags&flMeasured != 0 {
+		w.st.measDeliv++
+		w.st.latSum += lat
+		w.st.hopSum += int64(e.hops)
+		if lat >= int64(len(w.st.hist)) {
+			nh := make([]int64, max(2*len(w.st.hist), int(lat)+1, 256))
+			copy(nh, w.st.hist)
+			w.st.hist = nh
+		}
+		w.st.hist[lat]++
+	}
+	if c.logDeliv && c.terms[f.src].tags != nil {
+		w.deliveries = append(w.deliveries, delivery{src: f.src, pid: f.pid, at: at})
+	}
+}
+
+func (c *Core) portName(gp int) string {
+	n := c.n
+	if ch := n.gpChan[gp]; ch >= 0 {
+		return "input of " + n.g.ChannelName(int(n.gpChan[n.gpPeer[gp]]))
+	}
+	return "terminal port of " + n.g.NodeName(int(n.gpNode[gp]))
+}
+
+// rotr rotates the low n bits of m right by k (0 ≤ k < n ≤ 64): bit i moves
+// to (i-k) mod n.
+func rotr(m uint64, k, n int) uint64 {
+	if k == 0 {
+		return m
+	}
+	low := ^uint64(0)
+	if n < 64 {
+		low = 1<<uint(n) - 1
+	}
+	return (m>>uint(k) | m<<uint(n-k)) & low
+}

@@ -1,0 +1,413 @@
+package sim
+
+import (
+	"github.com/icn-hpc/icn/topology"
+)
+
+// cand is one routing option for a head flit: an output port and the
+// virtual channels it may take there.
+type cand struct {
+	gp     int32 // output global port
+	lo, hi int16 // VC range [lo, hi)
+	enter  bool  // bubble: entering a ring, room for one more maximal packet must stay
+	adapt  bool  // adaptive option (chosen by free credits); others are escape options in order
+	dir    int8  // torus direction code of the hop, -1 if none
+	set    uint8 // flags to set when the head takes this option
+}
+
+// vcRange returns the VCs of class k out of classes (clamped so a forced
+// run with too few VCs still has one).
+func (c *Core) vcRange(k, classes int) (int16, int16) {
+	V := c.V
+	if classes <= 1 || V < classes {
+		return 0, int16(V)
+	}
+	k = min(k, classes-1)
+	per := V / classes
+	lo := k * per
+	hi := lo + per
+	if k == classes-1 {
+		hi = V
+	}
+	return int16(lo), int16(hi)
+}
+
+// route lists the options of the head f at router r (in w.cands).
+func (c *Core) route(w *worker, r int, f *flit) []cand {
+	n := c.n
+	cs := w.cands[:0]
+	if int(f.dst) == r {
+		cs = append(cs, cand{gp: n.localGP[r], lo: 0, hi: int16(c.V), dir: -1})
+		w.cands = cs
+		return cs
+	}
+	switch n.kind {
+	case rkDOR, rkDirbit, rkAdaptive:
+		cs = c.routeCoord(cs, r, f)
+	case rkTable:
+		cs = c.routeTable(cs, r, f)
+	case rkMinhop:
+		cs = c.routeMin(w, cs, r, int(f.dst), f)
+	case rkUpDown:
+		cs = c.routeUpDown(cs, r, f)
+	case rkValiant, rkUGAL:
+		cs = c.routeValiant(w, cs, r, f)
+	}
+	w.cands = cs
+	return cs
+}
+
+func (c *Core) routeCoord(cs []cand, r int, f *flit) []cand {
+	n := c.n
+	V := int16(c.V)
+	base := n.portStart[r]
+	t := int(f.dst)
+	if !n.direct {
+		if n.localGP[r] >= 0 { // an end node: up to its switch
+			return append(cs, cand{gp: base, lo: 0, hi: V, dir: -1})
+		}
+		sw := int(n.switchOf[t])
+		if r == sw {
+			return append(cs, cand{gp: base + int32(n.attach[t]), lo: 0, hi: V, dir: -1})
+		}
+		t = sw
+	}
+	nd := n.nd
+	cr := n.coord[r*nd : r*nd+nd]
+	ct := n.coord[t*nd : t*nd+nd]
+	sign := func(i int) int { return int(f.dirs>>uint(i)) & 1 }
+	if n.kind == rkAdaptive {
+		// Adaptive hops may take the other way round a ring at a tie, so
+		// the escape direction is the shorter way from here (ties: the
+		// packet's direction bit).
+		sign = func(i int) int {
+			if !n.wrap[i] {
+				if ct[i] > cr[i] {
+					return 0
+				}
+				return 1
+			}
+			k := n.dims[i]
+			delta := (int(ct[i]) - int(cr[i]) + k) % k
+			switch {
+			case 2*delta < k:
+				return 0
+			case 2*delta > k:
+				return 1
+			}
+			return int(f.dirs>>uint(i)) & 1
+		}
+	}
+	// The dimension-order (escape) hop.
+	dim := -1
+	switch n.kind {
+	case rkDirbit:
+		for pass := 0; pass < 2 && dim < 0; pass++ {
+			for i := 0; i < nd; i++ {
+				if cr[i] != ct[i] && sign(i) == pass {
+					dim = i
+					break
+				}
+			}
+		}
+	default:
+		for i := 0; i < nd; i++ {
+			if cr[i] != ct[i] {
+				dim = i
+				break
+			}
+		}
+	}
+	if n.kind == rkAdaptive {
+		aLo := int16(1)
+		if n.fc == fcDateline {
+			aLo = 2
+		}
+		if aLo < V {
+			for i := 0; i < nd; i++ {
+				if cr[i] == ct[i] {
+					continue
+				}
+				k := n.dims[i]
+				for s := 0; s < 2; s++ {
+					productive := false
+					if n.wrap[i] {
+						delta := (int(ct[i]) - int(cr[i]) + k) % k
+						productive = (s == 0 && 2*delta <= k) || (s == 1 && 2*delta >= k)
+					} else {
+						productive = (s == 0) == (ct[i] > cr[i])
+					}
+					if !productive {
+						continue
+					}
+					code := 2*i + s
+					p := n.dirPort[r*2*nd+code]
+					if p < 0 {
+						continue
+					}
+					cs = append(cs, cand{gp: base + int32(p), lo: aLo, hi: V, adapt: true, dir: int8(code)})
+				}
+			}
+		}
+	}
+	s := sign(dim)
+	code := 2*dim + s
+	p := n.dirPort[r*2*nd+code]
+	if p < 0 {
+		return cs
+	}
+	cd := cand{gp: base + int32(p), lo: 0, hi: V, dir: int8(code)}
+	if n.wrap[dim] {
+		switch n.fc {
+		case fcDateline:
+			// Class 1 once the wrap link of this ring is behind (or not
+			// needed), class 0 while it lies ahead.
+			cls := 0
+			if (s == 0 && cr[dim] < ct[dim]) || (s == 1 && cr[dim] > ct[dim]) {
+				cls = 1
+			}
+			if n.kind == rkAdaptive {
+				cd.lo, cd.hi = int16(cls), int16(cls+1)
+				if V < 2 {
+					cd.lo, cd.hi = 0, 1
+				}
+			} else {
+				cd.lo, cd.hi = c.vcRange(cls, 2)
+			}
+		case fcBubble:
+			if n.kind == rkAdaptive {
+				cd.lo, cd.hi = 0, 1
+				cd.enter = !(f.lastDir == int8(code) && f.vc == 0)
+			} else if f.lastDir == int8(code) {
+				cd.lo, cd.hi = int16(f.vc), int16(f.vc)+1
+			} else {
+				cd.enter = true
+			}
+		}
+	} else if n.kind == rkAdaptive {
+		cd.lo, cd.hi = 0, 1
+	}
+	return append(cs, cd)
+}
+
+func (c *Core) routeTable(cs []cand, r int, f *flit) []cand {
+	n := c.n
+	bt := n.tab
+	k := int(f.route)
+	i := int(bt.start[k]) + int(f.step)
+	d := bt.dirs[i]
+	p := n.dirPort[r*2*n.nd+int(d)]
+	cd := cand{gp: n.portStart[r] + int32(p), lo: 0, hi: int16(c.V), dir: int8(d)}
+	switch n.fc {
+	case fcDateline:
+		cd.lo, cd.hi = c.vcRange(int(bt.cls[i]), 2)
+	case fcBubble:
+		if f.lastDir == int8(d) {
+			cd.lo, cd.hi = int16(f.vc), int16(f.vc)+1
+		} else {
+			cd.enter = true
+		}
+	}
+	return append(cs, cd)
+}
+
+// routeMin lists the minimal ports towards node d (adaptive choice).
+func (c *Core) routeMin(w *worker, cs []cand, r, d int, f *flit) []cand {
+	n := c.n
+	if n.group != nil && n.group[r] != n.group[d] {
+		w.ports = n.dfPorts(r, int(n.group[d]), w.ports[:0])
+	} else {
+		w.ports = n.minPorts(r, d, w.ports[:0])
+	}
+	lo, hi := c.vcRange(int(f.cls), n.classes)
+	for _, gp := range w.ports {
+		cs = append(cs, cand{gp: gp, lo: lo, hi: hi, adapt: true, dir: -1})
+	}
+	return cs
+}
+
+func (c *Core) routeUpDown(cs []cand, r int, f *flit) []cand {
+	n := c.n
+	ud := n.ud
+	ti := int(n.termOf[f.dst])
+	dist := ud.dist[ti*ud.R : (ti+1)*ud.R]
+	down := ud.down[ti*ud.R : (ti+1)*ud.R]
+	V := int16(c.V)
+	base := int(n.portStart[r])
+	for p := 0; p < n.deg(r); p++ {
+		gp := base + p
+		if !n.g.Up(int(n.gpChan[gp])) {
+			continue
+		}
+		u := int(n.gpPeerN[gp])
+		if u != int(f.dst) && !n.forwards[u] {
+			continue
+		}
+		if ud.up[gp] {
+			if f.flags&flDown == 0 && int(dist[u])+1 == int(dist[r]) {
+				cs = append(cs, cand{gp: int32(gp), lo: 0, hi: V, adapt: true, dir: -1})
+			}
+			continue
+		}
+		want := int(dist[r])
+		if f.flags&flDown != 0 {
+			want = int(down[r])
+		}
+		if int(down[u])+1 == want && down[u] != topology.Unreachable {
+			cs = append(cs, cand{gp: int32(gp), lo: 0, hi: V, adapt: true, dir: -1, set: flDown})
+		}
+	}
+	return cs
+}
+
+// routeValiant routes minimally to the intermediate group, then minimally
+// to the destination; UGAL chooses at the source switch between the
+// minimal and the Valiant route by queue length × hops.
+func (c *Core) routeValiant(w *worker, cs []cand, r int, f *flit) []cand {
+	n := c.n
+	d := int(f.dst)
+	if f.route >= 0 && f.flags&flPhase2 == 0 && n.group[r] == f.route {
+		f.flags |= flPhase2
+	}
+	if n.kind == rkUGAL && f.route >= 0 && f.flags&flDecided == 0 && n.forwards[r] {
+		f.flags |= flDecided
+		gi := int(f.route)
+		minC := c.routeMin(w, cs[:0], r, d, f)
+		qMin := c.bestQueue(minC)
+		hMin := n.cost(r, d)
+		valC := c.towardGroup(w, cs[len(minC):len(minC)], r, gi, f)
+		qVal := c.bestQueue(valC)
+		hVal := int(n.distG[r*n.groups+gi]) + n.groupCost(gi, d)
+		if qMin*hMin <= qVal*hVal {
+			f.route = -1
+		}
+		cs = cs[:0]
+	}
+	if f.route < 0 || f.flags&flPhase2 != 0 {
+		return c.routeMin(w, cs, r, d, f)
+	}
+	return c.towardGroup(w, cs, r, int(f.route), f)
+}
+
+// towardGroup lists the ports of r on dragonfly minimal routes to group
+// gi (at most one global hop).
+func (c *Core) towardGroup(w *worker, cs []cand, r, gi int, f *flit) []cand {
+	n := c.n
+	lo, hi := c.vcRange(int(f.cls), n.classes)
+	w.ports = n.dfPorts(r, gi, w.ports[:0])
+	for _, gp := range w.ports {
+		cs = append(cs, cand{gp: gp, lo: lo, hi: hi, adapt: true, dir: -1})
+	}
+	return cs
+}
+
+// groupCost is the fewest hops from a switch of group gi to node d.
+func (n *Network) groupCost(gi, d int) int {
+	best := topology.Unreachable
+	for _, s := range n.groupSw[gi] {
+		best = min(best, n.cost(int(s), d))
+	}
+	return best
+}
+
+// bestQueue returns the smallest downstream occupancy (flits buffered or
+// in flight) over the options' ports.
+func (c *Core) bestQueue(cs []cand) int {
+	best := 1 << 30
+	for _, cd := range cs {
+		q := 0
+		for v := 0; v < c.V; v++ {
+			q += c.B - int(c.credit[int(cd.gp)*c.V+v])
+		}
+		best = min(best, q)
+	}
+	return best
+}
+
+// creditOK reports whether output VC ovc can take the head f now.
+func (c *Core) creditOK(ovc int, f *flit, enter bool) bool {
+	cr := int(c.credit[ovc])
+	switch c.n.sw {
+	case swWormhole:
+		return cr >= 1
+	}
+	need := int(f.size)
+	if enter {
+		need += c.n.maxP
+	}
+	return cr >= need
+}
+
+// allocVC tries to give the head f at input VC iv of router r an output
+// VC. Adaptive options are ranked by free credits; escape options are
+// tried in order only if no adaptive one is free.
+func (c *Core) allocVC(w *worker, r, iv int, f *flit) bool {
+	var cs []cand
+	if cc := &c.ivCand[iv]; cc.gp >= 0 {
+		cs = w.one[:]
+		cs[0] = *cc
+	} else {
+		cs = c.route(w, r, f)
+		if c.n.oblivious && len(cs) == 1 {
+			*cc = cs[0]
+		}
+	}
+	V := c.V
+	lgp := c.n.localGP[r]
+	bestOVC, bestCred, bestK := -1, -1, -1
+	// Adaptive options with equal credits are spread over packets (by
+	// source and destination, like D-mod-k) rather than all taking the
+	// first one.
+	k0 := 0
+	if len(cs) > 1 {
+		k0 = int((uint32(f.dst)*2654435761 + uint32(f.src)*40503) % uint32(len(cs)))
+	}
+	for pass := 0; pass < 2 && bestOVC < 0; pass++ {
+		for i := range cs {
+			k := i
+			if pass == 0 {
+				k = (i + k0) % len(cs)
+			}
+			cd := &cs[k]
+			if cd.adapt != (pass == 0) {
+				continue
+			}
+			for v := int(cd.lo); v < int(cd.hi); v++ {
+				ovc := int(cd.gp)*V + v
+				if c.owner[ovc] >= 0 {
+					continue
+				}
+				cr := 1 << 30
+				if cd.gp != lgp {
+					if !c.creditOK(ovc, f, cd.enter) {
+						continue
+					}
+					cr = int(c.credit[ovc])
+				}
+				if cr > bestCred {
+					bestOVC, bestCred, bestK = ovc, cr, k
+				}
+			}
+			if pass == 1 && bestOVC >= 0 {
+				break
+			}
+		}
+	}
+	if bestOVC < 0 {
+		return false
+	}
+	cd := &cs[bestK]
+	c.ivCand[iv].gp = -1
+	c.owner[bestOVC] = int32(iv)
+	c.ivOut[iv] = int32(bestOVC)
+	c.ivOutGP[iv] = cd.gp
+	if cd.gp != lgp {
+		f.step++
+		f.lastDir = cd.dir
+		f.flags |= cd.set
+		if c.n.gpGlobal[cd.gp] {
+			f.cls++
+		}
+	}
+	return true
+}

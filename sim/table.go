@@ -1,0 +1,318 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// Table is a routing table in the exchange format printed by
+// `icn route --json`: torus sizes, the routing rules, and one route per
+// ordered pair of active nodes as a list of directions ("+X", "-Z", …),
+// first/last steps included in order.
+type Table struct {
+	Dims  []int
+	Rules string
+	// DeadlockFree is the producer's own verdict (nil if absent).
+	DeadlockFree *bool
+	Routes       []TableRoute
+	// FailedLinks and FailedNodes name the failures the table was built
+	// for (link names such as "0.0+X", node names), if the file lists them.
+	FailedLinks, FailedNodes []string
+}
+
+// TableRoute is one route; Src and Dst are mixed-radix node ids (X fastest).
+type TableRoute struct {
+	Src, Dst int
+	Dirs     []uint8 // direction codes: 2*dim + (1 if negative)
+}
+
+// Limits of table files.
+const (
+	maxTableDims   = 6
+	maxTableNodes  = 1 << 16
+	maxTableRoutes = 1 << 24
+)
+
+type tableFile struct {
+	Dims   []int `json:"dims"`
+	Rules  string
+	Routes []struct {
+		Src  []int    `json:"src"`
+		Dst  []int    `json:"dst"`
+		Dirs []string `json:"dirs"`
+	} `json:"routes"`
+	DeadlockFree *bool    `json:"deadlock_free"`
+	FailedLinks  []string `json:"failed_links"`
+	FailedNodes  []string `json:"failed_nodes"`
+}
+
+// ParseTable reads a routing table in the `icn route --json` format and
+// checks it for internal consistency (coordinates in range, known
+// directions, no duplicate or self routes). Whether it fits a network is
+// checked when the simulation is built.
+func ParseTable(data []byte) (*Table, error) {
+	var f tableFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("routing table: %v", oneLine(err.Error()))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("routing table: trailing data after the JSON object")
+	}
+	if len(f.Dims) == 0 || len(f.Dims) > maxTableDims {
+		return nil, fmt.Errorf("routing table: dims must list 1..%d torus sizes, got %d", maxTableDims, len(f.Dims))
+	}
+	nodes := 1
+	for i, d := range f.Dims {
+		if d < 2 || d > maxTableNodes {
+			return nil, fmt.Errorf("routing table: size %d of dimension %s out of range 2..%d", d, topology.DimName(i), maxTableNodes)
+		}
+		nodes *= d
+		if nodes > maxTableNodes {
+			return nil, fmt.Errorf("routing table: more than %d nodes", maxTableNodes)
+		}
+	}
+	if len(f.Routes) == 0 {
+		return nil, fmt.Errorf("routing table: no routes")
+	}
+	if len(f.Routes) > maxTableRoutes {
+		return nil, fmt.Errorf("routing table: %d routes exceed the limit %d", len(f.Routes), maxTableRoutes)
+	}
+	maxLen := 0
+	for _, d := range f.Dims {
+		maxLen += d
+	}
+	maxLen = min(4*maxLen, 255)
+	t := &Table{Dims: f.Dims, Rules: f.Rules, DeadlockFree: f.DeadlockFree, Routes: make([]TableRoute, len(f.Routes)),
+		FailedLinks: f.FailedLinks, FailedNodes: f.FailedNodes}
+	seen := make(map[int64]bool, len(f.Routes))
+	for i, r := range f.Routes {
+		src, err := tableNode(f.Dims, r.Src)
+		if err != nil {
+			return nil, fmt.Errorf("routing table: route %d: src %v", i, err)
+		}
+		dst, err := tableNode(f.Dims, r.Dst)
+		if err != nil {
+			return nil, fmt.Errorf("routing table: route %d: dst %v", i, err)
+		}
+		if src == dst {
+			return nil, fmt.Errorf("routing table: route %d goes from %s to itself", i, coordName(r.Src))
+		}
+		key := int64(src)*int64(nodes) + int64(dst)
+		if seen[key] {
+			return nil, fmt.Errorf("routing table: two routes from %s to %s", coordName(r.Src), coordName(r.Dst))
+		}
+		seen[key] = true
+		if len(r.Dirs) == 0 || len(r.Dirs) > maxLen {
+			return nil, fmt.Errorf("routing table: route %s→%s has %d steps (want 1..%d)", coordName(r.Src), coordName(r.Dst), len(r.Dirs), maxLen)
+		}
+		dirs := make([]uint8, len(r.Dirs))
+		for k, s := range r.Dirs {
+			d, err := ParseDir(s, len(f.Dims))
+			if err != nil {
+				return nil, fmt.Errorf("routing table: route %s→%s step %d: %v", coordName(r.Src), coordName(r.Dst), k+1, err)
+			}
+			dirs[k] = d
+		}
+		t.Routes[i] = TableRoute{Src: src, Dst: dst, Dirs: dirs}
+	}
+	return t, nil
+}
+
+// ParseDir parses a direction such as "+X", "-Y", "−Z" or "+D6" into its
+// code 2*dim + (1 if negative).
+func ParseDir(s string, nd int) (uint8, error) {
+	neg := false
+	switch {
+	case strings.HasPrefix(s, "+"):
+		s = s[1:]
+	case strings.HasPrefix(s, "-"):
+		s, neg = s[1:], true
+	case strings.HasPrefix(s, "−"):
+		s, neg = s[len("−"):], true
+	default:
+		return 0, fmt.Errorf("direction %q must start with + or -", s)
+	}
+	d := topology.DimIndex(s)
+	if d < 0 || d >= nd {
+		return 0, fmt.Errorf("direction %q names no dimension of a %d-dimensional torus", s, nd)
+	}
+	code := uint8(2 * d)
+	if neg {
+		code++
+	}
+	return code, nil
+}
+
+// DirName is the inverse of ParseDir.
+func DirName(code uint8) string {
+	s := "+"
+	if code&1 == 1 {
+		s = "-"
+	}
+	return s + topology.DimName(int(code>>1))
+}
+
+func tableNode(dims, c []int) (int, error) {
+	if len(c) != len(dims) {
+		return 0, fmt.Errorf("%v has %d coordinates, the torus has %d dimensions", c, len(c), len(dims))
+	}
+	id, mul := 0, 1
+	for i, x := range c {
+		if x < 0 || x >= dims[i] {
+			return 0, fmt.Errorf("%v: coordinate %d outside 0..%d", c, x, dims[i]-1)
+		}
+		id += x * mul
+		mul *= dims[i]
+	}
+	return id, nil
+}
+
+func coordName(c []int) string { return topology.CoordString(c) }
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// boundTable is a table checked against a network.
+type boundTable struct {
+	active []int32 // node of each active index (terminals), increasing
+	index  []int32 // active index of a node, -1 if not active
+	route  []int32 // route index by srcActive*len(active)+dstActive, -1 on the diagonal
+	start  []int32 // dirs of route k: dirs[start[k]:start[k+1]]
+	dirs   []uint8
+	cls    []uint8 // dateline VC class of every step
+}
+
+// bind checks that t fits g: g is a direct torus with one ring per
+// dimension and the same sizes, every route follows existing working links
+// and arrives, every ordered pair of active nodes has a route, and no
+// active node has failed. dirPort gives the channel leaving a node in a
+// direction (-1 if none).
+func (t *Table) bind(g *topology.Graph, dirChan func(v int, code uint8) int) (*boundTable, error) {
+	dims := g.Dims()
+	if len(dims) != len(t.Dims) {
+		return nil, fmt.Errorf("routing table is for a %d-dimensional torus %s, the network %s has %d dimensions", len(t.Dims), dimsString(t.Dims), g.Name(), len(dims))
+	}
+	for i := range dims {
+		if dims[i] != t.Dims[i] {
+			return nil, fmt.Errorf("routing table is for torus %s, the network is %s", dimsString(t.Dims), dimsString(dims))
+		}
+	}
+	n := g.NumNodes()
+	bt := &boundTable{index: make([]int32, n)}
+	for i := range bt.index {
+		bt.index[i] = -1
+	}
+	for _, r := range t.Routes {
+		for _, v := range [2]int{r.Src, r.Dst} {
+			if bt.index[v] < 0 {
+				bt.index[v] = 0
+			}
+		}
+	}
+	for v := 0; v < n; v++ {
+		if bt.index[v] >= 0 {
+			if g.NodeFailed(v) {
+				return nil, fmt.Errorf("routing table uses node %s as an active node, but it has failed", g.NodeName(v))
+			}
+			bt.index[v] = int32(len(bt.active))
+			bt.active = append(bt.active, int32(v))
+		}
+	}
+	a := len(bt.active)
+	if len(t.Routes) != a*(a-1) {
+		have := make([]bool, a*a)
+		for _, r := range t.Routes {
+			have[int(bt.index[r.Src])*a+int(bt.index[r.Dst])] = true
+		}
+		for i := 0; i < a; i++ {
+			for j := 0; j < a; j++ {
+				if i != j && !have[i*a+j] {
+					return nil, fmt.Errorf("routing table has no route from %s to %s (both are active nodes)", g.NodeName(int(bt.active[i])), g.NodeName(int(bt.active[j])))
+				}
+			}
+		}
+	}
+	bt.route = make([]int32, a*a)
+	for i := range bt.route {
+		bt.route[i] = -1
+	}
+	bt.start = make([]int32, 0, len(t.Routes)+1)
+	for k, r := range t.Routes {
+		bt.route[int(bt.index[r.Src])*a+int(bt.index[r.Dst])] = int32(k)
+		bt.start = append(bt.start, int32(len(bt.dirs)))
+		v := r.Src
+		for s, d := range r.Dirs {
+			c := dirChan(v, d)
+			if c < 0 {
+				return nil, fmt.Errorf("route %s→%s step %d (%s): node %s has no such link", g.NodeName(r.Src), g.NodeName(r.Dst), s+1, DirName(d), g.NodeName(v))
+			}
+			if !g.Up(c) {
+				return nil, fmt.Errorf("route %s→%s step %d uses failed link %s", g.NodeName(r.Src), g.NodeName(r.Dst), s+1, g.ChannelName(c))
+			}
+			v = g.Dst(c)
+		}
+		if v != r.Dst {
+			return nil, fmt.Errorf("route %s→%s does not arrive: it ends at %s", g.NodeName(r.Src), g.NodeName(r.Dst), g.NodeName(v))
+		}
+		bt.dirs = append(bt.dirs, r.Dirs...)
+	}
+	bt.start = append(bt.start, int32(len(bt.dirs)))
+	// Dateline classes: a hop uses class 0 while the wrap link of its
+	// direction still lies ahead within the current run of equal
+	// directions, class 1 once it is behind (or never needed).
+	bt.cls = make([]uint8, len(bt.dirs))
+	c := make([]int, len(dims))
+	for k, r := range t.Routes {
+		decodeCoords(r.Src, dims, c)
+		ds := bt.dirs[bt.start[k]:bt.start[k+1]]
+		cls := bt.cls[bt.start[k]:bt.start[k+1]]
+		for s := 0; s < len(ds); {
+			e := s
+			for e < len(ds) && ds[e] == ds[s] {
+				e++
+			}
+			dim, neg := int(ds[s]>>1), ds[s]&1 == 1
+			x := c[dim]
+			for h := s; h < e; h++ {
+				// wrap ahead in [h, e)?
+				steps := e - h
+				var wraps bool
+				if neg {
+					wraps = x-steps < 0
+				} else {
+					wraps = x+steps >= dims[dim]
+				}
+				if !wraps {
+					cls[h] = 1
+				}
+				if neg {
+					x = (x - 1 + dims[dim]) % dims[dim]
+				} else {
+					x = (x + 1) % dims[dim]
+				}
+			}
+			c[dim] = x
+			s = e
+		}
+	}
+	return bt, nil
+}
+
+func decodeCoords(v int, dims, c []int) {
+	for i, d := range dims {
+		c[i] = v % d
+		v /= d
+	}
+}
+
+func dimsString(d []int) string {
+	s := make([]string, len(d))
+	for i, x := range d {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, "x")
+}
