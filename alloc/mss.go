@@ -302,6 +302,13 @@ func newPhiEval(dims []int) *phiEval { return &phiEval{shapes: Shapes(dims)} }
 // on the largest free rectangle, e.g. the current largest before an
 // allocation).
 func (p *phiEval) eval(s *State, bound int) Fragmentation {
+	f, _ := p.evalCollect(s, bound, 0)
+	return f
+}
+
+// evalCollect is eval that also returns the largest free rectangles, up
+// to collect of them (nil if there are more).
+func (p *phiEval) evalCollect(s *State, bound, collect int) (Fragmentation, []Rect) {
 	if p.g == nil {
 		p.g = newGrid(s)
 	} else {
@@ -310,6 +317,7 @@ func (p *phiEval) eval(s *State, bound int) Fragmentation {
 	free := s.FreeCount()
 	bound = min(bound, free)
 	best, count := 0, 0
+	var rects []Rect
 	for _, size := range p.shapes {
 		v := vol(size)
 		if v > bound {
@@ -322,9 +330,15 @@ func (p *phiEval) eval(s *State, bound int) Fragmentation {
 			if p.g.unavailable(start, size) == 0 {
 				best = v
 				count++
+				if count <= collect {
+					rects = append(rects, Rect{Start: append([]int(nil), start...), Size: size})
+				}
 			}
 			return true
 		})
 	}
-	return Fragmentation{Phi: int64(s.N())*int64(best) + int64(count), LargestNodes: best, LargestCount: count}
+	if count > collect {
+		rects = nil
+	}
+	return Fragmentation{Phi: int64(s.N())*int64(best) + int64(count), LargestNodes: best, LargestCount: count}, rects
 }

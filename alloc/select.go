@@ -306,11 +306,38 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 		res.Chosen, res.Ranked, res.Tables = c, 1, 1
 		return res, nil
 	}
-	// Criterion 2: largest φ after allocation (never above today's).
+	// Criterion 2: largest φ after allocation. Allocating only removes
+	// free rectangles, so the largest free volume V cannot grow: if a
+	// candidate leaves some of today's largest rectangles untouched, φ is
+	// N·V + (how many it leaves); only if it hits all of them is a new
+	// search (below V) needed.
 	res.Ranked = len(best)
-	bound := sel.phi.eval(s, s.N()).LargestNodes
+	cur, largest := sel.phi.evalCollect(s, s.N(), 4096)
+	coord := make([]int, len(sel.dims))
 	for _, c := range best {
-		c.Frag = sel.fragAfterBound(s, c, bound)
+		if largest == nil {
+			c.Frag = sel.fragAfterBound(s, c, cur.LargestNodes)
+			continue
+		}
+		hit := 0
+		for _, r := range largest {
+			for _, l := range [][]int{c.Active, c.Transit} {
+				for _, v := range l {
+					dec(v, sel.dims, coord)
+					if r.Contains(coord, sel.dims) {
+						hit++
+						goto next
+					}
+				}
+			}
+		next:
+		}
+		if hit < len(largest) {
+			left := len(largest) - hit
+			c.Frag = Fragmentation{Phi: int64(s.N())*int64(cur.LargestNodes) + int64(left), LargestNodes: cur.LargestNodes, LargestCount: left}
+		} else {
+			c.Frag = sel.fragAfterBound(s, c, cur.LargestNodes-1)
+		}
 	}
 	maxPhi := best[0].Frag.Phi
 	for _, c := range best {

@@ -1,0 +1,477 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/sched"
+	"github.com/icn-hpc/icn/topology"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	// icn alloc
+	{
+		var tf topoFlags
+		var out output
+		var nodes, transit int
+		var busy, algo, rules string
+		c := &cobra.Command{
+			Use:   "alloc",
+			Short: "Select a reachable node set for a job on a torus (improved or baseline algorithm)",
+			Example: `  icn alloc --topo torus:4x4x4 --nodes 8 --transit 2
+  icn alloc --topo torus:8x8x4x4 --nodes 32 --busy 0-3.*.*.* --fail-links 5.5.0.0+X --json
+  icn alloc --topo torus:4x4x2 --nodes 5 --transit 3 --algo baseline`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, args []string) error {
+				g, err := tf.load()
+				if err != nil {
+					return err
+				}
+				a, err := alloc.ParseAlgo(algo)
+				if err != nil {
+					return err
+				}
+				st, err := alloc.NewState(g)
+				if err != nil {
+					return err
+				}
+				bl, err := readArgFile(busy)
+				if err != nil {
+					return fmt.Errorf("--busy: %v", err)
+				}
+				bs, err := g.ParseNodes(bl)
+				if err != nil {
+					return fmt.Errorf("--busy: %v", err)
+				}
+				var live []int
+				for _, v := range bs {
+					if !g.NodeFailed(v) {
+						live = append(live, v)
+					}
+				}
+				if err := st.Occupy(1<<30, live); err != nil {
+					return fmt.Errorf("--busy: %v", err)
+				}
+				rt, err := alloc.NewAngaraRouter(g, rules)
+				if err != nil {
+					return err
+				}
+				res, err := alloc.NewSelector(st).Select(st, rt, alloc.Request{Nodes: nodes, Transit: transit, Algo: a})
+				if err != nil {
+					return err
+				}
+				view := allocView(g, res, rules)
+				if err := out.print(stdout(c), view, func(w io.Writer) error { return writeAlloc(w, view) }); err != nil {
+					return err
+				}
+				if res.Chosen == nil {
+					return &exitError{code: 3, err: fmt.Errorf("no allocation: %s", res.Reason)}
+				}
+				return nil
+			},
+		}
+		tf.register(c, "topo", "torus:4x4x4x2")
+		out.register(c)
+		c.Flags().IntVar(&nodes, "nodes", 0, "active nodes the job needs (required)")
+		c.Flags().IntVar(&transit, "transit", 0, "most transit nodes allowed")
+		c.Flags().StringVar(&busy, "busy", "", "nodes already in use: names/patterns or @FILE")
+		c.Flags().StringVar(&algo, "algo", "improved", "improved or baseline")
+		c.Flags().StringVar(&rules, "rules", "angara*", "routing rule: dor, dirbit, angara-, angara, angara*")
+		c.MarkFlagRequired("nodes")
+		root.AddCommand(c)
+	}
+
+	schedCmd := &cobra.Command{Use: "sched", Short: "Simulate a cluster working through a job queue on a torus; reproduce seed 001 ch. 5"}
+	root.AddCommand(schedCmd)
+
+	// icn sched simulate
+	{
+		var tf topoFlags
+		var out output
+		var jobs, backfill, algo, rules, scheduleOut string
+		var window int
+		var transitFrac float64
+		var strict bool
+		var ppn int
+		c := &cobra.Command{
+			Use:   "simulate",
+			Short: "Replay a job stream (synthetic or SWF) on a torus and report utilization and waiting",
+			Example: `  icn sched simulate --topo torus:4x4x2 --jobs synthetic:load=0.8,span=1mo,seed=1 --window 8
+  icn sched simulate --topo torus:8x8x4x4 --jobs swf:trace.swf --window 1 --backfill easy --algo baseline --json`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, args []string) error {
+				g, err := tf.load()
+				if err != nil {
+					return err
+				}
+				a, err := alloc.ParseAlgo(algo)
+				if err != nil {
+					return err
+				}
+				st, err := alloc.NewState(g)
+				if err != nil {
+					return err
+				}
+				stream, err := loadStream(jobs, st.N(), strict, ppn)
+				if err != nil {
+					return err
+				}
+				rt, err := alloc.NewAngaraRouter(g, rules)
+				if err != nil {
+					return err
+				}
+				var pol sched.Policy
+				pol.Window = window
+				switch backfill {
+				case "", "none":
+				case "easy":
+					pol.Backfill = true
+				default:
+					return fmt.Errorf("unknown --backfill %q (want none or easy)", backfill)
+				}
+				if transitFrac < 0 {
+					return fmt.Errorf("--transit-frac must not be negative")
+				}
+				rep, err := sched.Simulate(sched.Config{State: st, Router: rt, Policy: pol, Algo: a,
+					Transit: func(m int) int { return int(float64(m)*transitFrac + 0.999999) }}, stream)
+				if err != nil {
+					return err
+				}
+				if scheduleOut != "" {
+					var buf strings.Builder
+					enc := json.NewEncoder(&buf)
+					for _, r := range rep.Schedule {
+						type rec struct {
+							ID      int     `json:"id"`
+							Submit  float64 `json:"submit"`
+							Start   float64 `json:"start"`
+							End     float64 `json:"end"`
+							Nodes   [][]int `json:"nodes"`
+							Active  int     `json:"active"`
+							Skipped string  `json:"skipped,omitempty"`
+						}
+						if err := enc.Encode(rec{r.ID, r.Submit, r.Start, r.End, r.Nodes, r.Active, r.Skipped}); err != nil {
+							return err
+						}
+					}
+					if err := writeFileAtomic(scheduleOut, []byte(buf.String())); err != nil {
+						return err
+					}
+				}
+				return out.print(stdout(c), rep, func(w io.Writer) error {
+					t := cli.NewTable("METRIC", "VALUE")
+					t.Row("network", g.Name())
+					t.Row("stream", stream.Source)
+					t.Row("policy", fmt.Sprintf("window %d%s, %s algorithm, rules %s", window, map[bool]string{true: ", EASY backfilling"}[pol.Backfill], a, rules))
+					t.Row("jobs", rep.Jobs)
+					t.Row("jobs done", rep.JobsDone)
+					t.Row("jobs skipped", rep.JobsSkipped)
+					t.Row("makespan", fmt.Sprintf("%.0f s (%.2f days)", rep.Makespan, rep.Makespan/86400))
+					t.Row("utilization U", fmt.Sprintf("%.2f%%", 100*rep.Utilization))
+					t.Row("relative wait T_mean", rep.TMean)
+					t.Row("mean wait", fmt.Sprintf("%.0f s", rep.MeanWait))
+					t.Row("mean bounded slowdown", rep.MeanBSLD)
+					t.Row("allocation decisions", fmt.Sprintf("%d (%.2f s)", rep.Decisions, rep.AllocSeconds))
+					if err := t.Write(w); err != nil {
+						return err
+					}
+					for i, s := range rep.SkippedJobs {
+						if i == 10 {
+							fmt.Fprintf(w, "… and %d more skipped\n", len(rep.SkippedJobs)-10)
+							break
+						}
+						fmt.Fprintf(w, "skipped job %d (line %d): %s\n", s.ID, s.Line, s.Reason)
+					}
+					return nil
+				})
+			},
+		}
+		tf.register(c, "topo", "torus:4x4x2")
+		out.register(c)
+		c.Flags().StringVar(&jobs, "jobs", "synthetic:load=0.8,span=1mo,seed=1", "job stream: synthetic:KEY=VAL,… (load, span, maxtime, mintime, jobs, sizes, maxnodes, overestimate, seed) or swf:FILE")
+		c.Flags().IntVar(&window, "window", 1, "jobs scanned from the head of the queue (1 = FCFS)")
+		c.Flags().StringVar(&backfill, "backfill", "none", "none or easy")
+		c.Flags().StringVar(&algo, "algo", "improved", "improved or baseline")
+		c.Flags().StringVar(&rules, "rules", "angara*", "routing rule")
+		c.Flags().Float64Var(&transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉ for a job of m nodes")
+		c.Flags().StringVar(&scheduleOut, "schedule-out", "", "write one JSON object per job (id, submit, start, end, nodes) to FILE")
+		c.Flags().BoolVar(&strict, "strict", false, "fail on malformed SWF lines instead of skipping them")
+		c.Flags().IntVar(&ppn, "procs-per-node", 1, "SWF processors per node")
+		schedCmd.AddCommand(c)
+	}
+
+	// icn sched experiment solutions|utilization, icn sched merge
+	{
+		var out output
+		var seed uint64
+		var streamSpec, shard, plot, nets, wins string
+		var transitFrac float64
+		var backfill bool
+		var quiet bool
+		run := func(c *cobra.Command, kind string) error {
+			p, err := sched.ParseSynthetic(streamSpec)
+			if err != nil {
+				return err
+			}
+			sh, err := sched.ParseShard(shard)
+			if err != nil {
+				return err
+			}
+			networks := strings.Split(nets, ",")
+			for _, n := range networks {
+				if _, err := topology.Parse("torus:" + n); err != nil {
+					return fmt.Errorf("network %q: %v", n, err)
+				}
+			}
+			bar := cli.NewProgress(-1, kind, quiet)
+			o := sched.ExperimentOptions{Seed: seed, Stream: p, TransitFrac: transitFrac, Shard: sh,
+				Progress: func(done, total int) { bar.Add(1) }}
+			factory := func(g *topology.Graph) (alloc.Router, error) { return alloc.NewAngaraRouter(g, "angara*") }
+			params, _ := json.Marshal(map[string]any{"seed": seed, "stream": streamSpec, "transit_frac": transitFrac, "networks": nets, "windows": wins, "backfill": backfill})
+			file := sched.ShardFile{Experiment: kind, Shard: fmt.Sprintf("%d/%d", sh.I, sh.N), Params: params}
+			if kind == "solutions" {
+				rows, err := sched.Solutions(networks, o, factory)
+				bar.Done()
+				if err != nil {
+					return err
+				}
+				file.Solutions = rows
+			} else {
+				var windows []int
+				for _, w := range strings.Split(wins, ",") {
+					x, err := strconv.Atoi(strings.TrimSpace(w))
+					if err != nil || x < 1 {
+						return fmt.Errorf("window %q is not a positive number", w)
+					}
+					windows = append(windows, x)
+				}
+				rows, err := sched.Utilization(networks, windows, backfill, o, factory)
+				bar.Done()
+				if err != nil {
+					return err
+				}
+				file.Util = rows
+			}
+			return reportExperiment(c, &out, &file, plot)
+		}
+		exp := &cobra.Command{Use: "experiment", Short: "Reproduce seed 001 §5.4 (solutions found) and §5.5 (utilization, T_mean)"}
+		schedCmd.AddCommand(exp)
+		sol := &cobra.Command{
+			Use:     "solutions",
+			Short:   "Mean number of solutions the baseline and improved algorithms find along a simulated FCFS run (seed table 1)",
+			Example: "  icn sched experiment solutions --networks 4x4x2,4x4x4 --stream load=0.8,span=4mo",
+			Args:    cobra.NoArgs,
+			RunE:    func(c *cobra.Command, args []string) error { return run(c, "solutions") },
+		}
+		util := &cobra.Command{
+			Use:     "utilization",
+			Short:   "Utilization and T_mean, baseline vs improved, per network and window (seed §5.5)",
+			Example: "  icn sched experiment utilization --networks 4x4x2,4x4x4 --windows 1,8,32,128 --shard 0/4 --json > part0.json",
+			Args:    cobra.NoArgs,
+			RunE:    func(c *cobra.Command, args []string) error { return run(c, "utilization") },
+		}
+		for _, cc := range []*cobra.Command{sol, util} {
+			out.register(cc)
+			cc.Flags().Uint64Var(&seed, "seed", 1, "seed of the synthetic streams")
+			cc.Flags().StringVar(&streamSpec, "stream", "load=0.8,span=4mo", "synthetic stream parameters (see sched simulate --jobs)")
+			cc.Flags().StringVar(&shard, "shard", "", "run part i/n of the work (0 ≤ i < n) for a job array; combine with icn sched merge")
+			cc.Flags().StringVar(&plot, "plot", "", "write a chart to FILE (.svg or .png)")
+			cc.Flags().Float64Var(&transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉")
+			cc.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+			exp.AddCommand(cc)
+		}
+		sol.Flags().StringVar(&nets, "networks", "4x4x2,4x2x2x2,4x3x3,3x3x2x2,4x4x4,4x4x2x2,6x4x4,4x4x3x2,8x6x3,4x4x3x3,8x8x4,4x4x4x4", "torus sizes")
+		util.Flags().StringVar(&nets, "networks", "4x4x2,4x4x4,4x4x2x2,8x4x4,4x4x4x4,8x8x4,8x8x8,8x8x4x4", "torus sizes")
+		util.Flags().StringVar(&wins, "windows", "1,8,32,128", "window sizes")
+		util.Flags().BoolVar(&backfill, "backfill", false, "add EASY backfilling")
+
+		var mout output
+		var mplot string
+		merge := &cobra.Command{
+			Use:   "merge FILE…",
+			Short: "Combine the --json outputs of a sharded experiment",
+			Args:  cobra.MinimumNArgs(1),
+			RunE: func(c *cobra.Command, args []string) error {
+				var rs []io.Reader
+				for _, a := range args {
+					f, err := os.Open(a)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					rs = append(rs, f)
+				}
+				file, err := sched.MergeShards(rs, args)
+				if err != nil {
+					return err
+				}
+				return reportExperiment(c, &mout, file, mplot)
+			},
+		}
+		mout.register(merge)
+		merge.Flags().StringVar(&mplot, "plot", "", "write a chart to FILE (.svg or .png)")
+		schedCmd.AddCommand(merge)
+	}
+}
+
+func loadStream(spec string, machine int, strict bool, ppn int) (*sched.Stream, error) {
+	kind, arg, _ := strings.Cut(spec, ":")
+	var s *sched.Stream
+	switch kind {
+	case "synthetic":
+		p, err := sched.ParseSynthetic(arg)
+		if err != nil {
+			return nil, err
+		}
+		if s, err = sched.Synthetic(p, machine); err != nil {
+			return nil, err
+		}
+	case "swf":
+		f, err := os.Open(arg)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if s, err = sched.ParseSWF(f, arg, sched.SWFOptions{Strict: strict, ProcsPerNode: ppn}); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown job stream %q (want synthetic:… or swf:FILE)", spec)
+	}
+	s.Limit(machine)
+	return s, nil
+}
+
+func reportExperiment(c *cobra.Command, out *output, file *sched.ShardFile, plot string) error {
+	if file.Experiment == "solutions" {
+		if plot != "" {
+			ch := cli.Chart{Title: "Mean number of solutions found (FCFS run, baseline decisions)", YLabel: "solutions", Bars: true, LogY: false}
+			var b, i, sb, si []float64
+			for _, r := range file.Solutions {
+				ch.Categories = append(ch.Categories, r.Network)
+				b, i, sb, si = append(b, r.BaselineMean), append(i, r.ImprovedMean), append(sb, r.SeedBaseline), append(si, r.SeedImproved)
+			}
+			ch.Series = []cli.Series{{Name: "baseline (icn)", Y: b}, {Name: "improved (icn)", Y: i}, {Name: "baseline (seed)", Y: sb}, {Name: "improved (seed)", Y: si}}
+			if err := cli.SavePlot(ch, plot); err != nil {
+				return err
+			}
+		}
+		if out.json {
+			return cli.JSON(stdout(c), file)
+		}
+		t := cli.NewTable("NETWORK", "NODES", "ATTEMPTS", "BASELINE", "IMPROVED", "RATIO", "SEED BASE", "SEED IMPR", "SEED RATIO")
+		for _, r := range file.Solutions {
+			t.Row(r.Network, r.Nodes, r.Attempts, r.BaselineMean, r.ImprovedMean, r.Ratio, r.SeedBaseline, r.SeedImproved, r.SeedRatio)
+		}
+		return t.Write(stdout(c))
+	}
+	sum := sched.Summarize(file.Util)
+	if plot != "" {
+		ch := cli.Chart{Title: "Utilization gain of the improved algorithm", XLabel: "window", YLabel: "gain (percentage points)"}
+		byNet := map[string]*cli.Series{}
+		var order []string
+		for _, s := range sum {
+			se := byNet[s.Network]
+			if se == nil {
+				se = &cli.Series{Name: s.Network}
+				byNet[s.Network] = se
+				order = append(order, s.Network)
+			}
+			se.X = append(se.X, float64(s.Window))
+			se.Y = append(se.Y, s.GainPoints)
+		}
+		for _, n := range order {
+			ch.Series = append(ch.Series, *byNet[n])
+		}
+		if err := cli.SavePlot(ch, plot); err != nil {
+			return err
+		}
+	}
+	if out.json {
+		return cli.JSON(stdout(c), struct {
+			*sched.ShardFile
+			Summary []sched.UtilSummary `json:"summary"`
+		}{file, sum})
+	}
+	t := cli.NewTable("NETWORK", "WINDOW", "U BASE", "U IMPR", "GAIN pp", "T_MEAN BASE", "T_MEAN IMPR", "RATIO", "SKIPPED B/I")
+	var gain, ratio float64
+	for _, s := range sum {
+		t.Row(s.Network, s.Window, fmt.Sprintf("%.2f%%", 100*s.BaselineU), fmt.Sprintf("%.2f%%", 100*s.ImprovedU), s.GainPoints,
+			s.BaselineT, s.ImprovedT, s.TMeanRatio, fmt.Sprintf("%d/%d", s.BaselineSkip, s.ImprovedSkip))
+		gain += s.GainPoints
+		ratio += s.TMeanRatio
+	}
+	if err := t.Write(stdout(c)); err != nil {
+		return err
+	}
+	if len(sum) > 0 {
+		fmt.Fprintf(stdout(c), "\nmean utilization gain %.2f pp (seed: +6.96%%, 0.5%%..16.5%%); mean T_mean ratio %.2f (seed: 1.83)\n", gain/float64(len(sum)), ratio/float64(len(sum)))
+	}
+	return nil
+}
+
+func allocView(g *topology.Graph, res *alloc.Result, rules string) any {
+	type view struct {
+		*alloc.Result
+		Rules   string   `json:"rules"`
+		Active  []string `json:"active_nodes,omitempty"`
+		Transit []string `json:"transit_nodes,omitempty"`
+	}
+	v := view{Result: res, Rules: rules}
+	if res.Chosen != nil {
+		for _, x := range res.Chosen.Active {
+			v.Active = append(v.Active, g.NodeName(x))
+		}
+		for _, x := range res.Chosen.Transit {
+			v.Transit = append(v.Transit, g.NodeName(x))
+		}
+	}
+	return v
+}
+
+func writeAlloc(w io.Writer, v any) error {
+	b, _ := json.Marshal(v)
+	var m struct {
+		Request struct {
+			Nodes, Transit int
+			Algo           string
+		} `json:"request"`
+		Chosen *struct {
+			Rect  alloc.Rect          `json:"rect"`
+			Holes int                 `json:"holes"`
+			Frag  alloc.Fragmentation `json:"fragmentation_after"`
+			Table *alloc.TableFigures `json:"table"`
+		} `json:"chosen"`
+		Reason  string   `json:"reason"`
+		Found   int      `json:"candidates_found"`
+		Active  []string `json:"active_nodes"`
+		Transit []string `json:"transit_nodes"`
+		Rules   string   `json:"rules"`
+		Seconds float64  `json:"seconds"`
+	}
+	json.Unmarshal(b, &m)
+	t := cli.NewTable("FIELD", "VALUE")
+	t.Row("request", fmt.Sprintf("%d active, ≤ %d transit, %s, rules %s", m.Request.Nodes, m.Request.Transit, m.Request.Algo, m.Rules))
+	t.Row("candidates found", m.Found)
+	if m.Chosen == nil {
+		t.Row("result", "no allocation: "+m.Reason)
+		return t.Write(w)
+	}
+	t.Row("active", strings.Join(m.Active, " "))
+	t.Row("transit", strings.Join(m.Transit, " "))
+	t.Row("rectangle", m.Chosen.Rect.String()+fmt.Sprintf(" (%d unavailable inside)", m.Chosen.Holes))
+	t.Row("φ after", fmt.Sprintf("%d (largest free rectangle %d nodes ×%d)", m.Chosen.Frag.Phi, m.Chosen.Frag.LargestNodes, m.Chosen.Frag.LargestCount))
+	if m.Chosen.Table != nil {
+		t.Row("table diameter", m.Chosen.Table.Diameter)
+		t.Row("π_max / π_perfect", fmt.Sprintf("%g / %.3f (balance factor %.1f%%)", m.Chosen.Table.PiMax, m.Chosen.Table.PiPerfect, m.Chosen.Table.BalanceFactor))
+	}
+	t.Row("seconds", m.Seconds)
+	return t.Write(w)
+}
