@@ -217,7 +217,7 @@ func writeCapacity(w io.Writer, r *multiring.CapacityReport) error {
 		vals := []any{row.Ring}
 		for hop, v := range r.RouteTable[j] {
 			s := strconv.Itoa(v)
-			if hop > 0 && row.Shortest[v-1] {
+			if hop > 0 && v > 0 && row.Shortest[v-1] {
 				s += "*"
 			}
 			vals = append(vals, s)
