@@ -206,6 +206,33 @@ func CheckTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router,
 	if err != nil {
 		return nil, nil, err
 	}
+	rep, err := r.CheckJSON(tf)
+	return rep, r, err
+}
+
+// CheckJSON verifies a table in the file format against this router's
+// network and rule (the rule named in the file must be the router's), the
+// way CheckTable does, without building a new router: a service that keeps
+// one router per fabric state uses it to re-check stored tables after
+// failures.
+func (r *Router) CheckJSON(tf *TableJSON) (*Report, error) {
+	g := r.t.g
+	n := len(r.t.dims)
+	if !slices.Equal(tf.Dims, r.t.dims) {
+		return nil, fmt.Errorf("table file: dims %v do not match the torus %v", tf.Dims, r.t.dims)
+	}
+	rule, err := ParseRule(tf.Rules)
+	if err != nil {
+		return nil, fmt.Errorf("table file: %v", err)
+	}
+	if len(tf.Order) > 0 {
+		if rule.Order, err = ParseOrder(strings.Join(tf.Order, ","), n); err != nil {
+			return nil, fmt.Errorf("table file: %v", err)
+		}
+	}
+	if rule.String() != r.rule.String() {
+		return nil, fmt.Errorf("table file: rule %s differs from the router's %s", rule, r.rule)
+	}
 	node := func(what string, c []int) (int, error) {
 		if len(c) != n {
 			return -1, fmt.Errorf("table file: %s %v has %d coordinates, the torus has %d dimensions", what, c, len(c), n)
@@ -224,10 +251,10 @@ func CheckTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router,
 		for _, c := range tf.Active {
 			v, err := node("active node", c)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if inSet[v] {
-				return nil, nil, fmt.Errorf("table file: active node %s listed twice", g.NodeName(v))
+				return nil, fmt.Errorf("table file: active node %s listed twice", g.NodeName(v))
 			}
 			inSet[v] = true
 			active = append(active, v)
@@ -237,7 +264,7 @@ func CheckTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router,
 			for _, c := range [][]int{rt.Src, rt.Dst} {
 				v, err := node(fmt.Sprintf("route %d endpoint", i+1), c)
 				if err != nil {
-					return nil, nil, err
+					return nil, err
 				}
 				if !inSet[v] {
 					inSet[v] = true
@@ -250,10 +277,10 @@ func CheckTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router,
 	for _, c := range tf.Transit {
 		v, err := node("transit node", c)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if inSet[v] {
-			return nil, nil, fmt.Errorf("table file: transit node %s is also listed as active or twice", g.NodeName(v))
+			return nil, fmt.Errorf("table file: transit node %s is also listed as active or twice", g.NodeName(v))
 		}
 		inSet[v] = true
 		transit = append(transit, v)
@@ -276,20 +303,20 @@ func CheckTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router,
 	for i, x := range tf.Routes {
 		src, err := node(fmt.Sprintf("route %d source", i+1), x.Src)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		dst, err := node(fmt.Sprintf("route %d destination", i+1), x.Dst)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		dirs := make([]Dir, len(x.Dirs))
 		for k, s := range x.Dirs {
 			d, err := ParseDir(s)
 			if err != nil {
-				return nil, nil, fmt.Errorf("table file: route %d: %v", i+1, err)
+				return nil, fmt.Errorf("table file: route %d: %v", i+1, err)
 			}
 			if d.Dim() >= n {
-				return nil, nil, fmt.Errorf("table file: route %d: %s is not a direction of a %d-dimensional torus", i+1, d, n)
+				return nil, fmt.Errorf("table file: route %d: %s is not a direction of a %d-dimensional torus", i+1, d, n)
 			}
 			dirs[k] = d
 		}
@@ -344,7 +371,7 @@ func CheckTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router,
 	} else if !tf.DeadlockFree && len(tf.Routes) > 0 {
 		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, "the file says deadlock_free is false, but the dependencies have no cycle with a turn"})
 	}
-	return rep, r, nil
+	return rep, nil
 }
 
 // minimalSum returns Σ over ordered active pairs of the shortest legal

@@ -1,0 +1,273 @@
+package fm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// MaxBody is the largest request body accepted.
+const MaxBody = 1 << 20
+
+// HandlerOptions tune the HTTP API.
+type HandlerOptions struct {
+	// OpenRead lets GET requests through without the token.
+	OpenRead bool
+}
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+// Handler returns the HTTP handler of the service: the JSON API under
+// /api/, /healthz, /metrics, the OpenAPI document and the web page.
+func (s *Service) Handler(o HandlerOptions) http.Handler {
+	mux := http.NewServeMux()
+	route := func(pattern string, write bool, h func(w http.ResponseWriter, r *http.Request) (any, int, error)) {
+		name := pattern
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			code := s.serve(w, r, write, o, h)
+			s.m.requests.WithLabelValues(name, strconv.Itoa(code)).Inc()
+		})
+	}
+	route("GET /api/fabric", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		return s.Fabric(), 200, nil
+	})
+	route("GET /api/fabric/metrics", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		return s.Metrics(), 200, nil
+	})
+	route("GET /api/fabric/load", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		return map[string]any{"routes": s.LinkLoads(), "efi": s.mc.linkEFI()}, 200, nil
+	})
+	route("POST /api/fabric/failures", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		var ch FailureChange
+		if err := decode(r, &ch); err != nil {
+			return nil, 0, err
+		}
+		res, err := s.ChangeFailure(actor(r), ch)
+		return res, 200, err
+	})
+	route("GET /api/jobs", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		jobs, err := s.Jobs(r.URL.Query().Get("all") == "1")
+		if jobs == nil {
+			jobs = []*JobRecord{}
+		}
+		return jobs, 200, err
+	})
+	route("POST /api/jobs", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		var req JobRequest
+		if err := decode(r, &req); err != nil {
+			return nil, 0, err
+		}
+		j, err := s.Submit(actor(r), req)
+		return j, 201, err
+	})
+	route("GET /api/jobs/{id}", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		id, err := pathID(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		j, err := s.Job(id)
+		return j, 200, err
+	})
+	route("DELETE /api/jobs/{id}", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		id, err := pathID(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		j, err := s.Release(actor(r), id)
+		return j, 200, err
+	})
+	route("GET /api/jobs/{id}/routes", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		id, err := pathID(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		j, err := s.Job(id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if j.Table == nil {
+			return nil, 0, fmt.Errorf("%w: job %d has no routing table", ErrNotFound, id)
+		}
+		return j.Table, 200, nil
+	})
+	route("POST /api/jobs/{id}/verify", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		id, err := pathID(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		ok, problem, err := s.VerifyJob(id)
+		return map[string]any{"id": id, "ok": ok, "problem": problem}, 200, err
+	})
+	route("GET /api/mcast", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		return s.mc.list(), 200, nil
+	})
+	route("GET /api/mcast/{group}", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		g, err := s.mc.get(r.PathValue("group"))
+		return g, 200, err
+	})
+	route("POST /api/mcast/join", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		var req McastRequest
+		if err := decode(r, &req); err != nil {
+			return nil, 0, err
+		}
+		res, err := s.mc.join(actor(r), req)
+		return res, 200, err
+	})
+	route("POST /api/mcast/leave", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		var req McastRequest
+		if err := decode(r, &req); err != nil {
+			return nil, 0, err
+		}
+		res, err := s.mc.leave(actor(r), req)
+		return res, 200, err
+	})
+	route("GET /api/audit", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		ev, err := s.Audit(after, limit)
+		return ev, 200, err
+	})
+	mux.HandleFunc("GET /api/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		err := s.store.View(func(tx *Tx) error { _, _, err := tx.Fabric(); return err })
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			json.NewEncoder(w).Encode(map[string]any{"status": "unhealthy", "error": err.Error()})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"status": "ok"})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
+	web := webHandler()
+	mux.Handle("GET /{$}", web)
+	mux.Handle("GET /index.html", web)
+	mux.Handle("GET /static/", web)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, apiError{fmt.Sprintf("no API endpoint %s %s", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+// serve runs one API handler: auth, size limit, error mapping. It returns
+// the status code written.
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, write bool, o HandlerOptions,
+	h func(w http.ResponseWriter, r *http.Request) (any, int, error)) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			code = http.StatusInternalServerError
+			writeJSON(w, code, apiError{fmt.Sprintf("internal error: %v", p)})
+		}
+	}()
+	if (write || !o.OpenRead) && !s.Authorized(r.Header.Get("Authorization")) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="icn"`)
+		writeJSON(w, http.StatusUnauthorized, apiError{"missing or wrong bearer token (see the .token file next to the database)"})
+		return http.StatusUnauthorized
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	v, code, err := h(w, r)
+	if err != nil {
+		code = statusOf(err)
+		writeJSON(w, code, apiError{err.Error()})
+		return code
+	}
+	writeJSON(w, code, v)
+	return code
+}
+
+func statusOf(err error) int {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict
+	case strings.HasPrefix(err.Error(), "storage:"):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(v); err != nil {
+		code = http.StatusInternalServerError
+		buf.Reset()
+		fmt.Fprintf(&buf, "{\"error\":%q}\n", err.Error())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+// decode reads one JSON object, rejecting unknown fields and trailing data.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return badRequest("empty request body (want a JSON object)")
+		}
+		return badRequest("malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return badRequest("trailing data after the JSON object")
+	}
+	return nil
+}
+
+func pathID(r *http.Request) (int, error) {
+	id, err := strconv.Atoi(r.PathValue("id"))
+	if err != nil || id < 1 {
+		return 0, badRequest("job id %q is not a positive number", r.PathValue("id"))
+	}
+	return id, nil
+}
+
+func actor(r *http.Request) string {
+	if a := r.Header.Get("X-ICN-Actor"); a != "" && len(a) <= 64 {
+		return a
+	}
+	return "api@" + r.RemoteAddr
+}
+
+// Tick runs periodic work (multicast timeouts); Serve calls it every
+// second.
+func (s *Service) Tick() { s.mc.tick() }
+
+// RunTicker calls Tick every interval until stop is closed.
+func (s *Service) RunTicker(interval time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			s.Tick()
+		}
+	}
+}

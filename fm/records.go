@@ -1,0 +1,61 @@
+package fm
+
+import (
+	"time"
+
+	"github.com/icn-hpc/icn/routing"
+)
+
+// FabricRecord is the persistent description of the fabric: how to build
+// it and which links and nodes are currently failed (by name).
+type FabricRecord struct {
+	Spec        string    `json:"spec"`
+	FailedLinks []string  `json:"failed_links"`
+	FailedNodes []string  `json:"failed_nodes"`
+	Updated     time.Time `json:"updated"`
+}
+
+// JobRecord is a job placed by the service.
+type JobRecord struct {
+	ID        int                `json:"id"`
+	Name      string             `json:"name,omitempty"`
+	State     string             `json:"state"` // running, released
+	Nodes     int                `json:"nodes"`
+	Transit   int                `json:"transit_limit"`
+	Algo      string             `json:"algo"`
+	Active    []string           `json:"active"`
+	TransitN  []string           `json:"transit"`
+	Rules     string             `json:"rules"`
+	Table     *routing.TableJSON `json:"table,omitempty"` // verified routing table, as icn route --json writes it
+	Stats     TableStats         `json:"stats"`
+	Affected  []string           `json:"affected_by,omitempty"` // failures that broke reachability
+	Created   time.Time          `json:"created"`
+	Released  *time.Time         `json:"released,omitempty"`
+	Reachable bool               `json:"reachable"`
+}
+
+// TableStats are the figures of a job's routing table.
+type TableStats struct {
+	Diameter      int     `json:"diameter"`
+	PiMax         float64 `json:"pi_max"`
+	PiPerfect     float64 `json:"pi_perfect"`
+	BalanceFactor float64 `json:"balance_factor"`
+	DeadlockFree  bool    `json:"deadlock_free"`
+}
+
+// GroupRecord is a multicast group and its tree.
+type GroupRecord struct {
+	ID          string      `json:"id"`
+	State       string      `json:"state"`
+	MemberCount int         `json:"member_count"`
+	Members     []string    `json:"members"`
+	Left        []string    `json:"left,omitempty"`
+	Root        string      `json:"root,omitempty"`
+	Edges       [][2]string `json:"edges,omitempty"`
+	Height      int         `json:"height"`
+	Reason      string      `json:"reason,omitempty"`
+	Seq         int         `json:"routed_seq,omitempty"` // order in which trees were computed
+	Created     time.Time   `json:"created"`
+	Updated     time.Time   `json:"updated"`
+	gone        bool        // forgotten by the protocol manager: delete
+}

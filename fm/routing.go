@@ -1,0 +1,70 @@
+package fm
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/routing"
+	"github.com/icn-hpc/icn/topology"
+)
+
+// AngaraRouting returns the routing factory of an Angara torus under the
+// named rule (angara* by default in the service).
+func AngaraRouting(rule string) RoutingFactory {
+	return func(g *topology.Graph) (Routing, error) {
+		ar, err := alloc.NewAngaraRouter(g, rule)
+		if err != nil {
+			return nil, err
+		}
+		return &angaraRouting{AngaraRouter: ar}, nil
+	}
+}
+
+type angaraRouting struct {
+	*alloc.AngaraRouter
+}
+
+func (a *angaraRouting) Rules() string { return a.R.Rule().String() }
+
+func (a *angaraRouting) Routes(active, transit []int) (*routing.TableJSON, TableStats, error) {
+	tb, err := a.R.BuildTable(active, transit, routing.BFS)
+	if err != nil {
+		return nil, TableStats{}, err
+	}
+	var buf bytes.Buffer
+	if err := tb.WriteJSON(&buf); err != nil {
+		return nil, TableStats{}, err
+	}
+	tf, err := routing.ReadTableJSON(&buf)
+	if err != nil {
+		return nil, TableStats{}, err
+	}
+	st := TableStats{Diameter: tb.Stats.Diameter, PiMax: float64(tb.Stats.PiMax), PiPerfect: tb.Stats.PiPerfect,
+		BalanceFactor: tb.Stats.BalanceFactor, DeadlockFree: tb.DeadlockFree}
+	return tf, st, nil
+}
+
+func (a *angaraRouting) Check(tf *routing.TableJSON) error {
+	c := *tf
+	// The failures recorded with the table are those of its creation; the
+	// router knows the current ones.
+	c.FailedLinks, c.FailedNodes = nil, nil
+	rep, err := a.R.CheckJSON(&c)
+	if err != nil {
+		return err
+	}
+	if len(rep.Violations) > 0 {
+		var msgs []string
+		for i, v := range rep.Violations {
+			if i == 3 {
+				msgs = append(msgs, fmt.Sprintf("and %d more", len(rep.Violations)-3))
+				break
+			}
+			msgs = append(msgs, v.String())
+		}
+		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return nil
+}
