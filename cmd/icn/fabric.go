@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/topology"
+	"github.com/icn-hpc/icn/unicast"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	fabric := &cobra.Command{Use: "fabric", Short: "Unicast routing of switched fabrics (OpenSM-compatible LFTs) and routing audits"}
+	root.AddCommand(fabric)
+
+	// icn fabric route
+	{
+		var ff fabricFlags
+		var af auditFlags
+		var out output
+		var engine, roots, lftOut, lanesOut string
+		var lanes int
+		c := &cobra.Command{
+			Use:   "route",
+			Short: "Compute linear forwarding tables with a routing engine, audit them, optionally write opensm-lfts.dump",
+			Example: `  icn fabric route --fabric fattree:k=4,n=3 --engine ftree
+  icn fabric route --fabric dragonfly:a=4,p=2,h=2 --engine dfsssp --lanes 4 --json
+  icn fabric route --fabric net.ibnet --engine updn --roots S-0002c90000001d18 --lft-out opensm-lfts.dump`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, args []string) error {
+				f, err := ff.load()
+				if err != nil {
+					return err
+				}
+				o := unicast.Options{Engine: engine, Lanes: lanes, Workers: af.workers}
+				if roots != "" {
+					list, err := readArgFile(roots)
+					if err != nil {
+						return fmt.Errorf("--roots: %v", err)
+					}
+					if o.Roots, err = unicast.ParseRoots(f.G, list); err != nil {
+						return fmt.Errorf("--roots: %v", err)
+					}
+				}
+				bar := cli.NewProgress(-1, "routing "+engine, false)
+				o.Progress = bar.Add
+				start := time.Now()
+				res, err := unicast.Route(f, o)
+				bar.Done()
+				if err != nil {
+					return err
+				}
+				secs := time.Since(start).Seconds()
+				rep, err := af.audit(res.Tables)
+				if err != nil {
+					return err
+				}
+				var dump, lanesBuf bytes.Buffer
+				if lftOut != "" {
+					if err := res.Tables.WriteDump(&dump); err != nil {
+						return err
+					}
+				}
+				if lanesOut != "" {
+					if err := res.Tables.WriteLanes(&lanesBuf); err != nil {
+						return err
+					}
+				}
+				if lftOut != "" {
+					if err := writeFileAtomic(lftOut, dump.Bytes()); err != nil {
+						return err
+					}
+				}
+				if lanesOut != "" {
+					if err := writeFileAtomic(lanesOut, lanesBuf.Bytes()); err != nil {
+						return err
+					}
+				}
+				var rootNames []string
+				for _, v := range res.Roots {
+					rootNames = append(rootNames, f.G.NodeName(v))
+				}
+				v := routeJSON{Fabric: ff.spec, Report: rep, Seconds: secs, AuditSeconds: rep.Seconds,
+					LayerSeconds: res.LayerSeconds, LayerBreaks: res.LayerBreaks, LayerMoved: res.LayerMoved, LanesNeeded: res.LanesNeeded, LaneLimit: res.LaneLimit,
+					Roots: rootNames, LFTOut: lftOut, LanesOut: lanesOut}
+				if err := out.print(stdout(c), v, func(w io.Writer) error { return writeFabricReport(w, ff.spec, &v, true) }); err != nil {
+					return err
+				}
+				return af.verdict(rep)
+			},
+		}
+		ff.register(c)
+		af.register(c)
+		out.register(c)
+		c.Flags().StringVar(&engine, "engine", "minhop", "routing engine: "+strings.Join(unicast.EngineNames(), ", "))
+		c.Flags().StringVar(&roots, "roots", "", "updn root switches: names or GUIDs (0x…), comma-separated, or @FILE (OpenSM root GUID file)")
+		c.Flags().IntVar(&lanes, "lanes", unicast.DefaultLanes, "virtual lanes dfsssp (and dor on a torus) may use, 1..15")
+		c.Flags().StringVar(&lftOut, "lft-out", "", "write the tables as opensm-lfts.dump to FILE (OpenSM: -R file -U FILE)")
+		c.Flags().StringVar(&lanesOut, "lanes-out", "", "write the lane of every path to FILE (dfsssp, dor on a torus)")
+		fabric.AddCommand(c)
+	}
+
+	// icn fabric audit
+	{
+		var ff fabricFlags
+		var af auditFlags
+		var out output
+		var lftPath, lanesPath string
+		c := &cobra.Command{
+			Use:   "audit",
+			Short: "Audit forwarding tables (opensm-lfts.dump, e.g. from OpenSM) for a fabric: reachability, path lengths, link loads, deadlock",
+			Example: `  icn fabric audit --fabric net.ibnet --lft opensm-lfts.dump
+  icn fabric audit --fabric fattree:k=4,n=3 --lft lfts.dump --json --check`,
+			Args: cobra.NoArgs,
+			RunE: func(c *cobra.Command, args []string) error {
+				if lftPath == "" {
+					return fmt.Errorf("no tables given (use --lft FILE)")
+				}
+				g, ann, err := ff.graph()
+				if err != nil {
+					return err
+				}
+				fh, err := os.Open(lftPath)
+				if err != nil {
+					return err
+				}
+				defer fh.Close()
+				t, err := unicast.ReadDump(fh, lftPath, g, ann)
+				if err != nil {
+					return err
+				}
+				if lanesPath != "" {
+					lf, err := os.Open(lanesPath)
+					if err != nil {
+						return err
+					}
+					defer lf.Close()
+					if err := t.ReadLanes(lf, lanesPath); err != nil {
+						return err
+					}
+				}
+				rep, err := af.audit(t)
+				if err != nil {
+					return err
+				}
+				v := routeJSON{Fabric: ff.spec, Report: rep, Seconds: rep.Seconds, AuditSeconds: rep.Seconds, LanesNeeded: t.Lanes()}
+				if err := out.print(stdout(c), v, func(w io.Writer) error { return writeFabricReport(w, ff.spec, &v, false) }); err != nil {
+					return err
+				}
+				return af.verdict(rep)
+			},
+		}
+		ff.register(c)
+		af.register(c)
+		out.register(c)
+		c.Flags().StringVar(&lftPath, "lft", "", "opensm-lfts.dump file to audit")
+		c.Flags().StringVar(&lanesPath, "lanes-file", "", "lane file written by --lanes-out (default: every path on lane 0)")
+		fabric.AddCommand(c)
+	}
+
+	// icn fabric engines
+	{
+		var out output
+		c := &cobra.Command{
+			Use:   "engines",
+			Short: "List the routing engines and what each guarantees about deadlock",
+			Args:  cobra.NoArgs,
+			RunE: func(c *cobra.Command, args []string) error {
+				type row struct {
+					Name     string `json:"name"`
+					Summary  string `json:"summary"`
+					Deadlock string `json:"deadlock"`
+				}
+				var rows []row
+				for _, e := range unicast.Engines {
+					rows = append(rows, row{e.Name, e.Summary, e.Deadlock})
+				}
+				return out.print(stdout(c), rows, func(w io.Writer) error {
+					t := cli.NewTable("ENGINE", "DEADLOCK", "HOW IT ROUTES")
+					for _, r := range rows {
+						t.Row(r.Name, r.Deadlock, r.Summary)
+					}
+					return t.Write(w)
+				})
+			},
+		}
+		out.register(c)
+		fabric.AddCommand(c)
+	}
+}
+
+// fabricFlags select the fabric: a spec or a file, plus failures.
+type fabricFlags struct {
+	spec      string
+	failLinks string
+	failNodes string
+}
+
+func (ff *fabricFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&ff.spec, "fabric", "", "fabric: a spec (fattree:k=4,n=3, dragonfly:a=4,p=2,h=2, torus:4x4:endpoints=1, …) or a file (ibnetdiscover, ibsim net, JSON, YAML)")
+	c.Flags().StringVar(&ff.failLinks, "fail-links", "", "failed links: NODE[PORT], A~B, NODE+X, comma-separated, or @FILE")
+	c.Flags().StringVar(&ff.failNodes, "fail-nodes", "", "failed nodes, comma-separated, or @FILE")
+}
+
+// graph loads the network (an existing file is read as file:PATH) and, for
+// ibnetdiscover / ibsim text, its per-port LID and GUID annotations.
+func (ff *fabricFlags) graph() (*topology.Graph, *unicast.Annotations, error) {
+	if ff.spec == "" {
+		return nil, nil, fmt.Errorf("no fabric given (use --fabric SPEC or FILE)")
+	}
+	spec := ff.spec
+	if st, err := os.Stat(spec); err == nil && !st.IsDir() && !strings.HasPrefix(spec, "file:") {
+		spec = "file:" + spec
+	}
+	g, err := loadTopo(spec, ff.failLinks, ff.failNodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ann *unicast.Annotations
+	if path, ok := strings.CutPrefix(spec, "file:"); ok {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if topology.DetectFormat(data) == topology.FormatIBNet {
+			if ann, err = unicast.ParseAnnotations(data, path); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return g, ann, nil
+}
+
+func (ff *fabricFlags) load() (*unicast.Fabric, error) {
+	g, ann, err := ff.graph()
+	if err != nil {
+		return nil, err
+	}
+	return unicast.NewFabric(g, ann)
+}
+
+// auditFlags are the audit settings route and audit share.
+type auditFlags struct {
+	contention string
+	shifts     int
+	perms      int
+	seed       uint64
+	workers    int
+	check      bool
+}
+
+func (af *auditFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&af.contention, "contention", "auto", "permutation contention: auto (fat trees only), on or off")
+	c.Flags().IntVar(&af.shifts, "shifts", 0, "shift permutations to test: 0 = all when there are at most 4097 end ports, else 256 evenly spaced; N = N evenly spaced")
+	c.Flags().IntVar(&af.perms, "perms", 8, "random permutations to test")
+	c.Flags().Uint64Var(&af.seed, "seed", 1, "seed of the random permutations")
+	c.Flags().IntVar(&af.workers, "workers", 0, "goroutines (0 = all cores; results do not depend on it)")
+	c.Flags().BoolVar(&af.check, "check", false, "exit with status 1 unless every pair is reachable and the routing is deadlock-free")
+}
+
+func (af *auditFlags) audit(t *unicast.Tables) (*unicast.Report, error) {
+	o := unicast.AuditOptions{Shifts: af.shifts, Perms: af.perms, Seed: af.seed, Workers: af.workers}
+	switch af.contention {
+	case "auto":
+	case "on":
+		o.Contention = unicast.ContentionOn
+	case "off":
+		o.Contention = unicast.ContentionOff
+	default:
+		return nil, fmt.Errorf("--contention %q: want auto, on or off", af.contention)
+	}
+	if af.perms < 0 || af.shifts < 0 {
+		return nil, fmt.Errorf("--shifts and --perms must be ≥ 0")
+	}
+	if af.perms == 0 {
+		o.Perms = -1
+	}
+	bar := cli.NewProgress(-1, "auditing", false)
+	o.Progress = bar.Add
+	rep, err := unicast.Audit(t, o)
+	bar.Done()
+	return rep, err
+}
+
+func (af *auditFlags) verdict(r *unicast.Report) error {
+	if !af.check {
+		return nil
+	}
+	switch {
+	case !r.Reachable:
+		return &exitError{1, fmt.Errorf("%d unreachable pairs (%s)", r.UnreachablePairs, r.FirstUnreachable)}
+	case !r.DeadlockFree:
+		return &exitError{1, fmt.Errorf("channel dependency cycle on lane %d: %s", r.CycleLane, strings.Join(r.Cycle, " → "))}
+	}
+	return nil
+}
+
+// routeJSON is the output of route and audit.
+type routeJSON struct {
+	Fabric string `json:"fabric"`
+	*unicast.Report
+	Seconds      float64  `json:"seconds"`
+	AuditSeconds float64  `json:"audit_seconds"`
+	LayerSeconds float64  `json:"layer_seconds"`
+	LayerBreaks  int      `json:"layer_cycles_broken"`
+	LayerMoved   int64    `json:"layer_paths_moved"`
+	LanesNeeded  int      `json:"lanes_needed"`
+	LaneLimit    bool     `json:"lane_limit"`
+	Roots        []string `json:"roots,omitempty"`
+	LFTOut       string   `json:"lft_out,omitempty"`
+	LanesOut     string   `json:"lanes_out,omitempty"`
+}
+
+func writeFabricReport(w io.Writer, spec string, v *routeJSON, routed bool) error {
+	r := v.Report
+	t := cli.NewTable("METRIC", "VALUE")
+	t.Row("fabric", spec)
+	t.Row("engine", r.Engine)
+	t.Row("switches / end nodes / LIDs", fmt.Sprintf("%d / %d / %d", r.Switches, r.Endpoints, r.LIDs))
+	if len(v.Roots) > 0 {
+		t.Row("up*/down* roots", strings.Join(v.Roots, ","))
+	}
+	reach := "yes"
+	switch {
+	case !r.Reachable && r.UnreachableSwitch == r.UnreachablePairs:
+		reach = fmt.Sprintf("end ports yes; %d of %d pairs to switch LIDs (management) unreachable; first: %s", r.UnreachablePairs, r.Pairs, r.FirstUnreachable)
+	case !r.Reachable:
+		reach = fmt.Sprintf("NO: %d of %d pairs (%d black holes, %d loops); first: %s", r.UnreachablePairs, r.Pairs, r.BlackHoles, r.Loops, r.FirstUnreachable)
+	}
+	t.Row("all pairs reachable", reach)
+	t.Row("hops (links) max / avg", fmt.Sprintf("%d / %s", r.MaxHops, cli.Float(r.AvgHops)))
+	t.Row("minimal routes", fmt.Sprintf("%s%%", cli.Float(100*r.MinimalFraction)))
+	t.Row("routes per switch link max / mean", fmt.Sprintf("%d / %s (π_perfect %s, balance factor %s%%)", r.MaxLinkRoutes, cli.Float(r.MeanLinkRoutes), cli.Float(r.PiPerfect), cli.Float(r.BalanceFactor)))
+	dl := "yes"
+	if !r.DeadlockFree {
+		dl = fmt.Sprintf("NO: cycle on lane %d: %s", r.CycleLane, strings.Join(r.Cycle, " → "))
+	}
+	t.Row("deadlock-free", dl)
+	t.Row("lanes", r.Lanes)
+	for _, l := range r.LaneCDG {
+		t.Row(fmt.Sprintf("  lane %d", l.Lane), fmt.Sprintf("%d paths, %d dependencies, acyclic: %s", l.Paths, l.Edges, cli.Cell(l.Acyclic)))
+	}
+	if v.LaneLimit {
+		t.Row("lane budget", "EXHAUSTED: raise --lanes")
+	}
+	if c := r.Contention; c != nil {
+		t.Row("shift contention (max routes on a link)", fmt.Sprintf("%d over %d shifts (worst shift %d, mean %s), %s order", c.ShiftMax, c.Shifts, c.ShiftWorst, cli.Float(c.ShiftMean), c.Order))
+		t.Row("random-permutation contention", fmt.Sprintf("max %d, mean %s over %d permutations (seed %d)", c.RandomMax, cli.Float(c.RandomMean), c.Random, c.Seed))
+	}
+	if routed {
+		t.Row("route seconds", cli.Float(v.Seconds))
+		if v.LayerSeconds > 0 {
+			t.Row("  of which lane layering", fmt.Sprintf("%s (%d cycles broken, %d paths moved)", cli.Float(v.LayerSeconds), v.LayerBreaks, v.LayerMoved))
+		}
+	}
+	t.Row("audit seconds", cli.Float(v.AuditSeconds))
+	if v.LFTOut != "" {
+		t.Row("tables written to", v.LFTOut)
+	}
+	if v.LanesOut != "" {
+		t.Row("lanes written to", v.LanesOut)
+	}
+	return t.Write(w)
+}

@@ -1,0 +1,593 @@
+package unicast
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/icn-hpc/icn/internal/cdg"
+	"github.com/icn-hpc/icn/internal/par"
+	"github.com/icn-hpc/icn/topology"
+)
+
+// Report is the audit of a table set.
+//
+// Traffic sources are the live end ports. Reachability covers every
+// (source, LID) pair of different nodes; path lengths and link loads cover
+// the pairs of end ports (an all-to-all). Lengths are in links, end port to
+// end port. Link loads are counted on switch-to-switch channels only: an
+// access channel carries N−1 routes whatever the routing.
+type Report struct {
+	Engine    string `json:"engine"`
+	Switches  int    `json:"switches"`
+	Endpoints int    `json:"endpoints"`
+	EndPorts  int    `json:"end_ports"`
+	LIDs      int    `json:"lids"`
+
+	MaxLinkRoutes  int64   `json:"max_link_routes"`
+	MeanLinkRoutes float64 `json:"mean_link_routes"`
+	PiPerfect      float64 `json:"pi_perfect"`
+	BalanceFactor  float64 `json:"balance_factor"`
+	Channels       int     `json:"switch_channels"`
+
+	MaxHops         int     `json:"max_hops"`
+	AvgHops         float64 `json:"avg_hops"`
+	MinimalFraction float64 `json:"minimal_fraction"`
+
+	Reachable        bool  `json:"reachable"`
+	Pairs            int64 `json:"pairs"`
+	UnreachablePairs int64 `json:"unreachable_pairs"`
+	// UnreachableSwitch counts the unreachable pairs whose destination is
+	// a switch LID (management traffic only).
+	UnreachableSwitch int64  `json:"unreachable_switch_pairs"`
+	BlackHoles        int64  `json:"black_holes"`
+	Loops             int64  `json:"loops"`
+	FirstUnreachable  string `json:"first_unreachable,omitempty"`
+
+	DeadlockFree bool         `json:"deadlock_free"`
+	Lanes        int          `json:"lanes"`
+	LaneCDG      []LaneReport `json:"lane_cdg"`
+	Cycle        []string     `json:"cycle,omitempty"`
+	CycleLane    int          `json:"cycle_lane"`
+
+	FatTree    bool        `json:"fat_tree"`
+	Contention *Contention `json:"contention,omitempty"`
+
+	Seconds float64 `json:"seconds"`
+}
+
+// LaneReport is the channel dependency graph of one lane.
+type LaneReport struct {
+	Lane    int      `json:"lane"`
+	Paths   int64    `json:"paths"` // (source switch, LID) paths on the lane
+	Edges   int      `json:"edges"`
+	Acyclic bool     `json:"acyclic"`
+	Cycle   []string `json:"cycle,omitempty"`
+}
+
+// Contention is the worst link sharing of permutation traffic.
+type Contention struct {
+	Order      string  `json:"order"` // "fat-tree" or "port"
+	Shifts     int     `json:"shifts"`
+	ShiftMax   int     `json:"shift_max"`
+	ShiftWorst int     `json:"shift_worst"` // a shift reaching ShiftMax
+	ShiftMean  float64 `json:"shift_mean"`
+	Random     int     `json:"random"`
+	RandomMax  int     `json:"random_max"`
+	RandomMean float64 `json:"random_mean"`
+	Seed       uint64  `json:"seed"`
+}
+
+// AuditOptions control Audit.
+type AuditOptions struct {
+	// Contention: compute shift/random permutation contention. Auto (the
+	// zero value) computes it on fat trees only.
+	Contention ContentionMode
+	// Shifts tested: 0 = all shifts up to 4096 end ports, else 256 evenly
+	// spaced; a positive value samples that many evenly spaced shifts.
+	Shifts int
+	// Perms is the number of random permutations (default 8; -1 = none).
+	Perms   int
+	Seed    uint64
+	Workers int
+	// Progress, if set, is called with units of work done.
+	Progress func(n int)
+}
+
+// ContentionMode says when to compute permutation contention.
+type ContentionMode int
+
+const (
+	ContentionAuto ContentionMode = iota
+	ContentionOn
+	ContentionOff
+)
+
+// Audit checks a table set: reachability (loops and black holes), path
+// lengths against the shortest, per-link route counts, channel-dependency
+// cycles per lane and, for fat trees, permutation contention.
+func Audit(t *Tables, o AuditOptions) (*Report, error) {
+	start := time.Now()
+	if o.Progress == nil {
+		o.Progress = func(int) {}
+	}
+	f := t.F
+	g := f.G
+	S := len(f.switches)
+	h, err := topology.MinHops(g, o.Workers)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Engine: t.Engine, Switches: S, Endpoints: g.Count(topology.Endpoint), EndPorts: len(f.terms), Lanes: t.numLanes, CycleLane: -1}
+	srcW := sourceWeights(f)
+	fl := newFastLFT(t, switchAdjacency(f))
+	for lid := 1; lid <= f.maxLID; lid++ {
+		if sw, term := f.Owner(lid); sw >= 0 || term >= 0 {
+			r.LIDs++
+		}
+	}
+	lids := make([]int, 0, r.LIDs)
+	for _, d := range f.dests() {
+		if d.alive {
+			lids = append(lids, d.lid)
+		}
+	}
+	sort.Ints(lids)
+
+	nw := par.Workers(o.Workers)
+	type acc struct {
+		nxt, depth []int32
+		buckets    [][]int32
+		w          []int64
+		sum        []int64
+		load       []int64
+		pairs      int64
+		unreach    int64
+		unreachSw  int64
+		holes      int64
+		loops      int64
+		hopSum     int64
+		hopMax     int
+		minimal    int64
+		perfect    int64
+		termPairs  int64
+		firstLID   int
+		firstMsg   string
+	}
+	ac := make([]acc, nw)
+	for i := range ac {
+		a := &ac[i]
+		a.nxt, a.depth = make([]int32, S), make([]int32, S)
+		a.w, a.sum = make([]int64, S), make([]int64, S)
+		a.load = make([]int64, g.NumChannels())
+		a.firstLID = math.MaxInt
+	}
+	var done atomic.Int64
+	par.For(len(lids), nw, func(wk, k int) {
+		if done.Add(1)%256 == 0 {
+			o.Progress(256)
+		}
+		a := &ac[wk]
+		lid := lids[k]
+		dsw, dterm := f.Owner(lid)
+		tsw := dsw
+		destNode := -1
+		if dterm >= 0 {
+			tsw = f.terms[dterm].Switch
+			destNode = f.terms[dterm].Node
+		}
+		var order []int32
+		order, a.buckets = fl.treeOrder(lid, a.nxt, a.depth, a.buckets)
+		for s := 0; s < S; s++ {
+			a.w[s] = int64(srcW[s])
+		}
+		if destNode >= 0 {
+			// Ports of the destination node do not send to it.
+			for p := 1; p <= g.NumPorts(destNode); p++ {
+				if _, ti := f.Owner(f.portLID(destNode, p)); ti >= 0 && f.termAlive(ti) {
+					a.w[f.terms[ti].Switch]--
+				}
+			}
+		}
+		for s := 0; s < S; s++ {
+			if a.w[s] == 0 {
+				continue
+			}
+			a.pairs += a.w[s]
+			if a.depth[s] >= 0 {
+				continue
+			}
+			a.unreach += a.w[s]
+			if dterm < 0 {
+				a.unreachSw += a.w[s]
+			}
+			why, at := t.classify(s, lid)
+			if why == hole {
+				a.holes += a.w[s]
+			} else {
+				a.loops += a.w[s]
+			}
+			if lid < a.firstLID {
+				a.firstLID = lid
+				kind := "black hole"
+				if why != hole {
+					kind = "routing loop"
+				}
+				a.firstMsg = fmt.Sprintf("from switch %s to LID %d (%s): %s at switch %s",
+					g.NodeName(f.Switch(s)), lid, f.LIDName(lid), kind, g.NodeName(f.Switch(at)))
+			}
+		}
+		if dterm < 0 {
+			return
+		}
+		tv := f.Switch(tsw)
+		for _, u := range order {
+			a.sum[u] = a.w[u]
+		}
+		for _, u := range order {
+			if v := a.nxt[u]; v >= 0 {
+				a.sum[v] += a.sum[u]
+				c := g.PortChannel(f.Switch(int(u)), t.Port(int(u), lid))
+				a.load[c] += a.sum[u]
+			}
+		}
+		for s := 0; s < S; s++ {
+			if a.w[s] == 0 {
+				continue
+			}
+			mh := h.Hops(f.Switch(s), tv)
+			if mh != topology.Unreachable {
+				a.perfect += a.w[s] * int64(mh)
+			}
+			if a.depth[s] < 0 {
+				continue
+			}
+			d := int(a.depth[s])
+			a.termPairs += a.w[s]
+			a.hopSum += a.w[s] * int64(d+2)
+			a.hopMax = max(a.hopMax, d+2)
+			if d == mh {
+				a.minimal += a.w[s]
+			}
+		}
+	})
+	var termPairs, hopSum, minimal, perfect int64
+	firstLID := math.MaxInt
+	load := ac[0].load
+	for i := range ac {
+		a := &ac[i]
+		r.Pairs += a.pairs
+		r.UnreachablePairs += a.unreach
+		r.UnreachableSwitch += a.unreachSw
+		r.BlackHoles += a.holes
+		r.Loops += a.loops
+		termPairs += a.termPairs
+		hopSum += a.hopSum
+		minimal += a.minimal
+		perfect += a.perfect
+		r.MaxHops = max(r.MaxHops, a.hopMax)
+		if a.firstLID < firstLID {
+			firstLID, r.FirstUnreachable = a.firstLID, a.firstMsg
+		}
+		if i > 0 {
+			for c, v := range a.load {
+				load[c] += v
+			}
+		}
+	}
+	r.Reachable = r.UnreachablePairs == 0
+	if termPairs > 0 {
+		r.AvgHops = float64(hopSum) / float64(termPairs)
+		r.MinimalFraction = float64(minimal) / float64(termPairs)
+	}
+	var loadSum int64
+	for c := 0; c < g.NumChannels(); c++ {
+		if f.swIndex[g.Src(c)] < 0 || f.swIndex[g.Dst(c)] < 0 || !g.Up(c) {
+			continue
+		}
+		r.Channels++
+		loadSum += load[c]
+		r.MaxLinkRoutes = max(r.MaxLinkRoutes, load[c])
+	}
+	if r.Channels > 0 {
+		r.MeanLinkRoutes = float64(loadSum) / float64(r.Channels)
+		r.PiPerfect = float64(perfect) / float64(r.Channels)
+	}
+	if r.PiPerfect > 0 {
+		r.BalanceFactor = (float64(r.MaxLinkRoutes)/r.PiPerfect - 1) * 100
+	}
+
+	if err := auditCDG(fl, r, srcW, lids, nw); err != nil {
+		return nil, err
+	}
+
+	ft, ftErr := analyseFatTree(f)
+	r.FatTree = ftErr == nil
+	if o.Contention == ContentionOn || (o.Contention == ContentionAuto && r.FatTree) {
+		var order []int
+		name := "port"
+		if ftErr == nil {
+			order, name = ft.order, "fat-tree"
+		} else {
+			for i := range f.terms {
+				order = append(order, i)
+			}
+		}
+		r.Contention = contention(fl, order, name, o)
+	}
+	r.Seconds = time.Since(start).Seconds()
+	return r, nil
+}
+
+// portLID returns the LID of end port (v, p), or 0.
+func (f *Fabric) portLID(v, p int) int {
+	// Terminals are sorted by node and port.
+	i := sort.Search(len(f.terms), func(i int) bool {
+		t := f.terms[i]
+		return t.Node > v || (t.Node == v && t.Port >= p)
+	})
+	if i < len(f.terms) && f.terms[i].Node == v && f.terms[i].Port == p {
+		return f.terms[i].LID
+	}
+	return 0
+}
+
+// classify follows the route from switch s to lid and says how it fails:
+// hole (with the switch where the packet is dropped) or a loop (with a
+// switch on it).
+func (t *Tables) classify(s, lid int) (int, int) {
+	for steps := 0; steps <= 2*len(t.F.switches); steps++ {
+		n := t.next(s, lid)
+		if n == hole {
+			return hole, s
+		}
+		if n == atDest {
+			return atDest, s
+		}
+		s = n
+	}
+	return 0, s
+}
+
+// auditCDG builds one channel dependency graph per lane from the routes of
+// every source switch and checks each for a cycle (internal/cdg).
+func auditCDG(fl *fastLFT, r *Report, srcW []uint32, lids []int, nw int) error {
+	t := fl.t
+	f := t.F
+	g := f.G
+	S := len(f.switches)
+	ti, err := newTurnIndex(f)
+	if err != nil {
+		return err
+	}
+	L := t.numLanes
+	words := (ti.nslots + 63) / 64
+	type scratch struct {
+		bits  [][]uint64
+		paths []int64
+		mark  []uint16
+	}
+	scr := make([]scratch, nw)
+	for i := range scr {
+		scr[i].bits = make([][]uint64, L)
+		for l := range scr[i].bits {
+			scr[i].bits[l] = make([]uint64, words)
+		}
+		scr[i].paths = make([]int64, L)
+		scr[i].mark = make([]uint16, S)
+	}
+	par.For(len(lids), nw, func(w, k int) {
+		sc := &scr[w]
+		lid := lids[k]
+		clear(sc.mark)
+		for s := 0; s < S; s++ {
+			if srcW[s] == 0 {
+				continue
+			}
+			l := t.Lane(s, lid)
+			if l >= L {
+				l = L - 1
+			}
+			sc.paths[l]++
+			bit := uint16(1) << uint(l)
+			bits := sc.bits[l]
+			x := s
+			prev := int32(-1)
+			for steps := 0; steps <= S; steps++ {
+				p := t.Port(x, lid)
+				nx := fl.next(x, lid)
+				if nx < 0 {
+					break // delivered or dropped: ejection turns never close a cycle
+				}
+				if prev >= 0 {
+					k := ti.base[prev] + int32(p-1)
+					bits[k>>6] |= 1 << uint(k&63)
+				}
+				if sc.mark[x]&bit != 0 {
+					break // the rest of the route is recorded already
+				}
+				sc.mark[x] |= bit
+				prev = int32(g.PortChannel(f.Switch(x), p))
+				x = nx
+			}
+		}
+	})
+	r.DeadlockFree = true
+	for l := 0; l < L; l++ {
+		bits := scr[0].bits[l]
+		paths := scr[0].paths[l]
+		for i := 1; i < nw; i++ {
+			for k, v := range scr[i].bits[l] {
+				bits[k] |= v
+			}
+			paths += scr[i].paths[l]
+		}
+		cg := cdg.New(g.NumChannels())
+		edges := 0
+		for c := 0; c < g.NumChannels(); c++ {
+			b := ti.base[c]
+			if b < 0 {
+				continue
+			}
+			v := g.Dst(c)
+			for p := 1; p <= g.NumPorts(v); p++ {
+				k := b + int32(p-1)
+				if bits[k>>6]&(1<<uint(k&63)) == 0 {
+					continue
+				}
+				c2 := g.PortChannel(v, p)
+				cg.Add(int32(c), int32(c2), cdg.Turn)
+				edges++
+			}
+		}
+		lr := LaneReport{Lane: l, Paths: paths, Edges: edges, Acyclic: true}
+		if cyc := cg.Deadlock(false); cyc != nil {
+			lr.Acyclic = false
+			for _, c := range cyc {
+				lr.Cycle = append(lr.Cycle, g.ChannelName(int(c)))
+			}
+			if r.DeadlockFree {
+				r.DeadlockFree = false
+				r.Cycle, r.CycleLane = lr.Cycle, l
+			}
+		}
+		r.LaneCDG = append(r.LaneCDG, lr)
+	}
+	return nil
+}
+
+// contention routes permutations of the live end ports (in the given
+// order) and reports the most routes sharing one channel.
+func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contention {
+	t := fl.t
+	f := t.F
+	g := f.G
+	var live []int
+	for _, ti := range order {
+		if f.termAlive(ti) {
+			live = append(live, ti)
+		}
+	}
+	N := len(live)
+	c := &Contention{Order: name, Seed: o.Seed}
+	if N < 2 {
+		return c
+	}
+	var shifts []int
+	switch {
+	case o.Shifts < 0:
+	case o.Shifts == 0 && N-1 <= 4096:
+		for k := 1; k < N; k++ {
+			shifts = append(shifts, k)
+		}
+	default:
+		n := o.Shifts
+		if n == 0 {
+			n = 256
+		}
+		n = min(n, N-1)
+		for i := 0; i < n; i++ {
+			shifts = append(shifts, 1+i*(N-1)/n)
+		}
+	}
+	perms := o.Perms
+	if perms == 0 {
+		perms = 8
+	}
+	if perms < 0 {
+		perms = 0
+	}
+	jobs := len(shifts) + perms
+	nw := par.Workers(o.Workers)
+	type scratch struct {
+		cnt     []int32
+		touched []int32
+		perm    []int
+	}
+	scr := make([]scratch, nw)
+	for i := range scr {
+		scr[i].cnt = make([]int32, g.NumChannels())
+		scr[i].perm = make([]int, N)
+	}
+	worst := make([]int, jobs)
+	par.For(jobs, nw, func(w, j int) {
+		sc := &scr[w]
+		if j < len(shifts) {
+			for i := range sc.perm {
+				sc.perm[i] = (i + shifts[j]) % N
+			}
+		} else {
+			rng := rand.New(rand.NewPCG(o.Seed, uint64(j-len(shifts))))
+			copy(sc.perm, rng.Perm(N))
+		}
+		m := 0
+		bump := func(ch int) {
+			if sc.cnt[ch] == 0 {
+				sc.touched = append(sc.touched, int32(ch))
+			}
+			sc.cnt[ch]++
+			m = max(m, int(sc.cnt[ch]))
+		}
+		for i, pi := range sc.perm {
+			src, dst := f.terms[live[i]], f.terms[live[pi]]
+			if src.Node == dst.Node {
+				continue
+			}
+			// Check the route first so unreachable pairs load nothing.
+			s := src.Switch
+			ok := false
+			x := s
+			for steps := 0; steps <= len(f.switches); steps++ {
+				n := fl.next(x, dst.LID)
+				if n < 0 {
+					ok = n == atDest
+					break
+				}
+				x = n
+			}
+			if !ok {
+				continue
+			}
+			bump(g.PortChannel(src.Node, src.Port))
+			x = s
+			for {
+				p := t.Port(x, dst.LID)
+				bump(g.PortChannel(f.Switch(x), p))
+				n := fl.next(x, dst.LID)
+				if n < 0 {
+					break
+				}
+				x = n
+			}
+		}
+		worst[j] = m
+		for _, ch := range sc.touched {
+			sc.cnt[ch] = 0
+		}
+		sc.touched = sc.touched[:0]
+		o.Progress(1)
+	})
+	c.Shifts, c.Random = len(shifts), perms
+	var sum float64
+	for j, k := range shifts {
+		if worst[j] > c.ShiftMax {
+			c.ShiftMax, c.ShiftWorst = worst[j], k
+		}
+		sum += float64(worst[j])
+	}
+	if len(shifts) > 0 {
+		c.ShiftMean = sum / float64(len(shifts))
+	}
+	sum = 0
+	for j := len(shifts); j < jobs; j++ {
+		c.RandomMax = max(c.RandomMax, worst[j])
+		sum += float64(worst[j])
+	}
+	if perms > 0 {
+		c.RandomMean = sum / float64(perms)
+	}
+	return c
+}

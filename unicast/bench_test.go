@@ -1,0 +1,69 @@
+package unicast
+
+import (
+	"runtime"
+	"testing"
+)
+
+// The fabrics of the issue: the 3-level fat tree of 40-port switches with
+// 16 000 end nodes and the 26 406-node dragonfly (a=18, p=h=9); dor, which
+// needs a mesh or torus, runs on a torus of 2 048 switches instead.
+var benchFabrics = []struct {
+	spec    string
+	engines []string
+}{
+	{"fattree:m=40,n=3", []string{"minhop", "updn", "ftree", "sssp", "dfsssp"}},
+	{"dragonfly:a=18,p=9,h=9", []string{"minhop", "updn", "sssp", "dfsssp"}},
+	{"torus:16x16x8:endpoints=2", []string{"dor"}},
+}
+
+// BenchmarkRoute routes each fabric with each engine on all cores. Besides
+// time and allocations it reports the heap the fabric and its tables hold
+// afterwards (held-MB), the lanes used and the layering time.
+//
+//	go test ./unicast -run XXX -bench Route -benchtime 1x
+func BenchmarkRoute(b *testing.B) {
+	for _, bf := range benchFabrics {
+		f := fabric(b, bf.spec)
+		for _, e := range bf.engines {
+			b.Run(bf.spec+"/"+e, func(b *testing.B) {
+				b.ReportAllocs()
+				var res *Result
+				var layer float64
+				for b.Loop() {
+					var err error
+					res, err = Route(f, Options{Engine: e})
+					if err != nil {
+						b.Fatal(err)
+					}
+					layer += res.LayerSeconds
+				}
+				b.StopTimer()
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				b.ReportMetric(float64(ms.HeapAlloc)/1e6, "held-MB")
+				b.ReportMetric(float64(res.LanesNeeded), "lanes")
+				b.ReportMetric(layer/float64(b.N), "layer-s")
+				runtime.KeepAlive(res)
+			})
+		}
+	}
+}
+
+// BenchmarkAudit audits the ftree tables of the fat tree and the dfsssp
+// tables (6 lanes) of the dragonfly.
+func BenchmarkAudit(b *testing.B) {
+	for _, c := range []struct{ spec, engine string }{{"fattree:m=40,n=3", "ftree"}, {"dragonfly:a=18,p=9,h=9", "dfsssp"}} {
+		f := fabric(b, c.spec)
+		res := route(b, f, c.engine, 0)
+		b.Run(c.spec+"/"+c.engine, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Audit(res.Tables, AuditOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
