@@ -70,6 +70,7 @@ func ParseIBNet(r io.Reader, name string) (*Graph, error) {
 	byName := map[string]*ibNode{}
 	var cur *ibNode
 	var pendingGUID uint64
+	var peerLID map[string]int
 	lineNo := 0
 	errf := func(format string, a ...any) error {
 		return fmt.Errorf("%s:%d: %s", name, lineNo, fmt.Sprintf(format, a...))
@@ -170,6 +171,19 @@ func ParseIBNet(r io.Reader, name string) (*Graph, error) {
 					c.class, c.hasClass = cl, true
 				}
 			}
+			if cur.kind == Switch {
+				// "[1] "hca0"[1] # "host 0" lid 10": the adapter's LID as
+				// the switch sees it, used if the adapter's own block
+				// does not give one.
+				if lm := reIBLid.FindStringSubmatch(tail); lm != nil {
+					if l, err := parseLID(lm[1]); err == nil {
+						if peerLID == nil {
+							peerLID = map[string]int{}
+						}
+						peerLID[c.peer] = l
+					}
+				}
+			}
 			if cur.kind == Endpoint && cur.lid == 0 {
 				// "# lid 12 lmc 0 "peer desc" lid 6 4xSDR": the adapter's
 				// own LID comes before the peer's description.
@@ -204,6 +218,11 @@ func ParseIBNet(r io.Reader, name string) (*Graph, error) {
 			return nil, fmt.Errorf("%s:%d: GUID %#016x of %q already used by %q (line %d)", name, n.line, n.guid, n.name, o.name, o.line)
 		}
 		guids[n.guid] = n
+	}
+	for _, n := range nodes {
+		if n.kind == Endpoint && n.lid == 0 {
+			n.lid = peerLID[n.name]
+		}
 	}
 	b := NewBuilder(name)
 	id := map[string]int{}

@@ -95,6 +95,10 @@ func TestIBNetRealFiles(t *testing.T) {
 	if g2.NumLinks() != 4 || g2.Count(Switch) != 2 {
 		t.Fatalf("ibsim.net: %d links %d switches", g2.NumLinks(), g2.Count(Switch))
 	}
+	// hca0's LID is only given on the switch's port line.
+	if l := g2.LID(g2.NodeByName("hca0")); l != 10 {
+		t.Errorf("hca0 LID %d, want 10 (from the switch side)", l)
+	}
 }
 
 func TestIBNetErrors(t *testing.T) {
