@@ -204,6 +204,7 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 	m, T := req.Nodes, req.Transit
 	nodesBuf := make([]int, 0, m+T)
 	order := 0
+	bestT := T // fewest transit nodes of a candidate so far
 	for _, size := range sel.shapes {
 		v := vol(size)
 		if v < m || v > m+T {
@@ -246,6 +247,10 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 			if req.Algo == Improved && len(transit) > 0 {
 				// Drop transit nodes the set does not need (the set may
 				// become non-rectangular); each stays free for others.
+				// Criterion 1 ranks first by the transit count, so a
+				// candidate that must keep more than the best so far is
+				// dropped as soon as that is certain.
+				kept := 0
 				for i := len(transit) - 1; i >= 0; i-- {
 					try := append(append([]int(nil), transit[:i]...), transit[i+1:]...)
 					var ok bool
@@ -255,9 +260,17 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 					if ok {
 						transit = try
 						simple = false
+						continue
+					}
+					if kept++; kept > bestT {
+						return true
 					}
 				}
 			}
+			if len(transit) > bestT && req.Algo == Improved {
+				return true
+			}
+			bestT = min(bestT, len(transit))
 			key := setKey(active, transit)
 			if seen[key] {
 				return true
@@ -307,37 +320,14 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 		return res, nil
 	}
 	// Criterion 2: largest φ after allocation. Allocating only removes
-	// free rectangles, so the largest free volume V cannot grow: if a
-	// candidate leaves some of today's largest rectangles untouched, φ is
-	// N·V + (how many it leaves); only if it hits all of them is a new
-	// search (below V) needed.
+	// free rectangles, so the free rectangles afterwards are today's free
+	// rectangles that miss the candidate's nodes: walk today's free
+	// rectangles volume level by volume level (each level found once per
+	// decision and shared by all candidates) until a level keeps some.
 	res.Ranked = len(best)
-	cur, largest := sel.phi.evalCollect(s, s.N(), 4096)
-	coord := make([]int, len(sel.dims))
+	levels := newLevelCache(sel, s)
 	for _, c := range best {
-		if largest == nil {
-			c.Frag = sel.fragAfterBound(s, c, cur.LargestNodes)
-			continue
-		}
-		hit := 0
-		for _, r := range largest {
-			for _, l := range [][]int{c.Active, c.Transit} {
-				for _, v := range l {
-					dec(v, sel.dims, coord)
-					if r.Contains(coord, sel.dims) {
-						hit++
-						goto next
-					}
-				}
-			}
-		next:
-		}
-		if hit < len(largest) {
-			left := len(largest) - hit
-			c.Frag = Fragmentation{Phi: int64(s.N())*int64(cur.LargestNodes) + int64(left), LargestNodes: cur.LargestNodes, LargestCount: left}
-		} else {
-			c.Frag = sel.fragAfterBound(s, c, cur.LargestNodes-1)
-		}
+		c.Frag = levels.after(c)
 	}
 	maxPhi := best[0].Frag.Phi
 	for _, c := range best {

@@ -1,0 +1,103 @@
+package fm
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+)
+
+// BenchmarkAllocationHTTP measures allocation requests over loopback HTTP
+// on a 1 024-node torus held at about 50% occupancy: each iteration
+// submits a job and releases the oldest one. It reports requests per
+// second and the p50/p99 latency of the submit requests.
+func BenchmarkAllocationHTTP(b *testing.B) {
+	s, tok := openTest(b, b.TempDir(), "torus:8x8x4x4", nil)
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	defer srv.Close()
+	c := &apiClient{t: b, url: srv.URL, token: tok}
+	var live []int
+	sizes := []int{4, 8, 16, 2, 32, 8}
+	for i := 0; s.state.Busy() < s.state.N()/2; i++ {
+		code, j := c.do("POST", "/api/jobs", map[string]any{"nodes": sizes[i%len(sizes)], "transit": 4})
+		if code == 201 {
+			live = append(live, int(j["id"].(float64)))
+		}
+		if i > 1000 {
+			b.Fatal("could not fill the machine")
+		}
+	}
+	var lat []time.Duration
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		code, j := c.do("POST", "/api/jobs", map[string]any{"nodes": sizes[i%len(sizes)], "transit": 4})
+		lat = append(lat, time.Since(t0))
+		if code == 201 {
+			live = append(live, int(j["id"].(float64)))
+		}
+		if len(live) > 0 {
+			c.do("DELETE", fmt.Sprintf("/api/jobs/%d", live[0]), nil)
+			live = live[1:]
+		}
+	}
+	el := time.Since(start)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(len(lat))/el.Seconds(), "alloc/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkRestart10kJobs measures opening a database that holds 10 000
+// stored jobs with their routing tables: the running ones a 1 024-node
+// torus holds at about 75% occupancy (placed for real) and released ones
+// (stored directly, each with a real table), i.e. the service's restart
+// time.
+func BenchmarkRestart10kJobs(b *testing.B) {
+	dir := b.TempDir()
+	s, _ := openTest(b, dir, "torus:8x8x4x4", nil)
+	var sample *JobRecord
+	for i := 0; s.state.Busy() < s.state.N()*3/4 && i < 2000; i++ {
+		j, err := s.Submit("bench", JobRequest{Nodes: []int{4, 8, 16, 2, 32}[i%5], Transit: 4})
+		if err == nil && sample == nil {
+			sample = j
+		}
+	}
+	running, _ := s.Jobs(false)
+	now := time.Now().UTC()
+	for k := 0; k < 10000-len(running); {
+		err := s.store.Update("bench", func(tx *Tx) error {
+			for n := 0; n < 500 && k < 10000-len(running); n, k = n+1, k+1 {
+				id, err := tx.NextJobID()
+				if err != nil {
+					return err
+				}
+				j := *sample
+				j.ID, j.State, j.Released = id, "released", &now
+				if err := tx.PutJob(&j); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	all, _ := s.Jobs(true)
+	s.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		s, _, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), NewRouting: AngaraRouting("angara*")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+	b.ReportMetric(float64(len(all)), "jobs")
+	b.ReportMetric(float64(len(running)), "running")
+}

@@ -1,0 +1,257 @@
+package fm
+
+import (
+	"bufio"
+	"encoding/json"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// When the test binary runs with ICN_FM_CHILD set it becomes a bare
+// service process (the crash test kills it with SIGKILL).
+func TestMain(m *testing.M) {
+	if db := os.Getenv("ICN_FM_CHILD"); db != "" {
+		runChild(db)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(db string) {
+	s, _, err := Open(Config{DBPath: db, Topo: "torus:4x4x4", NewRouting: AngaraRouting("angara*")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(2)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.Exit(2)
+	}
+	fmt.Println(ln.Addr().String())
+	// Exit on our own if the parent forgets us.
+	go func() { time.Sleep(60 * time.Second); os.Exit(3) }()
+	http.Serve(ln, s.Handler(HandlerOptions{}))
+}
+
+func startChild(t *testing.T, db string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "ICN_FM_CHILD="+db)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("child did not start: %v", err)
+	}
+	return cmd, "http://" + strings.TrimSpace(line)
+}
+
+// TestKill9UnderLoad kills the service with SIGKILL while clients submit
+// and release jobs, restarts it on the same file, and checks that every
+// acknowledged change is there and nothing half-applied is visible.
+func TestKill9UnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "fm.db")
+	r := rand.New(rand.NewPCG(42, 7))
+	acked := map[int]string{} // job id -> "running" or "released", as acknowledged
+	for round := 0; round < 3; round++ {
+		cmd, url := startChild(t, db)
+		tok, err := os.ReadFile(TokenFile(db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &apiClient{t: t, url: url, token: strings.TrimSpace(string(tok))}
+		// Verify what the previous rounds acknowledged.
+		checkAcked(t, c, acked)
+		var mu sync.Mutex
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				hc := &http.Client{Timeout: 5 * time.Second}
+				for i := 0; ctx.Err() == nil; i++ {
+					mu.Lock()
+					var rel int
+					for id, st := range acked {
+						if st == "running" && (id+i+w)%3 == 0 {
+							rel = id
+							break
+						}
+					}
+					mu.Unlock()
+					if rel != 0 {
+						code, _ := rawDo(hc, c, "DELETE", fmt.Sprintf("/api/jobs/%d", rel), "")
+						if code == 200 {
+							mu.Lock()
+							acked[rel] = "released"
+							mu.Unlock()
+						}
+						continue
+					}
+					code, id := rawDo(hc, c, "POST", "/api/jobs", fmt.Sprintf(`{"nodes": %d, "transit": 1}`, 1+(i+w)%4))
+					if code == 201 {
+						mu.Lock()
+						acked[id] = "running"
+						mu.Unlock()
+					}
+				}
+			}(w)
+		}
+		time.Sleep(time.Duration(150+r.IntN(300)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		cancel()
+		wg.Wait()
+	}
+	cmd, url := startChild(t, db)
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	tok, _ := os.ReadFile(TokenFile(db))
+	c := &apiClient{t: t, url: url, token: strings.TrimSpace(string(tok))}
+	checkAcked(t, c, acked)
+	if len(acked) == 0 {
+		t.Fatal("no request was acknowledged")
+	}
+	rel := 0
+	for _, st := range acked {
+		if st == "released" {
+			rel++
+		}
+	}
+	t.Logf("%d jobs acknowledged across 3 kills (%d releases)", len(acked), rel)
+}
+
+// rawDo sends a request and returns the status and the job id in the
+// answer (if any). Connection errors count as "not acknowledged".
+func rawDo(hc *http.Client, c *apiClient, method, path, body string) (int, int) {
+	req, _ := http.NewRequest(method, c.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	var v struct {
+		ID int `json:"id"`
+	}
+	if err := jsonDecode(resp, &v); err != nil {
+		return 0, 0 // a cut-off answer is not an acknowledgement
+	}
+	return resp.StatusCode, v.ID
+}
+
+// checkAcked compares the service's jobs with the acknowledged changes:
+// acknowledged submits exist, acknowledged releases are released, running
+// jobs hold disjoint nodes, and the audit log agrees with the job records.
+func checkAcked(t *testing.T, c *apiClient, acked map[int]string) {
+	t.Helper()
+	code, _ := c.do("GET", "/api/jobs", nil)
+	if code != 200 {
+		t.Fatalf("list jobs: %d", code)
+	}
+	req, _ := http.NewRequest("GET", c.url+"/api/jobs?all=1", nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []JobRecord
+	if err := jsonDecode(resp, &jobs); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	byID := map[int]JobRecord{}
+	owner := map[string]int{}
+	for _, j := range jobs {
+		byID[j.ID] = j
+		if j.State == "running" {
+			for _, n := range append(append([]string(nil), j.Active...), j.TransitN...) {
+				if o, dup := owner[n]; dup {
+					t.Fatalf("node %s held by jobs %d and %d after restart", n, o, j.ID)
+				}
+				owner[n] = j.ID
+			}
+		}
+	}
+	for id, st := range acked {
+		j, ok := byID[id]
+		if !ok {
+			t.Fatalf("acknowledged job %d lost", id)
+		}
+		if st == "released" && j.State != "released" {
+			t.Fatalf("acknowledged release of job %d lost", id)
+		}
+	}
+	// Every stored job has exactly one submit event, every released job a
+	// release event: no change is half applied.
+	req, _ = http.NewRequest("GET", c.url+"/api/audit?limit=1000", nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	var events []Event
+	after := uint64(0)
+	for {
+		req.URL.RawQuery = fmt.Sprintf("after=%d&limit=1000", after)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page []Event
+		jsonDecode(resp, &page)
+		resp.Body.Close()
+		if len(page) == 0 {
+			break
+		}
+		events = append(events, page...)
+		after = page[len(page)-1].Seq
+	}
+	submits, releases := map[string]int{}, map[string]int{}
+	for _, e := range events {
+		switch e.Action {
+		case "job.submit":
+			submits[e.Subject]++
+		case "job.release":
+			releases[e.Subject]++
+		}
+	}
+	for _, j := range jobs {
+		key := fmt.Sprintf("job %d", j.ID)
+		if submits[key] != 1 {
+			t.Fatalf("%s has %d submit events", key, submits[key])
+		}
+		want := 0
+		if j.State == "released" {
+			want = 1
+		}
+		if releases[key] != want {
+			t.Fatalf("%s (%s) has %d release events", key, j.State, releases[key])
+		}
+	}
+	if len(submits) != len(jobs) {
+		t.Fatalf("%d submit events for %d jobs", len(submits), len(jobs))
+	}
+}
+
+func jsonDecode(resp *http.Response, v any) error {
+	return json.NewDecoder(resp.Body).Decode(v)
+}
