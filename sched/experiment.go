@@ -100,25 +100,34 @@ type SolutionsRow struct {
 func Solutions(networks []string, o ExperimentOptions, newRouter RouterFactory) ([]SolutionsRow, error) {
 	items := o.Shard.pick(len(networks))
 	rows := make([]SolutionsRow, len(items))
-	errs := make([]error, len(items))
+	err := o.run(len(items), func(i int) (err error) {
+		rows[i], err = solutionsOne(networks[items[i]], items[i], o, newRouter)
+		return err
+	})
+	return rows, err
+}
+
+// run calls f for items 0..n-1 on all cores, reporting progress, and
+// returns the first error.
+func (o *ExperimentOptions) run(n int, f func(i int) error) error {
+	errs := make([]error, n)
 	var mu sync.Mutex
 	done := 0
-	par.For(len(items), o.Workers, func(_, i int) {
-		k := items[i]
-		rows[i], errs[i] = solutionsOne(networks[k], k, o, newRouter)
+	par.For(n, o.Workers, func(_, i int) {
+		errs[i] = f(i)
 		if o.Progress != nil {
 			mu.Lock()
 			done++
-			o.Progress(done, len(items))
+			o.Progress(done, n)
 			mu.Unlock()
 		}
 	})
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return rows, nil
+	return nil
 }
 
 func solutionsOne(network string, k int, o ExperimentOptions, newRouter RouterFactory) (SolutionsRow, error) {
@@ -219,25 +228,12 @@ func Utilization(networks []string, windows []int, backfill bool, o ExperimentOp
 	}
 	picked := o.Shard.pick(len(all))
 	rows := make([]UtilRow, len(picked))
-	errs := make([]error, len(picked))
-	var mu sync.Mutex
-	done := 0
-	par.For(len(picked), o.Workers, func(_, i int) {
+	err := o.run(len(picked), func(i int) (err error) {
 		it := all[picked[i]]
-		rows[i], errs[i] = utilOne(networks[it.net], it.k, it.w, backfill, it.algo, o, newRouter)
-		if o.Progress != nil {
-			mu.Lock()
-			done++
-			o.Progress(done, len(picked))
-			mu.Unlock()
-		}
+		rows[i], err = utilOne(networks[it.net], it.k, it.w, backfill, it.algo, o, newRouter)
+		return err
 	})
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return rows, nil
+	return rows, err
 }
 
 func utilOne(network string, k, w int, backfill bool, algo alloc.Algo, o ExperimentOptions, newRouter RouterFactory) (UtilRow, error) {

@@ -123,7 +123,7 @@ func ParseIBNet(r io.Reader, name string) (*Graph, error) {
 			if n.guid == 0 {
 				n.guid = guidFromIdent(m[3])
 			}
-			if lm := reIBLid.FindStringSubmatch(unquoted(m[4])); lm != nil {
+			if lm := reIBLid.FindStringSubmatch(StripQuoted(m[4])); lm != nil {
 				if n.lid, err = parseLID(lm[1]); err != nil {
 					return nil, errf("%v", err)
 				}
@@ -155,7 +155,7 @@ func ParseIBNet(r io.Reader, name string) (*Graph, error) {
 			}
 			c := ibPort{port: p, peer: m[3], peerPort: pp, line: lineNo, bw: 1}
 			rawTail := m[6]
-			tail := unquoted(rawTail)
+			tail := StripQuoted(rawTail)
 			if rm := reIBRate.FindAllStringSubmatch(tail, -1); rm != nil {
 				last := rm[len(rm)-1]
 				w, _ := strconv.Atoi(last[1])
@@ -294,9 +294,10 @@ func parseLID(s string) (int, error) {
 	return v, nil
 }
 
-// unquoted removes "…" sections (node descriptions) from a comment so
-// annotations are only read outside them.
-func unquoted(s string) string {
+// StripQuoted blanks out "…" sections (node descriptions) of an
+// ibnetdiscover comment so annotations such as "lid 6" are only read
+// outside them.
+func StripQuoted(s string) string {
 	var b strings.Builder
 	in := false
 	for i := 0; i < len(s); i++ {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/icn-hpc/icn/topology"
 	"regexp"
 	"strconv"
 	"strings"
@@ -86,7 +87,7 @@ func ParseAnnotations(data []byte, name string) (*Annotations, error) {
 			// "# "peer desc" lid 12 4xSDR": the LID outside the quotes is
 			// the peer port's.
 			lid := 0
-			if lm := reAnnLID.FindStringSubmatch(unquote(comment)); lm != nil {
+			if lm := reAnnLID.FindStringSubmatch(topology.StripQuoted(comment)); lm != nil {
 				lid, _ = strconv.Atoi(lm[1])
 			}
 			if lid > MaxLID {
@@ -127,22 +128,4 @@ func parseHexGUID(s string) (uint64, bool) {
 	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
 	g, err := strconv.ParseUint(s, 16, 64)
 	return g, err == nil
-}
-
-// unquote blanks out "…" sections so annotations are read outside node
-// descriptions only.
-func unquote(s string) string {
-	var b strings.Builder
-	in := false
-	for i := 0; i < len(s); i++ {
-		if s[i] == '"' {
-			in = !in
-			b.WriteByte(' ')
-			continue
-		}
-		if !in {
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String()
 }

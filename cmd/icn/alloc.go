@@ -30,15 +30,7 @@ func init() {
   icn alloc --topo torus:4x4x2 --nodes 5 --transit 3 --algo baseline`,
 			Args: cobra.NoArgs,
 			RunE: func(c *cobra.Command, args []string) error {
-				g, err := tf.load()
-				if err != nil {
-					return err
-				}
-				a, err := alloc.ParseAlgo(algo)
-				if err != nil {
-					return err
-				}
-				st, err := alloc.NewState(g)
+				g, a, st, err := torusState(&tf, algo)
 				if err != nil {
 					return err
 				}
@@ -107,15 +99,7 @@ func init() {
   icn sched simulate --topo torus:8x8x4x4 --jobs swf:trace.swf --window 1 --backfill easy --algo baseline --json`,
 			Args: cobra.NoArgs,
 			RunE: func(c *cobra.Command, args []string) error {
-				g, err := tf.load()
-				if err != nil {
-					return err
-				}
-				a, err := alloc.ParseAlgo(algo)
-				if err != nil {
-					return err
-				}
-				st, err := alloc.NewState(g)
+				g, a, st, err := torusState(&tf, algo)
 				if err != nil {
 					return err
 				}
@@ -319,6 +303,24 @@ func init() {
 		merge.Flags().StringVar(&mplot, "plot", "", "write a chart to FILE (.svg or .png)")
 		schedCmd.AddCommand(merge)
 	}
+}
+
+// torusState loads the network and the node-selection algorithm and makes
+// an empty machine state on it.
+func torusState(tf *topoFlags, algo string) (*topology.Graph, alloc.Algo, *alloc.State, error) {
+	g, err := tf.load()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	a, err := alloc.ParseAlgo(algo)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	st, err := alloc.NewState(g)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return g, a, st, nil
 }
 
 func loadStream(spec string, machine int, strict bool, ppn int) (*sched.Stream, error) {

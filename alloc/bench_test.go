@@ -1,0 +1,73 @@
+package alloc
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// halfFull fills a torus to about 50% with jobs of mixed sizes placed by
+// the improved algorithm (so the occupancy has the shapes a scheduler
+// leaves), then releases a random third of them and refills: a used,
+// fragmented machine.
+func halfFull(b *testing.B, spec string) (*State, *AngaraRouter) {
+	g, err := topology.Parse(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, _ := NewState(g)
+	rt, err := NewAngaraRouter(g, "angara*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sel := NewSelector(s)
+	r := rand.New(rand.NewPCG(1, 1))
+	job := 0
+	var live []int
+	fill := func() {
+		for s.Busy() < s.N()/2 {
+			m := 1 << r.IntN(6)
+			res, err := sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Algo: Improved})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Chosen == nil {
+				continue
+			}
+			job++
+			s.Occupy(job, append(append([]int(nil), res.Chosen.Active...), res.Chosen.Transit...))
+			live = append(live, job)
+		}
+	}
+	fill()
+	r.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
+	for _, j := range live[:len(live)/3] {
+		s.Release(j)
+	}
+	fill()
+	return s, rt
+}
+
+// BenchmarkSelect is the time of one allocation decision (improved
+// algorithm, the four ranking criteria) at 50% occupancy.
+func BenchmarkSelect(b *testing.B) {
+	for _, spec := range []string{"torus:4x4x4x4", "torus:8x8x4x4", "torus:16x8x8x4"} {
+		s, rt := halfFull(b, spec)
+		for _, m := range []int{8, 32} {
+			b.Run(fmt.Sprintf("%s/m=%d,T=%d", spec, m, m/4), func(b *testing.B) {
+				sel := NewSelector(s)
+				found := 0
+				for b.Loop() {
+					res, err := sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Algo: Improved})
+					if err != nil {
+						b.Fatal(err)
+					}
+					found = res.Found
+				}
+				b.ReportMetric(float64(found), "candidates")
+			})
+		}
+	}
+}
