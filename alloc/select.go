@@ -6,7 +6,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/icn-hpc/icn/internal/par"
 )
 
 // Router answers the routing questions node selection asks about a set
@@ -88,8 +91,8 @@ type Result struct {
 	Reason string     `json:"reason,omitempty"`
 	// Found counts the rectangle placements that gave a reachable set
 	// (the "solutions found" of seed 001 table 1); Distinct counts the
-	// different node sets among them after unneeded transit nodes were
-	// dropped.
+	// different node sets with the fewest transit nodes among them, after
+	// unneeded transit nodes were dropped.
 	Found    int `json:"candidates_found"`
 	Distinct int `json:"distinct_sets"`
 	// Ranked counts candidates tied on the first criterion whose φ was
@@ -102,6 +105,9 @@ type Result struct {
 // Selector selects node sets on one torus; it caches per-torus data, so
 // keep one per network and reuse it (not safe for concurrent use).
 type Selector struct {
+	// Workers bounds the goroutines one decision uses (0 = all cores).
+	Workers int
+
 	dims   []int
 	wrap   []bool
 	shapes [][]int
@@ -199,35 +205,54 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 		return res, nil
 	}
 	sel.prepare(s)
-	var cands []*Candidate
-	seen := map[string]bool{}
 	m, T := req.Nodes, req.Transit
-	nodesBuf := make([]int, 0, m+T)
-	order := 0
-	bestT := T // fewest transit nodes of a candidate so far
+	var sizes [][]int
 	for _, size := range sel.shapes {
-		v := vol(size)
-		if v < m || v > m+T {
+		if v := vol(size); v < m || v > m+T {
 			continue
 		}
 		if req.Algo == Baseline && !baselineShape(size, sel.dims) {
 			continue
 		}
-		var err error
+		sizes = append(sizes, size)
+	}
+	// Enumerate sizes on all cores; merge in size order so the result
+	// does not depend on scheduling.
+	type shapeResult struct {
+		found int
+		cands []*Candidate
+		err   error
+	}
+	results := make([]shapeResult, len(sizes))
+	var bestT atomic.Int64 // fewest transit nodes of a candidate so far
+	bestT.Store(int64(T))
+	lowerBest := func(t int) {
+		for {
+			cur := bestT.Load()
+			if int64(t) >= cur || bestT.CompareAndSwap(cur, int64(t)) {
+				return
+			}
+		}
+	}
+	bufs := make([][]int, par.Workers(sel.Workers))
+	par.For(len(sizes), sel.Workers, func(w, si int) {
+		size := sizes[si]
+		v := vol(size)
+		out := &results[si]
 		placements(sel.dims, sel.wrap, size, func(st []int) bool {
 			holes := sel.grid.unavailable(st, size)
 			if v-holes < m || (req.Algo == Baseline && holes > 0) {
 				return true
 			}
 			r := Rect{Start: st, Size: size}
-			nodesBuf = r.Nodes(sel.dims, nodesBuf[:0])
+			bufs[w] = r.Nodes(sel.dims, bufs[w][:0])
 			var avail []int
-			for _, x := range nodesBuf {
+			for _, x := range bufs[w] {
 				if s.Available(x) {
 					avail = append(avail, x)
 				}
 			}
-			fault := sel.internalFault(r, nodesBuf)
+			fault := sel.internalFault(r, bufs[w])
 			if req.Algo == Baseline && fault {
 				return true
 			}
@@ -235,12 +260,16 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 			transit := append([]int(nil), avail[m:]...)
 			simple := holes == 0 && !fault
 			if !simple {
-				var ok bool
-				if ok, err = rt.Reachable(active, transit); err != nil || !ok {
-					return err == nil
+				ok, err := rt.Reachable(active, transit)
+				if err != nil {
+					out.err = err
+					return false
+				}
+				if !ok {
+					return true
 				}
 			}
-			res.Found++
+			out.found++
 			if req.CountOnly {
 				return true
 			}
@@ -253,8 +282,9 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 				kept := 0
 				for i := len(transit) - 1; i >= 0; i-- {
 					try := append(append([]int(nil), transit[:i]...), transit[i+1:]...)
-					var ok bool
-					if ok, err = rt.Reachable(active, try); err != nil {
+					ok, err := rt.Reachable(active, try)
+					if err != nil {
+						out.err = err
 						return false
 					}
 					if ok {
@@ -262,28 +292,40 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 						simple = false
 						continue
 					}
-					if kept++; kept > bestT {
+					if kept++; int64(kept) > bestT.Load() {
 						return true
 					}
 				}
 			}
-			if len(transit) > bestT && req.Algo == Improved {
+			if req.Algo == Improved && int64(len(transit)) > bestT.Load() {
 				return true
 			}
-			bestT = min(bestT, len(transit))
-			key := setKey(active, transit)
-			if seen[key] {
-				return true
-			}
-			seen[key] = true
-			cands = append(cands, &Candidate{Active: active, Transit: transit,
+			lowerBest(len(transit))
+			out.cands = append(out.cands, &Candidate{Active: active, Transit: transit,
 				Rect:  Rect{Start: append([]int(nil), st...), Size: append([]int(nil), size...)},
-				Holes: holes, simple: simple, order: order})
-			order++
+				Holes: holes, simple: simple})
 			return true
 		})
-		if err != nil {
-			return nil, err
+	})
+	var cands []*Candidate
+	seen := map[string]bool{}
+	minT := int(bestT.Load())
+	for _, r := range results {
+		if r.err != nil {
+			return nil, r.err
+		}
+		res.Found += r.found
+		for _, c := range r.cands {
+			if req.Algo == Improved && len(c.Transit) > minT {
+				continue // beaten on criterion 1 by a candidate found elsewhere
+			}
+			key := setKey(c.Active, c.Transit)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			c.order = len(cands)
+			cands = append(cands, c)
 		}
 	}
 	if res.Found == 0 {
@@ -298,7 +340,7 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 		return res, nil
 	}
 	// Criterion 1: fewest transit nodes.
-	minT := len(cands[0].Transit)
+	minT = len(cands[0].Transit)
 	for _, c := range cands {
 		minT = min(minT, len(c.Transit))
 	}

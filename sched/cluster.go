@@ -28,6 +28,9 @@ type Config struct {
 	// Observe, if set, is called before every allocation attempt with the
 	// state and request (used to count the solutions each algorithm finds).
 	Observe func(st *alloc.State, req alloc.Request)
+	// SelectWorkers bounds the goroutines of one allocation decision
+	// (0 = all cores; experiments that run simulations in parallel use 1).
+	SelectWorkers int
 }
 
 // JobRecord is the outcome of one job.
@@ -97,6 +100,7 @@ func Simulate(cfg Config, stream *Stream) (*Report, error) {
 		transit = func(int) int { return 0 }
 	}
 	sel := alloc.NewSelector(st)
+	sel.Workers = cfg.SelectWorkers
 	jobs := stream.Jobs
 	recs := make([]JobRecord, len(jobs))
 	for i, j := range jobs {

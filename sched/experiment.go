@@ -30,6 +30,10 @@ type ExperimentOptions struct {
 	TransitFrac float64
 	Workers     int
 	Shard       Shard
+	// SampleEvery counts the solutions at every k-th allocation attempt
+	// only (the decisions themselves are all made; default 1 = every
+	// attempt), to bound the cost on the larger networks.
+	SampleEvery int
 	Progress    func(done, total int)
 }
 
@@ -150,9 +154,16 @@ func solutionsOne(network string, k int, o ExperimentOptions, newRouter RouterFa
 		return row, err
 	}
 	counter := alloc.NewSelector(st)
+	counter.Workers = 1
 	var sumB, sumI float64
+	every := max(1, o.SampleEvery)
+	attempt := 0
 	observe := func(s *alloc.State, req alloc.Request) {
 		if err != nil {
+			return
+		}
+		attempt++
+		if (attempt-1)%every != 0 {
 			return
 		}
 		var rb, ri *alloc.Result
@@ -169,7 +180,7 @@ func solutionsOne(network string, k int, o ExperimentOptions, newRouter RouterFa
 		row.Attempts++
 	}
 	rep, simErr := Simulate(Config{State: st, Router: rt, Policy: Policy{Window: 1}, Algo: alloc.Baseline,
-		Transit: o.transit(), Observe: observe}, stream)
+		Transit: o.transit(), Observe: observe, SelectWorkers: 1}, stream)
 	if simErr != nil {
 		return row, simErr
 	}
@@ -254,7 +265,7 @@ func utilOne(network string, k, w int, backfill bool, algo alloc.Algo, o Experim
 	if err != nil {
 		return row, err
 	}
-	rep, err := Simulate(Config{State: st, Router: rt, Policy: Policy{Window: w, Backfill: backfill}, Algo: algo, Transit: o.transit()}, stream)
+	rep, err := Simulate(Config{State: st, Router: rt, Policy: Policy{Window: w, Backfill: backfill}, Algo: algo, Transit: o.transit(), SelectWorkers: 1}, stream)
 	if err != nil {
 		return row, err
 	}

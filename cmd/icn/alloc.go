@@ -199,6 +199,7 @@ func init() {
 		var transitFrac float64
 		var backfill bool
 		var quiet bool
+		var sample int
 		run := func(c *cobra.Command, kind string) error {
 			p, err := sched.ParseSynthetic(streamSpec)
 			if err != nil {
@@ -215,10 +216,10 @@ func init() {
 				}
 			}
 			bar := cli.NewProgress(-1, kind, quiet)
-			o := sched.ExperimentOptions{Seed: seed, Stream: p, TransitFrac: transitFrac, Shard: sh,
+			o := sched.ExperimentOptions{Seed: seed, Stream: p, TransitFrac: transitFrac, Shard: sh, SampleEvery: sample,
 				Progress: func(done, total int) { bar.Add(1) }}
 			factory := func(g *topology.Graph) (alloc.Router, error) { return alloc.NewAngaraRouter(g, "angara*") }
-			params, _ := json.Marshal(map[string]any{"seed": seed, "stream": streamSpec, "transit_frac": transitFrac, "networks": nets, "windows": wins, "backfill": backfill})
+			params, _ := json.Marshal(map[string]any{"seed": seed, "stream": streamSpec, "transit_frac": transitFrac, "networks": nets, "windows": wins, "backfill": backfill, "sample": sample})
 			file := sched.ShardFile{Experiment: kind, Shard: fmt.Sprintf("%d/%d", sh.I, sh.N), Params: params}
 			if kind == "solutions" {
 				rows, err := sched.Solutions(networks, o, factory)
@@ -271,6 +272,7 @@ func init() {
 			cc.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
 			exp.AddCommand(cc)
 		}
+		sol.Flags().IntVar(&sample, "sample", 1, "count the solutions at every k-th allocation attempt only")
 		sol.Flags().StringVar(&nets, "networks", "4x4x2,4x2x2x2,4x3x3,3x3x2x2,4x4x4,4x4x2x2,6x4x4,4x4x3x2,8x6x3,4x4x3x3,8x8x4,4x4x4x4", "torus sizes")
 		util.Flags().StringVar(&nets, "networks", "4x4x2,4x4x4,4x4x2x2,8x4x4,4x4x4x4,8x8x4,8x8x8,8x8x4x4", "torus sizes")
 		util.Flags().StringVar(&wins, "windows", "1,8,32,128", "window sizes")
