@@ -195,7 +195,7 @@ func init() {
 	{
 		var out output
 		var seed uint64
-		var streamSpec, shard, plot, nets, wins string
+		var streamSpec, shard, plot, solNets, utilNets, wins string
 		var transitFrac float64
 		var backfill bool
 		var quiet bool
@@ -208,6 +208,10 @@ func init() {
 			sh, err := sched.ParseShard(shard)
 			if err != nil {
 				return err
+			}
+			nets := solNets
+			if kind != "solutions" {
+				nets = utilNets
 			}
 			networks := strings.Split(nets, ",")
 			for _, n := range networks {
@@ -273,8 +277,8 @@ func init() {
 			exp.AddCommand(cc)
 		}
 		sol.Flags().IntVar(&sample, "sample", 1, "count the solutions at every k-th allocation attempt only")
-		sol.Flags().StringVar(&nets, "networks", "4x4x2,4x2x2x2,4x3x3,3x3x2x2,4x4x4,4x4x2x2,6x4x4,4x4x3x2,8x6x3,4x4x3x3,8x8x4,4x4x4x4", "torus sizes")
-		util.Flags().StringVar(&nets, "networks", "4x4x2,4x4x4,4x4x2x2,8x4x4,4x4x4x4,8x8x4,8x8x8,8x8x4x4", "torus sizes")
+		sol.Flags().StringVar(&solNets, "networks", "4x4x2,4x2x2x2,4x3x3,3x3x2x2,4x4x4,4x4x2x2,6x4x4,4x4x3x2,8x6x3,4x4x3x3,8x8x4,4x4x4x4", "torus sizes")
+		util.Flags().StringVar(&utilNets, "networks", "4x4x2,4x4x4,4x4x2x2,8x4x4,4x4x4x4,8x8x4,8x8x8,8x8x4x4", "torus sizes")
 		util.Flags().StringVar(&wins, "windows", "1,8,32,128", "window sizes")
 		util.Flags().BoolVar(&backfill, "backfill", false, "add EASY backfilling")
 
