@@ -59,7 +59,10 @@ and simulated router-cycles per second. The package benchmarks (go test -bench) 
 			if err != nil {
 				return err
 			}
-			t1, _ := timeIt(func() error { topology.Distances(g, topology.MetricsOptions{ForceGeneric: true, Workers: 1}); return nil })
+			t1, _ := timeIt(func() error {
+				topology.Distances(g, topology.MetricsOptions{ForceGeneric: true, Workers: 1})
+				return nil
+			})
 			tn, _ := timeIt(func() error { topology.Distances(g, topology.MetricsOptions{ForceGeneric: true}); return nil })
 			rows = append(rows, benchRow{Name: "all-pairs BFS " + spec, Value: ms(tn), Unit: "ms", Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()})
 
