@@ -368,12 +368,16 @@ func MergeShards(readers []io.Reader, names []string) (*ShardFile, error) {
 	seen := map[string]string{}
 	total := -1
 	for i, r := range readers {
-		var f ShardFile
+		var wrapped struct {
+			ShardFile
+			Summary json.RawMessage `json:"summary"` // written by the CLI, recomputed on merge
+		}
 		dec := json.NewDecoder(r)
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
+		if err := dec.Decode(&wrapped); err != nil {
 			return nil, fmt.Errorf("%s: not a shard file: %v", names[i], err)
 		}
+		f := wrapped.ShardFile
 		sh, err := ParseShard(f.Shard)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", names[i], err)
