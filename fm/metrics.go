@@ -55,6 +55,9 @@ func newMetrics(s *Service) *metrics {
 	}, func() float64 {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
+		if s.state == nil {
+			return 0
+		}
 		return float64(s.state.Busy())
 	})
 	m.reg.MustRegister(m.requests, m.allocation, groups, groupsBy, efi, failed, failedNodes, running, busy,

@@ -67,6 +67,7 @@ type Service struct {
 	token   []byte
 	mc      *mcast
 	m       *metrics
+	noJobs  string // why this fabric takes no jobs ("" if it does)
 }
 
 // ErrConflict marks requests that are valid but cannot be satisfied now.
@@ -181,6 +182,9 @@ func Open(cfg Config) (*Service, string, error) {
 			if err != nil {
 				return fmt.Errorf("job %d: %v", j.ID, err)
 			}
+			if s.state == nil {
+				return fmt.Errorf("job %d is running on a fabric that takes no jobs", j.ID)
+			}
 			if err := s.state.Occupy(j.ID, nodes); err != nil {
 				return fmt.Errorf("job %d: %v", j.ID, err)
 			}
@@ -216,24 +220,40 @@ func (s *Service) loadFabric(rec FabricRecord) error {
 	if err != nil {
 		return err
 	}
+	// Job placement and torus routing need a direct torus; on other
+	// fabrics (fat trees, dragonflies, imported files) the service still
+	// manages failures and multicast groups, and refuses jobs.
 	var state *alloc.State
+	var rt Routing
+	var why string
 	if s.state != nil {
 		state, err = s.state.WithGraph(g)
 	} else {
 		state, err = alloc.NewState(g)
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		rt, err = s.cfg.NewRouting(g)
 	}
-	rt, err := s.cfg.NewRouting(g)
 	if err != nil {
-		return err
+		if s.state != nil {
+			return err // a torus that was usable must stay so
+		}
+		state, rt, why = nil, nil, err.Error()
 	}
-	s.fabric, s.base, s.g, s.state, s.routing = rec, base, g, state, rt
-	if s.sel == nil {
+	s.fabric, s.base, s.g, s.state, s.routing, s.noJobs = rec, base, g, state, rt, why
+	if s.sel == nil && state != nil {
 		s.sel = alloc.NewSelector(state)
 	}
 	return nil
+}
+
+// Rules names the torus routing rule, or "none" on fabrics without job
+// placement.
+func (s *Service) rules() string {
+	if s.routing == nil {
+		return "none"
+	}
+	return s.routing.Rules()
 }
 
 func (s *Service) nodesByName(names []string) ([]int, error) {
@@ -295,11 +315,14 @@ func (s *Service) Fabric() FabricView {
 	defer s.mu.RUnlock()
 	g := s.g
 	v := FabricView{Spec: s.fabric.Spec, Dims: g.Dims(), FailedLinks: slices.Clone(s.fabric.FailedLinks),
-		FailedNodes: slices.Clone(s.fabric.FailedNodes), Rules: s.routing.Rules()}
+		FailedNodes: slices.Clone(s.fabric.FailedNodes), Rules: s.rules()}
 	v.Nodes = make([]NodeView, g.NumNodes())
 	for i := range v.Nodes {
 		v.Nodes[i] = NodeView{ID: i, Name: g.NodeName(i), Kind: g.Kind(i).String(), Coord: g.Coord(i),
-			Failed: g.NodeFailed(i), Job: s.state.Owner(i)}
+			Failed: g.NodeFailed(i)}
+		if s.state != nil {
+			v.Nodes[i].Job = s.state.Owner(i)
+		}
 	}
 	v.Links = make([]LinkView, g.NumLinks())
 	for l := range v.Links {
@@ -373,9 +396,9 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 	}
 	rec.Updated = s.cfg.Now().UTC()
 	// Build the new model first; commit; only then keep it.
-	oldFabric, oldBase, oldG, oldState, oldRouting := s.fabric, s.base, s.g, s.state, s.routing
+	oldFabric, oldBase, oldG, oldState, oldRouting, oldNoJobs := s.fabric, s.base, s.g, s.state, s.routing, s.noJobs
 	restore := func() {
-		s.fabric, s.base, s.g, s.state, s.routing = oldFabric, oldBase, oldG, oldState, oldRouting
+		s.fabric, s.base, s.g, s.state, s.routing, s.noJobs = oldFabric, oldBase, oldG, oldState, oldRouting, oldNoJobs
 	}
 	if err := s.loadFabric(rec); err != nil {
 		restore()
@@ -494,6 +517,9 @@ func (s *Service) Submit(actor string, req JobRequest) (*JobRecord, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.state == nil {
+		return nil, badRequest("this fabric takes no jobs: %s", s.noJobs)
+	}
 	if req.Nodes > s.state.N() {
 		return nil, badRequest("the fabric has only %d nodes", s.state.N())
 	}

@@ -510,3 +510,28 @@ func TestConcurrentClients(t *testing.T) {
 	checkDisjoint(t, s)
 	t.Logf("%d placed, %d refused as full", placed, conflicts)
 }
+
+// TestSwitchedFabric runs the service on a fat tree: failures and
+// multicast work, jobs are refused with the reason.
+func TestSwitchedFabric(t *testing.T) {
+	s, _ := openTest(t, t.TempDir(), "fattree:k=4,n=3", nil)
+	defer s.Close()
+	if f := s.Fabric(); f.Rules != "none" || len(f.Nodes) != 64+48 {
+		t.Fatalf("fabric %s rules %s nodes %d", f.Spec, f.Rules, len(f.Nodes))
+	}
+	if _, err := s.Submit("t", JobRequest{Nodes: 2}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "takes no jobs") {
+		t.Fatalf("job on a fat tree: %v", err)
+	}
+	for _, m := range []string{"h0", "h17", "h63"} {
+		if _, err := s.mc.join("t", McastRequest{Group: "g", Member: m, MemberCount: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, _ := s.mc.get("g")
+	if g.State != "Ready" || g.Height < 2 {
+		t.Fatalf("group on a fat tree: %+v", g)
+	}
+	if _, err := s.ChangeFailure("t", FailureChange{Link: "L1-0[3]"}); err != nil {
+		t.Fatal(err)
+	}
+}
