@@ -171,7 +171,14 @@ func init() {
 							fmt.Fprintf(w, "… and %d more skipped\n", len(rep.SkippedJobs)-10)
 							break
 						}
-						fmt.Fprintf(w, "skipped job %d (line %d): %s\n", s.ID, s.Line, s.Reason)
+						switch {
+						case s.ID != 0 && s.Line != 0:
+							fmt.Fprintf(w, "skipped job %d (line %d): %s\n", s.ID, s.Line, s.Reason)
+						case s.ID != 0:
+							fmt.Fprintf(w, "skipped job %d: %s\n", s.ID, s.Reason)
+						default:
+							fmt.Fprintf(w, "skipped line %d: %s\n", s.Line, s.Reason)
+						}
 					}
 					return nil
 				})
