@@ -51,23 +51,31 @@ func halfFull(b *testing.B, spec string) (*State, *AngaraRouter) {
 }
 
 // BenchmarkSelect is the time of one allocation decision (improved
-// algorithm, the four ranking criteria) at 50% occupancy.
+// algorithm, the four ranking criteria) at 50% occupancy, on one core
+// (the baseline) and on all cores.
 func BenchmarkSelect(b *testing.B) {
 	for _, spec := range []string{"torus:4x4x4x4", "torus:8x8x4x4", "torus:16x8x8x4"} {
 		s, rt := halfFull(b, spec)
 		for _, m := range []int{8, 32} {
-			b.Run(fmt.Sprintf("%s/m=%d,T=%d", spec, m, m/4), func(b *testing.B) {
-				sel := NewSelector(s)
-				found := 0
-				for b.Loop() {
-					res, err := sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Algo: Improved})
-					if err != nil {
-						b.Fatal(err)
-					}
-					found = res.Found
+			for _, workers := range []int{1, 0} {
+				name := fmt.Sprintf("%s/m=%d,T=%d/workers=%d", spec, m, m/4, workers)
+				if workers == 0 {
+					name = fmt.Sprintf("%s/m=%d,T=%d/workers=all", spec, m, m/4)
 				}
-				b.ReportMetric(float64(found), "candidates")
-			})
+				b.Run(name, func(b *testing.B) {
+					sel := NewSelector(s)
+					sel.Workers = workers
+					found := 0
+					for b.Loop() {
+						res, err := sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Algo: Improved})
+						if err != nil {
+							b.Fatal(err)
+						}
+						found = res.Found
+					}
+					b.ReportMetric(float64(found), "candidates")
+				})
+			}
 		}
 	}
 }

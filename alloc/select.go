@@ -2,14 +2,17 @@ package alloc
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/icn-hpc/icn/internal/par"
+	"github.com/icn-hpc/icn/topology"
 )
 
 // Router answers the routing questions node selection asks about a set
@@ -66,6 +69,11 @@ type Request struct {
 	// CountOnly enumerates and counts candidates without ranking them or
 	// building tables (for the "solutions found" experiment).
 	CountOnly bool `json:"-"`
+	// Fast skips the reachability question for placements that can no
+	// longer win on criterion 1; the choice is the same, but Found then
+	// counts only the placements examined, which depends on timing.
+	// For simulations that do not report Found.
+	Fast bool `json:"-"`
 	// MaxTables bounds how many distinct routing tables are built to break
 	// ties on diameter and π_max (0 = 64).
 	MaxTables int `json:"-"`
@@ -79,8 +87,12 @@ type Candidate struct {
 	Holes   int           `json:"holes"` // unavailable nodes inside the rectangle
 	Frag    Fragmentation `json:"fragmentation_after"`
 	Figures *TableFigures `json:"table,omitempty"`
-	simple  bool          // fully available, fault-free, whole rectangle
-	order   int
+	// iso names the candidate's translation class when it is known to
+	// have one: sets from blocks (rectangles without unavailable nodes
+	// or failed links inside) of one size, reduced the same way, are
+	// translations of each other and have isomorphic routing tables.
+	iso   string
+	order int
 }
 
 // Result is the answer to a Request.
@@ -234,8 +246,20 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 			}
 		}
 	}
+	// Work through the sizes smallest first: they need the fewest transit
+	// nodes, so the bound on criterion 1 tightens early and prunes the
+	// larger rectangles (results stay indexed by size, so the outcome does
+	// not depend on this order).
+	work := make([]int, len(sizes))
+	for i := range work {
+		work[i] = i
+	}
+	slices.SortStableFunc(work, func(a, b int) int { return cmp.Compare(vol(sizes[a]), vol(sizes[b])) })
+	var memo onceMap // answers shared by placements (see below)
 	bufs := make([][]int, par.Workers(sel.Workers))
-	par.For(len(sizes), sel.Workers, func(w, si int) {
+	conn := make([]connScratch, len(bufs))
+	par.For(len(sizes), sel.Workers, func(w, wi int) {
+		si := work[wi]
 		size := sizes[si]
 		v := vol(size)
 		out := &results[si]
@@ -258,15 +282,36 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 			}
 			active := append([]int(nil), avail[:m]...)
 			transit := append([]int(nil), avail[m:]...)
-			simple := holes == 0 && !fault
+			block := holes == 0 && !fault
+			simple := block
 			if !simple {
-				ok, err := rt.Reachable(active, transit)
-				if err != nil {
-					out.err = err
-					return false
-				}
-				if !ok {
+				// Routes stay inside the set, so active nodes in
+				// different components of it are unreachable (a cheap
+				// test before the router's).
+				if !conn[w].joins(s.g, avail, active) {
 					return true
+				}
+				if req.Fast && req.Algo == Improved && bestT.Load() == 0 {
+					// Only a set without transit nodes can still win:
+					// ask about the active nodes alone (if they are
+					// reachable, so is the whole set).
+					ok, err := memo.get("a"+nodeKey(active), func() (any, error) { return rt.Reachable(active, nil) })
+					if err != nil {
+						out.err = err
+						return false
+					}
+					if !ok.(bool) {
+						return true
+					}
+				} else {
+					ok, err := rt.Reachable(active, transit)
+					if err != nil {
+						out.err = err
+						return false
+					}
+					if !ok {
+						return true
+					}
 				}
 			}
 			out.found++
@@ -278,32 +323,82 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 				// become non-rectangular); each stays free for others.
 				// Criterion 1 ranks first by the transit count, so a
 				// candidate that must keep more than the best so far is
-				// dropped as soon as that is certain.
-				kept := 0
-				for i := len(transit) - 1; i >= 0; i-- {
-					try := append(append([]int(nil), transit[:i]...), transit[i+1:]...)
-					ok, err := rt.Reachable(active, try)
+				// dropped as soon as that is certain. In a block (no
+				// unavailable node, no failed link inside) the outcome
+				// depends only on the size: blocks of one size are
+				// translations of each other, and routes never leave the
+				// set. Such answers, and those for active sets that recur
+				// across placements, are computed once per decision.
+				var keep []int // indices into transit of the nodes kept
+				switch bound := bestT.Load(); {
+				case bound == 0:
+					// Only a set without transit nodes can still win, and
+					// reachability only grows with the transit set, so
+					// the greedy ends at none exactly when the active
+					// nodes alone are reachable: one question.
+					if !block || leadingBlock(size, m) == nil {
+						key := "a" + nodeKey(active)
+						if block {
+							key = "b" + fmt.Sprint(size)
+						}
+						ok, err := memo.get(key, func() (any, error) { return rt.Reachable(active, nil) })
+						if err != nil {
+							out.err = err
+							return false
+						}
+						if !ok.(bool) {
+							return true
+						}
+					}
+				case block:
+					// Pruned (nil) stays pruned: the bound only falls.
+					k, err := memo.get("g"+fmt.Sprint(size), func() (any, error) { return dropTransit(rt, active, transit, int(bound)) })
 					if err != nil {
 						out.err = err
 						return false
 					}
-					if ok {
-						transit = try
-						simple = false
-						continue
-					}
-					if kept++; int64(kept) > bestT.Load() {
+					if k.([]int) == nil {
 						return true
 					}
+					keep = k.([]int)
+				default:
+					k, err := dropTransit(rt, active, transit, int(bound))
+					if err != nil {
+						out.err = err
+						return false
+					}
+					if k == nil {
+						return true
+					}
+					keep = k
+				}
+				if len(keep) < len(transit) {
+					kept := make([]int, len(keep))
+					for i, x := range keep {
+						kept[i] = transit[x]
+					}
+					transit, simple = kept, false
 				}
 			}
 			if req.Algo == Improved && int64(len(transit)) > bestT.Load() {
 				return true
 			}
 			lowerBest(len(transit))
-			out.cands = append(out.cands, &Candidate{Active: active, Transit: transit,
+			c := &Candidate{Active: active, Transit: transit,
 				Rect:  Rect{Start: append([]int(nil), st...), Size: append([]int(nil), size...)},
-				Holes: holes, simple: simple})
+				Holes: holes}
+			switch {
+			case simple:
+				c.iso = "r" + fmt.Sprint(size)
+			case !block:
+			case len(transit) > 0:
+				c.iso = "g" + fmt.Sprint(size)
+			case leadingBlock(size, m) != nil:
+				c.iso = "r" + fmt.Sprint(leadingBlock(size, m))
+			default:
+				c.iso = "a" + fmt.Sprint(size)
+			}
+			out.cands = append(out.cands, c)
 			return true
 		})
 	})
@@ -381,37 +476,45 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 			tied = append(tied, c)
 		}
 	}
-	// Criteria 3 and 4: routing-table diameter, then π_max. Fully
-	// available fault-free rectangles of the same size have isomorphic
-	// tables, so one table per size serves them all.
+	// Criteria 3 and 4: routing-table diameter, then π_max.
 	limit := req.MaxTables
 	if limit <= 0 {
 		limit = 64
 	}
-	bySize := map[string]*TableFigures{}
+	// One table per translation class; the first limit classes (in
+	// candidate order) are built, on all cores.
+	class := map[string]int{}
+	var reps []*Candidate // the first candidate of each class
 	var ranked []*Candidate
 	for _, c := range tied {
-		if c.simple {
-			k := fmt.Sprint(c.Rect.Size)
-			if f, ok := bySize[k]; ok {
-				c.Figures = f
-				ranked = append(ranked, c)
+		k := c.iso
+		if k == "" {
+			k = fmt.Sprint("#", c.order)
+		}
+		if _, ok := class[k]; !ok {
+			if len(reps) >= limit {
 				continue
 			}
-		}
-		if res.Tables >= limit {
-			continue
-		}
-		fig, err := rt.Table(c.Active, c.Transit, "bfs")
-		if err != nil {
-			return nil, err
-		}
-		res.Tables++
-		c.Figures = &fig
-		if c.simple {
-			bySize[fmt.Sprint(c.Rect.Size)] = &fig
+			class[k] = len(reps)
+			reps = append(reps, c)
 		}
 		ranked = append(ranked, c)
+	}
+	figs := make([]TableFigures, len(reps))
+	errs := make([]error, len(reps))
+	par.For(len(reps), sel.Workers, func(_, i int) {
+		figs[i], errs[i] = rt.Table(reps[i].Active, reps[i].Transit, "bfs")
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	res.Tables = len(reps)
+	for _, c := range ranked {
+		k := c.iso
+		if k == "" {
+			k = fmt.Sprint("#", c.order)
+		}
+		c.Figures = &figs[class[k]]
 	}
 	slices.SortStableFunc(ranked, func(a, b *Candidate) int {
 		if x := cmp.Compare(a.Figures.Diameter, b.Figures.Diameter); x != 0 {
@@ -448,6 +551,26 @@ func (sel *Selector) fragAfterBound(s *State, c *Candidate, bound int) Fragmenta
 	return sel.phi.eval(sel.scratch, bound)
 }
 
+// leadingBlock returns the size of the block that the first m nodes of a
+// rectangle of the given size form in X-fastest order, or nil if they do
+// not form a rectangle: m must be p_0·…·p_{k-1}·q with q ≤ p_k.
+func leadingBlock(size []int, m int) []int {
+	prefix := 1
+	for k, p := range size {
+		if m%prefix == 0 && m/prefix <= p {
+			out := make([]int, len(size))
+			copy(out, size[:k])
+			out[k] = m / prefix
+			for i := k + 1; i < len(out); i++ {
+				out[i] = 1
+			}
+			return out
+		}
+		prefix *= p
+	}
+	return nil
+}
+
 func baselineShape(size, dims []int) bool {
 	for i, p := range size {
 		if p != dims[i] && p > (dims[i]+1)/2 {
@@ -455,6 +578,123 @@ func baselineShape(size, dims []int) bool {
 		}
 	}
 	return true
+}
+
+// dropTransit drops, last first, every transit node the set stays
+// reachable without (the set with all of them must be reachable), and
+// returns the indices of the nodes kept, ascending. With bound ≥ 0 it
+// gives up (nil) as soon as more than bound must stay.
+//
+// Reachability only grows with the transit set, so a run of drops ends
+// at the first node whose removal breaks it, and that node is found by
+// bisection: O(kept · log |transit|) questions instead of |transit|, with
+// exactly the one-by-one greedy's outcome.
+func dropTransit(rt Router, active, transit []int, bound int) ([]int, error) {
+	var kept []int // indices kept, descending
+	try := make([]int, 0, len(transit))
+	reach := func(j int) (bool, error) { // transit[:j] plus the kept ones
+		try = append(try[:0], transit[:j]...)
+		for _, k := range kept {
+			try = append(try, transit[k])
+		}
+		return rt.Reachable(active, try)
+	}
+	for i := len(transit); i > 0; {
+		// transit[:i] ∪ kept is reachable; find the least j ≤ i for
+		// which transit[:j] ∪ kept still is.
+		lo, hi := 0, i
+		for lo < hi {
+			mid := (lo + hi) / 2
+			ok, err := reach(mid)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		if lo == 0 {
+			break
+		}
+		kept = append(kept, lo-1)
+		if bound >= 0 && len(kept) > bound {
+			return nil, nil
+		}
+		i = lo - 1
+	}
+	slices.Reverse(kept)
+	if kept == nil {
+		kept = []int{}
+	}
+	return kept, nil
+}
+
+// connScratch holds one worker's marks for joins.
+type connScratch struct {
+	mark  []uint32 // stamp: 2·pass = in the set, 2·pass+1 = reached
+	pass  uint32
+	queue []int
+}
+
+// joins reports whether all of active lie in one connected component of
+// the subgraph induced by set (live links only).
+func (cs *connScratch) joins(g *topology.Graph, set, active []int) bool {
+	if len(active) < 2 {
+		return true
+	}
+	if len(cs.mark) != g.NumNodes() || cs.pass >= 1<<31-2 {
+		cs.mark, cs.pass = make([]uint32, g.NumNodes()), 0
+	}
+	cs.pass++
+	in, seen := 2*cs.pass, 2*cs.pass+1
+	for _, v := range set {
+		cs.mark[v] = in
+	}
+	cs.queue = append(cs.queue[:0], active[0])
+	cs.mark[active[0]] = seen
+	for i := 0; i < len(cs.queue); i++ {
+		for _, c := range g.Out(cs.queue[i]) {
+			if u := g.Dst(int(c)); cs.mark[u] == in && g.Up(int(c)) {
+				cs.mark[u] = seen
+				cs.queue = append(cs.queue, u)
+			}
+		}
+	}
+	for _, v := range active {
+		if cs.mark[v] != seen {
+			return false
+		}
+	}
+	return true
+}
+
+// onceMap computes a value per key once; safe for concurrent use (two
+// goroutines may both compute a missing key; the first stored wins).
+type onceMap struct{ m sync.Map }
+
+func (o *onceMap) get(key string, f func() (any, error)) (any, error) {
+	if v, ok := o.m.Load(key); ok {
+		return v, nil
+	}
+	v, err := f()
+	if err != nil {
+		return nil, err
+	}
+	v, _ = o.m.LoadOrStore(key, v)
+	return v, nil
+}
+
+// nodeKey is a map key for a node set given in any order.
+func nodeKey(nodes []int) string {
+	a := slices.Clone(nodes)
+	slices.Sort(a)
+	b := make([]byte, 0, 4*len(a))
+	for _, v := range a {
+		b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+	}
+	return string(b)
 }
 
 func setKey(active, transit []int) string {

@@ -1,7 +1,10 @@
 package alloc
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/icn-hpc/icn/topology"
@@ -103,5 +106,224 @@ func TestSelectHolesAndFaults(t *testing.T) {
 	}
 	if _, err := sel.Select(s, rt, Request{Nodes: 0}); err == nil {
 		t.Error("zero nodes accepted")
+	}
+}
+
+// TestSelectMatchesReference checks the improved algorithm's shortcuts
+// (answers shared between blocks of one size, the one-question test once
+// a candidate without transit nodes exists, pruning on criterion 1)
+// against a direct enumeration: every placement checked for
+// reachability, every transit set reduced by the greedy without bounds.
+func TestSelectMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	dirs := []string{"+X", "+Y", "+Z"}
+	for trial := 0; trial < 200; trial++ {
+		spec := []string{"torus:4x4x2", "torus:4x3x3", "torus:3x3x3", "torus:4x4x4"}[trial%4]
+		g0, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dims := g0.Dims()
+		var links []string
+		for range r.IntN(4) {
+			c := make([]string, len(dims))
+			for i, d := range dims {
+				c[i] = fmt.Sprint(r.IntN(d))
+			}
+			links = append(links, strings.Join(c, ".")+dirs[r.IntN(len(dims))])
+		}
+		g, err := g0.ApplyFaults(strings.Join(links, ","), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := NewState(g)
+		var busy []int
+		p := 0.6 * r.Float64()
+		for v := 0; v < s.N(); v++ {
+			if r.Float64() < p {
+				busy = append(busy, v)
+			}
+		}
+		s.Occupy(1, busy)
+		var rt Router = GraphRouter{G: g}
+		if trial%2 == 1 {
+			if rt, err = NewAngaraRouter(g, "angara*"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := 1 + r.IntN(12)
+		T := r.IntN(m + 1)
+		sel := NewSelector(s)
+		res, err := sel.Select(s, rt, Request{Nodes: m, Transit: T, Algo: Improved})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast, err := sel.Select(s, rt, Request{Nodes: m, Transit: T, Algo: Improved, Fast: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (fast.Chosen == nil) != (res.Chosen == nil) || fast.Found > res.Found || fast.Distinct != res.Distinct ||
+			res.Chosen != nil && setKey(fast.Chosen.Active, fast.Chosen.Transit) != setKey(res.Chosen.Active, res.Chosen.Transit) {
+			t.Fatalf("%s m=%d T=%d links %v: fast mode chose %+v (found %d, distinct %d), exact %+v (%d, %d)",
+				spec, m, T, links, fast.Chosen, fast.Found, fast.Distinct, res.Chosen, res.Found, res.Distinct)
+		}
+		// Reference.
+		found, minT := 0, T+1
+		sets := map[string]int{}
+		nodes := map[string][2][]int{}
+		for _, size := range Shapes(dims) {
+			if v := vol(size); v < m || v > m+T {
+				continue
+			}
+			placements(dims, sel.wrap, size, func(st []int) bool {
+				var avail []int
+				for _, v := range (Rect{Start: st, Size: size}).Nodes(dims, nil) {
+					if s.Available(v) {
+						avail = append(avail, v)
+					}
+				}
+				if len(avail) < m {
+					return true
+				}
+				active, transit := avail[:m], avail[m:]
+				if ok, err := rt.Reachable(active, transit); err != nil || !ok {
+					return err == nil
+				}
+				found++
+				// One by one, last first.
+				kept := slices.Clone(transit)
+				for i := len(kept) - 1; i >= 0; i-- {
+					try := slices.Delete(slices.Clone(kept), i, i+1)
+					if ok, err := rt.Reachable(active, try); err != nil {
+						t.Fatal(err)
+					} else if ok {
+						kept = try
+					}
+				}
+				sets[setKey(active, kept)] = len(kept)
+				nodes[setKey(active, kept)] = [2][]int{slices.Clone(active), kept}
+				minT = min(minT, len(kept))
+				return true
+			})
+		}
+		if res.Found != found {
+			t.Fatalf("%s m=%d T=%d links %v: found %d, reference %d", spec, m, T, links, res.Found, found)
+		}
+		if found == 0 {
+			continue
+		}
+		best := 0
+		for _, n := range sets {
+			if n == minT {
+				best++
+			}
+		}
+		c := res.Chosen
+		if c == nil {
+			t.Fatalf("%s m=%d T=%d links %v: nothing chosen, reference found %d", spec, m, T, links, found)
+		}
+		if n, ok := sets[setKey(c.Active, c.Transit)]; !ok || n != minT || len(c.Transit) != minT || res.Distinct != best {
+			t.Fatalf("%s m=%d T=%d links %v: chose %+v (distinct %d), reference: %d transit, %d sets", spec, m, T, links, c, res.Distinct, minT, best)
+		}
+		if best > 64 {
+			continue // only 64 tables are built for the tie-breaks
+		}
+		// Criteria 2–4 by brute force: largest φ after, then the
+		// smallest diameter, then the smallest π_max of its own table.
+		type score struct {
+			phi   int64
+			diam  int
+			piMax float64
+		}
+		rank := func(active, transit []int) score {
+			after := s.Clone()
+			after.Occupy(99, append(slices.Clone(active), transit...))
+			f, err := rt.Table(active, transit, "bfs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return score{Phi(after).Phi, f.Diameter, f.PiMax}
+		}
+		var top score
+		first := true
+		for k, n := range sets {
+			if n != minT {
+				continue
+			}
+			sc := rank(nodes[k][0], nodes[k][1])
+			if first || sc.phi > top.phi || sc.phi == top.phi && (sc.diam < top.diam || sc.diam == top.diam && sc.piMax < top.piMax) {
+				top, first = sc, false
+			}
+		}
+		got := rank(c.Active, c.Transit)
+		if got != top || c.Figures == nil || c.Figures.Diameter != got.diam || c.Figures.PiMax != got.piMax || c.Frag.Phi != got.phi {
+			t.Fatalf("%s m=%d T=%d links %v: chose %v (reported %+v φ %d), best is %v", spec, m, T, links, got, c.Figures, c.Frag.Phi, top)
+		}
+	}
+}
+
+// upRouter is a monotone reachability oracle: a set is reachable when its
+// transit nodes include one of the required sets.
+type upRouter struct{ need [][]int }
+
+func (u upRouter) Reachable(active, transit []int) (bool, error) {
+	for _, n := range u.need {
+		ok := true
+		for _, v := range n {
+			ok = ok && slices.Contains(transit, v)
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (upRouter) Table(active, transit []int, algo string) (TableFigures, error) {
+	return TableFigures{}, nil
+}
+
+// TestDropTransitMatchesGreedy compares the bisecting reduction with the
+// one-by-one greedy it replaces, on random monotone oracles.
+func TestDropTransitMatchesGreedy(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for trial := 0; trial < 500; trial++ {
+		n := r.IntN(40)
+		transit := r.Perm(100)[:n]
+		var rt upRouter
+		for range 1 + r.IntN(3) {
+			var need []int
+			for _, v := range transit {
+				if r.IntN(4) == 0 {
+					need = append(need, v)
+				}
+			}
+			rt.need = append(rt.need, need)
+		}
+		var want []int // indices kept by the one-by-one greedy
+		cur := slices.Clone(transit)
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		for i := n - 1; i >= 0; i-- {
+			try := slices.Delete(slices.Clone(cur), i, i+1)
+			if ok, _ := rt.Reachable(nil, try); ok {
+				cur, idx = try, slices.Delete(idx, i, i+1)
+			}
+		}
+		want = idx
+		got, err := dropTransit(rt, nil, transit, -1)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("transit %v need %v: got %v, greedy keeps %v", transit, rt.need, got, want)
+		}
+		if b := len(want) - 1; b >= 0 {
+			if got, _ := dropTransit(rt, nil, transit, b); got != nil {
+				t.Fatalf("bound %d: got %v, want nil (greedy keeps %d)", b, got, len(want))
+			}
+		}
+		if got, _ := dropTransit(rt, nil, transit, len(want)); !slices.Equal(got, want) {
+			t.Fatalf("bound %d: got %v, want %v", len(want), got, want)
+		}
 	}
 }

@@ -34,7 +34,7 @@ func Solvable(a, b int64) bool {
 	}
 	primes := map[int64]bool{2: true}
 	for _, x := range []int64{a, b} {
-		for _, p := range primeFactors64(abs64(x)) {
+		for _, p := range primeFactors(abs64(x)) {
 			primes[p] = true
 		}
 	}
@@ -101,22 +101,6 @@ func isSquare(x int64) bool {
 		r++
 	}
 	return r*r == x
-}
-
-func primeFactors64(n int64) []int64 {
-	var out []int64
-	for d := int64(2); d*d <= n; d++ {
-		if n%d == 0 {
-			out = append(out, d)
-			for n%d == 0 {
-				n /= d
-			}
-		}
-	}
-	if n > 1 {
-		out = append(out, n)
-	}
-	return out
 }
 
 func abs64(x int64) int64 {

@@ -216,9 +216,10 @@ func (f *Field) Inv(a int) int {
 // Exp returns g^i for the field's generator g (x, or a primitive root mod p).
 func (f *Field) Exp(i int) int { return int(f.exp[((i%(f.Q-1))+(f.Q-1))%(f.Q-1)]) }
 
-func primeFactors(n int) []int {
-	var out []int
-	for d := 2; d*d <= n; d++ {
+// primeFactors returns the distinct prime factors of n > 0, ascending.
+func primeFactors[T int | int64](n T) []T {
+	var out []T
+	for d := T(2); d*d <= n; d++ {
 		if n%d == 0 {
 			out = append(out, d)
 			for n%d == 0 {

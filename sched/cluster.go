@@ -31,6 +31,9 @@ type Config struct {
 	// SelectWorkers bounds the goroutines of one allocation decision
 	// (0 = all cores; experiments that run simulations in parallel use 1).
 	SelectWorkers int
+	// Progress, if set, is called each time a job starts or is skipped,
+	// with the count so far and the number of jobs.
+	Progress func(done, total int)
 }
 
 // JobRecord is the outcome of one job.
@@ -110,6 +113,13 @@ func Simulate(cfg Config, stream *Stream) (*Report, error) {
 		recs[i] = JobRecord{ID: j.ID, Submit: j.Submit, Start: -1, End: -1}
 	}
 	rep := &Report{Jobs: len(jobs), SkippedJobs: append([]Skipped(nil), stream.Skipped...)}
+	settled := 0 // jobs started or skipped
+	progress := func() {
+		settled++
+		if cfg.Progress != nil {
+			cfg.Progress(settled, len(jobs))
+		}
+	}
 	var queue []int // indices into jobs, in submit order
 	var run endHeap
 	next := 0
@@ -125,7 +135,7 @@ func Simulate(cfg Config, stream *Stream) (*Report, error) {
 		if failed[j.Nodes] {
 			return false, nil
 		}
-		req := alloc.Request{Nodes: j.Nodes, Transit: transit(j.Nodes), Algo: cfg.Algo}
+		req := alloc.Request{Nodes: j.Nodes, Transit: transit(j.Nodes), Algo: cfg.Algo, Fast: true}
 		if cfg.Observe != nil {
 			cfg.Observe(st, req)
 		}
@@ -149,6 +159,7 @@ func Simulate(cfg Config, stream *Stream) (*Report, error) {
 		rec.nodeIDs = nodes
 		heap.Push(&run, running{end: rec.End, reqEnd: t + j.Requested, index: queue[qi], nodes: len(nodes)})
 		queue = append(queue[:qi], queue[qi+1:]...)
+		progress()
 		return true, nil
 	}
 	for next < len(jobs) || len(queue) > 0 || len(run) > 0 {
@@ -190,6 +201,7 @@ func Simulate(cfg Config, stream *Stream) (*Report, error) {
 			recs[queue[qi]].Skipped = reason
 			rep.SkippedJobs = append(rep.SkippedJobs, Skipped{ID: j.ID, Reason: reason})
 			queue = queue[1:]
+			progress()
 			continue
 		}
 		// Advance to the next event.

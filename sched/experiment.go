@@ -134,17 +134,26 @@ func (o *ExperimentOptions) run(n int, f func(i int) error) error {
 	return nil
 }
 
-func solutionsOne(network string, k int, o ExperimentOptions, newRouter RouterFactory) (SolutionsRow, error) {
-	row := SolutionsRow{Network: network}
+// machine builds the empty state and router of torus network ("4x4x2").
+func machine(network string, newRouter RouterFactory) (*alloc.State, alloc.Router, error) {
 	g, err := topology.Parse("torus:" + network)
 	if err != nil {
-		return row, err
+		return nil, nil, err
 	}
 	st, err := alloc.NewState(g)
 	if err != nil {
-		return row, err
+		return nil, nil, err
 	}
 	rt, err := newRouter(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, rt, nil
+}
+
+func solutionsOne(network string, k int, o ExperimentOptions, newRouter RouterFactory) (SolutionsRow, error) {
+	row := SolutionsRow{Network: network}
+	st, rt, err := machine(network, newRouter)
 	if err != nil {
 		return row, err
 	}
@@ -249,15 +258,7 @@ func Utilization(networks []string, windows []int, backfill bool, o ExperimentOp
 
 func utilOne(network string, k, w int, backfill bool, algo alloc.Algo, o ExperimentOptions, newRouter RouterFactory) (UtilRow, error) {
 	row := UtilRow{Network: network, Window: w, Backfill: backfill, Algo: string(algo)}
-	g, err := topology.Parse("torus:" + network)
-	if err != nil {
-		return row, err
-	}
-	st, err := alloc.NewState(g)
-	if err != nil {
-		return row, err
-	}
-	rt, err := newRouter(g)
+	st, rt, err := machine(network, newRouter)
 	if err != nil {
 		return row, err
 	}

@@ -489,18 +489,7 @@ func (n *Network) cost(v, d int) int {
 	}
 	best := topology.Unreachable
 	for p := 0; p < n.deg(v); p++ {
-		gp := int(n.portStart[v]) + p
-		if !n.g.Up(int(n.gpChan[gp])) {
-			continue
-		}
-		w := int(n.gpPeerN[gp])
-		c := topology.Unreachable
-		if w == d {
-			c = 0
-		} else if n.forwards[w] {
-			c = n.hop.Hops(w, d)
-		}
-		if c < topology.Unreachable {
+		if c := n.beyond(int(n.portStart[v])+p, d); c < topology.Unreachable {
 			best = min(best, c+1)
 		}
 	}
@@ -679,22 +668,30 @@ func (n *Network) checkMinhop() error {
 	return nil
 }
 
+// beyond returns the hops to d from the far end of global port gp, 0 if
+// the far end is d, Unreachable if the link is down or the far end does
+// not forward.
+func (n *Network) beyond(gp, d int) int {
+	if !n.g.Up(int(n.gpChan[gp])) {
+		return topology.Unreachable
+	}
+	w := int(n.gpPeerN[gp])
+	switch {
+	case w == d:
+		return 0
+	case n.forwards[w]:
+		return n.hop.Hops(w, d)
+	}
+	return topology.Unreachable
+}
+
 // minPorts appends the global ports of router r on minimal paths to d.
 func (n *Network) minPorts(r, d int, buf []int32) []int32 {
 	best := math.MaxInt
 	start := len(buf)
 	for p := 0; p < n.deg(r); p++ {
 		gp := int(n.portStart[r]) + p
-		if !n.g.Up(int(n.gpChan[gp])) {
-			continue
-		}
-		w := int(n.gpPeerN[gp])
-		c := topology.Unreachable
-		if w == d {
-			c = 0
-		} else if n.forwards[w] {
-			c = n.hop.Hops(w, d)
-		}
+		c := n.beyond(gp, d)
 		if c >= topology.Unreachable {
 			continue
 		}

@@ -90,7 +90,7 @@ func init() {
 		var jobs, backfill, algo, rules, scheduleOut string
 		var window int
 		var transitFrac float64
-		var strict bool
+		var strict, quiet bool
 		var ppn int
 		c := &cobra.Command{
 			Use:   "simulate",
@@ -123,8 +123,11 @@ func init() {
 				if transitFrac < 0 {
 					return fmt.Errorf("--transit-frac must not be negative")
 				}
+				bar := cli.NewProgress(len(stream.Jobs), "jobs", quiet)
 				rep, err := sched.Simulate(sched.Config{State: st, Router: rt, Policy: pol, Algo: a,
-					Transit: func(m int) int { return int(float64(m)*transitFrac + 0.999999) }}, stream)
+					Transit:  func(m int) int { return int(float64(m)*transitFrac + 0.999999) },
+					Progress: func(int, int) { bar.Add(1) }}, stream)
+				bar.Done()
 				if err != nil {
 					return err
 				}
@@ -195,6 +198,7 @@ func init() {
 		c.Flags().StringVar(&scheduleOut, "schedule-out", "", "write one JSON object per job (id, submit, start, end, nodes) to FILE")
 		c.Flags().BoolVar(&strict, "strict", false, "fail on malformed SWF lines instead of skipping them")
 		c.Flags().IntVar(&ppn, "procs-per-node", 1, "SWF processors per node")
+		c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
 		schedCmd.AddCommand(c)
 	}
 
