@@ -94,7 +94,7 @@ const (
 
 // ParseSynthetic reads "load=0.8,span=4mo,maxtime=1d,sizes=loguniform,
 // maxnodes=16,jobs=500,seed=3,overestimate=1.5". Durations accept s, m, h,
-// d and mo suffixes.
+// d, w and mo suffixes.
 func ParseSynthetic(spec string) (SyntheticParams, error) {
 	p := SyntheticParams{}
 	if strings.TrimSpace(spec) == "" {
@@ -155,7 +155,7 @@ func parseDuration(s string) (float64, error) {
 	for _, u := range []struct {
 		suf string
 		m   float64
-	}{{"mo", month}, {"d", day}, {"h", 3600}, {"m", 60}, {"s", 1}} {
+	}{{"mo", month}, {"w", 7 * day}, {"d", day}, {"h", 3600}, {"m", 60}, {"s", 1}} {
 		if strings.HasSuffix(s, u.suf) {
 			s, mult = strings.TrimSuffix(s, u.suf), u.m
 			break
@@ -163,7 +163,7 @@ func parseDuration(s string) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("invalid duration")
+		return 0, fmt.Errorf("invalid duration (want a positive number with unit s, m, h, d, w or mo)")
 	}
 	return v * mult, nil
 }
