@@ -30,6 +30,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 
 func main() {
+	strictGroups(root)
 	if err := root.Execute(); err != nil {
 		msg := err.Error()
 		fmt.Fprintln(os.Stderr, "icn: "+oneLine(msg))
@@ -38,6 +39,25 @@ func main() {
 			os.Exit(ee.code)
 		}
 		os.Exit(1)
+	}
+}
+
+// strictGroups makes every command group (a command with subcommands and
+// no action of its own) reject an unknown subcommand with an error instead
+// of printing its help and exiting 0.
+func strictGroups(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		strictGroups(sub)
+	}
+	if c == root || c.Runnable() || !c.HasSubCommands() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return &exitError{code: 2, err: fmt.Errorf("unknown command %q for %q (see %s --help)", args[0], c.CommandPath(), c.CommandPath())}
+		}
+		return c.Help()
 	}
 }
 

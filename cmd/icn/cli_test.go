@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The test binary doubles as icn: with ICN_CLI_ARGS set (arguments joined
+// by \x1f) it runs main with them.
+func TestMain(m *testing.M) {
+	if a, ok := os.LookupEnv("ICN_CLI_ARGS"); ok {
+		os.Args = append([]string{"icn"}, strings.Split(a, "\x1f")...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func runICN(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "ICN_CLI_ARGS="+strings.Join(args, "\x1f"), "ICN_PROGRESS=0")
+	cmd.Dir = dir
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+// TestBadInput: every malformed spec, unknown name, impossible request or
+// corrupt file gets one line on stderr naming the problem and a non-zero
+// exit status, never a panic.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.net"), []byte("garbage\x00\x01 switch\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.swf"), []byte("1 0 0 x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args string
+		want string // in the message
+	}{
+		{"topo show torus:0x4", "size 0 in dimension X"},
+		{"topo show torus:4x", `size "" is not a whole number`},
+		{"topo import bad.net", "not a topology file"},
+		{"topo import missing.net", "no such file"},
+		{"topo measure", `unknown command "measure"`},
+		{"sched experiment bogus", `unknown command "bogus"`},
+		{"alloc --topo torus:4x4 --nodes 2 --busy 9.9", "outside 0..3"},
+		{"alloc --topo torus:4x4 --nodes 99", "only 16 of 16 are available"},
+		{"route --topo torus:4x4 --rules bogus", `unknown routing rule "bogus"`},
+		{"sched simulate --jobs synthetic:span=2x", "invalid duration"},
+		{"sched simulate --jobs swf:bad.swf --strict", "bad.swf:1: expected 18 fields"},
+		{"design bibd --n 7 --m 3 --lambda 5", "cannot exist"},
+		{"multiring capacity --n 16 --steps 2,4", "coprime"},
+		{"fabric route --fabric fattree:k=4,n=3 --engine bogus", `unknown engine "bogus"`},
+		{"mcast --topo torus:4x4 --groups bogus:3", `unknown kind "bogus"`},
+		{"sim --topo torus:4x4 --rate -1", "injection rate -1"},
+		{"sim sweep --topo torus:4x4 --traffic bogus", `unknown traffic "bogus"`},
+		{"collective --topo torus:4x4 --op bogus", `unknown operation "bogus"`},
+		{"shmem run -n 0 true", "number of PEs 0"},
+	} {
+		t.Run(tc.args, func(t *testing.T) {
+			_, stderr, code := runICN(t, dir, strings.Fields(tc.args)...)
+			if code == 0 {
+				t.Fatalf("exit status 0, stderr %q", stderr)
+			}
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "icn: ") || !strings.Contains(lines[0], tc.want) {
+				t.Fatalf("stderr %q: want one line \"icn: …%s…\"", stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestJSONOutputs: --json prints exact JSON with the documented keys.
+func TestJSONOutputs(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args string
+		keys []string
+	}{
+		{"topo show torus:4x4 --json", []string{"nodes", "links"}},
+		{"alloc --topo torus:4x4x2 --nodes 4 --json", []string{"request", "chosen"}},
+		{"multiring capacity --n 16 --steps ±1,±3 --json", []string{"n", "steps"}},
+		{"sched simulate --topo torus:4x4x2 --jobs synthetic:jobs=50,seed=1 --json -q",
+			[]string{"utilization", "t_mean", "mean_wait", "mean_bounded_slowdown", "makespan", "jobs_done", "jobs_skipped"}},
+	} {
+		t.Run(tc.args, func(t *testing.T) {
+			stdout, stderr, code := runICN(t, dir, strings.Fields(tc.args)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var v map[string]any
+			if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, stdout)
+			}
+			for _, k := range tc.keys {
+				if _, ok := v[k]; !ok {
+					t.Errorf("key %q missing", k)
+				}
+			}
+		})
+	}
+}
