@@ -287,58 +287,24 @@ type Fragmentation struct {
 // that volume: shapes are tried in decreasing volume and the search stops
 // at the first volume that has one.
 func Phi(s *State) Fragmentation {
-	return newPhiEval(s.dims).eval(s, s.N())
-}
-
-// phiEval keeps the shapes of a torus and a reusable grid.
-type phiEval struct {
-	shapes [][]int
-	g      *grid
-}
-
-func newPhiEval(dims []int) *phiEval { return &phiEval{shapes: Shapes(dims)} }
-
-// eval computes φ, looking only at volumes ≤ bound (a known upper bound
-// on the largest free rectangle, e.g. the current largest before an
-// allocation).
-func (p *phiEval) eval(s *State, bound int) Fragmentation {
-	f, _ := p.evalCollect(s, bound, 0)
-	return f
-}
-
-// evalCollect is eval that also returns the largest free rectangles, up
-// to collect of them (nil if there are more).
-func (p *phiEval) evalCollect(s *State, bound, collect int) (Fragmentation, []Rect) {
-	if p.g == nil {
-		p.g = newGrid(s)
-	} else {
-		p.g.fill(s)
-	}
+	g := newGrid(s)
 	free := s.FreeCount()
-	bound = min(bound, free)
 	best, count := 0, 0
-	var rects []Rect
-	for _, size := range p.shapes {
+	for _, size := range Shapes(s.dims) { // by volume, descending
 		v := vol(size)
-		if v > bound {
+		if v > free {
 			continue
 		}
 		if best > 0 && v < best {
 			break
 		}
 		placements(s.dims, s.wrap, size, func(start []int) bool {
-			if p.g.unavailable(start, size) == 0 {
+			if g.unavailable(start, size) == 0 {
 				best = v
 				count++
-				if count <= collect {
-					rects = append(rects, Rect{Start: append([]int(nil), start...), Size: size})
-				}
 			}
 			return true
 		})
 	}
-	if count > collect {
-		rects = nil
-	}
-	return Fragmentation{Phi: int64(s.N())*int64(best) + int64(count), LargestNodes: best, LargestCount: count}, rects
+	return Fragmentation{Phi: int64(s.N())*int64(best) + int64(count), LargestNodes: best, LargestCount: count}
 }

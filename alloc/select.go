@@ -123,17 +123,15 @@ type Selector struct {
 	dims   []int
 	wrap   []bool
 	shapes [][]int
-	phi    *phiEval
 	grid   *grid
 	// faultDirs[v] has bit k set if the link leaving v in direction k
 	// (2·dim + (0 for +, 1 for −)) is failed.
 	faultDirs []uint16
-	scratch   *State
 }
 
 // NewSelector prepares a selector for the state's torus.
 func NewSelector(s *State) *Selector {
-	sel := &Selector{dims: s.dims, wrap: s.wrap, shapes: Shapes(s.dims), phi: newPhiEval(s.dims)}
+	sel := &Selector{dims: s.dims, wrap: s.wrap, shapes: Shapes(s.dims)}
 	return sel
 }
 
@@ -256,12 +254,30 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 	}
 	slices.SortStableFunc(work, func(a, b int) int { return cmp.Compare(vol(sizes[a]), vol(sizes[b])) })
 	var memo onceMap // answers shared by placements (see below)
+	// alone reports whether the active nodes are reachable without transit
+	// nodes. A fault-free block of available nodes is; blocks of one size
+	// share the answer, and so do placements with the same active set.
+	alone := func(active, size []int, block bool) (bool, error) {
+		if block && leadingBlock(size, m) != nil {
+			return true, nil
+		}
+		key := "a" + nodeKey(active)
+		if block {
+			key = "b" + fmt.Sprint(size)
+		}
+		ok, err := memo.get(key, func() (any, error) { return rt.Reachable(active, nil) })
+		if err != nil {
+			return false, err
+		}
+		return ok.(bool), nil
+	}
 	bufs := make([][]int, par.Workers(sel.Workers))
 	conn := make([]connScratch, len(bufs))
 	par.For(len(sizes), sel.Workers, func(w, wi int) {
 		si := work[wi]
 		size := sizes[si]
 		v := vol(size)
+		lead := leadingBlock(size, m)
 		out := &results[si]
 		placements(sel.dims, sel.wrap, size, func(st []int) bool {
 			holes := sel.grid.unavailable(st, size)
@@ -295,12 +311,12 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 					// Only a set without transit nodes can still win:
 					// ask about the active nodes alone (if they are
 					// reachable, so is the whole set).
-					ok, err := memo.get("a"+nodeKey(active), func() (any, error) { return rt.Reachable(active, nil) })
+					ok, err := alone(active, size, false)
 					if err != nil {
 						out.err = err
 						return false
 					}
-					if !ok.(bool) {
+					if !ok {
 						return true
 					}
 				} else {
@@ -336,19 +352,13 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 					// reachability only grows with the transit set, so
 					// the greedy ends at none exactly when the active
 					// nodes alone are reachable: one question.
-					if !block || leadingBlock(size, m) == nil {
-						key := "a" + nodeKey(active)
-						if block {
-							key = "b" + fmt.Sprint(size)
-						}
-						ok, err := memo.get(key, func() (any, error) { return rt.Reachable(active, nil) })
-						if err != nil {
-							out.err = err
-							return false
-						}
-						if !ok.(bool) {
-							return true
-						}
+					ok, err := alone(active, size, block)
+					if err != nil {
+						out.err = err
+						return false
+					}
+					if !ok {
+						return true
 					}
 				case block:
 					// Pruned (nil) stays pruned: the bound only falls.
@@ -393,8 +403,8 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 			case !block:
 			case len(transit) > 0:
 				c.iso = "g" + fmt.Sprint(size)
-			case leadingBlock(size, m) != nil:
-				c.iso = "r" + fmt.Sprint(leadingBlock(size, m))
+			case lead != nil:
+				c.iso = "r" + fmt.Sprint(lead)
 			default:
 				c.iso = "a" + fmt.Sprint(size)
 			}
@@ -452,7 +462,7 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 			return nil, err
 		}
 		c.Figures = &fig
-		c.Frag = sel.fragAfter(s, c)
+		c.Frag = newLevelCache(sel, s).after(c)
 		res.Chosen, res.Ranked, res.Tables = c, 1, 1
 		return res, nil
 	}
@@ -527,28 +537,6 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 	})
 	res.Chosen = ranked[0]
 	return res, nil
-}
-
-// fragAfter evaluates φ with the candidate's nodes taken.
-func (sel *Selector) fragAfter(s *State, c *Candidate) Fragmentation {
-	return sel.fragAfterBound(s, c, s.N())
-}
-
-func (sel *Selector) fragAfterBound(s *State, c *Candidate, bound int) Fragmentation {
-	if sel.scratch == nil || len(sel.scratch.owner) != len(s.owner) {
-		sel.scratch = s.Clone()
-	} else {
-		copy(sel.scratch.owner, s.owner)
-		sel.scratch.g = s.g
-		sel.scratch.busy = s.busy
-	}
-	for _, v := range c.Active {
-		sel.scratch.owner[v] = -1
-	}
-	for _, v := range c.Transit {
-		sel.scratch.owner[v] = -1
-	}
-	return sel.phi.eval(sel.scratch, bound)
 }
 
 // leadingBlock returns the size of the block that the first m nodes of a

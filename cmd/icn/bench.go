@@ -48,14 +48,19 @@ and simulated router-cycles per second. The package benchmarks (go test -bench) 
 				return time.Since(start), err
 			}
 			cores := runtime.GOMAXPROCS(0)
+			// network parses the full-size spec, or the small one with --quick.
+			network := func(full, small string) (string, *topology.Graph, error) {
+				spec := full
+				if quick {
+					spec = small
+				}
+				g, err := topology.Parse(spec)
+				return spec, g, err
+			}
 
 			// 1. All-pairs distances, generic algorithm.
 			step("all-pairs distances")
-			spec := "torus:16x16x16"
-			if quick {
-				spec = "torus:8x8x8"
-			}
-			g, err := topology.Parse(spec)
+			spec, g, err := network("torus:16x16x16", "torus:8x8x8")
 			if err != nil {
 				return err
 			}
@@ -68,11 +73,7 @@ and simulated router-cycles per second. The package benchmarks (go test -bench) 
 
 			// 2. Verified BFS routing table, whole torus active.
 			step("routing table")
-			tspec := "torus:8x8x4x4"
-			if quick {
-				tspec = "torus:4x4x4x2"
-			}
-			tg, err := topology.Parse(tspec)
+			tspec, tg, err := network("torus:8x8x4x4", "torus:4x4x4x2")
 			if err != nil {
 				return err
 			}
@@ -129,13 +130,13 @@ and simulated router-cycles per second. The package benchmarks (go test -bench) 
 
 			// 4. Multicast: FULB vs SSSP-new.
 			step("multicast")
-			mspec, wspec := "taihulight", "grid3d:32x40x32"
-			if quick {
-				mspec, wspec = "fattree:k=8,n=3", "grid2d:32x16"
-			}
-			mg, err := topology.Parse(mspec)
+			mspec, mg, err := network("taihulight", "fattree:k=8,n=3")
 			if err != nil {
 				return err
+			}
+			wspec := "grid3d:32x40x32"
+			if quick {
+				wspec = "grid2d:32x16"
 			}
 			h, err := topology.MinHops(mg, 0)
 			if err != nil {
