@@ -11,7 +11,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.6
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
-	pgregory.net/rapid v1.3.0
 )
 
 require (
