@@ -52,6 +52,52 @@ type SearchResult struct {
 // after a first pass has balanced the sets with the highest bounds. The
 // result is deterministic: ties are broken by cable length, then steps.
 func Search(o SearchOptions) (*SearchResult, error) {
+	sp, err := newSearchSpace(o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Top <= 0 {
+		o.Top = 5
+	}
+	s := newSearcher(sp.n, sp.k, o)
+	ws := make([]*worker, par.Workers(o.Workers))
+	for i := range ws {
+		ws[i] = s.newWorker()
+	}
+	seeds, sets := boundPass(sp, s, ws, o)
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("search: no connected step set satisfies the constraints")
+	}
+	evaluated := balancePass(sp, s, ws, seeds, o)
+	var all []Candidate
+	for _, wk := range ws {
+		all = append(all, wk.best...)
+	}
+	sortCandidates(all)
+	if len(all) > o.Top {
+		all = all[:o.Top]
+	}
+	return &SearchResult{N: sp.n, Rings: o.Rings, Best: all, Sets: sets, Evaluated: evaluated}, nil
+}
+
+// searchSpace is the set of duplex step sets a search enumerates: the
+// fixed steps (±1 and the included ones) plus every choice of the
+// remaining rings from the pool of other duplex steps.
+type searchSpace struct {
+	n, k     int
+	base     []int // fixed duplex steps, ascending
+	poolVals []int // the other duplex steps, ascending
+	free     int   // how many steps are chosen from the pool
+	total    int64 // binom(len(poolVals), free)
+	// dedup skips isomorphic copies; only without constraints that the
+	// unit multiplication would not preserve.
+	dedup    bool
+	maxCable int
+}
+
+// newSearchSpace checks the options and lays out the step sets to
+// enumerate.
+func newSearchSpace(o SearchOptions) (*searchSpace, error) {
 	n := o.N
 	if n < 3 || n > 4096 {
 		return nil, fmt.Errorf("search: N=%d out of range 3..4096", n)
@@ -64,97 +110,106 @@ func Search(o SearchOptions) (*SearchResult, error) {
 	if k > h {
 		return nil, fmt.Errorf("search: N=%d has only %d distinct duplex rings, %d rings need %d", n, h, o.Rings, k)
 	}
-	if o.Top <= 0 {
-		o.Top = 5
+	base, err := fixedSteps(n, o.Include)
+	if err != nil {
+		return nil, err
 	}
-	inBase := map[int]bool{1: true}
+	if len(base) > k {
+		return nil, fmt.Errorf("search: %d included duplex rings exceed the %d of %d rings", len(base), k, o.Rings)
+	}
+	sp := &searchSpace{n: n, k: k, base: base, free: k - len(base), maxCable: o.MaxCable}
+	for x := 1; x <= h; x++ {
+		if !slices.Contains(base, x) {
+			sp.poolVals = append(sp.poolVals, x)
+		}
+	}
+	sp.total = binom(len(sp.poolVals), sp.free)
+	if sp.total < 0 || sp.total > 2e9 {
+		return nil, fmt.Errorf("search: %d rings on N=%d is too many step sets to enumerate", o.Rings, n)
+	}
+	if sp.total == 0 {
+		return nil, fmt.Errorf("search: no step set satisfies the constraints")
+	}
+	sp.dedup = len(base) <= 1 && o.MaxCable <= 0
+	return sp, nil
+}
+
+// fixedSteps returns ±1 and the included steps as ascending duplex steps.
+func fixedSteps(n int, include []int) ([]int, error) {
 	base := []int{1}
-	for _, x := range o.Include {
+	for _, x := range include {
 		x = ((x % n) + n) % n
 		x = min(x, n-x)
 		if x == 0 || (n%2 == 0 && x == n/2) {
 			return nil, fmt.Errorf("search: included step %d is not a duplex ring on N=%d", x, n)
 		}
-		if !inBase[x] {
-			inBase[x] = true
+		if !slices.Contains(base, x) {
 			base = append(base, x)
 		}
 	}
 	slices.Sort(base)
-	if len(base) > k {
-		return nil, fmt.Errorf("search: %d included duplex rings exceed the %d of %d rings", len(base), k, o.Rings)
+	return base, nil
+}
+
+// forEach calls eval(worker, steps) for every step set of the space on all
+// workers, in chunks of consecutive combinations; pass 0 or 1 scales the
+// progress report over both passes. steps is reused between calls.
+func (sp *searchSpace) forEach(pass int, o SearchOptions, eval func(w int, steps []int)) {
+	chunks := int64(4096)
+	if sp.total < chunks {
+		chunks = max(sp.total, 1)
 	}
-	var poolVals []int
-	for x := 1; x <= h; x++ {
-		if !inBase[x] {
-			poolVals = append(poolVals, x)
+	pool := len(sp.poolVals)
+	var done atomic.Int64
+	par.For(int(chunks), o.Workers, func(w, c int) {
+		lo := sp.total * int64(c) / chunks
+		hi := sp.total * int64(c+1) / chunks
+		if hi <= lo {
+			return
+		}
+		comb := unrank(pool, sp.free, lo)
+		steps := make([]int, sp.k)
+		for idx := lo; idx < hi; idx++ {
+			sp.merge(steps, comb)
+			if sp.maxCable <= 0 || Cable(steps) <= sp.maxCable {
+				eval(w, steps)
+			}
+			nextComb(comb, pool)
+		}
+		if o.Report != nil {
+			d := done.Add(hi - lo)
+			o.Report(int64(pass)*sp.total+d, 2*sp.total)
+		}
+	})
+}
+
+// merge writes the fixed steps and the pool values chosen by comb into
+// steps in ascending order.
+func (sp *searchSpace) merge(steps, comb []int) {
+	i, j := 0, 0
+	for t := range steps {
+		if j >= len(comb) || (i < len(sp.base) && sp.base[i] < sp.poolVals[comb[j]]) {
+			steps[t] = sp.base[i]
+			i++
+		} else {
+			steps[t] = sp.poolVals[comb[j]]
+			j++
 		}
 	}
-	pool, free := len(poolVals), k-len(base)
-	total := binom(pool, free)
-	if total < 0 || total > 2e9 {
-		return nil, fmt.Errorf("search: %d rings on N=%d is too many step sets to enumerate", o.Rings, n)
-	}
-	if total == 0 {
-		return nil, fmt.Errorf("search: no step set satisfies the constraints")
-	}
-	// Isomorphic copies are skipped only without constraints that the unit
-	// multiplication would not preserve.
-	dedup := len(base) <= 1 && o.MaxCable <= 0
-	s := newSearcher(n, k, o)
-	// The enumeration is split into chunks of consecutive combinations.
-	chunks := int64(4096)
-	if total < chunks {
-		chunks = max(total, 1)
-	}
-	run := func(pass int, eval func(w int, steps []int)) {
-		var done atomic.Int64
-		par.For(int(chunks), o.Workers, func(w, c int) {
-			lo := total * int64(c) / chunks
-			hi := total * int64(c+1) / chunks
-			if hi <= lo {
-				return
-			}
-			comb := unrank(pool, free, lo)
-			steps := make([]int, k)
-			for idx := lo; idx < hi; idx++ {
-				// merge base and the chosen pool values in ascending order
-				i, j := 0, 0
-				for t := range steps {
-					if j >= len(comb) || (i < len(base) && base[i] < poolVals[comb[j]]) {
-						steps[t] = base[i]
-						i++
-					} else {
-						steps[t] = poolVals[comb[j]]
-						j++
-					}
-				}
-				if o.MaxCable <= 0 || Cable(steps) <= o.MaxCable {
-					eval(w, steps)
-				}
-				nextComb(comb, pool)
-			}
-			if o.Report != nil {
-				d := done.Add(hi - lo)
-				o.Report(int64(pass)*total+d, 2*total)
-			}
-		})
-	}
-	workers := par.Workers(o.Workers)
-	ws := make([]*worker, workers)
-	for i := range ws {
-		ws[i] = s.newWorker()
-	}
-	// Pass 1: bounds only; keep the sets with the highest bounds.
+}
+
+// boundPass is the first pass: it computes only the upper bound of every
+// canonical step set and returns the sets with the highest bounds (the
+// seeds of the second pass), best first, with the number of sets seen.
+func boundPass(sp *searchSpace, s *searcher, ws []*worker, o SearchOptions) ([]boundEntry, int64) {
 	seedN := max(4*o.Top, 32)
-	run(0, func(w int, steps []int) {
+	sp.forEach(0, o, func(w int, steps []int) {
 		wk := ws[w]
-		if !s.canonical(wk, steps, dedup) {
+		if !s.canonical(wk, steps, sp.dedup) {
 			return
 		}
 		wk.sets++
-		ub := s.bound(wk, steps)
-		wk.keepBound(steps, ub, seedN)
+		wk.keepBound(steps, s.bound(wk, steps), seedN)
 	})
 	var seeds []boundEntry
 	var sets int64
@@ -174,16 +229,20 @@ func Search(o SearchOptions) (*SearchResult, error) {
 	if len(seeds) > seedN {
 		seeds = seeds[:seedN]
 	}
-	if len(seeds) == 0 {
-		return nil, fmt.Errorf("search: no connected step set satisfies the constraints")
-	}
+	return seeds, sets
+}
+
+// balancePass balances the seeds first, which sets a pruning threshold
+// (the Top-th best balanced capacity so far), then every other set whose
+// bound can still reach the threshold. It returns the number of sets
+// balanced; the best ones are in the workers' lists.
+func balancePass(sp *searchSpace, s *searcher, ws []*worker, seeds []boundEntry, o SearchOptions) int64 {
 	var thr atomic.Uint64 // float64 bits of the pruning threshold
 	var evaluated atomic.Int64
 	var mu sync.Mutex
 	evalOne := func(wk *worker, steps []int, ub float64) {
 		evaluated.Add(1)
-		c := s.evaluate(wk, steps, ub)
-		wk.keep(c, o.Top)
+		wk.keep(s.evaluate(wk, steps, ub), o.Top)
 		if len(wk.best) == o.Top {
 			kth := wk.best[o.Top-1].Balanced
 			mu.Lock()
@@ -198,10 +257,10 @@ func Search(o SearchOptions) (*SearchResult, error) {
 		evalOne(ws[0], e.steps, e.ub)
 		seen[fmt.Sprint(e.steps)] = true
 	}
-	// Pass 2: everything whose bound can still enter the top list.
-	run(1, func(w int, steps []int) {
+	lowestSeed := seeds[len(seeds)-1].ub
+	sp.forEach(1, o, func(w int, steps []int) {
 		wk := ws[w]
-		if !s.canonical(wk, steps, dedup) {
+		if !s.canonical(wk, steps, sp.dedup) {
 			return
 		}
 		ub := s.bound(wk, steps)
@@ -209,20 +268,12 @@ func Search(o SearchOptions) (*SearchResult, error) {
 		if ub < t-1e-9*math.Max(1, t) {
 			return
 		}
-		if ub >= seeds[len(seeds)-1].ub && seen[fmt.Sprint(steps)] {
+		if ub >= lowestSeed && seen[fmt.Sprint(steps)] {
 			return
 		}
 		evalOne(wk, slices.Clone(steps), ub)
 	})
-	var all []Candidate
-	for _, wk := range ws {
-		all = append(all, wk.best...)
-	}
-	sortCandidates(all)
-	if len(all) > o.Top {
-		all = all[:o.Top]
-	}
-	return &SearchResult{N: n, Rings: o.Rings, Best: all, Sets: sets, Evaluated: evaluated.Load()}, nil
+	return evaluated.Load()
 }
 
 func sortCandidates(c []Candidate) {
