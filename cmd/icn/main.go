@@ -13,11 +13,23 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var root = &cobra.Command{
-	Use:           "icn",
-	Short:         "Interconnection networks for supercomputers: design, route, place, simulate",
-	SilenceUsage:  true,
-	SilenceErrors: true,
+// root is the assembled command tree. Command groups not yet converted to
+// constructors add themselves to it from init().
+var root = newRootCmd()
+
+// newRootCmd assembles the command tree: one constructor per command group.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "icn",
+		Short:         "Interconnection networks for supercomputers: design, route, place, simulate",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newCollectiveCmd(),
+		newMultiringCmd(),
+	)
+	return root
 }
 
 // exitError carries a specific exit status (e.g. 1 for "verified: violations

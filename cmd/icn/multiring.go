@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -13,180 +14,222 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+func newMultiringCmd() *cobra.Command {
 	mr := &cobra.Command{Use: "multiring", Short: "Non-switched multirings: route schedules, capacity, search for the best rings"}
-	root.AddCommand(mr)
+	mr.AddCommand(newMultiringCapacityCmd(), newMultiringSearchCmd(), newMultiringFamilyCmd())
+	return mr
+}
 
-	// icn multiring capacity
-	{
-		var out output
-		var n, copies int
-		var steps, sched string
-		c := &cobra.Command{
-			Use:   "capacity",
-			Short: "Route table, route schedule and per-ring / effective capacity of a multiring (seed 000 tables 2.1–2.3)",
-			Example: `  icn multiring capacity --n 16 --steps ±1,±3 --schedule shortest   # table 2.2, C = 20
+// multiringCapacityOptions are the flags of icn multiring capacity.
+type multiringCapacityOptions struct {
+	out      output
+	n        int
+	copies   int
+	steps    string
+	schedule string
+}
+
+func newMultiringCapacityCmd() *cobra.Command {
+	var o multiringCapacityOptions
+	c := &cobra.Command{
+		Use:   "capacity",
+		Short: "Route table, route schedule and per-ring / effective capacity of a multiring (seed 000 tables 2.1–2.3)",
+		Example: `  icn multiring capacity --n 16 --steps ±1,±3 --schedule shortest   # table 2.2, C = 20
   icn multiring capacity --n 16 --steps ±1,±3                        # table 2.3, C = 21.8
   icn multiring capacity --n 32 --steps ±1 --copies 4                # Gemini x/y: four ±1 rings
   icn multiring capacity --n 128 --steps ±1,±2,±3,±5,±7,±9 --schedule optimal --json`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				st, err := readArgFile(steps)
-				if err != nil {
-					return err
-				}
-				ss, err := multiring.ParseSteps(st)
-				if err != nil {
-					return err
-				}
-				m, err := multiring.NewCopies(n, ss, copies)
-				if err != nil {
-					return err
-				}
-				s, err := m.Schedule(sched)
-				if err != nil {
-					return err
-				}
-				rep := s.Report()
-				return out.print(stdout(c), rep, func(w io.Writer) error { return writeCapacity(w, rep) })
-			},
-		}
-		c.Flags().IntVar(&n, "n", 16, "number of nodes N")
-		c.Flags().StringVar(&steps, "steps", "±1,±3", "ring steps: ±s for a duplex ring, s or -s for a simplex ring (or @FILE)")
-		c.Flags().StringVar(&sched, "schedule", "balanced", "route schedule: shortest, balanced (seed heuristic) or optimal (linear program)")
-		c.Flags().IntVar(&copies, "copies", 1, "identical copies of every ring (Gemini's four ±1 rings: --steps ±1 --copies 4)")
-		out.register(c)
-		mr.AddCommand(c)
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runMultiringCapacity(c.Context(), o, stdout(c))
+		},
 	}
+	c.Flags().IntVar(&o.n, "n", 16, "number of nodes N")
+	c.Flags().StringVar(&o.steps, "steps", "±1,±3", "ring steps: ±s for a duplex ring, s or -s for a simplex ring (or @FILE)")
+	c.Flags().StringVar(&o.schedule, "schedule", "balanced", "route schedule: shortest, balanced (seed heuristic) or optimal (linear program)")
+	c.Flags().IntVar(&o.copies, "copies", 1, "identical copies of every ring (Gemini's four ±1 rings: --steps ±1 --copies 4)")
+	o.out.register(c)
+	return c
+}
 
-	// icn multiring search
-	{
-		var out output
-		var n, rings, top, maxCable, workers int
-		var include string
-		c := &cobra.Command{
-			Use:   "search",
-			Short: "Find the duplex multirings with the largest balanced effective capacity (seed 000 table 2.4)",
-			Example: `  icn multiring search --n 128 --rings 12
+// runMultiringCapacity builds the multiring, computes the chosen route
+// schedule and writes its capacity report.
+func runMultiringCapacity(_ context.Context, o multiringCapacityOptions, w io.Writer) error {
+	st, err := readArgFile(o.steps)
+	if err != nil {
+		return err
+	}
+	ss, err := multiring.ParseSteps(st)
+	if err != nil {
+		return err
+	}
+	m, err := multiring.NewCopies(o.n, ss, o.copies)
+	if err != nil {
+		return err
+	}
+	s, err := m.Schedule(o.schedule)
+	if err != nil {
+		return err
+	}
+	rep := s.Report()
+	return o.out.print(w, rep, func(w io.Writer) error { return writeCapacity(w, rep) })
+}
+
+// multiringSearchOptions are the flags of icn multiring search.
+type multiringSearchOptions struct {
+	out                              output
+	n, rings, top, maxCable, workers int
+	include                          string
+}
+
+func newMultiringSearchCmd() *cobra.Command {
+	var o multiringSearchOptions
+	c := &cobra.Command{
+		Use:   "search",
+		Short: "Find the duplex multirings with the largest balanced effective capacity (seed 000 table 2.4)",
+		Example: `  icn multiring search --n 128 --rings 12
   icn multiring search --n 32 --rings 8 --max-cable 13     # the seed's {±1,±2,±3,±7}
   icn multiring search --n 64 --rings 10 --include ±1,±2,±3,±7 --json`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				o := multiring.SearchOptions{N: n, Rings: rings, Top: top, MaxCable: maxCable, Workers: workers}
-				if include != "" {
-					ss, err := multiring.ParseSteps(include)
-					if err != nil {
-						return err
-					}
-					o.Include = ss
-				}
-				if top < 1 || top > 1000 {
-					return fmt.Errorf("--top %d out of range 1..1000", top)
-				}
-				bar := cli.NewProgress(1000, "searching", false)
-				last := 0
-				o.Report = func(done, total int64) {
-					v := int(1000 * done / max(total, 1))
-					if v > last {
-						bar.Add(v - last)
-						last = v
-					}
-				}
-				start := time.Now()
-				r, err := multiring.Search(o)
-				bar.Done()
-				if err != nil {
-					return err
-				}
-				sec := time.Since(start).Seconds()
-				res := struct {
-					*multiring.SearchResult
-					CPerN     []float64 `json:"c_per_n"`
-					CableSeed int       `json:"cable_seed_formula"`
-					Seconds   float64   `json:"seconds"`
-				}{SearchResult: r, CableSeed: multiring.CableSeed(rings), Seconds: sec}
-				for _, b := range r.Best {
-					res.CPerN = append(res.CPerN, b.Balanced/float64(n))
-				}
-				return out.print(stdout(c), res, func(w io.Writer) error {
-					fmt.Fprintf(w, "Best duplex multirings, N=%d, %d rings (%d duplex)\n\n", n, rings, rings/2)
-					t := cli.NewTable("#", "steps", "C balanced", "C/N", "C shortest", "bound", "cable")
-					for i, b := range r.Best {
-						t.Row(i+1, stepSet(b.Steps), b.Balanced, b.Balanced/float64(n), b.Shortest, b.Bound, b.Cable)
-					}
-					if err := t.Write(w); err != nil {
-						return err
-					}
-					fmt.Fprintf(w, "\n%d step sets (isomorphic copies removed when unconstrained), %d balanced, rest pruned by the bound; %s on %d workers\n",
-						r.Sets, r.Evaluated, cli.Duration(time.Duration(sec*float64(time.Second))), parWorkers(workers))
-					fmt.Fprintf(w, "cable: ring-±1 lengths with all rings laid along ±1; seed formula E(%d) = %d (≈ n²/2-4n = %s)\n",
-						rings, multiring.CableSeed(rings), cli.Float(multiring.CableSeedApprox(rings)))
-					return nil
-				})
-			},
-		}
-		c.Flags().IntVar(&n, "n", 16, "number of nodes N (3..4096)")
-		c.Flags().IntVar(&rings, "rings", 4, "number of simplex rings n (even: n/2 duplex rings)")
-		c.Flags().IntVar(&top, "top", 5, "how many multirings to list")
-		c.Flags().IntVar(&maxCable, "max-cable", 0, "only sets whose cable (Σ s over ±s, in ring-±1 lengths) is at most this (0 = any)")
-		c.Flags().StringVar(&include, "include", "", "duplex steps every set must contain (a growable family), e.g. ±1,±2,±3")
-		c.Flags().IntVar(&workers, "workers", 0, "parallel workers (0 = all cores)")
-		out.register(c)
-		mr.AddCommand(c)
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runMultiringSearch(c.Context(), o, stdout(c))
+		},
 	}
+	c.Flags().IntVar(&o.n, "n", 16, "number of nodes N (3..4096)")
+	c.Flags().IntVar(&o.rings, "rings", 4, "number of simplex rings n (even: n/2 duplex rings)")
+	c.Flags().IntVar(&o.top, "top", 5, "how many multirings to list")
+	c.Flags().IntVar(&o.maxCable, "max-cable", 0, "only sets whose cable (Σ s over ±s, in ring-±1 lengths) is at most this (0 = any)")
+	c.Flags().StringVar(&o.include, "include", "", "duplex steps every set must contain (a growable family), e.g. ±1,±2,±3")
+	c.Flags().IntVar(&o.workers, "workers", 0, "parallel workers (0 = all cores)")
+	o.out.register(c)
+	return c
+}
 
-	// icn multiring family
-	{
-		var out output
-		var search bool
-		var plot string
-		c := &cobra.Command{
-			Use:   "family",
-			Short: "The seed's growable quasi-optimal multirings (table 2.4) with capacities, C/N and cable",
-			Example: `  icn multiring family
-  icn multiring family --search --plot family.svg`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				bar := cli.NewProgress(len(multiring.Table24), "table 2.4", false)
-				rows, err := multiring.Family(search, 0, func(int) { bar.Add(1) })
-				bar.Done()
-				if err != nil {
-					return err
-				}
-				if plot != "" {
-					if err := plotFamily(rows, plot); err != nil {
-						return err
-					}
-				}
-				return out.print(stdout(c), rows, func(w io.Writer) error {
-					h := []string{"N", "rings", "seed steps", "C shortest", "C balanced", "C optimal", "C/N", "cable", "E(n) seed"}
-					if search {
-						h = append(h, "best within cable", "C", "best overall", "C", "C/N", "search time")
-					}
-					t := cli.NewTable(h...)
-					for _, r := range rows {
-						vals := []any{r.N, r.Rings, r.StepSet, r.Shortest, r.Balanced, r.Optimal, r.CPerN, r.Cable, r.CableSeed}
-						if search {
-							vals = append(vals, stepSet(r.BestUnderCable.Steps), r.BestUnderCable.Balanced,
-								stepSet(r.Best.Steps), r.Best.Balanced, r.Best.Balanced/float64(r.N),
-								cli.Duration(time.Duration(r.SearchSeconds*float64(time.Second))))
-						}
-						t.Row(vals...)
-					}
-					if err := t.Write(w); err != nil {
-						return err
-					}
-					fmt.Fprintln(w, "\nC: effective capacity N(N-1)/L; cable: Σ s in lengths of ring ±1 (rings laid along ±1);")
-					fmt.Fprintln(w, "E(n) seed: 4 + Σ_{i=1}^{n/2-1} 2(2i-1) = n²/2-2n+6 as printed in the seed (its approximation n²/2-4n does not follow from it).")
-					return nil
-				})
-			},
+// multiringSearchResult is the JSON of icn multiring search.
+type multiringSearchResult struct {
+	*multiring.SearchResult
+	CPerN     []float64 `json:"c_per_n"`
+	CableSeed int       `json:"cable_seed_formula"`
+	Seconds   float64   `json:"seconds"`
+}
+
+// runMultiringSearch searches the best duplex multirings with progress on
+// stderr and writes the list.
+func runMultiringSearch(_ context.Context, o multiringSearchOptions, w io.Writer) error {
+	so := multiring.SearchOptions{N: o.n, Rings: o.rings, Top: o.top, MaxCable: o.maxCable, Workers: o.workers}
+	if o.include != "" {
+		ss, err := multiring.ParseSteps(o.include)
+		if err != nil {
+			return err
 		}
-		c.Flags().BoolVar(&search, "search", false, "also search the best multiring per row (within the seed set's cable and unconstrained)")
-		c.Flags().StringVar(&plot, "plot", "", "write C(N) for the seed's sets as a chart (.svg or .png)")
-		out.register(c)
-		mr.AddCommand(c)
+		so.Include = ss
 	}
+	if o.top < 1 || o.top > 1000 {
+		return fmt.Errorf("--top %d out of range 1..1000", o.top)
+	}
+	bar := cli.NewProgress(1000, "searching", false)
+	last := 0
+	so.Report = func(done, total int64) {
+		v := int(1000 * done / max(total, 1))
+		if v > last {
+			bar.Add(v - last)
+			last = v
+		}
+	}
+	start := time.Now()
+	r, err := multiring.Search(so)
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	res := multiringSearchResult{SearchResult: r, CableSeed: multiring.CableSeed(o.rings), Seconds: time.Since(start).Seconds()}
+	for _, b := range r.Best {
+		res.CPerN = append(res.CPerN, b.Balanced/float64(o.n))
+	}
+	return o.out.print(w, res, func(w io.Writer) error { return writeSearch(w, res, o.workers) })
+}
+
+// writeSearch prints the best multirings of a search.
+func writeSearch(w io.Writer, res multiringSearchResult, workers int) error {
+	n, rings := res.N, res.Rings
+	fmt.Fprintf(w, "Best duplex multirings, N=%d, %d rings (%d duplex)\n\n", n, rings, rings/2)
+	t := cli.NewTable("#", "steps", "C balanced", "C/N", "C shortest", "bound", "cable")
+	for i, b := range res.Best {
+		t.Row(i+1, stepSet(b.Steps), b.Balanced, b.Balanced/float64(n), b.Shortest, b.Bound, b.Cable)
+	}
+	if err := t.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d step sets (isomorphic copies removed when unconstrained), %d balanced, rest pruned by the bound; %s on %d workers\n",
+		res.Sets, res.Evaluated, cli.Duration(time.Duration(res.Seconds*float64(time.Second))), parWorkers(workers))
+	fmt.Fprintf(w, "cable: ring-±1 lengths with all rings laid along ±1; seed formula E(%d) = %d (≈ n²/2-4n = %s)\n",
+		rings, multiring.CableSeed(rings), cli.Float(multiring.CableSeedApprox(rings)))
+	return nil
+}
+
+// multiringFamilyOptions are the flags of icn multiring family.
+type multiringFamilyOptions struct {
+	out    output
+	search bool
+	plot   string
+}
+
+func newMultiringFamilyCmd() *cobra.Command {
+	var o multiringFamilyOptions
+	c := &cobra.Command{
+		Use:   "family",
+		Short: "The seed's growable quasi-optimal multirings (table 2.4) with capacities, C/N and cable",
+		Example: `  icn multiring family
+  icn multiring family --search --plot family.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runMultiringFamily(c.Context(), o, stdout(c))
+		},
+	}
+	c.Flags().BoolVar(&o.search, "search", false, "also search the best multiring per row (within the seed set's cable and unconstrained)")
+	c.Flags().StringVar(&o.plot, "plot", "", "write C(N) for the seed's sets as a chart (.svg or .png)")
+	o.out.register(c)
+	return c
+}
+
+// runMultiringFamily evaluates the seed's table 2.4 (and with --search the
+// best multiring per row), optionally plots it, and writes the table.
+func runMultiringFamily(_ context.Context, o multiringFamilyOptions, w io.Writer) error {
+	bar := cli.NewProgress(len(multiring.Table24), "table 2.4", false)
+	rows, err := multiring.Family(o.search, 0, func(int) { bar.Add(1) })
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	if o.plot != "" {
+		if err := plotFamily(rows, o.plot); err != nil {
+			return err
+		}
+	}
+	return o.out.print(w, rows, func(w io.Writer) error { return writeFamily(w, rows, o.search) })
+}
+
+// writeFamily prints table 2.4 with the computed capacities.
+func writeFamily(w io.Writer, rows []multiring.FamilyRow, search bool) error {
+	h := []string{"N", "rings", "seed steps", "C shortest", "C balanced", "C optimal", "C/N", "cable", "E(n) seed"}
+	if search {
+		h = append(h, "best within cable", "C", "best overall", "C", "C/N", "search time")
+	}
+	t := cli.NewTable(h...)
+	for _, r := range rows {
+		vals := []any{r.N, r.Rings, r.StepSet, r.Shortest, r.Balanced, r.Optimal, r.CPerN, r.Cable, r.CableSeed}
+		if search {
+			vals = append(vals, stepSet(r.BestUnderCable.Steps), r.BestUnderCable.Balanced,
+				stepSet(r.Best.Steps), r.Best.Balanced, r.Best.Balanced/float64(r.N),
+				cli.Duration(time.Duration(r.SearchSeconds*float64(time.Second))))
+		}
+		t.Row(vals...)
+	}
+	if err := t.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nC: effective capacity N(N-1)/L; cable: Σ s in lengths of ring ±1 (rings laid along ±1);")
+	fmt.Fprintln(w, "E(n) seed: 4 + Σ_{i=1}^{n/2-1} 2(2i-1) = n²/2-2n+6 as printed in the seed (its approximation n²/2-4n does not follow from it).")
+	return nil
 }
 
 func parWorkers(w int) int {
