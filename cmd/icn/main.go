@@ -27,6 +27,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newCollectiveCmd(),
+		newDesignCmd(),
 		newMultiringCmd(),
 	)
 	return root
