@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -57,13 +58,14 @@ var ErrForeign = errors.New("not an icn fabric-manager database")
 // a valid bbolt database, or is one written by something else, is refused
 // and never modified. created reports whether the file is new.
 func OpenStore(path string) (s *Store, created bool, err error) {
+	defer recoverStore(&err)
 	_, statErr := os.Stat(path)
 	created = errors.Is(statErr, os.ErrNotExist)
 	if !created && statErr != nil {
 		return nil, false, statErr
 	}
 	if !created {
-		if err := checkHeader(path); err != nil {
+		if err := CheckFile(path); err != nil {
 			return nil, false, err
 		}
 	}
@@ -153,7 +155,9 @@ type Tx struct {
 
 // Update runs fn in one write transaction on behalf of actor; the change
 // is durable when Update returns nil.
-func (s *Store) Update(actor string, fn func(*Tx) error) error {
+func (s *Store) Update(actor string, fn func(*Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverStore(&err)
 	return s.db.Update(func(btx *bolt.Tx) error {
 		if err := fn(&Tx{tx: btx, actor: actor, now: time.Now().UTC()}); err != nil {
 			return err
@@ -166,8 +170,18 @@ func (s *Store) Update(actor string, fn func(*Tx) error) error {
 }
 
 // View runs fn in a read transaction.
-func (s *Store) View(fn func(*Tx) error) error {
+func (s *Store) View(fn func(*Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverStore(&err)
 	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// recoverStore turns a panic of the storage layer (bbolt panics on pages
+// it cannot read) into an error.
+func recoverStore(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%w: %v", ErrDamaged, p)
+	}
 }
 
 func u64(v uint64) []byte {
