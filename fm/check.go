@@ -41,10 +41,10 @@ func CheckFile(path string) (err error) {
 			err = fmt.Errorf("%s: %w: %v; the file was not modified", path, ErrDamaged, p)
 		}
 	}()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
-			return fmt.Errorf("database %s is locked by another process (is icn serve already running?)", path)
+			return fmt.Errorf("%w: %s (is icn serve already running?)", ErrLocked, path)
 		}
 		return fmt.Errorf("%s: %w: %v; the file was not modified", path, ErrDamaged, err)
 	}
@@ -271,9 +271,13 @@ func checkRecords(b *bolt.Bucket, what string, fn func(k, v []byte) error) error
 }
 
 // Backup writes a consistent copy of the database (one read transaction:
-// writers continue meanwhile) to w and returns its size.
-func (s *Store) Backup(w io.Writer) (n int64, err error) {
+// writers continue meanwhile) to w and returns its size; size, if not nil,
+// learns the size before the first byte is written.
+func (s *Store) Backup(w io.Writer, size func(int64)) (n int64, err error) {
 	err = s.View(func(t *Tx) error {
+		if size != nil {
+			size(t.tx.Size())
+		}
 		var werr error
 		n, werr = t.tx.WriteTo(w)
 		return werr
@@ -281,11 +285,8 @@ func (s *Store) Backup(w io.Writer) (n int64, err error) {
 	return n, err
 }
 
-// BackupSize returns the size the next backup will have.
-func (s *Store) BackupSize() (n int64, err error) {
-	err = s.View(func(t *Tx) error { n = t.tx.Size(); return nil })
-	return n, err
-}
+// Backup writes a consistent copy of the service's database to w.
+func (s *Service) Backup(w io.Writer) (int64, error) { return s.store.Backup(w, nil) }
 
 // BackupFile writes a consistent copy of the database to path: first to a
 // temporary file next to it, synced, checked, then renamed into place, so

@@ -137,6 +137,10 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 		ev, err := s.Audit(after, limit)
 		return ev, 200, err
 	})
+	mux.HandleFunc("GET /api/backup", func(w http.ResponseWriter, r *http.Request) {
+		code := s.serveBackup(w, r)
+		s.m.requests.WithLabelValues("GET /api/backup", strconv.Itoa(code)).Inc()
+	})
 	mux.HandleFunc("GET /api/openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(openAPI)
@@ -186,6 +190,33 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, write bool, o Ha
 	}
 	writeJSON(w, code, v)
 	return code
+}
+
+// serveBackup streams a consistent copy of the database (always behind
+// the token: the copy holds everything, the token hash included).
+func (s *Service) serveBackup(w http.ResponseWriter, r *http.Request) int {
+	if !s.Authorized(r.Header.Get("Authorization")) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="icn"`)
+		writeJSON(w, http.StatusUnauthorized, apiError{"missing or wrong bearer token (see the .token file next to the database)"})
+		return http.StatusUnauthorized
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="icn-backup.db"`)
+	started := false
+	_, err := s.store.Backup(w, func(size int64) {
+		started = true
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	})
+	if err != nil && !started {
+		writeJSON(w, http.StatusServiceUnavailable, apiError{"storage: " + err.Error()})
+		return http.StatusServiceUnavailable
+	}
+	if err != nil {
+		// Headers are gone; abort the connection so the client sees a
+		// short (hence failed) copy.
+		panic(http.ErrAbortHandler)
+	}
+	return http.StatusOK
 }
 
 func statusOf(err error) int {

@@ -30,6 +30,7 @@ type mcast struct {
 	s *Service
 
 	mu      sync.Mutex // serialises protocol calls with their persistence
+	g       *topology.Graph // the fabric the manager routes on
 	mgr     *multicast.Manager
 	groups  map[string]*GroupRecord
 	seq     int // completion order of routed groups
@@ -78,14 +79,18 @@ func (m *mcast) load() error {
 	if err != nil {
 		return err
 	}
-	return m.replay()
+	m.s.mu.RLock()
+	g := m.s.g
+	m.s.mu.RUnlock()
+	return m.replay(g)
 }
 
-// replay rebuilds the manager from m.groups.
-func (m *mcast) replay() error {
-	if err := m.build(m.s.g); err != nil {
+// replay rebuilds the manager on g from m.groups.
+func (m *mcast) replay(g *topology.Graph) error {
+	if err := m.build(g); err != nil {
 		return err
 	}
+	m.g = g
 	ids := make([]string, 0, len(m.groups))
 	for id := range m.groups {
 		ids = append(ids, id)
@@ -105,7 +110,7 @@ func (m *mcast) replay() error {
 	for _, id := range ids {
 		g := m.groups[id]
 		for _, name := range g.Members {
-			v := m.s.g.NodeByName(name)
+			v := m.g.NodeByName(name)
 			if v < 0 {
 				return fmt.Errorf("group %s: unknown member %q", id, name)
 			}
@@ -118,7 +123,7 @@ func (m *mcast) replay() error {
 			}
 		}
 		for _, name := range g.Left {
-			if v := m.s.g.NodeByName(name); v >= 0 {
+			if v := m.g.NodeByName(name); v >= 0 {
 				m.mgr.Leave(id, v)
 			}
 		}
@@ -142,12 +147,12 @@ func (m *mcast) refresh(g *GroupRecord) {
 	g.State = rec.State.String()
 	g.Reason = rec.Reason
 	if t, err := m.mgr.Tree(g.ID); err == nil {
-		g.Root = m.s.g.NodeName(int(t.Root))
+		g.Root = m.g.NodeName(int(t.Root))
 		g.Edges = g.Edges[:0]
 		children := map[int][]int{}
 		for _, c := range t.Edges {
-			a, b := m.s.g.Src(int(c)), m.s.g.Dst(int(c))
-			g.Edges = append(g.Edges, [2]string{m.s.g.NodeName(a), m.s.g.NodeName(b)})
+			a, b := m.g.Src(int(c)), m.g.Dst(int(c))
+			g.Edges = append(g.Edges, [2]string{m.g.NodeName(a), m.g.NodeName(b)})
 			children[a] = append(children[a], b)
 		}
 		// Height: the deepest node below the root (edges are parent →
@@ -209,11 +214,9 @@ func (m *mcast) leave(actor string, req McastRequest) (*GroupRecord, error) {
 // the manager is rebuilt from the stored records so memory never runs
 // ahead of the disk.
 func (m *mcast) change(actor, action string, req McastRequest, apply func(*GroupRecord, int) error) (*GroupRecord, error) {
-	m.s.mu.RLock()
-	defer m.s.mu.RUnlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v := m.s.g.NodeByName(req.Member)
+	v := m.g.NodeByName(req.Member)
 	if v < 0 {
 		return nil, fmt.Errorf("%w: unknown member node %q", ErrNotFound, req.Member)
 	}
@@ -245,7 +248,7 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 	m.collectExpired(changed)
 	if err := m.persist(actor, action, req, changed); err != nil {
 		m.groups = before
-		if rerr := m.replay(); rerr != nil {
+		if rerr := m.replay(m.g); rerr != nil {
 			return nil, fmt.Errorf("storage: %v; rebuilding multicast state also failed: %v", err, rerr)
 		}
 		return nil, fmt.Errorf("storage: %v (the request was not applied)", err)
@@ -339,8 +342,6 @@ func protocolError(err error) error {
 
 // tick enforces timeouts and persists what they changed.
 func (m *mcast) tick() {
-	m.s.mu.RLock()
-	defer m.s.mu.RUnlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.mgr.Expire()
@@ -361,12 +362,11 @@ func (m *mcast) tick() {
 	}
 }
 
-// fabricChanged re-routes every group on the new fabric (callers hold the
-// service lock for writing).
-func (m *mcast) fabricChanged() {
+// fabricChanged re-routes every group on the new fabric.
+func (m *mcast) fabricChanged(g *topology.Graph) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.replay()
+	m.replay(g)
 }
 
 func (m *mcast) list() []GroupRecord {
@@ -410,11 +410,9 @@ func (m *mcast) byState() map[string]int {
 // linkEFI counts, per link, the groups whose tree uses it (computed from
 // the trees).
 func (m *mcast) linkEFI() []int {
-	m.s.mu.RLock()
-	g := m.s.g
-	m.s.mu.RUnlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	g := m.g
 	efi := make([]int, g.NumLinks())
 	for _, gr := range m.groups {
 		if gr.State == "Destroying" {

@@ -32,6 +32,22 @@ type JobRecord struct {
 	Created   time.Time          `json:"created"`
 	Released  *time.Time         `json:"released,omitempty"`
 	Reachable bool               `json:"reachable"`
+	// Routing is "" while the job runs on the table it was placed with
+	// (or a fresh one after a repair), "rerouted" after a failure gave it
+	// a new table on the same nodes, "broken" when no table exists on its
+	// nodes (Problem and Unreachable say why; migrate it), "migrated"
+	// after it was placed anew.
+	Routing     string     `json:"routing,omitempty"`
+	Problem     string     `json:"problem,omitempty"`
+	Unreachable *[2]string `json:"unreachable,omitempty"`
+}
+
+// RouteState names the routing state of a job ("ok" for "").
+func (j *JobRecord) RouteState() string {
+	if j.Routing == "" {
+		return "ok"
+	}
+	return j.Routing
 }
 
 // TableStats are the figures of a job's routing table.
