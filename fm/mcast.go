@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +30,7 @@ type McastRequest struct {
 type mcast struct {
 	s *Service
 
-	mu      sync.Mutex // serialises protocol calls with their persistence
+	mu      sync.Mutex      // serialises protocol calls with their persistence
 	g       *topology.Graph // the fabric the manager routes on
 	mgr     *multicast.Manager
 	groups  map[string]*GroupRecord
@@ -335,7 +336,8 @@ func protocolError(err error) error {
 		errors.Is(err, multicast.ErrCountMismatch), errors.Is(err, multicast.ErrWrongState):
 		return fmt.Errorf("%w: %v", ErrConflict, err)
 	case errors.Is(err, multicast.ErrBadRequest):
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		// The protocol's own message already starts with "bad request".
+		return fmt.Errorf("%w: %s", ErrBadRequest, strings.TrimPrefix(err.Error(), multicast.ErrBadRequest.Error()+": "))
 	}
 	return err
 }
