@@ -37,6 +37,27 @@ type mcast struct {
 	seq     int // completion order of routed groups
 	order   map[string]int
 	hopSize int
+	// at, while set, is the clock of the manager: replays run each group
+	// at the time its deadline was set, so deadlines stay absolute.
+	at *time.Time
+}
+
+// now is the manager's clock (callers hold mu).
+func (m *mcast) now() time.Time {
+	if m.at != nil {
+		return *m.at
+	}
+	return m.s.cfg.Now()
+}
+
+// replayAt sets the replay clock so that a deadline d comes out again.
+func (m *mcast) replayAt(d *time.Time) {
+	if d == nil {
+		m.at = nil
+		return
+	}
+	t := d.Add(-m.s.cfg.MulticastTimeout)
+	m.at = &t
 }
 
 const mcastAlgo = "fulb"
@@ -63,7 +84,7 @@ func (m *mcast) build(g *topology.Graph) error {
 	r := multicast.NewRouter(h, algo, multicast.Options{})
 	to := m.s.cfg.MulticastTimeout
 	m.mgr = multicast.NewManager(r, multicast.ManagerOptions{JoinTimeout: to, LeaveTimeout: to, Linger: time.Second,
-		Clock: clockFunc(m.s.cfg.Now)})
+		Clock: clockFunc(m.now)})
 	return nil
 }
 
@@ -108,8 +129,10 @@ func (m *mcast) replay(g *topology.Graph) error {
 		}
 		return a.ID < b.ID
 	})
+	defer m.replayAt(nil)
 	for _, id := range ids {
 		g := m.groups[id]
+		m.replayAt(g.JoinDeadline)
 		for _, name := range g.Members {
 			v := m.g.NodeByName(name)
 			if v < 0 {
@@ -123,6 +146,7 @@ func (m *mcast) replay(g *topology.Graph) error {
 				break
 			}
 		}
+		m.replayAt(g.LeaveDeadline)
 		for _, name := range g.Left {
 			if v := m.g.NodeByName(name); v >= 0 {
 				m.mgr.Leave(id, v)
@@ -206,6 +230,10 @@ func (m *mcast) leave(actor string, req McastRequest) (*GroupRecord, error) {
 		if !slices.Contains(g.Left, req.Member) {
 			g.Left = append(g.Left, req.Member)
 		}
+		if g.LeaveDeadline == nil {
+			d := m.s.cfg.Now().UTC().Add(m.s.cfg.MulticastTimeout)
+			g.LeaveDeadline = &d
+		}
 		return nil
 	})
 }
@@ -229,7 +257,8 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 			return nil, fmt.Errorf("%w: no multicast group %q", ErrNotFound, req.Group)
 		}
 		now := m.s.cfg.Now().UTC()
-		g = &GroupRecord{ID: req.Group, Created: now}
+		d := now.Add(m.s.cfg.MulticastTimeout)
+		g = &GroupRecord{ID: req.Group, Created: now, JoinDeadline: &d}
 	} else {
 		c := *g
 		c.Members, c.Left, c.Edges = slices.Clone(g.Members), slices.Clone(g.Left), slices.Clone(g.Edges)

@@ -73,5 +73,10 @@ type GroupRecord struct {
 	Seq         int         `json:"routed_seq,omitempty"` // order in which trees were computed
 	Created     time.Time   `json:"created"`
 	Updated     time.Time   `json:"updated"`
+	// JoinDeadline and LeaveDeadline are absolute: the group is destroyed
+	// if its joins (leaves) are not all in by then. Restarts and fabric
+	// changes replay the group against them, so they never move.
+	JoinDeadline  *time.Time `json:"join_deadline,omitempty"`
+	LeaveDeadline *time.Time `json:"leave_deadline,omitempty"`
 	gone        bool        // forgotten by the protocol manager: delete
 }
