@@ -78,5 +78,5 @@ type GroupRecord struct {
 	// changes replay the group against them, so they never move.
 	JoinDeadline  *time.Time `json:"join_deadline,omitempty"`
 	LeaveDeadline *time.Time `json:"leave_deadline,omitempty"`
-	gone        bool        // forgotten by the protocol manager: delete
+	gone          bool       // forgotten by the protocol manager: delete
 }
