@@ -107,12 +107,18 @@ func (m *mcast) load() error {
 	return m.replay(g)
 }
 
-// replay rebuilds the manager on g from m.groups.
+// replay rebuilds the manager on g from m.groups. Without groups the
+// manager is built lazily by the first request: FULB-MC needs all-pairs
+// hop counts, which take seconds and O(N²) memory on large fabrics, so
+// the service neither starts nor re-routes groups any slower for them.
 func (m *mcast) replay(g *topology.Graph) error {
+	m.g, m.mgr = g, nil
+	if len(m.groups) == 0 {
+		return nil
+	}
 	if err := m.build(g); err != nil {
 		return err
 	}
-	m.g = g
 	ids := make([]string, 0, len(m.groups))
 	for id := range m.groups {
 		ids = append(ids, id)
@@ -249,6 +255,11 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 	if v < 0 {
 		return nil, fmt.Errorf("%w: unknown member node %q", ErrNotFound, req.Member)
 	}
+	if m.mgr == nil {
+		if err := m.build(m.g); err != nil {
+			return nil, err
+		}
+	}
 	before := m.snapshot()
 	g := m.groups[req.Group]
 	fresh := g == nil || g.State == "Destroying"
@@ -297,6 +308,9 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 // collectExpired adds groups whose state the manager changed on its own
 // (timeouts) to changed.
 func (m *mcast) collectExpired(changed map[string]*GroupRecord) {
+	if m.mgr == nil {
+		return
+	}
 	live := map[string]multicast.GroupRecord{}
 	for _, r := range m.mgr.Groups() {
 		live[r.GID] = r
@@ -375,6 +389,9 @@ func protocolError(err error) error {
 func (m *mcast) tick() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.mgr == nil {
+		return
+	}
 	m.mgr.Expire()
 	changed := map[string]*GroupRecord{}
 	m.collectExpired(changed)
