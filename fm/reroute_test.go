@@ -123,6 +123,11 @@ func TestFailureReroutesJobs(t *testing.T) {
 		t.Fatalf("repaired job: %+v", j)
 	}
 	checkJobsRouted(t, s)
+	// Leave one job broken on a failed node across the restart.
+	kept := jobs[3]
+	if res, err := s.ChangeFailure("t", FailureChange{Node: kept.Active[0]}); err != nil || !slices.Contains(res.AffectedJobs, kept.ID) {
+		t.Fatalf("%+v %v", res, err)
+	}
 	s.Close()
 
 	// After a restart the records are as committed.
@@ -130,6 +135,12 @@ func TestFailureReroutesJobs(t *testing.T) {
 	defer s2.Close()
 	checkJobsRouted(t, s2)
 	checkDisjoint(t, s2)
+	if j, _ := s2.Job(kept.ID); j.Routing != "broken" {
+		t.Fatalf("broken job after restart: %+v", j)
+	}
+	if _, err := s2.Submit("t", JobRequest{Nodes: 60}); err == nil {
+		t.Fatal("placed a job over a failed node")
+	}
 	b, _ := json.Marshal(res)
 	if !strings.Contains(string(b), `"jobs"`) {
 		t.Fatal("failure result without jobs")

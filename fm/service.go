@@ -202,6 +202,11 @@ func Open(cfg Config) (*Service, string, error) {
 	if err != nil {
 		return fail(fmt.Errorf("stored jobs: %v", err))
 	}
+	if s.state != nil {
+		if s.state, err = s.state.WithGraph(s.g); err != nil {
+			return fail(err)
+		}
+	}
 	s.mc = newMcast(s)
 	if err := s.mc.load(); err != nil {
 		return fail(fmt.Errorf("stored multicast groups: %v", err))
@@ -310,7 +315,10 @@ func (s *Service) loadFabric(rec FabricRecord) error {
 	}
 	s.fabric, s.base, s.g, s.routing, s.noJobs = md.rec, md.base, md.g, md.routing, md.noJobs
 	if md.routing != nil {
-		if s.state, err = alloc.NewState(md.g); err != nil {
+		// Occupied on the structure without failures: a broken job may
+		// hold a failed node; the failures are applied after the jobs
+		// (Open).
+		if s.state, err = alloc.NewState(md.base); err != nil {
 			return err
 		}
 		s.sel = alloc.NewSelector(s.state)
