@@ -125,6 +125,14 @@ func (s *Service) Submit(actor string, req JobRequest) (*JobRecord, error) {
 			Active: names(sn.g, p.active), TransitN: names(sn.g, p.transit), Rules: sn.routing.Rules(), Table: p.table,
 			Stats: p.stats, Created: s.cfg.Now().UTC(), Reachable: true}
 		err = s.commitJob(actor, sn.ver, j, p)
+		if errors.Is(err, errStale) {
+			// The fabric changed meanwhile: if the plan still holds on
+			// the new one (nodes up, table verifies), commit it; else
+			// place once more.
+			if ver, ok := s.stillValid(p); ok {
+				err = s.commitJob(actor, ver, j, p)
+			}
+		}
 		if errors.Is(err, errStale) && attempt == 0 {
 			continue
 		}
@@ -133,6 +141,21 @@ func (s *Service) Submit(actor string, req JobRequest) (*JobRecord, error) {
 		}
 		return j, err
 	}
+}
+
+// stillValid re-checks a plan on the current fabric (no lock held during
+// the check) and returns the fabric version it holds on.
+func (s *Service) stillValid(p *plan) (uint64, bool) {
+	sn := s.snapshot(false)
+	if sn.routing == nil {
+		return 0, false
+	}
+	for _, v := range append(slices.Clone(p.active), p.transit...) {
+		if sn.g.NodeFailed(v) {
+			return 0, false
+		}
+	}
+	return sn.ver, sn.routing.Check(p.table) == nil
 }
 
 // commitJob stores a new job and gives it its nodes, if the fabric is

@@ -3,6 +3,7 @@ package fm
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -31,6 +32,16 @@ func (r *gatedRouting) Routes(active, transit []int) (*routing.TableJSON, TableS
 // reads answer and a failure report commits; the placement then sees
 // the fabric changed and computes once more on the new one.
 func TestNoStallDuringPlacement(t *testing.T) {
+	// Which nodes this placement takes on an empty fabric (selection is
+	// deterministic): failing one of them during the placement forces
+	// the recomputation.
+	ref, _ := openTest(t, t.TempDir(), "torus:4x4x4", nil)
+	rj, err := ref.Submit("t", JobRequest{Nodes: 8, Transit: 2})
+	ref.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := rj.Active[0]
 	entered, gate := make(chan struct{}, 1), make(chan struct{})
 	var gated sync.Once
 	factory := func(g *topology.Graph) (Routing, error) {
@@ -63,8 +74,8 @@ func TestNoStallDuringPlacement(t *testing.T) {
 	}
 	// A failure report commits while the placement still waits (its own
 	// re-check has no jobs to route, so it does not touch the gate).
-	res, err := s.ChangeFailure("t", FailureChange{Link: "0.0.0+X"})
-	if err != nil || len(res.FailedLinks) != 1 {
+	res, err := s.ChangeFailure("t", FailureChange{Node: victim})
+	if err != nil || len(res.FailedNodes) != 1 {
 		t.Fatalf("failure during placement: %+v %v", res, err)
 	}
 	select {
@@ -76,9 +87,10 @@ func TestNoStallDuringPlacement(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	// Committed on the fabric with the failure: its table verifies there.
-	if ok, problem, _ := s.VerifyJob(placed.ID); !ok {
-		t.Fatalf("job placed across a failure: %s", problem)
+	// Placed again on the fabric with the failure: its table verifies
+	// there and avoids the failed node.
+	if ok, problem, _ := s.VerifyJob(placed.ID); !ok || slices.Contains(placed.Active, victim) || slices.Contains(placed.TransitN, victim) {
+		t.Fatalf("job placed across a failure (%s): %v", problem, placed.Active)
 	}
 	checkDisjoint(t, s)
 }
