@@ -70,21 +70,51 @@ type clockFunc func() time.Time
 
 func (c clockFunc) Now() time.Time { return c() }
 
-// build makes a fresh manager on the current fabric (callers hold mu and
-// the service lock at least for reading).
+// build makes a fresh manager on g (callers hold mu).
 func (m *mcast) build(g *topology.Graph) error {
+	mgr, err := m.newManager(g)
+	if err == nil {
+		m.mgr = mgr
+	}
+	return err
+}
+
+// newManager builds a protocol manager on g (no lock needed: it only
+// computes the hop counts and the router).
+func (m *mcast) newManager(g *topology.Graph) (*multicast.Manager, error) {
 	h, err := topology.MinHops(g, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	algo, err := multicast.ParseAlgo(mcastAlgo)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r := multicast.NewRouter(h, algo, multicast.Options{})
 	to := m.s.cfg.MulticastTimeout
-	m.mgr = multicast.NewManager(r, multicast.ManagerOptions{JoinTimeout: to, LeaveTimeout: to, Linger: time.Second,
-		Clock: clockFunc(m.now)})
+	return multicast.NewManager(r, multicast.ManagerOptions{JoinTimeout: to, LeaveTimeout: to, Linger: time.Second,
+		Clock: clockFunc(m.now)}), nil
+}
+
+// ensureManager builds the manager, if there is none yet, without holding
+// mu (all-pairs hop counts take seconds on large fabrics; group queries
+// go on meanwhile).
+func (m *mcast) ensureManager() error {
+	m.mu.Lock()
+	g, have := m.g, m.mgr != nil
+	m.mu.Unlock()
+	if have {
+		return nil
+	}
+	mgr, err := m.newManager(g)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.mgr == nil && m.g == g {
+		m.mgr = mgr
+	}
+	m.mu.Unlock()
 	return nil
 }
 
@@ -249,6 +279,9 @@ func (m *mcast) leave(actor string, req McastRequest) (*GroupRecord, error) {
 // the manager is rebuilt from the stored records so memory never runs
 // ahead of the disk.
 func (m *mcast) change(actor, action string, req McastRequest, apply func(*GroupRecord, int) error) (*GroupRecord, error) {
+	if err := m.ensureManager(); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v := m.g.NodeByName(req.Member)
