@@ -134,78 +134,15 @@ func Open(cfg Config) (*Service, string, error) {
 		return fail(err)
 	}
 	if !have || cfg.ReplaceTopo {
-		spec := cfg.Topo
-		if spec == "" {
-			spec = rec.Spec
-		}
-		if spec == "" {
-			spec = DefaultTopo
-		}
-		if have && spec != rec.Spec {
-			// Replacing the fabric of a database with running jobs would
-			// orphan their node sets.
-			running := 0
-			st.View(func(tx *Tx) error {
-				return tx.Jobs(func(j *JobRecord) error {
-					if j.State == "running" {
-						running++
-					}
-					return nil
-				})
-			})
-			if running > 0 {
-				return fail(fmt.Errorf("cannot replace the fabric: %d jobs are still running in %s", running, cfg.DBPath))
-			}
-		}
-		if !have || spec != rec.Spec {
-			rec = FabricRecord{Spec: spec, Updated: cfg.Now().UTC()}
-		}
-		if _, err := topology.Parse(spec); err != nil {
-			return fail(err)
-		}
-		err = st.Update("system", func(tx *Tx) error {
-			if err := tx.PutFabric(rec); err != nil {
-				return err
-			}
-			action := "fabric.create"
-			if have {
-				action = "fabric.replace"
-			}
-			return tx.Log(action, spec, map[string]any{"created_db": created})
-		})
-		if err != nil {
+		if rec, err = s.initFabric(rec, have, created); err != nil {
 			return fail(err)
 		}
 	}
 	if err := s.loadFabric(rec); err != nil {
 		return fail(fmt.Errorf("stored fabric: %v", err))
 	}
-	err = st.View(func(tx *Tx) error {
-		return tx.Jobs(func(j *JobRecord) error {
-			if j.State != "running" {
-				return nil
-			}
-			nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitN...))
-			if err != nil {
-				return fmt.Errorf("job %d: %v", j.ID, err)
-			}
-			if s.state == nil {
-				return fmt.Errorf("job %d is running on a fabric that takes no jobs", j.ID)
-			}
-			if err := s.state.Occupy(j.ID, nodes); err != nil {
-				return fmt.Errorf("job %d: %v", j.ID, err)
-			}
-			s.jobs[j.ID] = j
-			return nil
-		})
-	})
-	if err != nil {
-		return fail(fmt.Errorf("stored jobs: %v", err))
-	}
-	if s.state != nil {
-		if s.state, err = s.state.WithGraph(s.g); err != nil {
-			return fail(err)
-		}
+	if err := s.loadJobs(); err != nil {
+		return fail(err)
 	}
 	s.mc = newMcast(s)
 	if err := s.mc.load(); err != nil {
@@ -271,6 +208,83 @@ func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.store.Close()
+}
+
+// initFabric stores the fabric record of a new database, or replaces the
+// fabric of an existing one (refused while jobs run).
+func (s *Service) initFabric(rec FabricRecord, have, created bool) (FabricRecord, error) {
+	spec := s.cfg.Topo
+	if spec == "" {
+		spec = rec.Spec
+	}
+	if spec == "" {
+		spec = DefaultTopo
+	}
+	if have && spec != rec.Spec {
+		// Replacing the fabric of a database with running jobs would
+		// orphan their node sets.
+		running := 0
+		s.store.View(func(tx *Tx) error {
+			return tx.Jobs(func(j *JobRecord) error {
+				if j.State == "running" {
+					running++
+				}
+				return nil
+			})
+		})
+		if running > 0 {
+			return rec, fmt.Errorf("cannot replace the fabric: %d jobs are still running in %s", running, s.cfg.DBPath)
+		}
+	}
+	if !have || spec != rec.Spec {
+		rec = FabricRecord{Spec: spec, Updated: s.cfg.Now().UTC()}
+	}
+	if _, err := topology.Parse(spec); err != nil {
+		return rec, err
+	}
+	err := s.store.Update("system", func(tx *Tx) error {
+		if err := tx.PutFabric(rec); err != nil {
+			return err
+		}
+		action := "fabric.create"
+		if have {
+			action = "fabric.replace"
+		}
+		return tx.Log(action, spec, map[string]any{"created_db": created})
+	})
+	return rec, err
+}
+
+// loadJobs gives the running jobs their nodes again: occupied on the
+// structure without failures (a broken job may hold a failed node), then
+// the failures are applied.
+func (s *Service) loadJobs() error {
+	err := s.store.View(func(tx *Tx) error {
+		return tx.Jobs(func(j *JobRecord) error {
+			if j.State != "running" {
+				return nil
+			}
+			nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitN...))
+			if err != nil {
+				return fmt.Errorf("job %d: %v", j.ID, err)
+			}
+			if s.state == nil {
+				return fmt.Errorf("job %d is running on a fabric that takes no jobs", j.ID)
+			}
+			if err := s.state.Occupy(j.ID, nodes); err != nil {
+				return fmt.Errorf("job %d: %v", j.ID, err)
+			}
+			s.jobs[j.ID] = j
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("stored jobs: %v", err)
+	}
+	if s.state != nil {
+		s.state, err = s.state.WithGraph(s.g)
+	}
+	return err
 }
 
 // model is the fabric-derived part of the service state.
