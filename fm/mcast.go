@@ -141,12 +141,17 @@ func (m *mcast) load() error {
 // manager is built lazily by the first request: FULB-MC needs all-pairs
 // hop counts, which take seconds and O(N²) memory on large fabrics, so
 // the service neither starts nor re-routes groups any slower for them.
-func (m *mcast) replay(g *topology.Graph) error {
+func (m *mcast) replay(g *topology.Graph) error { return m.replayWith(g, nil) }
+
+// replayWith is replay with a manager already built on g (nil: build it).
+func (m *mcast) replayWith(g *topology.Graph, mgr *multicast.Manager) error {
 	m.g, m.mgr = g, nil
 	if len(m.groups) == 0 {
 		return nil
 	}
-	if err := m.build(g); err != nil {
+	if mgr != nil {
+		m.mgr = mgr
+	} else if err := m.build(g); err != nil {
 		return err
 	}
 	ids := make([]string, 0, len(m.groups))
@@ -444,10 +449,18 @@ func (m *mcast) tick() {
 }
 
 // fabricChanged re-routes every group on the new fabric.
+// The manager (all-pairs hop counts) is built before taking mu.
 func (m *mcast) fabricChanged(g *topology.Graph) {
 	m.mu.Lock()
+	n := len(m.groups)
+	m.mu.Unlock()
+	var mgr *multicast.Manager
+	if n > 0 {
+		mgr, _ = m.newManager(g) // on error replay builds it again and keeps the groups' records
+	}
+	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.replay(g)
+	m.replayWith(g, mgr)
 }
 
 func (m *mcast) list() []GroupRecord {
