@@ -306,8 +306,14 @@ func registerFMClients() {
 					return err
 				}
 				return cl.print(c, res, func(w io.Writer) error {
+					var rerouted []int
+					for _, e := range res.Jobs {
+						if e.Result == "rerouted" {
+							rerouted = append(rerouted, e.ID)
+						}
+					}
 					return cli.KV(w, "failed links", strings.Join(res.FailedLinks, " "), "failed nodes", strings.Join(res.FailedNodes, " "),
-						"jobs affected", fmt.Sprint(res.AffectedJobs))
+						"jobs affected", fmt.Sprint(res.AffectedJobs), "jobs rerouted", fmt.Sprint(rerouted))
 				})
 			},
 		})
@@ -396,6 +402,19 @@ func registerFMClients() {
 	}
 	list.Flags().BoolVar(&listAll, "all", false, "include released jobs")
 	addClient(job, list)
+	addClient(job, &cobra.Command{
+		Use:   "migrate ID",
+		Short: "Place a running (typically broken) job anew: new node set and verified table, old nodes freed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var j fm.JobRecord
+			if err := cl.do(http.MethodPost, "/api/jobs/"+url.PathEscape(args[0])+"/migrate", nil, &j); err != nil {
+				return err
+			}
+			j.Table = nil
+			return cl.print(c, j, func(w io.Writer) error { return writeJob(w, &j) })
+		},
+	})
 	addClient(job, &cobra.Command{
 		Use:   "routes ID",
 		Short: "Print a job's routing table (the JSON of icn route --json; check it with icn route check)",
@@ -586,7 +605,7 @@ func hostname() string {
 }
 
 func writeJob(w io.Writer, j *fm.JobRecord) error {
-	return cli.KV(w, "job", strconv.Itoa(j.ID), "state", j.State, "active", strings.Join(j.Active, " "),
+	return cli.KV(w, "job", strconv.Itoa(j.ID), "state", j.State, "routing", j.RouteState(), "active", strings.Join(j.Active, " "),
 		"transit", strings.Join(j.TransitN, " "), "rules", j.Rules, "diameter", j.Stats.Diameter,
 		"pi_max / pi_perfect", fmt.Sprintf("%g / %.3f", j.Stats.PiMax, j.Stats.PiPerfect), "deadlock free", j.Stats.DeadlockFree)
 }
