@@ -3,6 +3,9 @@ package fm
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -97,6 +100,16 @@ func TestFailureReroutesJobs(t *testing.T) {
 		t.Fatalf("job on a failed node: %+v", vb)
 	}
 	checkJobsRouted(t, s)
+	nb := 0
+	all, _ := s.Jobs(false)
+	for _, j := range all {
+		if j.Routing == "broken" {
+			nb++
+		}
+	}
+	if got := metricValue(t, s, "icn_jobs_broken"); nb < 1 || got != fmt.Sprint(nb) {
+		t.Fatalf("icn_jobs_broken = %s, %d jobs broken", got, nb)
+	}
 	m, err := s.Migrate("t", victim.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -145,4 +158,23 @@ func TestFailureReroutesJobs(t *testing.T) {
 	if !strings.Contains(string(b), `"jobs"`) {
 		t.Fatal("failure result without jobs")
 	}
+}
+
+// metricValue scrapes one unlabelled metric from the service's /metrics.
+func metricValue(t *testing.T, s *Service, name string) string {
+	t.Helper()
+	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	return ""
 }

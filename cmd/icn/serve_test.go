@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"os"
 	"path/filepath"
@@ -36,16 +37,34 @@ func TestServeCheckBackupAndRefusals(t *testing.T) {
 	}
 
 	good, _ := os.ReadFile(db)
-	bad := good[:len(good)/2+100]
-	os.WriteFile(db, bad, 0o600)
-	sum := sha256.Sum256(bad)
-	for _, args := range [][]string{{"serve", "--db", db, "--check"}, {"serve", "--db", db, "--addr", "127.0.0.1:0"}} {
-		_, e, code := runICN(t, dir, args...)
-		if code == 0 || !strings.HasPrefix(e, "icn: ") || strings.Count(e, "\n") != 1 || strings.Contains(e, "goroutine") {
-			t.Errorf("%v on a truncated file: exit %d, stderr %q", args, code, e)
-		}
-		if after, _ := os.ReadFile(db); sha256.Sum256(after) != sum {
-			t.Errorf("%v modified the damaged file", args)
+	ps := os.Getpagesize()
+	for name, bad := range map[string][]byte{
+		"truncated": good[:len(good)/2+100],
+		"page headers flipped": func() []byte {
+			b := bytes.Clone(good)
+			for off := 2 * ps; off+16 <= len(b); off += ps {
+				for i := 0; i < 16; i++ {
+					b[off+i] ^= 0xa5
+				}
+			}
+			return b
+		}(),
+		"meta pages zeroed": func() []byte {
+			b := bytes.Clone(good)
+			clear(b[:2*ps])
+			return b
+		}(),
+	} {
+		os.WriteFile(db, bad, 0o600)
+		sum := sha256.Sum256(bad)
+		for _, args := range [][]string{{"serve", "--db", db, "--check"}, {"serve", "--db", db, "--addr", "127.0.0.1:0"}} {
+			_, e, code := runICN(t, dir, args...)
+			if code == 0 || !strings.HasPrefix(e, "icn: ") || strings.Count(e, "\n") != 1 || strings.Contains(e, "goroutine") {
+				t.Errorf("%v on a file with %s: exit %d, stderr %q", args, name, code, e)
+			}
+			if after, _ := os.ReadFile(db); sha256.Sum256(after) != sum {
+				t.Errorf("%v modified the file with %s", args, name)
+			}
 		}
 	}
 
