@@ -65,6 +65,13 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 	if err != nil {
 		return nil, err
 	}
+	s.mu.RLock()
+	placing := s.state != nil
+	s.mu.RUnlock()
+	if placing && md.routing == nil {
+		// A torus that takes jobs must stay so (running jobs need it).
+		return nil, fmt.Errorf("%w: after this change the fabric could not route jobs: %s", ErrConflict, md.noJobs)
+	}
 	label := actionName(ch) + " " + subject
 	done := map[int]*JobRecord{} // job version re-checked
 	results := map[int]recheckResult{}

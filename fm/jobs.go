@@ -35,7 +35,7 @@ func (s *Service) snapshot(withState bool) *snapshot {
 	defer s.mu.RUnlock()
 	sn := &snapshot{ver: s.fabricVer, g: s.g, routing: s.routing, noJobs: s.noJobs,
 		jobs: make(map[int]*JobRecord, len(s.jobs))}
-	if withState && s.state != nil {
+	if withState && s.state != nil && s.routing != nil {
 		sn.state = s.state.Clone()
 	}
 	for id, j := range s.jobs {
