@@ -41,6 +41,41 @@ func newToken(path string) (string, error) {
 	return tok, nil
 }
 
+// writeToken replaces the token file atomically (mode 0600) with a new
+// random token and returns it.
+func writeToken(path string) (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b)
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(tok+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tok, nil
+}
+
+// readToken reads the token file and checks it against the stored hash.
+func readToken(path string, want []byte) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("token file %s is missing, so no client could use the service; run icn serve with --rotate-token to create a new token", path)
+	}
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if subtle.ConstantTimeCompare(hashToken(tok), want) != 1 {
+		return "", fmt.Errorf("token file %s does not hold the database's token; run icn serve with --rotate-token to create a new token", path)
+	}
+	return tok, nil
+}
+
 func hashToken(tok string) []byte {
 	h := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	return h[:]

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,20 @@ func TestWebPageAllocates(t *testing.T) {
 	jobs, _ := s.Jobs(false)
 	if len(jobs) != 1 || len(jobs[0].Active) != 4 {
 		t.Fatalf("service has %d jobs after the page's allocation", len(jobs))
+	}
+	// Fail a node of the job: the page shows it broken with a migrate
+	// button; migrating brings it back.
+	err = chromedp.Do(tctx,
+		chromedp.SetValue(`#fail-form input[name=target]`, jobs[0].Active[0]),
+		chromedp.Click(`#fail-form button[value=fail]`),
+		chromedp.WaitVisible(`#jobs td.rs-broken`),
+		chromedp.Click(`button[data-migrate="1"]`),
+		chromedp.WaitVisible(`#jobs td.rs-migrated`),
+	)
+	if err != nil {
+		t.Fatalf("browser: broken job not shown or not migrated: %v", err)
+	}
+	if j, _ := s.Job(1); j.Routing != "migrated" || slices.Contains(j.Active, jobs[0].Active[0]) {
+		t.Fatalf("after the page's migrate: %+v", j)
 	}
 }

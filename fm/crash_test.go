@@ -255,3 +255,53 @@ func checkAcked(t *testing.T, c *apiClient, acked map[int]string) {
 func jsonDecode(resp *http.Response, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
+
+// TestKill9DuringReroute kills the service while it records a link
+// failure that affects some of 20 running jobs. After a restart either
+// the failure is not recorded and every job keeps its old table, or it is
+// recorded and every job verifies on the new fabric or is broken with a
+// reason: never a half-applied failure.
+func TestKill9DuringReroute(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	r := rand.New(rand.NewPCG(15, 20))
+	outcomes := map[bool]int{}
+	for round := 0; round < 4; round++ {
+		db := filepath.Join(t.TempDir(), "fm.db")
+		cmd, url := startChild(t, db)
+		tok, _ := os.ReadFile(TokenFile(db))
+		c := &apiClient{t: t, url: url, token: strings.TrimSpace(string(tok))}
+		for i := 0; i < 20; i++ {
+			if code, _ := c.do("POST", "/api/jobs", map[string]any{"nodes": 2, "transit": 1}); code != 201 {
+				t.Fatalf("job %d: HTTP %d", i, code)
+			}
+		}
+		link := []string{"0.0.0+X", "1.0.0+X", "0.1.0+Y", "0.0.1+Z"}[round]
+		hc := &http.Client{Timeout: 5 * time.Second}
+		go rawDo(hc, c, "POST", "/api/fabric/failures", `{"link":"`+link+`"}`)
+		time.Sleep(time.Duration(r.IntN(6000)) * time.Microsecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+
+		s, _, err := Open(Config{DBPath: db, NewRouting: AngaraRouting("angara*")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded := len(s.Fabric().FailedLinks) == 1
+		outcomes[recorded]++
+		jobs, _ := s.Jobs(false)
+		if len(jobs) != 20 {
+			t.Fatalf("%d jobs after the kill", len(jobs))
+		}
+		for _, j := range jobs {
+			if !recorded && j.Routing != "" {
+				t.Errorf("failure not recorded but job %d is %s", j.ID, j.Routing)
+			}
+		}
+		checkJobsRouted(t, s)
+		checkDisjoint(t, s)
+		s.Close()
+	}
+	t.Logf("failure recorded in %d of 4 kills", outcomes[true])
+}

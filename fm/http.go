@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -108,6 +109,17 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 		ok, problem, err := s.VerifyJob(id)
 		return map[string]any{"id": id, "ok": ok, "problem": problem}, 200, err
 	})
+	route("POST /api/jobs/{id}/migrate", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		id, err := pathID(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		j, err := s.Migrate(actor(r), id)
+		if j != nil {
+			j.Table = nil
+		}
+		return j, 200, err
+	})
 	route("GET /api/mcast", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
 		return s.mc.list(), 200, nil
 	})
@@ -132,10 +144,16 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 		return res, 200, err
 	})
 	route("GET /api/audit", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
-		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		after, limit, err := auditQuery(r)
+		if err != nil {
+			return nil, 0, err
+		}
 		ev, err := s.Audit(after, limit)
 		return ev, 200, err
+	})
+	mux.HandleFunc("GET /api/backup", func(w http.ResponseWriter, r *http.Request) {
+		code := s.serveBackup(w, r)
+		s.m.requests.WithLabelValues("GET /api/backup", strconv.Itoa(code)).Inc()
 	})
 	mux.HandleFunc("GET /api/openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -157,6 +175,11 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 	mux.Handle("GET /index.html", web)
 	mux.Handle("GET /static/", web)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeJSON(w, http.StatusMethodNotAllowed, apiError{fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))})
+			return
+		}
 		writeJSON(w, http.StatusNotFound, apiError{fmt.Sprintf("no API endpoint %s %s", r.Method, r.URL.Path)})
 	})
 	return mux
@@ -186,6 +209,33 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, write bool, o Ha
 	}
 	writeJSON(w, code, v)
 	return code
+}
+
+// serveBackup streams a consistent copy of the database (always behind
+// the token: the copy holds everything, the token hash included).
+func (s *Service) serveBackup(w http.ResponseWriter, r *http.Request) int {
+	if !s.Authorized(r.Header.Get("Authorization")) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="icn"`)
+		writeJSON(w, http.StatusUnauthorized, apiError{"missing or wrong bearer token (see the .token file next to the database)"})
+		return http.StatusUnauthorized
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="icn-backup.db"`)
+	started := false
+	_, err := s.store.Backup(w, func(size int64) {
+		started = true
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	})
+	if err != nil && !started {
+		writeJSON(w, http.StatusServiceUnavailable, apiError{"storage: " + err.Error()})
+		return http.StatusServiceUnavailable
+	}
+	if err != nil {
+		// Headers are gone; abort the connection so the client sees a
+		// short (hence failed) copy.
+		panic(http.ErrAbortHandler)
+	}
+	return http.StatusOK
 }
 
 func statusOf(err error) int {
@@ -219,24 +269,100 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Write(buf.Bytes())
 }
 
-// decode reads one JSON object, rejecting unknown fields and trailing data.
+// decode reads one JSON object, rejecting unknown fields, keys that
+// differ from the documented ones only in case, duplicate keys and
+// trailing data.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err // *http.MaxBytesError
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return badRequest("empty request body (want a JSON object)")
+	}
+	if err := checkKeys(data, v); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		if errors.Is(err, io.EOF) {
-			return badRequest("empty request body (want a JSON object)")
-		}
 		return badRequest("malformed JSON: %v", err)
 	}
 	if dec.More() {
 		return badRequest("trailing data after the JSON object")
 	}
 	return nil
+}
+
+// checkKeys checks the top-level keys of a JSON object against the json
+// tags of v's struct type: exact spelling, each at most once.
+func checkKeys(data []byte, v any) error {
+	want := map[string]bool{}
+	t := reflect.TypeOf(v).Elem()
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			want[name] = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return badRequest("malformed JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return badRequest("want a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return badRequest("malformed JSON: %v", err)
+		}
+		key, _ := tok.(string)
+		if !want[key] {
+			return badRequest("unknown field %q", key)
+		}
+		if seen[key] {
+			return badRequest("field %q given twice", key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return badRequest("malformed JSON: %v", err)
+		}
+	}
+	return nil
+}
+
+// allowed lists the methods that have a handler for the request's path
+// (other than the catch-all).
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/api/" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// auditQuery parses ?after= and ?limit= (absent means 0).
+func auditQuery(r *http.Request) (after uint64, limit int, err error) {
+	q := r.URL.Query()
+	if v := q.Get("after"); v != "" {
+		if after, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return 0, 0, badRequest("after=%q is not a sequence number", v)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+			return 0, 0, badRequest("limit=%q is not a positive number", v)
+		}
+	}
+	return after, limit, nil
 }
 
 func pathID(r *http.Request) (int, error) {

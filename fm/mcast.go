@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,12 +30,34 @@ type McastRequest struct {
 type mcast struct {
 	s *Service
 
-	mu      sync.Mutex // serialises protocol calls with their persistence
+	mu      sync.Mutex      // serialises protocol calls with their persistence
+	g       *topology.Graph // the fabric the manager routes on
 	mgr     *multicast.Manager
 	groups  map[string]*GroupRecord
 	seq     int // completion order of routed groups
 	order   map[string]int
 	hopSize int
+	// at, while set, is the clock of the manager: replays run each group
+	// at the time its deadline was set, so deadlines stay absolute.
+	at *time.Time
+}
+
+// now is the manager's clock (callers hold mu).
+func (m *mcast) now() time.Time {
+	if m.at != nil {
+		return *m.at
+	}
+	return m.s.cfg.Now()
+}
+
+// replayAt sets the replay clock so that a deadline d comes out again.
+func (m *mcast) replayAt(d *time.Time) {
+	if d == nil {
+		m.at = nil
+		return
+	}
+	t := d.Add(-m.s.cfg.MulticastTimeout)
+	m.at = &t
 }
 
 const mcastAlgo = "fulb"
@@ -47,21 +70,51 @@ type clockFunc func() time.Time
 
 func (c clockFunc) Now() time.Time { return c() }
 
-// build makes a fresh manager on the current fabric (callers hold mu and
-// the service lock at least for reading).
+// build makes a fresh manager on g (callers hold mu).
 func (m *mcast) build(g *topology.Graph) error {
+	mgr, err := m.newManager(g)
+	if err == nil {
+		m.mgr = mgr
+	}
+	return err
+}
+
+// newManager builds a protocol manager on g (no lock needed: it only
+// computes the hop counts and the router).
+func (m *mcast) newManager(g *topology.Graph) (*multicast.Manager, error) {
 	h, err := topology.MinHops(g, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	algo, err := multicast.ParseAlgo(mcastAlgo)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r := multicast.NewRouter(h, algo, multicast.Options{})
 	to := m.s.cfg.MulticastTimeout
-	m.mgr = multicast.NewManager(r, multicast.ManagerOptions{JoinTimeout: to, LeaveTimeout: to, Linger: time.Second,
-		Clock: clockFunc(m.s.cfg.Now)})
+	return multicast.NewManager(r, multicast.ManagerOptions{JoinTimeout: to, LeaveTimeout: to, Linger: time.Second,
+		Clock: clockFunc(m.now)}), nil
+}
+
+// ensureManager builds the manager, if there is none yet, without holding
+// mu (all-pairs hop counts take seconds on large fabrics; group queries
+// go on meanwhile).
+func (m *mcast) ensureManager() error {
+	m.mu.Lock()
+	g, have := m.g, m.mgr != nil
+	m.mu.Unlock()
+	if have {
+		return nil
+	}
+	mgr, err := m.newManager(g)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.mgr == nil && m.g == g {
+		m.mgr = mgr
+	}
+	m.mu.Unlock()
 	return nil
 }
 
@@ -78,12 +131,27 @@ func (m *mcast) load() error {
 	if err != nil {
 		return err
 	}
-	return m.replay()
+	m.s.mu.RLock()
+	g := m.s.g
+	m.s.mu.RUnlock()
+	return m.replay(g)
 }
 
-// replay rebuilds the manager from m.groups.
-func (m *mcast) replay() error {
-	if err := m.build(m.s.g); err != nil {
+// replay rebuilds the manager on g from m.groups. Without groups the
+// manager is built lazily by the first request: FULB-MC needs all-pairs
+// hop counts, which take seconds and O(N²) memory on large fabrics, so
+// the service neither starts nor re-routes groups any slower for them.
+func (m *mcast) replay(g *topology.Graph) error { return m.replayWith(g, nil) }
+
+// replayWith is replay with a manager already built on g (nil: build it).
+func (m *mcast) replayWith(g *topology.Graph, mgr *multicast.Manager) error {
+	m.g, m.mgr = g, nil
+	if len(m.groups) == 0 {
+		return nil
+	}
+	if mgr != nil {
+		m.mgr = mgr
+	} else if err := m.build(g); err != nil {
 		return err
 	}
 	ids := make([]string, 0, len(m.groups))
@@ -102,10 +170,12 @@ func (m *mcast) replay() error {
 		}
 		return a.ID < b.ID
 	})
+	defer m.replayAt(nil)
 	for _, id := range ids {
 		g := m.groups[id]
+		m.replayAt(g.JoinDeadline)
 		for _, name := range g.Members {
-			v := m.s.g.NodeByName(name)
+			v := m.g.NodeByName(name)
 			if v < 0 {
 				return fmt.Errorf("group %s: unknown member %q", id, name)
 			}
@@ -117,8 +187,9 @@ func (m *mcast) replay() error {
 				break
 			}
 		}
+		m.replayAt(g.LeaveDeadline)
 		for _, name := range g.Left {
-			if v := m.s.g.NodeByName(name); v >= 0 {
+			if v := m.g.NodeByName(name); v >= 0 {
 				m.mgr.Leave(id, v)
 			}
 		}
@@ -142,12 +213,12 @@ func (m *mcast) refresh(g *GroupRecord) {
 	g.State = rec.State.String()
 	g.Reason = rec.Reason
 	if t, err := m.mgr.Tree(g.ID); err == nil {
-		g.Root = m.s.g.NodeName(int(t.Root))
+		g.Root = m.g.NodeName(int(t.Root))
 		g.Edges = g.Edges[:0]
 		children := map[int][]int{}
 		for _, c := range t.Edges {
-			a, b := m.s.g.Src(int(c)), m.s.g.Dst(int(c))
-			g.Edges = append(g.Edges, [2]string{m.s.g.NodeName(a), m.s.g.NodeName(b)})
+			a, b := m.g.Src(int(c)), m.g.Dst(int(c))
+			g.Edges = append(g.Edges, [2]string{m.g.NodeName(a), m.g.NodeName(b)})
 			children[a] = append(children[a], b)
 		}
 		// Height: the deepest node below the root (edges are parent →
@@ -200,6 +271,10 @@ func (m *mcast) leave(actor string, req McastRequest) (*GroupRecord, error) {
 		if !slices.Contains(g.Left, req.Member) {
 			g.Left = append(g.Left, req.Member)
 		}
+		if g.LeaveDeadline == nil {
+			d := m.s.cfg.Now().UTC().Add(m.s.cfg.MulticastTimeout)
+			g.LeaveDeadline = &d
+		}
 		return nil
 	})
 }
@@ -209,13 +284,19 @@ func (m *mcast) leave(actor string, req McastRequest) (*GroupRecord, error) {
 // the manager is rebuilt from the stored records so memory never runs
 // ahead of the disk.
 func (m *mcast) change(actor, action string, req McastRequest, apply func(*GroupRecord, int) error) (*GroupRecord, error) {
-	m.s.mu.RLock()
-	defer m.s.mu.RUnlock()
+	if err := m.ensureManager(); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v := m.s.g.NodeByName(req.Member)
+	v := m.g.NodeByName(req.Member)
 	if v < 0 {
 		return nil, fmt.Errorf("%w: unknown member node %q", ErrNotFound, req.Member)
+	}
+	if m.mgr == nil {
+		if err := m.build(m.g); err != nil {
+			return nil, err
+		}
 	}
 	before := m.snapshot()
 	g := m.groups[req.Group]
@@ -225,7 +306,8 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 			return nil, fmt.Errorf("%w: no multicast group %q", ErrNotFound, req.Group)
 		}
 		now := m.s.cfg.Now().UTC()
-		g = &GroupRecord{ID: req.Group, Created: now}
+		d := now.Add(m.s.cfg.MulticastTimeout)
+		g = &GroupRecord{ID: req.Group, Created: now, JoinDeadline: &d}
 	} else {
 		c := *g
 		c.Members, c.Left, c.Edges = slices.Clone(g.Members), slices.Clone(g.Left), slices.Clone(g.Edges)
@@ -245,7 +327,7 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 	m.collectExpired(changed)
 	if err := m.persist(actor, action, req, changed); err != nil {
 		m.groups = before
-		if rerr := m.replay(); rerr != nil {
+		if rerr := m.replay(m.g); rerr != nil {
 			return nil, fmt.Errorf("storage: %v; rebuilding multicast state also failed: %v", err, rerr)
 		}
 		return nil, fmt.Errorf("storage: %v (the request was not applied)", err)
@@ -264,6 +346,9 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 // collectExpired adds groups whose state the manager changed on its own
 // (timeouts) to changed.
 func (m *mcast) collectExpired(changed map[string]*GroupRecord) {
+	if m.mgr == nil {
+		return
+	}
 	live := map[string]multicast.GroupRecord{}
 	for _, r := range m.mgr.Groups() {
 		live[r.GID] = r
@@ -332,17 +417,19 @@ func protocolError(err error) error {
 		errors.Is(err, multicast.ErrCountMismatch), errors.Is(err, multicast.ErrWrongState):
 		return fmt.Errorf("%w: %v", ErrConflict, err)
 	case errors.Is(err, multicast.ErrBadRequest):
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		// The protocol's own message already starts with "bad request".
+		return fmt.Errorf("%w: %s", ErrBadRequest, strings.TrimPrefix(err.Error(), multicast.ErrBadRequest.Error()+": "))
 	}
 	return err
 }
 
 // tick enforces timeouts and persists what they changed.
 func (m *mcast) tick() {
-	m.s.mu.RLock()
-	defer m.s.mu.RUnlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.mgr == nil {
+		return
+	}
 	m.mgr.Expire()
 	changed := map[string]*GroupRecord{}
 	m.collectExpired(changed)
@@ -361,12 +448,19 @@ func (m *mcast) tick() {
 	}
 }
 
-// fabricChanged re-routes every group on the new fabric (callers hold the
-// service lock for writing).
-func (m *mcast) fabricChanged() {
+// fabricChanged re-routes every group on the new fabric.
+// The manager (all-pairs hop counts) is built before taking mu.
+func (m *mcast) fabricChanged(g *topology.Graph) {
+	m.mu.Lock()
+	n := len(m.groups)
+	m.mu.Unlock()
+	var mgr *multicast.Manager
+	if n > 0 {
+		mgr, _ = m.newManager(g) // on error replay builds it again and keeps the groups' records
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.replay()
+	m.replayWith(g, mgr)
 }
 
 func (m *mcast) list() []GroupRecord {
@@ -410,11 +504,9 @@ func (m *mcast) byState() map[string]int {
 // linkEFI counts, per link, the groups whose tree uses it (computed from
 // the trees).
 func (m *mcast) linkEFI() []int {
-	m.s.mu.RLock()
-	g := m.s.g
-	m.s.mu.RUnlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	g := m.g
 	efi := make([]int, g.NumLinks())
 	for _, gr := range m.groups {
 		if gr.State == "Destroying" {

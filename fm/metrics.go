@@ -50,6 +50,19 @@ func newMetrics(s *Service) *metrics {
 		defer s.mu.RUnlock()
 		return float64(len(s.jobs))
 	})
+	broken := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "icn_jobs_broken", Help: "Running jobs without a working routing table (migrate them).",
+	}, func() float64 {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		n := 0
+		for _, j := range s.jobs {
+			if j.Routing == "broken" {
+				n++
+			}
+		}
+		return float64(n)
+	})
 	busy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "icn_nodes_busy", Help: "Nodes held by running jobs.",
 	}, func() float64 {
@@ -60,7 +73,7 @@ func newMetrics(s *Service) *metrics {
 		}
 		return float64(s.state.Busy())
 	})
-	m.reg.MustRegister(m.requests, m.allocation, groups, groupsBy, efi, failed, failedNodes, running, busy,
+	m.reg.MustRegister(m.requests, m.allocation, groups, groupsBy, efi, failed, failedNodes, running, broken, busy,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

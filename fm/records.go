@@ -32,6 +32,22 @@ type JobRecord struct {
 	Created   time.Time          `json:"created"`
 	Released  *time.Time         `json:"released,omitempty"`
 	Reachable bool               `json:"reachable"`
+	// Routing is "" while the job runs on the table it was placed with
+	// (or a fresh one after a repair), "rerouted" after a failure gave it
+	// a new table on the same nodes, "broken" when no table exists on its
+	// nodes (Problem and Unreachable say why; migrate it), "migrated"
+	// after it was placed anew.
+	Routing     string     `json:"routing,omitempty"`
+	Problem     string     `json:"problem,omitempty"`
+	Unreachable *[2]string `json:"unreachable,omitempty"`
+}
+
+// RouteState names the routing state of a job ("ok" for "").
+func (j *JobRecord) RouteState() string {
+	if j.Routing == "" {
+		return "ok"
+	}
+	return j.Routing
 }
 
 // TableStats are the figures of a job's routing table.
@@ -57,5 +73,10 @@ type GroupRecord struct {
 	Seq         int         `json:"routed_seq,omitempty"` // order in which trees were computed
 	Created     time.Time   `json:"created"`
 	Updated     time.Time   `json:"updated"`
-	gone        bool        // forgotten by the protocol manager: delete
+	// JoinDeadline and LeaveDeadline are absolute: the group is destroyed
+	// if its joins (leaves) are not all in by then. Restarts and fabric
+	// changes replay the group against them, so they never move.
+	JoinDeadline  *time.Time `json:"join_deadline,omitempty"`
+	LeaveDeadline *time.Time `json:"leave_deadline,omitempty"`
+	gone          bool       // forgotten by the protocol manager: delete
 }

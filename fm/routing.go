@@ -46,6 +46,10 @@ func (a *angaraRouting) Routes(active, transit []int) (*routing.TableJSON, Table
 	return tf, st, nil
 }
 
+func (a *angaraRouting) Unreachable(active, transit []int) (bool, [2]int, error) {
+	return a.R.Check(active, transit)
+}
+
 func (a *angaraRouting) Check(tf *routing.TableJSON) error {
 	c := *tf
 	// The failures recorded with the table are those of its creation; the

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +25,9 @@ type Routing interface {
 	Check(tf *routing.TableJSON) error
 	// Rules names the routing rule in use.
 	Rules() string
+	// Unreachable reports whether every ordered pair of active nodes has
+	// a legal route inside the set, and if not, one pair that has none.
+	Unreachable(active, transit []int) (ok bool, pair [2]int, err error)
 }
 
 // RoutingFactory builds the routing of a fabric state (failures included).
@@ -45,6 +47,8 @@ type Config struct {
 	MulticastTimeout time.Duration
 	// Now is the clock (default time.Now); tests inject their own.
 	Now func() time.Time
+	// RotateToken replaces the API token (file and stored hash).
+	RotateToken bool
 }
 
 // DefaultTopo is the demo fabric of a new database: a 4x4x4x2 Angara torus.
@@ -56,18 +60,27 @@ type Service struct {
 	cfg   Config
 	store *Store
 
-	mu      sync.RWMutex
-	fabric  FabricRecord
-	base    *topology.Graph // structure, no failures
-	g       *topology.Graph // with current failures
-	state   *alloc.State
-	sel     *alloc.Selector
-	routing Routing
-	jobs    map[int]*JobRecord
-	token   []byte
-	mc      *mcast
-	m       *metrics
-	noJobs  string // why this fabric takes no jobs ("" if it does)
+	// mu guards the model below. It is held only to copy or swap parts
+	// of it and around the store commit of a change, never across a
+	// placement, a routing-table computation or a re-routing: those run
+	// on a snapshot and commit with a check of fabricVer.
+	mu        sync.RWMutex
+	fabric    FabricRecord
+	base      *topology.Graph // structure, no failures
+	g         *topology.Graph // with current failures
+	state     *alloc.State    // mutated in place only under mu (write)
+	routing   Routing
+	jobs      map[int]*JobRecord // records are never modified in place
+	noJobs    string             // why this fabric takes no jobs ("" if it does)
+	fabricVer uint64             // bumped by every committed failure change
+
+	placeMu  sync.Mutex      // serialises placements and migrations
+	sel      *alloc.Selector // used under placeMu only
+	changeMu sync.Mutex      // serialises failure changes
+
+	token []byte
+	mc    *mcast
+	m     *metrics
 }
 
 // ErrConflict marks requests that are valid but cannot be satisfied now.
@@ -117,68 +130,141 @@ func Open(cfg Config) (*Service, string, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if s.token == nil {
-		if token, err = newToken(TokenFile(cfg.DBPath)); err != nil {
-			return fail(err)
-		}
-		s.token = hashToken(token)
-		if err := st.Update("system", func(tx *Tx) error { return tx.SetTokenHash(s.token) }); err != nil {
-			return fail(err)
-		}
+	if token, err = s.openToken(created); err != nil {
+		return fail(err)
 	}
 	if !have || cfg.ReplaceTopo {
-		spec := cfg.Topo
-		if spec == "" {
-			spec = rec.Spec
-		}
-		if spec == "" {
-			spec = DefaultTopo
-		}
-		if have && spec != rec.Spec {
-			// Replacing the fabric of a database with running jobs would
-			// orphan their node sets.
-			running := 0
-			st.View(func(tx *Tx) error {
-				return tx.Jobs(func(j *JobRecord) error {
-					if j.State == "running" {
-						running++
-					}
-					return nil
-				})
-			})
-			if running > 0 {
-				return fail(fmt.Errorf("cannot replace the fabric: %d jobs are still running in %s", running, cfg.DBPath))
-			}
-		}
-		if !have || spec != rec.Spec {
-			rec = FabricRecord{Spec: spec, Updated: cfg.Now().UTC()}
-		}
-		if _, err := topology.Parse(spec); err != nil {
-			return fail(err)
-		}
-		err = st.Update("system", func(tx *Tx) error {
-			if err := tx.PutFabric(rec); err != nil {
-				return err
-			}
-			action := "fabric.create"
-			if have {
-				action = "fabric.replace"
-			}
-			return tx.Log(action, spec, map[string]any{"created_db": created})
-		})
-		if err != nil {
+		if rec, err = s.initFabric(rec, have, created); err != nil {
 			return fail(err)
 		}
 	}
 	if err := s.loadFabric(rec); err != nil {
 		return fail(fmt.Errorf("stored fabric: %v", err))
 	}
-	err = st.View(func(tx *Tx) error {
+	if err := s.loadJobs(); err != nil {
+		return fail(err)
+	}
+	s.mc = newMcast(s)
+	if err := s.mc.load(); err != nil {
+		return fail(fmt.Errorf("stored multicast groups: %v", err))
+	}
+	s.m = newMetrics(s)
+	return s, token, nil
+}
+
+// openToken creates (first run) or rotates the API token, or checks that
+// the token file still holds the stored one. It returns the token while it
+// has not been shown by a start that served (see TokenShown), else "".
+func (s *Service) openToken(created bool) (string, error) {
+	path := TokenFile(s.cfg.DBPath)
+	var token string
+	var err error
+	switch {
+	case s.token == nil && !s.cfg.RotateToken:
+		if token, err = newToken(path); err != nil {
+			return "", err
+		}
+	case s.cfg.RotateToken:
+		if token, err = writeToken(path); err != nil {
+			return "", err
+		}
+	default:
+		if token, err = readToken(path, s.token); err != nil {
+			return "", err
+		}
+	}
+	shown := false
+	err = s.store.Update("system", func(tx *Tx) error {
+		if h := hashToken(token); !slices.Equal(h, s.token) {
+			s.token = h
+			if err := tx.SetTokenHash(h); err != nil {
+				return err
+			}
+			if err := tx.SetTokenShown(false); err != nil {
+				return err
+			}
+			if !created {
+				return tx.Log("token.rotate", "token", nil)
+			}
+			return nil
+		}
+		shown = tx.TokenShown()
+		return nil
+	})
+	if err != nil || shown {
+		return "", err
+	}
+	return token, nil
+}
+
+// TokenShown records that the token was shown by a start that serves, so
+// later starts do not print it again.
+func (s *Service) TokenShown() error {
+	return s.store.Update("system", func(tx *Tx) error { return tx.SetTokenShown(true) })
+}
+
+// Close closes the database.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.store.Close()
+}
+
+// initFabric stores the fabric record of a new database, or replaces the
+// fabric of an existing one (refused while jobs run).
+func (s *Service) initFabric(rec FabricRecord, have, created bool) (FabricRecord, error) {
+	spec := s.cfg.Topo
+	if spec == "" {
+		spec = rec.Spec
+	}
+	if spec == "" {
+		spec = DefaultTopo
+	}
+	if have && spec != rec.Spec {
+		// Replacing the fabric of a database with running jobs would
+		// orphan their node sets.
+		running := 0
+		s.store.View(func(tx *Tx) error {
+			return tx.Jobs(func(j *JobRecord) error {
+				if j.State == "running" {
+					running++
+				}
+				return nil
+			})
+		})
+		if running > 0 {
+			return rec, fmt.Errorf("cannot replace the fabric: %d jobs are still running in %s", running, s.cfg.DBPath)
+		}
+	}
+	if !have || spec != rec.Spec {
+		rec = FabricRecord{Spec: spec, Updated: s.cfg.Now().UTC()}
+	}
+	if _, err := topology.Parse(spec); err != nil {
+		return rec, err
+	}
+	err := s.store.Update("system", func(tx *Tx) error {
+		if err := tx.PutFabric(rec); err != nil {
+			return err
+		}
+		action := "fabric.create"
+		if have {
+			action = "fabric.replace"
+		}
+		return tx.Log(action, spec, map[string]any{"created_db": created})
+	})
+	return rec, err
+}
+
+// loadJobs gives the running jobs their nodes again: occupied on the
+// structure without failures (a broken job may hold a failed node), then
+// the failures are applied.
+func (s *Service) loadJobs() error {
+	err := s.store.View(func(tx *Tx) error {
 		return tx.Jobs(func(j *JobRecord) error {
 			if j.State != "running" {
 				return nil
 			}
-			nodes, err := s.nodesByName(append(slices.Clone(j.Active), j.TransitN...))
+			nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitN...))
 			if err != nil {
 				return fmt.Errorf("job %d: %v", j.ID, err)
 			}
@@ -193,56 +279,63 @@ func Open(cfg Config) (*Service, string, error) {
 		})
 	})
 	if err != nil {
-		return fail(fmt.Errorf("stored jobs: %v", err))
+		return fmt.Errorf("stored jobs: %v", err)
 	}
-	s.mc = newMcast(s)
-	if err := s.mc.load(); err != nil {
-		return fail(fmt.Errorf("stored multicast groups: %v", err))
+	if s.state != nil {
+		s.state, err = s.state.WithGraph(s.g)
 	}
-	s.m = newMetrics(s)
-	return s, token, nil
+	return err
 }
 
-// Close closes the database.
-func (s *Service) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.store.Close()
+// model is the fabric-derived part of the service state.
+type model struct {
+	rec     FabricRecord
+	base, g *topology.Graph
+	routing Routing
+	noJobs  string
 }
 
-// loadFabric (re)builds the graph, state and routing from a record.
-func (s *Service) loadFabric(rec FabricRecord) error {
-	base, err := topology.Parse(rec.Spec)
-	if err != nil {
-		return err
+// buildModel builds graph and routing of a fabric record (no locks; the
+// result is not yet the service's).
+func (s *Service) buildModel(rec FabricRecord, base *topology.Graph) (*model, error) {
+	var err error
+	if base == nil {
+		if base, err = topology.Parse(rec.Spec); err != nil {
+			return nil, err
+		}
 	}
 	g, err := base.ApplyFaults(strings.Join(rec.FailedLinks, ","), strings.Join(rec.FailedNodes, ","))
 	if err != nil {
-		return err
+		return nil, err
 	}
+	md := &model{rec: rec, base: base, g: g}
 	// Job placement and torus routing need a direct torus; on other
 	// fabrics (fat trees, dragonflies, imported files) the service still
 	// manages failures and multicast groups, and refuses jobs.
-	var state *alloc.State
-	var rt Routing
-	var why string
-	if s.state != nil {
-		state, err = s.state.WithGraph(g)
-	} else {
-		state, err = alloc.NewState(g)
-	}
-	if err == nil {
-		rt, err = s.cfg.NewRouting(g)
+	if _, err = alloc.NewState(g); err == nil {
+		md.routing, err = s.cfg.NewRouting(g)
 	}
 	if err != nil {
-		if s.state != nil {
-			return err // a torus that was usable must stay so
-		}
-		state, rt, why = nil, nil, err.Error()
+		md.routing, md.noJobs = nil, err.Error()
 	}
-	s.fabric, s.base, s.g, s.state, s.routing, s.noJobs = rec, base, g, state, rt, why
-	if s.sel == nil && state != nil {
-		s.sel = alloc.NewSelector(state)
+	return md, nil
+}
+
+// loadFabric installs the first model (Open).
+func (s *Service) loadFabric(rec FabricRecord) error {
+	md, err := s.buildModel(rec, nil)
+	if err != nil {
+		return err
+	}
+	s.fabric, s.base, s.g, s.routing, s.noJobs = md.rec, md.base, md.g, md.routing, md.noJobs
+	if md.routing != nil {
+		// Occupied on the structure without failures: a broken job may
+		// hold a failed node; the failures are applied after the jobs
+		// (Open).
+		if s.state, err = alloc.NewState(md.base); err != nil {
+			return err
+		}
+		s.sel = alloc.NewSelector(s.state)
 	}
 	return nil
 }
@@ -254,26 +347,6 @@ func (s *Service) rules() string {
 		return "none"
 	}
 	return s.routing.Rules()
-}
-
-func (s *Service) nodesByName(names []string) ([]int, error) {
-	out := make([]int, len(names))
-	for i, n := range names {
-		v := s.g.NodeByName(n)
-		if v < 0 {
-			return nil, fmt.Errorf("%w: unknown node %q", ErrNotFound, n)
-		}
-		out[i] = v
-	}
-	return out, nil
-}
-
-func (s *Service) names(nodes []int) []string {
-	out := make([]string, len(nodes))
-	for i, v := range nodes {
-		out[i] = s.g.NodeName(v)
-	}
-	return out
 }
 
 // ---- fabric ----
@@ -312,16 +385,19 @@ type LinkView struct {
 // Fabric returns the current fabric.
 func (s *Service) Fabric() FabricView {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	g := s.g
+	g, state := s.g, s.state
+	if state != nil {
+		state = state.Clone()
+	}
 	v := FabricView{Spec: s.fabric.Spec, Dims: g.Dims(), FailedLinks: slices.Clone(s.fabric.FailedLinks),
 		FailedNodes: slices.Clone(s.fabric.FailedNodes), Rules: s.rules()}
+	s.mu.RUnlock()
 	v.Nodes = make([]NodeView, g.NumNodes())
 	for i := range v.Nodes {
 		v.Nodes[i] = NodeView{ID: i, Name: g.NodeName(i), Kind: g.Kind(i).String(), Coord: g.Coord(i),
 			Failed: g.NodeFailed(i)}
-		if s.state != nil {
-			v.Nodes[i].Job = s.state.Owner(i)
+		if state != nil {
+			v.Nodes[i].Job = state.Owner(i)
 		}
 	}
 	v.Links = make([]LinkView, g.NumLinks())
@@ -338,357 +414,19 @@ func (s *Service) Fabric() FabricView {
 	return v
 }
 
+// Spec returns the fabric spec.
+func (s *Service) Spec() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.fabric.Spec
+}
+
 // Metrics returns the topology metrics of the current fabric.
 func (s *Service) Metrics() topology.Metrics {
 	s.mu.RLock()
 	g := s.g
 	s.mu.RUnlock()
 	return topology.Measure(g, topology.MetricsOptions{})
-}
-
-// FailureChange asks to fail or repair one link or node.
-type FailureChange struct {
-	Link   string `json:"link,omitempty"`
-	Node   string `json:"node,omitempty"`
-	Repair bool   `json:"repair,omitempty"`
-}
-
-// FailureResult reports the effect of a failure change.
-type FailureResult struct {
-	Change       FailureChange `json:"change"`
-	FailedLinks  []string      `json:"failed_links"`
-	FailedNodes  []string      `json:"failed_nodes"`
-	AffectedJobs []int         `json:"affected_jobs"`
-}
-
-// ChangeFailure fails or repairs a link or node, re-verifies every running
-// job on the new fabric and records which became unreachable.
-func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult, error) {
-	if (ch.Link == "") == (ch.Node == "") {
-		return nil, badRequest("give exactly one of link or node")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec := s.fabric
-	rec.FailedLinks = slices.Clone(rec.FailedLinks)
-	rec.FailedNodes = slices.Clone(rec.FailedNodes)
-	var subject string
-	if ch.Link != "" {
-		ls, err := s.base.ParseLinks(ch.Link)
-		if err != nil || len(ls) != 1 {
-			if err == nil {
-				err = fmt.Errorf("%q names %d links", ch.Link, len(ls))
-			}
-			return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
-		}
-		subject = s.base.LinkName(ls[0])
-		rec.FailedLinks = toggle(rec.FailedLinks, subject, !ch.Repair)
-	} else {
-		vs, err := s.base.ParseNodes(ch.Node)
-		if err != nil || len(vs) != 1 {
-			if err == nil {
-				err = fmt.Errorf("%q names %d nodes", ch.Node, len(vs))
-			}
-			return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
-		}
-		subject = s.base.NodeName(vs[0])
-		rec.FailedNodes = toggle(rec.FailedNodes, subject, !ch.Repair)
-	}
-	rec.Updated = s.cfg.Now().UTC()
-	// Build the new model first; commit; only then keep it.
-	oldFabric, oldBase, oldG, oldState, oldRouting, oldNoJobs := s.fabric, s.base, s.g, s.state, s.routing, s.noJobs
-	restore := func() {
-		s.fabric, s.base, s.g, s.state, s.routing, s.noJobs = oldFabric, oldBase, oldG, oldState, oldRouting, oldNoJobs
-	}
-	if err := s.loadFabric(rec); err != nil {
-		restore()
-		return nil, err
-	}
-	affected := map[int]*JobRecord{}
-	for id, j := range s.jobs {
-		ok := j.Table != nil && s.routing.Check(j.Table) == nil
-		if ok != j.Reachable || !ok {
-			c := *j
-			c.Reachable = ok
-			if !ok {
-				c.Affected = append(slices.Clone(j.Affected), actionName(ch)+" "+subject)
-			}
-			affected[id] = &c
-		}
-	}
-	action := actionName(ch)
-	err := s.store.Update(actor, func(tx *Tx) error {
-		if err := tx.PutFabric(rec); err != nil {
-			return err
-		}
-		for _, j := range affected {
-			if err := tx.PutJob(j); err != nil {
-				return err
-			}
-		}
-		ids := sortedIDs(affected)
-		return tx.Log(action, subject, map[string]any{"affected_jobs": ids})
-	})
-	if err != nil {
-		restore()
-		return nil, fmt.Errorf("storage: %v (nothing changed)", err)
-	}
-	res := &FailureResult{Change: ch, FailedLinks: rec.FailedLinks, FailedNodes: rec.FailedNodes, AffectedJobs: []int{}}
-	for _, id := range sortedIDs(affected) {
-		j := affected[id]
-		s.jobs[id] = j
-		if !j.Reachable {
-			res.AffectedJobs = append(res.AffectedJobs, id)
-		}
-	}
-	if res.FailedLinks == nil {
-		res.FailedLinks = []string{}
-	}
-	if res.FailedNodes == nil {
-		res.FailedNodes = []string{}
-	}
-	s.mc.fabricChanged()
-	return res, nil
-}
-
-func actionName(ch FailureChange) string {
-	kind := "link"
-	if ch.Node != "" {
-		kind = "node"
-	}
-	if ch.Repair {
-		return kind + ".repair"
-	}
-	return kind + ".fail"
-}
-
-func toggle(list []string, name string, on bool) []string {
-	i := slices.Index(list, name)
-	switch {
-	case on && i < 0:
-		list = append(list, name)
-		sort.Strings(list)
-	case !on && i >= 0:
-		list = slices.Delete(list, i, i+1)
-	}
-	return list
-}
-
-func sortedIDs(m map[int]*JobRecord) []int {
-	ids := make([]int, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	return ids
-}
-
-// ---- jobs ----
-
-// JobRequest asks for an allocation.
-type JobRequest struct {
-	Name    string `json:"name,omitempty"`
-	Nodes   int    `json:"nodes"`
-	Transit int    `json:"transit"`
-	Algo    string `json:"algo,omitempty"`
-}
-
-// Submit places a job: it selects a node set, builds and verifies its
-// routing table, and stores the job, all under the service lock, so no
-// node is ever given to two jobs. If the job cannot be placed now the
-// error wraps ErrConflict and says why.
-func (s *Service) Submit(actor string, req JobRequest) (*JobRecord, error) {
-	if req.Nodes < 1 {
-		return nil, badRequest("nodes must be at least 1")
-	}
-	if req.Transit < 0 {
-		return nil, badRequest("transit must not be negative")
-	}
-	if len(req.Name) > 200 {
-		return nil, badRequest("name longer than 200 characters")
-	}
-	algo := alloc.Improved
-	if req.Algo != "" {
-		a, err := alloc.ParseAlgo(req.Algo)
-		if err != nil {
-			return nil, badRequest("%v", err)
-		}
-		algo = a
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state == nil {
-		return nil, badRequest("this fabric takes no jobs: %s", s.noJobs)
-	}
-	if req.Nodes > s.state.N() {
-		return nil, badRequest("the fabric has only %d nodes", s.state.N())
-	}
-	res, err := s.sel.Select(s.state, s.routing, alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo})
-	if err != nil {
-		return nil, err
-	}
-	s.m.allocation.Observe(res.Seconds)
-	if res.Chosen == nil {
-		return nil, fmt.Errorf("%w: cannot place now: %s", ErrConflict, res.Reason)
-	}
-	c := res.Chosen
-	table, stats, err := s.routing.Routes(c.Active, c.Transit)
-	if err != nil {
-		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
-	}
-	j := &JobRecord{Name: req.Name, State: "running", Nodes: req.Nodes, Transit: req.Transit, Algo: string(algo),
-		Active: s.names(c.Active), TransitN: s.names(c.Transit), Rules: s.routing.Rules(), Table: table,
-		Stats: stats, Created: s.cfg.Now().UTC(), Reachable: true}
-	err = s.store.Update(actor, func(tx *Tx) error {
-		id, err := tx.NextJobID()
-		if err != nil {
-			return err
-		}
-		j.ID = id
-		if err := tx.PutJob(j); err != nil {
-			return err
-		}
-		return tx.Log("job.submit", fmt.Sprintf("job %d", id), map[string]any{"nodes": req.Nodes, "transit": req.Transit,
-			"active": j.Active, "transit_nodes": j.TransitN, "candidates": res.Found})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("storage: %v (the job was not placed)", err)
-	}
-	if err := s.state.Occupy(j.ID, append(slices.Clone(c.Active), c.Transit...)); err != nil {
-		// Cannot happen: the selector only picks available nodes.
-		return nil, fmt.Errorf("internal error: %v", err)
-	}
-	s.jobs[j.ID] = j
-	return j, nil
-}
-
-// Release ends a running job and frees its nodes.
-func (s *Service) Release(actor string, id int) (*JobRecord, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	j, ok := s.jobs[id]
-	if !ok {
-		return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
-	}
-	c := *j
-	now := s.cfg.Now().UTC()
-	c.State, c.Released = "released", &now
-	err := s.store.Update(actor, func(tx *Tx) error {
-		if err := tx.PutJob(&c); err != nil {
-			return err
-		}
-		return tx.Log("job.release", fmt.Sprintf("job %d", id), nil)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("storage: %v (the job keeps its nodes)", err)
-	}
-	s.state.Release(id)
-	delete(s.jobs, id)
-	return &c, nil
-}
-
-// Job returns a job (running or released).
-func (s *Service) Job(id int) (*JobRecord, error) {
-	s.mu.RLock()
-	if j, ok := s.jobs[id]; ok {
-		c := *j
-		s.mu.RUnlock()
-		return &c, nil
-	}
-	s.mu.RUnlock()
-	var out *JobRecord
-	err := s.store.View(func(tx *Tx) error {
-		return tx.Jobs(func(j *JobRecord) error {
-			if j.ID == id {
-				out = j
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		return nil, fmt.Errorf("%w: no job %d", ErrNotFound, id)
-	}
-	return out, nil
-}
-
-// Jobs lists running jobs (all jobs, including released ones, if all).
-func (s *Service) Jobs(all bool) ([]*JobRecord, error) {
-	if !all {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		out := make([]*JobRecord, 0, len(s.jobs))
-		for _, id := range sortedIDs(s.jobs) {
-			c := *s.jobs[id]
-			c.Table = nil
-			out = append(out, &c)
-		}
-		return out, nil
-	}
-	var out []*JobRecord
-	err := s.store.View(func(tx *Tx) error {
-		return tx.Jobs(func(j *JobRecord) error {
-			j.Table = nil
-			out = append(out, j)
-			return nil
-		})
-	})
-	return out, err
-}
-
-// VerifyJob re-checks a job's stored table on the current fabric.
-func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	j, found := s.jobs[id]
-	if !found {
-		return false, "", fmt.Errorf("%w: no running job %d", ErrNotFound, id)
-	}
-	if j.Table == nil {
-		return false, "the job has no stored routing table", nil
-	}
-	if err := s.routing.Check(j.Table); err != nil {
-		return false, err.Error(), nil
-	}
-	return true, "", nil
-}
-
-// LinkLoads returns, per link, the number of routes of running jobs that
-// cross it (either direction).
-func (s *Service) LinkLoads() []int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	loads := make([]int, s.g.NumLinks())
-	dims := s.g.Dims()
-	for _, j := range s.jobs {
-		if j.Table == nil {
-			continue
-		}
-		for _, r := range j.Table.Routes {
-			c := slices.Clone(r.Src)
-			for _, d := range r.Dirs {
-				v := s.g.NodeAt(c)
-				dim := topology.DimIndex(d[1:])
-				if v < 0 || dim < 0 || dim >= len(dims) {
-					break
-				}
-				sign := 1
-				if d[0] == '-' {
-					sign = -1
-				}
-				for _, ch := range s.g.Out(v) {
-					if dd, ss := s.g.Dir(int(ch)); dd == dim && ss == sign {
-						loads[int(ch)>>1]++
-						break
-					}
-				}
-				c[dim] = (c[dim] + sign + dims[dim]) % dims[dim]
-			}
-		}
-	}
-	return loads
 }
 
 // Audit returns audit-log events after seq (at most limit).

@@ -96,6 +96,9 @@ func TestJobsPersistAcrossRestart(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v %v", err, st.Mode())
 	}
+	if err := s.TokenShown(); err != nil {
+		t.Fatal(err)
+	}
 	var ids []int
 	for i := 0; i < 3; i++ {
 		j, err := s.Submit("test", JobRequest{Nodes: 4, Transit: 2})

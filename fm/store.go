@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -35,6 +36,7 @@ var (
 	kCreated = []byte("created")
 	kCurrent = []byte("current")
 	kNextJob = []byte("next_job")
+	kShown   = []byte("token_shown")
 
 	magic = []byte("icn-fabric-manager")
 )
@@ -50,6 +52,9 @@ type Store struct {
 	failWrites func() error
 }
 
+// ErrLocked is returned when another process holds the database.
+var ErrLocked = errors.New("database locked by another process")
+
 // ErrForeign is returned for database files that are not icn's.
 var ErrForeign = errors.New("not an icn fabric-manager database")
 
@@ -57,20 +62,21 @@ var ErrForeign = errors.New("not an icn fabric-manager database")
 // a valid bbolt database, or is one written by something else, is refused
 // and never modified. created reports whether the file is new.
 func OpenStore(path string) (s *Store, created bool, err error) {
+	defer recoverStore(&err)
 	_, statErr := os.Stat(path)
 	created = errors.Is(statErr, os.ErrNotExist)
 	if !created && statErr != nil {
 		return nil, false, statErr
 	}
 	if !created {
-		if err := checkHeader(path); err != nil {
+		if err := CheckFile(path); err != nil {
 			return nil, false, err
 		}
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, false, fmt.Errorf("database %s is locked by another process (is icn serve already running?)", path)
+			return nil, false, fmt.Errorf("%w: %s (is icn serve already running?)", ErrLocked, path)
 		}
 		return nil, false, fmt.Errorf("cannot open database %s: %v (the file was not modified)", path, err)
 	}
@@ -120,6 +126,23 @@ func OpenStore(path string) (s *Store, created bool, err error) {
 	return s, false, nil
 }
 
+// OpenStoreReadOnly checks an existing database and opens it read-only
+// (for backups of a database no service holds).
+func OpenStoreReadOnly(path string) (s *Store, err error) {
+	defer recoverStore(&err)
+	if err := CheckFile(path); err != nil {
+		return nil, err
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+		}
+		return nil, err
+	}
+	return &Store{db: db, path: path}, nil
+}
+
 // checkHeader refuses files that are clearly not bbolt databases before
 // bbolt touches them (bbolt would fail anyway; this keeps the message
 // clear and guarantees the file is left alone).
@@ -153,7 +176,9 @@ type Tx struct {
 
 // Update runs fn in one write transaction on behalf of actor; the change
 // is durable when Update returns nil.
-func (s *Store) Update(actor string, fn func(*Tx) error) error {
+func (s *Store) Update(actor string, fn func(*Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverStore(&err)
 	return s.db.Update(func(btx *bolt.Tx) error {
 		if err := fn(&Tx{tx: btx, actor: actor, now: time.Now().UTC()}); err != nil {
 			return err
@@ -166,8 +191,18 @@ func (s *Store) Update(actor string, fn func(*Tx) error) error {
 }
 
 // View runs fn in a read transaction.
-func (s *Store) View(fn func(*Tx) error) error {
+func (s *Store) View(fn func(*Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverStore(&err)
 	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// recoverStore turns a panic of the storage layer (bbolt panics on pages
+// it cannot read) into an error.
+func recoverStore(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%w: %v", ErrDamaged, p)
+	}
 }
 
 func u64(v uint64) []byte {
@@ -239,6 +274,19 @@ func (t *Tx) NextJobID() (int, error) {
 // PutJob stores a job.
 func (t *Tx) PutJob(j *JobRecord) error { return putJSON(t.tx.Bucket(bJobs), u64(uint64(j.ID)), j) }
 
+// Job reads one stored job (nil if there is none).
+func (t *Tx) Job(id int) (*JobRecord, error) {
+	v := t.tx.Bucket(bJobs).Get(u64(uint64(id)))
+	if v == nil {
+		return nil, nil
+	}
+	var j JobRecord
+	if err := json.Unmarshal(v, &j); err != nil {
+		return nil, fmt.Errorf("job %d: %v", id, err)
+	}
+	return &j, nil
+}
+
 // Jobs calls fn for every stored job in id order.
 func (t *Tx) Jobs(fn func(*JobRecord) error) error {
 	return t.tx.Bucket(bJobs).ForEach(func(k, v []byte) error {
@@ -283,6 +331,17 @@ func (t *Tx) Events(after uint64, limit int) ([]Event, error) {
 
 // SetTokenHash stores the hash of the API token.
 func (t *Tx) SetTokenHash(h []byte) error { return t.tx.Bucket(bMeta).Put(kToken, h) }
+
+// SetTokenShown records whether the token was shown by a serving start.
+func (t *Tx) SetTokenShown(shown bool) error {
+	if !shown {
+		return t.tx.Bucket(bMeta).Delete(kShown)
+	}
+	return t.tx.Bucket(bMeta).Put(kShown, []byte{1})
+}
+
+// TokenShown reports whether the token was shown by a serving start.
+func (t *Tx) TokenShown() bool { return t.tx.Bucket(bMeta).Get(kShown) != nil }
 
 // TokenHash returns the stored token hash (nil if none).
 func (t *Tx) TokenHash() []byte {

@@ -38,71 +38,251 @@ func defaultDBPath() string {
 	return filepath.Join(dir, "icn", "icn.db")
 }
 
-func init() {
-	// icn serve
-	{
-		var db, addr, topo, rules string
-		var openRead, replace bool
-		var mcastTimeout time.Duration
-		c := &cobra.Command{
-			Use:   "serve",
-			Short: "Run the fabric-manager service: persistent state, HTTP API, multicast join/leave, job placement, web page",
-			Long: `Runs the fabric manager on an embedded transactional store. The first run creates the
-database (default ` + defaultDBPath() + `) with a demo 4x4x4x2 Angara torus, generates the
-API token, stores it next to the database with mode 0600 and prints it once.`,
-			Example: `  icn serve
-  icn serve --db /var/lib/icn/fm.db --addr 127.0.0.1:9090 --topo torus:8x8x4x4`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
-					return err
-				}
-				svc, token, err := fm.Open(fm.Config{DBPath: db, Topo: topo, ReplaceTopo: replace && topo != "",
-					NewRouting: fm.AngaraRouting(rules), MulticastTimeout: mcastTimeout})
-				if err != nil {
-					return err
-				}
-				defer svc.Close()
-				ln, err := net.Listen("tcp", addr)
-				if err != nil {
-					return err
-				}
-				host := ln.Addr().String()
-				fmt.Fprintf(c.ErrOrStderr(), "icn fabric manager on http://%s/ (database %s, fabric %s)\n", host, db, svc.Fabric().Spec)
-				if token != "" {
-					fmt.Fprintf(c.ErrOrStderr(), "API token (shown once; also in %s): %s\n", fm.TokenFile(db), token)
-					fmt.Fprintf(c.ErrOrStderr(), "web page: http://%s/#token=%s\n", host, token)
-				}
-				srv := &http.Server{Handler: svc.Handler(fm.HandlerOptions{OpenRead: openRead}),
-					ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
-				stop := make(chan struct{})
-				go svc.RunTicker(time.Second, stop)
-				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-				defer cancel()
-				errc := make(chan error, 1)
-				go func() { errc <- srv.Serve(ln) }()
-				select {
-				case err := <-errc:
-					close(stop)
-					return err
-				case <-ctx.Done():
-				}
-				close(stop)
-				sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer scancel()
-				return srv.Shutdown(sctx)
-			},
-		}
-		c.Flags().StringVar(&db, "db", defaultDBPath(), "database file")
-		c.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen address (loopback by default)")
-		c.Flags().StringVar(&topo, "topo", "", "fabric of a new database (default "+fm.DefaultTopo+")")
-		c.Flags().BoolVar(&replace, "replace-topo", false, "replace the fabric of an existing database with --topo (refused while jobs run)")
-		c.Flags().StringVar(&rules, "rules", "angara*", "torus routing rule for job tables")
-		c.Flags().BoolVar(&openRead, "open-read", false, "serve read-only endpoints without the token")
-		c.Flags().DurationVar(&mcastTimeout, "mcast-timeout", 30*time.Second, "how long a multicast group may wait for missing joins or leaves")
-		root.AddCommand(c)
-	}
+// serveOptions are the flags of icn serve.
+type serveOptions struct {
+	db, addr, topo, rules string
+	openRead, replace     bool
+	mcastTimeout          time.Duration
+	check, rotateToken    bool
+	tlsCert, tlsKey       string
+	insecure              bool
+}
 
+func newServeCmd() *cobra.Command {
+	var o serveOptions
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the fabric-manager service: persistent state, HTTP API, multicast join/leave, job placement, web page",
+		Long: `Runs the fabric manager on an embedded transactional store. The first run creates the
+database (default ` + defaultDBPath() + `) with a demo 4x4x4x2 Angara torus, generates the
+API token, stores it next to the database with mode 0600 and prints it on the first start
+that serves. Before serving, the whole database file is checked; a damaged file is refused
+and left unmodified (--check runs only the check). A non-loopback address needs TLS
+(--tls-cert/--tls-key) or --insecure.`,
+		Example: `  icn serve
+  icn serve --db /var/lib/icn/fm.db --addr 127.0.0.1:9090 --topo torus:8x8x4x4
+  icn serve --db fm.db --check
+  icn serve --db fm.db --addr 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem
+  icn serve backup --db fm.db copy.db`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runServe(c.Context(), o, c.ErrOrStderr())
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.db, "db", defaultDBPath(), "database file")
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (loopback by default; others need TLS or --insecure)")
+	f.StringVar(&o.topo, "topo", "", "fabric of a new database (default "+fm.DefaultTopo+"); an existing database keeps its own unless --replace-topo")
+	f.BoolVar(&o.replace, "replace-topo", false, "replace the fabric of an existing database with --topo (refused while jobs run)")
+	f.StringVar(&o.rules, "rules", "angara*", "torus routing rule for job tables")
+	f.BoolVar(&o.openRead, "open-read", false, "serve read-only endpoints without the token")
+	f.DurationVar(&o.mcastTimeout, "mcast-timeout", 30*time.Second, "how long a multicast group may wait for missing joins or leaves")
+	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise)")
+	f.BoolVar(&o.rotateToken, "rotate-token", false, "replace the API token (token file and stored hash) and print the new one")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS")
+	f.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	f.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP on a non-loopback address")
+	c.AddCommand(newServeBackupCmd())
+	return c
+}
+
+func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
+	if o.check {
+		if err := fm.CheckFile(o.db); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s: ok (every page and record checked)\n", o.db)
+		return nil
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return &exitError{code: 2, err: fmt.Errorf("give both --tls-cert and --tls-key, or neither")}
+	}
+	tls := o.tlsCert != ""
+	if !tls && !o.insecure && !loopbackAddr(o.addr) {
+		return &exitError{code: 2, err: fmt.Errorf("--addr %s is not a loopback address: the token would travel in clear text; give --tls-cert and --tls-key, or --insecure to serve plain HTTP anyway", o.addr)}
+	}
+	if err := os.MkdirAll(filepath.Dir(o.db), 0o700); err != nil {
+		return err
+	}
+	svc, token, err := fm.Open(fm.Config{DBPath: o.db, Topo: o.topo, ReplaceTopo: o.replace && o.topo != "",
+		NewRouting: fm.AngaraRouting(o.rules), MulticastTimeout: o.mcastTimeout, RotateToken: o.rotateToken})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	if o.topo != "" && !o.replace && svc.Spec() != o.topo {
+		fmt.Fprintf(w, "icn: note: --topo %s ignored: the database already holds fabric %s (give --replace-topo to replace it)\n", o.topo, svc.Spec())
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	base := serviceURL(ln.Addr(), tls)
+	fmt.Fprintf(w, "icn fabric manager on %s (database %s, fabric %s)\n", base, o.db, svc.Spec())
+	if token != "" {
+		fmt.Fprintf(w, "API token (shown once; also in %s): %s\n", fm.TokenFile(o.db), token)
+		fmt.Fprintf(w, "web page: %s#token=%s\n", base, token)
+		if err := svc.TokenShown(); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	srv := &http.Server{Handler: svc.Handler(fm.HandlerOptions{OpenRead: o.openRead}),
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	return serveUntilSignal(ctx, svc, srv, ln, o)
+}
+
+// serveUntilSignal serves until the listener fails or SIGINT/SIGTERM.
+func serveUntilSignal(ctx context.Context, svc *fm.Service, srv *http.Server, ln net.Listener, o serveOptions) error {
+	stop := make(chan struct{})
+	go svc.RunTicker(time.Second, stop)
+	defer close(stop)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		if o.tlsCert != "" {
+			errc <- srv.ServeTLS(ln, o.tlsCert, o.tlsKey)
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	return srv.Shutdown(sctx)
+}
+
+// loopbackAddr reports whether a listen address is loopback only.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serviceURL is a URL clients can use: an unspecified address (0.0.0.0,
+// ::) is shown with the host name, IPv6 in brackets.
+func serviceURL(a net.Addr, tls bool) string {
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return scheme + "://" + a.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = hostname()
+		if host == "unknown" {
+			host = "127.0.0.1"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/"
+}
+
+type serveBackupOptions struct {
+	db, server, tokenFile string
+}
+
+func newServeBackupCmd() *cobra.Command {
+	var o serveBackupOptions
+	c := &cobra.Command{
+		Use:   "backup FILE",
+		Short: "Write a consistent copy of the database to FILE (hot: from the running service if it holds the database)",
+		Long: `Writes a consistent copy of the fabric-manager database. If no service holds the
+database, the file is read directly; otherwise the copy comes from the running service's
+GET /api/backup (--server, token from ICN_TOKEN, --token-file or the database's token
+file). The copy is written to a temporary file, checked, then renamed to FILE.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runServeBackup(c.Context(), o, args[0], c.ErrOrStderr())
+		},
+	}
+	c.Flags().StringVar(&o.db, "db", defaultDBPath(), "database file")
+	def := os.Getenv("ICN_SERVER")
+	if def == "" {
+		def = "http://127.0.0.1:8080"
+	}
+	c.Flags().StringVar(&o.server, "server", def, "URL of the service holding the database (env ICN_SERVER)")
+	c.Flags().StringVar(&o.tokenFile, "token-file", "", "file holding the API token (default: ICN_TOKEN, else the database's token file)")
+	return c
+}
+
+func runServeBackup(ctx context.Context, o serveBackupOptions, file string, w io.Writer) error {
+	n, err := fm.BackupFile(func(out io.Writer) (int64, error) {
+		st, err := fm.OpenStoreReadOnly(o.db)
+		if err == nil {
+			defer st.Close()
+			return st.Backup(out, nil)
+		}
+		if !errors.Is(err, fm.ErrLocked) {
+			return 0, err
+		}
+		return backupFromServer(ctx, o, out)
+	}, file)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "backup of %s written to %s (%d bytes, checked)\n", o.db, file, n)
+	return nil
+}
+
+// backupFromServer streams GET /api/backup of a running service.
+func backupFromServer(ctx context.Context, o serveBackupOptions, out io.Writer) (int64, error) {
+	tok := os.Getenv("ICN_TOKEN")
+	tf := o.tokenFile
+	if tf == "" && tok == "" {
+		tf = fm.TokenFile(o.db)
+	}
+	if tf != "" {
+		b, err := os.ReadFile(tf)
+		if err != nil {
+			return 0, fmt.Errorf("the database is held by a running service and its token is unreadable: %v", err)
+		}
+		tok = strings.TrimSpace(string(b))
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(o.server, "/")+"/api/backup", nil)
+	if err != nil {
+		return 0, fmt.Errorf("--server %q: %v", o.server, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("the database is held by a running service, which cannot be reached at %s: %v", o.server, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s/api/backup: HTTP %d", o.server, resp.StatusCode)
+	}
+	n, err := io.Copy(out, resp.Body)
+	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
+		err = fmt.Errorf("short backup: %d of %d bytes", n, resp.ContentLength)
+	}
+	return n, err
+}
+
+func init() {
+	root.AddCommand(newServeCmd())
+	registerFMClients()
+}
+
+func registerFMClients() {
 	// Client commands.
 	var cl client
 	addClient := func(parent *cobra.Command, c *cobra.Command) {
@@ -126,8 +306,14 @@ API token, stores it next to the database with mode 0600 and prints it once.`,
 					return err
 				}
 				return cl.print(c, res, func(w io.Writer) error {
+					var rerouted []int
+					for _, e := range res.Jobs {
+						if e.Result == "rerouted" {
+							rerouted = append(rerouted, e.ID)
+						}
+					}
 					return cli.KV(w, "failed links", strings.Join(res.FailedLinks, " "), "failed nodes", strings.Join(res.FailedNodes, " "),
-						"jobs affected", fmt.Sprint(res.AffectedJobs))
+						"jobs affected", fmt.Sprint(res.AffectedJobs), "jobs rerouted", fmt.Sprint(rerouted))
 				})
 			},
 		})
@@ -191,22 +377,42 @@ API token, stores it next to the database with mode 0600 and prints it once.`,
 			return cl.print(c, j, func(w io.Writer) error { return writeJob(w, &j) })
 		},
 	})
-	addClient(job, &cobra.Command{
+	var listAll bool
+	list := &cobra.Command{
 		Use:   "list",
-		Short: "List running jobs",
+		Short: "List running jobs (--all: released ones too)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			var jobs []fm.JobRecord
-			if err := cl.do(http.MethodGet, "/api/jobs", nil, &jobs); err != nil {
+			path := "/api/jobs"
+			if listAll {
+				path += "?all=1"
+			}
+			if err := cl.do(http.MethodGet, path, nil, &jobs); err != nil {
 				return err
 			}
 			return cl.print(c, jobs, func(w io.Writer) error {
-				t := cli.NewTable("ID", "NAME", "ACTIVE", "TRANSIT", "DIAMETER", "PI_MAX", "REACHABLE", "CREATED")
+				t := cli.NewTable("ID", "NAME", "STATE", "ACTIVE", "TRANSIT", "DIAMETER", "PI_MAX", "REACHABLE", "ROUTING", "CREATED")
 				for _, j := range jobs {
-					t.Row(j.ID, j.Name, len(j.Active), len(j.TransitN), j.Stats.Diameter, j.Stats.PiMax, j.Reachable, j.Created.Format(time.RFC3339))
+					t.Row(j.ID, j.Name, j.State, len(j.Active), len(j.TransitN), j.Stats.Diameter, j.Stats.PiMax, j.Reachable, j.RouteState(), j.Created.Format(time.RFC3339))
 				}
 				return t.Write(w)
 			})
+		},
+	}
+	list.Flags().BoolVar(&listAll, "all", false, "include released jobs")
+	addClient(job, list)
+	addClient(job, &cobra.Command{
+		Use:   "migrate ID",
+		Short: "Place a running (typically broken) job anew: new node set and verified table, old nodes freed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var j fm.JobRecord
+			if err := cl.do(http.MethodPost, "/api/jobs/"+url.PathEscape(args[0])+"/migrate", nil, &j); err != nil {
+				return err
+			}
+			j.Table = nil
+			return cl.print(c, j, func(w io.Writer) error { return writeJob(w, &j) })
 		},
 	})
 	addClient(job, &cobra.Command{
@@ -399,7 +605,7 @@ func hostname() string {
 }
 
 func writeJob(w io.Writer, j *fm.JobRecord) error {
-	return cli.KV(w, "job", strconv.Itoa(j.ID), "state", j.State, "active", strings.Join(j.Active, " "),
+	return cli.KV(w, "job", strconv.Itoa(j.ID), "state", j.State, "routing", j.RouteState(), "active", strings.Join(j.Active, " "),
 		"transit", strings.Join(j.TransitN, " "), "rules", j.Rules, "diameter", j.Stats.Diameter,
 		"pi_max / pi_perfect", fmt.Sprintf("%g / %.3f", j.Stats.PiMax, j.Stats.PiPerfect), "deadlock free", j.Stats.DeadlockFree)
 }

@@ -146,8 +146,11 @@ function renderLists() {
     const tr = document.createElement("tr");
     tr.dataset.job = j.id;
     if (j.id === selectedJob) tr.className = "sel";
-    tr.innerHTML = `<td>${j.id}${j.reachable ? "" : " ⚠"}</td><td>${j.active.length}</td><td>${j.transit.length}</td><td>${j.stats.diameter}</td><td>${j.stats.pi_max}</td><td><button data-release="${j.id}">release</button></td>`;
-    tr.addEventListener("click", (e) => { if (!e.target.dataset.release) { selectedJob = selectedJob === j.id ? 0 : j.id; renderLists(); draw(); } });
+    const rs = j.routing || "ok";
+    const why = j.problem ? ` title="${esc(j.problem)}"` : "";
+    const migrate = rs === "broken" ? `<button data-migrate="${j.id}">migrate</button>` : "";
+    tr.innerHTML = `<td>${j.id}${j.reachable ? "" : " ⚠"}</td><td>${j.active.length}</td><td>${j.transit.length}</td><td>${j.stats.diameter}</td><td>${j.stats.pi_max}</td><td class="rs-${rs}"${why}>${rs}</td><td>${migrate}<button data-release="${j.id}">release</button></td>`;
+    tr.addEventListener("click", (e) => { if (!e.target.dataset.release && !e.target.dataset.migrate) { selectedJob = selectedJob === j.id ? 0 : j.id; renderLists(); draw(); } });
     tb.appendChild(tr);
   }
   const gb = $("#groups tbody");
@@ -196,6 +199,12 @@ $("#alloc-form").addEventListener("submit", async (e) => {
 });
 
 $("#jobs").addEventListener("click", async (e) => {
+  const mid = e.target.dataset.migrate;
+  if (mid) {
+    try { const j = await api("POST", `/api/jobs/${mid}/migrate`); status(`job ${mid} migrated to ${j.active.length + j.transit.length} nodes`); } catch (err) { status(err.message, true); }
+    refresh();
+    return;
+  }
   const id = e.target.dataset.release;
   if (!id) return;
   try { await api("DELETE", "/api/jobs/" + id); status(`job ${id} released`); } catch (err) { status(err.message, true); }
@@ -210,7 +219,8 @@ $("#fail-form").addEventListener("submit", async (e) => {
   body.repair = repair;
   try {
     const r = await api("POST", "/api/fabric/failures", body);
-    status(`${repair ? "repaired" : "failed"} ${target}; jobs affected: ${r.affected_jobs.join(", ") || "none"}`);
+    const rer = (r.jobs || []).filter((x) => x.result === "rerouted").map((x) => x.id);
+    status(`${repair ? "repaired" : "failed"} ${target}; rerouted: ${rer.join(", ") || "none"}; broken: ${r.affected_jobs.join(", ") || "none"}`);
   } catch (err) { status(err.message, true); }
   refresh();
 });

@@ -1,0 +1,430 @@
+package fm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/routing"
+	"github.com/icn-hpc/icn/topology"
+)
+
+// JobRequest asks for an allocation.
+type JobRequest struct {
+	Name    string `json:"name,omitempty"`
+	Nodes   int    `json:"nodes"`
+	Transit int    `json:"transit"`
+	Algo    string `json:"algo,omitempty"`
+}
+
+// snapshot is a consistent copy of what a placement needs; computations
+// run on it without any lock.
+type snapshot struct {
+	ver     uint64
+	g       *topology.Graph
+	state   *alloc.State // private copy
+	routing Routing
+	noJobs  string
+	jobs    map[int]*JobRecord
+}
+
+func (s *Service) snapshot(withState bool) *snapshot {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sn := &snapshot{ver: s.fabricVer, g: s.g, routing: s.routing, noJobs: s.noJobs,
+		jobs: make(map[int]*JobRecord, len(s.jobs))}
+	if withState && s.state != nil && s.routing != nil {
+		sn.state = s.state.Clone()
+	}
+	for id, j := range s.jobs {
+		sn.jobs[id] = j
+	}
+	return sn
+}
+
+// errStale reports that the fabric changed while a computation ran on a
+// snapshot of it.
+var errStale = errors.New("the fabric changed during the computation")
+
+// plan is a placement computed on a snapshot.
+type plan struct {
+	res     *alloc.Result
+	active  []int
+	transit []int
+	table   *routing.TableJSON
+	stats   TableStats
+}
+
+func checkRequest(req JobRequest) (alloc.Algo, error) {
+	if req.Nodes < 1 {
+		return "", badRequest("nodes must be at least 1")
+	}
+	if req.Transit < 0 {
+		return "", badRequest("transit must not be negative")
+	}
+	if len(req.Name) > 200 {
+		return "", badRequest("name longer than 200 characters")
+	}
+	if req.Algo == "" {
+		return alloc.Improved, nil
+	}
+	a, err := alloc.ParseAlgo(req.Algo)
+	if err != nil {
+		return "", badRequest("%v", err)
+	}
+	return a, nil
+}
+
+// place selects a node set and builds its verified table on a snapshot
+// (callers hold placeMu: the selector is single-threaded).
+func (s *Service) place(sn *snapshot, req JobRequest, algo alloc.Algo) (*plan, error) {
+	if sn.state == nil {
+		return nil, badRequest("this fabric takes no jobs: %s", sn.noJobs)
+	}
+	if req.Nodes > sn.state.N() {
+		return nil, badRequest("the fabric has only %d nodes", sn.state.N())
+	}
+	res, err := s.sel.Select(sn.state, sn.routing, alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo})
+	if err != nil {
+		return nil, err
+	}
+	s.m.allocation.Observe(res.Seconds)
+	if res.Chosen == nil {
+		return nil, fmt.Errorf("%w: cannot place now: %s", ErrConflict, res.Reason)
+	}
+	c := res.Chosen
+	table, stats, err := sn.routing.Routes(c.Active, c.Transit)
+	if err != nil {
+		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
+	}
+	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats}, nil
+}
+
+// Submit places a job: it selects a node set and builds and verifies its
+// routing table on a snapshot of the fabric, without holding the service
+// lock, then commits if the fabric did not change meanwhile (once more on
+// a fresh snapshot if it did). Placements run one at a time, so no node
+// is ever given to two jobs. If the job cannot be placed now the error
+// wraps ErrConflict and says why.
+func (s *Service) Submit(actor string, req JobRequest) (*JobRecord, error) {
+	algo, err := checkRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	s.placeMu.Lock()
+	defer s.placeMu.Unlock()
+	for attempt := 0; ; attempt++ {
+		sn := s.snapshot(true)
+		p, err := s.place(sn, req, algo)
+		if err != nil {
+			return nil, err
+		}
+		j := &JobRecord{Name: req.Name, State: "running", Nodes: req.Nodes, Transit: req.Transit, Algo: string(algo),
+			Active: names(sn.g, p.active), TransitN: names(sn.g, p.transit), Rules: sn.routing.Rules(), Table: p.table,
+			Stats: p.stats, Created: s.cfg.Now().UTC(), Reachable: true}
+		err = s.commitJob(actor, sn.ver, j, p)
+		if errors.Is(err, errStale) {
+			// The fabric changed meanwhile: if the plan still holds on
+			// the new one (nodes up, table verifies), commit it; else
+			// place once more.
+			if ver, ok := s.stillValid(p); ok {
+				err = s.commitJob(actor, ver, j, p)
+			}
+		}
+		if errors.Is(err, errStale) && attempt == 0 {
+			continue
+		}
+		if errors.Is(err, errStale) {
+			return nil, fmt.Errorf("%w: the fabric changed twice while the job was being placed; submit it again", ErrConflict)
+		}
+		return j, err
+	}
+}
+
+// stillValid re-checks a plan on the current fabric (no lock held during
+// the check) and returns the fabric version it holds on.
+func (s *Service) stillValid(p *plan) (uint64, bool) {
+	sn := s.snapshot(false)
+	if sn.routing == nil {
+		return 0, false
+	}
+	for _, v := range append(slices.Clone(p.active), p.transit...) {
+		if sn.g.NodeFailed(v) {
+			return 0, false
+		}
+	}
+	return sn.ver, sn.routing.Check(p.table) == nil
+}
+
+// commitJob stores a new job and gives it its nodes, if the fabric is
+// still the one it was planned on.
+func (s *Service) commitJob(actor string, ver uint64, j *JobRecord, p *plan) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fabricVer != ver {
+		return errStale
+	}
+	nodes := append(slices.Clone(p.active), p.transit...)
+	for _, v := range nodes {
+		if !s.state.Available(v) {
+			// Cannot happen (placements are serialised and failures bump
+			// the version); never double-book.
+			return errStale
+		}
+	}
+	err := s.store.Update(actor, func(tx *Tx) error {
+		id, err := tx.NextJobID()
+		if err != nil {
+			return err
+		}
+		j.ID = id
+		if err := tx.PutJob(j); err != nil {
+			return err
+		}
+		return tx.Log("job.submit", fmt.Sprintf("job %d", id), map[string]any{"nodes": j.Nodes, "transit": j.Transit,
+			"active": j.Active, "transit_nodes": j.TransitN, "candidates": p.res.Found})
+	})
+	if err != nil {
+		return fmt.Errorf("storage: %v (the job was not placed)", err)
+	}
+	if err := s.state.Occupy(j.ID, nodes); err != nil {
+		return fmt.Errorf("internal error: %v", err)
+	}
+	s.jobs[j.ID] = j
+	return nil
+}
+
+// Migrate places a running job anew (a new node set and table on the
+// current fabric; its own nodes may be reused), freeing the old nodes in
+// the same transaction. It is how a broken job is brought back.
+func (s *Service) Migrate(actor string, id int) (*JobRecord, error) {
+	s.placeMu.Lock()
+	defer s.placeMu.Unlock()
+	for attempt := 0; ; attempt++ {
+		sn := s.snapshot(true)
+		old, ok := sn.jobs[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
+		}
+		if sn.state == nil {
+			return nil, badRequest("this fabric takes no jobs: %s", sn.noJobs)
+		}
+		oldNodes, err := nodesByName(sn.g, append(slices.Clone(old.Active), old.TransitN...))
+		if err != nil {
+			return nil, err
+		}
+		sn.state.ReleaseNodes(id, oldNodes)
+		algo := alloc.Algo(old.Algo)
+		if _, err := alloc.ParseAlgo(old.Algo); err != nil {
+			algo = alloc.Improved
+		}
+		p, err := s.place(sn, JobRequest{Nodes: old.Nodes, Transit: old.Transit}, algo)
+		if err != nil {
+			return nil, err
+		}
+		j := *old
+		j.Active, j.TransitN, j.Table, j.Stats = names(sn.g, p.active), names(sn.g, p.transit), p.table, p.stats
+		j.Rules, j.Reachable, j.Routing, j.Problem, j.Unreachable = sn.routing.Rules(), true, "migrated", "", nil
+		err = s.commitMigration(actor, sn.ver, old, &j, oldNodes, p)
+		if errors.Is(err, errStale) && attempt == 0 {
+			continue
+		}
+		if errors.Is(err, errStale) {
+			return nil, fmt.Errorf("%w: the fabric or the job changed twice during the migration; try again", ErrConflict)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &j, nil
+	}
+}
+
+func (s *Service) commitMigration(actor string, ver uint64, old, j *JobRecord, oldNodes []int, p *plan) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fabricVer != ver || s.jobs[j.ID] != old {
+		return errStale
+	}
+	nodes := append(slices.Clone(p.active), p.transit...)
+	for _, v := range nodes {
+		if o := s.state.Owner(v); (o != 0 && o != j.ID) || s.g.NodeFailed(v) {
+			return errStale
+		}
+	}
+	err := s.store.Update(actor, func(tx *Tx) error {
+		if err := tx.PutJob(j); err != nil {
+			return err
+		}
+		return tx.Log("job.migrate", fmt.Sprintf("job %d", j.ID), map[string]any{"from_active": old.Active,
+			"from_transit": old.TransitN, "active": j.Active, "transit_nodes": j.TransitN, "was": old.RouteState()})
+	})
+	if err != nil {
+		return fmt.Errorf("storage: %v (the job keeps its nodes)", err)
+	}
+	s.state.ReleaseNodes(j.ID, oldNodes)
+	if err := s.state.Occupy(j.ID, nodes); err != nil {
+		return fmt.Errorf("internal error: %v", err)
+	}
+	s.jobs[j.ID] = j
+	return nil
+}
+
+// Release ends a running job and frees its nodes.
+func (s *Service) Release(actor string, id int) (*JobRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
+	}
+	c := *j
+	now := s.cfg.Now().UTC()
+	c.State, c.Released = "released", &now
+	err := s.store.Update(actor, func(tx *Tx) error {
+		if err := tx.PutJob(&c); err != nil {
+			return err
+		}
+		return tx.Log("job.release", fmt.Sprintf("job %d", id), nil)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: %v (the job keeps its nodes)", err)
+	}
+	if nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitN...)); err == nil {
+		s.state.ReleaseNodes(id, nodes)
+	} else {
+		s.state.Release(id)
+	}
+	delete(s.jobs, id)
+	return &c, nil
+}
+
+// Job returns a job (running or released).
+func (s *Service) Job(id int) (*JobRecord, error) {
+	s.mu.RLock()
+	if j, ok := s.jobs[id]; ok {
+		c := *j
+		s.mu.RUnlock()
+		return &c, nil
+	}
+	s.mu.RUnlock()
+	var out *JobRecord
+	err := s.store.View(func(tx *Tx) error {
+		var err error
+		out, err = tx.Job(id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("%w: no job %d", ErrNotFound, id)
+	}
+	return out, nil
+}
+
+// Jobs lists running jobs (all jobs, including released ones, if all).
+func (s *Service) Jobs(all bool) ([]*JobRecord, error) {
+	if !all {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		out := make([]*JobRecord, 0, len(s.jobs))
+		for _, id := range sortedIDs(s.jobs) {
+			c := *s.jobs[id]
+			c.Table = nil
+			out = append(out, &c)
+		}
+		return out, nil
+	}
+	var out []*JobRecord
+	err := s.store.View(func(tx *Tx) error {
+		return tx.Jobs(func(j *JobRecord) error {
+			j.Table = nil
+			out = append(out, j)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// VerifyJob re-checks a job's stored table on the current fabric.
+func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
+	sn := s.snapshot(false)
+	j, found := sn.jobs[id]
+	if !found {
+		return false, "", fmt.Errorf("%w: no running job %d", ErrNotFound, id)
+	}
+	if j.Table == nil {
+		return false, "the job has no stored routing table", nil
+	}
+	if err := sn.routing.Check(j.Table); err != nil {
+		return false, err.Error(), nil
+	}
+	return true, "", nil
+}
+
+// LinkLoads returns, per link, the number of routes of running jobs that
+// cross it (either direction).
+func (s *Service) LinkLoads() []int {
+	sn := s.snapshot(false)
+	g := sn.g
+	loads := make([]int, g.NumLinks())
+	dims := g.Dims()
+	for _, j := range sn.jobs {
+		if j.Table == nil {
+			continue
+		}
+		for _, r := range j.Table.Routes {
+			c := slices.Clone(r.Src)
+			for _, d := range r.Dirs {
+				v := g.NodeAt(c)
+				dim := topology.DimIndex(d[1:])
+				if v < 0 || dim < 0 || dim >= len(dims) {
+					break
+				}
+				sign := 1
+				if d[0] == '-' {
+					sign = -1
+				}
+				for _, ch := range g.Out(v) {
+					if dd, ss := g.Dir(int(ch)); dd == dim && ss == sign {
+						loads[int(ch)>>1]++
+						break
+					}
+				}
+				c[dim] = (c[dim] + sign + dims[dim]) % dims[dim]
+			}
+		}
+	}
+	return loads
+}
+
+func nodesByName(g *topology.Graph, list []string) ([]int, error) {
+	out := make([]int, len(list))
+	for i, n := range list {
+		v := g.NodeByName(n)
+		if v < 0 {
+			return nil, fmt.Errorf("%w: unknown node %q", ErrNotFound, n)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func names(g *topology.Graph, nodes []int) []string {
+	out := make([]string, len(nodes))
+	for i, v := range nodes {
+		out[i] = g.NodeName(v)
+	}
+	return out
+}
+
+func sortedIDs(m map[int]*JobRecord) []int {
+	ids := make([]int, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	return ids
+}

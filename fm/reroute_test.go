@@ -1,0 +1,180 @@
+package fm
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// firstLink names the link a job's first route leaves its source on.
+func firstLink(t *testing.T, j *JobRecord) string {
+	t.Helper()
+	for _, r := range j.Table.Routes {
+		if len(r.Dirs) > 0 {
+			parts := make([]string, len(r.Src))
+			for i, c := range r.Src {
+				parts[i] = fmt.Sprint(c)
+			}
+			return strings.Join(parts, ".") + r.Dirs[0]
+		}
+	}
+	t.Fatal("job has no route with a step")
+	return ""
+}
+
+// checkJobsRouted: every running job either verifies on the current
+// fabric or is broken with a reason.
+func checkJobsRouted(t *testing.T, s *Service) {
+	t.Helper()
+	jobs, _ := s.Jobs(false)
+	for _, j := range jobs {
+		ok, problem, err := s.VerifyJob(j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case j.Routing == "broken" && (j.Problem == "" || j.Reachable):
+			t.Errorf("job %d broken without a reason: %+v", j.ID, j)
+		case j.Routing != "broken" && !ok:
+			t.Errorf("job %d (%s) does not verify: %s", j.ID, j.RouteState(), problem)
+		}
+	}
+}
+
+// TestFailureReroutesJobs: a failed link a job's table uses gives it a
+// new verified table on the same nodes (or marks it broken with the
+// pair), atomically with the failure record; a failed node of a job
+// breaks it; migrate places it anew; a repair restores broken jobs.
+func TestFailureReroutesJobs(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openTest(t, dir, "torus:4x4x4", nil)
+	var jobs []*JobRecord
+	for i := 0; i < 6; i++ {
+		j, err := s.Submit("t", JobRequest{Nodes: 6, Transit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	link := firstLink(t, jobs[0])
+	res, err := s.ChangeFailure("t", FailureChange{Link: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e0 *JobEffect
+	for i := range res.Jobs {
+		if res.Jobs[i].ID == jobs[0].ID {
+			e0 = &res.Jobs[i]
+		}
+	}
+	if e0 == nil || (e0.Result != "rerouted" && e0.Result != "broken") {
+		t.Fatalf("failing %s, used by job %d: effects %+v", link, jobs[0].ID, res.Jobs)
+	}
+	if e0.Result == "broken" && (e0.Unreachable == nil || e0.Problem == "") {
+		t.Fatalf("broken without the unreachable pair: %+v", e0)
+	}
+	checkJobsRouted(t, s)
+	j0, _ := s.Job(jobs[0].ID)
+	if !slices.Equal(j0.Active, jobs[0].Active) {
+		t.Fatal("re-routing moved the job")
+	}
+	ev, _ := s.Audit(0, 1000)
+	last := ev[len(ev)-1]
+	if last.Action != "link.fail" || !strings.Contains(string(last.Detail), fmt.Sprintf(`"id":%d`, jobs[0].ID)) {
+		t.Fatalf("audit entry: %s %s", last.Action, last.Detail)
+	}
+
+	// A failed active node breaks its job; migrate moves it.
+	victim := jobs[1]
+	res, err = s.ChangeFailure("t", FailureChange{Node: victim.Active[0]})
+	if err != nil || !slices.Contains(res.AffectedJobs, victim.ID) {
+		t.Fatalf("node failure: %+v %v", res, err)
+	}
+	vb, _ := s.Job(victim.ID)
+	if vb.Routing != "broken" || vb.Reachable || vb.Problem == "" {
+		t.Fatalf("job on a failed node: %+v", vb)
+	}
+	checkJobsRouted(t, s)
+	nb := 0
+	all, _ := s.Jobs(false)
+	for _, j := range all {
+		if j.Routing == "broken" {
+			nb++
+		}
+	}
+	if got := metricValue(t, s, "icn_jobs_broken"); nb < 1 || got != fmt.Sprint(nb) {
+		t.Fatalf("icn_jobs_broken = %s, %d jobs broken", got, nb)
+	}
+	m, err := s.Migrate("t", victim.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(m.Active, victim.Active[0]) || m.Routing != "migrated" || !m.Reachable {
+		t.Fatalf("migrated job: %+v", m)
+	}
+	checkJobsRouted(t, s)
+	checkDisjoint(t, s)
+	if _, err := s.Migrate("t", 999); err == nil {
+		t.Fatal("migrating an unknown job succeeded")
+	}
+
+	// Break another job, then repair: it is routed again first.
+	other := jobs[2]
+	if res, err := s.ChangeFailure("t", FailureChange{Node: other.Active[1]}); err != nil || !slices.Contains(res.AffectedJobs, other.ID) {
+		t.Fatalf("%+v %v", res, err)
+	}
+	res, err = s.ChangeFailure("t", FailureChange{Node: other.Active[1], Repair: true})
+	if err != nil || len(res.Jobs) == 0 || res.Jobs[0].ID != other.ID || res.Jobs[0].Result != "rerouted" {
+		t.Fatalf("repair did not re-route the broken job first: %+v %v", res, err)
+	}
+	if j, _ := s.Job(other.ID); j.Routing != "" || !j.Reachable {
+		t.Fatalf("repaired job: %+v", j)
+	}
+	checkJobsRouted(t, s)
+	// Leave one job broken on a failed node across the restart.
+	kept := jobs[3]
+	if res, err := s.ChangeFailure("t", FailureChange{Node: kept.Active[0]}); err != nil || !slices.Contains(res.AffectedJobs, kept.ID) {
+		t.Fatalf("%+v %v", res, err)
+	}
+	s.Close()
+
+	// After a restart the records are as committed.
+	s2, _ := openTest(t, dir, "", nil)
+	defer s2.Close()
+	checkJobsRouted(t, s2)
+	checkDisjoint(t, s2)
+	if j, _ := s2.Job(kept.ID); j.Routing != "broken" {
+		t.Fatalf("broken job after restart: %+v", j)
+	}
+	if _, err := s2.Submit("t", JobRequest{Nodes: 60}); err == nil {
+		t.Fatal("placed a job over a failed node")
+	}
+	b, _ := json.Marshal(res)
+	if !strings.Contains(string(b), `"jobs"`) {
+		t.Fatal("failure result without jobs")
+	}
+}
+
+// metricValue scrapes one unlabelled metric from the service's /metrics.
+func metricValue(t *testing.T, s *Service, name string) string {
+	t.Helper()
+	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
