@@ -268,7 +268,7 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 	fw.perm = faultOrder(fw.perm, seed, ti, trial, L)
 	fw.up = slices.Grow(fw.up[:0], nc)[:nc]
 	states := au[0].nstates
-	if fw.s == nil || len(fw.s.mask) < t.nodes*states || len(fw.s.load) < nc || len(fw.s.setStamp) < t.nodes {
+	if fw.s == nil || len(fw.s.mask) < t.nodes*states || len(fw.s.setStamp) < t.nodes {
 		fw.s = newScratch(max(t.nodes, 128), max(states, 90), max(nc, 1024))
 	}
 	all := make([]int, t.nodes)
@@ -348,10 +348,5 @@ func newScratch(nodes, states, channels int) *scratch {
 		actIdx:   make([]int32, nodes),
 		isAct:    make([]uint32, nodes),
 		mask:     make([]uint64, nv),
-		vstamp:   make([]uint32, nv),
-		parent:   make([]int32, nv),
-		vdist:    make([]int32, nv),
-		load:     make([]int32, channels),
-		cstmp:    make([]uint32, channels),
 	}
 }

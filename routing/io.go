@@ -358,7 +358,7 @@ func (r *Router) CheckJSON(tf *TableJSON) (*Report, error) {
 	// lengths when the set is reachable.
 	minSum := rep.SumLength
 	if ok, _, err := r.Check(active, transit); err == nil && ok && m > 1 {
-		if s, err := r.minimalSum(active, transit); err == nil {
+		if s, err := r.minimalSum(active, transit, 0); err == nil {
 			minSum = s
 		}
 	}
@@ -372,30 +372,6 @@ func (r *Router) CheckJSON(tf *TableJSON) (*Report, error) {
 		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, "the file says deadlock_free is false, but the dependencies have no cycle with a turn"})
 	}
 	return rep, nil
-}
-
-// minimalSum returns Σ over ordered active pairs of the shortest legal
-// route length inside the set.
-func (r *Router) minimalSum(active, transit []int) (int, error) {
-	s := r.getScratch()
-	defer r.putScratch(s)
-	if err := r.prepareSet(s, active, transit); err != nil {
-		return 0, err
-	}
-	clear(s.load)
-	m := len(s.act)
-	s.endV = slices.Grow(s.endV[:0], m)[:m]
-	s.dist = slices.Grow(s.dist[:0], m)[:m]
-	sum := 0
-	for i := 0; i < m; i++ {
-		if err := r.bfsFrom(s, int(s.act[i]), i); err != nil {
-			return 0, err
-		}
-		for _, d := range s.dist {
-			sum += int(d)
-		}
-	}
-	return sum, nil
 }
 
 // ---- per-node routing tables (text) ----

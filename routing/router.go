@@ -18,6 +18,7 @@ type Router struct {
 	rule  Rule
 	order Order
 	a     *automaton
+	plan  *bfsPlan
 	up    []bool
 	star  *starResult // angara* only
 	// free holds scratch spaces for reuse (a few, kept across GCs: they
@@ -46,6 +47,7 @@ func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
 	}
 	r := &Router{t: t, rule: Rule{Kind: rule.Kind, Order: order}, order: order, up: up}
 	r.a = compile(rule.Kind, order, t.n)
+	r.plan = newBFSPlan(r.a)
 	if rule.Kind == AngaraStar {
 		var sb starBuilder
 		st, err := sb.build(t, up, r.a.rank)
@@ -97,25 +99,13 @@ type scratch struct {
 	setStamp []uint32 // per node: == setEpoch when in M_{a,t}
 	setEpoch uint32
 	actIdx   []int32  // per node: index in the sorted active list, valid when in set and active
+	loc      []int32  // per node: local index in the set (newLocalSet), valid for set nodes
 	open     []uint16 // per node in the set: bit d set when the channel in direction d is alive and leads into the set
 	isAct    []uint32
-	// per RG vertex
-	mask   []uint64
-	vstamp []uint32
-	vepoch uint32
-	parent []int32
-	vdist  []int32
-	next   []int32 // set nodes (reachability)
-	lq     []qent
-	nq     []qent
-	tq     []qent
-	// per channel
-	load  []int32
-	cstmp []uint32
-	cep   uint32
+	// per RG vertex (reachability)
+	mask []uint64
+	next []int32 // set nodes (reachability)
 	// tables
-	endV  []int32
-	dist  []int32
 	act   []int32
 	trans []int32
 }
