@@ -324,13 +324,13 @@ func (r *Router) CheckJSON(tf *TableJSON) (*Report, error) {
 		b, okB := slices.BinarySearch(active, dst)
 		switch {
 		case !okA || !okB:
-			addV(Violation{"not-active", src, dst, fmt.Sprintf("route %s → %s joins a node that is not active", g.NodeName(src), g.NodeName(dst))})
+			addV(Violation{"not-active", src, dst, fmt.Sprintf("route %s → %s joins a node that is not active", g.NodeName(src), g.NodeName(dst)), 0})
 			continue
 		case a == b:
-			addV(Violation{"arrival", src, dst, fmt.Sprintf("route from %s to itself", g.NodeName(src))})
+			addV(Violation{"arrival", src, dst, fmt.Sprintf("route from %s to itself", g.NodeName(src)), 0})
 			continue
 		case seen[a*m+b]:
-			addV(Violation{"duplicate", src, dst, fmt.Sprintf("second route %s → %s", g.NodeName(src), g.NodeName(dst))})
+			addV(Violation{"duplicate", src, dst, fmt.Sprintf("second route %s → %s", g.NodeName(src), g.NodeName(dst)), 0})
 			continue
 		}
 		seen[a*m+b] = true
@@ -340,13 +340,13 @@ func (r *Router) CheckJSON(tf *TableJSON) (*Report, error) {
 	for a := 0; a < m; a++ {
 		for b := 0; b < m; b++ {
 			if a != b && !seen[a*m+b] {
-				addV(Violation{"missing", active[a], active[b], fmt.Sprintf("no route %s → %s", g.NodeName(active[a]), g.NodeName(active[b]))})
+				addV(Violation{"missing", active[a], active[b], fmt.Sprintf("no route %s → %s", g.NodeName(active[a]), g.NodeName(active[b])), 0})
 			}
 		}
 	}
 	for _, v := range active {
 		if g.NodeFailed(v) {
-			addV(Violation{"failed-link", v, -1, fmt.Sprintf("active node %s is failed", g.NodeName(v))})
+			addV(Violation{"failed-link", v, -1, fmt.Sprintf("active node %s is failed", g.NodeName(v)), 0})
 		}
 	}
 	set := append(append([]int(nil), active...), transit...)
@@ -364,12 +364,12 @@ func (r *Router) CheckJSON(tf *TableJSON) (*Report, error) {
 	}
 	rep.Stats.PiPerfect, rep.Stats.BalanceFactor = piFigures(minSum, rep.Channels, rep.Stats.PiMax)
 	if tf.Stats != nil && !statsClose(*tf.Stats, rep.Stats) {
-		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, fmt.Sprintf("the file claims %+v, the routes give %+v", *tf.Stats, rep.Stats)})
+		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, fmt.Sprintf("the file claims %+v, the routes give %+v", *tf.Stats, rep.Stats), 0})
 	}
 	if rep.Cycle != nil {
-		rep.Violations = append(rep.Violations, Violation{"deadlock", -1, -1, "channel dependency cycle with a turn: " + r.CycleString(rep.Cycle)})
+		rep.Violations = append(rep.Violations, Violation{"deadlock", -1, -1, "channel dependency cycle with a turn: " + r.CycleString(rep.Cycle), 0})
 	} else if !tf.DeadlockFree && len(tf.Routes) > 0 {
-		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, "the file says deadlock_free is false, but the dependencies have no cycle with a turn"})
+		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, "the file says deadlock_free is false, but the dependencies have no cycle with a turn", 0})
 	}
 	return rep, nil
 }
