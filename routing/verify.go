@@ -22,7 +22,12 @@ type Violation struct {
 	Record int `json:"record,omitempty"`
 }
 
-func (v Violation) String() string { return v.Kind + ": " + v.Msg }
+func (v Violation) String() string {
+	if v.Record > 0 {
+		return fmt.Sprintf("route %d: %s: %s", v.Record, v.Kind, v.Msg)
+	}
+	return v.Kind + ": " + v.Msg
+}
 
 // maxViolations caps how many violations a check collects.
 const maxViolations = 100

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -96,7 +95,7 @@ func init() {
 	// icn route
 	var rf routeSetFlags
 	var out output
-	var algo, export, outFile string
+	var algo, export, outFile, format string
 	var show, workers int
 	var quiet bool
 	route := &cobra.Command{
@@ -112,12 +111,16 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
   icn route --topo torus:8x8 --rules angara- --fail-links 0.0+X,3.4+Y --json > table.json
   icn route --topo torus:4x4x4 --active 0-1.0-1.* --transit 2.0-1.* --algo bfs
   icn route --topo torus:4x4 --algo baseline --export tables.txt
+  icn route --topo torus:16x16x16 --format routes -o table.routes --quiet
   icn route check table.json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			a, err := routing.ParseAlgo(algo)
 			if err != nil {
 				return routeBadInput(err)
+			}
+			if format != "json" && format != "routes" {
+				return routeBadInput(fmt.Errorf("--format %q: want json or routes", format))
 			}
 			g, r, active, transit, err := rf.load()
 			if err != nil {
@@ -139,20 +142,16 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 				fmt.Fprintf(os.Stderr, "icn: warning: the %s table can deadlock: %s\n", tb.Rule.Kind, r.CycleString(tb.Cycle))
 			}
 			if export != "" {
-				var buf bytes.Buffer
-				if err := tb.WriteNodeTables(&buf); err != nil {
-					return err
-				}
-				if err := writeFileAtomic(export, buf.Bytes()); err != nil {
+				if err := routeWriteFile(export, tb.WriteNodeTables); err != nil {
 					return fmt.Errorf("--export %s: %v", export, err)
 				}
 			}
 			if outFile != "" {
-				var buf bytes.Buffer
-				if err := tb.WriteJSON(&buf); err != nil {
-					return err
+				write := tb.WriteJSON
+				if format == "routes" {
+					write = tb.WriteRoutes
 				}
-				if err := writeFileAtomic(outFile, buf.Bytes()); err != nil {
+				if err := routeWriteFile(outFile, write); err != nil {
 					return fmt.Errorf("--output %s: %v", outFile, err)
 				}
 			}
@@ -166,7 +165,8 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 	out.register(route)
 	route.Flags().StringVar(&algo, "algo", "bfs", "table algorithm: bfs (seed §3.2, any reachable set) or baseline (fault-free rectangles)")
 	route.Flags().StringVar(&export, "export", "", "also write per-node routing tables (text, see docs/routing.md) to FILE")
-	route.Flags().StringVarP(&outFile, "output", "o", "", "also write the table as JSON (the --json format) to FILE")
+	route.Flags().StringVarP(&outFile, "output", "o", "", "also write the table to FILE (format from --format)")
+	route.Flags().StringVar(&format, "format", "json", "format of -o: json (the --json format) or routes (compact, streamed; see docs/routing.md)")
 	route.Flags().IntVar(&show, "show", 20, "routes listed in the table view (-1 = all)")
 	route.Flags().IntVar(&workers, "workers", 0, "goroutines for verification (0 = all cores)")
 	route.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
@@ -178,24 +178,17 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 		var failLinks, failNodes string
 		c := &cobra.Command{
 			Use:   "check FILE",
-			Short: "Re-verify a routing table written by icn route --json (exit status 1 on any violation)",
+			Short: "Re-verify a routing table written by icn route --json or --format routes (exit status 1 on any violation)",
 			Example: `  icn route --topo torus:4x4 --json > t.json && icn route check t.json
+  icn route --topo torus:8x8x8 --format routes -o t.routes && icn route check t.routes
   icn route check t.json --fail-links 0.0+X     # would the table survive this failure?`,
 			Args: cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
-				var rd io.Reader = os.Stdin
-				if args[0] != "-" {
-					f, err := os.Open(args[0])
-					if err != nil {
-						return routeBadInput(err)
-					}
-					defer f.Close()
-					rd = f
-				}
-				tf, err := routing.ReadTableJSON(rd)
+				f, cleanup, err := routeOpenSeekable(args[0])
 				if err != nil {
-					return routeBadInput(fmt.Errorf("%s: %v", args[0], err))
+					return routeBadInput(err)
 				}
+				defer cleanup()
 				fl, err := readArgFile(failLinks)
 				if err != nil {
 					return routeBadInput(err)
@@ -204,8 +197,12 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 				if err != nil {
 					return routeBadInput(err)
 				}
-				rep, r, err := routing.CheckTable(tf, fl, fn)
+				rep, r, err := routing.CheckFile(f, fl, fn, 0)
 				if err != nil {
+					var re *routing.RecordError
+					if errors.As(err, &re) {
+						return &exitError{1, fmt.Errorf("%s: %v", args[0], err)}
+					}
 					return routeBadInput(fmt.Errorf("%s: %v", args[0], err))
 				}
 				res := struct {
@@ -586,4 +583,58 @@ func routeWriteSummary(w io.Writer, spec string, g *topology.Graph, r *routing.R
 		return err
 	}
 	return nil
+}
+
+// routeWriteFile streams write into a temporary file next to path and
+// renames it into place, so a failed write never leaves a partial file.
+func routeWriteFile(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(dirOf(path), ".icn-*")
+	if err != nil {
+		return err
+	}
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// routeOpenSeekable opens a table file for checking; standard input ("-")
+// is copied to a temporary file first, since a JSON table may be read
+// twice.
+func routeOpenSeekable(name string) (io.ReadSeeker, func(), error) {
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, func() { f.Close() }, nil
+	}
+	tmp, err := os.CreateTemp("", "icn-check-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { tmp.Close(); os.Remove(tmp.Name()) }
+	if _, err := io.Copy(tmp, os.Stdin); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return tmp, cleanup, nil
 }
