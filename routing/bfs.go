@@ -138,6 +138,7 @@ type bfsWorker struct {
 	keys    []uint64
 	ktmp    []uint64
 	cnt     []int32
+	codes   []uint16 // per entry on a chosen route: FS+1, LS+1, steps per direction rank
 	endE    []int32 // per active node: entry where its route ends
 	dist    []int32 // per active node: route length (−1 unreached)
 	delta   []int32 // per local channel: load added by this worker's sources
@@ -323,21 +324,42 @@ func (w *bfsWorker) addLoads(si int) {
 	}
 }
 
-// encode returns the route to active node j of the last search.
-func (b *bfsSearch) encode(w *bfsWorker, j int, a *automaton) routeEnc {
-	var e routeEnc
+// prefixCodes computes, for every entry on a chosen route (w.cnt > 0,
+// so addLoads must run first), the route prefix from the source as FS+1,
+// LS+1 and a step count per direction rank, parents before children.
+func (b *bfsSearch) prefixCodes(w *bfsWorker) {
 	p := b.p
-	for x := w.endE[j]; x > 0; x = w.ents[x].par {
-		q := w.ents[x].q
-		d := Dir(p.in[q])
-		switch p.skind[q] {
-		case sFS:
-			e.fs = int(d) + 1
-		case sLS:
-			e.ls = int(d) + 1
-		default:
-			e.cnt[p.rank[d]]++
+	st := b.ls.nd + 2
+	n := len(w.ents)
+	w.codes = slices.Grow(w.codes[:0], n*st)[:n*st]
+	clear(w.codes[:st])
+	for i := 1; i < n; i++ {
+		if w.cnt[i] == 0 {
+			continue
 		}
+		e := &w.ents[i]
+		c := w.codes[i*st : (i+1)*st]
+		copy(c, w.codes[int(e.par)*st:int(e.par+1)*st])
+		d := p.in[e.q]
+		switch p.skind[e.q] {
+		case sFS:
+			c[0] = uint16(d) + 1
+		case sLS:
+			c[1] = uint16(d) + 1
+		default:
+			c[2+int(p.rank[d])]++
+		}
+	}
+}
+
+// encode returns the route to active node j of the last search (after
+// prefixCodes).
+func (b *bfsSearch) encode(w *bfsWorker, j int, a *automaton) routeEnc {
+	st := b.ls.nd + 2
+	c := w.codes[int(w.endE[j])*st : int(w.endE[j]+1)*st]
+	e := routeEnc{fs: int(c[0]), ls: int(c[1])}
+	for k := 0; k < b.ls.nd; k++ {
+		e.cnt[k] = int(c[2+k])
 	}
 	e.canonical(a)
 	return e
@@ -436,6 +458,8 @@ func (bs *bfsSearch) tableSource(w *bfsWorker, si int, load, row []int32, tb *Ta
 		}
 	}
 	m := bs.ls.m
+	w.addLoads(si)
+	bs.prefixCodes(w)
 	for j := 0; j < m; j++ {
 		if j == si {
 			continue
@@ -448,7 +472,6 @@ func (bs *bfsSearch) tableSource(w *bfsWorker, si int, load, row []int32, tb *Ta
 		res.sum += int(w.dist[j])
 		res.diam = max(res.diam, int(w.dist[j]))
 	}
-	w.addLoads(si)
 	return res
 }
 
