@@ -139,9 +139,9 @@ type bfsWorker struct {
 	ktmp    []uint64
 	cnt     []int32
 	codes   []uint16 // per entry on a chosen route: FS+1, LS+1, steps per direction rank
-	endE    []int32 // per active node: entry where its route ends
-	dist    []int32 // per active node: route length (−1 unreached)
-	delta   []int32 // per local channel: load added by this worker's sources
+	endE    []int32  // per active node: entry where its route ends
+	dist    []int32  // per active node: route length (−1 unreached)
+	delta   []int32  // per local channel: load added by this worker's sources
 	touched []int32
 }
 
