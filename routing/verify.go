@@ -184,13 +184,14 @@ func (rc *routeChecker) quick(w *verifyWorker, src, dst int, dirs []Dir) bool {
 	if li < 0 || len(dirs) == 0 {
 		return false
 	}
-	w.lch = w.lch[:0]
-	for _, d := range dirs {
+	w.lch = slices.Grow(w.lch[:0], len(dirs))[:len(dirs)]
+	lch := w.lch
+	for k, d := range dirs {
 		if int(d) >= nd {
 			return false
 		}
 		c := li*int32(nd) + int32(d)
-		w.lch = append(w.lch, c)
+		lch[k] = c
 		if li = lc.nb[c]; li < 0 {
 			return false
 		}
@@ -305,26 +306,17 @@ func (r *Router) checkRoute(w *verifyWorker, src, dst int, dirs []Dir, inSet []b
 func (r *Router) legal(dirs []Dir, c0, cPen int32) bool {
 	rank := r.a.rank
 	kind := r.rule.Kind
-	ordered := func(ds []Dir, bits bool) bool {
-		used := 0
-		for k, d := range ds {
-			if k > 0 && rank[d] < rank[ds[k-1]] {
-				return false
-			}
-			if bits {
-				if used&(1<<d.Opp()) != 0 {
-					return false
-				}
-				used |= 1 << d
-			}
-		}
-		return true
-	}
+	var rk [16]int8
+	copy(rk[:], rank)
+	ordered := func(ds []Dir, bits bool) bool { return orderedDirs(&rk, ds, bits) }
 	switch kind {
 	case DOR:
 		return ordered(dirs, false)
 	case Dirbit:
 		return ordered(dirs, true)
+	}
+	if ordered(dirs, true) {
+		return true // no FS/LS exemption needed
 	}
 	// boundary reports whether the step into channel in (direction from)
 	// may be followed by direction to.
@@ -363,6 +355,27 @@ func (r *Router) legal(dirs []Dir, c0, cPen int32) bool {
 		}
 	}
 	return false
+}
+
+// orderedDirs reports whether ds never goes down the order given by rank
+// and, with bits, never uses both directions of one dimension.
+func orderedDirs(rank *[16]int8, ds []Dir, bits bool) bool {
+	var used uint16
+	prev := int8(-1)
+	for _, d := range ds {
+		r := rank[d&15]
+		if r < prev {
+			return false
+		}
+		prev = r
+		if bits {
+			if used&(1<<((d^1)&15)) != 0 {
+				return false
+			}
+			used |= 1 << (d & 15)
+		}
+	}
+	return true
 }
 
 // deadlockCycle builds the channel dependency graph from the collected
