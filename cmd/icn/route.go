@@ -638,3 +638,117 @@ func routeOpenSeekable(name string) (io.ReadSeeker, func(), error) {
 	}
 	return tmp, cleanup, nil
 }
+
+// routeBenchRows are the routing rows of icn bench beyond the 8x8x4x4
+// table: a 4 096-node table against the strictly sequential algorithm on
+// one core, the check of its compact file against rebuilding the table,
+// and a job's table on a 32x32x32 machine against one core.
+func routeBenchRows(quick bool, step func(string)) ([]benchRow, error) {
+	timeIt := func(f func() error) (time.Duration, error) {
+		start := time.Now()
+		err := f()
+		return time.Since(start), err
+	}
+	spec, jobSpec, jobActive, jobTransit, jobFail := "torus:16x16x16", "torus:32x32x32", "*.*.0-3", "*.*.4,*.*.31", routeJobFailures
+	if quick {
+		spec, jobSpec, jobActive, jobTransit, jobFail = "torus:8x8x8", "torus:16x16x8", "*.*.0-1", "*.*.2,*.*.7", "1.1.0+X,2.5.1+Y"
+	}
+	step("routing table " + spec)
+	g, err := topology.Parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	rule, _ := routing.ParseRule("angara*")
+	r, err := routing.NewRouter(g, rule)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]int, g.NumNodes())
+	for i := range all {
+		all[i] = i
+	}
+	var tb *routing.Table
+	tp, err := timeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
+	if err != nil {
+		return nil, err
+	}
+	ts, err := timeIt(func() error {
+		_, e := r.BuildTableOpts(all, nil, routing.BFS, routing.TableOptions{Batch: 1, Workers: 1})
+		return e
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows := []benchRow{{Name: fmt.Sprintf("BFS table + verification %s (%d routes)", spec, tb.NumRoutes()), Value: ms(tp), Unit: "ms",
+		Baseline: "one source per round, 1 core", BaseVal: ms(ts), Ratio: ts.Seconds() / tp.Seconds()}}
+
+	step("compact table file")
+	f, err := os.CreateTemp("", "icn-bench-*.routes")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := tb.WriteRoutes(f); err != nil {
+		return nil, err
+	}
+	size, _ := f.Seek(0, io.SeekCurrent)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	tc, err := timeIt(func() error {
+		rep, _, e := routing.CheckFile(f, "", "", 0)
+		if e == nil && len(rep.Violations) > 0 {
+			e = fmt.Errorf("bench: the compact table fails its check: %s", rep.Violations[0])
+		}
+		return e
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, benchRow{Name: fmt.Sprintf("route check of its compact file (%.0f MB)", float64(size)/1e6), Value: ms(tc), Unit: "ms",
+		Baseline: "building the table", BaseVal: ms(tp), Ratio: tp.Seconds() / tc.Seconds()})
+
+	step("job table " + jobSpec)
+	jg, err := topology.Parse(jobSpec)
+	if err != nil {
+		return nil, err
+	}
+	if jg, err = jg.ApplyFaults(jobFail, ""); err != nil {
+		return nil, err
+	}
+	active, err := jg.ParseNodes(jobActive)
+	if err != nil {
+		return nil, err
+	}
+	transit, err := jg.ParseNodes(jobTransit)
+	if err != nil {
+		return nil, err
+	}
+	var jr *routing.Router
+	tj, err := timeIt(func() error {
+		var e error
+		if jr, e = routing.NewRouter(jg, rule); e != nil {
+			return e
+		}
+		_, e = jr.BuildTable(active, transit, routing.BFS)
+		return e
+	})
+	if err != nil {
+		return nil, err
+	}
+	tj1, err := timeIt(func() error {
+		_, e := jr.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Workers: 1})
+		return e
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, benchRow{Name: fmt.Sprintf("job table %s, %d active + %d transit, %d failed links (router + table)", jobSpec, len(active), len(transit), len(jg.FailedLinks())),
+		Value: ms(tj), Unit: "ms", Baseline: "table alone, 1 core", BaseVal: ms(tj1), Ratio: tj1.Seconds() / tj.Seconds()})
+	return rows, nil
+}
+
+// routeJobFailures are the 10 failed X/Y links of the 32x32x32 job case
+// (as in the routing package benchmark BenchmarkJobTable).
+const routeJobFailures = "1.1.0+X,2.5.1+Y,7.7.2+X,9.12.3+Y,14.3.0+X,17.20.1+Y,21.9.2+X,25.25.3+Y,28.14.4+X,30.30.31+Y"
