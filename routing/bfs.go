@@ -28,14 +28,17 @@ import (
 // see the loads at its start and are independent, so a round runs on all
 // cores; their load increments are added when the round ends (integer
 // sums, so the result does not depend on the number of workers).
-// Heuristic 1 becomes B interleaved chains: the k-th source of a round is
-// the unprocessed active node farthest from the k-th source of the
-// previous round. With B = 1 (fewer than 256 active nodes) this is
-// exactly the sequential algorithm.
+// Heuristic 1 needs only distances, which do not depend on the loads, so
+// the sources are taken in exactly the sequential order, computed up
+// front by distance searches on all cores (above maxOrderNodes active
+// nodes: B interleaved chains, the k-th source of a round being the
+// unprocessed node farthest from the k-th source of the previous round).
+// With B = 1 (fewer than 256 active nodes) this is exactly the sequential
+// algorithm.
 
 // tableBatch returns the number of sources whose searches share one load
-// snapshot: 1 below 256 active nodes, then m/128, at most 32.
-func tableBatch(m int) int { return min(32, max(1, m/128)) }
+// snapshot: 1 below 256 active nodes, then m/128, at most 8.
+func tableBatch(m int) int { return min(8, max(1, m/128)) }
 
 // bfsPlan is the rule automaton in the form the search needs: transitions
 // without the dominated ones, and per-state dominator bit masks.
@@ -406,6 +409,10 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 	scheduled := make([]bool, m)
 	round := []int{0}
 	scheduled[0] = true
+	var order []int
+	if B > 1 {
+		order = bs.sequentialOrder(workers)
+	}
 	done := 0
 	for len(round) > 0 {
 		par.For(len(round), nw, func(wi, k int) {
@@ -434,7 +441,11 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 				o.progress(k+1, m+1)
 			}
 		}
-		round = nextRound(round, rows, scheduled, B)
+		if order != nil {
+			round = order[done:min(done+B, m)]
+		} else {
+			round = nextRound(round, rows, scheduled, B)
+		}
 	}
 	for lc, l := range load {
 		if l != 0 {
@@ -473,6 +484,63 @@ func (bs *bfsSearch) tableSource(w *bfsWorker, si int, load, row []int32, tb *Ta
 		res.diam = max(res.diam, int(w.dist[j]))
 	}
 	return res
+}
+
+// maxOrderNodes bounds the active nodes for which the exact order of
+// heuristic 1 is computed up front (an m×m byte matrix of distances).
+var maxOrderNodes = 8192
+
+// sequentialOrder returns the order in which the sequential algorithm
+// takes the sources (heuristic 1 needs only distances, which do not
+// depend on the loads): distance searches from every source on all
+// cores, then the chain "next = farthest unprocessed from the current
+// one". It returns nil (use interleaved chains) above maxOrderNodes, for
+// distances above 255, or when some pair is unreachable (the rounds then
+// report it).
+func (bs *bfsSearch) sequentialOrder(workers []*bfsWorker) []int {
+	m := bs.ls.m
+	if m > maxOrderNodes {
+		return nil
+	}
+	dist := make([]uint8, m*m)
+	ok := make([]bool, len(workers))
+	for i := range ok {
+		ok[i] = true
+	}
+	par.For(m, len(workers), func(wi, si int) {
+		w := workers[wi]
+		if !bs.run(w, si, nil) {
+			ok[wi] = false
+			return
+		}
+		for j, d := range w.dist {
+			if d > 255 {
+				ok[wi] = false
+			}
+			dist[si*m+j] = uint8(d)
+		}
+	})
+	for _, x := range ok {
+		if !x {
+			return nil
+		}
+	}
+	order := make([]int, 0, m)
+	done := make([]bool, m)
+	cur := 0
+	for len(order) < m {
+		order = append(order, cur)
+		done[cur] = true
+		next, far := -1, -1
+		row := dist[cur*m : (cur+1)*m]
+		for j, d := range row {
+			if !done[j] && int(d) > far {
+				next, far = j, int(d)
+			}
+		}
+		cur = next
+	}
+	return order
 }
 
 // nextRound picks the sources of the next round: the k-th is the

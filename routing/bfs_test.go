@@ -88,6 +88,15 @@ func sameTable(t *testing.T, name string, a, b *Table) {
 // same table whatever the number of workers, and that every such table is
 // verified (minimal, legal, deadlock-free).
 func TestBFSWorkersIndependent(t *testing.T) {
+	for _, limit := range []int{maxOrderNodes, 0} { // exact order of heuristic 1, interleaved chains
+		old := maxOrderNodes
+		maxOrderNodes = limit
+		bfsWorkersIndependent(t)
+		maxOrderNodes = old
+	}
+}
+
+func bfsWorkersIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 3))
 	compared := 0
 	for _, spec := range []string{"6x6", "4x4x3", "3x3x2x2", "5x4"} {
