@@ -27,6 +27,8 @@ type FaultOptions struct {
 	Unit     string                `json:"unit"`
 	Workers  int                   `json:"-"`
 	Progress func(done, total int) `json:"-"`
+	// variant selects an R_A* construction variant (fidelity experiment).
+	variant starVariant
 }
 
 func (o *FaultOptions) defaults() error {
@@ -185,6 +187,7 @@ func FaultExperiment(o FaultOptions) (*FaultReport, error) {
 	par.For(items, workers, func(w, i int) {
 		if ws[w] == nil {
 			ws[w] = &faultWorker{}
+			ws[w].sb.variant = o.variant
 		}
 		ti, trial := i/o.Trials, i%o.Trials
 		res[i] = ws[w].run(tori[ti], automata[tori[ti].n], o.Seed, uint64(ti), uint64(trial), o.Unit == "channel")

@@ -55,6 +55,22 @@ type starBuilder struct {
 	extraA [][]int32 // search mode: accepted edges per condensed vertex
 	// useClosure: the closure rows answer reachability (else searches)
 	useClosure bool
+	variant    starVariant
+}
+
+// starVariant selects variants of the R_A* construction for the fidelity
+// experiment (TestRAStarVariants); the zero value is the construction
+// the routers use.
+type starVariant struct {
+	// noReversal leaves the turns (u,d) → (u+d,−d) out of the R_DOR
+	// CDG: a minimal route never reverses, so no table uses them (the
+	// direction bits forbid them inside the dirbit part; only FS or LS
+	// steps could take them, and then the route is not minimal).
+	noReversal bool
+	// byDirection offers the candidates direction pair by direction
+	// pair (Di, then Dj in the order), all nodes for each, instead of
+	// node by node.
+	byDirection bool
 }
 
 func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, error) {
@@ -144,6 +160,9 @@ func (sb *starBuilder) condensedEdges(t *torus, up []bool, rank []int8, nv int32
 				if rank[dj] < rank[di] {
 					continue
 				}
+				if sb.variant.noReversal && dj == di.Opp() {
+					continue
+				}
 				b := t.chAt(w, dj)
 				if up[b] && comp[b] != comp[c] {
 					f(comp[c], comp[b])
@@ -224,29 +243,34 @@ func (sb *starBuilder) closure(nv int32) {
 // those that close no cycle.
 func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int32, res *starResult) {
 	ord := orderOf(rank)
+	offer := func(uj int, di, dj Dir) {
+		if rank[dj] >= rank[di] || (di.Neg() && !dj.Neg()) {
+			return // not order-violating, or neither an FS (positive first) nor an LS (negative last) transition
+		}
+		a, b := t.inCh(uj, di), t.chAt(uj, dj)
+		if !up[a] || !up[b] {
+			return
+		}
+		res.candidates++
+		if sb.tryAccept(sb.comp[a], sb.comp[b], nv) {
+			res.extra[a] |= 1 << dj
+			res.accepted++
+		}
+	}
+	if sb.variant.byDirection {
+		for _, di := range ord {
+			for _, dj := range ord {
+				for uj := 0; uj < t.nodes; uj++ {
+					offer(uj, di, dj)
+				}
+			}
+		}
+		return
+	}
 	for uj := 0; uj < t.nodes; uj++ {
 		for _, di := range ord {
-			a := t.inCh(uj, di)
-			if !up[a] {
-				continue
-			}
 			for _, dj := range ord {
-				if rank[dj] >= rank[di] {
-					break
-				}
-				if di.Neg() && !dj.Neg() {
-					continue // neither an FS (positive first) nor an LS (negative last) transition
-				}
-				b := t.chAt(uj, dj)
-				if !up[b] {
-					continue
-				}
-				res.candidates++
-				if !sb.tryAccept(sb.comp[a], sb.comp[b], nv) {
-					continue
-				}
-				res.extra[a] |= 1 << dj
-				res.accepted++
+				offer(uj, di, dj)
 			}
 		}
 	}

@@ -49,7 +49,7 @@ func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
 	r.a = compile(rule.Kind, order, t.n)
 	r.plan = newBFSPlan(r.a)
 	if rule.Kind == AngaraStar {
-		var sb starBuilder
+		sb := starBuilder{variant: routerStarVariant}
 		st, err := sb.build(t, up, r.a.rank)
 		if err != nil {
 			return nil, err
@@ -58,6 +58,9 @@ func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
 	}
 	return r, nil
 }
+
+// routerStarVariant is the R_A* construction routers use.
+var routerStarVariant = starVariant{}
 
 // Rule returns the router's rule (with its order filled in).
 func (r *Router) Rule() Rule { return r.rule }
