@@ -152,6 +152,9 @@ type bfsWorker struct {
 type bfsSearch struct {
 	p  *bfsPlan
 	ls *localSet
+	// translate is set on a whole fault-free torus with every node
+	// active (distances are translation-invariant there)
+	translate *torusShift
 }
 
 func (b *bfsSearch) newWorker() *bfsWorker {
@@ -390,6 +393,9 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 		return nil
 	}
 	bs := &bfsSearch{p: r.plan, ls: ls}
+	if ls.n == r.t.nodes && ls.m == ls.n && !slices.Contains(r.up, false) {
+		bs.translate = newTorusShift(r.t)
+	}
 	B := o.batch
 	if B <= 0 {
 		B = tableBatch(m)
@@ -499,6 +505,9 @@ var maxOrderNodes = 8192
 // report it).
 func (bs *bfsSearch) sequentialOrder(workers []*bfsWorker) []int {
 	m := bs.ls.m
+	if bs.translate != nil {
+		return bs.translatedOrder(workers[0])
+	}
 	if m > maxOrderNodes {
 		return nil
 	}
@@ -541,6 +550,68 @@ func (bs *bfsSearch) sequentialOrder(workers []*bfsWorker) []int {
 		cur = next
 	}
 	return order
+}
+
+// translatedOrder is sequentialOrder on a whole fault-free torus with every
+// node active: the rule is the same at every node, so the distance from u
+// to v is the distance from node 0 to v − u (coordinate-wise), and one
+// search gives every row.
+func (bs *bfsSearch) translatedOrder(w *bfsWorker) []int {
+	m := bs.ls.m
+	if !bs.run(w, 0, nil) {
+		return nil
+	}
+	row0 := append([]int32(nil), w.dist...)
+	tr := bs.translate
+	order := make([]int, 0, m)
+	done := make([]bool, m)
+	cur := 0
+	for len(order) < m {
+		order = append(order, cur)
+		done[cur] = true
+		next, far := -1, int32(-1)
+		for j := 0; j < m; j++ {
+			if !done[j] {
+				if d := row0[tr.diff(j, cur)]; d > far {
+					next, far = j, d
+				}
+			}
+		}
+		cur = next
+	}
+	return order
+}
+
+// torusShift computes node differences v − u on a torus (mixed radix, X
+// fastest).
+type torusShift struct {
+	dims  []int
+	coord [][]int32 // per node
+}
+
+func newTorusShift(t *torus) *torusShift {
+	ts := &torusShift{dims: t.dims, coord: make([][]int32, t.nodes)}
+	for v := range ts.coord {
+		ts.coord[v] = make([]int32, t.n)
+		for i := range t.n {
+			ts.coord[v][i] = int32(t.g.CoordAt(v, i))
+		}
+	}
+	return ts
+}
+
+func (ts *torusShift) diff(v, u int) int {
+	id, mul := 0, 1
+	cv, cu := ts.coord[v], ts.coord[u]
+	for i, d := range ts.dims {
+		x := int(cv[i]-cu[i]) % d
+		if x < 0 {
+			x += d
+		}
+		id += x * mul
+		mul *= d
+	}
+	return id
 }
 
 // nextRound picks the sources of the next round: the k-th is the
