@@ -164,3 +164,51 @@ func TestTranslatedOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestQuickCodeAgrees: the table verification's check from route codes
+// accepts exactly the routes the definitional check accepts, on random
+// tables (every route) and on randomly altered codes.
+func TestQuickCodeAgrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 4))
+	tested, altered := 0, 0
+	for ci, spec := range []string{"4x4", "5x3", "4x3x2", "3x3x3", "2x3x2x2", "6x2", "3x3x2"} {
+		g, order, active, transit, inSet := randomScenario(t, rng, spec, 0.06, ci%2 == 0, true, false)
+		for _, kind := range []Kind{DOR, Dirbit, AngaraMinus, Angara, AngaraStar} {
+			r, err := NewRouter(g, Rule{Kind: kind, Order: order})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb, err := r.BuildTable(active, transit, BFS)
+			if err != nil {
+				continue
+			}
+			set := append(append([]int(nil), tb.Active...), tb.Transit...)
+			rc := r.newRouteChecker(set, inSet)
+			w1, w2 := rc.newWorker(), rc.newWorker()
+			for i := 0; i < tb.NumRoutes(); i++ {
+				src, dst := tb.Pair(i)
+				if !rc.quickCode(w1, tb, i, src, dst) {
+					t.Fatalf("%s %s: valid route %d rejected by the code check", spec, kind, i)
+				}
+				tested++
+				// alter the code and compare both checks
+				c := tb.code(i)
+				save := slices.Clone(c)
+				c[rng.IntN(len(c))] = byte(rng.IntN(4))
+				dirs := tb.AppendDirs(i, nil)
+				n2 := w2.nviol
+				rc.check(w2, i, src, dst, dirs)
+				valid := w2.nviol == n2
+				if rc.quickCode(w1, tb, i, src, dst) && !valid {
+					t.Fatalf("%s %s: altered route %d %v accepted by the code check", spec, kind, i, dirs)
+				}
+				altered++
+				copy(c, save)
+			}
+		}
+	}
+	if tested == 0 {
+		t.Fatal("no table built")
+	}
+	t.Logf("%d routes, %d altered codes", tested, altered)
+}

@@ -67,10 +67,32 @@ func (r *Router) verifyTable(tb *Table, workers int) *Report {
 			set = append(set, v)
 		}
 	}
-	rep := r.verifyRoutes(tb.NumRoutes(), func(i int, buf []Dir) (int, int, []Dir) {
-		src, dst := tb.Pair(i)
-		return src, dst, tb.AppendDirs(i, buf)
-	}, set, inSet, workers)
+	rc := r.newRouteChecker(set, inSet)
+	n := tb.NumRoutes()
+	nw := par.Workers(workers)
+	if n < 4096 {
+		nw = 1
+	}
+	ws := make([]*verifyWorker, nw)
+	for i := range ws {
+		ws[i] = rc.newWorker()
+	}
+	m := len(tb.Active)
+	par.For(m, nw, func(wi, a int) {
+		w := ws[wi]
+		src := tb.Active[a]
+		for b, dst := range tb.Active {
+			if b == a {
+				continue
+			}
+			i := pairIndex(m, a, b)
+			if !rc.quickCode(w, tb, i, src, dst) {
+				w.dirs = tb.AppendDirs(i, w.dirs[:0])
+				rc.check(w, i, src, dst, w.dirs)
+			}
+		}
+	})
+	rep := rc.report(ws)
 	rep.Stats.PiPerfect, rep.Stats.BalanceFactor = piFigures(rep.SumLength, rep.Channels, rep.Stats.PiMax)
 	return rep
 }
@@ -154,6 +176,12 @@ func (rc *routeChecker) check(w *verifyWorker, rec, src, dst int, dirs []Dir) {
 		}
 		return
 	}
+	rc.add(w, dirs)
+}
+
+// add counts a valid route (local channels in w.lch) into the worker's
+// loads, dependencies and figures.
+func (rc *routeChecker) add(w *verifyWorker, dirs []Dir) {
 	w.ep++
 	if w.ep == 0 {
 		clear(w.stamp)
@@ -172,6 +200,83 @@ func (rc *routeChecker) check(w *verifyWorker, rec, src, dst int, dirs []Dir) {
 	}
 	w.sum += len(dirs)
 	w.diam = max(w.diam, len(dirs))
+}
+
+// quickCode checks route i of a table straight from its code (FS, a
+// step count per direction in order, LS) and, when it is valid, adds its
+// loads and dependencies like check; it reports false, adding nothing,
+// when anything is off (check then finds and words the violation). The
+// direction order of the middle part holds by construction of the code;
+// the direction bits and the FS/LS boundaries are checked from the
+// definitions (a sufficient test: a route it rejects goes to check,
+// which tries every FS/LS reading).
+func (rc *routeChecker) quickCode(w *verifyWorker, tb *Table, i, src, dst int) bool {
+	r, lc := rc.r, rc.lc
+	nd := lc.nd
+	c := tb.code(i)
+	fs, ls := int(c[0])-1, int(c[1])-1
+	li := lc.index[src]
+	w.lch = w.lch[:0]
+	w.dirs = w.dirs[:0]
+	step := func(d Dir) bool {
+		ch := li*int32(nd) + int32(d)
+		w.lch = append(w.lch, ch)
+		w.dirs = append(w.dirs, d)
+		li = lc.nb[ch]
+		return li >= 0
+	}
+	var used uint16
+	if fs >= 0 && !step(Dir(fs)) {
+		return false
+	}
+	for k, d := range r.order {
+		for j := tb.count(c, k); j > 0; j-- {
+			if !step(d) {
+				return false
+			}
+		}
+		if tb.count(c, k) > 0 {
+			used |= 1 << d
+		}
+	}
+	if ls >= 0 && !step(Dir(ls)) {
+		return false
+	}
+	if li != lc.index[dst] || len(w.dirs) == 0 || (r.rule.Kind != DOR && used&(used>>1)&0x555 != 0) {
+		return false // wrong arrival, empty, or both directions of a dimension in the middle part
+	}
+	if !rc.boundariesOK(w, fs >= 0, ls >= 0) {
+		return false
+	}
+	w.n++
+	rc.add(w, w.dirs)
+	return true
+}
+
+// boundariesOK checks the FS and LS steps of the route in w (directions
+// and local channels) against the rule.
+func (rc *routeChecker) boundariesOK(w *verifyWorker, fs, ls bool) bool {
+	r := rc.r
+	kind := r.rule.Kind
+	if (fs || ls) && !kind.HasFSLS() {
+		return false
+	}
+	dirs := w.dirs
+	n := len(dirs)
+	global := func(c int32) int32 { return r.t.ch[rc.lc.set[int(c)/rc.lc.nd]*rc.lc.nd+int(c)%rc.lc.nd] }
+	boundary := func(from, to Dir, in int32) bool {
+		if r.a.rank[to] >= r.a.rank[from] || kind == Angara {
+			return true
+		}
+		return kind == AngaraStar && r.star.extra[global(in)]&(1<<to) != 0
+	}
+	if fs && (dirs[0].Neg() || (n > 1 && !boundary(dirs[0], dirs[1], w.lch[0]))) {
+		return false
+	}
+	if ls && (!dirs[n-1].Neg() || (n > 1 && !boundary(dirs[n-2], dirs[n-1], w.lch[n-2]))) {
+		return false
+	}
+	return true
 }
 
 // quick is the check of a valid route on the local arrays: every step
