@@ -31,8 +31,9 @@ import (
 // Heuristic 1 needs only distances, which do not depend on the loads, so
 // the sources are taken in exactly the sequential order, computed up
 // front by distance searches on all cores (above maxOrderNodes active
-// nodes: B interleaved chains, the k-th source of a round being the
-// unprocessed node farthest from the k-th source of the previous round).
+// nodes, or above cheapOrderNodes unless TableOptions.ExactOrder: B
+// interleaved chains, the k-th source of a round being the unprocessed
+// node farthest from the k-th source of the previous round).
 // With B = 1 (fewer than 256 active nodes) this is exactly the sequential
 // algorithm.
 
@@ -375,7 +376,8 @@ func (b *bfsSearch) encode(w *bfsWorker, j int, a *automaton) routeEnc {
 type tableRun struct {
 	progress func(done, total int)
 	workers  int
-	batch    int // sources per load snapshot; 0 = tableBatch(m)
+	batch    int  // sources per load snapshot; 0 = tableBatch(m)
+	exact    bool // compute the exact order of heuristic 1 for any set size
 }
 
 // roundResult is what one search of a round leaves behind.
@@ -417,7 +419,7 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 	scheduled[0] = true
 	var order []int
 	if B > 1 {
-		order = bs.sequentialOrder(workers)
+		order = bs.sequentialOrder(workers, o.exact)
 	}
 	done := 0
 	for len(round) > 0 {
@@ -496,6 +498,11 @@ func (bs *bfsSearch) tableSource(w *bfsWorker, si int, load, row []int32, tb *Ta
 // heuristic 1 is computed up front (an m×m byte matrix of distances).
 var maxOrderNodes = 8192
 
+// cheapOrderNodes: up to this many active nodes the exact order is
+// computed by default (the distance searches cost about a quarter of the
+// table; above, unless asked for, interleaved chains).
+var cheapOrderNodes = 1024
+
 // sequentialOrder returns the order in which the sequential algorithm
 // takes the sources (heuristic 1 needs only distances, which do not
 // depend on the loads): distance searches from every source on all
@@ -503,12 +510,12 @@ var maxOrderNodes = 8192
 // one". It returns nil (use interleaved chains) above maxOrderNodes, for
 // distances above 255, or when some pair is unreachable (the rounds then
 // report it).
-func (bs *bfsSearch) sequentialOrder(workers []*bfsWorker) []int {
+func (bs *bfsSearch) sequentialOrder(workers []*bfsWorker, exact bool) []int {
 	m := bs.ls.m
 	if bs.translate != nil {
 		return bs.translatedOrder(workers[0])
 	}
-	if m > maxOrderNodes {
+	if m > maxOrderNodes || (m > cheapOrderNodes && !exact) {
 		return nil
 	}
 	dist := make([]uint8, m*m)

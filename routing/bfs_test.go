@@ -155,9 +155,9 @@ func TestTranslatedOrder(t *testing.T) {
 			bs := &bfsSearch{p: r.plan, ls: r.newLocalSet(s)}
 			r.putScratch(s)
 			ws := []*bfsWorker{bs.newWorker()}
-			searched := bs.sequentialOrder(ws)
+			searched := bs.sequentialOrder(ws, true)
 			bs.translate = newTorusShift(r.t)
-			translated := bs.sequentialOrder(ws)
+			translated := bs.sequentialOrder(ws, true)
 			if searched == nil || !slices.Equal(searched, translated) {
 				t.Fatalf("%s %s %s: searched %v, translated %v", spec, kind, order, searched, translated)
 			}

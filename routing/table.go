@@ -243,6 +243,13 @@ type TableOptions struct {
 	// snapshot (0 = the default, see tableBatch); 1 is the strictly
 	// sequential algorithm of the seed.
 	Batch int
+	// ExactOrder takes the sources in exactly the order of the
+	// sequential algorithm for sets of any size (up to 8 192 active
+	// nodes) at the cost of one distance search per source; by default
+	// that is done up to 1 024 active nodes and on whole fault-free tori
+	// (where one search suffices), and larger sets use interleaved
+	// chains.
+	ExactOrder bool
 }
 
 // BuildTable is the package-level BuildTable on the router's network.
@@ -252,7 +259,7 @@ func (r *Router) BuildTable(active, transit []int, algo Algo) (*Table, error) {
 
 // BuildTableOpts is BuildTable with progress reporting and a worker bound.
 func (r *Router) BuildTableOpts(active, transit []int, algo Algo, o TableOptions) (*Table, error) {
-	tb, err := r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch})
+	tb, err := r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder})
 	if err != nil {
 		return nil, err
 	}

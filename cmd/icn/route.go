@@ -97,7 +97,7 @@ func init() {
 	var out output
 	var algo, export, outFile, format string
 	var show, workers int
-	var quiet bool
+	var quiet, exactOrder bool
 	route := &cobra.Command{
 		Use:   "route",
 		Short: "Deadlock-free, balanced routing tables for tori under the Angara / Blue Gene rules",
@@ -128,7 +128,7 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 			}
 			bar := cli.NewProgress(len(active)+1, "routing", quiet || len(active) < 256)
 			start := time.Now()
-			tb, err := r.BuildTableOpts(active, transit, a, routing.TableOptions{Workers: workers, Progress: func(done, total int) { bar.Add(1) }})
+			tb, err := r.BuildTableOpts(active, transit, a, routing.TableOptions{Workers: workers, ExactOrder: exactOrder, Progress: func(done, total int) { bar.Add(1) }})
 			bar.Done()
 			if err != nil {
 				var ue *routing.UnreachableError
@@ -168,7 +168,8 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 	route.Flags().StringVarP(&outFile, "output", "o", "", "also write the table to FILE (format from --format)")
 	route.Flags().StringVar(&format, "format", "json", "format of -o: json (the --json format) or routes (compact, streamed; see docs/routing.md)")
 	route.Flags().IntVar(&show, "show", 20, "routes listed in the table view (-1 = all)")
-	route.Flags().IntVar(&workers, "workers", 0, "goroutines for verification (0 = all cores)")
+	route.Flags().IntVar(&workers, "workers", 0, "goroutines for the BFS rounds and the verification (0 = all cores; the table does not depend on it)")
+	route.Flags().BoolVar(&exactOrder, "exact-order", false, "take BFS sources in exactly the sequential order on sets above 1 024 active nodes too (one more distance search per source)")
 	route.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
 	root.AddCommand(route)
 
