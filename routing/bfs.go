@@ -653,6 +653,19 @@ func (r *Router) minimalSum(active, transit []int, workers int) (int, error) {
 	}
 	ls := r.newLocalSet(s)
 	bs := &bfsSearch{p: r.plan, ls: ls}
+	if ls.n == r.t.nodes && ls.m == ls.n && !slices.Contains(r.up, false) {
+		// a whole fault-free torus: every source sees the same distances
+		// (translated), so one search gives the sum
+		w := bs.newWorker()
+		if !bs.run(w, 0, nil) {
+			return 0, fmt.Errorf("the set is not reachable from %s", r.t.name(0))
+		}
+		sum := 0
+		for _, d := range w.dist {
+			sum += int(d)
+		}
+		return sum * ls.m, nil
+	}
 	nw := par.Workers(workers)
 	ws := make([]*bfsWorker, nw)
 	sums := make([]int, nw)
