@@ -393,74 +393,19 @@ type jsonHeader struct {
 // the set named in h (or, without "active", the route endpoints, which
 // takes a first pass).
 func (r *Router) checkJSONRoutes(h *jsonHeader, each func(func(i int, rt *RouteJSON) error) error, workers int) (*Report, error) {
-	g := r.t.g
+	active, transit, err := r.jsonSet(h, each)
+	if err != nil {
+		return nil, err
+	}
 	n := len(r.t.dims)
-	node := func(what string, c []int) (int, error) {
-		if len(c) != n {
-			return -1, fmt.Errorf("%s %v has %d coordinates, the torus has %d dimensions", what, c, len(c), n)
-		}
-		for i, x := range c {
-			if x < 0 || x >= r.t.dims[i] {
-				return -1, fmt.Errorf("%s %v is outside the torus", what, c)
-			}
-		}
-		return g.NodeAt(c), nil
-	}
-	routeErr := func(i int, err error) error {
-		return &RecordError{Record: i + 1, What: "route", Msg: err.Error()}
-	}
-	var active, transit []int
-	inSet := make([]bool, g.NumNodes())
-	if len(h.Active) > 0 {
-		for _, c := range h.Active {
-			v, err := node("table file: active node", c)
-			if err != nil {
-				return nil, err
-			}
-			if inSet[v] {
-				return nil, fmt.Errorf("table file: active node %s listed twice", g.NodeName(v))
-			}
-			inSet[v] = true
-			active = append(active, v)
-		}
-	} else {
-		err := each(func(i int, rt *RouteJSON) error {
-			for _, c := range [][]int{rt.Src, rt.Dst} {
-				v, err := node("endpoint", c)
-				if err != nil {
-					return routeErr(i, err)
-				}
-				if !inSet[v] {
-					inSet[v] = true
-					active = append(active, v)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	slices.Sort(active)
-	for _, c := range h.Transit {
-		v, err := node("table file: transit node", c)
-		if err != nil {
-			return nil, err
-		}
-		if inSet[v] {
-			return nil, fmt.Errorf("table file: transit node %s is also listed as active or twice", g.NodeName(v))
-		}
-		inSet[v] = true
-		transit = append(transit, v)
-	}
 	sc := r.newStreamCheck(active, transit, workers)
 	var dirs []Dir
-	err := each(func(i int, rt *RouteJSON) error {
-		src, err := node("source", rt.Src)
+	err = each(func(i int, rt *RouteJSON) error {
+		src, err := r.coordNode("source", rt.Src)
 		if err != nil {
 			return routeErr(i, err)
 		}
-		dst, err := node("destination", rt.Dst)
+		dst, err := r.coordNode("destination", rt.Dst)
 		if err != nil {
 			return routeErr(i, err)
 		}
@@ -485,4 +430,72 @@ func (r *Router) checkJSONRoutes(h *jsonHeader, each func(func(i int, rt *RouteJ
 	rep := sc.finish()
 	r.conclude(rep, active, transit, claims{stats: h.Stats, deadlockFree: h.DeadlockFree, routes: -1}, workers)
 	return rep, nil
+}
+
+func routeErr(i int, err error) error {
+	return &RecordError{Record: i + 1, What: "route", Msg: err.Error()}
+}
+
+// coordNode returns the node at coordinates c, or an error naming what.
+func (r *Router) coordNode(what string, c []int) (int, error) {
+	n := len(r.t.dims)
+	if len(c) != n {
+		return -1, fmt.Errorf("%s %v has %d coordinates, the torus has %d dimensions", what, c, len(c), n)
+	}
+	for i, x := range c {
+		if x < 0 || x >= r.t.dims[i] {
+			return -1, fmt.Errorf("%s %v is outside the torus", what, c)
+		}
+	}
+	return r.t.g.NodeAt(c), nil
+}
+
+// jsonSet returns the active (sorted) and transit nodes of a JSON table:
+// its "active" list, or without one the route endpoints.
+func (r *Router) jsonSet(h *jsonHeader, each func(func(i int, rt *RouteJSON) error) error) (active, transit []int, err error) {
+	g := r.t.g
+	inSet := make([]bool, g.NumNodes())
+	if len(h.Active) > 0 {
+		for _, c := range h.Active {
+			v, err := r.coordNode("table file: active node", c)
+			if err != nil {
+				return nil, nil, err
+			}
+			if inSet[v] {
+				return nil, nil, fmt.Errorf("table file: active node %s listed twice", g.NodeName(v))
+			}
+			inSet[v] = true
+			active = append(active, v)
+		}
+	} else {
+		err := each(func(i int, rt *RouteJSON) error {
+			for _, c := range [][]int{rt.Src, rt.Dst} {
+				v, err := r.coordNode("endpoint", c)
+				if err != nil {
+					return routeErr(i, err)
+				}
+				if !inSet[v] {
+					inSet[v] = true
+					active = append(active, v)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	slices.Sort(active)
+	for _, c := range h.Transit {
+		v, err := r.coordNode("table file: transit node", c)
+		if err != nil {
+			return nil, nil, err
+		}
+		if inSet[v] {
+			return nil, nil, fmt.Errorf("table file: transit node %s is also listed as active or twice", g.NodeName(v))
+		}
+		inSet[v] = true
+		transit = append(transit, v)
+	}
+	return active, transit, nil
 }

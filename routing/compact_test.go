@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -182,5 +184,26 @@ func FuzzCheckFile(f *testing.F) {
 	f.Add([]byte(`{"dims":[2,2],"rules":"angara","routes":[{"src":[0,0],"dst":[1,1],"dirs":["+Y","+X"]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		CheckFile(bytes.NewReader(b), "", "", 1)
+	})
+}
+
+// FuzzParseRouteFast: whatever the reflection-free route parser accepts,
+// encoding/json accepts with the same content.
+func FuzzParseRouteFast(f *testing.F) {
+	f.Add([]byte(`{"src":[0,1],"dst":[2,3],"dirs":["+X","-Y"]}`))
+	f.Add([]byte(` { "dirs" : [ ] , "dst":[1], "src" :[ 0 ] } `))
+	f.Add([]byte(`{"src":[0],"dst":[1],"dirs":["+X\u0041"]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast RouteJSON
+		if !parseRouteFast(b, &fast) {
+			return
+		}
+		var slow RouteJSON
+		if err := json.Unmarshal(b, &slow); err != nil {
+			t.Fatalf("%q: fast accepts, json: %v", b, err)
+		}
+		if !slices.Equal(fast.Src, slow.Src) || !slices.Equal(fast.Dst, slow.Dst) || !slices.Equal(fast.Dirs, slow.Dirs) {
+			t.Fatalf("%q: fast %+v, json %+v", b, fast, slow)
+		}
 	})
 }

@@ -262,132 +262,150 @@ func checkJSONStream(f io.ReadSeeker, start int64, extraLinks, extraNodes string
 // strings) without reflection; anything else (escapes, other keys or
 // types) makes it report false so that encoding/json decides.
 func parseRouteFast(b []byte, rt *RouteJSON) bool {
-	i := 0
-	ws := func() {
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-			i++
-		}
-	}
-	expect := func(c byte) bool {
-		ws()
-		if i < len(b) && b[i] == c {
-			i++
-			return true
-		}
-		return false
-	}
-	plainString := func() (string, bool) {
-		if !expect('"') {
-			return "", false
-		}
-		j := i
-		for i < len(b) && b[i] != '"' {
-			if b[i] == '\\' || b[i] < 0x20 {
-				return "", false
-			}
-			i++
-		}
-		if i >= len(b) {
-			return "", false
-		}
-		s := string(b[j:i])
-		i++
-		return s, true
-	}
-	ints := func(out []int) ([]int, bool) {
-		if !expect('[') {
-			return nil, false
-		}
-		out = out[:0]
-		if expect(']') {
-			return out, true
-		}
-		for {
-			ws()
-			j, x := i, 0
-			for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-j < 9 {
-				x = x*10 + int(b[i]-'0')
-				i++
-			}
-			if i == j || (i < len(b) && b[i] >= '0' && b[i] <= '9') {
-				return nil, false
-			}
-			out = append(out, x)
-			if expect(']') {
-				return out, true
-			}
-			if !expect(',') {
-				return nil, false
-			}
-		}
-	}
-	if !expect('{') {
+	p := &routeParser{b: b}
+	if !p.expect('{') {
 		return false
 	}
 	seen := 0
 	for k := 0; k < 3; k++ {
-		if k > 0 && !expect(',') {
+		if k > 0 && !p.expect(',') {
 			return false
 		}
-		key, ok := plainString()
-		if !ok || !expect(':') {
+		key, ok := p.plainString()
+		if !ok || !p.expect(':') {
 			return false
 		}
+		bit := 0
 		switch key {
 		case "src":
-			if rt.Src, ok = ints(rt.Src); !ok || seen&1 != 0 {
-				return false
-			}
-			seen |= 1
+			bit = 1
 		case "dst":
-			if rt.Dst, ok = ints(rt.Dst); !ok || seen&2 != 0 {
-				return false
-			}
-			seen |= 2
+			bit = 2
 		case "dirs":
-			if !expect('[') || seen&4 != 0 {
-				return false
-			}
-			seen |= 4
-			rt.Dirs = rt.Dirs[:0]
-			if !expect(']') {
-				for {
-					ws()
-					if i+4 <= len(b) && b[i] == '"' && b[i+3] == '"' {
-						if s, ok := dirNames[string(b[i+1:i+3])]; ok {
-							rt.Dirs = append(rt.Dirs, s)
-							i += 4
-							if expect(']') {
-								break
-							}
-							if !expect(',') {
-								return false
-							}
-							continue
-						}
-					}
-					s, ok := plainString()
-					if !ok {
-						return false
-					}
-					rt.Dirs = append(rt.Dirs, s)
-					if expect(']') {
-						break
-					}
-					if !expect(',') {
-						return false
-					}
-				}
-			}
+			bit = 4
+		}
+		if bit == 0 || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		switch key {
+		case "src":
+			rt.Src, ok = p.ints(rt.Src)
+		case "dst":
+			rt.Dst, ok = p.ints(rt.Dst)
 		default:
+			rt.Dirs, ok = p.dirs(rt.Dirs)
+		}
+		if !ok {
 			return false
 		}
 	}
-	if !expect('}') {
+	if !p.expect('}') {
 		return false
 	}
-	ws()
-	return i == len(b) && seen == 7
+	p.ws()
+	return p.i == len(b) && seen == 7
+}
+
+// routeParser reads one route object for parseRouteFast.
+type routeParser struct {
+	b []byte
+	i int
+}
+
+func (p *routeParser) ws() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\r' || p.b[p.i] == '\n') {
+		p.i++
+	}
+}
+
+func (p *routeParser) expect(c byte) bool {
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// plainString reads an ASCII string without escapes.
+func (p *routeParser) plainString() (string, bool) {
+	if !p.expect('"') {
+		return "", false
+	}
+	j := p.i
+	for p.i < len(p.b) && p.b[p.i] != '"' {
+		if p.b[p.i] == '\\' || p.b[p.i] < 0x20 || p.b[p.i] >= 0x80 {
+			return "", false
+		}
+		p.i++
+	}
+	if p.i >= len(p.b) {
+		return "", false
+	}
+	s := string(p.b[j:p.i])
+	p.i++
+	return s, true
+}
+
+// ints reads a list of non-negative integers of at most 9 digits.
+func (p *routeParser) ints(out []int) ([]int, bool) {
+	if !p.expect('[') {
+		return nil, false
+	}
+	out = out[:0]
+	if p.expect(']') {
+		return out, true
+	}
+	for {
+		p.ws()
+		j, x := p.i, 0
+		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' && p.i-j < 9 {
+			x = x*10 + int(p.b[p.i]-'0')
+			p.i++
+		}
+		if p.i == j || (p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9') || (p.b[j] == '0' && p.i-j > 1) {
+			return nil, false // empty, too long, or a leading zero
+		}
+		out = append(out, x)
+		if p.expect(']') {
+			return out, true
+		}
+		if !p.expect(',') {
+			return nil, false
+		}
+	}
+}
+
+// dirs reads a list of direction strings, interning the usual names.
+func (p *routeParser) dirs(out []string) ([]string, bool) {
+	if !p.expect('[') {
+		return nil, false
+	}
+	out = out[:0]
+	if p.expect(']') {
+		return out, true
+	}
+	for {
+		p.ws()
+		var s string
+		if p.i+4 <= len(p.b) && p.b[p.i] == '"' && p.b[p.i+3] == '"' && dirNames[string(p.b[p.i+1:p.i+3])] != "" {
+			s = dirNames[string(p.b[p.i+1:p.i+3])]
+			p.i += 4
+		} else {
+			var ok bool
+			if s, ok = p.plainString(); !ok {
+				return nil, false
+			}
+		}
+		out = append(out, s)
+		if p.expect(']') {
+			return out, true
+		}
+		if !p.expect(',') {
+			return nil, false
+		}
+	}
 }
 
 // dirNames interns the direction names of JSON routes.

@@ -645,59 +645,88 @@ func routeOpenSeekable(name string) (io.ReadSeeker, func(), error) {
 // one core, the check of its compact file against rebuilding the table,
 // and a job's table on a 32x32x32 machine against one core.
 func routeBenchRows(quick bool, step func(string)) ([]benchRow, error) {
-	timeIt := func(f func() error) (time.Duration, error) {
-		start := time.Now()
-		err := f()
-		return time.Since(start), err
-	}
-	spec, jobSpec, jobActive, jobTransit, jobFail := "torus:16x16x16", "torus:32x32x32", "*.*.0-3", "*.*.4,*.*.31", routeJobFailures
+	spec := "torus:16x16x16"
 	if quick {
-		spec, jobSpec, jobActive, jobTransit, jobFail = "torus:8x8x8", "torus:16x16x8", "*.*.0-1", "*.*.2,*.*.7", "1.1.0+X,2.5.1+Y"
+		spec = "torus:8x8x8"
 	}
 	step("routing table " + spec)
-	g, err := topology.Parse(spec)
+	rows, tb, tp, err := routeBenchTable(spec)
 	if err != nil {
 		return nil, err
+	}
+	step("compact table file")
+	row, err := routeBenchCheck(tb, tp)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, row)
+	jobSpec, jobActive, jobTransit, jobFail := "torus:32x32x32", "*.*.0-3", "*.*.4,*.*.31", routeJobFailures
+	if quick {
+		jobSpec, jobActive, jobTransit, jobFail = "torus:16x16x8", "*.*.0-1", "*.*.2,*.*.7", "1.1.0+X,2.5.1+Y"
+	}
+	step("job table " + jobSpec)
+	row, err = routeBenchJob(jobSpec, jobActive, jobTransit, jobFail)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, row), nil
+}
+
+func routeTimeIt(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
+// routeBenchTable times the table of a whole torus against the
+// sequential algorithm on one core.
+func routeBenchTable(spec string) ([]benchRow, *routing.Table, time.Duration, error) {
+	g, err := topology.Parse(spec)
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	rule, _ := routing.ParseRule("angara*")
 	r, err := routing.NewRouter(g, rule)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	all := make([]int, g.NumNodes())
 	for i := range all {
 		all[i] = i
 	}
 	var tb *routing.Table
-	tp, err := timeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
+	tp, err := routeTimeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
-	ts, err := timeIt(func() error {
+	ts, err := routeTimeIt(func() error {
 		_, e := r.BuildTableOpts(all, nil, routing.BFS, routing.TableOptions{Batch: 1, Workers: 1})
 		return e
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
-	rows := []benchRow{{Name: fmt.Sprintf("BFS table + verification %s (%d routes)", spec, tb.NumRoutes()), Value: ms(tp), Unit: "ms",
-		Baseline: "one source per round, 1 core", BaseVal: ms(ts), Ratio: ts.Seconds() / tp.Seconds()}}
+	return []benchRow{{Name: fmt.Sprintf("BFS table + verification %s (%d routes)", spec, tb.NumRoutes()), Value: ms(tp), Unit: "ms",
+		Baseline: "one source per round, 1 core", BaseVal: ms(ts), Ratio: ts.Seconds() / tp.Seconds()}}, tb, tp, nil
+}
 
-	step("compact table file")
+// routeBenchCheck times icn route check of the table's compact file
+// against building the table (tp).
+func routeBenchCheck(tb *routing.Table, tp time.Duration) (benchRow, error) {
 	f, err := os.CreateTemp("", "icn-bench-*.routes")
 	if err != nil {
-		return nil, err
+		return benchRow{}, err
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
 	if err := tb.WriteRoutes(f); err != nil {
-		return nil, err
+		return benchRow{}, err
 	}
 	size, _ := f.Seek(0, io.SeekCurrent)
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return benchRow{}, err
 	}
-	tc, err := timeIt(func() error {
+	tc, err := routeTimeIt(func() error {
 		rep, _, e := routing.CheckFile(f, "", "", 0)
 		if e == nil && len(rep.Violations) > 0 {
 			e = fmt.Errorf("bench: the compact table fails its check: %s", rep.Violations[0])
@@ -705,49 +734,52 @@ func routeBenchRows(quick bool, step func(string)) ([]benchRow, error) {
 		return e
 	})
 	if err != nil {
-		return nil, err
+		return benchRow{}, err
 	}
-	rows = append(rows, benchRow{Name: fmt.Sprintf("route check of its compact file (%.0f MB)", float64(size)/1e6), Value: ms(tc), Unit: "ms",
-		Baseline: "building the table", BaseVal: ms(tp), Ratio: tp.Seconds() / tc.Seconds()})
+	return benchRow{Name: fmt.Sprintf("route check of its compact file (%.0f MB)", float64(size)/1e6), Value: ms(tc), Unit: "ms",
+		Baseline: "building the table", BaseVal: ms(tp), Ratio: tp.Seconds() / tc.Seconds()}, nil
+}
 
-	step("job table " + jobSpec)
-	jg, err := topology.Parse(jobSpec)
+// routeBenchJob times a job's router and table against the table alone
+// on one core.
+func routeBenchJob(spec, activeList, transitList, fail string) (benchRow, error) {
+	g, err := topology.Parse(spec)
 	if err != nil {
-		return nil, err
+		return benchRow{}, err
 	}
-	if jg, err = jg.ApplyFaults(jobFail, ""); err != nil {
-		return nil, err
+	if g, err = g.ApplyFaults(fail, ""); err != nil {
+		return benchRow{}, err
 	}
-	active, err := jg.ParseNodes(jobActive)
+	active, err := g.ParseNodes(activeList)
 	if err != nil {
-		return nil, err
+		return benchRow{}, err
 	}
-	transit, err := jg.ParseNodes(jobTransit)
+	transit, err := g.ParseNodes(transitList)
 	if err != nil {
-		return nil, err
+		return benchRow{}, err
 	}
-	var jr *routing.Router
-	tj, err := timeIt(func() error {
+	rule, _ := routing.ParseRule("angara*")
+	var r *routing.Router
+	tj, err := routeTimeIt(func() error {
 		var e error
-		if jr, e = routing.NewRouter(jg, rule); e != nil {
+		if r, e = routing.NewRouter(g, rule); e != nil {
 			return e
 		}
-		_, e = jr.BuildTable(active, transit, routing.BFS)
+		_, e = r.BuildTable(active, transit, routing.BFS)
 		return e
 	})
 	if err != nil {
-		return nil, err
+		return benchRow{}, err
 	}
-	tj1, err := timeIt(func() error {
-		_, e := jr.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Workers: 1})
+	tj1, err := routeTimeIt(func() error {
+		_, e := r.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Workers: 1})
 		return e
 	})
 	if err != nil {
-		return nil, err
+		return benchRow{}, err
 	}
-	rows = append(rows, benchRow{Name: fmt.Sprintf("job table %s, %d active + %d transit, %d failed links (router + table)", jobSpec, len(active), len(transit), len(jg.FailedLinks())),
-		Value: ms(tj), Unit: "ms", Baseline: "table alone, 1 core", BaseVal: ms(tj1), Ratio: tj1.Seconds() / tj.Seconds()})
-	return rows, nil
+	return benchRow{Name: fmt.Sprintf("job table %s, %d active + %d transit, %d failed links (router + table)", spec, len(active), len(transit), len(g.FailedLinks())),
+		Value: ms(tj), Unit: "ms", Baseline: "table alone, 1 core", BaseVal: ms(tj1), Ratio: tj1.Seconds() / tj.Seconds()}, nil
 }
 
 // routeJobFailures are the 10 failed X/Y links of the 32x32x32 job case
