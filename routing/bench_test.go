@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -37,19 +38,120 @@ func cpuRun(b *testing.B, name string, f func()) {
 
 // BenchmarkTable measures a full BFS routing table with its verification
 // (routes, figures, channel dependency check) for every node of a
-// fault-free torus: the 8x8x4x4 (1 024 nodes, target < 1 s) and
-// 16x16x16 (4 096 nodes), under angara*.
+// fault-free torus under angara*: 8x8x4x4 (1 024 nodes, target ≤ 0.5 s
+// wall), 8x8x8x8 and 16x16x16 (4 096 nodes, ≤ 5 s wall on 2 cores). The
+// same-run baselines: "seq" is the strictly sequential algorithm (one
+// source per round, one worker), "baseline" the coordinate algorithm.
 func BenchmarkTable(b *testing.B) {
-	for _, spec := range []string{"8x8x4x4", "16x16x16"} {
+	for _, spec := range []string{"8x8x4x4", "16x16x16", "8x8x8x8"} {
 		g := mustTorus(b, spec)
 		r := mustRouter(b, g, AngaraStar)
 		all := allNodes(g.NumNodes())
-		cpuRun(b, spec+"/bfs", func() {
-			tb, err := r.BuildTable(all, nil, BFS)
-			if err != nil || !tb.DeadlockFree {
-				b.Fatal(err)
-			}
-		})
+		for _, v := range []struct {
+			name string
+			algo Algo
+			o    TableOptions
+		}{{"bfs", BFS, TableOptions{}}, {"bfs-seq", BFS, TableOptions{Batch: 1, Workers: 1}}, {"baseline", Baseline, TableOptions{}}} {
+			b.Run(spec+"/"+v.name, func(b *testing.B) {
+				c0 := cpuTime()
+				var tb *Table
+				for b.Loop() {
+					var err error
+					if tb, err = r.BuildTableOpts(all, nil, v.algo, v.o); err != nil || !tb.DeadlockFree {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
+				b.ReportMetric(tb.Stats.BalanceFactor, "balance-%")
+			})
+		}
+	}
+}
+
+// jobFailures are the 10 failed X/Y links of the 32x32x32 job benchmark
+// (all inside the job's slab z = 0..4 or on its transit plane z = 31).
+const jobFailures = "1.1.0+X,2.5.1+Y,7.7.2+X,9.12.3+Y,14.3.0+X,17.20.1+Y,21.9.2+X,25.25.3+Y,28.14.4+X,30.30.31+Y"
+
+// BenchmarkJobTable measures a job's table on a 32x32x32 machine (32 768
+// nodes): 4 096 active nodes *.*.0-3, transit planes *.*.4 and *.*.31, 10
+// failed X/Y links, angara* (target ≤ 3 s, ≤ 1 GB); the router (R_A*
+// construction on the whole machine) is built once outside the loop and
+// also measured alone as "router".
+func BenchmarkJobTable(b *testing.B) {
+	g := mustTorus(b, "32x32x32")
+	g, err := g.ApplyFaults(jobFailures, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	active, err := g.ParseNodes("*.*.0-3")
+	if err != nil {
+		b.Fatal(err)
+	}
+	transit, err := g.ParseNodes("*.*.4,*.*.31")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := mustRouter(b, g, AngaraStar)
+	cpuRun(b, "router", func() { mustRouter(b, g, AngaraStar) })
+	cpuRun(b, "table", func() {
+		tb, err := r.BuildTable(active, transit, BFS)
+		if err != nil || !tb.DeadlockFree {
+			b.Fatal(err)
+		}
+	})
+	cpuRun(b, "table-seq", func() {
+		if _, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 1, Workers: 1}); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkRoutesFile writes the 16x16x16 table in the compact format
+// (target ≤ 250 MB) and checks it from the file (target ≤ 1 GB, ≤ 30 s);
+// the JSON check of the same table is the baseline on 8x8x4x4.
+func BenchmarkRoutesFile(b *testing.B) {
+	for _, spec := range []string{"8x8x4x4", "16x16x16"} {
+		g := mustTorus(b, spec)
+		r := mustRouter(b, g, AngaraStar)
+		tb, err := r.BuildTable(allNodes(g.NumNodes()), nil, BFS)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dir := b.TempDir()
+		formats := []string{"routes"}
+		if spec == "8x8x4x4" {
+			formats = append(formats, "json")
+		}
+		for _, format := range formats {
+			path := dir + "/t." + format
+			cpuRun(b, spec+"/write-"+format, func() {
+				f, err := os.Create(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				write := tb.WriteRoutes
+				if format == "json" {
+					write = tb.WriteJSON
+				}
+				if err := write(f); err != nil {
+					b.Fatal(err)
+				}
+				st, _ := f.Stat()
+				f.Close()
+				b.ReportMetric(float64(st.Size())/1e6, "MB")
+			})
+			cpuRun(b, spec+"/check-"+format, func() {
+				f, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+				rep, _, err := CheckFile(f, "", "", 0)
+				if err != nil || len(rep.Violations) > 0 {
+					b.Fatal(err, rep.Violations)
+				}
+			})
+		}
 	}
 }
 

@@ -27,6 +27,8 @@ type FaultOptions struct {
 	Unit     string                `json:"unit"`
 	Workers  int                   `json:"-"`
 	Progress func(done, total int) `json:"-"`
+	// variant selects an R_A* construction variant (fidelity experiment).
+	variant starVariant
 }
 
 func (o *FaultOptions) defaults() error {
@@ -185,6 +187,7 @@ func FaultExperiment(o FaultOptions) (*FaultReport, error) {
 	par.For(items, workers, func(w, i int) {
 		if ws[w] == nil {
 			ws[w] = &faultWorker{}
+			ws[w].sb.variant = o.variant
 		}
 		ti, trial := i/o.Trials, i%o.Trials
 		res[i] = ws[w].run(tori[ti], automata[tori[ti].n], o.Seed, uint64(ti), uint64(trial), o.Unit == "channel")
@@ -268,7 +271,7 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 	fw.perm = faultOrder(fw.perm, seed, ti, trial, L)
 	fw.up = slices.Grow(fw.up[:0], nc)[:nc]
 	states := au[0].nstates
-	if fw.s == nil || len(fw.s.mask) < t.nodes*states || len(fw.s.load) < nc || len(fw.s.setStamp) < t.nodes {
+	if fw.s == nil || len(fw.s.mask) < t.nodes*states || len(fw.s.setStamp) < t.nodes {
 		fw.s = newScratch(max(t.nodes, 128), max(states, 90), max(nc, 1024))
 	}
 	all := make([]int, t.nodes)
@@ -348,10 +351,5 @@ func newScratch(nodes, states, channels int) *scratch {
 		actIdx:   make([]int32, nodes),
 		isAct:    make([]uint32, nodes),
 		mask:     make([]uint64, nv),
-		vstamp:   make([]uint32, nv),
-		parent:   make([]int32, nv),
-		vdist:    make([]int32, nv),
-		load:     make([]int32, channels),
-		cstmp:    make([]uint32, channels),
 	}
 }

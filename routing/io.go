@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -84,9 +83,7 @@ func (tb *Table) WriteJSON(w io.Writer) error {
 			if k > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, '"')
-			b = append(b, d.String()...)
-			b = append(b, '"')
+			b = append(b, quotedDirs[d]...)
 		}
 		b = append(b, "]}"...)
 		bw.Write(b)
@@ -126,6 +123,16 @@ func (tb *Table) WriteJSON(w io.Writer) error {
 	bw.WriteString("}\n")
 	return bw.Flush()
 }
+
+// quotedDirs holds "\"+X\"", … so that routes are written without
+// building a string per step.
+var quotedDirs = func() [2 * MaxDims]string {
+	var q [2 * MaxDims]string
+	for d := range q {
+		q[d] = strconv.Quote(Dir(d).String())
+	}
+	return q
+}()
 
 func appendInts(b []byte, g *topology.Graph, v int) []byte {
 	b = append(b, '[')
@@ -167,235 +174,6 @@ func ReadTableJSON(r io.Reader) (*TableJSON, error) {
 		}
 	}
 	return &tf, nil
-}
-
-// CheckTable re-verifies a table file: it rebuilds the torus from dims and
-// the failures named in the file plus extraLinks/extraNodes (lists as
-// accepted by topology.Graph.ApplyFaults), and checks that every ordered
-// pair of active nodes has exactly one route, that every route obeys the
-// rule, arrives, avoids failed links and keeps its transit nodes inside
-// the set, that the claimed figures match and that the channel
-// dependencies have no cycle with a turn. A structurally corrupt file is
-// an error; everything else is reported as violations.
-func CheckTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router, error) {
-	parts := make([]string, len(tf.Dims))
-	for i, d := range tf.Dims {
-		parts[i] = strconv.Itoa(d)
-	}
-	g, err := topology.Parse("torus:" + strings.Join(parts, "x"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("table file: %v", err)
-	}
-	if g, err = g.ApplyFaults(strings.Join(tf.FailedLinks, ","), strings.Join(tf.FailedNodes, ",")); err != nil {
-		return nil, nil, fmt.Errorf("table file: %v", err)
-	}
-	if g, err = g.ApplyFaults(extraLinks, extraNodes); err != nil {
-		return nil, nil, err
-	}
-	rule, err := ParseRule(tf.Rules)
-	if err != nil {
-		return nil, nil, fmt.Errorf("table file: %v", err)
-	}
-	n := len(tf.Dims)
-	if len(tf.Order) > 0 {
-		if rule.Order, err = ParseOrder(strings.Join(tf.Order, ","), n); err != nil {
-			return nil, nil, fmt.Errorf("table file: %v", err)
-		}
-	}
-	r, err := NewRouter(g, rule)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep, err := r.CheckJSON(tf)
-	return rep, r, err
-}
-
-// CheckJSON verifies a table in the file format against this router's
-// network and rule (the rule named in the file must be the router's), the
-// way CheckTable does, without building a new router: a service that keeps
-// one router per fabric state uses it to re-check stored tables after
-// failures.
-func (r *Router) CheckJSON(tf *TableJSON) (*Report, error) {
-	g := r.t.g
-	n := len(r.t.dims)
-	if !slices.Equal(tf.Dims, r.t.dims) {
-		return nil, fmt.Errorf("table file: dims %v do not match the torus %v", tf.Dims, r.t.dims)
-	}
-	rule, err := ParseRule(tf.Rules)
-	if err != nil {
-		return nil, fmt.Errorf("table file: %v", err)
-	}
-	if len(tf.Order) > 0 {
-		if rule.Order, err = ParseOrder(strings.Join(tf.Order, ","), n); err != nil {
-			return nil, fmt.Errorf("table file: %v", err)
-		}
-	}
-	if rule.String() != r.rule.String() {
-		return nil, fmt.Errorf("table file: rule %s differs from the router's %s", rule, r.rule)
-	}
-	node := func(what string, c []int) (int, error) {
-		if len(c) != n {
-			return -1, fmt.Errorf("table file: %s %v has %d coordinates, the torus has %d dimensions", what, c, len(c), n)
-		}
-		for i, x := range c {
-			if x < 0 || x >= tf.Dims[i] {
-				return -1, fmt.Errorf("table file: %s %v is outside the torus", what, c)
-			}
-		}
-		return g.NodeAt(c), nil
-	}
-	// the set
-	var active, transit []int
-	inSet := make([]bool, g.NumNodes())
-	if len(tf.Active) > 0 {
-		for _, c := range tf.Active {
-			v, err := node("active node", c)
-			if err != nil {
-				return nil, err
-			}
-			if inSet[v] {
-				return nil, fmt.Errorf("table file: active node %s listed twice", g.NodeName(v))
-			}
-			inSet[v] = true
-			active = append(active, v)
-		}
-	} else {
-		for i, rt := range tf.Routes {
-			for _, c := range [][]int{rt.Src, rt.Dst} {
-				v, err := node(fmt.Sprintf("route %d endpoint", i+1), c)
-				if err != nil {
-					return nil, err
-				}
-				if !inSet[v] {
-					inSet[v] = true
-					active = append(active, v)
-				}
-			}
-		}
-	}
-	slices.Sort(active)
-	for _, c := range tf.Transit {
-		v, err := node("transit node", c)
-		if err != nil {
-			return nil, err
-		}
-		if inSet[v] {
-			return nil, fmt.Errorf("table file: transit node %s is also listed as active or twice", g.NodeName(v))
-		}
-		inSet[v] = true
-		transit = append(transit, v)
-	}
-	// routes
-	type rt struct {
-		src, dst int
-		dirs     []Dir
-	}
-	routes := make([]rt, len(tf.Routes))
-	m := len(active)
-	seen := make([]bool, m*m)
-	var viol []Violation
-	addV := func(v Violation) {
-		if len(viol) < maxViolations {
-			viol = append(viol, v)
-		}
-	}
-	keep := routes[:0]
-	for i, x := range tf.Routes {
-		src, err := node(fmt.Sprintf("route %d source", i+1), x.Src)
-		if err != nil {
-			return nil, err
-		}
-		dst, err := node(fmt.Sprintf("route %d destination", i+1), x.Dst)
-		if err != nil {
-			return nil, err
-		}
-		dirs := make([]Dir, len(x.Dirs))
-		for k, s := range x.Dirs {
-			d, err := ParseDir(s)
-			if err != nil {
-				return nil, fmt.Errorf("table file: route %d: %v", i+1, err)
-			}
-			if d.Dim() >= n {
-				return nil, fmt.Errorf("table file: route %d: %s is not a direction of a %d-dimensional torus", i+1, d, n)
-			}
-			dirs[k] = d
-		}
-		a, okA := slices.BinarySearch(active, src)
-		b, okB := slices.BinarySearch(active, dst)
-		switch {
-		case !okA || !okB:
-			addV(Violation{"not-active", src, dst, fmt.Sprintf("route %s → %s joins a node that is not active", g.NodeName(src), g.NodeName(dst))})
-			continue
-		case a == b:
-			addV(Violation{"arrival", src, dst, fmt.Sprintf("route from %s to itself", g.NodeName(src))})
-			continue
-		case seen[a*m+b]:
-			addV(Violation{"duplicate", src, dst, fmt.Sprintf("second route %s → %s", g.NodeName(src), g.NodeName(dst))})
-			continue
-		}
-		seen[a*m+b] = true
-		keep = append(keep, rt{src, dst, dirs})
-	}
-	routes = keep
-	for a := 0; a < m; a++ {
-		for b := 0; b < m; b++ {
-			if a != b && !seen[a*m+b] {
-				addV(Violation{"missing", active[a], active[b], fmt.Sprintf("no route %s → %s", g.NodeName(active[a]), g.NodeName(active[b]))})
-			}
-		}
-	}
-	for _, v := range active {
-		if g.NodeFailed(v) {
-			addV(Violation{"failed-link", v, -1, fmt.Sprintf("active node %s is failed", g.NodeName(v))})
-		}
-	}
-	set := append(append([]int(nil), active...), transit...)
-	rep := r.verifyRoutes(len(routes), func(i int, buf []Dir) (int, int, []Dir) {
-		return routes[i].src, routes[i].dst, append(buf, routes[i].dirs...)
-	}, set, inSet, 0)
-	rep.Violations = append(viol, rep.Violations...)
-	// π_perfect is defined over minimal routes: recompute the minimal
-	// lengths when the set is reachable.
-	minSum := rep.SumLength
-	if ok, _, err := r.Check(active, transit); err == nil && ok && m > 1 {
-		if s, err := r.minimalSum(active, transit); err == nil {
-			minSum = s
-		}
-	}
-	rep.Stats.PiPerfect, rep.Stats.BalanceFactor = piFigures(minSum, rep.Channels, rep.Stats.PiMax)
-	if tf.Stats != nil && !statsClose(*tf.Stats, rep.Stats) {
-		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, fmt.Sprintf("the file claims %+v, the routes give %+v", *tf.Stats, rep.Stats)})
-	}
-	if rep.Cycle != nil {
-		rep.Violations = append(rep.Violations, Violation{"deadlock", -1, -1, "channel dependency cycle with a turn: " + r.CycleString(rep.Cycle)})
-	} else if !tf.DeadlockFree && len(tf.Routes) > 0 {
-		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, "the file says deadlock_free is false, but the dependencies have no cycle with a turn"})
-	}
-	return rep, nil
-}
-
-// minimalSum returns Σ over ordered active pairs of the shortest legal
-// route length inside the set.
-func (r *Router) minimalSum(active, transit []int) (int, error) {
-	s := r.getScratch()
-	defer r.putScratch(s)
-	if err := r.prepareSet(s, active, transit); err != nil {
-		return 0, err
-	}
-	clear(s.load)
-	m := len(s.act)
-	s.endV = slices.Grow(s.endV[:0], m)[:m]
-	s.dist = slices.Grow(s.dist[:0], m)[:m]
-	sum := 0
-	for i := 0; i < m; i++ {
-		if err := r.bfsFrom(s, int(s.act[i]), i); err != nil {
-			return 0, err
-		}
-		for _, d := range s.dist {
-			sum += int(d)
-		}
-	}
-	return sum, nil
 }
 
 // ---- per-node routing tables (text) ----

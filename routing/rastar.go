@@ -53,13 +53,52 @@ type starBuilder struct {
 	epoch  uint32
 	stack  []int32
 	extraA [][]int32 // search mode: accepted edges per condensed vertex
+	// useClosure: the closure rows answer reachability (else searches)
+	useClosure bool
+	variant    starVariant
+}
+
+// starVariant selects variants of the R_A* construction for the fidelity
+// experiment (TestRAStarVariants); the zero value is the construction
+// the routers use.
+type starVariant struct {
+	// noReversal leaves the turns (u,d) → (u+d,−d) out of the R_DOR
+	// CDG: a minimal route never reverses, so no table uses them (the
+	// direction bits forbid them inside the dirbit part; only FS or LS
+	// steps could take them, and then the route is not minimal).
+	noReversal bool
+	// byDirection offers the candidates direction pair by direction
+	// pair (Di, then Dj in the order), all nodes for each, instead of
+	// node by node.
+	byDirection bool
 }
 
 func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, error) {
+	res := starResult{extra: make([]uint16, len(up))}
+	nv := sb.condense(t, up)
+	sb.condensedEdges(t, up, rank, nv)
+	if !sb.topoOrder(nv) {
+		return res, fmt.Errorf("internal error: the direction-order dependency graph has a cycle with a turn")
+	}
+	sb.useClosure = int(nv) <= closureLimit
+	if sb.useClosure {
+		sb.closure(nv)
+	} else {
+		if cap(sb.stamp) < int(nv) {
+			sb.stamp = make([]uint32, nv)
+			sb.epoch = 0
+		}
+		sb.extraA = make([][]int32, nv)
+	}
+	sb.offerCandidates(t, up, rank, nv, &res)
+	return res, nil
+}
+
+// condense numbers the condensed vertices: one per intact ring direction
+// (all its channels alive), one per other live channel; it returns their
+// count and leaves the vertex of every channel in sb.comp (−1 if dead).
+func (sb *starBuilder) condense(t *torus, up []bool) int32 {
 	nc := len(up)
-	res := starResult{extra: make([]uint16, nc)}
-	// 1. condensed vertices: one per intact ring direction, one per other
-	// live channel.
 	if cap(sb.comp) < nc {
 		sb.comp = make([]int32, nc)
 	}
@@ -74,19 +113,8 @@ func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, erro
 			if !up[c] || comp[c] >= 0 {
 				continue
 			}
-			// walk the ring from v in direction d
-			intact := true
-			w := v
-			for k := 0; k < t.dims[d.Dim()]; k++ {
-				if !up[t.chAt(w, d)] {
-					intact = false
-					break
-				}
-				w = int(t.nbAt(w, d))
-			}
-			if intact {
-				w = v
-				for k := 0; k < t.dims[d.Dim()]; k++ {
+			if ringIntact(t, up, v, d) {
+				for w, k := v, 0; k < t.dims[d.Dim()]; k++ {
 					comp[t.chAt(w, d)] = nv
 					w = int(t.nbAt(w, d))
 				}
@@ -96,15 +124,33 @@ func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, erro
 			nv++
 		}
 	}
-	// 2. condensed edges of the R_DOR CDG (CSR).
+	sb.comp = comp
+	return nv
+}
+
+// ringIntact reports whether every channel of the ring through v in
+// direction d is alive.
+func ringIntact(t *torus, up []bool, v int, d Dir) bool {
+	for w, k := v, 0; k < t.dims[d.Dim()]; k++ {
+		if !up[t.chAt(w, d)] {
+			return false
+		}
+		w = int(t.nbAt(w, d))
+	}
+	return true
+}
+
+// condensedEdges builds the condensed edges of the R_DOR CDG (CSR in
+// sb.start/sb.adj): (u,Di) → (u+Di,Dj) for every Dj not below Di.
+func (sb *starBuilder) condensedEdges(t *torus, up []bool, rank []int8, nv int32) {
+	comp := sb.comp
 	if cap(sb.start) < int(nv)+1 {
 		sb.start = make([]int32, nv+1)
 	}
 	start := sb.start[:nv+1]
 	clear(start)
-	adj := sb.adj[:0]
 	forEachDep := func(f func(a, b int32)) {
-		for c := 0; c < nc; c++ {
+		for c := range up {
 			if !up[c] {
 				continue
 			}
@@ -112,6 +158,9 @@ func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, erro
 			w := int(t.nbAt(int(t.chSrc[c]), di))
 			for dj := Dir(0); int(dj) < t.nd; dj++ {
 				if rank[dj] < rank[di] {
+					continue
+				}
+				if sb.variant.noReversal && dj == di.Opp() {
 					continue
 				}
 				b := t.chAt(w, dj)
@@ -125,14 +174,20 @@ func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, erro
 	for i := int32(0); i < nv; i++ {
 		start[i+1] += start[i]
 	}
+	adj := sb.adj[:0]
 	if cap(adj) < int(start[nv]) {
 		adj = make([]int32, start[nv])
 	}
 	adj = adj[:start[nv]]
 	fill := append([]int32(nil), start[:nv]...)
 	forEachDep(func(a, b int32) { adj[fill[a]] = b; fill[a]++ })
-	sb.adj = adj
-	// 3. topological order (Kahn).
+	sb.start, sb.adj = start, adj
+}
+
+// topoOrder puts the condensed vertices in topological order (Kahn) in
+// sb.topo; it reports false if the graph has a cycle.
+func (sb *starBuilder) topoOrder(nv int32) bool {
+	start, adj := sb.start, sb.adj
 	if cap(sb.indeg) < int(nv) {
 		sb.indeg = make([]int32, nv)
 		sb.topo = make([]int32, 0, nv)
@@ -157,90 +212,100 @@ func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, erro
 		}
 	}
 	sb.topo = topo
-	if len(topo) != int(nv) {
-		return res, fmt.Errorf("internal error: the direction-order dependency graph has a cycle with a turn")
+	return len(topo) == int(nv)
+}
+
+// closure computes the transitive closure as bit rows, in reverse
+// topological order.
+func (sb *starBuilder) closure(nv int32) {
+	sb.words = (int(nv) + 63) / 64
+	need := int(nv) * sb.words
+	if cap(sb.reach) < need {
+		sb.reach = make([]uint64, need)
 	}
-	useClosure := int(nv) <= closureLimit
-	if useClosure {
-		// 4. transitive closure in reverse topological order.
-		sb.words = (int(nv) + 63) / 64
-		need := int(nv) * sb.words
-		if cap(sb.reach) < need {
-			sb.reach = make([]uint64, need)
+	sb.reach = sb.reach[:need]
+	clear(sb.reach)
+	for i := len(sb.topo) - 1; i >= 0; i-- {
+		v := sb.topo[i]
+		rv := sb.row(v)
+		for _, b := range sb.adj[sb.start[v]:sb.start[v+1]] {
+			rb := sb.row(b)
+			for k := range rv {
+				rv[k] |= rb[k]
+			}
+			rv[b>>6] |= 1 << (uint(b) & 63)
 		}
-		sb.reach = sb.reach[:need]
-		clear(sb.reach)
-		for i := len(topo) - 1; i >= 0; i-- {
-			v := topo[i]
-			rv := sb.row(v)
-			for _, b := range adj[start[v]:start[v+1]] {
-				rb := sb.row(b)
-				for k := range rv {
-					rv[k] |= rb[k]
+	}
+}
+
+// offerCandidates offers the order-violating FS/LS dependencies one by
+// one (by node uj, then Di, then Dj in the direction order) and accepts
+// those that close no cycle.
+func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int32, res *starResult) {
+	ord := orderOf(rank)
+	offer := func(uj int, di, dj Dir) {
+		if rank[dj] >= rank[di] || (di.Neg() && !dj.Neg()) {
+			return // not order-violating, or neither an FS (positive first) nor an LS (negative last) transition
+		}
+		a, b := t.inCh(uj, di), t.chAt(uj, dj)
+		if !up[a] || !up[b] {
+			return
+		}
+		res.candidates++
+		if sb.tryAccept(sb.comp[a], sb.comp[b], nv) {
+			res.extra[a] |= 1 << dj
+			res.accepted++
+		}
+	}
+	if sb.variant.byDirection {
+		for _, di := range ord {
+			for _, dj := range ord {
+				for uj := 0; uj < t.nodes; uj++ {
+					offer(uj, di, dj)
 				}
-				rv[b>>6] |= 1 << (uint(b) & 63)
 			}
 		}
-	} else {
-		if cap(sb.stamp) < int(nv) {
-			sb.stamp = make([]uint32, nv)
-			sb.epoch = 0
-		}
-		sb.extraA = make([][]int32, nv)
+		return
 	}
-	// 5. offer the order-violating FS/LS dependencies one by one.
-	ord := orderOf(rank)
 	for uj := 0; uj < t.nodes; uj++ {
 		for _, di := range ord {
-			a := t.inCh(uj, di)
-			if !up[a] {
-				continue
-			}
 			for _, dj := range ord {
-				if rank[dj] >= rank[di] {
-					break
-				}
-				if di.Neg() && !dj.Neg() {
-					continue // neither an FS (positive first) nor an LS (negative last) transition
-				}
-				b := t.chAt(uj, dj)
-				if !up[b] {
-					continue
-				}
-				res.candidates++
-				ca, cb := comp[a], comp[b]
-				if useClosure {
-					if sb.row(cb)[ca>>6]&(1<<(uint(ca)&63)) != 0 {
-						continue // b ⇝ a: a cycle through a turn
-					}
-					// accept: everything reaching a (and a) now reaches b and
-					// its closure; rows that already reach b already hold
-					// b's closure (the rows are transitively closed).
-					rb := sb.row(cb)
-					wa, ba := ca>>6, uint64(1)<<(uint(ca)&63)
-					wb, bb := cb>>6, uint64(1)<<(uint(cb)&63)
-					for x := int32(0); x < nv; x++ {
-						rx := sb.reach[int(x)*sb.words : int(x+1)*sb.words]
-						if (x != ca && rx[wa]&ba == 0) || rx[wb]&bb != 0 {
-							continue
-						}
-						for k, w := range rb {
-							rx[k] |= w
-						}
-						rx[wb] |= bb
-					}
-				} else {
-					if sb.reaches(cb, ca) {
-						continue
-					}
-					sb.extraA[ca] = append(sb.extraA[ca], cb)
-				}
-				res.extra[a] |= 1 << dj
-				res.accepted++
+				offer(uj, di, dj)
 			}
 		}
 	}
-	return res, nil
+}
+
+// tryAccept adds the condensed edge ca → cb unless cb already reaches ca
+// (a cycle through a turn); it reports whether it was added.
+func (sb *starBuilder) tryAccept(ca, cb, nv int32) bool {
+	if !sb.useClosure {
+		if sb.reaches(cb, ca) {
+			return false
+		}
+		sb.extraA[ca] = append(sb.extraA[ca], cb)
+		return true
+	}
+	if sb.row(cb)[ca>>6]&(1<<(uint(ca)&63)) != 0 {
+		return false // b ⇝ a: a cycle through a turn
+	}
+	// accept: everything reaching a (and a) now reaches b and its
+	// closure; rows that already reach b already hold b's closure (the
+	// rows are transitively closed).
+	rb := sb.row(cb)
+	wa, ba := ca>>6, uint64(1)<<(uint(ca)&63)
+	wb, bb := cb>>6, uint64(1)<<(uint(cb)&63)
+	for x := int32(0); x < nv; x++ {
+		rx := sb.reach[int(x)*sb.words : int(x+1)*sb.words]
+		if (x != ca && rx[wa]&ba == 0) || rx[wb]&bb != 0 {
+			continue
+		}
+		for k, w := range rb {
+			rx[k] |= w
+		}
+		rx[wb] |= bb
+	}
+	return true
 }
 
 func (sb *starBuilder) row(v int32) []uint64 {

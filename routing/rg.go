@@ -114,9 +114,10 @@ func (rg *RoutingGraph) ExplicitBytes() int {
 	return 4*(rg.NumVertices()+1) + 4*rg.NumEdges()
 }
 
-// ScratchBytes is the per-worker working memory of reachability and table
-// construction on the whole torus (per-vertex masks, stamps, parents; per
-// channel loads).
+// ScratchBytes is the per-worker working memory of reachability on the
+// whole torus (one 64-bit source mask per vertex, per-node stamps and
+// indices). A table search needs less: one bit per vertex of the set and
+// 16 bytes per vertex it reaches.
 func (rg *RoutingGraph) ScratchBytes() int {
-	return rg.NumVertices()*(8+4+4) + len(rg.r.up)*(4+4) + rg.r.t.nodes*12
+	return rg.NumVertices()*8 + rg.r.t.nodes*(4+4+4+4+2)
 }

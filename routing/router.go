@@ -18,6 +18,7 @@ type Router struct {
 	rule  Rule
 	order Order
 	a     *automaton
+	plan  *bfsPlan
 	up    []bool
 	star  *starResult // angara* only
 	// free holds scratch spaces for reuse (a few, kept across GCs: they
@@ -46,8 +47,9 @@ func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
 	}
 	r := &Router{t: t, rule: Rule{Kind: rule.Kind, Order: order}, order: order, up: up}
 	r.a = compile(rule.Kind, order, t.n)
+	r.plan = newBFSPlan(r.a)
 	if rule.Kind == AngaraStar {
-		var sb starBuilder
+		sb := starBuilder{variant: routerStarVariant}
 		st, err := sb.build(t, up, r.a.rank)
 		if err != nil {
 			return nil, err
@@ -56,6 +58,9 @@ func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
 	}
 	return r, nil
 }
+
+// routerStarVariant is the R_A* construction routers use.
+var routerStarVariant = starVariant{}
 
 // Rule returns the router's rule (with its order filled in).
 func (r *Router) Rule() Rule { return r.rule }
@@ -97,25 +102,13 @@ type scratch struct {
 	setStamp []uint32 // per node: == setEpoch when in M_{a,t}
 	setEpoch uint32
 	actIdx   []int32  // per node: index in the sorted active list, valid when in set and active
+	loc      []int32  // per node: local index in the set (newLocalSet), valid for set nodes
 	open     []uint16 // per node in the set: bit d set when the channel in direction d is alive and leads into the set
 	isAct    []uint32
-	// per RG vertex
-	mask   []uint64
-	vstamp []uint32
-	vepoch uint32
-	parent []int32
-	vdist  []int32
-	next   []int32 // set nodes (reachability)
-	lq     []qent
-	nq     []qent
-	tq     []qent
-	// per channel
-	load  []int32
-	cstmp []uint32
-	cep   uint32
+	// per RG vertex (reachability)
+	mask []uint64
+	next []int32 // set nodes (reachability)
 	// tables
-	endV  []int32
-	dist  []int32
 	act   []int32
 	trans []int32
 }

@@ -203,115 +203,150 @@ func (a *automaton) setAdd(c int32, d Dir) int32 {
 	return -1
 }
 
+// transition is one automaton transition while the automaton is built.
+type transition struct {
+	d    Dir
+	to   int32
+	cond bool
+}
+
+// compile builds the automaton of a rule: its states and transitions,
+// the dominators of every state, a topological order and the packed
+// transition tables.
 func compile(kind Kind, order Order, n int) *automaton {
 	a := &automaton{kind: kind, n: n, nd: 2 * n, order: order, rank: order.ranks()}
 	a.pow3 = make([]int32, n+1)
 	for i := range a.pow3 {
 		a.pow3[i] = int32(pow3(i))
 	}
-	p := pow3(n)
-	type tr struct {
-		d    Dir
-		to   int32
-		cond bool
-	}
-	var trans [][]tr
-	add := func(k stateKind, in int8, canEnd bool, set int32) int {
-		a.skind = append(a.skind, k)
-		a.in = append(a.in, in)
-		a.canEnd = append(a.canEnd, canEnd)
-		a.set = append(a.set, set)
-		trans = append(trans, nil)
-		return len(a.skind) - 1
-	}
-	nd := 2 * n
-	switch kind {
-	case DOR:
-		a.begin = add(sBegin, -1, false, 0)
-		for d := 0; d < nd; d++ {
-			add(sLast, int8(d), true, 0)
-		}
-		a.end = add(sEnd, -1, false, 0)
-		last := func(d Dir) int32 { return int32(1 + int(d)) }
-		for d := Dir(0); int(d) < nd; d++ {
-			trans[a.begin] = append(trans[a.begin], tr{d, last(d), false})
-			for e := Dir(0); int(e) < nd; e++ {
-				if a.rank[e] >= a.rank[d] {
-					trans[last(d)] = append(trans[last(d)], tr{e, last(e), false})
-				}
-			}
-		}
-	default:
-		fsls := kind.HasFSLS()
-		a.begin = add(sBegin, -1, false, 0)
-		fsBase := int32(len(a.skind))
-		if fsls {
-			for j := 0; j < n; j++ {
-				add(sFS, int8(Plus(j)), true, 0)
-			}
-		}
-		setBase := int32(len(a.skind)) - 1 // state of set code c is setBase + c
-		for c := 1; c < p; c++ {
-			add(sDirbit, 0, true, int32(c))
-		}
-		for c := int32(1); c < int32(p); c++ {
-			a.in[setBase+c] = int8(a.setMax(c))
-		}
-		lsBase := int32(len(a.skind))
-		if fsls {
-			for j := 0; j < n; j++ {
-				add(sLS, int8(Minus(j)), true, 0)
-			}
-		}
-		a.end = add(sEnd, -1, false, 0)
-		// order-violating FS/LS transitions: static for R_A,
-		// conditional for R_A*, absent for R_A−.
-		boundary := func(from, d Dir) (ok, cond bool) {
-			if a.rank[d] >= a.rank[from] || kind == Angara {
-				return true, false
-			}
-			if kind == AngaraStar {
-				return true, true
-			}
-			return false, false
-		}
-		for d := Dir(0); int(d) < nd; d++ {
-			trans[a.begin] = append(trans[a.begin], tr{d, setBase + a.setAdd(0, d), false})
-			if fsls && !d.Neg() {
-				trans[a.begin] = append(trans[a.begin], tr{d, fsBase + int32(d.Dim()), false})
-			}
-		}
-		if fsls {
-			for j := 0; j < n; j++ {
-				q := fsBase + int32(j)
-				for d := Dir(0); int(d) < nd; d++ {
-					if ok, cond := boundary(Plus(j), d); ok {
-						trans[q] = append(trans[q], tr{d, setBase + a.setAdd(0, d), cond})
-						if d.Neg() {
-							trans[q] = append(trans[q], tr{d, lsBase + int32(d.Dim()), cond})
-						}
-					}
-				}
-			}
-		}
-		for c := int32(1); c < int32(p); c++ {
-			q := setBase + c
-			last := Dir(a.in[q])
-			for d := Dir(0); int(d) < nd; d++ {
-				if a.rank[d] >= a.rank[last] {
-					if t := a.setAdd(c, d); t >= 0 {
-						trans[q] = append(trans[q], tr{d, setBase + t, false})
-					}
-				}
-				if fsls && d.Neg() {
-					if ok, cond := boundary(last, d); ok {
-						trans[q] = append(trans[q], tr{d, lsBase + int32(d.Dim()), cond})
-					}
-				}
-			}
-		}
+	var trans [][]transition
+	if kind == DOR {
+		trans = a.dorStates()
+	} else {
+		trans = a.dirbitStates()
 	}
 	a.nstates = len(a.skind)
+	a.findDominators()
+	a.sortStates(trans)
+	a.packTransitions(trans)
+	return a
+}
+
+// addState appends a state and returns its number.
+func (a *automaton) addState(trans *[][]transition, k stateKind, in int8, canEnd bool, set int32) int {
+	a.skind = append(a.skind, k)
+	a.in = append(a.in, in)
+	a.canEnd = append(a.canEnd, canEnd)
+	a.set = append(a.set, set)
+	*trans = append(*trans, nil)
+	return len(a.skind) - 1
+}
+
+// dorStates builds the DOR automaton: begin, one state per last
+// direction, end.
+func (a *automaton) dorStates() [][]transition {
+	var trans [][]transition
+	nd := a.nd
+	a.begin = a.addState(&trans, sBegin, -1, false, 0)
+	for d := 0; d < nd; d++ {
+		a.addState(&trans, sLast, int8(d), true, 0)
+	}
+	a.end = a.addState(&trans, sEnd, -1, false, 0)
+	last := func(d Dir) int32 { return int32(1 + int(d)) }
+	for d := Dir(0); int(d) < nd; d++ {
+		trans[a.begin] = append(trans[a.begin], transition{d, last(d), false})
+		for e := Dir(0); int(e) < nd; e++ {
+			if a.rank[e] >= a.rank[d] {
+				trans[last(d)] = append(trans[last(d)], transition{e, last(e), false})
+			}
+		}
+	}
+	return trans
+}
+
+// dirbitStates builds the automaton of dirbit and the Angara rules:
+// begin, FS states, one state per dirbit set, LS states, end.
+func (a *automaton) dirbitStates() [][]transition {
+	var trans [][]transition
+	n, nd, kind := a.n, a.nd, a.kind
+	fsls := kind.HasFSLS()
+	a.begin = a.addState(&trans, sBegin, -1, false, 0)
+	fsBase := int32(len(a.skind))
+	if fsls {
+		for j := 0; j < n; j++ {
+			a.addState(&trans, sFS, int8(Plus(j)), true, 0)
+		}
+	}
+	setBase := int32(len(a.skind)) - 1 // state of set code c is setBase + c
+	p := pow3(n)
+	for c := 1; c < p; c++ {
+		a.addState(&trans, sDirbit, 0, true, int32(c))
+	}
+	for c := int32(1); c < int32(p); c++ {
+		a.in[setBase+c] = int8(a.setMax(c))
+	}
+	lsBase := int32(len(a.skind))
+	if fsls {
+		for j := 0; j < n; j++ {
+			a.addState(&trans, sLS, int8(Minus(j)), true, 0)
+		}
+	}
+	a.end = a.addState(&trans, sEnd, -1, false, 0)
+	for d := Dir(0); int(d) < nd; d++ {
+		trans[a.begin] = append(trans[a.begin], transition{d, setBase + a.setAdd(0, d), false})
+		if fsls && !d.Neg() {
+			trans[a.begin] = append(trans[a.begin], transition{d, fsBase + int32(d.Dim()), false})
+		}
+	}
+	if fsls {
+		for j := 0; j < n; j++ {
+			q := fsBase + int32(j)
+			for d := Dir(0); int(d) < nd; d++ {
+				if ok, cond := a.boundary(Plus(j), d); ok {
+					trans[q] = append(trans[q], transition{d, setBase + a.setAdd(0, d), cond})
+					if d.Neg() {
+						trans[q] = append(trans[q], transition{d, lsBase + int32(d.Dim()), cond})
+					}
+				}
+			}
+		}
+	}
+	for c := int32(1); c < int32(p); c++ {
+		q := setBase + c
+		last := Dir(a.in[q])
+		for d := Dir(0); int(d) < nd; d++ {
+			if a.rank[d] >= a.rank[last] {
+				if t := a.setAdd(c, d); t >= 0 {
+					trans[q] = append(trans[q], transition{d, setBase + t, false})
+				}
+			}
+			if fsls && d.Neg() {
+				if ok, cond := a.boundary(last, d); ok {
+					trans[q] = append(trans[q], transition{d, lsBase + int32(d.Dim()), cond})
+				}
+			}
+		}
+	}
+	return trans
+}
+
+// boundary reports whether an FS/LS transition from direction from to d
+// exists under the rule, and whether it is conditional: order-violating
+// transitions are static for R_A, conditional for R_A*, absent for R_A−.
+func (a *automaton) boundary(from, d Dir) (ok, cond bool) {
+	if a.rank[d] >= a.rank[from] || a.kind == Angara {
+		return true, false
+	}
+	if a.kind == AngaraStar {
+		return true, true
+	}
+	return false, false
+}
+
+// findDominators lists, for every dirbit state, the states that dominate
+// it: its subsets with the same highest direction and FS of that
+// direction.
+func (a *automaton) findDominators() {
 	a.domStart = make([]int32, a.nstates+1)
 	for q := 0; q < a.nstates; q++ {
 		if a.skind[q] == sDirbit {
@@ -329,8 +364,12 @@ func compile(kind Kind, order Order, n int) *automaton {
 		}
 		a.domStart[q+1] = int32(len(a.dom))
 	}
-	// topological order: begin, FS, dirbit sets by size (or DOR states by
-	// rank), LS, end; transitions only go forward apart from self-loops.
+}
+
+// sortStates finds every state's self-loop and a topological order:
+// begin, FS, dirbit sets by size (or DOR states by rank), LS, end;
+// transitions only go forward apart from self-loops.
+func (a *automaton) sortStates(trans [][]transition) {
 	a.self = make([]int8, a.nstates)
 	key := make([]int, a.nstates)
 	for q := 0; q < a.nstates; q++ {
@@ -347,7 +386,7 @@ func compile(kind Kind, order Order, n int) *automaton {
 			key[q] = 1
 		case sDirbit:
 			size := 0
-			for dim := 0; dim < n; dim++ {
+			for dim := 0; dim < a.n; dim++ {
 				if a.setDigit(a.set[q], dim) != 0 {
 					size++
 				}
@@ -363,6 +402,12 @@ func compile(kind Kind, order Order, n int) *automaton {
 		a.topo = append(a.topo, int32(q))
 	}
 	sort.SliceStable(a.topo, func(i, j int) bool { return key[a.topo[i]] < key[a.topo[j]] })
+}
+
+// packTransitions stores the transitions in flat tables and marks those
+// dominated by a sibling (same direction, a dominating target, no
+// stricter condition).
+func (a *automaton) packTransitions(trans [][]transition) {
 	a.tstart = make([]int32, a.nstates+1)
 	for q, ts := range trans {
 		a.tstart[q+1] = a.tstart[q] + int32(len(ts))
@@ -379,7 +424,6 @@ func compile(kind Kind, order Order, n int) *automaton {
 			a.tskip = append(a.tskip, skip)
 		}
 	}
-	return a
 }
 
 // dominates reports whether state p dominates state q (same node, same

@@ -236,8 +236,20 @@ type TableOptions struct {
 	// Progress, if set, is called after every BFS source (done of total)
 	// and once more when verification ends.
 	Progress func(done, total int)
-	// Workers bounds the goroutines of the verification (0 = all cores).
+	// Workers bounds the goroutines of the BFS rounds and of the
+	// verification (0 = all cores); the table does not depend on it.
 	Workers int
+	// Batch is the number of sources whose searches share one load
+	// snapshot (0 = the default, see tableBatch); 1 is the strictly
+	// sequential algorithm of the seed.
+	Batch int
+	// ExactOrder takes the sources in exactly the order of the
+	// sequential algorithm for sets of any size (up to 8 192 active
+	// nodes) at the cost of one distance search per source; by default
+	// that is done up to 1 024 active nodes and on whole fault-free tori
+	// (where one search suffices), and larger sets use interleaved
+	// chains.
+	ExactOrder bool
 }
 
 // BuildTable is the package-level BuildTable on the router's network.
@@ -247,7 +259,7 @@ func (r *Router) BuildTable(active, transit []int, algo Algo) (*Table, error) {
 
 // BuildTableOpts is BuildTable with progress reporting and a worker bound.
 func (r *Router) BuildTableOpts(active, transit []int, algo Algo, o TableOptions) (*Table, error) {
-	tb, err := r.build(active, transit, algo, o.Progress)
+	tb, err := r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder})
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +321,7 @@ func (r *Router) newTable(s *scratch, algo Algo) *Table {
 	return tb
 }
 
-func (r *Router) build(active, transit []int, algo Algo, progress func(done, total int)) (*Table, error) {
+func (r *Router) build(active, transit []int, algo Algo, o tableRun) (*Table, error) {
 	s := r.getScratch()
 	defer r.putScratch(s)
 	if err := r.prepareSet(s, active, transit); err != nil {
@@ -319,7 +331,7 @@ func (r *Router) build(active, transit []int, algo Algo, progress func(done, tot
 	var err error
 	switch algo {
 	case BFS:
-		err = r.buildBFS(s, tb, progress)
+		err = r.buildBFS(s, tb, o)
 	case Baseline:
 		err = r.buildBaseline(s, tb)
 	default:
@@ -436,211 +448,6 @@ func (tb *Table) store(i int, e *routeEnc) error {
 		}
 	}
 	return nil
-}
-
-// buildBFS is the seed's BFS algorithm with both heuristics.
-func (r *Router) buildBFS(s *scratch, tb *Table, progress func(done, total int)) error {
-	t, a := r.t, r.a
-	S := a.nstates
-	m := len(s.act)
-	if m < 2 {
-		return nil
-	}
-	clear(s.load)
-	done := make([]bool, m)
-	s.endV = slices.Grow(s.endV[:0], m)[:m]
-	s.dist = slices.Grow(s.dist[:0], m)[:m]
-	cur := 0
-	var e routeEnc
-	for iter := 0; iter < m; iter++ {
-		src := int(s.act[cur])
-		if err := r.bfsFrom(s, src, cur); err != nil {
-			return err
-		}
-		x0 := int32(src*S + a.begin)
-		for j := 0; j < m; j++ {
-			if j == cur {
-				continue
-			}
-			e = routeEnc{}
-			cep := newEpoch(&s.cep, s.cstmp)
-			for y := s.endV[j]; y != x0; y = s.parent[y] {
-				v, q := int(y)/S, int(y)%S
-				d := Dir(a.in[q])
-				c := t.inCh(v, d)
-				if s.cstmp[c] != cep {
-					s.cstmp[c] = cep
-					s.load[c]++
-				}
-				switch a.skind[q] {
-				case sFS:
-					e.fs = int(d) + 1
-				case sLS:
-					e.ls = int(d) + 1
-				default:
-					e.cnt[a.rank[d]]++
-				}
-			}
-			e.canonical(a)
-			if err := tb.store(pairIndex(m, cur, j), &e); err != nil {
-				return err
-			}
-			tb.SumLength += int(s.dist[j])
-			tb.Stats.Diameter = max(tb.Stats.Diameter, int(s.dist[j]))
-		}
-		done[cur] = true
-		if progress != nil {
-			progress(iter+1, m+1)
-		}
-		// heuristic 1: the next source is the one farthest from this one.
-		next, far := -1, int32(-1)
-		for j := 0; j < m; j++ {
-			if !done[j] && s.dist[j] > far {
-				next, far = j, s.dist[j]
-			}
-		}
-		cur = next
-	}
-	copy(tb.loads, s.load)
-	return nil
-}
-
-// qent is a queued RG vertex: its id, node, state and entering channel.
-type qent struct {
-	x, v, q, c int32
-}
-
-// bfsFrom runs the BFS from src (active index si) in the RG restricted to
-// the set, visiting every layer in order of increasing load of the links
-// entering its vertices (a stable sort, so ties keep discovery order),
-// until every active node is reached. It fills s.parent, s.endV and
-// s.dist.
-func (r *Router) bfsFrom(s *scratch, src, si int) error {
-	t, a := r.t, r.a
-	S := int32(a.nstates)
-	nd := t.nd
-	ep := s.setEpoch
-	m := len(s.act)
-	_ = ep
-	for j := range s.dist {
-		s.dist[j] = -1
-	}
-	s.dist[si] = 0
-	remaining := m - 1
-	vep := newEpoch(&s.vepoch, s.vstamp)
-	x0 := int32(src)*S + int32(a.begin)
-	s.vstamp[x0] = vep
-	s.vdist[x0] = 0
-	s.parent[x0] = -1
-	layer := append(s.lq[:0], qent{x0, int32(src), int32(a.begin), -1})
-	next := s.nq[:0]
-	for depth := int32(1); len(layer) > 0 && remaining > 0; depth++ {
-		if depth > 1 && len(layer) > 1 {
-			s.tq = sortByLoad(layer, s.tq, s.load)
-		}
-		next = next[:0]
-	expand:
-		for _, e := range layer {
-			q := e.q
-			if a.domStart[q] < a.domStart[q+1] {
-				vb := e.v * S
-				dominated := false
-				for _, p := range a.dom[a.domStart[q]:a.domStart[q+1]] {
-					if y := vb + p; s.vstamp[y] == vep && s.vdist[y] < depth {
-						dominated = true
-						break
-					}
-				}
-				if dominated {
-					continue
-				}
-			}
-			base := int(e.v) * nd
-			open := s.open[e.v]
-			for k := a.tstart[q]; k < a.tstart[q+1]; k++ {
-				d := a.tdir[k]
-				if open&(1<<d) == 0 || a.tskip[k] {
-					continue
-				}
-				if a.tcond[k] && r.star.extra[e.c]&(1<<d) == 0 {
-					continue
-				}
-				w := t.nb[base+int(d)]
-				to := a.tto[k]
-				y := w*S + to
-				if s.vstamp[y] == vep {
-					continue
-				}
-				s.vstamp[y] = vep
-				s.vdist[y] = depth
-				s.parent[y] = e.x
-				next = append(next, qent{y, w, to, t.ch[base+int(d)]})
-				if a.canEnd[to] && s.isAct[w] == ep {
-					if j := s.actIdx[w]; s.dist[j] < 0 {
-						s.dist[j] = depth
-						s.endV[j] = y
-						if remaining--; remaining == 0 {
-							break expand
-						}
-					}
-				}
-			}
-		}
-		layer, next = next, layer
-	}
-	s.lq, s.nq = layer[:0], next[:0]
-	if remaining > 0 {
-		for j := 0; j < m; j++ {
-			if s.dist[j] < 0 {
-				return &UnreachableError{Src: src, Dst: int(s.act[j]), g: t.g}
-			}
-		}
-	}
-	return nil
-}
-
-// sortByLoad sorts the layer stably by the load of each vertex's entering
-// channel (LSD radix sort on bytes; tmp is scratch space, returned grown).
-func sortByLoad(layer, tmp []qent, load []int32) []qent {
-	if len(layer) < 32 {
-		for i := 1; i < len(layer); i++ {
-			e := layer[i]
-			k := load[e.c]
-			j := i
-			for ; j > 0 && load[layer[j-1].c] > k; j-- {
-				layer[j] = layer[j-1]
-			}
-			layer[j] = e
-		}
-		return tmp
-	}
-	var mx int32
-	for _, e := range layer {
-		mx = max(mx, load[e.c])
-	}
-	tmp = slices.Grow(tmp[:0], len(layer))[:len(layer)]
-	src, dst := layer, tmp
-	passes := 0
-	for shift := uint(0); shift < 32 && mx>>shift > 0; shift += 8 {
-		var cnt [257]int
-		for _, e := range src {
-			cnt[(load[e.c]>>shift)&0xff+1]++
-		}
-		for i := 1; i < 257; i++ {
-			cnt[i] += cnt[i-1]
-		}
-		for _, e := range src {
-			b := (load[e.c] >> shift) & 0xff
-			dst[cnt[b]] = e
-			cnt[b]++
-		}
-		src, dst = dst, src
-		passes++
-	}
-	if passes%2 == 1 {
-		copy(layer, src)
-	}
-	return tmp
 }
 
 // UnreachableError reports a pair of active nodes without a legal route

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/icn-hpc/icn/internal/cdg"
 	"github.com/icn-hpc/icn/internal/par"
@@ -18,9 +17,17 @@ type Violation struct {
 	Kind     string `json:"kind"`
 	Src, Dst int    `json:"-"`
 	Msg      string `json:"message"`
+	// Record is the 1-based position of the route in the table or file
+	// (0 for violations of the table as a whole).
+	Record int `json:"record,omitempty"`
 }
 
-func (v Violation) String() string { return v.Kind + ": " + v.Msg }
+func (v Violation) String() string {
+	if v.Record > 0 {
+		return fmt.Sprintf("route %d: %s: %s", v.Record, v.Kind, v.Msg)
+	}
+	return v.Kind + ": " + v.Msg
+}
 
 // maxViolations caps how many violations a check collects.
 const maxViolations = 100
@@ -60,10 +67,32 @@ func (r *Router) verifyTable(tb *Table, workers int) *Report {
 			set = append(set, v)
 		}
 	}
-	rep := r.verifyRoutes(tb.NumRoutes(), func(i int, buf []Dir) (int, int, []Dir) {
-		src, dst := tb.Pair(i)
-		return src, dst, tb.AppendDirs(i, buf)
-	}, set, inSet, workers)
+	rc := r.newRouteChecker(set, inSet)
+	n := tb.NumRoutes()
+	nw := par.Workers(workers)
+	if n < 4096 {
+		nw = 1
+	}
+	ws := make([]*verifyWorker, nw)
+	for i := range ws {
+		ws[i] = rc.newWorker()
+	}
+	m := len(tb.Active)
+	par.For(m, nw, func(wi, a int) {
+		w := ws[wi]
+		src := tb.Active[a]
+		for b, dst := range tb.Active {
+			if b == a {
+				continue
+			}
+			i := pairIndex(m, a, b)
+			if !rc.quickCode(w, tb, i, src, dst) {
+				w.dirs = tb.AppendDirs(i, w.dirs[:0])
+				rc.check(w, i, src, dst, w.dirs)
+			}
+		}
+	})
+	rep := rc.report(ws)
 	rep.Stats.PiPerfect, rep.Stats.BalanceFactor = piFigures(rep.SumLength, rep.Channels, rep.Stats.PiMax)
 	return rep
 }
@@ -71,13 +100,16 @@ func (r *Router) verifyTable(tb *Table, workers int) *Report {
 type verifyWorker struct {
 	dirs  []Dir
 	chans []int32
+	lch   []int32
 	deps  []uint64
 	loads []int32
 	stamp []uint32
 	ep    uint32
 	viol  []Violation
+	nviol int
 	sum   int
 	diam  int
+	n     int
 }
 
 // localChannels numbers the channels leaving the set nodes: channel
@@ -86,78 +118,208 @@ type localChannels struct {
 	nd    int
 	set   []int
 	index []int32 // per node: position in set, or -1
+	nb    []int32 // per local channel: position of the neighbour, −1 if the channel is failed or leaves the set
 }
 
 func (r *Router) newLocal(set []int) *localChannels {
-	lc := &localChannels{nd: r.t.nd, set: set, index: make([]int32, r.t.nodes)}
+	t := r.t
+	lc := &localChannels{nd: t.nd, set: set, index: make([]int32, t.nodes), nb: make([]int32, len(set)*t.nd)}
 	for i := range lc.index {
 		lc.index[i] = -1
 	}
 	for i, v := range set {
 		lc.index[v] = int32(i)
 	}
+	for i, v := range set {
+		for d := 0; d < t.nd; d++ {
+			lc.nb[i*t.nd+d] = -1
+			if r.up[t.ch[v*t.nd+d]] {
+				lc.nb[i*t.nd+d] = lc.index[t.nb[v*t.nd+d]]
+			}
+		}
+	}
 	return lc
 }
 
-// verifyRoutes checks n routes given by get against the rule, the
-// failures and the set (set lists its nodes, inSet marks them); it collects
-// channel dependencies and loads in the local channel space of the set and
-// returns the report (Stats.PiPerfect/BalanceFactor are left to the
-// caller, which knows the minimal lengths).
-func (r *Router) verifyRoutes(n int, get func(i int, buf []Dir) (src, dst int, dirs []Dir), set []int, inSet []bool, workers int) *Report {
-	t := r.t
-	lc := r.newLocal(set)
-	nl := len(set) * t.nd
-	nw := par.Workers(workers)
-	if n < 4096 {
-		nw = 1
+// routeChecker verifies routes one by one against the rule, the failures
+// and the set, and accumulates loads and channel dependencies in the
+// local channel space of the set; workers own their accumulators, so
+// routes can be checked on all cores (from a table or from a stream).
+type routeChecker struct {
+	r     *Router
+	lc    *localChannels
+	inSet []bool
+}
+
+func (r *Router) newRouteChecker(set []int, inSet []bool) *routeChecker {
+	return &routeChecker{r: r, lc: r.newLocal(set), inSet: inSet}
+}
+
+func (rc *routeChecker) newWorker() *verifyWorker {
+	nl := len(rc.lc.set) * rc.lc.nd
+	return &verifyWorker{deps: make([]uint64, (nl*rc.lc.nd+63)/64), loads: make([]int32, nl), stamp: make([]uint32, nl)}
+}
+
+// check verifies one route (rec is its position, for ordering the
+// violations) and, when it is valid, adds its loads and dependencies.
+func (rc *routeChecker) check(w *verifyWorker, rec, src, dst int, dirs []Dir) {
+	w.n++
+	if !rc.quick(w, src, dst, dirs) {
+		v, ok := rc.r.checkRoute(w, src, dst, dirs, rc.inSet)
+		if ok {
+			v = Violation{Kind: "rule", Src: src, Dst: dst, Msg: fmt.Sprintf("%s → %s: internal error: inconsistent checks", rc.r.t.name(src), rc.r.t.name(dst))}
+		}
+		v.Record = rec + 1
+		w.nviol++
+		if len(w.viol) < maxViolations {
+			w.viol = append(w.viol, v)
+		}
+		return
 	}
-	ws := make([]*verifyWorker, nw)
-	for i := range ws {
-		ws[i] = &verifyWorker{deps: make([]uint64, (nl*t.nd+63)/64), loads: make([]int32, nl), stamp: make([]uint32, nl)}
+	rc.add(w, dirs)
+}
+
+// add counts a valid route (local channels in w.lch) into the worker's
+// loads, dependencies and figures.
+func (rc *routeChecker) add(w *verifyWorker, dirs []Dir) {
+	w.ep++
+	if w.ep == 0 {
+		clear(w.stamp)
+		w.ep = 1
 	}
-	var mu sync.Mutex
-	total := 0
-	par.For(n, nw, func(wi, i int) {
-		w := ws[wi]
-		var src, dst int
-		src, dst, w.dirs = get(i, w.dirs[:0])
-		v, ok := r.checkRoute(w, src, dst, w.dirs, inSet)
-		if !ok {
-			mu.Lock()
-			if total < maxViolations {
-				w.viol = append(w.viol, v)
-			}
-			total++
-			mu.Unlock()
-			return
+	nd := rc.lc.nd
+	for k, c := range w.lch {
+		if w.stamp[c] != w.ep {
+			w.stamp[c] = w.ep
+			w.loads[c]++
 		}
-		w.ep++
-		if w.ep == 0 {
-			clear(w.stamp)
-			w.ep = 1
+		if k+1 < len(dirs) {
+			bit := int(c)*nd + int(dirs[k+1])
+			w.deps[bit>>6] |= 1 << (uint(bit) & 63)
 		}
-		// every channel of a checked route leaves a set node
-		v0 := src
-		for k, d := range w.dirs {
-			c := int(lc.index[v0])*t.nd + int(d)
-			if w.stamp[c] != w.ep {
-				w.stamp[c] = w.ep
-				w.loads[c]++
+	}
+	w.sum += len(dirs)
+	w.diam = max(w.diam, len(dirs))
+}
+
+// quickCode checks route i of a table straight from its code (FS, a
+// step count per direction in order, LS) and, when it is valid, adds its
+// loads and dependencies like check; it reports false, adding nothing,
+// when anything is off (check then finds and words the violation). The
+// direction order of the middle part holds by construction of the code;
+// the direction bits and the FS/LS boundaries are checked from the
+// definitions (a sufficient test: a route it rejects goes to check,
+// which tries every FS/LS reading).
+func (rc *routeChecker) quickCode(w *verifyWorker, tb *Table, i, src, dst int) bool {
+	r, lc := rc.r, rc.lc
+	nd := lc.nd
+	c := tb.code(i)
+	fs, ls := int(c[0])-1, int(c[1])-1
+	li := lc.index[src]
+	w.lch = w.lch[:0]
+	w.dirs = w.dirs[:0]
+	step := func(d Dir) bool {
+		ch := li*int32(nd) + int32(d)
+		w.lch = append(w.lch, ch)
+		w.dirs = append(w.dirs, d)
+		li = lc.nb[ch]
+		return li >= 0
+	}
+	var used uint16
+	if fs >= 0 && !step(Dir(fs)) {
+		return false
+	}
+	for k, d := range r.order {
+		for j := tb.count(c, k); j > 0; j-- {
+			if !step(d) {
+				return false
 			}
-			if k+1 < len(w.dirs) {
-				bit := c*t.nd + int(w.dirs[k+1])
-				w.deps[bit>>6] |= 1 << (uint(bit) & 63)
-			}
-			v0 = int(t.nbAt(v0, d))
 		}
-		w.sum += len(w.dirs)
-		w.diam = max(w.diam, len(w.dirs))
-	})
-	rep := &Report{Routes: n}
+		if tb.count(c, k) > 0 {
+			used |= 1 << d
+		}
+	}
+	if ls >= 0 && !step(Dir(ls)) {
+		return false
+	}
+	if li != lc.index[dst] || len(w.dirs) == 0 || (r.rule.Kind != DOR && used&(used>>1)&0x555 != 0) {
+		return false // wrong arrival, empty, or both directions of a dimension in the middle part
+	}
+	if !rc.boundariesOK(w, fs >= 0, ls >= 0) {
+		return false
+	}
+	w.n++
+	rc.add(w, w.dirs)
+	return true
+}
+
+// boundariesOK checks the FS and LS steps of the route in w (directions
+// and local channels) against the rule.
+func (rc *routeChecker) boundariesOK(w *verifyWorker, fs, ls bool) bool {
+	r := rc.r
+	kind := r.rule.Kind
+	if (fs || ls) && !kind.HasFSLS() {
+		return false
+	}
+	dirs := w.dirs
+	n := len(dirs)
+	global := func(c int32) int32 { return r.t.ch[rc.lc.set[int(c)/rc.lc.nd]*rc.lc.nd+int(c)%rc.lc.nd] }
+	boundary := func(from, to Dir, in int32) bool {
+		if r.a.rank[to] >= r.a.rank[from] || kind == Angara {
+			return true
+		}
+		return kind == AngaraStar && r.star.extra[global(in)]&(1<<to) != 0
+	}
+	if fs && (dirs[0].Neg() || (n > 1 && !boundary(dirs[0], dirs[1], w.lch[0]))) {
+		return false
+	}
+	if ls && (!dirs[n-1].Neg() || (n > 1 && !boundary(dirs[n-2], dirs[n-1], w.lch[n-2]))) {
+		return false
+	}
+	return true
+}
+
+// quick is the check of a valid route on the local arrays: every step
+// over a live channel into the set, arriving at dst, legal. It leaves the
+// local channels in w.lch.
+func (rc *routeChecker) quick(w *verifyWorker, src, dst int, dirs []Dir) bool {
+	lc := rc.lc
+	nd := lc.nd
+	li := lc.index[src]
+	if li < 0 || len(dirs) == 0 {
+		return false
+	}
+	w.lch = slices.Grow(w.lch[:0], len(dirs))[:len(dirs)]
+	lch := w.lch
+	for k, d := range dirs {
+		if int(d) >= nd {
+			return false
+		}
+		c := li*int32(nd) + int32(d)
+		lch[k] = c
+		if li = lc.nb[c]; li < 0 {
+			return false
+		}
+	}
+	if li != lc.index[dst] {
+		return false
+	}
+	global := func(c int32) int32 { return rc.r.t.ch[lc.set[int(c)/nd]*nd+int(c)%nd] }
+	n := len(dirs)
+	return rc.r.legal(dirs, global(w.lch[0]), global(w.lch[max(0, n-2)]))
+}
+
+// report merges the workers' accumulators: the first violations by
+// record, the figures over C(M_{a,t}) and the deadlock verdict
+// (Stats.PiPerfect/BalanceFactor are left to the caller, which knows the
+// minimal lengths).
+func (rc *routeChecker) report(ws []*verifyWorker) *Report {
+	r, t, lc := rc.r, rc.r.t, rc.lc
+	rep := &Report{}
 	deps := ws[0].deps
 	loads := ws[0].loads
 	for _, w := range ws {
+		rep.Routes += w.n
 		rep.Violations = append(rep.Violations, w.viol...)
 		rep.SumLength += w.sum
 		rep.Stats.Diameter = max(rep.Stats.Diameter, w.diam)
@@ -170,20 +332,13 @@ func (r *Router) verifyRoutes(n int, get func(i int, buf []Dir) (src, dst int, d
 			}
 		}
 	}
-	// keep violations in a deterministic order
-	slices.SortStableFunc(rep.Violations, func(a, b Violation) int {
-		if a.Src != b.Src {
-			return a.Src - b.Src
-		}
-		return a.Dst - b.Dst
-	})
+	slices.SortStableFunc(rep.Violations, func(a, b Violation) int { return a.Record - b.Record })
 	if len(rep.Violations) > maxViolations {
 		rep.Violations = rep.Violations[:maxViolations]
 	}
-	// figures over C(M_{a,t})
-	for i, v := range set {
+	for i, v := range lc.set {
 		for d := 0; d < t.nd; d++ {
-			if r.up[t.ch[v*t.nd+d]] && inSet[t.nb[v*t.nd+d]] {
+			if r.up[t.ch[v*t.nd+d]] && rc.inSet[t.nb[v*t.nd+d]] {
 				rep.Channels++
 				rep.Stats.PiMax = max(rep.Stats.PiMax, int(loads[i*t.nd+d]))
 			}
@@ -191,6 +346,27 @@ func (r *Router) verifyRoutes(n int, get func(i int, buf []Dir) (src, dst int, d
 	}
 	rep.Cycle = r.deadlockCycle(lc, deps)
 	return rep
+}
+
+// verifyRoutes checks n routes given by get (see routeChecker) on all
+// cores and returns the report.
+func (r *Router) verifyRoutes(n int, get func(i int, buf []Dir) (src, dst int, dirs []Dir), set []int, inSet []bool, workers int) *Report {
+	rc := r.newRouteChecker(set, inSet)
+	nw := par.Workers(workers)
+	if n < 4096 {
+		nw = 1
+	}
+	ws := make([]*verifyWorker, nw)
+	for i := range ws {
+		ws[i] = rc.newWorker()
+	}
+	par.For(n, nw, func(wi, i int) {
+		w := ws[wi]
+		var src, dst int
+		src, dst, w.dirs = get(i, w.dirs[:0])
+		rc.check(w, i, src, dst, w.dirs)
+	})
+	return rc.report(ws)
 }
 
 // checkRoute walks one route; on success w.chans holds its channels.
@@ -222,38 +398,30 @@ func (r *Router) checkRoute(w *verifyWorker, src, dst int, dirs []Dir, inSet []b
 	if v != dst {
 		return bad("arrival", "the steps %s end at %s", FormatDirs(dirs), name(v))
 	}
-	if !r.legal(dirs, w.chans) {
+	if !r.legal(dirs, w.chans[0], w.chans[max(0, len(dirs)-2)]) {
 		return bad("rule", "%s breaks the %s rule", FormatDirs(dirs), r.rule)
 	}
 	return Violation{}, true
 }
 
-// legal reports whether the direction sequence (with its channels) obeys
-// the rule. It follows the definitions of seed 001 §2.1 directly, not the
+// legal reports whether the direction sequence obeys the rule; c0 and
+// cPen are the channels of its first and its next-to-last step (R_A*
+// accepts order-violating FS/LS transitions per channel). It follows the definitions of seed 001 §2.1 directly, not the
 // automaton, so it is an independent check of RG.
-func (r *Router) legal(dirs []Dir, chans []int32) bool {
+func (r *Router) legal(dirs []Dir, c0, cPen int32) bool {
 	rank := r.a.rank
 	kind := r.rule.Kind
-	ordered := func(ds []Dir, bits bool) bool {
-		used := 0
-		for k, d := range ds {
-			if k > 0 && rank[d] < rank[ds[k-1]] {
-				return false
-			}
-			if bits {
-				if used&(1<<d.Opp()) != 0 {
-					return false
-				}
-				used |= 1 << d
-			}
-		}
-		return true
-	}
+	var rk [16]int8
+	copy(rk[:], rank)
+	ordered := func(ds []Dir, bits bool) bool { return orderedDirs(&rk, ds, bits) }
 	switch kind {
 	case DOR:
 		return ordered(dirs, false)
 	case Dirbit:
 		return ordered(dirs, true)
+	}
+	if ordered(dirs, true) {
+		return true // no FS/LS exemption needed
 	}
 	// boundary reports whether the step into channel in (direction from)
 	// may be followed by direction to.
@@ -281,10 +449,10 @@ func (r *Router) legal(dirs []Dir, chans []int32) bool {
 			}
 			ok := true
 			if fs == 1 && n > 1 {
-				ok = boundary(dirs[0], dirs[1], chans[0])
+				ok = boundary(dirs[0], dirs[1], c0)
 			}
 			if ok && ls == 1 && n > 1 {
-				ok = boundary(dirs[n-2], dirs[n-1], chans[n-2])
+				ok = boundary(dirs[n-2], dirs[n-1], cPen)
 			}
 			if ok {
 				return true
@@ -292,6 +460,27 @@ func (r *Router) legal(dirs []Dir, chans []int32) bool {
 		}
 	}
 	return false
+}
+
+// orderedDirs reports whether ds never goes down the order given by rank
+// and, with bits, never uses both directions of one dimension.
+func orderedDirs(rank *[16]int8, ds []Dir, bits bool) bool {
+	var used uint16
+	prev := int8(-1)
+	for _, d := range ds {
+		r := rank[d&15]
+		if r < prev {
+			return false
+		}
+		prev = r
+		if bits {
+			if used&(1<<((d^1)&15)) != 0 {
+				return false
+			}
+			used |= 1 << (d & 15)
+		}
+	}
+	return true
 }
 
 // deadlockCycle builds the channel dependency graph from the collected

@@ -97,6 +97,11 @@ and simulated router-cycles per second. The package benchmarks (go test -bench) 
 			}
 			rows = append(rows, benchRow{Name: fmt.Sprintf("BFS table + verification %s (%d routes)", tspec, tb.NumRoutes()), Value: ms(tt), Unit: "ms",
 				Baseline: "baseline algorithm", BaseVal: ms(tbb), Ratio: tbb.Seconds() / tt.Seconds()})
+			more, err := routeBenchRows(quick, step)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, more...)
 
 			// 3. Node selection at 50% occupancy.
 			step("node selection")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -96,9 +95,9 @@ func init() {
 	// icn route
 	var rf routeSetFlags
 	var out output
-	var algo, export, outFile string
+	var algo, export, outFile, format string
 	var show, workers int
-	var quiet bool
+	var quiet, exactOrder bool
 	route := &cobra.Command{
 		Use:   "route",
 		Short: "Deadlock-free, balanced routing tables for tori under the Angara / Blue Gene rules",
@@ -112,6 +111,7 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
   icn route --topo torus:8x8 --rules angara- --fail-links 0.0+X,3.4+Y --json > table.json
   icn route --topo torus:4x4x4 --active 0-1.0-1.* --transit 2.0-1.* --algo bfs
   icn route --topo torus:4x4 --algo baseline --export tables.txt
+  icn route --topo torus:16x16x16 --format routes -o table.routes --quiet
   icn route check table.json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -119,13 +119,16 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 			if err != nil {
 				return routeBadInput(err)
 			}
+			if format != "json" && format != "routes" {
+				return routeBadInput(fmt.Errorf("--format %q: want json or routes", format))
+			}
 			g, r, active, transit, err := rf.load()
 			if err != nil {
 				return err
 			}
 			bar := cli.NewProgress(len(active)+1, "routing", quiet || len(active) < 256)
 			start := time.Now()
-			tb, err := r.BuildTableOpts(active, transit, a, routing.TableOptions{Workers: workers, Progress: func(done, total int) { bar.Add(1) }})
+			tb, err := r.BuildTableOpts(active, transit, a, routing.TableOptions{Workers: workers, ExactOrder: exactOrder, Progress: func(done, total int) { bar.Add(1) }})
 			bar.Done()
 			if err != nil {
 				var ue *routing.UnreachableError
@@ -139,20 +142,16 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 				fmt.Fprintf(os.Stderr, "icn: warning: the %s table can deadlock: %s\n", tb.Rule.Kind, r.CycleString(tb.Cycle))
 			}
 			if export != "" {
-				var buf bytes.Buffer
-				if err := tb.WriteNodeTables(&buf); err != nil {
-					return err
-				}
-				if err := writeFileAtomic(export, buf.Bytes()); err != nil {
+				if err := routeWriteFile(export, tb.WriteNodeTables); err != nil {
 					return fmt.Errorf("--export %s: %v", export, err)
 				}
 			}
 			if outFile != "" {
-				var buf bytes.Buffer
-				if err := tb.WriteJSON(&buf); err != nil {
-					return err
+				write := tb.WriteJSON
+				if format == "routes" {
+					write = tb.WriteRoutes
 				}
-				if err := writeFileAtomic(outFile, buf.Bytes()); err != nil {
+				if err := routeWriteFile(outFile, write); err != nil {
 					return fmt.Errorf("--output %s: %v", outFile, err)
 				}
 			}
@@ -166,9 +165,11 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 	out.register(route)
 	route.Flags().StringVar(&algo, "algo", "bfs", "table algorithm: bfs (seed §3.2, any reachable set) or baseline (fault-free rectangles)")
 	route.Flags().StringVar(&export, "export", "", "also write per-node routing tables (text, see docs/routing.md) to FILE")
-	route.Flags().StringVarP(&outFile, "output", "o", "", "also write the table as JSON (the --json format) to FILE")
+	route.Flags().StringVarP(&outFile, "output", "o", "", "also write the table to FILE (format from --format)")
+	route.Flags().StringVar(&format, "format", "json", "format of -o: json (the --json format) or routes (compact, streamed; see docs/routing.md)")
 	route.Flags().IntVar(&show, "show", 20, "routes listed in the table view (-1 = all)")
-	route.Flags().IntVar(&workers, "workers", 0, "goroutines for verification (0 = all cores)")
+	route.Flags().IntVar(&workers, "workers", 0, "goroutines for the BFS rounds and the verification (0 = all cores; the table does not depend on it)")
+	route.Flags().BoolVar(&exactOrder, "exact-order", false, "take BFS sources in exactly the sequential order on sets above 1 024 active nodes too (one more distance search per source)")
 	route.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
 	root.AddCommand(route)
 
@@ -178,24 +179,17 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 		var failLinks, failNodes string
 		c := &cobra.Command{
 			Use:   "check FILE",
-			Short: "Re-verify a routing table written by icn route --json (exit status 1 on any violation)",
+			Short: "Re-verify a routing table written by icn route --json or --format routes (exit status 1 on any violation)",
 			Example: `  icn route --topo torus:4x4 --json > t.json && icn route check t.json
+  icn route --topo torus:8x8x8 --format routes -o t.routes && icn route check t.routes
   icn route check t.json --fail-links 0.0+X     # would the table survive this failure?`,
 			Args: cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
-				var rd io.Reader = os.Stdin
-				if args[0] != "-" {
-					f, err := os.Open(args[0])
-					if err != nil {
-						return routeBadInput(err)
-					}
-					defer f.Close()
-					rd = f
-				}
-				tf, err := routing.ReadTableJSON(rd)
+				f, cleanup, err := routeOpenSeekable(args[0])
 				if err != nil {
-					return routeBadInput(fmt.Errorf("%s: %v", args[0], err))
+					return routeBadInput(err)
 				}
+				defer cleanup()
 				fl, err := readArgFile(failLinks)
 				if err != nil {
 					return routeBadInput(err)
@@ -204,8 +198,12 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 				if err != nil {
 					return routeBadInput(err)
 				}
-				rep, r, err := routing.CheckTable(tf, fl, fn)
+				rep, r, err := routing.CheckFile(f, fl, fn, 0)
 				if err != nil {
+					var re *routing.RecordError
+					if errors.As(err, &re) {
+						return &exitError{1, fmt.Errorf("%s: %v", args[0], err)}
+					}
 					return routeBadInput(fmt.Errorf("%s: %v", args[0], err))
 				}
 				res := struct {
@@ -587,3 +585,203 @@ func routeWriteSummary(w io.Writer, spec string, g *topology.Graph, r *routing.R
 	}
 	return nil
 }
+
+// routeWriteFile streams write into a temporary file next to path and
+// renames it into place, so a failed write never leaves a partial file.
+func routeWriteFile(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(dirOf(path), ".icn-*")
+	if err != nil {
+		return err
+	}
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// routeOpenSeekable opens a table file for checking; standard input ("-")
+// is copied to a temporary file first, since a JSON table may be read
+// twice.
+func routeOpenSeekable(name string) (io.ReadSeeker, func(), error) {
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, func() { f.Close() }, nil
+	}
+	tmp, err := os.CreateTemp("", "icn-check-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { tmp.Close(); os.Remove(tmp.Name()) }
+	if _, err := io.Copy(tmp, os.Stdin); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return tmp, cleanup, nil
+}
+
+// routeBenchRows are the routing rows of icn bench beyond the 8x8x4x4
+// table: a 4 096-node table against the strictly sequential algorithm on
+// one core, the check of its compact file against rebuilding the table,
+// and a job's table on a 32x32x32 machine against one core.
+func routeBenchRows(quick bool, step func(string)) ([]benchRow, error) {
+	spec := "torus:16x16x16"
+	if quick {
+		spec = "torus:8x8x8"
+	}
+	step("routing table " + spec)
+	rows, tb, tp, err := routeBenchTable(spec)
+	if err != nil {
+		return nil, err
+	}
+	step("compact table file")
+	row, err := routeBenchCheck(tb, tp)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, row)
+	jobSpec, jobActive, jobTransit, jobFail := "torus:32x32x32", "*.*.0-3", "*.*.4,*.*.31", routeJobFailures
+	if quick {
+		jobSpec, jobActive, jobTransit, jobFail = "torus:16x16x8", "*.*.0-1", "*.*.2,*.*.7", "1.1.0+X,2.5.1+Y"
+	}
+	step("job table " + jobSpec)
+	row, err = routeBenchJob(jobSpec, jobActive, jobTransit, jobFail)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, row), nil
+}
+
+func routeTimeIt(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
+// routeBenchTable times the table of a whole torus against the
+// sequential algorithm on one core.
+func routeBenchTable(spec string) ([]benchRow, *routing.Table, time.Duration, error) {
+	g, err := topology.Parse(spec)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	rule, _ := routing.ParseRule("angara*")
+	r, err := routing.NewRouter(g, rule)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	all := make([]int, g.NumNodes())
+	for i := range all {
+		all[i] = i
+	}
+	var tb *routing.Table
+	tp, err := routeTimeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	ts, err := routeTimeIt(func() error {
+		_, e := r.BuildTableOpts(all, nil, routing.BFS, routing.TableOptions{Batch: 1, Workers: 1})
+		return e
+	})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return []benchRow{{Name: fmt.Sprintf("BFS table + verification %s (%d routes)", spec, tb.NumRoutes()), Value: ms(tp), Unit: "ms",
+		Baseline: "one source per round, 1 core", BaseVal: ms(ts), Ratio: ts.Seconds() / tp.Seconds()}}, tb, tp, nil
+}
+
+// routeBenchCheck times icn route check of the table's compact file
+// against building the table (tp).
+func routeBenchCheck(tb *routing.Table, tp time.Duration) (benchRow, error) {
+	f, err := os.CreateTemp("", "icn-bench-*.routes")
+	if err != nil {
+		return benchRow{}, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := tb.WriteRoutes(f); err != nil {
+		return benchRow{}, err
+	}
+	size, _ := f.Seek(0, io.SeekCurrent)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return benchRow{}, err
+	}
+	tc, err := routeTimeIt(func() error {
+		rep, _, e := routing.CheckFile(f, "", "", 0)
+		if e == nil && len(rep.Violations) > 0 {
+			e = fmt.Errorf("bench: the compact table fails its check: %s", rep.Violations[0])
+		}
+		return e
+	})
+	if err != nil {
+		return benchRow{}, err
+	}
+	return benchRow{Name: fmt.Sprintf("route check of its compact file (%.0f MB)", float64(size)/1e6), Value: ms(tc), Unit: "ms",
+		Baseline: "building the table", BaseVal: ms(tp), Ratio: tp.Seconds() / tc.Seconds()}, nil
+}
+
+// routeBenchJob times a job's router and table against the table alone
+// on one core.
+func routeBenchJob(spec, activeList, transitList, fail string) (benchRow, error) {
+	g, err := topology.Parse(spec)
+	if err != nil {
+		return benchRow{}, err
+	}
+	if g, err = g.ApplyFaults(fail, ""); err != nil {
+		return benchRow{}, err
+	}
+	active, err := g.ParseNodes(activeList)
+	if err != nil {
+		return benchRow{}, err
+	}
+	transit, err := g.ParseNodes(transitList)
+	if err != nil {
+		return benchRow{}, err
+	}
+	rule, _ := routing.ParseRule("angara*")
+	var r *routing.Router
+	tj, err := routeTimeIt(func() error {
+		var e error
+		if r, e = routing.NewRouter(g, rule); e != nil {
+			return e
+		}
+		_, e = r.BuildTable(active, transit, routing.BFS)
+		return e
+	})
+	if err != nil {
+		return benchRow{}, err
+	}
+	tj1, err := routeTimeIt(func() error {
+		_, e := r.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Workers: 1})
+		return e
+	})
+	if err != nil {
+		return benchRow{}, err
+	}
+	return benchRow{Name: fmt.Sprintf("job table %s, %d active + %d transit, %d failed links (router + table)", spec, len(active), len(transit), len(g.FailedLinks())),
+		Value: ms(tj), Unit: "ms", Baseline: "table alone, 1 core", BaseVal: ms(tj1), Ratio: tj1.Seconds() / tj.Seconds()}, nil
+}
+
+// routeJobFailures are the 10 failed X/Y links of the 32x32x32 job case
+// (as in the routing package benchmark BenchmarkJobTable).
+const routeJobFailures = "1.1.0+X,2.5.1+Y,7.7.2+X,9.12.3+Y,14.3.0+X,17.20.1+Y,21.9.2+X,25.25.3+Y,28.14.4+X,30.30.31+Y"

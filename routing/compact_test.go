@@ -1,0 +1,209 @@
+package routing
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"hash/crc32"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func compactBytes(t testing.TB, tb *Table) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := tb.WriteRoutes(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestCompactRoundTrip writes tables in both formats and checks both
+// streams: the same figures as the table, no violations, every route
+// decoded back equal to the table's.
+func TestCompactRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		spec, faults  string
+		kind          Kind
+		active, trans string
+		algo          Algo
+	}{
+		{"4x4x2", "", AngaraStar, "", "", BFS},
+		{"4x4x2", "0.0.0+X,1.2.1+Y,3.3.0+Z", AngaraMinus, "", "", BFS},
+		{"5x4", "1.1+X,2.2+Y", AngaraStar, "0-3.0-3", "4.0-3", BFS},
+		{"6x4", "", Dirbit, "", "", Baseline},
+		{"17x2", "", DOR, "", "", BFS}, // runs longer than 16 steps are split
+		{"3x3x2x2", "0.0.0.0+W", Angara, "", "", BFS},
+	} {
+		tb := buildFor(t, tc.spec, tc.faults, tc.kind, tc.active, tc.trans, tc.algo)
+		for _, format := range []string{"compact", "json"} {
+			var b []byte
+			if format == "compact" {
+				b = compactBytes(t, tb)
+			} else {
+				b = tableJSON(t, tb)
+			}
+			rep, r, err := CheckFile(bytes.NewReader(b), "", "", 2)
+			if err != nil {
+				t.Fatalf("%s %s: %v", tc.spec, format, err)
+			}
+			if len(rep.Violations) > 0 && (tb.DeadlockFree || len(rep.Violations) > 1 || rep.Violations[0].Kind != "deadlock") {
+				t.Fatalf("%s %s: %v", tc.spec, format, rep.Violations[0])
+			}
+			if !statsClose(rep.Stats, tb.Stats) || rep.Routes != tb.NumRoutes() || (rep.Cycle == nil) != tb.DeadlockFree {
+				t.Fatalf("%s %s: check gives %+v, %d routes; table %+v, %d", tc.spec, format, rep.Stats, rep.Routes, tb.Stats, tb.NumRoutes())
+			}
+			if r.Rule().String() != tb.r.rule.String() {
+				t.Fatalf("%s: rule %s", tc.spec, r.Rule())
+			}
+		}
+		// decode every route back
+		b := compactBytes(t, tb)
+		c := &crcReader{br: bufioReader(b)}
+		_, active, _, err := readRoutesHeader(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		var want []Dir
+		err = readRoutesRecords(c, len(active), tb.r.t.nd, func(a, b int, dirs []Dir) {
+			want = tb.AppendDirs(pairIndex(len(active), a, b), want[:0])
+			if i != pairIndex(len(active), a, b) || FormatDirs(dirs) != FormatDirs(want) {
+				t.Fatalf("%s: route %d: %v, want %v", tc.spec, i, dirs, want)
+			}
+			i++
+		})
+		if err != nil || i != tb.NumRoutes() {
+			t.Fatalf("%s: %v after %d routes", tc.spec, err, i)
+		}
+	}
+}
+
+// TestCompactDamage truncates the file at every length and alters every
+// byte: the check never panics, never passes a damaged file, and a
+// damaged record is named.
+func TestCompactDamage(t *testing.T) {
+	tb := buildFor(t, "3x3", "1.1+X", AngaraStar, "", "", BFS)
+	b := compactBytes(t, tb)
+	for n := 0; n < len(b); n++ {
+		rep, _, err := CheckFile(bytes.NewReader(b[:n]), "", "", 1)
+		if err == nil && len(rep.Violations) == 0 {
+			t.Fatalf("truncated at %d of %d bytes: accepted", n, len(b))
+		}
+	}
+	named := 0
+	for i := range b {
+		for _, x := range []byte{1, 0x80} {
+			d := bytes.Clone(b)
+			d[i] ^= x
+			rep, _, err := CheckFile(bytes.NewReader(d), "", "", 1)
+			if err == nil && len(rep.Violations) == 0 {
+				t.Fatalf("byte %d ^ %#x: accepted", i, x)
+			}
+			var re *RecordError
+			if errors.As(err, &re) && re.What == "record" {
+				named++
+				if re.Record < 1 || re.Record > len(tb.Active)+1 {
+					t.Fatalf("byte %d: record %d of %d", i, re.Record, len(tb.Active))
+				}
+			}
+		}
+	}
+	if named == 0 {
+		t.Fatal("no damaged record named")
+	}
+}
+
+// TestCompactBadRoutes writes well-formed files (valid checksums) whose
+// routes are wrong: for other dims, across a failed link, missing or
+// repeated; the check reports the first bad route by number.
+func TestCompactBadRoutes(t *testing.T) {
+	tb := buildFor(t, "4x4", "", AngaraStar, "", "", BFS)
+	b := compactBytes(t, tb)
+	// a failed link crossed by some routes
+	rep, _, err := CheckFile(bytes.NewReader(b), "1.1+X", "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Violations) == 0 || rep.Violations[0].Kind != "failed-link" {
+		t.Fatalf("failed link: %v", rep.Violations)
+	}
+	first := 0
+	for i := 0; i < tb.NumRoutes() && first == 0; i++ {
+		for _, c := range tb.Route(i).Channels {
+			if tb.Graph().LinkName(int(c)>>1) == "1.1+X" {
+				first = i + 1
+				break
+			}
+		}
+	}
+	if rep.Violations[0].Record != first {
+		t.Fatalf("first violation at route %d, want %d", rep.Violations[0].Record, first)
+	}
+	// a file for other dims: the header of a 4x4x1… table on a 4x4 body
+	for _, dims := range []string{`"dims":[4,4,2]`, `"dims":[4]`} {
+		d := rewriteHeader(t, b, func(h string) string { return strings.Replace(h, `"dims":[4,4]`, dims, 1) })
+		rep, _, err := CheckFile(bytes.NewReader(d), "", "", 1)
+		if err == nil && len(rep.Violations) == 0 {
+			t.Fatalf("dims %s: accepted", dims)
+		}
+	}
+}
+
+// rewriteHeader changes the header line and recomputes the header
+// checksum, leaving the records alone.
+func rewriteHeader(t *testing.T, b []byte, f func(string) string) []byte {
+	t.Helper()
+	rest := b[len(RoutesMagic):]
+	nl := bytes.IndexByte(rest, '\n')
+	h := f(string(rest[:nl+1]))
+	// the node block runs until the header CRC: re-encode it from the
+	// original lengths by decoding it
+	c := &crcReader{br: bufioReader(b)}
+	if _, _, _, err := readRoutesHeader(c); err != nil {
+		t.Fatal(err)
+	}
+	consumed := len(b) - c.br.Buffered()
+	nodes := b[len(RoutesMagic)+nl+1 : consumed-4]
+	out := append([]byte(RoutesMagic), h...)
+	out = append(out, nodes...)
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(append([]byte(h), nodes...), castagnoli))
+	return append(out, b[consumed:]...)
+}
+
+func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+// FuzzCheckFile: checking arbitrary bytes in either format never panics.
+func FuzzCheckFile(f *testing.F) {
+	tb := buildFor(f, "3x2", "0.0+X", AngaraStar, "", "", BFS)
+	f.Add(compactBytes(f, tb))
+	f.Add(tableJSON(f, tb))
+	f.Add([]byte(`{"dims":[2,2],"rules":"angara","routes":[{"src":[0,0],"dst":[1,1],"dirs":["+Y","+X"]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		CheckFile(bytes.NewReader(b), "", "", 1)
+	})
+}
+
+// FuzzParseRouteFast: whatever the reflection-free route parser accepts,
+// encoding/json accepts with the same content.
+func FuzzParseRouteFast(f *testing.F) {
+	f.Add([]byte(`{"src":[0,1],"dst":[2,3],"dirs":["+X","-Y"]}`))
+	f.Add([]byte(` { "dirs" : [ ] , "dst":[1], "src" :[ 0 ] } `))
+	f.Add([]byte(`{"src":[0],"dst":[1],"dirs":["+X\u0041"]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast RouteJSON
+		if !parseRouteFast(b, &fast) {
+			return
+		}
+		var slow RouteJSON
+		if err := json.Unmarshal(b, &slow); err != nil {
+			t.Fatalf("%q: fast accepts, json: %v", b, err)
+		}
+		if !slices.Equal(fast.Src, slow.Src) || !slices.Equal(fast.Dst, slow.Dst) || !slices.Equal(fast.Dirs, slow.Dirs) {
+			t.Fatalf("%q: fast %+v, json %+v", b, fast, slow)
+		}
+	})
+}
