@@ -1,0 +1,469 @@
+package alloc
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/icn-hpc/icn/internal/par"
+)
+
+// Select answers a request on state s: it enumerates the rectangle
+// placements, keeps the reachable sets with the fewest transit nodes
+// (criterion 1), then ranks them by φ after allocation (criterion 2) and
+// by their routing tables (criteria 3 and 4).
+func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
+	start := time.Now()
+	res := &Result{Request: req}
+	defer func() { res.Seconds = time.Since(start).Seconds() }()
+	req, err := checkRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	res.Request = req
+	if free := s.FreeCount(); req.Nodes > free {
+		res.Reason = fmt.Sprintf("the job needs %d nodes but only %d of %d are available", req.Nodes, free, s.N())
+		return res, nil
+	}
+	sel.prepare(s)
+	d := sel.newDecision(s, rt, req)
+	cands, err := d.collect(d.enumerate(), res)
+	if err != nil {
+		return nil, err
+	}
+	if res.Found == 0 {
+		res.Reason = noCandidateReason(req)
+		return res, nil
+	}
+	res.Distinct = len(cands)
+	if req.CountOnly {
+		return res, nil
+	}
+	best := fewestTransit(cands)
+	if req.Algo == Baseline {
+		return res, d.chooseFirst(best, res)
+	}
+	res.Ranked = len(best)
+	tied := d.leastFragmenting(best)
+	return res, d.chooseByTables(tied, res)
+}
+
+// checkRequest validates a request and fills in the default algorithm.
+func checkRequest(req Request) (Request, error) {
+	if req.Nodes < 1 {
+		return req, fmt.Errorf("a job needs at least one node, got %d", req.Nodes)
+	}
+	if req.Transit < 0 {
+		return req, fmt.Errorf("transit limit %d is negative", req.Transit)
+	}
+	if req.Algo == "" {
+		req.Algo = Improved
+	}
+	if _, err := ParseAlgo(string(req.Algo)); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+func noCandidateReason(req Request) string {
+	reason := fmt.Sprintf("no reachable set of %d active nodes with at most %d transit nodes fits the available nodes", req.Nodes, req.Transit)
+	if req.Algo == Baseline {
+		reason += " (baseline: whole fault-free rectangles with sides ≤ ⌈d/2⌉ or = d)"
+	}
+	return reason
+}
+
+// decision is the working state of one Select call.
+type decision struct {
+	sel   *Selector
+	s     *State
+	rt    Router
+	req   Request
+	m, T  int
+	sizes [][]int // rectangle sizes with m ≤ volume ≤ m+T (and baseline's rule)
+	// bestT is the fewest transit nodes of a candidate so far (criterion 1
+	// bound shared by the workers).
+	bestT atomic.Int64
+	memo  onceMap // answers shared by placements
+	work  []workerScratch
+}
+
+// workerScratch is one worker's reusable space.
+type workerScratch struct {
+	nodes []int
+	conn  connScratch
+}
+
+// sizeResult is what one rectangle size contributed.
+type sizeResult struct {
+	found int
+	cands []*Candidate
+	err   error
+}
+
+func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
+	d := &decision{sel: sel, s: s, rt: rt, req: req, m: req.Nodes, T: req.Transit}
+	for _, size := range sel.shapes {
+		if v := vol(size); v < d.m || v > d.m+d.T {
+			continue
+		}
+		if req.Algo == Baseline && !baselineShape(size, sel.dims) {
+			continue
+		}
+		d.sizes = append(d.sizes, size)
+	}
+	d.bestT.Store(int64(d.T))
+	d.work = make([]workerScratch, par.Workers(sel.Workers))
+	return d
+}
+
+// lowerBest lowers the criterion-1 bound to t.
+func (d *decision) lowerBest(t int) {
+	for {
+		cur := d.bestT.Load()
+		if int64(t) >= cur || d.bestT.CompareAndSwap(cur, int64(t)) {
+			return
+		}
+	}
+}
+
+// enumerate examines every placement of every size on all cores. Sizes
+// are worked through smallest first: they need the fewest transit nodes,
+// so the bound on criterion 1 tightens early and prunes the larger
+// rectangles; results stay indexed by size, so the outcome does not
+// depend on this order or on scheduling.
+func (d *decision) enumerate() []sizeResult {
+	results := make([]sizeResult, len(d.sizes))
+	order := make([]int, len(d.sizes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(vol(d.sizes[a]), vol(d.sizes[b])) })
+	par.For(len(d.sizes), d.sel.Workers, func(w, k int) {
+		si := order[k]
+		size := d.sizes[si]
+		out := &results[si]
+		placements(d.sel.dims, d.sel.wrap, size, func(st []int) bool {
+			return d.examine(w, size, st, out)
+		})
+	})
+	return results
+}
+
+// placement is one rectangle placement's node set.
+type placement struct {
+	rect    Rect
+	holes   int // unavailable nodes inside
+	active  []int
+	transit []int
+	all     []int // available nodes of the rectangle (active then transit)
+	// block: no unavailable node and no failed link inside.
+	block bool
+}
+
+// examine handles one placement: builds its set, asks whether it is
+// reachable, drops unneeded transit nodes and records the candidate. It
+// returns false to stop the size's enumeration (on an error).
+func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
+	p, ok := d.placementSet(w, size, st)
+	if !ok {
+		return true
+	}
+	ok, err := d.reachable(w, p)
+	if err != nil {
+		out.err = err
+		return false
+	}
+	if !ok {
+		return true
+	}
+	out.found++
+	if d.req.CountOnly {
+		return true
+	}
+	transit, reduced, ok, err := d.reduce(p)
+	if err != nil {
+		out.err = err
+		return false
+	}
+	if !ok || d.req.Algo == Improved && int64(len(transit)) > d.bestT.Load() {
+		return true
+	}
+	d.lowerBest(len(transit))
+	out.cands = append(out.cands, d.newCandidate(p, transit, reduced))
+	return true
+}
+
+// placementSet lists the available nodes of the rectangle at st: the first
+// m (in coordinate order) are active, the rest transit. ok is false when
+// the rectangle cannot hold the job (too few available nodes, or for the
+// baseline any unavailable node or failed link inside).
+func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
+	sel := d.sel
+	holes := sel.grid.unavailable(st, size)
+	if vol(size)-holes < d.m || (d.req.Algo == Baseline && holes > 0) {
+		return placement{}, false
+	}
+	r := Rect{Start: st, Size: size}
+	ws := &d.work[w]
+	ws.nodes = r.Nodes(sel.dims, ws.nodes[:0])
+	fault := sel.internalFault(r, ws.nodes)
+	if d.req.Algo == Baseline && fault {
+		return placement{}, false
+	}
+	all := make([]int, 0, vol(size)-holes)
+	for _, x := range ws.nodes {
+		if d.s.Available(x) {
+			all = append(all, x)
+		}
+	}
+	return placement{rect: r, holes: holes, all: all,
+		active: all[:d.m:d.m], transit: all[d.m:], block: holes == 0 && !fault}, true
+}
+
+// reachable answers whether the placement's set is reachable. A block is
+// (the straight path inside the rectangle is a legal route); otherwise
+// active nodes in different components of the set are rejected before the
+// router is asked.
+func (d *decision) reachable(w int, p placement) (bool, error) {
+	if p.block {
+		return true, nil
+	}
+	if !d.work[w].conn.joins(d.s.g, p.all, p.active) {
+		return false, nil
+	}
+	if d.req.Fast && d.req.Algo == Improved && d.bestT.Load() == 0 {
+		// Only a set without transit nodes can still win: ask about the
+		// active nodes alone (if they are reachable, so is the whole set).
+		return d.alone(p.active, p.rect.Size, false)
+	}
+	return d.rt.Reachable(p.active, p.transit)
+}
+
+// alone reports whether the active nodes are reachable without transit
+// nodes. A fault-free block of available nodes is when its first m nodes
+// form a rectangle; blocks of one size share the answer, and so do
+// placements with the same active set.
+func (d *decision) alone(active, size []int, block bool) (bool, error) {
+	if block && leadingBlock(size, d.m) != nil {
+		return true, nil
+	}
+	key := "a" + nodeKey(active)
+	if block {
+		key = "b" + fmt.Sprint(size)
+	}
+	ok, err := d.memo.get(key, func() (any, error) { return d.rt.Reachable(active, nil) })
+	if err != nil {
+		return false, err
+	}
+	return ok.(bool), nil
+}
+
+// reduce drops the transit nodes the set does not need (improved
+// algorithm; the set may become non-rectangular, and each dropped node
+// stays free for others). Criterion 1 ranks first by the transit count,
+// so a candidate that must keep more than the best so far is given up
+// (ok false) as soon as that is certain. In a block the outcome depends
+// only on the size: blocks of one size are translations of each other and
+// routes never leave the set, so it is computed once per size. reduced
+// reports whether any node was dropped.
+func (d *decision) reduce(p placement) (transit []int, reduced, ok bool, err error) {
+	if d.req.Algo != Improved || len(p.transit) == 0 {
+		return p.transit, false, true, nil
+	}
+	var keep []int // indices into p.transit of the nodes kept
+	switch bound := d.bestT.Load(); {
+	case bound == 0:
+		// Only a set without transit nodes can still win, and
+		// reachability only grows with the transit set, so the greedy ends
+		// at none exactly when the active nodes alone are reachable.
+		ok, err := d.alone(p.active, p.rect.Size, p.block)
+		if err != nil || !ok {
+			return nil, false, false, err
+		}
+	case p.block:
+		// Pruned (nil) stays pruned: the bound only falls.
+		k, err := d.memo.get("g"+fmt.Sprint(p.rect.Size), func() (any, error) {
+			return dropTransit(d.rt, p.active, p.transit, int(bound))
+		})
+		if err != nil || k.([]int) == nil {
+			return nil, false, false, err
+		}
+		keep = k.([]int)
+	default:
+		k, err := dropTransit(d.rt, p.active, p.transit, int(bound))
+		if err != nil || k == nil {
+			return nil, false, false, err
+		}
+		keep = k
+	}
+	if len(keep) == len(p.transit) {
+		return p.transit, false, true, nil
+	}
+	kept := make([]int, len(keep))
+	for i, x := range keep {
+		kept[i] = p.transit[x]
+	}
+	return kept, true, true, nil
+}
+
+// newCandidate records a reachable set and names its translation class
+// when it has one (sets from blocks of one size, reduced the same way,
+// are translations of each other and have isomorphic routing tables).
+func (d *decision) newCandidate(p placement, transit []int, reduced bool) *Candidate {
+	size := p.rect.Size
+	c := &Candidate{Active: p.active, Transit: transit,
+		Rect:  Rect{Start: slices.Clone(p.rect.Start), Size: slices.Clone(size)},
+		Holes: p.holes}
+	switch {
+	case p.block && !reduced:
+		c.iso = "r" + fmt.Sprint(size)
+	case !p.block:
+	case len(transit) > 0:
+		c.iso = "g" + fmt.Sprint(size)
+	case leadingBlock(size, d.m) != nil:
+		c.iso = "r" + fmt.Sprint(leadingBlock(size, d.m))
+	default:
+		c.iso = "a" + fmt.Sprint(size)
+	}
+	return c
+}
+
+// collect merges the sizes' candidates in size order, drops those beaten
+// on criterion 1 by a candidate of another size and repeated node sets,
+// and counts the placements found.
+func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, error) {
+	var cands []*Candidate
+	seen := map[string]bool{}
+	minT := int(d.bestT.Load())
+	for _, r := range results {
+		if r.err != nil {
+			return nil, r.err
+		}
+		res.Found += r.found
+		for _, c := range r.cands {
+			if d.req.Algo == Improved && len(c.Transit) > minT {
+				continue
+			}
+			key := setKey(c.Active, c.Transit)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			c.order = len(cands)
+			cands = append(cands, c)
+		}
+	}
+	return cands, nil
+}
+
+// fewestTransit keeps the candidates with the fewest transit nodes
+// (criterion 1).
+func fewestTransit(cands []*Candidate) []*Candidate {
+	minT := len(cands[0].Transit)
+	for _, c := range cands {
+		minT = min(minT, len(c.Transit))
+	}
+	var best []*Candidate
+	for _, c := range cands {
+		if len(c.Transit) == minT {
+			best = append(best, c)
+		}
+	}
+	return best
+}
+
+// chooseFirst is the baseline's choice: the first candidate, with its
+// table built by the baseline routing algorithm.
+func (d *decision) chooseFirst(best []*Candidate, res *Result) error {
+	c := best[0]
+	fig, err := d.rt.Table(c.Active, c.Transit, "baseline")
+	if err != nil {
+		return err
+	}
+	c.Figures = &fig
+	c.Frag = newLevelCache(d.sel, d.s).after(c)
+	res.Chosen, res.Ranked, res.Tables = c, 1, 1
+	return nil
+}
+
+// leastFragmenting keeps the candidates with the largest φ after
+// allocation (criterion 2). Allocating only removes free rectangles, so
+// the free rectangles afterwards are today's free rectangles that miss
+// the candidate's nodes: today's free rectangles are listed volume level
+// by volume level (each level found once per decision and shared by all
+// candidates) until a level keeps some.
+func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
+	levels := newLevelCache(d.sel, d.s)
+	for _, c := range best {
+		c.Frag = levels.after(c)
+	}
+	maxPhi := best[0].Frag.Phi
+	for _, c := range best {
+		maxPhi = max(maxPhi, c.Frag.Phi)
+	}
+	var tied []*Candidate
+	for _, c := range best {
+		if c.Frag.Phi == maxPhi {
+			tied = append(tied, c)
+		}
+	}
+	return tied
+}
+
+// chooseByTables breaks the remaining ties by routing-table diameter, then
+// π_max (criteria 3 and 4), then enumeration order. One table is built per
+// translation class, for the first MaxTables classes in candidate order,
+// on all cores.
+func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
+	limit := d.req.MaxTables
+	if limit <= 0 {
+		limit = 64
+	}
+	classOf := func(c *Candidate) string {
+		if c.iso != "" {
+			return c.iso
+		}
+		return fmt.Sprint("#", c.order)
+	}
+	class := map[string]int{}
+	var reps []*Candidate // the first candidate of each class
+	var ranked []*Candidate
+	for _, c := range tied {
+		k := classOf(c)
+		if _, ok := class[k]; !ok {
+			if len(reps) >= limit {
+				continue
+			}
+			class[k] = len(reps)
+			reps = append(reps, c)
+		}
+		ranked = append(ranked, c)
+	}
+	figs := make([]TableFigures, len(reps))
+	errs := make([]error, len(reps))
+	par.For(len(reps), d.sel.Workers, func(_, i int) {
+		figs[i], errs[i] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	res.Tables = len(reps)
+	for _, c := range ranked {
+		c.Figures = &figs[class[classOf(c)]]
+	}
+	slices.SortStableFunc(ranked, func(a, b *Candidate) int {
+		if x := cmp.Compare(a.Figures.Diameter, b.Figures.Diameter); x != 0 {
+			return x
+		}
+		if x := cmp.Compare(a.Figures.PiMax, b.Figures.PiMax); x != 0 {
+			return x
+		}
+		return cmp.Compare(a.order, b.order)
+	})
+	res.Chosen = ranked[0]
+	return nil
+}
