@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -89,6 +90,10 @@ type decision struct {
 	bestT atomic.Int64
 	memo  onceMap // answers shared by placements
 	work  []workerScratch
+	// invariant: the router's answers depend on a set only up to
+	// translation, so placements of one size with the same pattern of
+	// unavailable nodes share them.
+	invariant bool
 }
 
 // workerScratch is one worker's reusable space.
@@ -116,6 +121,9 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 		d.sizes = append(d.sizes, size)
 	}
 	d.bestT.Store(int64(d.T))
+	if ti, ok := rt.(translationInvariant); ok {
+		d.invariant = ti.TranslationInvariant()
+	}
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
 	return d
 }
@@ -162,6 +170,10 @@ type placement struct {
 	all     []int // available nodes of the rectangle (active then transit)
 	// block: no unavailable node and no failed link inside.
 	block bool
+	// pattern names the set up to translation (size and positions of the
+	// unavailable nodes in the rectangle) when the router is translation
+	// invariant and the placement is not a block; "" otherwise.
+	pattern string
 }
 
 // examine handles one placement: builds its set, asks whether it is
@@ -215,12 +227,21 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 		return placement{}, false
 	}
 	all := make([]int, 0, vol(size)-holes)
-	for _, x := range ws.nodes {
-		if d.s.Available(x) {
-			all = append(all, x)
+	var pat []byte
+	if d.invariant && holes > 0 {
+		pat = make([]byte, 0, len(size)+4*holes)
+		for _, p := range size {
+			pat = binary.AppendUvarint(pat, uint64(p))
 		}
 	}
-	return placement{rect: r, holes: holes, all: all,
+	for i, x := range ws.nodes {
+		if d.s.Available(x) {
+			all = append(all, x)
+		} else if pat != nil {
+			pat = binary.AppendUvarint(pat, uint64(i))
+		}
+	}
+	return placement{rect: r, holes: holes, all: all, pattern: string(pat),
 		active: all[:d.m:d.m], transit: all[d.m:], block: holes == 0 && !fault}, true
 }
 
@@ -238,24 +259,38 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 	if d.req.Fast && d.req.Algo == Improved && d.bestT.Load() == 0 {
 		// Only a set without transit nodes can still win: ask about the
 		// active nodes alone (if they are reachable, so is the whole set).
-		return d.alone(p.active, p.rect.Size, false)
+		return d.alone(p, false)
 	}
-	return d.rt.Reachable(p.active, p.transit)
+	if p.pattern == "" {
+		return d.rt.Reachable(p.active, p.transit)
+	}
+	ok, err := d.memo.get("t"+p.pattern, func() (any, error) { return d.rt.Reachable(p.active, p.transit) })
+	if err != nil {
+		return false, err
+	}
+	return ok.(bool), nil
 }
 
 // alone reports whether the active nodes are reachable without transit
 // nodes. A fault-free block of available nodes is when its first m nodes
 // form a rectangle; blocks of one size share the answer, and so do
-// placements with the same active set.
-func (d *decision) alone(active, size []int, block bool) (bool, error) {
+// placements with the same active set (or, for a translation-invariant
+// router, the same pattern).
+func (d *decision) alone(p placement, block bool) (bool, error) {
+	size := p.rect.Size
 	if block && leadingBlock(size, d.m) != nil {
 		return true, nil
 	}
-	key := "a" + nodeKey(active)
-	if block {
+	var key string
+	switch {
+	case block:
 		key = "b" + fmt.Sprint(size)
+	case p.pattern != "":
+		key = "p" + p.pattern
+	default:
+		key = "a" + nodeKey(p.active)
 	}
-	ok, err := d.memo.get(key, func() (any, error) { return d.rt.Reachable(active, nil) })
+	ok, err := d.memo.get(key, func() (any, error) { return d.rt.Reachable(p.active, nil) })
 	if err != nil {
 		return false, err
 	}
@@ -280,13 +315,22 @@ func (d *decision) reduce(p placement) (transit []int, reduced, ok bool, err err
 		// Only a set without transit nodes can still win, and
 		// reachability only grows with the transit set, so the greedy ends
 		// at none exactly when the active nodes alone are reachable.
-		ok, err := d.alone(p.active, p.rect.Size, p.block)
+		ok, err := d.alone(p, p.block)
 		if err != nil || !ok {
 			return nil, false, false, err
 		}
 	case p.block:
 		// Pruned (nil) stays pruned: the bound only falls.
 		k, err := d.memo.get("g"+fmt.Sprint(p.rect.Size), func() (any, error) {
+			return dropTransit(d.rt, p.active, p.transit, int(bound))
+		})
+		if err != nil || k.([]int) == nil {
+			return nil, false, false, err
+		}
+		keep = k.([]int)
+	case p.pattern != "":
+		// Translates reduce the same way (indices into the transit list).
+		k, err := d.memo.get("d"+p.pattern, func() (any, error) {
 			return dropTransit(d.rt, p.active, p.transit, int(bound))
 		})
 		if err != nil || k.([]int) == nil {
@@ -398,16 +442,24 @@ func (d *decision) chooseFirst(best []*Candidate, res *Result) error {
 // candidates) until a level keeps some.
 func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
 	levels := newLevelCache(d.sel, d.s)
-	for _, c := range best {
-		c.Frag = levels.after(c)
-	}
-	maxPhi := best[0].Frag.Phi
-	for _, c := range best {
-		maxPhi = max(maxPhi, c.Frag.Phi)
-	}
+	// Candidates certainly below the largest φ found so far are given up
+	// early (their Frag stays unset); the bound only rises, so every
+	// candidate reaching the final maximum is computed exactly.
+	var top atomic.Int64
+	kept := make([]bool, len(best))
+	par.For(len(best), d.sel.Workers, func(_, i int) {
+		f, ok := levels.afterAtLeast(best[i], top.Load())
+		if !ok {
+			return
+		}
+		best[i].Frag, kept[i] = f, true
+		for cur := top.Load(); f.Phi > cur && !top.CompareAndSwap(cur, f.Phi); cur = top.Load() {
+		}
+	})
+	maxPhi := top.Load()
 	var tied []*Candidate
-	for _, c := range best {
-		if c.Frag.Phi == maxPhi {
+	for i, c := range best {
+		if kept[i] && c.Frag.Phi == maxPhi {
 			tied = append(tied, c)
 		}
 	}
