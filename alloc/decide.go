@@ -196,7 +196,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 	if d.req.CountOnly {
 		return true
 	}
-	transit, reduced, ok, err := d.reduce(p)
+	transit, keep, ok, err := d.reduce(p)
 	if err != nil {
 		out.err = err
 		return false
@@ -205,7 +205,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 		return true
 	}
 	d.lowerBest(len(transit))
-	out.cands = append(out.cands, d.newCandidate(p, transit, reduced))
+	out.cands = append(out.cands, d.newCandidate(p, transit, keep))
 	return true
 }
 
@@ -303,13 +303,13 @@ func (d *decision) alone(p placement, block bool) (bool, error) {
 // so a candidate that must keep more than the best so far is given up
 // (ok false) as soon as that is certain. In a block the outcome depends
 // only on the size: blocks of one size are translations of each other and
-// routes never leave the set, so it is computed once per size. reduced
-// reports whether any node was dropped.
-func (d *decision) reduce(p placement) (transit []int, reduced, ok bool, err error) {
+// routes never leave the set, so it is computed once per size. keep lists
+// the indices in p.transit of the nodes kept, or is nil when none was
+// dropped.
+func (d *decision) reduce(p placement) (transit, keep []int, ok bool, err error) {
 	if d.req.Algo != Improved || len(p.transit) == 0 {
-		return p.transit, false, true, nil
+		return p.transit, nil, true, nil
 	}
-	var keep []int // indices into p.transit of the nodes kept
 	switch bound := d.bestT.Load(); {
 	case bound == 0:
 		// Only a set without transit nodes can still win, and
@@ -317,7 +317,7 @@ func (d *decision) reduce(p placement) (transit []int, reduced, ok bool, err err
 		// at none exactly when the active nodes alone are reachable.
 		ok, err := d.alone(p, p.block)
 		if err != nil || !ok {
-			return nil, false, false, err
+			return nil, nil, false, err
 		}
 	case p.block:
 		// Pruned (nil) stays pruned: the bound only falls.
@@ -325,7 +325,7 @@ func (d *decision) reduce(p placement) (transit []int, reduced, ok bool, err err
 			return dropTransit(d.rt, p.active, p.transit, int(bound))
 		})
 		if err != nil || k.([]int) == nil {
-			return nil, false, false, err
+			return nil, nil, false, err
 		}
 		keep = k.([]int)
 	case p.pattern != "":
@@ -334,36 +334,54 @@ func (d *decision) reduce(p placement) (transit []int, reduced, ok bool, err err
 			return dropTransit(d.rt, p.active, p.transit, int(bound))
 		})
 		if err != nil || k.([]int) == nil {
-			return nil, false, false, err
+			return nil, nil, false, err
 		}
 		keep = k.([]int)
 	default:
 		k, err := dropTransit(d.rt, p.active, p.transit, int(bound))
 		if err != nil || k == nil {
-			return nil, false, false, err
+			return nil, nil, false, err
 		}
 		keep = k
 	}
 	if len(keep) == len(p.transit) {
-		return p.transit, false, true, nil
+		return p.transit, nil, true, nil
 	}
 	kept := make([]int, len(keep))
 	for i, x := range keep {
 		kept[i] = p.transit[x]
 	}
-	return kept, true, true, nil
+	if keep == nil {
+		keep = []int{}
+	}
+	return kept, keep, true, nil
 }
 
 // newCandidate records a reachable set and names its translation class
 // when it has one (sets from blocks of one size, reduced the same way,
 // are translations of each other and have isomorphic routing tables).
-func (d *decision) newCandidate(p placement, transit []int, reduced bool) *Candidate {
+// With a translation-invariant router, sets with the same pattern of
+// unavailable nodes and the same kept transit nodes are translations too:
+// they share their routing-table figures.
+func (d *decision) newCandidate(p placement, transit, keep []int) *Candidate {
 	size := p.rect.Size
 	c := &Candidate{Active: p.active, Transit: transit,
 		Rect:  Rect{Start: slices.Clone(p.rect.Start), Size: slices.Clone(size)},
 		Holes: p.holes}
+	if p.pattern != "" {
+		b := []byte(p.pattern)
+		b = append(b, 0xff) // not a varint's first byte after a full varint
+		b = binary.AppendUvarint(b, uint64(len(keep)))
+		if keep == nil {
+			b = append(b, 0xff)
+		}
+		for _, x := range keep {
+			b = binary.AppendUvarint(b, uint64(x))
+		}
+		c.shape = string(b)
+	}
 	switch {
-	case p.block && !reduced:
+	case p.block && keep == nil:
 		c.iso = "r" + fmt.Sprint(size)
 	case !p.block:
 	case len(transit) > 0:
@@ -402,6 +420,39 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, err
 		}
 	}
 	return cands, nil
+}
+
+// tableFigures builds the routing tables of the representatives on all
+// cores, one per translation class (representatives with the same shape
+// share the figures), and returns how many were built.
+func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) {
+	first := make([]int, len(reps)) // representative whose table is built
+	byShape := map[string]int{}
+	var build []int
+	for i, c := range reps {
+		first[i] = i
+		if c.shape != "" {
+			if j, ok := byShape[c.shape]; ok {
+				first[i] = j
+				continue
+			}
+			byShape[c.shape] = i
+		}
+		build = append(build, i)
+	}
+	figs := make([]TableFigures, len(reps))
+	errs := make([]error, len(build))
+	par.For(len(build), d.sel.Workers, func(_, k int) {
+		i := build[k]
+		figs[i], errs[k] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, err
+	}
+	for i := range reps {
+		figs[i] = figs[first[i]]
+	}
+	return figs, len(build), nil
 }
 
 // fewestTransit keeps the candidates with the fewest transit nodes
@@ -495,15 +546,11 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 		}
 		ranked = append(ranked, c)
 	}
-	figs := make([]TableFigures, len(reps))
-	errs := make([]error, len(reps))
-	par.For(len(reps), d.sel.Workers, func(_, i int) {
-		figs[i], errs[i] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
-	})
-	if err := errors.Join(errs...); err != nil {
+	figs, built, err := d.tableFigures(reps)
+	if err != nil {
 		return err
 	}
-	res.Tables = len(reps)
+	res.Tables = built
 	for _, c := range ranked {
 		c.Figures = &figs[class[classOf(c)]]
 	}

@@ -87,6 +87,10 @@ type Candidate struct {
 	// or failed links inside) of one size, reduced the same way, are
 	// translations of each other and have isomorphic routing tables.
 	iso   string
+	// shape names the set up to translation when the router is
+	// translation invariant and the set comes from a placement with
+	// unavailable nodes ("" otherwise).
+	shape string
 	order int
 }
 
