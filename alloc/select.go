@@ -86,7 +86,7 @@ type Candidate struct {
 	// have one: sets from blocks (rectangles without unavailable nodes
 	// or failed links inside) of one size, reduced the same way, are
 	// translations of each other and have isomorphic routing tables.
-	iso   string
+	iso string
 	// shape names the set up to translation when the router is
 	// translation invariant and the set comes from a placement with
 	// unavailable nodes ("" otherwise).
