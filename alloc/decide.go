@@ -98,8 +98,9 @@ type decision struct {
 
 // workerScratch is one worker's reusable space.
 type workerScratch struct {
-	nodes []int
-	conn  connScratch
+	nodes       []int
+	lo, hi, off []int
+	conn        connScratch
 }
 
 // sizeResult is what one rectangle size contributed.
@@ -170,6 +171,12 @@ type placement struct {
 	all     []int // available nodes of the rectangle (active then transit)
 	// block: no unavailable node and no failed link inside.
 	block bool
+	// blockSize is the size of the block the set is: the rectangle's for
+	// a block, or the box its available nodes form when they form one
+	// without a failed link inside; nil otherwise. Such a set is the set
+	// of the block of that size at the box's corner (same nodes, same
+	// order, so the same active and transit nodes).
+	blockSize []int
 	// pattern names the set up to translation (size and positions of the
 	// unavailable nodes in the rectangle) when the router is translation
 	// invariant and the placement is not a block; "" otherwise.
@@ -241,8 +248,52 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 			pat = binary.AppendUvarint(pat, uint64(i))
 		}
 	}
-	return placement{rect: r, holes: holes, all: all, pattern: string(pat),
-		active: all[:d.m:d.m], transit: all[d.m:], block: holes == 0 && !fault}, true
+	p := placement{rect: r, holes: holes, all: all, pattern: string(pat),
+		active: all[:d.m:d.m], transit: all[d.m:], block: holes == 0 && !fault}
+	switch {
+	case p.block:
+		p.blockSize = size
+	case !fault:
+		p.blockSize = d.availBox(w, size)
+	}
+	return p, true
+}
+
+// availBox returns the size of the box the available nodes of the
+// rectangle (listed in the worker's nodes) form, or nil if they do not
+// form one.
+func (d *decision) availBox(w int, size []int) []int {
+	n := len(size)
+	ws := &d.work[w]
+	ws.lo = append(ws.lo[:0], size...)
+	ws.hi = append(ws.hi[:0], make([]int, n)...)
+	ws.off = append(ws.off[:0], make([]int, n)...)
+	count := 0
+	for _, x := range ws.nodes {
+		if d.s.Available(x) {
+			count++
+			for i, o := range ws.off {
+				ws.lo[i] = min(ws.lo[i], o)
+				ws.hi[i] = max(ws.hi[i], o)
+			}
+		}
+		for i := 0; i < n; i++ {
+			if ws.off[i]++; ws.off[i] < size[i] {
+				break
+			}
+			ws.off[i] = 0
+		}
+	}
+	box := make([]int, n)
+	v := 1
+	for i := range box {
+		box[i] = ws.hi[i] - ws.lo[i] + 1
+		v *= box[i]
+	}
+	if v != count {
+		return nil
+	}
+	return box
 }
 
 // reachable answers whether the placement's set is reachable. A block is
@@ -250,7 +301,7 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 // active nodes in different components of the set are rejected before the
 // router is asked.
 func (d *decision) reachable(w int, p placement) (bool, error) {
-	if p.block {
+	if p.blockSize != nil {
 		return true, nil
 	}
 	if !d.work[w].conn.joins(d.s.g, p.all, p.active) {
@@ -273,11 +324,12 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 
 // alone reports whether the active nodes are reachable without transit
 // nodes. A fault-free block of available nodes is when its first m nodes
-// form a rectangle; blocks of one size share the answer, and so do
-// placements with the same active set (or, for a translation-invariant
-// router, the same pattern).
+// form a rectangle; blocks of one size share the answer (block: p is
+// taken as the block of size p.blockSize), and so do placements with the
+// same active set (or, for a translation-invariant router, the same
+// pattern).
 func (d *decision) alone(p placement, block bool) (bool, error) {
-	size := p.rect.Size
+	size := p.blockSize
 	if block && leadingBlock(size, d.m) != nil {
 		return true, nil
 	}
@@ -315,13 +367,13 @@ func (d *decision) reduce(p placement) (transit, keep []int, ok bool, err error)
 		// Only a set without transit nodes can still win, and
 		// reachability only grows with the transit set, so the greedy ends
 		// at none exactly when the active nodes alone are reachable.
-		ok, err := d.alone(p, p.block)
+		ok, err := d.alone(p, p.blockSize != nil)
 		if err != nil || !ok {
 			return nil, nil, false, err
 		}
-	case p.block:
+	case p.blockSize != nil:
 		// Pruned (nil) stays pruned: the bound only falls.
-		k, err := d.memo.get("g"+fmt.Sprint(p.rect.Size), func() (any, error) {
+		k, err := d.memo.get("g"+fmt.Sprint(p.blockSize), func() (any, error) {
 			return dropTransit(d.rt, p.active, p.transit, int(bound))
 		})
 		if err != nil || k.([]int) == nil {
@@ -368,9 +420,15 @@ func (d *decision) newCandidate(p placement, transit, keep []int) *Candidate {
 	c := &Candidate{Active: p.active, Transit: transit,
 		Rect:  Rect{Start: slices.Clone(p.rect.Start), Size: slices.Clone(size)},
 		Holes: p.holes}
-	if p.pattern != "" {
-		b := []byte(p.pattern)
-		b = append(b, 0xff) // not a varint's first byte after a full varint
+	var b []byte
+	switch {
+	case d.invariant && p.blockSize != nil:
+		b = []byte("B" + fmt.Sprint(p.blockSize))
+	case p.pattern != "":
+		b = []byte("P" + p.pattern)
+	}
+	if b != nil {
+		b = append(b, 0xff) // no uvarint starts with 0xff after a full one
 		b = binary.AppendUvarint(b, uint64(len(keep)))
 		if keep == nil {
 			b = append(b, 0xff)
