@@ -468,7 +468,7 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, err
 			if d.req.Algo == Improved && len(c.Transit) > minT {
 				continue
 			}
-			key := setKey(c.Active, c.Transit)
+			key := setID(c.Active, c.Transit)
 			if seen[key] {
 				continue
 			}

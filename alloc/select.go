@@ -126,6 +126,7 @@ type Selector struct {
 	// faultDirs[v] has bit k set if the link leaving v in direction k
 	// (2·dim + (0 for +, 1 for −)) is failed.
 	faultDirs []uint16
+	anyFault  bool // some faultDirs[v] ≠ 0
 }
 
 // NewSelector prepares a selector for the state's torus.
@@ -145,6 +146,7 @@ func (sel *Selector) prepare(s *State) {
 		sel.faultDirs = make([]uint16, s.N())
 	}
 	clear(sel.faultDirs)
+	sel.anyFault = false
 	for v := 0; v < s.N(); v++ {
 		for _, c := range g.Out(v) {
 			if g.Up(int(c)) {
@@ -159,12 +161,16 @@ func (sel *Selector) prepare(s *State) {
 				k++
 			}
 			sel.faultDirs[v] |= 1 << k
+			sel.anyFault = true
 		}
 	}
 }
 
 // internalFault reports whether a failed link joins two nodes of r.
 func (sel *Selector) internalFault(r Rect, nodes []int) bool {
+	if !sel.anyFault {
+		return false
+	}
 	c := make([]int, len(sel.dims))
 	for _, v := range nodes {
 		f := sel.faultDirs[v]
@@ -333,6 +339,23 @@ func nodeKey(nodes []int) string {
 	b := make([]byte, 0, 4*len(a))
 	for _, v := range a {
 		b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+	}
+	return string(b)
+}
+
+// setID is a compact map key for the node set active ∪ transit with its
+// split (ids in any order).
+func setID(active, transit []int) string {
+	b := make([]byte, 0, 4*(len(active)+len(transit))+1)
+	for k, l := range [2][]int{active, transit} {
+		if k == 1 {
+			b = append(b, 0xff, 0xff, 0xff, 0xff) // no node id
+		}
+		a := slices.Clone(l)
+		slices.Sort(a)
+		for _, v := range a {
+			b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+		}
 	}
 	return string(b)
 }
