@@ -129,6 +129,16 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 	return d
 }
 
+// sizeKey is a compact map key: a tag and a rectangle size.
+func sizeKey(tag string, size []int) string {
+	b := make([]byte, 0, len(tag)+len(size))
+	b = append(b, tag...)
+	for _, p := range size {
+		b = binary.AppendUvarint(b, uint64(p))
+	}
+	return string(b)
+}
+
 // lowerBest lowers the criterion-1 bound to t.
 func (d *decision) lowerBest(t int) {
 	for {
@@ -336,7 +346,7 @@ func (d *decision) alone(p placement, block bool) (bool, error) {
 	var key string
 	switch {
 	case block:
-		key = "b" + fmt.Sprint(size)
+		key = sizeKey("b", size)
 	case p.pattern != "":
 		key = "p" + p.pattern
 	default:
@@ -373,7 +383,7 @@ func (d *decision) reduce(p placement) (transit, keep []int, ok bool, err error)
 		}
 	case p.blockSize != nil:
 		// Pruned (nil) stays pruned: the bound only falls.
-		k, err := d.memo.get("g"+fmt.Sprint(p.blockSize), func() (any, error) {
+		k, err := d.memo.get(sizeKey("g", p.blockSize), func() (any, error) {
 			return dropTransit(d.rt, p.active, p.transit, int(bound))
 		})
 		if err != nil || k.([]int) == nil {
@@ -423,7 +433,7 @@ func (d *decision) newCandidate(p placement, transit, keep []int) *Candidate {
 	var b []byte
 	switch {
 	case d.invariant && p.blockSize != nil:
-		b = []byte("B" + fmt.Sprint(p.blockSize))
+		b = []byte(sizeKey("B", p.blockSize))
 	case p.pattern != "":
 		b = []byte("P" + p.pattern)
 	}
@@ -440,14 +450,14 @@ func (d *decision) newCandidate(p placement, transit, keep []int) *Candidate {
 	}
 	switch {
 	case p.block && keep == nil:
-		c.iso = "r" + fmt.Sprint(size)
+		c.iso = sizeKey("r", size)
 	case !p.block:
 	case len(transit) > 0:
-		c.iso = "g" + fmt.Sprint(size)
+		c.iso = sizeKey("g", size)
 	case leadingBlock(size, d.m) != nil:
-		c.iso = "r" + fmt.Sprint(leadingBlock(size, d.m))
+		c.iso = sizeKey("r", leadingBlock(size, d.m))
 	default:
-		c.iso = "a" + fmt.Sprint(size)
+		c.iso = sizeKey("a", size)
 	}
 	return c
 }
