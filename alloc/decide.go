@@ -179,6 +179,10 @@ type placement struct {
 	active  []int
 	transit []int
 	all     []int // available nodes of the rectangle (active then transit)
+	// nTransit is len(transit); a block on a torus without failed links
+	// is not listed (all, active and transit nil) until a question needs
+	// its nodes (see listed).
+	nTransit int
 	// block: no unavailable node and no failed link inside.
 	block bool
 	// blockSize is the size of the block the set is: the rectangle's for
@@ -213,16 +217,20 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 	if d.req.CountOnly {
 		return true
 	}
-	transit, keep, ok, err := d.reduce(p)
+	keep, ok, err := d.reduce(p)
 	if err != nil {
 		out.err = err
 		return false
 	}
-	if !ok || d.req.Algo == Improved && int64(len(transit)) > d.bestT.Load() {
+	kept := p.nTransit
+	if keep != nil {
+		kept = len(keep)
+	}
+	if !ok || d.req.Algo == Improved && int64(kept) > d.bestT.Load() {
 		return true
 	}
-	d.lowerBest(len(transit))
-	out.cands = append(out.cands, d.newCandidate(p, transit, keep))
+	d.lowerBest(kept)
+	out.cands = append(out.cands, d.newCandidate(p, keep))
 	return true
 }
 
@@ -237,6 +245,9 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 		return placement{}, false
 	}
 	r := Rect{Start: st, Size: size}
+	if holes == 0 && !sel.anyFault {
+		return placement{rect: r, nTransit: vol(size) - d.m, block: true, blockSize: size}, true
+	}
 	ws := &d.work[w]
 	ws.nodes = r.Nodes(sel.dims, ws.nodes[:0])
 	fault := sel.internalFault(r, ws.nodes)
@@ -258,7 +269,7 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 			pat = binary.AppendUvarint(pat, uint64(i))
 		}
 	}
-	p := placement{rect: r, holes: holes, all: all, pattern: string(pat),
+	p := placement{rect: r, holes: holes, all: all, pattern: string(pat), nTransit: len(all) - d.m,
 		active: all[:d.m:d.m], transit: all[d.m:], block: holes == 0 && !fault}
 	switch {
 	case p.block:
@@ -267,6 +278,16 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 		p.blockSize = d.availBox(w, size)
 	}
 	return p, true
+}
+
+// listed returns the placement's active and transit nodes, listing a
+// block's on demand.
+func (d *decision) listed(p placement) (active, transit []int) {
+	if p.all != nil {
+		return p.active, p.transit
+	}
+	all := p.rect.Nodes(d.sel.dims, nil)
+	return all[:d.m:d.m], all[d.m:]
 }
 
 // availBox returns the size of the box the available nodes of the
@@ -352,7 +373,10 @@ func (d *decision) alone(p placement, block bool) (bool, error) {
 	default:
 		key = "a" + nodeKey(p.active)
 	}
-	ok, err := d.memo.get(key, func() (any, error) { return d.rt.Reachable(p.active, nil) })
+	ok, err := d.memo.get(key, func() (any, error) {
+		active, _ := d.listed(p)
+		return d.rt.Reachable(active, nil)
+	})
 	if err != nil {
 		return false, err
 	}
@@ -368,9 +392,9 @@ func (d *decision) alone(p placement, block bool) (bool, error) {
 // routes never leave the set, so it is computed once per size. keep lists
 // the indices in p.transit of the nodes kept, or is nil when none was
 // dropped.
-func (d *decision) reduce(p placement) (transit, keep []int, ok bool, err error) {
-	if d.req.Algo != Improved || len(p.transit) == 0 {
-		return p.transit, nil, true, nil
+func (d *decision) reduce(p placement) (keep []int, ok bool, err error) {
+	if d.req.Algo != Improved || p.nTransit == 0 {
+		return nil, true, nil
 	}
 	switch bound := d.bestT.Load(); {
 	case bound == 0:
@@ -379,44 +403,42 @@ func (d *decision) reduce(p placement) (transit, keep []int, ok bool, err error)
 		// at none exactly when the active nodes alone are reachable.
 		ok, err := d.alone(p, p.blockSize != nil)
 		if err != nil || !ok {
-			return nil, nil, false, err
+			return nil, false, err
 		}
 	case p.blockSize != nil:
 		// Pruned (nil) stays pruned: the bound only falls.
 		k, err := d.memo.get(sizeKey("g", p.blockSize), func() (any, error) {
-			return dropTransit(d.rt, p.active, p.transit, int(bound))
+			active, transit := d.listed(p)
+			return dropTransit(d.rt, active, transit, int(bound))
 		})
 		if err != nil || k.([]int) == nil {
-			return nil, nil, false, err
+			return nil, false, err
 		}
 		keep = k.([]int)
 	case p.pattern != "":
 		// Translates reduce the same way (indices into the transit list).
 		k, err := d.memo.get("d"+p.pattern, func() (any, error) {
-			return dropTransit(d.rt, p.active, p.transit, int(bound))
+			active, transit := d.listed(p)
+			return dropTransit(d.rt, active, transit, int(bound))
 		})
 		if err != nil || k.([]int) == nil {
-			return nil, nil, false, err
+			return nil, false, err
 		}
 		keep = k.([]int)
 	default:
 		k, err := dropTransit(d.rt, p.active, p.transit, int(bound))
 		if err != nil || k == nil {
-			return nil, nil, false, err
+			return nil, false, err
 		}
 		keep = k
 	}
-	if len(keep) == len(p.transit) {
-		return p.transit, nil, true, nil
-	}
-	kept := make([]int, len(keep))
-	for i, x := range keep {
-		kept[i] = p.transit[x]
+	if len(keep) == p.nTransit {
+		return nil, true, nil
 	}
 	if keep == nil {
 		keep = []int{}
 	}
-	return kept, keep, true, nil
+	return keep, true, nil
 }
 
 // newCandidate records a reachable set and names its translation class
@@ -425,11 +447,24 @@ func (d *decision) reduce(p placement) (transit, keep []int, ok bool, err error)
 // With a translation-invariant router, sets with the same pattern of
 // unavailable nodes and the same kept transit nodes are translations too:
 // they share their routing-table figures.
-func (d *decision) newCandidate(p placement, transit, keep []int) *Candidate {
+func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 	size := p.rect.Size
-	c := &Candidate{Active: p.active, Transit: transit,
-		Rect:  Rect{Start: slices.Clone(p.rect.Start), Size: slices.Clone(size)},
-		Holes: p.holes}
+	c := &Candidate{Rect: Rect{Start: slices.Clone(p.rect.Start), Size: slices.Clone(size)},
+		Holes: p.holes, nTransit: p.nTransit}
+	switch {
+	case p.all == nil:
+		c.lazy = &blockSet{start: c.Rect.Start, size: c.Rect.Size, m: d.m, keep: keep}
+	case keep == nil:
+		c.Active, c.Transit = p.active, p.transit
+	default:
+		c.Active, c.Transit = p.active, make([]int, len(keep))
+		for i, x := range keep {
+			c.Transit[i] = p.transit[x]
+		}
+	}
+	if keep != nil {
+		c.nTransit = len(keep)
+	}
 	var b []byte
 	switch {
 	case d.invariant && p.blockSize != nil:
@@ -452,7 +487,7 @@ func (d *decision) newCandidate(p placement, transit, keep []int) *Candidate {
 	case p.block && keep == nil:
 		c.iso = sizeKey("r", size)
 	case !p.block:
-	case len(transit) > 0:
+	case c.nTransit > 0:
 		c.iso = sizeKey("g", size)
 	case leadingBlock(size, d.m) != nil:
 		c.iso = sizeKey("r", leadingBlock(size, d.m))
@@ -475,10 +510,10 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, err
 		}
 		res.Found += r.found
 		for _, c := range r.cands {
-			if d.req.Algo == Improved && len(c.Transit) > minT {
+			if d.req.Algo == Improved && c.nTransit > minT {
 				continue
 			}
-			key := setID(c.Active, c.Transit)
+			key := d.setKey(c)
 			if seen[key] {
 				continue
 			}
@@ -510,6 +545,9 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	}
 	figs := make([]TableFigures, len(reps))
 	errs := make([]error, len(build))
+	for _, c := range reps {
+		d.materialize(c)
+	}
 	par.For(len(build), d.sel.Workers, func(_, k int) {
 		i := build[k]
 		figs[i], errs[k] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
@@ -523,16 +561,31 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	return figs, len(build), nil
 }
 
+// setKey names a candidate's node set with its split (see canonicalKey).
+func (d *decision) setKey(c *Candidate) string {
+	if c.lazy != nil {
+		return c.lazy.key(d.sel.dims)
+	}
+	return canonicalKey(d.sel.dims, c.Active, c.Transit)
+}
+
+// materialize lists a candidate's nodes if they are not listed yet.
+func (d *decision) materialize(c *Candidate) {
+	if c.lazy != nil && c.Active == nil {
+		c.Active, c.Transit = c.lazy.nodes(d.sel.dims)
+	}
+}
+
 // fewestTransit keeps the candidates with the fewest transit nodes
 // (criterion 1).
 func fewestTransit(cands []*Candidate) []*Candidate {
-	minT := len(cands[0].Transit)
+	minT := cands[0].nTransit
 	for _, c := range cands {
-		minT = min(minT, len(c.Transit))
+		minT = min(minT, c.nTransit)
 	}
 	var best []*Candidate
 	for _, c := range cands {
-		if len(c.Transit) == minT {
+		if c.nTransit == minT {
 			best = append(best, c)
 		}
 	}
@@ -543,6 +596,7 @@ func fewestTransit(cands []*Candidate) []*Candidate {
 // table built by the baseline routing algorithm.
 func (d *decision) chooseFirst(best []*Candidate, res *Result) error {
 	c := best[0]
+	d.materialize(c)
 	fig, err := d.rt.Table(c.Active, c.Transit, "baseline")
 	if err != nil {
 		return err
@@ -632,5 +686,6 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 		return cmp.Compare(a.order, b.order)
 	})
 	res.Chosen = ranked[0]
+	d.materialize(res.Chosen)
 	return nil
 }

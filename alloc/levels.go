@@ -85,7 +85,7 @@ func (lc *levelCache) after(c *Candidate) Fragmentation {
 // free cannot keep a rectangle and are skipped.
 func (lc *levelCache) afterAtLeast(c *Candidate, bound int64) (f Fragmentation, ok bool) {
 	n := int64(lc.s.N())
-	left := lc.free - len(c.Active) - len(c.Transit)
+	left := lc.free - c.nodeCount()
 	var cs *takenSet
 	for i, v := range lc.vols {
 		if v > left {
@@ -119,16 +119,32 @@ func (lc *levelCache) afterAtLeast(c *Candidate, bound int64) (f Fragmentation, 
 type takenSet struct {
 	dims  []int
 	rect  Rect
-	exact bool  // the set is the whole rectangle
-	coord []int // node coordinates, len(dims) per node
+	exact bool   // the set is the whole rectangle
+	boxes []Rect // boxes of the set (a block's active nodes), or none
+	coord []int  // other nodes' coordinates, len(dims) per node
 }
 
 func newTakenSet(c *Candidate, dims []int) *takenSet {
 	n := len(dims)
 	t := &takenSet{dims: dims, rect: c.Rect}
-	k := len(c.Active) + len(c.Transit)
+	k := c.nodeCount()
 	t.exact = c.Holes == 0 && k == c.Rect.Volume()
 	if t.exact {
+		return t
+	}
+	if b := c.lazy; b != nil {
+		for _, bx := range b.boxes() {
+			start := make([]int, n)
+			for i, d := range dims {
+				start[i] = (b.start[i] + bx[0][i]) % d
+			}
+			t.boxes = append(t.boxes, Rect{Start: start, Size: bx[1]})
+		}
+		for _, o := range b.transitOffsets() {
+			for i, d := range dims {
+				t.coord = append(t.coord, (b.start[i]+o[i])%d)
+			}
+		}
 		return t
 	}
 	t.coord = make([]int, 0, k*n)
@@ -143,21 +159,34 @@ func newTakenSet(c *Candidate, dims []int) *takenSet {
 	return t
 }
 
-// hits reports whether the set takes a node of r: first a cheap test
-// against the set's rectangle (exact when the set is the rectangle),
-// then node by node.
-func (t *takenSet) hits(r Rect) bool {
-	dims := t.dims
+// overlap reports whether two rectangles share a node.
+func overlap(a, b Rect, dims []int) bool {
 	for i, d := range dims {
-		if r.Size[i] == d || t.rect.Size[i] == d {
+		if a.Size[i] == d || b.Size[i] == d {
 			continue
 		}
-		if (t.rect.Start[i]-r.Start[i]+d)%d >= r.Size[i] && (r.Start[i]-t.rect.Start[i]+d)%d >= t.rect.Size[i] {
+		if (b.Start[i]-a.Start[i]+d)%d >= a.Size[i] && (a.Start[i]-b.Start[i]+d)%d >= b.Size[i] {
 			return false // disjoint in dimension i
 		}
 	}
+	return true
+}
+
+// hits reports whether the set takes a node of r: first a cheap test
+// against the set's rectangle (exact when the set is the rectangle),
+// then box by box and node by node.
+func (t *takenSet) hits(r Rect) bool {
+	dims := t.dims
+	if !overlap(r, t.rect, dims) {
+		return false
+	}
 	if t.exact {
 		return true
+	}
+	for _, b := range t.boxes {
+		if overlap(r, b, dims) {
+			return true
+		}
 	}
 	n := len(dims)
 	for k := 0; k < len(t.coord); k += n {

@@ -92,6 +92,10 @@ type Candidate struct {
 	// unavailable nodes ("" otherwise).
 	shape string
 	order int
+	// lazy describes a block's set whose node lists are not built yet;
+	// nTransit is the number of transit nodes either way.
+	lazy     *blockSet
+	nTransit int
 }
 
 // Result is the answer to a Request.

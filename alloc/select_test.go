@@ -401,3 +401,49 @@ func TestTranslationInvariance(t *testing.T) {
 		t.Error("torus with a failed link declared translation invariant")
 	}
 }
+
+// TestBlockSetKey checks the names that deduplicate candidates without
+// listing blocks' nodes: two sets get one name exactly when they have the
+// same active and transit nodes, whether built from a block or listed.
+func TestBlockSetKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 17))
+	for _, spec := range []string{"torus:4x3x2", "torus:3x3", "torus:4x4x4", "torus:5x2x3x2"} {
+		g, _ := topology.Parse(spec)
+		dims := g.Dims()
+		var sets []*blockSet
+		for range 400 {
+			b := &blockSet{start: make([]int, len(dims)), size: make([]int, len(dims))}
+			for i, d := range dims {
+				b.size[i] = 1 + r.IntN(d)
+				if b.size[i] < d {
+					b.start[i] = r.IntN(d)
+				}
+			}
+			v := vol(b.size)
+			b.m = 1 + r.IntN(v)
+			if r.IntN(2) == 0 {
+				b.keep = []int{}
+				for j := 0; j < v-b.m; j++ {
+					if r.IntN(3) == 0 {
+						b.keep = append(b.keep, j)
+					}
+				}
+			}
+			sets = append(sets, b)
+		}
+		for i, a := range sets {
+			aa, at := a.nodes(dims)
+			ka := a.key(dims)
+			if kl := canonicalKey(dims, aa, at); kl != ka {
+				t.Fatalf("%s: block %+v named %q, its nodes %q", spec, a, ka, kl)
+			}
+			for _, b := range sets[:i] {
+				ba, bt := b.nodes(dims)
+				same := setID(aa, at) == setID(ba, bt)
+				if (b.key(dims) == ka) != same {
+					t.Fatalf("%s: blocks %+v and %+v: same set %v, same name %v", spec, a, b, same, !same)
+				}
+			}
+		}
+	}
+}
