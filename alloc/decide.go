@@ -617,16 +617,34 @@ func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
 	levels := newLevelCache(d.sel, d.s)
 	// Candidates certainly below the largest φ found so far are given up
 	// early (their Frag stays unset); the bound only rises, so every
-	// candidate reaching the final maximum is computed exactly.
+	// candidate reaching the final maximum is computed exactly. The first
+	// candidate of each rectangle size is evaluated first to set a good
+	// bound.
 	var top atomic.Int64
 	kept := make([]bool, len(best))
-	par.For(len(best), d.sel.Workers, func(_, i int) {
+	done := make([]bool, len(best))
+	eval := func(i int) {
 		f, ok := levels.afterAtLeast(best[i], top.Load())
+		done[i] = true
 		if !ok {
 			return
 		}
 		best[i].Frag, kept[i] = f, true
 		for cur := top.Load(); f.Phi > cur && !top.CompareAndSwap(cur, f.Phi); cur = top.Load() {
+		}
+	}
+	var seeds []int
+	sizes := map[string]bool{}
+	for i, c := range best {
+		if k := sizeKey("", c.Rect.Size); !sizes[k] {
+			sizes[k] = true
+			seeds = append(seeds, i)
+		}
+	}
+	par.For(len(seeds), d.sel.Workers, func(_, k int) { eval(seeds[k]) })
+	par.For(len(best), d.sel.Workers, func(_, i int) {
+		if !done[i] {
+			eval(i)
 		}
 	})
 	maxPhi := top.Load()

@@ -165,8 +165,32 @@ func overlap(a, b Rect, dims []int) bool {
 		if a.Size[i] == d || b.Size[i] == d {
 			continue
 		}
-		if (b.Start[i]-a.Start[i]+d)%d >= a.Size[i] && (a.Start[i]-b.Start[i]+d)%d >= b.Size[i] {
+		// Cyclic distances from one start to the other (starts < d).
+		ab := b.Start[i] - a.Start[i]
+		if ab < 0 {
+			ab += d
+		}
+		ba := a.Start[i] - b.Start[i]
+		if ba < 0 {
+			ba += d
+		}
+		if ab >= a.Size[i] && ba >= b.Size[i] {
 			return false // disjoint in dimension i
+		}
+	}
+	return true
+}
+
+// contains reports whether node coordinates c lie in r (Rect.Contains
+// without divisions; coordinates and starts lie in [0, d)).
+func contains(r Rect, c, dims []int) bool {
+	for i, d := range dims {
+		o := c[i] - r.Start[i]
+		if o < 0 {
+			o += d
+		}
+		if o >= r.Size[i] {
+			return false
 		}
 	}
 	return true
@@ -190,7 +214,7 @@ func (t *takenSet) hits(r Rect) bool {
 	}
 	n := len(dims)
 	for k := 0; k < len(t.coord); k += n {
-		if r.Contains(t.coord[k:k+n], dims) {
+		if contains(r, t.coord[k:k+n], dims) {
 			return true
 		}
 	}
