@@ -108,3 +108,27 @@ func BenchmarkSelectTargets(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSelectLarge times `icn alloc`'s decision on an idle 32x32x32
+// torus (32 768 nodes) for jobs of 512 and 4 096 nodes without transit
+// nodes (issue 14, item 4).
+func BenchmarkSelectLarge(b *testing.B) {
+	s, rt := busyPattern(b, "torus:32x32x32", "idle")
+	for _, m := range []int{512, 4096} {
+		b.Run(fmt.Sprintf("torus:32x32x32/idle/m=%d,T=0", m), func(b *testing.B) {
+			sel := NewSelector(s)
+			var res *Result
+			cpu := processCPU()
+			for b.Loop() {
+				var err error
+				res, err = sel.Select(s, rt, Request{Nodes: m, Algo: Improved})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(res.Found), "candidates")
+			b.ReportMetric(float64(res.Tables), "tables")
+		})
+	}
+}
