@@ -39,3 +39,31 @@ func (a *AngaraRouter) Table(active, transit []int, algo string) (TableFigures, 
 	}
 	return TableFigures{Diameter: st.Diameter, PiMax: float64(st.PiMax), PiPerfect: st.PiPerfect, BalanceFactor: st.BalanceFactor}, nil
 }
+
+// TranslationInvariant reports whether the router's answers for a set
+// depend only on the set up to a translation of the torus: true on a
+// torus without failed links or nodes when R_A* accepted no extra
+// dependency (then a route's legality depends only on its directions and
+// on the set it stays in).
+func (a *AngaraRouter) TranslationInvariant() bool {
+	_, accepted := a.R.ExtraDependencies()
+	return accepted == 0 && faultFreeTorus(a.R.Graph())
+}
+
+// TranslationInvariant implements the same promise as AngaraRouter's: on
+// a torus without failures, connectivity inside a set is invariant under
+// translation.
+func (r GraphRouter) TranslationInvariant() bool { return faultFreeTorus(r.G) }
+
+// translationInvariant is implemented by routers that may declare their
+// answers invariant under translation of the set.
+type translationInvariant interface{ TranslationInvariant() bool }
+
+func faultFreeTorus(g *topology.Graph) bool {
+	for _, w := range g.Wrap() {
+		if !w {
+			return false
+		}
+	}
+	return len(g.FailedLinks()) == 0 && len(g.FailedNodes()) == 0
+}

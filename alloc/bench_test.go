@@ -66,6 +66,7 @@ func BenchmarkSelect(b *testing.B) {
 					sel := NewSelector(s)
 					sel.Workers = workers
 					found := 0
+					cpu := processCPU()
 					for b.Loop() {
 						res, err := sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Algo: Improved})
 						if err != nil {
@@ -73,6 +74,7 @@ func BenchmarkSelect(b *testing.B) {
 						}
 						found = res.Found
 					}
+					b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 					b.ReportMetric(float64(found), "candidates")
 				})
 			}

@@ -1,25 +1,33 @@
 package alloc
 
+import "sync"
+
 // levelCache lists the free rectangles of a state by volume, largest
 // first, computing each volume level on demand. φ after an allocation is
 // then found from the first level that still has a rectangle the
-// allocation misses.
+// allocation misses. Safe for concurrent use.
 type levelCache struct {
 	sel    *Selector
 	s      *State
+	free   int       // available nodes today
 	vols   []int     // distinct volumes ≤ free nodes, descending
 	shapes [][][]int // per volume: the shapes
-	rects  [][]Rect  // per level, once computed
-	done   []bool
-	coord  []int
+	// most[i] bounds φ/N at levels i, i+1, …: max over j ≥ i of
+	// vols[j] + len(shapes[j]) (a level has at most N placements per
+	// shape).
+	most []int
+	mu   sync.Mutex
+	// rects per level, once computed (under mu).
+	rects [][]Rect
+	done  []bool
+	fit   *fitLattice
 }
 
 func newLevelCache(sel *Selector, s *State) *levelCache {
-	lc := &levelCache{sel: sel, s: s, coord: make([]int, len(sel.dims))}
-	free := s.FreeCount()
+	lc := &levelCache{sel: sel, s: s, free: s.FreeCount(), fit: newFitLattice(sel.dims, sel.wrap, sel.grid)}
 	for _, sh := range sel.shapes { // sorted by volume, descending
 		v := vol(sh)
-		if v > free {
+		if v > lc.free {
 			continue
 		}
 		if len(lc.vols) == 0 || lc.vols[len(lc.vols)-1] != v {
@@ -28,20 +36,33 @@ func newLevelCache(sel *Selector, s *State) *levelCache {
 		}
 		lc.shapes[len(lc.shapes)-1] = append(lc.shapes[len(lc.shapes)-1], sh)
 	}
+	lc.most = make([]int, len(lc.vols))
+	for i := len(lc.vols) - 1; i >= 0; i-- {
+		lc.most[i] = lc.vols[i] + len(lc.shapes[i])
+		if i+1 < len(lc.vols) {
+			lc.most[i] = max(lc.most[i], lc.most[i+1])
+		}
+	}
 	lc.rects = make([][]Rect, len(lc.vols))
 	lc.done = make([]bool, len(lc.vols))
 	return lc
 }
 
 // level returns today's free rectangles of the i-th volume (the selector's
-// grid holds today's state).
+// grid holds today's state). Shapes that cannot hold a free rectangle
+// (by the fit lattice) are not enumerated.
 func (lc *levelCache) level(i int) []Rect {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
 	if lc.done[i] {
 		return lc.rects[i]
 	}
 	g := lc.sel.grid
 	var out []Rect
 	for _, size := range lc.shapes[i] {
+		if !lc.fit.fits(size) {
+			continue
+		}
 		placements(lc.sel.dims, lc.sel.wrap, size, func(start []int) bool {
 			if g.unavailable(start, size) == 0 {
 				out = append(out, Rect{Start: append([]int(nil), start...), Size: size})
@@ -55,41 +76,204 @@ func (lc *levelCache) level(i int) []Rect {
 
 // after returns φ once the candidate's nodes are taken.
 func (lc *levelCache) after(c *Candidate) Fragmentation {
-	n := lc.s.N()
-	for i := range lc.vols {
-		rs := lc.level(i)
-		left := 0
-		for _, r := range rs {
-			if !lc.hits(r, c) {
-				left++
-			}
-		}
-		if left > 0 {
-			return Fragmentation{Phi: int64(n)*int64(lc.vols[i]) + int64(left), LargestNodes: lc.vols[i], LargestCount: left}
-		}
-	}
-	return Fragmentation{}
+	f, _ := lc.afterAtLeast(c, 0)
+	return f
 }
 
-// hits reports whether the candidate takes a node of r: first a cheap
-// test against the candidate's rectangle, then node by node.
-func (lc *levelCache) hits(r Rect, c *Candidate) bool {
-	dims := lc.sel.dims
-	for i, d := range dims {
-		if r.Size[i] == d || c.Rect.Size[i] == d {
+// afterAtLeast returns φ once the candidate's nodes are taken, or ok false
+// as soon as φ is certainly below bound. Levels larger than the nodes left
+// free cannot keep a rectangle and are skipped.
+func (lc *levelCache) afterAtLeast(c *Candidate, bound int64) (f Fragmentation, ok bool) {
+	n := int64(lc.s.N())
+	left := lc.free - c.nodeCount()
+	var cs *takenSet
+	for i, v := range lc.vols {
+		if v > left {
 			continue
 		}
-		if (c.Rect.Start[i]-r.Start[i]+d)%d >= r.Size[i] && (r.Start[i]-c.Rect.Start[i]+d)%d >= c.Rect.Size[i] {
+		if n*int64(lc.most[i]) < bound {
+			return Fragmentation{}, false
+		}
+		rs := lc.level(i)
+		if len(rs) == 0 {
+			continue
+		}
+		if cs == nil {
+			cs = newTakenSet(c, lc.sel.dims)
+		}
+		kept := 0
+		for _, r := range rs {
+			if !cs.hits(r) {
+				kept++
+			}
+		}
+		if kept > 0 {
+			f := Fragmentation{Phi: n*int64(v) + int64(kept), LargestNodes: v, LargestCount: kept}
+			return f, f.Phi >= bound
+		}
+	}
+	return Fragmentation{}, bound <= 0
+}
+
+// takenSet is a candidate's node set prepared for rectangle tests.
+type takenSet struct {
+	dims  []int
+	rect  Rect
+	exact bool   // the set is the whole rectangle
+	boxes []Rect // boxes of the set (a block's active nodes), or none
+	coord []int  // other nodes' coordinates, len(dims) per node
+}
+
+func newTakenSet(c *Candidate, dims []int) *takenSet {
+	n := len(dims)
+	t := &takenSet{dims: dims, rect: c.Rect}
+	k := c.nodeCount()
+	t.exact = c.Holes == 0 && k == c.Rect.Volume()
+	if t.exact {
+		return t
+	}
+	if b := c.lazy; b != nil {
+		for _, bx := range b.boxes() {
+			start := make([]int, n)
+			for i, d := range dims {
+				start[i] = (b.start[i] + bx[0][i]) % d
+			}
+			t.boxes = append(t.boxes, Rect{Start: start, Size: bx[1]})
+		}
+		for _, o := range b.transitOffsets() {
+			for i, d := range dims {
+				t.coord = append(t.coord, (b.start[i]+o[i])%d)
+			}
+		}
+		return t
+	}
+	t.coord = make([]int, 0, k*n)
+	for _, l := range [][]int{c.Active, c.Transit} {
+		for _, v := range l {
+			for _, d := range dims {
+				t.coord = append(t.coord, v%d)
+				v /= d
+			}
+		}
+	}
+	return t
+}
+
+// overlap reports whether two rectangles share a node.
+func overlap(a, b Rect, dims []int) bool {
+	for i, d := range dims {
+		if a.Size[i] == d || b.Size[i] == d {
+			continue
+		}
+		// Cyclic distances from one start to the other (starts < d).
+		ab := b.Start[i] - a.Start[i]
+		if ab < 0 {
+			ab += d
+		}
+		ba := a.Start[i] - b.Start[i]
+		if ba < 0 {
+			ba += d
+		}
+		if ab >= a.Size[i] && ba >= b.Size[i] {
 			return false // disjoint in dimension i
 		}
 	}
-	for _, l := range [][]int{c.Active, c.Transit} {
-		for _, v := range l {
-			dec(v, dims, lc.coord)
-			if r.Contains(lc.coord, dims) {
-				return true
-			}
+	return true
+}
+
+// contains reports whether node coordinates c lie in r (Rect.Contains
+// without divisions; coordinates and starts lie in [0, d)).
+func contains(r Rect, c, dims []int) bool {
+	for i, d := range dims {
+		o := c[i] - r.Start[i]
+		if o < 0 {
+			o += d
+		}
+		if o >= r.Size[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// hits reports whether the set takes a node of r: first a cheap test
+// against the set's rectangle (exact when the set is the rectangle),
+// then box by box and node by node.
+func (t *takenSet) hits(r Rect) bool {
+	dims := t.dims
+	if !overlap(r, t.rect, dims) {
+		return false
+	}
+	if t.exact {
+		return true
+	}
+	for _, b := range t.boxes {
+		if overlap(r, b, dims) {
+			return true
+		}
+	}
+	n := len(dims)
+	for k := 0; k < len(t.coord); k += n {
+		if contains(r, t.coord[k:k+n], dims) {
+			return true
 		}
 	}
 	return false
+}
+
+// fitLattice answers whether a rectangle size has a free placement.
+// A size fits only if every size one smaller in one dimension fits, so
+// most sizes of a fragmented state are settled without enumerating
+// placements; the others stop at their first free placement.
+type fitLattice struct {
+	dims  []int
+	wrap  []bool
+	grid  *grid
+	state []int8 // per size (mixed radix of p_i−1): 0 unknown, 1 fits, 2 does not
+	p     []int
+}
+
+func newFitLattice(dims []int, wrap []bool, g *grid) *fitLattice {
+	return &fitLattice{dims: dims, wrap: wrap, grid: g, state: make([]int8, vol(dims))}
+}
+
+func (f *fitLattice) index(size []int) int {
+	idx := 0
+	for i := len(size) - 1; i >= 0; i-- {
+		idx = idx*f.dims[i] + size[i] - 1
+	}
+	return idx
+}
+
+// fits reports whether some placement of size is free.
+func (f *fitLattice) fits(size []int) bool {
+	idx := f.index(size)
+	if f.state[idx] != 0 {
+		return f.state[idx] == 1
+	}
+	ok := true
+	smaller := make([]int, len(size))
+	for i := range size {
+		if size[i] == 1 {
+			continue
+		}
+		copy(smaller, size)
+		smaller[i]--
+		if !f.fits(smaller) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		ok = false
+		placements(f.dims, f.wrap, size, func(start []int) bool {
+			ok = f.grid.unavailable(start, size) == 0
+			return !ok
+		})
+	}
+	f.state[idx] = 2
+	if ok {
+		f.state[idx] = 1
+	}
+	return ok
 }

@@ -1,17 +1,12 @@
 package alloc
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
-	"github.com/icn-hpc/icn/internal/par"
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -91,8 +86,16 @@ type Candidate struct {
 	// have one: sets from blocks (rectangles without unavailable nodes
 	// or failed links inside) of one size, reduced the same way, are
 	// translations of each other and have isomorphic routing tables.
-	iso   string
+	iso string
+	// shape names the set up to translation when the router is
+	// translation invariant and the set comes from a placement with
+	// unavailable nodes ("" otherwise).
+	shape string
 	order int
+	// lazy describes a block's set whose node lists are not built yet;
+	// nTransit is the number of transit nodes either way.
+	lazy     *blockSet
+	nTransit int
 }
 
 // Result is the answer to a Request.
@@ -127,6 +130,7 @@ type Selector struct {
 	// faultDirs[v] has bit k set if the link leaving v in direction k
 	// (2·dim + (0 for +, 1 for −)) is failed.
 	faultDirs []uint16
+	anyFault  bool // some faultDirs[v] ≠ 0
 }
 
 // NewSelector prepares a selector for the state's torus.
@@ -146,6 +150,7 @@ func (sel *Selector) prepare(s *State) {
 		sel.faultDirs = make([]uint16, s.N())
 	}
 	clear(sel.faultDirs)
+	sel.anyFault = false
 	for v := 0; v < s.N(); v++ {
 		for _, c := range g.Out(v) {
 			if g.Up(int(c)) {
@@ -160,12 +165,16 @@ func (sel *Selector) prepare(s *State) {
 				k++
 			}
 			sel.faultDirs[v] |= 1 << k
+			sel.anyFault = true
 		}
 	}
 }
 
 // internalFault reports whether a failed link joins two nodes of r.
 func (sel *Selector) internalFault(r Rect, nodes []int) bool {
+	if !sel.anyFault {
+		return false
+	}
 	c := make([]int, len(sel.dims))
 	for _, v := range nodes {
 		f := sel.faultDirs[v]
@@ -190,353 +199,6 @@ func (sel *Selector) internalFault(r Rect, nodes []int) bool {
 		}
 	}
 	return false
-}
-
-// Select answers a request on state s.
-func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
-	start := time.Now()
-	res := &Result{Request: req}
-	defer func() { res.Seconds = time.Since(start).Seconds() }()
-	if req.Nodes < 1 {
-		return nil, fmt.Errorf("a job needs at least one node, got %d", req.Nodes)
-	}
-	if req.Transit < 0 {
-		return nil, fmt.Errorf("transit limit %d is negative", req.Transit)
-	}
-	if req.Algo == "" {
-		req.Algo = Improved
-		res.Request.Algo = Improved
-	}
-	if _, err := ParseAlgo(string(req.Algo)); err != nil {
-		return nil, err
-	}
-	if free := s.FreeCount(); req.Nodes > free {
-		res.Reason = fmt.Sprintf("the job needs %d nodes but only %d of %d are available", req.Nodes, free, s.N())
-		return res, nil
-	}
-	sel.prepare(s)
-	m, T := req.Nodes, req.Transit
-	var sizes [][]int
-	for _, size := range sel.shapes {
-		if v := vol(size); v < m || v > m+T {
-			continue
-		}
-		if req.Algo == Baseline && !baselineShape(size, sel.dims) {
-			continue
-		}
-		sizes = append(sizes, size)
-	}
-	// Enumerate sizes on all cores; merge in size order so the result
-	// does not depend on scheduling.
-	type shapeResult struct {
-		found int
-		cands []*Candidate
-		err   error
-	}
-	results := make([]shapeResult, len(sizes))
-	var bestT atomic.Int64 // fewest transit nodes of a candidate so far
-	bestT.Store(int64(T))
-	lowerBest := func(t int) {
-		for {
-			cur := bestT.Load()
-			if int64(t) >= cur || bestT.CompareAndSwap(cur, int64(t)) {
-				return
-			}
-		}
-	}
-	// Work through the sizes smallest first: they need the fewest transit
-	// nodes, so the bound on criterion 1 tightens early and prunes the
-	// larger rectangles (results stay indexed by size, so the outcome does
-	// not depend on this order).
-	work := make([]int, len(sizes))
-	for i := range work {
-		work[i] = i
-	}
-	slices.SortStableFunc(work, func(a, b int) int { return cmp.Compare(vol(sizes[a]), vol(sizes[b])) })
-	var memo onceMap // answers shared by placements (see below)
-	// alone reports whether the active nodes are reachable without transit
-	// nodes. A fault-free block of available nodes is; blocks of one size
-	// share the answer, and so do placements with the same active set.
-	alone := func(active, size []int, block bool) (bool, error) {
-		if block && leadingBlock(size, m) != nil {
-			return true, nil
-		}
-		key := "a" + nodeKey(active)
-		if block {
-			key = "b" + fmt.Sprint(size)
-		}
-		ok, err := memo.get(key, func() (any, error) { return rt.Reachable(active, nil) })
-		if err != nil {
-			return false, err
-		}
-		return ok.(bool), nil
-	}
-	bufs := make([][]int, par.Workers(sel.Workers))
-	conn := make([]connScratch, len(bufs))
-	par.For(len(sizes), sel.Workers, func(w, wi int) {
-		si := work[wi]
-		size := sizes[si]
-		v := vol(size)
-		lead := leadingBlock(size, m)
-		out := &results[si]
-		placements(sel.dims, sel.wrap, size, func(st []int) bool {
-			holes := sel.grid.unavailable(st, size)
-			if v-holes < m || (req.Algo == Baseline && holes > 0) {
-				return true
-			}
-			r := Rect{Start: st, Size: size}
-			bufs[w] = r.Nodes(sel.dims, bufs[w][:0])
-			var avail []int
-			for _, x := range bufs[w] {
-				if s.Available(x) {
-					avail = append(avail, x)
-				}
-			}
-			fault := sel.internalFault(r, bufs[w])
-			if req.Algo == Baseline && fault {
-				return true
-			}
-			active := append([]int(nil), avail[:m]...)
-			transit := append([]int(nil), avail[m:]...)
-			block := holes == 0 && !fault
-			simple := block
-			if !simple {
-				// Routes stay inside the set, so active nodes in
-				// different components of it are unreachable (a cheap
-				// test before the router's).
-				if !conn[w].joins(s.g, avail, active) {
-					return true
-				}
-				if req.Fast && req.Algo == Improved && bestT.Load() == 0 {
-					// Only a set without transit nodes can still win:
-					// ask about the active nodes alone (if they are
-					// reachable, so is the whole set).
-					ok, err := alone(active, size, false)
-					if err != nil {
-						out.err = err
-						return false
-					}
-					if !ok {
-						return true
-					}
-				} else {
-					ok, err := rt.Reachable(active, transit)
-					if err != nil {
-						out.err = err
-						return false
-					}
-					if !ok {
-						return true
-					}
-				}
-			}
-			out.found++
-			if req.CountOnly {
-				return true
-			}
-			if req.Algo == Improved && len(transit) > 0 {
-				// Drop transit nodes the set does not need (the set may
-				// become non-rectangular); each stays free for others.
-				// Criterion 1 ranks first by the transit count, so a
-				// candidate that must keep more than the best so far is
-				// dropped as soon as that is certain. In a block (no
-				// unavailable node, no failed link inside) the outcome
-				// depends only on the size: blocks of one size are
-				// translations of each other, and routes never leave the
-				// set. Such answers, and those for active sets that recur
-				// across placements, are computed once per decision.
-				var keep []int // indices into transit of the nodes kept
-				switch bound := bestT.Load(); {
-				case bound == 0:
-					// Only a set without transit nodes can still win, and
-					// reachability only grows with the transit set, so
-					// the greedy ends at none exactly when the active
-					// nodes alone are reachable: one question.
-					ok, err := alone(active, size, block)
-					if err != nil {
-						out.err = err
-						return false
-					}
-					if !ok {
-						return true
-					}
-				case block:
-					// Pruned (nil) stays pruned: the bound only falls.
-					k, err := memo.get("g"+fmt.Sprint(size), func() (any, error) { return dropTransit(rt, active, transit, int(bound)) })
-					if err != nil {
-						out.err = err
-						return false
-					}
-					if k.([]int) == nil {
-						return true
-					}
-					keep = k.([]int)
-				default:
-					k, err := dropTransit(rt, active, transit, int(bound))
-					if err != nil {
-						out.err = err
-						return false
-					}
-					if k == nil {
-						return true
-					}
-					keep = k
-				}
-				if len(keep) < len(transit) {
-					kept := make([]int, len(keep))
-					for i, x := range keep {
-						kept[i] = transit[x]
-					}
-					transit, simple = kept, false
-				}
-			}
-			if req.Algo == Improved && int64(len(transit)) > bestT.Load() {
-				return true
-			}
-			lowerBest(len(transit))
-			c := &Candidate{Active: active, Transit: transit,
-				Rect:  Rect{Start: append([]int(nil), st...), Size: append([]int(nil), size...)},
-				Holes: holes}
-			switch {
-			case simple:
-				c.iso = "r" + fmt.Sprint(size)
-			case !block:
-			case len(transit) > 0:
-				c.iso = "g" + fmt.Sprint(size)
-			case lead != nil:
-				c.iso = "r" + fmt.Sprint(lead)
-			default:
-				c.iso = "a" + fmt.Sprint(size)
-			}
-			out.cands = append(out.cands, c)
-			return true
-		})
-	})
-	var cands []*Candidate
-	seen := map[string]bool{}
-	minT := int(bestT.Load())
-	for _, r := range results {
-		if r.err != nil {
-			return nil, r.err
-		}
-		res.Found += r.found
-		for _, c := range r.cands {
-			if req.Algo == Improved && len(c.Transit) > minT {
-				continue // beaten on criterion 1 by a candidate found elsewhere
-			}
-			key := setKey(c.Active, c.Transit)
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			c.order = len(cands)
-			cands = append(cands, c)
-		}
-	}
-	if res.Found == 0 {
-		res.Reason = fmt.Sprintf("no reachable set of %d active nodes with at most %d transit nodes fits the available nodes", m, T)
-		if req.Algo == Baseline {
-			res.Reason += " (baseline: whole fault-free rectangles with sides ≤ ⌈d/2⌉ or = d)"
-		}
-		return res, nil
-	}
-	res.Distinct = len(cands)
-	if req.CountOnly {
-		return res, nil
-	}
-	// Criterion 1: fewest transit nodes.
-	minT = len(cands[0].Transit)
-	for _, c := range cands {
-		minT = min(minT, len(c.Transit))
-	}
-	var best []*Candidate
-	for _, c := range cands {
-		if len(c.Transit) == minT {
-			best = append(best, c)
-		}
-	}
-	if req.Algo == Baseline {
-		c := best[0]
-		fig, err := rt.Table(c.Active, c.Transit, "baseline")
-		if err != nil {
-			return nil, err
-		}
-		c.Figures = &fig
-		c.Frag = newLevelCache(sel, s).after(c)
-		res.Chosen, res.Ranked, res.Tables = c, 1, 1
-		return res, nil
-	}
-	// Criterion 2: largest φ after allocation. Allocating only removes
-	// free rectangles, so the free rectangles afterwards are today's free
-	// rectangles that miss the candidate's nodes: walk today's free
-	// rectangles volume level by volume level (each level found once per
-	// decision and shared by all candidates) until a level keeps some.
-	res.Ranked = len(best)
-	levels := newLevelCache(sel, s)
-	for _, c := range best {
-		c.Frag = levels.after(c)
-	}
-	maxPhi := best[0].Frag.Phi
-	for _, c := range best {
-		maxPhi = max(maxPhi, c.Frag.Phi)
-	}
-	var tied []*Candidate
-	for _, c := range best {
-		if c.Frag.Phi == maxPhi {
-			tied = append(tied, c)
-		}
-	}
-	// Criteria 3 and 4: routing-table diameter, then π_max.
-	limit := req.MaxTables
-	if limit <= 0 {
-		limit = 64
-	}
-	// One table per translation class; the first limit classes (in
-	// candidate order) are built, on all cores.
-	class := map[string]int{}
-	var reps []*Candidate // the first candidate of each class
-	var ranked []*Candidate
-	for _, c := range tied {
-		k := c.iso
-		if k == "" {
-			k = fmt.Sprint("#", c.order)
-		}
-		if _, ok := class[k]; !ok {
-			if len(reps) >= limit {
-				continue
-			}
-			class[k] = len(reps)
-			reps = append(reps, c)
-		}
-		ranked = append(ranked, c)
-	}
-	figs := make([]TableFigures, len(reps))
-	errs := make([]error, len(reps))
-	par.For(len(reps), sel.Workers, func(_, i int) {
-		figs[i], errs[i] = rt.Table(reps[i].Active, reps[i].Transit, "bfs")
-	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	res.Tables = len(reps)
-	for _, c := range ranked {
-		k := c.iso
-		if k == "" {
-			k = fmt.Sprint("#", c.order)
-		}
-		c.Figures = &figs[class[k]]
-	}
-	slices.SortStableFunc(ranked, func(a, b *Candidate) int {
-		if x := cmp.Compare(a.Figures.Diameter, b.Figures.Diameter); x != 0 {
-			return x
-		}
-		if x := cmp.Compare(a.Figures.PiMax, b.Figures.PiMax); x != 0 {
-			return x
-		}
-		return cmp.Compare(a.order, b.order)
-	})
-	res.Chosen = ranked[0]
-	return res, nil
 }
 
 // leadingBlock returns the size of the block that the first m nodes of a
@@ -681,6 +343,23 @@ func nodeKey(nodes []int) string {
 	b := make([]byte, 0, 4*len(a))
 	for _, v := range a {
 		b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+	}
+	return string(b)
+}
+
+// setID is a compact map key for the node set active ∪ transit with its
+// split (ids in any order).
+func setID(active, transit []int) string {
+	b := make([]byte, 0, 4*(len(active)+len(transit))+1)
+	for k, l := range [2][]int{active, transit} {
+		if k == 1 {
+			b = append(b, 0xff, 0xff, 0xff, 0xff) // no node id
+		}
+		a := slices.Clone(l)
+		slices.Sort(a)
+		for _, v := range a {
+			b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+		}
 	}
 	return string(b)
 }

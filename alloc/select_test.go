@@ -327,3 +327,123 @@ func TestDropTransitMatchesGreedy(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslationInvariance checks the promise the selector relies on to
+// share answers between translated placements: on a fault-free torus the
+// router's reachability and table figures of a set equal those of any
+// translation of it, and a torus with a failure is not declared invariant.
+func TestTranslationInvariance(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 13))
+	reached := 0
+	for trial := 0; trial < 200; trial++ {
+		spec := []string{"torus:4x4x4", "torus:5x3x4", "torus:4x3x2x2", "torus:6x6"}[trial%4]
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := NewAngaraRouter(g, []string{"angara*", "angara-", "dirbit", "angara"}[trial%4])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rt.TranslationInvariant() {
+			t.Fatalf("%s: fault-free torus not declared translation invariant", spec)
+		}
+		dims := g.Dims()
+		// A connected random set: grow from a node through random links.
+		set := []int{r.IntN(g.NumNodes())}
+		for len(set) < 3+r.IntN(10) {
+			out := g.Out(set[r.IntN(len(set))])
+			if v := g.Dst(int(out[r.IntN(len(out))])); !slices.Contains(set, v) {
+				set = append(set, v)
+			}
+		}
+		cut := 2 + r.IntN(len(set)-1)
+		active, transit := set[:cut], set[cut:]
+		shift := make([]int, len(dims))
+		for i, d := range dims {
+			shift[i] = r.IntN(d)
+		}
+		move := func(l []int) []int {
+			out := make([]int, len(l))
+			c := make([]int, len(dims))
+			for j, v := range l {
+				dec(v, dims, c)
+				for i, d := range dims {
+					c[i] = (c[i] + shift[i]) % d
+				}
+				out[j] = enc(c, dims)
+			}
+			return out
+		}
+		a2, t2 := move(active), move(transit)
+		ok1, err1 := rt.Reachable(active, transit)
+		ok2, err2 := rt.Reachable(a2, t2)
+		if err1 != nil || err2 != nil || ok1 != ok2 {
+			t.Fatalf("%s: reachable %v/%v (%v %v) after shift %v", spec, ok1, ok2, err1, err2, shift)
+		}
+		if !ok1 {
+			continue
+		}
+		reached++
+		f1, err1 := rt.Table(active, transit, "bfs")
+		f2, err2 := rt.Table(a2, t2, "bfs")
+		if err1 != nil || err2 != nil || f1 != f2 {
+			t.Fatalf("%s: figures %+v / %+v (%v %v) after shift %v", spec, f1, f2, err1, err2, shift)
+		}
+	}
+	if reached < 40 {
+		t.Fatalf("only %d reachable sets compared", reached)
+	}
+	g, _ := topology.Parse("torus:4x4x4")
+	h, _ := g.ApplyFaults("0.0.0+X", "")
+	rt, _ := NewAngaraRouter(h, "angara*")
+	if rt.TranslationInvariant() || (GraphRouter{G: h}).TranslationInvariant() {
+		t.Error("torus with a failed link declared translation invariant")
+	}
+}
+
+// TestBlockSetKey checks the names that deduplicate candidates without
+// listing blocks' nodes: two sets get one name exactly when they have the
+// same active and transit nodes, whether built from a block or listed.
+func TestBlockSetKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 17))
+	for _, spec := range []string{"torus:4x3x2", "torus:3x3", "torus:4x4x4", "torus:5x2x3x2"} {
+		g, _ := topology.Parse(spec)
+		dims := g.Dims()
+		var sets []*blockSet
+		for range 400 {
+			b := &blockSet{start: make([]int, len(dims)), size: make([]int, len(dims))}
+			for i, d := range dims {
+				b.size[i] = 1 + r.IntN(d)
+				if b.size[i] < d {
+					b.start[i] = r.IntN(d)
+				}
+			}
+			v := vol(b.size)
+			b.m = 1 + r.IntN(v)
+			if r.IntN(2) == 0 {
+				b.keep = []int{}
+				for j := 0; j < v-b.m; j++ {
+					if r.IntN(3) == 0 {
+						b.keep = append(b.keep, j)
+					}
+				}
+			}
+			sets = append(sets, b)
+		}
+		for i, a := range sets {
+			aa, at := a.nodes(dims)
+			ka := a.key(dims)
+			if kl := canonicalKey(dims, aa, at); kl != ka {
+				t.Fatalf("%s: block %+v named %q, its nodes %q", spec, a, ka, kl)
+			}
+			for _, b := range sets[:i] {
+				ba, bt := b.nodes(dims)
+				same := setID(aa, at) == setID(ba, bt)
+				if (b.key(dims) == ka) != same {
+					t.Fatalf("%s: blocks %+v and %+v: same set %v, same name %v", spec, a, b, same, !same)
+				}
+			}
+		}
+	}
+}

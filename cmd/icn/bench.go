@@ -133,6 +133,14 @@ and simulated router-cycles per second. The package benchmarks (go test -bench) 
 			rows = append(rows, benchRow{Name: fmt.Sprintf("allocation decision %s at 50%%, m=16 T=4", tspec), Value: ms(tsn), Unit: "ms",
 				Baseline: "1 core", BaseVal: ms(ts1), Ratio: ts1.Seconds() / tsn.Seconds()})
 
+			// 3b. Node selection on a half-busy torus (half of X busy).
+			step("node selection, half of X busy")
+			hrows, err := benchHalfXSelection(network, timeIt)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, hrows...)
+
 			// 4. Multicast: FULB vs SSSP-new.
 			step("multicast")
 			mspec, mg, err := network("taihulight", "fattree:k=8,n=3")
@@ -217,4 +225,46 @@ and simulated router-cycles per second. The package benchmarks (go test -bench) 
 	out.register(c)
 	c.Flags().BoolVar(&quick, "quick", false, "smaller instances (seconds instead of a minute)")
 	root.AddCommand(c)
+}
+
+// benchHalfXSelection times allocation decisions on a torus whose nodes
+// with X below d_X/2 are busy (issue 14's "half of X busy" state), on all
+// cores against one core in the same run.
+func benchHalfXSelection(network func(full, small string) (string, *topology.Graph, error), timeIt func(func() error) (time.Duration, error)) ([]benchRow, error) {
+	spec, g, err := network("torus:16x8x8x4", "torus:8x8x4x4")
+	if err != nil {
+		return nil, err
+	}
+	st, err := alloc.NewState(g)
+	if err != nil {
+		return nil, err
+	}
+	var busy []int
+	for v := 0; v < g.NumNodes(); v++ {
+		if g.Coord(v)[0] < g.Dims()[0]/2 {
+			busy = append(busy, v)
+		}
+	}
+	if err := st.Occupy(1, busy); err != nil {
+		return nil, err
+	}
+	ar, err := alloc.NewAngaraRouter(g, "angara*")
+	if err != nil {
+		return nil, err
+	}
+	var rows []benchRow
+	for _, m := range []int{8, 128, 512} {
+		req := alloc.Request{Nodes: m, Transit: m / 4}
+		sel := alloc.NewSelector(st)
+		sel.Workers = 1
+		t1, err := timeIt(func() error { _, e := sel.Select(st, ar, req); return e })
+		if err != nil {
+			return nil, err
+		}
+		sel.Workers = 0
+		tn, _ := timeIt(func() error { _, e := sel.Select(st, ar, req); return e })
+		rows = append(rows, benchRow{Name: fmt.Sprintf("allocation decision %s, half of X busy, m=%d T=%d", spec, m, m/4), Value: ms(tn), Unit: "ms",
+			Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()})
+	}
+	return rows, nil
 }

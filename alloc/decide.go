@@ -1,0 +1,709 @@
+package alloc
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/icn-hpc/icn/internal/par"
+)
+
+// Select answers a request on state s: it enumerates the rectangle
+// placements, keeps the reachable sets with the fewest transit nodes
+// (criterion 1), then ranks them by φ after allocation (criterion 2) and
+// by their routing tables (criteria 3 and 4).
+func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
+	start := time.Now()
+	res := &Result{Request: req}
+	defer func() { res.Seconds = time.Since(start).Seconds() }()
+	req, err := checkRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	res.Request = req
+	if free := s.FreeCount(); req.Nodes > free {
+		res.Reason = fmt.Sprintf("the job needs %d nodes but only %d of %d are available", req.Nodes, free, s.N())
+		return res, nil
+	}
+	sel.prepare(s)
+	d := sel.newDecision(s, rt, req)
+	cands, err := d.collect(d.enumerate(), res)
+	if err != nil {
+		return nil, err
+	}
+	if res.Found == 0 {
+		res.Reason = noCandidateReason(req)
+		return res, nil
+	}
+	res.Distinct = len(cands)
+	if req.CountOnly {
+		return res, nil
+	}
+	best := fewestTransit(cands)
+	if req.Algo == Baseline {
+		return res, d.chooseFirst(best, res)
+	}
+	res.Ranked = len(best)
+	tied := d.leastFragmenting(best)
+	return res, d.chooseByTables(tied, res)
+}
+
+// checkRequest validates a request and fills in the default algorithm.
+func checkRequest(req Request) (Request, error) {
+	if req.Nodes < 1 {
+		return req, fmt.Errorf("a job needs at least one node, got %d", req.Nodes)
+	}
+	if req.Transit < 0 {
+		return req, fmt.Errorf("transit limit %d is negative", req.Transit)
+	}
+	if req.Algo == "" {
+		req.Algo = Improved
+	}
+	if _, err := ParseAlgo(string(req.Algo)); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+func noCandidateReason(req Request) string {
+	reason := fmt.Sprintf("no reachable set of %d active nodes with at most %d transit nodes fits the available nodes", req.Nodes, req.Transit)
+	if req.Algo == Baseline {
+		reason += " (baseline: whole fault-free rectangles with sides ≤ ⌈d/2⌉ or = d)"
+	}
+	return reason
+}
+
+// decision is the working state of one Select call.
+type decision struct {
+	sel   *Selector
+	s     *State
+	rt    Router
+	req   Request
+	m, T  int
+	sizes [][]int // rectangle sizes with m ≤ volume ≤ m+T (and baseline's rule)
+	// bestT is the fewest transit nodes of a candidate so far (criterion 1
+	// bound shared by the workers).
+	bestT atomic.Int64
+	memo  onceMap // answers shared by placements
+	work  []workerScratch
+	// invariant: the router's answers depend on a set only up to
+	// translation, so placements of one size with the same pattern of
+	// unavailable nodes share them.
+	invariant bool
+}
+
+// workerScratch is one worker's reusable space.
+type workerScratch struct {
+	nodes       []int
+	lo, hi, off []int
+	conn        connScratch
+}
+
+// sizeResult is what one rectangle size contributed.
+type sizeResult struct {
+	found int
+	cands []*Candidate
+	err   error
+}
+
+func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
+	d := &decision{sel: sel, s: s, rt: rt, req: req, m: req.Nodes, T: req.Transit}
+	for _, size := range sel.shapes {
+		if v := vol(size); v < d.m || v > d.m+d.T {
+			continue
+		}
+		if req.Algo == Baseline && !baselineShape(size, sel.dims) {
+			continue
+		}
+		d.sizes = append(d.sizes, size)
+	}
+	d.bestT.Store(int64(d.T))
+	if ti, ok := rt.(translationInvariant); ok {
+		d.invariant = ti.TranslationInvariant()
+	}
+	d.work = make([]workerScratch, par.Workers(sel.Workers))
+	return d
+}
+
+// sizeKey is a compact map key: a tag and a rectangle size.
+func sizeKey(tag string, size []int) string {
+	b := make([]byte, 0, len(tag)+len(size))
+	b = append(b, tag...)
+	for _, p := range size {
+		b = binary.AppendUvarint(b, uint64(p))
+	}
+	return string(b)
+}
+
+// lowerBest lowers the criterion-1 bound to t.
+func (d *decision) lowerBest(t int) {
+	for {
+		cur := d.bestT.Load()
+		if int64(t) >= cur || d.bestT.CompareAndSwap(cur, int64(t)) {
+			return
+		}
+	}
+}
+
+// enumerate examines every placement of every size on all cores. Sizes
+// are worked through smallest first: they need the fewest transit nodes,
+// so the bound on criterion 1 tightens early and prunes the larger
+// rectangles; results stay indexed by size, so the outcome does not
+// depend on this order or on scheduling.
+func (d *decision) enumerate() []sizeResult {
+	results := make([]sizeResult, len(d.sizes))
+	order := make([]int, len(d.sizes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(vol(d.sizes[a]), vol(d.sizes[b])) })
+	par.For(len(d.sizes), d.sel.Workers, func(w, k int) {
+		si := order[k]
+		size := d.sizes[si]
+		out := &results[si]
+		placements(d.sel.dims, d.sel.wrap, size, func(st []int) bool {
+			return d.examine(w, size, st, out)
+		})
+	})
+	return results
+}
+
+// placement is one rectangle placement's node set.
+type placement struct {
+	rect    Rect
+	holes   int // unavailable nodes inside
+	active  []int
+	transit []int
+	all     []int // available nodes of the rectangle (active then transit)
+	// nTransit is len(transit); a block on a torus without failed links
+	// is not listed (all, active and transit nil) until a question needs
+	// its nodes (see listed).
+	nTransit int
+	// block: no unavailable node and no failed link inside.
+	block bool
+	// blockSize is the size of the block the set is: the rectangle's for
+	// a block, or the box its available nodes form when they form one
+	// without a failed link inside; nil otherwise. Such a set is the set
+	// of the block of that size at the box's corner (same nodes, same
+	// order, so the same active and transit nodes).
+	blockSize []int
+	// pattern names the set up to translation (size and positions of the
+	// unavailable nodes in the rectangle) when the router is translation
+	// invariant and the placement is not a block; "" otherwise.
+	pattern string
+}
+
+// examine handles one placement: builds its set, asks whether it is
+// reachable, drops unneeded transit nodes and records the candidate. It
+// returns false to stop the size's enumeration (on an error).
+func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
+	p, ok := d.placementSet(w, size, st)
+	if !ok {
+		return true
+	}
+	ok, err := d.reachable(w, p)
+	if err != nil {
+		out.err = err
+		return false
+	}
+	if !ok {
+		return true
+	}
+	out.found++
+	if d.req.CountOnly {
+		return true
+	}
+	keep, ok, err := d.reduce(p)
+	if err != nil {
+		out.err = err
+		return false
+	}
+	kept := p.nTransit
+	if keep != nil {
+		kept = len(keep)
+	}
+	if !ok || d.req.Algo == Improved && int64(kept) > d.bestT.Load() {
+		return true
+	}
+	d.lowerBest(kept)
+	out.cands = append(out.cands, d.newCandidate(p, keep))
+	return true
+}
+
+// placementSet lists the available nodes of the rectangle at st: the first
+// m (in coordinate order) are active, the rest transit. ok is false when
+// the rectangle cannot hold the job (too few available nodes, or for the
+// baseline any unavailable node or failed link inside).
+func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
+	sel := d.sel
+	holes := sel.grid.unavailable(st, size)
+	if vol(size)-holes < d.m || (d.req.Algo == Baseline && holes > 0) {
+		return placement{}, false
+	}
+	r := Rect{Start: st, Size: size}
+	if holes == 0 && !sel.anyFault {
+		return placement{rect: r, nTransit: vol(size) - d.m, block: true, blockSize: size}, true
+	}
+	ws := &d.work[w]
+	ws.nodes = r.Nodes(sel.dims, ws.nodes[:0])
+	fault := sel.internalFault(r, ws.nodes)
+	if d.req.Algo == Baseline && fault {
+		return placement{}, false
+	}
+	all := make([]int, 0, vol(size)-holes)
+	var pat []byte
+	if d.invariant && holes > 0 {
+		pat = make([]byte, 0, len(size)+4*holes)
+		for _, p := range size {
+			pat = binary.AppendUvarint(pat, uint64(p))
+		}
+	}
+	for i, x := range ws.nodes {
+		if d.s.Available(x) {
+			all = append(all, x)
+		} else if pat != nil {
+			pat = binary.AppendUvarint(pat, uint64(i))
+		}
+	}
+	p := placement{rect: r, holes: holes, all: all, pattern: string(pat), nTransit: len(all) - d.m,
+		active: all[:d.m:d.m], transit: all[d.m:], block: holes == 0 && !fault}
+	switch {
+	case p.block:
+		p.blockSize = size
+	case !fault:
+		p.blockSize = d.availBox(w, size)
+	}
+	return p, true
+}
+
+// listed returns the placement's active and transit nodes, listing a
+// block's on demand.
+func (d *decision) listed(p placement) (active, transit []int) {
+	if p.all != nil {
+		return p.active, p.transit
+	}
+	all := p.rect.Nodes(d.sel.dims, nil)
+	return all[:d.m:d.m], all[d.m:]
+}
+
+// availBox returns the size of the box the available nodes of the
+// rectangle (listed in the worker's nodes) form, or nil if they do not
+// form one.
+func (d *decision) availBox(w int, size []int) []int {
+	n := len(size)
+	ws := &d.work[w]
+	ws.lo = append(ws.lo[:0], size...)
+	ws.hi = append(ws.hi[:0], make([]int, n)...)
+	ws.off = append(ws.off[:0], make([]int, n)...)
+	count := 0
+	for _, x := range ws.nodes {
+		if d.s.Available(x) {
+			count++
+			for i, o := range ws.off {
+				ws.lo[i] = min(ws.lo[i], o)
+				ws.hi[i] = max(ws.hi[i], o)
+			}
+		}
+		for i := 0; i < n; i++ {
+			if ws.off[i]++; ws.off[i] < size[i] {
+				break
+			}
+			ws.off[i] = 0
+		}
+	}
+	box := make([]int, n)
+	v := 1
+	for i := range box {
+		box[i] = ws.hi[i] - ws.lo[i] + 1
+		v *= box[i]
+	}
+	if v != count {
+		return nil
+	}
+	return box
+}
+
+// reachable answers whether the placement's set is reachable. A block is
+// (the straight path inside the rectangle is a legal route); otherwise
+// active nodes in different components of the set are rejected before the
+// router is asked.
+func (d *decision) reachable(w int, p placement) (bool, error) {
+	if p.blockSize != nil {
+		return true, nil
+	}
+	if !d.work[w].conn.joins(d.s.g, p.all, p.active) {
+		return false, nil
+	}
+	if d.req.Fast && d.req.Algo == Improved && d.bestT.Load() == 0 {
+		// Only a set without transit nodes can still win: ask about the
+		// active nodes alone (if they are reachable, so is the whole set).
+		return d.alone(p, false)
+	}
+	if p.pattern == "" {
+		return d.rt.Reachable(p.active, p.transit)
+	}
+	ok, err := d.memo.get("t"+p.pattern, func() (any, error) { return d.rt.Reachable(p.active, p.transit) })
+	if err != nil {
+		return false, err
+	}
+	return ok.(bool), nil
+}
+
+// alone reports whether the active nodes are reachable without transit
+// nodes. A fault-free block of available nodes is when its first m nodes
+// form a rectangle; blocks of one size share the answer (block: p is
+// taken as the block of size p.blockSize), and so do placements with the
+// same active set (or, for a translation-invariant router, the same
+// pattern).
+func (d *decision) alone(p placement, block bool) (bool, error) {
+	size := p.blockSize
+	if block && leadingBlock(size, d.m) != nil {
+		return true, nil
+	}
+	var key string
+	switch {
+	case block:
+		key = sizeKey("b", size)
+	case p.pattern != "":
+		key = "p" + p.pattern
+	default:
+		key = "a" + nodeKey(p.active)
+	}
+	ok, err := d.memo.get(key, func() (any, error) {
+		active, _ := d.listed(p)
+		return d.rt.Reachable(active, nil)
+	})
+	if err != nil {
+		return false, err
+	}
+	return ok.(bool), nil
+}
+
+// reduce drops the transit nodes the set does not need (improved
+// algorithm; the set may become non-rectangular, and each dropped node
+// stays free for others). Criterion 1 ranks first by the transit count,
+// so a candidate that must keep more than the best so far is given up
+// (ok false) as soon as that is certain. In a block the outcome depends
+// only on the size: blocks of one size are translations of each other and
+// routes never leave the set, so it is computed once per size. keep lists
+// the indices in p.transit of the nodes kept, or is nil when none was
+// dropped.
+func (d *decision) reduce(p placement) (keep []int, ok bool, err error) {
+	if d.req.Algo != Improved || p.nTransit == 0 {
+		return nil, true, nil
+	}
+	switch bound := d.bestT.Load(); {
+	case bound == 0:
+		// Only a set without transit nodes can still win, and
+		// reachability only grows with the transit set, so the greedy ends
+		// at none exactly when the active nodes alone are reachable.
+		ok, err := d.alone(p, p.blockSize != nil)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+	case p.blockSize != nil:
+		// Pruned (nil) stays pruned: the bound only falls.
+		k, err := d.memo.get(sizeKey("g", p.blockSize), func() (any, error) {
+			active, transit := d.listed(p)
+			return dropTransit(d.rt, active, transit, int(bound))
+		})
+		if err != nil || k.([]int) == nil {
+			return nil, false, err
+		}
+		keep = k.([]int)
+	case p.pattern != "":
+		// Translates reduce the same way (indices into the transit list).
+		k, err := d.memo.get("d"+p.pattern, func() (any, error) {
+			active, transit := d.listed(p)
+			return dropTransit(d.rt, active, transit, int(bound))
+		})
+		if err != nil || k.([]int) == nil {
+			return nil, false, err
+		}
+		keep = k.([]int)
+	default:
+		k, err := dropTransit(d.rt, p.active, p.transit, int(bound))
+		if err != nil || k == nil {
+			return nil, false, err
+		}
+		keep = k
+	}
+	if len(keep) == p.nTransit {
+		return nil, true, nil
+	}
+	if keep == nil {
+		keep = []int{}
+	}
+	return keep, true, nil
+}
+
+// newCandidate records a reachable set and names its translation class
+// when it has one (sets from blocks of one size, reduced the same way,
+// are translations of each other and have isomorphic routing tables).
+// With a translation-invariant router, sets with the same pattern of
+// unavailable nodes and the same kept transit nodes are translations too:
+// they share their routing-table figures.
+func (d *decision) newCandidate(p placement, keep []int) *Candidate {
+	size := p.rect.Size
+	c := &Candidate{Rect: Rect{Start: slices.Clone(p.rect.Start), Size: slices.Clone(size)},
+		Holes: p.holes, nTransit: p.nTransit}
+	switch {
+	case p.all == nil:
+		c.lazy = &blockSet{start: c.Rect.Start, size: c.Rect.Size, m: d.m, keep: keep}
+	case keep == nil:
+		c.Active, c.Transit = p.active, p.transit
+	default:
+		c.Active, c.Transit = p.active, make([]int, len(keep))
+		for i, x := range keep {
+			c.Transit[i] = p.transit[x]
+		}
+	}
+	if keep != nil {
+		c.nTransit = len(keep)
+	}
+	var b []byte
+	switch {
+	case d.invariant && p.blockSize != nil:
+		b = []byte(sizeKey("B", p.blockSize))
+	case p.pattern != "":
+		b = []byte("P" + p.pattern)
+	}
+	if b != nil {
+		b = append(b, 0xff) // no uvarint starts with 0xff after a full one
+		b = binary.AppendUvarint(b, uint64(len(keep)))
+		if keep == nil {
+			b = append(b, 0xff)
+		}
+		for _, x := range keep {
+			b = binary.AppendUvarint(b, uint64(x))
+		}
+		c.shape = string(b)
+	}
+	switch {
+	case p.block && keep == nil:
+		c.iso = sizeKey("r", size)
+	case !p.block:
+	case c.nTransit > 0:
+		c.iso = sizeKey("g", size)
+	case leadingBlock(size, d.m) != nil:
+		c.iso = sizeKey("r", leadingBlock(size, d.m))
+	default:
+		c.iso = sizeKey("a", size)
+	}
+	return c
+}
+
+// collect merges the sizes' candidates in size order, drops those beaten
+// on criterion 1 by a candidate of another size and repeated node sets,
+// and counts the placements found.
+func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, error) {
+	var cands []*Candidate
+	seen := map[string]bool{}
+	minT := int(d.bestT.Load())
+	for _, r := range results {
+		if r.err != nil {
+			return nil, r.err
+		}
+		res.Found += r.found
+		for _, c := range r.cands {
+			if d.req.Algo == Improved && c.nTransit > minT {
+				continue
+			}
+			key := d.setKey(c)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			c.order = len(cands)
+			cands = append(cands, c)
+		}
+	}
+	return cands, nil
+}
+
+// tableFigures builds the routing tables of the representatives on all
+// cores, one per translation class (representatives with the same shape
+// share the figures), and returns how many were built.
+func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) {
+	first := make([]int, len(reps)) // representative whose table is built
+	byShape := map[string]int{}
+	var build []int
+	for i, c := range reps {
+		first[i] = i
+		if c.shape != "" {
+			if j, ok := byShape[c.shape]; ok {
+				first[i] = j
+				continue
+			}
+			byShape[c.shape] = i
+		}
+		build = append(build, i)
+	}
+	figs := make([]TableFigures, len(reps))
+	errs := make([]error, len(build))
+	for _, c := range reps {
+		d.materialize(c)
+	}
+	par.For(len(build), d.sel.Workers, func(_, k int) {
+		i := build[k]
+		figs[i], errs[k] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, err
+	}
+	for i := range reps {
+		figs[i] = figs[first[i]]
+	}
+	return figs, len(build), nil
+}
+
+// setKey names a candidate's node set with its split (see canonicalKey).
+func (d *decision) setKey(c *Candidate) string {
+	if c.lazy != nil {
+		return c.lazy.key(d.sel.dims)
+	}
+	return canonicalKey(d.sel.dims, c.Active, c.Transit)
+}
+
+// materialize lists a candidate's nodes if they are not listed yet.
+func (d *decision) materialize(c *Candidate) {
+	if c.lazy != nil && c.Active == nil {
+		c.Active, c.Transit = c.lazy.nodes(d.sel.dims)
+	}
+}
+
+// fewestTransit keeps the candidates with the fewest transit nodes
+// (criterion 1).
+func fewestTransit(cands []*Candidate) []*Candidate {
+	minT := cands[0].nTransit
+	for _, c := range cands {
+		minT = min(minT, c.nTransit)
+	}
+	var best []*Candidate
+	for _, c := range cands {
+		if c.nTransit == minT {
+			best = append(best, c)
+		}
+	}
+	return best
+}
+
+// chooseFirst is the baseline's choice: the first candidate, with its
+// table built by the baseline routing algorithm.
+func (d *decision) chooseFirst(best []*Candidate, res *Result) error {
+	c := best[0]
+	d.materialize(c)
+	fig, err := d.rt.Table(c.Active, c.Transit, "baseline")
+	if err != nil {
+		return err
+	}
+	c.Figures = &fig
+	c.Frag = newLevelCache(d.sel, d.s).after(c)
+	res.Chosen, res.Ranked, res.Tables = c, 1, 1
+	return nil
+}
+
+// leastFragmenting keeps the candidates with the largest φ after
+// allocation (criterion 2). Allocating only removes free rectangles, so
+// the free rectangles afterwards are today's free rectangles that miss
+// the candidate's nodes: today's free rectangles are listed volume level
+// by volume level (each level found once per decision and shared by all
+// candidates) until a level keeps some.
+func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
+	levels := newLevelCache(d.sel, d.s)
+	// Candidates certainly below the largest φ found so far are given up
+	// early (their Frag stays unset); the bound only rises, so every
+	// candidate reaching the final maximum is computed exactly. The first
+	// candidate of each rectangle size is evaluated first to set a good
+	// bound.
+	var top atomic.Int64
+	kept := make([]bool, len(best))
+	done := make([]bool, len(best))
+	eval := func(i int) {
+		f, ok := levels.afterAtLeast(best[i], top.Load())
+		done[i] = true
+		if !ok {
+			return
+		}
+		best[i].Frag, kept[i] = f, true
+		for cur := top.Load(); f.Phi > cur && !top.CompareAndSwap(cur, f.Phi); cur = top.Load() {
+		}
+	}
+	var seeds []int
+	sizes := map[string]bool{}
+	for i, c := range best {
+		if k := sizeKey("", c.Rect.Size); !sizes[k] {
+			sizes[k] = true
+			seeds = append(seeds, i)
+		}
+	}
+	par.For(len(seeds), d.sel.Workers, func(_, k int) { eval(seeds[k]) })
+	par.For(len(best), d.sel.Workers, func(_, i int) {
+		if !done[i] {
+			eval(i)
+		}
+	})
+	maxPhi := top.Load()
+	var tied []*Candidate
+	for i, c := range best {
+		if kept[i] && c.Frag.Phi == maxPhi {
+			tied = append(tied, c)
+		}
+	}
+	return tied
+}
+
+// chooseByTables breaks the remaining ties by routing-table diameter, then
+// π_max (criteria 3 and 4), then enumeration order. One table is built per
+// translation class, for the first MaxTables classes in candidate order,
+// on all cores.
+func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
+	limit := d.req.MaxTables
+	if limit <= 0 {
+		limit = 64
+	}
+	classOf := func(c *Candidate) string {
+		if c.iso != "" {
+			return c.iso
+		}
+		return fmt.Sprint("#", c.order)
+	}
+	class := map[string]int{}
+	var reps []*Candidate // the first candidate of each class
+	var ranked []*Candidate
+	for _, c := range tied {
+		k := classOf(c)
+		if _, ok := class[k]; !ok {
+			if len(reps) >= limit {
+				continue
+			}
+			class[k] = len(reps)
+			reps = append(reps, c)
+		}
+		ranked = append(ranked, c)
+	}
+	figs, built, err := d.tableFigures(reps)
+	if err != nil {
+		return err
+	}
+	res.Tables = built
+	for _, c := range ranked {
+		c.Figures = &figs[class[classOf(c)]]
+	}
+	slices.SortStableFunc(ranked, func(a, b *Candidate) int {
+		if x := cmp.Compare(a.Figures.Diameter, b.Figures.Diameter); x != 0 {
+			return x
+		}
+		if x := cmp.Compare(a.Figures.PiMax, b.Figures.PiMax); x != 0 {
+			return x
+		}
+		return cmp.Compare(a.order, b.order)
+	})
+	res.Chosen = ranked[0]
+	d.materialize(res.Chosen)
+	return nil
+}

@@ -1,0 +1,134 @@
+package alloc
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// busyPattern fills a torus to 50 %: "halfx" makes the nodes with X below
+// d_X/2 busy, "blocks" makes a random half of the 2x2x…x2 blocks busy.
+func busyPattern(tb testing.TB, spec, pattern string) (*State, *AngaraRouter) {
+	g, err := topology.Parse(spec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, _ := NewState(g)
+	rt, err := NewAngaraRouter(g, "angara*")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dims := s.Dims()
+	c := make([]int, len(dims))
+	var busy []int
+	switch pattern {
+	case "idle":
+	case "halfx":
+		for v := 0; v < s.N(); v++ {
+			dec(v, dims, c)
+			if c[0] < dims[0]/2 {
+				busy = append(busy, v)
+			}
+		}
+	case "blocks":
+		nb := s.N() >> len(dims)
+		r := rand.New(rand.NewPCG(3, 3))
+		pick := r.Perm(nb)[:nb/2]
+		chosen := make([]bool, nb)
+		for _, b := range pick {
+			chosen[b] = true
+		}
+		half := make([]int, len(dims))
+		for i, d := range dims {
+			half[i] = d / 2
+		}
+		for v := 0; v < s.N(); v++ {
+			dec(v, dims, c)
+			b := 0
+			for i := len(dims) - 1; i >= 0; i-- {
+				b = b*half[i] + c[i]/2
+			}
+			if chosen[b] {
+				busy = append(busy, v)
+			}
+		}
+	default:
+		tb.Fatalf("unknown pattern %q", pattern)
+	}
+	if err := s.Occupy(1, busy); err != nil {
+		tb.Fatal(err)
+	}
+	return s, rt
+}
+
+// BenchmarkSelectTargets times one decision on the states of issue 14's
+// targets: 8x8x4x4 and 16x8x8x4 at 50 % (half of X busy, or random
+// 2x2x2x2 blocks), T = m/4, and 1 024 nodes with T = 256 on an idle
+// 16x16x16. Besides wall time it reports the process's CPU time per
+// decision (cpu-ms/op).
+func BenchmarkSelectTargets(b *testing.B) {
+	type target struct {
+		spec, pattern string
+		ms            []int
+		transit       func(m int) int
+	}
+	quarter := func(m int) int { return m / 4 }
+	targets := []target{
+		{"torus:8x8x4x4", "halfx", []int{8, 32, 128, 512}, quarter},
+		{"torus:8x8x4x4", "blocks", []int{8, 32, 128, 512}, quarter},
+		{"torus:16x8x8x4", "halfx", []int{8, 32, 128, 512}, quarter},
+		{"torus:16x8x8x4", "blocks", []int{8, 32, 128, 512}, quarter},
+		{"torus:16x16x16", "idle", []int{1024}, func(int) int { return 256 }},
+	}
+	for _, tg := range targets {
+		s, rt := busyPattern(b, tg.spec, tg.pattern)
+		for _, m := range tg.ms {
+			T := tg.transit(m)
+			b.Run(fmt.Sprintf("%s/%s/m=%d,T=%d", tg.spec, tg.pattern, m, T), func(b *testing.B) {
+				sel := NewSelector(s)
+				var res *Result
+				cpu := processCPU()
+				for b.Loop() {
+					var err error
+					res, err = sel.Select(s, rt, Request{Nodes: m, Transit: T, Algo: Improved})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				// CPU time per decision: wall time is unreliable on a
+				// loaded machine.
+				b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(res.Found), "candidates")
+				if res.Chosen != nil {
+					b.ReportMetric(float64(len(res.Chosen.Transit)), "transit")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkSelectLarge times `icn alloc`'s decision on an idle 32x32x32
+// torus (32 768 nodes) for jobs of 512 and 4 096 nodes without transit
+// nodes (issue 14, item 4).
+func BenchmarkSelectLarge(b *testing.B) {
+	s, rt := busyPattern(b, "torus:32x32x32", "idle")
+	for _, m := range []int{512, 4096} {
+		b.Run(fmt.Sprintf("torus:32x32x32/idle/m=%d,T=0", m), func(b *testing.B) {
+			sel := NewSelector(s)
+			var res *Result
+			cpu := processCPU()
+			for b.Loop() {
+				var err error
+				res, err = sel.Select(s, rt, Request{Nodes: m, Algo: Improved})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(res.Found), "candidates")
+			b.ReportMetric(float64(res.Tables), "tables")
+		})
+	}
+}
