@@ -29,6 +29,9 @@ func newRootCmd() *cobra.Command {
 		newCollectiveCmd(),
 		newDesignCmd(),
 		newMultiringCmd(),
+		newRouteCmd(),
+		newReachCmd(),
+		newExperimentCmd(),
 	)
 	return root
 }
