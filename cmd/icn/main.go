@@ -32,6 +32,8 @@ func newRootCmd() *cobra.Command {
 		newRouteCmd(),
 		newReachCmd(),
 		newExperimentCmd(),
+		newServeCmd(),
+		newJobCmd(),
 	)
 	return root
 }
