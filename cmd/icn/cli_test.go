@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -113,5 +116,65 @@ func TestJSONOutputs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRouteCheckInProcess calls runRoute and runRouteCheck without a
+// process: the table icn route writes for a 4x4x2 torus passes its own
+// check with one route per ordered pair of nodes and the diameter the
+// summary printed, and the same file checked against a failed link it
+// uses is exit status 1, and each route over that link is a violation\n// naming it.
+func TestRouteCheckInProcess(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "t.json")
+	ro := routeOptions{algo: "bfs", format: "json", outFile: file, show: 0, quiet: true}
+	ro.set.tf.spec, ro.set.rules = "torus:4x4x2", "angara*"
+	var summary bytes.Buffer
+	if err := runRoute(ctx, ro, &summary); err != nil {
+		t.Fatal(err)
+	}
+	var diameter int
+	for _, line := range strings.Split(summary.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "diameter" {
+			diameter, _ = strconv.Atoi(f[1])
+		}
+	}
+	check := func(failLinks string) (routeCheckResult, error) {
+		co := routeCheckOptions{file: file, failLinks: failLinks}
+		co.out.json = true
+		var out bytes.Buffer
+		err := runRouteCheck(ctx, co, &out)
+		var res routeCheckResult
+		if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
+			t.Fatalf("check %q: %v in %q", failLinks, jerr, out.String())
+		}
+		return res, err
+	}
+	res, err := check("")
+	if err != nil || !res.OK || len(res.Violations) != 0 || !res.DeadlockFree {
+		t.Fatalf("fault-free check: err %v, %+v", err, res)
+	}
+	if n := 4 * 4 * 2; res.Routes != n*(n-1) {
+		t.Errorf("%d routes checked, want %d", res.Routes, n*(n-1))
+	}
+	if diameter == 0 || res.Stats.Diameter != diameter {
+		t.Errorf("check diameter %d, route summary printed %d", res.Stats.Diameter, diameter)
+	}
+	res, err = check("0.0.0+X")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 || res.OK || len(res.Violations) == 0 {
+		t.Fatalf("check with a failed link: err %v, ok %v, %d violations", err, res.OK, len(res.Violations))
+	}
+	failed := 0
+	for _, v := range res.Violations {
+		if v.Kind == "failed-link" {
+			failed++
+			if !strings.Contains(v.Msg, "0.0.0+X") {
+				t.Errorf("violation %q does not name the failed link", v.Msg)
+			}
+		}
+	}
+	if failed == 0 {
+		t.Errorf("no failed-link violation among %v", res.Violations)
 	}
 }

@@ -29,6 +29,11 @@ func newRootCmd() *cobra.Command {
 		newCollectiveCmd(),
 		newDesignCmd(),
 		newMultiringCmd(),
+		newRouteCmd(),
+		newReachCmd(),
+		newExperimentCmd(),
+		newServeCmd(),
+		newJobCmd(),
 	)
 	return root
 }

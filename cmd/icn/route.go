@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -91,14 +92,23 @@ func (f *routeSetFlags) load() (*topology.Graph, *routing.Router, []int, []int, 
 	return g, r, active, transit, nil
 }
 
-func init() {
-	// icn route
-	var rf routeSetFlags
-	var out output
-	var algo, export, outFile, format string
-	var show, workers int
-	var quiet, exactOrder bool
-	route := &cobra.Command{
+// routeOptions are the flags of icn route.
+type routeOptions struct {
+	set        routeSetFlags
+	out        output
+	algo       string
+	export     string
+	outFile    string
+	format     string
+	show       int
+	workers    int
+	quiet      bool
+	exactOrder bool
+}
+
+func newRouteCmd() *cobra.Command {
+	var o routeOptions
+	c := &cobra.Command{
 		Use:   "route",
 		Short: "Deadlock-free, balanced routing tables for tori under the Angara / Blue Gene rules",
 		Long: `Build a routing table (one route per ordered pair of active nodes) for a
@@ -115,287 +125,396 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
   icn route check table.json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			a, err := routing.ParseAlgo(algo)
-			if err != nil {
-				return routeBadInput(err)
-			}
-			if format != "json" && format != "routes" {
-				return routeBadInput(fmt.Errorf("--format %q: want json or routes", format))
-			}
-			g, r, active, transit, err := rf.load()
-			if err != nil {
-				return err
-			}
-			bar := cli.NewProgress(len(active)+1, "routing", quiet || len(active) < 256)
-			start := time.Now()
-			tb, err := r.BuildTableOpts(active, transit, a, routing.TableOptions{Workers: workers, ExactOrder: exactOrder, Progress: func(done, total int) { bar.Add(1) }})
-			bar.Done()
-			if err != nil {
-				var ue *routing.UnreachableError
-				if errors.As(err, &ue) {
-					return &exitError{1, err}
-				}
-				return routeBadInput(err)
-			}
-			elapsed := time.Since(start)
-			if !tb.DeadlockFree {
-				fmt.Fprintf(os.Stderr, "icn: warning: the %s table can deadlock: %s\n", tb.Rule.Kind, r.CycleString(tb.Cycle))
-			}
-			if export != "" {
-				if err := routeWriteFile(export, tb.WriteNodeTables); err != nil {
-					return fmt.Errorf("--export %s: %v", export, err)
-				}
-			}
-			if outFile != "" {
-				write := tb.WriteJSON
-				if format == "routes" {
-					write = tb.WriteRoutes
-				}
-				if err := routeWriteFile(outFile, write); err != nil {
-					return fmt.Errorf("--output %s: %v", outFile, err)
-				}
-			}
-			if out.json {
-				return tb.WriteJSON(stdout(c))
-			}
-			return routeWriteSummary(stdout(c), rf.tf.spec, g, r, tb, elapsed, show)
+			return runRoute(c.Context(), o, stdout(c))
 		},
 	}
-	rf.register(route)
-	out.register(route)
-	route.Flags().StringVar(&algo, "algo", "bfs", "table algorithm: bfs (seed §3.2, any reachable set) or baseline (fault-free rectangles)")
-	route.Flags().StringVar(&export, "export", "", "also write per-node routing tables (text, see docs/routing.md) to FILE")
-	route.Flags().StringVarP(&outFile, "output", "o", "", "also write the table to FILE (format from --format)")
-	route.Flags().StringVar(&format, "format", "json", "format of -o: json (the --json format) or routes (compact, streamed; see docs/routing.md)")
-	route.Flags().IntVar(&show, "show", 20, "routes listed in the table view (-1 = all)")
-	route.Flags().IntVar(&workers, "workers", 0, "goroutines for the BFS rounds and the verification (0 = all cores; the table does not depend on it)")
-	route.Flags().BoolVar(&exactOrder, "exact-order", false, "take BFS sources in exactly the sequential order on sets above 1 024 active nodes too (one more distance search per source)")
-	route.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
-	root.AddCommand(route)
+	o.set.register(c)
+	o.out.register(c)
+	f := c.Flags()
+	f.StringVar(&o.algo, "algo", "bfs", "table algorithm: bfs (seed §3.2, any reachable set) or baseline (fault-free rectangles)")
+	f.StringVar(&o.export, "export", "", "also write per-node routing tables (text, see docs/routing.md) to FILE")
+	f.StringVarP(&o.outFile, "output", "o", "", "also write the table to FILE (format from --format)")
+	f.StringVar(&o.format, "format", "json", "format of -o: json (the --json format) or routes (compact, streamed; see docs/routing.md)")
+	f.IntVar(&o.show, "show", 20, "routes listed in the table view (-1 = all)")
+	f.IntVar(&o.workers, "workers", 0, "goroutines for the BFS rounds and the verification (0 = all cores; the table does not depend on it)")
+	f.BoolVar(&o.exactOrder, "exact-order", false, "take BFS sources in exactly the sequential order on sets above 1 024 active nodes too (one more distance search per source)")
+	f.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	c.AddCommand(newRouteCheckCmd())
+	return c
+}
 
-	// icn route check FILE
-	{
-		var out output
-		var failLinks, failNodes string
-		c := &cobra.Command{
-			Use:   "check FILE",
-			Short: "Re-verify a routing table written by icn route --json or --format routes (exit status 1 on any violation)",
-			Example: `  icn route --topo torus:4x4 --json > t.json && icn route check t.json
+// runRoute builds and verifies the routing table of the chosen node set,
+// writes the files asked for and prints the summary (or the table as
+// JSON) to w. A table that can deadlock is reported on stderr.
+func runRoute(_ context.Context, o routeOptions, w io.Writer) error {
+	a, err := routing.ParseAlgo(o.algo)
+	if err != nil {
+		return routeBadInput(err)
+	}
+	if o.format != "json" && o.format != "routes" {
+		return routeBadInput(fmt.Errorf("--format %q: want json or routes", o.format))
+	}
+	g, r, active, transit, err := o.set.load()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	tb, err := routeBuildTable(r, active, transit, a, o)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if !tb.DeadlockFree {
+		fmt.Fprintf(os.Stderr, "icn: warning: the %s table can deadlock: %s\n", tb.Rule.Kind, r.CycleString(tb.Cycle))
+	}
+	if err := routeWriteTableFiles(tb, o); err != nil {
+		return err
+	}
+	if o.out.json {
+		return tb.WriteJSON(w)
+	}
+	return routeWriteSummary(w, o.set.tf.spec, g, r, tb, elapsed, o.show)
+}
+
+// routeBuildTable builds the table with a progress bar; an unreachable
+// set is exit status 1, any other failure bad input.
+func routeBuildTable(r *routing.Router, active, transit []int, a routing.Algo, o routeOptions) (*routing.Table, error) {
+	bar := cli.NewProgress(len(active)+1, "routing", o.quiet || len(active) < 256)
+	tb, err := r.BuildTableOpts(active, transit, a, routing.TableOptions{Workers: o.workers, ExactOrder: o.exactOrder, Progress: func(done, total int) { bar.Add(1) }})
+	bar.Done()
+	if err != nil {
+		var ue *routing.UnreachableError
+		if errors.As(err, &ue) {
+			return nil, &exitError{1, err}
+		}
+		return nil, routeBadInput(err)
+	}
+	return tb, nil
+}
+
+// routeWriteTableFiles writes the per-node tables (--export) and the
+// table itself (-o, in --format).
+func routeWriteTableFiles(tb *routing.Table, o routeOptions) error {
+	if o.export != "" {
+		if err := routeWriteFile(o.export, tb.WriteNodeTables); err != nil {
+			return fmt.Errorf("--export %s: %v", o.export, err)
+		}
+	}
+	if o.outFile != "" {
+		write := tb.WriteJSON
+		if o.format == "routes" {
+			write = tb.WriteRoutes
+		}
+		if err := routeWriteFile(o.outFile, write); err != nil {
+			return fmt.Errorf("--output %s: %v", o.outFile, err)
+		}
+	}
+	return nil
+}
+
+// routeCheckOptions are the flags and the file of icn route check.
+type routeCheckOptions struct {
+	out       output
+	file      string
+	failLinks string
+	failNodes string
+}
+
+// routeCheckResult is the --json output of icn route check.
+type routeCheckResult struct {
+	File         string              `json:"file"`
+	OK           bool                `json:"ok"`
+	Routes       int                 `json:"routes"`
+	Violations   []routing.Violation `json:"violations"`
+	Stats        routing.Stats       `json:"stats"`
+	DeadlockFree bool                `json:"deadlock_free"`
+}
+
+func newRouteCheckCmd() *cobra.Command {
+	var o routeCheckOptions
+	c := &cobra.Command{
+		Use:   "check FILE",
+		Short: "Re-verify a routing table written by icn route --json or --format routes (exit status 1 on any violation)",
+		Example: `  icn route --topo torus:4x4 --json > t.json && icn route check t.json
   icn route --topo torus:8x8x8 --format routes -o t.routes && icn route check t.routes
   icn route check t.json --fail-links 0.0+X     # would the table survive this failure?`,
-			Args: cobra.ExactArgs(1),
-			RunE: func(c *cobra.Command, args []string) error {
-				f, cleanup, err := routeOpenSeekable(args[0])
-				if err != nil {
-					return routeBadInput(err)
-				}
-				defer cleanup()
-				fl, err := readArgFile(failLinks)
-				if err != nil {
-					return routeBadInput(err)
-				}
-				fn, err := readArgFile(failNodes)
-				if err != nil {
-					return routeBadInput(err)
-				}
-				rep, r, err := routing.CheckFile(f, fl, fn, 0)
-				if err != nil {
-					var re *routing.RecordError
-					if errors.As(err, &re) {
-						return &exitError{1, fmt.Errorf("%s: %v", args[0], err)}
-					}
-					return routeBadInput(fmt.Errorf("%s: %v", args[0], err))
-				}
-				res := struct {
-					File         string              `json:"file"`
-					OK           bool                `json:"ok"`
-					Routes       int                 `json:"routes"`
-					Violations   []routing.Violation `json:"violations"`
-					Stats        routing.Stats       `json:"stats"`
-					DeadlockFree bool                `json:"deadlock_free"`
-				}{args[0], len(rep.Violations) == 0, rep.Routes, rep.Violations, rep.Stats, rep.Cycle == nil}
-				if res.Violations == nil {
-					res.Violations = []routing.Violation{}
-				}
-				err = out.print(stdout(c), res, func(w io.Writer) error {
-					st := rep.Stats
-					verdict := "OK"
-					if !res.OK {
-						verdict = fmt.Sprintf("%d violation(s)", len(rep.Violations))
-					}
-					if err := cli.KV(w, "file", args[0], "rule", r.Rule(), "routes checked", rep.Routes,
-						"diameter", st.Diameter, "π_max", st.PiMax, "π_perfect", st.PiPerfect,
-						"balance factor", cli.Float(st.BalanceFactor)+" %", "deadlock-free", res.DeadlockFree, "verdict", verdict); err != nil {
-						return err
-					}
-					if len(rep.Violations) == 0 {
-						return nil
-					}
-					fmt.Fprintln(w)
-					t := cli.NewTable("KIND", "PROBLEM")
-					for _, v := range rep.Violations {
-						t.Row(v.Kind, v.Msg)
-					}
-					return t.Write(w)
-				})
-				if err != nil {
-					return err
-				}
-				if !res.OK {
-					return &exitError{1, fmt.Errorf("%s: %d violation(s), first: %s", args[0], len(rep.Violations), rep.Violations[0])}
-				}
-				return nil
-			},
-		}
-		out.register(c)
-		c.Flags().StringVar(&failLinks, "fail-links", "", "fail these links too (NODE+X, comma-separated, or @FILE)")
-		c.Flags().StringVar(&failNodes, "fail-nodes", "", "fail these nodes too (coordinates, or @FILE)")
-		route.AddCommand(c)
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.file = args[0]
+			return runRouteCheck(c.Context(), o, stdout(c))
+		},
 	}
+	o.out.register(c)
+	c.Flags().StringVar(&o.failLinks, "fail-links", "", "fail these links too (NODE+X, comma-separated, or @FILE)")
+	c.Flags().StringVar(&o.failNodes, "fail-nodes", "", "fail these nodes too (coordinates, or @FILE)")
+	return c
+}
 
-	// icn reach
-	{
-		var rf routeSetFlags
-		var out output
-		c := &cobra.Command{
-			Use:   "reach",
-			Short: "Is a node set M_{a,t} = active ∪ transit reachable under a routing rule? (exit status 1 if not)",
-			Example: `  icn reach --topo torus:4x4x2 --rules angara- --active 0-1.0-1.0 --transit 2.0-1.0
+// runRouteCheck re-verifies the table in o.file ("-" = standard input),
+// with the extra failures, and prints the verdict; any violation is exit
+// status 1.
+func runRouteCheck(_ context.Context, o routeCheckOptions, w io.Writer) error {
+	rep, r, err := routeCheckFile(o)
+	if err != nil {
+		return err
+	}
+	res := routeCheckResult{o.file, len(rep.Violations) == 0, rep.Routes, rep.Violations, rep.Stats, rep.Cycle == nil}
+	if res.Violations == nil {
+		res.Violations = []routing.Violation{}
+	}
+	err = o.out.print(w, res, func(w io.Writer) error {
+		return routeWriteCheck(w, r, res)
+	})
+	if err != nil {
+		return err
+	}
+	if !res.OK {
+		return &exitError{1, fmt.Errorf("%s: %d violation(s), first: %s", o.file, len(rep.Violations), rep.Violations[0])}
+	}
+	return nil
+}
+
+// routeCheckFile opens the table and checks it; a malformed record is
+// exit status 1 (the table is wrong), anything else bad input.
+func routeCheckFile(o routeCheckOptions) (*routing.Report, *routing.Router, error) {
+	f, cleanup, err := routeOpenSeekable(o.file)
+	if err != nil {
+		return nil, nil, routeBadInput(err)
+	}
+	defer cleanup()
+	fl, err := readArgFile(o.failLinks)
+	if err != nil {
+		return nil, nil, routeBadInput(err)
+	}
+	fn, err := readArgFile(o.failNodes)
+	if err != nil {
+		return nil, nil, routeBadInput(err)
+	}
+	rep, r, err := routing.CheckFile(f, fl, fn, 0)
+	if err != nil {
+		var re *routing.RecordError
+		if errors.As(err, &re) {
+			return nil, nil, &exitError{1, fmt.Errorf("%s: %v", o.file, err)}
+		}
+		return nil, nil, routeBadInput(fmt.Errorf("%s: %v", o.file, err))
+	}
+	return rep, r, nil
+}
+
+// routeWriteCheck is the table view of icn route check: the summary, then
+// the violations if there are any.
+func routeWriteCheck(w io.Writer, r *routing.Router, res routeCheckResult) error {
+	st := res.Stats
+	verdict := "OK"
+	if !res.OK {
+		verdict = fmt.Sprintf("%d violation(s)", len(res.Violations))
+	}
+	if err := cli.KV(w, "file", res.File, "rule", r.Rule(), "routes checked", res.Routes,
+		"diameter", st.Diameter, "π_max", st.PiMax, "π_perfect", st.PiPerfect,
+		"balance factor", cli.Float(st.BalanceFactor)+" %", "deadlock-free", res.DeadlockFree, "verdict", verdict); err != nil {
+		return err
+	}
+	if len(res.Violations) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	t := cli.NewTable("KIND", "PROBLEM")
+	for _, v := range res.Violations {
+		t.Row(v.Kind, v.Msg)
+	}
+	return t.Write(w)
+}
+
+// reachOptions are the flags of icn reach.
+type reachOptions struct {
+	set routeSetFlags
+	out output
+}
+
+// reachPair is an ordered pair of nodes by coordinates.
+type reachPair struct {
+	Src []int `json:"src"`
+	Dst []int `json:"dst"`
+}
+
+// reachResult is the --json output of icn reach.
+type reachResult struct {
+	Reachable bool       `json:"reachable"`
+	Rule      string     `json:"rules"`
+	Active    int        `json:"active"`
+	Transit   int        `json:"transit"`
+	Pair      *reachPair `json:"unreachable_pair,omitempty"`
+}
+
+func newReachCmd() *cobra.Command {
+	var o reachOptions
+	c := &cobra.Command{
+		Use:   "reach",
+		Short: "Is a node set M_{a,t} = active ∪ transit reachable under a routing rule? (exit status 1 if not)",
+		Example: `  icn reach --topo torus:4x4x2 --rules angara- --active 0-1.0-1.0 --transit 2.0-1.0
   icn reach --topo torus:8x8 --rules angara* --fail-links @failed.txt --json`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				g, r, active, transit, err := rf.load()
-				if err != nil {
-					return err
-				}
-				ok, bad, err := r.Check(active, transit)
-				if err != nil {
-					return routeBadInput(err)
-				}
-				type pair struct {
-					Src []int `json:"src"`
-					Dst []int `json:"dst"`
-				}
-				res := struct {
-					Reachable bool   `json:"reachable"`
-					Rule      string `json:"rules"`
-					Active    int    `json:"active"`
-					Transit   int    `json:"transit"`
-					Pair      *pair  `json:"unreachable_pair,omitempty"`
-				}{Reachable: ok, Rule: r.Rule().String(), Active: len(active), Transit: len(transit)}
-				if !ok {
-					res.Pair = &pair{g.Coord(bad[0]), g.Coord(bad[1])}
-				}
-				if err := out.print(stdout(c), res, func(w io.Writer) error {
-					ans := "yes"
-					if !ok {
-						ans = fmt.Sprintf("no: no legal route from %s to %s inside the set", g.NodeName(bad[0]), g.NodeName(bad[1]))
-					}
-					return cli.KV(w, "network", rf.tf.spec, "rule", res.Rule, "active nodes", len(active), "transit nodes", len(transit), "reachable", ans)
-				}); err != nil {
-					return err
-				}
-				if !ok {
-					return &exitError{1, fmt.Errorf("the set is not reachable: no legal route from %s to %s", g.NodeName(bad[0]), g.NodeName(bad[1]))}
-				}
-				return nil
-			},
-		}
-		rf.register(c)
-		out.register(c)
-		root.AddCommand(c)
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runReach(c.Context(), o, stdout(c))
+		},
 	}
+	o.set.register(c)
+	o.out.register(c)
+	return c
+}
 
-	// icn experiment faults
-	{
-		var out output
-		var o routing.FaultOptions
-		var quick, quiet bool
-		var plotPath string
-		c := &cobra.Command{
-			Use:   "faults",
-			Short: "Seed 001 §5.1: random link failures survived before reachability is lost, angara- vs angara*",
-			Long: `Over all tori with N = Πd_i ≤ --max-nodes, d_i ≤ --max-size and
+// runReach decides whether every ordered pair of active nodes has a legal
+// route inside active ∪ transit; an unreachable set is exit status 1.
+func runReach(_ context.Context, o reachOptions, w io.Writer) error {
+	g, r, active, transit, err := o.set.load()
+	if err != nil {
+		return err
+	}
+	ok, bad, err := r.Check(active, transit)
+	if err != nil {
+		return routeBadInput(err)
+	}
+	res := reachResult{Reachable: ok, Rule: r.Rule().String(), Active: len(active), Transit: len(transit)}
+	if !ok {
+		res.Pair = &reachPair{g.Coord(bad[0]), g.Coord(bad[1])}
+	}
+	if err := o.out.print(w, res, func(w io.Writer) error {
+		ans := "yes"
+		if !ok {
+			ans = fmt.Sprintf("no: no legal route from %s to %s inside the set", g.NodeName(bad[0]), g.NodeName(bad[1]))
+		}
+		return cli.KV(w, "network", o.set.tf.spec, "rule", res.Rule, "active nodes", len(active), "transit nodes", len(transit), "reachable", ans)
+	}); err != nil {
+		return err
+	}
+	if !ok {
+		return &exitError{1, fmt.Errorf("the set is not reachable: no legal route from %s to %s", g.NodeName(bad[0]), g.NodeName(bad[1]))}
+	}
+	return nil
+}
+
+// newExperimentCmd is the "icn experiment" group: the seeds' experiments
+// on torus routing.
+func newExperimentCmd() *cobra.Command {
+	c := &cobra.Command{Use: "experiment", Short: "Reproduce the seeds' experiments"}
+	c.AddCommand(newExperimentFaultsCmd(), newExperimentBalanceCmd())
+	return c
+}
+
+// experimentFaultsOptions are the flags of icn experiment faults.
+type experimentFaultsOptions struct {
+	out      output
+	fault    routing.FaultOptions
+	quick    bool
+	quiet    bool
+	plotPath string
+}
+
+func newExperimentFaultsCmd() *cobra.Command {
+	var o experimentFaultsOptions
+	c := &cobra.Command{
+		Use:   "faults",
+		Short: "Seed 001 §5.1: random link failures survived before reachability is lost, angara- vs angara*",
+		Long: `Over all tori with N = Πd_i ≤ --max-nodes, d_i ≤ --max-size and
 --min-dims ≤ n ≤ --max-dims, fail channels (--unit channel, the seed's
 links (u,D)) or duplex cables (--unit link) one by one in --trials random
 orders until some ordered pair of nodes has no legal route, and report per
 dimensionality the mean number (and %) of failures survived under angara-
 and angara* and the gain, next to the seed's 4.9 % / 8.2 % / 34 %.`,
-			Example: `  icn experiment faults --seed 1                       # the full run (all tori N ≤ 128)
+		Example: `  icn experiment faults --seed 1                       # the full run (all tori N ≤ 128)
   icn experiment faults --quick --plot faults.svg
   icn experiment faults --trials 50 --sorted --json`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				if o.Trials < 1 {
-					return routeBadInput(fmt.Errorf("--trials %d: want at least 1", o.Trials))
-				}
-				if quick {
-					o.MaxNodes, o.Trials, o.Sorted = 32, 2, true
-				}
-				shapes, err := routing.FaultTori(o)
-				if err != nil {
-					return routeBadInput(err)
-				}
-				if plotPath != "" {
-					if err := routePlotPathOK(plotPath); err != nil {
-						return routeBadInput(err)
-					}
-				}
-				trials := o.Trials
-				if trials == 0 {
-					trials = 10
-				}
-				bar := cli.NewProgress(len(shapes)*trials, "fault trials", quiet)
-				o.Progress = func(done, total int) { bar.Add(1) }
-				start := time.Now()
-				rep, err := routing.FaultExperiment(o)
-				bar.Done()
-				if err != nil {
-					return routeBadInput(err)
-				}
-				if plotPath != "" {
-					if err := cli.SavePlot(routeFaultChart(rep), plotPath); err != nil {
-						return err
-					}
-				}
-				return out.print(stdout(c), rep, func(w io.Writer) error {
-					t := cli.NewTable("TORI", "TRIALS", strings.ToUpper(rep.Options.Unit)+"S", "ANGARA- SURVIVED", "%", "ANGARA* SURVIVED", "%", "GAIN", "GAIN OF MEANS", "SEED GAIN")
-					for _, r := range rep.Rows {
-						t.Row(fmt.Sprintf("%dD: %d", r.Dims, r.Tori), r.Trials, cli.Float(r.MeanLinks),
-							cli.Float(r.MinusMean), cli.Float(r.MinusPct), cli.Float(r.StarMean), cli.Float(r.StarPct),
-							cli.Float(r.Gain)+" %", cli.Float(r.GainOfMeans)+" %", cli.Float(r.SeedGain)+" %")
-					}
-					if err := t.Write(w); err != nil {
-						return err
-					}
-					_, err := fmt.Fprintf(w, "\nrandom %s failures, seed %d, %d trials per torus, %s, %v\n", rep.Options.Unit, o.Seed, trials, routeFaultNote(o), cli.Duration(time.Since(start)))
-					return err
-				})
-			},
-		}
-		out.register(c)
-		c.Flags().Uint64Var(&o.Seed, "seed", 1, "random seed (same seed, same output, whatever --workers)")
-		c.Flags().IntVar(&o.Trials, "trials", 10, "random failure orders per torus")
-		c.Flags().IntVar(&o.MaxNodes, "max-nodes", 128, "largest torus (N = Πd_i)")
-		c.Flags().IntVar(&o.MaxSize, "max-size", 8, "largest ring size d_i")
-		c.Flags().IntVar(&o.MinDims, "min-dims", 2, "fewest dimensions")
-		c.Flags().IntVar(&o.MaxDims, "max-dims", 4, "most dimensions")
-		c.Flags().BoolVar(&o.Sorted, "sorted", false, "one orientation per shape (d1 ≥ d2 ≥ …) instead of every ordered tuple")
-		c.Flags().StringVar(&o.Unit, "unit", "channel", "what fails: channel (one direction (u,D), the seed's link) or link (the duplex cable)")
-		c.Flags().BoolVar(&quick, "quick", false, "a small run: N ≤ 32, 2 trials, sorted shapes")
-		c.Flags().IntVar(&o.Workers, "workers", 0, "goroutines (0 = all cores)")
-		c.Flags().StringVar(&plotPath, "plot", "", "write a chart of the gains (.svg or .png)")
-		c.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
-		routeExperimentParent().AddCommand(c)
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runExperimentFaults(c.Context(), o, stdout(c))
+		},
 	}
+	o.out.register(c)
+	f := c.Flags()
+	f.Uint64Var(&o.fault.Seed, "seed", 1, "random seed (same seed, same output, whatever --workers)")
+	f.IntVar(&o.fault.Trials, "trials", 10, "random failure orders per torus")
+	f.IntVar(&o.fault.MaxNodes, "max-nodes", 128, "largest torus (N = Πd_i)")
+	f.IntVar(&o.fault.MaxSize, "max-size", 8, "largest ring size d_i")
+	f.IntVar(&o.fault.MinDims, "min-dims", 2, "fewest dimensions")
+	f.IntVar(&o.fault.MaxDims, "max-dims", 4, "most dimensions")
+	f.BoolVar(&o.fault.Sorted, "sorted", false, "one orientation per shape (d1 ≥ d2 ≥ …) instead of every ordered tuple")
+	f.StringVar(&o.fault.Unit, "unit", "channel", "what fails: channel (one direction (u,D), the seed's link) or link (the duplex cable)")
+	f.BoolVar(&o.quick, "quick", false, "a small run: N ≤ 32, 2 trials, sorted shapes")
+	f.IntVar(&o.fault.Workers, "workers", 0, "goroutines (0 = all cores)")
+	f.StringVar(&o.plotPath, "plot", "", "write a chart of the gains (.svg or .png)")
+	f.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	return c
 }
 
-func init() {
-	// icn experiment balance
-	var out output
-	var o routing.BalanceOptions
-	var rules, plotPath string
-	var quick, quiet bool
+// runExperimentFaults runs seed 001 §5.1 (random failures survived under
+// angara- and angara*) and prints the gains per dimensionality.
+func runExperimentFaults(_ context.Context, o experimentFaultsOptions, w io.Writer) error {
+	fo := o.fault
+	if fo.Trials < 1 {
+		return routeBadInput(fmt.Errorf("--trials %d: want at least 1", fo.Trials))
+	}
+	if o.quick {
+		fo.MaxNodes, fo.Trials, fo.Sorted = 32, 2, true
+	}
+	shapes, err := routing.FaultTori(fo)
+	if err != nil {
+		return routeBadInput(err)
+	}
+	if o.plotPath != "" {
+		if err := routePlotPathOK(o.plotPath); err != nil {
+			return routeBadInput(err)
+		}
+	}
+	trials := fo.Trials
+	if trials == 0 {
+		trials = 10
+	}
+	bar := cli.NewProgress(len(shapes)*trials, "fault trials", o.quiet)
+	fo.Progress = func(done, total int) { bar.Add(1) }
+	start := time.Now()
+	rep, err := routing.FaultExperiment(fo)
+	bar.Done()
+	if err != nil {
+		return routeBadInput(err)
+	}
+	if o.plotPath != "" {
+		if err := cli.SavePlot(routeFaultChart(rep), o.plotPath); err != nil {
+			return err
+		}
+	}
+	return o.out.print(w, rep, func(w io.Writer) error {
+		if err := routeWriteFaults(w, rep); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(w, "\nrandom %s failures, seed %d, %d trials per torus, %s, %v\n", rep.Options.Unit, fo.Seed, trials, routeFaultNote(fo), cli.Duration(time.Since(start)))
+		return err
+	})
+}
+
+// routeWriteFaults is the table of icn experiment faults, one row per
+// dimensionality.
+func routeWriteFaults(w io.Writer, rep *routing.FaultReport) error {
+	t := cli.NewTable("TORI", "TRIALS", strings.ToUpper(rep.Options.Unit)+"S", "ANGARA- SURVIVED", "%", "ANGARA* SURVIVED", "%", "GAIN", "GAIN OF MEANS", "SEED GAIN")
+	for _, r := range rep.Rows {
+		t.Row(fmt.Sprintf("%dD: %d", r.Dims, r.Tori), r.Trials, cli.Float(r.MeanLinks),
+			cli.Float(r.MinusMean), cli.Float(r.MinusPct), cli.Float(r.StarMean), cli.Float(r.StarPct),
+			cli.Float(r.Gain)+" %", cli.Float(r.GainOfMeans)+" %", cli.Float(r.SeedGain)+" %")
+	}
+	return t.Write(w)
+}
+
+// experimentBalanceOptions are the flags of icn experiment balance.
+type experimentBalanceOptions struct {
+	out      output
+	balance  routing.BalanceOptions
+	rules    string
+	plotPath string
+	quick    bool
+	quiet    bool
+}
+
+func newExperimentBalanceCmd() *cobra.Command {
+	var o experimentBalanceOptions
 	c := &cobra.Command{
 		Use:   "balance",
 		Short: "Seed 001 §5.2: balance factor of BFS tables vs the baseline on fault-free tori",
@@ -407,91 +526,96 @@ worse than the baseline on average, 30 at most.`,
   icn experiment balance --sorted --plot balance.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			rule, err := routing.ParseRule(rules)
-			if err != nil {
-				return routeBadInput(err)
-			}
-			o.Rule = rule
-			if quick {
-				o.MaxNodes, o.Sorted = 32, true
-			}
-			if plotPath != "" {
-				if err := routePlotPathOK(plotPath); err != nil {
-					return routeBadInput(err)
-				}
-			}
-			shapes, err := routing.FaultTori(routing.FaultOptions{MaxNodes: o.MaxNodes, MaxSize: o.MaxSize, MinDims: o.MinDims, MaxDims: o.MaxDims, Sorted: o.Sorted})
-			if err != nil {
-				return routeBadInput(err)
-			}
-			bar := cli.NewProgress(len(shapes), "tori", quiet)
-			o.Progress = func(done, total int) { bar.Add(1) }
-			rep, err := routing.BalanceExperiment(o)
-			bar.Done()
-			if err != nil {
-				return err
-			}
-			if plotPath != "" {
-				ch := cli.Chart{Title: "Balance factor of fault-free tables, all nodes active", YLabel: "balance factor, %", Bars: true}
-				var bfs, base []float64
-				for _, r := range rep.Rows {
-					name := "all"
-					if r.Dims > 0 {
-						name = fmt.Sprintf("%dD", r.Dims)
-					}
-					ch.Categories = append(ch.Categories, name)
-					bfs = append(bfs, r.MeanBFS)
-					base = append(base, r.MeanBaseline)
-				}
-				ch.Series = []cli.Series{{Name: "BFS", Y: bfs}, {Name: "baseline", Y: base}}
-				if err := cli.SavePlot(ch, plotPath); err != nil {
-					return err
-				}
-			}
-			return out.print(stdout(c), rep, func(w io.Writer) error {
-				t := cli.NewTable("TORI", "BFS BALANCE", "BASELINE BALANCE", "MEAN LOSS", "MAX LOSS", "SEED")
-				for _, r := range rep.Rows {
-					name := fmt.Sprintf("%dD: %d", r.Dims, r.Tori)
-					seed := ""
-					if r.Dims == 0 {
-						name = fmt.Sprintf("all: %d", r.Tori)
-						seed = fmt.Sprintf("%s (%s)", cli.Float(rep.SeedMean), cli.Float(rep.SeedMax))
-					}
-					t.Row(name, cli.Float(r.MeanBFS)+" %", cli.Float(r.MeanBaseline)+" %", cli.Float(r.MeanLoss), cli.Float(r.MaxLoss), seed)
-				}
-				if err := t.Write(w); err != nil {
-					return err
-				}
-				_, err := fmt.Fprintf(w, "\nloss = BFS − baseline balance factor in percentage points; rule %s for BFS\n", rep.Rule)
-				return err
-			})
+			return runExperimentBalance(c.Context(), o, stdout(c))
 		},
 	}
-	out.register(c)
-	c.Flags().StringVar(&rules, "rules", "angara*", "rule of the BFS tables")
-	c.Flags().IntVar(&o.MaxNodes, "max-nodes", 128, "largest torus (N = Πd_i)")
-	c.Flags().IntVar(&o.MaxSize, "max-size", 8, "largest ring size d_i")
-	c.Flags().IntVar(&o.MinDims, "min-dims", 2, "fewest dimensions")
-	c.Flags().IntVar(&o.MaxDims, "max-dims", 4, "most dimensions")
-	c.Flags().BoolVar(&o.Sorted, "sorted", false, "one orientation per shape (d1 ≥ d2 ≥ …)")
-	c.Flags().BoolVar(&quick, "quick", false, "a small run: N ≤ 32, sorted shapes")
-	c.Flags().IntVar(&o.Workers, "workers", 0, "goroutines (0 = all cores)")
-	c.Flags().StringVar(&plotPath, "plot", "", "write a chart of the balance factors (.svg or .png)")
-	c.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
-	routeExperimentParent().AddCommand(c)
+	o.out.register(c)
+	f := c.Flags()
+	f.StringVar(&o.rules, "rules", "angara*", "rule of the BFS tables")
+	f.IntVar(&o.balance.MaxNodes, "max-nodes", 128, "largest torus (N = Πd_i)")
+	f.IntVar(&o.balance.MaxSize, "max-size", 8, "largest ring size d_i")
+	f.IntVar(&o.balance.MinDims, "min-dims", 2, "fewest dimensions")
+	f.IntVar(&o.balance.MaxDims, "max-dims", 4, "most dimensions")
+	f.BoolVar(&o.balance.Sorted, "sorted", false, "one orientation per shape (d1 ≥ d2 ≥ …)")
+	f.BoolVar(&o.quick, "quick", false, "a small run: N ≤ 32, sorted shapes")
+	f.IntVar(&o.balance.Workers, "workers", 0, "goroutines (0 = all cores)")
+	f.StringVar(&o.plotPath, "plot", "", "write a chart of the balance factors (.svg or .png)")
+	f.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	return c
 }
 
-// routeExperimentParent returns the shared "icn experiment" command, creating it
-// on first use (several command files hang their experiments under it).
-func routeExperimentParent() *cobra.Command {
-	for _, c := range root.Commands() {
-		if c.Name() == "experiment" {
-			return c
+// runExperimentBalance runs seed 001 §5.2 (balance factor of BFS tables
+// against the baseline) and prints the losses per dimensionality.
+func runExperimentBalance(_ context.Context, o experimentBalanceOptions, w io.Writer) error {
+	bo := o.balance
+	rule, err := routing.ParseRule(o.rules)
+	if err != nil {
+		return routeBadInput(err)
+	}
+	bo.Rule = rule
+	if o.quick {
+		bo.MaxNodes, bo.Sorted = 32, true
+	}
+	if o.plotPath != "" {
+		if err := routePlotPathOK(o.plotPath); err != nil {
+			return routeBadInput(err)
 		}
 	}
-	c := &cobra.Command{Use: "experiment", Short: "Reproduce the seeds' experiments"}
-	root.AddCommand(c)
-	return c
+	shapes, err := routing.FaultTori(routing.FaultOptions{MaxNodes: bo.MaxNodes, MaxSize: bo.MaxSize, MinDims: bo.MinDims, MaxDims: bo.MaxDims, Sorted: bo.Sorted})
+	if err != nil {
+		return routeBadInput(err)
+	}
+	bar := cli.NewProgress(len(shapes), "tori", o.quiet)
+	bo.Progress = func(done, total int) { bar.Add(1) }
+	rep, err := routing.BalanceExperiment(bo)
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	if o.plotPath != "" {
+		if err := cli.SavePlot(routeBalanceChart(rep), o.plotPath); err != nil {
+			return err
+		}
+	}
+	return o.out.print(w, rep, func(w io.Writer) error { return routeWriteBalance(w, rep) })
+}
+
+// routeBalanceChart is the bar chart of the mean balance factors per
+// dimensionality.
+func routeBalanceChart(rep *routing.BalanceReport) cli.Chart {
+	ch := cli.Chart{Title: "Balance factor of fault-free tables, all nodes active", YLabel: "balance factor, %", Bars: true}
+	var bfs, base []float64
+	for _, r := range rep.Rows {
+		name := "all"
+		if r.Dims > 0 {
+			name = fmt.Sprintf("%dD", r.Dims)
+		}
+		ch.Categories = append(ch.Categories, name)
+		bfs = append(bfs, r.MeanBFS)
+		base = append(base, r.MeanBaseline)
+	}
+	ch.Series = []cli.Series{{Name: "BFS", Y: bfs}, {Name: "baseline", Y: base}}
+	return ch
+}
+
+// routeWriteBalance is the table of icn experiment balance, with the
+// seed's figures on the "all" row.
+func routeWriteBalance(w io.Writer, rep *routing.BalanceReport) error {
+	t := cli.NewTable("TORI", "BFS BALANCE", "BASELINE BALANCE", "MEAN LOSS", "MAX LOSS", "SEED")
+	for _, r := range rep.Rows {
+		name := fmt.Sprintf("%dD: %d", r.Dims, r.Tori)
+		seed := ""
+		if r.Dims == 0 {
+			name = fmt.Sprintf("all: %d", r.Tori)
+			seed = fmt.Sprintf("%s (%s)", cli.Float(rep.SeedMean), cli.Float(rep.SeedMax))
+		}
+		t.Row(name, cli.Float(r.MeanBFS)+" %", cli.Float(r.MeanBaseline)+" %", cli.Float(r.MeanLoss), cli.Float(r.MaxLoss), seed)
+	}
+	if err := t.Write(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nloss = BFS − baseline balance factor in percentage points; rule %s for BFS\n", rep.Rule)
+	return err
 }
 
 func routePlotPathOK(p string) error {

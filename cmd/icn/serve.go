@@ -277,221 +277,362 @@ func backupFromServer(ctx context.Context, o serveBackupOptions, out io.Writer) 
 	return n, err
 }
 
+// init attaches the fabric-manager client subcommands to the fabric and
+// mcast groups of fabric.go and mcast.go until their constructors take
+// them from fabricClientCmds and mcastClientCmds.
 func init() {
-	root.AddCommand(newServeCmd())
-	registerFMClients()
+	findOrAdd("fabric", "Fabric routing engines and audits; fabric-manager client commands").AddCommand(fabricClientCmds()...)
+	findOrAdd("mcast", "Multicast routing").AddCommand(mcastClientCmds()...)
 }
 
-func registerFMClients() {
-	// Client commands.
-	var cl client
-	addClient := func(parent *cobra.Command, c *cobra.Command) {
-		cl.register(c)
-		parent.AddCommand(c)
-	}
-	fabricCmd := findOrAdd("fabric", "Fabric routing engines and audits; fabric-manager client commands")
+// fabricClientCmds are the client subcommands of icn fabric: failures,
+// repairs and status of a running fabric manager.
+func fabricClientCmds() []*cobra.Command {
+	var cmds []*cobra.Command
 	for _, k := range []struct {
 		use, kind string
 		repair    bool
 	}{{"fail-link LINK", "link", false}, {"repair-link LINK", "link", true}, {"fail-node NODE", "node", false}, {"repair-node NODE", "node", true}} {
-		k := k
-		addClient(fabricCmd, &cobra.Command{
-			Use:   k.use,
-			Short: fmt.Sprintf("Tell a running fabric manager that a %s %s", k.kind, map[bool]string{false: "failed", true: "was repaired"}[k.repair]),
-			Args:  cobra.ExactArgs(1),
-			RunE: func(c *cobra.Command, args []string) error {
-				body := map[string]any{k.kind: args[0], "repair": k.repair}
-				var res fm.FailureResult
-				if err := cl.do(http.MethodPost, "/api/fabric/failures", body, &res); err != nil {
-					return err
-				}
-				return cl.print(c, res, func(w io.Writer) error {
-					var rerouted []int
-					for _, e := range res.Jobs {
-						if e.Result == "rerouted" {
-							rerouted = append(rerouted, e.ID)
-						}
-					}
-					return cli.KV(w, "failed links", strings.Join(res.FailedLinks, " "), "failed nodes", strings.Join(res.FailedNodes, " "),
-						"jobs affected", fmt.Sprint(res.AffectedJobs), "jobs rerouted", fmt.Sprint(rerouted))
-				})
-			},
-		})
+		cmds = append(cmds, newFabricFailureCmd(k.use, k.kind, k.repair))
 	}
-	addClient(fabricCmd, &cobra.Command{
+	return append(cmds, newFabricStatusCmd())
+}
+
+// fabricFailureOptions are the flags and argument of icn fabric
+// fail-link, repair-link, fail-node and repair-node.
+type fabricFailureOptions struct {
+	cl     client
+	kind   string // link or node
+	repair bool
+	name   string // the link or node
+}
+
+func newFabricFailureCmd(use, kind string, repair bool) *cobra.Command {
+	o := fabricFailureOptions{kind: kind, repair: repair}
+	c := &cobra.Command{
+		Use:   use,
+		Short: fmt.Sprintf("Tell a running fabric manager that a %s %s", kind, map[bool]string{false: "failed", true: "was repaired"}[repair]),
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.name = args[0]
+			return runFabricFailure(c.Context(), o, stdout(c))
+		},
+	}
+	o.cl.register(c)
+	return c
+}
+
+// runFabricFailure reports a failure or repair and prints the fabric's
+// failures and the jobs affected and rerouted.
+func runFabricFailure(ctx context.Context, o fabricFailureOptions, w io.Writer) error {
+	body := map[string]any{o.kind: o.name, "repair": o.repair}
+	var res fm.FailureResult
+	if err := o.cl.do(ctx, http.MethodPost, "/api/fabric/failures", body, &res); err != nil {
+		return err
+	}
+	return o.cl.print(w, res, func(w io.Writer) error {
+		var rerouted []int
+		for _, e := range res.Jobs {
+			if e.Result == "rerouted" {
+				rerouted = append(rerouted, e.ID)
+			}
+		}
+		return cli.KV(w, "failed links", strings.Join(res.FailedLinks, " "), "failed nodes", strings.Join(res.FailedNodes, " "),
+			"jobs affected", fmt.Sprint(res.AffectedJobs), "jobs rerouted", fmt.Sprint(rerouted))
+	})
+}
+
+// fabricStatusOptions are the flags of icn fabric status.
+type fabricStatusOptions struct {
+	cl client
+}
+
+func newFabricStatusCmd() *cobra.Command {
+	var o fabricStatusOptions
+	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show a running fabric manager's fabric, failures and load",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			var f fm.FabricView
-			if err := cl.do(http.MethodGet, "/api/fabric", nil, &f); err != nil {
-				return err
-			}
-			busy := 0
-			for _, n := range f.Nodes {
-				if n.Job != 0 {
-					busy++
-				}
-			}
-			return cl.print(c, f, func(w io.Writer) error {
-				return cli.KV(w, "fabric", f.Spec, "rules", f.Rules, "nodes", len(f.Nodes), "busy nodes", busy, "links", len(f.Links),
-					"failed links", strings.Join(f.FailedLinks, " "), "failed nodes", strings.Join(f.FailedNodes, " "))
-			})
+			return runFabricStatus(c.Context(), o, stdout(c))
 		},
-	})
-
-	job := findOrAdd("job", "Place and release jobs on a running fabric manager")
-	{
-		var nodes, transit int
-		var algo, name string
-		c := &cobra.Command{
-			Use:   "submit",
-			Short: "Request an allocation: node set and verified routing table",
-			Args:  cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				var j fm.JobRecord
-				if err := cl.do(http.MethodPost, "/api/jobs", fm.JobRequest{Nodes: nodes, Transit: transit, Algo: algo, Name: name}, &j); err != nil {
-					return err
-				}
-				j.Table = nil
-				return cl.print(c, j, func(w io.Writer) error { return writeJob(w, &j) })
-			},
-		}
-		c.Flags().IntVar(&nodes, "nodes", 0, "active nodes")
-		c.Flags().IntVar(&transit, "transit", 0, "most transit nodes")
-		c.Flags().StringVar(&algo, "algo", "improved", "improved or baseline")
-		c.Flags().StringVar(&name, "name", "", "job name")
-		c.MarkFlagRequired("nodes")
-		addClient(job, c)
 	}
-	addClient(job, &cobra.Command{
-		Use:   "release ID",
-		Short: "Release a job's nodes",
+	o.cl.register(c)
+	return c
+}
+
+// runFabricStatus prints the service's fabric, its failures and how many
+// nodes jobs hold.
+func runFabricStatus(ctx context.Context, o fabricStatusOptions, w io.Writer) error {
+	var f fm.FabricView
+	if err := o.cl.do(ctx, http.MethodGet, "/api/fabric", nil, &f); err != nil {
+		return err
+	}
+	busy := 0
+	for _, n := range f.Nodes {
+		if n.Job != 0 {
+			busy++
+		}
+	}
+	return o.cl.print(w, f, func(w io.Writer) error {
+		return cli.KV(w, "fabric", f.Spec, "rules", f.Rules, "nodes", len(f.Nodes), "busy nodes", busy, "links", len(f.Links),
+			"failed links", strings.Join(f.FailedLinks, " "), "failed nodes", strings.Join(f.FailedNodes, " "))
+	})
+}
+
+// newJobCmd is the "icn job" group: jobs on a running fabric manager.
+func newJobCmd() *cobra.Command {
+	c := &cobra.Command{Use: "job", Short: "Place and release jobs on a running fabric manager"}
+	c.AddCommand(newJobSubmitCmd(), newJobReleaseCmd(), newJobListCmd(), newJobMigrateCmd(), newJobRoutesCmd(), newJobVerifyCmd())
+	return c
+}
+
+// jobSubmitOptions are the flags of icn job submit.
+type jobSubmitOptions struct {
+	cl      client
+	nodes   int
+	transit int
+	algo    string
+	name    string
+}
+
+func newJobSubmitCmd() *cobra.Command {
+	var o jobSubmitOptions
+	c := &cobra.Command{
+		Use:   "submit",
+		Short: "Request an allocation: node set and verified routing table",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runJobSubmit(c.Context(), o, stdout(c))
+		},
+	}
+	c.Flags().IntVar(&o.nodes, "nodes", 0, "active nodes")
+	c.Flags().IntVar(&o.transit, "transit", 0, "most transit nodes")
+	c.Flags().StringVar(&o.algo, "algo", "improved", "improved or baseline")
+	c.Flags().StringVar(&o.name, "name", "", "job name")
+	c.MarkFlagRequired("nodes")
+	o.cl.register(c)
+	return c
+}
+
+// runJobSubmit places a job and prints its record without the table.
+func runJobSubmit(ctx context.Context, o jobSubmitOptions, w io.Writer) error {
+	var j fm.JobRecord
+	req := fm.JobRequest{Nodes: o.nodes, Transit: o.transit, Algo: o.algo, Name: o.name}
+	if err := o.cl.do(ctx, http.MethodPost, "/api/jobs", req, &j); err != nil {
+		return err
+	}
+	j.Table = nil
+	return o.cl.print(w, j, func(w io.Writer) error { return writeJob(w, &j) })
+}
+
+// jobIDOptions are the flags and the job id of the icn job commands that
+// act on one job.
+type jobIDOptions struct {
+	cl client
+	id string
+}
+
+// newJobIDCmd is a command on one job (use is "verb ID") calling run.
+func newJobIDCmd(use, short string, run func(context.Context, jobIDOptions, io.Writer) error) *cobra.Command {
+	var o jobIDOptions
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			var j fm.JobRecord
-			if err := cl.do(http.MethodDelete, "/api/jobs/"+url.PathEscape(args[0]), nil, &j); err != nil {
-				return err
-			}
-			j.Table = nil
-			return cl.print(c, j, func(w io.Writer) error { return writeJob(w, &j) })
+			o.id = args[0]
+			return run(c.Context(), o, stdout(c))
 		},
-	})
-	var listAll bool
-	list := &cobra.Command{
+	}
+	o.cl.register(c)
+	return c
+}
+
+func newJobReleaseCmd() *cobra.Command {
+	return newJobIDCmd("release ID", "Release a job's nodes", runJobRelease)
+}
+
+// runJobRelease releases a job and prints its final record.
+func runJobRelease(ctx context.Context, o jobIDOptions, w io.Writer) error {
+	return jobAction(ctx, o, http.MethodDelete, "", w)
+}
+
+func newJobMigrateCmd() *cobra.Command {
+	return newJobIDCmd("migrate ID", "Place a running (typically broken) job anew: new node set and verified table, old nodes freed", runJobMigrate)
+}
+
+// runJobMigrate places a job anew and prints its new record.
+func runJobMigrate(ctx context.Context, o jobIDOptions, w io.Writer) error {
+	return jobAction(ctx, o, http.MethodPost, "/migrate", w)
+}
+
+// jobAction sends method to the job's URL (plus suffix) and prints the
+// job record it answers, without the table.
+func jobAction(ctx context.Context, o jobIDOptions, method, suffix string, w io.Writer) error {
+	var j fm.JobRecord
+	if err := o.cl.do(ctx, method, "/api/jobs/"+url.PathEscape(o.id)+suffix, nil, &j); err != nil {
+		return err
+	}
+	j.Table = nil
+	return o.cl.print(w, j, func(w io.Writer) error { return writeJob(w, &j) })
+}
+
+func newJobRoutesCmd() *cobra.Command {
+	return newJobIDCmd("routes ID", "Print a job's routing table (the JSON of icn route --json; check it with icn route check)", runJobRoutes)
+}
+
+// runJobRoutes copies the job's routing table (JSON) to w.
+func runJobRoutes(ctx context.Context, o jobIDOptions, w io.Writer) error {
+	var raw json.RawMessage
+	if err := o.cl.do(ctx, http.MethodGet, "/api/jobs/"+url.PathEscape(o.id)+"/routes", nil, &raw); err != nil {
+		return err
+	}
+	_, err := w.Write(append(raw, '\n'))
+	return err
+}
+
+func newJobVerifyCmd() *cobra.Command {
+	return newJobIDCmd("verify ID", "Re-verify a running job's routing table on the current fabric", runJobVerify)
+}
+
+// jobVerifyResult is the service's answer to a verification.
+type jobVerifyResult struct {
+	ID      int    `json:"id"`
+	OK      bool   `json:"ok"`
+	Problem string `json:"problem"`
+}
+
+// runJobVerify re-verifies the job's table; a problem is exit status 1.
+func runJobVerify(ctx context.Context, o jobIDOptions, w io.Writer) error {
+	var v jobVerifyResult
+	if err := o.cl.do(ctx, http.MethodPost, "/api/jobs/"+url.PathEscape(o.id)+"/verify", nil, &v); err != nil {
+		return err
+	}
+	if err := o.cl.print(w, v, func(w io.Writer) error { return cli.KV(w, "job", v.ID, "ok", v.OK, "problem", v.Problem) }); err != nil {
+		return err
+	}
+	if !v.OK {
+		return &exitError{code: 1, err: fmt.Errorf("job %d: %s", v.ID, v.Problem)}
+	}
+	return nil
+}
+
+// jobListOptions are the flags of icn job list.
+type jobListOptions struct {
+	cl  client
+	all bool
+}
+
+func newJobListCmd() *cobra.Command {
+	var o jobListOptions
+	c := &cobra.Command{
 		Use:   "list",
 		Short: "List running jobs (--all: released ones too)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			var jobs []fm.JobRecord
-			path := "/api/jobs"
-			if listAll {
-				path += "?all=1"
-			}
-			if err := cl.do(http.MethodGet, path, nil, &jobs); err != nil {
-				return err
-			}
-			return cl.print(c, jobs, func(w io.Writer) error {
-				t := cli.NewTable("ID", "NAME", "STATE", "ACTIVE", "TRANSIT", "DIAMETER", "PI_MAX", "REACHABLE", "ROUTING", "CREATED")
-				for _, j := range jobs {
-					t.Row(j.ID, j.Name, j.State, len(j.Active), len(j.TransitN), j.Stats.Diameter, j.Stats.PiMax, j.Reachable, j.RouteState(), j.Created.Format(time.RFC3339))
-				}
-				return t.Write(w)
-			})
+			return runJobList(c.Context(), o, stdout(c))
 		},
 	}
-	list.Flags().BoolVar(&listAll, "all", false, "include released jobs")
-	addClient(job, list)
-	addClient(job, &cobra.Command{
-		Use:   "migrate ID",
-		Short: "Place a running (typically broken) job anew: new node set and verified table, old nodes freed",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			var j fm.JobRecord
-			if err := cl.do(http.MethodPost, "/api/jobs/"+url.PathEscape(args[0])+"/migrate", nil, &j); err != nil {
-				return err
-			}
-			j.Table = nil
-			return cl.print(c, j, func(w io.Writer) error { return writeJob(w, &j) })
-		},
-	})
-	addClient(job, &cobra.Command{
-		Use:   "routes ID",
-		Short: "Print a job's routing table (the JSON of icn route --json; check it with icn route check)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			var raw json.RawMessage
-			if err := cl.do(http.MethodGet, "/api/jobs/"+url.PathEscape(args[0])+"/routes", nil, &raw); err != nil {
-				return err
-			}
-			_, err := stdout(c).Write(append(raw, '\n'))
-			return err
-		},
-	})
-	addClient(job, &cobra.Command{
-		Use:   "verify ID",
-		Short: "Re-verify a running job's routing table on the current fabric",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			var v struct {
-				ID      int    `json:"id"`
-				OK      bool   `json:"ok"`
-				Problem string `json:"problem"`
-			}
-			if err := cl.do(http.MethodPost, "/api/jobs/"+url.PathEscape(args[0])+"/verify", nil, &v); err != nil {
-				return err
-			}
-			if err := cl.print(c, v, func(w io.Writer) error { return cli.KV(w, "job", v.ID, "ok", v.OK, "problem", v.Problem) }); err != nil {
-				return err
-			}
-			if !v.OK {
-				return &exitError{code: 1, err: fmt.Errorf("job %d: %s", v.ID, v.Problem)}
-			}
-			return nil
-		},
-	})
+	c.Flags().BoolVar(&o.all, "all", false, "include released jobs")
+	o.cl.register(c)
+	return c
+}
 
-	mc := findOrAdd("mcast", "Multicast routing")
-	for _, op := range []string{"join", "leave"} {
-		op := op
-		var group, member string
-		var count int
-		c := &cobra.Command{
-			Use:   op,
-			Short: map[string]string{"join": "Join a member to a multicast group on a running fabric manager (carries the member count)", "leave": "Leave a multicast group on a running fabric manager"}[op],
-			Args:  cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				var g fm.GroupRecord
-				if err := cl.do(http.MethodPost, "/api/mcast/"+op, fm.McastRequest{Group: group, Member: member, MemberCount: count}, &g); err != nil {
-					return err
-				}
-				return cl.print(c, g, func(w io.Writer) error { return writeGroup(w, &g) })
-			},
-		}
-		c.Flags().StringVar(&group, "group", "", "group id")
-		c.Flags().StringVar(&member, "member", "", "member node name")
-		c.Flags().IntVar(&count, "count", 0, "members the group will have (required on join)")
-		c.MarkFlagRequired("group")
-		c.MarkFlagRequired("member")
-		addClient(mc, c)
+// runJobList prints the running jobs (with --all the released ones too).
+func runJobList(ctx context.Context, o jobListOptions, w io.Writer) error {
+	var jobs []fm.JobRecord
+	path := "/api/jobs"
+	if o.all {
+		path += "?all=1"
 	}
-	addClient(mc, &cobra.Command{
+	if err := o.cl.do(ctx, http.MethodGet, path, nil, &jobs); err != nil {
+		return err
+	}
+	return o.cl.print(w, jobs, func(w io.Writer) error {
+		t := cli.NewTable("ID", "NAME", "STATE", "ACTIVE", "TRANSIT", "DIAMETER", "PI_MAX", "REACHABLE", "ROUTING", "CREATED")
+		for _, j := range jobs {
+			t.Row(j.ID, j.Name, j.State, len(j.Active), len(j.TransitN), j.Stats.Diameter, j.Stats.PiMax, j.Reachable, j.RouteState(), j.Created.Format(time.RFC3339))
+		}
+		return t.Write(w)
+	})
+}
+
+// mcastClientCmds are the client subcommands of icn mcast: join, leave
+// and the group list of a running fabric manager.
+func mcastClientCmds() []*cobra.Command {
+	return []*cobra.Command{newMcastMemberCmd("join"), newMcastMemberCmd("leave"), newMcastGroupsCmd()}
+}
+
+// mcastMemberOptions are the flags of icn mcast join and leave.
+type mcastMemberOptions struct {
+	cl     client
+	op     string // join or leave
+	group  string
+	member string
+	count  int
+}
+
+func newMcastMemberCmd(op string) *cobra.Command {
+	o := mcastMemberOptions{op: op}
+	c := &cobra.Command{
+		Use:   op,
+		Short: map[string]string{"join": "Join a member to a multicast group on a running fabric manager (carries the member count)", "leave": "Leave a multicast group on a running fabric manager"}[op],
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runMcastMember(c.Context(), o, stdout(c))
+		},
+	}
+	c.Flags().StringVar(&o.group, "group", "", "group id")
+	c.Flags().StringVar(&o.member, "member", "", "member node name")
+	c.Flags().IntVar(&o.count, "count", 0, "members the group will have (required on join)")
+	c.MarkFlagRequired("group")
+	c.MarkFlagRequired("member")
+	o.cl.register(c)
+	return c
+}
+
+// runMcastMember joins or leaves a group and prints the group's record.
+func runMcastMember(ctx context.Context, o mcastMemberOptions, w io.Writer) error {
+	var g fm.GroupRecord
+	req := fm.McastRequest{Group: o.group, Member: o.member, MemberCount: o.count}
+	if err := o.cl.do(ctx, http.MethodPost, "/api/mcast/"+o.op, req, &g); err != nil {
+		return err
+	}
+	return o.cl.print(w, g, func(w io.Writer) error { return writeGroup(w, &g) })
+}
+
+// mcastGroupsOptions are the flags of icn mcast groups.
+type mcastGroupsOptions struct {
+	cl client
+}
+
+func newMcastGroupsCmd() *cobra.Command {
+	var o mcastGroupsOptions
+	c := &cobra.Command{
 		Use:   "groups",
 		Short: "List the multicast groups of a running fabric manager",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			var gs []fm.GroupRecord
-			if err := cl.do(http.MethodGet, "/api/mcast", nil, &gs); err != nil {
-				return err
-			}
-			return cl.print(c, gs, func(w io.Writer) error {
-				t := cli.NewTable("GROUP", "STATE", "MEMBERS", "COUNT", "ROOT", "HEIGHT", "EDGES")
-				for _, g := range gs {
-					t.Row(g.ID, g.State, len(g.Members), g.MemberCount, g.Root, g.Height, len(g.Edges))
-				}
-				return t.Write(w)
-			})
+			return runMcastGroups(c.Context(), o, stdout(c))
 		},
+	}
+	o.cl.register(c)
+	return c
+}
+
+// runMcastGroups prints the service's multicast groups.
+func runMcastGroups(ctx context.Context, o mcastGroupsOptions, w io.Writer) error {
+	var gs []fm.GroupRecord
+	if err := o.cl.do(ctx, http.MethodGet, "/api/mcast", nil, &gs); err != nil {
+		return err
+	}
+	return o.cl.print(w, gs, func(w io.Writer) error {
+		t := cli.NewTable("GROUP", "STATE", "MEMBERS", "COUNT", "ROOT", "HEIGHT", "EDGES")
+		for _, g := range gs {
+			t.Row(g.ID, g.State, len(g.Members), g.MemberCount, g.Root, g.Height, len(g.Edges))
+		}
+		return t.Write(w)
 	})
 }
 
@@ -537,7 +678,7 @@ func (cl *client) token() string {
 	return strings.TrimSpace(string(b))
 }
 
-func (cl *client) do(method, path string, body, out any) error {
+func (cl *client) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -547,7 +688,10 @@ func (cl *client) do(method, path string, body, out any) error {
 		rd = bytes.NewReader(b)
 	}
 	u := strings.TrimRight(cl.server, "/") + path
-	req, err := http.NewRequest(method, u, rd)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return fmt.Errorf("--server %q: %v", cl.server, err)
 	}
@@ -589,11 +733,11 @@ func exitFor(code int) int {
 	return 1
 }
 
-func (cl *client) print(c *cobra.Command, v any, table func(io.Writer) error) error {
+func (cl *client) print(w io.Writer, v any, table func(io.Writer) error) error {
 	if cl.json {
-		return cli.JSON(stdout(c), v)
+		return cli.JSON(w, v)
 	}
-	return table(stdout(c))
+	return table(w)
 }
 
 func hostname() string {

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/icn-hpc/icn/fm"
@@ -53,5 +57,60 @@ func TestJobClientCommands(t *testing.T) {
 	run(&running, "job", "list")
 	if len(all) != 2 || len(running) != 1 || running[0].ID != 1 {
 		t.Fatalf("list --all: %d jobs, list: %d", len(all), len(running))
+	}
+}
+
+// TestJobRoutesInProcess calls the client run functions without a
+// process: the table runJobRoutes prints for a submitted job passes
+// runRouteCheck with one route per ordered pair of the job's active nodes,
+// and runJobVerify agrees with it.
+func TestJobRoutesInProcess(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "fm.db")
+	s, _, err := fm.Open(fm.Config{DBPath: db, Topo: "torus:4x4", NewRouting: fm.AngaraRouting("angara*")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler(fm.HandlerOptions{}))
+	defer srv.Close()
+	ctx := context.Background()
+	cl := client{server: srv.URL, tokenFile: fm.TokenFile(db), json: true}
+	var out bytes.Buffer
+	if err := runJobSubmit(ctx, jobSubmitOptions{cl: cl, nodes: 5, transit: 2, algo: "improved"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var j fm.JobRecord
+	if err := json.Unmarshal(out.Bytes(), &j); err != nil || len(j.Active) != 5 {
+		t.Fatalf("submit: %v, %q", err, out.String())
+	}
+	table := filepath.Join(dir, "job.json")
+	out.Reset()
+	if err := runJobRoutes(ctx, jobIDOptions{cl: cl, id: strconv.Itoa(j.ID)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(table, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	co := routeCheckOptions{file: table}
+	co.out.json = true
+	out.Reset()
+	if err := runRouteCheck(ctx, co, &out); err != nil {
+		t.Fatalf("route check of the job's table: %v\n%s", err, out.String())
+	}
+	var res routeCheckResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(j.Active); !res.OK || res.Routes != n*(n-1) || res.Stats.Diameter != j.Stats.Diameter {
+		t.Errorf("check: ok %v, %d routes (want %d), diameter %d (job says %d)", res.OK, res.Routes, n*(n-1), res.Stats.Diameter, j.Stats.Diameter)
+	}
+	out.Reset()
+	if err := runJobVerify(ctx, jobIDOptions{cl: cl, id: strconv.Itoa(j.ID)}, &out); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	var v jobVerifyResult
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || !v.OK || v.ID != j.ID {
+		t.Errorf("verify: %v, %+v", err, v)
 	}
 }
