@@ -41,6 +41,10 @@ type Fabric struct {
 	terms    []Terminal
 	owners   []owner // indexed by LID, len maxLID+1
 	maxLID   int
+	// GUIDNote is set when the fabric file gave no GUIDs (ibsim's assignment
+	// is used): tables for it are installed on a real fabric for the wrong
+	// hosts.
+	GUIDNote string
 	// termsAt lists the terminals cabled to each switch (CSR).
 	termStart []int32
 	termAt    []int32
@@ -51,7 +55,6 @@ type lidPlan struct {
 	sw   map[int]int     // switch node id -> LID
 	port map[portKey]int // (end node name, port) -> LID
 	src  map[int]string  // LID -> where it came from (for messages)
-	guid map[portKey]uint64
 }
 
 type portKey struct {
@@ -66,7 +69,7 @@ type portKey struct {
 // node-id and port order, each taking the smallest free LID from 1.
 // Failures do not change the assignment.
 func NewFabric(g *topology.Graph, ann *Annotations) (*Fabric, error) {
-	plan := &lidPlan{sw: map[int]int{}, port: map[portKey]int{}, src: map[int]string{}, guid: map[portKey]uint64{}}
+	plan := &lidPlan{sw: map[int]int{}, port: map[portKey]int{}, src: map[int]string{}}
 	for v := 0; v < g.NumNodes(); v++ {
 		if g.Kind(v) == topology.Switch && g.LID(v) != 0 {
 			plan.sw[v] = g.LID(v)
@@ -81,9 +84,6 @@ func NewFabric(g *topology.Graph, ann *Annotations) (*Fabric, error) {
 			if a.lid != 0 {
 				plan.port[k] = a.lid
 				plan.src[a.lid] = fmt.Sprintf("%s:%d", ann.name, a.line)
-			}
-			if a.guid != 0 {
-				plan.guid[k] = a.guid
 			}
 		}
 	}
@@ -110,7 +110,11 @@ func NewFabric(g *topology.Graph, ann *Annotations) (*Fabric, error) {
 			}
 		}
 	}
-	return buildFabric(g, plan)
+	f, err := buildFabric(g, plan)
+	if err == nil && ann != nil && !ann.guids {
+		f.GUIDNote = fmt.Sprintf("%s gives no GUIDs: switch and port GUIDs follow ibsim's assignment (switches from 0x%x, adapters from 0x%x), which only a simulated fabric has", ann.name, 0x200000, 0x100000)
+	}
+	return f, err
 }
 
 func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
@@ -143,10 +147,7 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 			if g.Kind(peer) != topology.Switch {
 				continue
 			}
-			t := Terminal{Node: v, Port: p, Switch: int(f.swIndex[peer]), SwPort: g.DstPort(c), GUID: g.GUID(v) + uint64(p-1)}
-			if gu, ok := plan.guid[portKey{g.NodeName(v), p}]; ok {
-				t.GUID = gu
-			}
+			t := Terminal{Node: v, Port: p, Switch: int(f.swIndex[peer]), SwPort: g.DstPort(c), GUID: g.PortGUID(v, p)}
 			f.terms = append(f.terms, t)
 		}
 	}
