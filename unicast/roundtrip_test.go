@@ -3,6 +3,7 @@ package unicast
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"sort"
 	"strconv"
@@ -52,22 +53,35 @@ func stripGUIDs(s string) string {
 // and end ports) in increasing port GUID order.
 func withOpenSMLIDs(t testing.TB, g *topology.Graph, sm int) *topology.Graph {
 	t.Helper()
-	type port struct {
-		guid uint64
-		v    int
-	}
-	var ports []port
+	var nodes []int
 	for v := 0; v < g.NumNodes(); v++ {
-		if g.Kind(v) == topology.Switch {
-			ports = append(ports, port{g.GUID(v), v})
-		} else if v != sm {
-			ports = append(ports, port{g.PortGUID(v, 1), v})
+		if v != sm {
+			nodes = append(nodes, v)
 		}
 	}
-	sort.Slice(ports, func(i, j int) bool { return ports[i].guid < ports[j].guid })
-	lid := map[int]int{sm: 1}
-	for i, p := range ports {
-		lid[p.v] = i + 2
+	key := func(v int) uint64 {
+		if g.Kind(v) == topology.Switch {
+			return g.GUID(v)
+		}
+		return g.PortGUID(v, 1)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return key(nodes[i]) < key(nodes[j]) })
+	return withLIDs(t, g, append([]int{sm}, nodes...))
+}
+
+// withShuffledLIDs returns g with LIDs 1, 2, … given in a random order.
+func withShuffledLIDs(t testing.TB, g *topology.Graph, seed uint64) *topology.Graph {
+	t.Helper()
+	return withLIDs(t, g, rand.New(rand.NewPCG(seed, 1)).Perm(g.NumNodes()))
+}
+
+// withLIDs returns a copy of g (single-port end nodes) whose nodes in the
+// given order hold LIDs 1, 2, ….
+func withLIDs(t testing.TB, g *topology.Graph, order []int) *topology.Graph {
+	t.Helper()
+	lid := map[int]int{}
+	for i, v := range order {
+		lid[v] = i + 1
 	}
 	b := topology.NewBuilder(g.Name())
 	for v := 0; v < g.NumNodes(); v++ {
@@ -141,6 +155,7 @@ func TestExportRouteDumpRoundTrip(t *testing.T) {
 		{"guids, lid 0", func(g *topology.Graph) string { return exportIBNet(t, g) }},
 		{"no guids (ibsim net)", func(g *topology.Graph) string { return stripGUIDs(exportIBNet(t, g)) }},
 		{"opensm lids", func(g *topology.Graph) string { return exportIBNet(t, withOpenSMLIDs(t, g, g.NumNodes()-1)) }},
+		{"shuffled lids", func(g *topology.Graph) string { return exportIBNet(t, withShuffledLIDs(t, g, 3)) }},
 	}
 	for _, spec := range []string{"fattree:m=4,n=2", "dragonfly:a=4,p=2,h=2", "torus:3x3:endpoints=2"} {
 		gen, err := topology.Parse(spec)
