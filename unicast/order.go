@@ -15,8 +15,9 @@ import (
 // two orders, keeping the one whose busiest switch-to-switch channel
 // carries fewer end-port routes (the switch-grouped one on ties):
 //
-//   - switch-grouped: the end ports of one switch back to back (switches in
-//     fabric order, ports in node and port order), as OpenSM routes them;
+//   - switch-grouped: the end ports of one switch back to back (switches
+//     with more end ports first, then in fabric order; ports in node and
+//     port order), as OpenSM's sssp/dfsssp order them;
 //     best on fat trees, where a leaf's destinations then spread over the
 //     spines;
 //   - interleaved: one end port of every switch in turn (switches with more
@@ -38,7 +39,7 @@ var destOrders = []destOrder{{"switch-grouped", groupedDests}, {"interleaved", i
 // LIDs in switch order.
 func groupedDests(f *Fabric) []dest {
 	var out []dest
-	for s := range f.switches {
+	for _, s := range switchesByTerms(f) {
 		for _, ti := range f.termsOf(s) {
 			if f.termAlive(int(ti)) {
 				tm := f.terms[ti]
@@ -53,12 +54,7 @@ func groupedDests(f *Fabric) []dest {
 // (switches with more end ports first, then in fabric order), then the
 // switch LIDs in switch order.
 func interleavedDests(f *Fabric) []dest {
-	S := len(f.switches)
-	byTerms := make([]int, S)
-	for i := range byTerms {
-		byTerms[i] = i
-	}
-	sort.SliceStable(byTerms, func(a, b int) bool { return len(f.termsOf(byTerms[a])) > len(f.termsOf(byTerms[b])) })
+	byTerms := switchesByTerms(f)
 	var out []dest
 	for k := 0; ; k++ {
 		added := false
@@ -80,6 +76,17 @@ func interleavedDests(f *Fabric) []dest {
 		}
 	}
 	return append(out, switchDests(f)...)
+}
+
+// switchesByTerms returns the switch indices, those with more end ports
+// first, then in fabric order.
+func switchesByTerms(f *Fabric) []int {
+	byTerms := make([]int, len(f.switches))
+	for i := range byTerms {
+		byTerms[i] = i
+	}
+	sort.SliceStable(byTerms, func(a, b int) bool { return len(f.termsOf(byTerms[a])) > len(f.termsOf(byTerms[b])) })
+	return byTerms
 }
 
 // switchDests lists the live switch LIDs in switch order.
