@@ -272,6 +272,15 @@ func (f *Fabric) Owner(lid int) (sw, term int) {
 	return int(o.sw), int(o.term)
 }
 
+// PortLID returns the LID of port p of node v: the switch's LID for a
+// switch (any port), the end port's LID for an end node, 0 if none.
+func (f *Fabric) PortLID(v, p int) int {
+	if s := f.swIndex[v]; s >= 0 {
+		return int(f.swLID[s])
+	}
+	return f.portLID(v, p)
+}
+
 // LIDName names the holder of a LID ("node[port]" for end ports, the
 // switch name for switches).
 func (f *Fabric) LIDName(lid int) string {

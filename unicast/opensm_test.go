@@ -29,46 +29,66 @@ func TestOpenSMInstallsTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The export carries icn's LIDs: ibsim sets them and OpenSM keeps
+	// them, so tables computed on the export itself load as they are.
+	f0, err := NewFabric(gen, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var export bytes.Buffer
+	if err := gen.WriteIBNetLIDs(&export, f0.PortLID); err != nil {
+		t.Fatal(err)
+	}
 	net := filepath.Join(dir, "fabric.ibnet")
-	if err := os.WriteFile(net, []byte(exportIBNet(t, gen)), 0o644); err != nil {
+	if err := os.WriteFile(net, export.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sim.start(net, "h0")
 	defer sim.stop()
-	// A first sweep assigns OpenSM's LIDs; ibnetdiscover then gives the
-	// fabric as a site would feed it to icn.
+	sim.check(export.String(), "export", "ftree", filepath.Join(dir, "export"))
+	// A sweep with OpenSM's own engine, then ibnetdiscover: the fabric as a
+	// site would feed it to icn.
 	sim.opensm(filepath.Join(dir, "first"), "-R", "minhop")
 	discovered := sim.ibnetdiscover()
 	for _, engine := range []string{"minhop", "updn", "ftree", "dfsssp"} {
-		g, ann := importIBNet(t, discovered, "discovered")
-		f, err := NewFabric(g, ann)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := route(t, f, engine, 0)
-		var dump bytes.Buffer
-		res.Tables.WriteDump(&dump)
-		path := filepath.Join(dir, engine+".dump")
-		os.WriteFile(path, dump.Bytes(), 0o644)
-		out := filepath.Join(dir, engine)
-		sim.opensm(out, "-R", "file", "-U", path)
-		installed, err := os.ReadFile(filepath.Join(out, "opensm-lfts.dump"))
-		if err != nil {
-			t.Fatalf("%s: OpenSM wrote no dump: %v", engine, err)
-		}
-		if len(dumpEntrySet(string(installed))) < len(f.Terminals()) {
-			t.Fatalf("%s: OpenSM installed almost nothing:\n%s", engine, installed)
-		}
-		if d := dumpEntriesDiff(dump.String(), string(installed)); d != "" {
-			t.Errorf("%s: OpenSM installed other tables: %s", engine, d)
-		}
-		back, err := ReadDump(bytes.NewReader(installed), "opensm-lfts.dump", g, ann)
-		if err != nil {
-			t.Fatalf("%s: %v", engine, err)
-		}
-		if r := audit(t, back); !r.Reachable || r.Misdelivered != 0 {
-			t.Errorf("%s: installed tables: reachable %v, misdelivered %d (%s)", engine, r.Reachable, r.Misdelivered, r.FirstUnreachable)
-		}
+		sim.check(discovered, "discovered", engine, filepath.Join(dir, engine))
+	}
+}
+
+// check routes the fabric text with engine, has OpenSM load the dump with
+// `-R file` and compares what it installed; the installed tables must
+// deliver every pair to the right host.
+func (s *ibsim) check(text, name, engine, dir string) {
+	t := s.t
+	t.Helper()
+	g, ann := importIBNet(t, text, name)
+	f, err := NewFabric(g, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := route(t, f, engine, 0)
+	var dump bytes.Buffer
+	res.Tables.WriteDump(&dump)
+	os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, "icn.dump")
+	os.WriteFile(path, dump.Bytes(), 0o644)
+	s.opensm(dir, "-R", "file", "-U", path)
+	installed, err := os.ReadFile(filepath.Join(dir, "opensm-lfts.dump"))
+	if err != nil {
+		t.Fatalf("%s %s: OpenSM wrote no dump: %v", name, engine, err)
+	}
+	if len(dumpEntrySet(string(installed))) < len(f.Terminals()) {
+		t.Fatalf("%s %s: OpenSM installed almost nothing:\n%s", name, engine, installed)
+	}
+	if d := dumpEntriesDiff(dump.String(), string(installed)); d != "" {
+		t.Errorf("%s %s: OpenSM installed other tables: %s", name, engine, d)
+	}
+	back, err := ReadDump(bytes.NewReader(installed), "opensm-lfts.dump", g, ann)
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, engine, err)
+	}
+	if r := audit(t, back); !r.Reachable || r.Misdelivered != 0 {
+		t.Errorf("%s %s: installed tables: reachable %v, misdelivered %d (%s)", name, engine, r.Reachable, r.Misdelivered, r.FirstUnreachable)
 	}
 }
 
@@ -89,16 +109,11 @@ func TestOpenSMInstallsTablesForNetFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	order := make([]int, 0, gen.NumNodes())
-	for lid := 1; lid <= f0.MaxLIDInUse(); lid++ {
-		sw, term := f0.Owner(lid)
-		if sw >= 0 {
-			order = append(order, f0.Switch(sw))
-		} else {
-			order = append(order, f0.Terminals()[term].Node)
-		}
+	var export bytes.Buffer
+	if err := gen.WriteIBNetLIDs(&export, f0.PortLID); err != nil {
+		t.Fatal(err)
 	}
-	text := stripGUIDs(exportIBNet(t, withLIDs(t, gen, order)))
+	text := stripGUIDs(export.String())
 	net := filepath.Join(dir, "fabric.net")
 	os.WriteFile(net, []byte(text), 0o644)
 	g, ann := importIBNet(t, text, "fabric.net")
@@ -111,23 +126,7 @@ func TestOpenSMInstallsTablesForNetFile(t *testing.T) {
 	}
 	sim.start(net, g.NodeName(f.Terminals()[0].Node))
 	defer sim.stop()
-	res := route(t, f, "dfsssp", 0)
-	var dump bytes.Buffer
-	res.Tables.WriteDump(&dump)
-	path := filepath.Join(dir, "icn.dump")
-	os.WriteFile(path, dump.Bytes(), 0o644)
-	out := filepath.Join(dir, "file")
-	sim.opensm(out, "-R", "file", "-U", path)
-	installed, err := os.ReadFile(filepath.Join(out, "opensm-lfts.dump"))
-	if err != nil {
-		t.Fatalf("OpenSM wrote no dump: %v", err)
-	}
-	if len(dumpEntrySet(string(installed))) < len(f.Terminals()) {
-		t.Fatalf("OpenSM installed almost nothing:\n%s", installed)
-	}
-	if d := dumpEntriesDiff(dump.String(), string(installed)); d != "" {
-		t.Errorf("OpenSM installed other tables: %s", d)
-	}
+	sim.check(text, "fabric.net", "dfsssp", filepath.Join(dir, "file"))
 }
 
 // dumpEntriesDiff compares the (switch GUID, LID, port) entries of two

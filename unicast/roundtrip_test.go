@@ -155,6 +155,17 @@ func TestExportRouteDumpRoundTrip(t *testing.T) {
 		{"guids, lid 0", func(g *topology.Graph) string { return exportIBNet(t, g) }},
 		{"no guids (ibsim net)", func(g *topology.Graph) string { return stripGUIDs(exportIBNet(t, g)) }},
 		{"opensm lids", func(g *topology.Graph) string { return exportIBNet(t, withOpenSMLIDs(t, g, g.NumNodes()-1)) }},
+		{"icn lids (icn topo export)", func(g *topology.Graph) string {
+			f, err := NewFabric(g, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := g.WriteIBNetLIDs(&b, f.PortLID); err != nil {
+				t.Fatal(err)
+			}
+			return b.String()
+		}},
 		{"shuffled lids", func(g *topology.Graph) string { return exportIBNet(t, withShuffledLIDs(t, g, 3)) }},
 	}
 	for _, spec := range []string{"fattree:m=4,n=2", "dragonfly:a=4,p=2,h=2", "torus:3x3:endpoints=2"} {

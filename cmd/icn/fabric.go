@@ -230,6 +230,28 @@ func writeStreamAtomic(path string, write func(io.Writer) error) error {
 	return nil
 }
 
+// writeIBNetExport writes g as ibnetdiscover text with the LIDs icn's
+// unicast engines give it (those of the file when spec is an ibnetdiscover
+// or ibsim file): ibsim configures them and OpenSM keeps them, so tables
+// icn computes for the export load with `opensm -R file` as they are.
+// Graphs without switches are written with the LIDs they carry.
+func writeIBNetExport(w io.Writer, g *topology.Graph, spec string) error {
+	var ann *unicast.Annotations
+	path := strings.TrimPrefix(spec, "file:")
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		if data, err := os.ReadFile(path); err == nil && topology.DetectFormat(data) == topology.FormatIBNet {
+			if ann, err = unicast.ParseAnnotations(data, path); err != nil {
+				return err
+			}
+		}
+	}
+	f, err := unicast.NewFabric(g, ann)
+	if err != nil || g.Count(topology.Switch) == 0 {
+		return g.WriteIBNet(w)
+	}
+	return g.WriteIBNetLIDs(w, f.PortLID)
+}
+
 // fabricFlags select the fabric: a spec or a file, plus failures.
 type fabricFlags struct {
 	spec      string
