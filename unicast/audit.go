@@ -148,24 +148,23 @@ type auditor struct {
 
 // auditAcc is one worker's running totals.
 type auditAcc struct {
-	nxt, depth []int32
-	buckets    [][]int32
-	w          []int64
-	sum        []int64
-	load       []int64
-	pairs      int64
-	unreach    int64
-	unreachSw  int64
-	holes      int64
-	loops      int64
-	misdel     int64
-	hopSum     int64
-	hopMax     int
-	minimal    int64
-	perfect    int64
-	termPairs  int64
-	firstLID   int
-	firstMsg   string
+	treeScratch
+	w         []int64
+	sum       []int64
+	load      []int64
+	pairs     int64
+	unreach   int64
+	unreachSw int64
+	holes     int64
+	loops     int64
+	misdel    int64
+	hopSum    int64
+	hopMax    int
+	minimal   int64
+	perfect   int64
+	termPairs int64
+	firstLID  int
+	firstMsg  string
 }
 
 func newAuditor(t *Tables, o AuditOptions) (*auditor, error) {
@@ -206,7 +205,7 @@ func (a *auditor) walkAll(lids []int, o AuditOptions) []auditAcc {
 	ac := make([]auditAcc, a.nw)
 	for i := range ac {
 		x := &ac[i]
-		x.nxt, x.depth = make([]int32, S), make([]int32, S)
+		x.treeScratch = newTreeScratch(S)
 		x.w, x.sum = make([]int64, S), make([]int64, S)
 		x.load = make([]int64, a.g.NumChannels())
 		x.firstLID = math.MaxInt
@@ -227,8 +226,7 @@ func (a *auditor) walk(x *auditAcc, lid int) {
 	f, g := a.f, a.g
 	S := len(f.switches)
 	dsw, dterm := f.Owner(lid)
-	var order []int32
-	order, x.buckets = a.fl.treeOrder(lid, x.nxt, x.depth, x.buckets)
+	order := a.fl.treeOrder(lid, &x.treeScratch)
 	for s := 0; s < S; s++ {
 		x.w[s] = int64(a.srcW[s])
 	}

@@ -102,23 +102,36 @@ func (fl *fastLFT) next(s, lid int) int {
 	return fl.t.next(s, lid)
 }
 
-// treeOrder fills nxt with every switch's next hop towards lid and returns
-// the switches whose route reaches the destination, farthest first; depth
-// gets each switch's hop count to the delivering switch (-1 for switches
-// whose route is dropped or loops).
-func (fl *fastLFT) treeOrder(lid int, nxt, depth []int32, buckets [][]int32) ([]int32, [][]int32) {
+// treeScratch holds treeOrder's results and buffers for one worker.
+type treeScratch struct {
+	nxt, depth []int32
+	buckets    [][]int32
+	order      []int32
+	stack      []int32
+}
+
+func newTreeScratch(S int) treeScratch {
+	return treeScratch{nxt: make([]int32, S), depth: make([]int32, S)}
+}
+
+// treeOrder fills sc.nxt with every switch's next hop towards lid and
+// returns the switches whose route reaches the destination, farthest
+// first; sc.depth gets each switch's hop count to the delivering switch
+// (-1 for switches whose route is dropped or loops). The result lives in
+// sc until the next call.
+func (fl *fastLFT) treeOrder(lid int, sc *treeScratch) []int32 {
 	S := len(fl.t.F.switches)
+	nxt, depth := sc.nxt, sc.depth
 	for s := 0; s < S; s++ {
 		nxt[s] = int32(fl.next(s, lid))
 		depth[s] = -2 // unknown
 	}
 	maxD := 0
-	var stack []int32
 	for s := 0; s < S; s++ {
 		if depth[s] != -2 {
 			continue
 		}
-		stack = stack[:0]
+		stack := sc.stack[:0]
 		x := int32(s)
 		for depth[x] == -2 {
 			depth[x] = -3 // on the current walk
@@ -129,6 +142,7 @@ func (fl *fastLFT) treeOrder(lid int, nxt, depth []int32, buckets [][]int32) ([]
 			}
 			x = n
 		}
+		sc.stack = stack
 		var d int32
 		switch {
 		case depth[x] >= 0:
@@ -149,22 +163,23 @@ func (fl *fastLFT) treeOrder(lid int, nxt, depth []int32, buckets [][]int32) ([]
 			maxD = max(maxD, int(d))
 		}
 	}
-	for len(buckets) <= maxD {
-		buckets = append(buckets, nil)
+	for len(sc.buckets) <= maxD {
+		sc.buckets = append(sc.buckets, nil)
 	}
-	for i := range buckets {
-		buckets[i] = buckets[i][:0]
+	for i := range sc.buckets {
+		sc.buckets[i] = sc.buckets[i][:0]
 	}
 	for s := 0; s < S; s++ {
 		if depth[s] >= 0 {
-			buckets[depth[s]] = append(buckets[depth[s]], int32(s))
+			sc.buckets[depth[s]] = append(sc.buckets[depth[s]], int32(s))
 		}
 	}
-	var order []int32
+	order := sc.order[:0]
 	for d := maxD; d >= 0; d-- {
-		order = append(order, buckets[d]...)
+		order = append(order, sc.buckets[d]...)
 	}
-	return order, buckets
+	sc.order = order
+	return order
 }
 
 // layer assigns lanes to the paths of t so that every lane's dependency
@@ -277,24 +292,20 @@ func (ly *layering) indexByPort() {
 func (ly *layering) countLane0() {
 	S, stride, lft, fl, ti := ly.S, ly.stride, ly.lft, ly.fl, ly.ti
 	type scratch struct {
-		cnt     []uint32
-		nxt     []int32
-		depth   []int32
-		acc     []uint64
-		buckets [][]int32
+		treeScratch
+		cnt []uint32
+		acc []uint64
 	}
 	scr := make([]scratch, ly.nw)
 	for i := range scr {
+		scr[i].treeScratch = newTreeScratch(S)
 		scr[i].cnt = make([]uint32, ti.nslots)
-		scr[i].nxt = make([]int32, S)
-		scr[i].depth = make([]int32, S)
 		scr[i].acc = make([]uint64, S)
 	}
 	par.For(len(ly.lids), ly.nw, func(w, k int) {
 		sc := &scr[w]
 		lid := ly.lids[k]
-		var order []int32
-		order, sc.buckets = fl.treeOrder(lid, sc.nxt, sc.depth, sc.buckets)
+		order := fl.treeOrder(lid, &sc.treeScratch)
 		for _, u := range order {
 			sc.acc[u] = uint64(ly.srcW[u])
 		}

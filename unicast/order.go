@@ -129,14 +129,13 @@ func maxSwitchLoad(t *Tables, workers int) int64 {
 	srcW := sourceWeights(f)
 	nw := par.Workers(workers)
 	type scratch struct {
-		nxt, depth []int32
-		buckets    [][]int32
-		sum        []int64
-		load       []int64
+		treeScratch
+		sum  []int64
+		load []int64
 	}
 	scr := make([]scratch, nw)
 	for i := range scr {
-		scr[i] = scratch{nxt: make([]int32, S), depth: make([]int32, S), sum: make([]int64, S), load: make([]int64, g.NumChannels())}
+		scr[i] = scratch{treeScratch: newTreeScratch(S), sum: make([]int64, S), load: make([]int64, g.NumChannels())}
 	}
 	var terms []int
 	for i := range f.terms {
@@ -147,8 +146,7 @@ func maxSwitchLoad(t *Tables, workers int) int64 {
 	par.For(len(terms), nw, func(w, k int) {
 		sc := &scr[w]
 		tm := f.terms[terms[k]]
-		var order []int32
-		order, sc.buckets = fl.treeOrder(tm.LID, sc.nxt, sc.depth, sc.buckets)
+		order := fl.treeOrder(tm.LID, &sc.treeScratch)
 		for _, u := range order {
 			sc.sum[u] = int64(srcW[u])
 		}
