@@ -118,23 +118,50 @@ func NewFabric(g *topology.Graph, ann *Annotations) (*Fabric, error) {
 }
 
 func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
-	n := g.NumNodes()
-	f := &Fabric{G: g, swIndex: make([]int32, n)}
-	for v := 0; v < n; v++ {
+	f := &Fabric{G: g}
+	if err := f.indexSwitches(); err != nil {
+		return nil, err
+	}
+	f.collectTerminals()
+	used := map[int]string{}
+	if err := f.claimPlanned(plan, used); err != nil {
+		return nil, err
+	}
+	if err := f.assignFree(used); err != nil {
+		return nil, err
+	}
+	for lid := range used {
+		f.maxLID = max(f.maxLID, lid)
+	}
+	f.indexOwners()
+	return f, nil
+}
+
+// indexSwitches numbers the switches densely in node order.
+func (f *Fabric) indexSwitches() error {
+	g := f.G
+	f.swIndex = make([]int32, g.NumNodes())
+	for v := range f.swIndex {
 		f.swIndex[v] = -1
 		if g.Kind(v) == topology.Switch {
 			if g.NumPorts(v) > MaxPort {
-				return nil, fmt.Errorf("switch %s has %d ports; an LFT names ports up to %d", g.NodeName(v), g.NumPorts(v), MaxPort)
+				return fmt.Errorf("switch %s has %d ports; an LFT names ports up to %d", g.NodeName(v), g.NumPorts(v), MaxPort)
 			}
 			f.swIndex[v] = int32(len(f.switches))
 			f.switches = append(f.switches, int32(v))
 		}
 	}
 	if len(f.switches) == 0 {
-		return nil, fmt.Errorf("%s has no switches: unicast engines route switched fabrics (for a torus or mesh use :endpoints=E)", g.Name())
+		return fmt.Errorf("%s has no switches: unicast engines route switched fabrics (for a torus or mesh use :endpoints=E)", g.Name())
 	}
-	// Terminals: end-node ports cabled to a switch, in node and port order.
-	for v := 0; v < n; v++ {
+	return nil
+}
+
+// collectTerminals lists the end-node ports cabled to a switch, in node
+// and port order, with their port GUIDs.
+func (f *Fabric) collectTerminals() {
+	g := f.G
+	for v := 0; v < g.NumNodes(); v++ {
 		if g.Kind(v) != topology.Endpoint {
 			continue
 		}
@@ -147,12 +174,14 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 			if g.Kind(peer) != topology.Switch {
 				continue
 			}
-			t := Terminal{Node: v, Port: p, Switch: int(f.swIndex[peer]), SwPort: g.DstPort(c), GUID: g.PortGUID(v, p)}
-			f.terms = append(f.terms, t)
+			f.terms = append(f.terms, Terminal{Node: v, Port: p, Switch: int(f.swIndex[peer]), SwPort: g.DstPort(c), GUID: g.PortGUID(v, p)})
 		}
 	}
-	// LIDs: fixed ones first, duplicates are an error.
-	used := map[int]string{}
+}
+
+// claimPlanned gives the planned LIDs; duplicates are an error.
+func (f *Fabric) claimPlanned(plan *lidPlan, used map[int]string) error {
+	g := f.G
 	claim := func(lid int, who string) error {
 		if lid < 1 || lid > MaxLID {
 			return fmt.Errorf("LID %d of %s is outside the unicast range 1..%d", lid, who, MaxLID)
@@ -171,7 +200,7 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 	for i, v := range f.switches {
 		if lid, ok := plan.sw[int(v)]; ok {
 			if err := claim(lid, "switch "+g.NodeName(int(v))); err != nil {
-				return nil, err
+				return err
 			}
 			f.swLID[i] = uint16(lid)
 		}
@@ -180,18 +209,24 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 		t := &f.terms[i]
 		if lid, ok := plan.port[portKey{g.NodeName(t.Node), t.Port}]; ok {
 			if err := claim(lid, fmt.Sprintf("%s[%d]", g.NodeName(t.Node), t.Port)); err != nil {
-				return nil, err
+				return err
 			}
 			t.LID = lid
 		}
 	}
+	return nil
+}
+
+// assignFree gives the smallest free LIDs to the switches, then the end
+// ports, still without one.
+func (f *Fabric) assignFree(used map[int]string) error {
 	next := 1
 	fresh := func() (int, error) {
 		for used[next] != "" {
 			next++
 		}
 		if next > MaxLID {
-			return 0, fmt.Errorf("%s needs more than %d LIDs", g.Name(), MaxLID)
+			return 0, fmt.Errorf("%s needs more than %d LIDs", f.G.Name(), MaxLID)
 		}
 		used[next] = "assigned"
 		return next, nil
@@ -200,7 +235,7 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 		if f.swLID[i] == 0 {
 			lid, err := fresh()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			f.swLID[i] = uint16(lid)
 		}
@@ -209,14 +244,16 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 		if f.terms[i].LID == 0 {
 			lid, err := fresh()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			f.terms[i].LID = lid
 		}
 	}
-	for lid := range used {
-		f.maxLID = max(f.maxLID, lid)
-	}
+	return nil
+}
+
+// indexOwners builds the LID → holder table and the terminals per switch.
+func (f *Fabric) indexOwners() {
 	f.owners = make([]owner, f.maxLID+1)
 	for i := range f.owners {
 		f.owners[i] = owner{-1, -1}
@@ -240,7 +277,6 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 		f.termAt[fill[t.Switch]] = int32(i)
 		fill[t.Switch]++
 	}
-	return f, nil
 }
 
 // NumSwitches returns the number of switches.
