@@ -540,9 +540,7 @@ func auditCDG(fl *fastLFT, r *Report, srcW []uint32, lids []int, nw int) error {
 // contention routes permutations of the live end ports (in the given
 // order) and reports the most routes sharing one channel.
 func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contention {
-	t := fl.t
-	f := t.F
-	g := f.G
+	f := fl.t.F
 	var live []int
 	for _, ti := range order {
 		if f.termAlive(ti) {
@@ -554,23 +552,7 @@ func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contenti
 	if N < 2 {
 		return c
 	}
-	var shifts []int
-	switch {
-	case o.Shifts < 0:
-	case o.Shifts == 0 && N-1 <= 4096:
-		for k := 1; k < N; k++ {
-			shifts = append(shifts, k)
-		}
-	default:
-		n := o.Shifts
-		if n == 0 {
-			n = 256
-		}
-		n = min(n, N-1)
-		for i := 0; i < n; i++ {
-			shifts = append(shifts, 1+i*(N-1)/n)
-		}
-	}
+	shifts := shiftList(N, o.Shifts)
 	perms := o.Perms
 	if perms == 0 {
 		perms = 8
@@ -580,14 +562,9 @@ func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contenti
 	}
 	jobs := len(shifts) + perms
 	nw := par.Workers(o.Workers)
-	type scratch struct {
-		cnt     []int32
-		touched []int32
-		perm    []int
-	}
-	scr := make([]scratch, nw)
+	scr := make([]permScratch, nw)
 	for i := range scr {
-		scr[i].cnt = make([]int32, g.NumChannels())
+		scr[i].cnt = make([]int32, f.G.NumChannels())
 		scr[i].perm = make([]int, N)
 	}
 	worst := make([]int, jobs)
@@ -601,53 +578,95 @@ func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contenti
 			rng := rand.New(rand.NewPCG(o.Seed, uint64(j-len(shifts))))
 			copy(sc.perm, rng.Perm(N))
 		}
-		m := 0
-		bump := func(ch int) {
-			if sc.cnt[ch] == 0 {
-				sc.touched = append(sc.touched, int32(ch))
-			}
-			sc.cnt[ch]++
-			m = max(m, int(sc.cnt[ch]))
-		}
-		for i, pi := range sc.perm {
-			src, dst := f.terms[live[i]], f.terms[live[pi]]
-			if src.Node == dst.Node {
-				continue
-			}
-			// Check the route first so unreachable pairs load nothing.
-			s := src.Switch
-			ok := false
-			x := s
-			for steps := 0; steps <= len(f.switches); steps++ {
-				n := fl.next(x, dst.LID)
-				if n < 0 {
-					ok = n == atDest
-					break
-				}
-				x = n
-			}
-			if !ok {
-				continue
-			}
-			bump(g.PortChannel(src.Node, src.Port))
-			x = s
-			for {
-				p := t.Port(x, dst.LID)
-				bump(g.PortChannel(f.Switch(x), p))
-				n := fl.next(x, dst.LID)
-				if n < 0 {
-					break
-				}
-				x = n
-			}
-		}
-		worst[j] = m
-		for _, ch := range sc.touched {
-			sc.cnt[ch] = 0
-		}
-		sc.touched = sc.touched[:0]
+		worst[j] = worstSharing(fl, live, sc)
 		o.Progress(1)
 	})
+	c.summarize(shifts, perms, worst)
+	return c
+}
+
+// shiftList returns the shifts to test among n end ports: all up to 4096
+// end ports when want is 0 (else 256 evenly spaced), want evenly spaced
+// when positive, none when negative.
+func shiftList(n, want int) []int {
+	var shifts []int
+	switch {
+	case want < 0:
+	case want == 0 && n-1 <= 4096:
+		for k := 1; k < n; k++ {
+			shifts = append(shifts, k)
+		}
+	default:
+		m := want
+		if m == 0 {
+			m = 256
+		}
+		m = min(m, n-1)
+		for i := 0; i < m; i++ {
+			shifts = append(shifts, 1+i*(n-1)/m)
+		}
+	}
+	return shifts
+}
+
+// permScratch is one worker's channel counters and permutation.
+type permScratch struct {
+	cnt     []int32
+	touched []int32
+	perm    []int
+}
+
+// worstSharing routes live[i] → live[perm[i]] for every i and returns the
+// most routes on one channel (unreachable pairs load nothing).
+func worstSharing(fl *fastLFT, live []int, sc *permScratch) int {
+	t := fl.t
+	f := t.F
+	g := f.G
+	m := 0
+	bump := func(ch int) {
+		if sc.cnt[ch] == 0 {
+			sc.touched = append(sc.touched, int32(ch))
+		}
+		sc.cnt[ch]++
+		m = max(m, int(sc.cnt[ch]))
+	}
+	for i, pi := range sc.perm {
+		src, dst := f.terms[live[i]], f.terms[live[pi]]
+		if src.Node == dst.Node || !fl.arrives(src.Switch, dst.LID) {
+			continue
+		}
+		bump(g.PortChannel(src.Node, src.Port))
+		for x := src.Switch; ; {
+			bump(g.PortChannel(f.Switch(x), t.Port(x, dst.LID)))
+			n := fl.next(x, dst.LID)
+			if n < 0 {
+				break
+			}
+			x = n
+		}
+	}
+	for _, ch := range sc.touched {
+		sc.cnt[ch] = 0
+	}
+	sc.touched = sc.touched[:0]
+	return m
+}
+
+// arrives reports whether the route from switch s to lid is delivered.
+func (fl *fastLFT) arrives(s, lid int) bool {
+	x := s
+	for steps := 0; steps <= len(fl.t.F.switches); steps++ {
+		n := fl.next(x, lid)
+		if n < 0 {
+			return n == atDest
+		}
+		x = n
+	}
+	return false
+}
+
+// summarize fills the shift and random figures from each job's worst.
+func (c *Contention) summarize(shifts []int, perms int, worst []int) {
 	c.Shifts, c.Random = len(shifts), perms
 	var sum float64
 	for j, k := range shifts {
@@ -660,12 +679,11 @@ func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contenti
 		c.ShiftMean = sum / float64(len(shifts))
 	}
 	sum = 0
-	for j := len(shifts); j < jobs; j++ {
+	for j := len(shifts); j < len(worst); j++ {
 		c.RandomMax = max(c.RandomMax, worst[j])
 		sum += float64(worst[j])
 	}
 	if perms > 0 {
 		c.RandomMean = sum / float64(perms)
 	}
-	return c
 }
