@@ -16,8 +16,8 @@ import (
 // carries fewer end-port routes (the switch-grouped one on ties):
 //
 //   - switch-grouped: the end ports of one switch back to back (switches
-//     with more end ports first, then in fabric order; ports in node and
-//     port order), as OpenSM's sssp/dfsssp order them;
+//     with more end ports first, then by GUID; a switch's ports by port
+//     GUID), as OpenSM's sssp/dfsssp order them;
 //     best on fat trees, where a leaf's destinations then spread over the
 //     spines;
 //   - interleaved: one end port of every switch in turn (switches with more
@@ -25,6 +25,8 @@ import (
 //     links, where consecutive destinations then start from different
 //     switches.
 //
+// GUIDs, not LIDs or the order of the fabric file, fix the sequence, so
+// the same fabric gets the same tables however it was numbered or listed.
 // Switch LIDs follow in both orders (their routes are not counted).
 
 // destOrder is a named way to list the live destinations.
@@ -40,7 +42,7 @@ var destOrders = []destOrder{{"switch-grouped", groupedDests}, {"interleaved", i
 func groupedDests(f *Fabric) []dest {
 	var out []dest
 	for _, s := range switchesByTerms(f) {
-		for _, ti := range f.termsOf(s) {
+		for _, ti := range f.termsByGUID(s) {
 			if f.termAlive(int(ti)) {
 				tm := f.terms[ti]
 				out = append(out, dest{lid: tm.LID, sw: s, port: tm.SwPort, term: int(ti), alive: true})
@@ -59,7 +61,7 @@ func interleavedDests(f *Fabric) []dest {
 	for k := 0; ; k++ {
 		added := false
 		for _, s := range byTerms {
-			ts := f.termsOf(s)
+			ts := f.termsByGUID(s)
 			if k >= len(ts) {
 				continue
 			}
@@ -79,20 +81,24 @@ func interleavedDests(f *Fabric) []dest {
 }
 
 // switchesByTerms returns the switch indices, those with more end ports
-// first, then in fabric order.
+// first, then by GUID.
 func switchesByTerms(f *Fabric) []int {
-	byTerms := make([]int, len(f.switches))
-	for i := range byTerms {
-		byTerms[i] = i
-	}
+	byTerms := f.switchesByGUID()
 	sort.SliceStable(byTerms, func(a, b int) bool { return len(f.termsOf(byTerms[a])) > len(f.termsOf(byTerms[b])) })
 	return byTerms
 }
 
-// switchDests lists the live switch LIDs in switch order.
+// termsByGUID returns the terminals cabled to switch s by port GUID.
+func (f *Fabric) termsByGUID(s int) []int32 {
+	ts := append([]int32(nil), f.termsOf(s)...)
+	sort.Slice(ts, func(a, b int) bool { return f.terms[ts[a]].GUID < f.terms[ts[b]].GUID })
+	return ts
+}
+
+// switchDests lists the live switch LIDs by switch GUID.
 func switchDests(f *Fabric) []dest {
 	var out []dest
-	for s := range f.switches {
+	for _, s := range f.switchesByGUID() {
 		if f.switchAlive(s) {
 			out = append(out, dest{lid: int(f.swLID[s]), sw: s, term: -1, alive: true})
 		}

@@ -221,7 +221,7 @@ func switchAdjacency(f *Fabric) *swAdj {
 
 // bfsRanks returns the BFS distance of every live switch from the roots
 // (switch indices); switches the roots do not reach seed further BFS runs
-// from their lowest index, so every component is ranked. Dead switches get
+// from their smallest GUID, so every component is ranked. Dead switches get
 // -1.
 func bfsRanks(f *Fabric, adj *swAdj, roots []int) []int {
 	S := len(f.switches)
@@ -248,7 +248,7 @@ func bfsRanks(f *Fabric, adj *swAdj, roots []int) []int {
 		}
 	}
 	run()
-	for s := 0; s < S; s++ {
+	for _, s := range f.switchesByGUID() {
 		if rank[s] < 0 && f.switchAlive(s) {
 			q = append(q[:0], s)
 			rank[s] = 0
@@ -260,8 +260,9 @@ func bfsRanks(f *Fabric, adj *swAdj, roots []int) []int {
 
 // autoRoots picks the up*/down* roots: the live switches whose farthest
 // end port is nearest (the centre of the fabric as seen from the end
-// nodes). On a fat tree these are the top switches. When every switch ties
-// (tori, dragonflies, rings) a single root, the first, is used (measured
+// nodes), in GUID order. On a fat tree these are the top switches. When
+// every switch ties (tori, dragonflies, rings) a single root, the one with
+// the smallest GUID, is used (measured
 // on dragonfly:a=8,p=4,h=4: a whole group as roots balances worse, 22 332
 // vs 21 284 routes on the busiest link).
 func autoRoots(f *Fabric, workers int) ([]int, error) {
@@ -309,7 +310,7 @@ func autoRoots(f *Fabric, workers int) ([]int, error) {
 		}
 	}
 	var roots []int
-	for s := 0; s < S; s++ {
+	for _, s := range f.switchesByGUID() {
 		if ecc[s] == best && best >= 0 {
 			roots = append(roots, s)
 		}
