@@ -124,26 +124,37 @@ type dumpBlock struct {
 	entries []dumpEntry
 }
 
+// dumpEntry is one "0xLID PORT" line, packed: a 2 GB dump has 36 M.
 type dumpEntry struct {
+	line int32
+	lid  uint16
+	port uint8
+}
+
+// namedGUID is the port GUID the entry comments give a LID.
+type namedGUID struct {
+	guid uint64
 	line int
-	lid  int
-	port int
-	guid uint64 // port GUID the comment names, 0 if none
-	sw   bool   // the comment says the GUID is a switch's
 }
 
 var (
 	reDumpHeader = regexp.MustCompile(`^Unicast lids \[(?:0x)?[0-9a-fA-F]+-(?:0x)?[0-9a-fA-F]+\] of switch Lid (\d+) guid 0x([0-9a-fA-F]{1,16})(?:\s.*)?$`)
-	reDumpEntry  = regexp.MustCompile(`^0x([0-9a-fA-F]{1,4})\s+(\d{1,3})(?:\s+#(.*))?$`)
-	reDumpGUID   = regexp.MustCompile(`^\s*(Switch|Channel Adapter|Router)?\s*portguid 0x([0-9a-fA-F]{1,16})\b`)
 	reDumpCount  = regexp.MustCompile(`^\d+ lids dumped$`)
 )
 
+// dumpRaw is the content of a dump file, before a fabric resolves it.
+type dumpRaw struct {
+	engine string
+	blocks []dumpBlock
+	named  map[int]namedGUID // LID -> port GUID the comments name
+}
+
 // parseDumpRaw reads the blocks of a dump file without a fabric. Errors
 // name the file and line.
-func parseDumpRaw(r io.Reader, name string) (engine string, blocks []dumpBlock, err error) {
+func parseDumpRaw(r io.Reader, name string) (*dumpRaw, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	raw := &dumpRaw{named: map[int]namedGUID{}}
 	lineNo := 0
 	errf := func(format string, a ...any) error {
 		return fmt.Errorf("%s:%d: %s", name, lineNo, fmt.Sprintf(format, a...))
@@ -151,68 +162,132 @@ func parseDumpRaw(r io.Reader, name string) (engine string, blocks []dumpBlock, 
 	for sc.Scan() {
 		lineNo++
 		line := strings.TrimSpace(sc.Text())
+		var err error
 		switch {
 		case line == "":
 		case line[0] == '#':
 			if rest, ok := strings.CutPrefix(line, dumpTag); ok {
 				for _, fld := range strings.Fields(rest) {
 					if e, ok := strings.CutPrefix(fld, "engine="); ok {
-						engine = e
+						raw.engine = e
 					}
 				}
 			}
 		case strings.HasPrefix(line, "Multicast mlids"):
-			return "", nil, errf("this is a multicast table dump, not opensm-lfts.dump")
+			err = errf("this is a multicast table dump, not opensm-lfts.dump")
 		case strings.HasPrefix(line, "Unicast lids"):
-			m := reDumpHeader.FindStringSubmatch(line)
-			if m == nil {
-				return "", nil, errf("cannot parse switch header %q (want \"Unicast lids [0-N] of switch Lid L guid 0xGUID ('desc'):\")", clip(line))
-			}
-			lid, err := strconv.Atoi(m[1])
-			if err != nil || lid > MaxLID {
-				return "", nil, errf("switch LID %s outside the unicast range 1..%d", m[1], MaxLID)
-			}
-			guid, _ := strconv.ParseUint(m[2], 16, 64)
-			if guid == 0 {
-				return "", nil, errf("switch GUID 0 is not valid")
-			}
-			blocks = append(blocks, dumpBlock{line: lineNo, guid: guid, lid: lid})
+			err = raw.header(line, lineNo, errf)
 		case strings.HasPrefix(line, "0x"):
-			m := reDumpEntry.FindStringSubmatch(line)
-			if m == nil {
-				return "", nil, errf("cannot parse LFT entry %q (want \"0xLID PORT # comment\")", clip(line))
-			}
-			if len(blocks) == 0 {
-				return "", nil, errf("LFT entry before any \"Unicast lids … of switch …\" header")
-			}
-			lid64, _ := strconv.ParseUint(m[1], 16, 16)
-			port, _ := strconv.Atoi(m[2])
-			lid := int(lid64)
-			if lid == 0 || lid > MaxLID {
-				return "", nil, errf("LID 0x%04x is not a unicast LID (1..0x%04x)", lid, MaxLID)
-			}
-			if port > MaxPort {
-				return "", nil, errf("port %d out of range (an LFT names ports 0..%d)", port, MaxPort)
-			}
-			e := dumpEntry{line: lineNo, lid: lid, port: port}
-			if gm := reDumpGUID.FindStringSubmatch(m[3]); gm != nil {
-				e.guid, _ = strconv.ParseUint(gm[2], 16, 64)
-				e.sw = gm[1] == "Switch"
-			}
-			b := &blocks[len(blocks)-1]
-			b.entries = append(b.entries, e)
+			err = raw.entry(line, lineNo, errf)
 		case reDumpCount.MatchString(line):
 		default:
-			return "", nil, errf("cannot parse line %q", clip(line))
+			err = errf("cannot parse line %q", clip(line))
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return "", nil, fmt.Errorf("%s: %v", name, err)
+		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	if len(blocks) == 0 {
-		return "", nil, fmt.Errorf("%s: no \"Unicast lids\" switch blocks found: not an opensm-lfts.dump file", name)
+	if len(raw.blocks) == 0 {
+		return nil, fmt.Errorf("%s: no \"Unicast lids\" switch blocks found: not an opensm-lfts.dump file", name)
 	}
-	return engine, blocks, nil
+	return raw, nil
+}
+
+// header reads a "Unicast lids [0-N] of switch Lid L guid 0xG ('desc'):" line.
+func (raw *dumpRaw) header(line string, lineNo int, errf func(string, ...any) error) error {
+	m := reDumpHeader.FindStringSubmatch(line)
+	if m == nil {
+		return errf("cannot parse switch header %q (want \"Unicast lids [0-N] of switch Lid L guid 0xGUID ('desc'):\")", clip(line))
+	}
+	lid, err := strconv.Atoi(m[1])
+	if err != nil || lid > MaxLID {
+		return errf("switch LID %s outside the unicast range 1..%d", m[1], MaxLID)
+	}
+	guid, _ := strconv.ParseUint(m[2], 16, 64)
+	if guid == 0 {
+		return errf("switch GUID 0 is not valid")
+	}
+	raw.blocks = append(raw.blocks, dumpBlock{line: lineNo, guid: guid, lid: lid})
+	return nil
+}
+
+// entry reads a "0xLID PORT # comment" line and the port GUID the comment
+// names ("… portguid 0x…").
+func (raw *dumpRaw) entry(line string, lineNo int, errf func(string, ...any) error) error {
+	lid, port, comment, ok := splitDumpEntry(line)
+	if !ok {
+		return errf("cannot parse LFT entry %q (want \"0xLID PORT # comment\")", clip(line))
+	}
+	if len(raw.blocks) == 0 {
+		return errf("LFT entry before any \"Unicast lids … of switch …\" header")
+	}
+	if lid == 0 || lid > MaxLID {
+		return errf("LID 0x%04x is not a unicast LID (1..0x%04x)", lid, MaxLID)
+	}
+	if port > MaxPort {
+		return errf("port %d out of range (an LFT names ports 0..%d)", port, MaxPort)
+	}
+	if i := strings.Index(comment, "portguid 0x"); i >= 0 {
+		hex := comment[i+len("portguid 0x"):]
+		n := 0
+		for n < len(hex) && n < 17 && isHex(hex[n]) {
+			n++
+		}
+		if guid, err := strconv.ParseUint(hex[:n], 16, 64); err == nil && n > 0 && guid != 0 {
+			if prev, seen := raw.named[lid]; seen && prev.guid != guid {
+				return errf("LID %d is said to be portguid 0x%016x here but 0x%016x at line %d", lid, guid, prev.guid, prev.line)
+			} else if !seen {
+				raw.named[lid] = namedGUID{guid, lineNo}
+			}
+		}
+	}
+	b := &raw.blocks[len(raw.blocks)-1]
+	b.entries = append(b.entries, dumpEntry{line: int32(lineNo), lid: uint16(lid), port: uint8(port)})
+	return nil
+}
+
+// splitDumpEntry parses "0xLLLL PPP[ # comment]": 1–4 hex digits, white
+// space, 1–3 decimal digits, then nothing or white space and a comment.
+func splitDumpEntry(line string) (lid, port int, comment string, ok bool) {
+	i := 2
+	for i < len(line) && i < 6 && isHex(line[i]) {
+		i++
+	}
+	if i == 2 || (i < len(line) && isHex(line[i])) {
+		return 0, 0, "", false
+	}
+	l, _ := strconv.ParseUint(line[2:i], 16, 32)
+	j := i
+	for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
+		j++
+	}
+	if j == i {
+		return 0, 0, "", false
+	}
+	k := j
+	for k < len(line) && k-j < 4 && line[k] >= '0' && line[k] <= '9' {
+		k++
+	}
+	if k == j || k-j > 3 {
+		return 0, 0, "", false
+	}
+	p, _ := strconv.Atoi(line[j:k])
+	rest := line[k:]
+	if rest != "" {
+		t := strings.TrimLeft(rest, " \t")
+		if t == rest || t == "" || t[0] != '#' {
+			return 0, 0, "", false
+		}
+		comment = t[1:]
+	}
+	return int(l), p, comment, true
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 func clip(s string) string {
@@ -235,11 +310,11 @@ func clip(s string) string {
 // have, ports beyond a switch's port count, LIDs no switch or end port can
 // hold, contradictory deliveries or GUIDs, a LID listed twice for a switch.
 func ReadDump(r io.Reader, name string, g *topology.Graph, ann *Annotations) (*Tables, error) {
-	engine, blocks, err := parseDumpRaw(r, name)
+	raw, err := parseDumpRaw(r, name)
 	if err != nil {
 		return nil, err
 	}
-	return resolveDump(engine, blocks, name, g, ann)
+	return resolveDump(raw, name, g, ann)
 }
 
 // dumpResolver decides who holds every LID a dump names.
@@ -255,6 +330,7 @@ type dumpResolver struct {
 	holderLine map[int]int
 	portOf     map[portKey]int // LID of an end port, once known
 	named      map[int]bool    // LIDs whose holder a port GUID names
+	namedGUIDs map[int]namedGUID
 	fileLIDs   bool
 }
 
@@ -262,12 +338,13 @@ func (d *dumpResolver) errAt(line int, format string, a ...any) error {
 	return fmt.Errorf("%s:%d: %s", d.name, line, fmt.Sprintf(format, a...))
 }
 
-func resolveDump(engine string, blocks []dumpBlock, name string, g *topology.Graph, ann *Annotations) (*Tables, error) {
+func resolveDump(raw *dumpRaw, name string, g *topology.Graph, ann *Annotations) (*Tables, error) {
+	engine, blocks := raw.engine, raw.blocks
 	base, err := NewFabric(g, ann)
 	if err != nil {
 		return nil, err
 	}
-	d := &dumpResolver{name: name, g: g, ann: ann, base: base, blocks: blocks, blockOf: make([]int, len(blocks)),
+	d := &dumpResolver{name: name, g: g, ann: ann, base: base, blocks: blocks, blockOf: make([]int, len(blocks)), namedGUIDs: raw.named,
 		plan:   &lidPlan{sw: map[int]int{}, port: map[portKey]int{}, src: map[int]string{}},
 		holder: map[int]string{}, holderLine: map[int]int{}, portOf: map[portKey]int{}, named: map[int]bool{}}
 	d.fileLIDs = fabricFileLIDs(g, ann)
@@ -342,14 +419,14 @@ func (d *dumpResolver) switchBlocks() error {
 		d.blockOf[i] = v
 		lid := b.lid
 		for _, e := range b.entries {
-			if e.port > g.NumPorts(v) {
-				return d.errAt(e.line, "port %d out of range: switch %s has %d ports", e.port, g.NodeName(v), g.NumPorts(v))
+			if int(e.port) > g.NumPorts(v) {
+				return d.errAt(int(e.line), "port %d out of range: switch %s has %d ports", int(e.port), g.NodeName(v), g.NumPorts(v))
 			}
-			if e.port == 0 {
-				if lid != 0 && lid != e.lid {
-					return d.errAt(e.line, "switch %s routes LID %d to itself (port 0) but its LID is %d", g.NodeName(v), e.lid, lid)
+			if int(e.port) == 0 {
+				if lid != 0 && lid != int(e.lid) {
+					return d.errAt(int(e.line), "switch %s routes LID %d to itself (port 0) but its LID is %d", g.NodeName(v), int(e.lid), lid)
 				}
-				lid = e.lid
+				lid = int(e.lid)
 			}
 		}
 		if lid == 0 {
@@ -417,40 +494,41 @@ func (d *dumpResolver) portGUIDs() error {
 	for _, tm := range d.base.terms {
 		termByGUID[tm.GUID] = tm
 	}
-	for _, b := range d.blocks {
-		for _, e := range b.entries {
-			if e.guid == 0 {
-				continue
+	lids := make([]int, 0, len(d.namedGUIDs))
+	for lid := range d.namedGUIDs {
+		lids = append(lids, lid)
+	}
+	sort.Ints(lids)
+	for _, lid := range lids {
+		n := d.namedGUIDs[lid]
+		var who string
+		if v, ok := swByGUID[n.guid]; ok {
+			who = "switch " + g.NodeName(v)
+			if have, has := d.plan.sw[v]; has && have != lid {
+				return d.errAt(n.line, "LID %d is said to be switch %s (portguid 0x%016x), whose LID is %d", lid, g.NodeName(v), n.guid, have)
 			}
-			var who string
-			if v, ok := swByGUID[e.guid]; ok {
-				who = "switch " + g.NodeName(v)
-				if lid, has := d.plan.sw[v]; has && lid != e.lid {
-					return d.errAt(e.line, "LID %d is said to be switch %s (portguid 0x%016x), whose LID is %d", e.lid, g.NodeName(v), e.guid, lid)
-				}
-				if h, taken := d.holder[e.lid]; taken && h != who {
-					return d.errAt(e.line, "LID %d is said to be switch %s (portguid 0x%016x), but %s holds it (%s)", e.lid, g.NodeName(v), e.guid, h, d.where(e.lid))
-				}
-				d.plan.sw[v] = e.lid
-			} else if tm, ok := termByGUID[e.guid]; ok {
-				k := portKey{g.NodeName(tm.Node), tm.Port}
-				who = fmt.Sprintf("%s[%d]", k.node, k.port)
-				if h, taken := d.holder[e.lid]; taken && h != who {
-					return d.errAt(e.line, "LID %d is said to be %s (portguid 0x%016x), but %s holds it (%s)", e.lid, who, e.guid, h, d.where(e.lid))
-				}
-				if prev, has := d.portOf[k]; has && prev != e.lid {
-					return d.errAt(e.line, "LID %d is said to be %s (portguid 0x%016x), which holds LID %d; only LMC 0 is supported", e.lid, who, e.guid, prev)
-				}
-				d.portOf[k] = e.lid
-				d.plan.port[k] = e.lid
-			} else {
-				return d.errAt(e.line, "LID %d is said to be portguid 0x%016x, which no port of the fabric has (tables computed for other GUIDs?)", e.lid, e.guid)
+			if h, taken := d.holder[lid]; taken && h != who {
+				return d.errAt(n.line, "LID %d is said to be switch %s (portguid 0x%016x), but %s holds it (%s)", lid, g.NodeName(v), n.guid, h, d.where(lid))
 			}
-			if _, taken := d.holder[e.lid]; !taken {
-				d.claim(e.lid, who, e.line)
+			d.plan.sw[v] = lid
+		} else if tm, ok := termByGUID[n.guid]; ok {
+			k := portKey{g.NodeName(tm.Node), tm.Port}
+			who = fmt.Sprintf("%s[%d]", k.node, k.port)
+			if h, taken := d.holder[lid]; taken && h != who {
+				return d.errAt(n.line, "LID %d is said to be %s (portguid 0x%016x), but %s holds it (%s)", lid, who, n.guid, h, d.where(lid))
 			}
-			d.named[e.lid] = true
+			if prev, has := d.portOf[k]; has && prev != lid {
+				return d.errAt(n.line, "LID %d is said to be %s (portguid 0x%016x), which holds LID %d; only LMC 0 is supported", lid, who, n.guid, prev)
+			}
+			d.portOf[k] = lid
+			d.plan.port[k] = lid
+		} else {
+			return d.errAt(n.line, "LID %d is said to be portguid 0x%016x, which no port of the fabric has (tables computed for other GUIDs?)", lid, n.guid)
 		}
+		if _, taken := d.holder[lid]; !taken {
+			d.claim(lid, who, n.line)
+		}
+		d.named[lid] = true
 	}
 	return nil
 }
@@ -462,10 +540,10 @@ func (d *dumpResolver) deliveries() error {
 	for i, b := range d.blocks {
 		v := d.blockOf[i]
 		for _, e := range b.entries {
-			if e.port == 0 {
+			if int(e.port) == 0 {
 				continue
 			}
-			c := g.PortChannel(v, e.port)
+			c := g.PortChannel(v, int(e.port))
 			if c < 0 {
 				continue
 			}
@@ -475,18 +553,18 @@ func (d *dumpResolver) deliveries() error {
 			}
 			k := portKey{g.NodeName(w), g.DstPort(c)}
 			who := fmt.Sprintf("%s[%d]", k.node, k.port)
-			if h, taken := d.holder[e.lid]; taken {
-				if h == who || d.fileLIDs || d.named[e.lid] {
+			if h, taken := d.holder[int(e.lid)]; taken {
+				if h == who || d.fileLIDs || d.named[int(e.lid)] {
 					continue // consistent, or a misdelivery the audit reports
 				}
-				return d.errAt(e.line, "switch %s delivers LID %d to %s, but %s holds it (%s)", g.NodeName(v), e.lid, who, h, d.where(e.lid))
+				return d.errAt(int(e.line), "switch %s delivers LID %d to %s, but %s holds it (%s)", g.NodeName(v), int(e.lid), who, h, d.where(int(e.lid)))
 			}
-			if prev, ok := d.portOf[k]; ok && prev != e.lid {
-				return d.errAt(e.line, "switch %s delivers LID %d to %s, which already receives LID %d (line %d); only LMC 0 is supported", g.NodeName(v), e.lid, who, prev, d.holderLine[prev])
+			if prev, ok := d.portOf[k]; ok && prev != int(e.lid) {
+				return d.errAt(int(e.line), "switch %s delivers LID %d to %s, which already receives LID %d (line %d); only LMC 0 is supported", g.NodeName(v), int(e.lid), who, prev, d.holderLine[prev])
 			}
-			d.claim(e.lid, who, e.line)
-			d.portOf[k] = e.lid
-			d.plan.port[k] = e.lid
+			d.claim(int(e.lid), who, int(e.line))
+			d.portOf[k] = int(e.lid)
+			d.plan.port[k] = int(e.lid)
 		}
 	}
 	return nil
@@ -498,28 +576,28 @@ func (d *dumpResolver) leftovers() error {
 	g := d.g
 	for _, b := range d.blocks {
 		for _, e := range b.entries {
-			if _, taken := d.holder[e.lid]; taken {
+			if _, taken := d.holder[int(e.lid)]; taken {
 				continue
 			}
-			sw, term := d.base.Owner(e.lid)
+			sw, term := d.base.Owner(int(e.lid))
 			switch {
 			case sw >= 0:
 				v := d.base.Switch(sw)
 				if _, has := d.plan.sw[v]; !has {
-					d.plan.sw[v] = e.lid
-					d.claim(e.lid, "switch "+g.NodeName(v), e.line)
+					d.plan.sw[v] = int(e.lid)
+					d.claim(int(e.lid), "switch "+g.NodeName(v), int(e.line))
 					continue
 				}
 			case term >= 0:
 				tm := d.base.terms[term]
 				k := portKey{g.NodeName(tm.Node), tm.Port}
 				if _, has := d.plan.port[k]; !has {
-					d.plan.port[k] = e.lid
-					d.claim(e.lid, fmt.Sprintf("%s[%d]", k.node, k.port), e.line)
+					d.plan.port[k] = int(e.lid)
+					d.claim(int(e.lid), fmt.Sprintf("%s[%d]", k.node, k.port), int(e.line))
 					continue
 				}
 			}
-			return d.errAt(e.line, "unknown LID %d: no switch has it and no switch delivers it to an end port", e.lid)
+			return d.errAt(int(e.line), "unknown LID %d: no switch has it and no switch delivers it to an end port", int(e.lid))
 		}
 	}
 	return nil
@@ -532,11 +610,11 @@ func (d *dumpResolver) tables(f *Fabric, engine string) (*Tables, error) {
 		s := f.SwitchIndex(d.blockOf[i])
 		set := map[int]int{}
 		for _, e := range b.entries {
-			if prev, dup := set[e.lid]; dup {
-				return nil, d.errAt(e.line, "LID %d listed twice for switch %s (also line %d)", e.lid, d.g.NodeName(d.blockOf[i]), prev)
+			if prev, dup := set[int(e.lid)]; dup {
+				return nil, d.errAt(int(e.line), "LID %d listed twice for switch %s (also line %d)", int(e.lid), d.g.NodeName(d.blockOf[i]), prev)
 			}
-			set[e.lid] = e.line
-			t.Set(s, e.lid, e.port)
+			set[int(e.lid)] = int(e.line)
+			t.Set(s, int(e.lid), int(e.port))
 		}
 	}
 	return t, nil
