@@ -210,7 +210,13 @@ func (raw *dumpRaw) header(line string, lineNo int, errf func(string, ...any) er
 	if guid == 0 {
 		return errf("switch GUID 0 is not valid")
 	}
-	raw.blocks = append(raw.blocks, dumpBlock{line: lineNo, guid: guid, lid: lid})
+	b := dumpBlock{line: lineNo, guid: guid, lid: lid}
+	if n := len(raw.blocks); n > 0 {
+		// Switches list about as many LIDs each: size the next block
+		// like the last one instead of growing it by doubling.
+		b.entries = make([]dumpEntry, 0, len(raw.blocks[n-1].entries))
+	}
+	raw.blocks = append(raw.blocks, b)
 	return nil
 }
 
