@@ -21,6 +21,7 @@ type Builder struct {
 	coord []int16
 	lid   []uint16
 	links []Link
+	pguid map[uint32]uint64
 	used  map[uint64]bool // (node<<16 | port) already connected
 	next  []uint16        // next free port per node for auto assignment
 
@@ -90,14 +91,23 @@ func (b *Builder) AddNode(kind Kind, name string, o NodeOpts) int {
 	return id
 }
 
+// SetPortGUID records the GUID an imported file gives port p of node v.
+func (b *Builder) SetPortGUID(v, p int, guid uint64) {
+	if b.pguid == nil {
+		b.pguid = map[uint32]uint64{}
+	}
+	b.pguid[uint32(v)<<8|uint32(p)] = guid
+}
+
 // DefaultGUID is the GUID given to generated nodes: a Mellanox-style OUI
-// prefix, a kind nibble and the node id.
+// prefix, a kind nibble and the node id. End nodes are 256 apart so that
+// their port GUIDs (node GUID + port, see Graph.PortGUID) are unique.
 func DefaultGUID(kind Kind, id int) uint64 {
 	base := uint64(0x0002c90000000000)
 	if kind == Switch {
-		base |= 0x0000001000000000
+		return base | 0x0000001000000000 + uint64(id) + 1
 	}
-	return base + uint64(id) + 1
+	return base + (uint64(id)+1)<<8
 }
 
 // LinkOpts are optional link attributes.
@@ -184,7 +194,7 @@ func (b *Builder) Build() (*Graph, error) {
 	}
 	g := &Graph{
 		name: b.name, dims: b.dims, wrap: b.wrap, kinds: b.kinds, names: b.names,
-		guids: b.guids, level: b.level, group: b.group, coord: b.coord, lid: b.lid, links: b.links, shape: b.shape,
+		guids: b.guids, level: b.level, group: b.group, coord: b.coord, lid: b.lid, links: b.links, shape: b.shape, portGUID: b.pguid,
 	}
 	g.nport = make([]uint16, n)
 	copy(g.nport, b.nport)

@@ -101,7 +101,10 @@ type Graph struct {
 	group []int32  // dragonfly group / supernode, -1 unknown
 	coord []int16  // len(dims) entries per node, empty if no coordinates
 	lid   []uint16 // InfiniBand LID per node from an imported file, nil if none
-	links []Link
+	// portGUID holds the port GUIDs an imported file gives, keyed by
+	// node<<8 | port; nil if none (then PortGUID applies the default rule).
+	portGUID map[uint32]uint64
+	links    []Link
 
 	outStart []int32 // CSR of outgoing channels, sorted by source port
 	outChan  []int32
@@ -153,6 +156,20 @@ func (g *Graph) NodeName(v int) string { return g.names[v] }
 
 // GUID returns node v's GUID (deterministic for generated graphs).
 func (g *Graph) GUID(v int) uint64 { return g.guids[v] }
+
+// PortGUID returns the GUID of port p of node v: the one the imported file
+// gives, else the rule ibsim applies and InfiniBand adapters follow: a
+// switch's ports share the switch GUID (port 0), port p of an end node has
+// node GUID + p.
+func (g *Graph) PortGUID(v, p int) uint64 {
+	if pg, ok := g.portGUID[uint32(v)<<8|uint32(p)]; ok {
+		return pg
+	}
+	if g.kinds[v] == Switch {
+		return g.guids[v]
+	}
+	return g.guids[v] + uint64(p)
+}
 
 // NumPorts returns the number of ports of node v.
 func (g *Graph) NumPorts(v int) int { return int(g.nport[v]) }

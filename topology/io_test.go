@@ -228,6 +228,7 @@ func FuzzParseIBNet(f *testing.F) {
 		f.Add(string(b))
 	}
 	f.Add("Switch 2 \"a\"\n[1] \"b\"[1]\nCa 1 \"b\"\n")
+	f.Add("switchguid+0x10\nSwitch 2 \"a\" # lid 0\n# icn-class=global\n[1] \"b\"[1](abc)\ncaguid=0x50\nCa 2 \"b\"\n[1](abc) \"a\"[1] # lid 0 lmc 0 \"a\" lid 0\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		g, err := ParseIBNet(strings.NewReader(text), "fuzz")
 		if err != nil {

@@ -18,7 +18,12 @@ import (
 type Annotations struct {
 	name  string
 	ports map[portKey]portNote
+	guids bool // the file gives GUIDs (GUID lines or port GUIDs)
 }
+
+// HasGUIDs reports whether the file gives GUIDs; without them the topology
+// parser follows ibsim's assignment, which a real fabric does not have.
+func (a *Annotations) HasGUIDs() bool { return a.guids }
 
 type portNote struct {
 	lid  int
@@ -67,6 +72,10 @@ func ParseAnnotations(data []byte, name string) (*Annotations, error) {
 		if line == "" || line[0] == '#' {
 			continue
 		}
+		if low := strings.ToLower(line); strings.HasPrefix(low, "switchguid") || strings.HasPrefix(low, "caguid") || strings.HasPrefix(low, "hcaguids") {
+			a.guids = true
+			continue
+		}
 		if m := reAnnNode.FindStringSubmatch(line); m != nil {
 			cur, curSwitch = m[3], m[1] == "Switch"
 			continue
@@ -83,6 +92,9 @@ func ParseAnnotations(data []byte, name string) (*Annotations, error) {
 		}
 		ownGUID, _ := parseHexGUID(m[2])
 		peerGUID, _ := parseHexGUID(m[5])
+		if ownGUID != 0 || peerGUID != 0 {
+			a.guids = true
+		}
 		if curSwitch {
 			// "# "peer desc" lid 12 4xSDR": the LID outside the quotes is
 			// the peer port's.

@@ -42,10 +42,13 @@ type Report struct {
 	UnreachablePairs int64 `json:"unreachable_pairs"`
 	// UnreachableSwitch counts the unreachable pairs whose destination is
 	// a switch LID (management traffic only).
-	UnreachableSwitch int64  `json:"unreachable_switch_pairs"`
-	BlackHoles        int64  `json:"black_holes"`
-	Loops             int64  `json:"loops"`
-	FirstUnreachable  string `json:"first_unreachable,omitempty"`
+	UnreachableSwitch int64 `json:"unreachable_switch_pairs"`
+	BlackHoles        int64 `json:"black_holes"`
+	Loops             int64 `json:"loops"`
+	// Misdelivered counts the pairs a switch hands to an end port other
+	// than the LID's holder (the port whose GUID the tables name).
+	Misdelivered     int64  `json:"misdelivered_pairs"`
+	FirstUnreachable string `json:"first_unreachable,omitempty"`
 
 	DeadlockFree bool         `json:"deadlock_free"`
 	Lanes        int          `json:"lanes"`
@@ -106,174 +109,237 @@ const (
 	ContentionOff
 )
 
-// Audit checks a table set: reachability (loops and black holes), path
-// lengths against the shortest, per-link route counts, channel-dependency
-// cycles per lane and, for fat trees, permutation contention.
+// Audit checks a table set: reachability (loops, black holes and
+// deliveries to the wrong end port), path lengths against the shortest,
+// per-link route counts, channel-dependency cycles per lane and, for fat
+// trees, permutation contention.
 func Audit(t *Tables, o AuditOptions) (*Report, error) {
 	start := time.Now()
 	if o.Progress == nil {
 		o.Progress = func(int) {}
 	}
-	f := t.F
-	g := f.G
-	S := len(f.switches)
-	h, err := topology.MinHops(g, o.Workers)
+	a, err := newAuditor(t, o)
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Engine: t.Engine, Switches: S, Endpoints: g.Count(topology.Endpoint), EndPorts: len(f.terms), Lanes: t.numLanes, CycleLane: -1}
-	srcW := sourceWeights(f)
-	fl := newFastLFT(t, switchAdjacency(f))
+	r := a.header()
+	lids := liveLIDs(t.F)
+	ac := a.walkAll(lids, o)
+	load := a.merge(r, ac)
+	a.linkStats(r, load)
+	if err := auditCDG(a.fl, r, a.srcW, lids, a.nw); err != nil {
+		return nil, err
+	}
+	a.contention(r, o)
+	r.Seconds = time.Since(start).Seconds()
+	return r, nil
+}
+
+// auditor holds what every destination's walk needs.
+type auditor struct {
+	t    *Tables
+	f    *Fabric
+	g    *topology.Graph
+	h    *topology.HopTable
+	srcW []uint32
+	fl   *fastLFT
+	nw   int
+}
+
+// auditAcc is one worker's running totals.
+type auditAcc struct {
+	treeScratch
+	w         []int64
+	sum       []int64
+	load      []int64
+	pairs     int64
+	unreach   int64
+	unreachSw int64
+	holes     int64
+	loops     int64
+	misdel    int64
+	hopSum    int64
+	hopMax    int
+	minimal   int64
+	perfect   int64
+	termPairs int64
+	firstLID  int
+	firstMsg  string
+}
+
+func newAuditor(t *Tables, o AuditOptions) (*auditor, error) {
+	h, err := topology.MinHops(t.F.G, o.Workers)
+	if err != nil {
+		return nil, err
+	}
+	return &auditor{t: t, f: t.F, g: t.F.G, h: h, srcW: sourceWeights(t.F), fl: newFastLFT(t, switchAdjacency(t.F)), nw: par.Workers(o.Workers)}, nil
+}
+
+// header fills the counts that do not depend on the routes.
+func (a *auditor) header() *Report {
+	f := a.f
+	r := &Report{Engine: a.t.Engine, Switches: len(f.switches), Endpoints: a.g.Count(topology.Endpoint), EndPorts: len(f.terms), Lanes: a.t.numLanes, CycleLane: -1}
 	for lid := 1; lid <= f.maxLID; lid++ {
 		if sw, term := f.Owner(lid); sw >= 0 || term >= 0 {
 			r.LIDs++
 		}
 	}
-	lids := make([]int, 0, r.LIDs)
+	return r
+}
+
+// liveLIDs returns the LIDs of live destinations in increasing order.
+func liveLIDs(f *Fabric) []int {
+	var lids []int
 	for _, d := range f.dests() {
 		if d.alive {
 			lids = append(lids, d.lid)
 		}
 	}
 	sort.Ints(lids)
+	return lids
+}
 
-	nw := par.Workers(o.Workers)
-	type acc struct {
-		nxt, depth []int32
-		buckets    [][]int32
-		w          []int64
-		sum        []int64
-		load       []int64
-		pairs      int64
-		unreach    int64
-		unreachSw  int64
-		holes      int64
-		loops      int64
-		hopSum     int64
-		hopMax     int
-		minimal    int64
-		perfect    int64
-		termPairs  int64
-		firstLID   int
-		firstMsg   string
-	}
-	ac := make([]acc, nw)
+// walkAll runs walk for every LID on all workers.
+func (a *auditor) walkAll(lids []int, o AuditOptions) []auditAcc {
+	S := len(a.f.switches)
+	ac := make([]auditAcc, a.nw)
 	for i := range ac {
-		a := &ac[i]
-		a.nxt, a.depth = make([]int32, S), make([]int32, S)
-		a.w, a.sum = make([]int64, S), make([]int64, S)
-		a.load = make([]int64, g.NumChannels())
-		a.firstLID = math.MaxInt
+		x := &ac[i]
+		x.treeScratch = newTreeScratch(S)
+		x.w, x.sum = make([]int64, S), make([]int64, S)
+		x.load = make([]int64, a.g.NumChannels())
+		x.firstLID = math.MaxInt
 	}
 	var done atomic.Int64
-	par.For(len(lids), nw, func(wk, k int) {
+	par.For(len(lids), a.nw, func(wk, k int) {
 		if done.Add(1)%256 == 0 {
 			o.Progress(256)
 		}
-		a := &ac[wk]
-		lid := lids[k]
-		dsw, dterm := f.Owner(lid)
-		tsw := dsw
-		destNode := -1
-		if dterm >= 0 {
-			tsw = f.terms[dterm].Switch
-			destNode = f.terms[dterm].Node
-		}
-		var order []int32
-		order, a.buckets = fl.treeOrder(lid, a.nxt, a.depth, a.buckets)
-		for s := 0; s < S; s++ {
-			a.w[s] = int64(srcW[s])
-		}
-		if destNode >= 0 {
-			// Ports of the destination node do not send to it.
-			for p := 1; p <= g.NumPorts(destNode); p++ {
-				if _, ti := f.Owner(f.portLID(destNode, p)); ti >= 0 && f.termAlive(ti) {
-					a.w[f.terms[ti].Switch]--
-				}
-			}
-		}
-		for s := 0; s < S; s++ {
-			if a.w[s] == 0 {
-				continue
-			}
-			a.pairs += a.w[s]
-			if a.depth[s] >= 0 {
-				continue
-			}
-			a.unreach += a.w[s]
-			if dterm < 0 {
-				a.unreachSw += a.w[s]
-			}
-			why, at := t.classify(s, lid)
-			if why == hole {
-				a.holes += a.w[s]
-			} else {
-				a.loops += a.w[s]
-			}
-			if lid < a.firstLID {
-				a.firstLID = lid
-				kind := "black hole"
-				if why != hole {
-					kind = "routing loop"
-				}
-				a.firstMsg = fmt.Sprintf("from switch %s to LID %d (%s): %s at switch %s",
-					g.NodeName(f.Switch(s)), lid, f.LIDName(lid), kind, g.NodeName(f.Switch(at)))
-			}
-		}
-		if dterm < 0 {
-			return
-		}
-		tv := f.Switch(tsw)
-		for _, u := range order {
-			a.sum[u] = a.w[u]
-		}
-		for _, u := range order {
-			if v := a.nxt[u]; v >= 0 {
-				a.sum[v] += a.sum[u]
-				c := g.PortChannel(f.Switch(int(u)), t.Port(int(u), lid))
-				a.load[c] += a.sum[u]
-			}
-		}
-		for s := 0; s < S; s++ {
-			if a.w[s] == 0 {
-				continue
-			}
-			mh := h.Hops(f.Switch(s), tv)
-			if mh != topology.Unreachable {
-				a.perfect += a.w[s] * int64(mh)
-			}
-			if a.depth[s] < 0 {
-				continue
-			}
-			d := int(a.depth[s])
-			a.termPairs += a.w[s]
-			a.hopSum += a.w[s] * int64(d+2)
-			a.hopMax = max(a.hopMax, d+2)
-			if d == mh {
-				a.minimal += a.w[s]
-			}
-		}
+		a.walk(&ac[wk], lids[k])
 	})
+	return ac
+}
+
+// walk follows every source switch's route to lid: reachability, then
+// (for end-port LIDs) link loads and path lengths.
+func (a *auditor) walk(x *auditAcc, lid int) {
+	f, g := a.f, a.g
+	S := len(f.switches)
+	dsw, dterm := f.Owner(lid)
+	order := a.fl.treeOrder(lid, &x.treeScratch)
+	for s := 0; s < S; s++ {
+		x.w[s] = int64(a.srcW[s])
+	}
+	if dterm >= 0 {
+		// Ports of the destination node do not send to it.
+		destNode := f.terms[dterm].Node
+		for p := 1; p <= g.NumPorts(destNode); p++ {
+			if _, ti := f.Owner(f.portLID(destNode, p)); ti >= 0 && f.termAlive(ti) {
+				x.w[f.terms[ti].Switch]--
+			}
+		}
+	}
+	a.reach(x, lid, dterm < 0)
+	if dterm < 0 {
+		return
+	}
+	_ = dsw
+	for _, u := range order {
+		x.sum[u] = x.w[u]
+	}
+	for _, u := range order {
+		if v := x.nxt[u]; v >= 0 {
+			x.sum[v] += x.sum[u]
+			c := g.PortChannel(f.Switch(int(u)), a.t.Port(int(u), lid))
+			x.load[c] += x.sum[u]
+		}
+	}
+	a.lengths(x, f.terms[dterm].Switch)
+}
+
+// reach counts the pairs to lid and classifies those that fail.
+func (a *auditor) reach(x *auditAcc, lid int, toSwitch bool) {
+	f, g := a.f, a.g
+	for s := range f.switches {
+		if x.w[s] == 0 {
+			continue
+		}
+		x.pairs += x.w[s]
+		if x.depth[s] >= 0 {
+			continue
+		}
+		x.unreach += x.w[s]
+		if toSwitch {
+			x.unreachSw += x.w[s]
+		}
+		why, at := a.t.classify(s, lid)
+		kind := "routing loop"
+		switch why {
+		case hole:
+			x.holes += x.w[s]
+			kind = "black hole"
+		case misdelivered:
+			x.misdel += x.w[s]
+			kind = "delivered to " + a.t.deliveredTo(at, lid) + " instead of its holder"
+		default:
+			x.loops += x.w[s]
+		}
+		if lid < x.firstLID {
+			x.firstLID = lid
+			x.firstMsg = fmt.Sprintf("from switch %s to LID %d (%s): %s at switch %s",
+				g.NodeName(f.Switch(s)), lid, f.LIDName(lid), kind, g.NodeName(f.Switch(at)))
+		}
+	}
+}
+
+// lengths adds the path lengths of the pairs to an end port on switch tsw.
+func (a *auditor) lengths(x *auditAcc, tsw int) {
+	f := a.f
+	tv := f.Switch(tsw)
+	for s := range f.switches {
+		if x.w[s] == 0 {
+			continue
+		}
+		mh := a.h.Hops(f.Switch(s), tv)
+		if mh != topology.Unreachable {
+			x.perfect += x.w[s] * int64(mh)
+		}
+		if x.depth[s] < 0 {
+			continue
+		}
+		d := int(x.depth[s])
+		x.termPairs += x.w[s]
+		x.hopSum += x.w[s] * int64(d+2)
+		x.hopMax = max(x.hopMax, d+2)
+		if d == mh {
+			x.minimal += x.w[s]
+		}
+	}
+}
+
+// merge sums the workers' totals into r and returns the channel loads.
+func (a *auditor) merge(r *Report, ac []auditAcc) []int64 {
 	var termPairs, hopSum, minimal, perfect int64
 	firstLID := math.MaxInt
 	load := ac[0].load
 	for i := range ac {
-		a := &ac[i]
-		r.Pairs += a.pairs
-		r.UnreachablePairs += a.unreach
-		r.UnreachableSwitch += a.unreachSw
-		r.BlackHoles += a.holes
-		r.Loops += a.loops
-		termPairs += a.termPairs
-		hopSum += a.hopSum
-		minimal += a.minimal
-		perfect += a.perfect
-		r.MaxHops = max(r.MaxHops, a.hopMax)
-		if a.firstLID < firstLID {
-			firstLID, r.FirstUnreachable = a.firstLID, a.firstMsg
+		x := &ac[i]
+		r.Pairs += x.pairs
+		r.UnreachablePairs += x.unreach
+		r.UnreachableSwitch += x.unreachSw
+		r.BlackHoles += x.holes
+		r.Loops += x.loops
+		r.Misdelivered += x.misdel
+		termPairs += x.termPairs
+		hopSum += x.hopSum
+		minimal += x.minimal
+		perfect += x.perfect
+		r.MaxHops = max(r.MaxHops, x.hopMax)
+		if x.firstLID < firstLID {
+			firstLID, r.FirstUnreachable = x.firstLID, x.firstMsg
 		}
 		if i > 0 {
-			for c, v := range a.load {
+			for c, v := range x.load {
 				load[c] += v
 			}
 		}
@@ -283,6 +349,13 @@ func Audit(t *Tables, o AuditOptions) (*Report, error) {
 		r.AvgHops = float64(hopSum) / float64(termPairs)
 		r.MinimalFraction = float64(minimal) / float64(termPairs)
 	}
+	r.PiPerfect = float64(perfect) // divided by the channels in linkStats
+	return load
+}
+
+// linkStats fills the per-link figures from the channel loads.
+func (a *auditor) linkStats(r *Report, load []int64) {
+	f, g := a.f, a.g
 	var loadSum int64
 	for c := 0; c < g.NumChannels(); c++ {
 		if f.swIndex[g.Src(c)] < 0 || f.swIndex[g.Dst(c)] < 0 || !g.Up(c) {
@@ -292,34 +365,34 @@ func Audit(t *Tables, o AuditOptions) (*Report, error) {
 		loadSum += load[c]
 		r.MaxLinkRoutes = max(r.MaxLinkRoutes, load[c])
 	}
+	perfect := r.PiPerfect
+	r.PiPerfect = 0
 	if r.Channels > 0 {
 		r.MeanLinkRoutes = float64(loadSum) / float64(r.Channels)
-		r.PiPerfect = float64(perfect) / float64(r.Channels)
+		r.PiPerfect = perfect / float64(r.Channels)
 	}
 	if r.PiPerfect > 0 {
 		r.BalanceFactor = (float64(r.MaxLinkRoutes)/r.PiPerfect - 1) * 100
 	}
+}
 
-	if err := auditCDG(fl, r, srcW, lids, nw); err != nil {
-		return nil, err
-	}
-
-	ft, ftErr := analyseFatTree(f)
+// contention adds permutation contention when asked (or on fat trees).
+func (a *auditor) contention(r *Report, o AuditOptions) {
+	ft, ftErr := analyseFatTree(a.f)
 	r.FatTree = ftErr == nil
-	if o.Contention == ContentionOn || (o.Contention == ContentionAuto && r.FatTree) {
-		var order []int
-		name := "port"
-		if ftErr == nil {
-			order, name = ft.order, "fat-tree"
-		} else {
-			for i := range f.terms {
-				order = append(order, i)
-			}
-		}
-		r.Contention = contention(fl, order, name, o)
+	if o.Contention != ContentionOn && (o.Contention != ContentionAuto || !r.FatTree) {
+		return
 	}
-	r.Seconds = time.Since(start).Seconds()
-	return r, nil
+	var order []int
+	name := "port"
+	if ftErr == nil {
+		order, name = ft.order, "fat-tree"
+	} else {
+		for i := range a.f.terms {
+			order = append(order, i)
+		}
+	}
+	r.Contention = contention(a.fl, order, name, o)
 }
 
 // portLID returns the LID of end port (v, p), or 0.
@@ -336,20 +409,25 @@ func (f *Fabric) portLID(v, p int) int {
 }
 
 // classify follows the route from switch s to lid and says how it fails:
-// hole (with the switch where the packet is dropped) or a loop (with a
-// switch on it).
+// hole or misdelivered (with the switch where the packet leaves the
+// route) or a loop (with a switch on it).
 func (t *Tables) classify(s, lid int) (int, int) {
 	for steps := 0; steps <= 2*len(t.F.switches); steps++ {
 		n := t.next(s, lid)
-		if n == hole {
-			return hole, s
-		}
-		if n == atDest {
-			return atDest, s
+		if n < 0 {
+			return n, s
 		}
 		s = n
 	}
 	return 0, s
+}
+
+// deliveredTo names the end port switch s hands lid to.
+func (t *Tables) deliveredTo(s, lid int) string {
+	f := t.F
+	v := f.Switch(s)
+	c := f.G.PortChannel(v, t.Port(s, lid))
+	return fmt.Sprintf("%s[%d]", f.G.NodeName(f.G.Dst(c)), f.G.DstPort(c))
 }
 
 // auditCDG builds one channel dependency graph per lane from the routes of
@@ -462,9 +540,7 @@ func auditCDG(fl *fastLFT, r *Report, srcW []uint32, lids []int, nw int) error {
 // contention routes permutations of the live end ports (in the given
 // order) and reports the most routes sharing one channel.
 func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contention {
-	t := fl.t
-	f := t.F
-	g := f.G
+	f := fl.t.F
 	var live []int
 	for _, ti := range order {
 		if f.termAlive(ti) {
@@ -476,23 +552,7 @@ func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contenti
 	if N < 2 {
 		return c
 	}
-	var shifts []int
-	switch {
-	case o.Shifts < 0:
-	case o.Shifts == 0 && N-1 <= 4096:
-		for k := 1; k < N; k++ {
-			shifts = append(shifts, k)
-		}
-	default:
-		n := o.Shifts
-		if n == 0 {
-			n = 256
-		}
-		n = min(n, N-1)
-		for i := 0; i < n; i++ {
-			shifts = append(shifts, 1+i*(N-1)/n)
-		}
-	}
+	shifts := shiftList(N, o.Shifts)
 	perms := o.Perms
 	if perms == 0 {
 		perms = 8
@@ -502,14 +562,9 @@ func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contenti
 	}
 	jobs := len(shifts) + perms
 	nw := par.Workers(o.Workers)
-	type scratch struct {
-		cnt     []int32
-		touched []int32
-		perm    []int
-	}
-	scr := make([]scratch, nw)
+	scr := make([]permScratch, nw)
 	for i := range scr {
-		scr[i].cnt = make([]int32, g.NumChannels())
+		scr[i].cnt = make([]int32, f.G.NumChannels())
 		scr[i].perm = make([]int, N)
 	}
 	worst := make([]int, jobs)
@@ -523,53 +578,95 @@ func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contenti
 			rng := rand.New(rand.NewPCG(o.Seed, uint64(j-len(shifts))))
 			copy(sc.perm, rng.Perm(N))
 		}
-		m := 0
-		bump := func(ch int) {
-			if sc.cnt[ch] == 0 {
-				sc.touched = append(sc.touched, int32(ch))
-			}
-			sc.cnt[ch]++
-			m = max(m, int(sc.cnt[ch]))
-		}
-		for i, pi := range sc.perm {
-			src, dst := f.terms[live[i]], f.terms[live[pi]]
-			if src.Node == dst.Node {
-				continue
-			}
-			// Check the route first so unreachable pairs load nothing.
-			s := src.Switch
-			ok := false
-			x := s
-			for steps := 0; steps <= len(f.switches); steps++ {
-				n := fl.next(x, dst.LID)
-				if n < 0 {
-					ok = n == atDest
-					break
-				}
-				x = n
-			}
-			if !ok {
-				continue
-			}
-			bump(g.PortChannel(src.Node, src.Port))
-			x = s
-			for {
-				p := t.Port(x, dst.LID)
-				bump(g.PortChannel(f.Switch(x), p))
-				n := fl.next(x, dst.LID)
-				if n < 0 {
-					break
-				}
-				x = n
-			}
-		}
-		worst[j] = m
-		for _, ch := range sc.touched {
-			sc.cnt[ch] = 0
-		}
-		sc.touched = sc.touched[:0]
+		worst[j] = worstSharing(fl, live, sc)
 		o.Progress(1)
 	})
+	c.summarize(shifts, perms, worst)
+	return c
+}
+
+// shiftList returns the shifts to test among n end ports: all up to 4096
+// end ports when want is 0 (else 256 evenly spaced), want evenly spaced
+// when positive, none when negative.
+func shiftList(n, want int) []int {
+	var shifts []int
+	switch {
+	case want < 0:
+	case want == 0 && n-1 <= 4096:
+		for k := 1; k < n; k++ {
+			shifts = append(shifts, k)
+		}
+	default:
+		m := want
+		if m == 0 {
+			m = 256
+		}
+		m = min(m, n-1)
+		for i := 0; i < m; i++ {
+			shifts = append(shifts, 1+i*(n-1)/m)
+		}
+	}
+	return shifts
+}
+
+// permScratch is one worker's channel counters and permutation.
+type permScratch struct {
+	cnt     []int32
+	touched []int32
+	perm    []int
+}
+
+// worstSharing routes live[i] → live[perm[i]] for every i and returns the
+// most routes on one channel (unreachable pairs load nothing).
+func worstSharing(fl *fastLFT, live []int, sc *permScratch) int {
+	t := fl.t
+	f := t.F
+	g := f.G
+	m := 0
+	bump := func(ch int) {
+		if sc.cnt[ch] == 0 {
+			sc.touched = append(sc.touched, int32(ch))
+		}
+		sc.cnt[ch]++
+		m = max(m, int(sc.cnt[ch]))
+	}
+	for i, pi := range sc.perm {
+		src, dst := f.terms[live[i]], f.terms[live[pi]]
+		if src.Node == dst.Node || !fl.arrives(src.Switch, dst.LID) {
+			continue
+		}
+		bump(g.PortChannel(src.Node, src.Port))
+		for x := src.Switch; ; {
+			bump(g.PortChannel(f.Switch(x), t.Port(x, dst.LID)))
+			n := fl.next(x, dst.LID)
+			if n < 0 {
+				break
+			}
+			x = n
+		}
+	}
+	for _, ch := range sc.touched {
+		sc.cnt[ch] = 0
+	}
+	sc.touched = sc.touched[:0]
+	return m
+}
+
+// arrives reports whether the route from switch s to lid is delivered.
+func (fl *fastLFT) arrives(s, lid int) bool {
+	x := s
+	for steps := 0; steps <= len(fl.t.F.switches); steps++ {
+		n := fl.next(x, lid)
+		if n < 0 {
+			return n == atDest
+		}
+		x = n
+	}
+	return false
+}
+
+// summarize fills the shift and random figures from each job's worst.
+func (c *Contention) summarize(shifts []int, perms int, worst []int) {
 	c.Shifts, c.Random = len(shifts), perms
 	var sum float64
 	for j, k := range shifts {
@@ -582,12 +679,11 @@ func contention(fl *fastLFT, order []int, name string, o AuditOptions) *Contenti
 		c.ShiftMean = sum / float64(len(shifts))
 	}
 	sum = 0
-	for j := len(shifts); j < jobs; j++ {
+	for j := len(shifts); j < len(worst); j++ {
 		c.RandomMax = max(c.RandomMax, worst[j])
 		sum += float64(worst[j])
 	}
 	if perms > 0 {
 		c.RandomMean = sum / float64(perms)
 	}
-	return c
 }

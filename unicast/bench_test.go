@@ -67,3 +67,32 @@ func BenchmarkAudit(b *testing.B) {
 		})
 	}
 }
+
+// countingWriter discards what it is given and counts the bytes.
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// BenchmarkWriteDump writes the minhop tables of the fat tree (about 2 GB
+// of opensm-lfts.dump) to a counting writer: speed in MB/s and the heap it
+// allocates beyond the tables (alloc-MB).
+//
+//	go test ./unicast -run XXX -bench WriteDump -benchtime 1x
+func BenchmarkWriteDump(b *testing.B) {
+	f := fabric(b, "fattree:m=40,n=3")
+	res := route(b, f, "minhop", 0)
+	b.ResetTimer()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	var w countingWriter
+	for b.Loop() {
+		w.n = 0
+		if err := res.Tables.WriteDump(&w); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&ms1)
+	b.SetBytes(w.n)
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(b.N)/1e6, "alloc-MB")
+	b.ReportMetric(float64(w.n)/1e6, "dump-MB")
+}

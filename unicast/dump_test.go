@@ -36,8 +36,8 @@ func TestDumpFormat(t *testing.T) {
 	want := `# opensm-lfts.dump written by icn: engine=minhop fabric=tiny
 Unicast lids [0-3] of switch Lid 1 guid 0x0000000000000010 ('sw'):
 0x0001 000 # Switch portguid 0x0000000000000010: 'sw'
-0x0002 002 # Channel Adapter portguid 0x0000000000000100: 'h0'
-0x0003 004 # Channel Adapter portguid 0x0000000000000200: 'h1'
+0x0002 002 # Channel Adapter portguid 0x0000000000000101: 'h0'
+0x0003 004 # Channel Adapter portguid 0x0000000000000201: 'h1'
 3 lids dumped
 `
 	if buf.String() != want {
@@ -308,9 +308,12 @@ func TestDumpErrors(t *testing.T) {
 		{"not a switch", strings.Replace(good, "guid 0x0002c90000000030", "guid 0x0002c90000000101", 1), "bad.dump:1: GUID 0x0002c90000000101 belongs to H-0002c90000000101, which is not a switch"},
 		{"port out of range", strings.Replace(good, "0x000d 001 #", "0x000d 009 #", 1), "bad.dump:8: port 9 out of range: switch S-0002c90000000030 has 4 ports"},
 		{"port beyond 254", strings.Replace(good, "0x000d 001 #", "0x000d 300 #", 1), "bad.dump:8: port 300 out of range"},
-		{"unknown LID", strings.Replace(good, "0x000d 001 #", "0x0063 003 #", 1), "unknown LID 99"},
+		{"unknown LID", strings.Replace(good, "0x000d 001 # Channel Adapter portguid 0x0002c90000000302", "0x0063 003 # Channel Adapter", 1), "unknown LID 99"},
+		{"unknown port GUID", strings.ReplaceAll(good, "portguid 0x0002c90000000302", "portguid 0x0002c90000000303"), "bad.dump:8: LID 13 is said to be portguid 0x0002c90000000303, which no port of the fabric has"},
+		{"two GUIDs for a LID", strings.Replace(good, "0x000d 001 # Channel Adapter portguid 0x0002c90000000302", "0x000d 001 # Channel Adapter portguid 0x0002c90000000202", 1), "bad.dump:18: LID 13 is said to be portguid 0x0002c90000000302 here but 0x0002c90000000202 at line 8"},
+		{"GUID says other LID", strings.ReplaceAll(good, "portguid 0x0002c90000000302", "portguid 0x0002c90000000202"), "LID 13 is said to be H-0002c90000000201[1] (portguid 0x0002c90000000202), but H-0002c90000000301[1] holds it (the fabric file)"},
 		{"multicast LID", strings.Replace(good, "0x000d 001 #", "0xc001 001 #", 1), "bad.dump:8: LID 0xc001 is not a unicast LID"},
-		{"LID twice", strings.Replace(good, "0x000e 002 #", "0x000d 001 #", 1), "LID 13 listed twice for switch S-0002c90000000030 (also line 8)"},
+		{"LID twice", strings.Replace(good, "0x000e 002 # Channel Adapter portguid 0x0002c90000000402", "0x000d 001 # Channel Adapter portguid 0x0002c90000000302", 1), "LID 13 listed twice for switch S-0002c90000000030 (also line 8)"},
 		{"entry first", "0x0001 001\n" + good, "bad.dump:1: LFT entry before any"},
 		{"garbage", good + "hello world\n", "bad.dump:41: cannot parse line"},
 		{"bad entry", strings.Replace(good, "0x000d 001 #", "0x000d one #", 1), "bad.dump:8: cannot parse LFT entry"},
@@ -318,8 +321,8 @@ func TestDumpErrors(t *testing.T) {
 		{"second block", good + strings.SplitAfterN(good, "14 lids dumped\n", 2)[0], "has a second block"},
 		{"multicast dump", "Multicast mlids [0xc000-0xc001] of switch Lid 1:\n", "multicast table dump"},
 		{"empty", "# nothing\n", "not an opensm-lfts.dump file"},
-		{"wrong self", strings.Replace(good, "0x0004 000 #", "0x0003 000 #", 1), "routes LID 3 to itself (port 0) but its LID is 4"},
-		{"two deliveries", strings.Replace(good, "0x000d 001 #", "0x000c 001 #", 1), "LID 12 listed twice"},
+		{"wrong self", strings.Replace(good, "0x0004 000 # Switch portguid 0x0002c90000000030", "0x0003 000 # Switch portguid 0x0002c90000000020", 1), "routes LID 3 to itself (port 0) but its LID is 4"},
+		{"two deliveries", strings.Replace(good, "0x000d 001 # Channel Adapter portguid 0x0002c90000000302", "0x000c 001 # Channel Adapter portguid 0x0002c90000000202", 1), "LID 12 listed twice"},
 	}
 	for _, c := range cases {
 		_, err := ReadDump(strings.NewReader(c.text), "bad.dump", g, nil)
@@ -342,7 +345,7 @@ func TestLanesErrors(t *testing.T) {
 		{"no count", strings.Replace(good, "Lanes 2\n", "", 1), "expected \"Lanes N\""},
 		{"lane too big", strings.Replace(good, " 1\n", " 7\n", 1), "lane 7 but the file declares 2 lanes"},
 		{"bad count", strings.Replace(good, "Lanes 2", "Lanes 99", 1), "lane count 99 outside 1..15"},
-		{"unknown switch", strings.Replace(good, "guid 0x0002c9", "guid 0x0f02c9", 1), "is not a switch of the fabric"},
+		{"unknown switch", strings.Replace(good, "guid 0x0000", "guid 0x0f00", 1), "is not a switch of the fabric"},
 		{"unknown LID", strings.Replace(good, "\n0x00", "\n0x3f", 1), "unknown LID"},
 		{"garbage", good + "zzz\n", "cannot parse line"},
 		{"empty", "", "not an icn lane file"},
@@ -451,6 +454,28 @@ func TestFuzzCorpusPresent(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join("testdata", "fuzz", name, "*"))
 		if len(m) == 0 {
 			t.Errorf("no seeds in testdata/fuzz/%s", name)
+		}
+	}
+}
+
+// splitDumpEntry accepts exactly "0x" + 1–4 hex digits, white space, 1–3
+// decimal digits and an optional "# comment" after white space.
+func TestSplitDumpEntry(t *testing.T) {
+	good := map[string][3]any{
+		"0x0001 000":              {1, 0, ""},
+		"0xbfff\t254 # x":         {0xbfff, 254, " x"},
+		"0x1 7":                   {1, 7, ""},
+		"0x00ff 012 #Switch port": {0xff, 12, "Switch port"},
+	}
+	for line, want := range good {
+		lid, port, comment, ok := splitDumpEntry(line)
+		if !ok || lid != want[0].(int) || port != want[1].(int) || comment != want[2].(string) {
+			t.Errorf("%q: %d %d %q %v", line, lid, port, comment, ok)
+		}
+	}
+	for _, line := range []string{"0x", "0x0001", "0x00001 001", "0x0001 0001", "0x0001 001x", "0x0001 001#c", "0xg001 001", "0x0001 a"} {
+		if _, _, _, ok := splitDumpEntry(line); ok {
+			t.Errorf("%q accepted", line)
 		}
 	}
 }

@@ -71,6 +71,9 @@ type Result struct {
 	LayerSeconds float64
 	LayerBreaks  int
 	LayerMoved   int64
+	// Order is the destination order kept by the engines that try two
+	// (minhop, updn, sssp, dfsssp): "switch-grouped" or "interleaved".
+	Order string
 }
 
 // DefaultLanes is the lane budget when Options.Lanes is 0.
@@ -97,13 +100,13 @@ func Route(f *Fabric, o Options) (*Result, error) {
 	var err error
 	switch o.Engine {
 	case "minhop":
-		res.Tables, err = routeMinHop(f, o)
+		res.Tables, res.Order, err = routeMinHop(f, o)
 	case "updn":
-		res.Tables, res.Roots, err = routeUpDn(f, o)
+		res.Tables, res.Roots, res.Order, err = routeUpDn(f, o)
 	case "ftree":
 		res.Tables, err = routeFTree(f, o)
 	case "sssp", "dfsssp":
-		res.Tables, err = routeSSSP(f, o)
+		res.Tables, res.Order, err = bestOrder(f, o, func(ds []dest) (*Tables, error) { return routeSSSP(f, o, ds) })
 		if err == nil && o.Engine == "dfsssp" {
 			start := time.Now()
 			var lr layerResult

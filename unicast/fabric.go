@@ -41,6 +41,10 @@ type Fabric struct {
 	terms    []Terminal
 	owners   []owner // indexed by LID, len maxLID+1
 	maxLID   int
+	// GUIDNote is set when the fabric file gave no GUIDs (ibsim's assignment
+	// is used): tables for it are installed on a real fabric for the wrong
+	// hosts.
+	GUIDNote string
 	// termsAt lists the terminals cabled to each switch (CSR).
 	termStart []int32
 	termAt    []int32
@@ -51,7 +55,6 @@ type lidPlan struct {
 	sw   map[int]int     // switch node id -> LID
 	port map[portKey]int // (end node name, port) -> LID
 	src  map[int]string  // LID -> where it came from (for messages)
-	guid map[portKey]uint64
 }
 
 type portKey struct {
@@ -66,7 +69,7 @@ type portKey struct {
 // node-id and port order, each taking the smallest free LID from 1.
 // Failures do not change the assignment.
 func NewFabric(g *topology.Graph, ann *Annotations) (*Fabric, error) {
-	plan := &lidPlan{sw: map[int]int{}, port: map[portKey]int{}, src: map[int]string{}, guid: map[portKey]uint64{}}
+	plan := &lidPlan{sw: map[int]int{}, port: map[portKey]int{}, src: map[int]string{}}
 	for v := 0; v < g.NumNodes(); v++ {
 		if g.Kind(v) == topology.Switch && g.LID(v) != 0 {
 			plan.sw[v] = g.LID(v)
@@ -81,9 +84,6 @@ func NewFabric(g *topology.Graph, ann *Annotations) (*Fabric, error) {
 			if a.lid != 0 {
 				plan.port[k] = a.lid
 				plan.src[a.lid] = fmt.Sprintf("%s:%d", ann.name, a.line)
-			}
-			if a.guid != 0 {
-				plan.guid[k] = a.guid
 			}
 		}
 	}
@@ -110,27 +110,58 @@ func NewFabric(g *topology.Graph, ann *Annotations) (*Fabric, error) {
 			}
 		}
 	}
-	return buildFabric(g, plan)
+	f, err := buildFabric(g, plan)
+	if err == nil && ann != nil && !ann.guids {
+		f.GUIDNote = fmt.Sprintf("%s gives no GUIDs: switch and port GUIDs follow ibsim's assignment (switches from 0x%x, adapters from 0x%x), which only a simulated fabric has", ann.name, 0x200000, 0x100000)
+	}
+	return f, err
 }
 
 func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
-	n := g.NumNodes()
-	f := &Fabric{G: g, swIndex: make([]int32, n)}
-	for v := 0; v < n; v++ {
+	f := &Fabric{G: g}
+	if err := f.indexSwitches(); err != nil {
+		return nil, err
+	}
+	f.collectTerminals()
+	used := map[int]string{}
+	if err := f.claimPlanned(plan, used); err != nil {
+		return nil, err
+	}
+	if err := f.assignFree(used); err != nil {
+		return nil, err
+	}
+	for lid := range used {
+		f.maxLID = max(f.maxLID, lid)
+	}
+	f.indexOwners()
+	return f, nil
+}
+
+// indexSwitches numbers the switches densely in node order.
+func (f *Fabric) indexSwitches() error {
+	g := f.G
+	f.swIndex = make([]int32, g.NumNodes())
+	for v := range f.swIndex {
 		f.swIndex[v] = -1
 		if g.Kind(v) == topology.Switch {
 			if g.NumPorts(v) > MaxPort {
-				return nil, fmt.Errorf("switch %s has %d ports; an LFT names ports up to %d", g.NodeName(v), g.NumPorts(v), MaxPort)
+				return fmt.Errorf("switch %s has %d ports; an LFT names ports up to %d", g.NodeName(v), g.NumPorts(v), MaxPort)
 			}
 			f.swIndex[v] = int32(len(f.switches))
 			f.switches = append(f.switches, int32(v))
 		}
 	}
 	if len(f.switches) == 0 {
-		return nil, fmt.Errorf("%s has no switches: unicast engines route switched fabrics (for a torus or mesh use :endpoints=E)", g.Name())
+		return fmt.Errorf("%s has no switches: unicast engines route switched fabrics (for a torus or mesh use :endpoints=E)", g.Name())
 	}
-	// Terminals: end-node ports cabled to a switch, in node and port order.
-	for v := 0; v < n; v++ {
+	return nil
+}
+
+// collectTerminals lists the end-node ports cabled to a switch, in node
+// and port order, with their port GUIDs.
+func (f *Fabric) collectTerminals() {
+	g := f.G
+	for v := 0; v < g.NumNodes(); v++ {
 		if g.Kind(v) != topology.Endpoint {
 			continue
 		}
@@ -143,15 +174,14 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 			if g.Kind(peer) != topology.Switch {
 				continue
 			}
-			t := Terminal{Node: v, Port: p, Switch: int(f.swIndex[peer]), SwPort: g.DstPort(c), GUID: g.GUID(v) + uint64(p-1)}
-			if gu, ok := plan.guid[portKey{g.NodeName(v), p}]; ok {
-				t.GUID = gu
-			}
-			f.terms = append(f.terms, t)
+			f.terms = append(f.terms, Terminal{Node: v, Port: p, Switch: int(f.swIndex[peer]), SwPort: g.DstPort(c), GUID: g.PortGUID(v, p)})
 		}
 	}
-	// LIDs: fixed ones first, duplicates are an error.
-	used := map[int]string{}
+}
+
+// claimPlanned gives the planned LIDs; duplicates are an error.
+func (f *Fabric) claimPlanned(plan *lidPlan, used map[int]string) error {
+	g := f.G
 	claim := func(lid int, who string) error {
 		if lid < 1 || lid > MaxLID {
 			return fmt.Errorf("LID %d of %s is outside the unicast range 1..%d", lid, who, MaxLID)
@@ -170,7 +200,7 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 	for i, v := range f.switches {
 		if lid, ok := plan.sw[int(v)]; ok {
 			if err := claim(lid, "switch "+g.NodeName(int(v))); err != nil {
-				return nil, err
+				return err
 			}
 			f.swLID[i] = uint16(lid)
 		}
@@ -179,18 +209,24 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 		t := &f.terms[i]
 		if lid, ok := plan.port[portKey{g.NodeName(t.Node), t.Port}]; ok {
 			if err := claim(lid, fmt.Sprintf("%s[%d]", g.NodeName(t.Node), t.Port)); err != nil {
-				return nil, err
+				return err
 			}
 			t.LID = lid
 		}
 	}
+	return nil
+}
+
+// assignFree gives the smallest free LIDs to the switches, then the end
+// ports, still without one.
+func (f *Fabric) assignFree(used map[int]string) error {
 	next := 1
 	fresh := func() (int, error) {
 		for used[next] != "" {
 			next++
 		}
 		if next > MaxLID {
-			return 0, fmt.Errorf("%s needs more than %d LIDs", g.Name(), MaxLID)
+			return 0, fmt.Errorf("%s needs more than %d LIDs", f.G.Name(), MaxLID)
 		}
 		used[next] = "assigned"
 		return next, nil
@@ -199,7 +235,7 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 		if f.swLID[i] == 0 {
 			lid, err := fresh()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			f.swLID[i] = uint16(lid)
 		}
@@ -208,14 +244,16 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 		if f.terms[i].LID == 0 {
 			lid, err := fresh()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			f.terms[i].LID = lid
 		}
 	}
-	for lid := range used {
-		f.maxLID = max(f.maxLID, lid)
-	}
+	return nil
+}
+
+// indexOwners builds the LID → holder table and the terminals per switch.
+func (f *Fabric) indexOwners() {
 	f.owners = make([]owner, f.maxLID+1)
 	for i := range f.owners {
 		f.owners[i] = owner{-1, -1}
@@ -239,7 +277,6 @@ func buildFabric(g *topology.Graph, plan *lidPlan) (*Fabric, error) {
 		f.termAt[fill[t.Switch]] = int32(i)
 		fill[t.Switch]++
 	}
-	return f, nil
 }
 
 // NumSwitches returns the number of switches.
@@ -269,6 +306,15 @@ func (f *Fabric) Owner(lid int) (sw, term int) {
 	}
 	o := f.owners[lid]
 	return int(o.sw), int(o.term)
+}
+
+// PortLID returns the LID of port p of node v: the switch's LID for a
+// switch (any port), the end port's LID for an end node, 0 if none.
+func (f *Fabric) PortLID(v, p int) int {
+	if s := f.swIndex[v]; s >= 0 {
+		return int(f.swLID[s])
+	}
+	return f.portLID(v, p)
 }
 
 // LIDName names the holder of a LID ("node[port]" for end ports, the

@@ -130,190 +130,238 @@ func routeFTree(f *Fabric, o Options) (*Tables, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ftree: %v (use minhop, updn or dfsssp)", err)
 	}
-	g := f.G
-	S := len(f.switches)
 	t := NewTables(f, "ftree")
 	fillLocal(t)
+	fr := &ftreeRouter{f: f, ft: ft, t: t, L: ft.maxLevel, adj: switchAdjacency(f)}
+	fr.chooseMainPaths()
+	fr.routeEndPorts(o)
+	return t, fr.routeSwitchLIDs(o)
+}
 
-	// Sequential part: the main paths, with their load counters.
+// ftreeRouter holds the state of one ftree run.
+type ftreeRouter struct {
+	f   *Fabric
+	ft  *fatTree
+	t   *Tables
+	L   int // levels
+	adj *swAdj
+	// Main path of the j-th end port in tree order: the switches above
+	// its leaf ([j*L+k], -1 = end) and the down port each uses.
+	chainSw   []int32
+	chainPort []uint8
+}
+
+// ftree switch states while one destination is routed.
+const (
+	ftFree = iota
+	ftDown
+	ftUp
+)
+
+// ftreeScratch is one worker's state for routing a destination.
+type ftreeScratch struct {
+	state []uint8
+	main  []bool
+	cand  []uint8
+	best  []uint8
+	down  [][]int32 // down routers per level
+}
+
+// chooseMainPaths picks, sequentially, every end port's main path with
+// its load counters.
+func (fr *ftreeRouter) chooseMainPaths() {
+	f, ft, L := fr.f, fr.ft, fr.L
 	N := len(ft.order)
-	L := ft.maxLevel
-	chainSw := make([]int32, N*L) // chain switches above the leaf, -1 = end
-	chainPort := make([]uint8, N*L)
-	for i := range chainSw {
-		chainSw[i] = -1
+	fr.chainSw = make([]int32, N*L)
+	fr.chainPort = make([]uint8, N*L)
+	for i := range fr.chainSw {
+		fr.chainSw[i] = -1
 	}
-	downCnt := make([]int32, g.NumChannels())
+	downCnt := make([]int32, f.G.NumChannels())
 	for j, ti := range ft.order {
 		if !f.termAlive(ti) {
 			continue
 		}
 		x := f.terms[ti].Switch
 		for k := 0; k < L; k++ {
-			// Group x's live up links by parent.
-			bestLoad, bestCh := int32(-1), -1
-			xv := int(f.switches[x])
-			outs := g.Out(xv)
-			for i, c := range outs {
-				ci := int(c)
-				if !g.Up(ci) {
-					continue
-				}
-				p := f.swIndex[g.Dst(ci)]
-				if p < 0 || ft.level[p] != ft.level[x]+1 {
-					continue
-				}
-				// Count the group once, at its first live link.
-				first := true
-				for _, c2 := range outs[:i] {
-					if g.Up(int(c2)) && g.Dst(int(c2)) == g.Dst(ci) {
-						first = false
-						break
-					}
-				}
-				if !first {
-					continue
-				}
-				load, ch := int32(0), -1
-				for _, c2 := range outs[i:] {
-					c2i := int(c2)
-					if !g.Up(c2i) || g.Dst(c2i) != g.Dst(ci) {
-						continue
-					}
-					load += downCnt[c2i^1]
-					if ch < 0 || downCnt[c2i^1] < downCnt[ch^1] {
-						ch = c2i
-					}
-				}
-				if bestCh < 0 || load < bestLoad {
-					bestLoad, bestCh = load, ch
-				}
-			}
+			bestCh := fr.leastLoadedParent(x, downCnt)
 			if bestCh < 0 {
 				break
 			}
 			downCnt[bestCh^1]++
-			p := int(f.swIndex[g.Dst(bestCh)])
-			chainSw[j*L+k] = int32(p)
-			chainPort[j*L+k] = uint8(g.DstPort(bestCh))
+			p := int(f.swIndex[f.G.Dst(bestCh)])
+			fr.chainSw[j*L+k] = int32(p)
+			fr.chainPort[j*L+k] = uint8(f.G.DstPort(bestCh))
 			x = p
 		}
 	}
+}
 
-	// Parallel part: every destination's routes from its main path.
-	adj := switchAdjacency(f)
-	nw := par.Workers(o.Workers)
-	const (
-		free = iota
-		downR
-		upR
-	)
-	type scratch struct {
-		state []uint8
-		main  []bool
-		cand  []uint8
-		best  []uint8
-		down  [][]int32 // down routers per level
+// leastLoadedParent returns the up channel of switch x to the parent whose
+// live down cables to x carry the fewest main paths (and, of those
+// cables, the least loaded), or -1.
+func (fr *ftreeRouter) leastLoadedParent(x int, downCnt []int32) int {
+	f, g, ft := fr.f, fr.f.G, fr.ft
+	bestLoad, bestCh := int32(-1), -1
+	outs := g.Out(int(f.switches[x]))
+	for i, c := range outs {
+		ci := int(c)
+		if !g.Up(ci) {
+			continue
+		}
+		p := f.swIndex[g.Dst(ci)]
+		if p < 0 || ft.level[p] != ft.level[x]+1 {
+			continue
+		}
+		// Count the group once, at its first live link.
+		first := true
+		for _, c2 := range outs[:i] {
+			if g.Up(int(c2)) && g.Dst(int(c2)) == g.Dst(ci) {
+				first = false
+				break
+			}
+		}
+		if !first {
+			continue
+		}
+		load, ch := int32(0), -1
+		for _, c2 := range outs[i:] {
+			c2i := int(c2)
+			if !g.Up(c2i) || g.Dst(c2i) != g.Dst(ci) {
+				continue
+			}
+			load += downCnt[c2i^1]
+			if ch < 0 || downCnt[c2i^1] < downCnt[ch^1] {
+				ch = c2i
+			}
+		}
+		if bestCh < 0 || load < bestLoad {
+			bestLoad, bestCh = load, ch
+		}
 	}
-	scr := make([]scratch, nw)
+	return bestCh
+}
+
+// routeEndPorts routes every end port from its main path, in parallel.
+func (fr *ftreeRouter) routeEndPorts(o Options) {
+	S := len(fr.f.switches)
+	nw := par.Workers(o.Workers)
+	scr := make([]ftreeScratch, nw)
 	for i := range scr {
-		scr[i].state = make([]uint8, S)
-		scr[i].main = make([]bool, S)
-		scr[i].down = make([][]int32, L+1)
+		scr[i] = ftreeScratch{state: make([]uint8, S), main: make([]bool, S), down: make([][]int32, fr.L+1)}
 	}
 	var done atomic.Int64
-	par.For(N, nw, func(w, j int) {
+	par.For(len(fr.ft.order), nw, func(w, j int) {
 		if done.Add(1)%256 == 0 {
 			o.Progress(256)
 		}
-		ti := ft.order[j]
-		if !f.termAlive(ti) {
-			return
-		}
-		sc := &scr[w]
-		clear(sc.state)
-		clear(sc.main)
-		for l := range sc.down {
-			sc.down[l] = sc.down[l][:0]
-		}
-		lid := f.terms[ti].LID
-		leaf := f.terms[ti].Switch
-		sc.state[leaf], sc.main[leaf] = downR, true
-		sc.down[1] = append(sc.down[1], int32(leaf))
-		for k := 0; k < L; k++ {
-			p := chainSw[j*L+k]
-			if p < 0 {
-				break
-			}
-			t.lft[int(p)*t.stride+lid] = chainPort[j*L+k]
-			sc.state[p], sc.main[p] = downR, true
-			sc.down[ft.level[p]] = append(sc.down[ft.level[p]], p)
-		}
-		// Other ancestors route down, level by level upwards.
-		for l := 2; l <= L; l++ {
-			for _, x := range sc.down[l-1] {
-				for e := adj.start[x]; e < adj.start[x+1]; e++ {
-					p := adj.nb[e]
-					if ft.level[p] != l || sc.state[p] != free {
-						continue
-					}
-					sc.cand = sc.cand[:0]
-					for e2 := adj.start[p]; e2 < adj.start[p+1]; e2++ {
-						y := adj.nb[e2]
-						if ft.level[y] == l-1 && sc.state[y] == downR {
-							sc.cand = append(sc.cand, adj.port[e2])
-						}
-					}
-					t.lft[int(p)*t.stride+lid] = sc.cand[j%len(sc.cand)]
-					sc.state[p] = downR
-					sc.down[l] = append(sc.down[l], p)
-				}
-			}
-		}
-		// Everything else routes up, top levels first.
-		for l := L - 1; l >= 1; l-- {
-			for _, y := range ft.byLevel[l] {
-				if sc.state[y] != free {
-					continue
-				}
-				sc.best = sc.best[:0]
-				bestClass := 5
-				for e := adj.start[y]; e < adj.start[y+1]; e++ {
-					p := adj.nb[e]
-					if ft.level[p] != l+1 || sc.state[p] == free {
-						continue
-					}
-					class := 4
-					switch {
-					case sc.state[p] == downR && sc.main[p]:
-						class = 1
-					case sc.state[p] == downR:
-						class = 2
-					case sc.main[p]:
-						class = 3
-					}
-					if class < bestClass {
-						bestClass = class
-						sc.best = sc.best[:0]
-					}
-					if class == bestClass {
-						sc.best = append(sc.best, adj.port[e])
-					}
-				}
-				if len(sc.best) == 0 {
-					continue
-				}
-				t.lft[y*t.stride+lid] = sc.best[j%len(sc.best)]
-				sc.state[y] = upR
-				sc.main[y] = bestClass == 1 || bestClass == 3
-			}
+		if fr.f.termAlive(fr.ft.order[j]) {
+			fr.routeEndPort(&scr[w], j)
 		}
 	})
+}
 
-	// Switch LIDs: up*/down* with the top level as roots.
-	rank := make([]int, S)
+// routeEndPort routes the j-th end port in tree order: its main path, the
+// other ancestors down, everything else up.
+func (fr *ftreeRouter) routeEndPort(sc *ftreeScratch, j int) {
+	clear(sc.state)
+	clear(sc.main)
+	for l := range sc.down {
+		sc.down[l] = sc.down[l][:0]
+	}
+	tm := fr.f.terms[fr.ft.order[j]]
+	leaf := tm.Switch
+	sc.state[leaf], sc.main[leaf] = ftDown, true
+	sc.down[1] = append(sc.down[1], int32(leaf))
+	for k := 0; k < fr.L; k++ {
+		p := fr.chainSw[j*fr.L+k]
+		if p < 0 {
+			break
+		}
+		fr.t.lft[int(p)*fr.t.stride+tm.LID] = fr.chainPort[j*fr.L+k]
+		sc.state[p], sc.main[p] = ftDown, true
+		sc.down[fr.ft.level[p]] = append(sc.down[fr.ft.level[p]], p)
+	}
+	fr.routeDownAncestors(sc, j, tm.LID)
+	fr.routeUp(sc, j, tm.LID)
+}
+
+// routeDownAncestors makes the other ancestors of the leaf route down,
+// level by level upwards.
+func (fr *ftreeRouter) routeDownAncestors(sc *ftreeScratch, j, lid int) {
+	adj, ft := fr.adj, fr.ft
+	for l := 2; l <= fr.L; l++ {
+		for _, x := range sc.down[l-1] {
+			for e := adj.start[x]; e < adj.start[x+1]; e++ {
+				p := adj.nb[e]
+				if ft.level[p] != l || sc.state[p] != ftFree {
+					continue
+				}
+				sc.cand = sc.cand[:0]
+				for e2 := adj.start[p]; e2 < adj.start[p+1]; e2++ {
+					y := adj.nb[e2]
+					if ft.level[y] == l-1 && sc.state[y] == ftDown {
+						sc.cand = append(sc.cand, adj.port[e2])
+					}
+				}
+				fr.t.lft[int(p)*fr.t.stride+lid] = sc.cand[j%len(sc.cand)]
+				sc.state[p] = ftDown
+				sc.down[l] = append(sc.down[l], p)
+			}
+		}
+	}
+}
+
+// routeUp makes every other switch route up, top levels first, preferring
+// a parent on the main path that routes down.
+func (fr *ftreeRouter) routeUp(sc *ftreeScratch, j, lid int) {
+	adj, ft := fr.adj, fr.ft
+	for l := fr.L - 1; l >= 1; l-- {
+		for _, y := range ft.byLevel[l] {
+			if sc.state[y] != ftFree {
+				continue
+			}
+			sc.best = sc.best[:0]
+			bestClass := 5
+			for e := adj.start[y]; e < adj.start[y+1]; e++ {
+				p := adj.nb[e]
+				if ft.level[p] != l+1 || sc.state[p] == ftFree {
+					continue
+				}
+				class := 4
+				switch {
+				case sc.state[p] == ftDown && sc.main[p]:
+					class = 1
+				case sc.state[p] == ftDown:
+					class = 2
+				case sc.main[p]:
+					class = 3
+				}
+				if class < bestClass {
+					bestClass = class
+					sc.best = sc.best[:0]
+				}
+				if class == bestClass {
+					sc.best = append(sc.best, adj.port[e])
+				}
+			}
+			if len(sc.best) == 0 {
+				continue
+			}
+			fr.t.lft[y*fr.t.stride+lid] = sc.best[j%len(sc.best)]
+			sc.state[y] = ftUp
+			sc.main[y] = bestClass == 1 || bestClass == 3
+		}
+	}
+}
+
+// routeSwitchLIDs routes the switch LIDs up*/down* with the top level as
+// roots.
+func (fr *ftreeRouter) routeSwitchLIDs(o Options) error {
+	f := fr.f
+	rank := make([]int, len(f.switches))
 	for s := range rank {
-		rank[s] = L - ft.level[s]
+		rank[s] = fr.L - fr.ft.level[s]
 		if !f.switchAlive(s) {
 			rank[s] = -1
 		}
@@ -324,8 +372,5 @@ func routeFTree(f *Fabric, o Options) (*Tables, error) {
 			sw = append(sw, d)
 		}
 	}
-	if err := fillUpDown(t, rank, adj, o, sw); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return fillUpDown(fr.t, rank, fr.adj, o, sw)
 }

@@ -5,14 +5,13 @@ import (
 )
 
 // routeMinHop routes every destination over a shortest path, balancing
-// end-port routes over the shortest ports of each switch.
-func routeMinHop(f *Fabric, o Options) (*Tables, error) {
+// end-port routes over the shortest ports of each switch, in the better of
+// the two destination orders.
+func routeMinHop(f *Fabric, o Options) (*Tables, string, error) {
 	h, err := topology.MinHops(f.G, o.Workers)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	t := NewTables(f, "minhop")
-	fillLocal(t)
 	adj := switchAdjacency(f)
 	cand := func(_, s, tt int, buf []uint8) []uint8 {
 		sv, tv := int(f.switches[s]), int(f.switches[tt])
@@ -32,6 +31,10 @@ func routeMinHop(f *Fabric, o Options) (*Tables, error) {
 		}
 		return buf
 	}
-	balanced(t, f.dests(), cand, o.Workers, o.Progress)
-	return t, nil
+	return bestOrder(f, o, func(ds []dest) (*Tables, error) {
+		t := NewTables(f, "minhop")
+		fillLocal(t)
+		balanced(t, ds, cand, o.Workers, o.Progress)
+		return t, nil
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/icn-hpc/icn/internal/par"
-	"sort"
 )
 
 // routeSSSP is single-source-shortest-path routing after OpenSM's sssp:
@@ -28,7 +27,7 @@ import (
 // the destination switch followed by a pass over the BFS layers that keeps,
 // for every switch, the next hop minimising load; this is Dijkstra with
 // lexicographic weights, in O(links) per destination and without a heap.
-func routeSSSP(f *Fabric, o Options) (*Tables, error) {
+func routeSSSP(f *Fabric, o Options, ds []dest) (*Tables, error) {
 	S := len(f.switches)
 	t := NewTables(f, o.Engine)
 	fillLocal(t)
@@ -42,7 +41,6 @@ func routeSSSP(f *Fabric, o Options) (*Tables, error) {
 			}
 		}
 	}
-	ds := ssspOrder(f)
 	// BFS layers depend only on the destination switch: computed once per
 	// switch on all cores when they fit in memory, else per destination.
 	var layers [][]int32 // per switch: BFS order, then hop of each switch
@@ -116,44 +114,6 @@ func routeSSSP(f *Fabric, o Options) (*Tables, error) {
 		}
 	})
 	return t, nil
-}
-
-// ssspOrder lists the live destinations: end ports round-robin over
-// switches (switches with more end ports first, then by index), then the
-// switch LIDs.
-func ssspOrder(f *Fabric) []dest {
-	S := len(f.switches)
-	byTerms := make([]int, S)
-	for i := range byTerms {
-		byTerms[i] = i
-	}
-	sort.SliceStable(byTerms, func(a, b int) bool { return len(f.termsOf(byTerms[a])) > len(f.termsOf(byTerms[b])) })
-	var out []dest
-	for k := 0; ; k++ {
-		added := false
-		for _, s := range byTerms {
-			ts := f.termsOf(s)
-			if k >= len(ts) {
-				continue
-			}
-			added = true
-			ti := int(ts[k])
-			if !f.termAlive(ti) {
-				continue
-			}
-			tm := f.terms[ti]
-			out = append(out, dest{lid: tm.LID, sw: s, port: tm.SwPort, term: ti, alive: true})
-		}
-		if !added {
-			break
-		}
-	}
-	for _, d := range f.dests() {
-		if d.term < 0 && d.alive {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // bfsLayers returns, in one slice, the switches in BFS order from x (those

@@ -73,8 +73,8 @@ func (t *Tables) HasLanes() bool { return t.lanes != nil }
 
 // next returns the switch index that switch s forwards lid to, or one of
 // the negative codes: atDest (the packet leaves the fabric here correctly),
-// hole (no entry, a dead or unconnected port, or delivery to the wrong end
-// port).
+// misdelivered (handed to a live end port that does not hold lid), hole
+// (no entry, a dead or unconnected port).
 func (t *Tables) next(s, lid int) int {
 	p := t.Port(s, lid)
 	f := t.F
@@ -103,18 +103,22 @@ func (t *Tables) next(s, lid int) int {
 		}
 		return ws
 	}
+	if f.G.NodeFailed(w) {
+		return hole
+	}
 	if oterm >= 0 {
 		tm := &f.terms[oterm]
-		if tm.Node == w && tm.Port == f.G.DstPort(c) && !f.G.NodeFailed(w) {
+		if tm.Node == w && tm.Port == f.G.DstPort(c) {
 			return atDest
 		}
 	}
-	return hole
+	return misdelivered
 }
 
 const (
-	atDest = -1
-	hole   = -2
+	atDest       = -1
+	hole         = -2
+	misdelivered = -3
 )
 
 // fillLocal sets the entries every engine shares: a switch's own LID goes

@@ -221,7 +221,7 @@ func switchAdjacency(f *Fabric) *swAdj {
 
 // bfsRanks returns the BFS distance of every live switch from the roots
 // (switch indices); switches the roots do not reach seed further BFS runs
-// from their lowest index, so every component is ranked. Dead switches get
+// from their smallest GUID, so every component is ranked. Dead switches get
 // -1.
 func bfsRanks(f *Fabric, adj *swAdj, roots []int) []int {
 	S := len(f.switches)
@@ -248,7 +248,7 @@ func bfsRanks(f *Fabric, adj *swAdj, roots []int) []int {
 		}
 	}
 	run()
-	for s := 0; s < S; s++ {
+	for _, s := range f.switchesByGUID() {
 		if rank[s] < 0 && f.switchAlive(s) {
 			q = append(q[:0], s)
 			rank[s] = 0
@@ -260,8 +260,9 @@ func bfsRanks(f *Fabric, adj *swAdj, roots []int) []int {
 
 // autoRoots picks the up*/down* roots: the live switches whose farthest
 // end port is nearest (the centre of the fabric as seen from the end
-// nodes). On a fat tree these are the top switches. When every switch ties
-// (tori, dragonflies, rings) a single root, the first, is used (measured
+// nodes), in GUID order. On a fat tree these are the top switches. When
+// every switch ties (tori, dragonflies, rings) a single root, the one with
+// the smallest GUID, is used (measured
 // on dragonfly:a=8,p=4,h=4: a whole group as roots balances worse, 22 332
 // vs 21 284 routes on the busiest link).
 func autoRoots(f *Fabric, workers int) ([]int, error) {
@@ -309,7 +310,7 @@ func autoRoots(f *Fabric, workers int) ([]int, error) {
 		}
 	}
 	var roots []int
-	for s := 0; s < S; s++ {
+	for _, s := range f.switchesByGUID() {
 		if ecc[s] == best && best >= 0 {
 			roots = append(roots, s)
 		}
@@ -320,33 +321,33 @@ func autoRoots(f *Fabric, workers int) ([]int, error) {
 	return roots, nil
 }
 
-func routeUpDn(f *Fabric, o Options) (*Tables, []int, error) {
+func routeUpDn(f *Fabric, o Options) (*Tables, []int, string, error) {
 	adj := switchAdjacency(f)
 	var roots []int
 	if o.Roots != nil {
 		for _, v := range o.Roots {
 			if v < 0 || v >= f.G.NumNodes() || f.swIndex[v] < 0 {
-				return nil, nil, fmt.Errorf("root %d is not a switch", v)
+				return nil, nil, "", fmt.Errorf("root %d is not a switch", v)
 			}
 			s := int(f.swIndex[v])
 			if !f.switchAlive(s) {
-				return nil, nil, fmt.Errorf("root %s is a failed switch", f.G.NodeName(v))
+				return nil, nil, "", fmt.Errorf("root %s is a failed switch", f.G.NodeName(v))
 			}
 			roots = append(roots, s)
 		}
 		if len(roots) == 0 {
-			return nil, nil, fmt.Errorf("no roots given")
+			return nil, nil, "", fmt.Errorf("no roots given")
 		}
 	} else {
 		var err error
 		if roots, err = autoRoots(f, o.Workers); err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 	}
 	rank := bfsRanks(f, adj, roots)
 	u, err := newUpDown(f, adj, rank, o.Workers, o.Progress)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if o.Roots == nil && len(roots) > 1 && !u.complete(f, adj) {
 		// Several roots can leave a root with no legal route to switches
@@ -354,17 +355,23 @@ func routeUpDn(f *Fabric, o Options) (*Tables, []int, error) {
 		roots = roots[:1]
 		rank = bfsRanks(f, adj, roots)
 		if u, err = newUpDown(f, adj, rank, o.Workers, o.Progress); err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 	}
-	t := NewTables(f, "updn")
-	fillLocal(t)
-	balanced(t, f.dests(), func(_, s, tt int, buf []uint8) []uint8 { return u.cand(adj, s, tt, buf) }, o.Workers, o.Progress)
+	t, order, err := bestOrder(f, o, func(ds []dest) (*Tables, error) {
+		t := NewTables(f, "updn")
+		fillLocal(t)
+		balanced(t, ds, func(_, s, tt int, buf []uint8) []uint8 { return u.cand(adj, s, tt, buf) }, o.Workers, o.Progress)
+		return t, nil
+	})
+	if err != nil {
+		return nil, nil, "", err
+	}
 	nodes := make([]int, len(roots))
 	for i, r := range roots {
 		nodes[i] = int(f.switches[r])
 	}
-	return t, sortedInts(nodes), nil
+	return t, sortedInts(nodes), order, nil
 }
 
 // fillUpDown routes the destinations ds of t up*/down* for the ranks.

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -18,92 +18,7 @@ func init() {
 	fabric := &cobra.Command{Use: "fabric", Short: "Unicast routing of switched fabrics (OpenSM-compatible LFTs) and routing audits"}
 	root.AddCommand(fabric)
 
-	// icn fabric route
-	{
-		var ff fabricFlags
-		var af auditFlags
-		var out output
-		var engine, roots, lftOut, lanesOut string
-		var lanes int
-		c := &cobra.Command{
-			Use:   "route",
-			Short: "Compute linear forwarding tables with a routing engine, audit them, optionally write opensm-lfts.dump",
-			Example: `  icn fabric route --fabric fattree:k=4,n=3 --engine ftree
-  icn fabric route --fabric dragonfly:a=4,p=2,h=2 --engine dfsssp --lanes 4 --json
-  icn fabric route --fabric net.ibnet --engine updn --roots S-0002c90000001d18 --lft-out opensm-lfts.dump`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				f, err := ff.load()
-				if err != nil {
-					return err
-				}
-				o := unicast.Options{Engine: engine, Lanes: lanes, Workers: af.workers}
-				if roots != "" {
-					list, err := readArgFile(roots)
-					if err != nil {
-						return fmt.Errorf("--roots: %v", err)
-					}
-					if o.Roots, err = unicast.ParseRoots(f.G, list); err != nil {
-						return fmt.Errorf("--roots: %v", err)
-					}
-				}
-				bar := cli.NewProgress(-1, "routing "+engine, false)
-				o.Progress = bar.Add
-				start := time.Now()
-				res, err := unicast.Route(f, o)
-				bar.Done()
-				if err != nil {
-					return err
-				}
-				secs := time.Since(start).Seconds()
-				rep, err := af.audit(res.Tables)
-				if err != nil {
-					return err
-				}
-				var dump, lanesBuf bytes.Buffer
-				if lftOut != "" {
-					if err := res.Tables.WriteDump(&dump); err != nil {
-						return err
-					}
-				}
-				if lanesOut != "" {
-					if err := res.Tables.WriteLanes(&lanesBuf); err != nil {
-						return err
-					}
-				}
-				if lftOut != "" {
-					if err := writeFileAtomic(lftOut, dump.Bytes()); err != nil {
-						return err
-					}
-				}
-				if lanesOut != "" {
-					if err := writeFileAtomic(lanesOut, lanesBuf.Bytes()); err != nil {
-						return err
-					}
-				}
-				var rootNames []string
-				for _, v := range res.Roots {
-					rootNames = append(rootNames, f.G.NodeName(v))
-				}
-				v := routeJSON{Fabric: ff.spec, Report: rep, Seconds: secs, AuditSeconds: rep.Seconds,
-					LayerSeconds: res.LayerSeconds, LayerBreaks: res.LayerBreaks, LayerMoved: res.LayerMoved, LanesNeeded: res.LanesNeeded, LaneLimit: res.LaneLimit,
-					Roots: rootNames, LFTOut: lftOut, LanesOut: lanesOut}
-				if err := out.print(stdout(c), v, func(w io.Writer) error { return writeFabricReport(w, ff.spec, &v, true) }); err != nil {
-					return err
-				}
-				return af.verdict(rep)
-			},
-		}
-		ff.register(c)
-		af.register(c)
-		out.register(c)
-		c.Flags().StringVar(&engine, "engine", "minhop", "routing engine: "+strings.Join(unicast.EngineNames(), ", "))
-		c.Flags().StringVar(&roots, "roots", "", "updn root switches: names or GUIDs (0x…), comma-separated, or @FILE (OpenSM root GUID file)")
-		c.Flags().IntVar(&lanes, "lanes", unicast.DefaultLanes, "virtual lanes dfsssp (and dor on a torus) may use, 1..15")
-		c.Flags().StringVar(&lftOut, "lft-out", "", "write the tables as opensm-lfts.dump to FILE (OpenSM: -R file -U FILE)")
-		c.Flags().StringVar(&lanesOut, "lanes-out", "", "write the lane of every path to FILE (dfsssp, dor on a torus)")
-		fabric.AddCommand(c)
-	}
+	fabric.AddCommand(newFabricRouteCmd())
 
 	// icn fabric audit
 	{
@@ -121,7 +36,7 @@ func init() {
 				if lftPath == "" {
 					return fmt.Errorf("no tables given (use --lft FILE)")
 				}
-				g, ann, err := ff.graph()
+				g, ann, err := ff.graph(c.ErrOrStderr())
 				if err != nil {
 					return err
 				}
@@ -148,7 +63,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				v := routeJSON{Fabric: ff.spec, Report: rep, Seconds: rep.Seconds, AuditSeconds: rep.Seconds, LanesNeeded: t.Lanes()}
+				v := routeJSON{Fabric: ff.spec, Report: rep, Seconds: rep.Seconds, AuditSeconds: rep.Seconds, LanesNeeded: t.Lanes(), GUIDWarning: t.F.GUIDNote}
 				if err := out.print(stdout(c), v, func(w io.Writer) error { return writeFabricReport(w, ff.spec, &v, false) }); err != nil {
 					return err
 				}
@@ -194,6 +109,149 @@ func init() {
 	}
 }
 
+// fabricRouteOptions are the flags of `icn fabric route`.
+type fabricRouteOptions struct {
+	ff                              fabricFlags
+	af                              auditFlags
+	out                             output
+	engine, roots, lftOut, lanesOut string
+	lanes                           int
+	stderr                          io.Writer
+}
+
+func newFabricRouteCmd() *cobra.Command {
+	var o fabricRouteOptions
+	c := &cobra.Command{
+		Use:   "route",
+		Short: "Compute linear forwarding tables with a routing engine, audit them, optionally write opensm-lfts.dump",
+		Example: `  icn fabric route --fabric fattree:k=4,n=3 --engine ftree
+  icn fabric route --fabric dragonfly:a=4,p=2,h=2 --engine dfsssp --lanes 4 --json
+  icn fabric route --fabric net.ibnet --engine updn --roots S-0002c90000001d18 --lft-out opensm-lfts.dump`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.stderr = c.ErrOrStderr()
+			return runFabricRoute(c.Context(), o, stdout(c))
+		},
+	}
+	o.ff.register(c)
+	o.af.register(c)
+	o.out.register(c)
+	c.Flags().StringVar(&o.engine, "engine", "minhop", "routing engine: "+strings.Join(unicast.EngineNames(), ", "))
+	c.Flags().StringVar(&o.roots, "roots", "", "updn root switches: names or GUIDs (0x…), comma-separated, or @FILE (OpenSM root GUID file)")
+	c.Flags().IntVar(&o.lanes, "lanes", unicast.DefaultLanes, "virtual lanes dfsssp (and dor on a torus) may use, 1..15")
+	c.Flags().StringVar(&o.lftOut, "lft-out", "", "write the tables as opensm-lfts.dump to FILE (OpenSM: -R file -U FILE)")
+	c.Flags().StringVar(&o.lanesOut, "lanes-out", "", "write the lane of every path to FILE (dfsssp, dor on a torus)")
+	return c
+}
+
+// runFabricRoute routes, audits, writes the files asked for and prints the
+// report.
+func runFabricRoute(_ context.Context, o fabricRouteOptions, w io.Writer) error {
+	if o.stderr == nil {
+		o.stderr = io.Discard
+	}
+	f, err := o.ff.load(o.stderr)
+	if err != nil {
+		return err
+	}
+	ro := unicast.Options{Engine: o.engine, Lanes: o.lanes, Workers: o.af.workers}
+	if o.roots != "" {
+		list, err := readArgFile(o.roots)
+		if err != nil {
+			return fmt.Errorf("--roots: %v", err)
+		}
+		if ro.Roots, err = unicast.ParseRoots(f.G, list); err != nil {
+			return fmt.Errorf("--roots: %v", err)
+		}
+	}
+	bar := cli.NewProgress(-1, "routing "+o.engine, false)
+	ro.Progress = bar.Add
+	start := time.Now()
+	res, err := unicast.Route(f, ro)
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	secs := time.Since(start).Seconds()
+	rep, err := o.af.audit(res.Tables)
+	if err != nil {
+		return err
+	}
+	if o.lftOut != "" {
+		if err := writeStreamAtomic(o.lftOut, res.Tables.WriteDump); err != nil {
+			return err
+		}
+	}
+	if o.lanesOut != "" {
+		if err := writeStreamAtomic(o.lanesOut, res.Tables.WriteLanes); err != nil {
+			return err
+		}
+	}
+	var rootNames []string
+	for _, v := range res.Roots {
+		rootNames = append(rootNames, f.G.NodeName(v))
+	}
+	v := routeJSON{Fabric: o.ff.spec, Report: rep, Seconds: secs, AuditSeconds: rep.Seconds,
+		LayerSeconds: res.LayerSeconds, LayerBreaks: res.LayerBreaks, LayerMoved: res.LayerMoved, LanesNeeded: res.LanesNeeded, LaneLimit: res.LaneLimit,
+		Roots: rootNames, LFTOut: o.lftOut, LanesOut: o.lanesOut, Order: res.Order, GUIDWarning: f.GUIDNote}
+	if err := o.out.print(w, v, func(w io.Writer) error { return writeFabricReport(w, o.ff.spec, &v, true) }); err != nil {
+		return err
+	}
+	return o.af.verdict(rep)
+}
+
+// writeStreamAtomic writes a file through write as it is produced (memory
+// stays bounded) into a temporary file next to path, renamed into place
+// once complete, so a failure never leaves a truncated file behind.
+func writeStreamAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(dirOf(path), ".icn-*")
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := write(tmp); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// writeIBNetExport writes g as ibnetdiscover text with the LIDs icn's
+// unicast engines give it (those of the file when spec is an ibnetdiscover
+// or ibsim file): ibsim configures them and OpenSM keeps them, so tables
+// icn computes for the export load with `opensm -R file` as they are.
+// Graphs without switches are written with the LIDs they carry.
+func writeIBNetExport(w io.Writer, g *topology.Graph, spec string) error {
+	var ann *unicast.Annotations
+	path := strings.TrimPrefix(spec, "file:")
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		if data, err := os.ReadFile(path); err == nil && topology.DetectFormat(data) == topology.FormatIBNet {
+			if ann, err = unicast.ParseAnnotations(data, path); err != nil {
+				return err
+			}
+		}
+	}
+	f, err := unicast.NewFabric(g, ann)
+	if err != nil || g.Count(topology.Switch) == 0 {
+		return g.WriteIBNet(w)
+	}
+	return g.WriteIBNetLIDs(w, f.PortLID)
+}
+
 // fabricFlags select the fabric: a spec or a file, plus failures.
 type fabricFlags struct {
 	spec      string
@@ -208,8 +266,10 @@ func (ff *fabricFlags) register(c *cobra.Command) {
 }
 
 // graph loads the network (an existing file is read as file:PATH) and, for
-// ibnetdiscover / ibsim text, its per-port LID and GUID annotations.
-func (ff *fabricFlags) graph() (*topology.Graph, *unicast.Annotations, error) {
+// ibnetdiscover / ibsim text, its per-port LID and GUID annotations. A file
+// without GUIDs is reported on stderr: tables for it only fit a simulated
+// fabric.
+func (ff *fabricFlags) graph(stderr io.Writer) (*topology.Graph, *unicast.Annotations, error) {
 	if ff.spec == "" {
 		return nil, nil, fmt.Errorf("no fabric given (use --fabric SPEC or FILE)")
 	}
@@ -231,13 +291,16 @@ func (ff *fabricFlags) graph() (*topology.Graph, *unicast.Annotations, error) {
 			if ann, err = unicast.ParseAnnotations(data, path); err != nil {
 				return nil, nil, err
 			}
+			if !ann.HasGUIDs() {
+				fmt.Fprintf(stderr, "icn: warning: %s gives no GUIDs; switch and port GUIDs follow ibsim's assignment, so tables for it only fit a simulated fabric\n", path)
+			}
 		}
 	}
 	return g, ann, nil
 }
 
-func (ff *fabricFlags) load() (*unicast.Fabric, error) {
-	g, ann, err := ff.graph()
+func (ff *fabricFlags) load(stderr io.Writer) (*unicast.Fabric, error) {
+	g, ann, err := ff.graph(stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -314,6 +377,9 @@ type routeJSON struct {
 	Roots        []string `json:"roots,omitempty"`
 	LFTOut       string   `json:"lft_out,omitempty"`
 	LanesOut     string   `json:"lanes_out,omitempty"`
+	// Order is the destination order the engine kept (see docs/unicast.md).
+	Order       string `json:"destination_order,omitempty"`
+	GUIDWarning string `json:"guid_warning,omitempty"`
 }
 
 func writeFabricReport(w io.Writer, spec string, v *routeJSON, routed bool) error {
@@ -325,12 +391,18 @@ func writeFabricReport(w io.Writer, spec string, v *routeJSON, routed bool) erro
 	if len(v.Roots) > 0 {
 		t.Row("up*/down* roots", strings.Join(v.Roots, ","))
 	}
+	if v.Order != "" {
+		t.Row("destination order", v.Order)
+	}
+	if v.GUIDWarning != "" {
+		t.Row("GUIDs", "WARNING: "+v.GUIDWarning)
+	}
 	reach := "yes"
 	switch {
 	case !r.Reachable && r.UnreachableSwitch == r.UnreachablePairs:
 		reach = fmt.Sprintf("end ports yes; %d of %d pairs to switch LIDs (management) unreachable; first: %s", r.UnreachablePairs, r.Pairs, r.FirstUnreachable)
 	case !r.Reachable:
-		reach = fmt.Sprintf("NO: %d of %d pairs (%d black holes, %d loops); first: %s", r.UnreachablePairs, r.Pairs, r.BlackHoles, r.Loops, r.FirstUnreachable)
+		reach = fmt.Sprintf("NO: %d of %d pairs (%d black holes, %d loops, %d delivered to the wrong end port); first: %s", r.UnreachablePairs, r.Pairs, r.BlackHoles, r.Loops, r.Misdelivered, r.FirstUnreachable)
 	}
 	t.Row("all pairs reachable", reach)
 	t.Row("hops (links) max / avg", fmt.Sprintf("%d / %s", r.MaxHops, cli.Float(r.AvgHops)))

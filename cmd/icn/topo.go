@@ -82,7 +82,7 @@ func init() {
 				case "dot":
 					err = g.WriteDOT(&buf)
 				case "ibnetdiscover", "ibnet":
-					err = g.WriteIBNet(&buf)
+					err = writeIBNetExport(&buf, g, tf.spec)
 				default:
 					return fmt.Errorf("unknown format %q (want json, dot or ibnetdiscover)", format)
 				}

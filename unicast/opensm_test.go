@@ -1,0 +1,257 @@
+package unicast
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// OpenSM is the consumer of the dumps: on a fabric simulated by ibsim,
+// `opensm -R file -U dump` must install icn's tables exactly, and OpenSM's
+// own dump of what it installed must deliver every pair to the right host.
+// Skipped unless opensm, ibsim, ibnetdiscover and libumad2sim are
+// installed (Debian: opensm ibsim-utils infiniband-diags).
+func TestOpenSMInstallsTables(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs OpenSM")
+	}
+	sim := newIBSim(t)
+	dir := t.TempDir()
+	gen, err := topology.Parse("fattree:m=4,n=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The export carries icn's LIDs: ibsim sets them and OpenSM keeps
+	// them, so tables computed on the export itself load as they are.
+	f0, err := NewFabric(gen, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var export bytes.Buffer
+	if err := gen.WriteIBNetLIDs(&export, f0.PortLID); err != nil {
+		t.Fatal(err)
+	}
+	net := filepath.Join(dir, "fabric.ibnet")
+	if err := os.WriteFile(net, export.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sim.start(net, "h0")
+	defer sim.stop()
+	sim.check(export.String(), "export", "ftree", filepath.Join(dir, "export"))
+	// A sweep with OpenSM's own engine, then ibnetdiscover: the fabric as a
+	// site would feed it to icn.
+	sim.opensm(filepath.Join(dir, "first"), "-R", "minhop")
+	discovered := sim.ibnetdiscover()
+	for _, engine := range []string{"minhop", "updn", "ftree", "dfsssp"} {
+		sim.check(discovered, "discovered", engine, filepath.Join(dir, engine))
+	}
+}
+
+// check routes the fabric text with engine, has OpenSM load the dump with
+// `-R file` and compares what it installed; the installed tables must
+// deliver every pair to the right host.
+func (s *ibsim) check(text, name, engine, dir string) {
+	t := s.t
+	t.Helper()
+	g, ann := importIBNet(t, text, name)
+	f, err := NewFabric(g, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := route(t, f, engine, 0)
+	var dump bytes.Buffer
+	res.Tables.WriteDump(&dump)
+	os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, "icn.dump")
+	os.WriteFile(path, dump.Bytes(), 0o644)
+	s.opensm(dir, "-R", "file", "-U", path)
+	installed, err := os.ReadFile(filepath.Join(dir, "opensm-lfts.dump"))
+	if err != nil {
+		t.Fatalf("%s %s: OpenSM wrote no dump: %v", name, engine, err)
+	}
+	if len(dumpEntrySet(string(installed))) < len(f.Terminals()) {
+		t.Fatalf("%s %s: OpenSM installed almost nothing:\n%s", name, engine, installed)
+	}
+	if d := dumpEntriesDiff(dump.String(), string(installed)); d != "" {
+		t.Errorf("%s %s: OpenSM installed other tables: %s", name, engine, d)
+	}
+	back, err := ReadDump(bytes.NewReader(installed), "opensm-lfts.dump", g, ann)
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, engine, err)
+	}
+	if r := audit(t, back); !r.Reachable || r.Misdelivered != 0 {
+		t.Errorf("%s %s: installed tables: reachable %v, misdelivered %d (%s)", name, engine, r.Reachable, r.Misdelivered, r.FirstUnreachable)
+	}
+}
+
+// An ibsim net file without GUIDs (icn assumes ibsim's assignment) whose
+// LIDs ibsim sets and OpenSM keeps: the tables icn computes from the file
+// alone are installed exactly.
+func TestOpenSMInstallsTablesForNetFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs OpenSM")
+	}
+	sim := newIBSim(t)
+	dir := t.TempDir()
+	gen, err := topology.Parse("dragonfly:a=4,p=2,h=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f0, err := NewFabric(gen, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var export bytes.Buffer
+	if err := gen.WriteIBNetLIDs(&export, f0.PortLID); err != nil {
+		t.Fatal(err)
+	}
+	text := stripGUIDs(export.String())
+	net := filepath.Join(dir, "fabric.net")
+	os.WriteFile(net, []byte(text), 0o644)
+	g, ann := importIBNet(t, text, "fabric.net")
+	f, err := NewFabric(g, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.GUIDNote == "" {
+		t.Fatal("no GUID warning for a net file without GUIDs")
+	}
+	sim.start(net, g.NodeName(f.Terminals()[0].Node))
+	defer sim.stop()
+	sim.check(text, "fabric.net", "dfsssp", filepath.Join(dir, "file"))
+}
+
+// dumpEntriesDiff compares the (switch GUID, LID, port) entries of two
+// dumps.
+func dumpEntriesDiff(a, b string) string {
+	ea, eb := dumpEntrySet(a), dumpEntrySet(b)
+	n := 0
+	first := ""
+	for k := range ea {
+		if !eb[k] {
+			n++
+			first = k
+		}
+	}
+	for k := range eb {
+		if !ea[k] {
+			n++
+			first = k
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d/%d entries differ (e.g. %s)", n, len(ea), len(eb), first)
+}
+
+func dumpEntrySet(s string) map[string]bool {
+	out := map[string]bool{}
+	guid := ""
+	for _, line := range strings.Split(s, "\n") {
+		if i := strings.Index(line, " guid 0x"); strings.HasPrefix(line, "Unicast lids") && i >= 0 {
+			guid = strings.Fields(line[i+6:])[0]
+		} else if f := strings.Fields(line); strings.HasPrefix(line, "0x") && len(f) >= 2 {
+			out[guid+" "+f[0]+" "+f[1]] = true
+		}
+	}
+	return out
+}
+
+// ibsim runs the InfiniBand fabric simulator for a test.
+type ibsim struct {
+	t       *testing.T
+	preload string
+	sock    string
+	host    string
+	cmd     *exec.Cmd
+	stdin   interface{ Close() error }
+	mu      sync.Mutex
+	out     bytes.Buffer
+}
+
+func newIBSim(t *testing.T) *ibsim {
+	for _, tool := range []string{"ibsim", "opensm", "ibnetdiscover"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	libs, _ := filepath.Glob("/usr/lib*/*/umad2sim/libumad2sim.so")
+	more, _ := filepath.Glob("/usr/lib*/umad2sim/libumad2sim.so")
+	libs = append(libs, more...)
+	if len(libs) == 0 {
+		t.Skip("libumad2sim.so not installed")
+	}
+	return &ibsim{t: t, preload: libs[0], sock: fmt.Sprintf("icn-test-%d", os.Getpid())}
+}
+
+func (s *ibsim) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.Write(p)
+}
+
+func (s *ibsim) start(net, host string) {
+	s.host = host
+	s.cmd = exec.Command("ibsim", "-s", net)
+	s.cmd.Env = append(os.Environ(), "IBSIM_SOCKNAME="+s.sock)
+	s.cmd.Stdout, s.cmd.Stderr = s, s
+	in, err := s.cmd.StdinPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.stdin = in
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		s.mu.Lock()
+		ready := strings.Contains(s.out.String(), "sim>")
+		s.mu.Unlock()
+		if ready {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.stop()
+	s.t.Fatalf("ibsim did not start:\n%s", s.out.String())
+}
+
+func (s *ibsim) stop() {
+	s.stdin.Close()
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
+
+func (s *ibsim) env(dir string) []string {
+	return append(os.Environ(), "IBSIM_SOCKNAME="+s.sock, "SIM_HOST="+s.host, "LD_PRELOAD="+s.preload, "OSM_TMP_DIR="+dir, "OSM_CACHE_DIR="+dir)
+}
+
+// opensm runs one OpenSM sweep with the arguments, dumping into dir.
+func (s *ibsim) opensm(dir string, args ...string) {
+	os.MkdirAll(dir, 0o755)
+	args = append([]string{"-o", "-D", "0x43", "-f", filepath.Join(dir, "osm.log"), "--dump_files_dir", dir}, args...)
+	c := exec.Command("opensm", args...)
+	c.Env = s.env(dir)
+	if out, err := c.CombinedOutput(); err != nil {
+		s.t.Fatalf("opensm %v: %v\n%s", args, err, out)
+	}
+}
+
+func (s *ibsim) ibnetdiscover() string {
+	c := exec.Command("ibnetdiscover")
+	c.Env = s.env(s.t.TempDir())
+	out, err := c.Output()
+	if err != nil {
+		s.t.Fatalf("ibnetdiscover: %v", err)
+	}
+	return string(out)
+}
