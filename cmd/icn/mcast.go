@@ -304,75 +304,7 @@ func init() {
 		mcastCmd.AddCommand(c)
 	}
 
-	// icn mcast verify
-	{
-		var tf topoFlags
-		var out output
-		var trees string
-		c := &cobra.Command{
-			Use:   "verify",
-			Short: "Re-verify a --trees-out file against the fabric and recompute the EFI from its edges",
-			Example: `  icn mcast --topo bluelight --groups grid2d:128x68 --trees-out t.json
-  icn mcast verify --topo bluelight --trees t.json`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				if trees == "" {
-					return fmt.Errorf("no trees file given (use --trees FILE)")
-				}
-				f, err := os.Open(trees)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				tfile, err := multicast.ReadTrees(f)
-				if err != nil {
-					return err
-				}
-				if tf.spec == "" {
-					tf.spec = tfile.Topo
-				}
-				g, err := loadMcastTopo(&tf)
-				if err != nil {
-					return err
-				}
-				h, err := topology.MinHops(g, 0)
-				if err != nil {
-					return err
-				}
-				type row struct {
-					Algo string `json:"algo"`
-					multicast.EFIStats
-					MaxHeight int  `json:"max_height"`
-					Groups    int  `json:"groups"`
-					Matches   bool `json:"matches_recorded_max_efi"`
-				}
-				var rows []row
-				for i := range tfile.Runs {
-					run := &tfile.Runs[i]
-					gs, ts, err := run.Resolve(g)
-					if err != nil {
-						return &exitError{1, err}
-					}
-					st, ht, err := multicast.CheckRun(h, gs, ts)
-					if err != nil {
-						return &exitError{1, fmt.Errorf("run %s: %v", run.Algo, err)}
-					}
-					rows = append(rows, row{run.Algo, st, ht, len(gs), st.Max == run.MaxEFI && ht == run.MaxHeight})
-				}
-				return out.print(stdout(c), rows, func(w io.Writer) error {
-					t := cli.NewTable("algo", "groups", "trees", "max EFI", "mean EFI", "max height", "matches file")
-					for _, r := range rows {
-						t.Row(r.Algo, r.Groups, "all valid", r.Max, r.Mean, r.MaxHeight, r.Matches)
-					}
-					return t.Write(w)
-				})
-			},
-		}
-		tf.register(c, "topo", "")
-		out.register(c)
-		c.Flags().StringVar(&trees, "trees", "", "trees file written by --trees-out")
-		mcastCmd.AddCommand(c)
-	}
+	mcastCmd.AddCommand(newMcastVerifyCmd())
 
 	// icn mcast protocol
 	{
