@@ -1,9 +1,11 @@
 package multicast
 
 import (
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/icn-hpc/icn/topology"
 )
@@ -160,4 +162,59 @@ func BenchmarkDragonflyGrid3D(b *testing.B) {
 			b.ReportMetric(float64(res.Max), "max-EFI")
 		})
 	}
+}
+
+// BenchmarkProtocol100kJoins: 100 000 join requests (12 500 random groups
+// of 8 on TaihuLight, all groups interleaved) through a Manager, with FULB
+// and, in the same run, SSSP-new; joins-ms is the time of all joins
+// (routing included), route-ms the routing alone (Run on the same groups).
+func BenchmarkProtocol100kJoins(b *testing.B) {
+	h, _ := taihuLight(b)
+	w, _ := ParseWorkload("random:count=12500,size=8")
+	gs, err := w.Groups(h.Graph(), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type req struct{ g, m int }
+	var reqs []req
+	for gi, g := range gs {
+		for mi := range g.Members {
+			reqs = append(reqs, req{gi, mi})
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(reqs), func(i, j int) { reqs[i], reqs[j] = reqs[j], reqs[i] })
+	joins := func(a Algo) float64 {
+		clock := NewManualClock(time.Unix(0, 0))
+		m := NewManager(NewRouter(h, a, Options{}), ManagerOptions{Clock: clock})
+		t0 := time.Now()
+		for i, r := range reqs {
+			if i%1000 == 0 {
+				clock.Advance(time.Millisecond) // time moves: timeouts are checked against it
+			}
+			g := gs[r.g]
+			if _, err := m.Join(g.Name, int(g.Members[r.m]), len(g.Members)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t0).Seconds()
+	}
+	fulb, _ := ParseAlgo("fulb")
+	sssp, _ := ParseAlgo("sssp-new")
+	var fj, sj, fr float64
+	n := 0
+	for b.Loop() {
+		fj += joins(fulb)
+		sj += joins(sssp)
+		res, err := Run(h, fulb, gs, Options{}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fr += res.Seconds
+		n++
+	}
+	b.ReportMetric(float64(len(reqs)), "joins")
+	b.ReportMetric(fj/float64(n)*1e3, "fulb-joins-ms")
+	b.ReportMetric(fr/float64(n)*1e3, "fulb-route-ms")
+	b.ReportMetric(sj/float64(n)*1e3, "sssp-new-joins-ms")
 }

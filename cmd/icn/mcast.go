@@ -306,65 +306,7 @@ func init() {
 
 	mcastCmd.AddCommand(newMcastVerifyCmd())
 
-	// icn mcast protocol
-	{
-		var tf topoFlags
-		var out output
-		var groups, algo string
-		var loss float64
-		var seed uint64
-		c := &cobra.Command{
-			Use:   "protocol",
-			Short: "Simulate the HPC join/leave protocol for a workload with lost requests (virtual clock)",
-			Example: `  icn mcast protocol --topo fattree:k=4,n=3 --groups grid2d:8x8
-  icn mcast protocol --topo fattree:k=4,n=3 --groups grid2d:8x8 --loss 0.01 --seed 7`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				if loss < 0 || loss > 1 {
-					return fmt.Errorf("--loss %v out of range 0..1", loss)
-				}
-				a, err := multicast.ParseAlgo(algo)
-				if err != nil {
-					return err
-				}
-				w, err := multicast.ParseWorkload(groups)
-				if err != nil {
-					return err
-				}
-				g, err := loadMcastTopo(&tf)
-				if err != nil {
-					return err
-				}
-				gs, err := w.Groups(g, seed)
-				if err != nil {
-					return err
-				}
-				h, err := topology.MinHops(g, 0)
-				if err != nil {
-					return err
-				}
-				rep, err := multicast.SimulateProtocol(h, a, gs, loss, seed)
-				if err != nil {
-					return err
-				}
-				return out.print(stdout(c), rep, func(wr io.Writer) error {
-					return cli.KV(wr, "groups", rep.Groups, "join requests sent", rep.Joins, "join requests lost", rep.LostJoins,
-						"groups Ready after joins", rep.Ready, "groups destroyed by join timeout", rep.JoinTimeouts,
-						"groups never created (all joins lost)", rep.NeverCreated,
-						"leave requests lost", rep.LostLeaves, "groups destroyed after all left", rep.AllLeft,
-						"groups destroyed by leave timeout", rep.LeaveTimeouts, "re-routings caused by leaves", rep.Reroutes,
-						"link load left after teardown", rep.LoadLeft)
-				})
-			},
-		}
-		tf.register(c, "topo", "")
-		out.register(c)
-		c.Flags().StringVar(&groups, "groups", "grid2d:4x4", "workload (see icn mcast --help)")
-		c.Flags().StringVar(&algo, "algo", "fulb", "engine")
-		c.Flags().Float64Var(&loss, "loss", 0, "probability that a join or leave request is lost")
-		c.Flags().Uint64Var(&seed, "seed", 1, "seed for request order and losses")
-		mcastCmd.AddCommand(c)
-	}
+	mcastCmd.AddCommand(newMcastProtocolCmd())
 }
 
 // loadMcastTopo is topoFlags.load that also accepts the multicast
