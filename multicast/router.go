@@ -63,13 +63,13 @@ type Router struct {
 	candHR []hop
 	pivot  int
 	// root choice
-	attach  []int32 // per node: the switch a single-homed end node hangs off, else -1
-	attachC []int32 // per node: the channel from it to that switch
+	// attach, per node: the switch a single-homed end node hangs off and
+	// the channel from the node to it, else -1, -1.
+	attach  []attachment
 	ebuf    []int32 // edges of the tree being built
 	targets []target
 	tepoch  uint32
-	tstamp  []uint32 // per node
-	tindex  []int32  // per node: target index
+	tslot   []uint64 // per node: tepoch<<32 | its target's index
 	bstamp  []uint32 // per router index: visited by the ball search
 	queue   []int32
 }
@@ -113,10 +113,9 @@ func NewRouter(h *topology.HopTable, a Algo, o Options) *Router {
 	for c := range r.chanDstRI {
 		r.chanDstRI[c] = int32(h.RouterIndex(g.Dst(c)))
 	}
-	r.attach = make([]int32, n)
-	r.attachC = make([]int32, n)
+	r.attach = make([]attachment, n)
 	for v := range r.attach {
-		r.attach[v], r.attachC[v] = -1, -1
+		r.attach[v] = attachment{-1, -1}
 		if h.RouterIndex(v) >= 0 {
 			continue
 		}
@@ -128,11 +127,10 @@ func NewRouter(h *topology.HopTable, a Algo, o Options) *Router {
 			}
 		}
 		if links == 1 && h.RouterIndex(att) >= 0 {
-			r.attach[v], r.attachC[v] = int32(att), ac
+			r.attach[v] = attachment{int32(att), ac}
 		}
 	}
-	r.tstamp = make([]uint32, n)
-	r.tindex = make([]int32, n)
+	r.tslot = make([]uint64, n)
 	r.bstamp = make([]uint32, nr)
 	r.linkLoad = make([]int32, g.NumLinks())
 	r.swLoad = make([]int32, n)
@@ -162,8 +160,8 @@ func (r *Router) SwitchLoad(v int) int { return int(r.swLoad[v]) }
 // Bytes returns the memory held by the router's state and scratch space.
 func (r *Router) Bytes() int {
 	return 4*(len(r.adjStart)+len(r.adjChan)+len(r.adjDst)+len(r.chanDstRI)+2*len(r.rd)+2*len(r.adj)+len(r.linkLoad)+len(r.swLoad)+len(r.stamp)+
-		len(r.gstamp)+len(r.dstamp)+len(r.parent)+len(r.done)+len(r.attach)+len(r.attachC)+len(r.tstamp)+
-		len(r.tindex)+len(r.bstamp)) + len(r.global) + len(r.gmin) + 8*len(r.dist)
+		len(r.gstamp)+len(r.dstamp)+len(r.parent)+len(r.done)+2*len(r.attach)+2*len(r.tslot)+
+		len(r.bstamp)) + len(r.global) + len(r.gmin) + 8*len(r.dist)
 }
 
 func (r *Router) nextEpoch() {
@@ -356,23 +354,24 @@ type target struct {
 func (r *Router) makeTargets(members []int32) {
 	r.nextTarget()
 	r.targets = r.targets[:0]
+	ep := uint64(r.tepoch) << 32
 	for _, m := range members {
-		rt, add := m, int32(0)
-		if r.h.RouterIndex(int(m)) < 0 {
-			rt, add = r.attach[m], 1
-		}
+		rt, add := r.attach[m].sw, int32(1)
 		if rt < 0 {
-			r.targets = append(r.targets, target{router: -1, node: m, count: 1})
-			continue
+			if r.h.RouterIndex(int(m)) < 0 {
+				r.targets = append(r.targets, target{router: -1, node: m, count: 1})
+				continue
+			}
+			rt, add = m, 0
 		}
-		if r.tstamp[rt] == r.tepoch {
-			t := &r.targets[r.tindex[rt]]
+		if v := r.tslot[rt]; v&^0xffffffff == ep {
+			t := &r.targets[uint32(v)]
 			t.add = max(t.add, add)
 			t.count++
 			t.addSum += add
 			continue
 		}
-		r.tstamp[rt], r.tindex[rt] = r.tepoch, int32(len(r.targets))
+		r.tslot[rt] = ep | uint64(len(r.targets))
 		r.targets = append(r.targets, target{router: rt, add: add, count: 1, addSum: add})
 	}
 	// A single-homed or switch target first, so the ball search can start.
@@ -387,7 +386,7 @@ func (r *Router) makeTargets(members []int32) {
 func (r *Router) nextTarget() {
 	r.tepoch++
 	if r.tepoch == 0 {
-		clear(r.tstamp)
+		clear(r.tslot)
 		clear(r.bstamp)
 		r.tepoch = 1
 	}
@@ -687,9 +686,9 @@ func (r *Router) fulb(root int32, members []int32) []int32 {
 		}
 		r.stamp[m] = ep
 		cur := m
-		if c := r.attachC[m]; c >= 0 {
+		if a := r.attach[m]; a.c >= 0 {
 			// A single-homed end node has one way up.
-			x := r.attach[m]
+			c, x := a.c, a.sw
 			edges = append(edges, c^1)
 			if r.stamp[x] == ep {
 				continue
@@ -771,6 +770,10 @@ func (r *Router) rootDist(xi, root int32) int32 {
 	r.rd[xi] = uint64(r.epoch)<<8 | d
 	return int32(d)
 }
+
+// attachment is the switch a single-homed end node hangs off and the
+// channel from the node to it.
+type attachment struct{ sw, c int32 }
 
 // hop is a channel and the router index of its far end (-1 for a node
 // that does not forward).
