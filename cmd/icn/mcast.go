@@ -45,7 +45,7 @@ func init() {
 	{
 		var tf topoFlags
 		var out output
-		var groups, algos, rootMetric, treesOut, plotPath string
+		var groups, algos, rootMetric, treesOut, plotPath, mapSpec string
 		var seed uint64
 		var workers int
 		var quiet bool
@@ -77,6 +77,9 @@ func init() {
 			w, err := multicast.ParseWorkload(strings.TrimSpace(wspec))
 			if err != nil {
 				return err
+			}
+			if w.Map, err = multicast.ParseMapping(mapSpec); err != nil {
+				return fmt.Errorf("--map: %v", err)
 			}
 			g, err := loadMcastTopo(&tf)
 			if err != nil {
@@ -129,7 +132,7 @@ func init() {
 			return out.print(stdout(c), results, func(wr io.Writer) error {
 				fmt.Fprintf(wr, "fabric %s: %d end nodes, %d switches; min-hop table %s in %.2f s\n",
 					tf.spec, g.Count(topology.Endpoint), len(h.Routers()), bytesString(h.Bytes()), hopSec)
-				fmt.Fprintf(wr, "workload %s: %d groups, %d members\n\n", w, len(gs), results[0].Members)
+				fmt.Fprintf(wr, "workload %s (mapping %s): %d groups, %d members\n\n", w, w.Map, len(gs), results[0].Members)
 				return writeMcastTable(wr, results)
 			})
 		}
@@ -139,7 +142,8 @@ func init() {
 		c.Flags().StringVar(&groups, "groups", "", "workload: grid2d:AxB, grid3d:AxBxC, hier:…, random:…, file:PATH (see --help), or @FILE")
 		c.Flags().StringVar(&algos, "algo", "minhop-new,sssp-new,fulb", "engines, comma-separated: minhop, minhop-new, sssp, sssp-new, fulb (+1g for sssp/fulb)")
 		c.Flags().StringVar(&rootMetric, "root-metric", "max", "root choice: max (smallest largest distance, minimal height) or mean (smallest total distance)")
-		c.Flags().Uint64Var(&seed, "seed", 1, "seed for random workloads")
+		c.Flags().Uint64Var(&seed, "seed", 1, "seed for random workloads and the random mapping")
+		c.Flags().StringVar(&mapSpec, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
 		c.Flags().StringVar(&treesOut, "trees-out", "", "write every group's root, members and tree edges (node-name pairs) as JSON to FILE")
 		c.Flags().StringVar(&plotPath, "plot", "", "write a histogram of link EFI per engine to FILE (.svg or .png)")
 		c.Flags().IntVar(&workers, "workers", 0, "goroutines for the min-hop table (0 = all cores)")
@@ -231,7 +235,7 @@ func init() {
 	// icn mcast experiment
 	{
 		var out output
-		var fabric, algos, plotPath string
+		var fabric, algos, plotPath, mapSpec string
 		var seed uint64
 		var workers int
 		var quiet bool
@@ -255,6 +259,10 @@ func init() {
 						fabrics = append(fabrics, f)
 					}
 				}
+				mp, err := multicast.ParseMapping(mapSpec)
+				if err != nil {
+					return fmt.Errorf("--map: %v", err)
+				}
 				var as []multicast.Algo
 				if algos != "" {
 					var err error
@@ -269,7 +277,7 @@ func init() {
 				}
 				var exps []*multicast.Experiment
 				for _, f := range fabrics {
-					ex, err := multicast.RunExperiment(f, as, seed, workers, func(line string) {
+					ex, err := multicast.RunExperimentWith(f, as, seed, workers, mp, func(line string) {
 						if !quiet {
 							fmt.Fprintln(os.Stderr, line)
 						}
@@ -297,7 +305,8 @@ func init() {
 		out.register(c)
 		c.Flags().StringVar(&fabric, "fabric", "all", "fattree, torus, dragonfly, bluelight, taihulight (comma-separated) or all")
 		c.Flags().StringVar(&algos, "algo", "", "engines (default: the fabric's list, all five plus +1g on the dragonfly)")
-		c.Flags().Uint64Var(&seed, "seed", 1, "seed for the random workloads")
+		c.Flags().Uint64Var(&seed, "seed", 1, "seed for the random workloads and the random mapping")
+		c.Flags().StringVar(&mapSpec, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
 		c.Flags().StringVar(&plotPath, "plot", "", "bar chart of max EFI per workload and engine (.svg or .png)")
 		c.Flags().IntVar(&workers, "workers", 0, "goroutines for the min-hop tables (0 = all cores)")
 		c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
@@ -377,8 +386,8 @@ func writeMcastTable(w io.Writer, results []*multicast.Result) error {
 
 func writeExperiment(w io.Writer, ex *multicast.Experiment) error {
 	f := ex.Fabric
-	fmt.Fprintf(w, "== %s (%s): %d end nodes, %d switches; seed tables %s; min-hop table %s in %.2f s\n",
-		f.Name, f.Spec, ex.EndNodes, ex.Switches, f.Tables, bytesString(ex.HopTableBytes), ex.HopSeconds)
+	fmt.Fprintf(w, "== %s (%s, mapping %s): %d end nodes, %d switches; seed tables %s; min-hop table %s in %.2f s\n",
+		f.Name, f.Spec, ex.Mapping, ex.EndNodes, ex.Switches, f.Tables, bytesString(ex.HopTableBytes), ex.HopSeconds)
 	if len(ex.Rows) == 0 {
 		return nil
 	}

@@ -24,6 +24,7 @@ type mcastProtocolOptions struct {
 	retries string
 	backoff time.Duration
 	seed    uint64
+	mapping string
 	quiet   bool
 }
 
@@ -56,7 +57,8 @@ lost against the loss rate with and without retries.`,
 	c.Flags().StringVar(&o.loss, "loss", "0", "probability that a transmission is lost (comma-separated list for a sweep)")
 	c.Flags().StringVar(&o.retries, "retries", "0", "resends of an unanswered request (comma-separated list for a sweep)")
 	c.Flags().DurationVar(&o.backoff, "backoff", 100*time.Millisecond, "wait before the first resend; doubles after every loss")
-	c.Flags().Uint64Var(&o.seed, "seed", 1, "seed for request order and losses")
+	c.Flags().Uint64Var(&o.seed, "seed", 1, "seed for request order, losses and the random mapping")
+	c.Flags().StringVar(&o.mapping, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
 	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	return c
 }
@@ -84,6 +86,9 @@ func runMcastProtocol(_ context.Context, o mcastProtocolOptions, w io.Writer) er
 	wl, err := multicast.ParseWorkload(o.groups)
 	if err != nil {
 		return err
+	}
+	if wl.Map, err = multicast.ParseMapping(o.mapping); err != nil {
+		return fmt.Errorf("--map: %v", err)
 	}
 	g, err := loadMcastTopo(&o.topo)
 	if err != nil {
