@@ -316,6 +316,7 @@ func init() {
 	mcastCmd.AddCommand(newMcastVerifyCmd())
 
 	mcastCmd.AddCommand(newMcastProtocolCmd())
+	mcastCmd.AddCommand(newMcastSimulateCmd())
 }
 
 // loadMcastTopo is topoFlags.load that also accepts the multicast

@@ -83,3 +83,38 @@ func TestMcastVerifyExitStatus(t *testing.T) {
 		t.Errorf("table does not show the mismatch:\n%s", buf.String())
 	}
 }
+
+// icn mcast simulate --json prints one object per engine with the keys the
+// issue names; bad message flags are refused with one line.
+func TestMcastSimulateJSON(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := runICN(t, dir, "mcast", "simulate", "--topo", "fattree:k=4,n=3", "--groups", "random:count=8,size=4",
+		"--algo", "minhop,fulb", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	for i, algo := range []string{"minhop", "fulb"} {
+		for _, k := range []string{"algo", "max_efi", "max_height", "latency_mean", "latency_max", "latency_p99", "zero_load_mean"} {
+			if _, ok := rows[i][k]; !ok {
+				t.Errorf("%s: no key %q", algo, k)
+			}
+		}
+		if rows[i]["algo"] != algo || rows[i]["latency_mean"].(float64) < rows[i]["zero_load_mean"].(float64) {
+			t.Errorf("row %d: %v", i, rows[i])
+		}
+	}
+	for _, tc := range []struct{ flag, want string }{
+		{"--senders=bogus", "want first or all"},
+		{"--bytes=0", "--bytes 0 out of range"},
+		{"--map=blocked:3x3", "blocked mappings need a grid"},
+	} {
+		_, stderr, code := runICN(t, dir, "mcast", "simulate", "--topo", "fattree:k=4,n=3", "--groups", "random:count=8,size=4", tc.flag)
+		if code == 0 || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q", tc.flag, code, stderr)
+		}
+	}
+}

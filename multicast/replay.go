@@ -1,0 +1,265 @@
+package multicast
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// ReplayOptions configure Replay, a cycle-level replay of multicast
+// messages over the trees.
+type ReplayOptions struct {
+	// Flits is the packet length in flits (one flit crosses a link per
+	// cycle); a message is one packet.
+	Flits int
+	// RouterDelay is the cycles a switch needs before a packet's head
+	// can leave on an output port (routing and replication).
+	RouterDelay int
+	// LinkDelay is the cycles a flit takes on a link.
+	LinkDelay int
+	// Messages is how many messages each sender sends, back to back.
+	Messages int
+	// AllSend makes every member of every group send (all-gather);
+	// otherwise only the group's first member sends (broadcast).
+	AllSend bool
+}
+
+// ReplayResult is what Replay measured: latencies are in cycles from a
+// message's injection to the arrival of its last flit at a member.
+type ReplayResult struct {
+	Messages   int     `json:"messages"`
+	Deliveries int     `json:"deliveries"`
+	Mean       float64 `json:"latency_mean"`
+	P99        int64   `json:"latency_p99"`
+	Max        int64   `json:"latency_max"`
+	// CompletionMean is the mean over messages of the latency of their
+	// last delivery (when the whole group has the message).
+	CompletionMean float64 `json:"completion_mean"`
+	// ZeroLoadMean is the mean latency if no two packets ever met: the
+	// same replay with every link free.
+	ZeroLoadMean float64 `json:"zero_load_mean"`
+	Cycles       int64   `json:"cycles"`
+}
+
+// Replay sends messages over the trees and measures their delivery
+// latency. A message leaves its sender over the tree (taken as undirected,
+// as an InfiniBand switch forwards a multicast packet to every tree port
+// but the one it came in on) and is replicated at every switch. Each
+// directed link carries one flit per cycle: a packet holds a link for Flits
+// cycles and waits, first come first served, while another packet holds
+// it (virtual cut-through with unbounded buffers: no credit back-pressure).
+func Replay(g *topology.Graph, h *topology.HopTable, groups []Group, trees []Tree, o ReplayOptions) (*ReplayResult, error) {
+	if o.Flits < 1 || o.RouterDelay < 0 || o.LinkDelay < 1 || o.Messages < 1 {
+		return nil, fmt.Errorf("replay: flits %d, router delay %d, link delay %d, messages %d: need flits ≥ 1, delays ≥ 0 and ≥ 1, messages ≥ 1",
+			o.Flits, o.RouterDelay, o.LinkDelay, o.Messages)
+	}
+	if len(groups) != len(trees) {
+		return nil, fmt.Errorf("replay: %d groups, %d trees", len(groups), len(trees))
+	}
+	rp := newReplayer(g, h, groups, trees, o)
+	res := rp.run(false)
+	free := rp.run(true)
+	res.ZeroLoadMean = free.Mean
+	return res, nil
+}
+
+// replayer holds the trees as undirected adjacency (CSR over the tree
+// edges) and the per-channel busy times.
+type replayer struct {
+	g       *topology.Graph
+	h       *topology.HopTable
+	groups  []Group
+	o       ReplayOptions
+	start   []int32   // per tree: first entry in nodes/adj
+	nodes   []int32   // per tree, sorted: the tree's nodes
+	adjOff  []int32   // per tree node: offset in adj (len = len(nodes)+trees)
+	adj     []int32   // channels out of a tree node along the tree
+	members [][]int32 // per group, sorted
+}
+
+func newReplayer(g *topology.Graph, h *topology.HopTable, groups []Group, trees []Tree, o ReplayOptions) *replayer {
+	rp := &replayer{g: g, h: h, groups: groups, o: o, members: make([][]int32, len(groups))}
+	for k, t := range trees {
+		rp.addTree(t)
+		rp.members[k] = slices.Sorted(slices.Values(groups[k].Members))
+	}
+	rp.start = append(rp.start, int32(len(rp.nodes)))
+	return rp
+}
+
+// addTree appends one tree's nodes and undirected adjacency.
+func (rp *replayer) addTree(t Tree) {
+	g := rp.g
+	base := len(rp.nodes)
+	rp.start = append(rp.start, int32(base))
+	local := []int32{t.Root}
+	for _, c := range t.Edges {
+		local = append(local, int32(g.Dst(int(c))))
+	}
+	slices.Sort(local)
+	local = slices.Compact(local)
+	rp.nodes = append(rp.nodes, local...)
+	deg := make([]int32, len(local)+1)
+	idx := func(v int32) int { i, _ := slices.BinarySearch(local, v); return i }
+	for _, c := range t.Edges {
+		deg[idx(int32(g.Src(int(c))))+1]++
+		deg[idx(int32(g.Dst(int(c))))+1]++
+	}
+	for i := 1; i < len(deg); i++ {
+		deg[i] += deg[i-1]
+	}
+	off := len(rp.adj)
+	for _, d := range deg[:len(local)] {
+		rp.adjOff = append(rp.adjOff, int32(off)+d)
+	}
+	rp.adj = append(rp.adj, make([]int32, 2*len(t.Edges))...)
+	fill := slices.Clone(deg[:len(local)])
+	for _, c := range t.Edges {
+		s, d := idx(int32(g.Src(int(c)))), idx(int32(g.Dst(int(c))))
+		rp.adj[off+int(fill[s])] = c
+		fill[s]++
+		rp.adj[off+int(fill[d])] = c ^ 1
+		fill[d]++
+	}
+	rp.adjOff = append(rp.adjOff, int32(off+2*len(t.Edges)))
+}
+
+// treeOut returns the channels out of node v along tree k.
+func (rp *replayer) treeOut(k int, v int32) []int32 {
+	lo, hi := rp.start[k], rp.start[k+1]
+	local := rp.nodes[lo:hi]
+	i, ok := slices.BinarySearch(local, v)
+	if !ok {
+		return nil
+	}
+	// adjOff has one extra entry per tree: tree k's entries start at
+	// lo + k.
+	j := int(lo) + k + i
+	return rp.adj[rp.adjOff[j]:rp.adjOff[j+1]]
+}
+
+// replayEvent: the head of message msg reaches node v at time t, having
+// come over channel in (-1 at the sender).
+type replayEvent struct {
+	t   int64
+	seq int64
+	msg int32
+	v   int32
+	in  int32
+}
+
+type replayQueue []replayEvent
+
+func (q replayQueue) Len() int { return len(q) }
+func (q replayQueue) Less(i, j int) bool {
+	if q[i].t != q[j].t {
+		return q[i].t < q[j].t
+	}
+	return q[i].seq < q[j].seq
+}
+func (q replayQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *replayQueue) Push(x any)   { *q = append(*q, x.(replayEvent)) }
+func (q *replayQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// replayMsg is one message: its group, sender and injection time.
+type replayMsg struct {
+	group  int32
+	sender int32
+	t0     int64
+	last   int64
+}
+
+// messages lists every message in injection order.
+func (rp *replayer) messages() []replayMsg {
+	var out []replayMsg
+	for k, gr := range rp.groups {
+		senders := gr.Members[:1]
+		if rp.o.AllSend {
+			senders = gr.Members
+		}
+		for _, s := range senders {
+			for i := range rp.o.Messages {
+				out = append(out, replayMsg{group: int32(k), sender: s, t0: int64(i * rp.o.Flits)})
+			}
+		}
+	}
+	return out
+}
+
+// run replays every message; with free set, links never wait (zero load).
+func (rp *replayer) run(free bool) *ReplayResult {
+	msgs := rp.messages()
+	busy := make([]int64, rp.g.NumChannels())
+	var q replayQueue
+	var seq int64
+	for i, m := range msgs {
+		heap.Push(&q, replayEvent{t: m.t0, seq: seq, msg: int32(i), v: m.sender, in: -1})
+		seq++
+	}
+	var lat []int64
+	flits := int64(rp.o.Flits)
+	for q.Len() > 0 {
+		e := heap.Pop(&q).(replayEvent)
+		m := &msgs[e.msg]
+		if e.in >= 0 && rp.isMember(int(m.group), e.v) {
+			l := e.t + flits - m.t0
+			lat = append(lat, l)
+			m.last = max(m.last, l)
+		}
+		ready := e.t
+		if e.in >= 0 {
+			if rp.h.RouterIndex(int(e.v)) < 0 {
+				continue // an end node that is not the sender does not forward
+			}
+			ready += int64(rp.o.RouterDelay)
+		}
+		for _, c := range rp.treeOut(int(m.group), e.v) {
+			if e.in >= 0 && c == e.in^1 {
+				continue
+			}
+			s := ready
+			if !free {
+				s = max(s, busy[c])
+				busy[c] = s + flits
+			}
+			heap.Push(&q, replayEvent{t: s + int64(rp.o.LinkDelay), seq: seq, msg: e.msg, v: int32(rp.g.Dst(int(c))), in: c})
+			seq++
+		}
+	}
+	return summariseReplay(msgs, lat)
+}
+
+// isMember reports whether v is a member of group k.
+func (rp *replayer) isMember(k int, v int32) bool {
+	_, ok := slices.BinarySearch(rp.members[k], v)
+	return ok
+}
+
+func summariseReplay(msgs []replayMsg, lat []int64) *ReplayResult {
+	res := &ReplayResult{Messages: len(msgs), Deliveries: len(lat)}
+	if len(lat) == 0 {
+		return res
+	}
+	var sum int64
+	for _, l := range lat {
+		sum += l
+		res.Max = max(res.Max, l)
+	}
+	res.Mean = float64(sum) / float64(len(lat))
+	slices.Sort(lat)
+	res.P99 = lat[min(len(lat)-1, (len(lat)*99+99)/100-1)]
+	var done int64
+	for _, m := range msgs {
+		done += m.last
+		res.Cycles = max(res.Cycles, m.t0+m.last)
+	}
+	res.CompletionMean = float64(done) / float64(len(msgs))
+	return res
+}
