@@ -68,6 +68,8 @@ type Router struct {
 	attach  []attachment
 	ebuf    []int32 // edges of the tree being built
 	targets []target
+	t0      int     // index of the first target with a router, or -1
+	tfor    []int32 // the member list the targets were made for
 	tepoch  uint32
 	tslot   []uint64 // per node: tepoch<<32 | its target's index
 	bstamp  []uint32 // per router index: visited by the ball search
@@ -267,7 +269,7 @@ func (r *Router) ChooseRoot(members []int32) (int32, error) {
 	}
 	r.makeTargets(members)
 	var best int64
-	if r.targets[0].router >= 0 {
+	if r.t0 >= 0 {
 		best = r.ballSearch()
 	} else {
 		best = r.fullSearch()
@@ -374,13 +376,20 @@ func (r *Router) makeTargets(members []int32) {
 		r.tslot[rt] = ep | uint64(len(r.targets))
 		r.targets = append(r.targets, target{router: rt, add: add, count: 1, addSum: add})
 	}
-	// A single-homed or switch target first, so the ball search can start.
+	// The ball search starts from the first single-homed or switch target.
+	r.t0 = -1
 	for i := range r.targets {
 		if r.targets[i].router >= 0 {
-			r.targets[0], r.targets[i] = r.targets[i], r.targets[0]
+			r.t0 = i
 			break
 		}
 	}
+	r.tfor = members
+}
+
+// targetsFor reports whether r.targets were made for this member list.
+func (r *Router) targetsFor(members []int32) bool {
+	return len(members) > 0 && len(r.tfor) == len(members) && &r.tfor[0] == &members[0]
 }
 
 func (r *Router) nextTarget() {
@@ -413,7 +422,7 @@ func (r *Router) consider(s int32, best int64) int64 {
 // ballSearch finds the best score and collects the switches that may tie
 // with it in r.cand by a breadth-first walk from the first target's switch.
 func (r *Router) ballSearch() int64 {
-	t0 := r.targets[0]
+	t0 := r.targets[r.t0]
 	start := int32(r.h.RouterIndex(int(t0.router)))
 	ep := r.tepoch
 	r.bstamp[start] = ep
@@ -677,25 +686,30 @@ func (r *Router) firstMinChannel(s, m int32) int32 {
 // ---- FULB-MC: bottom-up with link rotation ----
 
 func (r *Router) fulb(root int32, members []int32) []int32 {
+	if !r.targetsFor(members) {
+		r.makeTargets(members)
+	}
 	edges := r.ebuf[:0]
 	ep := r.epoch
 	r.stamp[root] = ep
+	// A single-homed end node has one way up: the edge from its switch.
+	// Members are distinct, so these edges need no stamps.
 	for _, m := range members {
-		if r.stamp[m] == ep {
+		if a := r.attach[m]; a.c >= 0 {
+			edges = append(edges, a.c^1)
+		}
+	}
+	// Then one walk per switch the members hang off (or switch member)
+	// and per multi-homed member, in the order of the members.
+	for i := range r.targets {
+		cur := r.targets[i].router
+		if cur < 0 {
+			cur = r.targets[i].node
+		}
+		if r.stamp[cur] == ep {
 			continue
 		}
-		r.stamp[m] = ep
-		cur := m
-		if a := r.attach[m]; a.c >= 0 {
-			// A single-homed end node has one way up.
-			c, x := a.c, a.sw
-			edges = append(edges, c^1)
-			if r.stamp[x] == ep {
-				continue
-			}
-			r.stamp[x] = ep
-			cur = x
-		}
+		r.stamp[cur] = ep
 		edges = r.fulbWalk(cur, root, edges)
 	}
 	r.ebuf = edges
