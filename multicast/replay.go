@@ -3,6 +3,7 @@ package multicast
 import (
 	"container/heap"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/icn-hpc/icn/topology"
@@ -24,6 +25,13 @@ type ReplayOptions struct {
 	// AllSend makes every member of every group send (all-gather);
 	// otherwise only the group's first member sends (broadcast).
 	AllSend bool
+	// Background is the offered unicast load per end node, a fraction of
+	// its link's bandwidth (0 = none): packets of Flits to uniformly random
+	// end nodes, over BackgroundCycles; the multicast messages start
+	// halfway, after a warm-up. Seed drives the background.
+	Background       float64
+	BackgroundCycles int
+	Seed             uint64
 }
 
 // ReplayResult is what Replay measured: latencies are in cycles from a
@@ -41,6 +49,10 @@ type ReplayResult struct {
 	// same replay with every link free.
 	ZeroLoadMean float64 `json:"zero_load_mean"`
 	Cycles       int64   `json:"cycles"`
+	// BackgroundPackets and BackgroundMean describe the background
+	// unicast traffic (if any): packets sent, their mean latency.
+	BackgroundPackets int     `json:"background_packets,omitempty"`
+	BackgroundMean    float64 `json:"background_latency_mean,omitempty"`
 }
 
 // Replay sends messages over the trees and measures their delivery
@@ -51,6 +63,9 @@ type ReplayResult struct {
 // cycles and waits, first come first served, while another packet holds
 // it (virtual cut-through with unbounded buffers: no credit back-pressure).
 func Replay(g *topology.Graph, h *topology.HopTable, groups []Group, trees []Tree, o ReplayOptions) (*ReplayResult, error) {
+	if o.Background < 0 || o.Background >= 1 || (o.Background > 0 && o.BackgroundCycles < 2) {
+		return nil, fmt.Errorf("replay: background load %v over %d cycles: need 0 ≤ load < 1 and at least 2 cycles", o.Background, o.BackgroundCycles)
+	}
 	if o.Flits < 1 || o.RouterDelay < 0 || o.LinkDelay < 1 || o.Messages < 1 {
 		return nil, fmt.Errorf("replay: flits %d, router delay %d, link delay %d, messages %d: need flits ≥ 1, delays ≥ 0 and ≥ 1, messages ≥ 1",
 			o.Flits, o.RouterDelay, o.LinkDelay, o.Messages)
@@ -193,47 +208,174 @@ func (rp *replayer) messages() []replayMsg {
 	return out
 }
 
-// run replays every message; with free set, links never wait (zero load).
+// run replays every message; with free set, links never wait (zero load)
+// and there is no background traffic.
 func (rp *replayer) run(free bool) *ReplayResult {
-	msgs := rp.messages()
-	busy := make([]int64, rp.g.NumChannels())
-	var q replayQueue
-	var seq int64
-	for i, m := range msgs {
-		heap.Push(&q, replayEvent{t: m.t0, seq: seq, msg: int32(i), v: m.sender, in: -1})
-		seq++
-	}
-	var lat []int64
-	flits := int64(rp.o.Flits)
-	for q.Len() > 0 {
-		e := heap.Pop(&q).(replayEvent)
-		m := &msgs[e.msg]
-		if e.in >= 0 && rp.isMember(int(m.group), e.v) {
-			l := e.t + flits - m.t0
-			lat = append(lat, l)
-			m.last = max(m.last, l)
+	st := &replayState{rp: rp, free: free, msgs: rp.messages(), busy: make([]int64, rp.g.NumChannels())}
+	if !free && rp.o.Background > 0 {
+		st.bg = rp.backgroundPackets()
+		for i := range st.msgs {
+			st.msgs[i].t0 += int64(rp.o.BackgroundCycles / 2) // after the warm-up half
 		}
-		ready := e.t
-		if e.in >= 0 {
-			if rp.h.RouterIndex(int(e.v)) < 0 {
-				continue // an end node that is not the sender does not forward
-			}
-			ready += int64(rp.o.RouterDelay)
-		}
-		for _, c := range rp.treeOut(int(m.group), e.v) {
-			if e.in >= 0 && c == e.in^1 {
-				continue
-			}
-			s := ready
-			if !free {
-				s = max(s, busy[c])
-				busy[c] = s + flits
-			}
-			heap.Push(&q, replayEvent{t: s + int64(rp.o.LinkDelay), seq: seq, msg: e.msg, v: int32(rp.g.Dst(int(c))), in: c})
-			seq++
+		for i, p := range st.bg {
+			st.push(p.t0, int32(len(st.msgs)+i), p.src, -1)
 		}
 	}
-	return summariseReplay(msgs, lat)
+	for i, m := range st.msgs {
+		st.push(m.t0, int32(i), m.sender, -1)
+	}
+	for st.q.Len() > 0 {
+		e := heap.Pop(&st.q).(replayEvent)
+		if int(e.msg) >= len(st.msgs) {
+			st.unicast(e)
+		} else {
+			st.multicast(e)
+		}
+	}
+	res := summariseReplay(st.msgs, st.lat)
+	if len(st.bg) > 0 {
+		res.BackgroundPackets = len(st.bg)
+		res.BackgroundMean = float64(st.bgSum) / float64(max(st.bgDone, 1))
+	}
+	return res
+}
+
+// replayState is one replay in progress.
+type replayState struct {
+	rp     *replayer
+	free   bool
+	msgs   []replayMsg
+	bg     []bgPacket
+	busy   []int64 // per channel: cycle from which it is free
+	q      replayQueue
+	seq    int64
+	lat    []int64
+	bgSum  int64
+	bgDone int
+}
+
+func (st *replayState) push(t int64, msg, v, in int32) {
+	heap.Push(&st.q, replayEvent{t: t, seq: st.seq, msg: msg, v: v, in: in})
+	st.seq++
+}
+
+// send reserves channel c for a packet whose head is ready at cycle ready
+// and queues its arrival at the far end.
+func (st *replayState) send(e replayEvent, c int32, ready int64) {
+	s := ready
+	if !st.free {
+		s = max(s, st.busy[c])
+		st.busy[c] = s + int64(st.rp.o.Flits)
+	}
+	st.push(s+int64(st.rp.o.LinkDelay), e.msg, int32(st.rp.g.Dst(int(c))), c)
+}
+
+// multicast handles a multicast packet's head at e.v: delivery to a member,
+// replication onto the tree ports at a switch.
+func (st *replayState) multicast(e replayEvent) {
+	rp := st.rp
+	m := &st.msgs[e.msg]
+	if e.in >= 0 && rp.isMember(int(m.group), e.v) {
+		l := e.t + int64(rp.o.Flits) - m.t0
+		st.lat = append(st.lat, l)
+		m.last = max(m.last, l)
+	}
+	ready := e.t
+	if e.in >= 0 {
+		if rp.h.RouterIndex(int(e.v)) < 0 {
+			return // an end node that is not the sender does not forward
+		}
+		ready += int64(rp.o.RouterDelay)
+	}
+	for _, c := range rp.treeOut(int(m.group), e.v) {
+		if e.in < 0 || c != e.in^1 {
+			st.send(e, c, ready)
+		}
+	}
+}
+
+// unicast moves a background packet one hop along a shortest path to its
+// destination.
+func (st *replayState) unicast(e replayEvent) {
+	rp := st.rp
+	p := &st.bg[int(e.msg)-len(st.msgs)]
+	if e.v == p.dst {
+		st.bgSum += e.t + int64(rp.o.Flits) - p.t0
+		st.bgDone++
+		return
+	}
+	ready := e.t
+	if e.in >= 0 {
+		ready += int64(rp.o.RouterDelay)
+	}
+	if c := rp.unicastHop(e.v, p.dst, p.src); c >= 0 {
+		st.send(e, c, ready)
+	}
+}
+
+// unicastHop returns a channel out of v on a shortest path to d: among
+// the minimal ones, the one a hash of the flow picks (ECMP-like, so the
+// background does not pile onto the lowest ports).
+func (rp *replayer) unicastHop(v, d, src int32) int32 {
+	g, h := rp.g, rp.h
+	var buf [64]int32
+	cands := buf[:0]
+	router := h.RouterIndex(int(v)) >= 0
+	hd := 0
+	if router {
+		hd = h.Hops(int(v), int(d))
+	}
+	for _, c := range g.Out(int(v)) {
+		if !g.Up(int(c)) {
+			continue
+		}
+		x := g.Dst(int(c))
+		switch {
+		case x == int(d):
+			return c
+		case h.RouterIndex(x) < 0:
+		case !router && h.Hops(x, int(d)) < topology.Unreachable, router && h.Hops(x, int(d)) == hd-1:
+			cands = append(cands, c)
+		}
+	}
+	if len(cands) == 0 {
+		return -1
+	}
+	k := (uint64(src)*0x9e3779b97f4a7c15 ^ uint64(d)*0xbf58476d1ce4e5b9 ^ uint64(v)*0x94d049bb133111eb) >> 33
+	return cands[k%uint64(len(cands))]
+}
+
+// bgPacket is one background unicast packet.
+type bgPacket struct {
+	src, dst int32
+	t0       int64
+}
+
+// backgroundPackets draws the background traffic: every working end node
+// offers Background of its link's bandwidth over BackgroundCycles, in
+// packets of Flits with exponential gaps, to uniformly random end nodes.
+func (rp *replayer) backgroundPackets() []bgPacket {
+	var ends []int32
+	for _, v := range rp.g.Endpoints() {
+		if !rp.g.NodeFailed(v) {
+			ends = append(ends, int32(v))
+		}
+	}
+	if len(ends) < 2 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(rp.o.Seed, 0x6267))
+	mean := float64(rp.o.Flits) / rp.o.Background
+	var out []bgPacket
+	for _, src := range ends {
+		for t := rng.ExpFloat64() * mean; t < float64(rp.o.BackgroundCycles); t += rng.ExpFloat64() * mean {
+			dst := ends[rng.IntN(len(ends))]
+			if dst != src {
+				out = append(out, bgPacket{src: src, dst: dst, t0: int64(t)})
+			}
+		}
+	}
+	return out
 }
 
 // isMember reports whether v is a member of group k.

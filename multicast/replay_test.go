@@ -112,3 +112,39 @@ func TestReplaySharedTree(t *testing.T) {
 		t.Fatal("zero flits accepted")
 	}
 }
+
+// Background traffic: every packet is delivered along a real path, the
+// multicast deliveries are all still made, the same seed gives the same
+// replay, and bad loads are refused.
+func TestReplayBackground(t *testing.T) {
+	f := loadFabric(t, "fattree:k=4,n=3")
+	gs := testGroups(t, f, 4, 10)
+	res, err := Run(f.h, Algo{Kind: FULB, Rotate: true}, gs, Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := ReplayOptions{Flits: 8, RouterDelay: 2, LinkDelay: 1, Messages: 1}
+	quiet, _ := Replay(f.g, f.h, gs, res.Trees, o)
+	o.Background, o.BackgroundCycles, o.Seed = 0.3, 2000, 7
+	busy, err := Replay(f.g, f.h, gs, res.Trees, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Replay(f.g, f.h, gs, res.Trees, o)
+	if *again != *busy {
+		t.Fatalf("same seed, different replay: %+v vs %+v", busy, again)
+	}
+	// 64 end nodes offering 0.3 of a link over 2000 cycles in 8-flit
+	// packets: about 4 800 packets.
+	minLat := float64(2*o.LinkDelay + o.RouterDelay + o.Flits)
+	if busy.BackgroundPackets < 4000 || busy.BackgroundPackets > 5600 || busy.BackgroundMean < minLat {
+		t.Fatalf("background: %+v", busy)
+	}
+	if busy.Deliveries != quiet.Deliveries || busy.ZeroLoadMean != quiet.ZeroLoadMean {
+		t.Fatalf("multicast deliveries changed: %+v vs %+v", busy, quiet)
+	}
+	o.Background = 1
+	if _, err := Replay(f.g, f.h, gs, res.Trees, o); err == nil {
+		t.Fatal("background load 1 accepted")
+	}
+}

@@ -111,6 +111,7 @@ func TestMcastSimulateJSON(t *testing.T) {
 		{"--senders=bogus", "want first or all"},
 		{"--bytes=0", "--bytes 0 out of range"},
 		{"--map=blocked:3x3", "blocked mappings need a grid"},
+		{"--background=1", "--background 1 out of range"},
 	} {
 		_, stderr, code := runICN(t, dir, "mcast", "simulate", "--topo", "fattree:k=4,n=3", "--groups", "random:count=8,size=4", tc.flag)
 		if code == 0 || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
