@@ -66,6 +66,9 @@ func Replay(g *topology.Graph, h *topology.HopTable, groups []Group, trees []Tre
 	if o.Background < 0 || o.Background >= 1 || (o.Background > 0 && o.BackgroundCycles < 2) {
 		return nil, fmt.Errorf("replay: background load %v over %d cycles: need 0 ≤ load < 1 and at least 2 cycles", o.Background, o.BackgroundCycles)
 	}
+	if expect := float64(len(g.Endpoints())) * o.Background * float64(o.BackgroundCycles) / float64(max(o.Flits, 1)); expect > maxBackgroundPackets {
+		return nil, fmt.Errorf("replay: background of about %.0f packets, more than %d: lower the load or the cycles", expect, maxBackgroundPackets)
+	}
 	if o.Flits < 1 || o.RouterDelay < 0 || o.LinkDelay < 1 || o.Messages < 1 {
 		return nil, fmt.Errorf("replay: flits %d, router delay %d, link delay %d, messages %d: need flits ≥ 1, delays ≥ 0 and ≥ 1, messages ≥ 1",
 			o.Flits, o.RouterDelay, o.LinkDelay, o.Messages)
@@ -79,6 +82,9 @@ func Replay(g *topology.Graph, h *topology.HopTable, groups []Group, trees []Tre
 	res.ZeroLoadMean = free.Mean
 	return res, nil
 }
+
+// maxBackgroundPackets bounds the background traffic of one replay.
+const maxBackgroundPackets = 1 << 23
 
 // replayer holds the trees as undirected adjacency (CSR over the tree
 // edges) and the per-channel busy times.

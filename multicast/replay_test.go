@@ -2,6 +2,7 @@ package multicast
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -146,5 +147,9 @@ func TestReplayBackground(t *testing.T) {
 	o.Background = 1
 	if _, err := Replay(f.g, f.h, gs, res.Trees, o); err == nil {
 		t.Fatal("background load 1 accepted")
+	}
+	o.Background, o.BackgroundCycles = 0.9, 1<<24
+	if _, err := Replay(f.g, f.h, gs, res.Trees, o); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("huge background accepted: %v", err)
 	}
 }
