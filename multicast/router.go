@@ -737,10 +737,21 @@ func (r *Router) fulbWalk(cur, root int32, edges []int32) []int32 {
 		if r.algo.OneGlobal {
 			bestG = r.gminOf(cur, root)
 		}
+		// A memo entry equal to want says "one hop closer to the root".
+		want := uint64(ep)<<8 | uint64(d-1)
 		for _, hp := range r.nextHopsRI(cur) {
 			c, xi := hp.c, hp.x
-			if xi < 0 || (d == 1 && xi != rootRI) || (d > 1 && r.rootDist(xi, root) != d-1) {
+			switch {
+			case xi < 0:
 				continue
+			case d == 1:
+				if xi != rootRI {
+					continue
+				}
+			case r.rd[xi] != want:
+				if uint32(r.rd[xi]>>8) == ep || r.rootDist(xi, root) != d-1 {
+					continue
+				}
 			}
 			x := r.routers[xi]
 			if r.algo.OneGlobal {
