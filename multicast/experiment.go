@@ -84,6 +84,7 @@ type ExperimentRow struct {
 // Experiment holds a fabric's rows plus how long its min-hop table took.
 type Experiment struct {
 	Fabric        Fabric          `json:"fabric"`
+	Mapping       string          `json:"mapping"`
 	EndNodes      int             `json:"end_nodes"`
 	Switches      int             `json:"switches"`
 	HopSeconds    float64         `json:"hop_table_seconds"`
@@ -96,6 +97,13 @@ type Experiment struct {
 // are comparable). algos overrides the fabric's engine list if non-nil.
 // progress (may be nil) receives a line per finished run.
 func RunExperiment(f Fabric, algos []Algo, seed uint64, workers int, progress func(string)) (*Experiment, error) {
+	return RunExperimentWith(f, algos, seed, workers, Mapping{}, progress)
+}
+
+// RunExperimentWith is RunExperiment with processes placed by mapping mp
+// (blocked mappings are skipped for workloads that are not grids or whose
+// extents the blocks do not divide).
+func RunExperimentWith(f Fabric, algos []Algo, seed uint64, workers int, mp Mapping, progress func(string)) (*Experiment, error) {
 	g, err := ParseFabric(f.Spec)
 	if err != nil {
 		return nil, err
@@ -106,7 +114,7 @@ func RunExperiment(f Fabric, algos []Algo, seed uint64, workers int, progress fu
 		return nil, err
 	}
 	ex := &Experiment{Fabric: f, EndNodes: g.Count(topology.Endpoint), Switches: g.Count(topology.Switch),
-		HopSeconds: time.Since(t0).Seconds(), HopTableBytes: h.Bytes()}
+		HopSeconds: time.Since(t0).Seconds(), HopTableBytes: h.Bytes(), Mapping: mp.String()}
 	if algos == nil {
 		for _, s := range f.Algos {
 			a, err := ParseAlgo(s)
@@ -121,7 +129,14 @@ func RunExperiment(f Fabric, algos []Algo, seed uint64, workers int, progress fu
 		if err != nil {
 			return nil, err
 		}
+		w.Map = mp
 		groups, err := w.Groups(g, seed)
+		if err != nil && mp.Kind == "blocked" {
+			if progress != nil {
+				progress(fmt.Sprintf("%s %s: skipped (%v)", f.Name, ws, err))
+			}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package multicast
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"slices"
@@ -110,6 +111,11 @@ type Manager struct {
 	mu     sync.Mutex
 	groups map[string]*mgroup
 	gen    uint64
+	// due holds one entry per timed state a group entered (joins, leaves,
+	// linger), earliest deadline first; entries a group has left behind
+	// are skipped when they surface. Expiry costs O(log n) per timeout
+	// instead of a scan of every group per request.
+	due    deadlines
 	events []event // pending OnState calls, flushed outside mu
 	evMu   sync.Mutex
 
@@ -224,6 +230,7 @@ func (m *Manager) Join(gid string, member, count int) (GroupRecord, error) {
 		gr = &mgroup{gid: gid, gen: m.gen, count: count, joined: map[int32]bool{}, left: map[int32]bool{},
 			since: m.opt.Clock.Now(), state: ReceivingJoinReq}
 		m.groups[gid] = gr
+		m.schedule(gr)
 		if m.opt.OnState != nil {
 			m.events = append(m.events, event{gid, ReceivingJoinReq})
 		}
@@ -282,6 +289,7 @@ func (m *Manager) Join(gid string, member, count int) (GroupRecord, error) {
 		gr.reason = "routing failed: " + err.Error()
 		gr.since = m.opt.Clock.Now()
 		m.setState(gr, Destroying)
+		m.schedule(gr)
 		return m.record(gr), fmt.Errorf("group %s: %v", gid, err)
 	}
 	gr.tree, gr.hasTree = t, true
@@ -316,6 +324,7 @@ func (m *Manager) Leave(gid string, member int) (GroupRecord, error) {
 	if gr.state == Ready {
 		gr.since = m.opt.Clock.Now()
 		m.setState(gr, ReceivingLeaveReq)
+		m.schedule(gr)
 	}
 	if len(gr.left) == gr.count {
 		m.destroyLocked(gr, "all members left")
@@ -371,25 +380,70 @@ func (m *Manager) Expire() {
 	m.expireLocked()
 }
 
+// expireLocked applies every timeout that is due: it pops deadlines up
+// to now and acts on those that still describe the group's current state.
 func (m *Manager) expireLocked() {
 	now := m.opt.Clock.Now()
-	for gid, gr := range m.groups {
-		age := now.Sub(gr.since)
+	for len(m.due) > 0 && !m.due[0].at.After(now) {
+		d := heap.Pop(&m.due).(deadline)
+		gr := d.gr
+		if m.groups[gr.gid] != gr || gr.state != d.state {
+			continue // forgotten, replaced by a new incarnation, or moved on
+		}
+		if at, ok := m.deadlineOf(gr); !ok || !at.Equal(d.at) {
+			continue
+		}
 		switch gr.state {
 		case ReceivingJoinReq:
-			if age >= m.opt.JoinTimeout {
-				m.destroyLocked(gr, fmt.Sprintf("join timeout: %d of %d members joined", len(gr.joined), gr.count))
-			}
+			m.destroyLocked(gr, fmt.Sprintf("join timeout: %d of %d members joined", len(gr.joined), gr.count))
 		case ReceivingLeaveReq:
-			if age >= m.opt.LeaveTimeout {
-				m.destroyLocked(gr, fmt.Sprintf("leave timeout: %d of %d members left", len(gr.left), gr.count))
-			}
+			m.destroyLocked(gr, fmt.Sprintf("leave timeout: %d of %d members left", len(gr.left), gr.count))
 		case Destroying:
-			if age >= m.opt.Linger {
-				delete(m.groups, gid)
-			}
+			delete(m.groups, gr.gid)
 		}
 	}
+}
+
+// deadlineOf is when the group's current state times out, if it does.
+func (m *Manager) deadlineOf(gr *mgroup) (time.Time, bool) {
+	switch gr.state {
+	case ReceivingJoinReq:
+		return gr.since.Add(m.opt.JoinTimeout), true
+	case ReceivingLeaveReq:
+		return gr.since.Add(m.opt.LeaveTimeout), true
+	case Destroying:
+		return gr.since.Add(m.opt.Linger), true
+	}
+	return time.Time{}, false
+}
+
+// schedule records the deadline of the group's current state.
+func (m *Manager) schedule(gr *mgroup) {
+	if at, ok := m.deadlineOf(gr); ok {
+		heap.Push(&m.due, deadline{at: at, gr: gr, state: gr.state})
+	}
+}
+
+// deadline is one timed state of one group incarnation.
+type deadline struct {
+	at    time.Time
+	gr    *mgroup
+	state State
+}
+
+// deadlines is a min-heap of deadlines (container/heap).
+type deadlines []deadline
+
+func (d deadlines) Len() int           { return len(d) }
+func (d deadlines) Less(i, j int) bool { return d[i].at.Before(d[j].at) }
+func (d deadlines) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
+func (d *deadlines) Push(x any)        { *d = append(*d, x.(deadline)) }
+func (d *deadlines) Pop() any {
+	old := *d
+	x := old[len(old)-1]
+	old[len(old)-1] = deadline{}
+	*d = old[:len(old)-1]
+	return x
 }
 
 // destroyLocked moves a group to Destroying and releases its tree's load.
@@ -404,6 +458,7 @@ func (m *Manager) destroyLocked(gr *mgroup, reason string) {
 		gr.tree = Tree{}
 	}
 	m.setState(gr, Destroying)
+	m.schedule(gr)
 }
 
 // Load returns the number of groups currently routed over link l (for

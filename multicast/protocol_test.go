@@ -346,3 +346,112 @@ func TestProtocolRoutingFailure(t *testing.T) {
 		}
 	}
 }
+
+// Retries: with every transmission lost a client sends each request
+// 1+Retries times and nothing is created; with 20% loss and 6 retries every
+// group becomes Ready and is torn down by its leaves, while without
+// retries groups are lost. The books balance in every case.
+func TestSimulateProtocolRetries(t *testing.T) {
+	f := loadFabric(t, "fattree:k=4,n=3")
+	w, _ := ParseWorkload("grid3d:4x4x4")
+	gs, _ := w.Groups(f.g, 1)
+	a := Algo{Kind: FULB, Rotate: true}
+	run := func(o ProtocolOptions) *ProtocolReport {
+		t.Helper()
+		rep, err := SimulateProtocolWith(f.h, a, gs, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Ready+rep.JoinTimeouts+rep.NeverCreated != rep.Groups || rep.GroupsLost != rep.Groups-rep.Ready ||
+			rep.AllLeft+rep.LeaveTimeouts != rep.Ready || rep.Reroutes != 0 || rep.LoadLeft != 0 || rep.Joins != 192 {
+			t.Fatalf("%+v: %+v", o, rep)
+		}
+		return rep
+	}
+	all := run(ProtocolOptions{Loss: 1, Retries: 3, Seed: 2})
+	if all.JoinRetries != 3*all.Joins || all.LostJoins != 4*all.Joins || all.NeverCreated != all.Groups {
+		t.Fatalf("all lost: %+v", all)
+	}
+	with := run(ProtocolOptions{Loss: 0.2, Retries: 6, Seed: 2})
+	if with.GroupsLost != 0 || with.AllLeft != with.Groups || with.LostAnswers == 0 || with.JoinRetries < with.LostJoins {
+		t.Fatalf("with retries: %+v", with)
+	}
+	without := run(ProtocolOptions{Loss: 0.2, Seed: 2})
+	if without.GroupsLost == 0 || without.JoinRetries != 0 || without.LostAnswers != 0 {
+		t.Fatalf("without retries: %+v", without)
+	}
+	if _, err := SimulateProtocolWith(f.h, a, gs, ProtocolOptions{Retries: 7, Backoff: 100 * time.Millisecond}); err == nil {
+		t.Fatal("retries outlasting the join timeout accepted")
+	}
+}
+
+// The deadline heap fires every timeout exactly when a scan of all groups
+// would: groups created, half-left and destroyed at staggered times are
+// compared with their expected state after every clock step.
+func TestProtocolDeadlinesMatchScan(t *testing.T) {
+	m, clock, _, f := newTestManager(t, "fattree:k=4,n=3") // join 5 s, leave 3 s, linger 1 s
+	start := clock.Now()
+	type plan struct {
+		created, left time.Duration // left < 0: never left
+		complete      bool
+	}
+	var plans []plan
+	for i := 0; i < 60; i++ {
+		p := plan{created: time.Duration(i) * 250 * time.Millisecond, left: -1, complete: i%3 != 0}
+		if p.complete && i%2 == 0 {
+			p.left = p.created + time.Duration(i%7)*700*time.Millisecond
+		}
+		plans = append(plans, p)
+	}
+	want := func(p plan, now time.Duration) (State, bool) {
+		switch {
+		case now < p.created:
+			return 0, false
+		case !p.complete && now < p.created+5*time.Second:
+			return ReceivingJoinReq, true
+		case !p.complete && now < p.created+6*time.Second:
+			return Destroying, true
+		case !p.complete:
+			return 0, false
+		case p.left < 0 || now < p.left:
+			return Ready, true
+		case now < p.left+3*time.Second:
+			return ReceivingLeaveReq, true
+		case now < p.left+4*time.Second:
+			return Destroying, true
+		}
+		return 0, false
+	}
+	for step := time.Duration(0); step < 30*time.Second; step += 50 * time.Millisecond {
+		clock.Advance(start.Add(step).Sub(clock.Now()))
+		for i, p := range plans {
+			gid := fmt.Sprint("g", i)
+			if p.created == step {
+				m.Join(gid, 0, 2)
+				if p.complete {
+					m.Join(gid, 1+i%10, 2)
+				}
+			}
+			if p.left == step {
+				m.Leave(gid, 0)
+			}
+		}
+		m.Expire()
+		for i, p := range plans {
+			st, exists := want(p, step)
+			rec, err := m.Query(fmt.Sprint("g", i))
+			if exists != (err == nil) || (exists && rec.State != st) {
+				t.Fatalf("group %d at %v: %+v %v, want %v (exists %v)", i, step, rec, err, st, exists)
+			}
+		}
+	}
+	for i, p := range plans {
+		if p.complete && p.left < 0 {
+			m.Leave(fmt.Sprint("g", i), 0)
+			m.Leave(fmt.Sprint("g", i), 1+i%10)
+		}
+	}
+	if totalLoad(m, f) != 0 {
+		t.Fatal("load left")
+	}
+}

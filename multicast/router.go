@@ -34,7 +34,12 @@ type Router struct {
 	// router adjacency: up channels from a router to a router, port order
 	adjStart []int32
 	adjChan  []int32
-	global   []bool // per link, only with OneGlobal
+	adjDst   []int32 // router index of each adjChan's far end
+	adj      []hop   // adjChan and adjDst side by side, for FULB's walk
+	// chanDstRI: per channel, the router index of its far end or -1 (a
+	// compact copy of the graph's links for accounting).
+	chanDstRI []int32
+	global    []bool // per link, only with OneGlobal
 
 	linkLoad []int32 // groups whose tree uses the link
 	swLoad   []int32 // groups whose tree contains the node (routers)
@@ -52,15 +57,21 @@ type Router struct {
 	heap   []heapItem
 	pairs  []pair
 	cand   []int32
+	// rd, per router index: epoch<<8 | hops to the current group's root
+	// (valid when the epoch is the current one).
+	rd     []uint64
+	candHR []hop
 	pivot  int
 	// root choice
-	attach  []int32 // per node: the switch a single-homed end node hangs off, else -1
-	attachC []int32 // per node: the channel from it to that switch
+	// attach, per node: the switch a single-homed end node hangs off and
+	// the channel from the node to it, else -1, -1.
+	attach  []attachment
 	ebuf    []int32 // edges of the tree being built
 	targets []target
+	t0      int     // index of the first target with a router, or -1
+	tfor    []int32 // the member list the targets were made for
 	tepoch  uint32
-	tstamp  []uint32 // per node
-	tindex  []int32  // per node: target index
+	tslot   []uint64 // per node: tepoch<<32 | its target's index
 	bstamp  []uint32 // per router index: visited by the ball search
 	queue   []int32
 }
@@ -86,6 +97,8 @@ func NewRouter(h *topology.HopTable, a Algo, o Options) *Router {
 		for _, c := range g.Out(int(v)) {
 			if g.Up(int(c)) && h.RouterIndex(g.Dst(int(c))) >= 0 {
 				r.adjChan = append(r.adjChan, c)
+				r.adjDst = append(r.adjDst, int32(h.RouterIndex(g.Dst(int(c)))))
+				r.adj = append(r.adj, hop{c, int32(h.RouterIndex(g.Dst(int(c))))})
 			}
 		}
 		r.adjStart[i+1] = int32(len(r.adjChan))
@@ -98,10 +111,13 @@ func NewRouter(h *topology.HopTable, a Algo, o Options) *Router {
 		r.gstamp = make([]uint32, n)
 		r.gmin = make([]uint8, n)
 	}
-	r.attach = make([]int32, n)
-	r.attachC = make([]int32, n)
+	r.chanDstRI = make([]int32, g.NumChannels())
+	for c := range r.chanDstRI {
+		r.chanDstRI[c] = int32(h.RouterIndex(g.Dst(c)))
+	}
+	r.attach = make([]attachment, n)
 	for v := range r.attach {
-		r.attach[v], r.attachC[v] = -1, -1
+		r.attach[v] = attachment{-1, -1}
 		if h.RouterIndex(v) >= 0 {
 			continue
 		}
@@ -113,15 +129,15 @@ func NewRouter(h *topology.HopTable, a Algo, o Options) *Router {
 			}
 		}
 		if links == 1 && h.RouterIndex(att) >= 0 {
-			r.attach[v], r.attachC[v] = int32(att), ac
+			r.attach[v] = attachment{int32(att), ac}
 		}
 	}
-	r.tstamp = make([]uint32, n)
-	r.tindex = make([]int32, n)
+	r.tslot = make([]uint64, n)
 	r.bstamp = make([]uint32, nr)
 	r.linkLoad = make([]int32, g.NumLinks())
 	r.swLoad = make([]int32, n)
 	r.stamp = make([]uint32, n)
+	r.rd = make([]uint64, nr)
 	if a.Kind == SSSP {
 		r.dstamp = make([]uint32, nr)
 		r.dist = make([]int64, nr)
@@ -145,9 +161,9 @@ func (r *Router) SwitchLoad(v int) int { return int(r.swLoad[v]) }
 
 // Bytes returns the memory held by the router's state and scratch space.
 func (r *Router) Bytes() int {
-	return 4*(len(r.adjStart)+len(r.adjChan)+len(r.linkLoad)+len(r.swLoad)+len(r.stamp)+
-		len(r.gstamp)+len(r.dstamp)+len(r.parent)+len(r.done)+len(r.attach)+len(r.attachC)+len(r.tstamp)+
-		len(r.tindex)+len(r.bstamp)) + len(r.global) + len(r.gmin) + 8*len(r.dist)
+	return 4*(len(r.adjStart)+len(r.adjChan)+len(r.adjDst)+len(r.chanDstRI)+2*len(r.rd)+2*len(r.adj)+len(r.linkLoad)+len(r.swLoad)+len(r.stamp)+
+		len(r.gstamp)+len(r.dstamp)+len(r.parent)+len(r.done)+2*len(r.attach)+2*len(r.tslot)+
+		len(r.bstamp)) + len(r.global) + len(r.gmin) + 8*len(r.dist)
 }
 
 func (r *Router) nextEpoch() {
@@ -157,6 +173,7 @@ func (r *Router) nextEpoch() {
 		clear(r.gstamp)
 		clear(r.dstamp)
 		clear(r.done)
+		clear(r.rd)
 		r.epoch = 1
 	}
 }
@@ -220,7 +237,6 @@ func (r *Router) Add(t Tree) { r.account(t, 1) }
 func (r *Router) Release(t Tree) { r.account(t, -1) }
 
 func (r *Router) account(t Tree, d int32) {
-	g := r.g
 	r.swLoad[t.Root] += d
 	for _, c := range t.Edges {
 		l := c >> 1
@@ -228,8 +244,8 @@ func (r *Router) account(t Tree, d int32) {
 		if r.linkLoad[l] > r.maxLoad {
 			r.maxLoad = r.linkLoad[l]
 		}
-		if w := g.Dst(int(c)); r.h.RouterIndex(w) >= 0 {
-			r.swLoad[w] += d
+		if ri := r.chanDstRI[c]; ri >= 0 {
+			r.swLoad[r.routers[ri]] += d
 		}
 	}
 }
@@ -253,7 +269,7 @@ func (r *Router) ChooseRoot(members []int32) (int32, error) {
 	}
 	r.makeTargets(members)
 	var best int64
-	if r.targets[0].router >= 0 {
+	if r.t0 >= 0 {
 		best = r.ballSearch()
 	} else {
 		best = r.fullSearch()
@@ -261,28 +277,70 @@ func (r *Router) ChooseRoot(members []int32) (int32, error) {
 	if best >= unreachableScore {
 		return -1, r.unreachableError(members)
 	}
-	// r.cand holds every switch that may tie with best. Pick the first
-	// (or least loaded, then first) that does, skipping suspects that
-	// could not beat the current pick without scoring them.
-	root, rootLoad := int32(-1), int32(0)
-	for _, s := range r.cand {
-		if root >= 0 {
-			if r.algo.Rotate {
-				if l := r.swLoad[s]; l > rootLoad || (l == rootLoad && s > root) {
-					continue
-				}
-			} else if s > root {
-				continue
-			}
-		}
-		if _, ok := r.rootScore(s, best, false); ok {
-			root, rootLoad = s, r.swLoad[s]
-		}
-	}
+	// r.cand holds every switch that may tie with best: the answer is
+	// the first (or least loaded, then first) that does, so suspects are
+	// confirmed in that order and the first confirmed one wins.
+	root := r.confirmSuspects(best)
 	if root < 0 {
 		return -1, r.unreachableError(members)
 	}
 	return root, nil
+}
+
+// confirmSuspects returns the first suspect in r.cand, in the order of
+// sortSuspects, whose score is best (-1 if none). The first few are picked
+// by a linear scan (usually the first one is confirmed), the rest sorted.
+func (r *Router) confirmSuspects(best int64) int32 {
+	for try := 0; len(r.cand) > 0; try++ {
+		if try == 4 {
+			r.sortSuspects()
+			for _, s := range r.cand {
+				if _, ok := r.rootScore(s, best, false); ok {
+					return s
+				}
+			}
+			return -1
+		}
+		i := 0
+		for j := 1; j < len(r.cand); j++ {
+			if r.suspectBefore(r.cand[j], r.cand[i]) {
+				i = j
+			}
+		}
+		s := r.cand[i]
+		if _, ok := r.rootScore(s, best, false); ok {
+			return s
+		}
+		r.cand[i] = r.cand[len(r.cand)-1]
+		r.cand = r.cand[:len(r.cand)-1]
+	}
+	return -1
+}
+
+// suspectBefore reports whether switch a is preferred to b as a root on
+// equal scores: lower id, or with root rotation lower load, then lower id.
+func (r *Router) suspectBefore(a, b int32) bool {
+	if r.algo.Rotate {
+		if la, lb := r.swLoad[a], r.swLoad[b]; la != lb {
+			return la < lb
+		}
+	}
+	return a < b
+}
+
+// sortSuspects orders r.cand by switch id, or with root rotation by load,
+// then id.
+func (r *Router) sortSuspects() {
+	if !r.algo.Rotate {
+		slices.Sort(r.cand)
+		return
+	}
+	slices.SortFunc(r.cand, func(a, b int32) int {
+		if la, lb := r.swLoad[a], r.swLoad[b]; la != lb {
+			return int(la - lb)
+		}
+		return int(a - b)
+	})
 }
 
 // target is a switch the members hang off (router >= 0), or a member that
@@ -298,38 +356,46 @@ type target struct {
 func (r *Router) makeTargets(members []int32) {
 	r.nextTarget()
 	r.targets = r.targets[:0]
+	ep := uint64(r.tepoch) << 32
 	for _, m := range members {
-		rt, add := m, int32(0)
-		if r.h.RouterIndex(int(m)) < 0 {
-			rt, add = r.attach[m], 1
-		}
+		rt, add := r.attach[m].sw, int32(1)
 		if rt < 0 {
-			r.targets = append(r.targets, target{router: -1, node: m, count: 1})
-			continue
+			if r.h.RouterIndex(int(m)) < 0 {
+				r.targets = append(r.targets, target{router: -1, node: m, count: 1})
+				continue
+			}
+			rt, add = m, 0
 		}
-		if r.tstamp[rt] == r.tepoch {
-			t := &r.targets[r.tindex[rt]]
+		if v := r.tslot[rt]; v&^0xffffffff == ep {
+			t := &r.targets[uint32(v)]
 			t.add = max(t.add, add)
 			t.count++
 			t.addSum += add
 			continue
 		}
-		r.tstamp[rt], r.tindex[rt] = r.tepoch, int32(len(r.targets))
+		r.tslot[rt] = ep | uint64(len(r.targets))
 		r.targets = append(r.targets, target{router: rt, add: add, count: 1, addSum: add})
 	}
-	// A single-homed or switch target first, so the ball search can start.
+	// The ball search starts from the first single-homed or switch target.
+	r.t0 = -1
 	for i := range r.targets {
 		if r.targets[i].router >= 0 {
-			r.targets[0], r.targets[i] = r.targets[i], r.targets[0]
+			r.t0 = i
 			break
 		}
 	}
+	r.tfor = members
+}
+
+// targetsFor reports whether r.targets were made for this member list.
+func (r *Router) targetsFor(members []int32) bool {
+	return len(members) > 0 && len(r.tfor) == len(members) && &r.tfor[0] == &members[0]
 }
 
 func (r *Router) nextTarget() {
 	r.tepoch++
 	if r.tepoch == 0 {
-		clear(r.tstamp)
+		clear(r.tslot)
 		clear(r.bstamp)
 		r.tepoch = 1
 	}
@@ -356,9 +422,8 @@ func (r *Router) consider(s int32, best int64) int64 {
 // ballSearch finds the best score and collects the switches that may tie
 // with it in r.cand by a breadth-first walk from the first target's switch.
 func (r *Router) ballSearch() int64 {
-	h := r.h
-	t0 := r.targets[0]
-	start := int32(h.RouterIndex(int(t0.router)))
+	t0 := r.targets[r.t0]
+	start := int32(r.h.RouterIndex(int(t0.router)))
 	ep := r.tepoch
 	r.bstamp[start] = ep
 	r.queue = append(r.queue[:0], start)
@@ -385,20 +450,40 @@ func (r *Router) ballSearch() int64 {
 			} else if !r.g.NodeFailed(int(s)) {
 				r.cand = append(r.cand, s) // can only tie
 			}
-			for _, c := range r.adjChan[r.adjStart[ri]:r.adjStart[ri+1]] {
-				x := int32(h.RouterIndex(r.g.Dst(int(c))))
+			if lower(k+1) > best {
+				continue // the next layer cannot hold a root: do not queue it
+			}
+			for _, x := range r.adjDst[r.adjStart[ri]:r.adjStart[ri+1]] {
 				if r.bstamp[x] != ep {
 					r.bstamp[x] = ep
 					r.queue = append(r.queue, x)
 				}
 			}
 		}
-		if len(r.queue) > len(r.routers)/4 {
+		if len(r.queue) > len(r.routers)/4 && lower(k+1) <= best {
 			// The ball covers much of the fabric (small diameter):
-			// scanning every switch in order is cheaper than walking.
-			return r.fullSearch()
+			// scanning the remaining switches is cheaper than walking.
+			return r.scanRest(end, best)
 		}
 		head = end
+	}
+	return best
+}
+
+// scanRest finishes a ball search that grew too large: the switches
+// scored so far keep their verdicts, every
+// other switch is scored against the best score found. Layers from
+// queue[from] on were queued but not scored.
+func (r *Router) scanRest(from int, best int64) int64 {
+	ep := r.tepoch
+	// Unmark the queued but unscored layer so the scan scores it.
+	for _, ri := range r.queue[from:] {
+		r.bstamp[ri] = 0
+	}
+	for ri, s := range r.routers {
+		if r.bstamp[ri] != ep {
+			best = r.consider(s, best)
+		}
 	}
 	return best
 }
@@ -435,10 +520,14 @@ func (r *Router) rootScore(s int32, bound int64, strict bool) (int64, bool) {
 		}
 		t := &r.targets[i]
 		var d int64
-		if t.router >= 0 {
+		if t.router >= 0 && k == 0 {
 			// Distances between switches are symmetric; reading the
-			// target's row keeps consecutive switches in one cache line.
+			// pivot target's row keeps consecutive switches in one
+			// cache line while switches are screened.
 			d = int64(r.h.Hops(int(t.router), sv))
+		} else if t.router >= 0 {
+			// Past the pivot the switch's own row holds every target.
+			d = int64(r.h.Hops(sv, int(t.router)))
 		} else {
 			d = int64(r.h.Hops(sv, int(t.node)))
 		}
@@ -597,82 +686,138 @@ func (r *Router) firstMinChannel(s, m int32) int32 {
 // ---- FULB-MC: bottom-up with link rotation ----
 
 func (r *Router) fulb(root int32, members []int32) []int32 {
-	g := r.g
+	if !r.targetsFor(members) {
+		r.makeTargets(members)
+	}
 	edges := r.ebuf[:0]
-	r.stamp[root] = r.epoch
+	ep := r.epoch
+	r.stamp[root] = ep
+	// A single-homed end node has one way up: the edge from its switch.
+	// Members are distinct, so these edges need no stamps.
 	for _, m := range members {
-		if r.stamp[m] == r.epoch {
+		if a := r.attach[m]; a.c >= 0 {
+			edges = append(edges, a.c^1)
+		}
+	}
+	// Then one walk per switch the members hang off (or switch member)
+	// and per multi-homed member, in the order of the members.
+	for i := range r.targets {
+		cur := r.targets[i].router
+		if cur < 0 {
+			cur = r.targets[i].node
+		}
+		if r.stamp[cur] == ep {
 			continue
 		}
-		r.stamp[m] = r.epoch
-		cur := m
-		d := r.hopsTo(cur, root)
-		if c := r.attachC[m]; c >= 0 {
-			// A single-homed end node has one way up.
-			x := r.attach[m]
-			edges = append(edges, c^1)
-			if r.stamp[x] == r.epoch {
-				continue
-			}
-			r.stamp[x] = r.epoch
-			cur = x
-			d--
-		}
-		for cur != root {
-			best := int32(-1)
-			var bestLoad int32
-			bestIn := false
-			var bestG uint8
-			if r.algo.OneGlobal {
-				bestG = r.gminOf(cur, root)
-			}
-			for _, c := range r.nextHops(cur) {
-				x := int32(g.Dst(int(c)))
-				if x != root && (r.h.RouterIndex(int(x)) < 0 || r.h.Hops(int(x), int(root)) != d-1) {
-					continue
-				}
-				if r.algo.OneGlobal {
-					gx := r.gminOf(x, root)
-					if r.global[c>>1] {
-						gx++
-					}
-					if gx != bestG {
-						continue
-					}
-				}
-				load := r.linkLoad[c>>1]
-				in := r.stamp[x] == r.epoch
-				if best < 0 || load < bestLoad || (load == bestLoad && in && !bestIn) {
-					best, bestLoad, bestIn = c, load, in
-				}
-			}
-			x := int32(g.Dst(int(best)))
-			edges = append(edges, best^1)
-			if bestIn {
-				break
-			}
-			r.stamp[x] = r.epoch
-			cur = x
-			d--
-		}
+		r.stamp[cur] = ep
+		edges = r.fulbWalk(cur, root, edges)
 	}
 	r.ebuf = edges
 	return edges
 }
 
-// nextHops lists the candidate channels out of v: router-to-router channels
-// for a router, every working channel for an end node.
-func (r *Router) nextHops(v int32) []int32 {
-	if ri := r.h.RouterIndex(int(v)); ri >= 0 {
-		return r.adjChan[r.adjStart[ri]:r.adjStart[ri+1]]
+// fulbWalk walks from cur (just added to the tree) toward the root, one
+// hop closer at every step over the least-loaded link, until it meets the
+// tree, and appends the edges (directed away from the root).
+func (r *Router) fulbWalk(cur, root int32, edges []int32) []int32 {
+	h := r.h
+	ep := r.epoch
+	rootRI := int32(h.RouterIndex(int(root)))
+	var d int32
+	if ri := h.RouterIndex(int(cur)); ri >= 0 {
+		d = r.rootDist(int32(ri), root)
+	} else {
+		d = int32(h.Hops(int(root), int(cur)))
 	}
-	r.cand = r.cand[:0]
+	for cur != root {
+		best, bestX := int32(-1), int32(-1)
+		var bestLoad int32
+		bestIn := false
+		var bestG uint8
+		if r.algo.OneGlobal {
+			bestG = r.gminOf(cur, root)
+		}
+		// A memo entry equal to want says "one hop closer to the root".
+		want := uint64(ep)<<8 | uint64(d-1)
+		for _, hp := range r.nextHopsRI(cur) {
+			c, xi := hp.c, hp.x
+			switch {
+			case xi < 0:
+				continue
+			case d == 1:
+				if xi != rootRI {
+					continue
+				}
+			case r.rd[xi] != want:
+				if uint32(r.rd[xi]>>8) == ep || r.rootDist(xi, root) != d-1 {
+					continue
+				}
+			}
+			x := r.routers[xi]
+			if r.algo.OneGlobal {
+				gx := r.gminOf(x, root)
+				if r.global[c>>1] {
+					gx++
+				}
+				if gx != bestG {
+					continue
+				}
+			}
+			load := r.linkLoad[c>>1]
+			if best >= 0 && (load > bestLoad || (load == bestLoad && bestIn)) {
+				continue
+			}
+			in := r.stamp[x] == ep
+			if best < 0 || load < bestLoad || in {
+				best, bestX, bestLoad, bestIn = c, x, load, in
+			}
+		}
+		x := bestX
+		edges = append(edges, best^1)
+		if bestIn {
+			break
+		}
+		r.stamp[x] = ep
+		cur = x
+		d--
+	}
+	return edges
+}
+
+// rootDist returns the min-hop distance between router xi and the root
+// switch, memoised for the current group (distances between switches are
+// symmetric; the root's row keeps the lookups in one place).
+func (r *Router) rootDist(xi, root int32) int32 {
+	if v := r.rd[xi]; uint32(v>>8) == r.epoch {
+		return int32(v & 0xff)
+	}
+	d := uint64(r.h.Hops(int(root), int(r.routers[xi])))
+	r.rd[xi] = uint64(r.epoch)<<8 | d
+	return int32(d)
+}
+
+// attachment is the switch a single-homed end node hangs off and the
+// channel from the node to it.
+type attachment struct{ sw, c int32 }
+
+// hop is a channel and the router index of its far end (-1 for a node
+// that does not forward).
+type hop struct{ c, x int32 }
+
+// nextHopsRI lists the candidate channels out of v with the router index
+// of their far end: router-to-router channels for a router, every working
+// channel for an end node.
+func (r *Router) nextHopsRI(v int32) []hop {
+	if ri := r.h.RouterIndex(int(v)); ri >= 0 {
+		return r.adj[r.adjStart[ri]:r.adjStart[ri+1]]
+	}
+	r.candHR = r.candHR[:0]
 	for _, c := range r.g.Out(int(v)) {
 		if r.g.Up(int(c)) {
-			r.cand = append(r.cand, c)
+			r.candHR = append(r.candHR, hop{c, int32(r.h.RouterIndex(r.g.Dst(int(c))))})
 		}
 	}
-	return r.cand
+	return r.candHR
 }
 
 // gminOf returns the fewest global links on a shortest path from v to the

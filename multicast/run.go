@@ -57,10 +57,14 @@ func Run(h *topology.HopTable, a Algo, groups []Group, o Options, progress func(
 	r := NewRouter(h, a, o)
 	res := &Result{Algo: a.String(), Groups: len(groups), Trees: make([]Tree, len(groups))}
 	var rootTime, treeTime time.Duration
-	slab := make([]int32, 0, 4*len(groups)+1024)
+	for i := range groups {
+		res.Members += len(groups[i].Members)
+	}
+	// Trees have one edge per end-node member plus the switches above
+	// them: reserve half as many again.
+	slab := make([]int32, 0, res.Members+res.Members/2+4*len(groups)+1024)
 	for i := range groups {
 		m := groups[i].Members
-		res.Members += len(m)
 		t0 := time.Now()
 		root, err := r.ChooseRoot(m)
 		t1 := time.Now()

@@ -28,6 +28,8 @@ type Workload struct {
 	Count, MinSize, MaxSize int
 	// Path is the group file (file).
 	Path string
+	// Map places the processes on end nodes (zero value: linear).
+	Map  Mapping
 	spec string
 }
 
@@ -228,7 +230,11 @@ func (w Workload) Groups(g *topology.Graph, seed uint64) ([]Group, error) {
 	if procs == 0 {
 		return nil, fmt.Errorf("the fabric has no working end nodes")
 	}
-	m := &mapper{slots: slots, ppn: ppn, stamp: make([]uint32, g.NumNodes())}
+	nodes, err := w.Map.rankNodes(g, w, slots, ppn, procs, seed)
+	if err != nil {
+		return nil, err
+	}
+	m := &mapper{nodes: nodes, stamp: make([]uint32, g.NumNodes())}
 	var out []Group
 	switch w.Kind {
 	case "grid2d", "grid3d":
@@ -275,8 +281,7 @@ func sample(rng *rand.Rand, n, k int) []int {
 
 // mapper turns process lists into member lists of distinct nodes.
 type mapper struct {
-	slots []int32
-	ppn   int
+	nodes []int32 // rank -> end node
 	stamp []uint32
 	epoch uint32
 }
@@ -285,7 +290,7 @@ func (m *mapper) group(name string, procs []int) Group {
 	m.epoch++
 	mem := make([]int32, 0, len(procs))
 	for _, p := range procs {
-		v := m.slots[p/m.ppn]
+		v := m.nodes[p]
 		if m.stamp[v] != m.epoch {
 			m.stamp[v] = m.epoch
 			mem = append(mem, v)

@@ -45,7 +45,7 @@ func init() {
 	{
 		var tf topoFlags
 		var out output
-		var groups, algos, rootMetric, treesOut, plotPath string
+		var groups, algos, rootMetric, treesOut, plotPath, mapSpec string
 		var seed uint64
 		var workers int
 		var quiet bool
@@ -77,6 +77,9 @@ func init() {
 			w, err := multicast.ParseWorkload(strings.TrimSpace(wspec))
 			if err != nil {
 				return err
+			}
+			if w.Map, err = multicast.ParseMapping(mapSpec); err != nil {
+				return fmt.Errorf("--map: %v", err)
 			}
 			g, err := loadMcastTopo(&tf)
 			if err != nil {
@@ -129,7 +132,7 @@ func init() {
 			return out.print(stdout(c), results, func(wr io.Writer) error {
 				fmt.Fprintf(wr, "fabric %s: %d end nodes, %d switches; min-hop table %s in %.2f s\n",
 					tf.spec, g.Count(topology.Endpoint), len(h.Routers()), bytesString(h.Bytes()), hopSec)
-				fmt.Fprintf(wr, "workload %s: %d groups, %d members\n\n", w, len(gs), results[0].Members)
+				fmt.Fprintf(wr, "workload %s (mapping %s): %d groups, %d members\n\n", w, w.Map, len(gs), results[0].Members)
 				return writeMcastTable(wr, results)
 			})
 		}
@@ -139,7 +142,8 @@ func init() {
 		c.Flags().StringVar(&groups, "groups", "", "workload: grid2d:AxB, grid3d:AxBxC, hier:…, random:…, file:PATH (see --help), or @FILE")
 		c.Flags().StringVar(&algos, "algo", "minhop-new,sssp-new,fulb", "engines, comma-separated: minhop, minhop-new, sssp, sssp-new, fulb (+1g for sssp/fulb)")
 		c.Flags().StringVar(&rootMetric, "root-metric", "max", "root choice: max (smallest largest distance, minimal height) or mean (smallest total distance)")
-		c.Flags().Uint64Var(&seed, "seed", 1, "seed for random workloads")
+		c.Flags().Uint64Var(&seed, "seed", 1, "seed for random workloads and the random mapping")
+		c.Flags().StringVar(&mapSpec, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
 		c.Flags().StringVar(&treesOut, "trees-out", "", "write every group's root, members and tree edges (node-name pairs) as JSON to FILE")
 		c.Flags().StringVar(&plotPath, "plot", "", "write a histogram of link EFI per engine to FILE (.svg or .png)")
 		c.Flags().IntVar(&workers, "workers", 0, "goroutines for the min-hop table (0 = all cores)")
@@ -231,7 +235,7 @@ func init() {
 	// icn mcast experiment
 	{
 		var out output
-		var fabric, algos, plotPath string
+		var fabric, algos, plotPath, mapSpec string
 		var seed uint64
 		var workers int
 		var quiet bool
@@ -255,6 +259,10 @@ func init() {
 						fabrics = append(fabrics, f)
 					}
 				}
+				mp, err := multicast.ParseMapping(mapSpec)
+				if err != nil {
+					return fmt.Errorf("--map: %v", err)
+				}
 				var as []multicast.Algo
 				if algos != "" {
 					var err error
@@ -269,7 +277,7 @@ func init() {
 				}
 				var exps []*multicast.Experiment
 				for _, f := range fabrics {
-					ex, err := multicast.RunExperiment(f, as, seed, workers, func(line string) {
+					ex, err := multicast.RunExperimentWith(f, as, seed, workers, mp, func(line string) {
 						if !quiet {
 							fmt.Fprintln(os.Stderr, line)
 						}
@@ -297,142 +305,18 @@ func init() {
 		out.register(c)
 		c.Flags().StringVar(&fabric, "fabric", "all", "fattree, torus, dragonfly, bluelight, taihulight (comma-separated) or all")
 		c.Flags().StringVar(&algos, "algo", "", "engines (default: the fabric's list, all five plus +1g on the dragonfly)")
-		c.Flags().Uint64Var(&seed, "seed", 1, "seed for the random workloads")
+		c.Flags().Uint64Var(&seed, "seed", 1, "seed for the random workloads and the random mapping")
+		c.Flags().StringVar(&mapSpec, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
 		c.Flags().StringVar(&plotPath, "plot", "", "bar chart of max EFI per workload and engine (.svg or .png)")
 		c.Flags().IntVar(&workers, "workers", 0, "goroutines for the min-hop tables (0 = all cores)")
 		c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
 		mcastCmd.AddCommand(c)
 	}
 
-	// icn mcast verify
-	{
-		var tf topoFlags
-		var out output
-		var trees string
-		c := &cobra.Command{
-			Use:   "verify",
-			Short: "Re-verify a --trees-out file against the fabric and recompute the EFI from its edges",
-			Example: `  icn mcast --topo bluelight --groups grid2d:128x68 --trees-out t.json
-  icn mcast verify --topo bluelight --trees t.json`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				if trees == "" {
-					return fmt.Errorf("no trees file given (use --trees FILE)")
-				}
-				f, err := os.Open(trees)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				tfile, err := multicast.ReadTrees(f)
-				if err != nil {
-					return err
-				}
-				if tf.spec == "" {
-					tf.spec = tfile.Topo
-				}
-				g, err := loadMcastTopo(&tf)
-				if err != nil {
-					return err
-				}
-				h, err := topology.MinHops(g, 0)
-				if err != nil {
-					return err
-				}
-				type row struct {
-					Algo string `json:"algo"`
-					multicast.EFIStats
-					MaxHeight int  `json:"max_height"`
-					Groups    int  `json:"groups"`
-					Matches   bool `json:"matches_recorded_max_efi"`
-				}
-				var rows []row
-				for i := range tfile.Runs {
-					run := &tfile.Runs[i]
-					gs, ts, err := run.Resolve(g)
-					if err != nil {
-						return &exitError{1, err}
-					}
-					st, ht, err := multicast.CheckRun(h, gs, ts)
-					if err != nil {
-						return &exitError{1, fmt.Errorf("run %s: %v", run.Algo, err)}
-					}
-					rows = append(rows, row{run.Algo, st, ht, len(gs), st.Max == run.MaxEFI && ht == run.MaxHeight})
-				}
-				return out.print(stdout(c), rows, func(w io.Writer) error {
-					t := cli.NewTable("algo", "groups", "trees", "max EFI", "mean EFI", "max height", "matches file")
-					for _, r := range rows {
-						t.Row(r.Algo, r.Groups, "all valid", r.Max, r.Mean, r.MaxHeight, r.Matches)
-					}
-					return t.Write(w)
-				})
-			},
-		}
-		tf.register(c, "topo", "")
-		out.register(c)
-		c.Flags().StringVar(&trees, "trees", "", "trees file written by --trees-out")
-		mcastCmd.AddCommand(c)
-	}
+	mcastCmd.AddCommand(newMcastVerifyCmd())
 
-	// icn mcast protocol
-	{
-		var tf topoFlags
-		var out output
-		var groups, algo string
-		var loss float64
-		var seed uint64
-		c := &cobra.Command{
-			Use:   "protocol",
-			Short: "Simulate the HPC join/leave protocol for a workload with lost requests (virtual clock)",
-			Example: `  icn mcast protocol --topo fattree:k=4,n=3 --groups grid2d:8x8
-  icn mcast protocol --topo fattree:k=4,n=3 --groups grid2d:8x8 --loss 0.01 --seed 7`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				if loss < 0 || loss > 1 {
-					return fmt.Errorf("--loss %v out of range 0..1", loss)
-				}
-				a, err := multicast.ParseAlgo(algo)
-				if err != nil {
-					return err
-				}
-				w, err := multicast.ParseWorkload(groups)
-				if err != nil {
-					return err
-				}
-				g, err := loadMcastTopo(&tf)
-				if err != nil {
-					return err
-				}
-				gs, err := w.Groups(g, seed)
-				if err != nil {
-					return err
-				}
-				h, err := topology.MinHops(g, 0)
-				if err != nil {
-					return err
-				}
-				rep, err := multicast.SimulateProtocol(h, a, gs, loss, seed)
-				if err != nil {
-					return err
-				}
-				return out.print(stdout(c), rep, func(wr io.Writer) error {
-					return cli.KV(wr, "groups", rep.Groups, "join requests sent", rep.Joins, "join requests lost", rep.LostJoins,
-						"groups Ready after joins", rep.Ready, "groups destroyed by join timeout", rep.JoinTimeouts,
-						"groups never created (all joins lost)", rep.NeverCreated,
-						"leave requests lost", rep.LostLeaves, "groups destroyed after all left", rep.AllLeft,
-						"groups destroyed by leave timeout", rep.LeaveTimeouts, "re-routings caused by leaves", rep.Reroutes,
-						"link load left after teardown", rep.LoadLeft)
-				})
-			},
-		}
-		tf.register(c, "topo", "")
-		out.register(c)
-		c.Flags().StringVar(&groups, "groups", "grid2d:4x4", "workload (see icn mcast --help)")
-		c.Flags().StringVar(&algo, "algo", "fulb", "engine")
-		c.Flags().Float64Var(&loss, "loss", 0, "probability that a join or leave request is lost")
-		c.Flags().Uint64Var(&seed, "seed", 1, "seed for request order and losses")
-		mcastCmd.AddCommand(c)
-	}
+	mcastCmd.AddCommand(newMcastProtocolCmd())
+	mcastCmd.AddCommand(newMcastSimulateCmd())
 }
 
 // loadMcastTopo is topoFlags.load that also accepts the multicast
@@ -503,8 +387,8 @@ func writeMcastTable(w io.Writer, results []*multicast.Result) error {
 
 func writeExperiment(w io.Writer, ex *multicast.Experiment) error {
 	f := ex.Fabric
-	fmt.Fprintf(w, "== %s (%s): %d end nodes, %d switches; seed tables %s; min-hop table %s in %.2f s\n",
-		f.Name, f.Spec, ex.EndNodes, ex.Switches, f.Tables, bytesString(ex.HopTableBytes), ex.HopSeconds)
+	fmt.Fprintf(w, "== %s (%s, mapping %s): %d end nodes, %d switches; seed tables %s; min-hop table %s in %.2f s\n",
+		f.Name, f.Spec, ex.Mapping, ex.EndNodes, ex.Switches, f.Tables, bytesString(ex.HopTableBytes), ex.HopSeconds)
 	if len(ex.Rows) == 0 {
 		return nil
 	}
