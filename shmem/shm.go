@@ -35,10 +35,12 @@ type shmTransport struct {
 // Files of a shm job directory besides the regions: the launcher records a
 // dead child in FailMarker, PEs record the peer failures they observed in
 // ReportFile (both as "RANK reason" lines, ReportFile prefixed by the
-// reporter's rank).
+// reporter's rank) and their own Abort or GlobalExit in AbortFile ("RANK
+// STATUS reason").
 const (
 	FailMarker = "failed"
 	ReportFile = "reports"
+	AbortFile  = "aborts"
 	byLauncher = " (reported by the launcher)"
 )
 
@@ -340,4 +342,8 @@ func (t *shmTransport) Report(pe int, reason string) {
 	}
 	fmt.Fprintf(f, "%d %d %s\n", t.me, pe, strings.Join(strings.Fields(reason), " "))
 	f.Close()
+}
+
+func (t *shmTransport) RecordAbort(status int, reason string) {
+	appendLine(filepath.Join(t.dir, AbortFile), fmt.Sprintf("%d %d %s", t.me, status, oneLine(reason)))
 }

@@ -828,3 +828,13 @@ func (t *tcpTransport) Report(pe int, reason string) {
 	t.rdv.SetWriteDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(t.rdv, "report %d %d %s\n", t.me, pe, strings.Join(strings.Fields(reason), " "))
 }
+
+func (t *tcpTransport) RecordAbort(status int, reason string) {
+	if t.rdv == nil {
+		return
+	}
+	t.rdvMu.Lock()
+	defer t.rdvMu.Unlock()
+	t.rdv.SetWriteDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(t.rdv, "abort %d %d %s\n", t.me, status, oneLine(reason))
+}

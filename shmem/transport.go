@@ -67,6 +67,9 @@ type Transport interface {
 	Poison(pe int, reason string)
 	// Report tells the launcher which peer this PE saw fail and why.
 	Report(pe int, reason string)
+	// RecordAbort tells the launcher that this PE ends the job (Abort,
+	// GlobalExit) with an exit status and a reason.
+	RecordAbort(status int, reason string)
 	// Close ends the transport; graceful is true after Finalize's barrier.
 	Close(graceful bool) error
 }

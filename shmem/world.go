@@ -198,15 +198,38 @@ func (w *World) poison(err error) error {
 	return err
 }
 
-// Abort declares this PE failed with the given reason: every peer gets a
+// Abort declares this PE failed with the given reason: the launcher ends
+// the job with exit status 1 and prints the reason, every peer gets a
 // PEError naming this PE from its next call within the fault timeout, and
-// every later call here returns an error. It is the analogue of
-// shmem_global_exit for a program that found an unrecoverable problem.
+// every later call here returns an error. Unlike GlobalExit it returns, so
+// that the program can clean up.
 func (w *World) Abort(reason string) {
-	if w == nil {
+	w.abort(1, "aborted: "+reason)
+}
+
+// globalExitReason starts the reason of a GlobalExit.
+const globalExitReason = "called GlobalExit"
+
+// GlobalExit is shmem_global_exit: it ends the whole job with the given
+// exit status (0..255): the launcher exits with it and kills the PEs still
+// running, which get a PEError naming this PE if they call shmem first.
+// It does not return.
+func (w *World) GlobalExit(status int) {
+	status = min(max(status, 0), 255)
+	w.abort(status, fmt.Sprintf("%s(%d)", globalExitReason, status))
+	os.Exit(status)
+}
+
+// abort records the end of the job with the launcher, then poisons the
+// World (which tells the peers).
+func (w *World) abort(status int, reason string) {
+	if w == nil || w.tr == nil {
 		return
 	}
-	w.poison(&PEError{PE: w.me, Reason: "aborted: " + reason})
+	if w.fs.get() == nil {
+		w.tr.RecordAbort(status, reason)
+	}
+	w.poison(&PEError{PE: w.me, Reason: reason})
 }
 
 // waitLocal polls cond until it reports done, an error, or the World fails.
@@ -487,6 +510,26 @@ func BarrierAll() error { return def.Load().BarrierAll() }
 
 // Barrier is World.Barrier on the default World.
 func Barrier(pes []int) error { return def.Load().Barrier(pes) }
+
+// Abort is World.Abort on the default World (before Init it exits the
+// process with status 1).
+func Abort(reason string) {
+	if w := def.Load(); w != nil {
+		w.Abort(reason)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "shmem: aborted:", reason)
+	os.Exit(1)
+}
+
+// GlobalExit is World.GlobalExit on the default World (before Init it
+// exits the process).
+func GlobalExit(status int) {
+	if w := def.Load(); w != nil {
+		w.GlobalExit(status)
+	}
+	os.Exit(status)
+}
 
 // Fence is World.Fence on the default World.
 func Fence() error { return def.Load().Fence() }

@@ -90,7 +90,7 @@ others through ssh). Exits non-zero naming the process that failed.`,
 			})
 			var je *shmem.JobError
 			if errors.As(err, &je) {
-				return &exitError{1, err}
+				return &exitError{je.ExitStatus(), err}
 			}
 			if err != nil {
 				return &exitError{2, err}
