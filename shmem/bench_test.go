@@ -2,6 +2,7 @@ package shmem
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -205,4 +206,28 @@ func BenchmarkBarrier(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkRawPingPong is the floor of every signal between two PEs on
+// this machine: two goroutines handing a word back and forth through
+// sync/atomic, with no shmem code at all (one op = one round trip).
+func BenchmarkRawPingPong(b *testing.B) {
+	var flag atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= b.N; i++ {
+			for spin := 0; flag.Load() != uint64(2*i-1); spin++ {
+				backoff(spin)
+			}
+			flag.Store(uint64(2 * i))
+		}
+	}()
+	for i := 1; i <= b.N; i++ {
+		flag.Store(uint64(2*i - 1))
+		for spin := 0; flag.Load() != uint64(2*i); spin++ {
+			backoff(spin)
+		}
+	}
+	<-done
 }

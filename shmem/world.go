@@ -33,9 +33,11 @@ type World struct {
 	fs    *failState
 	state atomic.Int32
 	all   []int
+	allT  uint32 // the barrier tag of the whole job
 
 	collMu  sync.Mutex
-	pairSeq []uint32 // barriers done with each peer
+	sendSeq []uint32 // barrier signals sent to each peer
+	recvSeq []uint32 // barrier signals received from each peer
 	collSeq uint64   // CoarrayAll calls done
 	heap    *heapAlloc
 	nextID  uint64
@@ -71,12 +73,13 @@ func Join(cfg Config) (*World, error) {
 	}
 	w := &World{
 		cfg: cfg, me: cfg.Rank, n: cfg.NPEs, lay: lay, fs: newFailState(),
-		pairSeq: make([]uint32, cfg.NPEs), heap: newHeapAlloc(lay.heapSize),
+		sendSeq: make([]uint32, cfg.NPEs), recvSeq: make([]uint32, cfg.NPEs), heap: newHeapAlloc(lay.heapSize),
 		stop: make(chan struct{}), monDone: make(chan struct{}),
 	}
 	for i := 0; i < w.n; i++ {
 		w.all = append(w.all, i)
 	}
+	w.allT = tag(kindBarrier, hashList(w.all))
 	switch cfg.Transport {
 	case TransportShm:
 		w.tr, err = newShm(cfg, lay, w.fs)
@@ -291,46 +294,69 @@ func hashList(pes []int) uint32 {
 	return h.Sum32()
 }
 
-// barrier is the pairwise-signal barrier over members (sorted, unique,
+// barrier is the dissemination barrier over members (sorted, unique,
 // containing w.me); collMu must be held. Every member first completes its
-// outstanding operations (Quiet), then stores (sequence, tag) into its slot
-// at every other member and waits for every other member's slot to reach
-// the same sequence. A different tag at the same sequence is a mismatched
-// collective.
+// outstanding operations (Quiet); then in round k = 0, 1, … (⌈log2 m⌉
+// rounds for m members) member i stores (sequence, tag) into its slot at
+// member i+2^k (mod m) and waits for the slot of member i−2^k to reach the
+// sequence it expects from that member. A different tag at the expected
+// sequence is a mismatched collective. Every member computes the same
+// schedule, so the per-pair sequence counts agree across barriers over
+// different member lists.
 func (w *World) barrier(members []int, t uint32) error {
 	if err := w.tr.Quiet(); err != nil {
 		return err
 	}
-	for _, p := range members {
-		if p == w.me {
-			continue
+	m := len(members)
+	if m == 1 {
+		return nil
+	}
+	i, _ := slices.BinarySearch(members, w.me)
+	for d := 1; d < m; d <<= 1 {
+		to, from := members[(i+d)%m], members[(i-d+m)%m]
+		w.sendSeq[to]++
+		if err := w.tr.PutWord(to, w.lay.barSlot(w.me), uint64(w.sendSeq[to])<<32|uint64(t)); err != nil {
+			return err
 		}
-		w.pairSeq[p]++
-		if err := w.tr.PutWord(p, w.lay.barSlot(w.me), uint64(w.pairSeq[p])<<32|uint64(t)); err != nil {
+		w.recvSeq[from]++
+		if err := w.awaitSignal(from, w.recvSeq[from], t); err != nil {
 			return err
 		}
 	}
-	for _, p := range members {
-		if p == w.me {
-			continue
-		}
-		want := w.pairSeq[p]
-		slot := word(w.local, w.lay.barSlot(p))
-		err := w.waitLocal(func() (bool, error) {
-			v := atomic.LoadUint64(slot)
-			d := int32(uint32(v>>32) - want)
-			if d < 0 {
-				return false, nil
-			}
+	return nil
+}
+
+// awaitSignal waits until the barrier slot of PE from reaches sequence
+// want: a tight spin first (the partner is usually a few hundred
+// nanoseconds away), checking for failures every 64 polls.
+func (w *World) awaitSignal(from int, want uint32, t uint32) error {
+	slot := word(w.local, w.lay.barSlot(from))
+	for i := 0; ; i++ {
+		v := atomic.LoadUint64(slot)
+		if d := int32(uint32(v>>32) - want); d >= 0 {
 			if d == 0 && uint32(v) != t {
-				return false, w.poison(&CollectiveError{Op: describeTag(t), Detail: fmt.Sprintf(
-					"PE %d called %s while PE %d called %s", p, describeTag(uint32(v)), w.me, describeTag(t))})
+				return w.poison(&CollectiveError{Op: describeTag(t), Detail: fmt.Sprintf(
+					"PE %d called %s while PE %d called %s", from, describeTag(uint32(v)), w.me, describeTag(t))})
 			}
-			return true, nil
-		})
-		if err != nil {
-			return err
+			return nil
 		}
+		if i&63 == 63 {
+			if err := w.failure(); err != nil {
+				return err
+			}
+			w.tr.Progress()
+		}
+		backoff(i)
+	}
+}
+
+// failure is the World's failure, ErrFinalized after Finalize, or nil.
+func (w *World) failure() error {
+	if p := w.fs.err.Load(); p != nil {
+		return *p
+	}
+	if w.state.Load() != stateRunning {
+		return ErrFinalized
 	}
 	return nil
 }
@@ -344,7 +370,7 @@ func (w *World) BarrierAll() error {
 	}
 	w.collMu.Lock()
 	defer w.collMu.Unlock()
-	return w.barrier(w.all, tag(kindBarrier, hashList(w.all)))
+	return w.barrier(w.all, w.allT)
 }
 
 // Barrier synchronises the PEs of an arbitrary list (the seed's
