@@ -67,3 +67,85 @@ func TestBarrierDissemination(t *testing.T) {
 		return c.Free()
 	})
 }
+
+// pattern is the sequential answer of the data tests: element k of what PE
+// p writes in round r.
+func pattern(p, r, k int) int64 { return int64(p)*1_000_003 + int64(r)*7919 + int64(k) }
+
+// TestNonBlockingPutGet: non-blocking puts to the right neighbour and
+// non-blocking gets from the left one, short (done at once) and long
+// (queued), complete by Quiet; after Fence a flag is never seen before the
+// data it follows.
+func TestNonBlockingPutGet(t *testing.T) {
+	const long = 3 * nbiInline / 8 // elements: a transfer the engine takes
+	forJobs(t, func(w *World) error {
+		me, n := w.MyPE(), w.NPEs()
+		right, left := (me+1)%n, (me+n-1)%n
+		c, err := NewCoarray[int64](w, 2*long)
+		if err != nil {
+			return err
+		}
+		flag, err := NewCoarray[int64](w, 1)
+		if err != nil {
+			return err
+		}
+		src := make([]int64, long)
+		got := make([]int64, long)
+		for r := 1; r <= 3; r++ {
+			for k := range src {
+				src[k] = pattern(me, r, k)
+			}
+			if err := c.PutNBI(right, 0, src); err != nil {
+				return err
+			}
+			if err := c.PutNBI(right, long, src[:5]); err != nil {
+				return err
+			}
+			if err := w.Fence(); err != nil {
+				return err
+			}
+			if err := flag.PutValue(right, 0, int64(r)); err != nil {
+				return err
+			}
+			if err := WaitUntil(flag, 0, CmpGE, int64(r)); err != nil {
+				return err
+			}
+			loc := c.Local()
+			for k := 0; k < long; k++ {
+				if want := pattern(left, r, k); AtomicLoadLocal(&loc[k]) != want {
+					return fmt.Errorf("PE %d round %d: element %d is %d before Quiet, want %d (flag overtook data)", me, r, k, loc[k], want)
+				}
+			}
+			if err := w.BarrierAll(); err != nil {
+				return err
+			}
+			// now read back what the left neighbour's right neighbour (me)
+			// holds from the left: PE left's part holds PE left-1's data
+			if err := c.GetNBI(left, 0, got); err != nil {
+				return err
+			}
+			short := make([]int64, 5)
+			if err := c.GetNBI(left, long, short); err != nil {
+				return err
+			}
+			if err := w.Quiet(); err != nil {
+				return err
+			}
+			ll := (left + n - 1) % n
+			for k := range got {
+				if want := pattern(ll, r, k); got[k] != want {
+					return fmt.Errorf("PE %d round %d: GetNBI element %d = %d, want %d", me, r, k, got[k], want)
+				}
+			}
+			for k := range short {
+				if want := pattern(ll, r, k); short[k] != want {
+					return fmt.Errorf("PE %d round %d: short GetNBI element %d = %d, want %d", me, r, k, short[k], want)
+				}
+			}
+			if err := w.BarrierAll(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

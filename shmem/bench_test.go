@@ -231,3 +231,43 @@ func BenchmarkRawPingPong(b *testing.B) {
 	}
 	<-done
 }
+
+func BenchmarkPutNBI(b *testing.B) {
+	for _, tr := range transports {
+		for _, size := range []int{8, 64 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/%d", tr, size), func(b *testing.B) {
+				benchPair(b, tr, func(w *World, c *Coarray[uint64], buf []byte, n int) error {
+					s := c.Sym()
+					off := 0
+					for i := 0; i < n; i++ {
+						if err := s.PutNBI(1, off, buf); err != nil {
+							return err
+						}
+						if off += size; off == 1<<20 {
+							off = 0
+						}
+					}
+					return nil
+				}, size)
+			})
+		}
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	for _, tr := range transports {
+		for _, size := range []int{8, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/%d", tr, size), func(b *testing.B) {
+				benchPair(b, tr, func(w *World, c *Coarray[uint64], buf []byte, n int) error {
+					s := c.Sym()
+					for i := 0; i < n; i++ {
+						if err := s.Get(1, 0, buf); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, size)
+			})
+		}
+	}
+}

@@ -171,21 +171,36 @@ func (s *Sym) Put(pe, off int, src []byte) error {
 	return s.w.tr.Put(pe, s.offs[pe]+off, src)
 }
 
-// PutNBI is the non-blocking put: src must not be modified until the next
-// Quiet or barrier. (Both transports currently copy or deliver src before
-// returning, so it behaves like Put; programs must not rely on that.)
-func (s *Sym) PutNBI(pe, off int, src []byte) error { return s.Put(pe, off, src) }
+// PutNBI is the non-blocking put: it returns at once and the transfer
+// proceeds while the caller computes; src must not be modified until the
+// next Quiet (or barrier), which completes it. Fence orders it before later
+// operations to the same PE. (Short puts are copied at once: that is
+// cheaper than deferring them.)
+func (s *Sym) PutNBI(pe, off int, src []byte) error {
+	if err := s.check("PutNBI", pe, off, len(src)); err != nil {
+		return err
+	}
+	return s.w.tr.PutNBI(pe, s.offs[pe]+off, src)
+}
 
 // Get copies PE pe's part at byte offset off into dst and returns when dst
-// holds the data. It observes every earlier put and atomic of this PE to pe.
+// holds the data. It observes every earlier blocking put and atomic of this
+// PE to pe (non-blocking ones after Quiet or Fence).
 func (s *Sym) Get(pe, off int, dst []byte) error {
 	if err := s.check("Get", pe, off, len(dst)); err != nil {
 		return err
 	}
-	if err := s.w.tr.Fence(); err != nil {
+	return s.w.tr.Get(pe, s.offs[pe]+off, dst)
+}
+
+// GetNBI starts a get of PE pe's part at byte offset off into dst and
+// returns at once; dst holds the data after the next Quiet (or barrier)
+// and must not be used before.
+func (s *Sym) GetNBI(pe, off int, dst []byte) error {
+	if err := s.check("GetNBI", pe, off, len(dst)); err != nil {
 		return err
 	}
-	return s.w.tr.Get(pe, s.offs[pe]+off, dst)
+	return s.w.tr.GetNBI(pe, s.offs[pe]+off, dst)
 }
 
 // PutUint64 stores one 64-bit word at an aligned byte offset of PE pe's
@@ -407,6 +422,16 @@ func (c *Coarray[T]) PutNBI(pe, i int, src []T) error {
 		return err
 	}
 	return c.s.PutNBI(pe, off, bytesOf(src))
+}
+
+// GetNBI starts copying PE pe's elements [i, i+len(dst)) into dst; dst
+// holds them after the next Quiet (see Sym.GetNBI).
+func (c *Coarray[T]) GetNBI(pe, i int, dst []T) error {
+	off, err := c.idx("GetNBI", i, len(dst))
+	if err != nil {
+		return err
+	}
+	return c.s.GetNBI(pe, off, bytesOf(dst))
 }
 
 // Get copies PE pe's elements [i, i+len(dst)) into dst.

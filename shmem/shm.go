@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // shmTransport maps the region file of every PE of the job into this
@@ -30,6 +31,7 @@ type shmTransport struct {
 	lastBeat []uint64
 	lastSeen []time.Time
 	fence    [8]uint64 // a private word for full memory barriers
+	engine   copyEngine
 }
 
 // Files of a shm job directory besides the regions: the launcher records a
@@ -191,9 +193,12 @@ func (t *shmTransport) span(pe, off, n int) ([]byte, error) {
 	return r[off : off+n], nil
 }
 
+// Put copies src; an aligned word is one 64-bit store (untorn on every
+// 64-bit platform Go supports), without the full barrier of PutWord.
 func (t *shmTransport) Put(pe, off int, src []byte) error {
-	if len(src) == 8 && off&7 == 0 {
-		return t.PutWord(pe, off, binary.NativeEndian.Uint64(src))
+	if r := t.regions[pe]; len(src) == 8 && off&7 == 0 && off >= 0 && off <= len(r)-8 {
+		*(*uint64)(unsafe.Pointer(&r[off])) = binary.NativeEndian.Uint64(src)
+		return nil
 	}
 	d, err := t.span(pe, off, len(src))
 	if err != nil {
@@ -212,13 +217,13 @@ func (t *shmTransport) PutWord(pe, off int, v uint64) error {
 }
 
 func (t *shmTransport) Get(pe, off int, dst []byte) error {
+	if r := t.regions[pe]; len(dst) == 8 && off&7 == 0 && off >= 0 && off <= len(r)-8 {
+		binary.NativeEndian.PutUint64(dst, atomic.LoadUint64((*uint64)(unsafe.Pointer(&r[off]))))
+		return nil
+	}
 	s, err := t.span(pe, off, len(dst))
 	if err != nil {
 		return err
-	}
-	if len(dst) == 8 && off&7 == 0 {
-		binary.NativeEndian.PutUint64(dst, atomic.LoadUint64(word(s, 0)))
-		return nil
 	}
 	copy(dst, s)
 	return nil
@@ -236,11 +241,51 @@ func (t *shmTransport) AtomicNF(pe int, op AtomicOp, off int, a uint64) error {
 	return err
 }
 
-// Fence and Quiet are full memory barriers: a locked read-modify-write
-// orders every earlier store of this thread before every later one. Stores
-// into a mapping are complete (globally visible in cache-coherent memory)
-// once they are ordered, so no waiting is needed.
+// PutNBI copies short sources at once and queues longer ones to the copy
+// engine; src must not change until Quiet.
+func (t *shmTransport) PutNBI(pe, off int, src []byte) error {
+	if len(src) < nbiInline {
+		return t.Put(pe, off, src)
+	}
+	d, err := t.span(pe, off, len(src))
+	if err != nil {
+		return err
+	}
+	t.engine.submit(d, src)
+	return nil
+}
+
+// GetNBI is the mirror of PutNBI; dst holds the data after Quiet.
+func (t *shmTransport) GetNBI(pe, off int, dst []byte) error {
+	if len(dst) < nbiInline {
+		return t.Get(pe, off, dst)
+	}
+	s, err := t.span(pe, off, len(dst))
+	if err != nil {
+		return err
+	}
+	t.engine.submit(dst, s)
+	return nil
+}
+
+// AtomicNBI is done at once: a CPU atomic is cheaper than queuing it.
+func (t *shmTransport) AtomicNBI(pe int, op AtomicOp, off int, a, b uint64, res *uint64) error {
+	v, err := t.Atomic(pe, op, off, a, b)
+	if err == nil {
+		atomic.StoreUint64(res, v)
+	}
+	return err
+}
+
+// Fence and Quiet wait for the copy engine's queue (Fence too: the engine
+// keeps no per-target order) and then are full memory barriers: a locked
+// read-modify-write orders every earlier store of this thread before every
+// later one. Stores into a mapping are complete (globally visible in
+// cache-coherent memory) once they are ordered.
 func (t *shmTransport) Fence() error {
+	if t.engine.pending() {
+		t.engine.drain()
+	}
 	atomic.AddUint64(&t.fence[0], 1)
 	return nil
 }
@@ -329,6 +374,7 @@ func readReason(r []byte) string {
 // place: slices handed out by Local stay valid memory for the life of the
 // process, so a late access is never a crash.
 func (t *shmTransport) Close(graceful bool) error {
+	t.engine.close()
 	if graceful {
 		atomic.StoreUint64(word(t.regions[t.me], hStatus), statusFinalized)
 	}

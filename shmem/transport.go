@@ -43,8 +43,16 @@ type Transport interface {
 	Put(pe, off int, src []byte) error
 	// PutWord stores one aligned 64-bit word atomically at the target.
 	PutWord(pe, off int, v uint64) error
+	// PutNBI is Put that may go on reading src until the next Quiet
+	// (or Fence).
+	PutNBI(pe, off int, src []byte) error
 	// Get copies from PE pe's region into dst and returns when dst is filled.
 	Get(pe, off int, dst []byte) error
+	// GetNBI starts a Get; dst holds the data after the next Quiet.
+	GetNBI(pe, off int, dst []byte) error
+	// AtomicNBI starts a fetching atomic; *res holds the previous value
+	// after the next Quiet.
+	AtomicNBI(pe int, op AtomicOp, off int, a, b uint64, res *uint64) error
 	// Atomic performs op on the aligned word at off and returns its previous
 	// value.
 	Atomic(pe int, op AtomicOp, off int, a, b uint64) (uint64, error)
