@@ -150,6 +150,18 @@ func (s *Sym) check(op string, pe, off, n int) error {
 	return nil
 }
 
+// checkAtomic validates the word of atomic op at off on PE pe.
+func (s *Sym) checkAtomic(name string, pe, off int, op AtomicOp) error {
+	w := op.width()
+	if err := s.check(name, pe, off, w); err != nil {
+		return err
+	}
+	if (s.offs[pe]+off)%w != 0 {
+		return fmt.Errorf("shmem: %s: unaligned offset %d (a %d-byte atomic needs a multiple of %d)", name, off, w, w)
+	}
+	return nil
+}
+
 func (s *Sym) checkWord(op string, pe, off int) error {
 	if err := s.check(op, pe, off, 8); err != nil {
 		return err
@@ -216,85 +228,31 @@ func (s *Sym) PutUint64(pe, off int, v uint64) error {
 // pe's part and returns the word's previous value. It is complete at the
 // target when it returns.
 func (s *Sym) Atomic(pe int, op AtomicOp, off int, a, b uint64) (uint64, error) {
-	if err := s.checkWord("atomic", pe, off); err != nil {
-		return 0, err
-	}
-	if op == 0 || op >= opMax {
+	if !op.valid() {
 		return 0, fmt.Errorf("shmem: unknown atomic operation %d", op)
+	}
+	if err := s.checkAtomic("atomic", pe, off, op); err != nil {
+		return 0, err
 	}
 	return s.w.tr.Atomic(pe, op, s.offs[pe]+off, a, b)
 }
 
-// AtomicNF performs a non-fetching OpAdd, OpSet, OpAnd or OpOr without
+// AtomicNF performs a non-fetching OpAdd, OpSet, OpAnd, OpOr or OpXor without
 // waiting: like a put, it is complete after Quiet or a barrier and ordered
 // by Fence. Concurrent atomics on one word never lose updates.
 func (s *Sym) AtomicNF(pe int, op AtomicOp, off int, a uint64) error {
-	if err := s.checkWord("atomic", pe, off); err != nil {
-		return err
-	}
-	switch op {
-	case OpAdd, OpSet, OpAnd, OpOr:
+	switch op &^ atomicTypes {
+	case OpAdd, OpSet, OpAnd, OpOr, OpXor:
 	default:
 		return fmt.Errorf("shmem: atomic operation %d has no non-fetching form", op)
 	}
-	return s.w.tr.AtomicNF(pe, op, s.offs[pe]+off, a)
-}
-
-// Cmp is the comparison of WaitUntil.
-type Cmp uint8
-
-// Comparisons for WaitUntil (OpenSHMEM's SHMEM_CMP_*).
-const (
-	CmpEQ Cmp = iota + 1
-	CmpNE
-	CmpGT
-	CmpGE
-	CmpLT
-	CmpLE
-)
-
-func (c Cmp) valid() bool { return c >= CmpEQ && c <= CmpLE }
-
-func compare[T ~int64 | ~uint64](c Cmp, x, v T) bool {
-	switch c {
-	case CmpEQ:
-		return x == v
-	case CmpNE:
-		return x != v
-	case CmpGT:
-		return x > v
-	case CmpGE:
-		return x >= v
-	case CmpLT:
-		return x < v
-	case CmpLE:
-		return x <= v
+	if !op.valid() {
+		return fmt.Errorf("shmem: unknown atomic operation %d", op)
 	}
-	return false
-}
-
-// WaitUntil blocks until the 64-bit word at aligned byte offset off of this
-// PE's part satisfies (word cmp v), compared as unsigned. Data put by a PE
-// before (Fence) the put that satisfied the wait is visible when it
-// returns. It returns an error instead if the World fails meanwhile.
-func (s *Sym) WaitUntil(off int, cmp Cmp, v uint64) error {
-	return waitUntil(s, off, cmp, v)
-}
-
-func waitUntil[T ~int64 | ~uint64](s *Sym, off int, cmp Cmp, v T) error {
-	if s == nil {
-		return errors.New("shmem: WaitUntil on a nil co-array")
-	}
-	if err := s.checkWord("WaitUntil", s.w.me, off); err != nil {
+	if err := s.checkAtomic("atomic", pe, off, op); err != nil {
 		return err
 	}
-	if !cmp.valid() {
-		return fmt.Errorf("shmem: WaitUntil: unknown comparison %d", cmp)
-	}
-	p := word(s.w.local, s.offs[s.w.me]+off)
-	return s.w.waitLocal(func() (bool, error) {
-		return compare(cmp, T(atomic.LoadUint64(p)), v), nil
-	})
+	return s.w.tr.AtomicNF(pe, op, s.offs[pe]+off, a)
 }
 
 // Free is the collective release of a co-array (a barrier, then every PE
@@ -329,8 +287,6 @@ type Elem interface {
 		~uintptr | ~float32 | ~float64 | ~complex64 | ~complex128
 }
 
-// Word is the set of element types that support atomics and WaitUntil.
-type Word interface{ ~int64 | ~uint64 }
 
 // Coarray is a typed co-array: n elements of T on every PE, addressed by
 // (PE, element index).
@@ -474,79 +430,3 @@ func (c *Coarray[T]) Free() error {
 	return c.s.Free()
 }
 
-func wordIdx[T Word](c *Coarray[T], op string, i int) (int, error) {
-	return c.idx(op, i, 1)
-}
-
-// AtomicFetchAdd adds v to element i of PE pe and returns the old value.
-func AtomicFetchAdd[T Word](c *Coarray[T], pe, i int, v T) (T, error) {
-	off, err := wordIdx(c, "AtomicFetchAdd", i)
-	if err != nil {
-		return 0, err
-	}
-	old, err := c.s.Atomic(pe, OpAdd, off, uint64(v), 0)
-	return T(old), err
-}
-
-// AtomicAdd adds v to element i of PE pe without waiting (non-fetching).
-func AtomicAdd[T Word](c *Coarray[T], pe, i int, v T) error {
-	off, err := wordIdx(c, "AtomicAdd", i)
-	if err != nil {
-		return err
-	}
-	return c.s.AtomicNF(pe, OpAdd, off, uint64(v))
-}
-
-// AtomicSwap stores v into element i of PE pe and returns the old value.
-func AtomicSwap[T Word](c *Coarray[T], pe, i int, v T) (T, error) {
-	off, err := wordIdx(c, "AtomicSwap", i)
-	if err != nil {
-		return 0, err
-	}
-	old, err := c.s.Atomic(pe, OpSwap, off, uint64(v), 0)
-	return T(old), err
-}
-
-// AtomicCompareSwap stores v into element i of PE pe if it equals cond and
-// returns the old value either way.
-func AtomicCompareSwap[T Word](c *Coarray[T], pe, i int, cond, v T) (T, error) {
-	off, err := wordIdx(c, "AtomicCompareSwap", i)
-	if err != nil {
-		return 0, err
-	}
-	old, err := c.s.Atomic(pe, OpCompareSwap, off, uint64(v), uint64(cond))
-	return T(old), err
-}
-
-// AtomicFetch reads element i of PE pe atomically.
-func AtomicFetch[T Word](c *Coarray[T], pe, i int) (T, error) {
-	off, err := wordIdx(c, "AtomicFetch", i)
-	if err != nil {
-		return 0, err
-	}
-	old, err := c.s.Atomic(pe, OpFetch, off, 0, 0)
-	return T(old), err
-}
-
-// AtomicSet stores v into element i of PE pe atomically (non-fetching).
-func AtomicSet[T Word](c *Coarray[T], pe, i int, v T) error {
-	off, err := wordIdx(c, "AtomicSet", i)
-	if err != nil {
-		return err
-	}
-	return c.s.AtomicNF(pe, OpSet, off, uint64(v))
-}
-
-// WaitUntil blocks until element i of this PE's part satisfies
-// (element cmp v), compared in T's order (signed for int64).
-func WaitUntil[T Word](c *Coarray[T], i int, cmp Cmp, v T) error {
-	off, err := wordIdx(c, "WaitUntil", i)
-	if err != nil {
-		return err
-	}
-	return waitUntil(c.s, off, cmp, v)
-}
-
-// AtomicLoadLocal reads an element of a local part atomically (for polling
-// words that remote PEs write).
-func AtomicLoadLocal[T Word](p *T) T { return T(atomic.LoadUint64((*uint64)(unsafe.Pointer(p)))) }

@@ -230,10 +230,10 @@ func (t *shmTransport) Get(pe, off int, dst []byte) error {
 }
 
 func (t *shmTransport) Atomic(pe int, op AtomicOp, off int, a, b uint64) (uint64, error) {
-	if off&7 != 0 || off < 0 || off > len(t.regions[pe])-8 {
-		return 0, fmt.Errorf("shmem: internal: bad word offset %d", off)
+	if !op.valid() || !atomicSpanOK(op, off, len(t.regions[pe])) {
+		return 0, fmt.Errorf("shmem: internal: bad atomic %d at offset %d", op, off)
 	}
-	return applyAtomic(word(t.regions[pe], off), op, a, b), nil
+	return applyAtomic(t.regions[pe], off, op, a, b), nil
 }
 
 func (t *shmTransport) AtomicNF(pe int, op AtomicOp, off int, a uint64) error {
@@ -269,10 +269,10 @@ func (t *shmTransport) GetNBI(pe, off int, dst []byte) error {
 }
 
 // AtomicNBI is done at once: a CPU atomic is cheaper than queuing it.
-func (t *shmTransport) AtomicNBI(pe int, op AtomicOp, off int, a, b uint64, res *uint64) error {
+func (t *shmTransport) AtomicNBI(pe int, op AtomicOp, off int, a, b uint64, deliver func(uint64)) error {
 	v, err := t.Atomic(pe, op, off, a, b)
 	if err == nil {
-		atomic.StoreUint64(res, v)
+		deliver(v)
 	}
 	return err
 }

@@ -54,7 +54,7 @@ type tcpTransport struct {
 
 type request struct {
 	dst  []byte
-	res  *uint64 // a non-blocking fetching atomic's result
+	res  func(uint64) // takes a non-blocking fetching atomic's result
 	done chan reply
 }
 
@@ -340,7 +340,7 @@ func (pc *peerConn) readReplies() {
 					return &protoError{"unexpected atomic reply"}
 				}
 				if req.res != nil {
-					atomic.StoreUint64(req.res, le.Uint64(h[4:]))
+					req.res(le.Uint64(h[4:]))
 				}
 				req.done <- reply{v: le.Uint64(h[4:])}
 			case rFlush:
@@ -374,7 +374,15 @@ func (pc *peerConn) readReplies() {
 }
 
 func (pc *peerConn) newReq(dst []byte) (uint32, *request) {
-	req := &request{dst: dst, done: make(chan reply, 1)}
+	return pc.register(&request{dst: dst, done: make(chan reply, 1)})
+}
+
+// newReqDeliver registers a request whose reply goes to deliver.
+func (pc *peerConn) newReqDeliver(deliver func(uint64)) (uint32, *request) {
+	return pc.register(&request{res: deliver, done: make(chan reply, 1)})
+}
+
+func (pc *peerConn) register(req *request) (uint32, *request) {
 	pc.pmu.Lock()
 	pc.nextID++
 	id := pc.nextID
@@ -631,11 +639,11 @@ func (t *tcpTransport) GetNBI(pe, off int, dst []byte) error {
 }
 
 // AtomicNBI sends a fetching atomic whose reply is stored in *res.
-func (t *tcpTransport) AtomicNBI(pe int, op AtomicOp, off int, a, b uint64, res *uint64) error {
+func (t *tcpTransport) AtomicNBI(pe int, op AtomicOp, off int, a, b uint64, deliver func(uint64)) error {
 	if pe == t.me {
 		v, err := t.Atomic(pe, op, off, a, b)
 		if err == nil {
-			atomic.StoreUint64(res, v)
+			deliver(v)
 		}
 		return err
 	}
@@ -643,8 +651,7 @@ func (t *tcpTransport) AtomicNBI(pe int, op AtomicOp, off int, a, b uint64, res 
 	if err != nil {
 		return err
 	}
-	id, req := pc.newReq(nil)
-	req.res = res
+	id, _ := pc.newReqDeliver(deliver)
 	var h [30]byte
 	h[0] = opAmo
 	le.PutUint32(h[1:], id)
@@ -721,10 +728,10 @@ func (t *tcpTransport) Get(pe, off int, dst []byte) error {
 
 func (t *tcpTransport) Atomic(pe int, op AtomicOp, off int, a, b uint64) (uint64, error) {
 	if pe == t.me {
-		if _, err := t.localSpan(off, 8); err != nil || off&7 != 0 {
-			return 0, fmt.Errorf("shmem: internal: bad word offset %d", off)
+		if !op.valid() || !atomicSpanOK(op, off, len(t.local)) {
+			return 0, fmt.Errorf("shmem: internal: bad atomic %d at offset %d", op, off)
 		}
-		return applyAtomic(word(t.local, off), op, a, b), nil
+		return applyAtomic(t.local, off, op, a, b), nil
 	}
 	pc, err := t.peer(pe)
 	if err != nil {

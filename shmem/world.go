@@ -1,6 +1,7 @@
 package shmem
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -238,17 +239,28 @@ func (w *World) abort(status int, reason string) {
 // waitLocal polls cond until it reports done, an error, or the World fails.
 // cond is checked before the failure so a satisfied wait always succeeds.
 func (w *World) waitLocal(cond func() (bool, error)) error {
+	return w.waitCtx(context.Background(), cond)
+}
+
+// waitCtx is waitLocal that also ends when ctx is done (with an error
+// wrapping ctx.Err()).
+func (w *World) waitCtx(ctx context.Context, cond func() (bool, error)) error {
 	w.tr.Progress()
+	cancel := ctx.Done()
 	for i := 0; ; i++ {
 		done, err := cond()
 		if err != nil || done {
 			return err
 		}
-		if p := w.fs.err.Load(); p != nil {
-			return *p
+		if err := w.failure(); err != nil {
+			return err
 		}
-		if w.state.Load() != stateRunning {
-			return ErrFinalized
+		if cancel != nil && i&63 == 63 {
+			select {
+			case <-cancel:
+				return fmt.Errorf("shmem: wait abandoned: %w", context.Cause(ctx))
+			default:
+			}
 		}
 		if i&1023 == 1023 {
 			w.tr.Progress()
