@@ -150,13 +150,19 @@ func AtomicFetchXor[T Word](c *Coarray[T], pe, i int, v T) (T, error) {
 }
 
 // AtomicAnd, AtomicOr and AtomicXor are the non-fetching bitwise atomics.
-func AtomicAnd[T Word](c *Coarray[T], pe, i int, v T) error { return nfOp(c, "AtomicAnd", pe, i, OpAnd, v) }
+func AtomicAnd[T Word](c *Coarray[T], pe, i int, v T) error {
+	return nfOp(c, "AtomicAnd", pe, i, OpAnd, v)
+}
 
 // AtomicOr: see AtomicAnd.
-func AtomicOr[T Word](c *Coarray[T], pe, i int, v T) error { return nfOp(c, "AtomicOr", pe, i, OpOr, v) }
+func AtomicOr[T Word](c *Coarray[T], pe, i int, v T) error {
+	return nfOp(c, "AtomicOr", pe, i, OpOr, v)
+}
 
 // AtomicXor: see AtomicAnd.
-func AtomicXor[T Word](c *Coarray[T], pe, i int, v T) error { return nfOp(c, "AtomicXor", pe, i, OpXor, v) }
+func AtomicXor[T Word](c *Coarray[T], pe, i int, v T) error {
+	return nfOp(c, "AtomicXor", pe, i, OpXor, v)
+}
 
 // AtomicFetchNBI and the other …NBI forms are the non-blocking fetching
 // atomics: they return at once and store the previous value in *res by the

@@ -287,7 +287,6 @@ type Elem interface {
 		~uintptr | ~float32 | ~float64 | ~complex64 | ~complex128
 }
 
-
 // Coarray is a typed co-array: n elements of T on every PE, addressed by
 // (PE, element index).
 type Coarray[T Elem] struct {
@@ -429,4 +428,3 @@ func (c *Coarray[T]) Free() error {
 	}
 	return c.s.Free()
 }
-
