@@ -214,3 +214,37 @@ func AtomicLoadLocal[T AtomicValue](p *T) T {
 	}
 	return valueOf[T](atomic.LoadUint64((*uint64)(unsafe.Pointer(p))))
 }
+
+// toBitsN is the bit pattern of an element of 1, 2, 4 or 8 bytes.
+func toBitsN[T Number](v T) uint64 {
+	p := unsafe.Pointer(&v)
+	switch esize[T]() {
+	case 1:
+		return uint64(*(*uint8)(p))
+	case 2:
+		return uint64(*(*uint16)(p))
+	case 4:
+		return uint64(*(*uint32)(p))
+	}
+	return *(*uint64)(p)
+}
+
+// fromBitsN is the element with the low bits of u.
+func fromBitsN[T Number](u uint64) T {
+	var v T
+	p := unsafe.Pointer(&v)
+	switch esize[T]() {
+	case 1:
+		*(*uint8)(p) = uint8(u)
+	case 2:
+		*(*uint16)(p) = uint16(u)
+	case 4:
+		*(*uint32)(p) = uint32(u)
+	default:
+		*(*uint64)(p) = u
+	}
+	return v
+}
+
+// atomicLoad reads the word at region[off] atomically.
+func atomicLoad(region []byte, off int) uint64 { return atomic.LoadUint64(word(region, off)) }

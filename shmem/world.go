@@ -39,6 +39,8 @@ type World struct {
 	collMu  sync.Mutex
 	sendSeq []uint32 // barrier signals sent to each peer
 	recvSeq []uint32 // barrier signals received from each peer
+	sigSend []uint32 // collective signals sent to each peer
+	sigRecv []uint32 // collective signals received from each peer
 	collSeq uint64   // CoarrayAll calls done
 	heap    *heapAlloc
 	nextID  uint64
@@ -74,7 +76,8 @@ func Join(cfg Config) (*World, error) {
 	}
 	w := &World{
 		cfg: cfg, me: cfg.Rank, n: cfg.NPEs, lay: lay, fs: newFailState(),
-		sendSeq: make([]uint32, cfg.NPEs), recvSeq: make([]uint32, cfg.NPEs), heap: newHeapAlloc(lay.heapSize),
+		sendSeq: make([]uint32, cfg.NPEs), recvSeq: make([]uint32, cfg.NPEs),
+		sigSend: make([]uint32, cfg.NPEs), sigRecv: make([]uint32, cfg.NPEs), heap: newHeapAlloc(lay.heapSize),
 		stop: make(chan struct{}), monDone: make(chan struct{}),
 	}
 	for i := 0; i < w.n; i++ {
@@ -276,11 +279,20 @@ const (
 	kindCoarray
 	kindFree
 	kindFinalize
+	kindTeam
+	kindSync
+	kindBroadcast
+	kindReduce
+	kindCollect
+	kindFCollect
+	kindAlltoall
 )
 
 var kindNames = map[uint32]string{
 	kindInit: "Init", kindBarrier: "Barrier", kindCoarray: "CoarrayAll",
-	kindFree: "Free", kindFinalize: "Finalize",
+	kindFree: "Free", kindFinalize: "Finalize", kindTeam: "team split", kindSync: "Sync",
+	kindBroadcast: "Broadcast", kindReduce: "Reduce", kindCollect: "Collect",
+	kindFCollect: "FCollect", kindAlltoall: "Alltoall",
 }
 
 func tag(kind uint32, h uint32) uint32 { return kind<<24 | h&0xffffff }
@@ -290,7 +302,7 @@ func describeTag(t uint32) string {
 	if name == "" {
 		name = fmt.Sprintf("unknown collective %d", t>>24)
 	}
-	if t>>24 == kindBarrier {
+	if k := t >> 24; k == kindBarrier || k >= kindTeam {
 		return fmt.Sprintf("%s (member list hash %06x)", name, t&0xffffff)
 	}
 	return name
@@ -319,6 +331,11 @@ func (w *World) barrier(members []int, t uint32) error {
 	if err := w.tr.Quiet(); err != nil {
 		return err
 	}
+	return w.dissemination(context.Background(), members, t)
+}
+
+// dissemination runs the rounds of the barrier (without the Quiet).
+func (w *World) dissemination(ctx context.Context, members []int, t uint32) error {
 	m := len(members)
 	if m == 1 {
 		return nil
@@ -331,18 +348,20 @@ func (w *World) barrier(members []int, t uint32) error {
 			return err
 		}
 		w.recvSeq[from]++
-		if err := w.awaitSignal(from, w.recvSeq[from], t); err != nil {
+		if err := w.awaitSignal(ctx, w.lay.barSlot(from), from, w.recvSeq[from], t); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// awaitSignal waits until the barrier slot of PE from reaches sequence
-// want: a tight spin first (the partner is usually a few hundred
-// nanoseconds away), checking for failures every 64 polls.
-func (w *World) awaitSignal(from int, want uint32, t uint32) error {
-	slot := word(w.local, w.lay.barSlot(from))
+// awaitSignal waits until the signal slot at offset off (written by PE
+// from) reaches sequence want: a tight spin first (the partner is usually a
+// few hundred nanoseconds away), checking for failures and ctx every 64
+// polls.
+func (w *World) awaitSignal(ctx context.Context, off, from int, want uint32, t uint32) error {
+	slot := word(w.local, off)
+	cancel := ctx.Done()
 	for i := 0; ; i++ {
 		v := atomic.LoadUint64(slot)
 		if d := int32(uint32(v>>32) - want); d >= 0 {
@@ -356,10 +375,29 @@ func (w *World) awaitSignal(from int, want uint32, t uint32) error {
 			if err := w.failure(); err != nil {
 				return err
 			}
+			if cancel != nil {
+				select {
+				case <-cancel:
+					return w.poison(fmt.Errorf("shmem: %s abandoned while waiting for PE %d: %w", describeTag(t), from, context.Cause(ctx)))
+				default:
+				}
+			}
 			w.tr.Progress()
 		}
 		backoff(i)
 	}
+}
+
+// notify sends the next collective signal to PE to (collMu held).
+func (w *World) notify(to int, t uint32) error {
+	w.sigSend[to]++
+	return w.tr.PutWord(to, w.lay.sigSlot(w.me), uint64(w.sigSend[to])<<32|uint64(t))
+}
+
+// await waits for the next collective signal from PE from (collMu held).
+func (w *World) await(ctx context.Context, from int, t uint32) error {
+	w.sigRecv[from]++
+	return w.awaitSignal(ctx, w.lay.sigSlot(from), from, w.sigRecv[from], t)
 }
 
 // failure is the World's failure, ErrFinalized after Finalize, or nil.
