@@ -33,6 +33,7 @@ var workers = map[string]func() error{
 	"order":    workerOrder,
 	"abort":    workerAbort,
 	"gexit":    workerGlobalExit,
+	"killop":   workerKillOp,
 }
 
 func runWorker(name string) int {
