@@ -1,8 +1,11 @@
 package shmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -11,8 +14,11 @@ type BenchConfig struct {
 	RateSizes    []int         // message sizes of the Message Rate test (default 8 B … 1 MiB, powers of 2)
 	LatencySizes []int         // sizes of the ping-pong test (default DefaultLatencySizes)
 	Duration     time.Duration // target time of one measurement (default 100 ms)
-	Tests        []string      // subset of "rate", "latency", "atomic", "barrier" (default all)
+	Tests        []string      // subset of BenchTests (default all)
 }
+
+// BenchTests are the tests RunBench knows.
+var BenchTests = []string{"rate", "latency", "atomic", "barrier", "overlap", "collective"}
 
 // BenchRow is one measurement. Rates count messages (or atomics, or
 // barriers) per second; LatencyUs is the time per message for rates
@@ -21,8 +27,8 @@ type BenchConfig struct {
 // two-sided (send/receive) row of the same test and size over the same
 // transport: one-sided speed / two-sided speed (> 1: one-sided is faster).
 type BenchRow struct {
-	Test            string  `json:"test"` // message_rate, latency, atomic_rate, barrier, seed_reference
-	API             string  `json:"api"`  // put, put_ptr, sendrecv, fetch_add, add, barrier
+	Test            string  `json:"test"` // message_rate, latency, atomic_rate, barrier, overlap, collective, seed_reference, oshmem
+	API             string  `json:"api"`  // put, put_nbi, put_ptr, get, get_nbi, sendrecv, fetch_add, add, barrier, broadcast, reduce, fcollect, alltoall
 	Transport       string  `json:"transport"`
 	Procs           int     `json:"procs"`
 	Size            int     `json:"size"`
@@ -31,6 +37,17 @@ type BenchRow struct {
 	BytesPerSec     float64 `json:"bytes_per_sec"`
 	LatencyUs       float64 `json:"latency_us"`
 	RatioVsTwoSided float64 `json:"ratio_vs_two_sided,omitempty"`
+	// Overlap (overlap rows) is the share of the transfer hidden behind
+	// computation: (t_transfer + t_compute − t_both) / min(t_transfer,
+	// t_compute), 0 = none, 1 = complete.
+	Overlap float64 `json:"overlap,omitempty"`
+	// Algorithm (collective rows) is tree or linear.
+	Algorithm string `json:"algorithm,omitempty"`
+	// ModelUs and Model (collective rows, filled in by icn shmem bench)
+	// are seed 002's cost of the same operation with ts and tw fitted from
+	// the point-to-point rows, and which formula gave it.
+	ModelUs float64 `json:"model_us,omitempty"`
+	Model   string  `json:"model,omitempty"`
 }
 
 // SeedReference returns the MVS-Express figures of the seed as rows: more
@@ -97,12 +114,10 @@ func RunBench(w *World, cfg BenchConfig) ([]BenchRow, error) {
 	}
 	want := map[string]bool{}
 	for _, t := range cfg.Tests {
-		switch t {
-		case "rate", "latency", "atomic", "barrier":
-			want[t] = true
-		default:
-			return nil, fmt.Errorf("shmem bench: unknown test %q (want rate, latency, atomic, barrier)", t)
+		if !slices.Contains(BenchTests, t) {
+			return nil, fmt.Errorf("shmem bench: unknown test %q (want %s)", t, strings.Join(BenchTests, ", "))
 		}
+		want[t] = true
 	}
 	all := len(want) == 0
 	e := &benchEnv{w: w, dur: cfg.Duration}
@@ -137,6 +152,16 @@ func RunBench(w *World, cfg BenchConfig) ([]BenchRow, error) {
 	}
 	if all || want["barrier"] {
 		if err := add(e.barriers()); err != nil {
+			return nil, err
+		}
+	}
+	if all || want["overlap"] {
+		if err := add(e.overlap()); err != nil {
+			return nil, err
+		}
+	}
+	if all || want["collective"] {
+		if err := add(e.collectives()); err != nil {
 			return nil, err
 		}
 	}
@@ -296,6 +321,55 @@ func (e *benchEnv) rate(sizes []int) ([]BenchRow, error) {
 			put.RatioVsTwoSided = put.MsgsPerSec / two.MsgsPerSec
 		}
 		rows = append(rows, put, two)
+		nbi, err := e.nbiRates(s, src)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, nbi...)
+	}
+	return rows, nil
+}
+
+// nbiWindow is how many non-blocking operations are issued before each
+// Quiet (the OSU window).
+const nbiWindow = 64
+
+// nbiRates streams non-blocking puts and gets of size s from PE 0 to PE
+// 1: a window of up to nbiWindow operations to distinct offsets, then
+// Quiet, repeated.
+func (e *benchEnv) nbiRates(s int, src []byte) ([]BenchRow, error) {
+	w := e.w
+	win := max(1, min(nbiWindow, e.buf.Len()/s))
+	local := make([]byte, win*s)
+	var rows []BenchRow
+	for _, api := range []string{"put_nbi", "get_nbi"} {
+		count, el, err := e.measure(false, func(count int64) error {
+			if w.me != 0 {
+				return nil
+			}
+			sym := e.buf.Sym()
+			for i := int64(0); i < count; {
+				for k := 0; k < win && i < count; k, i = k+1, i+1 {
+					var err error
+					if api == "put_nbi" {
+						err = sym.PutNBI(1, k*s, src[:s])
+					} else {
+						err = sym.GetNBI(1, k*s, local[k*s:(k+1)*s])
+					}
+					if err != nil {
+						return err
+					}
+				}
+				if err := w.Quiet(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, e.row("message_rate", api, 2, s, count, el))
 	}
 	return rows, nil
 }
@@ -378,6 +452,11 @@ func (e *benchEnv) latency(sizes []int) ([]BenchRow, error) {
 		if err != nil {
 			return nil, err
 		}
+		get, err := e.getLatency(s)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, get)
 		two := e.row("latency", "sendrecv", 2, s, count, el)
 		two.LatencyUs /= 2
 		two.MsgsPerSec *= 2
@@ -451,6 +530,168 @@ func (e *benchEnv) barriers() ([]BenchRow, error) {
 			return nil, err
 		}
 		rows = append(rows, e.row("barrier", "barrier", k, 0, count, el))
+	}
+	return rows, nil
+}
+
+// getLatency is the time of one blocking get of size s by PE 0 from PE 1.
+func (e *benchEnv) getLatency(s int) (BenchRow, error) {
+	w := e.w
+	dst := make([]byte, s)
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me != 0 {
+			return nil
+		}
+		for i := int64(0); i < count; i++ {
+			if err := e.buf.Get(1, 0, dst); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return e.row("latency", "get", 2, s, count, el), err
+}
+
+// overlapSize is the transfer of the overlap test.
+const overlapSize = 1 << 20
+
+// overlap measures how much of a 1 MiB non-blocking put (or get) PE 0
+// hides behind computation: the transfer alone (issue, Quiet), a
+// computation of about the same length alone, and both (issue, compute,
+// Quiet).
+func (e *benchEnv) overlap() ([]BenchRow, error) {
+	w := e.w
+	if e.buf.Len() < overlapSize {
+		return nil, nil
+	}
+	src := make([]byte, overlapSize)
+	sink := make([]float64, 4096)
+	var rows []BenchRow
+	for _, api := range []string{"put_nbi", "get_nbi"} {
+		transfer := func() error {
+			if api == "put_nbi" {
+				return e.buf.Sym().PutNBI(1, 0, src)
+			}
+			return e.buf.Sym().GetNBI(1, 0, src)
+		}
+		phase := func(xfer bool, work int) (int64, time.Duration, error) {
+			return e.measure(false, func(count int64) error {
+				if w.me != 0 {
+					return nil
+				}
+				for i := int64(0); i < count; i++ {
+					if xfer {
+						if err := transfer(); err != nil {
+							return err
+						}
+					}
+					compute(sink, work)
+					if err := w.Quiet(); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		c, el, err := phase(true, 0)
+		if err != nil {
+			return nil, err
+		}
+		tx := el / time.Duration(max(c, 1))
+		work := calibrate(sink, tx)
+		c, el, err = phase(false, work)
+		if err != nil {
+			return nil, err
+		}
+		tc := el / time.Duration(max(c, 1))
+		c, el, err = phase(true, work)
+		if err != nil {
+			return nil, err
+		}
+		r := e.row("overlap", api, 2, overlapSize, c, el)
+		tb := el / time.Duration(max(c, 1))
+		if m := min(tx, tc); m > 0 {
+			r.Overlap = max(0, min(1, float64(tx+tc-tb)/float64(m)))
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// compute is the stand-in for an application's work: n passes over sink.
+func compute(sink []float64, n int) {
+	for k := 0; k < n; k++ {
+		for i := range sink {
+			sink[i] = sink[i]*0.999 + 1
+		}
+	}
+}
+
+// calibrate returns how many passes of compute take about d.
+func calibrate(sink []float64, d time.Duration) int {
+	n := 1
+	for {
+		t0 := time.Now()
+		compute(sink, n)
+		el := time.Since(t0)
+		if el >= d/4 || n > 1<<20 {
+			return max(1, int(float64(n)*float64(d)/float64(max(el, time.Nanosecond))))
+		}
+		n *= 2
+	}
+}
+
+// collectiveSizes are the element counts (int64) of the collective rows.
+var collectiveSizes = []int{1, 1024}
+
+// collectives measures Broadcast (root 0), Reduce (sum of int64),
+// FCollect and Alltoall over every PE, with the tree and the linear
+// algorithm where they differ.
+func (e *benchEnv) collectives() ([]BenchRow, error) {
+	w := e.w
+	maxN := slices.Max(collectiveSizes)
+	src, err := NewCoarray[int64](w, maxN*w.n)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Free()
+	dst, err := NewCoarray[int64](w, maxN*w.n)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Free()
+	team := w.TeamWorld()
+	ops := []struct {
+		api  string
+		algs []Algorithm
+		run  func(n int) error
+	}{
+		{"broadcast", []Algorithm{AlgTree, AlgLinear}, func(n int) error { return Broadcast(context.Background(), team, dst, src, n, 0) }},
+		{"reduce", []Algorithm{AlgTree, AlgLinear}, func(n int) error { return Reduce(context.Background(), team, dst, src, n, ReduceSum) }},
+		{"fcollect", []Algorithm{AlgLinear}, func(n int) error { return FCollect(context.Background(), team, dst, src, n) }},
+		{"alltoall", []Algorithm{AlgLinear}, func(n int) error { return Alltoall(context.Background(), team, dst, src, n) }},
+	}
+	var rows []BenchRow
+	for _, op := range ops {
+		for _, alg := range op.algs {
+			team.Alg = alg
+			for _, n := range collectiveSizes {
+				count, el, err := e.measure(false, func(count int64) error {
+					for i := int64(0); i < count; i++ {
+						if err := op.run(n); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				r := e.row("collective", op.api, w.n, 8*n, count, el)
+				r.Algorithm = alg.String()
+				rows = append(rows, r)
+			}
+		}
 	}
 	return rows, nil
 }

@@ -31,12 +31,17 @@ func TestRunBench(t *testing.T) {
 				if r.BytesPerSec != r.MsgsPerSec*float64(r.Size) {
 					t.Errorf("bytes/s inconsistent: %+v", r)
 				}
+				if (r.Test == "collective") != (r.Algorithm != "") || (r.Test == "collective" && r.Procs != 3) {
+					t.Errorf("collective row without its algorithm or team size: %+v", r)
+				}
 				if r.API == "put" && r.RatioVsTwoSided <= 0 {
 					t.Errorf("no ratio: %+v", r)
 				}
 			}
 			want := map[string]int{"message_rate/put": 2, "message_rate/sendrecv": 2, "latency/put": 2,
-				"latency/sendrecv": 2, "atomic_rate/fetch_add": 1, "atomic_rate/add": 1, "barrier/barrier": 2}
+				"latency/sendrecv": 2, "atomic_rate/fetch_add": 1, "atomic_rate/add": 1, "barrier/barrier": 2,
+				"message_rate/put_nbi": 2, "message_rate/get_nbi": 2, "latency/get": 2,
+				"collective/broadcast": 4, "collective/reduce": 4, "collective/fcollect": 2, "collective/alltoall": 2}
 			if tr == TransportShm {
 				want["message_rate/put_ptr"] = 1
 			}
@@ -268,6 +273,33 @@ func BenchmarkGet(b *testing.B) {
 					return nil
 				}, size)
 			})
+		}
+	}
+}
+
+func TestRunBenchOverlap(t *testing.T) {
+	j, err := NewLocal(2, Options{Heap: 4 << 20, Ring: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var rows []BenchRow
+	err = j.Run(func(w *World) error {
+		r, err := RunBench(w, BenchConfig{RateSizes: []int{1 << 20}, Tests: []string{"overlap"}, Duration: 5 * time.Millisecond})
+		if w.MyPE() == 0 {
+			rows = r
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].API != "put_nbi" || rows[1].API != "get_nbi" {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, r := range rows {
+		if r.Test != "overlap" || r.Overlap < 0 || r.Overlap > 1 || r.Size != 1<<20 || r.Count <= 0 {
+			t.Errorf("bad row %+v", r)
 		}
 	}
 }

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/icn-hpc/icn/collective"
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/icn-hpc/icn/shmem"
 	"github.com/spf13/cobra"
@@ -118,12 +121,17 @@ others through ssh). Exits non-zero naming the process that failed.`,
 	)
 	bench := &cobra.Command{
 		Use:   "bench",
-		Short: "Message Rate, ping-pong latency, atomic rate and barrier latency, one-sided vs two-sided",
+		Short: "Message Rate, latency, atomics, barriers, overlap and collectives, one-sided vs two-sided",
 		Long: `Run the seed's Message Rate test (one process streams puts of 8 B … 1 MiB to
-another), ping-pong latency, remote atomic rate and barrier latency over
-2..N processes, each point-to-point test also with two-sided Send/Recv over
-the same transport, as real processes started by the launcher. Prints the
-rows and compares the single-word put rate with MVS-Express (> 10 M/s).`,
+another; also non-blocking puts and gets in windows of 64 completed by Quiet),
+ping-pong latency and blocking get latency, remote atomic rate, barrier
+latency over 2..N processes, the overlap of a 1 MiB non-blocking transfer
+with computation, and the collectives (broadcast, reduce, fcollect,
+alltoall) over N processes with the tree and linear algorithms next to seed
+002's cost formulas (ts and tw fitted from the point-to-point rows). Each
+point-to-point test also runs with two-sided Send/Recv over the same
+transport, as real processes started by the launcher. Prints the rows and
+compares the single-word put rate with MVS-Express (> 10 M/s).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opt, err := bf.options()
@@ -168,7 +176,7 @@ rows and compares the single-word put rate with MVS-Express (> 10 M/s).`,
 				if err != nil {
 					return fmt.Errorf("bench over %s: %w", tr, err)
 				}
-				rows = append(rows, r...)
+				rows = append(rows, withCollectiveModels(r)...)
 				prog.Add(1)
 			}
 			prog.Done()
@@ -180,7 +188,7 @@ rows and compares the single-word put rate with MVS-Express (> 10 M/s).`,
 	bench.Flags().StringVar(&transports, "transport", "shm,tcp", "transports to measure, comma-separated")
 	bench.Flags().StringVar(&sizes, "sizes", "", "Message Rate sizes (default 8,16,…,1M)")
 	bench.Flags().StringVar(&latSizes, "latency-sizes", "", "ping-pong sizes (default 8,64,…,1M)")
-	bench.Flags().StringVar(&tests, "tests", "rate,latency,atomic,barrier", "tests to run")
+	bench.Flags().StringVar(&tests, "tests", strings.Join(shmem.BenchTests, ","), "tests to run")
 	bench.Flags().DurationVar(&dur, "time", 100*time.Millisecond, "target duration of one measurement")
 	bf.register(bench, "")
 	out.register(bench)
@@ -233,12 +241,12 @@ func benchConfig(sizes, latSizes, tests string, dur time.Duration) (shmem.BenchC
 		}
 	}
 	for _, t := range strings.Split(tests, ",") {
-		switch t = strings.TrimSpace(t); t {
-		case "":
-		case "rate", "latency", "atomic", "barrier":
+		switch t = strings.TrimSpace(t); {
+		case t == "":
+		case slices.Contains(shmem.BenchTests, t):
 			cfg.Tests = append(cfg.Tests, t)
 		default:
-			return cfg, fmt.Errorf("--tests: unknown test %q (want rate, latency, atomic, barrier)", t)
+			return cfg, fmt.Errorf("--tests: unknown test %q (want %s)", t, strings.Join(shmem.BenchTests, ", "))
 		}
 	}
 	if dur <= 0 || dur > time.Minute {
@@ -281,14 +289,14 @@ func parseBenchOutput(s string) ([]shmem.BenchRow, error) {
 }
 
 func benchTable(w io.Writer, rows []shmem.BenchRow) error {
-	t := cli.NewTable("test", "api", "transport", "procs", "size", "msgs/s", "MB/s", "latency µs", "× two-sided")
+	t := cli.NewTable("test", "api", "transport", "procs", "size", "msgs/s", "MB/s", "latency µs", "× two-sided", "notes")
 	for _, r := range rows {
 		ratio := "-"
 		if r.RatioVsTwoSided > 0 {
 			ratio = fmt.Sprintf("%.2f", r.RatioVsTwoSided)
 		}
 		t.Row(r.Test, r.API, r.Transport, r.Procs, r.Size, fmt.Sprintf("%.4g", r.MsgsPerSec),
-			fmt.Sprintf("%.4g", r.BytesPerSec/1e6), fmt.Sprintf("%.4g", r.LatencyUs), ratio)
+			fmt.Sprintf("%.4g", r.BytesPerSec/1e6), fmt.Sprintf("%.4g", r.LatencyUs), ratio, benchNotes(r))
 	}
 	if err := t.Write(w); err != nil {
 		return err
@@ -306,4 +314,74 @@ func benchTable(w io.Writer, rows []shmem.BenchRow) error {
 		}
 	}
 	return nil
+}
+
+// benchNotes is the last column: the algorithm and model of collective
+// rows, the overlap of overlap rows.
+func benchNotes(r shmem.BenchRow) string {
+	switch {
+	case r.Algorithm != "" && r.ModelUs > 0:
+		return fmt.Sprintf("%s; model %.3g µs (%s)", r.Algorithm, r.ModelUs, r.Model)
+	case r.Algorithm != "":
+		return r.Algorithm
+	case r.Test == "overlap":
+		return fmt.Sprintf("overlap %.0f%%", 100*r.Overlap)
+	}
+	return ""
+}
+
+// collectiveOps maps the collective rows to seed 002's operations: an
+// all-reduce is a reduction followed by a broadcast.
+var collectiveOps = map[string][]string{
+	"broadcast": {"bcast"}, "reduce": {"reduce", "bcast"}, "fcollect": {"allgather"}, "alltoall": {"alltoall"},
+}
+
+// withCollectiveModels fills in seed 002's cost of every collective row of
+// one transport: ts is the one-way latency of an 8-byte put, tw the time
+// per byte of the largest put rate row, th 0 (every PE is one hop from
+// every other), on a hypercube when the PE count is a power of two (the
+// binomial tree's rounds), else on a ring, with cut-through switching.
+func withCollectiveModels(rows []shmem.BenchRow) []shmem.BenchRow {
+	var ts, tw float64
+	best := 0
+	for _, r := range rows {
+		if r.Test == "latency" && r.API == "put" && r.Size == 8 {
+			ts = r.LatencyUs
+		}
+		if r.Test == "message_rate" && r.API == "put" && r.Size > best && r.BytesPerSec > 0 {
+			best, tw = r.Size, 1e6/r.BytesPerSec
+		}
+	}
+	if ts <= 0 || tw <= 0 {
+		return rows
+	}
+	for i, r := range rows {
+		ops := collectiveOps[r.API]
+		if r.Test != "collective" || len(ops) == 0 || r.Procs < 2 {
+			continue
+		}
+		spec := fmt.Sprintf("ring:%d", r.Procs)
+		if r.Procs&(r.Procs-1) == 0 {
+			spec = fmt.Sprintf("hypercube:%d", bits.Len(uint(r.Procs))-1)
+		}
+		topo, err := collective.ParseTopo(spec)
+		if err != nil {
+			continue
+		}
+		total, formulas := 0.0, []string{}
+		for _, op := range ops {
+			res, err := collective.Cost(topo, op, collective.CT, collective.Params{Ts: ts, Tw: tw, M: max(1, r.Size)})
+			if err != nil {
+				total = 0
+				break
+			}
+			total += res.Time
+			formulas = append(formulas, op+" "+res.Formula)
+		}
+		if total > 0 {
+			rows[i].ModelUs = total
+			rows[i].Model = spec + ": " + strings.Join(formulas, " + ")
+		}
+	}
+	return rows
 }
