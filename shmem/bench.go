@@ -173,13 +173,15 @@ func RunBench(w *World, cfg BenchConfig) ([]BenchRow, error) {
 
 // measure runs f(count) collectively in rounds, PE 0 choosing the count
 // (growing until a round takes a tenth of the target duration, then one
-// final round scaled to the duration), and returns PE 0's count and time
+// final round scaled to the duration by the best time per operation of
+// the growing rounds), and returns PE 0's count and time
 // of the final round. With ack, the round ends on PE 0 when PE 1 has
 // finished too (a two-sided receiver); f runs on every PE, which decides
 // itself whether it takes part.
 func (e *benchEnv) measure(ack bool, f func(count int64) error) (int64, time.Duration, error) {
 	w := e.w
 	count, last := int64(4), int64(0)
+	best := -1.0 // nanoseconds per operation
 	for {
 		e.rnd++
 		if w.me == 0 {
@@ -220,9 +222,16 @@ func (e *benchEnv) measure(ack bool, f func(count int64) error) (int64, time.Dur
 			return count, el, nil
 		}
 		if w.me == 0 {
+			per := float64(el) / float64(count)
+			if best < 0 || per < best {
+				best = per
+			}
 			switch {
 			case el >= e.dur/10 || count >= 1<<32:
-				count = max(1, int64(float64(count)*float64(e.dur)/float64(max(el, time.Microsecond))))
+				// scale by the best time per operation seen, so that one
+				// slow round on a loaded machine does not shrink the
+				// measured round
+				count = max(count, min(1<<32, 64*count, int64(float64(e.dur)/max(best, 1e-3))))
 				last = 1
 			case el < e.dur/1000:
 				count *= 16

@@ -9,8 +9,12 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -118,6 +122,7 @@ others through ssh). Exits non-zero naming the process that failed.`,
 		tests      string
 		dur        time.Duration
 		bf         shmemFlags
+		oshmem     bool
 	)
 	bench := &cobra.Command{
 		Use:   "bench",
@@ -179,6 +184,13 @@ compares the single-word put rate with MVS-Express (> 10 M/s).`,
 				rows = append(rows, withCollectiveModels(r)...)
 				prog.Add(1)
 			}
+			if oshmem {
+				r, err := runOSHMEMBench(ctx, dur)
+				if err != nil {
+					return fmt.Errorf("--oshmem: %w", err)
+				}
+				rows = append(rows, r...)
+			}
 			prog.Done()
 			rows = append(rows, shmem.SeedReference()...)
 			return out.print(stdout(c), rows, func(w io.Writer) error { return benchTable(w, rows) })
@@ -190,6 +202,7 @@ compares the single-word put rate with MVS-Express (> 10 M/s).`,
 	bench.Flags().StringVar(&latSizes, "latency-sizes", "", "ping-pong sizes (default 8,64,…,1M)")
 	bench.Flags().StringVar(&tests, "tests", strings.Join(shmem.BenchTests, ","), "tests to run")
 	bench.Flags().DurationVar(&dur, "time", 100*time.Millisecond, "target duration of one measurement")
+	bench.Flags().BoolVar(&oshmem, "oshmem", false, "also run the headline rows over OpenSHMEM (Open MPI's oshcc/oshrun, 2 PEs) in the same run")
 	bf.register(bench, "")
 	out.register(bench)
 	group.AddCommand(bench)
@@ -312,6 +325,14 @@ func benchTable(w io.Writer, rows []shmem.BenchRow) error {
 		if r.Test == "latency" && r.Size == 8 && r.API == "put" {
 			fmt.Fprintf(w, "%s one-way latency of a single-word put: %.3g µs (MVS-Express: a little over 1 µs).\n", r.Transport, r.LatencyUs)
 		}
+		if r.Test == "oshmem" {
+			for _, tr := range []string{shmem.TransportShm, shmem.TransportTCP} {
+				if p, ok := oshmemPeer(rows, r, tr); ok && r.LatencyUs > 0 {
+					fmt.Fprintf(w, "%s %s %d B: icn %s %.3g µs, OSHMEM %.3g µs per operation (icn/OSHMEM time %.2f×).\n",
+						p.Test, r.API, r.Size, tr, p.LatencyUs, r.LatencyUs, p.LatencyUs/r.LatencyUs)
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -384,4 +405,79 @@ func withCollectiveModels(rows []shmem.BenchRow) []shmem.BenchRow {
 		}
 	}
 	return rows
+}
+
+// runOSHMEMBench compiles shmem.OSHMEMBenchSource with oshcc, runs it on
+// 2 PEs with oshrun and returns its rows (test "oshmem"). OSHMEM may crash
+// in shmem_finalize after printing every row; that is tolerated.
+func runOSHMEMBench(ctx context.Context, dur time.Duration) ([]shmem.BenchRow, error) {
+	cc, err1 := exec.LookPath("oshcc")
+	run, err2 := exec.LookPath("oshrun")
+	if err1 != nil || err2 != nil {
+		return nil, errors.New("oshcc and oshrun not found (Debian: apt-get install openmpi-bin libopenmpi-dev)")
+	}
+	dir, err := os.MkdirTemp("", "icn-oshmem-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	src, prog := filepath.Join(dir, "bench.c"), filepath.Join(dir, "bench")
+	if err := os.WriteFile(src, []byte(shmem.OSHMEMBenchSource), 0o600); err != nil {
+		return nil, err
+	}
+	if out, err := exec.CommandContext(ctx, cc, "-O2", src, "-o", prog).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("oshcc: %v\n%s", err, out)
+	}
+	args := []string{"-np", "2", prog, strconv.FormatFloat(dur.Seconds(), 'g', -1, 64)}
+	if runtime.NumCPU() < 2 {
+		args = append([]string{"--oversubscribe"}, args...)
+	}
+	if os.Geteuid() == 0 {
+		args = append([]string{"--allow-run-as-root"}, args...)
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, run, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	runErr := cmd.Run()
+	rows := parseOSHMEMOutput(out.String())
+	if len(rows) < 9 {
+		return nil, fmt.Errorf("oshrun printed %d of 9 rows (%v):\n%s", len(rows), runErr, out.String())
+	}
+	return rows, nil
+}
+
+// parseOSHMEMOutput reads the "ICNOSH api size count seconds" lines.
+func parseOSHMEMOutput(s string) []shmem.BenchRow {
+	var rows []shmem.BenchRow
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 5 || f[0] != "ICNOSH" {
+			continue
+		}
+		size, err1 := strconv.Atoi(f[2])
+		count, err2 := strconv.ParseInt(f[3], 10, 64)
+		secs, err3 := strconv.ParseFloat(f[4], 64)
+		if err1 != nil || err2 != nil || err3 != nil || count <= 0 || secs <= 0 {
+			continue
+		}
+		r := shmem.BenchRow{Test: "oshmem", API: f[1], Transport: "oshmem", Procs: 2, Size: size, Count: count}
+		r.MsgsPerSec = float64(count) / secs
+		r.BytesPerSec = r.MsgsPerSec * float64(size)
+		r.LatencyUs = secs / float64(count) * 1e6
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// oshmemPeer finds the icn row an OSHMEM row is compared with.
+func oshmemPeer(rows []shmem.BenchRow, o shmem.BenchRow, transport string) (shmem.BenchRow, bool) {
+	test := map[string]string{"put": "message_rate", "put_nbi": "message_rate", "get": "latency",
+		"fetch_add": "atomic_rate", "barrier": "barrier", "broadcast": "collective", "reduce": "collective", "alltoall": "collective"}[o.API]
+	for _, r := range rows {
+		if r.Test == test && r.API == o.API && r.Transport == transport && r.Size == o.Size && r.Procs == o.Procs &&
+			(r.Algorithm == "" || r.Algorithm == "tree" || o.API == "alltoall") {
+			return r, true
+		}
+	}
+	return shmem.BenchRow{}, false
 }
