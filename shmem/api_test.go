@@ -149,3 +149,60 @@ func TestNonBlockingPutGet(t *testing.T) {
 		return nil
 	})
 }
+
+// TestContexts: transfers on two contexts complete by each one's Quiet.
+func TestContexts(t *testing.T) {
+	const long = 3 * nbiInline
+	forJobs(t, func(w *World) error {
+		me, n := w.MyPE(), w.NPEs()
+		right, left := (me+1)%n, (me+n-1)%n
+		s, err := w.CoarrayAll(2 * long)
+		if err != nil {
+			return err
+		}
+		var ctxs [2]*Ctx
+		for i := range ctxs {
+			if ctxs[i], err = w.NewCtx(); err != nil {
+				return err
+			}
+		}
+		src := make([]byte, long)
+		for k := range src {
+			src[k] = byte(me*31 + k)
+		}
+		for i, c := range ctxs {
+			if err := c.PutNBI(s, right, i*long, src); err != nil {
+				return err
+			}
+		}
+		for _, c := range ctxs {
+			if err := c.Quiet(); err != nil {
+				return err
+			}
+		}
+		if err := w.BarrierAll(); err != nil {
+			return err
+		}
+		got := make([]byte, long)
+		if err := ctxs[1].GetNBI(s, me, long, got); err != nil {
+			return err
+		}
+		if err := ctxs[1].Quiet(); err != nil {
+			return err
+		}
+		for k := range got {
+			if want := byte(left*31 + k); got[k] != want || s.Local()[k] != want {
+				return fmt.Errorf("PE %d: byte %d = %d/%d, want %d", me, k, got[k], s.Local()[k], want)
+			}
+		}
+		for _, c := range ctxs {
+			if err := c.Destroy(); err != nil {
+				return err
+			}
+		}
+		if err := ctxs[0].PutNBI(s, right, 0, src[:8]); err == nil {
+			return fmt.Errorf("PE %d: put on a destroyed context accepted", me)
+		}
+		return w.BarrierAll()
+	})
+}
