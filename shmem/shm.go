@@ -158,6 +158,17 @@ func (t *shmTransport) unmap() {
 	}
 }
 
+// markerFor is the launcher's record of PE p's end, or nil.
+func (t *shmTransport) markerFor(p int) error {
+	b, _ := os.ReadFile(filepath.Join(t.dir, FailMarker))
+	for _, line := range strings.Split(string(b), "\n") {
+		if r, reason, ok := strings.Cut(line, " "); ok && r == strconv.Itoa(p) {
+			return &PEError{PE: p, Reason: reason + byLauncher}
+		}
+	}
+	return nil
+}
+
 // markerError reads the launcher's failure marker.
 func (t *shmTransport) markerError() error {
 	b, err := os.ReadFile(filepath.Join(t.dir, FailMarker))
@@ -173,8 +184,12 @@ func (t *shmTransport) markerError() error {
 		if err != nil || p < 0 || p >= t.n || p == t.me {
 			continue
 		}
-		if reg := t.regions[p]; reg != nil && atomic.LoadUint64(word(reg, hStatus)) == statusFinalized {
-			continue
+		if reg := t.regions[p]; reg != nil {
+			if st := atomic.LoadUint64(word(reg, hStatus)); st == statusFinalized {
+				continue
+			} else if st == statusFailed {
+				return failedErr(p, reg) // its own record names the culprit
+			}
 		}
 		return &PEError{PE: p, Reason: reason + byLauncher}
 	}
@@ -300,7 +315,15 @@ func (t *shmTransport) Heartbeat() {
 	}
 }
 
+// Check looks first for a peer that declared a failure (it names the
+// culprit, which may have died silently), then for dead, silent or
+// launcher-reported peers.
 func (t *shmTransport) Check(now time.Time) error {
+	for p := 0; p < t.n; p++ {
+		if r := t.regions[p]; p != t.me && atomic.LoadUint64(word(r, hStatus)) == statusFailed {
+			return failedErr(p, r)
+		}
+	}
 	for p := 0; p < t.n; p++ {
 		if p == t.me {
 			continue
@@ -315,10 +338,13 @@ func (t *shmTransport) Check(now time.Time) error {
 		if pid := t.pids[p]; pid > 0 {
 			if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 				// the status may have been set just before the exit
-				if atomic.LoadUint64(word(r, hStatus)) == statusFinalized {
+				switch atomic.LoadUint64(word(r, hStatus)) {
+				case statusFinalized:
 					continue
+				case statusFailed:
+					return failedErr(p, r)
 				}
-				if err := t.markerError(); err != nil {
+				if err := t.markerFor(p); err != nil {
 					return err
 				}
 				return &PEError{PE: p, Reason: fmt.Sprintf("process %d exited without Finalize", pid)}
