@@ -243,13 +243,22 @@ func BenchmarkPutNBI(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%d", tr, size), func(b *testing.B) {
 				benchPair(b, tr, func(w *World, c *Coarray[uint64], buf []byte, n int) error {
 					s := c.Sym()
-					off := 0
-					for i := 0; i < n; i++ {
-						if err := s.PutNBI(1, off, buf); err != nil {
-							return err
+					// short puts: windows of nbiWindow puts to distinct
+					// offsets, each completed by Quiet (as the message_rate
+					// put_nbi row); long ones: streamed through the 1 MiB
+					// target and completed by the Quiet after the loop
+					win := nbiWindow
+					if size >= nbiInline {
+						win = n
+					}
+					for i := 0; i < n; {
+						for k := 0; k < win && i < n; k, i = k+1, i+1 {
+							if err := s.PutNBI(1, (k*size)%(1<<20), buf); err != nil {
+								return err
+							}
 						}
-						if off += size; off == 1<<20 {
-							off = 0
+						if err := w.Quiet(); err != nil {
+							return err
 						}
 					}
 					return nil

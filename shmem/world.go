@@ -45,7 +45,8 @@ type World struct {
 	heap    *heapAlloc
 	nextID  uint64
 
-	msg *messenger
+	msg  *messenger
+	maps [][]byte // every PE's region when the transport maps them (shm), else nil
 
 	stop     chan struct{}
 	monDone  chan struct{}
@@ -96,6 +97,9 @@ func Join(cfg Config) (*World, error) {
 		return nil, err
 	}
 	w.local = w.tr.Region(w.me)
+	if shm, ok := w.tr.(*shmTransport); ok {
+		w.maps = shm.regions
+	}
 	// A PE that sees a peer fail reports it to the launcher and passes it
 	// on to the other peers, so that every PE names the original culprit
 	// even if it first notices the exit of a PE that gave up because of it.
