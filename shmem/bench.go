@@ -84,6 +84,7 @@ type benchEnv struct {
 	buf  *Coarray[byte]
 	dur  time.Duration
 	rnd  int64
+	seq  int64 // ping-pong flag values, increasing over the whole run
 }
 
 // RunBench runs the benchmark collectively on every PE of w (at least 2)
@@ -256,76 +257,27 @@ func (e *benchEnv) row(test, api string, procs, size int, count int64, el time.D
 // to PE 1 — puts (PE 1 passive; the round ends with Quiet), direct stores
 // through Ptr where the transport maps the peer, and Send/Recv.
 func (e *benchEnv) rate(sizes []int) ([]BenchRow, error) {
-	w := e.w
 	src := make([]byte, e.buf.Len())
 	for i := range src {
 		src[i] = byte(i)
 	}
 	var rows []BenchRow
 	for _, s := range sizes {
-		// a target window of up to 1 MiB (at least one message) cycled over
-		slots := int64(max(1, min(1<<20, e.buf.Len())/s))
-		count, el, err := e.measure(false, func(count int64) error {
-			if w.me != 0 {
-				return nil
-			}
-			if s == 8 {
-				for i := int64(0); i < count; i++ {
-					if err := e.buf.Sym().PutUint64(1, int(i%slots)*8, uint64(i)); err != nil {
-						return err
-					}
-				}
-			} else {
-				for i := int64(0); i < count; i++ {
-					if err := e.buf.Put(1, int(i%slots)*s, src[:s]); err != nil {
-						return err
-					}
-				}
-			}
-			return w.Quiet()
-		})
+		put, err := e.putStream(s, src)
 		if err != nil {
 			return nil, err
 		}
-		put := e.row("message_rate", "put", 2, s, count, el)
-		if s == 8 && w.tr.Name() == TransportShm { // every PE must take the same branch
-			p := elemsOf[uint64](e.buf.Ptr(1)[:slots*8]) // shm maps every PE
-			count, el, err := e.measure(false, func(count int64) error {
-				if w.me != 0 {
-					return nil
-				}
-				for i := int64(0); i < count; i++ {
-					p[i%slots] = uint64(i)
-				}
-				return w.Quiet()
-			})
+		if s == 8 && e.w.tr.Name() == TransportShm { // every PE must take the same branch
+			ptr, err := e.ptrStream()
 			if err != nil {
 				return nil, err
 			}
-			rows = append(rows, e.row("message_rate", "put_ptr", 2, s, count, el))
+			rows = append(rows, ptr)
 		}
-		buf := make([]byte, s)
-		count, el, err = e.measure(true, func(count int64) error {
-			switch w.me {
-			case 0:
-				for i := int64(0); i < count; i++ {
-					if err := w.Send(1, src[:s]); err != nil {
-						return err
-					}
-				}
-			case 1:
-				for i := int64(0); i < count; i++ {
-					if _, err := w.Recv(0, buf); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
+		two, err := e.sendRecvStream(s, src)
 		if err != nil {
 			return nil, err
 		}
-		two := e.row("message_rate", "sendrecv", 2, s, count, el)
 		if two.MsgsPerSec > 0 {
 			put.RatioVsTwoSided = put.MsgsPerSec / two.MsgsPerSec
 		}
@@ -337,6 +289,72 @@ func (e *benchEnv) rate(sizes []int) ([]BenchRow, error) {
 		rows = append(rows, nbi...)
 	}
 	return rows, nil
+}
+
+// slots is how many messages of size s fit a target window of up to 1 MiB
+// (at least one), which the streams cycle over.
+func (e *benchEnv) slots(s int) int64 { return int64(max(1, min(1<<20, e.buf.Len())/s)) }
+
+// putStream: PE 0 puts messages of size s to PE 1 (a single word as one
+// atomic store), then Quiet.
+func (e *benchEnv) putStream(s int, src []byte) (BenchRow, error) {
+	w, slots := e.w, e.slots(s)
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me != 0 {
+			return nil
+		}
+		for i := int64(0); i < count; i++ {
+			var err error
+			if s == 8 {
+				err = e.buf.Sym().PutUint64(1, int(i%slots)*8, uint64(i))
+			} else {
+				err = e.buf.Put(1, int(i%slots)*s, src[:s])
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return w.Quiet()
+	})
+	return e.row("message_rate", "put", 2, s, count, el), err
+}
+
+// ptrStream: PE 0 stores words straight into PE 1's mapped part.
+func (e *benchEnv) ptrStream() (BenchRow, error) {
+	w, slots := e.w, e.slots(8)
+	p := elemsOf[uint64](e.buf.Ptr(1)[:slots*8]) // shm maps every PE
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me != 0 {
+			return nil
+		}
+		for i := int64(0); i < count; i++ {
+			p[i%slots] = uint64(i)
+		}
+		return w.Quiet()
+	})
+	return e.row("message_rate", "put_ptr", 2, 8, count, el), err
+}
+
+// sendRecvStream: PE 0 sends messages of size s to PE 1, which receives
+// them; the round ends when PE 1 has them all.
+func (e *benchEnv) sendRecvStream(s int, src []byte) (BenchRow, error) {
+	w := e.w
+	buf := make([]byte, s)
+	count, el, err := e.measure(true, func(count int64) error {
+		for i := int64(0); i < count && w.me <= 1; i++ {
+			var err error
+			if w.me == 0 {
+				err = w.Send(1, src[:s])
+			} else {
+				_, err = w.Recv(0, buf)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return e.row("message_rate", "sendrecv", 2, s, count, el), err
 }
 
 // nbiWindow is how many non-blocking operations are issued before each
@@ -386,78 +404,13 @@ func (e *benchEnv) nbiRates(s int, src []byte) ([]BenchRow, error) {
 // latency is ping-pong between PE 0 and PE 1: with puts (payload, Fence,
 // flag word; a size-8 message is the flag itself) and with Send/Recv.
 func (e *benchEnv) latency(sizes []int) ([]BenchRow, error) {
-	w := e.w
-	flag := e.ctrl
 	var rows []BenchRow
-	var seq int64
 	for _, s := range sizes {
-		src := make([]byte, s)
-		count, el, err := e.measure(false, func(count int64) error {
-			if w.me > 1 {
-				return nil
-			}
-			peer := 1 - w.me
-			for i := int64(0); i < count; i++ {
-				seq++
-				v := seq
-				send := func() error {
-					if s > 8 {
-						if err := e.buf.Put(peer, 0, src); err != nil {
-							return err
-						}
-						if err := w.Fence(); err != nil {
-							return err
-						}
-					}
-					return flag.PutValue(peer, 3, v)
-				}
-				if w.me == 0 {
-					if err := send(); err != nil {
-						return err
-					}
-					if err := WaitUntil(flag, 3, CmpGE, v); err != nil {
-						return err
-					}
-				} else {
-					if err := WaitUntil(flag, 3, CmpGE, v); err != nil {
-						return err
-					}
-					if err := send(); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
+		put, err := e.putPingPong(s)
 		if err != nil {
 			return nil, err
 		}
-		put := e.row("latency", "put", 2, s, count, el)
-		put.LatencyUs /= 2
-		put.MsgsPerSec *= 2
-		put.BytesPerSec *= 2
-		buf := make([]byte, s)
-		count, el, err = e.measure(false, func(count int64) error {
-			for i := int64(0); i < count; i++ {
-				switch w.me {
-				case 0:
-					if err := w.Send(1, src); err != nil {
-						return err
-					}
-					if _, err := w.Recv(1, buf); err != nil {
-						return err
-					}
-				case 1:
-					if _, err := w.Recv(0, buf); err != nil {
-						return err
-					}
-					if err := w.Send(0, buf); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
+		two, err := e.sendRecvPingPong(s)
 		if err != nil {
 			return nil, err
 		}
@@ -465,17 +418,92 @@ func (e *benchEnv) latency(sizes []int) ([]BenchRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, get)
-		two := e.row("latency", "sendrecv", 2, s, count, el)
-		two.LatencyUs /= 2
-		two.MsgsPerSec *= 2
-		two.BytesPerSec *= 2
 		if put.LatencyUs > 0 {
 			put.RatioVsTwoSided = two.LatencyUs / put.LatencyUs
 		}
-		rows = append(rows, put, two)
+		rows = append(rows, get, put, two)
 	}
 	return rows, nil
+}
+
+// oneWay turns a round-trip row into a one-way one.
+func oneWay(r BenchRow) BenchRow {
+	r.LatencyUs /= 2
+	r.MsgsPerSec *= 2
+	r.BytesPerSec *= 2
+	return r
+}
+
+// putPingPong bounces a message of size s between PE 0 and PE 1 with puts:
+// the payload, Fence, and a flag word (a size-8 message is the flag).
+func (e *benchEnv) putPingPong(s int) (BenchRow, error) {
+	w := e.w
+	src := make([]byte, s)
+	send := func(peer int, v int64) error {
+		if s > 8 {
+			if err := e.buf.Put(peer, 0, src); err != nil {
+				return err
+			}
+			if err := w.Fence(); err != nil {
+				return err
+			}
+		}
+		return e.ctrl.PutValue(peer, 3, v)
+	}
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me > 1 {
+			return nil
+		}
+		peer := 1 - w.me
+		for i := int64(0); i < count; i++ {
+			e.seq++
+			if w.me == 0 {
+				if err := send(peer, e.seq); err != nil {
+					return err
+				}
+			}
+			if err := WaitUntil(e.ctrl, 3, CmpGE, e.seq); err != nil {
+				return err
+			}
+			if w.me == 1 {
+				if err := send(peer, e.seq); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return oneWay(e.row("latency", "put", 2, s, count, el)), err
+}
+
+// sendRecvPingPong bounces a message of size s between PE 0 and PE 1 with
+// Send and Recv.
+func (e *benchEnv) sendRecvPingPong(s int) (BenchRow, error) {
+	w := e.w
+	buf := make([]byte, s)
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me > 1 {
+			return nil
+		}
+		peer := 1 - w.me
+		for i := int64(0); i < count; i++ {
+			if w.me == 0 {
+				if err := w.Send(peer, buf); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Recv(peer, buf); err != nil {
+				return err
+			}
+			if w.me == 1 {
+				if err := w.Send(peer, buf); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return oneWay(e.row("latency", "sendrecv", 2, s, count, el)), err
 }
 
 // atomics measures remote fetch-and-add (blocking, one round trip each)
