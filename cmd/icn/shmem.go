@@ -57,73 +57,95 @@ func (f *shmemFlags) options() (shmem.Options, error) {
 	return shmem.Options{Heap: heap, Ring: ring, Timeout: f.timeout}, nil
 }
 
-func init() {
+func init() { root.AddCommand(newShmemCmd()) }
+
+// newShmemCmd is the icn shmem group: run, bench and the hidden
+// bench-worker.
+func newShmemCmd() *cobra.Command {
 	group := &cobra.Command{
 		Use:   "shmem",
 		Short: "One-sided communication (MVS-Express shmem model): launcher and benchmarks",
 	}
-	root.AddCommand(group)
+	group.AddCommand(newShmemRunCmd(), newShmemBenchCmd(), newShmemBenchWorkerCmd())
+	return group
+}
 
-	// icn shmem run
-	var (
-		np    int
-		hosts string
-		label bool
-		jf    shmemFlags
-	)
+// shmemRunOptions are the flags of icn shmem run.
+type shmemRunOptions struct {
+	np    int
+	hosts string
+	label bool
+	job   shmemFlags
+}
+
+func newShmemRunCmd() *cobra.Command {
+	var o shmemRunOptions
 	run := &cobra.Command{
 		Use:   "run -n N [--hosts h1,h2] PROG [ARGS...]",
 		Short: "Start N processes of a shmem program wired into one job",
 		Long: `Start N processes of PROG, numbered 0..N-1, and wire them together: over
 shared memory when all run on this host (default), over TCP with --hosts
 (processes placed round robin; local and loopback hosts are started directly,
-others through ssh). Exits non-zero naming the process that failed.`,
+others through ssh). Exits non-zero naming the process that failed: 1, or the
+status a PE gave GlobalExit.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			opt, err := jf.options()
-			if err != nil {
-				return &exitError{2, err}
-			}
-			opt.Transport = jf.transport
-			var hl []string
-			if hosts != "" {
-				hl = strings.Split(hosts, ",")
-			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			_, err = shmem.Launch(ctx, shmem.LaunchConfig{
-				N: np, Hosts: hl, Prog: args[0], Args: args[1:], Options: opt,
-				Stdout: os.Stdout, Stderr: os.Stderr, Label: label,
-			})
-			var je *shmem.JobError
-			if errors.As(err, &je) {
-				return &exitError{je.ExitStatus(), err}
-			}
-			if err != nil {
-				return &exitError{2, err}
-			}
-			return nil
+			return runShmemRun(ctx, o, args, os.Stdout, os.Stderr)
 		},
 	}
-	run.Flags().IntVarP(&np, "np", "n", 1, "number of processes")
-	run.Flags().StringVar(&hosts, "hosts", "", "comma-separated hosts (implies --transport tcp)")
-	run.Flags().BoolVar(&label, "label", false, "prefix every output line with [PE]")
-	jf.register(run, "shm (one host) or tcp; default shm, or tcp with --hosts")
+	run.Flags().IntVarP(&o.np, "np", "n", 1, "number of processes")
+	run.Flags().StringVar(&o.hosts, "hosts", "", "comma-separated hosts (implies --transport tcp)")
+	run.Flags().BoolVar(&o.label, "label", false, "prefix every output line with [PE]")
+	o.job.register(run, "shm (one host) or tcp; default shm, or tcp with --hosts")
 	run.Flags().SetInterspersed(false)
-	group.AddCommand(run)
+	return run
+}
 
-	// icn shmem bench
-	var (
-		out        output
-		bnp        int
-		transports string
-		sizes      string
-		latSizes   string
-		tests      string
-		dur        time.Duration
-		bf         shmemFlags
-		oshmem     bool
-	)
+// runShmemRun launches args[0] with the arguments args[1:]; the PEs write
+// to stdout and stderr. A failed job is an *exitError with the job's
+// status.
+func runShmemRun(ctx context.Context, o shmemRunOptions, args []string, stdout, stderr io.Writer) error {
+	opt, err := o.job.options()
+	if err != nil {
+		return &exitError{2, err}
+	}
+	opt.Transport = o.job.transport
+	var hl []string
+	if o.hosts != "" {
+		hl = strings.Split(o.hosts, ",")
+	}
+	_, err = shmem.Launch(ctx, shmem.LaunchConfig{
+		N: o.np, Hosts: hl, Prog: args[0], Args: args[1:], Options: opt,
+		Stdout: stdout, Stderr: stderr, Label: o.label,
+	})
+	var je *shmem.JobError
+	if errors.As(err, &je) {
+		return &exitError{je.ExitStatus(), err}
+	}
+	if err != nil {
+		return &exitError{2, err}
+	}
+	return nil
+}
+
+// shmemBenchOptions are the flags of icn shmem bench (and, for the
+// worker, the subset it is given).
+type shmemBenchOptions struct {
+	out        output
+	np         int
+	transports string
+	sizes      string
+	latSizes   string
+	tests      string
+	dur        time.Duration
+	job        shmemFlags
+	oshmem     bool
+}
+
+func newShmemBenchCmd() *cobra.Command {
+	var o shmemBenchOptions
 	bench := &cobra.Command{
 		Use:   "bench",
 		Short: "Message Rate, latency, atomics, barriers, overlap and collectives, one-sided vs two-sided",
@@ -139,103 +161,136 @@ transport, as real processes started by the launcher. Prints the rows and
 compares the single-word put rate with MVS-Express (> 10 M/s).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			opt, err := bf.options()
-			if err != nil {
-				return &exitError{2, err}
-			}
-			if bnp < 2 {
-				return &exitError{2, fmt.Errorf("--np must be at least 2")}
-			}
-			wargs, maxSize, err := benchWorkerArgs(sizes, latSizes, tests, dur)
-			if err != nil {
-				return &exitError{2, err}
-			}
-			opt.Heap = max(opt.Heap, maxSize+(1<<20))
-			var trs []string
-			for _, t := range strings.Split(transports, ",") {
-				t = strings.TrimSpace(t)
-				if t != shmem.TransportShm && t != shmem.TransportTCP {
-					return &exitError{2, fmt.Errorf("--transport: unknown transport %q (want shm, tcp)", t)}
-				}
-				trs = append(trs, t)
-			}
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			prog := cli.NewProgress(len(trs), "shmem bench", out.json)
-			var rows []shmem.BenchRow
-			for _, tr := range trs {
-				o := opt
-				o.Transport = tr
-				var buf bytes.Buffer
-				_, err := shmem.Launch(ctx, shmem.LaunchConfig{
-					N: bnp, Prog: self, Args: wargs, Options: o, Stdout: &buf, Stderr: os.Stderr,
-				})
-				if err != nil {
-					return fmt.Errorf("bench over %s: %w", tr, err)
-				}
-				r, err := parseBenchOutput(buf.String())
-				if err != nil {
-					return fmt.Errorf("bench over %s: %w", tr, err)
-				}
-				rows = append(rows, withCollectiveModels(r)...)
-				prog.Add(1)
-			}
-			if oshmem {
-				r, err := runOSHMEMBench(ctx, dur)
-				if err != nil {
-					return fmt.Errorf("--oshmem: %w", err)
-				}
-				rows = append(rows, r...)
-			}
-			prog.Done()
-			rows = append(rows, shmem.SeedReference()...)
-			return out.print(stdout(c), rows, func(w io.Writer) error { return benchTable(w, rows) })
+			return runShmemBench(ctx, o, stdout(c))
 		},
 	}
-	bench.Flags().IntVarP(&bnp, "np", "n", 4, "processes (barriers are measured for 2..np)")
-	bench.Flags().StringVar(&transports, "transport", "shm,tcp", "transports to measure, comma-separated")
-	bench.Flags().StringVar(&sizes, "sizes", "", "Message Rate sizes (default 8,16,…,1M)")
-	bench.Flags().StringVar(&latSizes, "latency-sizes", "", "ping-pong sizes (default 8,64,…,1M)")
-	bench.Flags().StringVar(&tests, "tests", strings.Join(shmem.BenchTests, ","), "tests to run")
-	bench.Flags().DurationVar(&dur, "time", 100*time.Millisecond, "target duration of one measurement")
-	bench.Flags().BoolVar(&oshmem, "oshmem", false, "also run the headline rows over OpenSHMEM (Open MPI's oshcc/oshrun, 2 PEs) in the same run")
-	bf.register(bench, "")
-	out.register(bench)
-	group.AddCommand(bench)
+	bench.Flags().IntVarP(&o.np, "np", "n", 4, "processes (barriers are measured for 2..np)")
+	bench.Flags().StringVar(&o.transports, "transport", "shm,tcp", "transports to measure, comma-separated")
+	bench.Flags().StringVar(&o.sizes, "sizes", "", "Message Rate sizes (default 8,16,…,1M)")
+	bench.Flags().StringVar(&o.latSizes, "latency-sizes", "", "ping-pong sizes (default 8,64,…,1M)")
+	bench.Flags().StringVar(&o.tests, "tests", strings.Join(shmem.BenchTests, ","), "tests to run")
+	bench.Flags().DurationVar(&o.dur, "time", 100*time.Millisecond, "target duration of one measurement")
+	bench.Flags().BoolVar(&o.oshmem, "oshmem", false, "also run the headline rows over OpenSHMEM (Open MPI's oshcc/oshrun, 2 PEs) in the same run")
+	o.job.register(bench, "")
+	o.out.register(bench)
+	return bench
+}
 
-	// icn shmem bench-worker: one PE of bench (started by bench itself)
+// runShmemBench launches the benchmark workers over every transport (and
+// OSHMEM with --oshmem) and prints the rows to w.
+func runShmemBench(ctx context.Context, o shmemBenchOptions, w io.Writer) error {
+	opt, err := o.job.options()
+	if err != nil {
+		return &exitError{2, err}
+	}
+	if o.np < 2 {
+		return &exitError{2, fmt.Errorf("--np must be at least 2")}
+	}
+	wargs, maxSize, err := benchWorkerArgs(o.sizes, o.latSizes, o.tests, o.dur)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	opt.Heap = max(opt.Heap, maxSize+(1<<20))
+	trs, err := benchTransports(o.transports)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	prog := cli.NewProgress(len(trs), "shmem bench", o.out.json)
+	var rows []shmem.BenchRow
+	for _, tr := range trs {
+		r, err := benchOver(ctx, tr, opt, o.np, self, wargs)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, withCollectiveModels(r)...)
+		prog.Add(1)
+	}
+	if o.oshmem {
+		r, err := runOSHMEMBench(ctx, o.dur)
+		if err != nil {
+			return fmt.Errorf("--oshmem: %w", err)
+		}
+		rows = append(rows, r...)
+	}
+	prog.Done()
+	rows = append(rows, shmem.SeedReference()...)
+	return o.out.print(w, rows, func(w io.Writer) error { return benchTable(w, rows) })
+}
+
+// benchTransports reads --transport.
+func benchTransports(list string) ([]string, error) {
+	var trs []string
+	for _, t := range strings.Split(list, ",") {
+		t = strings.TrimSpace(t)
+		if t != shmem.TransportShm && t != shmem.TransportTCP {
+			return nil, fmt.Errorf("--transport: unknown transport %q (want shm, tcp)", t)
+		}
+		trs = append(trs, t)
+	}
+	return trs, nil
+}
+
+// benchOver runs the workers as one job over transport tr and reads PE
+// 0's rows.
+func benchOver(ctx context.Context, tr string, opt shmem.Options, np int, self string, wargs []string) ([]shmem.BenchRow, error) {
+	opt.Transport = tr
+	var buf bytes.Buffer
+	_, err := shmem.Launch(ctx, shmem.LaunchConfig{
+		N: np, Prog: self, Args: wargs, Options: opt, Stdout: &buf, Stderr: os.Stderr,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench over %s: %w", tr, err)
+	}
+	r, err := parseBenchOutput(buf.String())
+	if err != nil {
+		return nil, fmt.Errorf("bench over %s: %w", tr, err)
+	}
+	return r, nil
+}
+
+// newShmemBenchWorkerCmd is one PE of bench (started by bench itself).
+func newShmemBenchWorkerCmd() *cobra.Command {
+	var o shmemBenchOptions
 	worker := &cobra.Command{
 		Use:    "bench-worker",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := benchConfig(sizes, latSizes, tests, dur)
-			if err != nil {
-				return err
-			}
-			if err := shmem.Init(); err != nil {
-				return err
-			}
-			rows, err := shmem.RunBench(shmem.Default(), cfg)
-			if err != nil {
-				return err
-			}
-			if shmem.MyPE() == 0 {
-				b, _ := json.Marshal(rows)
-				fmt.Fprintf(c.OutOrStdout(), "%s%s\n", benchPrefix, b)
-			}
-			return shmem.Finalize()
+			return runShmemBenchWorker(o, c.OutOrStdout())
 		},
 	}
-	worker.Flags().StringVar(&sizes, "sizes", "", "")
-	worker.Flags().StringVar(&latSizes, "latency-sizes", "", "")
-	worker.Flags().StringVar(&tests, "tests", "", "")
-	worker.Flags().DurationVar(&dur, "time", 100*time.Millisecond, "")
-	group.AddCommand(worker)
+	worker.Flags().StringVar(&o.sizes, "sizes", "", "")
+	worker.Flags().StringVar(&o.latSizes, "latency-sizes", "", "")
+	worker.Flags().StringVar(&o.tests, "tests", "", "")
+	worker.Flags().DurationVar(&o.dur, "time", 100*time.Millisecond, "")
+	return worker
+}
+
+// runShmemBenchWorker joins the job, runs the benchmark and prints PE 0's
+// rows as one prefixed JSON line.
+func runShmemBenchWorker(o shmemBenchOptions, w io.Writer) error {
+	cfg, err := benchConfig(o.sizes, o.latSizes, o.tests, o.dur)
+	if err != nil {
+		return err
+	}
+	if err := shmem.Init(); err != nil {
+		return err
+	}
+	rows, err := shmem.RunBench(shmem.Default(), cfg)
+	if err != nil {
+		return err
+	}
+	if shmem.MyPE() == 0 {
+		b, _ := json.Marshal(rows)
+		fmt.Fprintf(w, "%s%s\n", benchPrefix, b)
+	}
+	return shmem.Finalize()
 }
 
 const benchPrefix = "ICNBENCH "
