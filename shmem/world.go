@@ -366,6 +366,7 @@ func (w *World) dissemination(ctx context.Context, members []int, t uint32) erro
 func (w *World) awaitSignal(ctx context.Context, off, from int, want uint32, t uint32) error {
 	slot := word(w.local, off)
 	cancel := ctx.Done()
+	w.tr.Progress() // push out our own signal first (TCP)
 	for i := 0; ; i++ {
 		v := atomic.LoadUint64(slot)
 		if d := int32(uint32(v>>32) - want); d >= 0 {
