@@ -240,3 +240,42 @@ func seqReduce[T int64 | float64](op ReduceOp, a, b T) T {
 	}
 	return T(x ^ y)
 }
+
+// TestCollectiveBadInput: misuse returns errors and never writes memory or
+// hangs (every PE makes the same mistake).
+func TestCollectiveBadInput(t *testing.T) {
+	j := localJob(t, 2, TransportShm)
+	err := j.Run(func(w *World) error {
+		ctx := context.Background()
+		c, err := NewCoarray[int64](w, 4)
+		if err != nil {
+			return err
+		}
+		tm := w.TeamWorld()
+		var nilTeam *Team
+		for name, err := range map[string]error{
+			"nil team":        Broadcast(ctx, nilTeam, c, c, 1, 0),
+			"root":            Broadcast(ctx, tm, c, c, 1, 2),
+			"too long":        Broadcast(ctx, tm, c, c, 5, 0),
+			"negative":        Reduce(ctx, tm, c, c, -1, ReduceSum),
+			"unknown op":      Reduce(ctx, tm, c, c, 1, 99),
+			"fcollect fits":   FCollect(ctx, tm, c, c, 3),
+			"alltoall fits":   Alltoall(ctx, tm, c, c, 3),
+			"nil destination": FCollect(ctx, tm, nil, c, 1),
+			"split stride":    func() error { _, err := tm.SplitStrided(ctx, 0, 0, 1); return err }(),
+			"split size":      func() error { _, err := tm.SplitStrided(ctx, 1, 1, 2); return err }(),
+			"split 2D":        func() error { _, _, err := tm.Split2D(ctx, 0); return err }(),
+		} {
+			if err == nil {
+				return fmt.Errorf("%s accepted", name)
+			}
+		}
+		if nilTeam.NPEs() != 0 || nilTeam.MyPE() != -1 || tm.TranslatePE(0, nil) != -1 || tm.WorldPE(5) != -1 {
+			return errors.New("nil team or out-of-range PE not reported")
+		}
+		return w.BarrierAll()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -52,18 +52,28 @@ func (w *World) newTeam(pes []int) *Team {
 	return t
 }
 
-// MyPE is this PE's number in the team.
-func (t *Team) MyPE() int { return t.me }
+// MyPE is this PE's number in the team (-1 for a nil team).
+func (t *Team) MyPE() int {
+	if t == nil {
+		return -1
+	}
+	return t.me
+}
 
-// NPEs is the number of PEs in the team.
-func (t *Team) NPEs() int { return len(t.pes) }
+// NPEs is the number of PEs in the team (0 for a nil team).
+func (t *Team) NPEs() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.pes)
+}
 
 // World is the World the team belongs to.
 func (t *Team) World() *World { return t.w }
 
 // WorldPE is the world PE number of team PE pe, or -1 if out of range.
 func (t *Team) WorldPE(pe int) int {
-	if pe < 0 || pe >= len(t.pes) {
+	if t == nil || pe < 0 || pe >= len(t.pes) {
 		return -1
 	}
 	return t.pes[pe]
