@@ -61,6 +61,44 @@ var blockingOps = map[string]func(ctx context.Context, w *World, c *Coarray[int6
 		_, err := w.Recv(1, make([]byte, 8))
 		return err
 	},
+	"TeamBarrier": func(ctx context.Context, w *World, c *Coarray[int64], l *Lock) error {
+		return w.TeamWorld().Barrier(ctx)
+	},
+	"SplitStrided": func(ctx context.Context, w *World, c *Coarray[int64], l *Lock) error {
+		_, err := w.TeamWorld().SplitStrided(ctx, 0, 1, 2)
+		return err
+	},
+	// the rest wait for PE 1 only over TCP (on shm its memory stays
+	// mapped): they poll it until the failure is seen
+	"Get": func(ctx context.Context, w *World, c *Coarray[int64], l *Lock) error {
+		return untilError(func() error { _, err := c.GetValue(1, 0); return err })
+	},
+	"IGet": func(ctx context.Context, w *World, c *Coarray[int64], l *Lock) error {
+		dst := make([]int64, 2)
+		return untilError(func() error { return IGet(c, 1, 0, 2, dst, 1, 2) })
+	},
+	"FetchAdd": func(ctx context.Context, w *World, c *Coarray[int64], l *Lock) error {
+		return untilError(func() error { _, err := AtomicFetchAdd(c, 1, 0, 1); return err })
+	},
+	"Quiet": func(ctx context.Context, w *World, c *Coarray[int64], l *Lock) error {
+		return untilError(func() error {
+			if err := c.PutValue(1, 1, 1); err != nil {
+				return err
+			}
+			return w.Quiet()
+		})
+	},
+}
+
+// untilError repeats op until it fails: a call that does not wait for the
+// peer (shm) keeps succeeding until the failure is detected.
+func untilError(op func() error) error {
+	for {
+		if err := op(); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // retype views an int64 co-array as uint64 (for the signal wait).
@@ -121,7 +159,8 @@ func TestBlockingCallsSeeAbort(t *testing.T) {
 // error wrapping the context's.
 func TestBlockingCallsCancel(t *testing.T) {
 	for name, op := range blockingOps {
-		if name == "BarrierAll" || name == "Recv" {
+		switch name {
+		case "BarrierAll", "Recv", "Get", "IGet", "FetchAdd", "Quiet":
 			continue // no context
 		}
 		t.Run(name, func(t *testing.T) {
