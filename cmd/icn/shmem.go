@@ -193,7 +193,7 @@ func runShmemBench(ctx context.Context, o shmemBenchOptions, w io.Writer) error 
 		return &exitError{2, err}
 	}
 	opt.Heap = max(opt.Heap, maxSize+(1<<20))
-	trs, err := benchTransports(o.transports)
+	trs, err := shmemBenchTransports(o.transports)
 	if err != nil {
 		return &exitError{2, err}
 	}
@@ -204,7 +204,7 @@ func runShmemBench(ctx context.Context, o shmemBenchOptions, w io.Writer) error 
 	prog := cli.NewProgress(len(trs), "shmem bench", o.out.json)
 	var rows []shmem.BenchRow
 	for _, tr := range trs {
-		r, err := benchOver(ctx, tr, opt, o.np, self, wargs)
+		r, err := shmemBenchOver(ctx, tr, opt, o.np, self, wargs)
 		if err != nil {
 			return err
 		}
@@ -223,8 +223,8 @@ func runShmemBench(ctx context.Context, o shmemBenchOptions, w io.Writer) error 
 	return o.out.print(w, rows, func(w io.Writer) error { return benchTable(w, rows) })
 }
 
-// benchTransports reads --transport.
-func benchTransports(list string) ([]string, error) {
+// shmemBenchTransports reads --transport.
+func shmemBenchTransports(list string) ([]string, error) {
 	var trs []string
 	for _, t := range strings.Split(list, ",") {
 		t = strings.TrimSpace(t)
@@ -236,9 +236,9 @@ func benchTransports(list string) ([]string, error) {
 	return trs, nil
 }
 
-// benchOver runs the workers as one job over transport tr and reads PE
+// shmemBenchOver runs the workers as one job over transport tr and reads PE
 // 0's rows.
-func benchOver(ctx context.Context, tr string, opt shmem.Options, np int, self string, wargs []string) ([]shmem.BenchRow, error) {
+func shmemBenchOver(ctx context.Context, tr string, opt shmem.Options, np int, self string, wargs []string) ([]shmem.BenchRow, error) {
 	opt.Transport = tr
 	var buf bytes.Buffer
 	_, err := shmem.Launch(ctx, shmem.LaunchConfig{
@@ -364,7 +364,7 @@ func benchTable(w io.Writer, rows []shmem.BenchRow) error {
 			ratio = fmt.Sprintf("%.2f", r.RatioVsTwoSided)
 		}
 		t.Row(r.Test, r.API, r.Transport, r.Procs, r.Size, fmt.Sprintf("%.4g", r.MsgsPerSec),
-			fmt.Sprintf("%.4g", r.BytesPerSec/1e6), fmt.Sprintf("%.4g", r.LatencyUs), ratio, benchNotes(r))
+			fmt.Sprintf("%.4g", r.BytesPerSec/1e6), fmt.Sprintf("%.4g", r.LatencyUs), ratio, shmemBenchNotes(r))
 	}
 	if err := t.Write(w); err != nil {
 		return err
@@ -392,9 +392,9 @@ func benchTable(w io.Writer, rows []shmem.BenchRow) error {
 	return nil
 }
 
-// benchNotes is the last column: the algorithm and model of collective
+// shmemBenchNotes is the last column: the algorithm and model of collective
 // rows, the overlap of overlap rows.
-func benchNotes(r shmem.BenchRow) string {
+func shmemBenchNotes(r shmem.BenchRow) string {
 	switch {
 	case r.Algorithm != "" && r.ModelUs > 0:
 		return fmt.Sprintf("%s; model %.3g µs (%s)", r.Algorithm, r.ModelUs, r.Model)
@@ -406,9 +406,9 @@ func benchNotes(r shmem.BenchRow) string {
 	return ""
 }
 
-// collectiveOps maps the collective rows to seed 002's operations: an
+// shmemCollectiveOps maps the collective rows to seed 002's operations: an
 // all-reduce is a reduction followed by a broadcast.
-var collectiveOps = map[string][]string{
+var shmemCollectiveOps = map[string][]string{
 	"broadcast": {"bcast"}, "reduce": {"reduce", "bcast"}, "fcollect": {"allgather"}, "alltoall": {"alltoall"},
 }
 
@@ -432,7 +432,7 @@ func withCollectiveModels(rows []shmem.BenchRow) []shmem.BenchRow {
 		return rows
 	}
 	for i, r := range rows {
-		ops := collectiveOps[r.API]
+		ops := shmemCollectiveOps[r.API]
 		if r.Test != "collective" || len(ops) == 0 || r.Procs < 2 {
 			continue
 		}
