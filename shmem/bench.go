@@ -1,8 +1,11 @@
 package shmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -11,8 +14,11 @@ type BenchConfig struct {
 	RateSizes    []int         // message sizes of the Message Rate test (default 8 B … 1 MiB, powers of 2)
 	LatencySizes []int         // sizes of the ping-pong test (default DefaultLatencySizes)
 	Duration     time.Duration // target time of one measurement (default 100 ms)
-	Tests        []string      // subset of "rate", "latency", "atomic", "barrier" (default all)
+	Tests        []string      // subset of BenchTests (default all)
 }
+
+// BenchTests are the tests RunBench knows.
+var BenchTests = []string{"rate", "latency", "atomic", "barrier", "overlap", "collective"}
 
 // BenchRow is one measurement. Rates count messages (or atomics, or
 // barriers) per second; LatencyUs is the time per message for rates
@@ -21,8 +27,8 @@ type BenchConfig struct {
 // two-sided (send/receive) row of the same test and size over the same
 // transport: one-sided speed / two-sided speed (> 1: one-sided is faster).
 type BenchRow struct {
-	Test            string  `json:"test"` // message_rate, latency, atomic_rate, barrier, seed_reference
-	API             string  `json:"api"`  // put, put_ptr, sendrecv, fetch_add, add, barrier
+	Test            string  `json:"test"` // message_rate, latency, atomic_rate, barrier, overlap, collective, seed_reference, oshmem
+	API             string  `json:"api"`  // put, put_nbi, put_ptr, get, get_nbi, sendrecv, fetch_add, add, barrier, broadcast, reduce, fcollect, alltoall
 	Transport       string  `json:"transport"`
 	Procs           int     `json:"procs"`
 	Size            int     `json:"size"`
@@ -31,6 +37,17 @@ type BenchRow struct {
 	BytesPerSec     float64 `json:"bytes_per_sec"`
 	LatencyUs       float64 `json:"latency_us"`
 	RatioVsTwoSided float64 `json:"ratio_vs_two_sided,omitempty"`
+	// Overlap (overlap rows) is the share of the transfer hidden behind
+	// computation: (t_transfer + t_compute − t_both) / min(t_transfer,
+	// t_compute), 0 = none, 1 = complete.
+	Overlap float64 `json:"overlap,omitempty"`
+	// Algorithm (collective rows) is tree or linear.
+	Algorithm string `json:"algorithm,omitempty"`
+	// ModelUs and Model (collective rows, filled in by icn shmem bench)
+	// are seed 002's cost of the same operation with ts and tw fitted from
+	// the point-to-point rows, and which formula gave it.
+	ModelUs float64 `json:"model_us,omitempty"`
+	Model   string  `json:"model,omitempty"`
 }
 
 // SeedReference returns the MVS-Express figures of the seed as rows: more
@@ -67,6 +84,7 @@ type benchEnv struct {
 	buf  *Coarray[byte]
 	dur  time.Duration
 	rnd  int64
+	seq  int64 // ping-pong flag values, increasing over the whole run
 }
 
 // RunBench runs the benchmark collectively on every PE of w (at least 2)
@@ -97,12 +115,10 @@ func RunBench(w *World, cfg BenchConfig) ([]BenchRow, error) {
 	}
 	want := map[string]bool{}
 	for _, t := range cfg.Tests {
-		switch t {
-		case "rate", "latency", "atomic", "barrier":
-			want[t] = true
-		default:
-			return nil, fmt.Errorf("shmem bench: unknown test %q (want rate, latency, atomic, barrier)", t)
+		if !slices.Contains(BenchTests, t) {
+			return nil, fmt.Errorf("shmem bench: unknown test %q (want %s)", t, strings.Join(BenchTests, ", "))
 		}
+		want[t] = true
 	}
 	all := len(want) == 0
 	e := &benchEnv{w: w, dur: cfg.Duration}
@@ -140,6 +156,16 @@ func RunBench(w *World, cfg BenchConfig) ([]BenchRow, error) {
 			return nil, err
 		}
 	}
+	if all || want["overlap"] {
+		if err := add(e.overlap()); err != nil {
+			return nil, err
+		}
+	}
+	if all || want["collective"] {
+		if err := add(e.collectives()); err != nil {
+			return nil, err
+		}
+	}
 	if w.me != 0 {
 		return nil, w.BarrierAll()
 	}
@@ -148,13 +174,15 @@ func RunBench(w *World, cfg BenchConfig) ([]BenchRow, error) {
 
 // measure runs f(count) collectively in rounds, PE 0 choosing the count
 // (growing until a round takes a tenth of the target duration, then one
-// final round scaled to the duration), and returns PE 0's count and time
+// final round scaled to the duration by the best time per operation of
+// the growing rounds), and returns PE 0's count and time
 // of the final round. With ack, the round ends on PE 0 when PE 1 has
 // finished too (a two-sided receiver); f runs on every PE, which decides
 // itself whether it takes part.
 func (e *benchEnv) measure(ack bool, f func(count int64) error) (int64, time.Duration, error) {
 	w := e.w
 	count, last := int64(4), int64(0)
+	best := -1.0 // nanoseconds per operation
 	for {
 		e.rnd++
 		if w.me == 0 {
@@ -195,9 +223,16 @@ func (e *benchEnv) measure(ack bool, f func(count int64) error) (int64, time.Dur
 			return count, el, nil
 		}
 		if w.me == 0 {
+			per := float64(el) / float64(count)
+			if best < 0 || per < best {
+				best = per
+			}
 			switch {
 			case el >= e.dur/10 || count >= 1<<32:
-				count = max(1, int64(float64(count)*float64(e.dur)/float64(max(el, time.Microsecond))))
+				// scale by the best time per operation seen, so that one
+				// slow round on a loaded machine does not shrink the
+				// measured round
+				count = max(count, min(1<<32, 64*count, int64(float64(e.dur)/max(best, 1e-3))))
 				last = 1
 			case el < e.dur/1000:
 				count *= 16
@@ -222,68 +257,138 @@ func (e *benchEnv) row(test, api string, procs, size int, count int64, el time.D
 // to PE 1 — puts (PE 1 passive; the round ends with Quiet), direct stores
 // through Ptr where the transport maps the peer, and Send/Recv.
 func (e *benchEnv) rate(sizes []int) ([]BenchRow, error) {
-	w := e.w
 	src := make([]byte, e.buf.Len())
 	for i := range src {
 		src[i] = byte(i)
 	}
 	var rows []BenchRow
 	for _, s := range sizes {
-		// a target window of up to 1 MiB (at least one message) cycled over
-		slots := int64(max(1, min(1<<20, e.buf.Len())/s))
+		put, err := e.putStream(s, src)
+		if err != nil {
+			return nil, err
+		}
+		if s == 8 && e.w.tr.Name() == TransportShm { // every PE must take the same branch
+			ptr, err := e.ptrStream()
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, ptr)
+		}
+		two, err := e.sendRecvStream(s, src)
+		if err != nil {
+			return nil, err
+		}
+		if two.MsgsPerSec > 0 {
+			put.RatioVsTwoSided = put.MsgsPerSec / two.MsgsPerSec
+		}
+		rows = append(rows, put, two)
+		nbi, err := e.nbiRates(s, src)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, nbi...)
+	}
+	return rows, nil
+}
+
+// slots is how many messages of size s fit a target window of up to 1 MiB
+// (at least one), which the streams cycle over.
+func (e *benchEnv) slots(s int) int64 { return int64(max(1, min(1<<20, e.buf.Len())/s)) }
+
+// putStream: PE 0 puts messages of size s to PE 1 (a single word as one
+// atomic store), then Quiet.
+func (e *benchEnv) putStream(s int, src []byte) (BenchRow, error) {
+	w, slots := e.w, e.slots(s)
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me != 0 {
+			return nil
+		}
+		for i := int64(0); i < count; i++ {
+			var err error
+			if s == 8 {
+				err = e.buf.Sym().PutUint64(1, int(i%slots)*8, uint64(i))
+			} else {
+				err = e.buf.Put(1, int(i%slots)*s, src[:s])
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return w.Quiet()
+	})
+	return e.row("message_rate", "put", 2, s, count, el), err
+}
+
+// ptrStream: PE 0 stores words straight into PE 1's mapped part.
+func (e *benchEnv) ptrStream() (BenchRow, error) {
+	w, slots := e.w, e.slots(8)
+	p := elemsOf[uint64](e.buf.Ptr(1)[:slots*8]) // shm maps every PE
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me != 0 {
+			return nil
+		}
+		for i := int64(0); i < count; i++ {
+			p[i%slots] = uint64(i)
+		}
+		return w.Quiet()
+	})
+	return e.row("message_rate", "put_ptr", 2, 8, count, el), err
+}
+
+// sendRecvStream: PE 0 sends messages of size s to PE 1, which receives
+// them; the round ends when PE 1 has them all.
+func (e *benchEnv) sendRecvStream(s int, src []byte) (BenchRow, error) {
+	w := e.w
+	buf := make([]byte, s)
+	count, el, err := e.measure(true, func(count int64) error {
+		for i := int64(0); i < count && w.me <= 1; i++ {
+			var err error
+			if w.me == 0 {
+				err = w.Send(1, src[:s])
+			} else {
+				_, err = w.Recv(0, buf)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return e.row("message_rate", "sendrecv", 2, s, count, el), err
+}
+
+// nbiWindow is how many non-blocking operations are issued before each
+// Quiet (the OSU window).
+const nbiWindow = 64
+
+// nbiRates streams non-blocking puts and gets of size s from PE 0 to PE
+// 1: a window of up to nbiWindow operations to distinct offsets, then
+// Quiet, repeated.
+func (e *benchEnv) nbiRates(s int, src []byte) ([]BenchRow, error) {
+	w := e.w
+	win := max(1, min(nbiWindow, e.buf.Len()/s))
+	local := make([]byte, win*s)
+	var rows []BenchRow
+	for _, api := range []string{"put_nbi", "get_nbi"} {
 		count, el, err := e.measure(false, func(count int64) error {
 			if w.me != 0 {
 				return nil
 			}
-			if s == 8 {
-				for i := int64(0); i < count; i++ {
-					if err := e.buf.Sym().PutUint64(1, int(i%slots)*8, uint64(i)); err != nil {
+			sym := e.buf.Sym()
+			for i := int64(0); i < count; {
+				for k := 0; k < win && i < count; k, i = k+1, i+1 {
+					var err error
+					if api == "put_nbi" {
+						err = sym.PutNBI(1, k*s, src[:s])
+					} else {
+						err = sym.GetNBI(1, k*s, local[k*s:(k+1)*s])
+					}
+					if err != nil {
 						return err
 					}
 				}
-			} else {
-				for i := int64(0); i < count; i++ {
-					if err := e.buf.Put(1, int(i%slots)*s, src[:s]); err != nil {
-						return err
-					}
-				}
-			}
-			return w.Quiet()
-		})
-		if err != nil {
-			return nil, err
-		}
-		put := e.row("message_rate", "put", 2, s, count, el)
-		if s == 8 && w.tr.Name() == TransportShm { // every PE must take the same branch
-			p := elemsOf[uint64](e.buf.Ptr(1)[:slots*8]) // shm maps every PE
-			count, el, err := e.measure(false, func(count int64) error {
-				if w.me != 0 {
-					return nil
-				}
-				for i := int64(0); i < count; i++ {
-					p[i%slots] = uint64(i)
-				}
-				return w.Quiet()
-			})
-			if err != nil {
-				return nil, err
-			}
-			rows = append(rows, e.row("message_rate", "put_ptr", 2, s, count, el))
-		}
-		buf := make([]byte, s)
-		count, el, err = e.measure(true, func(count int64) error {
-			switch w.me {
-			case 0:
-				for i := int64(0); i < count; i++ {
-					if err := w.Send(1, src[:s]); err != nil {
-						return err
-					}
-				}
-			case 1:
-				for i := int64(0); i < count; i++ {
-					if _, err := w.Recv(0, buf); err != nil {
-						return err
-					}
+				if err := w.Quiet(); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -291,11 +396,7 @@ func (e *benchEnv) rate(sizes []int) ([]BenchRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		two := e.row("message_rate", "sendrecv", 2, s, count, el)
-		if two.MsgsPerSec > 0 {
-			put.RatioVsTwoSided = put.MsgsPerSec / two.MsgsPerSec
-		}
-		rows = append(rows, put, two)
+		rows = append(rows, e.row("message_rate", api, 2, s, count, el))
 	}
 	return rows, nil
 }
@@ -303,91 +404,106 @@ func (e *benchEnv) rate(sizes []int) ([]BenchRow, error) {
 // latency is ping-pong between PE 0 and PE 1: with puts (payload, Fence,
 // flag word; a size-8 message is the flag itself) and with Send/Recv.
 func (e *benchEnv) latency(sizes []int) ([]BenchRow, error) {
-	w := e.w
-	flag := e.ctrl
 	var rows []BenchRow
-	var seq int64
 	for _, s := range sizes {
-		src := make([]byte, s)
-		count, el, err := e.measure(false, func(count int64) error {
-			if w.me > 1 {
-				return nil
-			}
-			peer := 1 - w.me
-			for i := int64(0); i < count; i++ {
-				seq++
-				v := seq
-				send := func() error {
-					if s > 8 {
-						if err := e.buf.Put(peer, 0, src); err != nil {
-							return err
-						}
-						if err := w.Fence(); err != nil {
-							return err
-						}
-					}
-					return flag.PutValue(peer, 3, v)
-				}
-				if w.me == 0 {
-					if err := send(); err != nil {
-						return err
-					}
-					if err := WaitUntil(flag, 3, CmpGE, v); err != nil {
-						return err
-					}
-				} else {
-					if err := WaitUntil(flag, 3, CmpGE, v); err != nil {
-						return err
-					}
-					if err := send(); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
+		put, err := e.putPingPong(s)
 		if err != nil {
 			return nil, err
 		}
-		put := e.row("latency", "put", 2, s, count, el)
-		put.LatencyUs /= 2
-		put.MsgsPerSec *= 2
-		put.BytesPerSec *= 2
-		buf := make([]byte, s)
-		count, el, err = e.measure(false, func(count int64) error {
-			for i := int64(0); i < count; i++ {
-				switch w.me {
-				case 0:
-					if err := w.Send(1, src); err != nil {
-						return err
-					}
-					if _, err := w.Recv(1, buf); err != nil {
-						return err
-					}
-				case 1:
-					if _, err := w.Recv(0, buf); err != nil {
-						return err
-					}
-					if err := w.Send(0, buf); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
+		two, err := e.sendRecvPingPong(s)
 		if err != nil {
 			return nil, err
 		}
-		two := e.row("latency", "sendrecv", 2, s, count, el)
-		two.LatencyUs /= 2
-		two.MsgsPerSec *= 2
-		two.BytesPerSec *= 2
+		get, err := e.getLatency(s)
+		if err != nil {
+			return nil, err
+		}
 		if put.LatencyUs > 0 {
 			put.RatioVsTwoSided = two.LatencyUs / put.LatencyUs
 		}
-		rows = append(rows, put, two)
+		rows = append(rows, get, put, two)
 	}
 	return rows, nil
+}
+
+// oneWay turns a round-trip row into a one-way one.
+func oneWay(r BenchRow) BenchRow {
+	r.LatencyUs /= 2
+	r.MsgsPerSec *= 2
+	r.BytesPerSec *= 2
+	return r
+}
+
+// putPingPong bounces a message of size s between PE 0 and PE 1 with puts:
+// the payload, Fence, and a flag word (a size-8 message is the flag).
+func (e *benchEnv) putPingPong(s int) (BenchRow, error) {
+	w := e.w
+	src := make([]byte, s)
+	send := func(peer int, v int64) error {
+		if s > 8 {
+			if err := e.buf.Put(peer, 0, src); err != nil {
+				return err
+			}
+			if err := w.Fence(); err != nil {
+				return err
+			}
+		}
+		return e.ctrl.PutValue(peer, 3, v)
+	}
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me > 1 {
+			return nil
+		}
+		peer := 1 - w.me
+		for i := int64(0); i < count; i++ {
+			e.seq++
+			if w.me == 0 {
+				if err := send(peer, e.seq); err != nil {
+					return err
+				}
+			}
+			if err := WaitUntil(e.ctrl, 3, CmpGE, e.seq); err != nil {
+				return err
+			}
+			if w.me == 1 {
+				if err := send(peer, e.seq); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return oneWay(e.row("latency", "put", 2, s, count, el)), err
+}
+
+// sendRecvPingPong bounces a message of size s between PE 0 and PE 1 with
+// Send and Recv.
+func (e *benchEnv) sendRecvPingPong(s int) (BenchRow, error) {
+	w := e.w
+	buf := make([]byte, s)
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me > 1 {
+			return nil
+		}
+		peer := 1 - w.me
+		for i := int64(0); i < count; i++ {
+			if w.me == 0 {
+				if err := w.Send(peer, buf); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Recv(peer, buf); err != nil {
+				return err
+			}
+			if w.me == 1 {
+				if err := w.Send(peer, buf); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return oneWay(e.row("latency", "sendrecv", 2, s, count, el)), err
 }
 
 // atomics measures remote fetch-and-add (blocking, one round trip each)
@@ -451,6 +567,168 @@ func (e *benchEnv) barriers() ([]BenchRow, error) {
 			return nil, err
 		}
 		rows = append(rows, e.row("barrier", "barrier", k, 0, count, el))
+	}
+	return rows, nil
+}
+
+// getLatency is the time of one blocking get of size s by PE 0 from PE 1.
+func (e *benchEnv) getLatency(s int) (BenchRow, error) {
+	w := e.w
+	dst := make([]byte, s)
+	count, el, err := e.measure(false, func(count int64) error {
+		if w.me != 0 {
+			return nil
+		}
+		for i := int64(0); i < count; i++ {
+			if err := e.buf.Get(1, 0, dst); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return e.row("latency", "get", 2, s, count, el), err
+}
+
+// overlapSize is the transfer of the overlap test.
+const overlapSize = 1 << 20
+
+// overlap measures how much of a 1 MiB non-blocking put (or get) PE 0
+// hides behind computation: the transfer alone (issue, Quiet), a
+// computation of about the same length alone, and both (issue, compute,
+// Quiet).
+func (e *benchEnv) overlap() ([]BenchRow, error) {
+	w := e.w
+	if e.buf.Len() < overlapSize {
+		return nil, nil
+	}
+	src := make([]byte, overlapSize)
+	sink := make([]float64, 4096)
+	var rows []BenchRow
+	for _, api := range []string{"put_nbi", "get_nbi"} {
+		transfer := func() error {
+			if api == "put_nbi" {
+				return e.buf.Sym().PutNBI(1, 0, src)
+			}
+			return e.buf.Sym().GetNBI(1, 0, src)
+		}
+		phase := func(xfer bool, work int) (int64, time.Duration, error) {
+			return e.measure(false, func(count int64) error {
+				if w.me != 0 {
+					return nil
+				}
+				for i := int64(0); i < count; i++ {
+					if xfer {
+						if err := transfer(); err != nil {
+							return err
+						}
+					}
+					compute(sink, work)
+					if err := w.Quiet(); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		c, el, err := phase(true, 0)
+		if err != nil {
+			return nil, err
+		}
+		tx := el / time.Duration(max(c, 1))
+		work := calibrate(sink, tx)
+		c, el, err = phase(false, work)
+		if err != nil {
+			return nil, err
+		}
+		tc := el / time.Duration(max(c, 1))
+		c, el, err = phase(true, work)
+		if err != nil {
+			return nil, err
+		}
+		r := e.row("overlap", api, 2, overlapSize, c, el)
+		tb := el / time.Duration(max(c, 1))
+		if m := min(tx, tc); m > 0 {
+			r.Overlap = max(0, min(1, float64(tx+tc-tb)/float64(m)))
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// compute is the stand-in for an application's work: n passes over sink.
+func compute(sink []float64, n int) {
+	for k := 0; k < n; k++ {
+		for i := range sink {
+			sink[i] = sink[i]*0.999 + 1
+		}
+	}
+}
+
+// calibrate returns how many passes of compute take about d.
+func calibrate(sink []float64, d time.Duration) int {
+	n := 1
+	for {
+		t0 := time.Now()
+		compute(sink, n)
+		el := time.Since(t0)
+		if el >= d/4 || n > 1<<20 {
+			return max(1, int(float64(n)*float64(d)/float64(max(el, time.Nanosecond))))
+		}
+		n *= 2
+	}
+}
+
+// collectiveSizes are the element counts (int64) of the collective rows.
+var collectiveSizes = []int{1, 1024}
+
+// collectives measures Broadcast (root 0), Reduce (sum of int64),
+// FCollect and Alltoall over every PE, with the tree and the linear
+// algorithm where they differ.
+func (e *benchEnv) collectives() ([]BenchRow, error) {
+	w := e.w
+	maxN := slices.Max(collectiveSizes)
+	src, err := NewCoarray[int64](w, maxN*w.n)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Free()
+	dst, err := NewCoarray[int64](w, maxN*w.n)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Free()
+	team := w.TeamWorld()
+	ops := []struct {
+		api  string
+		algs []Algorithm
+		run  func(n int) error
+	}{
+		{"broadcast", []Algorithm{AlgTree, AlgLinear}, func(n int) error { return Broadcast(context.Background(), team, dst, src, n, 0) }},
+		{"reduce", []Algorithm{AlgTree, AlgLinear}, func(n int) error { return Reduce(context.Background(), team, dst, src, n, ReduceSum) }},
+		{"fcollect", []Algorithm{AlgLinear}, func(n int) error { return FCollect(context.Background(), team, dst, src, n) }},
+		{"alltoall", []Algorithm{AlgLinear}, func(n int) error { return Alltoall(context.Background(), team, dst, src, n) }},
+	}
+	var rows []BenchRow
+	for _, op := range ops {
+		for _, alg := range op.algs {
+			team.Alg = alg
+			for _, n := range collectiveSizes {
+				count, el, err := e.measure(false, func(count int64) error {
+					for i := int64(0); i < count; i++ {
+						if err := op.run(n); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				r := e.row("collective", op.api, w.n, 8*n, count, el)
+				r.Algorithm = alg.String()
+				rows = append(rows, r)
+			}
+		}
 	}
 	return rows, nil
 }

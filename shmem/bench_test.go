@@ -2,6 +2,7 @@ package shmem
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -30,12 +31,17 @@ func TestRunBench(t *testing.T) {
 				if r.BytesPerSec != r.MsgsPerSec*float64(r.Size) {
 					t.Errorf("bytes/s inconsistent: %+v", r)
 				}
+				if (r.Test == "collective") != (r.Algorithm != "") || (r.Test == "collective" && r.Procs != 3) {
+					t.Errorf("collective row without its algorithm or team size: %+v", r)
+				}
 				if r.API == "put" && r.RatioVsTwoSided <= 0 {
 					t.Errorf("no ratio: %+v", r)
 				}
 			}
 			want := map[string]int{"message_rate/put": 2, "message_rate/sendrecv": 2, "latency/put": 2,
-				"latency/sendrecv": 2, "atomic_rate/fetch_add": 1, "atomic_rate/add": 1, "barrier/barrier": 2}
+				"latency/sendrecv": 2, "atomic_rate/fetch_add": 1, "atomic_rate/add": 1, "barrier/barrier": 2,
+				"message_rate/put_nbi": 2, "message_rate/get_nbi": 2, "latency/get": 2,
+				"collective/broadcast": 4, "collective/reduce": 4, "collective/fcollect": 2, "collective/alltoall": 2}
 			if tr == TransportShm {
 				want["message_rate/put_ptr"] = 1
 			}
@@ -204,5 +210,105 @@ func BenchmarkBarrier(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+	}
+}
+
+// BenchmarkRawPingPong is the floor of every signal between two PEs on
+// this machine: two goroutines handing a word back and forth through
+// sync/atomic, with no shmem code at all (one op = one round trip).
+func BenchmarkRawPingPong(b *testing.B) {
+	var flag atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= b.N; i++ {
+			for spin := 0; flag.Load() != uint64(2*i-1); spin++ {
+				backoff(spin)
+			}
+			flag.Store(uint64(2 * i))
+		}
+	}()
+	for i := 1; i <= b.N; i++ {
+		flag.Store(uint64(2*i - 1))
+		for spin := 0; flag.Load() != uint64(2*i); spin++ {
+			backoff(spin)
+		}
+	}
+	<-done
+}
+
+func BenchmarkPutNBI(b *testing.B) {
+	for _, tr := range transports {
+		for _, size := range []int{8, 64 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/%d", tr, size), func(b *testing.B) {
+				benchPair(b, tr, func(w *World, c *Coarray[uint64], buf []byte, n int) error {
+					s := c.Sym()
+					// short puts: windows of nbiWindow puts to distinct
+					// offsets, each completed by Quiet (as the message_rate
+					// put_nbi row); long ones: streamed through the 1 MiB
+					// target and completed by the Quiet after the loop
+					win := nbiWindow
+					if size >= nbiInline {
+						win = n
+					}
+					for i := 0; i < n; {
+						for k := 0; k < win && i < n; k, i = k+1, i+1 {
+							if err := s.PutNBI(1, (k*size)%(1<<20), buf); err != nil {
+								return err
+							}
+						}
+						if err := w.Quiet(); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, size)
+			})
+		}
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	for _, tr := range transports {
+		for _, size := range []int{8, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/%d", tr, size), func(b *testing.B) {
+				benchPair(b, tr, func(w *World, c *Coarray[uint64], buf []byte, n int) error {
+					s := c.Sym()
+					for i := 0; i < n; i++ {
+						if err := s.Get(1, 0, buf); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, size)
+			})
+		}
+	}
+}
+
+func TestRunBenchOverlap(t *testing.T) {
+	j, err := NewLocal(2, Options{Heap: 4 << 20, Ring: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var rows []BenchRow
+	err = j.Run(func(w *World) error {
+		r, err := RunBench(w, BenchConfig{RateSizes: []int{1 << 20}, Tests: []string{"overlap"}, Duration: 5 * time.Millisecond})
+		if w.MyPE() == 0 {
+			rows = r
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].API != "put_nbi" || rows[1].API != "get_nbi" {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, r := range rows {
+		if r.Test != "overlap" || r.Overlap < 0 || r.Overlap > 1 || r.Size != 1<<20 || r.Count <= 0 {
+			t.Errorf("bad row %+v", r)
+		}
 	}
 }

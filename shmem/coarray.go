@@ -1,6 +1,7 @@
 package shmem
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -130,6 +131,26 @@ func (s *Sym) Ptr(pe int) []byte {
 	return r[o : o+s.size : o+s.size]
 }
 
+// mappedWord is the address of the aligned word at off of PE pe's part
+// when an access of n = 8 bytes there may go straight to memory (shm, the
+// World running, the co-array live, in bounds), else nil: the fast path of
+// single-word puts and gets, which skips the transport.
+func (s *Sym) mappedWord(pe, off, n int) unsafe.Pointer {
+	if s == nil || n != 8 {
+		return nil
+	}
+	w := s.w
+	if w.maps == nil || uint(pe) >= uint(len(w.maps)) || off < 0 || off > s.size-8 ||
+		w.fs.err.Load() != nil || w.state.Load() != stateRunning || s.freed.Load() {
+		return nil
+	}
+	o := s.offs[pe] + off
+	if o&7 != 0 {
+		return nil
+	}
+	return unsafe.Pointer(&w.maps[pe][o])
+}
+
 // check validates one access of n bytes at off on PE pe.
 func (s *Sym) check(op string, pe, off, n int) error {
 	if s == nil {
@@ -146,6 +167,18 @@ func (s *Sym) check(op string, pe, off, n int) error {
 	}
 	if off < 0 || n < 0 || off > s.size-n {
 		return fmt.Errorf("shmem: %s of %d bytes at offset %d is outside co-array #%d of %d bytes", op, n, off, s.id, s.size)
+	}
+	return nil
+}
+
+// checkAtomic validates the word of atomic op at off on PE pe.
+func (s *Sym) checkAtomic(name string, pe, off int, op AtomicOp) error {
+	w := op.width()
+	if err := s.check(name, pe, off, w); err != nil {
+		return err
+	}
+	if (s.offs[pe]+off)%w != 0 {
+		return fmt.Errorf("shmem: %s: unaligned offset %d (a %d-byte atomic needs a multiple of %d)", name, off, w, w)
 	}
 	return nil
 }
@@ -171,21 +204,44 @@ func (s *Sym) Put(pe, off int, src []byte) error {
 	return s.w.tr.Put(pe, s.offs[pe]+off, src)
 }
 
-// PutNBI is the non-blocking put: src must not be modified until the next
-// Quiet or barrier. (Both transports currently copy or deliver src before
-// returning, so it behaves like Put; programs must not rely on that.)
-func (s *Sym) PutNBI(pe, off int, src []byte) error { return s.Put(pe, off, src) }
+// PutNBI is the non-blocking put: it returns at once and the transfer
+// proceeds while the caller computes; src must not be modified until the
+// next Quiet (or barrier), which completes it. Fence orders it before later
+// operations to the same PE. (Short puts are copied at once: that is
+// cheaper than deferring them.)
+func (s *Sym) PutNBI(pe, off int, src []byte) error {
+	if p := s.mappedWord(pe, off, len(src)); p != nil {
+		*(*uint64)(p) = binary.NativeEndian.Uint64(src)
+		return nil
+	}
+	if err := s.check("PutNBI", pe, off, len(src)); err != nil {
+		return err
+	}
+	return s.w.tr.PutNBI(pe, s.offs[pe]+off, src)
+}
 
 // Get copies PE pe's part at byte offset off into dst and returns when dst
-// holds the data. It observes every earlier put and atomic of this PE to pe.
+// holds the data. It observes every earlier blocking put and atomic of this
+// PE to pe (non-blocking ones after Quiet or Fence).
 func (s *Sym) Get(pe, off int, dst []byte) error {
+	if p := s.mappedWord(pe, off, len(dst)); p != nil {
+		binary.NativeEndian.PutUint64(dst, atomic.LoadUint64((*uint64)(p)))
+		return nil
+	}
 	if err := s.check("Get", pe, off, len(dst)); err != nil {
 		return err
 	}
-	if err := s.w.tr.Fence(); err != nil {
+	return s.w.tr.Get(pe, s.offs[pe]+off, dst)
+}
+
+// GetNBI starts a get of PE pe's part at byte offset off into dst and
+// returns at once; dst holds the data after the next Quiet (or barrier)
+// and must not be used before.
+func (s *Sym) GetNBI(pe, off int, dst []byte) error {
+	if err := s.check("GetNBI", pe, off, len(dst)); err != nil {
 		return err
 	}
-	return s.w.tr.Get(pe, s.offs[pe]+off, dst)
+	return s.w.tr.GetNBI(pe, s.offs[pe]+off, dst)
 }
 
 // PutUint64 stores one 64-bit word at an aligned byte offset of PE pe's
@@ -201,85 +257,31 @@ func (s *Sym) PutUint64(pe, off int, v uint64) error {
 // pe's part and returns the word's previous value. It is complete at the
 // target when it returns.
 func (s *Sym) Atomic(pe int, op AtomicOp, off int, a, b uint64) (uint64, error) {
-	if err := s.checkWord("atomic", pe, off); err != nil {
-		return 0, err
-	}
-	if op == 0 || op >= opMax {
+	if !op.valid() {
 		return 0, fmt.Errorf("shmem: unknown atomic operation %d", op)
+	}
+	if err := s.checkAtomic("atomic", pe, off, op); err != nil {
+		return 0, err
 	}
 	return s.w.tr.Atomic(pe, op, s.offs[pe]+off, a, b)
 }
 
-// AtomicNF performs a non-fetching OpAdd, OpSet, OpAnd or OpOr without
+// AtomicNF performs a non-fetching OpAdd, OpSet, OpAnd, OpOr or OpXor without
 // waiting: like a put, it is complete after Quiet or a barrier and ordered
 // by Fence. Concurrent atomics on one word never lose updates.
 func (s *Sym) AtomicNF(pe int, op AtomicOp, off int, a uint64) error {
-	if err := s.checkWord("atomic", pe, off); err != nil {
-		return err
-	}
-	switch op {
-	case OpAdd, OpSet, OpAnd, OpOr:
+	switch op &^ atomicTypes {
+	case OpAdd, OpSet, OpAnd, OpOr, OpXor:
 	default:
 		return fmt.Errorf("shmem: atomic operation %d has no non-fetching form", op)
 	}
-	return s.w.tr.AtomicNF(pe, op, s.offs[pe]+off, a)
-}
-
-// Cmp is the comparison of WaitUntil.
-type Cmp uint8
-
-// Comparisons for WaitUntil (OpenSHMEM's SHMEM_CMP_*).
-const (
-	CmpEQ Cmp = iota + 1
-	CmpNE
-	CmpGT
-	CmpGE
-	CmpLT
-	CmpLE
-)
-
-func (c Cmp) valid() bool { return c >= CmpEQ && c <= CmpLE }
-
-func compare[T ~int64 | ~uint64](c Cmp, x, v T) bool {
-	switch c {
-	case CmpEQ:
-		return x == v
-	case CmpNE:
-		return x != v
-	case CmpGT:
-		return x > v
-	case CmpGE:
-		return x >= v
-	case CmpLT:
-		return x < v
-	case CmpLE:
-		return x <= v
+	if !op.valid() {
+		return fmt.Errorf("shmem: unknown atomic operation %d", op)
 	}
-	return false
-}
-
-// WaitUntil blocks until the 64-bit word at aligned byte offset off of this
-// PE's part satisfies (word cmp v), compared as unsigned. Data put by a PE
-// before (Fence) the put that satisfied the wait is visible when it
-// returns. It returns an error instead if the World fails meanwhile.
-func (s *Sym) WaitUntil(off int, cmp Cmp, v uint64) error {
-	return waitUntil(s, off, cmp, v)
-}
-
-func waitUntil[T ~int64 | ~uint64](s *Sym, off int, cmp Cmp, v T) error {
-	if s == nil {
-		return errors.New("shmem: WaitUntil on a nil co-array")
-	}
-	if err := s.checkWord("WaitUntil", s.w.me, off); err != nil {
+	if err := s.checkAtomic("atomic", pe, off, op); err != nil {
 		return err
 	}
-	if !cmp.valid() {
-		return fmt.Errorf("shmem: WaitUntil: unknown comparison %d", cmp)
-	}
-	p := word(s.w.local, s.offs[s.w.me]+off)
-	return s.w.waitLocal(func() (bool, error) {
-		return compare(cmp, T(atomic.LoadUint64(p)), v), nil
-	})
+	return s.w.tr.AtomicNF(pe, op, s.offs[pe]+off, a)
 }
 
 // Free is the collective release of a co-array (a barrier, then every PE
@@ -313,9 +315,6 @@ type Elem interface {
 	~int8 | ~int16 | ~int32 | ~int64 | ~int | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uint |
 		~uintptr | ~float32 | ~float64 | ~complex64 | ~complex128
 }
-
-// Word is the set of element types that support atomics and WaitUntil.
-type Word interface{ ~int64 | ~uint64 }
 
 // Coarray is a typed co-array: n elements of T on every PE, addressed by
 // (PE, element index).
@@ -409,6 +408,16 @@ func (c *Coarray[T]) PutNBI(pe, i int, src []T) error {
 	return c.s.PutNBI(pe, off, bytesOf(src))
 }
 
+// GetNBI starts copying PE pe's elements [i, i+len(dst)) into dst; dst
+// holds them after the next Quiet (see Sym.GetNBI).
+func (c *Coarray[T]) GetNBI(pe, i int, dst []T) error {
+	off, err := c.idx("GetNBI", i, len(dst))
+	if err != nil {
+		return err
+	}
+	return c.s.GetNBI(pe, off, bytesOf(dst))
+}
+
 // Get copies PE pe's elements [i, i+len(dst)) into dst.
 func (c *Coarray[T]) Get(pe, i int, dst []T) error {
 	off, err := c.idx("Get", i, len(dst))
@@ -448,80 +457,3 @@ func (c *Coarray[T]) Free() error {
 	}
 	return c.s.Free()
 }
-
-func wordIdx[T Word](c *Coarray[T], op string, i int) (int, error) {
-	return c.idx(op, i, 1)
-}
-
-// AtomicFetchAdd adds v to element i of PE pe and returns the old value.
-func AtomicFetchAdd[T Word](c *Coarray[T], pe, i int, v T) (T, error) {
-	off, err := wordIdx(c, "AtomicFetchAdd", i)
-	if err != nil {
-		return 0, err
-	}
-	old, err := c.s.Atomic(pe, OpAdd, off, uint64(v), 0)
-	return T(old), err
-}
-
-// AtomicAdd adds v to element i of PE pe without waiting (non-fetching).
-func AtomicAdd[T Word](c *Coarray[T], pe, i int, v T) error {
-	off, err := wordIdx(c, "AtomicAdd", i)
-	if err != nil {
-		return err
-	}
-	return c.s.AtomicNF(pe, OpAdd, off, uint64(v))
-}
-
-// AtomicSwap stores v into element i of PE pe and returns the old value.
-func AtomicSwap[T Word](c *Coarray[T], pe, i int, v T) (T, error) {
-	off, err := wordIdx(c, "AtomicSwap", i)
-	if err != nil {
-		return 0, err
-	}
-	old, err := c.s.Atomic(pe, OpSwap, off, uint64(v), 0)
-	return T(old), err
-}
-
-// AtomicCompareSwap stores v into element i of PE pe if it equals cond and
-// returns the old value either way.
-func AtomicCompareSwap[T Word](c *Coarray[T], pe, i int, cond, v T) (T, error) {
-	off, err := wordIdx(c, "AtomicCompareSwap", i)
-	if err != nil {
-		return 0, err
-	}
-	old, err := c.s.Atomic(pe, OpCompareSwap, off, uint64(v), uint64(cond))
-	return T(old), err
-}
-
-// AtomicFetch reads element i of PE pe atomically.
-func AtomicFetch[T Word](c *Coarray[T], pe, i int) (T, error) {
-	off, err := wordIdx(c, "AtomicFetch", i)
-	if err != nil {
-		return 0, err
-	}
-	old, err := c.s.Atomic(pe, OpFetch, off, 0, 0)
-	return T(old), err
-}
-
-// AtomicSet stores v into element i of PE pe atomically (non-fetching).
-func AtomicSet[T Word](c *Coarray[T], pe, i int, v T) error {
-	off, err := wordIdx(c, "AtomicSet", i)
-	if err != nil {
-		return err
-	}
-	return c.s.AtomicNF(pe, OpSet, off, uint64(v))
-}
-
-// WaitUntil blocks until element i of this PE's part satisfies
-// (element cmp v), compared in T's order (signed for int64).
-func WaitUntil[T Word](c *Coarray[T], i int, cmp Cmp, v T) error {
-	off, err := wordIdx(c, "WaitUntil", i)
-	if err != nil {
-		return err
-	}
-	return waitUntil(c.s, off, cmp, v)
-}
-
-// AtomicLoadLocal reads an element of a local part atomically (for polling
-// words that remote PEs write).
-func AtomicLoadLocal[T Word](p *T) T { return T(atomic.LoadUint64((*uint64)(unsafe.Pointer(p)))) }

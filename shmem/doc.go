@@ -3,16 +3,21 @@
 // 0..NPEs()-1, each exposing a local portion of memory that every other
 // process can write (Put), read (Get) and update atomically, co-arrays
 // exchanged by the collective CoarrayAll, Fence/Quiet, barriers over all
-// or any list of processes, and WaitUntil on a local word; two transports
+// or any list of processes, and WaitUntil on a local word — and the rest
+// of OpenSHMEM 1.5: non-blocking puts, gets and fetching atomics, strided
+// and signalled puts, 32-bit and float atomics, the wait and test family,
+// locks, teams with their collectives (broadcast, reductions, collect,
+// alltoall), contexts, Abort and GlobalExit; two transports
 // behind one Transport interface (shared-memory mappings on one host, TCP
 // between hosts), the launcher behind `icn shmem run`, and the Message Rate
 // benchmark behind `icn shmem bench`.
 //
 // # Guarantees
 //
-// Completion. Put and PutNBI return when the source may be reused (PutNBI:
-// after the next Quiet); the data is at the target only after Quiet, a
-// barrier or any collective. Get returns with the data and sees every
+// Completion. Put returns when the source may be reused, PutNBI at once
+// (the source is read until the next Quiet); the data is at the target
+// only after Quiet, a barrier or any collective. GetNBI and the
+// non-blocking fetching atomics fill their destination by the next Quiet. Get returns with the data and sees every
 // earlier put and atomic of the caller to that PE. Fetching atomics are
 // complete when they return; non-fetching atomics (AtomicAdd, AtomicSet)
 // complete like puts.

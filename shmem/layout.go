@@ -11,7 +11,7 @@ import (
 // every peer. All fields are 8-byte words unless noted; sections start on
 // 64-byte boundaries and the heap on a page boundary.
 const (
-	regionMagic = 0x31304d4853434e49 // "ICNSHM01" little endian
+	regionMagic = 0x32304d4853434e49 // "ICNSHM02" little endian
 
 	hMagic     = 0
 	hNPEs      = 8
@@ -41,6 +41,8 @@ type layout struct {
 	heapSize int
 	ringSize int
 	bar      int // [npes] barrier slot written by PE src: seq<<32 | hash
+	sig      int // [npes] collective signal written by PE src: seq<<32 | tag
+	cnt      int // [npes] element count published by PE src (Collect)
 	coll     int // [2][npes][4] collective records: seq, off, size, spare
 	tail     int // [npes] bytes sent by src into ring[src]
 	credit   int // [npes] bytes of my ring in PE dst consumed by dst
@@ -65,6 +67,10 @@ func newLayout(npes, heap, ring int) (layout, error) {
 	off := align(hFixed, 64)
 	l.bar = off
 	off = align(off+8*npes, 64)
+	l.sig = off
+	off = align(off+8*npes, 64)
+	l.cnt = off
+	off = align(off+8*npes, 64)
 	l.coll = off
 	off = align(off+2*npes*32, 64)
 	l.tail = off
@@ -81,6 +87,8 @@ func newLayout(npes, heap, ring int) (layout, error) {
 }
 
 func (l layout) barSlot(src int) int       { return l.bar + 8*src }
+func (l layout) sigSlot(src int) int       { return l.sig + 8*src }
+func (l layout) cntSlot(src int) int       { return l.cnt + 8*src }
 func (l layout) collSlot(par, src int) int { return l.coll + 32*(par*l.npes+src) }
 func (l layout) tailSlot(src int) int      { return l.tail + 8*src }
 func (l layout) creditSlot(dst int) int    { return l.credit + 8*dst }

@@ -31,6 +31,9 @@ var workers = map[string]func() error{
 	"exit0":    workerExit0,
 	"waitdead": workerWaitDead,
 	"order":    workerOrder,
+	"abort":    workerAbort,
+	"gexit":    workerGlobalExit,
+	"killop":   workerKillOp,
 }
 
 func runWorker(name string) int {
@@ -90,6 +93,41 @@ func workerDie() error {
 		if err := c.PutValue((MyPE()+1)%NPEs(), 0, int64(it)); err != nil {
 			return err
 		}
+		if err := BarrierAll(); err != nil {
+			return err
+		}
+	}
+}
+
+// workerAbort: PE 1 aborts and then exits with status 0 as if nothing
+// happened; PE 0 finalizes (and learns of the abort).
+func workerAbort() error {
+	if err := Init(); err != nil {
+		return err
+	}
+	if MyPE() == 1 {
+		Abort("input is corrupt")
+		os.Exit(0)
+	}
+	err := Finalize()
+	var pe *PEError
+	if !errors.As(err, &pe) || pe.PE != 1 {
+		return fmt.Errorf("Finalize after the abort of PE 1: %v", err)
+	}
+	return nil
+}
+
+// workerGlobalExit: PE 1 ends the job with status 7 while the others wait
+// in barriers.
+func workerGlobalExit() error {
+	if err := Init(); err != nil {
+		return err
+	}
+	if MyPE() == 1 {
+		time.Sleep(50 * time.Millisecond)
+		GlobalExit(7)
+	}
+	for {
 		if err := BarrierAll(); err != nil {
 			return err
 		}
@@ -260,8 +298,11 @@ func TestFaults(t *testing.T) {
 				if je.Culprit() != 1 || !strings.HasPrefix(err.Error(), "shmem job failed: PE 1 ") {
 					t.Errorf("launcher error does not name PE 1 first: %v", err)
 				}
-				if (w == "die" || w == "waitdead") && !strings.Contains(err.Error(), "signal killed") {
+				if (w == "die" || w == "waitdead") && !strings.Contains(err.Error(), "killed by SIGKILL") {
 					t.Errorf("launcher error does not say how PE 1 ended: %v", err)
+				}
+				if strings.Contains(err.Error(), "signal killed") {
+					t.Errorf("launcher error names the signal twice: %v", err)
 				}
 				for _, r := range res {
 					if r.PE == 1 {
@@ -327,5 +368,42 @@ func TestLaunchBadInput(t *testing.T) {
 	var je *JobError
 	if !errors.As(err, &je) || !strings.Contains(err.Error(), "exited with status 1") {
 		t.Fatalf("false: %v", err)
+	}
+}
+
+// TestAbortReachesLauncher: an Abort makes the job fail with status 1 and
+// its reason even if every process exits 0; GlobalExit's status is the
+// job's, and the other PEs are ended.
+func TestAbortReachesLauncher(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr+"/abort", func(t *testing.T) {
+			out, _, err, _ := launchWorker(t, "abort", 2, tr, nil)
+			var je *JobError
+			if !errors.As(err, &je) {
+				t.Fatalf("want a JobError, got %v\n%s", err, out)
+			}
+			if je.ExitStatus() != 1 || je.Culprit() != 1 || !strings.Contains(err.Error(), "PE 1 aborted: input is corrupt") {
+				t.Errorf("status %d culprit %d: %v\n%s", je.ExitStatus(), je.Culprit(), err, out)
+			}
+		})
+		t.Run(tr+"/global_exit", func(t *testing.T) {
+			out, res, err, took := launchWorker(t, "gexit", 3, tr, nil)
+			var je *JobError
+			if !errors.As(err, &je) {
+				t.Fatalf("want a JobError, got %v\n%s", err, out)
+			}
+			if je.ExitStatus() != 7 || !strings.Contains(err.Error(), "PE 1 called GlobalExit(7)") {
+				t.Errorf("status %d: %v\n%s", je.ExitStatus(), err, out)
+			}
+			for _, r := range res {
+				if r.PE != 1 && !r.Failed() {
+					t.Errorf("PE %d went on after GlobalExit: %s", r.PE, r)
+				}
+			}
+			// the grace period (4 s) is not waited for
+			if took > 3*time.Second {
+				t.Errorf("took %v", took)
+			}
+		})
 	}
 }

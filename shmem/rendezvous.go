@@ -25,6 +25,8 @@ type Rendezvous struct {
 	done    chan struct{}
 	fails   []string
 	reports []Report
+	aborts  []AbortRecord
+	ended   []chan struct{} // closed when PE i's connection ends
 }
 
 // Report is a peer failure that a PE observed and told the launcher.
@@ -46,6 +48,41 @@ func parseReport(fields []string, n int) (Report, bool) {
 	return Report{By: by, PE: pe, Reason: strings.Join(fields[2:], " ")}, true
 }
 
+// parseAbort reads "PE STATUS reason".
+func parseAbort(fields []string, n int) (AbortRecord, bool) {
+	if len(fields) < 2 {
+		return AbortRecord{}, false
+	}
+	pe, err1 := strconv.Atoi(fields[0])
+	st, err2 := strconv.Atoi(fields[1])
+	if err1 != nil || err2 != nil || pe < 0 || pe >= n || st < 0 || st > 255 {
+		return AbortRecord{}, false
+	}
+	return AbortRecord{PE: pe, Status: st, Reason: strings.Join(fields[2:], " ")}, true
+}
+
+// Aborts returns the aborts the PEs recorded, after waiting up to wait for
+// the connection of PE pe (of every registered PE if pe < 0) to end, so
+// that the last words of an exited PE are read.
+func (r *Rendezvous) Aborts(pe int, wait time.Duration) []AbortRecord {
+	deadline := time.After(wait)
+	for i, ch := range r.ended {
+		r.mu.Lock()
+		registered := r.conns[i] != nil
+		r.mu.Unlock()
+		if !registered || (pe >= 0 && i != pe) {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]AbortRecord(nil), r.aborts...)
+}
+
 // Reports returns the failures the PEs reported so far.
 func (r *Rendezvous) Reports() []Report {
 	r.mu.Lock()
@@ -60,7 +97,10 @@ func StartRendezvous(addr string, n int, job uint64) (*Rendezvous, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shmem: rendezvous: %w", err)
 	}
-	r := &Rendezvous{ln: ln, n: n, job: job, conns: make([]net.Conn, n), addrs: make([]string, n), done: make(chan struct{})}
+	r := &Rendezvous{ln: ln, n: n, job: job, conns: make([]net.Conn, n), addrs: make([]string, n), done: make(chan struct{}), ended: make([]chan struct{}, n)}
+	for i := range r.ended {
+		r.ended[i] = make(chan struct{})
+	}
 	go r.accept()
 	return r, nil
 }
@@ -119,7 +159,7 @@ func (r *Rendezvous) register(c net.Conn) {
 	}
 	r.conns[rank] = c
 	r.addrs[rank] = f[3]
-	go r.listen(br)
+	go r.listen(br, r.ended[rank])
 	for _, msg := range r.fails {
 		fmt.Fprint(c, msg)
 	}
@@ -161,14 +201,22 @@ func (r *Rendezvous) Close() {
 	}
 }
 
-// listen collects the reports a PE sends after registering.
-func (r *Rendezvous) listen(br *bufio.Reader) {
+// listen collects the reports and aborts a PE sends after registering.
+func (r *Rendezvous) listen(br *bufio.Reader, ended chan struct{}) {
+	defer close(ended)
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
 			return
 		}
 		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "abort" {
+			if a, ok := parseAbort(f[1:], r.n); ok {
+				r.mu.Lock()
+				r.aborts = append(r.aborts, a)
+				r.mu.Unlock()
+			}
+		}
 		if len(f) > 0 && f[0] == "report" {
 			if rep, ok := parseReport(f[1:], r.n); ok {
 				r.mu.Lock()

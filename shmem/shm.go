@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // shmTransport maps the region file of every PE of the job into this
@@ -30,15 +31,18 @@ type shmTransport struct {
 	lastBeat []uint64
 	lastSeen []time.Time
 	fence    [8]uint64 // a private word for full memory barriers
+	engine   copyEngine
 }
 
 // Files of a shm job directory besides the regions: the launcher records a
 // dead child in FailMarker, PEs record the peer failures they observed in
 // ReportFile (both as "RANK reason" lines, ReportFile prefixed by the
-// reporter's rank).
+// reporter's rank) and their own Abort or GlobalExit in AbortFile ("RANK
+// STATUS reason").
 const (
 	FailMarker = "failed"
 	ReportFile = "reports"
+	AbortFile  = "aborts"
 	byLauncher = " (reported by the launcher)"
 )
 
@@ -154,6 +158,17 @@ func (t *shmTransport) unmap() {
 	}
 }
 
+// markerFor is the launcher's record of PE p's end, or nil.
+func (t *shmTransport) markerFor(p int) error {
+	b, _ := os.ReadFile(filepath.Join(t.dir, FailMarker))
+	for _, line := range strings.Split(string(b), "\n") {
+		if r, reason, ok := strings.Cut(line, " "); ok && r == strconv.Itoa(p) {
+			return &PEError{PE: p, Reason: reason + byLauncher}
+		}
+	}
+	return nil
+}
+
 // markerError reads the launcher's failure marker.
 func (t *shmTransport) markerError() error {
 	b, err := os.ReadFile(filepath.Join(t.dir, FailMarker))
@@ -169,8 +184,12 @@ func (t *shmTransport) markerError() error {
 		if err != nil || p < 0 || p >= t.n || p == t.me {
 			continue
 		}
-		if reg := t.regions[p]; reg != nil && atomic.LoadUint64(word(reg, hStatus)) == statusFinalized {
-			continue
+		if reg := t.regions[p]; reg != nil {
+			if st := atomic.LoadUint64(word(reg, hStatus)); st == statusFinalized {
+				continue
+			} else if st == statusFailed {
+				return failedErr(p, reg) // its own record names the culprit
+			}
 		}
 		return &PEError{PE: p, Reason: reason + byLauncher}
 	}
@@ -189,9 +208,12 @@ func (t *shmTransport) span(pe, off, n int) ([]byte, error) {
 	return r[off : off+n], nil
 }
 
+// Put copies src; an aligned word is one 64-bit store (untorn on every
+// 64-bit platform Go supports), without the full barrier of PutWord.
 func (t *shmTransport) Put(pe, off int, src []byte) error {
-	if len(src) == 8 && off&7 == 0 {
-		return t.PutWord(pe, off, binary.NativeEndian.Uint64(src))
+	if r := t.regions[pe]; len(src) == 8 && off&7 == 0 && off >= 0 && off <= len(r)-8 {
+		*(*uint64)(unsafe.Pointer(&r[off])) = binary.NativeEndian.Uint64(src)
+		return nil
 	}
 	d, err := t.span(pe, off, len(src))
 	if err != nil {
@@ -210,23 +232,23 @@ func (t *shmTransport) PutWord(pe, off int, v uint64) error {
 }
 
 func (t *shmTransport) Get(pe, off int, dst []byte) error {
+	if r := t.regions[pe]; len(dst) == 8 && off&7 == 0 && off >= 0 && off <= len(r)-8 {
+		binary.NativeEndian.PutUint64(dst, atomic.LoadUint64((*uint64)(unsafe.Pointer(&r[off]))))
+		return nil
+	}
 	s, err := t.span(pe, off, len(dst))
 	if err != nil {
 		return err
-	}
-	if len(dst) == 8 && off&7 == 0 {
-		binary.NativeEndian.PutUint64(dst, atomic.LoadUint64(word(s, 0)))
-		return nil
 	}
 	copy(dst, s)
 	return nil
 }
 
 func (t *shmTransport) Atomic(pe int, op AtomicOp, off int, a, b uint64) (uint64, error) {
-	if off&7 != 0 || off < 0 || off > len(t.regions[pe])-8 {
-		return 0, fmt.Errorf("shmem: internal: bad word offset %d", off)
+	if !op.valid() || !atomicSpanOK(op, off, len(t.regions[pe])) {
+		return 0, fmt.Errorf("shmem: internal: bad atomic %d at offset %d", op, off)
 	}
-	return applyAtomic(word(t.regions[pe], off), op, a, b), nil
+	return applyAtomic(t.regions[pe], off, op, a, b), nil
 }
 
 func (t *shmTransport) AtomicNF(pe int, op AtomicOp, off int, a uint64) error {
@@ -234,11 +256,51 @@ func (t *shmTransport) AtomicNF(pe int, op AtomicOp, off int, a uint64) error {
 	return err
 }
 
-// Fence and Quiet are full memory barriers: a locked read-modify-write
-// orders every earlier store of this thread before every later one. Stores
-// into a mapping are complete (globally visible in cache-coherent memory)
-// once they are ordered, so no waiting is needed.
+// PutNBI copies short sources at once and queues longer ones to the copy
+// engine; src must not change until Quiet.
+func (t *shmTransport) PutNBI(pe, off int, src []byte) error {
+	if len(src) < nbiInline {
+		return t.Put(pe, off, src)
+	}
+	d, err := t.span(pe, off, len(src))
+	if err != nil {
+		return err
+	}
+	t.engine.submit(d, src)
+	return nil
+}
+
+// GetNBI is the mirror of PutNBI; dst holds the data after Quiet.
+func (t *shmTransport) GetNBI(pe, off int, dst []byte) error {
+	if len(dst) < nbiInline {
+		return t.Get(pe, off, dst)
+	}
+	s, err := t.span(pe, off, len(dst))
+	if err != nil {
+		return err
+	}
+	t.engine.submit(dst, s)
+	return nil
+}
+
+// AtomicNBI is done at once: a CPU atomic is cheaper than queuing it.
+func (t *shmTransport) AtomicNBI(pe int, op AtomicOp, off int, a, b uint64, deliver func(uint64)) error {
+	v, err := t.Atomic(pe, op, off, a, b)
+	if err == nil {
+		deliver(v)
+	}
+	return err
+}
+
+// Fence and Quiet wait for the copy engine's queue (Fence too: the engine
+// keeps no per-target order) and then are full memory barriers: a locked
+// read-modify-write orders every earlier store of this thread before every
+// later one. Stores into a mapping are complete (globally visible in
+// cache-coherent memory) once they are ordered.
 func (t *shmTransport) Fence() error {
+	if t.engine.pending() {
+		t.engine.drain()
+	}
 	atomic.AddUint64(&t.fence[0], 1)
 	return nil
 }
@@ -253,7 +315,15 @@ func (t *shmTransport) Heartbeat() {
 	}
 }
 
+// Check looks first for a peer that declared a failure (it names the
+// culprit, which may have died silently), then for dead, silent or
+// launcher-reported peers.
 func (t *shmTransport) Check(now time.Time) error {
+	for p := 0; p < t.n; p++ {
+		if r := t.regions[p]; p != t.me && atomic.LoadUint64(word(r, hStatus)) == statusFailed {
+			return failedErr(p, r)
+		}
+	}
 	for p := 0; p < t.n; p++ {
 		if p == t.me {
 			continue
@@ -268,10 +338,13 @@ func (t *shmTransport) Check(now time.Time) error {
 		if pid := t.pids[p]; pid > 0 {
 			if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 				// the status may have been set just before the exit
-				if atomic.LoadUint64(word(r, hStatus)) == statusFinalized {
+				switch atomic.LoadUint64(word(r, hStatus)) {
+				case statusFinalized:
 					continue
+				case statusFailed:
+					return failedErr(p, r)
 				}
-				if err := t.markerError(); err != nil {
+				if err := t.markerFor(p); err != nil {
 					return err
 				}
 				return &PEError{PE: p, Reason: fmt.Sprintf("process %d exited without Finalize", pid)}
@@ -327,6 +400,7 @@ func readReason(r []byte) string {
 // place: slices handed out by Local stay valid memory for the life of the
 // process, so a late access is never a crash.
 func (t *shmTransport) Close(graceful bool) error {
+	t.engine.close()
 	if graceful {
 		atomic.StoreUint64(word(t.regions[t.me], hStatus), statusFinalized)
 	}
@@ -340,4 +414,8 @@ func (t *shmTransport) Report(pe int, reason string) {
 	}
 	fmt.Fprintf(f, "%d %d %s\n", t.me, pe, strings.Join(strings.Fields(reason), " "))
 	f.Close()
+}
+
+func (t *shmTransport) RecordAbort(status int, reason string) {
+	appendLine(filepath.Join(t.dir, AbortFile), fmt.Sprintf("%d %d %s", t.me, status, oneLine(reason)))
 }

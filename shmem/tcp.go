@@ -54,6 +54,7 @@ type tcpTransport struct {
 
 type request struct {
 	dst  []byte
+	res  func(uint64) // takes a non-blocking fetching atomic's result
 	done chan reply
 }
 
@@ -67,7 +68,8 @@ type peerConn struct {
 	pe int
 	c  net.Conn
 
-	mu          sync.Mutex // guards buf, dirty, outstanding
+	mu          sync.Mutex // guards segs, buf, dirty, outstanding
+	segs        [][]byte   // frames queued before buf (borrowed sources of non-blocking puts)
 	buf         []byte
 	dirty       bool
 	outstanding bool
@@ -337,6 +339,9 @@ func (pc *peerConn) readReplies() {
 				if req == nil {
 					return &protoError{"unexpected atomic reply"}
 				}
+				if req.res != nil {
+					req.res(le.Uint64(h[4:]))
+				}
 				req.done <- reply{v: le.Uint64(h[4:])}
 			case rFlush:
 				if _, err := io.ReadFull(r, h[:4]); err != nil {
@@ -369,7 +374,15 @@ func (pc *peerConn) readReplies() {
 }
 
 func (pc *peerConn) newReq(dst []byte) (uint32, *request) {
-	req := &request{dst: dst, done: make(chan reply, 1)}
+	return pc.register(&request{dst: dst, done: make(chan reply, 1)})
+}
+
+// newReqDeliver registers a request whose reply goes to deliver.
+func (pc *peerConn) newReqDeliver(deliver func(uint64)) (uint32, *request) {
+	return pc.register(&request{res: deliver, done: make(chan reply, 1)})
+}
+
+func (pc *peerConn) register(req *request) (uint32, *request) {
 	pc.pmu.Lock()
 	pc.nextID++
 	id := pc.nextID
@@ -435,12 +448,36 @@ func (pc *peerConn) enqueue(hdr, data []byte) error {
 	return nil
 }
 
-// flush writes the aggregation buffer; extra frames (a large put) follow
-// it in the same critical section, preserving order.
+// enqueueBorrowed queues a frame whose payload is the caller's memory (a
+// non-blocking put): it is written, after everything queued before it, by
+// the flusher or the next flush, without a copy.
+func (pc *peerConn) enqueueBorrowed(hdr, data []byte) {
+	pc.mu.Lock()
+	if len(pc.buf) > 0 {
+		pc.segs = append(pc.segs, pc.buf)
+		pc.buf = nil
+	}
+	pc.segs = append(pc.segs, append([]byte(nil), hdr...), data)
+	pc.outstanding = true
+	kick := !pc.dirty
+	pc.dirty = true
+	pc.mu.Unlock()
+	if kick {
+		select {
+		case pc.t.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// flush writes the queued frames and the aggregation buffer; extra frames
+// (a large put) follow them in the same critical section, preserving order.
 func (pc *peerConn) flush(extra ...[]byte) error {
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
 	pc.mu.Lock()
+	segs := pc.segs
+	pc.segs = nil
 	b := pc.buf
 	pc.buf = pc.spare[:0]
 	pc.dirty = false
@@ -449,16 +486,10 @@ func (pc *peerConn) flush(extra ...[]byte) error {
 	}
 	pc.mu.Unlock()
 	var err error
-	if len(b) > 0 || len(extra) > 0 {
+	if len(segs) > 0 || len(b) > 0 || len(extra) > 0 {
 		pc.c.SetWriteDeadline(time.Now().Add(pc.t.timeout))
-		if len(b) > 0 {
-			_, err = pc.c.Write(b)
-		}
-		for _, x := range extra {
-			if err == nil {
-				_, err = pc.c.Write(x)
-			}
-		}
+		bufs := net.Buffers(append(append(segs, b), extra...))
+		_, err = bufs.WriteTo(pc.c)
 		pc.lastWrite.Store(time.Now().UnixNano())
 	}
 	if cap(b) > 4*flushAt {
@@ -557,6 +588,84 @@ func (t *tcpTransport) Put(pe, off int, src []byte) error {
 	return nil
 }
 
+// PutNBI aggregates short puts like Put and queues longer ones without
+// copying: src is written to the connection by the flusher or by the next
+// Quiet.
+func (t *tcpTransport) PutNBI(pe, off int, src []byte) error {
+	if len(src) < aggregateMax || pe == t.me {
+		return t.Put(pe, off, src)
+	}
+	pc, err := t.peer(pe)
+	if err != nil {
+		return err
+	}
+	for len(src) > 0 {
+		n := min(len(src), maxChunk)
+		var h [13]byte
+		h[0] = opPut
+		le.PutUint64(h[1:], uint64(off))
+		le.PutUint32(h[9:], uint32(n))
+		pc.enqueueBorrowed(h[:], src[:n])
+		src, off = src[n:], off+n
+	}
+	return nil
+}
+
+// GetNBI sends the requests and returns; the replies land in dst before
+// the acknowledgement of the next Quiet's flush (one connection, in order).
+func (t *tcpTransport) GetNBI(pe, off int, dst []byte) error {
+	if pe == t.me {
+		return t.Get(pe, off, dst)
+	}
+	pc, err := t.peer(pe)
+	if err != nil {
+		return err
+	}
+	for len(dst) > 0 {
+		n := min(len(dst), maxChunk)
+		id, _ := pc.newReq(dst[:n])
+		var h [17]byte
+		h[0] = opGet
+		le.PutUint32(h[1:], id)
+		le.PutUint64(h[5:], uint64(off))
+		le.PutUint32(h[13:], uint32(n))
+		if err := pc.enqueue(h[:], nil); err != nil {
+			pc.take(id)
+			return err
+		}
+		dst, off = dst[n:], off+n
+	}
+	return nil
+}
+
+// AtomicNBI sends a fetching atomic whose reply is stored in *res.
+func (t *tcpTransport) AtomicNBI(pe int, op AtomicOp, off int, a, b uint64, deliver func(uint64)) error {
+	if pe == t.me {
+		v, err := t.Atomic(pe, op, off, a, b)
+		if err == nil {
+			deliver(v)
+		}
+		return err
+	}
+	pc, err := t.peer(pe)
+	if err != nil {
+		return err
+	}
+	id, _ := pc.newReqDeliver(deliver)
+	var h [30]byte
+	h[0] = opAmo
+	le.PutUint32(h[1:], id)
+	h[5] = byte(op)
+	le.PutUint64(h[6:], uint64(off))
+	le.PutUint64(h[14:], a)
+	le.PutUint64(h[22:], b)
+	if err := pc.enqueue(h[:], nil); err != nil {
+		pc.take(id)
+		return err
+	}
+	return nil
+}
+
 func (t *tcpTransport) PutWord(pe, off int, v uint64) error {
 	if pe == t.me {
 		if _, err := t.localSpan(off, 8); err != nil || off&7 != 0 {
@@ -619,10 +728,10 @@ func (t *tcpTransport) Get(pe, off int, dst []byte) error {
 
 func (t *tcpTransport) Atomic(pe int, op AtomicOp, off int, a, b uint64) (uint64, error) {
 	if pe == t.me {
-		if _, err := t.localSpan(off, 8); err != nil || off&7 != 0 {
-			return 0, fmt.Errorf("shmem: internal: bad word offset %d", off)
+		if !op.valid() || !atomicSpanOK(op, off, len(t.local)) {
+			return 0, fmt.Errorf("shmem: internal: bad atomic %d at offset %d", op, off)
 		}
-		return applyAtomic(word(t.local, off), op, a, b), nil
+		return applyAtomic(t.local, off, op, a, b), nil
 	}
 	pc, err := t.peer(pe)
 	if err != nil {
@@ -827,4 +936,14 @@ func (t *tcpTransport) Report(pe int, reason string) {
 	defer t.rdvMu.Unlock()
 	t.rdv.SetWriteDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(t.rdv, "report %d %d %s\n", t.me, pe, strings.Join(strings.Fields(reason), " "))
+}
+
+func (t *tcpTransport) RecordAbort(status int, reason string) {
+	if t.rdv == nil {
+		return
+	}
+	t.rdvMu.Lock()
+	defer t.rdvMu.Unlock()
+	t.rdv.SetWriteDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(t.rdv, "abort %d %d %s\n", t.me, status, oneLine(reason))
 }

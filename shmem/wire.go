@@ -112,13 +112,13 @@ func serveOps(r *bufio.Reader, region []byte, w *bufio.Writer, onFail func(pe in
 			if op == opAmo {
 				b = le.Uint64(p[17:])
 			}
-			if amo == 0 || amo >= opMax {
+			if !amo.valid() {
 				return &protoError{fmt.Sprintf("unknown atomic %d", amo)}
 			}
-			if !wordOK(off, size) {
+			if off > uint64(size) || !atomicSpanOK(amo, int(off), size) {
 				return &protoError{fmt.Sprintf("atomic at bad offset %d", off)}
 			}
-			old := applyAtomic(word(region, int(off)), amo, a, b)
+			old := applyAtomic(region, int(off), amo, a, b)
 			if op == opAmo {
 				out[0] = rAmo
 				le.PutUint32(out[1:], id)

@@ -1,6 +1,7 @@
 package shmem
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -33,14 +34,19 @@ type World struct {
 	fs    *failState
 	state atomic.Int32
 	all   []int
+	allT  uint32 // the barrier tag of the whole job
 
 	collMu  sync.Mutex
-	pairSeq []uint32 // barriers done with each peer
+	sendSeq []uint32 // barrier signals sent to each peer
+	recvSeq []uint32 // barrier signals received from each peer
+	sigSend []uint32 // collective signals sent to each peer
+	sigRecv []uint32 // collective signals received from each peer
 	collSeq uint64   // CoarrayAll calls done
 	heap    *heapAlloc
 	nextID  uint64
 
-	msg *messenger
+	msg  *messenger
+	maps [][]byte // every PE's region when the transport maps them (shm), else nil
 
 	stop     chan struct{}
 	monDone  chan struct{}
@@ -71,12 +77,14 @@ func Join(cfg Config) (*World, error) {
 	}
 	w := &World{
 		cfg: cfg, me: cfg.Rank, n: cfg.NPEs, lay: lay, fs: newFailState(),
-		pairSeq: make([]uint32, cfg.NPEs), heap: newHeapAlloc(lay.heapSize),
+		sendSeq: make([]uint32, cfg.NPEs), recvSeq: make([]uint32, cfg.NPEs),
+		sigSend: make([]uint32, cfg.NPEs), sigRecv: make([]uint32, cfg.NPEs), heap: newHeapAlloc(lay.heapSize),
 		stop: make(chan struct{}), monDone: make(chan struct{}),
 	}
 	for i := 0; i < w.n; i++ {
 		w.all = append(w.all, i)
 	}
+	w.allT = tag(kindBarrier, hashList(w.all))
 	switch cfg.Transport {
 	case TransportShm:
 		w.tr, err = newShm(cfg, lay, w.fs)
@@ -89,6 +97,9 @@ func Join(cfg Config) (*World, error) {
 		return nil, err
 	}
 	w.local = w.tr.Region(w.me)
+	if shm, ok := w.tr.(*shmTransport); ok {
+		w.maps = shm.regions
+	}
 	// A PE that sees a peer fail reports it to the launcher and passes it
 	// on to the other peers, so that every PE names the original culprit
 	// even if it first notices the exit of a PE that gave up because of it.
@@ -198,31 +209,65 @@ func (w *World) poison(err error) error {
 	return err
 }
 
-// Abort declares this PE failed with the given reason: every peer gets a
+// Abort declares this PE failed with the given reason: the launcher ends
+// the job with exit status 1 and prints the reason, every peer gets a
 // PEError naming this PE from its next call within the fault timeout, and
-// every later call here returns an error. It is the analogue of
-// shmem_global_exit for a program that found an unrecoverable problem.
+// every later call here returns an error. Unlike GlobalExit it returns, so
+// that the program can clean up.
 func (w *World) Abort(reason string) {
-	if w == nil {
+	w.abort(1, "aborted: "+reason)
+}
+
+// globalExitReason starts the reason of a GlobalExit.
+const globalExitReason = "called GlobalExit"
+
+// GlobalExit is shmem_global_exit: it ends the whole job with the given
+// exit status (0..255): the launcher exits with it and kills the PEs still
+// running, which get a PEError naming this PE if they call shmem first.
+// It does not return.
+func (w *World) GlobalExit(status int) {
+	status = min(max(status, 0), 255)
+	w.abort(status, fmt.Sprintf("%s(%d)", globalExitReason, status))
+	os.Exit(status)
+}
+
+// abort records the end of the job with the launcher, then poisons the
+// World (which tells the peers).
+func (w *World) abort(status int, reason string) {
+	if w == nil || w.tr == nil {
 		return
 	}
-	w.poison(&PEError{PE: w.me, Reason: "aborted: " + reason})
+	if w.fs.get() == nil {
+		w.tr.RecordAbort(status, reason)
+	}
+	w.poison(&PEError{PE: w.me, Reason: reason})
 }
 
 // waitLocal polls cond until it reports done, an error, or the World fails.
 // cond is checked before the failure so a satisfied wait always succeeds.
 func (w *World) waitLocal(cond func() (bool, error)) error {
+	return w.waitCtx(context.Background(), cond)
+}
+
+// waitCtx is waitLocal that also ends when ctx is done (with an error
+// wrapping ctx.Err()).
+func (w *World) waitCtx(ctx context.Context, cond func() (bool, error)) error {
 	w.tr.Progress()
+	cancel := ctx.Done()
 	for i := 0; ; i++ {
 		done, err := cond()
 		if err != nil || done {
 			return err
 		}
-		if p := w.fs.err.Load(); p != nil {
-			return *p
+		if err := w.failure(); err != nil {
+			return err
 		}
-		if w.state.Load() != stateRunning {
-			return ErrFinalized
+		if cancel != nil && i&63 == 63 {
+			select {
+			case <-cancel:
+				return fmt.Errorf("shmem: wait abandoned: %w", context.Cause(ctx))
+			default:
+			}
 		}
 		if i&1023 == 1023 {
 			w.tr.Progress()
@@ -238,11 +283,20 @@ const (
 	kindCoarray
 	kindFree
 	kindFinalize
+	kindTeam
+	kindSync
+	kindBroadcast
+	kindReduce
+	kindCollect
+	kindFCollect
+	kindAlltoall
 )
 
 var kindNames = map[uint32]string{
 	kindInit: "Init", kindBarrier: "Barrier", kindCoarray: "CoarrayAll",
-	kindFree: "Free", kindFinalize: "Finalize",
+	kindFree: "Free", kindFinalize: "Finalize", kindTeam: "team split", kindSync: "Sync",
+	kindBroadcast: "Broadcast", kindReduce: "Reduce", kindCollect: "Collect",
+	kindFCollect: "FCollect", kindAlltoall: "Alltoall",
 }
 
 func tag(kind uint32, h uint32) uint32 { return kind<<24 | h&0xffffff }
@@ -252,7 +306,7 @@ func describeTag(t uint32) string {
 	if name == "" {
 		name = fmt.Sprintf("unknown collective %d", t>>24)
 	}
-	if t>>24 == kindBarrier {
+	if k := t >> 24; k == kindBarrier || k >= kindTeam {
 		return fmt.Sprintf("%s (member list hash %06x)", name, t&0xffffff)
 	}
 	return name
@@ -268,46 +322,96 @@ func hashList(pes []int) uint32 {
 	return h.Sum32()
 }
 
-// barrier is the pairwise-signal barrier over members (sorted, unique,
+// barrier is the dissemination barrier over members (sorted, unique,
 // containing w.me); collMu must be held. Every member first completes its
-// outstanding operations (Quiet), then stores (sequence, tag) into its slot
-// at every other member and waits for every other member's slot to reach
-// the same sequence. A different tag at the same sequence is a mismatched
-// collective.
+// outstanding operations (Quiet); then in round k = 0, 1, … (⌈log2 m⌉
+// rounds for m members) member i stores (sequence, tag) into its slot at
+// member i+2^k (mod m) and waits for the slot of member i−2^k to reach the
+// sequence it expects from that member. A different tag at the expected
+// sequence is a mismatched collective. Every member computes the same
+// schedule, so the per-pair sequence counts agree across barriers over
+// different member lists.
 func (w *World) barrier(members []int, t uint32) error {
 	if err := w.tr.Quiet(); err != nil {
 		return err
 	}
-	for _, p := range members {
-		if p == w.me {
-			continue
+	return w.dissemination(context.Background(), members, t)
+}
+
+// dissemination runs the rounds of the barrier (without the Quiet).
+func (w *World) dissemination(ctx context.Context, members []int, t uint32) error {
+	m := len(members)
+	if m == 1 {
+		return nil
+	}
+	i, _ := slices.BinarySearch(members, w.me)
+	for d := 1; d < m; d <<= 1 {
+		to, from := members[(i+d)%m], members[(i-d+m)%m]
+		w.sendSeq[to]++
+		if err := w.tr.PutWord(to, w.lay.barSlot(w.me), uint64(w.sendSeq[to])<<32|uint64(t)); err != nil {
+			return err
 		}
-		w.pairSeq[p]++
-		if err := w.tr.PutWord(p, w.lay.barSlot(w.me), uint64(w.pairSeq[p])<<32|uint64(t)); err != nil {
+		w.recvSeq[from]++
+		if err := w.awaitSignal(ctx, w.lay.barSlot(from), from, w.recvSeq[from], t); err != nil {
 			return err
 		}
 	}
-	for _, p := range members {
-		if p == w.me {
-			continue
-		}
-		want := w.pairSeq[p]
-		slot := word(w.local, w.lay.barSlot(p))
-		err := w.waitLocal(func() (bool, error) {
-			v := atomic.LoadUint64(slot)
-			d := int32(uint32(v>>32) - want)
-			if d < 0 {
-				return false, nil
-			}
+	return nil
+}
+
+// awaitSignal waits until the signal slot at offset off (written by PE
+// from) reaches sequence want: a tight spin first (the partner is usually a
+// few hundred nanoseconds away), checking for failures and ctx every 64
+// polls.
+func (w *World) awaitSignal(ctx context.Context, off, from int, want uint32, t uint32) error {
+	slot := word(w.local, off)
+	cancel := ctx.Done()
+	w.tr.Progress() // push out our own signal first (TCP)
+	for i := 0; ; i++ {
+		v := atomic.LoadUint64(slot)
+		if d := int32(uint32(v>>32) - want); d >= 0 {
 			if d == 0 && uint32(v) != t {
-				return false, w.poison(&CollectiveError{Op: describeTag(t), Detail: fmt.Sprintf(
-					"PE %d called %s while PE %d called %s", p, describeTag(uint32(v)), w.me, describeTag(t))})
+				return w.poison(&CollectiveError{Op: describeTag(t), Detail: fmt.Sprintf(
+					"PE %d called %s while PE %d called %s", from, describeTag(uint32(v)), w.me, describeTag(t))})
 			}
-			return true, nil
-		})
-		if err != nil {
-			return err
+			return nil
 		}
+		if i&63 == 63 {
+			if err := w.failure(); err != nil {
+				return err
+			}
+			if cancel != nil {
+				select {
+				case <-cancel:
+					return w.poison(fmt.Errorf("shmem: %s abandoned while waiting for PE %d: %w", describeTag(t), from, context.Cause(ctx)))
+				default:
+				}
+			}
+			w.tr.Progress()
+		}
+		backoff(i)
+	}
+}
+
+// notify sends the next collective signal to PE to (collMu held).
+func (w *World) notify(to int, t uint32) error {
+	w.sigSend[to]++
+	return w.tr.PutWord(to, w.lay.sigSlot(w.me), uint64(w.sigSend[to])<<32|uint64(t))
+}
+
+// await waits for the next collective signal from PE from (collMu held).
+func (w *World) await(ctx context.Context, from int, t uint32) error {
+	w.sigRecv[from]++
+	return w.awaitSignal(ctx, w.lay.sigSlot(from), from, w.sigRecv[from], t)
+}
+
+// failure is the World's failure, ErrFinalized after Finalize, or nil.
+func (w *World) failure() error {
+	if p := w.fs.err.Load(); p != nil {
+		return *p
+	}
+	if w.state.Load() != stateRunning {
+		return ErrFinalized
 	}
 	return nil
 }
@@ -321,7 +425,7 @@ func (w *World) BarrierAll() error {
 	}
 	w.collMu.Lock()
 	defer w.collMu.Unlock()
-	return w.barrier(w.all, tag(kindBarrier, hashList(w.all)))
+	return w.barrier(w.all, w.allT)
 }
 
 // Barrier synchronises the PEs of an arbitrary list (the seed's
@@ -487,6 +591,26 @@ func BarrierAll() error { return def.Load().BarrierAll() }
 
 // Barrier is World.Barrier on the default World.
 func Barrier(pes []int) error { return def.Load().Barrier(pes) }
+
+// Abort is World.Abort on the default World (before Init it exits the
+// process with status 1).
+func Abort(reason string) {
+	if w := def.Load(); w != nil {
+		w.Abort(reason)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "shmem: aborted:", reason)
+	os.Exit(1)
+}
+
+// GlobalExit is World.GlobalExit on the default World (before Init it
+// exits the process).
+func GlobalExit(status int) {
+	if w := def.Load(); w != nil {
+		w.GlobalExit(status)
+	}
+	os.Exit(status)
+}
 
 // Fence is World.Fence on the default World.
 func Fence() error { return def.Load().Fence() }
