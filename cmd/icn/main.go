@@ -34,6 +34,7 @@ func newRootCmd() *cobra.Command {
 		newExperimentCmd(),
 		newServeCmd(),
 		newJobCmd(),
+		newTopoCmd(),
 	)
 	return root
 }
