@@ -35,6 +35,7 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(),
 		newJobCmd(),
 		newTopoCmd(),
+		newFabricCmd(),
 	)
 	return root
 }

@@ -277,11 +277,9 @@ func backupFromServer(ctx context.Context, o serveBackupOptions, out io.Writer) 
 	return n, err
 }
 
-// init attaches the fabric-manager client subcommands to the fabric and
-// mcast groups of fabric.go and mcast.go until their constructors take
-// them from fabricClientCmds and mcastClientCmds.
+// init attaches the fabric-manager client subcommands to the mcast group
+// of mcast.go until its constructor takes them from mcastClientCmds.
 func init() {
-	findOrAdd("fabric", "Fabric routing engines and audits; fabric-manager client commands").AddCommand(fabricClientCmds()...)
 	findOrAdd("mcast", "Multicast routing").AddCommand(mcastClientCmds()...)
 }
 
