@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 		newJobCmd(),
 		newTopoCmd(),
 		newFabricCmd(),
+		newMcastCmd(),
 	)
 	return root
 }

@@ -277,12 +277,6 @@ func backupFromServer(ctx context.Context, o serveBackupOptions, out io.Writer) 
 	return n, err
 }
 
-// init attaches the fabric-manager client subcommands to the mcast group
-// of mcast.go until its constructor takes them from mcastClientCmds.
-func init() {
-	findOrAdd("mcast", "Multicast routing").AddCommand(mcastClientCmds()...)
-}
-
 // fabricClientCmds are the client subcommands of icn fabric: failures,
 // repairs and status of a running fabric manager.
 func fabricClientCmds() []*cobra.Command {
@@ -632,19 +626,6 @@ func runMcastGroups(ctx context.Context, o mcastGroupsOptions, w io.Writer) erro
 		}
 		return t.Write(w)
 	})
-}
-
-// findOrAdd returns the root subcommand with the given name, creating it
-// if no other file registered it.
-func findOrAdd(name, short string) *cobra.Command {
-	for _, c := range root.Commands() {
-		if c.Name() == name {
-			return c
-		}
-	}
-	c := &cobra.Command{Use: name, Short: short}
-	root.AddCommand(c)
-	return c
 }
 
 // client talks to a running service.
