@@ -14,99 +14,137 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	fabric := &cobra.Command{Use: "fabric", Short: "Unicast routing of switched fabrics (OpenSM-compatible LFTs) and routing audits"}
-	root.AddCommand(fabric)
+// newFabricCmd is `icn fabric`: routing engines, audits and the
+// fabric-manager client commands of serve.go.
+func newFabricCmd() *cobra.Command {
+	c := &cobra.Command{Use: "fabric", Short: "Unicast routing of switched fabrics (OpenSM-compatible LFTs) and routing audits"}
+	c.AddCommand(newFabricRouteCmd(), newFabricAuditCmd(), newFabricEnginesCmd())
+	c.AddCommand(fabricClientCmds()...)
+	return c
+}
 
-	fabric.AddCommand(newFabricRouteCmd())
+// fabricAuditOptions are the flags of `icn fabric audit`.
+type fabricAuditOptions struct {
+	ff                 fabricFlags
+	af                 auditFlags
+	out                output
+	lftPath, lanesPath string
+	stderr             io.Writer
+}
 
-	// icn fabric audit
-	{
-		var ff fabricFlags
-		var af auditFlags
-		var out output
-		var lftPath, lanesPath string
-		c := &cobra.Command{
-			Use:   "audit",
-			Short: "Audit forwarding tables (opensm-lfts.dump, e.g. from OpenSM) for a fabric: reachability, path lengths, link loads, deadlock",
-			Example: `  icn fabric audit --fabric net.ibnet --lft opensm-lfts.dump
+func newFabricAuditCmd() *cobra.Command {
+	var o fabricAuditOptions
+	c := &cobra.Command{
+		Use:   "audit",
+		Short: "Audit forwarding tables (opensm-lfts.dump, e.g. from OpenSM) for a fabric: reachability, path lengths, link loads, deadlock",
+		Example: `  icn fabric audit --fabric net.ibnet --lft opensm-lfts.dump
   icn fabric audit --fabric fattree:k=4,n=3 --lft lfts.dump --json --check`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				if lftPath == "" {
-					return fmt.Errorf("no tables given (use --lft FILE)")
-				}
-				g, ann, err := ff.graph(c.ErrOrStderr())
-				if err != nil {
-					return err
-				}
-				fh, err := os.Open(lftPath)
-				if err != nil {
-					return err
-				}
-				defer fh.Close()
-				t, err := unicast.ReadDump(fh, lftPath, g, ann)
-				if err != nil {
-					return err
-				}
-				if lanesPath != "" {
-					lf, err := os.Open(lanesPath)
-					if err != nil {
-						return err
-					}
-					defer lf.Close()
-					if err := t.ReadLanes(lf, lanesPath); err != nil {
-						return err
-					}
-				}
-				rep, err := af.audit(t)
-				if err != nil {
-					return err
-				}
-				v := routeJSON{Fabric: ff.spec, Report: rep, Seconds: rep.Seconds, AuditSeconds: rep.Seconds, LanesNeeded: t.Lanes(), GUIDWarning: t.F.GUIDNote}
-				if err := out.print(stdout(c), v, func(w io.Writer) error { return writeFabricReport(w, ff.spec, &v, false) }); err != nil {
-					return err
-				}
-				return af.verdict(rep)
-			},
-		}
-		ff.register(c)
-		af.register(c)
-		out.register(c)
-		c.Flags().StringVar(&lftPath, "lft", "", "opensm-lfts.dump file to audit")
-		c.Flags().StringVar(&lanesPath, "lanes-file", "", "lane file written by --lanes-out (default: every path on lane 0)")
-		fabric.AddCommand(c)
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			o.stderr = c.ErrOrStderr()
+			return runFabricAudit(c.Context(), o, stdout(c))
+		},
 	}
+	o.ff.register(c)
+	o.af.register(c)
+	o.out.register(c)
+	c.Flags().StringVar(&o.lftPath, "lft", "", "opensm-lfts.dump file to audit")
+	c.Flags().StringVar(&o.lanesPath, "lanes-file", "", "lane file written by --lanes-out (default: every path on lane 0)")
+	return c
+}
 
-	// icn fabric engines
-	{
-		var out output
-		c := &cobra.Command{
-			Use:   "engines",
-			Short: "List the routing engines and what each guarantees about deadlock",
-			Args:  cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				type row struct {
-					Name     string `json:"name"`
-					Summary  string `json:"summary"`
-					Deadlock string `json:"deadlock"`
-				}
-				var rows []row
-				for _, e := range unicast.Engines {
-					rows = append(rows, row{e.Name, e.Summary, e.Deadlock})
-				}
-				return out.print(stdout(c), rows, func(w io.Writer) error {
-					t := cli.NewTable("ENGINE", "DEADLOCK", "HOW IT ROUTES")
-					for _, r := range rows {
-						t.Row(r.Name, r.Deadlock, r.Summary)
-					}
-					return t.Write(w)
-				})
-			},
-		}
-		out.register(c)
-		fabric.AddCommand(c)
+// runFabricAudit reads the tables (and lanes) for the fabric, audits them
+// and prints the report; with --check a failed audit is exit status 1.
+func runFabricAudit(_ context.Context, o fabricAuditOptions, w io.Writer) error {
+	if o.stderr == nil {
+		o.stderr = io.Discard
 	}
+	if o.lftPath == "" {
+		return fmt.Errorf("no tables given (use --lft FILE)")
+	}
+	t, err := readFabricTables(o.ff, o.lftPath, o.lanesPath, o.stderr)
+	if err != nil {
+		return err
+	}
+	rep, err := o.af.audit(t)
+	if err != nil {
+		return err
+	}
+	v := routeJSON{Fabric: o.ff.spec, Report: rep, Seconds: rep.Seconds, AuditSeconds: rep.Seconds, LanesNeeded: t.Lanes(), GUIDWarning: t.F.GUIDNote}
+	if err := o.out.print(w, v, func(w io.Writer) error { return writeFabricReport(w, o.ff.spec, &v, false) }); err != nil {
+		return err
+	}
+	return o.af.verdict(rep)
+}
+
+// readFabricTables loads the fabric and reads an opensm-lfts.dump for it,
+// plus the lane of every path when lanesPath is given.
+func readFabricTables(ff fabricFlags, lftPath, lanesPath string, stderr io.Writer) (*unicast.Tables, error) {
+	g, ann, err := ff.graph(stderr)
+	if err != nil {
+		return nil, err
+	}
+	fh, err := os.Open(lftPath)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	t, err := unicast.ReadDump(fh, lftPath, g, ann)
+	if err != nil {
+		return nil, err
+	}
+	if lanesPath != "" {
+		lf, err := os.Open(lanesPath)
+		if err != nil {
+			return nil, err
+		}
+		defer lf.Close()
+		if err := t.ReadLanes(lf, lanesPath); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// fabricEnginesOptions are the flags of `icn fabric engines`.
+type fabricEnginesOptions struct {
+	out output
+}
+
+func newFabricEnginesCmd() *cobra.Command {
+	var o fabricEnginesOptions
+	c := &cobra.Command{
+		Use:   "engines",
+		Short: "List the routing engines and what each guarantees about deadlock",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runFabricEngines(c.Context(), o, stdout(c))
+		},
+	}
+	o.out.register(c)
+	return c
+}
+
+// fabricEngineRow is one routing engine in `icn fabric engines`.
+type fabricEngineRow struct {
+	Name     string `json:"name"`
+	Summary  string `json:"summary"`
+	Deadlock string `json:"deadlock"`
+}
+
+// runFabricEngines lists the unicast routing engines.
+func runFabricEngines(_ context.Context, o fabricEnginesOptions, w io.Writer) error {
+	var rows []fabricEngineRow
+	for _, e := range unicast.Engines {
+		rows = append(rows, fabricEngineRow{e.Name, e.Summary, e.Deadlock})
+	}
+	return o.out.print(w, rows, func(w io.Writer) error {
+		t := cli.NewTable("ENGINE", "DEADLOCK", "HOW IT ROUTES")
+		for _, r := range rows {
+			t.Row(r.Name, r.Deadlock, r.Summary)
+		}
+		return t.Write(w)
+	})
 }
 
 // fabricRouteOptions are the flags of `icn fabric route`.

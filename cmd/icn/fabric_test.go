@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -68,5 +69,56 @@ func TestFabricRouteWarnsWithoutGUIDs(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, ".icn-*")); len(m) != 0 {
 		t.Errorf("temporary files left: %v", m)
+	}
+}
+
+// TestFabricAuditInProcess: runFabricAudit of the tables runFabricRoute
+// wrote reports what the route's own audit reported (the dump is a
+// faithful copy), and with --check it fails with exit status 1 exactly
+// when the audit finds a dependency cycle (minhop on a torus ring).
+func TestFabricAuditInProcess(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		spec, engine string
+		cycle        bool
+	}{
+		{"fattree:k=2,n=3", "ftree", false},
+		{"dragonfly:a=4,p=2,h=2", "dfsssp", false},
+		{"torus:4x4:endpoints=1", "minhop", true},
+	} {
+		dump, lanes := filepath.Join(dir, "lfts.dump"), filepath.Join(dir, "lanes")
+		var ro fabricRouteOptions
+		ro.ff.spec, ro.engine, ro.lanes, ro.lftOut, ro.lanesOut, ro.out.json = tc.spec, tc.engine, 8, dump, "", true
+		if tc.engine == "dfsssp" {
+			ro.lanesOut = lanes
+		}
+		ro.af.contention, ro.af.perms, ro.af.seed = "on", 2, 1
+		var routed bytes.Buffer
+		if err := runFabricRoute(ctx, ro, &routed); err != nil {
+			t.Fatalf("%s %s: route: %v", tc.spec, tc.engine, err)
+		}
+		ao := fabricAuditOptions{ff: ro.ff, af: ro.af, out: ro.out, lftPath: dump, lanesPath: ro.lanesOut}
+		ao.af.check = true
+		var audited bytes.Buffer
+		err := runFabricAudit(ctx, ao, &audited)
+		var ee *exitError
+		if tc.cycle != (errors.As(err, &ee) && ee.code == 1) || (!tc.cycle && err != nil) {
+			t.Fatalf("%s %s: audit --check: %v, want a cycle: %v", tc.spec, tc.engine, err, tc.cycle)
+		}
+		var r, a map[string]any
+		if err := json.Unmarshal(routed.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(audited.Bytes(), &a); err != nil {
+			t.Fatalf("%s: %v in %q", tc.spec, err, audited.String())
+		}
+		for _, k := range []string{"reachable", "deadlock_free", "max_hops", "avg_hops", "max_link_routes", "lanes", "switches", "endpoints", "contention"} {
+			rv, _ := json.Marshal(r[k])
+			av, _ := json.Marshal(a[k])
+			if r[k] == nil || string(rv) != string(av) {
+				t.Errorf("%s %s: %s: route %s, audit of its dump %s", tc.spec, tc.engine, k, rv, av)
+			}
+		}
 	}
 }

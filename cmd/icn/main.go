@@ -34,6 +34,9 @@ func newRootCmd() *cobra.Command {
 		newExperimentCmd(),
 		newServeCmd(),
 		newJobCmd(),
+		newTopoCmd(),
+		newFabricCmd(),
+		newMcastCmd(),
 	)
 	return root
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -15,12 +16,25 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// mcastCmd is `icn mcast`; the service issue adds its join/leave client
-// subcommands to it.
-var mcastCmd = &cobra.Command{
-	Use:   "mcast",
-	Short: "Multicast routing for large fabrics: MINHOP-MC, SSSP-MC, FULB-MC, EFI, join/leave protocol (seed 004)",
-	Long: `Route every multicast group of a workload with one or more engines, verify every
+// mcastOptions are the flags of `icn mcast`.
+type mcastOptions struct {
+	topo                                                   topoFlags
+	out                                                    output
+	groups, algos, rootMetric, treesOut, plotPath, mapSpec string
+	seed                                                   uint64
+	workers                                                int
+	quiet                                                  bool
+}
+
+// newMcastCmd is `icn mcast`: it routes a workload's multicast groups
+// itself and holds the multicast subcommands, with the join/leave client
+// commands of serve.go.
+func newMcastCmd() *cobra.Command {
+	var o mcastOptions
+	c := &cobra.Command{
+		Use:   "mcast",
+		Short: "Multicast routing for large fabrics: MINHOP-MC, SSSP-MC, FULB-MC, EFI, join/leave protocol (seed 004)",
+		Long: `Route every multicast group of a workload with one or more engines, verify every
 tree (a tree, reaching every member, of minimal height for its root) and report
 the per-link edge forwarding index (EFI: groups per link) and the route time.
 
@@ -32,291 +46,354 @@ the fewest dragonfly global links among the minimal ones.
 
 Workloads (--groups):
 ` + multicast.WorkloadUsage,
-	Example: `  icn mcast --topo taihulight --groups grid3d:32x40x32 --algo minhop,sssp-new,fulb
+		Example: `  icn mcast --topo taihulight --groups grid3d:32x40x32 --algo minhop,sssp-new,fulb
   icn mcast --topo dragonfly:a=18,p=9,h=9 --groups grid3d:81x27x12 --algo minhop-new,fulb,fulb+1g --json
   icn mcast --topo fattree:k=4,n=3 --groups file:groups.txt --trees-out trees.json
   icn mcast experiment --fabric all
   icn mcast hops --topo fattree:k=2,n=2 --switch L1-0`,
-	Args: cobra.NoArgs,
-}
-
-func init() {
-	root.AddCommand(mcastCmd)
-	{
-		var tf topoFlags
-		var out output
-		var groups, algos, rootMetric, treesOut, plotPath, mapSpec string
-		var seed uint64
-		var workers int
-		var quiet bool
-		c := mcastCmd
-		c.RunE = func(c *cobra.Command, _ []string) error {
-			if tf.spec == "" && groups == "" {
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if o.topo.spec == "" && o.groups == "" {
 				return c.Help()
 			}
-			if groups == "" {
-				return fmt.Errorf("no workload given (use --groups, e.g. grid3d:8x8x8)")
-			}
-			as, err := multicast.ParseAlgos(algos)
-			if err != nil {
-				return err
-			}
-			rm, err := multicast.ParseRootMetric(rootMetric)
-			if err != nil {
-				return err
-			}
-			if plotPath != "" {
-				if err := checkPlotPath(plotPath); err != nil {
-					return err
-				}
-			}
-			wspec, err := readArgFile(groups)
-			if err != nil {
-				return fmt.Errorf("--groups: %v", err)
-			}
-			w, err := multicast.ParseWorkload(strings.TrimSpace(wspec))
-			if err != nil {
-				return err
-			}
-			if w.Map, err = multicast.ParseMapping(mapSpec); err != nil {
-				return fmt.Errorf("--map: %v", err)
-			}
-			g, err := loadMcastTopo(&tf)
-			if err != nil {
-				return err
-			}
-			gs, err := w.Groups(g, seed)
-			if err != nil {
-				return err
-			}
-			spin := cli.NewProgress(-1, "min-hop table", quiet)
-			t0 := time.Now()
-			h, err := topology.MinHops(g, workers)
-			spin.Done()
-			if err != nil {
-				return err
-			}
-			hopSec := time.Since(t0).Seconds()
-			bar := cli.NewProgress(len(gs)*len(as), "routing", quiet)
-			var results []*multicast.Result
-			for _, a := range as {
-				last := 0
-				res, err := multicast.Run(h, a, gs, multicast.Options{Root: rm}, func(done int) {
-					if done-last >= 64 || done == len(gs) {
-						bar.Add(done - last)
-						last = done
-					}
-				})
-				if err != nil {
-					bar.Done()
-					return err
-				}
-				res.Topo, res.Workload, res.HopTableBytes = tf.spec, w.String(), h.Bytes()
-				results = append(results, res)
-			}
-			bar.Done()
-			if treesOut != "" {
-				var buf bytes.Buffer
-				if err := multicast.WriteTrees(&buf, g, tf.spec, w.String(), gs, results); err != nil {
-					return err
-				}
-				if err := writeFileAtomic(treesOut, buf.Bytes()); err != nil {
-					return fmt.Errorf("--trees-out: %v", err)
-				}
-			}
-			if plotPath != "" {
-				if err := cli.SavePlot(efiHistogram(results), plotPath); err != nil {
-					return err
-				}
-			}
-			return out.print(stdout(c), results, func(wr io.Writer) error {
-				fmt.Fprintf(wr, "fabric %s: %d end nodes, %d switches; min-hop table %s in %.2f s\n",
-					tf.spec, g.Count(topology.Endpoint), len(h.Routers()), bytesString(h.Bytes()), hopSec)
-				fmt.Fprintf(wr, "workload %s (mapping %s): %d groups, %d members\n\n", w, w.Map, len(gs), results[0].Members)
-				return writeMcastTable(wr, results)
-			})
-		}
-		tf.register(c, "topo", "")
-		c.Flags().Lookup("topo").Usage += "; also director:bluelight, director:taihulight or director:pods=P,leaves=L,ends=E,l2=M,cables=C (pruned tree under one top switch)"
-		out.register(c)
-		c.Flags().StringVar(&groups, "groups", "", "workload: grid2d:AxB, grid3d:AxBxC, hier:…, random:…, file:PATH (see --help), or @FILE")
-		c.Flags().StringVar(&algos, "algo", "minhop-new,sssp-new,fulb", "engines, comma-separated: minhop, minhop-new, sssp, sssp-new, fulb (+1g for sssp/fulb)")
-		c.Flags().StringVar(&rootMetric, "root-metric", "max", "root choice: max (smallest largest distance, minimal height) or mean (smallest total distance)")
-		c.Flags().Uint64Var(&seed, "seed", 1, "seed for random workloads and the random mapping")
-		c.Flags().StringVar(&mapSpec, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
-		c.Flags().StringVar(&treesOut, "trees-out", "", "write every group's root, members and tree edges (node-name pairs) as JSON to FILE")
-		c.Flags().StringVar(&plotPath, "plot", "", "write a histogram of link EFI per engine to FILE (.svg or .png)")
-		c.Flags().IntVar(&workers, "workers", 0, "goroutines for the min-hop table (0 = all cores)")
-		c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+			return runMcast(c.Context(), o, stdout(c))
+		},
 	}
+	o.topo.register(c, "topo", "")
+	c.Flags().Lookup("topo").Usage += "; also director:bluelight, director:taihulight or director:pods=P,leaves=L,ends=E,l2=M,cables=C (pruned tree under one top switch)"
+	o.out.register(c)
+	f := c.Flags()
+	f.StringVar(&o.groups, "groups", "", "workload: grid2d:AxB, grid3d:AxBxC, hier:…, random:…, file:PATH (see --help), or @FILE")
+	f.StringVar(&o.algos, "algo", "minhop-new,sssp-new,fulb", "engines, comma-separated: minhop, minhop-new, sssp, sssp-new, fulb (+1g for sssp/fulb)")
+	f.StringVar(&o.rootMetric, "root-metric", "max", "root choice: max (smallest largest distance, minimal height) or mean (smallest total distance)")
+	f.Uint64Var(&o.seed, "seed", 1, "seed for random workloads and the random mapping")
+	f.StringVar(&o.mapSpec, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
+	f.StringVar(&o.treesOut, "trees-out", "", "write every group's root, members and tree edges (node-name pairs) as JSON to FILE")
+	f.StringVar(&o.plotPath, "plot", "", "write a histogram of link EFI per engine to FILE (.svg or .png)")
+	f.IntVar(&o.workers, "workers", 0, "goroutines for the min-hop table (0 = all cores)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	c.AddCommand(newMcastHopsCmd(), newMcastExperimentCmd(), newMcastVerifyCmd(), newMcastProtocolCmd(), newMcastSimulateCmd())
+	c.AddCommand(mcastClientCmds()...)
+	return c
+}
 
-	// icn mcast hops
-	{
-		var tf topoFlags
-		var out output
-		var sw, dests string
-		var workers int
-		c := &cobra.Command{
-			Use:   "hops",
-			Short: "Min-hop table of a switch: hops to each destination through every port, column 0 = minimum",
-			Example: `  icn mcast hops --topo fattree:k=2,n=2                 # table size and build time
+// mcastRequest is the parsed input of `icn mcast`: engines, root metric
+// and workload (with its mapping).
+type mcastRequest struct {
+	algos []multicast.Algo
+	root  multicast.RootMetric
+	work  multicast.Workload
+}
+
+// parseMcastRequest checks the flags of `icn mcast` in the order the
+// command always reported them.
+func parseMcastRequest(o mcastOptions) (mcastRequest, error) {
+	var r mcastRequest
+	if o.groups == "" {
+		return r, fmt.Errorf("no workload given (use --groups, e.g. grid3d:8x8x8)")
+	}
+	var err error
+	if r.algos, err = multicast.ParseAlgos(o.algos); err != nil {
+		return r, err
+	}
+	if r.root, err = multicast.ParseRootMetric(o.rootMetric); err != nil {
+		return r, err
+	}
+	if o.plotPath != "" {
+		if err := checkPlotPath(o.plotPath); err != nil {
+			return r, err
+		}
+	}
+	wspec, err := readArgFile(o.groups)
+	if err != nil {
+		return r, fmt.Errorf("--groups: %v", err)
+	}
+	if r.work, err = multicast.ParseWorkload(strings.TrimSpace(wspec)); err != nil {
+		return r, err
+	}
+	if r.work.Map, err = multicast.ParseMapping(o.mapSpec); err != nil {
+		return r, fmt.Errorf("--map: %v", err)
+	}
+	return r, nil
+}
+
+// runMcast routes every group of the workload with each engine, writes
+// the trees and the plot asked for and prints one row per engine.
+func runMcast(_ context.Context, o mcastOptions, w io.Writer) error {
+	r, err := parseMcastRequest(o)
+	if err != nil {
+		return err
+	}
+	g, err := loadMcastTopo(&o.topo)
+	if err != nil {
+		return err
+	}
+	gs, err := r.work.Groups(g, o.seed)
+	if err != nil {
+		return err
+	}
+	spin := cli.NewProgress(-1, "min-hop table", o.quiet)
+	t0 := time.Now()
+	h, err := topology.MinHops(g, o.workers)
+	spin.Done()
+	if err != nil {
+		return err
+	}
+	hopSec := time.Since(t0).Seconds()
+	results, err := routeMcastGroups(h, r, gs, o.quiet)
+	if err != nil {
+		return err
+	}
+	for _, res := range results {
+		res.Topo, res.Workload, res.HopTableBytes = o.topo.spec, r.work.String(), h.Bytes()
+	}
+	if err := writeMcastFiles(o, g, r.work, gs, results); err != nil {
+		return err
+	}
+	return o.out.print(w, results, func(wr io.Writer) error {
+		fmt.Fprintf(wr, "fabric %s: %d end nodes, %d switches; min-hop table %s in %.2f s\n",
+			o.topo.spec, g.Count(topology.Endpoint), len(h.Routers()), bytesString(h.Bytes()), hopSec)
+		fmt.Fprintf(wr, "workload %s (mapping %s): %d groups, %d members\n\n", r.work, r.work.Map, len(gs), results[0].Members)
+		return writeMcastTable(wr, results)
+	})
+}
+
+// routeMcastGroups routes the groups with each engine in turn, with one
+// progress bar over all of them.
+func routeMcastGroups(h *topology.HopTable, r mcastRequest, gs []multicast.Group, quiet bool) ([]*multicast.Result, error) {
+	bar := cli.NewProgress(len(gs)*len(r.algos), "routing", quiet)
+	defer bar.Done()
+	var results []*multicast.Result
+	for _, a := range r.algos {
+		last := 0
+		res, err := multicast.Run(h, a, gs, multicast.Options{Root: r.root}, func(done int) {
+			if done-last >= 64 || done == len(gs) {
+				bar.Add(done - last)
+				last = done
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+// writeMcastFiles writes the --trees-out file and the --plot histogram.
+func writeMcastFiles(o mcastOptions, g *topology.Graph, work multicast.Workload, gs []multicast.Group, results []*multicast.Result) error {
+	if o.treesOut != "" {
+		var buf bytes.Buffer
+		if err := multicast.WriteTrees(&buf, g, o.topo.spec, work.String(), gs, results); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(o.treesOut, buf.Bytes()); err != nil {
+			return fmt.Errorf("--trees-out: %v", err)
+		}
+	}
+	if o.plotPath != "" {
+		if err := cli.SavePlot(efiHistogram(results), o.plotPath); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mcastHopsOptions are the flags of `icn mcast hops`.
+type mcastHopsOptions struct {
+	topo      topoFlags
+	out       output
+	sw, dests string
+	workers   int
+}
+
+func newMcastHopsCmd() *cobra.Command {
+	var o mcastHopsOptions
+	c := &cobra.Command{
+		Use:   "hops",
+		Short: "Min-hop table of a switch: hops to each destination through every port, column 0 = minimum",
+		Example: `  icn mcast hops --topo fattree:k=2,n=2                 # table size and build time
   icn mcast hops --topo fattree:k=2,n=2 --switch L1-0   # all rows of one switch
   icn mcast hops --topo torus:4x4:endpoints=1 --switch 0.0 --dest 2.2/0,1.0 --json`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				g, err := loadMcastTopo(&tf)
-				if err != nil {
-					return err
-				}
-				t0 := time.Now()
-				h, err := topology.MinHops(g, workers)
-				if err != nil {
-					return err
-				}
-				secs := time.Since(t0).Seconds()
-				if sw == "" {
-					sum := struct {
-						Topo    string  `json:"topo"`
-						Routers int     `json:"routers"`
-						Nodes   int     `json:"nodes"`
-						Bytes   int     `json:"bytes"`
-						Seconds float64 `json:"seconds"`
-						Workers int     `json:"workers"`
-					}{tf.spec, len(h.Routers()), g.NumNodes(), h.Bytes(), secs, effectiveWorkers(workers)}
-					return out.print(stdout(c), sum, func(w io.Writer) error {
-						return cli.KV(w, "fabric", tf.spec, "switches (rows)", sum.Routers, "destinations", sum.Nodes,
-							"memory", bytesString(sum.Bytes), "build time", fmt.Sprintf("%.3f s on %d goroutines", secs, sum.Workers))
-					})
-				}
-				s := g.NodeByName(sw)
-				if s < 0 {
-					return fmt.Errorf("--switch: no node %q", sw)
-				}
-				if h.RouterIndex(s) < 0 {
-					return fmt.Errorf("--switch: %s is an end node; min-hop tables belong to switches", sw)
-				}
-				var ds []int
-				if dests != "" {
-					for _, name := range strings.Split(dests, ",") {
-						name = strings.TrimSpace(name)
-						d := g.NodeByName(name)
-						if d < 0 {
-							return fmt.Errorf("--dest: no node %q", name)
-						}
-						ds = append(ds, d)
-					}
-				}
-				rows := multicast.HopRows(h, s, ds)
-				return out.print(stdout(c), rows, func(w io.Writer) error {
-					head := []string{"dest", "0 (min)"}
-					for p := 1; p <= g.NumPorts(s); p++ {
-						head = append(head, fmt.Sprint(p))
-					}
-					t := cli.NewTable(head...)
-					for _, r := range rows {
-						cells := []any{r.Dest, hopCell(r.Min)}
-						for _, x := range r.Ports {
-							cells = append(cells, hopCell(x))
-						}
-						t.Row(cells...)
-					}
-					return t.Write(w)
-				})
-			},
-		}
-		tf.register(c, "topo", "")
-		out.register(c)
-		c.Flags().StringVar(&sw, "switch", "", "switch whose table to print (by name)")
-		c.Flags().StringVar(&dests, "dest", "", "destinations, comma-separated node names (default all nodes)")
-		c.Flags().IntVar(&workers, "workers", 0, "goroutines (0 = all cores)")
-		mcastCmd.AddCommand(c)
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runMcastHops(c.Context(), o, stdout(c))
+		},
 	}
+	o.topo.register(c, "topo", "")
+	o.out.register(c)
+	c.Flags().StringVar(&o.sw, "switch", "", "switch whose table to print (by name)")
+	c.Flags().StringVar(&o.dests, "dest", "", "destinations, comma-separated node names (default all nodes)")
+	c.Flags().IntVar(&o.workers, "workers", 0, "goroutines (0 = all cores)")
+	return c
+}
 
-	// icn mcast experiment
-	{
-		var out output
-		var fabric, algos, plotPath, mapSpec string
-		var seed uint64
-		var workers int
-		var quiet bool
-		c := &cobra.Command{
-			Use:   "experiment",
-			Short: "The seed's comparisons (tables 3–12): every engine on the seed's fabrics and workloads",
-			Example: `  icn mcast experiment --fabric taihulight
+// runMcastHops builds the min-hop table and prints its size and build
+// time, or with --switch the rows of one switch.
+func runMcastHops(_ context.Context, o mcastHopsOptions, w io.Writer) error {
+	g, err := loadMcastTopo(&o.topo)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	h, err := topology.MinHops(g, o.workers)
+	if err != nil {
+		return err
+	}
+	secs := time.Since(t0).Seconds()
+	if o.sw == "" {
+		return writeHopTableSummary(w, o, g, h, secs)
+	}
+	s := g.NodeByName(o.sw)
+	if s < 0 {
+		return fmt.Errorf("--switch: no node %q", o.sw)
+	}
+	if h.RouterIndex(s) < 0 {
+		return fmt.Errorf("--switch: %s is an end node; min-hop tables belong to switches", o.sw)
+	}
+	var ds []int
+	if o.dests != "" {
+		for _, name := range strings.Split(o.dests, ",") {
+			name = strings.TrimSpace(name)
+			d := g.NodeByName(name)
+			if d < 0 {
+				return fmt.Errorf("--dest: no node %q", name)
+			}
+			ds = append(ds, d)
+		}
+	}
+	rows := multicast.HopRows(h, s, ds)
+	return o.out.print(w, rows, func(w io.Writer) error {
+		head := []string{"dest", "0 (min)"}
+		for p := 1; p <= g.NumPorts(s); p++ {
+			head = append(head, fmt.Sprint(p))
+		}
+		t := cli.NewTable(head...)
+		for _, r := range rows {
+			cells := []any{r.Dest, hopCell(r.Min)}
+			for _, x := range r.Ports {
+				cells = append(cells, hopCell(x))
+			}
+			t.Row(cells...)
+		}
+		return t.Write(w)
+	})
+}
+
+// writeHopTableSummary prints the size and build time of a min-hop table.
+func writeHopTableSummary(w io.Writer, o mcastHopsOptions, g *topology.Graph, h *topology.HopTable, secs float64) error {
+	sum := struct {
+		Topo    string  `json:"topo"`
+		Routers int     `json:"routers"`
+		Nodes   int     `json:"nodes"`
+		Bytes   int     `json:"bytes"`
+		Seconds float64 `json:"seconds"`
+		Workers int     `json:"workers"`
+	}{o.topo.spec, len(h.Routers()), g.NumNodes(), h.Bytes(), secs, effectiveWorkers(o.workers)}
+	return o.out.print(w, sum, func(w io.Writer) error {
+		return cli.KV(w, "fabric", o.topo.spec, "switches (rows)", sum.Routers, "destinations", sum.Nodes,
+			"memory", bytesString(sum.Bytes), "build time", fmt.Sprintf("%.3f s on %d goroutines", secs, sum.Workers))
+	})
+}
+
+// mcastExperimentOptions are the flags of `icn mcast experiment`.
+type mcastExperimentOptions struct {
+	out                              output
+	fabric, algos, plotPath, mapSpec string
+	seed                             uint64
+	workers                          int
+	quiet                            bool
+}
+
+func newMcastExperimentCmd() *cobra.Command {
+	var o mcastExperimentOptions
+	c := &cobra.Command{
+		Use:   "experiment",
+		Short: "The seed's comparisons (tables 3–12): every engine on the seed's fabrics and workloads",
+		Example: `  icn mcast experiment --fabric taihulight
   icn mcast experiment --fabric dragonfly --algo minhop-new,sssp-new,fulb,fulb+1g
   icn mcast experiment --fabric all --json > mcast.json`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, _ []string) error {
-				var fabrics []multicast.Fabric
-				if fabric == "all" {
-					fabrics = multicast.SeedFabrics
-				} else {
-					for _, name := range strings.Split(fabric, ",") {
-						f, err := multicast.FindFabric(strings.TrimSpace(name))
-						if err != nil {
-							return err
-						}
-						fabrics = append(fabrics, f)
-					}
-				}
-				mp, err := multicast.ParseMapping(mapSpec)
-				if err != nil {
-					return fmt.Errorf("--map: %v", err)
-				}
-				var as []multicast.Algo
-				if algos != "" {
-					var err error
-					if as, err = multicast.ParseAlgos(algos); err != nil {
-						return err
-					}
-				}
-				if plotPath != "" {
-					if err := checkPlotPath(plotPath); err != nil {
-						return err
-					}
-				}
-				var exps []*multicast.Experiment
-				for _, f := range fabrics {
-					ex, err := multicast.RunExperimentWith(f, as, seed, workers, mp, func(line string) {
-						if !quiet {
-							fmt.Fprintln(os.Stderr, line)
-						}
-					})
-					if err != nil {
-						return err
-					}
-					exps = append(exps, ex)
-				}
-				if plotPath != "" {
-					if err := cli.SavePlot(experimentChart(exps), plotPath); err != nil {
-						return err
-					}
-				}
-				return out.print(stdout(c), exps, func(w io.Writer) error {
-					for _, ex := range exps {
-						if err := writeExperiment(w, ex); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-			},
-		}
-		out.register(c)
-		c.Flags().StringVar(&fabric, "fabric", "all", "fattree, torus, dragonfly, bluelight, taihulight (comma-separated) or all")
-		c.Flags().StringVar(&algos, "algo", "", "engines (default: the fabric's list, all five plus +1g on the dragonfly)")
-		c.Flags().Uint64Var(&seed, "seed", 1, "seed for the random workloads and the random mapping")
-		c.Flags().StringVar(&mapSpec, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
-		c.Flags().StringVar(&plotPath, "plot", "", "bar chart of max EFI per workload and engine (.svg or .png)")
-		c.Flags().IntVar(&workers, "workers", 0, "goroutines for the min-hop tables (0 = all cores)")
-		c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
-		mcastCmd.AddCommand(c)
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runMcastExperiment(c.Context(), o, stdout(c))
+		},
 	}
+	o.out.register(c)
+	f := c.Flags()
+	f.StringVar(&o.fabric, "fabric", "all", "fattree, torus, dragonfly, bluelight, taihulight (comma-separated) or all")
+	f.StringVar(&o.algos, "algo", "", "engines (default: the fabric's list, all five plus +1g on the dragonfly)")
+	f.Uint64Var(&o.seed, "seed", 1, "seed for the random workloads and the random mapping")
+	f.StringVar(&o.mapSpec, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
+	f.StringVar(&o.plotPath, "plot", "", "bar chart of max EFI per workload and engine (.svg or .png)")
+	f.IntVar(&o.workers, "workers", 0, "goroutines for the min-hop tables (0 = all cores)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	return c
+}
 
-	mcastCmd.AddCommand(newMcastVerifyCmd())
+// seedFabrics parses --fabric: "all" or a comma-separated list of the
+// seed's fabrics.
+func seedFabrics(spec string) ([]multicast.Fabric, error) {
+	if spec == "all" {
+		return multicast.SeedFabrics, nil
+	}
+	var fabrics []multicast.Fabric
+	for _, name := range strings.Split(spec, ",") {
+		f, err := multicast.FindFabric(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		fabrics = append(fabrics, f)
+	}
+	return fabrics, nil
+}
 
-	mcastCmd.AddCommand(newMcastProtocolCmd())
-	mcastCmd.AddCommand(newMcastSimulateCmd())
+// runMcastExperiment runs the seed's comparisons on each fabric asked
+// for (progress lines on stderr unless quiet) and prints their tables.
+func runMcastExperiment(_ context.Context, o mcastExperimentOptions, w io.Writer) error {
+	fabrics, err := seedFabrics(o.fabric)
+	if err != nil {
+		return err
+	}
+	mp, err := multicast.ParseMapping(o.mapSpec)
+	if err != nil {
+		return fmt.Errorf("--map: %v", err)
+	}
+	var as []multicast.Algo
+	if o.algos != "" {
+		if as, err = multicast.ParseAlgos(o.algos); err != nil {
+			return err
+		}
+	}
+	if o.plotPath != "" {
+		if err := checkPlotPath(o.plotPath); err != nil {
+			return err
+		}
+	}
+	var exps []*multicast.Experiment
+	for _, f := range fabrics {
+		ex, err := multicast.RunExperimentWith(f, as, o.seed, o.workers, mp, func(line string) {
+			if !o.quiet {
+				fmt.Fprintln(os.Stderr, line)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		exps = append(exps, ex)
+	}
+	if o.plotPath != "" {
+		if err := cli.SavePlot(experimentChart(exps), o.plotPath); err != nil {
+			return err
+		}
+	}
+	return o.out.print(w, exps, func(w io.Writer) error {
+		for _, ex := range exps {
+			if err := writeExperiment(w, ex); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // loadMcastTopo is topoFlags.load that also accepts the multicast

@@ -119,3 +119,64 @@ func TestMcastSimulateJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestRunMcastInProcess: runMcast's JSON agrees with a recount from the
+// trees file it writes: per link, the number of groups whose tree uses
+// it (max EFI, links used, tree edges, mean EFI); every tree spans its
+// members and the table reports each engine as verified.
+func TestRunMcastInProcess(t *testing.T) {
+	dir := t.TempDir()
+	trees := filepath.Join(dir, "trees.json")
+	o := mcastOptions{topo: topoFlags{spec: "fattree:k=4,n=3"}, out: output{json: true},
+		groups: "grid3d:4x4x2", algos: "minhop,sssp,fulb", rootMetric: "max", mapSpec: "random",
+		seed: 5, treesOut: trees, quiet: true}
+	var out bytes.Buffer
+	if err := runMcast(context.Background(), o, &out); err != nil {
+		t.Fatal(err)
+	}
+	var results []multicast.Result
+	if err := json.Unmarshal(out.Bytes(), &results); err != nil {
+		t.Fatalf("%v in %s", err, out.String())
+	}
+	raw, err := os.ReadFile(trees)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := multicast.ReadTrees(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 3 || len(f.Runs) != 3 {
+		t.Fatalf("%d results and %d runs in the trees file, want 3", len(results), len(f.Runs))
+	}
+	for i, r := range results {
+		run := f.Runs[i]
+		efi := map[[2]string]int{}
+		edges := 0
+		for _, gr := range run.Groups {
+			covered := map[string]bool{gr.Root: true}
+			for _, e := range gr.Edges {
+				covered[e[0]], covered[e[1]] = true, true
+				if e[1] < e[0] {
+					e[0], e[1] = e[1], e[0]
+				}
+				efi[e]++
+				edges++
+			}
+			for _, m := range gr.Members {
+				if !covered[m] {
+					t.Errorf("%s: group %s: member %s is not on its tree", r.Algo, gr.Name, m)
+				}
+			}
+		}
+		top := 0
+		for _, n := range efi {
+			top = max(top, n)
+		}
+		if !r.Verified || r.Algo != run.Algo || r.Groups != len(run.Groups) || r.Max != top || r.Max != run.MaxEFI ||
+			r.LinksUsed != len(efi) || r.Edges != edges || r.Mean != float64(edges)/float64(len(efi)) {
+			t.Errorf("%s: reported verified %v, %d groups, max EFI %d, %d links, %d edges, mean %v; trees file: %s, %d groups, max EFI %d, %d links, %d edges",
+				r.Algo, r.Verified, r.Groups, r.Max, r.LinksUsed, r.Edges, r.Mean, run.Algo, len(run.Groups), top, len(efi), edges)
+		}
+	}
+}

@@ -277,14 +277,6 @@ func backupFromServer(ctx context.Context, o serveBackupOptions, out io.Writer) 
 	return n, err
 }
 
-// init attaches the fabric-manager client subcommands to the fabric and
-// mcast groups of fabric.go and mcast.go until their constructors take
-// them from fabricClientCmds and mcastClientCmds.
-func init() {
-	findOrAdd("fabric", "Fabric routing engines and audits; fabric-manager client commands").AddCommand(fabricClientCmds()...)
-	findOrAdd("mcast", "Multicast routing").AddCommand(mcastClientCmds()...)
-}
-
 // fabricClientCmds are the client subcommands of icn fabric: failures,
 // repairs and status of a running fabric manager.
 func fabricClientCmds() []*cobra.Command {
@@ -634,19 +626,6 @@ func runMcastGroups(ctx context.Context, o mcastGroupsOptions, w io.Writer) erro
 		}
 		return t.Write(w)
 	})
-}
-
-// findOrAdd returns the root subcommand with the given name, creating it
-// if no other file registered it.
-func findOrAdd(name, short string) *cobra.Command {
-	for _, c := range root.Commands() {
-		if c.Name() == name {
-			return c
-		}
-	}
-	c := &cobra.Command{Use: name, Short: short}
-	root.AddCommand(c)
-	return c
 }
 
 // client talks to a running service.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,219 +13,277 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	topo := &cobra.Command{Use: "topo", Short: "Generate, import, export and measure network topologies"}
-	root.AddCommand(topo)
+// newTopoCmd is `icn topo`: generate, import, export and measure networks.
+func newTopoCmd() *cobra.Command {
+	c := &cobra.Command{Use: "topo", Short: "Generate, import, export and measure network topologies"}
+	c.AddCommand(newTopoShowCmd(), newTopoExportCmd(), newTopoImportCmd(), newTopoFamiliesCmd(), newTopoEmbedCmd())
+	return c
+}
 
-	// icn topo show
-	{
-		var tf topoFlags
-		var out output
-		var exact bool
-		var seed uint64
-		c := &cobra.Command{
-			Use:   "show SPEC",
-			Short: "Metrics of a network: size, degree, diameter, average distance, bisection, connectivity, cost",
-			Example: `  icn topo show torus:4x4x4
+// topoShowOptions are the flags of `icn topo show`; topo.spec is the
+// argument.
+type topoShowOptions struct {
+	topo  topoFlags
+	out   output
+	exact bool
+	seed  uint64
+}
+
+func newTopoShowCmd() *cobra.Command {
+	var o topoShowOptions
+	c := &cobra.Command{
+		Use:   "show SPEC",
+		Short: "Metrics of a network: size, degree, diameter, average distance, bisection, connectivity, cost",
+		Example: `  icn topo show torus:4x4x4
   icn topo show dragonfly:a=4,p=2,h=2 --json
   icn topo show torus:8x8 --fail-links 0.0+X,3.4+Y`,
-			Args: cobra.ExactArgs(1),
-			RunE: func(c *cobra.Command, args []string) error {
-				tf.spec = args[0]
-				g, err := tf.load()
-				if err != nil {
-					return err
-				}
-				o := topology.MetricsOptions{Seed: seed}
-				if exact {
-					o.DistanceBudget, o.ConnectivityBudget, o.BisectionBudget = 1e18, 1e18, 1e12
-				}
-				bar := cli.NewProgress(-1, "measuring", false)
-				o.Progress = func(done, total int) { bar.Add(1) }
-				start := time.Now()
-				m := topology.Measure(g, o)
-				bar.Done()
-				res := struct {
-					Spec string `json:"spec"`
-					topology.Metrics
-					Seconds float64 `json:"seconds"`
-				}{args[0], m, time.Since(start).Seconds()}
-				return out.print(stdout(c), res, func(w io.Writer) error {
-					return writeMetrics(w, args[0], m)
-				})
-			},
-		}
-		tf.registerFaults(c)
-		out.register(c)
-		c.Flags().BoolVar(&exact, "exact", false, "insist on exact algorithms whatever the cost")
-		c.Flags().Uint64Var(&seed, "seed", 1, "seed for sampled distances on very large networks")
-		topo.AddCommand(c)
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.topo.spec = args[0]
+			return runTopoShow(c.Context(), o, stdout(c))
+		},
 	}
+	o.topo.registerFaults(c)
+	o.out.register(c)
+	c.Flags().BoolVar(&o.exact, "exact", false, "insist on exact algorithms whatever the cost")
+	c.Flags().Uint64Var(&o.seed, "seed", 1, "seed for sampled distances on very large networks")
+	return c
+}
 
-	// icn topo export
-	{
-		var tf topoFlags
-		var format, outPath string
-		c := &cobra.Command{
-			Use:   "export SPEC",
-			Short: "Write a network as JSON, Graphviz DOT or ibnetdiscover text",
-			Args:  cobra.ExactArgs(1),
-			RunE: func(c *cobra.Command, args []string) error {
-				tf.spec = args[0]
-				g, err := tf.load()
-				if err != nil {
-					return err
-				}
-				var buf bytes.Buffer
-				switch format {
-				case "json":
-					err = g.WriteJSON(&buf)
-				case "dot":
-					err = g.WriteDOT(&buf)
-				case "ibnetdiscover", "ibnet":
-					err = writeIBNetExport(&buf, g, tf.spec)
-				default:
-					return fmt.Errorf("unknown format %q (want json, dot or ibnetdiscover)", format)
-				}
-				if err != nil {
-					return err
-				}
-				if outPath == "" || outPath == "-" {
-					_, err = stdout(c).Write(buf.Bytes())
-					return err
-				}
-				return writeFileAtomic(outPath, buf.Bytes())
-			},
-		}
-		tf.registerFaults(c)
-		c.Flags().StringVar(&format, "format", "json", "json, dot or ibnetdiscover")
-		c.Flags().StringVarP(&outPath, "output", "o", "", "write to FILE instead of standard output")
-		topo.AddCommand(c)
+// runTopoShow measures the network and writes its metrics to w.
+func runTopoShow(_ context.Context, o topoShowOptions, w io.Writer) error {
+	g, err := o.topo.load()
+	if err != nil {
+		return err
 	}
+	mo := topology.MetricsOptions{Seed: o.seed}
+	if o.exact {
+		mo.DistanceBudget, mo.ConnectivityBudget, mo.BisectionBudget = 1e18, 1e18, 1e12
+	}
+	bar := cli.NewProgress(-1, "measuring", false)
+	mo.Progress = func(done, total int) { bar.Add(1) }
+	start := time.Now()
+	m := topology.Measure(g, mo)
+	bar.Done()
+	res := struct {
+		Spec string `json:"spec"`
+		topology.Metrics
+		Seconds float64 `json:"seconds"`
+	}{o.topo.spec, m, time.Since(start).Seconds()}
+	return o.out.print(w, res, func(w io.Writer) error {
+		return writeMetrics(w, o.topo.spec, m)
+	})
+}
 
-	// icn topo import
-	{
-		var out output
-		var convert string
-		c := &cobra.Command{
-			Use:   "import FILE",
-			Short: "Read and validate a topology file (ibnetdiscover/ibsim, JSON, YAML) and summarise it",
-			Args:  cobra.ExactArgs(1),
-			RunE: func(c *cobra.Command, args []string) error {
-				g, err := topology.LoadFile(args[0])
-				if err != nil {
-					return err
-				}
-				if convert != "" {
-					var buf bytes.Buffer
-					if err := g.WriteJSON(&buf); err != nil {
-						return err
-					}
-					if err := writeFileAtomic(convert, buf.Bytes()); err != nil {
-						return err
-					}
-				}
-				sum := struct {
-					File      string `json:"file"`
-					Nodes     int    `json:"nodes"`
-					Endpoints int    `json:"endpoints"`
-					Switches  int    `json:"switches"`
-					Links     int    `json:"links"`
-				}{args[0], g.NumNodes(), g.Count(topology.Endpoint), g.Count(topology.Switch), g.NumLinks()}
-				return out.print(stdout(c), sum, func(w io.Writer) error {
-					return cli.KV(w, "file", sum.File, "nodes", sum.Nodes, "endpoints", sum.Endpoints,
-						"switches", sum.Switches, "links", sum.Links)
-				})
-			},
-		}
-		out.register(c)
-		c.Flags().StringVar(&convert, "to-json", "", "also write the network as icn JSON to FILE")
-		topo.AddCommand(c)
-	}
+// topoExportOptions are the flags of `icn topo export`; topo.spec is the
+// argument.
+type topoExportOptions struct {
+	topo    topoFlags
+	format  string
+	outPath string
+}
 
-	// icn topo families
-	{
-		var out output
-		c := &cobra.Command{
-			Use:   "families",
-			Short: "List the topology spec families",
-			Args:  cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				fams := topology.Families()
-				type row struct {
-					Name  string `json:"name"`
-					Usage string `json:"usage"`
-					Help  string `json:"help"`
-				}
-				rows := make([]row, len(fams))
-				for i, f := range fams {
-					rows[i] = row{f.Name, f.Usage, f.Help}
-				}
-				return out.print(stdout(c), rows, func(w io.Writer) error {
-					t := cli.NewTable("FAMILY", "USAGE", "DESCRIPTION")
-					for _, r := range rows {
-						t.Row(r.Name, r.Usage, r.Help)
-					}
-					return t.Write(w)
-				})
-			},
-		}
-		out.register(c)
-		topo.AddCommand(c)
+func newTopoExportCmd() *cobra.Command {
+	var o topoExportOptions
+	c := &cobra.Command{
+		Use:   "export SPEC",
+		Short: "Write a network as JSON, Graphviz DOT or ibnetdiscover text",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.topo.spec = args[0]
+			return runTopoExport(c.Context(), o, stdout(c))
+		},
 	}
+	o.topo.registerFaults(c)
+	c.Flags().StringVar(&o.format, "format", "json", "json, dot or ibnetdiscover")
+	c.Flags().StringVarP(&o.outPath, "output", "o", "", "write to FILE instead of standard output")
+	return c
+}
 
-	// icn topo embed
-	{
-		var out output
-		var guest, host, method string
-		c := &cobra.Command{
-			Use:     "embed",
-			Short:   "Map a ring/mesh/torus onto a hypercube (Gray code) and report congestion, dilation, expansion",
-			Example: "  icn topo embed --guest ring:16 --host hypercube:4\n  icn topo embed --guest mesh:4x8 --host hypercube:5 --map identity",
-			Args:    cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				g, err := topology.Parse(guest)
-				if err != nil {
-					return err
-				}
-				h, err := topology.Parse(host)
-				if err != nil {
-					return err
-				}
-				var e *topology.Embedding
-				switch method {
-				case "gray":
-					e, err = topology.GrayEmbedding(g, h)
-				case "identity":
-					e, err = topology.IdentityEmbedding(g, h)
-				default:
-					return fmt.Errorf("unknown --map %q (want gray or identity)", method)
-				}
-				if err != nil {
-					return err
-				}
-				st, err := e.Measure()
-				if err != nil {
-					return err
-				}
-				res := struct {
-					Guest string `json:"guest"`
-					Host  string `json:"host"`
-					Map   string `json:"map"`
-					topology.EmbeddingStats
-				}{guest, host, method, st}
-				return out.print(stdout(c), res, func(w io.Writer) error {
-					return cli.KV(w, "guest", guest, "host", host, "map", method, "congestion", st.Congestion,
-						"dilation", st.Dilation, "expansion", st.Expansion, "load", st.Load)
-				})
-			},
-		}
-		out.register(c)
-		c.Flags().StringVar(&guest, "guest", "ring:8", "logical network (ring, mesh or torus with power-of-two sizes)")
-		c.Flags().StringVar(&host, "host", "hypercube:3", "physical network")
-		c.Flags().StringVar(&method, "map", "gray", "gray or identity")
-		topo.AddCommand(c)
+// runTopoExport writes the network in the chosen format to the output
+// file, or to w when there is none (or it is "-").
+func runTopoExport(_ context.Context, o topoExportOptions, w io.Writer) error {
+	g, err := o.topo.load()
+	if err != nil {
+		return err
 	}
+	var buf bytes.Buffer
+	switch o.format {
+	case "json":
+		err = g.WriteJSON(&buf)
+	case "dot":
+		err = g.WriteDOT(&buf)
+	case "ibnetdiscover", "ibnet":
+		err = writeIBNetExport(&buf, g, o.topo.spec)
+	default:
+		return fmt.Errorf("unknown format %q (want json, dot or ibnetdiscover)", o.format)
+	}
+	if err != nil {
+		return err
+	}
+	if o.outPath == "" || o.outPath == "-" {
+		_, err = w.Write(buf.Bytes())
+		return err
+	}
+	return writeFileAtomic(o.outPath, buf.Bytes())
+}
+
+// topoImportOptions are the flags of `icn topo import`; file is the
+// argument.
+type topoImportOptions struct {
+	out     output
+	file    string
+	convert string
+}
+
+func newTopoImportCmd() *cobra.Command {
+	var o topoImportOptions
+	c := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Read and validate a topology file (ibnetdiscover/ibsim, JSON, YAML) and summarise it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.file = args[0]
+			return runTopoImport(c.Context(), o, stdout(c))
+		},
+	}
+	o.out.register(c)
+	c.Flags().StringVar(&o.convert, "to-json", "", "also write the network as icn JSON to FILE")
+	return c
+}
+
+// runTopoImport reads the file, optionally converts it to icn JSON and
+// writes its summary to w.
+func runTopoImport(_ context.Context, o topoImportOptions, w io.Writer) error {
+	g, err := topology.LoadFile(o.file)
+	if err != nil {
+		return err
+	}
+	if o.convert != "" {
+		var buf bytes.Buffer
+		if err := g.WriteJSON(&buf); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(o.convert, buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	sum := struct {
+		File      string `json:"file"`
+		Nodes     int    `json:"nodes"`
+		Endpoints int    `json:"endpoints"`
+		Switches  int    `json:"switches"`
+		Links     int    `json:"links"`
+	}{o.file, g.NumNodes(), g.Count(topology.Endpoint), g.Count(topology.Switch), g.NumLinks()}
+	return o.out.print(w, sum, func(w io.Writer) error {
+		return cli.KV(w, "file", sum.File, "nodes", sum.Nodes, "endpoints", sum.Endpoints,
+			"switches", sum.Switches, "links", sum.Links)
+	})
+}
+
+// topoFamiliesOptions are the flags of `icn topo families`.
+type topoFamiliesOptions struct {
+	out output
+}
+
+func newTopoFamiliesCmd() *cobra.Command {
+	var o topoFamiliesOptions
+	c := &cobra.Command{
+		Use:   "families",
+		Short: "List the topology spec families",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runTopoFamilies(c.Context(), o, stdout(c))
+		},
+	}
+	o.out.register(c)
+	return c
+}
+
+// topoFamilyRow is one spec family in `icn topo families`.
+type topoFamilyRow struct {
+	Name  string `json:"name"`
+	Usage string `json:"usage"`
+	Help  string `json:"help"`
+}
+
+// runTopoFamilies lists the topology spec families.
+func runTopoFamilies(_ context.Context, o topoFamiliesOptions, w io.Writer) error {
+	fams := topology.Families()
+	rows := make([]topoFamilyRow, len(fams))
+	for i, f := range fams {
+		rows[i] = topoFamilyRow{f.Name, f.Usage, f.Help}
+	}
+	return o.out.print(w, rows, func(w io.Writer) error {
+		t := cli.NewTable("FAMILY", "USAGE", "DESCRIPTION")
+		for _, r := range rows {
+			t.Row(r.Name, r.Usage, r.Help)
+		}
+		return t.Write(w)
+	})
+}
+
+// topoEmbedOptions are the flags of `icn topo embed`.
+type topoEmbedOptions struct {
+	out                 output
+	guest, host, method string
+}
+
+func newTopoEmbedCmd() *cobra.Command {
+	var o topoEmbedOptions
+	c := &cobra.Command{
+		Use:     "embed",
+		Short:   "Map a ring/mesh/torus onto a hypercube (Gray code) and report congestion, dilation, expansion",
+		Example: "  icn topo embed --guest ring:16 --host hypercube:4\n  icn topo embed --guest mesh:4x8 --host hypercube:5 --map identity",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runTopoEmbed(c.Context(), o, stdout(c))
+		},
+	}
+	o.out.register(c)
+	c.Flags().StringVar(&o.guest, "guest", "ring:8", "logical network (ring, mesh or torus with power-of-two sizes)")
+	c.Flags().StringVar(&o.host, "host", "hypercube:3", "physical network")
+	c.Flags().StringVar(&o.method, "map", "gray", "gray or identity")
+	return c
+}
+
+// runTopoEmbed embeds the guest network in the host and writes the
+// embedding's congestion, dilation, expansion and load to w.
+func runTopoEmbed(_ context.Context, o topoEmbedOptions, w io.Writer) error {
+	g, err := topology.Parse(o.guest)
+	if err != nil {
+		return err
+	}
+	h, err := topology.Parse(o.host)
+	if err != nil {
+		return err
+	}
+	var e *topology.Embedding
+	switch o.method {
+	case "gray":
+		e, err = topology.GrayEmbedding(g, h)
+	case "identity":
+		e, err = topology.IdentityEmbedding(g, h)
+	default:
+		return fmt.Errorf("unknown --map %q (want gray or identity)", o.method)
+	}
+	if err != nil {
+		return err
+	}
+	st, err := e.Measure()
+	if err != nil {
+		return err
+	}
+	res := struct {
+		Guest string `json:"guest"`
+		Host  string `json:"host"`
+		Map   string `json:"map"`
+		topology.EmbeddingStats
+	}{o.guest, o.host, o.method, st}
+	return o.out.print(w, res, func(w io.Writer) error {
+		return cli.KV(w, "guest", o.guest, "host", o.host, "map", o.method, "congestion", st.Congestion,
+			"dilation", st.Dilation, "expansion", st.Expansion, "load", st.Load)
+	})
 }
 
 func writeMetrics(w io.Writer, spec string, m topology.Metrics) error {
