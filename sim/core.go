@@ -37,9 +37,10 @@ const (
 	flDecided              // UGAL: minimal or Valiant chosen
 )
 
-// srcPkt is a packet waiting in a source queue.
+// srcPkt is a packet waiting in a source queue (16 bytes: past
+// saturation these queues hold most of a run's memory).
 type srcPkt struct {
-	ctime int64
+	ctime int32
 	dst   int32
 	tag   int32
 	size  uint16
@@ -344,7 +345,7 @@ func (c *Core) Send(src, dst, size int, tag int32) error {
 	if c.logDeliv && tag >= 0 && tm.tags == nil {
 		tm.tags = map[uint16]int32{}
 	}
-	tm.push(srcPkt{ctime: c.now, dst: c.n.terms[dst], tag: tag, size: uint16(size)})
+	tm.push(srcPkt{ctime: int32(c.now), dst: c.n.terms[dst], tag: tag, size: uint16(size)})
 	c.workers[0].st.genPkts++
 	return nil
 }
@@ -476,7 +477,7 @@ func (c *Core) inject(w *worker, ti, r int, t int64) {
 		if m.cycle > t {
 			break
 		}
-		tm.push(srcPkt{ctime: m.cycle, dst: c.n.terms[m.dst], tag: -1, size: uint16(m.size), flags: c.measFlag(m.cycle)})
+		tm.push(srcPkt{ctime: int32(m.cycle), dst: c.n.terms[m.dst], tag: -1, size: uint16(m.size), flags: c.measFlag(m.cycle)})
 		w.st.genPkts++
 		if c.measFlag(m.cycle) != 0 {
 			w.st.measGen++
@@ -550,7 +551,7 @@ func (c *Core) newPacket(w *worker, tm *terminal, ti int, t int64) {
 		}
 	}
 	fl := c.measFlag(t)
-	tm.push(srcPkt{ctime: t, dst: c.n.terms[d], tag: -1, size: uint16(size), flags: fl})
+	tm.push(srcPkt{ctime: int32(t), dst: c.n.terms[d], tag: -1, size: uint16(size), flags: fl})
 	w.st.genPkts++
 	if fl != 0 {
 		w.st.measGen++
@@ -563,7 +564,7 @@ func (c *Core) newPacket(w *worker, tm *terminal, ti int, t int64) {
 // Valiant group).
 func (c *Core) headFlit(tm *terminal, ti int, p srcPkt) flit {
 	n := c.n
-	f := flit{ctime: int32(p.ctime), src: int32(ti), dst: p.dst, route: -1, pid: tm.pid,
+	f := flit{ctime: p.ctime, src: int32(ti), dst: p.dst, route: -1, pid: tm.pid,
 		size: p.size, lastDir: -1, flags: p.flags}
 	if p.tag >= 0 && tm.tags != nil {
 		tm.tags[tm.pid] = p.tag

@@ -69,6 +69,22 @@ func (c *Core) sum() counters {
 	return s
 }
 
+// measTotals returns the measured packets generated and delivered so far:
+// two running totals per worker, cheap enough to read every cycle.
+func (c *Core) measTotals() (gen, deliv int64) {
+	for i := range c.workers {
+		gen += c.workers[i].st.measGen
+		deliv += c.workers[i].st.measDeliv
+	}
+	return gen, deliv
+}
+
+// measDelivered returns the measured packets delivered so far.
+func (c *Core) measDelivered() int64 {
+	_, d := c.measTotals()
+	return d
+}
+
 func (c *Core) resetPeriod() {
 	for i := range c.workers {
 		w := &c.workers[i].st
@@ -164,8 +180,7 @@ func (c *Core) measure(tk ticker) (Point, error) {
 		limit = max(cfg.Cycles, 5000)
 	}
 	for d := 0; d < limit && c.deadlock == nil; d++ {
-		s := c.sum()
-		if s.measDeliv >= s.measGen {
+		if gen, deliv := c.measTotals(); deliv >= gen {
 			break
 		}
 		tk.Tick()
@@ -500,7 +515,7 @@ func RunTrace(n *Network, cfg Config) (Point, error) {
 	for _, m := range n.trace {
 		flits += int64(m.size)
 	}
-	for c.now <= last || c.sum().measDeliv < int64(len(n.trace)) {
+	for c.now <= last || c.measDelivered() < int64(len(n.trace)) {
 		if c.now > limit || c.deadlock != nil {
 			break
 		}
