@@ -35,6 +35,12 @@ const (
 	Bubble   = "bubble"   // enter a ring only if room for one more maximal packet stays
 )
 
+// Dateline class assignments on torus rings (Config.Dateline).
+const (
+	DatelineBookSim = "booksim" // BookSim's dim_order_torus: class 1 on a whole ring if the packet wraps it, else 0
+	DatelineAhead   = "ahead"   // class 0 while the wrap link lies ahead, 1 after it and on rings not wrapped
+)
+
 // Injection processes.
 const (
 	Bernoulli = "bernoulli"
@@ -53,6 +59,7 @@ type Config struct {
 	Routing     string // see Routings
 	Table       *Table // routing table for RouteTable
 	FlowControl string // Dateline or Bubble (torus rings); "" = Dateline
+	Dateline    string // dateline class assignment: DatelineBookSim or DatelineAhead; "" = DatelineBookSim
 	Switching   string // Wormhole, VCT or SAF
 	VCs         int    // virtual channels per physical channel
 	Buf         int    // flits per virtual-channel buffer
@@ -165,6 +172,11 @@ func (c *Config) check(needRate bool) error {
 	case "", Dateline, Bubble:
 	default:
 		return fmt.Errorf("unknown flow control %q (want dateline or bubble)", c.FlowControl)
+	}
+	switch c.Dateline {
+	case "", DatelineBookSim, DatelineAhead:
+	default:
+		return fmt.Errorf("unknown dateline rule %q (want booksim or ahead)", c.Dateline)
 	}
 	if c.VCs < 1 || c.VCs > 64 {
 		return fmt.Errorf("--vcs %d out of range 1..64", c.VCs)

@@ -160,12 +160,7 @@ func (c *Core) routeCoord(cs []cand, r int, f *flit) []cand {
 	if n.wrap[dim] {
 		switch n.fc {
 		case fcDateline:
-			// Class 1 once the wrap link of this ring is behind (or not
-			// needed), class 0 while it lies ahead.
-			cls := 0
-			if (s == 0 && cr[dim] < ct[dim]) || (s == 1 && cr[dim] > ct[dim]) {
-				cls = 1
-			}
+			cls := c.ringClass(f, int8(code), s, int(cr[dim]), int(ct[dim]))
 			if n.kind == rkAdaptive {
 				cd.lo, cd.hi = int16(cls), int16(cls+1)
 				if V < 2 {
@@ -188,6 +183,41 @@ func (c *Core) routeCoord(cs []cand, r int, f *flit) []cand {
 		cd.lo, cd.hi = 0, 1
 	}
 	return append(cs, cd)
+}
+
+// ringClass returns the dateline VC class (0 or 1) of a hop in direction
+// code (sign s) from ring position cur towards position dst.
+//
+// DatelineBookSim (BookSim's dim_order_torus): the class is chosen when
+// the packet enters the ring and kept on every hop of it: 1 if its way
+// round the ring crosses the wrap link, 0 if not. DatelineAhead (icn's
+// earlier rule): 0 while the wrap link lies ahead, 1 after it and on
+// rings the packet does not wrap.
+func (c *Core) ringClass(f *flit, code int8, s, cur, dst int) int {
+	ahead := (s == 0 && cur > dst) || (s == 1 && cur < dst)
+	if c.n.dateline == dlAhead {
+		if ahead {
+			return 0
+		}
+		return 1
+	}
+	if f.lastDir == code {
+		// Still on the ring: keep the class of the VC it arrived on
+		// (for adaptive routing only if that was an escape VC).
+		if c.n.kind == rkAdaptive {
+			if f.vc < 2 {
+				return int(f.vc)
+			}
+		} else if lo, _ := c.vcRange(1, 2); int16(f.vc) >= lo {
+			return 1
+		} else {
+			return 0
+		}
+	}
+	if ahead {
+		return 1
+	}
+	return 0
 }
 
 func (c *Core) routeTable(cs []cand, r int, f *flit) []cand {

@@ -20,6 +20,7 @@ import (
 type simFlags struct {
 	tf                         topoFlags
 	routing, table, fc         string
+	dateline                   string
 	traffic, hotspot, trace    string
 	process, switching, packet string
 	hotFrac, burst             float64
@@ -37,6 +38,7 @@ func (f *simFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.routing, "routing", d.Routing, "routing: "+strings.Join(sim.Routings, ", "))
 	fl.StringVar(&f.table, "table", "", "routing table file written by `icn route --json` (with --routing table)")
 	fl.StringVar(&f.fc, "fc", "", "torus ring flow control: dateline (2 VC classes) or bubble (Angara/Blue Gene; needs --switching vct) (default dateline)")
+	fl.StringVar(&f.dateline, "dateline", sim.DatelineBookSim, "dateline VC classes on torus rings: booksim (class 1 on a whole ring the packet wraps, as BookSim's dim_order_torus) or ahead (class 0 until the wrap link, 1 after it and on unwrapped rings)")
 	fl.StringVar(&f.traffic, "traffic", d.Traffic, "traffic: "+strings.Join(sim.TrafficPatterns, ", "))
 	fl.StringVar(&f.hotspot, "hotspot", "", "hotspot nodes for --traffic hotspot (names or coordinate patterns, comma-separated)")
 	fl.Float64Var(&f.hotFrac, "hotspot-frac", d.HotspotFrac, "share of packets sent to the hotspots")
@@ -63,6 +65,7 @@ func (f *simFlags) register(c *cobra.Command) {
 func (f *simFlags) build(needRate bool, rate float64) (*sim.Network, sim.Config, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Routing, cfg.FlowControl, cfg.Traffic, cfg.Process = f.routing, f.fc, f.traffic, f.process
+	cfg.Dateline = f.dateline
 	cfg.Switching, cfg.VCs, cfg.Buf, cfg.RouterDelay, cfg.LinkLatency = f.switching, f.vcs, f.buf, f.rdelay, f.llat
 	cfg.HotspotFrac, cfg.Burst, cfg.Cycles, cfg.Warmup, cfg.Seed, cfg.Force = f.hotFrac, f.burst, f.cycles, f.warmup, f.seed, f.force
 	cfg.Rate = rate

@@ -1,0 +1,145 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+)
+
+// ringWalk follows a packet from position a to b on a k-ring in direction
+// s (0 = +, 1 = −) and returns the dateline class of each hop as the
+// router computes it, with the flit's state carried from hop to hop.
+func ringWalk(c *Core, k, a, b, s int) []int {
+	f := &flit{lastDir: -1}
+	code := int8(s)
+	var out []int
+	for cur := a; cur != b; {
+		cls := c.ringClass(f, code, s, cur, b)
+		out = append(out, cls)
+		lo, _ := c.vcRange(cls, 2)
+		f.vc, f.lastDir = uint8(lo), code
+		if s == 0 {
+			cur = (cur + 1) % k
+		} else {
+			cur = (cur + k - 1) % k
+		}
+	}
+	return out
+}
+
+// The BookSim rule keeps one class on a whole ring (1 if the path wraps);
+// the "ahead" rule switches from 0 to 1 at the wrap link. Both give
+// acyclic channel dependencies on every ring a minimal route uses (brute
+// force over all pairs and directions of rings of 2..9 nodes).
+func TestDatelineClasses(t *testing.T) {
+	for _, rule := range []string{DatelineBookSim, DatelineAhead} {
+		for k := 2; k <= 9; k++ {
+			cfg := DefaultConfig()
+			cfg.Dateline = rule
+			c, err := NewCore(mustNet(t, fmt.Sprintf("torus:%d", max(k, 2)), cfg), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// dep[s][cls][from channel][to channel]: a packet holding the
+			// first waits for the second.
+			var dep [2][2][][]bool
+			all := make([][]bool, 2*k)
+			for i := range all {
+				all[i] = make([]bool, 2*k)
+			}
+			for s := range dep {
+				for cl := range dep[s] {
+					dep[s][cl] = make([][]bool, 2*k)
+					for i := range dep[s][cl] {
+						dep[s][cl][i] = make([]bool, 2*k)
+					}
+				}
+			}
+			for a := 0; a < k; a++ {
+				for b := 0; b < k; b++ {
+					for s := 0; s < 2; s++ {
+						d := (b - a + k) % k
+						if s == 1 {
+							d = (a - b + k) % k
+						}
+						if a == b || 2*d > k {
+							continue // not minimal this way round
+						}
+						cls := ringWalk(c, k, a, b, s)
+						wraps := (s == 0 && a > b) || (s == 1 && a < b)
+						for h, cl := range cls {
+							pos := (a + h) % k
+							if s == 1 {
+								pos = (a - h + k) % k
+							}
+							crossed := (s == 0 && pos < a) || (s == 1 && pos > a)
+							want := 0
+							switch {
+							case rule == DatelineBookSim && wraps:
+								want = 1
+							case rule == DatelineAhead && (!wraps || crossed):
+								want = 1
+							}
+							if cl != want {
+								t.Fatalf("%s k=%d %d→%d dir %d hop %d: class %d, want %d", rule, k, a, b, s, h, cl, want)
+							}
+						}
+						// Dependencies between consecutive channels of one class.
+						for h := 1; h < len(cls); h++ {
+							if cls[h] == cls[h-1] {
+								from := (a + h - 1) % k
+								if s == 1 {
+									from = (a - h + 1 + k) % k
+								}
+								to := (a + h) % k
+								if s == 1 {
+									to = (a - h + k) % k
+								}
+								dep[s][cls[h]][from][k+to] = true
+							}
+							if from, to := (a+h-1)%k, (a+h)%k; s == 0 {
+								all[from][k+to] = true // the same routes without classes
+							}
+						}
+					}
+				}
+			}
+			if k >= 4 && !ringCycle(all, k) {
+				t.Errorf("k=%d: one class must close the ring's dependency cycle", k)
+			}
+			for s := 0; s < 2; s++ {
+				for cl := 0; cl < 2; cl++ {
+					if ringCycle(dep[s][cl], k) {
+						t.Errorf("%s k=%d dir %d class %d: cyclic channel dependencies", rule, k, s, cl)
+					}
+				}
+			}
+		}
+	}
+}
+
+// ringCycle reports whether the dependencies between the k channels of
+// one ring direction (channel i leaves node i; dep[i][k+j]: i waits for
+// j) contain a cycle.
+func ringCycle(dep [][]bool, k int) bool {
+	state := make([]int, k)
+	var visit func(i int) bool
+	visit = func(i int) bool {
+		state[i] = 1
+		for j := 0; j < k; j++ {
+			if !dep[i][k+j] || i == j {
+				continue
+			}
+			if state[j] == 1 || (state[j] == 0 && visit(j)) {
+				return true
+			}
+		}
+		state[i] = 2
+		return false
+	}
+	for i := 0; i < k; i++ {
+		if state[i] == 0 && visit(i) {
+			return true
+		}
+	}
+	return false
+}
