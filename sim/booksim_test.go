@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -142,4 +143,80 @@ func ringCycle(dep [][]bool, k int) bool {
 		}
 	}
 	return false
+}
+
+// The uniform-traffic bound equals the inverse of the busiest channel's
+// load under dimension-order routing with ties split evenly, counted pair
+// by pair (no self-sends): (8/k)(N−1)/N on tori, (4/k)(N−1)/N on meshes.
+func TestIdealIsBusiestChannel(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		dims []int
+		wrap bool
+	}{{"torus:4x4", []int{4, 4}, true}, {"torus:6x6", []int{6, 6}, true}, {"torus:8x8", []int{8, 8}, true},
+		{"mesh:4x4", []int{4, 4}, false}, {"mesh:6x6", []int{6, 6}, false}, {"torus:4x4x4", []int{4, 4, 4}, true}} {
+		n := mustNet(t, tc.spec, DefaultConfig())
+		ideal, _ := n.IdealThroughput()
+		N := 1
+		for _, k := range tc.dims {
+			N *= k
+		}
+		load := map[[3]int]float64{} // node, dimension, direction → pairs
+		coord := func(v int) []int {
+			c := make([]int, len(tc.dims))
+			for i, k := range tc.dims {
+				c[i], v = v%k, v/k
+			}
+			return c
+		}
+		var walk func(cur []int, dst []int, dim int, w float64)
+		walk = func(cur, dst []int, dim int, w float64) {
+			for dim < len(cur) && cur[dim] == dst[dim] {
+				dim++
+			}
+			if dim == len(cur) {
+				return
+			}
+			k := tc.dims[dim]
+			go1 := func(s int, w float64) {
+				nc := append([]int(nil), cur...)
+				id := 0
+				for i := len(cur) - 1; i >= 0; i-- {
+					id = id*tc.dims[i] + cur[i]
+				}
+				load[[3]int{id, dim, s}] += w
+				if s == 0 {
+					nc[dim] = (cur[dim] + 1) % k
+				} else {
+					nc[dim] = (cur[dim] - 1 + k) % k
+				}
+				walk(nc, dst, dim, w)
+			}
+			d := (dst[dim] - cur[dim] + k) % k
+			switch {
+			case !tc.wrap && dst[dim] > cur[dim], tc.wrap && 2*d < k:
+				go1(0, w)
+			case !tc.wrap, 2*d > k:
+				go1(1, w)
+			default:
+				go1(0, w/2)
+				go1(1, w/2)
+			}
+		}
+		for s := 0; s < N; s++ {
+			for d := 0; d < N; d++ {
+				if s != d {
+					walk(coord(s), coord(d), 0, 1)
+				}
+			}
+		}
+		busiest := 0.0
+		for _, x := range load {
+			busiest = max(busiest, x)
+		}
+		want := min(1, float64(N-1)/busiest)
+		if math.Abs(ideal-want) > 1e-9 {
+			t.Errorf("%s: ideal %.6f, busiest channel gives %.6f", tc.spec, ideal, want)
+		}
+	}
 }

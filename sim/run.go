@@ -347,8 +347,9 @@ func Sweep(n *Network, cfg Config, rates []float64, refine, workers int, progres
 
 // IdealThroughput returns the channel-load bound on the accepted
 // throughput for uniform traffic on a torus or mesh (Dally & Towles:
-// 8/k on a k-ary n-cube torus with even k, 4/k on a mesh; at most 1, the
-// injection channel), or 0 if no closed form applies.
+// 8/k on a k-ary n-cube torus with even k, 4/k on a mesh, times (N−1)/N
+// because uniform traffic excludes self-sends; at most 1, the injection
+// channel), or 0 if no closed form applies.
 func (n *Network) IdealThroughput() (float64, string) {
 	g := n.g
 	if n.cfg.Traffic != "uniform" || !g.HasCoords() || !g.Direct() || n.tab != nil {
@@ -376,6 +377,13 @@ func (n *Network) IdealThroughput() (float64, string) {
 		ideal, note = 4/kf, fmt.Sprintf("4/k with k=%d (mesh, uniform traffic)", k)
 	default:
 		ideal, note = 4*kf/(kf*kf-1), fmt.Sprintf("4k/(k²−1) with k=%d (mesh, odd k)", k)
+	}
+	// Uniform traffic never sends to itself: a packet goes to one of the
+	// N−1 other terminals, so the share crossing the bisection is
+	// (N/2)/(N−1) instead of 1/2 and the bound shrinks by (N−1)/N.
+	if N := len(n.terms); N > 1 {
+		ideal *= float64(N-1) / float64(N)
+		note += fmt.Sprintf(" × (N−1)/N with N=%d (no self-sends)", N)
 	}
 	if ideal > 1 {
 		ideal, note = 1, note+"; capped at the injection channel's 1 flit/cycle"
