@@ -125,6 +125,7 @@ type counters struct {
 	perLat, perCnt     int64   // current sample period: all delivered packets
 	perEj              int64
 	moved              int64 // flit movements (progress)
+	maxWait            int64 // longest an occupied input VC went without moving a flit
 	errs               []string
 	lastDelivery       int64
 }
@@ -147,6 +148,13 @@ type worker struct {
 	outReq     [maxPorts]uint64
 	outUsed    uint64
 	one        [1]cand
+	vaReqs     []vaReq
+}
+
+// vaReq is a head's request for an output VC in one cycle.
+type vaReq struct {
+	iv, ovc int32
+	cd      cand
 }
 
 // Core is one running simulation. It is deterministic: the same network,
@@ -187,8 +195,9 @@ type Core struct {
 	// bits 8-15 a credit (VC+1) travelling back to that port's router.
 	lnk []uint16
 
-	rrIn []uint8
-	rrVC []uint8
+	rrIn  []uint8  // switch allocation: next input port to favour, by output port
+	rrVC  []uint8  // switch allocation: next VC to propose, by input port
+	rrOVC []uint16 // VC allocation: local input VC to favour, by output VC
 
 	terms []terminal
 	ej    []ejState
@@ -261,6 +270,7 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 	c.lnk = make([]uint16, np*L)
 	c.rrIn = make([]uint8, np)
 	c.rrVC = make([]uint8, np)
+	c.rrOVC = make([]uint16, np*V)
 	T := len(n.terms)
 	c.terms = make([]terminal, T)
 	c.ej = make([]ejState, T*V)
@@ -628,43 +638,14 @@ func (c *Core) step(w *worker, r int, t int64) {
 	V := c.V
 	base := int(n.portStart[r])
 	np := int(n.portStart[r+1]) - base
-	// Virtual-channel allocation, starting at a rotating port.
-	rot := int(t % int64(np))
-	m := rotr(pm, rot, np)
-	for m != 0 {
-		i := bits.TrailingZeros64(m)
-		m &= m - 1
-		p := i + rot
-		if p >= np {
-			p -= np
-		}
-		gp := base + p
-		vm := c.vcMask[gp]
-		for vm != 0 {
-			v := bits.TrailingZeros64(vm)
-			vm &= vm - 1
-			iv := gp*V + v
-			if c.ivOut[iv] >= 0 {
-				continue
-			}
-			f := &c.buf[iv*c.B+int(c.bHead[iv])]
-			if f.ready > t32 {
-				continue
-			}
-			if f.seq != 0 {
-				w.st.err("cycle %d: body flit without a route at %s", t, c.portName(gp))
-				continue
-			}
-			c.allocVC(w, r, iv, f)
-		}
-	}
+	c.allocVCs(w, r, t)
 	// Switch allocation: every input port (the terminal port up to the
 	// local speedup) proposes one VC; every output grants one input (the
 	// terminal port up to the local speedup).
 	nreq := 0
 	lgp := int(n.localGP[r])
 	w.outUsed = 0
-	m = pm
+	m := pm
 	for m != 0 {
 		p := bits.TrailingZeros64(m)
 		m &= m - 1
@@ -753,6 +734,64 @@ func (c *Core) step(w *worker, r int, t int64) {
 	}
 }
 
+// allocVCs is the virtual-channel allocation of router r, separable like
+// BookSim's: every waiting head requests the output VC it prefers, then
+// every requested output VC grants the requesting input VC that follows
+// its round-robin pointer most closely, and the pointer moves one past the
+// winner (it moves only on a grant, as in iSLIP), so no head loses forever.
+func (c *Core) allocVCs(w *worker, r int, t int64) {
+	n := c.n
+	V := c.V
+	base := int(n.portStart[r])
+	t32 := int32(t)
+	reqs := w.vaReqs[:0]
+	for m := c.portMask[r]; m != 0; m &= m - 1 {
+		gp := base + bits.TrailingZeros64(m)
+		for vm := c.vcMask[gp]; vm != 0; vm &= vm - 1 {
+			iv := gp*V + bits.TrailingZeros64(vm)
+			if c.ivOut[iv] >= 0 {
+				continue
+			}
+			f := &c.buf[iv*c.B+int(c.bHead[iv])]
+			if f.ready > t32 {
+				continue
+			}
+			if f.seq != 0 {
+				w.st.err("cycle %d: body flit without a route at %s", t, c.portName(gp))
+				continue
+			}
+			if ovc, cd := c.chooseVC(w, r, iv, f); ovc >= 0 {
+				reqs = append(reqs, vaReq{iv: int32(iv), ovc: int32(ovc), cd: cd})
+			}
+		}
+	}
+	w.vaReqs = reqs
+	local := (int(n.portStart[r+1]) - base) * V
+	for i := range reqs {
+		q := &reqs[i]
+		if q.iv < 0 || c.owner[q.ovc] >= 0 {
+			continue
+		}
+		// The winner among the requests for q.ovc (later ones are marked
+		// done as they are compared).
+		ptr := int(c.rrOVC[q.ovc])
+		best, bestD := i, (int(q.iv)-base*V-ptr+local)%local
+		for j := i + 1; j < len(reqs); j++ {
+			if reqs[j].ovc != q.ovc || reqs[j].iv < 0 {
+				continue
+			}
+			if d := (int(reqs[j].iv) - base*V - ptr + local) % local; d < bestD {
+				best, bestD = j, d
+			}
+		}
+		b := &reqs[best]
+		iv := int(b.iv)
+		c.grantVC(r, iv, int(b.ovc), &b.cd, &c.buf[iv*c.B+int(c.bHead[iv])])
+		c.rrOVC[q.ovc] = uint16((iv - base*V + 1) % local)
+		b.iv = -1
+	}
+}
+
 // wholePacket reports whether the packet headed by f at input VC iv is
 // completely in the buffer and its tail has passed the router pipeline.
 func (c *Core) wholePacket(iv int, f *flit, t int64) bool {
@@ -793,6 +832,9 @@ func (c *Core) traverse(w *worker, r, iv, gp int, t int64) {
 		if c.vcMask[gp] == 0 {
 			c.portMask[r] &^= 1 << uint(gp-int(n.portStart[r]))
 		}
+	}
+	if wait := t - c.ivLast[iv]; wait > w.st.maxWait {
+		w.st.maxWait = wait
 	}
 	c.ivLast[iv] = t
 	w.st.moved++

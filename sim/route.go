@@ -368,10 +368,11 @@ func (c *Core) creditOK(ovc int, f *flit, enter bool) bool {
 	return cr >= need
 }
 
-// allocVC tries to give the head f at input VC iv of router r an output
-// VC. Adaptive options are ranked by free credits; escape options are
-// tried in order only if no adaptive one is free.
-func (c *Core) allocVC(w *worker, r, iv int, f *flit) bool {
+// chooseVC returns the output VC the head f at input VC iv of router r
+// asks for (and the routing option it belongs to), or -1 if none is free.
+// Adaptive options are ranked by free credits; escape options are tried
+// in order only if no adaptive one is free.
+func (c *Core) chooseVC(w *worker, r, iv int, f *flit) (int, cand) {
 	var cs []cand
 	if cc := &c.ivCand[iv]; cc.gp >= 0 {
 		cs = w.one[:]
@@ -424,14 +425,19 @@ func (c *Core) allocVC(w *worker, r, iv int, f *flit) bool {
 		}
 	}
 	if bestOVC < 0 {
-		return false
+		return -1, cand{}
 	}
-	cd := &cs[bestK]
+	return bestOVC, cs[bestK]
+}
+
+// grantVC gives output VC ovc (of option cd) to the head f at input VC iv
+// of router r.
+func (c *Core) grantVC(r, iv, ovc int, cd *cand, f *flit) {
 	c.ivCand[iv].gp = -1
-	c.owner[bestOVC] = int32(iv)
-	c.ivOut[iv] = int32(bestOVC)
+	c.owner[ovc] = int32(iv)
+	c.ivOut[iv] = int32(ovc)
 	c.ivOutGP[iv] = cd.gp
-	if cd.gp != lgp {
+	if cd.gp != c.n.localGP[r] {
 		f.step++
 		f.lastDir = cd.dir
 		f.flags |= cd.set
@@ -439,5 +445,4 @@ func (c *Core) allocVC(w *worker, r, iv int, f *flit) bool {
 			f.cls++
 		}
 	}
-	return true
 }

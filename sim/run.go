@@ -31,6 +31,9 @@ type Point struct {
 	Conserved      bool    `json:"conserved"` // flit and packet conservation verified
 	Deadlock       string  `json:"deadlock,omitempty"`
 	MeasuredUnsent int64   `json:"measured_undelivered,omitempty"`
+	// MaxVCWait is the longest an occupied input VC went without moving a
+	// flit (cycles, whole run): blocking plus any allocation starvation.
+	MaxVCWait int64 `json:"max_vc_wait"`
 }
 
 // stableFraction is the share of the injected load a stable network must
@@ -55,6 +58,7 @@ func (c *Core) sum() counters {
 		s.perCnt += w.perCnt
 		s.perEj += w.perEj
 		s.moved += w.moved
+		s.maxWait = max(s.maxWait, w.maxWait)
 		s.lastDelivery = max(s.lastDelivery, w.lastDelivery)
 		if len(w.hist) > len(s.hist) {
 			nh := make([]int64, len(w.hist))
@@ -193,6 +197,7 @@ func (c *Core) measure(tk ticker) (Point, error) {
 	pt.Injected = float64(s.winGenFlits) / W
 	pt.Accepted = float64(s.winEjFlits) / W
 	pt.Packets = s.measDeliv
+	pt.MaxVCWait = s.maxWait
 	if s.measDeliv > 0 {
 		pt.LatencyAvg = float64(s.latSum) / float64(s.measDeliv)
 		pt.HopsAvg = float64(s.hopSum) / float64(s.measDeliv)

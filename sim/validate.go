@@ -38,6 +38,10 @@ func TurnCycleTable() []byte {
  {"src":[0,1],"dst":[1,1],"dirs":["+X"]},{"src":[0,1],"dst":[0,0],"dirs":["+Y"]},{"src":[0,1],"dst":[1,0],"dirs":["+Y","+X"]}]}`)
 }
 
+// StarvationBound is the longest an occupied input VC may go without
+// moving a flit in the validation's overload runs (cycles).
+const StarvationBound = 2000
+
 // Check is one line of the validation report.
 type Check struct {
 	Name     string  `json:"name"`
