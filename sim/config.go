@@ -41,6 +41,54 @@ const (
 	DatelineAhead   = "ahead"   // class 0 while the wrap link lies ahead, 1 after it and on rings not wrapped
 )
 
+// Router models (Config.Router).
+const (
+	// RouterLumped delays every flit by RouterDelay cycles in a router;
+	// packets queued in one VC overlap their routing and allocation.
+	RouterLumped = "lumped"
+	// RouterStaged runs route computation, VC allocation, switch
+	// allocation and traversal as BookSim's input-queued router does: the
+	// next packet of a VC starts routing only after the previous tail has
+	// left.
+	RouterStaged = "staged"
+)
+
+// Stages is the pipeline of the staged router in cycles, named after
+// BookSim's routing_delay, vc_alloc_delay, sw_alloc_delay and
+// st_final_delay; Speculative overlaps VC and switch allocation.
+type Stages struct {
+	RC, VA, SA, ST int
+	Speculative    bool
+}
+
+// BookSimStages is BookSim's default 4-stage router.
+var BookSimStages = Stages{RC: 1, VA: 1, SA: 1, ST: 1}
+
+// alloc returns the cycles of VC and switch allocation.
+func (s Stages) alloc() int {
+	if s.Speculative {
+		return max(s.VA, s.SA)
+	}
+	return s.VA + s.SA
+}
+
+// Delay returns the cycles from a head's arrival to its departure without
+// contention.
+func (s Stages) Delay() int { return s.RC + s.alloc() + s.ST }
+
+// Gap returns the fewest cycles between the departure of a packet's tail
+// and that of the next head in the same VC (routing and allocation start
+// only when the head reaches the front).
+func (s Stages) Gap() int { return max(1, s.RC+s.alloc()) }
+
+// routerDelay returns the cycles a flit spends in an idle router.
+func (c *Config) routerDelay() int {
+	if c.Router == RouterStaged {
+		return c.Stages.Delay()
+	}
+	return c.RouterDelay
+}
+
 // Injection processes.
 const (
 	Bernoulli = "bernoulli"
@@ -63,8 +111,15 @@ type Config struct {
 	Switching   string // Wormhole, VCT or SAF
 	VCs         int    // virtual channels per physical channel
 	Buf         int    // flits per virtual-channel buffer
-	RouterDelay int    // cycles a flit spends in a router before it may leave (≥ 0)
-	LinkLatency int    // cycles on a link (≥ 1); credits take as long back
+	RouterDelay int    // lumped router: cycles a flit spends in a router before it may leave (≥ 0)
+	// Router is RouterLumped ("" too) or RouterStaged; Stages gives the
+	// staged router's pipeline (its RouterDelay is Stages.Delay()).
+	Router string
+	Stages Stages
+	// TerminalLinks adds BookSim's 1-cycle injection and ejection
+	// channels between terminals and routers.
+	TerminalLinks bool
+	LinkLatency   int // cycles on a link (≥ 1); credits take as long back
 
 	Traffic     string  // see TrafficPatterns
 	Hotspots    []int   // hotspot nodes for "hotspot"
@@ -186,6 +241,16 @@ func (c *Config) check(needRate bool) error {
 	}
 	if c.RouterDelay < 0 || c.RouterDelay > 1000 {
 		return fmt.Errorf("router delay %d out of range 0..1000", c.RouterDelay)
+	}
+	switch c.Router {
+	case "", RouterLumped:
+	case RouterStaged:
+		st := c.Stages
+		if st.RC < 0 || st.VA < 0 || st.SA < 0 || st.ST < 0 || st.RC > 100 || st.VA > 100 || st.SA > 100 || st.ST > 100 {
+			return fmt.Errorf("router stages %d/%d/%d/%d out of range 0..100", st.RC, st.VA, st.SA, st.ST)
+		}
+	default:
+		return fmt.Errorf("unknown router model %q (want lumped or staged)", c.Router)
 	}
 	if c.LinkLatency < 1 || c.LinkLatency > 1000 {
 		return fmt.Errorf("link latency %d out of range 1..1000", c.LinkLatency)

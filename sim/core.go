@@ -165,6 +165,8 @@ type Core struct {
 	cfg        Config
 	V, B, L    int
 	Dr         int64
+	vcGap      int32 // staged router: Stages.Gap(); 0 for the lumped one
+	termLink   int64 // cycles on the injection and on the ejection channel
 	now        int64
 	speed      int // local speedup
 	sizes      []SizeWeight
@@ -183,7 +185,8 @@ type Core struct {
 	ivOut    []int32 // assigned output VC (port·V + vc), -1
 	ivOutGP  []int32 // its output port
 	ivLast   []int64
-	ivCand   []cand // cached route of the head waiting at an input VC (oblivious routings)
+	ivTail   []int32 // staged router: cycle the last tail left the input VC
+	ivCand   []cand  // cached route of the head waiting at an input VC (oblivious routings)
 	vcMask   []uint64
 	portMask []uint64
 
@@ -214,7 +217,13 @@ type Core struct {
 // (rate, seed, sizes and process; the static parameters must be those n
 // was built with).
 func NewCore(n *Network, cfg Config) (*Core, error) {
-	c := &Core{n: n, cfg: cfg, V: n.V, B: n.cfg.Buf, L: n.cfg.LinkLatency, Dr: int64(n.cfg.RouterDelay)}
+	c := &Core{n: n, cfg: cfg, V: n.V, B: n.cfg.Buf, L: n.cfg.LinkLatency, Dr: int64(n.cfg.routerDelay())}
+	if n.cfg.Router == RouterStaged {
+		c.vcGap = int32(n.cfg.Stages.Gap())
+	}
+	if n.cfg.TerminalLinks {
+		c.termLink = 1
+	}
 	if err := cfg.check(cfg.Traffic != "trace" && cfg.Rate != 0); err != nil {
 		return nil, err
 	}
@@ -253,6 +262,12 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 	c.ivOut = make([]int32, np*V)
 	c.ivOutGP = make([]int32, np*V)
 	c.ivLast = make([]int64, np*V)
+	if c.vcGap > 0 {
+		c.ivTail = make([]int32, np*V)
+		for i := range c.ivTail {
+			c.ivTail[i] = math.MinInt32 / 2
+		}
+	}
 	c.ivCand = make([]cand, np*V)
 	for i := range c.ivCand {
 		c.ivCand[i].gp = -1
@@ -456,6 +471,9 @@ func (c *Core) pushBuf(w *worker, r, gp, iv int, f *flit, t int64) {
 		pos -= B
 	}
 	c.buf[int32(iv)*B+pos] = *f
+	if l == 0 && c.vcGap > 0 && f.seq == 0 {
+		c.frontHead(iv, c.ivTail[iv])
+	}
 	c.bLen[iv] = l + 1
 }
 
@@ -529,7 +547,7 @@ func (c *Core) inject(w *worker, ti, r int, t int64) {
 			continue
 		}
 		f := sl.f
-		f.ready = int32(t + c.Dr)
+		f.ready = int32(t + c.Dr + c.termLink)
 		c.pushBuf(w, r, lgp, iv, &f, t)
 		w.st.injFlits++
 		sl.f.seq++
@@ -792,6 +810,16 @@ func (c *Core) allocVCs(w *worker, r int, t int64) {
 	}
 }
 
+// frontHead applies the staged router's rule to the head now at the front
+// of input VC iv: it leaves no sooner than the pipeline's gap after the
+// previous tail, which left at cycle tail.
+func (c *Core) frontHead(iv int, tail int32) {
+	h := &c.buf[iv*c.B+int(c.bHead[iv])]
+	if h.seq == 0 {
+		h.ready = max(h.ready, tail+c.vcGap)
+	}
+}
+
 // wholePacket reports whether the packet headed by f at input VC iv is
 // completely in the buffer and its tail has passed the router pipeline.
 func (c *Core) wholePacket(iv int, f *flit, t int64) bool {
@@ -837,6 +865,12 @@ func (c *Core) traverse(w *worker, r, iv, gp int, t int64) {
 		w.st.maxWait = wait
 	}
 	c.ivLast[iv] = t
+	if c.vcGap > 0 && f.seq == f.size-1 {
+		c.ivTail[iv] = int32(t)
+		if c.bLen[iv] > 0 {
+			c.frontHead(iv, int32(t))
+		}
+	}
 	w.st.moved++
 	slot := int(t % int64(c.L))
 	if n.gpChan[gp] >= 0 {
@@ -879,7 +913,7 @@ func (c *Core) eject(w *worker, r, v int, f *flit, t int64) {
 			t, f.seq, f.src, f.pid, c.n.g.NodeName(r), e.exp, e.src, e.pid)
 	}
 	e.exp = f.seq + 1
-	at := t + 1
+	at := t + 1 + c.termLink
 	if t >= c.measStart && t < c.measEnd {
 		w.st.winEjFlits++
 	}

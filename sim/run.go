@@ -452,12 +452,16 @@ func (n *Network) ZeroLoad(cfg Config) (hops, latency float64, ok bool) {
 	}
 	h /= w
 	hmax1 /= w
-	tr, tl := float64(n.cfg.RouterDelay), float64(n.cfg.LinkLatency)
+	tr, tl := float64(n.cfg.routerDelay()), float64(n.cfg.LinkLatency)
 	P := cfg.MeanPacket()
-	if n.sw == swSAF {
-		return h, h*(tr+tl) + tr + 1 + hmax1*(P-1), true
+	term := 0.0
+	if n.cfg.TerminalLinks {
+		term = 2
 	}
-	return h, h*(tr+tl) + tr + P, true
+	if n.sw == swSAF {
+		return h, h*(tr+tl) + tr + 1 + hmax1*(P-1) + term, true
+	}
+	return h, h*(tr+tl) + tr + P + term, true
 }
 
 // hopFunc returns the hop count of the route between terminals s and d.

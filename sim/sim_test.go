@@ -87,12 +87,20 @@ func TestSinglePacketTiming(t *testing.T) {
 		spec, sw string
 		rd, ll   int
 		P        int
+		staged   *Stages // staged router (rd is then its Delay)
+		term     bool    // injection and ejection channels
 	}{
-		{"torus:6x5", Wormhole, 1, 1, 4}, {"torus:6x5", Wormhole, 3, 2, 2}, {"torus:6x5", VCT, 0, 1, 5},
-		{"torus:6x5", SAF, 1, 1, 3}, {"torus:6x5", SAF, 2, 3, 4}, {"mesh:4x3x2", Wormhole, 1, 2, 6},
+		{"torus:6x5", Wormhole, 1, 1, 4, nil, false}, {"torus:6x5", Wormhole, 3, 2, 2, nil, false}, {"torus:6x5", VCT, 0, 1, 5, nil, false},
+		{"torus:6x5", SAF, 1, 1, 3, nil, false}, {"torus:6x5", SAF, 2, 3, 4, nil, true}, {"mesh:4x3x2", Wormhole, 1, 2, 6, nil, false},
+		{"torus:6x5", Wormhole, 4, 1, 4, &BookSimStages, true}, {"mesh:4x3x2", Wormhole, 2, 1, 3, &Stages{0, 1, 1, 1, true}, true},
+		{"torus:6x5", VCT, 5, 2, 2, &Stages{1, 2, 1, 1, false}, false},
 	} {
 		cfg := DefaultConfig()
 		cfg.Switching, cfg.RouterDelay, cfg.LinkLatency, cfg.Rate = tc.sw, tc.rd, tc.ll, 0
+		cfg.TerminalLinks = tc.term
+		if tc.staged != nil {
+			cfg.Router, cfg.Stages, cfg.RouterDelay = RouterStaged, *tc.staged, 99
+		}
 		cfg.Sizes = []SizeWeight{{tc.P, 1}}
 		n := mustNet(t, tc.spec, cfg)
 		g := n.Graph()
@@ -120,6 +128,9 @@ func TestSinglePacketTiming(t *testing.T) {
 			want := H*int64(tc.rd+tc.ll) + int64(tc.rd) + int64(tc.P)
 			if tc.sw == SAF {
 				want = H*int64(tc.rd+tc.ll) + int64(tc.rd) + 1 + max(H, 1)*int64(tc.P-1)
+			}
+			if tc.term {
+				want += 2
 			}
 			if got := dl[0].At - start; got != want {
 				t.Errorf("%s %s rd=%d ll=%d P=%d to %s (%d hops): latency %d, want %d", tc.spec, tc.sw, tc.rd, tc.ll, tc.P, g.NodeName(d), H, got, want)

@@ -20,7 +20,8 @@ import (
 type simFlags struct {
 	tf                         topoFlags
 	routing, table, fc         string
-	dateline                   string
+	dateline, router, stages   string
+	speculative, termLinks     bool
 	traffic, hotspot, trace    string
 	process, switching, packet string
 	hotFrac, burst             float64
@@ -50,6 +51,10 @@ func (f *simFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.switching, "switching", d.Switching, "switching: wormhole, vct (virtual cut-through) or saf (store-and-forward)")
 	fl.StringVar(&f.packet, "packet", "1", "packet size in flits: P, or a mix 'P1,P2' / 'P1:w1,P2:w2'")
 	fl.IntVar(&f.rdelay, "router-delay", d.RouterDelay, "router pipeline delay in cycles")
+	fl.StringVar(&f.router, "router", sim.RouterLumped, "router model: lumped (every flit waits --router-delay cycles) or staged (BookSim's RC, VA, SA, ST pipeline: the next packet of a VC is routed only after the previous tail left)")
+	fl.StringVar(&f.stages, "stages", "1,1,1,1", "staged router: cycles of route computation, VC allocation, switch allocation and traversal (BookSim routing_delay, vc_alloc_delay, sw_alloc_delay, st_final_delay)")
+	fl.BoolVar(&f.speculative, "speculative", false, "staged router: VC and switch allocation in the same cycle (BookSim speculative = 1)")
+	fl.BoolVar(&f.termLinks, "terminal-links", false, "1-cycle injection and ejection channels between terminals and routers (as BookSim)")
 	fl.IntVar(&f.llat, "link-latency", d.LinkLatency, "link latency in cycles (credits return as fast)")
 	fl.IntVar(&f.cycles, "cycles", d.Cycles, "measurement cycles per load point")
 	fl.IntVar(&f.warmup, "warmup", 0, "warm-up cycles (0 = until latency and throughput settle)")
@@ -65,7 +70,13 @@ func (f *simFlags) register(c *cobra.Command) {
 func (f *simFlags) build(needRate bool, rate float64) (*sim.Network, sim.Config, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Routing, cfg.FlowControl, cfg.Traffic, cfg.Process = f.routing, f.fc, f.traffic, f.process
-	cfg.Dateline = f.dateline
+	cfg.Dateline, cfg.Router, cfg.TerminalLinks = f.dateline, f.router, f.termLinks
+	st, err := parseStages(f.stages)
+	if err != nil {
+		return nil, cfg, err
+	}
+	st.Speculative = f.speculative
+	cfg.Stages = st
 	cfg.Switching, cfg.VCs, cfg.Buf, cfg.RouterDelay, cfg.LinkLatency = f.switching, f.vcs, f.buf, f.rdelay, f.llat
 	cfg.HotspotFrac, cfg.Burst, cfg.Cycles, cfg.Warmup, cfg.Seed, cfg.Force = f.hotFrac, f.burst, f.cycles, f.warmup, f.seed, f.force
 	cfg.Rate = rate
@@ -565,4 +576,21 @@ shortest; --schedule FILE reads shares from 'icn multiring capacity --json'
 	c.Flags().IntVar(&iters, "iters", 14, "bisection rounds")
 	c.Flags().Uint64Var(&seed, "seed", 1, "random seed")
 	parent.AddCommand(c)
+}
+
+// parseStages reads --stages: four whole numbers of cycles "RC,VA,SA,ST".
+func parseStages(s string) (sim.Stages, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 4 {
+		return sim.Stages{}, fmt.Errorf("--stages %q: want four cycle counts RC,VA,SA,ST", s)
+	}
+	var v [4]int
+	for i, p := range parts {
+		x, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || x < 0 || x > 100 {
+			return sim.Stages{}, fmt.Errorf("--stages %q: %q is not a whole number of cycles in 0..100", s, p)
+		}
+		v[i] = x
+	}
+	return sim.Stages{RC: v[0], VA: v[1], SA: v[2], ST: v[3]}, nil
 }
