@@ -269,3 +269,39 @@ func TestStagedOccupancy(t *testing.T) {
 		t.Errorf("lumped router accepted %.4f of offered 0.6", pl.Accepted)
 	}
 }
+
+// A BookSim file is translated key by key; keys icn does not model are
+// refused by name, BookSim's defaults for shared behaviour are accepted.
+func TestParseBookSim(t *testing.T) {
+	bf, err := ParseBookSim([]byte(`// 8x8 torus
+topology = torus; k = 8; n = 2;
+routing_function = dim_order;
+num_vcs = 2; vc_buf_size = 8;
+packet_size = 4; /* packets per cycle: */ injection_rate = 0.05;
+routing_delay = 0; speculative = 1;
+use_noc_latency = 0; vc_allocator = islip; sample_period = 500; max_samples = 4; warmup_periods = 2;
+seed = 7;`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"routing": "dor", "traffic": "uniform", "packet": "4", "vcs": "2", "buf": "8",
+		"rate": "0.2", "router": "staged", "stages": "0,1,1,1", "speculative": "true", "terminal-links": "true",
+		"dateline": "booksim", "link-latency": "1", "warmup": "1000", "cycles": "2000", "seed": "7"}
+	if bf.Topo != "torus:8x8" {
+		t.Errorf("topology %q", bf.Topo)
+	}
+	for k, v := range want {
+		if bf.Set[k] != v {
+			t.Errorf("%s = %q, want %q", k, bf.Set[k], v)
+		}
+	}
+	if len(bf.Set) != len(want) {
+		t.Errorf("options %v", bf.Options())
+	}
+	for _, bad := range []string{"topology = fly;", "routing_function = min_adapt;", "vc_allocator = separable_input_first;",
+		"injection_process = on_off;", "num_vcs = 0;", "seed = time;", "watts = 3;", "k = 8", "injection_rate = {0.1,0.2};", "/* open"} {
+		if _, err := ParseBookSim([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

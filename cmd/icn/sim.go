@@ -22,6 +22,7 @@ type simFlags struct {
 	routing, table, fc         string
 	dateline, router, stages   string
 	speculative, termLinks     bool
+	booksim                    string
 	traffic, hotspot, trace    string
 	process, switching, packet string
 	hotFrac, burst             float64
@@ -54,6 +55,7 @@ func (f *simFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.router, "router", sim.RouterLumped, "router model: lumped (every flit waits --router-delay cycles) or staged (BookSim's RC, VA, SA, ST pipeline: the next packet of a VC is routed only after the previous tail left)")
 	fl.StringVar(&f.stages, "stages", "1,1,1,1", "staged router: cycles of route computation, VC allocation, switch allocation and traversal (BookSim routing_delay, vc_alloc_delay, sw_alloc_delay, st_final_delay)")
 	fl.BoolVar(&f.speculative, "speculative", false, "staged router: VC and switch allocation in the same cycle (BookSim speculative = 1)")
+	fl.StringVar(&f.booksim, "booksim", "", "read the run from a BookSim2 configuration FILE (keys icn models; others are refused by name); options given here override it")
 	fl.BoolVar(&f.termLinks, "terminal-links", false, "1-cycle injection and ejection channels between terminals and routers (as BookSim)")
 	fl.IntVar(&f.llat, "link-latency", d.LinkLatency, "link latency in cycles (credits return as fast)")
 	fl.IntVar(&f.cycles, "cycles", d.Cycles, "measurement cycles per load point")
@@ -63,6 +65,41 @@ func (f *simFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.force, "force", false, "simulate configurations that are not shown deadlock-free (deadlocks are then detected and reported)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fl.StringVar(&f.plot, "plot", "", "write the latency-vs-load chart to FILE (.svg or .png)")
+}
+
+// applyBookSim reads --booksim and sets every option the file gives that
+// the command line did not (a sweep keeps its own loads).
+func (f *simFlags) applyBookSim(c *cobra.Command) error {
+	if f.booksim == "" {
+		return nil
+	}
+	data, err := os.ReadFile(f.booksim)
+	if err != nil {
+		return fmt.Errorf("--booksim: %v", err)
+	}
+	bf, err := sim.ParseBookSim(data)
+	if err != nil {
+		return fmt.Errorf("%s: %v", f.booksim, err)
+	}
+	set := func(name, v string) error {
+		fl := c.Flags().Lookup(name)
+		if fl == nil || fl.Changed {
+			return nil
+		}
+		if err := fl.Value.Set(v); err != nil {
+			return fmt.Errorf("%s: %s = %s: %v", f.booksim, name, v, err)
+		}
+		return nil
+	}
+	if err := set("topo", bf.Topo); err != nil {
+		return err
+	}
+	for _, name := range bf.Options() {
+		if err := set(name, bf.Set[name]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // build parses the topology and every file and returns a network ready to
@@ -225,6 +262,9 @@ reported (exit status 3). Loads are flits per node per cycle. See docs/sim.md.`,
   icn sim --topo torus:4x4 --traffic trace --trace msgs.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := f.applyBookSim(c); err != nil {
+				return err
+			}
 			trace := f.traffic == "trace"
 			var rs []float64
 			if !trace {
@@ -367,6 +407,9 @@ also given as a fraction of the ideal channel-load bound (8/k, 4/k).`,
   icn sim sweep --topo fattree:k=4,n=3 --routing minhop --traffic randperm`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := f.applyBookSim(c); err != nil {
+				return err
+			}
 			if f.traffic == "trace" {
 				return fmt.Errorf("a sweep varies the offered load; a trace fixes it (use icn sim --traffic trace)")
 			}
