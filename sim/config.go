@@ -144,7 +144,9 @@ type Config struct {
 	LocalSpeedup int
 	// Force runs configurations whose deadlock freedom cannot be shown.
 	Force bool
-	// Workers > 1 partitions routers over goroutines inside one run.
+	// Workers > 1 partitions routers over goroutines inside one run
+	// (networks of at least 1 024 routers per partition; smaller ones
+	// run serially, which is faster there).
 	Workers int
 }
 

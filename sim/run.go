@@ -124,12 +124,25 @@ type ticker interface{ Tick() }
 // Conservation is checked at the end. A deadlock ends the run with a
 // *DeadlockError.
 func (c *Core) Measure() (Point, error) {
-	if c.cfg.Workers > 1 {
-		p := newPartitioned(c, c.cfg.Workers)
+	if k := c.partitions(); k > 1 {
+		p := newPartitioned(c, k)
 		defer p.stop()
 		return c.measure(p)
 	}
 	return c.measure(c)
+}
+
+// minRoutersPerPart is the fewest routers a partition needs to pay for the
+// two barriers of every cycle (see BenchmarkPartition: on 8x8 two
+// partitions are slower than one).
+var minRoutersPerPart = 1024
+
+// partitions returns how many goroutines tick this core: Config.Workers,
+// but no more than the network has partitions of minRoutersPerPart
+// routers. The result does not depend on it.
+func (c *Core) partitions() int {
+	R := len(c.n.portStart) - 1
+	return max(1, min(c.cfg.Workers, R/minRoutersPerPart))
 }
 
 func (c *Core) measure(tk ticker) (Point, error) {

@@ -299,6 +299,8 @@ func TestDeterminism(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("same seed differs:\n%+v\n%+v", a, b)
 	}
+	defer func(m int) { minRoutersPerPart = m }(minRoutersPerPart)
+	minRoutersPerPart = 1 // partition even this small network
 	for _, w := range []int{2, 3} {
 		pc := cfg
 		pc.Workers = w
