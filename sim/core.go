@@ -784,6 +784,13 @@ func (c *Core) allocVCs(w *worker, r int, t int64) {
 		}
 	}
 	w.vaReqs = reqs
+	if len(reqs) == 1 { // nothing to arbitrate
+		q := &reqs[0]
+		iv := int(q.iv)
+		c.grantVC(r, iv, int(q.ovc), &q.cd, &c.buf[iv*c.B+int(c.bHead[iv])])
+		c.rrOVC[q.ovc] = uint16((iv - base*V + 1) % ((int(n.portStart[r+1]) - base) * V))
+		return
+	}
 	local := (int(n.portStart[r+1]) - base) * V
 	for i := range reqs {
 		q := &reqs[i]
