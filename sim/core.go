@@ -186,6 +186,7 @@ type Core struct {
 	ivOutGP  []int32 // its output port
 	ivLast   []int64
 	ivTail   []int32 // staged router: cycle the last tail left the input VC
+	ivReady  []int32 // ready cycle of the front flit of each non-empty input VC (a compact copy: allocation scans it every cycle)
 	ivCand   []cand  // cached route of the head waiting at an input VC (oblivious routings)
 	vcMask   []uint64
 	portMask []uint64
@@ -262,6 +263,7 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 	c.ivOut = make([]int32, np*V)
 	c.ivOutGP = make([]int32, np*V)
 	c.ivLast = make([]int64, np*V)
+	c.ivReady = make([]int32, np*V)
 	if c.vcGap > 0 {
 		c.ivTail = make([]int32, np*V)
 		for i := range c.ivTail {
@@ -471,8 +473,11 @@ func (c *Core) pushBuf(w *worker, r, gp, iv int, f *flit, t int64) {
 		pos -= B
 	}
 	c.buf[int32(iv)*B+pos] = *f
-	if l == 0 && c.vcGap > 0 && f.seq == 0 {
-		c.frontHead(iv, c.ivTail[iv])
+	if l == 0 {
+		c.ivReady[iv] = f.ready
+		if c.vcGap > 0 && f.seq == 0 {
+			c.frontHead(iv, c.ivTail[iv])
+		}
 	}
 	c.bLen[iv] = l + 1
 }
@@ -689,16 +694,17 @@ func (c *Core) step(w *worker, r int, t int64) {
 			if ovc < 0 {
 				continue
 			}
-			f := &c.buf[iv*c.B+int(c.bHead[iv])]
-			if f.ready > t32 {
+			if c.ivReady[iv] > t32 {
 				continue
 			}
 			og := int(c.ivOutGP[iv])
 			if og != lgp && c.credit[ovc] < 1 {
 				continue
 			}
-			if n.sw == swSAF && f.seq == 0 && gp != lgp && og != lgp && !c.wholePacket(iv, f, t) {
-				continue
+			if n.sw == swSAF && gp != lgp && og != lgp {
+				if f := &c.buf[iv*c.B+int(c.bHead[iv])]; f.seq == 0 && !c.wholePacket(iv, f, t) {
+					continue
+				}
 			}
 			ol := og - base
 			if usedOut&(1<<uint(ol)) != 0 {
@@ -767,13 +773,10 @@ func (c *Core) allocVCs(w *worker, r int, t int64) {
 		gp := base + bits.TrailingZeros64(m)
 		for vm := c.vcMask[gp]; vm != 0; vm &= vm - 1 {
 			iv := gp*V + bits.TrailingZeros64(vm)
-			if c.ivOut[iv] >= 0 {
+			if c.ivOut[iv] >= 0 || c.ivReady[iv] > t32 {
 				continue
 			}
 			f := &c.buf[iv*c.B+int(c.bHead[iv])]
-			if f.ready > t32 {
-				continue
-			}
 			if f.seq != 0 {
 				w.st.err("cycle %d: body flit without a route at %s", t, c.portName(gp))
 				continue
@@ -824,6 +827,7 @@ func (c *Core) frontHead(iv int, tail int32) {
 	h := &c.buf[iv*c.B+int(c.bHead[iv])]
 	if h.seq == 0 {
 		h.ready = max(h.ready, tail+c.vcGap)
+		c.ivReady[iv] = h.ready
 	}
 }
 
@@ -872,6 +876,9 @@ func (c *Core) traverse(w *worker, r, iv, gp int, t int64) {
 		w.st.maxWait = wait
 	}
 	c.ivLast[iv] = t
+	if c.bLen[iv] > 0 {
+		c.ivReady[iv] = c.buf[int32(iv)*B+h].ready
+	}
 	if c.vcGap > 0 && f.seq == f.size-1 {
 		c.ivTail[iv] = int32(t)
 		if c.bLen[iv] > 0 {
