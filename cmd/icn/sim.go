@@ -259,7 +259,9 @@ reported (exit status 3). Loads are flits per node per cycle. See docs/sim.md.`,
   icn sim --topo torus:8x8 --routing table --table table.json --switching vct --fc bubble --vcs 1 --buf 8 --rate 0.2
   icn sim --topo fattree:k=4,n=3 --routing minhop --traffic bitrev --rate 0.5
   icn sim --topo dragonfly:a=4,p=2,h=2 --routing ugal --vcs 3 --rate 0.4
-  icn sim --topo torus:4x4 --traffic trace --trace msgs.txt`,
+  icn sim --topo torus:4x4 --traffic trace --trace msgs.txt
+  icn sim --topo torus:8x8 --router staged --stages 1,1,1,1 --terminal-links --rate 0.2
+  icn sim --booksim torus88.cfg --rate 0.2`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := f.applyBookSim(c); err != nil {
@@ -404,7 +406,8 @@ the injected load. On tori and meshes with uniform traffic the saturation is
 also given as a fraction of the ideal channel-load bound (8/k, 4/k).`,
 		Example: `  icn sim sweep --topo torus:8x8 --routing dor --traffic uniform
   icn sim sweep --topo torus:8x8 --from 0.1 --to 1 --step 0.1 --json --plot lat.svg
-  icn sim sweep --topo fattree:k=4,n=3 --routing minhop --traffic randperm`,
+  icn sim sweep --topo fattree:k=4,n=3 --routing minhop --traffic randperm
+  icn sim sweep --booksim torus88.cfg --from 0.05 --to 0.6 --step 0.05`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := f.applyBookSim(c); err != nil {
