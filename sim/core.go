@@ -776,12 +776,7 @@ func (c *Core) allocVCs(w *worker, r int, t int64) {
 			if c.ivOut[iv] >= 0 || c.ivReady[iv] > t32 {
 				continue
 			}
-			f := &c.buf[iv*c.B+int(c.bHead[iv])]
-			if f.seq != 0 {
-				w.st.err("cycle %d: body flit without a route at %s", t, c.portName(gp))
-				continue
-			}
-			if ovc, cd := c.chooseVC(w, r, iv, f); ovc >= 0 {
+			if ovc, cd := c.chooseVC(w, r, iv, t); ovc >= 0 {
 				reqs = append(reqs, vaReq{iv: int32(iv), ovc: int32(ovc), cd: cd})
 			}
 		}

@@ -368,20 +368,31 @@ func (c *Core) creditOK(ovc int, f *flit, enter bool) bool {
 	return cr >= need
 }
 
-// chooseVC returns the output VC the head f at input VC iv of router r
-// asks for (and the routing option it belongs to), or -1 if none is free.
-// Adaptive options are ranked by free credits; escape options are tried
-// in order only if no adaptive one is free.
-func (c *Core) chooseVC(w *worker, r, iv int, f *flit) (int, cand) {
+// chooseVC returns the output VC the head at input VC iv of router r asks
+// for in cycle t (and the routing option it belongs to), or -1 if none is
+// free. Adaptive options are ranked by free credits; escape options are
+// tried in order only if no adaptive one is free. The head flit itself is
+// read only when needed: a head waiting with a cached oblivious route
+// under wormhole switching is decided from the compact per-VC arrays.
+func (c *Core) chooseVC(w *worker, r, iv int, t int64) (int, cand) {
 	var cs []cand
+	var f *flit
 	if cc := &c.ivCand[iv]; cc.gp >= 0 {
 		cs = w.one[:]
 		cs[0] = *cc
 	} else {
+		f = &c.buf[iv*c.B+int(c.bHead[iv])]
+		if f.seq != 0 {
+			w.st.err("cycle %d: body flit without a route at %s", t, c.portName(iv/c.V))
+			return -1, cand{}
+		}
 		cs = c.route(w, r, f)
 		if c.n.oblivious && len(cs) == 1 {
 			*cc = cs[0]
 		}
+	}
+	if f == nil && (len(cs) > 1 || c.n.sw != swWormhole) {
+		f = &c.buf[iv*c.B+int(c.bHead[iv])]
 	}
 	V := c.V
 	lgp := c.n.localGP[r]
