@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -302,6 +303,32 @@ seed = 7;`))
 		"injection_process = on_off;", "num_vcs = 0;", "seed = time;", "watts = 3;", "k = 8", "injection_rate = {0.1,0.2};", "/* open"} {
 		if _, err := ParseBookSim([]byte(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// The staged router, injection/ejection channels and BookSim's dateline
+// rule keep partitioned runs bit-for-bit equal to serial ones.
+func TestStagedDeterminism(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Rate, cfg.Cycles, cfg.Sizes = 0.25, cycles(2000), []SizeWeight{{1, 1}, {4, 1}}
+	cfg.Router, cfg.Stages, cfg.TerminalLinks = RouterStaged, BookSimStages, true
+	n := mustNet(t, "torus:6x6", cfg)
+	a, err := Run(n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(m int) { minRoutersPerPart = m }(minRoutersPerPart)
+	minRoutersPerPart = 1
+	for _, w := range []int{2, 3} {
+		pc := cfg
+		pc.Workers = w
+		b, err := Run(n, pc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%d partitions differ from serial:\n%+v\n%+v", w, a, b)
 		}
 	}
 }
