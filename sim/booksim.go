@@ -191,21 +191,9 @@ func translateBookSim(kv map[string]string) (*BookSimFile, error) {
 		}
 	}
 	topo := kv["topology"]
-	if topo == "" {
-		topo = "torus"
+	if out.Topo, err = bookSimTopo(topo, ints["k"], ints["n"]); err != nil {
+		return nil, err
 	}
-	if topo != "torus" && topo != "mesh" {
-		return nil, fmt.Errorf("BookSim topology %q is not modelled by icn (torus or mesh)", topo)
-	}
-	k, n := ints["k"], ints["n"]
-	if math.Pow(float64(k), float64(n)) > 1<<22 {
-		return nil, fmt.Errorf("BookSim network %d^%d is too large", k, n)
-	}
-	dims := make([]string, n)
-	for i := range dims {
-		dims[i] = strconv.Itoa(k)
-	}
-	out.Topo = topo + ":" + strings.Join(dims, "x")
 	if rf, ok := kv["routing_function"]; ok && rf != "dim_order" {
 		return nil, fmt.Errorf("BookSim routing_function %q is not modelled by icn (dim_order)", rf)
 	}
@@ -243,7 +231,7 @@ func translateBookSim(kv map[string]string) (*BookSimFile, error) {
 	out.Set["terminal-links"] = "true"
 	out.Set["dateline"] = DatelineBookSim
 	ll := 1
-	if topo == "torus" && ints["use_noc_latency"] == 1 {
+	if (topo == "torus" || topo == "") && ints["use_noc_latency"] == 1 {
 		ll = 2 // BookSim's torus channels are longer for the wrap-around
 	}
 	out.Set["link-latency"] = strconv.Itoa(ll)
@@ -252,6 +240,24 @@ func translateBookSim(kv map[string]string) (*BookSimFile, error) {
 	out.Set["cycles"] = strconv.Itoa(min(MaxCycles, ints["max_samples"]*S))
 	out.Set["seed"] = strconv.Itoa(ints["seed"])
 	return out, nil
+}
+
+// bookSimTopo returns the topology spec of a BookSim k-ary n-cube.
+func bookSimTopo(topo string, k, n int) (string, error) {
+	if topo == "" {
+		topo = "torus"
+	}
+	if topo != "torus" && topo != "mesh" {
+		return "", fmt.Errorf("BookSim topology %q is not modelled by icn (torus or mesh)", topo)
+	}
+	if math.Pow(float64(k), float64(n)) > 1<<22 {
+		return "", fmt.Errorf("BookSim network %d^%d is too large", k, n)
+	}
+	dims := make([]string, n)
+	for i := range dims {
+		dims[i] = strconv.Itoa(k)
+	}
+	return topo + ":" + strings.Join(dims, "x"), nil
 }
 
 // Options returns the translated options in a stable order.

@@ -44,16 +44,10 @@ func TestDatelineClasses(t *testing.T) {
 			// dep[s][cls][from channel][to channel]: a packet holding the
 			// first waits for the second.
 			var dep [2][2][][]bool
-			all := make([][]bool, 2*k)
-			for i := range all {
-				all[i] = make([]bool, 2*k)
-			}
+			all := newDeps(k)
 			for s := range dep {
 				for cl := range dep[s] {
-					dep[s][cl] = make([][]bool, 2*k)
-					for i := range dep[s][cl] {
-						dep[s][cl][i] = make([]bool, 2*k)
-					}
+					dep[s][cl] = newDeps(k)
 				}
 			}
 			for a := 0; a < k; a++ {
@@ -117,6 +111,15 @@ func TestDatelineClasses(t *testing.T) {
 			}
 		}
 	}
+}
+
+// newDeps returns an empty dependency matrix of a k-ring.
+func newDeps(k int) [][]bool {
+	d := make([][]bool, 2*k)
+	for i := range d {
+		d[i] = make([]bool, 2*k)
+	}
+	return d
 }
 
 // ringCycle reports whether the dependencies between the k channels of
