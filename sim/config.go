@@ -81,6 +81,25 @@ func (s Stages) Delay() int { return s.RC + s.alloc() + s.ST }
 // only when the head reaches the front).
 func (s Stages) Gap() int { return max(1, s.RC+s.alloc()) }
 
+// RouterSummary describes the router model in a few words.
+func (c *Config) RouterSummary() string {
+	var s string
+	if c.Router == RouterStaged {
+		st := c.Stages
+		s = fmt.Sprintf("staged router RC %d, VA %d, SA %d, ST %d", st.RC, st.VA, st.SA, st.ST)
+		if st.Speculative {
+			s += ", speculative"
+		}
+	} else {
+		s = fmt.Sprintf("lumped router, delay %d", c.RouterDelay)
+	}
+	s += fmt.Sprintf(", %d-cycle links", c.LinkLatency)
+	if c.TerminalLinks {
+		s += ", 1-cycle injection and ejection channels"
+	}
+	return s
+}
+
 // routerDelay returns the cycles a flit spends in an idle router.
 func (c *Config) routerDelay() int {
 	if c.Router == RouterStaged {

@@ -359,6 +359,7 @@ func writePoints(w io.Writer, n *sim.Network, cfg sim.Config, pts []sim.Point, t
 	g := n.Graph()
 	fmt.Fprintf(w, "\n%s, %s routing, %s switching, %d VCs × %d flits, %d terminals; every run conserved flits and packets\n",
 		g.Name(), cfg.Routing, cfg.Switching, cfg.VCs, cfg.Buf, len(n.Terminals()))
+	fmt.Fprintf(w, "%s\n", cfg.RouterSummary())
 	if h, t0, ok := n.ZeroLoad(cfg); ok {
 		fmt.Fprintf(w, "zero-load latency (analytic): %s cycles over %s hops on average\n", cli.Float(t0), cli.Float(h))
 	}
