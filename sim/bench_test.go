@@ -15,14 +15,22 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func benchTorus(b *testing.B, spec string, rate float64, workers int) {
+// benchTorus measures the simulator's speed on a torus in router-cycles
+// per second after a short warm-up: BookSim2's setting (DOR, 2 VCs × 8
+// flits, 1-flit packets, uniform traffic) with the lumped router
+// (--router-delay 4) or BookSim's staged 4-stage router, serially or with
+// the routers partitioned over `workers` goroutines.
+func benchTorus(b *testing.B, spec string, rate float64, workers int, staged bool) {
 	g, err := topology.Parse(spec)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Rate = rate
-	cfg.Workers = workers
+	cfg.Rate, cfg.Workers, cfg.TerminalLinks = rate, workers, true
+	cfg.RouterDelay = BookSimStages.Delay()
+	if staged {
+		cfg.Router, cfg.Stages = RouterStaged, BookSimStages
+	}
 	n, err := NewNetwork(g, cfg, true)
 	if err != nil {
 		b.Fatal(err)
@@ -37,10 +45,10 @@ func benchTorus(b *testing.B, spec string, rate float64, workers int) {
 		defer p.stop()
 		tk = p
 	}
-	for i := 0; i < 2000; i++ { // reach steady state
+	R := float64(g.NumNodes())
+	for i := 0; i < int(max(200, 2e5/R)); i++ { // reach steady state
 		tk.Tick()
 	}
-	R := float64(g.NumNodes())
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()
@@ -52,9 +60,16 @@ func benchTorus(b *testing.B, spec string, rate float64, workers int) {
 	b.ReportMetric(R*float64(b.N)/cpu.Seconds(), "router-cycles/cpu-s")
 }
 
-func BenchmarkTorus8x8(b *testing.B)          { benchTorus(b, "torus:8x8", 0.5, 1) }
-func BenchmarkTorus16x16x16(b *testing.B)     { benchTorus(b, "torus:16x16x16", 0.25, 1) }
-func BenchmarkTorus16x16x16Par2(b *testing.B) { benchTorus(b, "torus:16x16x16", 0.25, 2) }
+func BenchmarkTorus8x8(b *testing.B)              { benchTorus(b, "torus:8x8", 0.5, 1, false) }
+func BenchmarkTorus8x8Staged(b *testing.B)        { benchTorus(b, "torus:8x8", 0.25, 1, true) }
+func BenchmarkTorus8x8Low(b *testing.B)           { benchTorus(b, "torus:8x8", 0.1, 1, false) }
+func BenchmarkTorus8x8LowStaged(b *testing.B)     { benchTorus(b, "torus:8x8", 0.1, 1, true) }
+func BenchmarkTorus16x16x16(b *testing.B)         { benchTorus(b, "torus:16x16x16", 0.1, 1, false) }
+func BenchmarkTorus16x16x16Staged(b *testing.B)   { benchTorus(b, "torus:16x16x16", 0.1, 1, true) }
+func BenchmarkPartition8x8Par2(b *testing.B)      { benchTorus(b, "torus:8x8", 0.1, 2, true) }
+func BenchmarkPartition16x16x16Par2(b *testing.B) { benchTorus(b, "torus:16x16x16", 0.1, 2, true) }
+func BenchmarkPartition32x32x32(b *testing.B)     { benchTorus(b, "torus:32x32x32", 0.1, 1, true) }
+func BenchmarkPartition32x32x32Par2(b *testing.B) { benchTorus(b, "torus:32x32x32", 0.1, 2, true) }
 
 // benchPoints measures whole load points (warm-up, measurement, drain) on
 // the 8x8 torus, run one after another or in parallel (one per core).

@@ -35,6 +35,79 @@ const (
 	Bubble   = "bubble"   // enter a ring only if room for one more maximal packet stays
 )
 
+// Dateline class assignments on torus rings (Config.Dateline).
+const (
+	DatelineBookSim = "booksim" // BookSim's dim_order_torus: class 1 on a whole ring if the packet wraps it, else 0
+	DatelineAhead   = "ahead"   // class 0 while the wrap link lies ahead, 1 after it and on rings not wrapped
+)
+
+// Router models (Config.Router).
+const (
+	// RouterLumped delays every flit by RouterDelay cycles in a router;
+	// packets queued in one VC overlap their routing and allocation.
+	RouterLumped = "lumped"
+	// RouterStaged runs route computation, VC allocation, switch
+	// allocation and traversal as BookSim's input-queued router does: the
+	// next packet of a VC starts routing only after the previous tail has
+	// left.
+	RouterStaged = "staged"
+)
+
+// Stages is the pipeline of the staged router in cycles, named after
+// BookSim's routing_delay, vc_alloc_delay, sw_alloc_delay and
+// st_final_delay; Speculative overlaps VC and switch allocation.
+type Stages struct {
+	RC, VA, SA, ST int
+	Speculative    bool
+}
+
+// BookSimStages is BookSim's default 4-stage router.
+var BookSimStages = Stages{RC: 1, VA: 1, SA: 1, ST: 1}
+
+// alloc returns the cycles of VC and switch allocation.
+func (s Stages) alloc() int {
+	if s.Speculative {
+		return max(s.VA, s.SA)
+	}
+	return s.VA + s.SA
+}
+
+// Delay returns the cycles from a head's arrival to its departure without
+// contention.
+func (s Stages) Delay() int { return s.RC + s.alloc() + s.ST }
+
+// Gap returns the fewest cycles between the departure of a packet's tail
+// and that of the next head in the same VC (routing and allocation start
+// only when the head reaches the front).
+func (s Stages) Gap() int { return max(1, s.RC+s.alloc()) }
+
+// RouterSummary describes the router model in a few words.
+func (c *Config) RouterSummary() string {
+	var s string
+	if c.Router == RouterStaged {
+		st := c.Stages
+		s = fmt.Sprintf("staged router RC %d, VA %d, SA %d, ST %d", st.RC, st.VA, st.SA, st.ST)
+		if st.Speculative {
+			s += ", speculative"
+		}
+	} else {
+		s = fmt.Sprintf("lumped router, delay %d", c.RouterDelay)
+	}
+	s += fmt.Sprintf(", %d-cycle links", c.LinkLatency)
+	if c.TerminalLinks {
+		s += ", 1-cycle injection and ejection channels"
+	}
+	return s
+}
+
+// routerDelay returns the cycles a flit spends in an idle router.
+func (c *Config) routerDelay() int {
+	if c.Router == RouterStaged {
+		return c.Stages.Delay()
+	}
+	return c.RouterDelay
+}
+
 // Injection processes.
 const (
 	Bernoulli = "bernoulli"
@@ -53,11 +126,19 @@ type Config struct {
 	Routing     string // see Routings
 	Table       *Table // routing table for RouteTable
 	FlowControl string // Dateline or Bubble (torus rings); "" = Dateline
+	Dateline    string // dateline class assignment: DatelineBookSim or DatelineAhead; "" = DatelineBookSim
 	Switching   string // Wormhole, VCT or SAF
 	VCs         int    // virtual channels per physical channel
 	Buf         int    // flits per virtual-channel buffer
-	RouterDelay int    // cycles a flit spends in a router before it may leave (≥ 0)
-	LinkLatency int    // cycles on a link (≥ 1); credits take as long back
+	RouterDelay int    // lumped router: cycles a flit spends in a router before it may leave (≥ 0)
+	// Router is RouterLumped ("" too) or RouterStaged; Stages gives the
+	// staged router's pipeline (its RouterDelay is Stages.Delay()).
+	Router string
+	Stages Stages
+	// TerminalLinks adds BookSim's 1-cycle injection and ejection
+	// channels between terminals and routers.
+	TerminalLinks bool
+	LinkLatency   int // cycles on a link (≥ 1); credits take as long back
 
 	Traffic     string  // see TrafficPatterns
 	Hotspots    []int   // hotspot nodes for "hotspot"
@@ -82,7 +163,9 @@ type Config struct {
 	LocalSpeedup int
 	// Force runs configurations whose deadlock freedom cannot be shown.
 	Force bool
-	// Workers > 1 partitions routers over goroutines inside one run.
+	// Workers > 1 partitions routers over goroutines inside one run
+	// (networks of at least 1 024 routers per partition; smaller ones
+	// run serially, which is faster there).
 	Workers int
 }
 
@@ -166,6 +249,11 @@ func (c *Config) check(needRate bool) error {
 	default:
 		return fmt.Errorf("unknown flow control %q (want dateline or bubble)", c.FlowControl)
 	}
+	switch c.Dateline {
+	case "", DatelineBookSim, DatelineAhead:
+	default:
+		return fmt.Errorf("unknown dateline rule %q (want booksim or ahead)", c.Dateline)
+	}
 	if c.VCs < 1 || c.VCs > 64 {
 		return fmt.Errorf("--vcs %d out of range 1..64", c.VCs)
 	}
@@ -174,6 +262,16 @@ func (c *Config) check(needRate bool) error {
 	}
 	if c.RouterDelay < 0 || c.RouterDelay > 1000 {
 		return fmt.Errorf("router delay %d out of range 0..1000", c.RouterDelay)
+	}
+	switch c.Router {
+	case "", RouterLumped:
+	case RouterStaged:
+		st := c.Stages
+		if st.RC < 0 || st.VA < 0 || st.SA < 0 || st.ST < 0 || st.RC > 100 || st.VA > 100 || st.SA > 100 || st.ST > 100 {
+			return fmt.Errorf("router stages %d/%d/%d/%d out of range 0..100", st.RC, st.VA, st.SA, st.ST)
+		}
+	default:
+		return fmt.Errorf("unknown router model %q (want lumped or staged)", c.Router)
 	}
 	if c.LinkLatency < 1 || c.LinkLatency > 1000 {
 		return fmt.Errorf("link latency %d out of range 1..1000", c.LinkLatency)

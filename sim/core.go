@@ -37,9 +37,10 @@ const (
 	flDecided              // UGAL: minimal or Valiant chosen
 )
 
-// srcPkt is a packet waiting in a source queue.
+// srcPkt is a packet waiting in a source queue (16 bytes: past
+// saturation these queues hold most of a run's memory).
 type srcPkt struct {
-	ctime int64
+	ctime int32
 	dst   int32
 	tag   int32
 	size  uint16
@@ -124,6 +125,7 @@ type counters struct {
 	perLat, perCnt     int64   // current sample period: all delivered packets
 	perEj              int64
 	moved              int64 // flit movements (progress)
+	maxWait            int64 // longest an occupied input VC went without moving a flit
 	errs               []string
 	lastDelivery       int64
 }
@@ -146,6 +148,13 @@ type worker struct {
 	outReq     [maxPorts]uint64
 	outUsed    uint64
 	one        [1]cand
+	vaReqs     []vaReq
+}
+
+// vaReq is a head's request for an output VC in one cycle.
+type vaReq struct {
+	iv, ovc int32
+	cd      cand
 }
 
 // Core is one running simulation. It is deterministic: the same network,
@@ -156,6 +165,8 @@ type Core struct {
 	cfg        Config
 	V, B, L    int
 	Dr         int64
+	vcGap      int32 // staged router: Stages.Gap(); 0 for the lumped one
+	termLink   int64 // cycles on the injection and on the ejection channel
 	now        int64
 	speed      int // local speedup
 	sizes      []SizeWeight
@@ -174,7 +185,9 @@ type Core struct {
 	ivOut    []int32 // assigned output VC (port·V + vc), -1
 	ivOutGP  []int32 // its output port
 	ivLast   []int64
-	ivCand   []cand // cached route of the head waiting at an input VC (oblivious routings)
+	ivTail   []int32 // staged router: cycle the last tail left the input VC
+	ivReady  []int32 // ready cycle of the front flit of each non-empty input VC (a compact copy: allocation scans it every cycle)
+	ivCand   []cand  // cached route of the head waiting at an input VC (oblivious routings)
 	vcMask   []uint64
 	portMask []uint64
 
@@ -186,8 +199,9 @@ type Core struct {
 	// bits 8-15 a credit (VC+1) travelling back to that port's router.
 	lnk []uint16
 
-	rrIn []uint8
-	rrVC []uint8
+	rrIn  []uint8  // switch allocation: next input port to favour, by output port
+	rrVC  []uint8  // switch allocation: next VC to propose, by input port
+	rrOVC []uint16 // VC allocation: local input VC to favour, by output VC
 
 	terms []terminal
 	ej    []ejState
@@ -204,7 +218,13 @@ type Core struct {
 // (rate, seed, sizes and process; the static parameters must be those n
 // was built with).
 func NewCore(n *Network, cfg Config) (*Core, error) {
-	c := &Core{n: n, cfg: cfg, V: n.V, B: n.cfg.Buf, L: n.cfg.LinkLatency, Dr: int64(n.cfg.RouterDelay)}
+	c := &Core{n: n, cfg: cfg, V: n.V, B: n.cfg.Buf, L: n.cfg.LinkLatency, Dr: int64(n.cfg.routerDelay())}
+	if n.cfg.Router == RouterStaged {
+		c.vcGap = int32(n.cfg.Stages.Gap())
+	}
+	if n.cfg.TerminalLinks {
+		c.termLink = 1
+	}
 	if err := cfg.check(cfg.Traffic != "trace" && cfg.Rate != 0); err != nil {
 		return nil, err
 	}
@@ -243,6 +263,13 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 	c.ivOut = make([]int32, np*V)
 	c.ivOutGP = make([]int32, np*V)
 	c.ivLast = make([]int64, np*V)
+	c.ivReady = make([]int32, np*V)
+	if c.vcGap > 0 {
+		c.ivTail = make([]int32, np*V)
+		for i := range c.ivTail {
+			c.ivTail[i] = math.MinInt32 / 2
+		}
+	}
 	c.ivCand = make([]cand, np*V)
 	for i := range c.ivCand {
 		c.ivCand[i].gp = -1
@@ -260,6 +287,7 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 	c.lnk = make([]uint16, np*L)
 	c.rrIn = make([]uint8, np)
 	c.rrVC = make([]uint8, np)
+	c.rrOVC = make([]uint16, np*V)
 	T := len(n.terms)
 	c.terms = make([]terminal, T)
 	c.ej = make([]ejState, T*V)
@@ -344,7 +372,7 @@ func (c *Core) Send(src, dst, size int, tag int32) error {
 	if c.logDeliv && tag >= 0 && tm.tags == nil {
 		tm.tags = map[uint16]int32{}
 	}
-	tm.push(srcPkt{ctime: c.now, dst: c.n.terms[dst], tag: tag, size: uint16(size)})
+	tm.push(srcPkt{ctime: int32(c.now), dst: c.n.terms[dst], tag: tag, size: uint16(size)})
 	c.workers[0].st.genPkts++
 	return nil
 }
@@ -445,6 +473,12 @@ func (c *Core) pushBuf(w *worker, r, gp, iv int, f *flit, t int64) {
 		pos -= B
 	}
 	c.buf[int32(iv)*B+pos] = *f
+	if l == 0 {
+		c.ivReady[iv] = f.ready
+		if c.vcGap > 0 && f.seq == 0 {
+			c.frontHead(iv, c.ivTail[iv])
+		}
+	}
 	c.bLen[iv] = l + 1
 }
 
@@ -476,7 +510,7 @@ func (c *Core) inject(w *worker, ti, r int, t int64) {
 		if m.cycle > t {
 			break
 		}
-		tm.push(srcPkt{ctime: m.cycle, dst: c.n.terms[m.dst], tag: -1, size: uint16(m.size), flags: c.measFlag(m.cycle)})
+		tm.push(srcPkt{ctime: int32(m.cycle), dst: c.n.terms[m.dst], tag: -1, size: uint16(m.size), flags: c.measFlag(m.cycle)})
 		w.st.genPkts++
 		if c.measFlag(m.cycle) != 0 {
 			w.st.measGen++
@@ -518,7 +552,7 @@ func (c *Core) inject(w *worker, ti, r int, t int64) {
 			continue
 		}
 		f := sl.f
-		f.ready = int32(t + c.Dr)
+		f.ready = int32(t + c.Dr + c.termLink)
 		c.pushBuf(w, r, lgp, iv, &f, t)
 		w.st.injFlits++
 		sl.f.seq++
@@ -550,7 +584,7 @@ func (c *Core) newPacket(w *worker, tm *terminal, ti int, t int64) {
 		}
 	}
 	fl := c.measFlag(t)
-	tm.push(srcPkt{ctime: t, dst: c.n.terms[d], tag: -1, size: uint16(size), flags: fl})
+	tm.push(srcPkt{ctime: int32(t), dst: c.n.terms[d], tag: -1, size: uint16(size), flags: fl})
 	w.st.genPkts++
 	if fl != 0 {
 		w.st.measGen++
@@ -563,7 +597,7 @@ func (c *Core) newPacket(w *worker, tm *terminal, ti int, t int64) {
 // Valiant group).
 func (c *Core) headFlit(tm *terminal, ti int, p srcPkt) flit {
 	n := c.n
-	f := flit{ctime: int32(p.ctime), src: int32(ti), dst: p.dst, route: -1, pid: tm.pid,
+	f := flit{ctime: p.ctime, src: int32(ti), dst: p.dst, route: -1, pid: tm.pid,
 		size: p.size, lastDir: -1, flags: p.flags}
 	if p.tag >= 0 && tm.tags != nil {
 		tm.tags[tm.pid] = p.tag
@@ -627,43 +661,14 @@ func (c *Core) step(w *worker, r int, t int64) {
 	V := c.V
 	base := int(n.portStart[r])
 	np := int(n.portStart[r+1]) - base
-	// Virtual-channel allocation, starting at a rotating port.
-	rot := int(t % int64(np))
-	m := rotr(pm, rot, np)
-	for m != 0 {
-		i := bits.TrailingZeros64(m)
-		m &= m - 1
-		p := i + rot
-		if p >= np {
-			p -= np
-		}
-		gp := base + p
-		vm := c.vcMask[gp]
-		for vm != 0 {
-			v := bits.TrailingZeros64(vm)
-			vm &= vm - 1
-			iv := gp*V + v
-			if c.ivOut[iv] >= 0 {
-				continue
-			}
-			f := &c.buf[iv*c.B+int(c.bHead[iv])]
-			if f.ready > t32 {
-				continue
-			}
-			if f.seq != 0 {
-				w.st.err("cycle %d: body flit without a route at %s", t, c.portName(gp))
-				continue
-			}
-			c.allocVC(w, r, iv, f)
-		}
-	}
+	c.allocVCs(w, r, t)
 	// Switch allocation: every input port (the terminal port up to the
 	// local speedup) proposes one VC; every output grants one input (the
 	// terminal port up to the local speedup).
 	nreq := 0
 	lgp := int(n.localGP[r])
 	w.outUsed = 0
-	m = pm
+	m := pm
 	for m != 0 {
 		p := bits.TrailingZeros64(m)
 		m &= m - 1
@@ -689,16 +694,17 @@ func (c *Core) step(w *worker, r int, t int64) {
 			if ovc < 0 {
 				continue
 			}
-			f := &c.buf[iv*c.B+int(c.bHead[iv])]
-			if f.ready > t32 {
+			if c.ivReady[iv] > t32 {
 				continue
 			}
 			og := int(c.ivOutGP[iv])
 			if og != lgp && c.credit[ovc] < 1 {
 				continue
 			}
-			if n.sw == swSAF && f.seq == 0 && gp != lgp && og != lgp && !c.wholePacket(iv, f, t) {
-				continue
+			if n.sw == swSAF && gp != lgp && og != lgp {
+				if f := &c.buf[iv*c.B+int(c.bHead[iv])]; f.seq == 0 && !c.wholePacket(iv, f, t) {
+					continue
+				}
 			}
 			ol := og - base
 			if usedOut&(1<<uint(ol)) != 0 {
@@ -752,6 +758,74 @@ func (c *Core) step(w *worker, r int, t int64) {
 	}
 }
 
+// allocVCs is the virtual-channel allocation of router r, separable like
+// BookSim's: every waiting head requests the output VC it prefers, then
+// every requested output VC grants the requesting input VC that follows
+// its round-robin pointer most closely, and the pointer moves one past the
+// winner (it moves only on a grant, as in iSLIP), so no head loses forever.
+func (c *Core) allocVCs(w *worker, r int, t int64) {
+	n := c.n
+	V := c.V
+	base := int(n.portStart[r])
+	t32 := int32(t)
+	reqs := w.vaReqs[:0]
+	for m := c.portMask[r]; m != 0; m &= m - 1 {
+		gp := base + bits.TrailingZeros64(m)
+		for vm := c.vcMask[gp]; vm != 0; vm &= vm - 1 {
+			iv := gp*V + bits.TrailingZeros64(vm)
+			if c.ivOut[iv] >= 0 || c.ivReady[iv] > t32 {
+				continue
+			}
+			if ovc, cd := c.chooseVC(w, r, iv, t); ovc >= 0 {
+				reqs = append(reqs, vaReq{iv: int32(iv), ovc: int32(ovc), cd: cd})
+			}
+		}
+	}
+	w.vaReqs = reqs
+	if len(reqs) == 1 { // nothing to arbitrate
+		q := &reqs[0]
+		iv := int(q.iv)
+		c.grantVC(r, iv, int(q.ovc), &q.cd, &c.buf[iv*c.B+int(c.bHead[iv])])
+		c.rrOVC[q.ovc] = uint16((iv - base*V + 1) % ((int(n.portStart[r+1]) - base) * V))
+		return
+	}
+	local := (int(n.portStart[r+1]) - base) * V
+	for i := range reqs {
+		q := &reqs[i]
+		if q.iv < 0 || c.owner[q.ovc] >= 0 {
+			continue
+		}
+		// The winner among the requests for q.ovc (later ones are marked
+		// done as they are compared).
+		ptr := int(c.rrOVC[q.ovc])
+		best, bestD := i, (int(q.iv)-base*V-ptr+local)%local
+		for j := i + 1; j < len(reqs); j++ {
+			if reqs[j].ovc != q.ovc || reqs[j].iv < 0 {
+				continue
+			}
+			if d := (int(reqs[j].iv) - base*V - ptr + local) % local; d < bestD {
+				best, bestD = j, d
+			}
+		}
+		b := &reqs[best]
+		iv := int(b.iv)
+		c.grantVC(r, iv, int(b.ovc), &b.cd, &c.buf[iv*c.B+int(c.bHead[iv])])
+		c.rrOVC[q.ovc] = uint16((iv - base*V + 1) % local)
+		b.iv = -1
+	}
+}
+
+// frontHead applies the staged router's rule to the head now at the front
+// of input VC iv: it leaves no sooner than the pipeline's gap after the
+// previous tail, which left at cycle tail.
+func (c *Core) frontHead(iv int, tail int32) {
+	h := &c.buf[iv*c.B+int(c.bHead[iv])]
+	if h.seq == 0 {
+		h.ready = max(h.ready, tail+c.vcGap)
+		c.ivReady[iv] = h.ready
+	}
+}
+
 // wholePacket reports whether the packet headed by f at input VC iv is
 // completely in the buffer and its tail has passed the router pipeline.
 func (c *Core) wholePacket(iv int, f *flit, t int64) bool {
@@ -793,7 +867,19 @@ func (c *Core) traverse(w *worker, r, iv, gp int, t int64) {
 			c.portMask[r] &^= 1 << uint(gp-int(n.portStart[r]))
 		}
 	}
+	if wait := t - c.ivLast[iv]; wait > w.st.maxWait {
+		w.st.maxWait = wait
+	}
 	c.ivLast[iv] = t
+	if c.bLen[iv] > 0 {
+		c.ivReady[iv] = c.buf[int32(iv)*B+h].ready
+	}
+	if c.vcGap > 0 && f.seq == f.size-1 {
+		c.ivTail[iv] = int32(t)
+		if c.bLen[iv] > 0 {
+			c.frontHead(iv, int32(t))
+		}
+	}
 	w.st.moved++
 	slot := int(t % int64(c.L))
 	if n.gpChan[gp] >= 0 {
@@ -836,7 +922,7 @@ func (c *Core) eject(w *worker, r, v int, f *flit, t int64) {
 			t, f.seq, f.src, f.pid, c.n.g.NodeName(r), e.exp, e.src, e.pid)
 	}
 	e.exp = f.seq + 1
-	at := t + 1
+	at := t + 1 + c.termLink
 	if t >= c.measStart && t < c.measEnd {
 		w.st.winEjFlits++
 	}

@@ -130,3 +130,37 @@ func FuzzParseSizes(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseBookSim: the BookSim configuration reader never panics; an
+// accepted file names a topology icn parses, a rate in (0, 1] if any, and
+// only option names of `icn sim`.
+func FuzzParseBookSim(f *testing.F) {
+	f.Add([]byte("topology = torus;\nk = 8;\nn = 2;\nrouting_function = dim_order;\nnum_vcs = 2; // two\ninjection_rate = 0.1;\n"))
+	f.Add([]byte("/* mesh */ topology = mesh; k = 4; n = 3; packet_size = 4; injection_rate = 0.05; speculative = 1; routing_delay = 0;"))
+	f.Add([]byte("traffic = neighbor; vc_allocator = islip; seed = 5; sample_period = 100; warmup_periods = 2;"))
+	f.Add([]byte("injection_rate = {0.1, 0.2};"))
+	f.Add([]byte("router = event;"))
+	known := map[string]bool{"routing": true, "traffic": true, "packet": true, "vcs": true, "buf": true,
+		"switching": true, "rate": true, "router": true, "stages": true, "speculative": true,
+		"terminal-links": true, "dateline": true, "link-latency": true, "warmup": true, "cycles": true, "seed": true}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		bf, err := ParseBookSim(data)
+		if err != nil {
+			return
+		}
+		if _, err := topology.Parse(bf.Topo); err != nil {
+			t.Fatalf("topology %q: %v", bf.Topo, err)
+		}
+		for _, k := range bf.Options() {
+			if !known[k] {
+				t.Fatalf("unknown option %q", k)
+			}
+		}
+		if r, ok := bf.Set["rate"]; ok {
+			var x float64
+			if _, err := fmt.Sscan(r, &x); err != nil || !(x > 0 && x <= 1) {
+				t.Fatalf("rate %q", r)
+			}
+		}
+	})
+}

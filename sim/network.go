@@ -27,6 +27,11 @@ const (
 )
 
 const (
+	dlBookSim = iota
+	dlAhead
+)
+
+const (
 	swWormhole = iota
 	swVCT
 	swSAF
@@ -48,6 +53,7 @@ type Network struct {
 	cfg       Config
 	kind      int
 	fc        int
+	dateline  int // dlBookSim or dlAhead
 	sw        int
 	V         int
 	maxP      int
@@ -123,6 +129,9 @@ func NewNetwork(g *topology.Graph, cfg Config, needRate bool) (*Network, error) 
 		return nil, err
 	}
 	n := &Network{g: g, cfg: cfg, V: cfg.VCs, maxP: cfg.MaxPacket(), classes: 1}
+	if cfg.Dateline == DatelineAhead {
+		n.dateline = dlAhead
+	}
 	switch cfg.Switching {
 	case Wormhole:
 		n.sw = swWormhole

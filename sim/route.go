@@ -160,12 +160,7 @@ func (c *Core) routeCoord(cs []cand, r int, f *flit) []cand {
 	if n.wrap[dim] {
 		switch n.fc {
 		case fcDateline:
-			// Class 1 once the wrap link of this ring is behind (or not
-			// needed), class 0 while it lies ahead.
-			cls := 0
-			if (s == 0 && cr[dim] < ct[dim]) || (s == 1 && cr[dim] > ct[dim]) {
-				cls = 1
-			}
+			cls := c.ringClass(f, int8(code), s, int(cr[dim]), int(ct[dim]))
 			if n.kind == rkAdaptive {
 				cd.lo, cd.hi = int16(cls), int16(cls+1)
 				if V < 2 {
@@ -188,6 +183,41 @@ func (c *Core) routeCoord(cs []cand, r int, f *flit) []cand {
 		cd.lo, cd.hi = 0, 1
 	}
 	return append(cs, cd)
+}
+
+// ringClass returns the dateline VC class (0 or 1) of a hop in direction
+// code (sign s) from ring position cur towards position dst.
+//
+// DatelineBookSim (BookSim's dim_order_torus): the class is chosen when
+// the packet enters the ring and kept on every hop of it: 1 if its way
+// round the ring crosses the wrap link, 0 if not. DatelineAhead (icn's
+// earlier rule): 0 while the wrap link lies ahead, 1 after it and on
+// rings the packet does not wrap.
+func (c *Core) ringClass(f *flit, code int8, s, cur, dst int) int {
+	ahead := (s == 0 && cur > dst) || (s == 1 && cur < dst)
+	if c.n.dateline == dlAhead {
+		if ahead {
+			return 0
+		}
+		return 1
+	}
+	if f.lastDir == code {
+		// Still on the ring: keep the class of the VC it arrived on
+		// (for adaptive routing only if that was an escape VC).
+		if c.n.kind == rkAdaptive {
+			if f.vc < 2 {
+				return int(f.vc)
+			}
+		} else if lo, _ := c.vcRange(1, 2); int16(f.vc) >= lo {
+			return 1
+		} else {
+			return 0
+		}
+	}
+	if ahead {
+		return 1
+	}
+	return 0
 }
 
 func (c *Core) routeTable(cs []cand, r int, f *flit) []cand {
@@ -338,19 +368,31 @@ func (c *Core) creditOK(ovc int, f *flit, enter bool) bool {
 	return cr >= need
 }
 
-// allocVC tries to give the head f at input VC iv of router r an output
-// VC. Adaptive options are ranked by free credits; escape options are
-// tried in order only if no adaptive one is free.
-func (c *Core) allocVC(w *worker, r, iv int, f *flit) bool {
+// chooseVC returns the output VC the head at input VC iv of router r asks
+// for in cycle t (and the routing option it belongs to), or -1 if none is
+// free. Adaptive options are ranked by free credits; escape options are
+// tried in order only if no adaptive one is free. The head flit itself is
+// read only when needed: a head waiting with a cached oblivious route
+// under wormhole switching is decided from the compact per-VC arrays.
+func (c *Core) chooseVC(w *worker, r, iv int, t int64) (int, cand) {
 	var cs []cand
+	var f *flit
 	if cc := &c.ivCand[iv]; cc.gp >= 0 {
 		cs = w.one[:]
 		cs[0] = *cc
 	} else {
+		f = &c.buf[iv*c.B+int(c.bHead[iv])]
+		if f.seq != 0 {
+			w.st.err("cycle %d: body flit without a route at %s", t, c.portName(iv/c.V))
+			return -1, cand{}
+		}
 		cs = c.route(w, r, f)
 		if c.n.oblivious && len(cs) == 1 {
 			*cc = cs[0]
 		}
+	}
+	if f == nil && (len(cs) > 1 || c.n.sw != swWormhole) {
+		f = &c.buf[iv*c.B+int(c.bHead[iv])]
 	}
 	V := c.V
 	lgp := c.n.localGP[r]
@@ -394,14 +436,19 @@ func (c *Core) allocVC(w *worker, r, iv int, f *flit) bool {
 		}
 	}
 	if bestOVC < 0 {
-		return false
+		return -1, cand{}
 	}
-	cd := &cs[bestK]
+	return bestOVC, cs[bestK]
+}
+
+// grantVC gives output VC ovc (of option cd) to the head f at input VC iv
+// of router r.
+func (c *Core) grantVC(r, iv, ovc int, cd *cand, f *flit) {
 	c.ivCand[iv].gp = -1
-	c.owner[bestOVC] = int32(iv)
-	c.ivOut[iv] = int32(bestOVC)
+	c.owner[ovc] = int32(iv)
+	c.ivOut[iv] = int32(ovc)
 	c.ivOutGP[iv] = cd.gp
-	if cd.gp != lgp {
+	if cd.gp != c.n.localGP[r] {
 		f.step++
 		f.lastDir = cd.dir
 		f.flags |= cd.set
@@ -409,5 +456,4 @@ func (c *Core) allocVC(w *worker, r, iv int, f *flit) bool {
 			f.cls++
 		}
 	}
-	return true
 }

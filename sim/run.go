@@ -31,6 +31,9 @@ type Point struct {
 	Conserved      bool    `json:"conserved"` // flit and packet conservation verified
 	Deadlock       string  `json:"deadlock,omitempty"`
 	MeasuredUnsent int64   `json:"measured_undelivered,omitempty"`
+	// MaxVCWait is the longest an occupied input VC went without moving a
+	// flit (cycles, whole run): blocking plus any allocation starvation.
+	MaxVCWait int64 `json:"max_vc_wait"`
 }
 
 // stableFraction is the share of the injected load a stable network must
@@ -55,6 +58,7 @@ func (c *Core) sum() counters {
 		s.perCnt += w.perCnt
 		s.perEj += w.perEj
 		s.moved += w.moved
+		s.maxWait = max(s.maxWait, w.maxWait)
 		s.lastDelivery = max(s.lastDelivery, w.lastDelivery)
 		if len(w.hist) > len(s.hist) {
 			nh := make([]int64, len(w.hist))
@@ -67,6 +71,22 @@ func (c *Core) sum() counters {
 		s.errs = append(s.errs, w.errs...)
 	}
 	return s
+}
+
+// measTotals returns the measured packets generated and delivered so far:
+// two running totals per worker, cheap enough to read every cycle.
+func (c *Core) measTotals() (gen, deliv int64) {
+	for i := range c.workers {
+		gen += c.workers[i].st.measGen
+		deliv += c.workers[i].st.measDeliv
+	}
+	return gen, deliv
+}
+
+// measDelivered returns the measured packets delivered so far.
+func (c *Core) measDelivered() int64 {
+	_, d := c.measTotals()
+	return d
 }
 
 func (c *Core) resetPeriod() {
@@ -104,12 +124,25 @@ type ticker interface{ Tick() }
 // Conservation is checked at the end. A deadlock ends the run with a
 // *DeadlockError.
 func (c *Core) Measure() (Point, error) {
-	if c.cfg.Workers > 1 {
-		p := newPartitioned(c, c.cfg.Workers)
+	if k := c.partitions(); k > 1 {
+		p := newPartitioned(c, k)
 		defer p.stop()
 		return c.measure(p)
 	}
 	return c.measure(c)
+}
+
+// minRoutersPerPart is the fewest routers a partition needs to pay for the
+// two barriers of every cycle (see BenchmarkPartition: on 8x8 two
+// partitions are slower than one).
+var minRoutersPerPart = 1024
+
+// partitions returns how many goroutines tick this core: Config.Workers,
+// but no more than the network has partitions of minRoutersPerPart
+// routers. The result does not depend on it.
+func (c *Core) partitions() int {
+	R := len(c.n.portStart) - 1
+	return max(1, min(c.cfg.Workers, R/minRoutersPerPart))
 }
 
 func (c *Core) measure(tk ticker) (Point, error) {
@@ -164,8 +197,7 @@ func (c *Core) measure(tk ticker) (Point, error) {
 		limit = max(cfg.Cycles, 5000)
 	}
 	for d := 0; d < limit && c.deadlock == nil; d++ {
-		s := c.sum()
-		if s.measDeliv >= s.measGen {
+		if gen, deliv := c.measTotals(); deliv >= gen {
 			break
 		}
 		tk.Tick()
@@ -178,6 +210,7 @@ func (c *Core) measure(tk ticker) (Point, error) {
 	pt.Injected = float64(s.winGenFlits) / W
 	pt.Accepted = float64(s.winEjFlits) / W
 	pt.Packets = s.measDeliv
+	pt.MaxVCWait = s.maxWait
 	if s.measDeliv > 0 {
 		pt.LatencyAvg = float64(s.latSum) / float64(s.measDeliv)
 		pt.HopsAvg = float64(s.hopSum) / float64(s.measDeliv)
@@ -332,8 +365,9 @@ func Sweep(n *Network, cfg Config, rates []float64, refine, workers int, progres
 
 // IdealThroughput returns the channel-load bound on the accepted
 // throughput for uniform traffic on a torus or mesh (Dally & Towles:
-// 8/k on a k-ary n-cube torus with even k, 4/k on a mesh; at most 1, the
-// injection channel), or 0 if no closed form applies.
+// 8/k on a k-ary n-cube torus with even k, 4/k on a mesh, times (N−1)/N
+// because uniform traffic excludes self-sends; at most 1, the injection
+// channel), or 0 if no closed form applies.
 func (n *Network) IdealThroughput() (float64, string) {
 	g := n.g
 	if n.cfg.Traffic != "uniform" || !g.HasCoords() || !g.Direct() || n.tab != nil {
@@ -361,6 +395,13 @@ func (n *Network) IdealThroughput() (float64, string) {
 		ideal, note = 4/kf, fmt.Sprintf("4/k with k=%d (mesh, uniform traffic)", k)
 	default:
 		ideal, note = 4*kf/(kf*kf-1), fmt.Sprintf("4k/(k²−1) with k=%d (mesh, odd k)", k)
+	}
+	// Uniform traffic never sends to itself: a packet goes to one of the
+	// N−1 other terminals, so the share crossing the bisection is
+	// (N/2)/(N−1) instead of 1/2 and the bound shrinks by (N−1)/N.
+	if N := len(n.terms); N > 1 {
+		ideal *= float64(N-1) / float64(N)
+		note += fmt.Sprintf(" × (N−1)/N with N=%d (no self-sends)", N)
 	}
 	if ideal > 1 {
 		ideal, note = 1, note+"; capped at the injection channel's 1 flit/cycle"
@@ -424,12 +465,16 @@ func (n *Network) ZeroLoad(cfg Config) (hops, latency float64, ok bool) {
 	}
 	h /= w
 	hmax1 /= w
-	tr, tl := float64(n.cfg.RouterDelay), float64(n.cfg.LinkLatency)
+	tr, tl := float64(n.cfg.routerDelay()), float64(n.cfg.LinkLatency)
 	P := cfg.MeanPacket()
-	if n.sw == swSAF {
-		return h, h*(tr+tl) + tr + 1 + hmax1*(P-1), true
+	term := 0.0
+	if n.cfg.TerminalLinks {
+		term = 2
 	}
-	return h, h*(tr+tl) + tr + P, true
+	if n.sw == swSAF {
+		return h, h*(tr+tl) + tr + 1 + hmax1*(P-1) + term, true
+	}
+	return h, h*(tr+tl) + tr + P + term, true
 }
 
 // hopFunc returns the hop count of the route between terminals s and d.
@@ -500,7 +545,7 @@ func RunTrace(n *Network, cfg Config) (Point, error) {
 	for _, m := range n.trace {
 		flits += int64(m.size)
 	}
-	for c.now <= last || c.sum().measDeliv < int64(len(n.trace)) {
+	for c.now <= last || c.measDelivered() < int64(len(n.trace)) {
 		if c.now > limit || c.deadlock != nil {
 			break
 		}

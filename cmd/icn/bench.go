@@ -207,6 +207,17 @@ and simulated router-cycles per second. The package benchmarks (go test -bench) 
 			_ = pt
 			cyc := float64(cfg.Cycles) * float64(sg.NumNodes())
 			rows = append(rows, benchRow{Name: "simulator, torus 8x8, uniform DOR at 0.5 flits/node/cycle", Value: cyc / ts.Seconds(), Unit: "router-cycles/s (measurement phase)"})
+			lumpedRate := cyc / ts.Seconds()
+			scfg := cfg
+			scfg.Rate, scfg.Router, scfg.Stages, scfg.TerminalLinks = 0.25, sim.RouterStaged, sim.BookSimStages, true
+			if nw, err = sim.NewNetwork(sg, scfg, true); err != nil {
+				return err
+			}
+			if ts, err = timeIt(func() error { _, e := sim.Run(nw, scfg); return e }); err != nil {
+				return err
+			}
+			rows = append(rows, benchRow{Name: "simulator, torus 8x8, staged 4-stage router (BookSim's) at 0.25 flits/node/cycle", Value: cyc / ts.Seconds(),
+				Unit: "router-cycles/s (measurement phase)", Baseline: "lumped router at 0.5", BaseVal: lumpedRate, Ratio: cyc / ts.Seconds() / lumpedRate})
 
 			type report struct {
 				Cores int        `json:"cores"`

@@ -72,6 +72,10 @@ func TestBadInput(t *testing.T) {
 		{"mcast --topo torus:4x4 --groups bogus:3", `unknown kind "bogus"`},
 		{"sim --topo torus:4x4 --rate -1", "injection rate -1"},
 		{"sim sweep --topo torus:4x4 --traffic bogus", `unknown traffic "bogus"`},
+		{"sim --topo torus:4x4 --stages 1,2", "want four cycle counts"},
+		{"sim --topo torus:4x4 --router fancy", `unknown router model "fancy"`},
+		{"sim --topo torus:4x4 --dateline x", `unknown dateline rule "x"`},
+		{"sim --booksim missing.cfg", "no such file"},
 		{"collective --topo torus:4x4 --op bogus", `unknown operation "bogus"`},
 		{"shmem run -n 0 true", "number of PEs 0"},
 	} {

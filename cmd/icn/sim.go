@@ -20,6 +20,9 @@ import (
 type simFlags struct {
 	tf                         topoFlags
 	routing, table, fc         string
+	dateline, router, stages   string
+	speculative, termLinks     bool
+	booksim                    string
 	traffic, hotspot, trace    string
 	process, switching, packet string
 	hotFrac, burst             float64
@@ -37,6 +40,7 @@ func (f *simFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.routing, "routing", d.Routing, "routing: "+strings.Join(sim.Routings, ", "))
 	fl.StringVar(&f.table, "table", "", "routing table file written by `icn route --json` (with --routing table)")
 	fl.StringVar(&f.fc, "fc", "", "torus ring flow control: dateline (2 VC classes) or bubble (Angara/Blue Gene; needs --switching vct) (default dateline)")
+	fl.StringVar(&f.dateline, "dateline", sim.DatelineBookSim, "dateline VC classes on torus rings: booksim (class 1 on a whole ring the packet wraps, as BookSim's dim_order_torus) or ahead (class 0 until the wrap link, 1 after it and on unwrapped rings)")
 	fl.StringVar(&f.traffic, "traffic", d.Traffic, "traffic: "+strings.Join(sim.TrafficPatterns, ", "))
 	fl.StringVar(&f.hotspot, "hotspot", "", "hotspot nodes for --traffic hotspot (names or coordinate patterns, comma-separated)")
 	fl.Float64Var(&f.hotFrac, "hotspot-frac", d.HotspotFrac, "share of packets sent to the hotspots")
@@ -48,6 +52,11 @@ func (f *simFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.switching, "switching", d.Switching, "switching: wormhole, vct (virtual cut-through) or saf (store-and-forward)")
 	fl.StringVar(&f.packet, "packet", "1", "packet size in flits: P, or a mix 'P1,P2' / 'P1:w1,P2:w2'")
 	fl.IntVar(&f.rdelay, "router-delay", d.RouterDelay, "router pipeline delay in cycles")
+	fl.StringVar(&f.router, "router", sim.RouterLumped, "router model: lumped (every flit waits --router-delay cycles) or staged (BookSim's RC, VA, SA, ST pipeline: the next packet of a VC is routed only after the previous tail left)")
+	fl.StringVar(&f.stages, "stages", "1,1,1,1", "staged router: cycles of route computation, VC allocation, switch allocation and traversal (BookSim routing_delay, vc_alloc_delay, sw_alloc_delay, st_final_delay)")
+	fl.BoolVar(&f.speculative, "speculative", false, "staged router: VC and switch allocation in the same cycle (BookSim speculative = 1)")
+	fl.StringVar(&f.booksim, "booksim", "", "read the run from a BookSim2 configuration FILE (keys icn models; others are refused by name); options given here override it")
+	fl.BoolVar(&f.termLinks, "terminal-links", false, "1-cycle injection and ejection channels between terminals and routers (as BookSim)")
 	fl.IntVar(&f.llat, "link-latency", d.LinkLatency, "link latency in cycles (credits return as fast)")
 	fl.IntVar(&f.cycles, "cycles", d.Cycles, "measurement cycles per load point")
 	fl.IntVar(&f.warmup, "warmup", 0, "warm-up cycles (0 = until latency and throughput settle)")
@@ -58,11 +67,53 @@ func (f *simFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.plot, "plot", "", "write the latency-vs-load chart to FILE (.svg or .png)")
 }
 
+// applyBookSim reads --booksim and sets every option the file gives that
+// the command line did not (a sweep keeps its own loads).
+func (f *simFlags) applyBookSim(c *cobra.Command) error {
+	if f.booksim == "" {
+		return nil
+	}
+	data, err := os.ReadFile(f.booksim)
+	if err != nil {
+		return fmt.Errorf("--booksim: %v", err)
+	}
+	bf, err := sim.ParseBookSim(data)
+	if err != nil {
+		return fmt.Errorf("%s: %v", f.booksim, err)
+	}
+	set := func(name, v string) error {
+		fl := c.Flags().Lookup(name)
+		if fl == nil || fl.Changed {
+			return nil
+		}
+		if err := fl.Value.Set(v); err != nil {
+			return fmt.Errorf("%s: %s = %s: %v", f.booksim, name, v, err)
+		}
+		return nil
+	}
+	if err := set("topo", bf.Topo); err != nil {
+		return err
+	}
+	for _, name := range bf.Options() {
+		if err := set(name, bf.Set[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // build parses the topology and every file and returns a network ready to
 // simulate. needRate is false for trace runs.
 func (f *simFlags) build(needRate bool, rate float64) (*sim.Network, sim.Config, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Routing, cfg.FlowControl, cfg.Traffic, cfg.Process = f.routing, f.fc, f.traffic, f.process
+	cfg.Dateline, cfg.Router, cfg.TerminalLinks = f.dateline, f.router, f.termLinks
+	st, err := parseStages(f.stages)
+	if err != nil {
+		return nil, cfg, err
+	}
+	st.Speculative = f.speculative
+	cfg.Stages = st
 	cfg.Switching, cfg.VCs, cfg.Buf, cfg.RouterDelay, cfg.LinkLatency = f.switching, f.vcs, f.buf, f.rdelay, f.llat
 	cfg.HotspotFrac, cfg.Burst, cfg.Cycles, cfg.Warmup, cfg.Seed, cfg.Force = f.hotFrac, f.burst, f.cycles, f.warmup, f.seed, f.force
 	cfg.Rate = rate
@@ -208,9 +259,14 @@ reported (exit status 3). Loads are flits per node per cycle. See docs/sim.md.`,
   icn sim --topo torus:8x8 --routing table --table table.json --switching vct --fc bubble --vcs 1 --buf 8 --rate 0.2
   icn sim --topo fattree:k=4,n=3 --routing minhop --traffic bitrev --rate 0.5
   icn sim --topo dragonfly:a=4,p=2,h=2 --routing ugal --vcs 3 --rate 0.4
-  icn sim --topo torus:4x4 --traffic trace --trace msgs.txt`,
+  icn sim --topo torus:4x4 --traffic trace --trace msgs.txt
+  icn sim --topo torus:8x8 --router staged --stages 1,1,1,1 --terminal-links --rate 0.2
+  icn sim --booksim torus88.cfg --rate 0.2`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := f.applyBookSim(c); err != nil {
+				return err
+			}
 			trace := f.traffic == "trace"
 			var rs []float64
 			if !trace {
@@ -303,6 +359,7 @@ func writePoints(w io.Writer, n *sim.Network, cfg sim.Config, pts []sim.Point, t
 	g := n.Graph()
 	fmt.Fprintf(w, "\n%s, %s routing, %s switching, %d VCs × %d flits, %d terminals; every run conserved flits and packets\n",
 		g.Name(), cfg.Routing, cfg.Switching, cfg.VCs, cfg.Buf, len(n.Terminals()))
+	fmt.Fprintf(w, "%s\n", cfg.RouterSummary())
 	if h, t0, ok := n.ZeroLoad(cfg); ok {
 		fmt.Fprintf(w, "zero-load latency (analytic): %s cycles over %s hops on average\n", cli.Float(t0), cli.Float(h))
 	}
@@ -350,9 +407,13 @@ the injected load. On tori and meshes with uniform traffic the saturation is
 also given as a fraction of the ideal channel-load bound (8/k, 4/k).`,
 		Example: `  icn sim sweep --topo torus:8x8 --routing dor --traffic uniform
   icn sim sweep --topo torus:8x8 --from 0.1 --to 1 --step 0.1 --json --plot lat.svg
-  icn sim sweep --topo fattree:k=4,n=3 --routing minhop --traffic randperm`,
+  icn sim sweep --topo fattree:k=4,n=3 --routing minhop --traffic randperm
+  icn sim sweep --booksim torus88.cfg --from 0.05 --to 0.6 --step 0.05`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := f.applyBookSim(c); err != nil {
+				return err
+			}
 			if f.traffic == "trace" {
 				return fmt.Errorf("a sweep varies the offered load; a trace fixes it (use icn sim --traffic trace)")
 			}
@@ -562,4 +623,21 @@ shortest; --schedule FILE reads shares from 'icn multiring capacity --json'
 	c.Flags().IntVar(&iters, "iters", 14, "bisection rounds")
 	c.Flags().Uint64Var(&seed, "seed", 1, "random seed")
 	parent.AddCommand(c)
+}
+
+// parseStages reads --stages: four whole numbers of cycles "RC,VA,SA,ST".
+func parseStages(s string) (sim.Stages, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 4 {
+		return sim.Stages{}, fmt.Errorf("--stages %q: want four cycle counts RC,VA,SA,ST", s)
+	}
+	var v [4]int
+	for i, p := range parts {
+		x, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || x < 0 || x > 100 {
+			return sim.Stages{}, fmt.Errorf("--stages %q: %q is not a whole number of cycles in 0..100", s, p)
+		}
+		v[i] = x
+	}
+	return sim.Stages{RC: v[0], VA: v[1], SA: v[2], ST: v[3]}, nil
 }
