@@ -37,6 +37,7 @@ func newRootCmd() *cobra.Command {
 		newTopoCmd(),
 		newFabricCmd(),
 		newMcastCmd(),
+		newSimCmd(),
 	)
 	return root
 }

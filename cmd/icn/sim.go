@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -239,11 +240,19 @@ func simExit(err error) error {
 	return err
 }
 
-func init() {
-	var f simFlags
-	var out output
-	var rates string
-	simCmd := &cobra.Command{
+// simOptions are the flags of `icn sim`.
+type simOptions struct {
+	sim     simFlags
+	out     output
+	rates   string
+	rateSet bool // --rate was given on the command line
+}
+
+// newSimCmd is `icn sim`: one or more load points, or a trace, and the
+// sweep, validate and multiring subcommands.
+func newSimCmd() *cobra.Command {
+	var o simOptions
+	c := &cobra.Command{
 		Use:   "sim",
 		Short: "Cycle-level network simulation: latency and throughput per offered load",
 		Long: `Simulate a network cycle by cycle: input-queued virtual-channel routers with
@@ -264,70 +273,93 @@ reported (exit status 3). Loads are flits per node per cycle. See docs/sim.md.`,
   icn sim --booksim torus88.cfg --rate 0.2`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := f.applyBookSim(c); err != nil {
+			if err := o.sim.applyBookSim(c); err != nil {
 				return err
 			}
-			trace := f.traffic == "trace"
-			var rs []float64
-			if !trace {
-				var err error
-				if rs, err = parseRates(rates); err != nil {
-					return err
-				}
-			} else if c.Flags().Changed("rate") {
-				return fmt.Errorf("--rate does not apply to --traffic trace (the trace gives the messages)")
-			}
-			first := 0.0
-			if len(rs) > 0 {
-				first = rs[0]
-			}
-			n, cfg, err := f.build(!trace, first)
-			if err != nil {
-				return err
-			}
-			var pts []sim.Point
-			if trace {
-				cfg.Workers = 1
-				p, err := sim.RunTrace(n, cfg)
-				if err != nil {
-					return simExit(err)
-				}
-				pts = []sim.Point{p}
-			} else {
-				bar := cli.NewProgress(len(rs), "simulating", f.quiet || len(rs) < 2)
-				if len(rs) == 1 {
-					cfg.Workers = autoPartition(n, f.workers)
-				}
-				pts, err = sim.RunRates(n, cfg, rs, f.workers, func() { bar.Add(1) })
-				bar.Done()
-				if err != nil {
-					return err
-				}
-			}
-			if f.plot != "" {
-				if err := cli.SavePlot(latencyChart(n, pts), f.plot); err != nil {
-					return err
-				}
-			}
-			if err := out.print(stdout(c), pts, func(w io.Writer) error { return writePoints(w, n, cfg, pts, trace) }); err != nil {
-				return err
-			}
-			for _, p := range pts {
-				if p.Deadlock != "" {
-					return &exitError{3, fmt.Errorf("at load %g: %s", p.Offered, p.Deadlock)}
-				}
-			}
-			return nil
+			o.rateSet = c.Flags().Changed("rate")
+			return runSim(c.Context(), o, stdout(c))
 		},
 	}
-	f.register(simCmd)
-	out.register(simCmd)
-	simCmd.Flags().StringVar(&rates, "rate", "0.1", "offered load(s) in flits/node/cycle: X, X1,X2,… or FROM:TO:STEP")
-	root.AddCommand(simCmd)
+	o.sim.register(c)
+	o.out.register(c)
+	c.Flags().StringVar(&o.rates, "rate", "0.1", "offered load(s) in flits/node/cycle: X, X1,X2,… or FROM:TO:STEP")
+	c.AddCommand(newSimSweepCmd(), newSimValidateCmd(), newSimMultiringCmd())
+	return c
+}
 
-	addSweep(simCmd)
-	addValidate(simCmd)
-	addRingSim(simCmd)
+// runSim simulates the load points (or the trace), writes them to w and
+// returns exit status 3 when a point deadlocked.
+func runSim(_ context.Context, o simOptions, w io.Writer) error {
+	trace := o.sim.traffic == "trace"
+	rs, err := simRates(o, trace)
+	if err != nil {
+		return err
+	}
+	first := 0.0
+	if len(rs) > 0 {
+		first = rs[0]
+	}
+	n, cfg, err := o.sim.build(!trace, first)
+	if err != nil {
+		return err
+	}
+	var pts []sim.Point
+	if trace {
+		pts, err = simTrace(n, cfg)
+	} else {
+		pts, err = simLoads(n, cfg, rs, o.sim.workers, o.sim.quiet)
+	}
+	if err != nil {
+		return err
+	}
+	if o.sim.plot != "" {
+		if err := cli.SavePlot(latencyChart(n, pts), o.sim.plot); err != nil {
+			return err
+		}
+	}
+	if err := o.out.print(w, pts, func(w io.Writer) error { return writePoints(w, n, cfg, pts, trace) }); err != nil {
+		return err
+	}
+	for _, p := range pts {
+		if p.Deadlock != "" {
+			return &exitError{3, fmt.Errorf("at load %g: %s", p.Offered, p.Deadlock)}
+		}
+	}
+	return nil
+}
+
+// simRates parses --rate; a trace run takes none (the trace gives the
+// messages) and refuses one given on the command line.
+func simRates(o simOptions, trace bool) ([]float64, error) {
+	if !trace {
+		return parseRates(o.rates)
+	}
+	if o.rateSet {
+		return nil, fmt.Errorf("--rate does not apply to --traffic trace (the trace gives the messages)")
+	}
+	return nil, nil
+}
+
+// simTrace replays the trace as one point; a deadlock is exit status 3.
+func simTrace(n *sim.Network, cfg sim.Config) ([]sim.Point, error) {
+	cfg.Workers = 1
+	p, err := sim.RunTrace(n, cfg)
+	if err != nil {
+		return nil, simExit(err)
+	}
+	return []sim.Point{p}, nil
+}
+
+// simLoads runs every offered load (in parallel), with a progress bar when
+// there is more than one.
+func simLoads(n *sim.Network, cfg sim.Config, rs []float64, workers int, quiet bool) ([]sim.Point, error) {
+	bar := cli.NewProgress(len(rs), "simulating", quiet || len(rs) < 2)
+	if len(rs) == 1 {
+		cfg.Workers = autoPartition(n, workers)
+	}
+	pts, err := sim.RunRates(n, cfg, rs, workers, func() { bar.Add(1) })
+	bar.Done()
+	return pts, err
 }
 
 // autoPartition chooses partitioned routers (one goroutine per core with
@@ -340,6 +372,8 @@ func autoPartition(n *sim.Network, workers int) int {
 	return 1
 }
 
+// writePoints writes the load points as a table and the network, router and
+// bound summary under it.
 func writePoints(w io.Writer, n *sim.Network, cfg sim.Config, pts []sim.Point, trace bool) error {
 	t := cli.NewTable("offered", "accepted", "latency avg", "p50", "p99", "max", "hops", "packets", "stable", "converged")
 	for _, p := range pts {
@@ -374,6 +408,8 @@ func writePoints(w io.Writer, n *sim.Network, cfg sim.Config, pts []sim.Point, t
 	return nil
 }
 
+// latencyChart plots average and 99th-percentile latency against offered
+// load.
 func latencyChart(n *sim.Network, pts []sim.Point) cli.Chart {
 	ps := append([]sim.Point(nil), pts...)
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Offered < ps[j].Offered })
@@ -390,12 +426,19 @@ func latencyChart(n *sim.Network, pts []sim.Point) cli.Chart {
 		YLabel: "latency (cycles)", Series: []cli.Series{avg, p99}, LogY: true}
 }
 
-func addSweep(parent *cobra.Command) {
-	var f simFlags
-	var out output
-	var from, to, step float64
-	var rates string
-	var refine int
+// simSweepOptions are the flags of `icn sim sweep`.
+type simSweepOptions struct {
+	sim            simFlags
+	out            output
+	from, to, step float64
+	rates          string
+	refine         int
+}
+
+// newSimSweepCmd is `icn sim sweep`: a latency-vs-load curve and the
+// saturation point.
+func newSimSweepCmd() *cobra.Command {
+	var o simSweepOptions
 	c := &cobra.Command{
 		Use:   "sweep",
 		Short: "Latency-vs-load curve and automatic saturation search",
@@ -411,68 +454,80 @@ also given as a fraction of the ideal channel-load bound (8/k, 4/k).`,
   icn sim sweep --booksim torus88.cfg --from 0.05 --to 0.6 --step 0.05`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := f.applyBookSim(c); err != nil {
+			if err := o.sim.applyBookSim(c); err != nil {
 				return err
 			}
-			if f.traffic == "trace" {
-				return fmt.Errorf("a sweep varies the offered load; a trace fixes it (use icn sim --traffic trace)")
-			}
-			var rs []float64
-			var err error
-			if rates != "" {
-				rs, err = parseRates(rates)
-			} else {
-				rs, err = rateRange(from, to, step)
-			}
-			if err != nil {
-				return err
-			}
-			if refine < 0 || refine > 20 {
-				return fmt.Errorf("--refine %d out of range 0..20", refine)
-			}
-			n, cfg, err := f.build(true, rs[0])
-			if err != nil {
-				return err
-			}
-			k := max(1, workersOr(f.workers))
-			bar := cli.NewProgress(len(rs)+refine*k, "sweeping", f.quiet)
-			res, err := sim.Sweep(n, cfg, rs, refine, f.workers, func() { bar.Add(1) })
-			bar.Done()
-			if err != nil {
-				return err
-			}
-			if f.plot != "" {
-				if err := cli.SavePlot(latencyChart(n, res.Points), f.plot); err != nil {
-					return err
-				}
-			}
-			return out.print(stdout(c), res, func(w io.Writer) error {
-				if err := writePoints(w, n, cfg, res.Points, false); err != nil {
-					return err
-				}
-				if res.Reached {
-					fmt.Fprintf(w, "saturation: %s flits/node/cycle offered (%s accepted)", cli.Float(res.Saturation), cli.Float(res.SaturationAccepted))
-				} else {
-					fmt.Fprintf(w, "saturation not reached: stable up to %s flits/node/cycle", cli.Float(res.Saturation))
-				}
-				if res.Ideal > 0 {
-					fmt.Fprintf(w, " = %.1f%% of the ideal %s", 100*res.Fraction, cli.Float(res.Ideal))
-				}
-				fmt.Fprintln(w)
-				return nil
-			})
+			return runSimSweep(c.Context(), o, stdout(c))
 		},
 	}
-	f.register(c)
-	out.register(c)
-	c.Flags().Float64Var(&from, "from", 0.05, "lowest offered load")
-	c.Flags().Float64Var(&to, "to", 1, "highest offered load")
-	c.Flags().Float64Var(&step, "step", 0.05, "load step")
-	c.Flags().StringVar(&rates, "rates", "", "explicit loads instead of --from/--to/--step: X1,X2,… or FROM:TO:STEP")
-	c.Flags().IntVar(&refine, "refine", 4, "bisection rounds to narrow the saturation point")
-	parent.AddCommand(c)
+	o.sim.register(c)
+	o.out.register(c)
+	c.Flags().Float64Var(&o.from, "from", 0.05, "lowest offered load")
+	c.Flags().Float64Var(&o.to, "to", 1, "highest offered load")
+	c.Flags().Float64Var(&o.step, "step", 0.05, "load step")
+	c.Flags().StringVar(&o.rates, "rates", "", "explicit loads instead of --from/--to/--step: X1,X2,… or FROM:TO:STEP")
+	c.Flags().IntVar(&o.refine, "refine", 4, "bisection rounds to narrow the saturation point")
+	return c
 }
 
+// runSimSweep simulates the loads, bisects towards saturation and writes
+// the curve and the saturation point to w.
+func runSimSweep(_ context.Context, o simSweepOptions, w io.Writer) error {
+	if o.sim.traffic == "trace" {
+		return fmt.Errorf("a sweep varies the offered load; a trace fixes it (use icn sim --traffic trace)")
+	}
+	rs, err := sweepRates(o)
+	if err != nil {
+		return err
+	}
+	if o.refine < 0 || o.refine > 20 {
+		return fmt.Errorf("--refine %d out of range 0..20", o.refine)
+	}
+	n, cfg, err := o.sim.build(true, rs[0])
+	if err != nil {
+		return err
+	}
+	k := max(1, workersOr(o.sim.workers))
+	bar := cli.NewProgress(len(rs)+o.refine*k, "sweeping", o.sim.quiet)
+	res, err := sim.Sweep(n, cfg, rs, o.refine, o.sim.workers, func() { bar.Add(1) })
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	if o.sim.plot != "" {
+		if err := cli.SavePlot(latencyChart(n, res.Points), o.sim.plot); err != nil {
+			return err
+		}
+	}
+	return o.out.print(w, res, func(w io.Writer) error { return writeSweep(w, n, cfg, res) })
+}
+
+// sweepRates is --rates when given, else --from/--to/--step.
+func sweepRates(o simSweepOptions) ([]float64, error) {
+	if o.rates != "" {
+		return parseRates(o.rates)
+	}
+	return rateRange(o.from, o.to, o.step)
+}
+
+// writeSweep writes the sweep's points and its saturation line.
+func writeSweep(w io.Writer, n *sim.Network, cfg sim.Config, res *sim.SweepResult) error {
+	if err := writePoints(w, n, cfg, res.Points, false); err != nil {
+		return err
+	}
+	if res.Reached {
+		fmt.Fprintf(w, "saturation: %s flits/node/cycle offered (%s accepted)", cli.Float(res.Saturation), cli.Float(res.SaturationAccepted))
+	} else {
+		fmt.Fprintf(w, "saturation not reached: stable up to %s flits/node/cycle", cli.Float(res.Saturation))
+	}
+	if res.Ideal > 0 {
+		fmt.Fprintf(w, " = %.1f%% of the ideal %s", 100*res.Fraction, cli.Float(res.Ideal))
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+// workersOr is w, or every core when w is 0.
 func workersOr(w int) int {
 	if w > 0 {
 		return w
@@ -480,11 +535,18 @@ func workersOr(w int) int {
 	return runtime.GOMAXPROCS(0)
 }
 
-func addValidate(parent *cobra.Command) {
-	var out output
-	var quick, quiet bool
-	var seed uint64
-	var workers int
+// simValidateOptions are the flags of `icn sim validate`.
+type simValidateOptions struct {
+	out          output
+	quick, quiet bool
+	seed         uint64
+	workers      int
+}
+
+// newSimValidateCmd is `icn sim validate`: the simulator's validation
+// report.
+func newSimValidateCmd() *cobra.Command {
+	var o simValidateOptions
 	c := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the simulator against analytic values, bounds and the seeds (exit status 1 on any failure)",
@@ -503,63 +565,79 @@ func addValidate(parent *cobra.Command) {
   - collective cost models against message-step simulation.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			bar := cli.NewProgress(-1, "validating", quiet)
-			checks, err := sim.Validate(sim.ValidateOptions{Quick: quick, Seed: seed, Workers: workers, Progress: func(string) { bar.Add(1) }})
-			if err == nil {
-				var more []sim.Check
-				more, err = collectiveChecks(quick)
-				checks = append(checks, more...)
-			}
-			bar.Done()
-			if err != nil {
-				return err
-			}
-			failed := 0
-			for _, ch := range checks {
-				if !ch.Pass {
-					failed++
-				}
-			}
-			res := struct {
-				Checks []sim.Check `json:"checks"`
-				Failed int         `json:"failed"`
-			}{checks, failed}
-			if err := out.print(stdout(c), res, func(w io.Writer) error {
-				t := cli.NewTable("check", "expected", "measured", "result")
-				for _, ch := range checks {
-					v := "PASS"
-					if !ch.Pass {
-						v = "FAIL"
-					}
-					t.Row(ch.Name, ch.Expected, ch.Measured, v)
-				}
-				if err := t.Write(w); err != nil {
-					return err
-				}
-				fmt.Fprintf(w, "\n%d checks, %d failed\n", len(checks), failed)
-				return nil
-			}); err != nil {
-				return err
-			}
-			if failed > 0 {
-				return &exitError{1, fmt.Errorf("%d of %d validation checks failed", failed, len(checks))}
-			}
-			return nil
+			return runSimValidate(c.Context(), o, stdout(c))
 		},
 	}
-	out.register(c)
-	c.Flags().BoolVar(&quick, "quick", false, "shorter runs (coarser, for a smoke test)")
-	c.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
-	c.Flags().Uint64Var(&seed, "seed", 1, "random seed")
-	c.Flags().IntVar(&workers, "workers", 0, "goroutines (0 = all cores)")
-	parent.AddCommand(c)
+	o.out.register(c)
+	c.Flags().BoolVar(&o.quick, "quick", false, "shorter runs (coarser, for a smoke test)")
+	c.Flags().BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	c.Flags().Uint64Var(&o.seed, "seed", 1, "random seed")
+	c.Flags().IntVar(&o.workers, "workers", 0, "goroutines (0 = all cores)")
+	return c
 }
 
-func addRingSim(parent *cobra.Command) {
-	var out output
-	var n, copies, cycles, iters int
-	var steps, schedule string
-	var seed uint64
+// runSimValidate runs the simulator's and the collective models' checks,
+// writes them to w and returns exit status 1 when any failed.
+func runSimValidate(_ context.Context, o simValidateOptions, w io.Writer) error {
+	bar := cli.NewProgress(-1, "validating", o.quiet)
+	checks, err := sim.Validate(sim.ValidateOptions{Quick: o.quick, Seed: o.seed, Workers: o.workers, Progress: func(string) { bar.Add(1) }})
+	if err == nil {
+		var more []sim.Check
+		more, err = collectiveChecks(o.quick)
+		checks = append(checks, more...)
+	}
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, ch := range checks {
+		if !ch.Pass {
+			failed++
+		}
+	}
+	res := struct {
+		Checks []sim.Check `json:"checks"`
+		Failed int         `json:"failed"`
+	}{checks, failed}
+	if err := o.out.print(w, res, func(w io.Writer) error { return writeChecks(w, checks, failed) }); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return &exitError{1, fmt.Errorf("%d of %d validation checks failed", failed, len(checks))}
+	}
+	return nil
+}
+
+// writeChecks writes the validation checks as a table and a count.
+func writeChecks(w io.Writer, checks []sim.Check, failed int) error {
+	t := cli.NewTable("check", "expected", "measured", "result")
+	for _, ch := range checks {
+		v := "PASS"
+		if !ch.Pass {
+			v = "FAIL"
+		}
+		t.Row(ch.Name, ch.Expected, ch.Measured, v)
+	}
+	if err := t.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d checks, %d failed\n", len(checks), failed)
+	return nil
+}
+
+// simMultiringOptions are the flags of `icn sim multiring`.
+type simMultiringOptions struct {
+	out                      output
+	n, copies, cycles, iters int
+	steps, schedule          string
+	seed                     uint64
+}
+
+// newSimMultiringCmd is `icn sim multiring`: a multiring's effective
+// capacity by slotted-ring simulation.
+func newSimMultiringCmd() *cobra.Command {
+	var o simMultiringOptions
 	c := &cobra.Command{
 		Use:   "multiring",
 		Short: "Effective capacity of a non-switched multiring by slotted-ring simulation (seed 000 §2–3)",
@@ -578,51 +656,63 @@ shortest; --schedule FILE reads shares from 'icn multiring capacity --json'
   icn sim multiring --schedule s.json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if cycles < 1000 || cycles > 1<<26 {
-				return fmt.Errorf("--cycles %d out of range 1000..%d", cycles, 1<<26)
-			}
-			if iters < 1 || iters > 40 {
-				return fmt.Errorf("--iters %d out of range 1..40", iters)
-			}
-			var s *sim.RingSchedule
-			var err error
-			switch schedule {
-			case "shortest":
-				st, err := sim.ParseRingSteps(steps, n, copies)
-				if err != nil {
-					return err
-				}
-				if s, err = sim.ShortestRingSchedule(n, st); err != nil {
-					return err
-				}
-			case "balanced":
-				return fmt.Errorf("--schedule balanced: compute it with 'icn multiring capacity --schedule balanced --json > FILE' and pass --schedule FILE")
-			default:
-				data, rerr := os.ReadFile(schedule)
-				if rerr != nil {
-					return fmt.Errorf("--schedule: %v", rerr)
-				}
-				if s, err = sim.ParseRingSchedule(data); err != nil {
-					return fmt.Errorf("%s: %v", schedule, err)
-				}
-			}
-			res := sim.RingCapacity(s, seed, cycles, iters)
-			return out.print(stdout(c), res, func(w io.Writer) error {
-				return cli.KV(w, "nodes N", res.N, "rings (signed steps)", fmt.Sprint(res.Steps), "schedule", res.Schedule,
-					"analytic C = N(N-1)/max L_j", res.Analytic, "simulated effective capacity", res.Simulated,
-					"simulated / analytic", res.Simulated/res.Analytic)
-			})
+			return runSimMultiring(c.Context(), o, stdout(c))
 		},
 	}
-	out.register(c)
-	c.Flags().IntVar(&n, "n", 16, "number of nodes N")
-	c.Flags().StringVar(&steps, "steps", "±1,±3", "ring steps: ±s for a duplex ring, s for a simplex ring")
-	c.Flags().IntVar(&copies, "copies", 1, "identical copies of every ring")
-	c.Flags().StringVar(&schedule, "schedule", "shortest", "route schedule: shortest, or a FILE from 'icn multiring capacity --json'")
-	c.Flags().IntVar(&cycles, "cycles", 40000, "slot times per load point")
-	c.Flags().IntVar(&iters, "iters", 14, "bisection rounds")
-	c.Flags().Uint64Var(&seed, "seed", 1, "random seed")
-	parent.AddCommand(c)
+	o.out.register(c)
+	c.Flags().IntVar(&o.n, "n", 16, "number of nodes N")
+	c.Flags().StringVar(&o.steps, "steps", "±1,±3", "ring steps: ±s for a duplex ring, s for a simplex ring")
+	c.Flags().IntVar(&o.copies, "copies", 1, "identical copies of every ring")
+	c.Flags().StringVar(&o.schedule, "schedule", "shortest", "route schedule: shortest, or a FILE from 'icn multiring capacity --json'")
+	c.Flags().IntVar(&o.cycles, "cycles", 40000, "slot times per load point")
+	c.Flags().IntVar(&o.iters, "iters", 14, "bisection rounds")
+	c.Flags().Uint64Var(&o.seed, "seed", 1, "random seed")
+	return c
+}
+
+// runSimMultiring finds the multiring's effective capacity by simulation
+// and writes it to w beside the analytic value.
+func runSimMultiring(_ context.Context, o simMultiringOptions, w io.Writer) error {
+	if o.cycles < 1000 || o.cycles > 1<<26 {
+		return fmt.Errorf("--cycles %d out of range 1000..%d", o.cycles, 1<<26)
+	}
+	if o.iters < 1 || o.iters > 40 {
+		return fmt.Errorf("--iters %d out of range 1..40", o.iters)
+	}
+	s, err := ringSchedule(o)
+	if err != nil {
+		return err
+	}
+	res := sim.RingCapacity(s, o.seed, o.cycles, o.iters)
+	return o.out.print(w, res, func(w io.Writer) error {
+		return cli.KV(w, "nodes N", res.N, "rings (signed steps)", fmt.Sprint(res.Steps), "schedule", res.Schedule,
+			"analytic C = N(N-1)/max L_j", res.Analytic, "simulated effective capacity", res.Simulated,
+			"simulated / analytic", res.Simulated/res.Analytic)
+	})
+}
+
+// ringSchedule is the route schedule --schedule names: shortest paths on
+// the --steps rings, or one read from a file.
+func ringSchedule(o simMultiringOptions) (*sim.RingSchedule, error) {
+	switch o.schedule {
+	case "shortest":
+		st, err := sim.ParseRingSteps(o.steps, o.n, o.copies)
+		if err != nil {
+			return nil, err
+		}
+		return sim.ShortestRingSchedule(o.n, st)
+	case "balanced":
+		return nil, fmt.Errorf("--schedule balanced: compute it with 'icn multiring capacity --schedule balanced --json > FILE' and pass --schedule FILE")
+	}
+	data, err := os.ReadFile(o.schedule)
+	if err != nil {
+		return nil, fmt.Errorf("--schedule: %v", err)
+	}
+	s, err := sim.ParseRingSchedule(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", o.schedule, err)
+	}
+	return s, nil
 }
 
 // parseStages reads --stages: four whole numbers of cycles "RC,VA,SA,ST".
