@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"time"
 
@@ -28,9 +30,17 @@ type benchRow struct {
 	Ratio    float64 `json:"ratio,omitempty"` // baseline / value for times, value / baseline for rates
 }
 
-func init() {
-	var out output
-	var quick bool
+// benchOptions are the flags of `icn bench`.
+type benchOptions struct {
+	out   output
+	quick bool
+	log   io.Writer // where the progress lines go (nil: standard error)
+}
+
+// newBenchCmd is `icn bench`: icn's key speeds, each against a baseline
+// measured in the same run.
+func newBenchCmd() *cobra.Command {
+	var o benchOptions
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure icn's key speeds on this machine, each against a baseline run in the same process",
@@ -40,202 +50,282 @@ decision at 50% occupancy on all cores vs one, FULB-MC vs SSSP-MC-new on the Tai
 and simulated router-cycles per second. The package benchmarks (go test -bench) hold more.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			var rows []benchRow
-			step := func(name string) { fmt.Fprintf(c.ErrOrStderr(), "bench: %s…\n", name) }
-			timeIt := func(f func() error) (time.Duration, error) {
-				start := time.Now()
-				err := f()
-				return time.Since(start), err
-			}
-			cores := runtime.GOMAXPROCS(0)
-			// network parses the full-size spec, or the small one with --quick.
-			network := func(full, small string) (string, *topology.Graph, error) {
-				spec := full
-				if quick {
-					spec = small
-				}
-				g, err := topology.Parse(spec)
-				return spec, g, err
-			}
-
-			// 1. All-pairs distances, generic algorithm.
-			step("all-pairs distances")
-			spec, g, err := network("torus:16x16x16", "torus:8x8x8")
-			if err != nil {
-				return err
-			}
-			t1, _ := timeIt(func() error {
-				topology.Distances(g, topology.MetricsOptions{ForceGeneric: true, Workers: 1})
-				return nil
-			})
-			tn, _ := timeIt(func() error { topology.Distances(g, topology.MetricsOptions{ForceGeneric: true}); return nil })
-			rows = append(rows, benchRow{Name: "all-pairs BFS " + spec, Value: ms(tn), Unit: "ms", Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()})
-
-			// 2. Verified BFS routing table, whole torus active.
-			step("routing table")
-			tspec, tg, err := network("torus:8x8x4x4", "torus:4x4x4x2")
-			if err != nil {
-				return err
-			}
-			rule, _ := routing.ParseRule("angara*")
-			r, err := routing.NewRouter(tg, rule)
-			if err != nil {
-				return err
-			}
-			all := make([]int, tg.NumNodes())
-			for i := range all {
-				all[i] = i
-			}
-			var tb *routing.Table
-			tt, err := timeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
-			if err != nil {
-				return err
-			}
-			tbb, err := timeIt(func() error { _, e := r.BuildTable(all, nil, routing.Baseline); return e })
-			if err != nil {
-				return err
-			}
-			rows = append(rows, benchRow{Name: fmt.Sprintf("BFS table + verification %s (%d routes)", tspec, tb.NumRoutes()), Value: ms(tt), Unit: "ms",
-				Baseline: "baseline algorithm", BaseVal: ms(tbb), Ratio: tbb.Seconds() / tt.Seconds()})
-			more, err := routeBenchRows(quick, step)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, more...)
-
-			// 3. Node selection at 50% occupancy.
-			step("node selection")
-			st, err := alloc.NewState(tg)
-			if err != nil {
-				return err
-			}
-			ar := &alloc.AngaraRouter{R: r}
-			sel := alloc.NewSelector(st)
-			rnd := rand.New(rand.NewPCG(1, 1))
-			for job := 1; st.Busy() < st.N()/2 && job < 10000; job++ {
-				m := 1 << rnd.IntN(5)
-				res, err := sel.Select(st, ar, alloc.Request{Nodes: m, Transit: m / 4})
-				if err != nil {
-					return err
-				}
-				if res.Chosen != nil {
-					st.Occupy(job, append(append([]int(nil), res.Chosen.Active...), res.Chosen.Transit...))
-				}
-			}
-			req := alloc.Request{Nodes: 16, Transit: 4}
-			sel.Workers = 1
-			ts1, err := timeIt(func() error { _, e := sel.Select(st, ar, req); return e })
-			if err != nil {
-				return err
-			}
-			sel.Workers = 0
-			tsn, _ := timeIt(func() error { _, e := sel.Select(st, ar, req); return e })
-			rows = append(rows, benchRow{Name: fmt.Sprintf("allocation decision %s at 50%%, m=16 T=4", tspec), Value: ms(tsn), Unit: "ms",
-				Baseline: "1 core", BaseVal: ms(ts1), Ratio: ts1.Seconds() / tsn.Seconds()})
-
-			// 3b. Node selection on a half-busy torus (half of X busy).
-			step("node selection, half of X busy")
-			hrows, err := benchHalfXSelection(network, timeIt)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, hrows...)
-
-			// 4. Multicast: FULB vs SSSP-new.
-			step("multicast")
-			mspec, mg, err := network("taihulight", "fattree:k=8,n=3")
-			if err != nil {
-				return err
-			}
-			wspec := "grid3d:32x40x32"
-			if quick {
-				wspec = "grid2d:32x16"
-			}
-			h, err := topology.MinHops(mg, 0)
-			if err != nil {
-				return err
-			}
-			w, err := multicast.ParseWorkload(wspec)
-			if err != nil {
-				return err
-			}
-			groups, err := w.Groups(mg, 1)
-			if err != nil {
-				return err
-			}
-			run := func(name string) (*multicast.Result, error) {
-				a, err := multicast.ParseAlgo(name)
-				if err != nil {
-					return nil, err
-				}
-				return multicast.Run(h, a, groups, multicast.Options{}, nil)
-			}
-			fulb, err := run("fulb")
-			if err != nil {
-				return err
-			}
-			sssp, err := run("sssp-new")
-			if err != nil {
-				return err
-			}
-			rows = append(rows, benchRow{Name: fmt.Sprintf("FULB-MC %s, %d groups of %s", mspec, len(groups), wspec), Value: 1000 * fulb.Seconds, Unit: "ms",
-				Baseline: "SSSP-MC-new", BaseVal: 1000 * sssp.Seconds, Ratio: sssp.Seconds / fulb.Seconds})
-			rows = append(rows, benchRow{Name: "FULB-MC max EFI", Value: float64(fulb.Max), Unit: "groups",
-				Baseline: "SSSP-MC-new", BaseVal: float64(sssp.Max), Ratio: float64(fulb.Max) / float64(max(1, sssp.Max))})
-
-			// 5. Simulator speed near saturation.
-			step("simulator")
-			sg, err := topology.Parse("torus:8x8")
-			if err != nil {
-				return err
-			}
-			cfg := sim.DefaultConfig()
-			cfg.Rate = 0.5
-			cfg.Cycles = 20000
-			if quick {
-				cfg.Cycles = 4000
-			}
-			nw, err := sim.NewNetwork(sg, cfg, true)
-			if err != nil {
-				return err
-			}
-			var pt sim.Point
-			ts, err := timeIt(func() error { var e error; pt, e = sim.Run(nw, cfg); return e })
-			if err != nil {
-				return err
-			}
-			_ = pt
-			cyc := float64(cfg.Cycles) * float64(sg.NumNodes())
-			rows = append(rows, benchRow{Name: "simulator, torus 8x8, uniform DOR at 0.5 flits/node/cycle", Value: cyc / ts.Seconds(), Unit: "router-cycles/s (measurement phase)"})
-			lumpedRate := cyc / ts.Seconds()
-			scfg := cfg
-			scfg.Rate, scfg.Router, scfg.Stages, scfg.TerminalLinks = 0.25, sim.RouterStaged, sim.BookSimStages, true
-			if nw, err = sim.NewNetwork(sg, scfg, true); err != nil {
-				return err
-			}
-			if ts, err = timeIt(func() error { _, e := sim.Run(nw, scfg); return e }); err != nil {
-				return err
-			}
-			rows = append(rows, benchRow{Name: "simulator, torus 8x8, staged 4-stage router (BookSim's) at 0.25 flits/node/cycle", Value: cyc / ts.Seconds(),
-				Unit: "router-cycles/s (measurement phase)", Baseline: "lumped router at 0.5", BaseVal: lumpedRate, Ratio: cyc / ts.Seconds() / lumpedRate})
-
-			type report struct {
-				Cores int        `json:"cores"`
-				Rows  []benchRow `json:"results"`
-			}
-			return out.print(stdout(c), report{cores, rows}, func(wr io.Writer) error {
-				t := cli.NewTable("MEASUREMENT", "VALUE", "UNIT", "BASELINE (same run)", "BASELINE VALUE", "RATIO")
-				for _, r := range rows {
-					t.Row(r.Name, r.Value, r.Unit, r.Baseline, r.BaseVal, r.Ratio)
-				}
-				fmt.Fprintf(wr, "%d cores\n", cores)
-				return t.Write(wr)
-			})
+			o.log = c.ErrOrStderr()
+			return runBench(c.Context(), o, stdout(c))
 		},
 	}
-	out.register(c)
-	c.Flags().BoolVar(&quick, "quick", false, "smaller instances (seconds instead of a minute)")
-	root.AddCommand(c)
+	o.out.register(c)
+	c.Flags().BoolVar(&o.quick, "quick", false, "smaller instances (seconds instead of a minute)")
+	return c
+}
+
+// runBench takes every measurement in order and writes the rows to w.
+func runBench(_ context.Context, o benchOptions, w io.Writer) error {
+	if o.log == nil {
+		o.log = os.Stderr
+	}
+	b := bench{quick: o.quick, log: o.log}
+	rows, err := b.rows()
+	if err != nil {
+		return err
+	}
+	type report struct {
+		Cores int        `json:"cores"`
+		Rows  []benchRow `json:"results"`
+	}
+	cores := runtime.GOMAXPROCS(0)
+	return o.out.print(w, report{cores, rows}, func(wr io.Writer) error {
+		t := cli.NewTable("MEASUREMENT", "VALUE", "UNIT", "BASELINE (same run)", "BASELINE VALUE", "RATIO")
+		for _, r := range rows {
+			t.Row(r.Name, r.Value, r.Unit, r.Baseline, r.BaseVal, r.Ratio)
+		}
+		fmt.Fprintf(wr, "%d cores\n", cores)
+		return t.Write(wr)
+	})
+}
+
+// bench is one run of icn bench: the instance size and the progress log.
+type bench struct {
+	quick bool
+	log   io.Writer
+}
+
+// step announces a measurement on the progress log.
+func (b bench) step(name string) { fmt.Fprintf(b.log, "bench: %s…\n", name) }
+
+// network parses the full-size spec, or the small one with --quick.
+func (b bench) network(full, small string) (string, *topology.Graph, error) {
+	spec := full
+	if b.quick {
+		spec = small
+	}
+	g, err := topology.Parse(spec)
+	return spec, g, err
+}
+
+// timeIt is the wall time of f.
+func timeIt(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
+// benchTorus is the torus the routing-table and selection rows share.
+type benchTorus struct {
+	spec string
+	g    *topology.Graph
+	r    *routing.Router
+}
+
+// rows takes the measurements in their report order.
+func (b bench) rows() ([]benchRow, error) {
+	var rows []benchRow
+	row, err := b.distances()
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, row)
+	row, tor, err := b.routingTable()
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, row)
+	more, err := routeBenchRows(b.quick, b.step)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, more...)
+	if row, err = b.selection(tor); err != nil {
+		return nil, err
+	}
+	rows = append(rows, row)
+	b.step("node selection, half of X busy")
+	if more, err = benchHalfXSelection(b.network, timeIt); err != nil {
+		return nil, err
+	}
+	rows = append(rows, more...)
+	if more, err = b.multicast(); err != nil {
+		return nil, err
+	}
+	rows = append(rows, more...)
+	if more, err = b.simulator(); err != nil {
+		return nil, err
+	}
+	return append(rows, more...), nil
+}
+
+// distances times all-pairs distances (generic algorithm) on all cores
+// against one core.
+func (b bench) distances() (benchRow, error) {
+	b.step("all-pairs distances")
+	spec, g, err := b.network("torus:16x16x16", "torus:8x8x8")
+	if err != nil {
+		return benchRow{}, err
+	}
+	t1, _ := timeIt(func() error {
+		topology.Distances(g, topology.MetricsOptions{ForceGeneric: true, Workers: 1})
+		return nil
+	})
+	tn, _ := timeIt(func() error { topology.Distances(g, topology.MetricsOptions{ForceGeneric: true}); return nil })
+	return benchRow{Name: "all-pairs BFS " + spec, Value: ms(tn), Unit: "ms", Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()}, nil
+}
+
+// routingTable times a verified BFS routing table with the whole torus
+// active against the baseline algorithm, and returns the torus and its
+// router for the selection rows.
+func (b bench) routingTable() (benchRow, benchTorus, error) {
+	b.step("routing table")
+	spec, g, err := b.network("torus:8x8x4x4", "torus:4x4x4x2")
+	if err != nil {
+		return benchRow{}, benchTorus{}, err
+	}
+	rule, _ := routing.ParseRule("angara*")
+	r, err := routing.NewRouter(g, rule)
+	if err != nil {
+		return benchRow{}, benchTorus{}, err
+	}
+	all := make([]int, g.NumNodes())
+	for i := range all {
+		all[i] = i
+	}
+	var tb *routing.Table
+	tt, err := timeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
+	if err != nil {
+		return benchRow{}, benchTorus{}, err
+	}
+	tbb, err := timeIt(func() error { _, e := r.BuildTable(all, nil, routing.Baseline); return e })
+	if err != nil {
+		return benchRow{}, benchTorus{}, err
+	}
+	row := benchRow{Name: fmt.Sprintf("BFS table + verification %s (%d routes)", spec, tb.NumRoutes()), Value: ms(tt), Unit: "ms",
+		Baseline: "baseline algorithm", BaseVal: ms(tbb), Ratio: tbb.Seconds() / tt.Seconds()}
+	return row, benchTorus{spec, g, r}, nil
+}
+
+// selection fills the torus to 50% with random jobs and times one
+// allocation decision on all cores against one core.
+func (b bench) selection(tor benchTorus) (benchRow, error) {
+	b.step("node selection")
+	st, err := alloc.NewState(tor.g)
+	if err != nil {
+		return benchRow{}, err
+	}
+	ar := &alloc.AngaraRouter{R: tor.r}
+	sel := alloc.NewSelector(st)
+	rnd := rand.New(rand.NewPCG(1, 1))
+	for job := 1; st.Busy() < st.N()/2 && job < 10000; job++ {
+		m := 1 << rnd.IntN(5)
+		res, err := sel.Select(st, ar, alloc.Request{Nodes: m, Transit: m / 4})
+		if err != nil {
+			return benchRow{}, err
+		}
+		if res.Chosen != nil {
+			st.Occupy(job, append(append([]int(nil), res.Chosen.Active...), res.Chosen.Transit...))
+		}
+	}
+	req := alloc.Request{Nodes: 16, Transit: 4}
+	sel.Workers = 1
+	ts1, err := timeIt(func() error { _, e := sel.Select(st, ar, req); return e })
+	if err != nil {
+		return benchRow{}, err
+	}
+	sel.Workers = 0
+	tsn, _ := timeIt(func() error { _, e := sel.Select(st, ar, req); return e })
+	return benchRow{Name: fmt.Sprintf("allocation decision %s at 50%%, m=16 T=4", tor.spec), Value: ms(tsn), Unit: "ms",
+		Baseline: "1 core", BaseVal: ms(ts1), Ratio: ts1.Seconds() / tsn.Seconds()}, nil
+}
+
+// multicast runs FULB-MC and SSSP-MC-new on the same groups: time and
+// maximal EFI.
+func (b bench) multicast() ([]benchRow, error) {
+	b.step("multicast")
+	mspec, mg, err := b.network("taihulight", "fattree:k=8,n=3")
+	if err != nil {
+		return nil, err
+	}
+	wspec := "grid3d:32x40x32"
+	if b.quick {
+		wspec = "grid2d:32x16"
+	}
+	h, err := topology.MinHops(mg, 0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := multicast.ParseWorkload(wspec)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := w.Groups(mg, 1)
+	if err != nil {
+		return nil, err
+	}
+	run := func(name string) (*multicast.Result, error) {
+		a, err := multicast.ParseAlgo(name)
+		if err != nil {
+			return nil, err
+		}
+		return multicast.Run(h, a, groups, multicast.Options{}, nil)
+	}
+	fulb, err := run("fulb")
+	if err != nil {
+		return nil, err
+	}
+	sssp, err := run("sssp-new")
+	if err != nil {
+		return nil, err
+	}
+	return []benchRow{
+		{Name: fmt.Sprintf("FULB-MC %s, %d groups of %s", mspec, len(groups), wspec), Value: 1000 * fulb.Seconds, Unit: "ms",
+			Baseline: "SSSP-MC-new", BaseVal: 1000 * sssp.Seconds, Ratio: sssp.Seconds / fulb.Seconds},
+		{Name: "FULB-MC max EFI", Value: float64(fulb.Max), Unit: "groups",
+			Baseline: "SSSP-MC-new", BaseVal: float64(sssp.Max), Ratio: float64(fulb.Max) / float64(max(1, sssp.Max))},
+	}, nil
+}
+
+// simulator measures router-cycles per second of the lumped router near
+// saturation and of BookSim's staged router against it.
+func (b bench) simulator() ([]benchRow, error) {
+	b.step("simulator")
+	sg, err := topology.Parse("torus:8x8")
+	if err != nil {
+		return nil, err
+	}
+	cfg := sim.DefaultConfig()
+	cfg.Rate = 0.5
+	cfg.Cycles = 20000
+	if b.quick {
+		cfg.Cycles = 4000
+	}
+	cyc := float64(cfg.Cycles) * float64(sg.NumNodes())
+	lumped, err := simRouterCycles(sg, cfg, cyc)
+	if err != nil {
+		return nil, err
+	}
+	scfg := cfg
+	scfg.Rate, scfg.Router, scfg.Stages, scfg.TerminalLinks = 0.25, sim.RouterStaged, sim.BookSimStages, true
+	staged, err := simRouterCycles(sg, scfg, cyc)
+	if err != nil {
+		return nil, err
+	}
+	return []benchRow{
+		{Name: "simulator, torus 8x8, uniform DOR at 0.5 flits/node/cycle", Value: lumped, Unit: "router-cycles/s (measurement phase)"},
+		{Name: "simulator, torus 8x8, staged 4-stage router (BookSim's) at 0.25 flits/node/cycle", Value: staged,
+			Unit: "router-cycles/s (measurement phase)", Baseline: "lumped router at 0.5", BaseVal: lumped, Ratio: staged / lumped},
+	}, nil
+}
+
+// simRouterCycles runs one load point and returns the measured
+// router-cycles (cyc) per second of wall time.
+func simRouterCycles(g *topology.Graph, cfg sim.Config, cyc float64) (float64, error) {
+	nw, err := sim.NewNetwork(g, cfg, true)
+	if err != nil {
+		return 0, err
+	}
+	ts, err := timeIt(func() error { _, e := sim.Run(nw, cfg); return e })
+	if err != nil {
+		return 0, err
+	}
+	return cyc / ts.Seconds(), nil
 }
 
 // benchHalfXSelection times allocation decisions on a torus whose nodes

@@ -38,6 +38,7 @@ func newRootCmd() *cobra.Command {
 		newFabricCmd(),
 		newMcastCmd(),
 		newSimCmd(),
+		newBenchCmd(),
 	)
 	return root
 }
