@@ -39,6 +39,7 @@ func newRootCmd() *cobra.Command {
 		newMcastCmd(),
 		newSimCmd(),
 		newBenchCmd(),
+		newShmemCmd(),
 	)
 	return root
 }

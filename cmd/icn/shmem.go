@@ -57,8 +57,6 @@ func (f *shmemFlags) options() (shmem.Options, error) {
 	return shmem.Options{Heap: heap, Ring: ring, Timeout: f.timeout}, nil
 }
 
-func init() { root.AddCommand(newShmemCmd()) }
-
 // newShmemCmd is the icn shmem group: run, bench and the hidden
 // bench-worker.
 func newShmemCmd() *cobra.Command {
