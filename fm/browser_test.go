@@ -36,7 +36,7 @@ func TestWebPageAllocates(t *testing.T) {
 		if os.Getenv("ICN_REQUIRE_BROWSER") != "" {
 			t.Fatal("no Chromium found but ICN_REQUIRE_BROWSER is set")
 		}
-		t.Skip("no Chromium on this machine (install Debian's chromium package)")
+		t.Skip("web page test skipped: no Chromium on this machine; install Debian's chromium package or set ICN_CHROMIUM=PATH to run it, ICN_REQUIRE_BROWSER=1 to make its absence a failure")
 	}
 	s, tok := openTest(t, t.TempDir(), "torus:4x4x2", nil)
 	defer s.Close()
