@@ -191,6 +191,10 @@ type placement struct {
 	// of the block of that size at the box's corner (same nodes, same
 	// order, so the same active and transit nodes).
 	blockSize []int
+	// box is the block whose nodes are the set when the set is not
+	// listed and the rectangle has holes (zero otherwise: the set is the
+	// rectangle's block).
+	box Rect
 	// pattern names the set up to translation (size and positions of the
 	// unavailable nodes in the rectangle) when the router is translation
 	// invariant and the placement is not a block; "" otherwise.
@@ -249,6 +253,15 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 		return placement{rect: r, nTransit: vol(size) - d.m, block: true, blockSize: size}, true
 	}
 	ws := &d.work[w]
+	if !sel.anyFault && d.req.Algo == Improved {
+		// On a torus without failed links the available nodes of most
+		// placements with holes form a box: the set is that box's block,
+		// found from the prefix sums without listing the rectangle.
+		if box, ok := sel.grid.availableBox(r, vol(size)-holes, ws); ok {
+			return placement{rect: r, holes: holes, nTransit: vol(size) - holes - d.m,
+				blockSize: box.Size, box: box}, true
+		}
+	}
 	ws.nodes = r.Nodes(sel.dims, ws.nodes[:0])
 	fault := sel.internalFault(r, ws.nodes)
 	if d.req.Algo == Baseline && fault {
@@ -280,13 +293,21 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 	return p, true
 }
 
+// setRect is the block whose nodes an unlisted placement's set are.
+func (p placement) setRect() Rect {
+	if p.box.Size != nil {
+		return p.box
+	}
+	return p.rect
+}
+
 // listed returns the placement's active and transit nodes, listing a
 // block's on demand.
 func (d *decision) listed(p placement) (active, transit []int) {
 	if p.all != nil {
 		return p.active, p.transit
 	}
-	all := p.rect.Nodes(d.sel.dims, nil)
+	all := p.setRect().Nodes(d.sel.dims, nil)
 	return all[:d.m:d.m], all[d.m:]
 }
 
@@ -453,7 +474,8 @@ func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 		Holes: p.holes, nTransit: p.nTransit}
 	switch {
 	case p.all == nil:
-		c.lazy = &blockSet{start: c.Rect.Start, size: c.Rect.Size, m: d.m, keep: keep}
+		b := p.setRect()
+		c.lazy = &blockSet{start: slices.Clone(b.Start), size: slices.Clone(b.Size), m: d.m, keep: keep}
 	case keep == nil:
 		c.Active, c.Transit = p.active, p.transit
 	default:
@@ -483,16 +505,19 @@ func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 		}
 		c.shape = string(b)
 	}
+	// A placement whose available nodes form a box without a failed link
+	// inside is the block of that box: same class as the block.
+	bs := p.blockSize
 	switch {
-	case p.block && keep == nil:
-		c.iso = sizeKey("r", size)
-	case !p.block:
+	case bs == nil:
+	case keep == nil:
+		c.iso = sizeKey("r", bs)
 	case c.nTransit > 0:
-		c.iso = sizeKey("g", size)
-	case leadingBlock(size, d.m) != nil:
-		c.iso = sizeKey("r", leadingBlock(size, d.m))
+		c.iso = sizeKey("g", bs)
+	case leadingBlock(bs, d.m) != nil:
+		c.iso = sizeKey("r", leadingBlock(bs, d.m))
 	default:
-		c.iso = sizeKey("a", size)
+		c.iso = sizeKey("a", bs)
 	}
 	return c
 }
