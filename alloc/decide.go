@@ -101,6 +101,39 @@ type workerScratch struct {
 	nodes       []int
 	lo, hi, off []int
 	conn        connScratch
+	// blocks caches, per rectangle size of the decision (by its first
+	// element's address), the outcome of reduce for a block of that size.
+	blocks map[*int]blockOutcome
+}
+
+// blockOutcome is reduce's outcome for the blocks of one size.
+type blockOutcome struct {
+	keep []int
+	ok   bool
+}
+
+// reduceCached is reduce, with the outcome for blocks kept per worker and
+// size: blocks of one size reduce the same way, a pruned size stays
+// pruned (the bound only falls), and a kept count above the bound is
+// rejected by the caller.
+func (d *decision) reduceCached(w int, p placement) ([]int, bool, error) {
+	if !p.block || p.all != nil || d.req.Algo != Improved {
+		return d.reduce(p)
+	}
+	ws := &d.work[w]
+	k := &p.rect.Size[0]
+	if o, ok := ws.blocks[k]; ok {
+		return o.keep, o.ok, nil
+	}
+	keep, ok, err := d.reduce(p)
+	if err != nil {
+		return nil, false, err
+	}
+	if ws.blocks == nil {
+		ws.blocks = map[*int]blockOutcome{}
+	}
+	ws.blocks[k] = blockOutcome{keep, ok}
+	return keep, ok, nil
 }
 
 // sizeResult is what one rectangle size contributed.
@@ -221,7 +254,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 	if d.req.CountOnly {
 		return true
 	}
-	keep, ok, err := d.reduce(p)
+	keep, ok, err := d.reduceCached(w, p)
 	if err != nil {
 		out.err = err
 		return false
@@ -474,8 +507,11 @@ func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 		Holes: p.holes, nTransit: p.nTransit}
 	switch {
 	case p.all == nil:
-		b := p.setRect()
-		c.lazy = &blockSet{start: slices.Clone(b.Start), size: slices.Clone(b.Size), m: d.m, keep: keep}
+		b := Rect{Start: c.Rect.Start, Size: c.Rect.Size}
+		if p.box.Size != nil {
+			b = Rect{Start: slices.Clone(p.box.Start), Size: p.box.Size}
+		}
+		c.lazy = &blockSet{start: b.Start, size: b.Size, m: d.m, keep: keep}
 	case keep == nil:
 		c.Active, c.Transit = p.active, p.transit
 	default:

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
 )
@@ -132,6 +133,37 @@ func (g *grid) fill(s *State) {
 // unavailable counts unavailable nodes in the box start..start+size-1
 // (start within [0, d), size ≤ d; for non-wrapping dims start+size ≤ d).
 func (g *grid) unavailable(start, size []int) int {
+	n := len(g.dims)
+	if n > 16 {
+		return g.unavailableSlow(start, size)
+	}
+	// Corner idx = base + Σ over the far dimensions of size·stride; its
+	// sign is − for an odd number of near dimensions.
+	base := 0
+	var far [16]int
+	for i := 0; i < n; i++ {
+		base += start[i] * g.stride[i]
+		far[i] = size[i] * g.stride[i]
+	}
+	sum := int32(0)
+	for mask := 0; mask < 1<<n; mask++ {
+		idx := base
+		for i := 0; i < n; i++ {
+			if mask>>i&1 == 1 {
+				idx += far[i]
+			}
+		}
+		if (n-bits.OnesCount(uint(mask)))&1 == 1 {
+			sum -= g.pre[idx]
+		} else {
+			sum += g.pre[idx]
+		}
+	}
+	return int(sum)
+}
+
+// unavailableSlow is unavailable for any number of dimensions.
+func (g *grid) unavailableSlow(start, size []int) int {
 	n := len(g.dims)
 	sum := int32(0)
 	for mask := 0; mask < 1<<n; mask++ {
