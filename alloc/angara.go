@@ -67,3 +67,20 @@ func faultFreeTorus(g *topology.Graph) bool {
 	}
 	return len(g.FailedLinks()) == 0 && len(g.FailedNodes()) == 0
 }
+
+// BlocksLocal reports whether the router's answers for a block (a
+// rectangle of available nodes without a failed link inside) depend only
+// on the block's size. With failed links anywhere on the torus they may
+// not: R_A* accepts dependencies that depend on all failures, and blocks
+// of one size were found to reduce and route differently under angara*
+// and angara (TestBlockSharingUnderFailures), so this holds only where
+// the router is translation invariant (a fault-free torus).
+func (a *AngaraRouter) BlocksLocal() bool { return a.TranslationInvariant() }
+
+// BlocksLocal implements the same promise as AngaraRouter's: connectivity
+// inside a set depends only on the set's links.
+func (r GraphRouter) BlocksLocal() bool { return true }
+
+// blocksLocal is implemented by routers that may declare that blocks of
+// one size share their answers.
+type blocksLocal interface{ BlocksLocal() bool }

@@ -94,6 +94,10 @@ type decision struct {
 	// translation, so placements of one size with the same pattern of
 	// unavailable nodes share them.
 	invariant bool
+	// shareBlocks: the router's answers for a block depend only on its
+	// size, so blocks of one size share their reduction and table figures
+	// (otherwise each block is computed on its own).
+	shareBlocks bool
 }
 
 // workerScratch is one worker's reusable space.
@@ -117,7 +121,7 @@ type blockOutcome struct {
 // pruned (the bound only falls), and a kept count above the bound is
 // rejected by the caller.
 func (d *decision) reduceCached(w int, p placement) ([]int, bool, error) {
-	if !p.block || p.all != nil || d.req.Algo != Improved {
+	if !p.block || p.all != nil || d.req.Algo != Improved || !d.shareBlocks {
 		return d.reduce(p)
 	}
 	ws := &d.work[w]
@@ -157,6 +161,9 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 	d.bestT.Store(int64(d.T))
 	if ti, ok := rt.(translationInvariant); ok {
 		d.invariant = ti.TranslationInvariant()
+	}
+	if bl, ok := rt.(blocksLocal); ok {
+		d.shareBlocks = bl.BlocksLocal()
 	}
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
 	return d
@@ -420,7 +427,7 @@ func (d *decision) alone(p placement, block bool) (bool, error) {
 	}
 	var key string
 	switch {
-	case block:
+	case block && d.shareBlocks:
 		key = sizeKey("b", size)
 	case p.pattern != "":
 		key = "p" + p.pattern
@@ -459,7 +466,7 @@ func (d *decision) reduce(p placement) (keep []int, ok bool, err error) {
 		if err != nil || !ok {
 			return nil, false, err
 		}
-	case p.blockSize != nil:
+	case p.blockSize != nil && d.shareBlocks:
 		// Pruned (nil) stays pruned: the bound only falls.
 		k, err := d.memo.get(sizeKey("g", p.blockSize), func() (any, error) {
 			active, transit := d.listed(p)
@@ -480,7 +487,8 @@ func (d *decision) reduce(p placement) (keep []int, ok bool, err error) {
 		}
 		keep = k.([]int)
 	default:
-		k, err := dropTransit(d.rt, p.active, p.transit, int(bound))
+		active, transit := d.listed(p)
+		k, err := dropTransit(d.rt, active, transit, int(bound))
 		if err != nil || k == nil {
 			return nil, false, err
 		}
@@ -544,6 +552,9 @@ func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 	// A placement whose available nodes form a box without a failed link
 	// inside is the block of that box: same class as the block.
 	bs := p.blockSize
+	if !d.shareBlocks {
+		bs = nil
+	}
 	switch {
 	case bs == nil:
 	case keep == nil:
