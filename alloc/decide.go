@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -620,10 +621,14 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	for _, c := range reps {
 		d.materialize(c)
 	}
-	par.For(len(build), d.sel.Workers, func(_, k int) {
-		i := build[k]
-		figs[i], errs[k] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
-	})
+	if u, ok := d.rt.(unverifiedTables); ok && len(build) > 1 {
+		errs = append(errs, d.rankUnverified(u, reps, build, figs))
+	} else {
+		par.For(len(build), d.sel.Workers, func(_, k int) {
+			i := build[k]
+			figs[i], errs[k] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
+		})
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, 0, err
 	}
@@ -778,4 +783,39 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 	res.Chosen = ranked[0]
 	d.materialize(res.Chosen)
 	return nil
+}
+
+// rankUnverified builds the tables of reps[build] without verifying them,
+// fills their figures, and verifies the one table that can win: least
+// diameter, then π_max, then the first representative (the winner's
+// class; its other members are translates with the same table up to
+// translation). Only the best table so far is kept in memory.
+func (d *decision) rankUnverified(u unverifiedTables, reps []*Candidate, build []int, figs []TableFigures) error {
+	var mu sync.Mutex
+	bestIdx, errs := -1, make([]error, len(build))
+	var best any
+	better := func(i, j int) bool { // rep i's table beats rep j's
+		a, b := figs[i], figs[j]
+		if a.Diameter != b.Diameter {
+			return a.Diameter < b.Diameter
+		}
+		if a.PiMax != b.PiMax {
+			return a.PiMax < b.PiMax
+		}
+		return i < j
+	}
+	par.For(len(build), d.sel.Workers, func(_, k int) {
+		i := build[k]
+		fig, tb, err := u.UnverifiedTable(reps[i].Active, reps[i].Transit, "bfs")
+		mu.Lock()
+		defer mu.Unlock()
+		figs[i], errs[k] = fig, err
+		if err == nil && (bestIdx < 0 || better(i, bestIdx)) {
+			bestIdx, best = i, tb
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return u.VerifyTable(best)
 }

@@ -118,3 +118,62 @@ func blocksAgree(t *testing.T, sel *Selector, rt *AngaraRouter, size []int, m in
 	})
 	return same
 }
+
+// verifiedOnly hides AngaraRouter's unverified tables: every tie-break
+// table is built and verified. It keeps the sharing promises.
+type verifiedOnly struct{ a *AngaraRouter }
+
+func (v verifiedOnly) Reachable(active, transit []int) (bool, error) {
+	return v.a.Reachable(active, transit)
+}
+
+func (v verifiedOnly) Table(active, transit []int, algo string) (TableFigures, error) {
+	return v.a.Table(active, transit, algo)
+}
+
+func (v verifiedOnly) TranslationInvariant() bool { return v.a.TranslationInvariant() }
+
+func (v verifiedOnly) BlocksLocal() bool { return v.a.BlocksLocal() }
+
+// TestUnverifiedTieBreak checks that ranking tie-break tables built
+// without verification (only the winner verified) chooses what building
+// and verifying every table chooses, with the same figures.
+func TestUnverifiedTieBreak(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 23))
+	multi := 0
+	for trial := 0; trial < 40; trial++ {
+		spec := []string{"torus:4x4x4", "torus:4x4x2x2", "torus:6x4x3", "torus:8x4"}[trial%4]
+		s := randomState(t, spec, 0.4*r.Float64(), r)
+		rt, err := NewAngaraRouter(s.g, "angara*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := Request{Nodes: 2 + r.IntN(12), Algo: Improved}
+		req.Transit = r.IntN(req.Nodes/2 + 1)
+		got, err := NewSelector(s).Select(s, rt, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := NewSelector(s).Select(s, verifiedOnly{rt}, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got.Chosen == nil) != (want.Chosen == nil) {
+			t.Fatalf("%s %+v: chosen %v vs %v", spec, req, got.Chosen, want.Chosen)
+		}
+		if got.Chosen == nil {
+			continue
+		}
+		if got.Tables > 1 {
+			multi++
+		}
+		g, w := got.Chosen, want.Chosen
+		if setKey(g.Active, g.Transit) != setKey(w.Active, w.Transit) || *g.Figures != *w.Figures || got.Tables != want.Tables {
+			t.Fatalf("%s %+v: unverified ranking chose %v %+v (%d tables), verified %v %+v (%d)",
+				spec, req, g.Rect, *g.Figures, got.Tables, w.Rect, *w.Figures, want.Tables)
+		}
+	}
+	if multi < 5 {
+		t.Fatalf("only %d decisions compared more than one table", multi)
+	}
+}
