@@ -135,8 +135,8 @@ func BenchmarkSelectLarge(b *testing.B) {
 
 // BenchmarkSelect32k times a 1 024-node placement (T = 0 and T = 256) on
 // an idle and a half-busy (X < 16) 32x32x32 torus, as `icn serve` makes
-// it (issue 15, item 3). Besides CPU time it reports the heap in use
-// after the decision and the bytes allocated per decision.
+// it (issue 15, item 3). Besides CPU time it reports the bytes and
+// allocations per decision (peak RSS: /usr/bin/time -v icn alloc).
 func BenchmarkSelect32k(b *testing.B) {
 	for _, pattern := range []string{"idle", "halfx"} {
 		s, rt := busyPattern(b, "torus:32x32x32", pattern)
