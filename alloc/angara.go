@@ -40,6 +40,35 @@ func (a *AngaraRouter) Table(active, transit []int, algo string) (TableFigures, 
 	return TableFigures{Diameter: st.Diameter, PiMax: float64(st.PiMax), PiPerfect: st.PiPerfect, BalanceFactor: st.BalanceFactor}, nil
 }
 
+// UnverifiedTable builds a table without verifying it and returns its
+// figures and the table; VerifyTable verifies it later. Select builds its
+// tie-break tables this way and verifies only the chosen one.
+func (a *AngaraRouter) UnverifiedTable(active, transit []int, algo string) (TableFigures, any, error) {
+	al, err := routing.ParseAlgo(algo)
+	if err != nil {
+		return TableFigures{}, nil, err
+	}
+	tb, err := a.R.BuildUnverified(active, transit, al)
+	if err != nil {
+		return TableFigures{}, nil, err
+	}
+	return figuresOf(tb.Stats), tb, nil
+}
+
+// VerifyTable verifies a table from UnverifiedTable.
+func (a *AngaraRouter) VerifyTable(tb any) error { return a.R.Verify(tb.(*routing.Table)) }
+
+func figuresOf(st routing.Stats) TableFigures {
+	return TableFigures{Diameter: st.Diameter, PiMax: float64(st.PiMax), PiPerfect: st.PiPerfect, BalanceFactor: st.BalanceFactor}
+}
+
+// unverifiedTables is implemented by routers that can build a table
+// without verifying it and verify it later.
+type unverifiedTables interface {
+	UnverifiedTable(active, transit []int, algo string) (TableFigures, any, error)
+	VerifyTable(tb any) error
+}
+
 // TranslationInvariant reports whether the router's answers for a set
 // depend only on the set up to a translation of the torus: true on a
 // torus without failed links or nodes when R_A* accepted no extra
@@ -67,3 +96,20 @@ func faultFreeTorus(g *topology.Graph) bool {
 	}
 	return len(g.FailedLinks()) == 0 && len(g.FailedNodes()) == 0
 }
+
+// BlocksLocal reports whether the router's answers for a block (a
+// rectangle of available nodes without a failed link inside) depend only
+// on the block's size. With failed links anywhere on the torus they may
+// not: R_A* accepts dependencies that depend on all failures, and blocks
+// of one size were found to reduce and route differently under angara*
+// and angara (TestBlockSharingUnderFailures), so this holds only where
+// the router is translation invariant (a fault-free torus).
+func (a *AngaraRouter) BlocksLocal() bool { return a.TranslationInvariant() }
+
+// BlocksLocal implements the same promise as AngaraRouter's: connectivity
+// inside a set depends only on the set's links.
+func (r GraphRouter) BlocksLocal() bool { return true }
+
+// blocksLocal is implemented by routers that may declare that blocks of
+// one size share their answers.
+type blocksLocal interface{ BlocksLocal() bool }

@@ -83,8 +83,9 @@ func (b *blockSet) transitOffsets() [][]int {
 
 // canonicalKey names a node set with its split: sets whose active nodes
 // are the first m nodes (X fastest) of some box are named by the box's
-// corner, the extents of the dimensions below the highest one the active
-// nodes span, m, and the transit nodes as offsets from the corner; this
+// corner (0 in a dimension they cover whole), the extents of the
+// dimensions below the highest one the active nodes span, m, and the
+// transit nodes as offsets from the corner; this
 // name depends only on the set, so blocks of different sizes, and other
 // placements, that give the same set get the same name. Other sets are
 // named by their sorted node ids.
@@ -98,9 +99,8 @@ func canonicalKey(dims []int, active, transit []int) string {
 // prefixShape reports whether active is the first len(active) nodes
 // (X fastest) of a box, and returns the box's corner and the extents of
 // the dimensions below the highest one the nodes span. The corner is
-// where each dimension's projection (a cyclic interval) starts; a set
-// whose projection covers a whole ring has no unique corner and is
-// reported as not prefix-shaped (blockSet.key agrees).
+// where each dimension's projection (a cyclic interval) starts, or 0 where
+// it covers the whole ring (blockSet.key agrees).
 func prefixShape(dims []int, active []int) (corner, ext []int, ok bool) {
 	n := len(dims)
 	corner = make([]int, n)
@@ -111,15 +111,21 @@ func prefixShape(dims []int, active []int) (corner, ext []int, ok bool) {
 			dec(v, dims, c)
 			seen[c[i]] = true
 		}
-		starts := 0
+		starts, all := 0, true
 		for x := 0; x < d; x++ {
+			all = all && seen[x]
 			if seen[x] && !seen[(x+d-1)%d] {
 				corner[i] = x
 				starts++
 			}
 		}
+		if all {
+			// The whole ring: only a box taking the whole dimension can
+			// give it, and such boxes start at 0.
+			corner[i], starts = 0, 1
+		}
 		if d > 1 && starts != 1 {
-			return nil, nil, false // not an interval, or the whole ring
+			return nil, nil, false // not an interval
 		}
 	}
 	e := make([]int, n)
@@ -204,15 +210,8 @@ func (b *blockSet) key(dims []int) string {
 	if b.m == 1 {
 		ext = nil
 	}
-	wrapped := k < len(dims) && (b.m+prefix-1)/prefix == dims[k] && dims[k] > 1
-	for i, e := range ext {
-		wrapped = wrapped || e == dims[i] && dims[i] > 1
-	}
-	if wrapped {
-		// As in prefixShape: no unique corner.
-		active, transit := b.nodes(dims)
-		return "S" + setID(active, transit)
-	}
+	// A dimension the active nodes cover whole is one the block takes
+	// whole, so it starts at 0, as prefixShape takes it.
 	return prefixKey(dims, b.start, ext, b.m, nil, b.transitOffsets())
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,6 +95,10 @@ type decision struct {
 	// translation, so placements of one size with the same pattern of
 	// unavailable nodes share them.
 	invariant bool
+	// shareBlocks: the router's answers for a block depend only on its
+	// size, so blocks of one size share their reduction and table figures
+	// (otherwise each block is computed on its own).
+	shareBlocks bool
 }
 
 // workerScratch is one worker's reusable space.
@@ -101,6 +106,39 @@ type workerScratch struct {
 	nodes       []int
 	lo, hi, off []int
 	conn        connScratch
+	// blocks caches, per rectangle size of the decision (by its first
+	// element's address), the outcome of reduce for a block of that size.
+	blocks map[*int]blockOutcome
+}
+
+// blockOutcome is reduce's outcome for the blocks of one size.
+type blockOutcome struct {
+	keep []int
+	ok   bool
+}
+
+// reduceCached is reduce, with the outcome for blocks kept per worker and
+// size: blocks of one size reduce the same way, a pruned size stays
+// pruned (the bound only falls), and a kept count above the bound is
+// rejected by the caller.
+func (d *decision) reduceCached(w int, p placement) ([]int, bool, error) {
+	if !p.block || p.all != nil || d.req.Algo != Improved || !d.shareBlocks {
+		return d.reduce(p)
+	}
+	ws := &d.work[w]
+	k := &p.rect.Size[0]
+	if o, ok := ws.blocks[k]; ok {
+		return o.keep, o.ok, nil
+	}
+	keep, ok, err := d.reduce(p)
+	if err != nil {
+		return nil, false, err
+	}
+	if ws.blocks == nil {
+		ws.blocks = map[*int]blockOutcome{}
+	}
+	ws.blocks[k] = blockOutcome{keep, ok}
+	return keep, ok, nil
 }
 
 // sizeResult is what one rectangle size contributed.
@@ -124,6 +162,9 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 	d.bestT.Store(int64(d.T))
 	if ti, ok := rt.(translationInvariant); ok {
 		d.invariant = ti.TranslationInvariant()
+	}
+	if bl, ok := rt.(blocksLocal); ok {
+		d.shareBlocks = bl.BlocksLocal()
 	}
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
 	return d
@@ -191,6 +232,10 @@ type placement struct {
 	// of the block of that size at the box's corner (same nodes, same
 	// order, so the same active and transit nodes).
 	blockSize []int
+	// box is the block whose nodes are the set when the set is not
+	// listed and the rectangle has holes (zero otherwise: the set is the
+	// rectangle's block).
+	box Rect
 	// pattern names the set up to translation (size and positions of the
 	// unavailable nodes in the rectangle) when the router is translation
 	// invariant and the placement is not a block; "" otherwise.
@@ -217,7 +262,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 	if d.req.CountOnly {
 		return true
 	}
-	keep, ok, err := d.reduce(p)
+	keep, ok, err := d.reduceCached(w, p)
 	if err != nil {
 		out.err = err
 		return false
@@ -249,6 +294,15 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 		return placement{rect: r, nTransit: vol(size) - d.m, block: true, blockSize: size}, true
 	}
 	ws := &d.work[w]
+	if !sel.anyFault && d.req.Algo == Improved {
+		// On a torus without failed links the available nodes of most
+		// placements with holes form a box: the set is that box's block,
+		// found from the prefix sums without listing the rectangle.
+		if box, ok := sel.grid.availableBox(r, vol(size)-holes, ws); ok {
+			return placement{rect: r, holes: holes, nTransit: vol(size) - holes - d.m,
+				blockSize: box.Size, box: box}, true
+		}
+	}
 	ws.nodes = r.Nodes(sel.dims, ws.nodes[:0])
 	fault := sel.internalFault(r, ws.nodes)
 	if d.req.Algo == Baseline && fault {
@@ -280,13 +334,21 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 	return p, true
 }
 
+// setRect is the block whose nodes an unlisted placement's set are.
+func (p placement) setRect() Rect {
+	if p.box.Size != nil {
+		return p.box
+	}
+	return p.rect
+}
+
 // listed returns the placement's active and transit nodes, listing a
 // block's on demand.
 func (d *decision) listed(p placement) (active, transit []int) {
 	if p.all != nil {
 		return p.active, p.transit
 	}
-	all := p.rect.Nodes(d.sel.dims, nil)
+	all := p.setRect().Nodes(d.sel.dims, nil)
 	return all[:d.m:d.m], all[d.m:]
 }
 
@@ -366,7 +428,7 @@ func (d *decision) alone(p placement, block bool) (bool, error) {
 	}
 	var key string
 	switch {
-	case block:
+	case block && d.shareBlocks:
 		key = sizeKey("b", size)
 	case p.pattern != "":
 		key = "p" + p.pattern
@@ -405,7 +467,7 @@ func (d *decision) reduce(p placement) (keep []int, ok bool, err error) {
 		if err != nil || !ok {
 			return nil, false, err
 		}
-	case p.blockSize != nil:
+	case p.blockSize != nil && d.shareBlocks:
 		// Pruned (nil) stays pruned: the bound only falls.
 		k, err := d.memo.get(sizeKey("g", p.blockSize), func() (any, error) {
 			active, transit := d.listed(p)
@@ -426,7 +488,8 @@ func (d *decision) reduce(p placement) (keep []int, ok bool, err error) {
 		}
 		keep = k.([]int)
 	default:
-		k, err := dropTransit(d.rt, p.active, p.transit, int(bound))
+		active, transit := d.listed(p)
+		k, err := dropTransit(d.rt, active, transit, int(bound))
 		if err != nil || k == nil {
 			return nil, false, err
 		}
@@ -453,7 +516,11 @@ func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 		Holes: p.holes, nTransit: p.nTransit}
 	switch {
 	case p.all == nil:
-		c.lazy = &blockSet{start: c.Rect.Start, size: c.Rect.Size, m: d.m, keep: keep}
+		b := Rect{Start: c.Rect.Start, Size: c.Rect.Size}
+		if p.box.Size != nil {
+			b = Rect{Start: slices.Clone(p.box.Start), Size: p.box.Size}
+		}
+		c.lazy = &blockSet{start: b.Start, size: b.Size, m: d.m, keep: keep}
 	case keep == nil:
 		c.Active, c.Transit = p.active, p.transit
 	default:
@@ -483,16 +550,22 @@ func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 		}
 		c.shape = string(b)
 	}
+	// A placement whose available nodes form a box without a failed link
+	// inside is the block of that box: same class as the block.
+	bs := p.blockSize
+	if !d.shareBlocks {
+		bs = nil
+	}
 	switch {
-	case p.block && keep == nil:
-		c.iso = sizeKey("r", size)
-	case !p.block:
+	case bs == nil:
+	case keep == nil:
+		c.iso = sizeKey("r", bs)
 	case c.nTransit > 0:
-		c.iso = sizeKey("g", size)
-	case leadingBlock(size, d.m) != nil:
-		c.iso = sizeKey("r", leadingBlock(size, d.m))
+		c.iso = sizeKey("g", bs)
+	case leadingBlock(bs, d.m) != nil:
+		c.iso = sizeKey("r", leadingBlock(bs, d.m))
 	default:
-		c.iso = sizeKey("a", size)
+		c.iso = sizeKey("a", bs)
 	}
 	return c
 }
@@ -548,10 +621,14 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	for _, c := range reps {
 		d.materialize(c)
 	}
-	par.For(len(build), d.sel.Workers, func(_, k int) {
-		i := build[k]
-		figs[i], errs[k] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
-	})
+	if u, ok := d.rt.(unverifiedTables); ok && len(build) > 1 {
+		errs = append(errs, d.rankUnverified(u, reps, build, figs))
+	} else {
+		par.For(len(build), d.sel.Workers, func(_, k int) {
+			i := build[k]
+			figs[i], errs[k] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
+		})
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, 0, err
 	}
@@ -706,4 +783,39 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 	res.Chosen = ranked[0]
 	d.materialize(res.Chosen)
 	return nil
+}
+
+// rankUnverified builds the tables of reps[build] without verifying them,
+// fills their figures, and verifies the one table that can win: least
+// diameter, then π_max, then the first representative (the winner's
+// class; its other members are translates with the same table up to
+// translation). Only the best table so far is kept in memory.
+func (d *decision) rankUnverified(u unverifiedTables, reps []*Candidate, build []int, figs []TableFigures) error {
+	var mu sync.Mutex
+	bestIdx, errs := -1, make([]error, len(build))
+	var best any
+	better := func(i, j int) bool { // rep i's table beats rep j's
+		a, b := figs[i], figs[j]
+		if a.Diameter != b.Diameter {
+			return a.Diameter < b.Diameter
+		}
+		if a.PiMax != b.PiMax {
+			return a.PiMax < b.PiMax
+		}
+		return i < j
+	}
+	par.For(len(build), d.sel.Workers, func(_, k int) {
+		i := build[k]
+		fig, tb, err := u.UnverifiedTable(reps[i].Active, reps[i].Transit, "bfs")
+		mu.Lock()
+		defer mu.Unlock()
+		figs[i], errs[k] = fig, err
+		if err == nil && (bestIdx < 0 || better(i, bestIdx)) {
+			bestIdx, best = i, tb
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return u.VerifyTable(best)
 }

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
 )
@@ -132,6 +133,37 @@ func (g *grid) fill(s *State) {
 // unavailable counts unavailable nodes in the box start..start+size-1
 // (start within [0, d), size ≤ d; for non-wrapping dims start+size ≤ d).
 func (g *grid) unavailable(start, size []int) int {
+	n := len(g.dims)
+	if n > 16 {
+		return g.unavailableSlow(start, size)
+	}
+	// Corner idx = base + Σ over the far dimensions of size·stride; its
+	// sign is − for an odd number of near dimensions.
+	base := 0
+	var far [16]int
+	for i := 0; i < n; i++ {
+		base += start[i] * g.stride[i]
+		far[i] = size[i] * g.stride[i]
+	}
+	sum := int32(0)
+	for mask := 0; mask < 1<<n; mask++ {
+		idx := base
+		for i := 0; i < n; i++ {
+			if mask>>i&1 == 1 {
+				idx += far[i]
+			}
+		}
+		if (n-bits.OnesCount(uint(mask)))&1 == 1 {
+			sum -= g.pre[idx]
+		} else {
+			sum += g.pre[idx]
+		}
+	}
+	return int(sum)
+}
+
+// unavailableSlow is unavailable for any number of dimensions.
+func (g *grid) unavailableSlow(start, size []int) int {
 	n := len(g.dims)
 	sum := int32(0)
 	for mask := 0; mask < 1<<n; mask++ {
@@ -307,4 +339,45 @@ func Phi(s *State) Fragmentation {
 		})
 	}
 	return Fragmentation{Phi: int64(s.N())*int64(best) + int64(count), LargestNodes: best, LargestCount: count}
+}
+
+// availableBox reports whether the available nodes of r (avail of them)
+// form a box, and returns it (corner in [0, d)). It finds the bounding
+// box of the available nodes slab by slab from the prefix sums; the nodes
+// form a box exactly when that bounding box holds no unavailable node.
+func (g *grid) availableBox(r Rect, avail int, ws *workerScratch) (Rect, bool) {
+	n := len(g.dims)
+	if avail == 0 {
+		return Rect{}, false
+	}
+	ws.lo = append(ws.lo[:0], r.Start...)
+	ws.hi = append(ws.hi[:0], r.Size...)
+	lo, hi := make([]int, n), make([]int, n)
+	slabFree := func(i, k int) bool { // slab at offset k of dimension i has an available node
+		ws.lo[i], ws.hi[i] = r.Start[i]+k, 1
+		u := g.unavailable(ws.lo, ws.hi)
+		ws.lo[i], ws.hi[i] = r.Start[i], r.Size[i]
+		return u < vol(r.Size)/r.Size[i]
+	}
+	for i := range n {
+		lo[i] = 0
+		for !slabFree(i, lo[i]) {
+			lo[i]++
+		}
+		hi[i] = r.Size[i] - 1
+		for !slabFree(i, hi[i]) {
+			hi[i]--
+		}
+	}
+	box := Rect{Start: make([]int, n), Size: make([]int, n)}
+	bstart := make([]int, n)
+	for i, d := range g.dims {
+		bstart[i] = r.Start[i] + lo[i]
+		box.Size[i] = hi[i] - lo[i] + 1
+		box.Start[i] = bstart[i] % d
+	}
+	if vol(box.Size) != avail || g.unavailable(bstart, box.Size) != 0 {
+		return Rect{}, false
+	}
+	return box, true
 }

@@ -153,3 +153,58 @@ func TestPhiEmptyAndFull(t *testing.T) {
 		t.Errorf("full: %+v", f)
 	}
 }
+
+// TestAvailableBox compares the box found from prefix sums with the
+// available nodes listed one by one, on random states of tori and meshes.
+func TestAvailableBox(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 11))
+	for trial := 0; trial < 40; trial++ {
+		spec := []string{"torus:4x4x2", "torus:5x3x3", "mesh:4x4x3", "torus:4x4x2x2"}[trial%4]
+		s := randomState(t, spec, 0.5*r.Float64(), r)
+		sel := NewSelector(s)
+		sel.prepare(s)
+		dims := s.Dims()
+		var ws workerScratch
+		for _, size := range sel.shapes {
+			placements(dims, sel.wrap, size, func(st []int) bool {
+				rect := Rect{Start: st, Size: size}
+				var avail []int
+				for _, v := range rect.Nodes(dims, nil) {
+					if s.Available(v) {
+						avail = append(avail, v)
+					}
+				}
+				box, ok := sel.grid.availableBox(rect, len(avail), &ws)
+				want := false
+				if len(avail) > 0 {
+					// The available nodes form a box iff their bounding box
+					// (offsets in the rectangle) has as many nodes.
+					lo, hi := slices.Clone(size), make([]int, len(dims))
+					c := make([]int, len(dims))
+					for _, v := range avail {
+						dec(v, dims, c)
+						for i, d := range dims {
+							o := (c[i] - st[i] + d) % d
+							lo[i], hi[i] = min(lo[i], o), max(hi[i], o)
+						}
+					}
+					bv := 1
+					for i := range dims {
+						bv *= hi[i] - lo[i] + 1
+					}
+					want = bv == len(avail)
+				}
+				if ok != want {
+					t.Fatalf("%s rect %v: availableBox ok=%v, listing says %v", spec, rect, ok, want)
+				}
+				if ok {
+					got := box.Nodes(dims, nil)
+					if !slices.Equal(got, avail) {
+						t.Fatalf("%s rect %v: box %v has nodes %v, available %v", spec, rect, box, got, avail)
+					}
+				}
+				return true
+			})
+		}
+	}
+}

@@ -132,3 +132,31 @@ func BenchmarkSelectLarge(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSelect32k times a 1 024-node placement (T = 0 and T = 256) on
+// an idle and a half-busy (X < 16) 32x32x32 torus, as `icn serve` makes
+// it (issue 15, item 3). Besides CPU time it reports the bytes and
+// allocations per decision (peak RSS: /usr/bin/time -v icn alloc).
+func BenchmarkSelect32k(b *testing.B) {
+	for _, pattern := range []string{"idle", "halfx"} {
+		s, rt := busyPattern(b, "torus:32x32x32", pattern)
+		for _, T := range []int{0, 256} {
+			b.Run(fmt.Sprintf("torus:32x32x32/%s/m=1024,T=%d", pattern, T), func(b *testing.B) {
+				b.ReportAllocs()
+				sel := NewSelector(s)
+				var res *Result
+				cpu := processCPU()
+				for b.Loop() {
+					var err error
+					res, err = sel.Select(s, rt, Request{Nodes: 1024, Transit: T, Algo: Improved})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(res.Found), "candidates")
+				b.ReportMetric(float64(res.Tables), "tables")
+			})
+		}
+	}
+}

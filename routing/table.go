@@ -263,23 +263,43 @@ func (r *Router) BuildTableOpts(active, transit []int, algo Algo, o TableOptions
 	if err != nil {
 		return nil, err
 	}
-	rep := r.verifyTable(tb, o.Workers)
+	err = r.verifyBuilt(tb, o.Workers)
 	if o.Progress != nil {
 		o.Progress(len(tb.Active)+1, len(tb.Active)+1)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return tb, nil
+}
+
+// verifyBuilt verifies a table just built (routes, figures, deadlock
+// freedom) and records whether it is deadlock-free.
+func (r *Router) verifyBuilt(tb *Table, workers int) error {
+	rep := r.verifyTable(tb, workers)
 	if len(rep.Violations) > 0 {
-		return nil, fmt.Errorf("internal error: the %s table fails verification: %s", algo, rep.Violations[0])
+		return fmt.Errorf("internal error: the %s table fails verification: %s", tb.Algo, rep.Violations[0])
 	}
 	if rep.Stats != tb.Stats || rep.SumLength != tb.SumLength {
-		return nil, fmt.Errorf("internal error: recomputed figures %+v differ from %+v", rep.Stats, tb.Stats)
+		return fmt.Errorf("internal error: recomputed figures %+v differ from %+v", rep.Stats, tb.Stats)
 	}
 	tb.DeadlockFree = rep.Cycle == nil
 	tb.Cycle = rep.Cycle
 	if !tb.DeadlockFree && r.rule.Kind != Angara {
-		return nil, fmt.Errorf("internal error: a %s table deadlocks (cycle %s)", r.rule.Kind, r.CycleString(rep.Cycle))
+		return fmt.Errorf("internal error: a %s table deadlocks (cycle %s)", r.rule.Kind, r.CycleString(rep.Cycle))
 	}
-	return tb, nil
+	return nil
 }
+
+// BuildUnverified builds a table without the independent verification
+// BuildTable does; call Verify before using it. For ranking tables of
+// which only one is kept.
+func (r *Router) BuildUnverified(active, transit []int, algo Algo) (*Table, error) {
+	return r.build(active, transit, algo, tableRun{})
+}
+
+// Verify verifies a table from BuildUnverified as BuildTable does.
+func (r *Router) Verify(tb *Table) error { return r.verifyBuilt(tb, 0) }
 
 // Figures builds and verifies the table and returns only its figures; algo
 // is "bfs" or "baseline" (the shape alloc.Router.Table needs).
