@@ -157,3 +157,55 @@ func TestStreamValidate(t *testing.T) {
 		}
 	}
 }
+
+// Every problem of an SWF trace is reported once with its line; strict
+// mode stops at the first one, naming it.
+func TestSWFProblemsByLine(t *testing.T) {
+	trace := strings.Join([]string{
+		"; Version: 2.2",
+		"1 0 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1",
+		"2 50 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1",
+		"1 60 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1", // line 4: repeated id
+		"3 40 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1", // line 5: earlier submit
+		"4 70 0 -5 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1",  // line 6: negative run time
+		"5 80 0 NaN 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1", // line 7: NaN
+		"6 90 0 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1",
+	}, "\n")
+	s, err := ParseSWF(strings.NewReader(trace), "t.swf", SWFOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[int]string{}
+	for _, p := range append(s.Skipped, s.Warnings...) {
+		if _, dup := lines[p.Line]; dup {
+			t.Errorf("line %d reported twice", p.Line)
+		}
+		lines[p.Line] = p.Reason
+	}
+	for line, want := range map[int]string{4: "repeats line 2", 5: "earlier than 50 on line 3", 6: "field 4 (run time) is -5", 7: "not a number"} {
+		if !strings.Contains(lines[line], want) {
+			t.Errorf("line %d: %q, want %q", line, lines[line], want)
+		}
+	}
+	if len(lines) != 4 {
+		t.Errorf("problems on lines %v, want 4..7", lines)
+	}
+	var ids []int
+	for _, j := range s.Jobs {
+		ids = append(ids, j.ID)
+	}
+	if fmt.Sprint(ids) != "[1 3 2 6]" {
+		t.Errorf("jobs %v, want 1 3 2 6 (line 5 kept, in submit order)", ids)
+	}
+	if err := s.Validate(); err != nil {
+		t.Errorf("parsed stream invalid: %v", err)
+	}
+	for cut, line := range map[int]int{4: 4, 5: 5, 6: 6, 7: 7} {
+		lines := strings.Split(trace, "\n")
+		text := strings.Join(append(lines[:3:3], lines[cut-1:]...), "\n")
+		_, err := ParseSWF(strings.NewReader(text), "t.swf", SWFOptions{Strict: true})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("t.swf:%d:", 4)) {
+			t.Errorf("strict, problem of line %d first: %v", line, err)
+		}
+	}
+}

@@ -162,6 +162,18 @@ func FuzzParseSWF(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if len(s.Jobs) > 0 {
+			if err := s.Validate(); err != nil {
+				t.Fatalf("parsed stream does not validate: %v", err)
+			}
+		}
+		seen := map[int]bool{}
+		for _, p := range append(s.Skipped, s.Warnings...) {
+			if p.Line < 1 || seen[p.Line] {
+				t.Fatalf("problem without a line or reported twice: %+v", p)
+			}
+			seen[p.Line] = true
+		}
 		for i, j := range s.Jobs {
 			if j.Nodes < 1 || j.Runtime <= 0 || j.Requested < j.Runtime || j.Submit < 0 {
 				t.Fatalf("invalid job accepted: %+v", j)

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -83,124 +87,7 @@ func init() {
 	schedCmd := &cobra.Command{Use: "sched", Short: "Simulate a cluster working through a job queue on a torus; reproduce seed 001 ch. 5"}
 	root.AddCommand(schedCmd)
 
-	// icn sched simulate
-	{
-		var tf topoFlags
-		var out output
-		var jobs, backfill, algo, rules, scheduleOut string
-		var window int
-		var transitFrac float64
-		var strict, quiet bool
-		var ppn int
-		c := &cobra.Command{
-			Use:   "simulate",
-			Short: "Replay a job stream (synthetic or SWF) on a torus and report utilization and waiting",
-			Example: `  icn sched simulate --topo torus:4x4x2 --jobs synthetic:load=0.8,span=1mo,seed=1 --window 8
-  icn sched simulate --topo torus:8x8x4x4 --jobs swf:trace.swf --window 1 --backfill easy --algo baseline --json`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				g, a, st, err := torusState(&tf, algo)
-				if err != nil {
-					return err
-				}
-				stream, err := loadStream(jobs, st.N(), strict, ppn)
-				if err != nil {
-					return err
-				}
-				rt, err := alloc.NewAngaraRouter(g, rules)
-				if err != nil {
-					return err
-				}
-				var pol sched.Policy
-				pol.Window = window
-				switch backfill {
-				case "", "none":
-				case "easy":
-					pol.Backfill = true
-				default:
-					return fmt.Errorf("unknown --backfill %q (want none or easy)", backfill)
-				}
-				if transitFrac < 0 {
-					return fmt.Errorf("--transit-frac must not be negative")
-				}
-				bar := cli.NewProgress(len(stream.Jobs), "jobs", quiet)
-				rep, err := sched.Simulate(sched.Config{State: st, Router: rt, Policy: pol, Algo: a,
-					Transit:  func(m int) int { return int(float64(m)*transitFrac + 0.999999) },
-					Progress: func(int, int) { bar.Add(1) }}, stream)
-				bar.Done()
-				if err != nil {
-					return err
-				}
-				if scheduleOut != "" {
-					var buf strings.Builder
-					enc := json.NewEncoder(&buf)
-					for _, r := range rep.Schedule {
-						type rec struct {
-							ID      int     `json:"id"`
-							Submit  float64 `json:"submit"`
-							Start   float64 `json:"start"`
-							End     float64 `json:"end"`
-							Nodes   [][]int `json:"nodes"`
-							Active  int     `json:"active"`
-							Skipped string  `json:"skipped,omitempty"`
-						}
-						if err := enc.Encode(rec{r.ID, r.Submit, r.Start, r.End, r.Nodes, r.Active, r.Skipped}); err != nil {
-							return err
-						}
-					}
-					if err := writeFileAtomic(scheduleOut, []byte(buf.String())); err != nil {
-						return err
-					}
-				}
-				return out.print(stdout(c), rep, func(w io.Writer) error {
-					t := cli.NewTable("METRIC", "VALUE")
-					t.Row("network", g.Name())
-					t.Row("stream", stream.Source)
-					t.Row("policy", fmt.Sprintf("window %d%s, %s algorithm, rules %s", window, map[bool]string{true: ", EASY backfilling"}[pol.Backfill], a, rules))
-					t.Row("jobs", rep.Jobs)
-					t.Row("jobs done", rep.JobsDone)
-					t.Row("jobs skipped", rep.JobsSkipped)
-					t.Row("makespan", fmt.Sprintf("%.0f s (%.2f days)", rep.Makespan, rep.Makespan/86400))
-					t.Row("utilization U", fmt.Sprintf("%.2f%%", 100*rep.Utilization))
-					t.Row("relative wait T_mean", rep.TMean)
-					t.Row("mean wait", fmt.Sprintf("%.0f s", rep.MeanWait))
-					t.Row("mean bounded slowdown", rep.MeanBSLD)
-					t.Row("allocation decisions", fmt.Sprintf("%d (%.2f s)", rep.Decisions, rep.AllocSeconds))
-					if err := t.Write(w); err != nil {
-						return err
-					}
-					for i, s := range rep.SkippedJobs {
-						if i == 10 {
-							fmt.Fprintf(w, "… and %d more skipped\n", len(rep.SkippedJobs)-10)
-							break
-						}
-						switch {
-						case s.ID != 0 && s.Line != 0:
-							fmt.Fprintf(w, "skipped job %d (line %d): %s\n", s.ID, s.Line, s.Reason)
-						case s.ID != 0:
-							fmt.Fprintf(w, "skipped job %d: %s\n", s.ID, s.Reason)
-						default:
-							fmt.Fprintf(w, "skipped line %d: %s\n", s.Line, s.Reason)
-						}
-					}
-					return nil
-				})
-			},
-		}
-		tf.register(c, "topo", "torus:4x4x2")
-		out.register(c)
-		c.Flags().StringVar(&jobs, "jobs", "synthetic:load=0.8,span=1mo,seed=1", "job stream: synthetic:KEY=VAL,… (load, span, maxtime, mintime, jobs, sizes, maxnodes, overestimate, seed) or swf:FILE")
-		c.Flags().IntVar(&window, "window", 1, "jobs scanned from the head of the queue (1 = FCFS)")
-		c.Flags().StringVar(&backfill, "backfill", "none", "none or easy")
-		c.Flags().StringVar(&algo, "algo", "improved", "improved or baseline")
-		c.Flags().StringVar(&rules, "rules", "angara*", "routing rule")
-		c.Flags().Float64Var(&transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉ for a job of m nodes")
-		c.Flags().StringVar(&scheduleOut, "schedule-out", "", "write one JSON object per job (id, submit, start, end, nodes) to FILE")
-		c.Flags().BoolVar(&strict, "strict", false, "fail on malformed SWF lines instead of skipping them")
-		c.Flags().IntVar(&ppn, "procs-per-node", 1, "SWF processors per node")
-		c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
-		schedCmd.AddCommand(c)
-	}
+	schedCmd.AddCommand(newSchedSimulateCmd())
 
 	// icn sched experiment solutions|utilization, icn sched merge
 	{
@@ -493,4 +380,264 @@ func writeAlloc(w io.Writer, v any) error {
 	}
 	t.Row("seconds", m.Seconds)
 	return t.Write(w)
+}
+
+// schedSimulateOptions are the flags of icn sched simulate.
+type schedSimulateOptions struct {
+	topo        topoFlags
+	out         output
+	jobs        string
+	backfill    string
+	algo        string
+	rules       string
+	scheduleOut string
+	plot        string
+	window      int
+	transitFrac float64
+	strict      bool
+	quiet       bool
+	ppn         int
+}
+
+func newSchedSimulateCmd() *cobra.Command {
+	var o schedSimulateOptions
+	c := &cobra.Command{
+		Use:   "simulate",
+		Short: "Replay a job stream (synthetic or SWF) on a torus, a switched fabric or a flat machine and report utilization and waiting",
+		Example: `  icn sched simulate --topo torus:4x4x2 --jobs synthetic:load=0.8,span=1mo,seed=1 --window 8
+  icn sched simulate --topo torus:8x8x4x4 --jobs swf:trace.swf --window 1 --backfill easy --algo baseline --json
+  icn sched simulate --topo fattree:k=8,n=2 --jobs swf:trace.swf --schedule-out sched.swf --plot util.svg
+  icn sched simulate --topo flat:240 --jobs swf:trace.swf --backfill easy`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runSchedSimulate(c.Context(), o, stdout(c))
+		},
+	}
+	o.topo.register(c, "topo", "torus:4x4x2")
+	o.out.register(c)
+	f := c.Flags()
+	f.StringVar(&o.jobs, "jobs", "synthetic:load=0.8,span=1mo,seed=1", "job stream: synthetic:KEY=VAL,… (load, span, maxtime, mintime, jobs, sizes, maxnodes, overestimate, seed) or swf:FILE")
+	f.IntVar(&o.window, "window", 1, "jobs scanned from the head of the queue (1 = FCFS)")
+	f.StringVar(&o.backfill, "backfill", "none", "none or easy")
+	f.StringVar(&o.algo, "algo", "improved", "improved or baseline (tori)")
+	f.StringVar(&o.rules, "rules", "angara*", "routing rule (tori)")
+	f.Float64Var(&o.transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉ for a job of m nodes (tori)")
+	f.StringVar(&o.scheduleOut, "schedule-out", "", "write the schedule to FILE: standard workload format if FILE ends in .swf, else one JSON object per job (id, submit, start, end, nodes)")
+	f.StringVar(&o.plot, "plot", "", "draw utilization over time to FILE (.svg/.png) and the wait-time distribution to FILE-wait.svg/.png")
+	f.BoolVar(&o.strict, "strict", false, "fail on the first SWF problem instead of reporting it and skipping the line")
+	f.IntVar(&o.ppn, "procs-per-node", 1, "SWF processors per node")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	return c
+}
+
+func runSchedSimulate(_ context.Context, o schedSimulateOptions, w io.Writer) error {
+	pol, err := schedPolicy(o.window, o.backfill)
+	if err != nil {
+		return err
+	}
+	if o.transitFrac < 0 || math.IsNaN(o.transitFrac) {
+		return fmt.Errorf("--transit-frac must not be negative")
+	}
+	m, name, err := schedMachine(o)
+	if err != nil {
+		return err
+	}
+	stream, err := loadStream(o.jobs, m.Size(), o.strict, o.ppn)
+	if err != nil {
+		return err
+	}
+	reportStreamProblems(stream)
+	bar := cli.NewProgress(len(stream.Jobs), "jobs", o.quiet)
+	rep, err := sched.Simulate(sched.Config{Machine: m, Policy: pol, Progress: func(int, int) { bar.Add(1) }}, stream)
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	policy := fmt.Sprintf("window %d%s", o.window, map[bool]string{true: ", EASY backfilling"}[pol.Backfill])
+	if err := writeSchedule(o.scheduleOut, m, stream, rep, policy, o.ppn); err != nil {
+		return err
+	}
+	if o.plot != "" {
+		if err := plotSchedule(o.plot, rep, m.Size()); err != nil {
+			return err
+		}
+	}
+	if _, torus := m.(*sched.TorusMachine); torus {
+		policy += fmt.Sprintf(", %s algorithm, rules %s", o.algo, o.rules)
+	} else {
+		policy += ", " + m.Describe()
+	}
+	return o.out.print(w, rep, func(w io.Writer) error { return writeSimReport(w, name, stream, policy, rep) })
+}
+
+func schedPolicy(window int, backfill string) (sched.Policy, error) {
+	pol := sched.Policy{Window: window}
+	switch backfill {
+	case "", "none":
+	case "easy":
+		pol.Backfill = true
+	default:
+		return pol, fmt.Errorf("unknown --backfill %q (want none or easy)", backfill)
+	}
+	if window < 1 {
+		return pol, fmt.Errorf("--window must be at least 1, got %d", window)
+	}
+	return pol, nil
+}
+
+// schedMachine builds the machine of --topo: flat:N, a torus or mesh
+// (node selection), or a switched fabric (tree placement).
+func schedMachine(o schedSimulateOptions) (sched.Machine, string, error) {
+	if arg, ok := strings.CutPrefix(o.topo.spec, "flat:"); ok {
+		if o.topo.failLinks != "" || o.topo.failNodes != "" {
+			return nil, "", fmt.Errorf("flat:N has no network; --fail-links and --fail-nodes need one")
+		}
+		n, err := strconv.Atoi(arg)
+		if err != nil {
+			return nil, "", fmt.Errorf("flat:%s: want flat:N with N the number of nodes", arg)
+		}
+		m, err := sched.NewFlatMachine(n, nil)
+		return m, o.topo.spec, err
+	}
+	g, err := o.topo.load()
+	if err != nil {
+		return nil, "", err
+	}
+	if g.HasCoords() && g.Direct() {
+		a, err := alloc.ParseAlgo(o.algo)
+		if err != nil {
+			return nil, "", err
+		}
+		st, err := alloc.NewState(g)
+		if err != nil {
+			return nil, "", err
+		}
+		rt, err := alloc.NewAngaraRouter(g, o.rules)
+		if err != nil {
+			return nil, "", err
+		}
+		frac := o.transitFrac
+		transit := func(m int) int { return int(float64(m)*frac + 0.999999) }
+		return sched.NewTorusMachine(st, rt, a, transit, 0), g.Name(), nil
+	}
+	if g.Count(topology.Switch) == 0 {
+		return nil, "", fmt.Errorf("%s is neither a torus or mesh nor a switched fabric (use flat:N for a machine without network constraints)", g.Name())
+	}
+	m, err := sched.NewTreeMachine(g)
+	return m, g.Name(), err
+}
+
+// reportStreamProblems prints every problem of the input on stderr, one
+// line each.
+func reportStreamProblems(s *sched.Stream) {
+	if !stderrProblems {
+		return
+	}
+	for _, p := range s.Skipped {
+		fmt.Fprintf(os.Stderr, "icn: %s\n", problemLine(s.Source, p, "skipped"))
+	}
+	for _, p := range s.Warnings {
+		fmt.Fprintf(os.Stderr, "icn: %s\n", problemLine(s.Source, p, "warning"))
+	}
+}
+
+// stderrProblems lets tests silence reportStreamProblems.
+var stderrProblems = true
+
+func problemLine(src string, p sched.Skipped, what string) string {
+	switch {
+	case p.Line != 0 && p.ID != 0:
+		return fmt.Sprintf("%s:%d: %s job %d: %s", src, p.Line, what, p.ID, p.Reason)
+	case p.Line != 0:
+		return fmt.Sprintf("%s:%d: %s: %s", src, p.Line, what, p.Reason)
+	}
+	return fmt.Sprintf("%s: %s job %d: %s", src, what, p.ID, p.Reason)
+}
+
+func writeSimReport(w io.Writer, name string, stream *sched.Stream, policy string, rep *sched.Report) error {
+	t := cli.NewTable("METRIC", "VALUE")
+	t.Row("network", name)
+	t.Row("stream", stream.Source)
+	t.Row("policy", policy)
+	t.Row("jobs", rep.Jobs)
+	t.Row("jobs done", rep.JobsDone)
+	t.Row("jobs skipped", rep.JobsSkipped)
+	t.Row("makespan", fmt.Sprintf("%.0f s (%.2f days)", rep.Makespan, rep.Makespan/86400))
+	t.Row("utilization U", fmt.Sprintf("%.2f%%", 100*rep.Utilization))
+	t.Row("relative wait T_mean", rep.TMean)
+	t.Row("mean wait", fmt.Sprintf("%.0f s", rep.MeanWait))
+	t.Row("mean bounded slowdown", rep.MeanBSLD)
+	t.Row("allocation decisions", fmt.Sprintf("%d (%.2f s)", rep.Decisions, rep.AllocSeconds))
+	if err := t.Write(w); err != nil {
+		return err
+	}
+	for i, s := range rep.SkippedJobs {
+		if i == 10 {
+			fmt.Fprintf(w, "… and %d more skipped\n", len(rep.SkippedJobs)-10)
+			break
+		}
+		switch {
+		case s.ID != 0 && s.Line != 0:
+			fmt.Fprintf(w, "skipped job %d (line %d): %s\n", s.ID, s.Line, s.Reason)
+		case s.ID != 0:
+			fmt.Fprintf(w, "skipped job %d: %s\n", s.ID, s.Reason)
+		default:
+			fmt.Fprintf(w, "skipped line %d: %s\n", s.Line, s.Reason)
+		}
+	}
+	return nil
+}
+
+// writeSchedule writes --schedule-out: SWF for .swf files, else JSONL.
+func writeSchedule(path string, m sched.Machine, stream *sched.Stream, rep *sched.Report, policy string, ppn int) error {
+	if path == "" {
+		return nil
+	}
+	var buf bytes.Buffer
+	if strings.HasSuffix(strings.ToLower(path), ".swf") {
+		if err := sched.WriteSWF(&buf, rep, stream, sched.SWFHeader{Machine: m.Describe(), Policy: policy, Nodes: m.Size(), ProcsPerNode: ppn}); err != nil {
+			return err
+		}
+		return writeFileAtomic(path, buf.Bytes())
+	}
+	enc := json.NewEncoder(&buf)
+	for _, r := range rep.Schedule {
+		type rec struct {
+			ID      int     `json:"id"`
+			Submit  float64 `json:"submit"`
+			Start   float64 `json:"start"`
+			End     float64 `json:"end"`
+			Nodes   [][]int `json:"nodes"`
+			Active  int     `json:"active"`
+			Skipped string  `json:"skipped,omitempty"`
+		}
+		if err := enc.Encode(rec{r.ID, r.Submit, r.Start, r.End, r.Nodes, r.Active, r.Skipped}); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(path, buf.Bytes())
+}
+
+// plotSchedule draws utilization over time to path and the distribution
+// of wait times to path with "-wait" before the extension.
+func plotSchedule(path string, rep *sched.Report, nodes int) error {
+	x, y := sched.UtilizationCurve(rep.Schedule, nodes, 200)
+	for i := range x {
+		x[i] /= 86400
+		y[i] *= 100
+	}
+	util := cli.Chart{Title: "Utilization over time (active nodes)", XLabel: "time (days)", YLabel: "utilization (%)",
+		Series: []cli.Series{{Name: rep.Machine, X: x, Y: y}}}
+	if err := cli.SavePlot(util, path); err != nil {
+		return err
+	}
+	wx, wy := sched.WaitCDF(rep.Schedule)
+	for i := range wx {
+		wx[i] /= 3600
+		wy[i] *= 100
+	}
+	wait := cli.Chart{Title: "Wait-time distribution", XLabel: "wait (hours)", YLabel: "jobs waiting at most this long (%)",
+		Series: []cli.Series{{Name: rep.Machine, X: wx, Y: wy}}}
+	ext := filepath.Ext(path)
+	return cli.SavePlot(wait, strings.TrimSuffix(path, ext)+"-wait"+ext)
 }
