@@ -20,69 +20,7 @@ import (
 )
 
 func init() {
-	// icn alloc
-	{
-		var tf topoFlags
-		var out output
-		var nodes, transit int
-		var busy, algo, rules string
-		c := &cobra.Command{
-			Use:   "alloc",
-			Short: "Select a reachable node set for a job on a torus (improved or baseline algorithm)",
-			Example: `  icn alloc --topo torus:4x4x4 --nodes 8 --transit 2
-  icn alloc --topo torus:8x8x4x4 --nodes 32 --busy 0-3.*.*.* --fail-links 5.5.0.0+X --json
-  icn alloc --topo torus:4x4x2 --nodes 5 --transit 3 --algo baseline`,
-			Args: cobra.NoArgs,
-			RunE: func(c *cobra.Command, args []string) error {
-				g, a, st, err := torusState(&tf, algo)
-				if err != nil {
-					return err
-				}
-				bl, err := readArgFile(busy)
-				if err != nil {
-					return fmt.Errorf("--busy: %v", err)
-				}
-				bs, err := g.ParseNodes(bl)
-				if err != nil {
-					return fmt.Errorf("--busy: %v", err)
-				}
-				var live []int
-				for _, v := range bs {
-					if !g.NodeFailed(v) {
-						live = append(live, v)
-					}
-				}
-				if err := st.Occupy(1<<30, live); err != nil {
-					return fmt.Errorf("--busy: %v", err)
-				}
-				rt, err := alloc.NewAngaraRouter(g, rules)
-				if err != nil {
-					return err
-				}
-				res, err := alloc.NewSelector(st).Select(st, rt, alloc.Request{Nodes: nodes, Transit: transit, Algo: a})
-				if err != nil {
-					return err
-				}
-				view := allocView(g, res, rules)
-				if err := out.print(stdout(c), view, func(w io.Writer) error { return writeAlloc(w, view) }); err != nil {
-					return err
-				}
-				if res.Chosen == nil {
-					return &exitError{code: 3, err: fmt.Errorf("no allocation: %s", res.Reason)}
-				}
-				return nil
-			},
-		}
-		tf.register(c, "topo", "torus:4x4x4x2")
-		out.register(c)
-		c.Flags().IntVar(&nodes, "nodes", 0, "active nodes the job needs (required)")
-		c.Flags().IntVar(&transit, "transit", 0, "most transit nodes allowed")
-		c.Flags().StringVar(&busy, "busy", "", "nodes already in use: names/patterns or @FILE")
-		c.Flags().StringVar(&algo, "algo", "improved", "improved or baseline")
-		c.Flags().StringVar(&rules, "rules", "angara*", "routing rule: dor, dirbit, angara-, angara, angara*")
-		c.MarkFlagRequired("nodes")
-		root.AddCommand(c)
-	}
+	root.AddCommand(newAllocCmd())
 
 	schedCmd := &cobra.Command{Use: "sched", Short: "Simulate a cluster working through a job queue on a torus; reproduce seed 001 ch. 5"}
 	root.AddCommand(schedCmd)
@@ -323,14 +261,17 @@ func reportExperiment(c *cobra.Command, out *output, file *sched.ShardFile, plot
 	return nil
 }
 
-func allocView(g *topology.Graph, res *alloc.Result, rules string) any {
-	type view struct {
-		*alloc.Result
-		Rules   string   `json:"rules"`
-		Active  []string `json:"active_nodes,omitempty"`
-		Transit []string `json:"transit_nodes,omitempty"`
-	}
-	v := view{Result: res, Rules: rules}
+// allocResultView is what icn alloc prints.
+type allocResultView struct {
+	*alloc.Result
+	Rules    string   `json:"rules"`
+	Active   []string `json:"active_nodes,omitempty"`
+	Transit  []string `json:"transit_nodes,omitempty"`
+	Hostlist string   `json:"hostlist,omitempty"`
+}
+
+func allocView(g *topology.Graph, res *alloc.Result, rules string) *allocResultView {
+	v := &allocResultView{Result: res, Rules: rules}
 	if res.Chosen != nil {
 		for _, x := range res.Chosen.Active {
 			v.Active = append(v.Active, g.NodeName(x))
@@ -640,4 +581,110 @@ func plotSchedule(path string, rep *sched.Report, nodes int) error {
 		Series: []cli.Series{{Name: rep.Machine, X: wx, Y: wy}}}
 	ext := filepath.Ext(path)
 	return cli.SavePlot(wait, strings.TrimSuffix(path, ext)+"-wait"+ext)
+}
+
+// allocOptions are the flags of icn alloc.
+type allocOptions struct {
+	topo           topoFlags
+	out            output
+	nodes, transit int
+	busy, algo     string
+	rules, prefix  string
+	hostlist       bool
+}
+
+func newAllocCmd() *cobra.Command {
+	var o allocOptions
+	c := &cobra.Command{
+		Use:   "alloc",
+		Short: "Select a reachable node set for a job on a torus (improved or baseline algorithm)",
+		Example: `  icn alloc --topo torus:4x4x4 --nodes 8 --transit 2
+  icn alloc --topo torus:8x8x4x4 --nodes 32 --busy 0-3.*.*.* --fail-links 5.5.0.0+X --json
+  icn alloc --topo torus:4x4x2 --nodes 5 --transit 3 --algo baseline
+  sbatch --nodelist=$(icn alloc --topo torus:8x8x4x4 --nodes 16 --hostlist) job.sh`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runAlloc(c.Context(), o, stdout(c))
+		},
+	}
+	o.topo.register(c, "topo", "torus:4x4x4x2")
+	o.out.register(c)
+	f := c.Flags()
+	f.IntVar(&o.nodes, "nodes", 0, "active nodes the job needs (required)")
+	f.IntVar(&o.transit, "transit", 0, "most transit nodes allowed")
+	f.StringVar(&o.busy, "busy", "", "nodes already in use: names/patterns or @FILE")
+	f.StringVar(&o.algo, "algo", "improved", "improved or baseline")
+	f.StringVar(&o.rules, "rules", "angara*", "routing rule: dor, dirbit, angara-, angara, angara*")
+	f.BoolVar(&o.hostlist, "hostlist", false, "print the chosen nodes (active and transit) as a Slurm hostlist expression for sbatch --nodelist")
+	f.StringVar(&o.prefix, "nodes-prefix", "nid", "node-name prefix of --hostlist (nodes are numbered by node id, X fastest, as icn slurm topology does)")
+	c.MarkFlagRequired("nodes")
+	return c
+}
+
+func runAlloc(_ context.Context, o allocOptions, w io.Writer) error {
+	g, a, st, err := torusState(&o.topo, o.algo)
+	if err != nil {
+		return err
+	}
+	if err := occupyBusy(g, st, o.busy); err != nil {
+		return err
+	}
+	rt, err := alloc.NewAngaraRouter(g, o.rules)
+	if err != nil {
+		return err
+	}
+	res, err := alloc.NewSelector(st).Select(st, rt, alloc.Request{Nodes: o.nodes, Transit: o.transit, Algo: a})
+	if err != nil {
+		return err
+	}
+	view := allocView(g, res, o.rules)
+	switch {
+	case o.hostlist && res.Chosen != nil && !o.out.json:
+		_, err = fmt.Fprintln(w, chosenHostlist(res.Chosen, g.NumNodes(), o.prefix))
+	case o.hostlist && res.Chosen != nil:
+		view.Hostlist = chosenHostlist(res.Chosen, g.NumNodes(), o.prefix)
+		err = cli.JSON(w, view)
+	default:
+		err = o.out.print(w, view, func(w io.Writer) error { return writeAlloc(w, view) })
+	}
+	if err != nil {
+		return err
+	}
+	if res.Chosen == nil {
+		return &exitError{code: 3, err: fmt.Errorf("no allocation: %s", res.Reason)}
+	}
+	return nil
+}
+
+// chosenHostlist names the chosen nodes (active, then transit) as a
+// Slurm hostlist expression.
+func chosenHostlist(c *alloc.Candidate, n int, prefix string) string {
+	nn := sched.NewNodeNamer(prefix, n)
+	var names []string
+	for _, v := range append(append([]int(nil), c.Active...), c.Transit...) {
+		names = append(names, nn.Name(v))
+	}
+	return sched.Hostlist(names)
+}
+
+// occupyBusy marks the --busy nodes (those not failed) as used.
+func occupyBusy(g *topology.Graph, st *alloc.State, busy string) error {
+	bl, err := readArgFile(busy)
+	if err != nil {
+		return fmt.Errorf("--busy: %v", err)
+	}
+	bs, err := g.ParseNodes(bl)
+	if err != nil {
+		return fmt.Errorf("--busy: %v", err)
+	}
+	var live []int
+	for _, v := range bs {
+		if !g.NodeFailed(v) {
+			live = append(live, v)
+		}
+	}
+	if err := st.Occupy(1<<30, live); err != nil {
+		return fmt.Errorf("--busy: %v", err)
+	}
+	return nil
 }

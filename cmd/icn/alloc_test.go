@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/icn-hpc/icn/sched"
 )
 
 func simOptions(topo, jobs string) schedSimulateOptions {
@@ -92,5 +94,74 @@ func TestSimulateScheduleOutAndPlot(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 1000 {
 			t.Errorf("plot %s: %v", f, err)
 		}
+	}
+}
+
+// --hostlist names exactly the chosen nodes (active and transit).
+func TestAllocHostlist(t *testing.T) {
+	o := allocOptions{nodes: 5, transit: 3, algo: "improved", rules: "angara*", prefix: "nid", hostlist: true}
+	o.topo.spec = "torus:4x4x2"
+	var line bytes.Buffer
+	if err := runAlloc(context.Background(), o, &line); err != nil {
+		t.Fatal(err)
+	}
+	o.out.json = true
+	var js bytes.Buffer
+	if err := runAlloc(context.Background(), o, &js); err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Hostlist string `json:"hostlist"`
+		Chosen   struct {
+			Active, Transit []int
+		} `json:"chosen"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(line.String()) != v.Hostlist {
+		t.Errorf("line %q, JSON %q", line.String(), v.Hostlist)
+	}
+	names, err := sched.ExpandHostlist(v.Hostlist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, x := range append(v.Chosen.Active, v.Chosen.Transit...) {
+		want[sched.NewNodeNamer("nid", 32).Name(x)] = true
+	}
+	if len(names) != len(want) {
+		t.Fatalf("%v for %v", names, want)
+	}
+	for _, n := range names {
+		if !want[n] {
+			t.Errorf("%s not chosen", n)
+		}
+	}
+}
+
+func TestSlurmTopologyFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, fabric := range []string{"fattree:k=4,n=3", "torus:4x6x10"} {
+		o := slurmTopologyOptions{prefix: "nid", name: "t", dir: dir, format: "yaml"}
+		o.fabric.spec = fabric
+		var buf bytes.Buffer
+		if err := runSlurmTopology(context.Background(), o, &buf); err != nil {
+			t.Fatal(err)
+		}
+		y, _ := os.ReadFile(filepath.Join(dir, "topology.yaml"))
+		c, _ := os.ReadFile(filepath.Join(dir, "topology.conf"))
+		kind, line := "tree:", "SwitchName="
+		if strings.HasPrefix(fabric, "torus") {
+			kind, line = "block:", "BlockSizes=30,60,120,240"
+		}
+		if !strings.Contains(string(y), kind) || !strings.Contains(string(c), line) {
+			t.Errorf("%s:\n%s\n%s", fabric, y, c)
+		}
+	}
+	o := slurmTopologyOptions{prefix: "nid7", format: "yaml"}
+	o.fabric.spec = "torus:4x4"
+	if err := runSlurmTopology(context.Background(), o, &bytes.Buffer{}); err == nil {
+		t.Error("prefix ending in a digit accepted")
 	}
 }
