@@ -63,9 +63,10 @@ type simulation struct {
 // Simulate runs the stream through the cluster. The machine state (in
 // cfg.Machine, else cfg.State) is modified and ends empty again.
 //
-// Each event: arriving jobs join the queue (a job that cannot be placed
-// on the empty machine is reported at once), a scheduling pass starts
-// what the policy allows, and time advances to the next arrival or end.
+// Each event: arriving jobs join the queue, a scheduling pass starts what
+// the policy allows (a job that cannot be placed even on the empty
+// machine is reported the first time it is tried and leaves the queue),
+// and time advances to the next arrival or end.
 func Simulate(cfg Config, stream *Stream) (*Report, error) {
 	s, err := newSimulation(cfg, stream)
 	if err != nil {
@@ -139,28 +140,36 @@ func (s *simulation) settle() {
 	}
 }
 
-// admitArrivals queues the jobs submitted by now; one that has no
-// placement even on the empty machine (with its failures) is skipped at
-// once, naming why.
+// admitArrivals queues the jobs submitted by now.
 func (s *simulation) admitArrivals() error {
 	for s.arrivalDue() {
-		i := s.next
+		s.queue = append(s.queue, s.next)
 		s.next++
-		ok, err := s.everPlaceable(s.jobs[i])
-		if err != nil {
-			return err
-		}
-		if ok {
-			s.queue = append(s.queue, i)
-			continue
-		}
-		j := s.jobs[i]
-		reason := s.m.Unplaceable(j)
-		s.recs[i].Skipped = reason
-		s.rep.SkippedJobs = append(s.rep.SkippedJobs, Skipped{ID: j.ID, Line: j.Line, Reason: reason})
-		s.settle()
 	}
 	return nil
+}
+
+// dropIfNeverPlaceable skips queue[qi] if it has no placement even on
+// the empty machine (with its failures), naming why. The check is made
+// the first time the job cannot start, once per size: the schedule is the
+// same as if it were made on arrival (a job matters to the others only
+// when it is tried), and jobs that start at once never pay for it.
+func (s *simulation) dropIfNeverPlaceable(qi int) (bool, error) {
+	i := s.queue[qi]
+	j := s.jobs[i]
+	ok, err := s.everPlaceable(j)
+	if err != nil || ok {
+		return false, err
+	}
+	reason := s.m.Unplaceable(j)
+	s.recs[i].Skipped = reason
+	s.rep.SkippedJobs = append(s.rep.SkippedJobs, Skipped{ID: j.ID, Line: j.Line, Reason: reason})
+	s.queue = append(s.queue[:qi], s.queue[qi+1:]...)
+	if qi == 0 {
+		s.resv = nil
+	}
+	s.settle()
+	return true, nil
 }
 
 func (s *simulation) everPlaceable(j Job) (bool, error) {
@@ -296,7 +305,8 @@ func (s *simulation) placeAfter(gone []running) (Placement, bool, error) {
 }
 
 // tryStart starts queue[qi] now if it has a placement that avoids the
-// given nodes.
+// given nodes. It also reports true (the queue changed) if the job was
+// dropped because it can never be placed.
 func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 	ji := s.queue[qi]
 	j := s.jobs[ji]
@@ -305,7 +315,7 @@ func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 		cache = s.failedAvoid
 	}
 	if cache[j.Nodes] || j.Nodes > s.m.FreeCount() {
-		return false, nil
+		return s.cannotStart(qi, avoid)
 	}
 	p, ok, err := s.m.Place(j, avoid)
 	if err != nil {
@@ -315,7 +325,7 @@ func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 	s.rep.AllocSeconds += p.Seconds
 	if !ok {
 		cache[j.Nodes] = true
-		return false, nil
+		return s.cannotStart(qi, avoid)
 	}
 	if err := s.m.Occupy(j.ID, p.Nodes); err != nil {
 		return false, fmt.Errorf("internal error: placement chose unavailable nodes: %v", err)
@@ -331,6 +341,15 @@ func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 	}
 	s.settle()
 	return true, nil
+}
+
+// cannotStart handles a job that cannot start now: without look-ahead
+// constraints it may be one that never can.
+func (s *simulation) cannotStart(qi int, avoid []int) (bool, error) {
+	if avoid != nil {
+		return false, nil
+	}
+	return s.dropIfNeverPlaceable(qi)
 }
 
 // advance moves time to the next arrival or end and releases the jobs
