@@ -21,130 +21,151 @@ import (
 
 func init() {
 	root.AddCommand(newAllocCmd())
-
-	schedCmd := &cobra.Command{Use: "sched", Short: "Simulate a cluster working through a job queue on a torus; reproduce seed 001 ch. 5"}
+	schedCmd := &cobra.Command{Use: "sched", Short: "Simulate a cluster working through a job queue (torus, switched fabric or flat); reproduce seed 001 ch. 5"}
+	schedCmd.AddCommand(newSchedSimulateCmd(), newSchedExperimentCmd(), newSchedMergeCmd())
 	root.AddCommand(schedCmd)
+}
 
-	schedCmd.AddCommand(newSchedSimulateCmd())
+// schedExperimentOptions are the flags of icn sched experiment
+// solutions|utilization.
+type schedExperimentOptions struct {
+	out         output
+	seed        uint64
+	streamSpec  string
+	shard       string
+	plot        string
+	networks    string
+	windows     string
+	transitFrac float64
+	backfill    bool
+	quiet       bool
+	sample      int
+}
 
-	// icn sched experiment solutions|utilization, icn sched merge
-	{
-		var out output
-		var seed uint64
-		var streamSpec, shard, plot, solNets, utilNets, wins string
-		var transitFrac float64
-		var backfill bool
-		var quiet bool
-		var sample int
-		run := func(c *cobra.Command, kind string) error {
-			p, err := sched.ParseSynthetic(streamSpec)
-			if err != nil {
-				return err
-			}
-			sh, err := sched.ParseShard(shard)
-			if err != nil {
-				return err
-			}
-			nets := solNets
-			if kind != "solutions" {
-				nets = utilNets
-			}
-			networks := strings.Split(nets, ",")
-			for _, n := range networks {
-				if _, err := topology.Parse("torus:" + n); err != nil {
-					return fmt.Errorf("network %q: %v", n, err)
-				}
-			}
-			bar := cli.NewProgress(-1, kind, quiet)
-			o := sched.ExperimentOptions{Seed: seed, Stream: p, TransitFrac: transitFrac, Shard: sh, SampleEvery: sample,
-				Progress: func(done, total int) { bar.Add(1) }}
-			factory := func(g *topology.Graph) (alloc.Router, error) { return alloc.NewAngaraRouter(g, "angara*") }
-			params, _ := json.Marshal(map[string]any{"seed": seed, "stream": streamSpec, "transit_frac": transitFrac, "networks": nets, "windows": wins, "backfill": backfill, "sample": sample})
-			file := sched.ShardFile{Experiment: kind, Shard: fmt.Sprintf("%d/%d", sh.I, sh.N), Params: params}
-			if kind == "solutions" {
-				rows, err := sched.Solutions(networks, o, factory)
-				bar.Done()
-				if err != nil {
-					return err
-				}
-				file.Solutions = rows
-			} else {
-				var windows []int
-				for _, w := range strings.Split(wins, ",") {
-					x, err := strconv.Atoi(strings.TrimSpace(w))
-					if err != nil || x < 1 {
-						return fmt.Errorf("window %q is not a positive number", w)
-					}
-					windows = append(windows, x)
-				}
-				rows, err := sched.Utilization(networks, windows, backfill, o, factory)
-				bar.Done()
-				if err != nil {
-					return err
-				}
-				file.Util = rows
-			}
-			return reportExperiment(c, &out, &file, plot)
-		}
-		exp := &cobra.Command{Use: "experiment", Short: "Reproduce seed 001 §5.4 (solutions found) and §5.5 (utilization, T_mean)"}
-		schedCmd.AddCommand(exp)
-		sol := &cobra.Command{
-			Use:     "solutions",
-			Short:   "Mean number of solutions the baseline and improved algorithms find along a simulated FCFS run (seed table 1)",
-			Example: "  icn sched experiment solutions --networks 4x4x2,4x4x4 --stream load=0.8,span=4mo",
-			Args:    cobra.NoArgs,
-			RunE:    func(c *cobra.Command, args []string) error { return run(c, "solutions") },
-		}
-		util := &cobra.Command{
-			Use:     "utilization",
-			Short:   "Utilization and T_mean, baseline vs improved, per network and window (seed §5.5)",
-			Example: "  icn sched experiment utilization --networks 4x4x2,4x4x4 --windows 1,8,32,128 --shard 0/4 --json > part0.json",
-			Args:    cobra.NoArgs,
-			RunE:    func(c *cobra.Command, args []string) error { return run(c, "utilization") },
-		}
-		for _, cc := range []*cobra.Command{sol, util} {
-			out.register(cc)
-			cc.Flags().Uint64Var(&seed, "seed", 1, "seed of the synthetic streams")
-			cc.Flags().StringVar(&streamSpec, "stream", "load=0.8,span=4mo", "synthetic stream parameters (see sched simulate --jobs)")
-			cc.Flags().StringVar(&shard, "shard", "", "run part i/n of the work (0 ≤ i < n) for a job array; combine with icn sched merge")
-			cc.Flags().StringVar(&plot, "plot", "", "write a chart to FILE (.svg or .png)")
-			cc.Flags().Float64Var(&transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉")
-			cc.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
-			exp.AddCommand(cc)
-		}
-		sol.Flags().IntVar(&sample, "sample", 1, "count the solutions at every k-th allocation attempt only")
-		sol.Flags().StringVar(&solNets, "networks", "4x4x2,4x2x2x2,4x3x3,3x3x2x2,4x4x4,4x4x2x2,6x4x4,4x4x3x2,8x6x3,4x4x3x3,8x8x4,4x4x4x4", "torus sizes")
-		util.Flags().StringVar(&utilNets, "networks", "4x4x2,4x4x4,4x4x2x2,8x4x4,4x4x4x4,8x8x4,8x8x8,8x8x4x4", "torus sizes")
-		util.Flags().StringVar(&wins, "windows", "1,8,32,128", "window sizes")
-		util.Flags().BoolVar(&backfill, "backfill", false, "add EASY backfilling")
-
-		var mout output
-		var mplot string
-		merge := &cobra.Command{
-			Use:   "merge FILE…",
-			Short: "Combine the --json outputs of a sharded experiment",
-			Args:  cobra.MinimumNArgs(1),
-			RunE: func(c *cobra.Command, args []string) error {
-				var rs []io.Reader
-				for _, a := range args {
-					f, err := os.Open(a)
-					if err != nil {
-						return err
-					}
-					defer f.Close()
-					rs = append(rs, f)
-				}
-				file, err := sched.MergeShards(rs, args)
-				if err != nil {
-					return err
-				}
-				return reportExperiment(c, &mout, file, mplot)
-			},
-		}
-		mout.register(merge)
-		merge.Flags().StringVar(&mplot, "plot", "", "write a chart to FILE (.svg or .png)")
-		schedCmd.AddCommand(merge)
+func newSchedExperimentCmd() *cobra.Command {
+	exp := &cobra.Command{Use: "experiment", Short: "Reproduce seed 001 §5.4 (solutions found) and §5.5 (utilization, T_mean)"}
+	// Both keep every parameter in their output (as before: windows for
+	// solutions, sample for utilization at their defaults).
+	sol := schedExperimentOptions{windows: "1,8,32,128"}
+	util := schedExperimentOptions{sample: 1}
+	solCmd := &cobra.Command{
+		Use:     "solutions",
+		Short:   "Mean number of solutions the baseline and improved algorithms find along a simulated FCFS run (seed table 1)",
+		Example: "  icn sched experiment solutions --networks 4x4x2,4x4x4 --stream load=0.8,span=4mo",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runSchedExperiment(c.Context(), "solutions", sol, stdout(c))
+		},
 	}
+	utilCmd := &cobra.Command{
+		Use:     "utilization",
+		Short:   "Utilization and T_mean, baseline vs improved, per network and window (seed §5.5)",
+		Example: "  icn sched experiment utilization --networks 4x4x2,4x4x4 --windows 1,8,32,128 --shard 0/4 --json > part0.json",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runSchedExperiment(c.Context(), "utilization", util, stdout(c))
+		},
+	}
+	for _, x := range []struct {
+		c *cobra.Command
+		o *schedExperimentOptions
+	}{{solCmd, &sol}, {utilCmd, &util}} {
+		x.o.out.register(x.c)
+		f := x.c.Flags()
+		f.Uint64Var(&x.o.seed, "seed", 1, "seed of the synthetic streams")
+		f.StringVar(&x.o.streamSpec, "stream", "load=0.8,span=4mo", "synthetic stream parameters (see sched simulate --jobs)")
+		f.StringVar(&x.o.shard, "shard", "", "run part i/n of the work (0 ≤ i < n) for a job array; combine with icn sched merge")
+		f.StringVar(&x.o.plot, "plot", "", "write a chart to FILE (.svg or .png)")
+		f.Float64Var(&x.o.transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉")
+		f.BoolVarP(&x.o.quiet, "quiet", "q", false, "no progress on stderr")
+		exp.AddCommand(x.c)
+	}
+	solCmd.Flags().IntVar(&sol.sample, "sample", 1, "count the solutions at every k-th allocation attempt only")
+	solCmd.Flags().StringVar(&sol.networks, "networks", "4x4x2,4x2x2x2,4x3x3,3x3x2x2,4x4x4,4x4x2x2,6x4x4,4x4x3x2,8x6x3,4x4x3x3,8x8x4,4x4x4x4", "torus sizes")
+	utilCmd.Flags().StringVar(&util.networks, "networks", "4x4x2,4x4x4,4x4x2x2,8x4x4,4x4x4x4,8x8x4,8x8x8,8x8x4x4", "torus sizes")
+	utilCmd.Flags().StringVar(&util.windows, "windows", "1,8,32,128", "window sizes")
+	utilCmd.Flags().BoolVar(&util.backfill, "backfill", false, "add EASY backfilling")
+	return exp
+}
+
+func runSchedExperiment(_ context.Context, kind string, o schedExperimentOptions, w io.Writer) error {
+	p, err := sched.ParseSynthetic(o.streamSpec)
+	if err != nil {
+		return err
+	}
+	sh, err := sched.ParseShard(o.shard)
+	if err != nil {
+		return err
+	}
+	networks := strings.Split(o.networks, ",")
+	for _, n := range networks {
+		if _, err := topology.Parse("torus:" + n); err != nil {
+			return fmt.Errorf("network %q: %v", n, err)
+		}
+	}
+	var windows []int
+	if kind == "utilization" {
+		if windows, err = parseWindows(o.windows); err != nil {
+			return err
+		}
+	}
+	bar := cli.NewProgress(-1, kind, o.quiet)
+	eo := sched.ExperimentOptions{Seed: o.seed, Stream: p, TransitFrac: o.transitFrac, Shard: sh, SampleEvery: o.sample,
+		Progress: func(done, total int) { bar.Add(1) }}
+	factory := func(g *topology.Graph) (alloc.Router, error) { return alloc.NewAngaraRouter(g, "angara*") }
+	params, _ := json.Marshal(map[string]any{"seed": o.seed, "stream": o.streamSpec, "transit_frac": o.transitFrac, "networks": o.networks, "windows": o.windows, "backfill": o.backfill, "sample": o.sample})
+	file := sched.ShardFile{Experiment: kind, Shard: fmt.Sprintf("%d/%d", sh.I, sh.N), Params: params}
+	if kind == "solutions" {
+		file.Solutions, err = sched.Solutions(networks, eo, factory)
+	} else {
+		file.Util, err = sched.Utilization(networks, windows, o.backfill, eo, factory)
+	}
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	return reportExperiment(w, &o.out, &file, o.plot)
+}
+
+func parseWindows(s string) ([]int, error) {
+	var windows []int
+	for _, w := range strings.Split(s, ",") {
+		x, err := strconv.Atoi(strings.TrimSpace(w))
+		if err != nil || x < 1 {
+			return nil, fmt.Errorf("window %q is not a positive number", w)
+		}
+		windows = append(windows, x)
+	}
+	return windows, nil
+}
+
+func newSchedMergeCmd() *cobra.Command {
+	var out output
+	var plot string
+	merge := &cobra.Command{
+		Use:   "merge FILE…",
+		Short: "Combine the --json outputs of a sharded experiment",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var rs []io.Reader
+			for _, a := range args {
+				f, err := os.Open(a)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				rs = append(rs, f)
+			}
+			file, err := sched.MergeShards(rs, args)
+			if err != nil {
+				return err
+			}
+			return reportExperiment(stdout(c), &out, file, plot)
+		},
+	}
+	out.register(merge)
+	merge.Flags().StringVar(&plot, "plot", "", "write a chart to FILE (.svg or .png)")
+	return merge
 }
 
 // torusState loads the network and the node-selection algorithm and makes
@@ -193,7 +214,7 @@ func loadStream(spec string, machine int, strict bool, ppn int) (*sched.Stream, 
 	return s, nil
 }
 
-func reportExperiment(c *cobra.Command, out *output, file *sched.ShardFile, plot string) error {
+func reportExperiment(w io.Writer, out *output, file *sched.ShardFile, plot string) error {
 	if file.Experiment == "solutions" {
 		if plot != "" {
 			ch := cli.Chart{Title: "Mean number of solutions found (FCFS run, baseline decisions)", YLabel: "solutions", Bars: true, LogY: false}
@@ -208,13 +229,13 @@ func reportExperiment(c *cobra.Command, out *output, file *sched.ShardFile, plot
 			}
 		}
 		if out.json {
-			return cli.JSON(stdout(c), file)
+			return cli.JSON(w, file)
 		}
 		t := cli.NewTable("NETWORK", "NODES", "ATTEMPTS", "BASELINE", "IMPROVED", "RATIO", "SEED BASE", "SEED IMPR", "SEED RATIO")
 		for _, r := range file.Solutions {
 			t.Row(r.Network, r.Nodes, r.Attempts, r.BaselineMean, r.ImprovedMean, r.Ratio, r.SeedBaseline, r.SeedImproved, r.SeedRatio)
 		}
-		return t.Write(stdout(c))
+		return t.Write(w)
 	}
 	sum := sched.Summarize(file.Util)
 	if plot != "" {
@@ -239,7 +260,7 @@ func reportExperiment(c *cobra.Command, out *output, file *sched.ShardFile, plot
 		}
 	}
 	if out.json {
-		return cli.JSON(stdout(c), struct {
+		return cli.JSON(w, struct {
 			*sched.ShardFile
 			Summary []sched.UtilSummary `json:"summary"`
 		}{file, sum})
@@ -252,11 +273,11 @@ func reportExperiment(c *cobra.Command, out *output, file *sched.ShardFile, plot
 		gain += s.GainPoints
 		ratio += s.TMeanRatio
 	}
-	if err := t.Write(stdout(c)); err != nil {
+	if err := t.Write(w); err != nil {
 		return err
 	}
 	if len(sum) > 0 {
-		fmt.Fprintf(stdout(c), "\nmean utilization gain %.2f pp (seed: +6.96%%, 0.5%%..16.5%%); mean T_mean ratio %.2f (seed: 1.83)\n", gain/float64(len(sum)), ratio/float64(len(sum)))
+		fmt.Fprintf(w, "\nmean utilization gain %.2f pp (seed: +6.96%%, 0.5%%..16.5%%); mean T_mean ratio %.2f (seed: 1.83)\n", gain/float64(len(sum)), ratio/float64(len(sum)))
 	}
 	return nil
 }
