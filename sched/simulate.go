@@ -314,7 +314,7 @@ func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 	if avoid != nil {
 		cache = s.failedAvoid
 	}
-	if cache[j.Nodes] || j.Nodes > s.m.FreeCount() {
+	if cache[j.Nodes] {
 		return s.cannotStart(qi, avoid)
 	}
 	p, ok, err := s.m.Place(j, avoid)
