@@ -270,7 +270,7 @@ func (s *simulation) reserve() (*reservation, error) {
 		}
 	}
 	r := &reservation{head: head, shadow: math.Inf(1)}
-	lo, hi := 0, len(cuts)-1
+	lo, hi := s.enoughFree(rels, cuts), len(cuts)-1
 	for lo <= hi {
 		mid := (lo + hi) / 2
 		k := cuts[mid]
@@ -290,6 +290,21 @@ func (s *simulation) reserve() (*reservation, error) {
 		s.cfg.onReserve(head, r.shadow)
 	}
 	return r, nil
+}
+
+// enoughFree returns the first cut after which enough nodes are free for
+// the head job (a necessary condition for a placement).
+func (s *simulation) enoughFree(rels []running, cuts []int) int {
+	need, free, k := s.jobs[s.queue[0]].Nodes, s.m.FreeCount(), 0
+	for ci, c := range cuts {
+		for ; k < c; k++ {
+			free += len(s.recs[rels[k].index].nodeIDs)
+		}
+		if free >= need {
+			return ci
+		}
+	}
+	return len(cuts)
 }
 
 // placeAfter places the head job on a copy of the machine from which the
