@@ -157,6 +157,7 @@ func FuzzParseSWF(f *testing.F) {
 	b, _ := os.ReadFile("testdata/small.swf")
 	f.Add(string(b))
 	f.Add("1 0 0 1 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n")
+	f.Add("1 5 0 1 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n1 3 0 1 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n2 1 0 -7 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := ParseSWF(strings.NewReader(text), "fuzz", SWFOptions{})
 		if err != nil {
