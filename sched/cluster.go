@@ -45,7 +45,7 @@ type JobRecord struct {
 	Submit  float64 `json:"submit"`
 	Start   float64 `json:"start"`
 	End     float64 `json:"end"`
-	Nodes   [][]int `json:"nodes"`             // coordinates of every allocated node (active first)
+	Nodes   [][]int `json:"nodes"`             // coordinates of every allocated node (active first); nil on machines without coordinates (see NodeIDs)
 	Active  int     `json:"active"`            // how many of Nodes are active
 	Skipped string  `json:"skipped,omitempty"` // why it never ran
 	nodeIDs []int

@@ -410,7 +410,9 @@ func (s *simulation) summarize() {
 		for _, v := range r.nodeIDs[:r.Active] {
 			busy[v] += j.Runtime
 		}
-		r.Nodes = s.coords(r.nodeIDs)
+		if s.m.Coord(0) != nil {
+			r.Nodes = s.coords(r.nodeIDs)
+		}
 	}
 	rep.JobsSkipped = len(rep.SkippedJobs)
 	if rep.JobsDone > 0 {
@@ -428,15 +430,11 @@ func (s *simulation) summarize() {
 	rep.Schedule = s.recs
 }
 
-// coords gives each node's coordinates, or its id on machines without.
+// coords gives each node's coordinates.
 func (s *simulation) coords(ids []int) [][]int {
 	out := make([][]int, len(ids))
 	for k, v := range ids {
-		if c := s.m.Coord(v); c != nil {
-			out[k] = append([]int(nil), c...)
-		} else {
-			out[k] = []int{v}
-		}
+		out[k] = append([]int(nil), s.m.Coord(v)...)
 	}
 	return out
 }

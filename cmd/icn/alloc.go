@@ -573,7 +573,13 @@ func writeSchedule(path string, m sched.Machine, stream *sched.Stream, rep *sche
 			Active  int     `json:"active"`
 			Skipped string  `json:"skipped,omitempty"`
 		}
-		if err := enc.Encode(rec{r.ID, r.Submit, r.Start, r.End, r.Nodes, r.Active, r.Skipped}); err != nil {
+		nodes := r.Nodes
+		if nodes == nil && r.NodeIDs() != nil {
+			for _, v := range r.NodeIDs() {
+				nodes = append(nodes, []int{v}) // machines without coordinates: [id]
+			}
+		}
+		if err := enc.Encode(rec{r.ID, r.Submit, r.Start, r.End, nodes, r.Active, r.Skipped}); err != nil {
 			return err
 		}
 	}
