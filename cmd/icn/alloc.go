@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -495,11 +496,20 @@ func reportStreamProblems(s *sched.Stream) {
 	if !stderrProblems {
 		return
 	}
+	type problem struct {
+		p    sched.Skipped
+		what string
+	}
+	var all []problem
 	for _, p := range s.Skipped {
-		fmt.Fprintf(os.Stderr, "icn: %s\n", problemLine(s.Source, p, "skipped"))
+		all = append(all, problem{p, "skipped"})
 	}
 	for _, p := range s.Warnings {
-		fmt.Fprintf(os.Stderr, "icn: %s\n", problemLine(s.Source, p, "warning"))
+		all = append(all, problem{p, "warning"})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].p.Line < all[j].p.Line })
+	for _, p := range all {
+		fmt.Fprintf(os.Stderr, "icn: %s\n", problemLine(s.Source, p.p, p.what))
 	}
 }
 

@@ -65,6 +65,9 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 	if o.prefix == "" || o.prefix[len(o.prefix)-1] >= '0' && o.prefix[len(o.prefix)-1] <= '9' {
 		return fmt.Errorf("--nodes-prefix must be non-empty and not end in a digit")
 	}
+	if o.fabric.spec == "" {
+		return fmt.Errorf("no fabric given (use --fabric SPEC or --fabric file:PATH)")
+	}
 	g, err := o.fabric.load()
 	if err != nil {
 		return err
