@@ -95,6 +95,7 @@ func (m *FlatMachine) Describe() string {
 }
 func (m *FlatMachine) Size() int                        { return len(m.occ.owner) }
 func (m *FlatMachine) FreeCount() int                   { return m.occ.free }
+func (m *FlatMachine) Available(v int) bool             { return m.occ.available(v) }
 func (m *FlatMachine) Coord(int) []int                  { return nil }
 func (m *FlatMachine) NodeName(v int) string            { return fmt.Sprintf("n%d", v) }
 func (m *FlatMachine) Occupy(id int, nodes []int) error { return m.occ.occupy(id, nodes) }
@@ -281,6 +282,7 @@ func (m *TreeMachine) Describe() string {
 }
 func (m *TreeMachine) Size() int                        { return len(m.nodes) }
 func (m *TreeMachine) FreeCount() int                   { return m.occ.free }
+func (m *TreeMachine) Available(v int) bool             { return m.occ.available(v) }
 func (m *TreeMachine) Coord(int) []int                  { return nil }
 func (m *TreeMachine) NodeName(v int) string            { return m.g.NodeName(m.nodes[v]) }
 func (m *TreeMachine) Occupy(id int, nodes []int) error { return m.occ.occupy(id, nodes) }

@@ -17,6 +17,8 @@ type Machine interface {
 	Size() int
 	// FreeCount is the number of nodes neither busy nor failed.
 	FreeCount() int
+	// Available reports whether node v is neither busy nor failed.
+	Available(v int) bool
 	// Place chooses nodes for job j on the current occupancy without
 	// taking them; nodes listed in avoid must not be used. ok is false
 	// if there is no placement now.
@@ -71,9 +73,10 @@ func NewTorusMachine(st *alloc.State, rt alloc.Router, algo alloc.Algo, transit 
 func (m *TorusMachine) Describe() string {
 	return fmt.Sprintf("%s, %s node selection", m.St.Graph().Name(), m.Algo)
 }
-func (m *TorusMachine) Size() int         { return m.St.N() }
-func (m *TorusMachine) FreeCount() int    { return m.St.FreeCount() }
-func (m *TorusMachine) Coord(v int) []int { return m.St.Graph().Coord(v) }
+func (m *TorusMachine) Size() int            { return m.St.N() }
+func (m *TorusMachine) FreeCount() int       { return m.St.FreeCount() }
+func (m *TorusMachine) Available(v int) bool { return m.St.Available(v) }
+func (m *TorusMachine) Coord(v int) []int    { return m.St.Graph().Coord(v) }
 func (m *TorusMachine) NodeName(v int) string {
 	return m.St.Graph().NodeName(v)
 }

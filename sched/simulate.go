@@ -37,6 +37,7 @@ type reservation struct {
 	head   int // index into jobs
 	shadow float64
 	plan   []int
+	stale  bool // a job ended before its requested time since
 }
 
 // simulation is the state of one run of Simulate.
@@ -228,6 +229,12 @@ func (s *simulation) startEASY() (bool, error) {
 		return false, err
 	}
 	free := s.m.FreeCount()
+	outside := free // free nodes outside the reserved ones
+	for _, v := range r.plan {
+		if s.m.Available(v) {
+			outside--
+		}
+	}
 	for qi := 1; qi < len(s.queue); qi++ {
 		j := s.jobs[s.queue[qi]]
 		if j.Nodes > free {
@@ -235,6 +242,9 @@ func (s *simulation) startEASY() (bool, error) {
 		}
 		var avoid []int
 		if s.t+j.Requested > r.shadow {
+			if j.Nodes > outside {
+				continue
+			}
 			avoid = r.plan
 		}
 		if ok, err := s.tryStart(qi, avoid); err != nil || ok {
@@ -247,12 +257,18 @@ func (s *simulation) startEASY() (bool, error) {
 // reserve returns the head job's reservation: the earliest time at which
 // it has a placement when the running jobs end in order of their
 // requested end times, and that placement.
+//
+// A reservation outlives the end of jobs that ran for their whole
+// requested time (the states the search would look at are those it saw,
+// minus nothing, plus jobs started since, which keep the reservation).
+// A job that ends early can only move the reservation earlier: the search
+// is then repeated among earlier times only, the old one still holding.
 func (s *simulation) reserve() (*reservation, error) {
 	head := s.queue[0]
-	if s.resv != nil && s.resv.head == head {
-		return s.resv, nil
+	old := s.resv
+	if old != nil && old.head == head && !old.stale {
+		return old, nil
 	}
-	clear(s.failedAvoid)
 	rels := make([]running, len(s.run))
 	copy(rels, s.run)
 	sort.Slice(rels, func(a, b int) bool {
@@ -271,6 +287,14 @@ func (s *simulation) reserve() (*reservation, error) {
 	}
 	r := &reservation{head: head, shadow: math.Inf(1)}
 	lo, hi := s.enoughFree(rels, cuts), len(cuts)-1
+	if old != nil && old.head == head && !math.IsInf(old.shadow, 1) {
+		r.shadow, r.plan = old.shadow, old.plan
+		for hi >= 0 && rels[cuts[hi]-1].reqEnd >= old.shadow {
+			hi--
+		}
+	} else {
+		clear(s.failedAvoid)
+	}
 	for lo <= hi {
 		mid := (lo + hi) / 2
 		k := cuts[mid]
@@ -280,6 +304,7 @@ func (s *simulation) reserve() (*reservation, error) {
 		}
 		if ok {
 			r.shadow, r.plan = math.Max(s.t, rels[k-1].reqEnd), p.Nodes
+			clear(s.failedAvoid)
 			hi = mid - 1
 		} else {
 			lo = mid + 1
@@ -385,7 +410,10 @@ func (s *simulation) advance() {
 		r := heap.Pop(&s.run).(running)
 		s.m.Release(s.jobs[r.index].ID, s.recs[r.index].nodeIDs)
 		clear(s.failed)
-		s.resv = nil
+		clear(s.failedAvoid)
+		if s.resv != nil && r.end < r.reqEnd {
+			s.resv.stale = true
+		}
 	}
 }
 
