@@ -56,25 +56,31 @@ func TestDocRowsReproduce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("recomputes two rows of docs/alloc.md")
 	}
-	row := docRow(t, "### Solutions found", "4x4x2", "32")
-	sol, err := Solutions([]string{"4x4x2"}, docOptions(t, 5), angaraRouter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sol[0]
-	got := []string{s.Network, fmt.Sprint(s.Nodes), fmt.Sprint(s.Attempts), fmt.Sprintf("%.2f", s.BaselineMean), fmt.Sprintf("%.2f", s.ImprovedMean), fmt.Sprintf("%.2f", s.Ratio)}
-	if strings.Join(got, " | ") != strings.Join(row[:6], " | ") {
-		t.Errorf("solutions row: docs %v, now %v (regenerate with the command above the table)", row[:6], got)
-	}
-	row = docRow(t, "### Utilization and T_mean", "4x4x2", "1")
-	rows, err := Utilization([]string{"4x4x2"}, []int{1}, false, docOptions(t, 1), angaraRouter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := Summarize(rows)[0]
-	got = []string{u.Network, fmt.Sprint(u.Window), fmt.Sprintf("%.2f%%", 100*u.BaselineU), fmt.Sprintf("%.2f%%", 100*u.ImprovedU),
-		fmt.Sprintf("%+.2f", u.GainPoints), fmt.Sprintf("%.1f", u.BaselineT), fmt.Sprintf("%.1f", u.ImprovedT), fmt.Sprintf("%.2f", u.TMeanRatio)}
-	if strings.Join(got, " | ") != strings.Join(row[:8], " | ") {
-		t.Errorf("utilization row: docs %v, now %v (regenerate with the command above the table)", row[:8], got)
-	}
+	t.Run("solutions", func(t *testing.T) {
+		t.Parallel()
+		row := docRow(t, "### Solutions found", "4x4x2", "32")
+		sol, err := Solutions([]string{"4x4x2"}, docOptions(t, 5), angaraRouter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sol[0]
+		got := []string{s.Network, fmt.Sprint(s.Nodes), fmt.Sprint(s.Attempts), fmt.Sprintf("%.2f", s.BaselineMean), fmt.Sprintf("%.2f", s.ImprovedMean), fmt.Sprintf("%.2f", s.Ratio)}
+		if strings.Join(got, " | ") != strings.Join(row[:6], " | ") {
+			t.Errorf("solutions row: docs %v, now %v (regenerate with the command above the table)", row[:6], got)
+		}
+	})
+	t.Run("utilization", func(t *testing.T) {
+		t.Parallel()
+		row := docRow(t, "### Utilization and T_mean", "4x4x2", "1")
+		rows, err := Utilization([]string{"4x4x2"}, []int{1}, false, docOptions(t, 1), angaraRouter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := Summarize(rows)[0]
+		got := []string{u.Network, fmt.Sprint(u.Window), fmt.Sprintf("%.2f%%", 100*u.BaselineU), fmt.Sprintf("%.2f%%", 100*u.ImprovedU),
+			fmt.Sprintf("%+.2f", u.GainPoints), fmt.Sprintf("%.1f", u.BaselineT), fmt.Sprintf("%.1f", u.ImprovedT), fmt.Sprintf("%.2f", u.TMeanRatio)}
+		if strings.Join(got, " | ") != strings.Join(row[:8], " | ") {
+			t.Errorf("utilization row: docs %v, now %v (regenerate with the command above the table)", row[:8], got)
+		}
+	})
 }
