@@ -370,6 +370,7 @@ func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 	if err := s.m.Occupy(j.ID, p.Nodes); err != nil {
 		return false, fmt.Errorf("internal error: placement chose unavailable nodes: %v", err)
 	}
+	s.everOK[j.Nodes] = true // placed on a busier machine, so on the empty one
 	rec := &s.recs[ji]
 	rec.Start, rec.End = s.t, s.t+j.Runtime
 	rec.Active = p.Active
