@@ -421,7 +421,7 @@ func runSchedSimulate(_ context.Context, o schedSimulateOptions, w io.Writer) er
 		return err
 	}
 	if o.plot != "" {
-		if err := plotSchedule(o.plot, rep, m.Size()); err != nil {
+		if err := plotSchedule(o.plot, rep, m.Size(), name); err != nil {
 			return err
 		}
 	}
@@ -598,14 +598,14 @@ func writeSchedule(path string, m sched.Machine, stream *sched.Stream, rep *sche
 
 // plotSchedule draws utilization over time to path and the distribution
 // of wait times to path with "-wait" before the extension.
-func plotSchedule(path string, rep *sched.Report, nodes int) error {
+func plotSchedule(path string, rep *sched.Report, nodes int, name string) error {
 	x, y := sched.UtilizationCurve(rep.Schedule, nodes, 200)
 	for i := range x {
 		x[i] /= 86400
 		y[i] *= 100
 	}
 	util := cli.Chart{Title: "Utilization over time (active nodes)", XLabel: "time (days)", YLabel: "utilization (%)",
-		Series: []cli.Series{{Name: rep.Machine, X: x, Y: y}}}
+		Series: []cli.Series{{Name: name, X: x, Y: y}}}
 	if err := cli.SavePlot(util, path); err != nil {
 		return err
 	}
@@ -615,7 +615,7 @@ func plotSchedule(path string, rep *sched.Report, nodes int) error {
 		wy[i] *= 100
 	}
 	wait := cli.Chart{Title: "Wait-time distribution", XLabel: "wait (hours)", YLabel: "jobs waiting at most this long (%)",
-		Series: []cli.Series{{Name: rep.Machine, X: wx, Y: wy}}}
+		Series: []cli.Series{{Name: name, X: wx, Y: wy}}}
 	ext := filepath.Ext(path)
 	return cli.SavePlot(wait, strings.TrimSuffix(path, ext)+"-wait"+ext)
 }
