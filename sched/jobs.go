@@ -1,9 +1,7 @@
 package sched
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -17,8 +15,9 @@ type Job struct {
 	ID        int     `json:"id"`
 	Submit    float64 `json:"submit"`
 	Nodes     int     `json:"nodes"`
-	Runtime   float64 `json:"runtime"`   // how long it really runs
-	Requested float64 `json:"requested"` // the time limit the user asked for (≥ Runtime)
+	Runtime   float64 `json:"runtime"`        // how long it really runs
+	Requested float64 `json:"requested"`      // the time limit the user asked for (≥ Runtime)
+	Line      int     `json:"line,omitempty"` // line of the trace it came from
 }
 
 // Skipped records a job (or line) left out of a stream, and why.
@@ -33,6 +32,43 @@ type Stream struct {
 	Source  string    `json:"source"`
 	Jobs    []Job     `json:"jobs"`
 	Skipped []Skipped `json:"skipped,omitempty"`
+	// Warnings are problems of the input that did not drop a job (e.g. a
+	// submit time earlier than the line before: the job is kept, in
+	// submit order).
+	Warnings []Skipped `json:"warnings,omitempty"`
+}
+
+// Validate checks a stream before simulation: at least one job, every
+// job with a positive size and run time, a requested time no shorter
+// than the run time, a non-negative submit time, jobs in submit order and
+// distinct ids.
+func (s *Stream) Validate() error {
+	if len(s.Jobs) == 0 {
+		if len(s.Skipped) > 0 {
+			return fmt.Errorf("%s: no job to simulate (%d skipped)", s.Source, len(s.Skipped))
+		}
+		return fmt.Errorf("%s: no job to simulate", s.Source)
+	}
+	seen := make(map[int]int, len(s.Jobs))
+	for i, j := range s.Jobs {
+		where := fmt.Sprintf("job %d", j.ID)
+		if j.Line > 0 {
+			where = fmt.Sprintf("%s:%d: job %d", s.Source, j.Line, j.ID)
+		}
+		switch {
+		case j.Nodes < 1 || !(j.Runtime > 0) || math.IsInf(j.Runtime, 0) || !(j.Submit >= 0) || math.IsInf(j.Submit, 0):
+			return fmt.Errorf("%s is invalid (nodes %d, runtime %g, submit %g)", where, j.Nodes, j.Runtime, j.Submit)
+		case !(j.Requested >= j.Runtime) || math.IsInf(j.Requested, 0):
+			return fmt.Errorf("%s: requested time %g is shorter than the run time %g", where, j.Requested, j.Runtime)
+		case i > 0 && j.Submit < s.Jobs[i-1].Submit:
+			return fmt.Errorf("%s: jobs are not in submit order", where)
+		}
+		if k, dup := seen[j.ID]; dup {
+			return fmt.Errorf("%s: id repeats job %d of the stream", where, k+1)
+		}
+		seen[j.ID] = i
+	}
+	return nil
 }
 
 func (s *Stream) sortJobs() {
@@ -44,7 +80,7 @@ func (s *Stream) Limit(machineNodes int) {
 	kept := s.Jobs[:0]
 	for _, j := range s.Jobs {
 		if j.Nodes > machineNodes {
-			s.Skipped = append(s.Skipped, Skipped{ID: j.ID, Reason: fmt.Sprintf("needs %d nodes, the machine has %d", j.Nodes, machineNodes)})
+			s.Skipped = append(s.Skipped, Skipped{ID: j.ID, Line: j.Line, Reason: fmt.Sprintf("needs %d nodes, the machine has %d", j.Nodes, machineNodes)})
 			continue
 		}
 		kept = append(kept, j)
@@ -253,107 +289,4 @@ func drawSize(r *rand.Rand, dist string, maxN int) int {
 		}
 	}
 	return maxN
-}
-
-// SWFOptions tune ParseSWF.
-type SWFOptions struct {
-	Strict       bool // fail on the first malformed line instead of skipping it
-	ProcsPerNode int  // processors per node (default 1)
-}
-
-// ParseSWF reads a trace in the Standard Workload Format of the Parallel
-// Workloads Archive: one job per line, 18 whitespace-separated fields,
-// ';' comments, -1 for missing values. Nodes come from the requested
-// processors (field 8), else the allocated ones (field 5); runtime from
-// field 4; the requested time from field 9 (else the runtime). Submit
-// times are shifted so the first job arrives at 0. Malformed lines and
-// jobs that cannot run (no processors, no runtime, cancelled before start)
-// are skipped and recorded, or with Strict reported as an error naming
-// the line.
-func ParseSWF(r io.Reader, name string, o SWFOptions) (*Stream, error) {
-	if o.ProcsPerNode == 0 {
-		o.ProcsPerNode = 1
-	}
-	if o.ProcsPerNode < 0 {
-		return nil, fmt.Errorf("processors per node must be positive")
-	}
-	s := &Stream{Source: name}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	line := 0
-	// malformed lines fail in strict mode; jobs that cannot run are
-	// always skipped and counted.
-	unrunnable := func(id int, reason string) {
-		s.Skipped = append(s.Skipped, Skipped{ID: id, Line: line, Reason: reason})
-	}
-	skip := func(id int, reason string) error {
-		if o.Strict {
-			return fmt.Errorf("%s:%d: %s", name, line, reason)
-		}
-		s.Skipped = append(s.Skipped, Skipped{ID: id, Line: line, Reason: reason})
-		return nil
-	}
-	first := math.Inf(1)
-	for sc.Scan() {
-		line++
-		t := strings.TrimSpace(sc.Text())
-		if t == "" || t[0] == ';' {
-			continue
-		}
-		f := strings.Fields(t)
-		if len(f) != 18 {
-			if err := skip(0, fmt.Sprintf("expected 18 fields, found %d", len(f))); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		var v [18]float64
-		bad := ""
-		for i, x := range f {
-			n, err := strconv.ParseFloat(x, 64)
-			if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
-				bad = fmt.Sprintf("field %d %q is not a number", i+1, x)
-				break
-			}
-			v[i] = n
-		}
-		if bad != "" {
-			if err := skip(0, bad); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		id := int(v[0])
-		procs := v[7]
-		if procs <= 0 {
-			procs = v[4]
-		}
-		runtime := v[3]
-		req := v[8]
-		switch {
-		case v[1] < 0:
-			unrunnable(id, "negative or missing submit time")
-			continue
-		case procs <= 0:
-			unrunnable(id, "no processor count")
-			continue
-		case runtime <= 0:
-			unrunnable(id, "no run time (cancelled or failed before start)")
-			continue
-		}
-		if req < runtime {
-			req = runtime
-		}
-		nodes := int(math.Ceil(procs / float64(o.ProcsPerNode)))
-		s.Jobs = append(s.Jobs, Job{ID: id, Submit: v[1], Nodes: nodes, Runtime: runtime, Requested: req})
-		first = math.Min(first, v[1])
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
-	}
-	for i := range s.Jobs {
-		s.Jobs[i].Submit -= first
-	}
-	s.sortJobs()
-	return s, nil
 }

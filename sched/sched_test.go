@@ -157,10 +157,23 @@ func FuzzParseSWF(f *testing.F) {
 	b, _ := os.ReadFile("testdata/small.swf")
 	f.Add(string(b))
 	f.Add("1 0 0 1 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n")
+	f.Add("1 5 0 1 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n1 3 0 1 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n2 1 0 -7 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := ParseSWF(strings.NewReader(text), "fuzz", SWFOptions{})
 		if err != nil {
 			return
+		}
+		if len(s.Jobs) > 0 {
+			if err := s.Validate(); err != nil {
+				t.Fatalf("parsed stream does not validate: %v", err)
+			}
+		}
+		seen := map[int]bool{}
+		for _, p := range append(s.Skipped, s.Warnings...) {
+			if p.Line < 1 || seen[p.Line] {
+				t.Fatalf("problem without a line or reported twice: %+v", p)
+			}
+			seen[p.Line] = true
 		}
 		for i, j := range s.Jobs {
 			if j.Nodes < 1 || j.Runtime <= 0 || j.Requested < j.Runtime || j.Submit < 0 {

@@ -1,0 +1,126 @@
+package sched
+
+import (
+	"fmt"
+
+	"github.com/icn-hpc/icn/alloc"
+)
+
+// Machine is what the simulator places jobs on: a torus with node
+// selection (TorusMachine), a machine without network constraints
+// (FlatMachine) or a switched fabric with tree-aware placement
+// (TreeMachine). Node ids are 0..Size()-1.
+type Machine interface {
+	// Describe names the machine and its placement rule in one line.
+	Describe() string
+	// Size is the number of nodes (failed ones included).
+	Size() int
+	// FreeCount is the number of nodes neither busy nor failed.
+	FreeCount() int
+	// Available reports whether node v is neither busy nor failed.
+	Available(v int) bool
+	// Place chooses nodes for job j on the current occupancy without
+	// taking them; nodes listed in avoid must not be used. ok is false
+	// if there is no placement now.
+	Place(j Job, avoid []int) (p Placement, ok bool, err error)
+	// Occupy gives nodes to job id; Release takes them back.
+	Occupy(id int, nodes []int) error
+	Release(id int, nodes []int)
+	// Clone returns an independent copy of the occupancy (sharing the
+	// immutable network) for look-ahead.
+	Clone() Machine
+	// Coord returns the coordinates of node v (nil on machines without).
+	Coord(v int) []int
+	// NodeName names node v as the network does.
+	NodeName(v int) string
+	// Unplaceable says why job j cannot be placed on the empty machine.
+	Unplaceable(j Job) string
+}
+
+// Placement is a chosen node set: the first Active of Nodes do the work,
+// the rest are transit nodes.
+type Placement struct {
+	Nodes   []int
+	Active  int
+	Seconds float64 // time the choice took
+}
+
+// pseudoJob marks nodes held out of a look-ahead placement.
+const pseudoJob = 1 << 30
+
+// TorusMachine places jobs on a torus with seed 001's node selection.
+type TorusMachine struct {
+	St      *alloc.State
+	Sel     *alloc.Selector
+	Router  alloc.Router
+	Algo    alloc.Algo
+	Transit func(int) int // transit limit for a job of m nodes
+	// Observe, if set, sees every placement on the live state (not the
+	// look-ahead ones).
+	Observe func(st *alloc.State, req alloc.Request)
+}
+
+// NewTorusMachine wraps a machine state and router; transit may be nil (0).
+func NewTorusMachine(st *alloc.State, rt alloc.Router, algo alloc.Algo, transit func(int) int, workers int) *TorusMachine {
+	if transit == nil {
+		transit = func(int) int { return 0 }
+	}
+	sel := alloc.NewSelector(st)
+	sel.Workers = workers
+	return &TorusMachine{St: st, Sel: sel, Router: rt, Algo: algo, Transit: transit}
+}
+
+func (m *TorusMachine) Describe() string {
+	return fmt.Sprintf("%s, %s node selection", m.St.Graph().Name(), m.Algo)
+}
+func (m *TorusMachine) Size() int            { return m.St.N() }
+func (m *TorusMachine) FreeCount() int       { return m.St.FreeCount() }
+func (m *TorusMachine) Available(v int) bool { return m.St.Available(v) }
+func (m *TorusMachine) Coord(v int) []int    { return m.St.Graph().Coord(v) }
+func (m *TorusMachine) NodeName(v int) string {
+	return m.St.Graph().NodeName(v)
+}
+func (m *TorusMachine) Occupy(id int, nodes []int) error { return m.St.Occupy(id, nodes) }
+func (m *TorusMachine) Release(id int, nodes []int)      { m.St.ReleaseNodes(id, nodes) }
+
+func (m *TorusMachine) Clone() Machine {
+	c := *m
+	c.St = m.St.Clone()
+	c.Observe = nil
+	return &c
+}
+
+func (m *TorusMachine) Unplaceable(j Job) string {
+	return fmt.Sprintf("cannot be placed even on the empty machine by the %s algorithm (%d nodes, transit ≤ %d)", m.Algo, j.Nodes, m.Transit(j.Nodes))
+}
+
+func (m *TorusMachine) Place(j Job, avoid []int) (Placement, bool, error) {
+	st := m.St
+	if len(avoid) > 0 {
+		st = st.Clone()
+		var hold []int
+		for _, v := range avoid {
+			if st.Available(v) {
+				hold = append(hold, v)
+			}
+		}
+		if err := st.Occupy(pseudoJob, hold); err != nil {
+			return Placement{}, false, err
+		}
+	}
+	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true}
+	if m.Observe != nil && len(avoid) == 0 {
+		m.Observe(st, req)
+	}
+	res, err := m.Sel.Select(st, m.Router, req)
+	if err != nil {
+		return Placement{}, false, err
+	}
+	p := Placement{Seconds: res.Seconds}
+	if res.Chosen == nil {
+		return p, false, nil
+	}
+	p.Nodes = append(append([]int(nil), res.Chosen.Active...), res.Chosen.Transit...)
+	p.Active = len(res.Chosen.Active)
+	return p, true, nil
+}

@@ -1,0 +1,254 @@
+package sched
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/icn-hpc/icn/topology"
+	"go.yaml.in/yaml/v3"
+)
+
+// SlurmTopology is one entry of Slurm's topology.yaml (topology.yaml(5)):
+// a named topology with exactly one of a tree (topology/tree) or a block
+// (topology/block) definition.
+type SlurmTopology struct {
+	Topology       string      `yaml:"topology" json:"topology"`
+	ClusterDefault bool        `yaml:"cluster_default" json:"cluster_default"`
+	Tree           *SlurmTree  `yaml:"tree,omitempty" json:"tree,omitempty"`
+	Block          *SlurmBlock `yaml:"block,omitempty" json:"block,omitempty"`
+}
+
+// SlurmTree lists the switches of a topology/tree definition.
+type SlurmTree struct {
+	Switches []SlurmSwitch `yaml:"switches" json:"switches"`
+}
+
+// SlurmSwitch is a switch with either child switches or nodes (hostlist
+// expressions).
+type SlurmSwitch struct {
+	Switch   string `yaml:"switch" json:"switch"`
+	Children string `yaml:"children,omitempty" json:"children,omitempty"`
+	Nodes    string `yaml:"nodes,omitempty" json:"nodes,omitempty"`
+}
+
+// SlurmBlock is a topology/block definition: base blocks in order (each
+// run of 2^k aligned consecutive blocks forms a larger block) and the
+// allowed block sizes.
+type SlurmBlock struct {
+	BlockSizes []int             `yaml:"block_sizes" json:"block_sizes"`
+	Blocks     []SlurmBlockEntry `yaml:"blocks" json:"blocks"`
+}
+
+// SlurmBlockEntry is one base block and its nodes (a hostlist).
+type SlurmBlockEntry struct {
+	Block string `yaml:"block" json:"block"`
+	Nodes string `yaml:"nodes" json:"nodes"`
+}
+
+// SlurmTreeTopology describes a switched fabric for topology/tree: its
+// leaf switches with their nodes, then one level of switches per hop
+// distance at which leaves join (the groups tree placement uses), each
+// with its child switches.
+func SlurmTreeTopology(name string, m *TreeMachine, nn NodeNamer) SlurmTopology {
+	var sw []SlurmSwitch
+	levels := distinctLevels(m.groups)
+	var prevNames []string // name of each group of the previous level
+	var prevLevel [][]int
+	for li, level := range levels {
+		width := len(fmt.Sprint(max(0, len(level)-1)))
+		names := make([]string, len(level))
+		for gi := range level {
+			names[gi] = fmt.Sprintf("l%ds%0*d", li, width, gi)
+		}
+		for gi, grp := range level {
+			s := SlurmSwitch{Switch: names[gi]}
+			if li == 0 {
+				var nodes []string
+				for _, v := range m.leaves[grp[0]] {
+					nodes = append(nodes, nn.Name(v))
+				}
+				s.Nodes = Hostlist(nodes)
+			} else {
+				s.Children = Hostlist(childNames(grp, prevLevel, prevNames))
+			}
+			sw = append(sw, s)
+		}
+		prevNames, prevLevel = names, level
+	}
+	return SlurmTopology{Topology: name, ClusterDefault: true, Tree: &SlurmTree{Switches: sw}}
+}
+
+// distinctLevels drops levels that group the leaves as the level below
+// does.
+func distinctLevels(groups [][][]int) [][][]int {
+	var out [][][]int
+	for _, l := range groups {
+		if len(out) == 0 || len(l) != len(out[len(out)-1]) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// childNames names the groups of the level below that lie inside grp.
+func childNames(grp []int, below [][]int, names []string) []string {
+	in := map[int]bool{}
+	for _, li := range grp {
+		in[li] = true
+	}
+	var out []string
+	for gi, g := range below {
+		if in[g[0]] {
+			out = append(out, names[gi])
+		}
+	}
+	return out
+}
+
+// SlurmBlockTopology describes a torus for topology/block: the torus is
+// halved along its longest even dimension until blocks have at most base
+// nodes (base 0: 32), and the blocks are listed in the order of the
+// halving, so every aligned run of 2^k blocks is a sub-torus brick of
+// 2^k·base nodes; block_sizes lists base, 2·base, … up to the largest
+// such brick.
+func SlurmBlockTopology(name string, g *topology.Graph, nn NodeNamer, base int) (SlurmTopology, error) {
+	dims := g.Dims()
+	if !g.HasCoords() || !g.Direct() {
+		return SlurmTopology{}, fmt.Errorf("%s: block topologies are made for tori and meshes", g.Name())
+	}
+	auto := base <= 0
+	if auto {
+		base = 32
+	}
+	splits, shape := halvings(dims, base)
+	size := 1
+	for _, d := range shape {
+		size *= d
+	}
+	if !auto && size != base {
+		return SlurmTopology{}, fmt.Errorf("%s cannot be cut into bricks of %d nodes by halving (nearest: %d)", g.Name(), base, size)
+	}
+	b := &SlurmBlock{}
+	for s := size; s <= g.NumNodes() && len(b.BlockSizes) <= len(splits); s *= 2 {
+		b.BlockSizes = append(b.BlockSizes, s)
+	}
+	var bricks [][]int
+	brickStarts(dims, splits, make([]int, len(dims)), 0, &bricks)
+	width := len(fmt.Sprint(max(0, len(bricks)-1)))
+	for i, start := range bricks {
+		var names []string
+		forBrick(start, shape, dims, func(v int) { names = append(names, nn.Name(v)) })
+		b.Blocks = append(b.Blocks, SlurmBlockEntry{Block: fmt.Sprintf("b%0*d", width, i), Nodes: Hostlist(names)})
+	}
+	return SlurmTopology{Topology: name, ClusterDefault: true, Block: b}, nil
+}
+
+// halvings returns the dimensions halved in turn (the longest even one
+// each time) until a brick has at most base nodes, and the brick shape.
+func halvings(dims []int, base int) (splits []int, shape []int) {
+	shape = append([]int(nil), dims...)
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	for n > base {
+		best := -1
+		for i, d := range shape {
+			if d%2 == 0 && (best < 0 || d > shape[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		shape[best] /= 2
+		n /= 2
+		splits = append(splits, best)
+	}
+	return splits, shape
+}
+
+// brickStarts lists the start coordinates of the bricks in halving
+// order (depth first).
+func brickStarts(dims, splits, start []int, depth int, out *[][]int) {
+	if depth == len(splits) {
+		*out = append(*out, append([]int(nil), start...))
+		return
+	}
+	d := splits[depth]
+	half := dims[d]
+	for _, s := range splits[:depth+1] {
+		if s == d {
+			half /= 2
+		}
+	}
+	brickStarts(dims, splits, start, depth+1, out)
+	up := append([]int(nil), start...)
+	up[d] += half
+	brickStarts(dims, splits, up, depth+1, out)
+}
+
+// forBrick calls f for every node of the brick (node id = mixed-radix
+// coordinates, X fastest).
+func forBrick(start, shape, dims []int, f func(v int)) {
+	c := make([]int, len(dims))
+	total := 1
+	for _, s := range shape {
+		total *= s
+	}
+	for k := 0; k < total; k++ {
+		r := k
+		v, mul := 0, 1
+		for i := range dims {
+			c[i] = start[i] + r%shape[i]
+			r /= shape[i]
+			v += c[i] * mul
+			mul *= dims[i]
+		}
+		f(v)
+	}
+}
+
+// WriteTopologyYAML writes topology.yaml: a YAML list of topologies.
+func WriteTopologyYAML(w io.Writer, tops []SlurmTopology) error {
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if _, err := io.WriteString(w, "---\n"); err != nil {
+		return err
+	}
+	if err := enc.Encode(tops); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+// WriteTopologyConf writes the same topology in topology.conf's syntax
+// (topology.conf(5)); it holds one topology.
+func WriteTopologyConf(w io.Writer, t SlurmTopology) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s, generated by icn slurm topology\n", t.Topology)
+	switch {
+	case t.Tree != nil:
+		fmt.Fprintf(&b, "# slurm.conf: TopologyPlugin=topology/tree\n")
+		for _, s := range t.Tree.Switches {
+			if s.Nodes != "" {
+				fmt.Fprintf(&b, "SwitchName=%s Nodes=%s\n", s.Switch, s.Nodes)
+			} else {
+				fmt.Fprintf(&b, "SwitchName=%s Switches=%s\n", s.Switch, s.Children)
+			}
+		}
+	case t.Block != nil:
+		fmt.Fprintf(&b, "# slurm.conf: TopologyPlugin=topology/block\n")
+		for _, bl := range t.Block.Blocks {
+			fmt.Fprintf(&b, "BlockName=%s Nodes=%s\n", bl.Block, bl.Nodes)
+		}
+		sizes := make([]string, len(t.Block.BlockSizes))
+		for i, s := range t.Block.BlockSizes {
+			sizes[i] = fmt.Sprint(s)
+		}
+		fmt.Fprintf(&b, "BlockSizes=%s\n", strings.Join(sizes, ","))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

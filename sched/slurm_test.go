@@ -1,0 +1,230 @@
+package sched
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func TestHostlist(t *testing.T) {
+	nn := NewNodeNamer("nid", 1024)
+	var names []string
+	for _, v := range []int{7, 1, 2, 3, 4} {
+		names = append(names, nn.Name(v))
+	}
+	if got := Hostlist(names); got != "nid[0001-0004,0007]" {
+		t.Errorf("got %q", got)
+	}
+	if got := Hostlist([]string{"login", "nid0005", "sw3", "sw4"}); got != "nid0005,sw[3-4],login" {
+		t.Errorf("got %q", got)
+	}
+	// Round trip on random sets.
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 200; trial++ {
+		set := map[string]bool{}
+		for k := r.IntN(40); k >= 0; k-- {
+			set[nn.Name(r.IntN(64))] = true
+			if r.IntN(5) == 0 {
+				set[fmt.Sprintf("s%d", r.IntN(12))] = true
+			}
+		}
+		var in []string
+		for n := range set {
+			in = append(in, n)
+		}
+		expr := Hostlist(in)
+		out, err := ExpandHostlist(expr)
+		if err != nil {
+			t.Fatalf("%q: %v", expr, err)
+		}
+		sort.Strings(in)
+		sort.Strings(out)
+		if !slices.Equal(in, out) {
+			t.Fatalf("%v → %q → %v", in, expr, out)
+		}
+	}
+}
+
+// checkSlurmYAML reads topology.yaml with the field names of
+// topology.yaml(5) only and checks the rules stated there.
+func checkSlurmYAML(t *testing.T, text string) []SlurmTopology {
+	t.Helper()
+	var tops []SlurmTopology
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	dec.KnownFields(true)
+	if err := dec.Decode(&tops); err != nil {
+		t.Fatalf("not a topology.yaml: %v\n%s", err, text)
+	}
+	if !strings.HasPrefix(strings.TrimLeft(strings.SplitN(text, "- ", 2)[1], " "), "topology:") {
+		t.Error("topology is not the first attribute")
+	}
+	for _, tp := range tops {
+		if (tp.Tree == nil) == (tp.Block == nil) {
+			t.Errorf("%s: want exactly one of tree and block", tp.Topology)
+		}
+		if tp.Block != nil {
+			for i := 1; i < len(tp.Block.BlockSizes); i++ {
+				r := tp.Block.BlockSizes[i] / tp.Block.BlockSizes[i-1]
+				if tp.Block.BlockSizes[i]%tp.Block.BlockSizes[i-1] != 0 || r&(r-1) != 0 || r < 2 {
+					t.Errorf("block sizes %v: each must be a power-of-two multiple of the one before", tp.Block.BlockSizes)
+				}
+			}
+		}
+	}
+	return tops
+}
+
+func TestSlurmTreeTopology(t *testing.T) {
+	g := mustParse(t, "fattree:k=4,n=3")
+	m, err := NewTreeMachine(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nn := NewNodeNamer("nid", m.Size())
+	top := SlurmTreeTopology("fabric", m, nn)
+	var buf bytes.Buffer
+	if err := WriteTopologyYAML(&buf, []SlurmTopology{top}); err != nil {
+		t.Fatal(err)
+	}
+	tops := checkSlurmYAML(t, buf.String())
+	// Every node under exactly one leaf, the leaf its network has; every
+	// switch but the top one the child of exactly one switch.
+	leafOf := map[string]string{}
+	parent := map[string]int{}
+	for _, s := range tops[0].Tree.Switches {
+		nodes, _ := ExpandHostlist(s.Nodes)
+		for _, n := range nodes {
+			if _, dup := leafOf[n]; dup {
+				t.Fatalf("%s under two switches", n)
+			}
+			leafOf[n] = s.Switch
+		}
+		kids, _ := ExpandHostlist(s.Children)
+		for _, k := range kids {
+			parent[k]++
+		}
+	}
+	if len(leafOf) != m.Size() {
+		t.Fatalf("%d nodes listed, %d in the machine", len(leafOf), m.Size())
+	}
+	for v := 0; v < m.Size(); v++ {
+		for u := 0; u < m.Size(); u++ {
+			same := m.LeafOf(v) == m.LeafOf(u)
+			if same != (leafOf[nn.Name(v)] == leafOf[nn.Name(u)]) {
+				t.Fatalf("nodes %d and %d: same leaf %v in the network, not in the file", v, u, same)
+			}
+		}
+	}
+	roots := 0
+	for _, s := range tops[0].Tree.Switches {
+		switch parent[s.Switch] {
+		case 0:
+			roots++
+		case 1:
+		default:
+			t.Errorf("switch %s has %d parents", s.Switch, parent[s.Switch])
+		}
+	}
+	if roots != 1 || len(tops[0].Tree.Switches) != 16+4+1 {
+		t.Errorf("%d roots, %d switches; want 1 and 16 leaves + 4 pods + 1 top", roots, len(tops[0].Tree.Switches))
+	}
+	var conf bytes.Buffer
+	WriteTopologyConf(&conf, top)
+	if !strings.Contains(conf.String(), "SwitchName=l0s00 Nodes=nid[00-03]") || !strings.Contains(conf.String(), "SwitchName=l2s0 Switches=l1s[0-3]") {
+		t.Errorf("topology.conf:\n%s", conf.String())
+	}
+}
+
+func TestSlurmBlockTopology(t *testing.T) {
+	g := mustParse(t, "torus:8x8x4")
+	nn := NewNodeNamer("nid", g.NumNodes())
+	top, err := SlurmBlockTopology("torus", g, nn, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	WriteTopologyYAML(&buf, []SlurmTopology{top})
+	b := checkSlurmYAML(t, buf.String())[0].Block
+	if !slices.Equal(b.BlockSizes, []int{16, 32, 64, 128, 256}) || len(b.Blocks) != 16 {
+		t.Fatalf("sizes %v, %d blocks", b.BlockSizes, len(b.Blocks))
+	}
+	// Every aligned run of 2^k blocks is a brick: a product of intervals.
+	var nodes [][]int
+	for _, bl := range b.Blocks {
+		names, _ := ExpandHostlist(bl.Nodes)
+		var ids []int
+		for _, n := range names {
+			var v int
+			fmt.Sscanf(strings.TrimPrefix(n, "nid"), "%d", &v)
+			ids = append(ids, v)
+		}
+		nodes = append(nodes, ids)
+	}
+	for run := 1; run <= len(nodes); run *= 2 {
+		for s := 0; s < len(nodes); s += run {
+			var set []int
+			for _, ns := range nodes[s : s+run] {
+				set = append(set, ns...)
+			}
+			if !isBrick(g.Dims(), set) || len(set) != run*16 {
+				t.Fatalf("blocks %d..%d (%d nodes) are not a brick", s, s+run-1, len(set))
+			}
+		}
+	}
+	if _, err := SlurmBlockTopology("t", g, nn, 24); err == nil {
+		t.Error("block size 24 accepted on 8x8x4")
+	}
+}
+
+// isBrick: the set is the product of the coordinate values it uses.
+func isBrick(dims []int, set []int) bool {
+	vals := make([]map[int]bool, len(dims))
+	for i := range vals {
+		vals[i] = map[int]bool{}
+	}
+	for _, v := range set {
+		for i, d := range dims {
+			vals[i][v%d] = true
+			v /= d
+		}
+	}
+	prod := 1
+	for _, m := range vals {
+		prod *= len(m)
+	}
+	return prod == len(set)
+}
+
+func FuzzExpandHostlist(f *testing.F) {
+	for _, s := range []string{"nid[0001-0004,0007]", "a,b[1-2],c", "x[", "n[5-3]", "s[01-10],login"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, expr string) {
+		names, err := ExpandHostlist(expr)
+		if err != nil || len(names) > 5000 {
+			return
+		}
+		for _, n := range names {
+			if n == "" || strings.ContainsAny(n, ",[]") {
+				return // not a name Hostlist is meant for
+			}
+		}
+		back, err := ExpandHostlist(Hostlist(names))
+		if err != nil {
+			t.Fatalf("%q → %q: %v", expr, Hostlist(names), err)
+		}
+		a, b := slices.Clone(names), back
+		sort.Strings(a)
+		a = slices.Compact(a)
+		sort.Strings(b)
+		if !slices.Equal(a, b) {
+			t.Fatalf("%q: %v → %q → %v", expr, a, Hostlist(names), b)
+		}
+	})
+}
