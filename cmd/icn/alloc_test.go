@@ -14,7 +14,7 @@ import (
 	"github.com/icn-hpc/icn/sched"
 )
 
-func simOptions(topo, jobs string) schedSimulateOptions {
+func schedSimOptions(topo, jobs string) schedSimulateOptions {
 	o := schedSimulateOptions{jobs: jobs, backfill: "easy", algo: "improved", rules: "angara*", window: 1, transitFrac: 1, quiet: true, ppn: 1}
 	o.topo.spec = topo
 	o.out.json = true
@@ -27,7 +27,7 @@ func TestSimulateSameKeysOnEveryMachine(t *testing.T) {
 	var want []string
 	for _, topo := range []string{"torus:4x4x2", "flat:32", "fattree:k=4,n=2"} {
 		var buf bytes.Buffer
-		if err := runSchedSimulate(context.Background(), simOptions(topo, "synthetic:jobs=60,seed=3,span=2d"), &buf); err != nil {
+		if err := runSchedSimulate(context.Background(), schedSimOptions(topo, "synthetic:jobs=60,seed=3,span=2d"), &buf); err != nil {
 			t.Fatalf("%s: %v", topo, err)
 		}
 		var v map[string]any
@@ -68,7 +68,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{"flat:0", "synthetic:jobs=5", false, "node count"},
 		{"complete:4", "synthetic:jobs=5", false, "neither a torus"},
 	} {
-		o := simOptions(tc.topo, tc.jobs)
+		o := schedSimOptions(tc.topo, tc.jobs)
 		o.strict = tc.strict
 		err := runSchedSimulate(context.Background(), o, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -80,7 +80,7 @@ func TestSimulateBadInput(t *testing.T) {
 func TestSimulateScheduleOutAndPlot(t *testing.T) {
 	stderrProblems = false
 	dir := t.TempDir()
-	o := simOptions("fattree:k=4,n=2", "synthetic:jobs=40,seed=1,span=1d")
+	o := schedSimOptions("fattree:k=4,n=2", "synthetic:jobs=40,seed=1,span=1d")
 	o.scheduleOut = filepath.Join(dir, "s.swf")
 	o.plot = filepath.Join(dir, "u.svg")
 	if err := runSchedSimulate(context.Background(), o, &bytes.Buffer{}); err != nil {
