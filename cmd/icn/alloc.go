@@ -20,11 +20,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	root.AddCommand(newAllocCmd())
+func newSchedCmd() *cobra.Command {
 	schedCmd := &cobra.Command{Use: "sched", Short: "Simulate a cluster working through a job queue (torus, switched fabric or flat); reproduce seed 001 ch. 5"}
 	schedCmd.AddCommand(newSchedSimulateCmd(), newSchedExperimentCmd(), newSchedMergeCmd())
-	root.AddCommand(schedCmd)
+	return schedCmd
 }
 
 // schedExperimentOptions are the flags of icn sched experiment

@@ -1,8 +1,9 @@
 // Command icn is the command-line front end of the icn toolkit: topologies,
 // torus routing, node allocation, multicast, multiring design, simulation,
 // one-sided communication and the fabric-manager service. Each command group
-// lives in its own file and registers itself on the root command; the work
-// itself is done by the domain packages.
+// lives in its own file as a constructor (newXxxCmd) with an options struct
+// and a run function; newRootCmd assembles the tree. The work itself is done
+// by the domain packages.
 package main
 
 import (
@@ -12,10 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 )
-
-// root is the assembled command tree. Command groups not yet converted to
-// constructors add themselves to it from init().
-var root = newRootCmd()
 
 // newRootCmd assembles the command tree: one constructor per command group.
 func newRootCmd() *cobra.Command {
@@ -40,6 +37,9 @@ func newRootCmd() *cobra.Command {
 		newSimCmd(),
 		newBenchCmd(),
 		newShmemCmd(),
+		newAllocCmd(),
+		newSchedCmd(),
+		newSlurmCmd(),
 	)
 	return root
 }
@@ -54,7 +54,10 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 
 func main() {
-	strictGroups(root)
+	root := newRootCmd()
+	for _, c := range root.Commands() {
+		strictGroups(c)
+	}
 	if err := root.Execute(); err != nil {
 		msg := err.Error()
 		fmt.Fprintln(os.Stderr, "icn: "+oneLine(msg))
@@ -73,7 +76,7 @@ func strictGroups(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		strictGroups(sub)
 	}
-	if c == root || c.Runnable() || !c.HasSubCommands() {
+	if c.Runnable() || !c.HasSubCommands() {
 		return
 	}
 	c.Args = cobra.ArbitraryArgs

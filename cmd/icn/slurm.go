@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+func newSlurmCmd() *cobra.Command {
 	slurm := &cobra.Command{Use: "slurm", Short: "Describe a network in Slurm's configuration formats"}
 	slurm.AddCommand(newSlurmTopologyCmd())
-	root.AddCommand(slurm)
+	return slurm
 }
 
 // slurmTopologyOptions are the flags of icn slurm topology.
