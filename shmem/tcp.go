@@ -427,6 +427,21 @@ func (pc *peerConn) wait(id uint32, req *request) (uint64, error) {
 
 // enqueue appends one frame (header and optional payload) to the
 // aggregation buffer.
+// enqueueGet queues the request for n bytes at off under id; on failure
+// the request is withdrawn.
+func (pc *peerConn) enqueueGet(id uint32, off, n int) error {
+	var h [17]byte
+	h[0] = opGet
+	le.PutUint32(h[1:], id)
+	le.PutUint64(h[5:], uint64(off))
+	le.PutUint32(h[13:], uint32(n))
+	if err := pc.enqueue(h[:], nil); err != nil {
+		pc.take(id)
+		return err
+	}
+	return nil
+}
+
 func (pc *peerConn) enqueue(hdr, data []byte) error {
 	pc.mu.Lock()
 	pc.buf = append(pc.buf, hdr...)
@@ -624,13 +639,7 @@ func (t *tcpTransport) GetNBI(pe, off int, dst []byte) error {
 	for len(dst) > 0 {
 		n := min(len(dst), maxChunk)
 		id, _ := pc.newReq(dst[:n])
-		var h [17]byte
-		h[0] = opGet
-		le.PutUint32(h[1:], id)
-		le.PutUint64(h[5:], uint64(off))
-		le.PutUint32(h[13:], uint32(n))
-		if err := pc.enqueue(h[:], nil); err != nil {
-			pc.take(id)
+		if err := pc.enqueueGet(id, off, n); err != nil {
 			return err
 		}
 		dst, off = dst[n:], off+n
@@ -705,13 +714,7 @@ func (t *tcpTransport) Get(pe, off int, dst []byte) error {
 	for len(dst) > 0 {
 		n := min(len(dst), maxChunk)
 		id, req := pc.newReq(dst[:n])
-		var h [17]byte
-		h[0] = opGet
-		le.PutUint32(h[1:], id)
-		le.PutUint64(h[5:], uint64(off))
-		le.PutUint32(h[13:], uint32(n))
-		if err := pc.enqueue(h[:], nil); err != nil {
-			pc.take(id)
+		if err := pc.enqueueGet(id, off, n); err != nil {
 			return err
 		}
 		if err := pc.flush(); err != nil {

@@ -398,6 +398,31 @@ func runMcastExperiment(_ context.Context, o mcastExperimentOptions, w io.Writer
 
 // loadMcastTopo is topoFlags.load that also accepts the multicast
 // package's director:… fabrics.
+// loadMcastWorkload parses a group workload and its process mapping,
+// builds the fabric, the groups on it and its min-hop table.
+func loadMcastWorkload(spec, mapping string, tf *topoFlags, seed uint64) (*topology.Graph, []multicast.Group, *topology.HopTable, error) {
+	wl, err := multicast.ParseWorkload(spec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if wl.Map, err = multicast.ParseMapping(mapping); err != nil {
+		return nil, nil, nil, fmt.Errorf("--map: %v", err)
+	}
+	g, err := loadMcastTopo(tf)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	gs, err := wl.Groups(g, seed)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h, err := topology.MinHops(g, 0)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return g, gs, h, nil
+}
+
 func loadMcastTopo(tf *topoFlags) (*topology.Graph, error) {
 	if !strings.HasPrefix(tf.spec, multicast.DirectorPrefix) {
 		return tf.load()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/icn-hpc/icn/multicast"
-	"github.com/icn-hpc/icn/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -83,22 +82,7 @@ func runMcastProtocol(_ context.Context, o mcastProtocolOptions, w io.Writer) er
 	if err != nil {
 		return err
 	}
-	wl, err := multicast.ParseWorkload(o.groups)
-	if err != nil {
-		return err
-	}
-	if wl.Map, err = multicast.ParseMapping(o.mapping); err != nil {
-		return fmt.Errorf("--map: %v", err)
-	}
-	g, err := loadMcastTopo(&o.topo)
-	if err != nil {
-		return err
-	}
-	gs, err := wl.Groups(g, o.seed)
-	if err != nil {
-		return err
-	}
-	h, err := topology.MinHops(g, 0)
+	_, gs, h, err := loadMcastWorkload(o.groups, o.mapping, &o.topo, o.seed)
 	if err != nil {
 		return err
 	}

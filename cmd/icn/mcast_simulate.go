@@ -8,7 +8,6 @@ import (
 
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/icn-hpc/icn/multicast"
-	"github.com/icn-hpc/icn/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -130,22 +129,7 @@ func runMcastSimulate(_ context.Context, o mcastSimulateOptions, w io.Writer) er
 	if err != nil {
 		return fmt.Errorf("--groups: %v", err)
 	}
-	wl, err := multicast.ParseWorkload(strings.TrimSpace(wspec))
-	if err != nil {
-		return err
-	}
-	if wl.Map, err = multicast.ParseMapping(o.mapping); err != nil {
-		return fmt.Errorf("--map: %v", err)
-	}
-	g, err := loadMcastTopo(&o.topo)
-	if err != nil {
-		return err
-	}
-	gs, err := wl.Groups(g, o.seed)
-	if err != nil {
-		return err
-	}
-	h, err := topology.MinHops(g, 0)
+	g, gs, h, err := loadMcastWorkload(strings.TrimSpace(wspec), o.mapping, &o.topo, o.seed)
 	if err != nil {
 		return err
 	}

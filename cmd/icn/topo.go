@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/icn-hpc/icn/internal/cli"
@@ -313,28 +312,10 @@ func writeMetrics(w io.Writer, spec string, m topology.Metrics) error {
 // writeFileAtomic writes data to path via a temporary file and rename, so a
 // failure never leaves a half-written file.
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(dirOf(path), ".icn-*")
-	if err != nil {
+	return routeWriteFile(path, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	})
 }
 
 func dirOf(path string) string {
