@@ -9,9 +9,10 @@ import (
 	"github.com/icn-hpc/icn/topology"
 )
 
-// reachCacheLimit bounds the answers a Selector keeps between decisions;
-// the cache is emptied when it is reached.
-const reachCacheLimit = 1 << 16
+// reachCacheBytes bounds the key bytes of the answers a Selector keeps
+// between decisions (keys of large sets are long); the cache stops
+// growing when the bound is reached and is emptied at the next decision.
+const reachCacheBytes = 8 << 20
 
 // reachCache keeps the router's reachability answers between decisions.
 // An answer depends only on the router, the network with its failures and
@@ -22,6 +23,7 @@ const reachCacheLimit = 1 << 16
 type reachCache struct {
 	mu      sync.RWMutex
 	answers map[string]bool
+	bytes   int // key bytes held
 	rt      Router
 	g       *topology.Graph
 	faults  uint64
@@ -56,8 +58,8 @@ func (c *reachCache) reset(rt Router, g *topology.Graph, faults uint64) {
 	defer c.mu.Unlock()
 	same := c.answers != nil && c.g == g && c.faults == faults && comparableRouter(rt) &&
 		comparableRouter(c.rt) && c.rt == rt
-	if !same || len(c.answers) >= reachCacheLimit {
-		c.answers = map[string]bool{}
+	if !same || c.bytes >= reachCacheBytes {
+		c.answers, c.bytes = map[string]bool{}, 0
 	}
 	c.rt, c.g, c.faults = rt, g, faults
 }
@@ -90,8 +92,9 @@ func (c *reachCache) reachable(list func() (active, transit []int), keys ...stri
 	}
 	c.mu.Lock()
 	for _, k := range keys {
-		if len(c.answers) < reachCacheLimit {
+		if _, in := c.answers[k]; !in && c.bytes < reachCacheBytes {
 			c.answers[k] = ok
+			c.bytes += len(k)
 		}
 	}
 	c.mu.Unlock()
