@@ -31,6 +31,7 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 		return res, nil
 	}
 	sel.prepare(s)
+	sel.reach.reset(rt, s.g, sel.faultPrint(s))
 	d := sel.newDecision(s, rt, req)
 	cands, err := d.collect(d.enumerate(), res)
 	if err != nil {
@@ -123,14 +124,14 @@ type blockOutcome struct {
 // rejected by the caller.
 func (d *decision) reduceCached(w int, p placement) ([]int, bool, error) {
 	if !p.block || p.all != nil || d.req.Algo != Improved || !d.shareBlocks {
-		return d.reduce(p)
+		return d.reduce(w, p)
 	}
 	ws := &d.work[w]
 	k := &p.rect.Size[0]
 	if o, ok := ws.blocks[k]; ok {
 		return o.keep, o.ok, nil
 	}
-	keep, ok, err := d.reduce(p)
+	keep, ok, err := d.reduce(w, p)
 	if err != nil {
 		return nil, false, err
 	}
@@ -403,16 +404,26 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 	if d.req.Fast && d.req.Algo == Improved && d.bestT.Load() == 0 {
 		// Only a set without transit nodes can still win: ask about the
 		// active nodes alone (if they are reachable, so is the whole set).
-		return d.alone(p, false)
+		return d.alone(w, p, false)
 	}
+	list := func() ([]int, []int) { return p.active, p.transit }
 	if p.pattern == "" {
-		return d.rt.Reachable(p.active, p.transit)
+		return d.askReachable(list, "s"+setID(p.active, p.transit))
 	}
-	ok, err := d.memo.get("t"+p.pattern, func() (any, error) { return d.rt.Reachable(p.active, p.transit) })
-	if err != nil {
-		return false, err
+	return d.askReachable(list, "t"+p.pattern)
+}
+
+// askReachable asks the router whether the set list returns is
+// reachable, through the selector's cache; each key names the set (the
+// job size is prepended here, since patterns and block sizes name a set
+// only for a given m).
+func (d *decision) askReachable(list func() (active, transit []int), keys ...string) (bool, error) {
+	full := make([]string, len(keys))
+	for i, k := range keys {
+		b := binary.AppendUvarint(make([]byte, 0, len(k)+3), uint64(d.m))
+		full[i] = string(append(b, k...))
 	}
-	return ok.(bool), nil
+	return d.sel.reach.reachable(list, full...)
 }
 
 // alone reports whether the active nodes are reachable without transit
@@ -421,28 +432,31 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 // taken as the block of size p.blockSize), and so do placements with the
 // same active set (or, for a translation-invariant router, the same
 // pattern).
-func (d *decision) alone(p placement, block bool) (bool, error) {
+func (d *decision) alone(w int, p placement, block bool) (bool, error) {
 	size := p.blockSize
 	if block && leadingBlock(size, d.m) != nil {
 		return true, nil
 	}
-	var key string
-	switch {
-	case block && d.shareBlocks:
-		key = sizeKey("b", size)
-	case p.pattern != "":
-		key = "p" + p.pattern
-	default:
-		key = "a" + nodeKey(p.active)
+	if block && d.shareBlocks {
+		return d.askReachable(func() ([]int, []int) {
+			active, _ := d.listed(p)
+			return active, nil
+		}, sizeKey("b", size))
 	}
-	ok, err := d.memo.get(key, func() (any, error) {
-		active, _ := d.listed(p)
-		return d.rt.Reachable(active, nil)
-	})
-	if err != nil {
-		return false, err
+	// Routes run inside the set, so active nodes that are not connected
+	// among themselves are not reachable alone.
+	active, _ := d.listed(p)
+	if !d.work[w].conn.joins(d.s.g, active, active) {
+		return false, nil
 	}
-	return ok.(bool), nil
+	list := func() ([]int, []int) { return active, nil }
+	key := "a" + nodeKey(active)
+	if p.pattern != "" {
+		// Placements of other sizes often have the same active nodes, and
+		// translates have the same pattern: either key finds the answer.
+		return d.askReachable(list, key, "p"+p.pattern)
+	}
+	return d.askReachable(list, key)
 }
 
 // reduce drops the transit nodes the set does not need (improved
@@ -454,7 +468,7 @@ func (d *decision) alone(p placement, block bool) (bool, error) {
 // routes never leave the set, so it is computed once per size. keep lists
 // the indices in p.transit of the nodes kept, or is nil when none was
 // dropped.
-func (d *decision) reduce(p placement) (keep []int, ok bool, err error) {
+func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 	if d.req.Algo != Improved || p.nTransit == 0 {
 		return nil, true, nil
 	}
@@ -463,7 +477,7 @@ func (d *decision) reduce(p placement) (keep []int, ok bool, err error) {
 		// Only a set without transit nodes can still win, and
 		// reachability only grows with the transit set, so the greedy ends
 		// at none exactly when the active nodes alone are reachable.
-		ok, err := d.alone(p, p.blockSize != nil)
+		ok, err := d.alone(w, p, p.blockSize != nil)
 		if err != nil || !ok {
 			return nil, false, err
 		}

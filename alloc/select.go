@@ -131,6 +131,7 @@ type Selector struct {
 	// (2·dim + (0 for +, 1 for −)) is failed.
 	faultDirs []uint16
 	anyFault  bool // some faultDirs[v] ≠ 0
+	reach     reachCache
 }
 
 // NewSelector prepares a selector for the state's torus.
