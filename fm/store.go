@@ -212,7 +212,7 @@ func u64(v uint64) []byte {
 }
 
 func putJSON(b *bolt.Bucket, key []byte, v any) error {
-	data, err := json.Marshal(v)
+	data, err := marshalJSON(v)
 	if err != nil {
 		return err
 	}

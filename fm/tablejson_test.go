@@ -1,0 +1,86 @@
+package fm
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/icn-hpc/icn/routing"
+	"github.com/icn-hpc/icn/topology"
+)
+
+// TestTableJSONMatchesFileRoundTrip: the table built in memory equals the
+// one written by Table.WriteJSON and read back, and the hand-written JSON
+// of a job decodes to the same value as encoding/json's, with and without
+// failures and transit nodes.
+func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		spec, links, nodes string
+		active, transit    []int
+	}{
+		{"torus:4x4x2", "", "", span(0, 32), nil},
+		{"torus:5x4x3", "0.0.0+X", "", []int{0, 1, 2, 3, 4}, span(5, 40)},
+		{"torus:4x4x4", "", "1.1.1", []int{0, 1, 2, 3}, span(4, 16)},
+	} {
+		g, err := topology.Parse(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, err = g.ApplyFaults(tc.links, tc.nodes); err != nil {
+			t.Fatal(err)
+		}
+		rule, _ := routing.ParseRule("angara*")
+		tb, err := routing.BuildTable(g, rule, tc.active, tc.transit, routing.BFS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := tb.WriteJSON(&buf); err != nil {
+			t.Fatal(err)
+		}
+		want, err := routing.ReadTableJSON(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tableJSON(tb)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: direct table differs from the file round trip:\n%+v\n%+v", tc.spec, got, want)
+		}
+		j := &JobRecord{ID: 3, Name: "a\"<b>", State: "running", Active: []string{"0.0.0"}, Table: got,
+			Created: time.Unix(5, 0).UTC(), Reachable: true}
+		fast, err := json.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct, err := marshalJSON(j)
+		if err != nil || !bytes.Equal(direct, fast) {
+			t.Fatalf("%s: marshalJSON is not compact, escaped JSON (%v)", tc.spec, err)
+		}
+		slow, err := json.Marshal((*jobFields)(j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b any
+		if err := json.Unmarshal(fast, &a); err != nil {
+			t.Fatalf("%s: hand-written JSON invalid: %v", tc.spec, err)
+		}
+		json.Unmarshal(slow, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: hand-written job JSON differs:\n%s\n%s", tc.spec, fast, slow)
+		}
+		var back JobRecord
+		if err := json.Unmarshal(fast, &back); err != nil || !reflect.DeepEqual(back.Table, want) {
+			t.Fatalf("%s: job JSON does not read back to the table (%v)", tc.spec, err)
+		}
+	}
+}
+
+func span(a, b int) []int {
+	var out []int
+	for v := a; v < b; v++ {
+		out = append(out, v)
+	}
+	return out
+}
