@@ -12,8 +12,8 @@ import (
 // tableJSON converts a routing table to the file format (what
 // Table.WriteJSON writes and routing.ReadTableJSON reads back) without a
 // text round trip. Routes share one coordinate slice per node and one
-// string per direction, so a million routes cost tens of megabytes, not
-// gigabytes. The slices must not be modified.
+// direction list per distinct step sequence, so a million routes cost
+// tens of megabytes, not gigabytes. The slices must not be modified.
 func tableJSON(tb *routing.Table) *routing.TableJSON {
 	g := tb.Graph()
 	coords := make(map[int][]int, len(tb.Active))
@@ -54,17 +54,27 @@ func tableJSON(tb *routing.Table) *routing.TableJSON {
 	for _, c := range tb.Cycle {
 		tf.Cycle = append(tf.Cycle, g.ChannelName(c))
 	}
-	// One backing array for all direction lists.
-	all := make([]string, 0, tb.SumLength)
+	// Routes with the same steps share one direction list (on a torus
+	// most routes repeat a translated shape).
+	shared := make(map[string][]string)
 	var dirs []routing.Dir
+	var key []byte
 	for i := range n {
 		src, dst := tb.Pair(i)
 		dirs = tb.AppendDirs(i, dirs[:0])
-		start := len(all)
+		key = key[:0]
 		for _, d := range dirs {
-			all = append(all, dirNames[d])
+			key = append(key, byte(d))
 		}
-		tf.Routes[i] = routing.RouteJSON{Src: coord(src), Dst: coord(dst), Dirs: all[start:len(all):len(all)]}
+		l, ok := shared[string(key)]
+		if !ok {
+			l = make([]string, len(dirs))
+			for k, d := range dirs {
+				l[k] = dirNames[d]
+			}
+			shared[string(key)] = l
+		}
+		tf.Routes[i] = routing.RouteJSON{Src: coord(src), Dst: coord(dst), Dirs: l}
 	}
 	return tf
 }
@@ -162,7 +172,7 @@ func (j *JobRecord) MarshalJSON() ([]byte, error) {
 	if err != nil || j.Table == nil {
 		return b, err
 	}
-	out := make([]byte, 0, len(b)+64*len(j.Table.Routes)+256)
+	out := make([]byte, 0, len(b)+len(`,"table":`)+routesJSONSize(j.Table.Routes)+4096)
 	out = append(out, b[:len(b)-1]...)
 	out = append(out, `,"table":`...)
 	if out, err = appendTableJSON(out, j.Table); err != nil {
@@ -178,4 +188,39 @@ func marshalJSON(v any) ([]byte, error) {
 		return j.MarshalJSON()
 	}
 	return json.Marshal(v)
+}
+
+// routesJSONSize is the exact length of the routes as appendTableJSON
+// writes them when every direction is a plain string (so that the output
+// buffer is allocated once).
+func routesJSONSize(routes []routing.RouteJSON) int {
+	n := 2
+	for i := range routes {
+		r := &routes[i]
+		n += len(`{"src":,"dst":,"dirs":[]},`) + intListSize(r.Src) + intListSize(r.Dst)
+		for k, d := range r.Dirs {
+			n += len(d) + 2
+			if k > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func intListSize(l []int) int {
+	n := 2
+	for k, v := range l {
+		if k > 0 {
+			n++
+		}
+		if v < 0 {
+			n++
+			v = -v
+		}
+		for n++; v >= 10; v /= 10 {
+			n++
+		}
+	}
+	return n
 }

@@ -48,6 +48,13 @@ func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: direct table differs from the file round trip:\n%+v\n%+v", tc.spec, got, want)
 		}
+		all, _ := appendTableJSON(nil, got)
+		head := *got
+		head.Routes = nil
+		hb, _ := json.Marshal(&head)
+		if est, exact := routesJSONSize(got.Routes), len(all)-len(hb)+len("null"); est < exact || est > exact+1 {
+			t.Fatalf("%s: routes take %d bytes, estimated %d", tc.spec, exact, est)
+		}
 		j := &JobRecord{ID: 3, Name: "a\"<b>", State: "running", Active: []string{"0.0.0"}, Table: got,
 			Created: time.Unix(5, 0).UTC(), Reachable: true}
 		fast, err := json.Marshal(j)
