@@ -261,6 +261,16 @@ func statusOf(err error) int {
 const indentLimit = 1 << 20
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	if largeTable(v, indentLimit) != nil {
+		err := streamJSON(w, v, func() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+		})
+		if err == nil {
+			return
+		}
+		v, code = map[string]string{"error": err.Error()}, http.StatusInternalServerError
+	}
 	data, err := marshalJSON(v)
 	if err != nil {
 		code = http.StatusInternalServerError

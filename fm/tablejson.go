@@ -3,6 +3,8 @@ package fm
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -79,10 +81,15 @@ func tableJSON(tb *routing.Table) *routing.TableJSON {
 	return tf
 }
 
+// flushFunc takes the bytes encoded so far and returns the buffer to go
+// on with (streaming); nil means keep appending.
+type flushFunc func(b []byte) ([]byte, error)
+
 // appendTableJSON appends tf as compact JSON, the same value
 // json.Marshal gives, with the routes written by hand (reflection over a
-// million routes costs seconds).
-func appendTableJSON(b []byte, tf *routing.TableJSON) ([]byte, error) {
+// million routes costs seconds). With flush, the routes are handed over
+// in pieces of about 64 KiB; errors can only come before the first piece.
+func appendTableJSON(b []byte, tf *routing.TableJSON, flush flushFunc) ([]byte, error) {
 	head := *tf
 	head.Routes = nil
 	hb, err := json.Marshal(&head)
@@ -108,6 +115,11 @@ func appendTableJSON(b []byte, tf *routing.TableJSON) ([]byte, error) {
 		b = append(b, `,"dirs":`...)
 		b = appendStringList(b, r.Dirs)
 		b = append(b, '}')
+		if flush != nil && len(b) >= 1<<16 {
+			if b, err = flush(b); err != nil {
+				return nil, err
+			}
+		}
 	}
 	b = append(b, ']')
 	return append(b, hb[at+len(null):]...), nil
@@ -173,19 +185,90 @@ func (j *JobRecord) MarshalJSON() ([]byte, error) {
 		return b, err
 	}
 	out := make([]byte, 0, len(b)+len(`,"table":`)+routesJSONSize(j.Table.Routes)+4096)
-	out = append(out, b[:len(b)-1]...)
+	return appendJobTable(out, b, j.Table, nil)
+}
+
+// appendJobTable appends a job encoded without its table (fields) with
+// the table added as its last key.
+func appendJobTable(out, fields []byte, tf *routing.TableJSON, flush flushFunc) ([]byte, error) {
+	out = append(out, fields[:len(fields)-1]...)
 	out = append(out, `,"table":`...)
-	if out, err = appendTableJSON(out, j.Table); err != nil {
+	out, err := appendTableJSON(out, tf, flush)
+	if err != nil {
 		return nil, err
 	}
 	return append(out, '}'), nil
 }
 
+// largeTable returns the table of v (a job or a table) if its routes take
+// more than limit bytes of JSON.
+func largeTable(v any, limit int) *routing.TableJSON {
+	var tf *routing.TableJSON
+	switch x := v.(type) {
+	case *JobRecord:
+		if x != nil {
+			tf = x.Table
+		}
+	case *routing.TableJSON:
+		tf = x
+	}
+	if tf == nil || routesJSONSize(tf.Routes) <= limit {
+		return nil
+	}
+	return tf
+}
+
+// streamJSON writes a job or a table with a large routing table as
+// compact JSON in pieces, never holding the whole text; start is called
+// (once) just before the first byte goes out. An error means nothing was
+// written.
+func streamJSON(w io.Writer, v any, start func()) error {
+	started := false
+	flush := func(b []byte) ([]byte, error) {
+		if !started {
+			start()
+			started = true
+		}
+		_, err := w.Write(b)
+		return b[:0], err
+	}
+	buf := make([]byte, 0, 1<<17)
+	var err error
+	switch x := v.(type) {
+	case *JobRecord:
+		c := jobFields(*x)
+		c.Table = nil
+		var fields []byte
+		if fields, err = json.Marshal(&c); err == nil {
+			buf, err = appendJobTable(buf, fields, x.Table, flush)
+		}
+	case *routing.TableJSON:
+		buf, err = appendTableJSON(buf, x, flush)
+	default:
+		return fmt.Errorf("cannot stream %T", v)
+	}
+	if err != nil {
+		if started {
+			return nil // the client sees a cut answer; nothing else to do
+		}
+		return err
+	}
+	_, err = flush(append(buf, '\n'))
+	return err
+}
+
 // marshalJSON is json.Marshal without its second pass over a job's
 // hand-written JSON (which is compact and HTML-escaped already).
 func marshalJSON(v any) ([]byte, error) {
-	if j, ok := v.(*JobRecord); ok && j != nil {
-		return j.MarshalJSON()
+	switch x := v.(type) {
+	case *JobRecord:
+		if x != nil {
+			return x.MarshalJSON()
+		}
+	case *routing.TableJSON:
+		if x != nil {
+			return appendTableJSON(make([]byte, 0, routesJSONSize(x.Routes)+4096), x, nil)
+		}
 	}
 	return json.Marshal(v)
 }

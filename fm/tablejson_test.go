@@ -3,6 +3,7 @@ package fm
 import (
 	"bytes"
 	"encoding/json"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
 		{"torus:4x4x2", "", "", span(0, 32), nil},
 		{"torus:5x4x3", "0.0.0+X", "", []int{0, 1, 2, 3, 4}, span(5, 40)},
 		{"torus:4x4x4", "", "1.1.1", []int{0, 1, 2, 3}, span(4, 16)},
+		{"torus:8x8x3", "", "", span(0, 160), nil}, // streamed in several pieces
 	} {
 		g, err := topology.Parse(tc.spec)
 		if err != nil {
@@ -48,7 +50,7 @@ func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: direct table differs from the file round trip:\n%+v\n%+v", tc.spec, got, want)
 		}
-		all, _ := appendTableJSON(nil, got)
+		all, _ := appendTableJSON(nil, got, nil)
 		head := *got
 		head.Routes = nil
 		hb, _ := json.Marshal(&head)
@@ -64,6 +66,26 @@ func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
 		direct, err := marshalJSON(j)
 		if err != nil || !bytes.Equal(direct, fast) {
 			t.Fatalf("%s: marshalJSON is not compact, escaped JSON (%v)", tc.spec, err)
+		}
+		if tc.spec == "torus:8x8x3" && largeTable(j, indentLimit) == nil {
+			t.Fatalf("the last case should be sent streamed: %d bytes", routesJSONSize(got.Routes))
+		}
+		for _, v := range []any{j, got} {
+			var sb bytes.Buffer
+			pieces := 0
+			if err := streamJSON(&sb, v, func() { pieces++ }); err != nil || pieces != 1 {
+				t.Fatalf("%s: stream %T: %v (started %d times)", tc.spec, v, err, pieces)
+			}
+			whole, _ := marshalJSON(v)
+			if !bytes.Equal(sb.Bytes(), append(whole, '\n')) {
+				t.Fatalf("%s: streamed %T differs from its JSON", tc.spec, v)
+			}
+			rec := httptest.NewRecorder()
+			writeJSON(rec, 201, v)
+			var x, y any
+			if rec.Code != 201 || json.Unmarshal(rec.Body.Bytes(), &x) != nil || json.Unmarshal(whole, &y) != nil || !reflect.DeepEqual(x, y) {
+				t.Fatalf("%s: HTTP answer for %T differs from its JSON (%d)", tc.spec, v, rec.Code)
+			}
 		}
 		slow, err := json.Marshal((*jobFields)(j))
 		if err != nil {
