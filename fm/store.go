@@ -281,7 +281,7 @@ func (t *Tx) Job(id int) (*JobRecord, error) {
 		return nil, nil
 	}
 	var j JobRecord
-	if err := json.Unmarshal(v, &j); err != nil {
+	if err := j.UnmarshalJSON(v); err != nil {
 		return nil, fmt.Errorf("job %d: %v", id, err)
 	}
 	return &j, nil
@@ -291,7 +291,7 @@ func (t *Tx) Job(id int) (*JobRecord, error) {
 func (t *Tx) Jobs(fn func(*JobRecord) error) error {
 	return t.tx.Bucket(bJobs).ForEach(func(k, v []byte) error {
 		var j JobRecord
-		if err := json.Unmarshal(v, &j); err != nil {
+		if err := j.UnmarshalJSON(v); err != nil { // one pass less than json.Unmarshal
 			return fmt.Errorf("job %x: %v", k, err)
 		}
 		return fn(&j)

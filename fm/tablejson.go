@@ -307,3 +307,168 @@ func intListSize(l []int) int {
 	}
 	return n
 }
+
+// jobWire is a job as stored, its table left undecoded.
+type jobWire struct {
+	jobFields
+	Table json.RawMessage `json:"table,omitempty"`
+}
+
+// tableWire is a table as stored, its routes left undecoded.
+type tableWire struct {
+	routing.TableJSON
+	Routes json.RawMessage `json:"routes"`
+}
+
+// UnmarshalJSON decodes a job as encoding/json would; the routes of its
+// table are parsed by hand into shared coordinate and direction lists
+// (as tableJSON builds them), falling back to encoding/json for any
+// text the fast parser does not take.
+func (j *JobRecord) UnmarshalJSON(data []byte) error {
+	var w jobWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*j = JobRecord(w.jobFields)
+	if len(w.Table) == 0 || string(w.Table) == "null" {
+		j.Table = nil
+		return nil
+	}
+	var tw tableWire
+	if err := json.Unmarshal(w.Table, &tw); err != nil {
+		return err
+	}
+	tf := tw.TableJSON
+	tf.Routes = nil
+	if len(tw.Routes) > 0 && string(tw.Routes) != "null" {
+		routes, ok := parseRoutes(tw.Routes)
+		if !ok {
+			if err := json.Unmarshal(tw.Routes, &routes); err != nil {
+				return err
+			}
+		}
+		tf.Routes = routes
+	}
+	j.Table = &tf
+	return nil
+}
+
+// parseRoutes reads a compact routes array as appendTableJSON writes it.
+func parseRoutes(b []byte) ([]routing.RouteJSON, bool) {
+	p := &wireParser{b: b, ints: map[string][]int{}, strs: map[string][]string{}}
+	if !p.lit("[") {
+		return nil, false
+	}
+	routes := []routing.RouteJSON{}
+	if p.lit("]") {
+		return routes, p.i == len(b)
+	}
+	for {
+		var r routing.RouteJSON
+		var ok1, ok2, ok3 bool
+		if !p.lit(`{"src":`) {
+			return nil, false
+		}
+		r.Src, ok1 = p.intList()
+		if !p.lit(`,"dst":`) {
+			return nil, false
+		}
+		r.Dst, ok2 = p.intList()
+		if !p.lit(`,"dirs":`) {
+			return nil, false
+		}
+		r.Dirs, ok3 = p.strList()
+		if !ok1 || !ok2 || !ok3 || !p.lit("}") {
+			return nil, false
+		}
+		routes = append(routes, r)
+		if p.lit("]") {
+			return routes, p.i == len(b)
+		}
+		if !p.lit(",") {
+			return nil, false
+		}
+	}
+}
+
+type wireParser struct {
+	b    []byte
+	i    int
+	ints map[string][]int
+	strs map[string][]string
+}
+
+func (p *wireParser) lit(s string) bool {
+	if len(p.b)-p.i >= len(s) && string(p.b[p.i:p.i+len(s)]) == s {
+		p.i += len(s)
+		return true
+	}
+	return false
+}
+
+// list returns the raw text of a flat array ("[" … "]") with only the
+// given bytes inside.
+func (p *wireParser) list(ok func(c byte) bool) ([]byte, bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '[' {
+		return nil, false
+	}
+	k := p.i + 1
+	for k < len(p.b) && p.b[k] != ']' {
+		if !ok(p.b[k]) {
+			return nil, false
+		}
+		k++
+	}
+	if k == len(p.b) {
+		return nil, false
+	}
+	raw := p.b[p.i : k+1]
+	p.i = k + 1
+	return raw, true
+}
+
+func (p *wireParser) intList() ([]int, bool) {
+	raw, ok := p.list(func(c byte) bool { return c >= '0' && c <= '9' || c == ',' })
+	if !ok {
+		return nil, false
+	}
+	if l, ok := p.ints[string(raw)]; ok {
+		return l, true
+	}
+	l := []int{}
+	for _, f := range strings.Split(string(raw[1:len(raw)-1]), ",") {
+		if f == "" && len(raw) == 2 {
+			break
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || len(f) > 9 {
+			return nil, false
+		}
+		l = append(l, v)
+	}
+	p.ints[string(raw)] = l
+	return l, true
+}
+
+func (p *wireParser) strList() ([]string, bool) {
+	raw, ok := p.list(func(c byte) bool {
+		return c == '"' || c == ',' || c == '+' || c == '-' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	})
+	if !ok {
+		return nil, false
+	}
+	if l, ok := p.strs[string(raw)]; ok {
+		return l, true
+	}
+	l := []string{}
+	if len(raw) > 2 {
+		for _, f := range strings.Split(string(raw[1:len(raw)-1]), ",") {
+			if len(f) < 2 || f[0] != '"' || f[len(f)-1] != '"' || strings.Contains(f[1:len(f)-1], `"`) {
+				return nil, false
+			}
+			l = append(l, f[1:len(f)-1])
+		}
+	}
+	p.strs[string(raw)] = l
+	return l, true
+}

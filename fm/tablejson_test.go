@@ -99,9 +99,20 @@ func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: hand-written job JSON differs:\n%s\n%s", tc.spec, fast, slow)
 		}
-		var back JobRecord
-		if err := json.Unmarshal(fast, &back); err != nil || !reflect.DeepEqual(back.Table, want) {
-			t.Fatalf("%s: job JSON does not read back to the table (%v)", tc.spec, err)
+		var tw tableWire
+		if err := json.Unmarshal(all, &tw); err != nil {
+			t.Fatal(err)
+		}
+		if routes, ok := parseRoutes(tw.Routes); !ok || !reflect.DeepEqual(routes, want.Routes) {
+			t.Fatalf("%s: the fast parser does not read the routes back (ok %v)", tc.spec, ok)
+		}
+		var ind bytes.Buffer
+		json.Indent(&ind, fast, "", " ")
+		for _, text := range [][]byte{fast, ind.Bytes()} { // the fast parser, encoding/json
+			var back JobRecord
+			if err := json.Unmarshal(text, &back); err != nil || !reflect.DeepEqual(back.Table, want) || !reflect.DeepEqual(&back, j) {
+				t.Fatalf("%s: job JSON does not read back to the job (%v)", tc.spec, err)
+			}
 		}
 	}
 }
