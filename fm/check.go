@@ -104,7 +104,7 @@ func checkRecordsTx(tx *bolt.Tx) error {
 	}
 	if err := checkRecords(tx.Bucket(bJobs), "job", func(k, v []byte) error {
 		var j JobRecord
-		if err := json.Unmarshal(v, &j); err != nil {
+		if err := j.UnmarshalJSON(v); err != nil { // one pass less than json.Unmarshal
 			return err
 		}
 		if len(k) != 8 || binary.BigEndian.Uint64(k) != uint64(j.ID) {

@@ -255,18 +255,38 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
+// indentLimit is the size up to which answers are indented; larger ones
+// (a job with a million routes) are sent compact: indenting them costs
+// seconds and gigabytes for whitespace.
+const indentLimit = 1 << 20
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(v); err != nil {
+	if largeTable(v, indentLimit) != nil {
+		err := streamJSON(w, v, func() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+		})
+		if err == nil {
+			return
+		}
+		v, code = map[string]string{"error": err.Error()}, http.StatusInternalServerError
+	}
+	data, err := marshalJSON(v)
+	if err != nil {
 		code = http.StatusInternalServerError
-		buf.Reset()
-		fmt.Fprintf(&buf, "{\"error\":%q}\n", err.Error())
+		data = fmt.Appendf(nil, "{\"error\":%q}", err.Error())
+	}
+	if len(data) <= indentLimit {
+		var buf bytes.Buffer
+		if json.Indent(&buf, data, "", " ") == nil {
+			data = buf.Bytes()
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
 	w.WriteHeader(code)
-	w.Write(buf.Bytes())
+	w.Write(data)
+	w.Write([]byte{'\n'})
 }
 
 // decode reads one JSON object, rejecting unknown fields, keys that

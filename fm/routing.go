@@ -1,7 +1,6 @@
 package fm
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
@@ -33,14 +32,7 @@ func (a *angaraRouting) Routes(active, transit []int) (*routing.TableJSON, Table
 	if err != nil {
 		return nil, TableStats{}, err
 	}
-	var buf bytes.Buffer
-	if err := tb.WriteJSON(&buf); err != nil {
-		return nil, TableStats{}, err
-	}
-	tf, err := routing.ReadTableJSON(&buf)
-	if err != nil {
-		return nil, TableStats{}, err
-	}
+	tf := tableJSON(tb)
 	st := TableStats{Diameter: tb.Stats.Diameter, PiMax: float64(tb.Stats.PiMax), PiPerfect: tb.Stats.PiPerfect,
 		BalanceFactor: tb.Stats.BalanceFactor, DeadlockFree: tb.DeadlockFree}
 	return tf, st, nil

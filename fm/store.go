@@ -212,7 +212,7 @@ func u64(v uint64) []byte {
 }
 
 func putJSON(b *bolt.Bucket, key []byte, v any) error {
-	data, err := json.Marshal(v)
+	data, err := marshalJSON(v)
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (t *Tx) Job(id int) (*JobRecord, error) {
 		return nil, nil
 	}
 	var j JobRecord
-	if err := json.Unmarshal(v, &j); err != nil {
+	if err := j.UnmarshalJSON(v); err != nil {
 		return nil, fmt.Errorf("job %d: %v", id, err)
 	}
 	return &j, nil
@@ -291,7 +291,7 @@ func (t *Tx) Job(id int) (*JobRecord, error) {
 func (t *Tx) Jobs(fn func(*JobRecord) error) error {
 	return t.tx.Bucket(bJobs).ForEach(func(k, v []byte) error {
 		var j JobRecord
-		if err := json.Unmarshal(v, &j); err != nil {
+		if err := j.UnmarshalJSON(v); err != nil { // one pass less than json.Unmarshal
 			return fmt.Errorf("job %x: %v", k, err)
 		}
 		return fn(&j)

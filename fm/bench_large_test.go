@@ -1,0 +1,61 @@
+package fm
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+)
+
+// BenchmarkPlace1024Large: one 1 024-node job with transit 0 posted over
+// HTTP to a new torus:32x32x32 service (issue 15 item 3); the client reads
+// the answer without decoding it. Runs only with ICN_FM_LARGE=1.
+func BenchmarkPlace1024Large(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	s, tok := openTest(b, b.TempDir(), "torus:32x32x32", nil)
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	defer srv.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		id, n := postJobRaw(b, srv.URL, tok, `{"nodes":1024,"transit":0}`)
+		b.ReportMetric(float64(n)/1e6, "answer-MB")
+		b.StopTimer()
+		req, _ := http.NewRequest("DELETE", fmt.Sprintf("%s/api/jobs/%d", srv.URL, id), nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			b.Fatalf("DELETE: %v %v", err, resp)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		b.StartTimer()
+	}
+}
+
+// postJobRaw posts a job and returns its id and the answer's size.
+func postJobRaw(b *testing.B, url, tok, body string) (int, int64) {
+	req, _ := http.NewRequest("POST", url+"/api/jobs", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	head, _ := br.Peek(64)
+	var id int
+	i := strings.Index(string(head), `"id":`)
+	if resp.StatusCode != 201 || i < 0 {
+		b.Fatalf("POST /api/jobs: %d %q", resp.StatusCode, head)
+	}
+	fmt.Sscanf(strings.TrimSpace(string(head[i+5:])), "%d", &id)
+	n, _ := io.Copy(io.Discard, br)
+	return id, n
+}
