@@ -730,21 +730,59 @@ func newUpDown(n *Network) (*updown, error) {
 	if float64(T)*float64(R) > 2e8 {
 		return nil, fmt.Errorf("up*/down* tables for %d terminals × %d nodes are too large", T, R)
 	}
-	// Root: the highest-level switch (fat trees), else the lowest-id
-	// forwarding node.
-	root, bestLvl := -1, -2
-	for v := 0; v < R; v++ {
-		if !n.forwards[v] {
-			continue
-		}
-		if l := g.Level(v); l > bestLvl {
-			root, bestLvl = v, l
-		}
-	}
+	root := updownRoot(n)
 	if root < 0 {
 		return nil, fmt.Errorf("no forwarding node for up*/down* routing")
 	}
-	lvl := make([]int32, R)
+	lvl := upLevels(n, root)
+	ud := &updown{up: make([]bool, len(n.gpChan)), R: R, dist: make([]uint8, T*R), down: make([]uint8, T*R)}
+	isUp := func(u, w int) bool { return lvl[w] < lvl[u] || (lvl[w] == lvl[u] && w < u) }
+	for gp, c := range n.gpChan {
+		if c >= 0 {
+			ud.up[gp] = isUp(int(n.gpNode[gp]), int(n.gpPeerN[gp]))
+		}
+	}
+	order := levelOrder(lvl)
+	for v := 0; v < R; v++ {
+		if lvl[v] < 0 && n.termOf[v] >= 0 {
+			return nil, fmt.Errorf("up*/down*: %s is not connected to the root %s", g.NodeName(v), g.NodeName(root))
+		}
+	}
+	var queue []int32
+	for t, dNode := range n.terms {
+		queue = ud.downDistances(n, t, dNode, queue)
+		ud.upDownDistances(n, t, dNode, order)
+		dist := ud.dist[t*R : (t+1)*R]
+		for _, s := range n.terms {
+			if dist[s] == topology.Unreachable {
+				return nil, fmt.Errorf("up*/down* routing cannot reach %s from %s", g.NodeName(int(dNode)), g.NodeName(int(s)))
+			}
+		}
+	}
+	return ud, nil
+}
+
+// updownRoot is the root of the up*/down* spanning tree: the highest-level
+// switch (fat trees), else the lowest-id forwarding node; -1 if no node
+// forwards.
+func updownRoot(n *Network) int {
+	root, bestLvl := -1, -2
+	for v := 0; v < n.g.NumNodes(); v++ {
+		if !n.forwards[v] {
+			continue
+		}
+		if l := n.g.Level(v); l > bestLvl {
+			root, bestLvl = v, l
+		}
+	}
+	return root
+}
+
+// upLevels is every node's breadth-first distance from root over working
+// links, passing only through forwarding nodes (-1: not reached).
+func upLevels(n *Network, root int) []int32 {
+	g := n.g
+	lvl := make([]int32, g.NumNodes())
 	for v := range lvl {
 		lvl[v] = -1
 	}
@@ -767,84 +805,86 @@ func newUpDown(n *Network) (*updown, error) {
 			}
 		}
 	}
-	ud := &updown{up: make([]bool, len(n.gpChan)), R: R, dist: make([]uint8, T*R), down: make([]uint8, T*R)}
-	isUp := func(u, w int) bool { return lvl[w] < lvl[u] || (lvl[w] == lvl[u] && w < u) }
-	for gp, c := range n.gpChan {
-		if c >= 0 {
-			ud.up[gp] = isUp(int(n.gpNode[gp]), int(n.gpPeerN[gp]))
-		}
-	}
-	// Nodes in (level, id) order: up channels lead to earlier nodes.
-	order := make([]int32, 0, R)
+	return lvl
+}
+
+// levelOrder lists the reached nodes in (level, id) order: up channels lead
+// to earlier nodes.
+func levelOrder(lvl []int32) []int32 {
+	order := make([]int32, 0, len(lvl))
 	for l := int32(0); ; l++ {
 		found := false
-		for v := 0; v < R; v++ {
+		for v := range lvl {
 			if lvl[v] == l {
 				order = append(order, int32(v))
 				found = true
 			}
 		}
 		if !found {
-			break
+			return order
 		}
 	}
-	for v := 0; v < R; v++ {
-		if lvl[v] < 0 && n.termOf[v] >= 0 {
-			return nil, fmt.Errorf("up*/down*: %s is not connected to the root %s", g.NodeName(v), g.NodeName(root))
+}
+
+// downDistances fills ud.down for terminal t at node dNode: the hops to it
+// over down channels only, by breadth-first search backwards from dNode.
+// queue is scratch space, returned for reuse.
+func (ud *updown) downDistances(n *Network, t int, dNode int32, queue []int32) []int32 {
+	R := ud.R
+	dist := ud.dist[t*R : (t+1)*R]
+	down := ud.down[t*R : (t+1)*R]
+	for v := range down {
+		down[v], dist[v] = topology.Unreachable, topology.Unreachable
+	}
+	down[dNode] = 0
+	queue = append(queue[:0], dNode)
+	for len(queue) > 0 {
+		w := queue[0]
+		queue = queue[1:]
+		if w != dNode && !n.forwards[w] {
+			continue
+		}
+		for p := 0; p < n.deg(int(w)); p++ {
+			gp := int(n.portStart[w]) + p
+			if !n.g.Up(int(n.gpChan[gp])) || !ud.up[gp] {
+				continue // u→w is down iff w→u is up
+			}
+			u := n.gpPeerN[gp]
+			if down[u] == topology.Unreachable && down[w]+1 < topology.Unreachable {
+				down[u] = down[w] + 1
+				queue = append(queue, u)
+			}
 		}
 	}
-	for t, dNode := range n.terms {
-		dist := ud.dist[t*R : (t+1)*R]
-		down := ud.down[t*R : (t+1)*R]
-		for v := range down {
-			down[v], dist[v] = topology.Unreachable, topology.Unreachable
-		}
-		down[dNode] = 0
-		queue = append(queue[:0], dNode)
-		for len(queue) > 0 {
-			w := queue[0]
-			queue = queue[1:]
-			if w != dNode && !n.forwards[w] {
+	return queue
+}
+
+// upDownDistances fills ud.dist for terminal t at node dNode: the shortest
+// legal up*/down* path, taking nodes in level order so that every up
+// neighbour is final before it is used.
+func (ud *updown) upDownDistances(n *Network, t int, dNode int32, order []int32) {
+	R := ud.R
+	dist := ud.dist[t*R : (t+1)*R]
+	down := ud.down[t*R : (t+1)*R]
+	for _, v := range order {
+		best := int(down[v])
+		for p := 0; p < n.deg(int(v)); p++ {
+			gp := int(n.portStart[v]) + p
+			if !n.g.Up(int(n.gpChan[gp])) || !ud.up[gp] {
 				continue
 			}
-			for p := 0; p < n.deg(int(w)); p++ {
-				gp := int(n.portStart[w]) + p
-				if !g.Up(int(n.gpChan[gp])) || !ud.up[gp] {
-					continue // u→w is down iff w→u is up
-				}
-				u := n.gpPeerN[gp]
-				if down[u] == topology.Unreachable && down[w]+1 < topology.Unreachable {
-					down[u] = down[w] + 1
-					queue = append(queue, u)
-				}
+			u := n.gpPeerN[gp]
+			if u != dNode && !n.forwards[u] {
+				continue
+			}
+			if x := int(dist[u]) + 1; x < best {
+				best = x
 			}
 		}
-		for _, v := range order {
-			best := int(down[v])
-			for p := 0; p < n.deg(int(v)); p++ {
-				gp := int(n.portStart[v]) + p
-				if !g.Up(int(n.gpChan[gp])) || !ud.up[gp] {
-					continue
-				}
-				u := n.gpPeerN[gp]
-				if u != dNode && !n.forwards[u] {
-					continue
-				}
-				if x := int(dist[u]) + 1; x < best {
-					best = x
-				}
-			}
-			if best < topology.Unreachable {
-				dist[v] = uint8(best)
-			}
-		}
-		for _, s := range n.terms {
-			if dist[s] == topology.Unreachable {
-				return nil, fmt.Errorf("up*/down* routing cannot reach %s from %s", g.NodeName(int(dNode)), g.NodeName(int(s)))
-			}
+		if best < topology.Unreachable {
+			dist[v] = uint8(best)
 		}
 	}
-	return ud, nil
 }
 
 // dfPorts appends the ports of router r on dragonfly minimal routes to
