@@ -652,23 +652,31 @@ func (c *Core) headFlit(tm *terminal, ti int, p srcPkt) flit {
 // step is phase B of a cycle for router r: route and allocate virtual
 // channels for waiting heads, allocate the switch, and move the winners.
 func (c *Core) step(w *worker, r int, t int64) {
-	pm := c.portMask[r]
-	if pm == 0 {
+	if c.portMask[r] == 0 {
 		return
 	}
+	c.allocVCs(w, r, t)
+	if c.requestSwitch(w, r, t) == 0 {
+		return
+	}
+	c.grantSwitch(w, r, t)
+}
+
+// requestSwitch is the request half of switch allocation at router r:
+// every input port (the terminal port up to the local speedup) proposes
+// VCs in round-robin order that are routed, ready, have a credit
+// downstream and want an output not yet asked for by this port. It fills
+// w.reqIV, w.reqPort, w.outReq and w.outUsed and returns the number of
+// requests.
+func (c *Core) requestSwitch(w *worker, r int, t int64) int {
 	t32 := int32(t)
 	n := c.n
 	V := c.V
 	base := int(n.portStart[r])
-	np := int(n.portStart[r+1]) - base
-	c.allocVCs(w, r, t)
-	// Switch allocation: every input port (the terminal port up to the
-	// local speedup) proposes one VC; every output grants one input (the
-	// terminal port up to the local speedup).
 	nreq := 0
 	lgp := int(n.localGP[r])
 	w.outUsed = 0
-	m := pm
+	m := c.portMask[r]
 	for m != 0 {
 		p := bits.TrailingZeros64(m)
 		m &= m - 1
@@ -725,9 +733,17 @@ func (c *Core) step(w *worker, r int, t int64) {
 			got++
 		}
 	}
-	if nreq == 0 {
-		return
-	}
+	return nreq
+}
+
+// grantSwitch is the grant half of switch allocation at router r: every
+// requested output grants one input (the terminal port up to the local
+// speedup) round robin over input ports, and the winners traverse.
+func (c *Core) grantSwitch(w *worker, r int, t int64) {
+	n := c.n
+	base := int(n.portStart[r])
+	np := int(n.portStart[r+1]) - base
+	lgp := int(n.localGP[r])
 	om := w.outUsed
 	for om != 0 {
 		ol := bits.TrailingZeros64(om)
