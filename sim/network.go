@@ -287,27 +287,14 @@ func (n *Network) deg(v int) int {
 func (n *Network) buildRouting() error {
 	g := n.g
 	cfg := &n.cfg
-	coordRouting := n.kind == rkDOR || n.kind == rkDirbit || n.kind == rkAdaptive || n.kind == rkTable
 	if cfg.FlowControl == "" {
 		cfg.FlowControl = Dateline
 	}
-	if coordRouting {
+	if n.kind == rkDOR || n.kind == rkDirbit || n.kind == rkAdaptive || n.kind == rkTable {
 		if err := n.buildCoords(); err != nil {
 			return err
 		}
-		anyWrap := false
-		for i, w := range n.wrap {
-			if w && n.dims[i] >= 2 {
-				anyWrap = true
-			}
-		}
-		if anyWrap {
-			if cfg.FlowControl == Bubble {
-				n.fc = fcBubble
-			} else {
-				n.fc = fcDateline
-			}
-		}
+		n.setRingFlowControl()
 	} else if cfg.FlowControl == Bubble {
 		return fmt.Errorf("bubble flow control applies to torus rings; routing %s does not use it", cfg.Routing)
 	}
@@ -317,68 +304,103 @@ func (n *Network) buildRouting() error {
 			return fmt.Errorf("routing %s cannot avoid failed links or nodes; use --routing table (with a table that avoids them), minhop or updown", cfg.Routing)
 		}
 	case rkTable:
-		if !n.direct {
-			return fmt.Errorf("routing tables are for direct tori; %s has switches", g.Name())
-		}
-		for _, w := range n.wrap {
-			if !w {
-				return fmt.Errorf("routing tables are for tori; %s is a mesh", g.Name())
-			}
-		}
-		bt, err := cfg.Table.bind(g, func(v int, code uint8) int {
-			p := n.dirPort[v*2*n.nd+int(code)]
-			if p < 0 {
-				return -1
-			}
-			return int(n.gpChan[int(n.portStart[v])+int(p)])
-		})
-		if err != nil {
-			return err
-		}
-		n.tab = bt
-		// Only active nodes are terminals.
-		n.terms = n.terms[:0]
-		for v := range n.termOf {
-			n.termOf[v] = -1
-		}
-		for _, v := range bt.active {
-			n.termOf[v] = int32(len(n.terms))
-			n.terms = append(n.terms, v)
-		}
+		return n.bindTable()
 	case rkMinhop, rkUpDown, rkValiant, rkUGAL:
-		n.forwards = make([]bool, g.NumNodes())
-		for v := range n.forwards {
-			n.forwards[v] = (n.direct || g.Kind(v) == topology.Switch) && !g.NodeFailed(v)
+		return n.buildHopRouting()
+	}
+	return nil
+}
+
+// setRingFlowControl chooses the flow control of torus rings (dateline
+// classes or bubble) when the network has a ring of two or more nodes.
+func (n *Network) setRingFlowControl() {
+	anyWrap := false
+	for i, w := range n.wrap {
+		if w && n.dims[i] >= 2 {
+			anyWrap = true
 		}
-		h, err := topology.MinHops(g, 1)
+	}
+	if !anyWrap {
+		return
+	}
+	if n.cfg.FlowControl == Bubble {
+		n.fc = fcBubble
+	} else {
+		n.fc = fcDateline
+	}
+}
+
+// bindTable binds the routing table to the torus; only its active nodes
+// stay terminals.
+func (n *Network) bindTable() error {
+	g := n.g
+	if !n.direct {
+		return fmt.Errorf("routing tables are for direct tori; %s has switches", g.Name())
+	}
+	for _, w := range n.wrap {
+		if !w {
+			return fmt.Errorf("routing tables are for tori; %s is a mesh", g.Name())
+		}
+	}
+	bt, err := n.cfg.Table.bind(g, func(v int, code uint8) int {
+		p := n.dirPort[v*2*n.nd+int(code)]
+		if p < 0 {
+			return -1
+		}
+		return int(n.gpChan[int(n.portStart[v])+int(p)])
+	})
+	if err != nil {
+		return err
+	}
+	n.tab = bt
+	n.terms = n.terms[:0]
+	for v := range n.termOf {
+		n.termOf[v] = -1
+	}
+	for _, v := range bt.active {
+		n.termOf[v] = int32(len(n.terms))
+		n.terms = append(n.terms, v)
+	}
+	return nil
+}
+
+// buildHopRouting prepares the hop-count routings (minhop, updown, valiant,
+// UGAL): forwarding nodes, the hop-count matrix, the up*/down* tables,
+// dragonfly groups and the VC classes they need.
+func (n *Network) buildHopRouting() error {
+	g := n.g
+	n.forwards = make([]bool, g.NumNodes())
+	for v := range n.forwards {
+		n.forwards[v] = (n.direct || g.Kind(v) == topology.Switch) && !g.NodeFailed(v)
+	}
+	h, err := topology.MinHops(g, 1)
+	if err != nil {
+		return err
+	}
+	n.hop = h
+	if len(n.terms) > 0 { // one source suffices to show connectivity of terminals
+		t := n.terms[0]
+		for _, u := range n.terms {
+			if t != u && n.cost(int(t), int(u)) >= topology.Unreachable {
+				return fmt.Errorf("%s cannot reach %s (the network is disconnected)", g.NodeName(int(t)), g.NodeName(int(u)))
+			}
+		}
+	}
+	if n.kind == rkUpDown {
+		ud, err := newUpDown(n)
 		if err != nil {
 			return err
 		}
-		n.hop = h
-		for _, t := range n.terms {
-			for _, u := range n.terms {
-				if t != u && n.cost(int(t), int(u)) >= topology.Unreachable {
-					return fmt.Errorf("%s cannot reach %s (the network is disconnected)", g.NodeName(int(t)), g.NodeName(int(u)))
-				}
-			}
-			break // one source suffices to show connectivity of terminals
+		n.ud = ud
+	}
+	n.buildGroups()
+	if n.kind == rkValiant || n.kind == rkUGAL {
+		if n.groups < 3 {
+			return fmt.Errorf("routing %s needs a dragonfly with at least 3 groups; %s has %d", n.cfg.Routing, g.Name(), n.groups)
 		}
-		if n.kind == rkUpDown {
-			ud, err := newUpDown(n)
-			if err != nil {
-				return err
-			}
-			n.ud = ud
-		}
-		n.buildGroups()
-		if n.kind == rkValiant || n.kind == rkUGAL {
-			if n.groups < 3 {
-				return fmt.Errorf("routing %s needs a dragonfly with at least 3 groups; %s has %d", cfg.Routing, g.Name(), n.groups)
-			}
-			n.classes = 3
-		} else if n.kind == rkMinhop && n.groups > 1 {
-			n.classes = 2
-		}
+		n.classes = 3
+	} else if n.kind == rkMinhop && n.groups > 1 {
+		n.classes = 2
 	}
 	return nil
 }
