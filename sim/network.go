@@ -129,6 +129,44 @@ func NewNetwork(g *topology.Graph, cfg Config, needRate bool) (*Network, error) 
 		return nil, err
 	}
 	n := &Network{g: g, cfg: cfg, V: cfg.VCs, maxP: cfg.MaxPacket(), classes: 1}
+	if err := n.setModes(); err != nil {
+		return nil, err
+	}
+	if err := n.buildPorts(); err != nil {
+		return nil, err
+	}
+	if flits := float64(len(n.gpChan)) * float64(cfg.VCs) * float64(cfg.Buf); flits > maxBufferFlits {
+		return nil, fmt.Errorf("%d ports × %d VCs × %d flits = %.3g buffered flits exceed the simulator's limit of %d (reduce --vcs or --buf)", len(n.gpChan), cfg.VCs, cfg.Buf, flits, maxBufferFlits)
+	}
+	if err := n.buildRouting(); err != nil {
+		return nil, err
+	}
+	n.oblivious = n.kind == rkDOR || n.kind == rkDirbit || n.kind == rkTable
+	if err := n.checkDeadlockFreedom(); err != nil {
+		if !cfg.Force {
+			return nil, err
+		}
+		n.warnings = append(n.warnings, "forced: "+err.Error())
+	}
+	subset := n.tab != nil
+	pat, err := buildPattern(&n.cfg, n.terms, g, subset)
+	if err != nil {
+		return nil, err
+	}
+	n.pat = pat
+	if cfg.Traffic == "trace" {
+		if err := n.bindTrace(); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// setModes translates the configuration's dateline rule, switching and
+// routing names into the network's modes, and checks that a routing table
+// is given exactly when table routing is asked for.
+func (n *Network) setModes() error {
+	cfg := &n.cfg
 	if cfg.Dateline == DatelineAhead {
 		n.dateline = dlAhead
 	}
@@ -158,53 +196,36 @@ func NewNetwork(g *topology.Graph, cfg Config, needRate bool) (*Network, error) 
 	case RouteUGAL:
 		n.kind = rkUGAL
 	default:
-		return nil, fmt.Errorf("unknown routing %q (want %s)", cfg.Routing, strings.Join(Routings, ", "))
+		return fmt.Errorf("unknown routing %q (want %s)", cfg.Routing, strings.Join(Routings, ", "))
 	}
 	if cfg.Routing == RouteTable && cfg.Table == nil {
-		return nil, fmt.Errorf("routing table needs a table file (--table FILE)")
+		return fmt.Errorf("routing table needs a table file (--table FILE)")
 	}
 	if cfg.Routing != RouteTable && cfg.Table != nil {
-		return nil, fmt.Errorf("--table is only used with --routing table")
+		return fmt.Errorf("--table is only used with --routing table")
 	}
-	if err := n.buildPorts(); err != nil {
-		return nil, err
-	}
-	if flits := float64(len(n.gpChan)) * float64(cfg.VCs) * float64(cfg.Buf); flits > maxBufferFlits {
-		return nil, fmt.Errorf("%d ports × %d VCs × %d flits = %.3g buffered flits exceed the simulator's limit of %d (reduce --vcs or --buf)", len(n.gpChan), cfg.VCs, cfg.Buf, flits, maxBufferFlits)
-	}
-	if err := n.buildRouting(); err != nil {
-		return nil, err
-	}
-	n.oblivious = n.kind == rkDOR || n.kind == rkDirbit || n.kind == rkTable
-	if err := n.checkDeadlockFreedom(); err != nil {
-		if !cfg.Force {
-			return nil, err
-		}
-		n.warnings = append(n.warnings, "forced: "+err.Error())
-	}
-	subset := n.tab != nil
-	pat, err := buildPattern(&n.cfg, n.terms, g, subset)
+	return nil
+}
+
+// bindTrace binds the trace to the network's terminals; every message must
+// fit the buffers its switching and flow control need whole.
+func (n *Network) bindTrace() error {
+	cfg := &n.cfg
+	tr, err := cfg.Trace.bind(n.g, n.termOf)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	n.pat = pat
-	if cfg.Traffic == "trace" {
-		tr, err := cfg.Trace.bind(g, n.termOf)
-		if err != nil {
-			return nil, err
+	for _, m := range tr {
+		if n.sw != swWormhole && int(m.size) > cfg.Buf {
+			return fmt.Errorf("trace message of %d flits does not fit a %d-flit buffer under %s switching", m.size, cfg.Buf, cfg.Switching)
 		}
-		for _, m := range tr {
-			if n.sw != swWormhole && int(m.size) > cfg.Buf {
-				return nil, fmt.Errorf("trace message of %d flits does not fit a %d-flit buffer under %s switching", m.size, cfg.Buf, cfg.Switching)
-			}
-			if n.fc == fcBubble && 2*int(m.size) > cfg.Buf {
-				return nil, fmt.Errorf("trace message of %d flits: bubble flow control needs --buf ≥ %d", m.size, 2*m.size)
-			}
-			n.maxP = max(n.maxP, int(m.size))
+		if n.fc == fcBubble && 2*int(m.size) > cfg.Buf {
+			return fmt.Errorf("trace message of %d flits: bubble flow control needs --buf ≥ %d", m.size, 2*m.size)
 		}
-		n.trace = tr
+		n.maxP = max(n.maxP, int(m.size))
 	}
-	return n, nil
+	n.trace = tr
+	return nil
 }
 
 func (n *Network) buildPorts() error {
