@@ -239,6 +239,25 @@ const MaxCycles = 1 << 27
 // check validates the parts of the configuration that do not depend on the
 // network.
 func (c *Config) check(needRate bool) error {
+	for _, step := range []func() error{
+		c.checkModes,
+		c.checkRouter,
+		c.checkPackets,
+		func() error { return c.checkInjection(needRate) },
+		c.checkRunLengths,
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if c.HotspotFrac < 0 || c.HotspotFrac > 1 || math.IsNaN(c.HotspotFrac) {
+		return fmt.Errorf("hotspot fraction %g out of range 0..1", c.HotspotFrac)
+	}
+	return nil
+}
+
+// checkModes validates the switching, flow-control and dateline names.
+func (c *Config) checkModes() error {
 	switch c.Switching {
 	case Wormhole, VCT, SAF:
 	default:
@@ -254,6 +273,12 @@ func (c *Config) check(needRate bool) error {
 	default:
 		return fmt.Errorf("unknown dateline rule %q (want booksim or ahead)", c.Dateline)
 	}
+	return nil
+}
+
+// checkRouter validates the router: VCs, buffers, delays, the router model
+// and its stages, and the link latency.
+func (c *Config) checkRouter() error {
 	if c.VCs < 1 || c.VCs > 64 {
 		return fmt.Errorf("--vcs %d out of range 1..64", c.VCs)
 	}
@@ -276,6 +301,12 @@ func (c *Config) check(needRate bool) error {
 	if c.LinkLatency < 1 || c.LinkLatency > 1000 {
 		return fmt.Errorf("link latency %d out of range 1..1000", c.LinkLatency)
 	}
+	return nil
+}
+
+// checkPackets validates the packet-size mix and that buffers hold the
+// whole packets that VCT, SAF and bubble flow control need.
+func (c *Config) checkPackets() error {
 	if len(c.Sizes) == 0 {
 		return fmt.Errorf("no packet size given")
 	}
@@ -296,6 +327,12 @@ func (c *Config) check(needRate bool) error {
 			return fmt.Errorf("bubble flow control needs buffers of two maximal packets: --buf %d < 2×%d", c.Buf, maxP)
 		}
 	}
+	return nil
+}
+
+// checkInjection validates the injection rate (when one is needed) and the
+// injection process.
+func (c *Config) checkInjection(needRate bool) error {
 	if needRate {
 		if math.IsNaN(c.Rate) || c.Rate <= 0 || c.Rate > 1 {
 			return fmt.Errorf("injection rate %g out of range: want 0 < rate ≤ 1 flits/node/cycle", c.Rate)
@@ -310,6 +347,12 @@ func (c *Config) check(needRate bool) error {
 	default:
 		return fmt.Errorf("unknown injection process %q (want bernoulli or onoff)", c.Process)
 	}
+	return nil
+}
+
+// checkRunLengths validates the measurement, warm-up and drain periods and
+// the local speedup.
+func (c *Config) checkRunLengths() error {
 	if c.Cycles < 1 || c.Cycles > MaxCycles {
 		return fmt.Errorf("--cycles %d out of range 1..%d", c.Cycles, MaxCycles)
 	}
@@ -321,9 +364,6 @@ func (c *Config) check(needRate bool) error {
 	}
 	if c.LocalSpeedup < 1 || c.LocalSpeedup > 64 {
 		return fmt.Errorf("local speedup %d out of range 1..64", c.LocalSpeedup)
-	}
-	if c.HotspotFrac < 0 || c.HotspotFrac > 1 || math.IsNaN(c.HotspotFrac) {
-		return fmt.Errorf("hotspot fraction %g out of range 0..1", c.HotspotFrac)
 	}
 	return nil
 }

@@ -228,7 +228,27 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 	if err := cfg.check(cfg.Traffic != "trace" && cfg.Rate != 0); err != nil {
 		return nil, err
 	}
-	c.sizes = cfg.Sizes
+	c.setSizes(cfg.Sizes)
+	if cfg.MaxPacket() > n.maxP && n.sw != swWormhole {
+		return nil, fmt.Errorf("packet size %d exceeds the maximal packet %d the network was built for", cfg.MaxPacket(), n.maxP)
+	}
+	c.setInjection(cfg)
+	c.measStart, c.measEnd = math.MaxInt64, math.MaxInt64
+	c.allocBuffers()
+	c.speed = cfg.LocalSpeedup
+	c.initTerminals(cfg.Seed)
+	c.workers = make([]worker, 1)
+	c.workers[0] = worker{lo: 0, hi: len(n.portStart) - 1}
+	c.dlWindow = int64(cfg.DeadlockWindow)
+	if c.dlWindow <= 0 {
+		c.dlWindow = int64(max(2000, 20*(c.B+c.L+int(c.Dr))*max(1, n.maxP)))
+	}
+	return c, nil
+}
+
+// setSizes stores the packet-size mix and its cumulative weights.
+func (c *Core) setSizes(sizes []SizeWeight) {
+	c.sizes = sizes
 	var cum float64
 	for _, s := range c.sizes {
 		cum += s.Weight
@@ -237,24 +257,33 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 	for i := range c.sizeCum {
 		c.sizeCum[i] /= cum
 	}
-	if cfg.MaxPacket() > n.maxP && n.sw != swWormhole {
-		return nil, fmt.Errorf("packet size %d exceeds the maximal packet %d the network was built for", cfg.MaxPacket(), n.maxP)
+}
+
+// setInjection sets the injection process: the per-cycle packet
+// probability (Bernoulli) or the on/off switching probabilities, for
+// synthetic traffic at a positive rate.
+func (c *Core) setInjection(cfg Config) {
+	if cfg.Traffic == "trace" || cfg.Rate <= 0 {
+		return
 	}
-	if cfg.Traffic != "trace" && cfg.Rate > 0 {
-		c.generating = true
-		c.genP = math.Min(1, cfg.Rate/cfg.MeanPacket())
-		if cfg.Process == OnOff {
-			c.genP = 1 / cfg.MeanPacket()
-			c.offP = 1 / cfg.Burst
-			if cfg.Rate < 1 {
-				c.onP = c.offP * cfg.Rate / (1 - cfg.Rate)
-			}
-		}
-		if c.genP < 1 {
-			c.genLn = math.Log1p(-c.genP)
+	c.generating = true
+	c.genP = math.Min(1, cfg.Rate/cfg.MeanPacket())
+	if cfg.Process == OnOff {
+		c.genP = 1 / cfg.MeanPacket()
+		c.offP = 1 / cfg.Burst
+		if cfg.Rate < 1 {
+			c.onP = c.offP * cfg.Rate / (1 - cfg.Rate)
 		}
 	}
-	c.measStart, c.measEnd = math.MaxInt64, math.MaxInt64
+	if c.genP < 1 {
+		c.genLn = math.Log1p(-c.genP)
+	}
+}
+
+// allocBuffers allocates the per-VC buffers, routing state, credits and
+// link pipelines, all empty.
+func (c *Core) allocBuffers() {
+	n := c.n
 	np := len(n.gpChan)
 	V, B, L := c.V, c.B, c.L
 	c.buf = make([]flit, np*V*B)
@@ -288,17 +317,21 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 	c.rrIn = make([]uint8, np)
 	c.rrVC = make([]uint8, np)
 	c.rrOVC = make([]uint16, np*V)
+}
+
+// initTerminals gives every terminal its random stream, injection slots,
+// first injection time and trace messages.
+func (c *Core) initTerminals(seed uint64) {
+	n := c.n
 	T := len(n.terms)
 	c.terms = make([]terminal, T)
-	c.ej = make([]ejState, T*V)
-	R := len(n.portStart) - 1
-	c.speed = cfg.LocalSpeedup
+	c.ej = make([]ejState, T*c.V)
 	for i := range c.terms {
 		v := n.terms[i]
 		tm := &c.terms[i]
 		tm.node = v
-		tm.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(i)*0x9E3779B97F4A7C15+0x5851F42D4C957F2D))
-		sp := min(c.speed, V, maxPorts-n.deg(int(v)))
+		tm.rng = rand.New(rand.NewPCG(seed, uint64(i)*0x9E3779B97F4A7C15+0x5851F42D4C957F2D))
+		sp := min(c.speed, c.V, maxPorts-n.deg(int(v)))
 		tm.inj = make([]injSlot, max(1, sp))
 		tm.next = c.gap(tm, -1)
 	}
@@ -306,13 +339,6 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 		tm := &c.terms[m.src]
 		tm.trace = append(tm.trace, int32(k))
 	}
-	c.workers = make([]worker, 1)
-	c.workers[0] = worker{lo: 0, hi: R}
-	c.dlWindow = int64(cfg.DeadlockWindow)
-	if c.dlWindow <= 0 {
-		c.dlWindow = int64(max(2000, 20*(B+L+int(c.Dr))*max(1, n.maxP)))
-	}
-	return c, nil
 }
 
 // gap returns the cycle of the next generated packet after cycle t.
@@ -652,23 +678,31 @@ func (c *Core) headFlit(tm *terminal, ti int, p srcPkt) flit {
 // step is phase B of a cycle for router r: route and allocate virtual
 // channels for waiting heads, allocate the switch, and move the winners.
 func (c *Core) step(w *worker, r int, t int64) {
-	pm := c.portMask[r]
-	if pm == 0 {
+	if c.portMask[r] == 0 {
 		return
 	}
+	c.allocVCs(w, r, t)
+	if c.requestSwitch(w, r, t) == 0 {
+		return
+	}
+	c.grantSwitch(w, r, t)
+}
+
+// requestSwitch is the request half of switch allocation at router r:
+// every input port (the terminal port up to the local speedup) proposes
+// VCs in round-robin order that are routed, ready, have a credit
+// downstream and want an output not yet asked for by this port. It fills
+// w.reqIV, w.reqPort, w.outReq and w.outUsed and returns the number of
+// requests.
+func (c *Core) requestSwitch(w *worker, r int, t int64) int {
 	t32 := int32(t)
 	n := c.n
 	V := c.V
 	base := int(n.portStart[r])
-	np := int(n.portStart[r+1]) - base
-	c.allocVCs(w, r, t)
-	// Switch allocation: every input port (the terminal port up to the
-	// local speedup) proposes one VC; every output grants one input (the
-	// terminal port up to the local speedup).
 	nreq := 0
 	lgp := int(n.localGP[r])
 	w.outUsed = 0
-	m := pm
+	m := c.portMask[r]
 	for m != 0 {
 		p := bits.TrailingZeros64(m)
 		m &= m - 1
@@ -725,9 +759,17 @@ func (c *Core) step(w *worker, r int, t int64) {
 			got++
 		}
 	}
-	if nreq == 0 {
-		return
-	}
+	return nreq
+}
+
+// grantSwitch is the grant half of switch allocation at router r: every
+// requested output grants one input (the terminal port up to the local
+// speedup) round robin over input ports, and the winners traverse.
+func (c *Core) grantSwitch(w *worker, r int, t int64) {
+	n := c.n
+	base := int(n.portStart[r])
+	np := int(n.portStart[r+1]) - base
+	lgp := int(n.localGP[r])
 	om := w.outUsed
 	for om != 0 {
 		ol := bits.TrailingZeros64(om)

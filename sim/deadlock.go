@@ -29,31 +29,58 @@ func (e *DeadlockError) Error() string {
 // blocked by the set). Such a set can never drain.
 func (c *Core) checkDeadlock() {
 	t := c.now
-	V := c.V
-	nIV := len(c.bLen)
-	var stalled []int32
-	oldest := t
-	for iv := 0; iv < nIV; iv++ {
+	stalled, oldest := c.stalledVCs()
+	if len(stalled) == 0 {
+		return
+	}
+	in, targets := c.blockedSet(stalled)
+	if len(in) == 0 {
+		if c.inFlight() > 0 && t-c.lastMoveCycle > 4*c.dlWindow {
+			c.deadlock = &DeadlockError{Cycle: t, Since: c.lastMoveCycle}
+		}
+		return
+	}
+	path := waitCycle(in, targets)
+	names := make([]string, len(path))
+	for i, iv := range path {
+		names[i] = fmt.Sprintf("%s VC %d", c.portName(int(iv)/c.V), int(iv)%c.V)
+	}
+	c.deadlock = &DeadlockError{Cycle: t, Since: oldest, Blocked: len(in), Channels: names}
+}
+
+// stalledVCs lists the input VCs holding flits that have not moved for the
+// deadlock window, and the oldest cycle one of them last moved.
+func (c *Core) stalledVCs() (stalled []int32, oldest int64) {
+	t := c.now
+	oldest = t
+	for iv := range c.bLen {
 		if c.bLen[iv] > 0 && t-c.ivLast[iv] >= c.dlWindow {
 			stalled = append(stalled, int32(iv))
 			oldest = min(oldest, c.ivLast[iv])
 		}
 	}
-	inFlight := int64(0)
-	var moved int64
+	return stalled, oldest
+}
+
+// inFlight is the number of flits injected and not yet ejected.
+func (c *Core) inFlight() int64 {
+	var n int64
 	for i := range c.workers {
-		inFlight += c.workers[i].st.injFlits - c.workers[i].st.ejFlits
-		moved += c.workers[i].st.moved
+		n += c.workers[i].st.injFlits - c.workers[i].st.ejFlits
 	}
-	if len(stalled) == 0 {
-		return
-	}
-	in := make(map[int32]bool, len(stalled))
+	return n
+}
+
+// blockedSet is the largest subset of the stalled VCs each of which waits
+// only for members of the subset (a VC that may proceed leaves it, and
+// so, in turn, do the VCs that wait for it), with every VC's wait targets.
+func (c *Core) blockedSet(stalled []int32) (in map[int32]bool, targets map[int32][]int32) {
+	in = make(map[int32]bool, len(stalled))
 	for _, iv := range stalled {
 		in[iv] = true
 	}
 	w := &c.workers[0]
-	targets := make(map[int32][]int32, len(stalled))
+	targets = make(map[int32][]int32, len(stalled))
 	for _, iv := range stalled {
 		tg, free := c.waitsFor(w, int(iv))
 		if free {
@@ -74,13 +101,12 @@ func (c *Core) checkDeadlock() {
 			}
 		}
 	}
-	if len(in) == 0 {
-		if inFlight > 0 && t-c.lastMoveCycle > 4*c.dlWindow {
-			c.deadlock = &DeadlockError{Cycle: t, Since: c.lastMoveCycle}
-		}
-		return
-	}
-	// Walk one cycle inside the set, from its smallest member.
+	return in, targets
+}
+
+// waitCycle walks one cycle of waits inside the blocked set, from its
+// smallest member, always to the smallest blocked target.
+func waitCycle(in map[int32]bool, targets map[int32][]int32) []int32 {
 	start := int32(-1)
 	for iv := range in {
 		if start < 0 || iv < start {
@@ -91,8 +117,7 @@ func (c *Core) checkDeadlock() {
 	var path []int32
 	for x := start; ; {
 		if k, ok := seen[x]; ok {
-			path = path[k:]
-			break
+			return path[k:]
 		}
 		seen[x] = len(path)
 		path = append(path, x)
@@ -104,11 +129,6 @@ func (c *Core) checkDeadlock() {
 		}
 		x = next
 	}
-	names := make([]string, len(path))
-	for i, iv := range path {
-		names[i] = fmt.Sprintf("%s VC %d", c.portName(int(iv)/V), int(iv)%V)
-	}
-	c.deadlock = &DeadlockError{Cycle: t, Since: oldest, Blocked: len(in), Channels: names}
 }
 
 // waitsFor returns the input VCs the front flit of iv waits for; free is

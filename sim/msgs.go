@@ -36,87 +36,39 @@ func RunMessages(n *Network, cfg Config, msgs []Message, startup int, maxCycles 
 		return nil, err
 	}
 	c.LogDeliveries(true)
+	pl, err := newMessagePlan(msgs, len(n.terms), startup)
+	if err != nil {
+		return nil, err
+	}
+	res := pl.res
 	M := len(msgs)
-	T := len(n.terms)
-	waiting := make([]int, M)
-	ready := make([]int64, M)
-	dependents := make([][]int32, M)
-	res := &MessageResult{Sent: make([]int64, M), Delivered: make([]int64, M)}
-	for i, m := range msgs {
-		if m.Src < 0 || m.Src >= T || m.Dst < 0 || m.Dst >= T {
-			return nil, fmt.Errorf("message %d: terminal out of range 0..%d", i, T-1)
-		}
-		if m.Size < 1 {
-			return nil, fmt.Errorf("message %d: size %d", i, m.Size)
-		}
-		waiting[i] = len(m.Deps)
-		for _, d := range m.Deps {
-			if d < 0 || d >= M || d == i {
-				return nil, fmt.Errorf("message %d: bad dependency %d", i, d)
-			}
-			dependents[d] = append(dependents[d], int32(i))
-		}
-		ready[i] = int64(startup)
-		res.Sent[i], res.Delivered[i] = -1, -1
-	}
-	// pending holds messages whose dependencies are met, by ready cycle.
-	var pending []int32
-	for i := range msgs {
-		if waiting[i] == 0 {
-			pending = append(pending, int32(i))
-		}
-	}
-	done := 0
 	var dl []Delivery
-	deliver := func(i int, at int64) {
-		res.Delivered[i] = at
-		res.Finish = max(res.Finish, at)
-		done++
-		for _, j := range dependents[i] {
-			waiting[j]--
-			ready[j] = max(ready[j], at+int64(startup))
-			if waiting[j] == 0 {
-				pending = append(pending, j)
-			}
-		}
-	}
-	for done < M {
+	for pl.done < M {
 		if c.deadlock != nil {
 			return res, c.deadlock
 		}
 		if maxCycles > 0 && c.now > maxCycles {
-			return res, fmt.Errorf("plan did not finish within %d cycles (%d of %d messages delivered)", maxCycles, done, M)
+			return res, fmt.Errorf("plan did not finish within %d cycles (%d of %d messages delivered)", maxCycles, pl.done, M)
 		}
 		// Send every pending message that is ready, in index order.
-		keep := pending[:0]
-		var now []int32
-		for _, i := range pending {
-			if ready[i] <= c.now {
-				now = append(now, i)
-			} else {
-				keep = append(keep, i)
-			}
-		}
-		pending = keep
-		sortInt32(now)
-		for _, i := range now {
+		for _, i := range pl.takeReady(c.now) {
 			m := msgs[i]
 			res.Sent[i] = c.now
 			if m.Src == m.Dst {
-				deliver(int(i), c.now)
+				pl.deliver(int(i), c.now)
 				continue
 			}
 			if err := c.Send(m.Src, m.Dst, m.Size, i); err != nil {
 				return res, err
 			}
 		}
-		if done == M {
+		if pl.done == M {
 			break
 		}
 		c.Tick()
 		dl = c.TakeDeliveries(dl[:0])
 		for _, d := range dl {
-			deliver(int(d.Tag), d.At)
+			pl.deliver(int(d.Tag), d.At)
 		}
 	}
 	res.Cycles = c.now
@@ -124,6 +76,86 @@ func RunMessages(n *Network, cfg Config, msgs []Message, startup int, maxCycles 
 		return res, err
 	}
 	return res, nil
+}
+
+// messagePlan tracks the dependencies of a message plan while it runs.
+type messagePlan struct {
+	startup    int64
+	waiting    []int     // unmet dependencies per message
+	ready      []int64   // earliest send cycle per message
+	dependents [][]int32 // messages waiting for each message
+	pending    []int32   // messages whose dependencies are met
+	done       int       // messages delivered
+	res        *MessageResult
+}
+
+// newMessagePlan checks msgs (terminals in 0..T-1, positive sizes, valid
+// dependencies) and builds their dependency graph; messages without
+// dependencies are ready at cycle startup.
+func newMessagePlan(msgs []Message, T, startup int) (*messagePlan, error) {
+	M := len(msgs)
+	pl := &messagePlan{
+		startup:    int64(startup),
+		waiting:    make([]int, M),
+		ready:      make([]int64, M),
+		dependents: make([][]int32, M),
+		res:        &MessageResult{Sent: make([]int64, M), Delivered: make([]int64, M)},
+	}
+	for i, m := range msgs {
+		if m.Src < 0 || m.Src >= T || m.Dst < 0 || m.Dst >= T {
+			return nil, fmt.Errorf("message %d: terminal out of range 0..%d", i, T-1)
+		}
+		if m.Size < 1 {
+			return nil, fmt.Errorf("message %d: size %d", i, m.Size)
+		}
+		pl.waiting[i] = len(m.Deps)
+		for _, d := range m.Deps {
+			if d < 0 || d >= M || d == i {
+				return nil, fmt.Errorf("message %d: bad dependency %d", i, d)
+			}
+			pl.dependents[d] = append(pl.dependents[d], int32(i))
+		}
+		pl.ready[i] = int64(startup)
+		pl.res.Sent[i], pl.res.Delivered[i] = -1, -1
+	}
+	for i := range msgs {
+		if pl.waiting[i] == 0 {
+			pl.pending = append(pl.pending, int32(i))
+		}
+	}
+	return pl, nil
+}
+
+// takeReady removes the pending messages that are ready at cycle now and
+// returns them in index order.
+func (pl *messagePlan) takeReady(now int64) []int32 {
+	keep := pl.pending[:0]
+	var out []int32
+	for _, i := range pl.pending {
+		if pl.ready[i] <= now {
+			out = append(out, i)
+		} else {
+			keep = append(keep, i)
+		}
+	}
+	pl.pending = keep
+	sortInt32(out)
+	return out
+}
+
+// deliver records message i as delivered at cycle at and releases the
+// messages that depended on it, ready a start-up time later.
+func (pl *messagePlan) deliver(i int, at int64) {
+	pl.res.Delivered[i] = at
+	pl.res.Finish = max(pl.res.Finish, at)
+	pl.done++
+	for _, j := range pl.dependents[i] {
+		pl.waiting[j]--
+		pl.ready[j] = max(pl.ready[j], at+pl.startup)
+		if pl.waiting[j] == 0 {
+			pl.pending = append(pl.pending, j)
+		}
+	}
 }
 
 func sortInt32(a []int32) {

@@ -129,6 +129,44 @@ func NewNetwork(g *topology.Graph, cfg Config, needRate bool) (*Network, error) 
 		return nil, err
 	}
 	n := &Network{g: g, cfg: cfg, V: cfg.VCs, maxP: cfg.MaxPacket(), classes: 1}
+	if err := n.setModes(); err != nil {
+		return nil, err
+	}
+	if err := n.buildPorts(); err != nil {
+		return nil, err
+	}
+	if flits := float64(len(n.gpChan)) * float64(cfg.VCs) * float64(cfg.Buf); flits > maxBufferFlits {
+		return nil, fmt.Errorf("%d ports × %d VCs × %d flits = %.3g buffered flits exceed the simulator's limit of %d (reduce --vcs or --buf)", len(n.gpChan), cfg.VCs, cfg.Buf, flits, maxBufferFlits)
+	}
+	if err := n.buildRouting(); err != nil {
+		return nil, err
+	}
+	n.oblivious = n.kind == rkDOR || n.kind == rkDirbit || n.kind == rkTable
+	if err := n.checkDeadlockFreedom(); err != nil {
+		if !cfg.Force {
+			return nil, err
+		}
+		n.warnings = append(n.warnings, "forced: "+err.Error())
+	}
+	subset := n.tab != nil
+	pat, err := buildPattern(&n.cfg, n.terms, g, subset)
+	if err != nil {
+		return nil, err
+	}
+	n.pat = pat
+	if cfg.Traffic == "trace" {
+		if err := n.bindTrace(); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// setModes translates the configuration's dateline rule, switching and
+// routing names into the network's modes, and checks that a routing table
+// is given exactly when table routing is asked for.
+func (n *Network) setModes() error {
+	cfg := &n.cfg
 	if cfg.Dateline == DatelineAhead {
 		n.dateline = dlAhead
 	}
@@ -158,53 +196,36 @@ func NewNetwork(g *topology.Graph, cfg Config, needRate bool) (*Network, error) 
 	case RouteUGAL:
 		n.kind = rkUGAL
 	default:
-		return nil, fmt.Errorf("unknown routing %q (want %s)", cfg.Routing, strings.Join(Routings, ", "))
+		return fmt.Errorf("unknown routing %q (want %s)", cfg.Routing, strings.Join(Routings, ", "))
 	}
 	if cfg.Routing == RouteTable && cfg.Table == nil {
-		return nil, fmt.Errorf("routing table needs a table file (--table FILE)")
+		return fmt.Errorf("routing table needs a table file (--table FILE)")
 	}
 	if cfg.Routing != RouteTable && cfg.Table != nil {
-		return nil, fmt.Errorf("--table is only used with --routing table")
+		return fmt.Errorf("--table is only used with --routing table")
 	}
-	if err := n.buildPorts(); err != nil {
-		return nil, err
-	}
-	if flits := float64(len(n.gpChan)) * float64(cfg.VCs) * float64(cfg.Buf); flits > maxBufferFlits {
-		return nil, fmt.Errorf("%d ports × %d VCs × %d flits = %.3g buffered flits exceed the simulator's limit of %d (reduce --vcs or --buf)", len(n.gpChan), cfg.VCs, cfg.Buf, flits, maxBufferFlits)
-	}
-	if err := n.buildRouting(); err != nil {
-		return nil, err
-	}
-	n.oblivious = n.kind == rkDOR || n.kind == rkDirbit || n.kind == rkTable
-	if err := n.checkDeadlockFreedom(); err != nil {
-		if !cfg.Force {
-			return nil, err
-		}
-		n.warnings = append(n.warnings, "forced: "+err.Error())
-	}
-	subset := n.tab != nil
-	pat, err := buildPattern(&n.cfg, n.terms, g, subset)
+	return nil
+}
+
+// bindTrace binds the trace to the network's terminals; every message must
+// fit the buffers its switching and flow control need whole.
+func (n *Network) bindTrace() error {
+	cfg := &n.cfg
+	tr, err := cfg.Trace.bind(n.g, n.termOf)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	n.pat = pat
-	if cfg.Traffic == "trace" {
-		tr, err := cfg.Trace.bind(g, n.termOf)
-		if err != nil {
-			return nil, err
+	for _, m := range tr {
+		if n.sw != swWormhole && int(m.size) > cfg.Buf {
+			return fmt.Errorf("trace message of %d flits does not fit a %d-flit buffer under %s switching", m.size, cfg.Buf, cfg.Switching)
 		}
-		for _, m := range tr {
-			if n.sw != swWormhole && int(m.size) > cfg.Buf {
-				return nil, fmt.Errorf("trace message of %d flits does not fit a %d-flit buffer under %s switching", m.size, cfg.Buf, cfg.Switching)
-			}
-			if n.fc == fcBubble && 2*int(m.size) > cfg.Buf {
-				return nil, fmt.Errorf("trace message of %d flits: bubble flow control needs --buf ≥ %d", m.size, 2*m.size)
-			}
-			n.maxP = max(n.maxP, int(m.size))
+		if n.fc == fcBubble && 2*int(m.size) > cfg.Buf {
+			return fmt.Errorf("trace message of %d flits: bubble flow control needs --buf ≥ %d", m.size, 2*m.size)
 		}
-		n.trace = tr
+		n.maxP = max(n.maxP, int(m.size))
 	}
-	return n, nil
+	n.trace = tr
+	return nil
 }
 
 func (n *Network) buildPorts() error {
@@ -287,27 +308,14 @@ func (n *Network) deg(v int) int {
 func (n *Network) buildRouting() error {
 	g := n.g
 	cfg := &n.cfg
-	coordRouting := n.kind == rkDOR || n.kind == rkDirbit || n.kind == rkAdaptive || n.kind == rkTable
 	if cfg.FlowControl == "" {
 		cfg.FlowControl = Dateline
 	}
-	if coordRouting {
+	if n.kind == rkDOR || n.kind == rkDirbit || n.kind == rkAdaptive || n.kind == rkTable {
 		if err := n.buildCoords(); err != nil {
 			return err
 		}
-		anyWrap := false
-		for i, w := range n.wrap {
-			if w && n.dims[i] >= 2 {
-				anyWrap = true
-			}
-		}
-		if anyWrap {
-			if cfg.FlowControl == Bubble {
-				n.fc = fcBubble
-			} else {
-				n.fc = fcDateline
-			}
-		}
+		n.setRingFlowControl()
 	} else if cfg.FlowControl == Bubble {
 		return fmt.Errorf("bubble flow control applies to torus rings; routing %s does not use it", cfg.Routing)
 	}
@@ -317,68 +325,103 @@ func (n *Network) buildRouting() error {
 			return fmt.Errorf("routing %s cannot avoid failed links or nodes; use --routing table (with a table that avoids them), minhop or updown", cfg.Routing)
 		}
 	case rkTable:
-		if !n.direct {
-			return fmt.Errorf("routing tables are for direct tori; %s has switches", g.Name())
-		}
-		for _, w := range n.wrap {
-			if !w {
-				return fmt.Errorf("routing tables are for tori; %s is a mesh", g.Name())
-			}
-		}
-		bt, err := cfg.Table.bind(g, func(v int, code uint8) int {
-			p := n.dirPort[v*2*n.nd+int(code)]
-			if p < 0 {
-				return -1
-			}
-			return int(n.gpChan[int(n.portStart[v])+int(p)])
-		})
-		if err != nil {
-			return err
-		}
-		n.tab = bt
-		// Only active nodes are terminals.
-		n.terms = n.terms[:0]
-		for v := range n.termOf {
-			n.termOf[v] = -1
-		}
-		for _, v := range bt.active {
-			n.termOf[v] = int32(len(n.terms))
-			n.terms = append(n.terms, v)
-		}
+		return n.bindTable()
 	case rkMinhop, rkUpDown, rkValiant, rkUGAL:
-		n.forwards = make([]bool, g.NumNodes())
-		for v := range n.forwards {
-			n.forwards[v] = (n.direct || g.Kind(v) == topology.Switch) && !g.NodeFailed(v)
+		return n.buildHopRouting()
+	}
+	return nil
+}
+
+// setRingFlowControl chooses the flow control of torus rings (dateline
+// classes or bubble) when the network has a ring of two or more nodes.
+func (n *Network) setRingFlowControl() {
+	anyWrap := false
+	for i, w := range n.wrap {
+		if w && n.dims[i] >= 2 {
+			anyWrap = true
 		}
-		h, err := topology.MinHops(g, 1)
+	}
+	if !anyWrap {
+		return
+	}
+	if n.cfg.FlowControl == Bubble {
+		n.fc = fcBubble
+	} else {
+		n.fc = fcDateline
+	}
+}
+
+// bindTable binds the routing table to the torus; only its active nodes
+// stay terminals.
+func (n *Network) bindTable() error {
+	g := n.g
+	if !n.direct {
+		return fmt.Errorf("routing tables are for direct tori; %s has switches", g.Name())
+	}
+	for _, w := range n.wrap {
+		if !w {
+			return fmt.Errorf("routing tables are for tori; %s is a mesh", g.Name())
+		}
+	}
+	bt, err := n.cfg.Table.bind(g, func(v int, code uint8) int {
+		p := n.dirPort[v*2*n.nd+int(code)]
+		if p < 0 {
+			return -1
+		}
+		return int(n.gpChan[int(n.portStart[v])+int(p)])
+	})
+	if err != nil {
+		return err
+	}
+	n.tab = bt
+	n.terms = n.terms[:0]
+	for v := range n.termOf {
+		n.termOf[v] = -1
+	}
+	for _, v := range bt.active {
+		n.termOf[v] = int32(len(n.terms))
+		n.terms = append(n.terms, v)
+	}
+	return nil
+}
+
+// buildHopRouting prepares the hop-count routings (minhop, updown, valiant,
+// UGAL): forwarding nodes, the hop-count matrix, the up*/down* tables,
+// dragonfly groups and the VC classes they need.
+func (n *Network) buildHopRouting() error {
+	g := n.g
+	n.forwards = make([]bool, g.NumNodes())
+	for v := range n.forwards {
+		n.forwards[v] = (n.direct || g.Kind(v) == topology.Switch) && !g.NodeFailed(v)
+	}
+	h, err := topology.MinHops(g, 1)
+	if err != nil {
+		return err
+	}
+	n.hop = h
+	if len(n.terms) > 0 { // one source suffices to show connectivity of terminals
+		t := n.terms[0]
+		for _, u := range n.terms {
+			if t != u && n.cost(int(t), int(u)) >= topology.Unreachable {
+				return fmt.Errorf("%s cannot reach %s (the network is disconnected)", g.NodeName(int(t)), g.NodeName(int(u)))
+			}
+		}
+	}
+	if n.kind == rkUpDown {
+		ud, err := newUpDown(n)
 		if err != nil {
 			return err
 		}
-		n.hop = h
-		for _, t := range n.terms {
-			for _, u := range n.terms {
-				if t != u && n.cost(int(t), int(u)) >= topology.Unreachable {
-					return fmt.Errorf("%s cannot reach %s (the network is disconnected)", g.NodeName(int(t)), g.NodeName(int(u)))
-				}
-			}
-			break // one source suffices to show connectivity of terminals
+		n.ud = ud
+	}
+	n.buildGroups()
+	if n.kind == rkValiant || n.kind == rkUGAL {
+		if n.groups < 3 {
+			return fmt.Errorf("routing %s needs a dragonfly with at least 3 groups; %s has %d", n.cfg.Routing, g.Name(), n.groups)
 		}
-		if n.kind == rkUpDown {
-			ud, err := newUpDown(n)
-			if err != nil {
-				return err
-			}
-			n.ud = ud
-		}
-		n.buildGroups()
-		if n.kind == rkValiant || n.kind == rkUGAL {
-			if n.groups < 3 {
-				return fmt.Errorf("routing %s needs a dragonfly with at least 3 groups; %s has %d", cfg.Routing, g.Name(), n.groups)
-			}
-			n.classes = 3
-		} else if n.kind == rkMinhop && n.groups > 1 {
-			n.classes = 2
-		}
+		n.classes = 3
+	} else if n.kind == rkMinhop && n.groups > 1 {
+		n.classes = 2
 	}
 	return nil
 }
@@ -730,21 +773,59 @@ func newUpDown(n *Network) (*updown, error) {
 	if float64(T)*float64(R) > 2e8 {
 		return nil, fmt.Errorf("up*/down* tables for %d terminals × %d nodes are too large", T, R)
 	}
-	// Root: the highest-level switch (fat trees), else the lowest-id
-	// forwarding node.
-	root, bestLvl := -1, -2
-	for v := 0; v < R; v++ {
-		if !n.forwards[v] {
-			continue
-		}
-		if l := g.Level(v); l > bestLvl {
-			root, bestLvl = v, l
-		}
-	}
+	root := updownRoot(n)
 	if root < 0 {
 		return nil, fmt.Errorf("no forwarding node for up*/down* routing")
 	}
-	lvl := make([]int32, R)
+	lvl := upLevels(n, root)
+	ud := &updown{up: make([]bool, len(n.gpChan)), R: R, dist: make([]uint8, T*R), down: make([]uint8, T*R)}
+	isUp := func(u, w int) bool { return lvl[w] < lvl[u] || (lvl[w] == lvl[u] && w < u) }
+	for gp, c := range n.gpChan {
+		if c >= 0 {
+			ud.up[gp] = isUp(int(n.gpNode[gp]), int(n.gpPeerN[gp]))
+		}
+	}
+	order := levelOrder(lvl)
+	for v := 0; v < R; v++ {
+		if lvl[v] < 0 && n.termOf[v] >= 0 {
+			return nil, fmt.Errorf("up*/down*: %s is not connected to the root %s", g.NodeName(v), g.NodeName(root))
+		}
+	}
+	var queue []int32
+	for t, dNode := range n.terms {
+		queue = ud.downDistances(n, t, dNode, queue)
+		ud.upDownDistances(n, t, dNode, order)
+		dist := ud.dist[t*R : (t+1)*R]
+		for _, s := range n.terms {
+			if dist[s] == topology.Unreachable {
+				return nil, fmt.Errorf("up*/down* routing cannot reach %s from %s", g.NodeName(int(dNode)), g.NodeName(int(s)))
+			}
+		}
+	}
+	return ud, nil
+}
+
+// updownRoot is the root of the up*/down* spanning tree: the highest-level
+// switch (fat trees), else the lowest-id forwarding node; -1 if no node
+// forwards.
+func updownRoot(n *Network) int {
+	root, bestLvl := -1, -2
+	for v := 0; v < n.g.NumNodes(); v++ {
+		if !n.forwards[v] {
+			continue
+		}
+		if l := n.g.Level(v); l > bestLvl {
+			root, bestLvl = v, l
+		}
+	}
+	return root
+}
+
+// upLevels is every node's breadth-first distance from root over working
+// links, passing only through forwarding nodes (-1: not reached).
+func upLevels(n *Network, root int) []int32 {
+	g := n.g
+	lvl := make([]int32, g.NumNodes())
 	for v := range lvl {
 		lvl[v] = -1
 	}
@@ -767,84 +848,86 @@ func newUpDown(n *Network) (*updown, error) {
 			}
 		}
 	}
-	ud := &updown{up: make([]bool, len(n.gpChan)), R: R, dist: make([]uint8, T*R), down: make([]uint8, T*R)}
-	isUp := func(u, w int) bool { return lvl[w] < lvl[u] || (lvl[w] == lvl[u] && w < u) }
-	for gp, c := range n.gpChan {
-		if c >= 0 {
-			ud.up[gp] = isUp(int(n.gpNode[gp]), int(n.gpPeerN[gp]))
-		}
-	}
-	// Nodes in (level, id) order: up channels lead to earlier nodes.
-	order := make([]int32, 0, R)
+	return lvl
+}
+
+// levelOrder lists the reached nodes in (level, id) order: up channels lead
+// to earlier nodes.
+func levelOrder(lvl []int32) []int32 {
+	order := make([]int32, 0, len(lvl))
 	for l := int32(0); ; l++ {
 		found := false
-		for v := 0; v < R; v++ {
+		for v := range lvl {
 			if lvl[v] == l {
 				order = append(order, int32(v))
 				found = true
 			}
 		}
 		if !found {
-			break
+			return order
 		}
 	}
-	for v := 0; v < R; v++ {
-		if lvl[v] < 0 && n.termOf[v] >= 0 {
-			return nil, fmt.Errorf("up*/down*: %s is not connected to the root %s", g.NodeName(v), g.NodeName(root))
+}
+
+// downDistances fills ud.down for terminal t at node dNode: the hops to it
+// over down channels only, by breadth-first search backwards from dNode.
+// queue is scratch space, returned for reuse.
+func (ud *updown) downDistances(n *Network, t int, dNode int32, queue []int32) []int32 {
+	R := ud.R
+	dist := ud.dist[t*R : (t+1)*R]
+	down := ud.down[t*R : (t+1)*R]
+	for v := range down {
+		down[v], dist[v] = topology.Unreachable, topology.Unreachable
+	}
+	down[dNode] = 0
+	queue = append(queue[:0], dNode)
+	for len(queue) > 0 {
+		w := queue[0]
+		queue = queue[1:]
+		if w != dNode && !n.forwards[w] {
+			continue
+		}
+		for p := 0; p < n.deg(int(w)); p++ {
+			gp := int(n.portStart[w]) + p
+			if !n.g.Up(int(n.gpChan[gp])) || !ud.up[gp] {
+				continue // u→w is down iff w→u is up
+			}
+			u := n.gpPeerN[gp]
+			if down[u] == topology.Unreachable && down[w]+1 < topology.Unreachable {
+				down[u] = down[w] + 1
+				queue = append(queue, u)
+			}
 		}
 	}
-	for t, dNode := range n.terms {
-		dist := ud.dist[t*R : (t+1)*R]
-		down := ud.down[t*R : (t+1)*R]
-		for v := range down {
-			down[v], dist[v] = topology.Unreachable, topology.Unreachable
-		}
-		down[dNode] = 0
-		queue = append(queue[:0], dNode)
-		for len(queue) > 0 {
-			w := queue[0]
-			queue = queue[1:]
-			if w != dNode && !n.forwards[w] {
+	return queue
+}
+
+// upDownDistances fills ud.dist for terminal t at node dNode: the shortest
+// legal up*/down* path, taking nodes in level order so that every up
+// neighbour is final before it is used.
+func (ud *updown) upDownDistances(n *Network, t int, dNode int32, order []int32) {
+	R := ud.R
+	dist := ud.dist[t*R : (t+1)*R]
+	down := ud.down[t*R : (t+1)*R]
+	for _, v := range order {
+		best := int(down[v])
+		for p := 0; p < n.deg(int(v)); p++ {
+			gp := int(n.portStart[v]) + p
+			if !n.g.Up(int(n.gpChan[gp])) || !ud.up[gp] {
 				continue
 			}
-			for p := 0; p < n.deg(int(w)); p++ {
-				gp := int(n.portStart[w]) + p
-				if !g.Up(int(n.gpChan[gp])) || !ud.up[gp] {
-					continue // u→w is down iff w→u is up
-				}
-				u := n.gpPeerN[gp]
-				if down[u] == topology.Unreachable && down[w]+1 < topology.Unreachable {
-					down[u] = down[w] + 1
-					queue = append(queue, u)
-				}
+			u := n.gpPeerN[gp]
+			if u != dNode && !n.forwards[u] {
+				continue
+			}
+			if x := int(dist[u]) + 1; x < best {
+				best = x
 			}
 		}
-		for _, v := range order {
-			best := int(down[v])
-			for p := 0; p < n.deg(int(v)); p++ {
-				gp := int(n.portStart[v]) + p
-				if !g.Up(int(n.gpChan[gp])) || !ud.up[gp] {
-					continue
-				}
-				u := n.gpPeerN[gp]
-				if u != dNode && !n.forwards[u] {
-					continue
-				}
-				if x := int(dist[u]) + 1; x < best {
-					best = x
-				}
-			}
-			if best < topology.Unreachable {
-				dist[v] = uint8(best)
-			}
-		}
-		for _, s := range n.terms {
-			if dist[s] == topology.Unreachable {
-				return nil, fmt.Errorf("up*/down* routing cannot reach %s from %s", g.NodeName(int(dNode)), g.NodeName(int(s)))
-			}
+		if best < topology.Unreachable {
+			dist[v] = uint8(best)
 		}
 	}
-	return ud, nil
 }
 
 // dfPorts appends the ports of router r on dragonfly minimal routes to

@@ -75,114 +75,143 @@ func (c *Core) routeCoord(cs []cand, r int, f *flit) []cand {
 	nd := n.nd
 	cr := n.coord[r*nd : r*nd+nd]
 	ct := n.coord[t*nd : t*nd+nd]
-	sign := func(i int) int { return int(f.dirs>>uint(i)) & 1 }
+	dim := n.escapeDim(cr, ct, f.dirs)
 	if n.kind == rkAdaptive {
-		// Adaptive hops may take the other way round a ring at a tie, so
-		// the escape direction is the shorter way from here (ties: the
-		// packet's direction bit).
-		sign = func(i int) int {
-			if !n.wrap[i] {
-				if ct[i] > cr[i] {
-					return 0
-				}
-				return 1
-			}
-			k := n.dims[i]
-			delta := (int(ct[i]) - int(cr[i]) + k) % k
-			switch {
-			case 2*delta < k:
-				return 0
-			case 2*delta > k:
-				return 1
-			}
-			return int(f.dirs>>uint(i)) & 1
-		}
+		cs = c.appendAdaptive(cs, r, cr, ct)
 	}
-	// The dimension-order (escape) hop.
-	dim := -1
-	switch n.kind {
-	case rkDirbit:
-		for pass := 0; pass < 2 && dim < 0; pass++ {
-			for i := 0; i < nd; i++ {
-				if cr[i] != ct[i] && sign(i) == pass {
-					dim = i
-					break
-				}
-			}
-		}
-	default:
-		for i := 0; i < nd; i++ {
-			if cr[i] != ct[i] {
-				dim = i
-				break
-			}
-		}
-	}
-	if n.kind == rkAdaptive {
-		aLo := int16(1)
-		if n.fc == fcDateline {
-			aLo = 2
-		}
-		if aLo < V {
-			for i := 0; i < nd; i++ {
-				if cr[i] == ct[i] {
-					continue
-				}
-				k := n.dims[i]
-				for s := 0; s < 2; s++ {
-					productive := false
-					if n.wrap[i] {
-						delta := (int(ct[i]) - int(cr[i]) + k) % k
-						productive = (s == 0 && 2*delta <= k) || (s == 1 && 2*delta >= k)
-					} else {
-						productive = (s == 0) == (ct[i] > cr[i])
-					}
-					if !productive {
-						continue
-					}
-					code := 2*i + s
-					p := n.dirPort[r*2*nd+code]
-					if p < 0 {
-						continue
-					}
-					cs = append(cs, cand{gp: base + int32(p), lo: aLo, hi: V, adapt: true, dir: int8(code)})
-				}
-			}
-		}
-	}
-	s := sign(dim)
+	s := n.escapeSign(cr, ct, f.dirs, dim)
 	code := 2*dim + s
 	p := n.dirPort[r*2*nd+code]
 	if p < 0 {
 		return cs
 	}
 	cd := cand{gp: base + int32(p), lo: 0, hi: V, dir: int8(code)}
-	if n.wrap[dim] {
-		switch n.fc {
-		case fcDateline:
-			cls := c.ringClass(f, int8(code), s, int(cr[dim]), int(ct[dim]))
-			if n.kind == rkAdaptive {
-				cd.lo, cd.hi = int16(cls), int16(cls+1)
-				if V < 2 {
-					cd.lo, cd.hi = 0, 1
+	c.escapeVCs(&cd, f, dim, s, cr, ct)
+	return append(cs, cd)
+}
+
+// escapeSign is the direction (0 = +, 1 = −) of the dimension-order hop in
+// dimension i: the packet's direction bit, or for adaptive routing the
+// shorter way from here, since adaptive hops may take the other way round
+// a ring at a tie (ties: the packet's direction bit).
+func (n *Network) escapeSign(cr, ct []int16, dirs uint8, i int) int {
+	if n.kind != rkAdaptive {
+		return int(dirs>>uint(i)) & 1
+	}
+	if !n.wrap[i] {
+		if ct[i] > cr[i] {
+			return 0
+		}
+		return 1
+	}
+	k := n.dims[i]
+	delta := (int(ct[i]) - int(cr[i]) + k) % k
+	switch {
+	case 2*delta < k:
+		return 0
+	case 2*delta > k:
+		return 1
+	}
+	return int(dirs>>uint(i)) & 1
+}
+
+// escapeDim is the dimension of the dimension-order (escape) hop: the first
+// unresolved one, or for dirbit routing the first unresolved positive one,
+// then the first negative one.
+func (n *Network) escapeDim(cr, ct []int16, dirs uint8) int {
+	if n.kind == rkDirbit {
+		for pass := 0; pass < 2; pass++ {
+			for i := range cr {
+				if cr[i] != ct[i] && n.escapeSign(cr, ct, dirs, i) == pass {
+					return i
 				}
-			} else {
-				cd.lo, cd.hi = c.vcRange(cls, 2)
-			}
-		case fcBubble:
-			if n.kind == rkAdaptive {
-				cd.lo, cd.hi = 0, 1
-				cd.enter = !(f.lastDir == int8(code) && f.vc == 0)
-			} else if f.lastDir == int8(code) {
-				cd.lo, cd.hi = int16(f.vc), int16(f.vc)+1
-			} else {
-				cd.enter = true
 			}
 		}
-	} else if n.kind == rkAdaptive {
-		cd.lo, cd.hi = 0, 1
+		return -1
 	}
-	return append(cs, cd)
+	for i := range cr {
+		if cr[i] != ct[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// appendAdaptive adds the adaptive candidates at router r: every productive
+// direction, on the VCs above the escape classes.
+func (c *Core) appendAdaptive(cs []cand, r int, cr, ct []int16) []cand {
+	n := c.n
+	V := int16(c.V)
+	aLo := int16(1)
+	if n.fc == fcDateline {
+		aLo = 2
+	}
+	if aLo >= V {
+		return cs
+	}
+	base := n.portStart[r]
+	nd := n.nd
+	for i := 0; i < nd; i++ {
+		if cr[i] == ct[i] {
+			continue
+		}
+		k := n.dims[i]
+		for s := 0; s < 2; s++ {
+			productive := false
+			if n.wrap[i] {
+				delta := (int(ct[i]) - int(cr[i]) + k) % k
+				productive = (s == 0 && 2*delta <= k) || (s == 1 && 2*delta >= k)
+			} else {
+				productive = (s == 0) == (ct[i] > cr[i])
+			}
+			if !productive {
+				continue
+			}
+			code := 2*i + s
+			p := n.dirPort[r*2*nd+code]
+			if p < 0 {
+				continue
+			}
+			cs = append(cs, cand{gp: base + int32(p), lo: aLo, hi: V, adapt: true, dir: int8(code)})
+		}
+	}
+	return cs
+}
+
+// escapeVCs narrows the escape hop cd in dimension dim, direction s, to the
+// VCs its flow control allows: the dateline class on a ring, the bubble
+// rule (enter a ring only with room for one more packet), or VC 0 for
+// adaptive routing off rings.
+func (c *Core) escapeVCs(cd *cand, f *flit, dim, s int, cr, ct []int16) {
+	n := c.n
+	code := cd.dir
+	if !n.wrap[dim] {
+		if n.kind == rkAdaptive {
+			cd.lo, cd.hi = 0, 1
+		}
+		return
+	}
+	switch n.fc {
+	case fcDateline:
+		cls := c.ringClass(f, code, s, int(cr[dim]), int(ct[dim]))
+		if n.kind == rkAdaptive {
+			cd.lo, cd.hi = int16(cls), int16(cls+1)
+			if c.V < 2 {
+				cd.lo, cd.hi = 0, 1
+			}
+		} else {
+			cd.lo, cd.hi = c.vcRange(cls, 2)
+		}
+	case fcBubble:
+		if n.kind == rkAdaptive {
+			cd.lo, cd.hi = 0, 1
+			cd.enter = !(f.lastDir == code && f.vc == 0)
+		} else if f.lastDir == code {
+			cd.lo, cd.hi = int16(f.vc), int16(f.vc)+1
+		} else {
+			cd.enter = true
+		}
+	}
 }
 
 // ringClass returns the dateline VC class (0 or 1) of a hop in direction

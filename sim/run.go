@@ -147,54 +147,80 @@ func (c *Core) partitions() int {
 
 func (c *Core) measure(tk ticker) (Point, error) {
 	cfg := c.cfg
+	pt := Point{Offered: cfg.Rate}
+	if cfg.Warmup > 0 {
+		c.runFor(tk, cfg.Warmup)
+		pt.Converged = true
+	} else {
+		pt.Converged = c.warmUp(tk)
+	}
+	pt.WarmupCycles = c.now
+	c.measStart, c.measEnd = c.now, c.now+int64(cfg.Cycles)
+	c.runFor(tk, cfg.Cycles)
+	c.drain(tk)
+	c.fillPoint(&pt)
+	if err := c.CheckConservation(); err != nil {
+		return pt, err
+	}
+	pt.Conserved = true
+	if c.deadlock != nil {
+		pt.Deadlock = c.deadlock.Error()
+		pt.Stable = false
+		return pt, c.deadlock
+	}
+	return pt, nil
+}
+
+// runFor ticks k cycles; false if a deadlock stopped it.
+func (c *Core) runFor(tk ticker, k int) bool {
+	for i := 0; i < k; i++ {
+		tk.Tick()
+		if c.deadlock != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// warmUp runs sample periods until the latency and throughput of two
+// successive ones agree (true) or the period limit or a deadlock ends it.
+func (c *Core) warmUp(tk ticker) bool {
+	cfg := c.cfg
 	T := float64(len(c.terms))
 	S := cfg.SamplePeriod
 	if S <= 0 {
 		S = min(max(cfg.Cycles/5, 200), 2000)
 	}
-	pt := Point{Offered: cfg.Rate}
-	run := func(k int) bool {
-		for i := 0; i < k; i++ {
-			tk.Tick()
-			if c.deadlock != nil {
-				return false
-			}
-		}
-		return true
+	maxP := cfg.MaxWarmup
+	if maxP <= 0 {
+		maxP = 20
 	}
-	if cfg.Warmup > 0 {
-		run(cfg.Warmup)
-		pt.Converged = true
-	} else {
-		maxP := cfg.MaxWarmup
-		if maxP <= 0 {
-			maxP = 20
+	prevLat, prevAcc := math.NaN(), math.NaN()
+	for p := 0; p < maxP && c.deadlock == nil; p++ {
+		c.resetPeriod()
+		if !c.runFor(tk, S) {
+			break
 		}
-		prevLat, prevAcc := math.NaN(), math.NaN()
-		for p := 0; p < maxP && c.deadlock == nil; p++ {
-			c.resetPeriod()
-			if !run(S) {
-				break
-			}
-			s := c.sum()
-			lat := 0.0
-			if s.perCnt > 0 {
-				lat = float64(s.perLat) / float64(s.perCnt)
-			}
-			acc := float64(s.perEj) / (T * float64(S))
-			if relClose(lat, prevLat) && relClose(acc, prevAcc) {
-				pt.Converged = true
-				break
-			}
-			prevLat, prevAcc = lat, acc
+		s := c.sum()
+		lat := 0.0
+		if s.perCnt > 0 {
+			lat = float64(s.perLat) / float64(s.perCnt)
 		}
+		acc := float64(s.perEj) / (T * float64(S))
+		if relClose(lat, prevLat) && relClose(acc, prevAcc) {
+			return true
+		}
+		prevLat, prevAcc = lat, acc
 	}
-	pt.WarmupCycles = c.now
-	c.measStart, c.measEnd = c.now, c.now+int64(cfg.Cycles)
-	run(cfg.Cycles)
-	limit := cfg.DrainCycles
+	return false
+}
+
+// drain ticks until every measured packet has arrived, a deadlock occurs
+// or the drain limit passes.
+func (c *Core) drain(tk ticker) {
+	limit := c.cfg.DrainCycles
 	if limit <= 0 {
-		limit = max(cfg.Cycles, 5000)
+		limit = max(c.cfg.Cycles, 5000)
 	}
 	for d := 0; d < limit && c.deadlock == nil; d++ {
 		if gen, deliv := c.measTotals(); deliv >= gen {
@@ -202,11 +228,16 @@ func (c *Core) measure(tk ticker) (Point, error) {
 		}
 		tk.Tick()
 	}
+}
+
+// fillPoint sets pt's throughput, latency and hop statistics of the
+// measured packets and its drained and stable flags.
+func (c *Core) fillPoint(pt *Point) {
 	s := c.sum()
 	pt.Drained = s.measDeliv >= s.measGen && c.deadlock == nil
 	pt.MeasuredUnsent = s.measGen - s.measDeliv
 	pt.Cycles = c.now
-	W := T * float64(cfg.Cycles)
+	W := float64(len(c.terms)) * float64(c.cfg.Cycles)
 	pt.Injected = float64(s.winGenFlits) / W
 	pt.Accepted = float64(s.winEjFlits) / W
 	pt.Packets = s.measDeliv
@@ -224,16 +255,6 @@ func (c *Core) measure(tk ticker) (Point, error) {
 		}
 	}
 	pt.Stable = pt.Drained && pt.Accepted >= stableFraction*pt.Injected
-	if err := c.CheckConservation(); err != nil {
-		return pt, err
-	}
-	pt.Conserved = true
-	if c.deadlock != nil {
-		pt.Deadlock = c.deadlock.Error()
-		pt.Stable = false
-		return pt, c.deadlock
-	}
-	return pt, nil
 }
 
 func relClose(a, b float64) bool {

@@ -192,17 +192,42 @@ type boundTable struct {
 // active node has failed. dirPort gives the channel leaving a node in a
 // direction (-1 if none).
 func (t *Table) bind(g *topology.Graph, dirChan func(v int, code uint8) int) (*boundTable, error) {
+	if err := t.checkDims(g); err != nil {
+		return nil, err
+	}
+	bt := &boundTable{}
+	if err := bt.indexActive(t, g); err != nil {
+		return nil, err
+	}
+	if err := bt.checkComplete(t, g); err != nil {
+		return nil, err
+	}
+	if err := bt.traceRoutes(t, g, dirChan); err != nil {
+		return nil, err
+	}
+	bt.datelineClasses(t, g.Dims())
+	return bt, nil
+}
+
+// checkDims reports whether the table was computed for a torus of g's size.
+func (t *Table) checkDims(g *topology.Graph) error {
 	dims := g.Dims()
 	if len(dims) != len(t.Dims) {
-		return nil, fmt.Errorf("routing table is for a %d-dimensional torus %s, the network %s has %d dimensions", len(t.Dims), dimsString(t.Dims), g.Name(), len(dims))
+		return fmt.Errorf("routing table is for a %d-dimensional torus %s, the network %s has %d dimensions", len(t.Dims), dimsString(t.Dims), g.Name(), len(dims))
 	}
 	for i := range dims {
 		if dims[i] != t.Dims[i] {
-			return nil, fmt.Errorf("routing table is for torus %s, the network is %s", dimsString(t.Dims), dimsString(dims))
+			return fmt.Errorf("routing table is for torus %s, the network is %s", dimsString(t.Dims), dimsString(dims))
 		}
 	}
+	return nil
+}
+
+// indexActive numbers the active nodes (every route end) in node order;
+// none of them may have failed.
+func (bt *boundTable) indexActive(t *Table, g *topology.Graph) error {
 	n := g.NumNodes()
-	bt := &boundTable{index: make([]int32, n)}
+	bt.index = make([]int32, n)
 	for i := range bt.index {
 		bt.index[i] = -1
 	}
@@ -216,26 +241,40 @@ func (t *Table) bind(g *topology.Graph, dirChan func(v int, code uint8) int) (*b
 	for v := 0; v < n; v++ {
 		if bt.index[v] >= 0 {
 			if g.NodeFailed(v) {
-				return nil, fmt.Errorf("routing table uses node %s as an active node, but it has failed", g.NodeName(v))
+				return fmt.Errorf("routing table uses node %s as an active node, but it has failed", g.NodeName(v))
 			}
 			bt.index[v] = int32(len(bt.active))
 			bt.active = append(bt.active, int32(v))
 		}
 	}
+	return nil
+}
+
+// checkComplete reports the first ordered pair of active nodes the table
+// has no route for.
+func (bt *boundTable) checkComplete(t *Table, g *topology.Graph) error {
 	a := len(bt.active)
-	if len(t.Routes) != a*(a-1) {
-		have := make([]bool, a*a)
-		for _, r := range t.Routes {
-			have[int(bt.index[r.Src])*a+int(bt.index[r.Dst])] = true
-		}
-		for i := 0; i < a; i++ {
-			for j := 0; j < a; j++ {
-				if i != j && !have[i*a+j] {
-					return nil, fmt.Errorf("routing table has no route from %s to %s (both are active nodes)", g.NodeName(int(bt.active[i])), g.NodeName(int(bt.active[j])))
-				}
+	if len(t.Routes) == a*(a-1) {
+		return nil
+	}
+	have := make([]bool, a*a)
+	for _, r := range t.Routes {
+		have[int(bt.index[r.Src])*a+int(bt.index[r.Dst])] = true
+	}
+	for i := 0; i < a; i++ {
+		for j := 0; j < a; j++ {
+			if i != j && !have[i*a+j] {
+				return fmt.Errorf("routing table has no route from %s to %s (both are active nodes)", g.NodeName(int(bt.active[i])), g.NodeName(int(bt.active[j])))
 			}
 		}
 	}
+	return nil
+}
+
+// traceRoutes follows every route hop by hop over g's working links, checks
+// that it arrives, and stores its directions.
+func (bt *boundTable) traceRoutes(t *Table, g *topology.Graph, dirChan func(v int, code uint8) int) error {
+	a := len(bt.active)
 	bt.route = make([]int32, a*a)
 	for i := range bt.route {
 		bt.route[i] = -1
@@ -248,22 +287,26 @@ func (t *Table) bind(g *topology.Graph, dirChan func(v int, code uint8) int) (*b
 		for s, d := range r.Dirs {
 			c := dirChan(v, d)
 			if c < 0 {
-				return nil, fmt.Errorf("route %s→%s step %d (%s): node %s has no such link", g.NodeName(r.Src), g.NodeName(r.Dst), s+1, DirName(d), g.NodeName(v))
+				return fmt.Errorf("route %s→%s step %d (%s): node %s has no such link", g.NodeName(r.Src), g.NodeName(r.Dst), s+1, DirName(d), g.NodeName(v))
 			}
 			if !g.Up(c) {
-				return nil, fmt.Errorf("route %s→%s step %d uses failed link %s", g.NodeName(r.Src), g.NodeName(r.Dst), s+1, g.ChannelName(c))
+				return fmt.Errorf("route %s→%s step %d uses failed link %s", g.NodeName(r.Src), g.NodeName(r.Dst), s+1, g.ChannelName(c))
 			}
 			v = g.Dst(c)
 		}
 		if v != r.Dst {
-			return nil, fmt.Errorf("route %s→%s does not arrive: it ends at %s", g.NodeName(r.Src), g.NodeName(r.Dst), g.NodeName(v))
+			return fmt.Errorf("route %s→%s does not arrive: it ends at %s", g.NodeName(r.Src), g.NodeName(r.Dst), g.NodeName(v))
 		}
 		bt.dirs = append(bt.dirs, r.Dirs...)
 	}
 	bt.start = append(bt.start, int32(len(bt.dirs)))
-	// Dateline classes: a hop uses class 0 while the wrap link of its
-	// direction still lies ahead within the current run of equal
-	// directions, class 1 once it is behind (or never needed).
+	return nil
+}
+
+// datelineClasses gives every hop its dateline class: a hop uses class 0
+// while the wrap link of its direction still lies ahead within the current
+// run of equal directions, class 1 once it is behind (or never needed).
+func (bt *boundTable) datelineClasses(t *Table, dims []int) {
 	bt.cls = make([]uint8, len(bt.dirs))
 	c := make([]int, len(dims))
 	for k, r := range t.Routes {
@@ -275,31 +318,36 @@ func (t *Table) bind(g *topology.Graph, dirChan func(v int, code uint8) int) (*b
 			for e < len(ds) && ds[e] == ds[s] {
 				e++
 			}
-			dim, neg := int(ds[s]>>1), ds[s]&1 == 1
-			x := c[dim]
-			for h := s; h < e; h++ {
-				// wrap ahead in [h, e)?
-				steps := e - h
-				var wraps bool
-				if neg {
-					wraps = x-steps < 0
-				} else {
-					wraps = x+steps >= dims[dim]
-				}
-				if !wraps {
-					cls[h] = 1
-				}
-				if neg {
-					x = (x - 1 + dims[dim]) % dims[dim]
-				} else {
-					x = (x + 1) % dims[dim]
-				}
-			}
-			c[dim] = x
+			dim := int(ds[s] >> 1)
+			c[dim] = runClasses(cls[s:e], ds[s]&1 == 1, c[dim], dims[dim])
 			s = e
 		}
 	}
-	return bt, nil
+}
+
+// runClasses sets the classes of a run of hops in one direction (neg: the
+// negative one) starting at coordinate x on a ring of size k, and returns the coordinate
+// where the run ends.
+func runClasses(cls []uint8, neg bool, x, k int) int {
+	for h := range cls {
+		// wrap ahead in [h, end)?
+		steps := len(cls) - h
+		var wraps bool
+		if neg {
+			wraps = x-steps < 0
+		} else {
+			wraps = x+steps >= k
+		}
+		if !wraps {
+			cls[h] = 1
+		}
+		if neg {
+			x = (x - 1 + k) % k
+		} else {
+			x = (x + 1) % k
+		}
+	}
+	return x
 }
 
 func decodeCoords(v int, dims, c []int) {

@@ -62,138 +62,170 @@ func buildPattern(cfg *Config, terms []int32, g *topology.Graph, subset bool) (*
 	if n == 0 {
 		return nil, fmt.Errorf("the network has no terminals")
 	}
-	needPow2 := func(name string) (int, error) {
-		if subset {
-			return 0, fmt.Errorf("traffic %s needs every node to be a terminal; the routing table makes only %d nodes active", name, n)
-		}
-		if n&(n-1) != 0 {
-			return 0, fmt.Errorf("traffic %s needs a power-of-two number of terminals, the network has %d", name, n)
-		}
-		return bits.TrailingZeros(uint(n)), nil
-	}
-	perm := func(f func(s int) int) {
-		p.kind = patPerm
-		p.perm = make([]int32, n)
-		for s := range p.perm {
-			p.perm[s] = int32(f(s))
-		}
-	}
 	switch cfg.Traffic {
 	case "uniform":
 		p.kind = patUniform
-	case "transpose":
-		b, err := needPow2("transpose")
-		if err != nil {
-			return nil, err
-		}
-		if b%2 != 0 {
-			return nil, fmt.Errorf("traffic transpose needs an even number of address bits (4, 16, 64, … terminals), the network has %d terminals", n)
-		}
-		h := b / 2
-		lo := 1<<h - 1
-		perm(func(s int) int { return (s>>h)&lo | (s&lo)<<h })
-	case "bitcomp":
-		if _, err := needPow2("bitcomp"); err != nil {
-			return nil, err
-		}
-		perm(func(s int) int { return ^s & (n - 1) })
-	case "bitrev":
-		b, err := needPow2("bitrev")
-		if err != nil {
-			return nil, err
-		}
-		perm(func(s int) int { return int(bits.Reverse(uint(s)) >> (bits.UintSize - b)) })
-	case "shuffle":
-		b, err := needPow2("shuffle")
-		if err != nil {
-			return nil, err
-		}
-		perm(func(s int) int {
-			if b == 0 {
-				return s
-			}
-			return (s<<1 | s>>(b-1)) & (n - 1)
-		})
-	case "tornado", "neighbor":
-		if subset {
-			return nil, fmt.Errorf("traffic %s needs every node to be a terminal; the routing table makes only %d nodes active", cfg.Traffic, n)
-		}
-		shift := func(k int) int { // tornado: ⌈k/2⌉-1 hops; neighbor: 1
-			if cfg.Traffic == "neighbor" {
-				return 1
-			}
-			return (k+1)/2 - 1
-		}
-		if g.HasCoords() {
-			dims := g.Dims()
-			// Terminals sharing coordinates (end nodes of one switch) are
-			// matched by their rank under the switch.
-			byKey := map[string][]int{}
-			for t, v := range terms {
-				k := topology.CoordString(g.Coord(int(v)))
-				byKey[k] = append(byKey[k], t)
-			}
-			c := make([]int, len(dims))
-			perm(func(s int) int {
-				v := int(terms[s])
-				k := topology.CoordString(g.Coord(v))
-				rank := 0
-				for i, t := range byKey[k] {
-					if t == s {
-						rank = i
-					}
-				}
-				for i, d := range dims {
-					c[i] = (g.CoordAt(v, i) + shift(d)) % d
-				}
-				peers := byKey[topology.CoordString(c)]
-				if rank < len(peers) {
-					return peers[rank]
-				}
-				return s
-			})
-		} else {
-			perm(func(s int) int { return (s + shift(n)) % n })
-		}
 	case "hotspot":
-		p.kind = patHotspot
-		p.hotFrac = cfg.HotspotFrac
-		if len(cfg.Hotspots) == 0 {
-			return nil, fmt.Errorf("traffic hotspot needs hotspot nodes (--hotspot)")
+		if err := p.setHotspots(cfg, terms, g); err != nil {
+			return nil, err
 		}
-		idx := map[int32]int{}
-		for t, v := range terms {
-			idx[v] = t
-		}
-		for _, v := range cfg.Hotspots {
-			t, ok := idx[int32(v)]
-			if !ok {
-				return nil, fmt.Errorf("hotspot %s is not a terminal of the network", g.NodeName(v))
-			}
-			p.hot = append(p.hot, int32(t))
-		}
-	case "randperm":
-		// Sattolo's algorithm: one cycle through all terminals, so nobody
-		// sends to itself.
-		rng := rand.New(rand.NewPCG(cfg.Seed, 0x7065726d))
-		a := make([]int, n)
-		for i := range a {
-			a[i] = i
-		}
-		for i := n - 1; i > 0; i-- {
-			j := rng.IntN(i)
-			a[i], a[j] = a[j], a[i]
-		}
-		perm(func(s int) int { return a[s] })
 	case "trace":
 		if cfg.Trace == nil {
 			return nil, fmt.Errorf("traffic trace needs a trace file (--trace)")
 		}
 		p.kind = patTrace
 	default:
-		return nil, fmt.Errorf("unknown traffic %q (want %s)", cfg.Traffic, strings.Join(TrafficPatterns, ", "))
+		f, err := permutationOf(cfg, terms, g, subset)
+		if err != nil {
+			return nil, err
+		}
+		p.kind = patPerm
+		p.perm = make([]int32, n)
+		for s := range p.perm {
+			p.perm[s] = int32(f(s))
+		}
 	}
 	return p, nil
+}
+
+// permutationOf returns the destination function of a permutation pattern:
+// a bit permutation of the terminal index, a shift along every dimension
+// (tornado, neighbor) or a random single cycle (randperm).
+func permutationOf(cfg *Config, terms []int32, g *topology.Graph, subset bool) (func(s int) int, error) {
+	n := len(terms)
+	switch cfg.Traffic {
+	case "transpose", "bitcomp", "bitrev", "shuffle":
+		return bitPermutation(cfg.Traffic, n, subset)
+	case "tornado", "neighbor":
+		if subset {
+			return nil, fmt.Errorf("traffic %s needs every node to be a terminal; the routing table makes only %d nodes active", cfg.Traffic, n)
+		}
+		return shiftPermutation(cfg.Traffic, terms, g), nil
+	case "randperm":
+		return randomCycle(cfg.Seed, n), nil
+	}
+	return nil, fmt.Errorf("unknown traffic %q (want %s)", cfg.Traffic, strings.Join(TrafficPatterns, ", "))
+}
+
+// addressBits is log2 of the terminal count n for the bit-permutation
+// patterns, which need every node to be a terminal and n a power of two.
+func addressBits(name string, n int, subset bool) (int, error) {
+	if subset {
+		return 0, fmt.Errorf("traffic %s needs every node to be a terminal; the routing table makes only %d nodes active", name, n)
+	}
+	if n&(n-1) != 0 {
+		return 0, fmt.Errorf("traffic %s needs a power-of-two number of terminals, the network has %d", name, n)
+	}
+	return bits.TrailingZeros(uint(n)), nil
+}
+
+// bitPermutation maps a terminal's b-bit address: transpose swaps its
+// halves, bitcomp complements it, bitrev reverses it, shuffle rotates it
+// left by one.
+func bitPermutation(name string, n int, subset bool) (func(s int) int, error) {
+	b, err := addressBits(name, n, subset)
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case "transpose":
+		if b%2 != 0 {
+			return nil, fmt.Errorf("traffic transpose needs an even number of address bits (4, 16, 64, … terminals), the network has %d terminals", n)
+		}
+		h := b / 2
+		lo := 1<<h - 1
+		return func(s int) int { return (s>>h)&lo | (s&lo)<<h }, nil
+	case "bitcomp":
+		return func(s int) int { return ^s & (n - 1) }, nil
+	case "bitrev":
+		return func(s int) int { return int(bits.Reverse(uint(s)) >> (bits.UintSize - b)) }, nil
+	}
+	return func(s int) int { // shuffle
+		if b == 0 {
+			return s
+		}
+		return (s<<1 | s>>(b-1)) & (n - 1)
+	}, nil
+}
+
+// shiftPermutation sends every terminal ⌈k/2⌉-1 steps (tornado) or one step
+// (neighbor) along every dimension of size k, or along the terminal index
+// when the network has no coordinates.
+func shiftPermutation(name string, terms []int32, g *topology.Graph) func(s int) int {
+	shift := func(k int) int { // tornado: ⌈k/2⌉-1 hops; neighbor: 1
+		if name == "neighbor" {
+			return 1
+		}
+		return (k+1)/2 - 1
+	}
+	n := len(terms)
+	if !g.HasCoords() {
+		return func(s int) int { return (s + shift(n)) % n }
+	}
+	dims := g.Dims()
+	// Terminals sharing coordinates (end nodes of one switch) are
+	// matched by their rank under the switch.
+	byKey := map[string][]int{}
+	for t, v := range terms {
+		k := topology.CoordString(g.Coord(int(v)))
+		byKey[k] = append(byKey[k], t)
+	}
+	c := make([]int, len(dims))
+	return func(s int) int {
+		v := int(terms[s])
+		k := topology.CoordString(g.Coord(v))
+		rank := 0
+		for i, t := range byKey[k] {
+			if t == s {
+				rank = i
+			}
+		}
+		for i, d := range dims {
+			c[i] = (g.CoordAt(v, i) + shift(d)) % d
+		}
+		peers := byKey[topology.CoordString(c)]
+		if rank < len(peers) {
+			return peers[rank]
+		}
+		return s
+	}
+}
+
+// randomCycle is Sattolo's algorithm: one cycle through all n terminals,
+// so nobody sends to itself.
+func randomCycle(seed uint64, n int) func(s int) int {
+	rng := rand.New(rand.NewPCG(seed, 0x7065726d))
+	a := make([]int, n)
+	for i := range a {
+		a[i] = i
+	}
+	for i := n - 1; i > 0; i-- {
+		j := rng.IntN(i)
+		a[i], a[j] = a[j], a[i]
+	}
+	return func(s int) int { return a[s] }
+}
+
+// setHotspots makes p the hotspot pattern: cfg.HotspotFrac of the packets
+// go to the hotspot terminals.
+func (p *pattern) setHotspots(cfg *Config, terms []int32, g *topology.Graph) error {
+	p.kind = patHotspot
+	p.hotFrac = cfg.HotspotFrac
+	if len(cfg.Hotspots) == 0 {
+		return fmt.Errorf("traffic hotspot needs hotspot nodes (--hotspot)")
+	}
+	idx := map[int32]int{}
+	for t, v := range terms {
+		idx[v] = t
+	}
+	for _, v := range cfg.Hotspots {
+		t, ok := idx[int32(v)]
+		if !ok {
+			return fmt.Errorf("hotspot %s is not a terminal of the network", g.NodeName(v))
+		}
+		p.hot = append(p.hot, int32(t))
+	}
+	return nil
 }
 
 // TraceRecord is one message of a trace: at Cycle, Src sends Size flits to
