@@ -43,27 +43,29 @@ type RouteJSON struct {
 // (one per line) so that large tables need no extra memory.
 func (tb *Table) WriteJSON(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	g := tb.Graph()
-	t := tb.r.t
-	put := func(key string, v any, last bool) {
-		b, _ := json.Marshal(v)
-		bw.WriteString("  " + strconv.Quote(key) + ": ")
-		bw.Write(b)
-		if !last {
-			bw.WriteString(",")
-		}
-		bw.WriteString("\n")
-	}
-	coords := func(vs []int) [][]int {
-		out := make([][]int, len(vs))
-		for i, v := range vs {
-			out[i] = g.Coord(v)
-		}
-		return out
-	}
 	bw.WriteString("{\n")
-	put("dims", t.dims, false)
-	put("rules", tb.Rule.Kind.String(), false)
+	putJSONField(bw, "dims", tb.r.t.dims, false)
+	putJSONField(bw, "rules", tb.Rule.Kind.String(), false)
+	tb.writeJSONRoutes(bw)
+	tb.writeJSONTrailer(bw)
+	bw.WriteString("}\n")
+	return bw.Flush()
+}
+
+// putJSONField writes one `  "key": value` line of the top-level object.
+func putJSONField(bw *bufio.Writer, key string, v any, last bool) {
+	b, _ := json.Marshal(v)
+	bw.WriteString("  " + strconv.Quote(key) + ": ")
+	bw.Write(b)
+	if !last {
+		bw.WriteString(",")
+	}
+	bw.WriteString("\n")
+}
+
+// writeJSONRoutes writes the "routes" array, one route object per line.
+func (tb *Table) writeJSONRoutes(bw *bufio.Writer) {
+	g := tb.Graph()
 	bw.WriteString("  \"routes\": [")
 	var dirs []Dir
 	var b []byte
@@ -74,30 +76,49 @@ func (tb *Table) WriteJSON(w io.Writer) error {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, "\n    {\"src\":"...)
-		b = appendInts(b, g, src)
-		b = append(b, ",\"dst\":"...)
-		b = appendInts(b, g, dst)
-		b = append(b, ",\"dirs\":["...)
-		for k, d := range dirs {
-			if k > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, quotedDirs[d]...)
-		}
-		b = append(b, "]}"...)
+		b = appendRouteJSON(b, g, src, dst, dirs)
 		bw.Write(b)
 	}
 	if tb.NumRoutes() > 0 {
 		bw.WriteString("\n  ")
 	}
 	bw.WriteString("],\n")
-	put("stats", tb.Stats, false)
-	put("deadlock_free", tb.DeadlockFree, false)
-	put("order", strings.Split(tb.r.order.String(), ","), false)
-	put("algo", tb.Algo.String(), false)
+}
+
+// appendRouteJSON appends one route as `{"src":[…],"dst":[…],"dirs":[…]}`
+// on a new, indented line.
+func appendRouteJSON(b []byte, g *topology.Graph, src, dst int, dirs []Dir) []byte {
+	b = append(b, "\n    {\"src\":"...)
+	b = appendInts(b, g, src)
+	b = append(b, ",\"dst\":"...)
+	b = appendInts(b, g, dst)
+	b = append(b, ",\"dirs\":["...)
+	for k, d := range dirs {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, quotedDirs[d]...)
+	}
+	return append(b, "]}"...)
+}
+
+// writeJSONTrailer writes the keys after the routes: the statistics, the
+// verdict and what a check needs to rebuild the network and the set.
+func (tb *Table) writeJSONTrailer(bw *bufio.Writer) {
+	g := tb.Graph()
+	coords := func(vs []int) [][]int {
+		out := make([][]int, len(vs))
+		for i, v := range vs {
+			out[i] = g.Coord(v)
+		}
+		return out
+	}
+	putJSONField(bw, "stats", tb.Stats, false)
+	putJSONField(bw, "deadlock_free", tb.DeadlockFree, false)
+	putJSONField(bw, "order", strings.Split(tb.r.order.String(), ","), false)
+	putJSONField(bw, "algo", tb.Algo.String(), false)
 	if len(tb.Transit) > 0 {
-		put("transit", coords(tb.Transit), false)
+		putJSONField(bw, "transit", coords(tb.Transit), false)
 	}
 	var fl, fn []string
 	for _, l := range g.FailedLinks() {
@@ -107,21 +128,19 @@ func (tb *Table) WriteJSON(w io.Writer) error {
 		fn = append(fn, g.NodeName(v))
 	}
 	if len(fl) > 0 {
-		put("failed_links", fl, false)
+		putJSONField(bw, "failed_links", fl, false)
 	}
 	if len(fn) > 0 {
-		put("failed_nodes", fn, false)
+		putJSONField(bw, "failed_nodes", fn, false)
 	}
 	if len(tb.Cycle) > 0 {
 		cyc := make([]string, len(tb.Cycle))
 		for i, c := range tb.Cycle {
 			cyc[i] = g.ChannelName(c)
 		}
-		put("cycle", cyc, false)
+		putJSONField(bw, "cycle", cyc, false)
 	}
-	put("active", coords(tb.Active), true)
-	bw.WriteString("}\n")
-	return bw.Flush()
+	putJSONField(bw, "active", coords(tb.Active), true)
 }
 
 // quotedDirs holds "\"+X\"", … so that routes are written without
