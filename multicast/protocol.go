@@ -207,18 +207,52 @@ func (m *Manager) checkMember(member int) error {
 // completes it computes the tree before returning (other callers see
 // ComputingRoutes meanwhile). It returns the group's record after the join.
 func (m *Manager) Join(gid string, member, count int) (GroupRecord, error) {
-	if gid == "" {
-		return GroupRecord{}, fmt.Errorf("%w: empty group id", ErrBadRequest)
-	}
-	if err := m.checkMember(member); err != nil {
+	if err := m.checkJoin(gid, member, count); err != nil {
 		return GroupRecord{}, err
-	}
-	if count < 1 || count > m.g.NumNodes() {
-		return GroupRecord{}, fmt.Errorf("%w: member count %d out of range 1..%d", ErrBadRequest, count, m.g.NumNodes())
 	}
 	v := int32(member)
 	m.mu.Lock()
 	m.expireLocked()
+	gr := m.joinGroupLocked(gid, count)
+	if err := m.admitLocked(gr, v, count); err != nil {
+		rec := m.record(gr)
+		m.unlock()
+		return rec, err
+	}
+	gr.joined[v] = true
+	gr.order = append(gr.order, v)
+	if len(gr.joined) < gr.count {
+		rec := m.record(gr)
+		m.unlock()
+		return rec, nil
+	}
+	// Last join: compute the tree outside mu so queries keep answering.
+	m.setState(gr, ComputingRoutes)
+	members := slices.Clone(gr.order)
+	gen := gr.gen
+	m.unlock()
+	t, err := m.computeTree(members)
+	return m.installTree(gr, gen, t, err)
+}
+
+// checkJoin validates a join request before any state is touched.
+func (m *Manager) checkJoin(gid string, member, count int) error {
+	if gid == "" {
+		return fmt.Errorf("%w: empty group id", ErrBadRequest)
+	}
+	if err := m.checkMember(member); err != nil {
+		return err
+	}
+	if count < 1 || count > m.g.NumNodes() {
+		return fmt.Errorf("%w: member count %d out of range 1..%d", ErrBadRequest, count, m.g.NumNodes())
+	}
+	return nil
+}
+
+// joinGroupLocked returns the group a join of gid goes to, creating it
+// (in ReceivingJoinReq) when there is none or only a Destroying one.
+// m.mu is held.
+func (m *Manager) joinGroupLocked(gid string, count int) *mgroup {
 	gr := m.groups[gid]
 	if gr != nil && gr.state == Destroying {
 		// The old incarnation is already torn down (its tree released);
@@ -235,35 +269,28 @@ func (m *Manager) Join(gid string, member, count int) (GroupRecord, error) {
 			m.events = append(m.events, event{gid, ReceivingJoinReq})
 		}
 	}
-	if gr.joined[v] {
-		rec := m.record(gr)
-		m.unlock()
-		return rec, fmt.Errorf("group %s: %w: %s", gid, ErrDuplicateJoin, m.g.NodeName(member))
-	}
-	if gr.state != ReceivingJoinReq {
-		rec := m.record(gr)
-		m.unlock()
-		return rec, fmt.Errorf("group %s: %w: join of %s while %s", gid, ErrWrongState, m.g.NodeName(member), rec.State)
-	}
-	if count != gr.count {
-		rec := m.record(gr)
-		m.unlock()
-		return rec, fmt.Errorf("group %s: %w: join of %s says %d members, the group has %d", gid, ErrCountMismatch, m.g.NodeName(member), count, gr.count)
-	}
-	gr.joined[v] = true
-	gr.order = append(gr.order, v)
-	if len(gr.joined) < gr.count {
-		rec := m.record(gr)
-		m.unlock()
-		return rec, nil
-	}
-	// Last join: compute the tree outside mu so queries keep answering.
-	m.setState(gr, ComputingRoutes)
-	members := slices.Clone(gr.order)
-	gen := gr.gen
-	m.unlock()
+	return gr
+}
 
+// admitLocked refuses a duplicate join, a join outside ReceivingJoinReq
+// and a join with a different member count. m.mu is held.
+func (m *Manager) admitLocked(gr *mgroup, v int32, count int) error {
+	switch {
+	case gr.joined[v]:
+		return fmt.Errorf("group %s: %w: %s", gr.gid, ErrDuplicateJoin, m.g.NodeName(int(v)))
+	case gr.state != ReceivingJoinReq:
+		return fmt.Errorf("group %s: %w: join of %s while %s", gr.gid, ErrWrongState, m.g.NodeName(int(v)), m.record(gr).State)
+	case count != gr.count:
+		return fmt.Errorf("group %s: %w: join of %s says %d members, the group has %d", gr.gid, ErrCountMismatch, m.g.NodeName(int(v)), count, gr.count)
+	}
+	return nil
+}
+
+// computeTree routes and verifies the tree of the members under routeMu;
+// a tree that fails verification is released.
+func (m *Manager) computeTree(members []int32) (Tree, error) {
 	m.routeMu.Lock()
+	defer m.routeMu.Unlock()
 	t, err := m.r.Route(members)
 	if err == nil {
 		if _, verr := m.v.Verify(members, t); verr != nil {
@@ -271,10 +298,15 @@ func (m *Manager) Join(gid string, member, count int) (GroupRecord, error) {
 			err = fmt.Errorf("bad tree: %v", verr)
 		}
 	}
-	m.routeMu.Unlock()
+	return t, err
+}
 
+// installTree records the outcome of computeTree for generation gen of
+// the group: Ready with the tree, or Destroying with the reason.
+func (m *Manager) installTree(gr *mgroup, gen uint64, t Tree, err error) (GroupRecord, error) {
 	m.mu.Lock()
 	defer m.unlock()
+	gid := gr.gid
 	if cur := m.groups[gid]; cur != gr || gr.gen != gen {
 		// Cannot happen (nothing removes a group while it computes), but
 		// never leak the tree's load.

@@ -859,24 +859,40 @@ func (r *Router) gminOf(v, root int32) uint8 {
 // ---- SSSP-MC: Dijkstra from the root over all switches ----
 
 func (r *Router) sssp(root int32, members []int32) []int32 {
-	g, h := r.g, r.h
-	// Weights: hops dominate globals (with +1g), which dominate load, so
-	// a longer path never wins and loads only break ties among minimal
-	// paths (a path has at most 255 links).
+	wt := r.ssspWeights()
+	r.dijkstra(root, wt)
+	return r.ssspTree(root, members, wt)
+}
+
+// ssspWeight is the link weight of SSSP-MC: hops dominate globals (with
+// +1g), which dominate load, so a longer path never wins and loads only
+// break ties among minimal paths (a path has at most 255 links).
+type ssspWeight struct{ big, gw int64 }
+
+func (r *Router) ssspWeights() ssspWeight {
 	loadSpan := int64(r.maxLoad+1) * 256
-	gw := int64(0)
-	big := loadSpan
+	wt := ssspWeight{big: loadSpan}
 	if r.algo.OneGlobal {
-		gw = loadSpan
-		big = 256*gw + loadSpan
+		wt.gw = loadSpan
+		wt.big = 256*wt.gw + loadSpan
 	}
-	weight := func(c int32) int64 {
-		w := big + int64(r.linkLoad[c>>1])
-		if gw != 0 && r.global[c>>1] {
-			w += gw
-		}
-		return w
+	return wt
+}
+
+// of returns the weight of channel c.
+func (wt ssspWeight) of(r *Router, c int32) int64 {
+	w := wt.big + int64(r.linkLoad[c>>1])
+	if wt.gw != 0 && r.global[c>>1] {
+		w += wt.gw
 	}
+	return w
+}
+
+// dijkstra labels every switch reachable from root (a switch) with its
+// distance and the channel it is reached by (done, dist, parent of this
+// epoch).
+func (r *Router) dijkstra(root int32, wt ssspWeight) {
+	g, h := r.g, r.h
 	ep := r.epoch
 	ri := int32(h.RouterIndex(int(root)))
 	r.dstamp[ri], r.dist[ri], r.parent[ri] = ep, 0, -1
@@ -893,13 +909,21 @@ func (r *Router) sssp(root int32, members []int32) []int32 {
 			if r.done[v] == ep {
 				continue
 			}
-			nd := it.key + weight(c)
+			nd := it.key + wt.of(r, c)
 			if r.dstamp[v] != ep || nd < r.dist[v] {
 				r.dstamp[v], r.dist[v], r.parent[v] = ep, nd, c
 				r.push(heapItem{nd, v})
 			}
 		}
 	}
+}
+
+// ssspTree returns the edges of the tree: the union of the shortest-path
+// tree's paths from root to every member, each path followed back until it
+// meets one already taken.
+func (r *Router) ssspTree(root int32, members []int32, wt ssspWeight) []int32 {
+	g, h := r.g, r.h
+	ep := r.epoch
 	edges := r.ebuf[:0]
 	r.stamp[root] = ep
 	for _, m := range members {
@@ -909,22 +933,7 @@ func (r *Router) sssp(root int32, members []int32) []int32 {
 		r.stamp[m] = ep
 		cur := m
 		if h.RouterIndex(int(m)) < 0 {
-			// An end node hangs off the neighbouring switch with the
-			// smallest label (first port on ties).
-			best, bestKey := int32(-1), int64(0)
-			for _, c := range g.Out(int(m)) {
-				if !g.Up(int(c)) {
-					continue
-				}
-				x := h.RouterIndex(g.Dst(int(c)))
-				if x < 0 || r.done[x] != ep {
-					continue
-				}
-				k := r.dist[x] + weight(c)
-				if best < 0 || k < bestKey {
-					best, bestKey = c, k
-				}
-			}
+			best := r.endNodeUplink(m, wt)
 			x := int32(g.Dst(int(best)))
 			edges = append(edges, best^1)
 			if r.stamp[x] == ep {
@@ -946,6 +955,28 @@ func (r *Router) sssp(root int32, members []int32) []int32 {
 	}
 	r.ebuf = edges
 	return edges
+}
+
+// endNodeUplink returns the channel from end node m to the neighbouring
+// switch with the smallest label (first port on ties); m hangs off it.
+func (r *Router) endNodeUplink(m int32, wt ssspWeight) int32 {
+	g, h := r.g, r.h
+	ep := r.epoch
+	best, bestKey := int32(-1), int64(0)
+	for _, c := range g.Out(int(m)) {
+		if !g.Up(int(c)) {
+			continue
+		}
+		x := h.RouterIndex(g.Dst(int(c)))
+		if x < 0 || r.done[x] != ep {
+			continue
+		}
+		k := r.dist[x] + wt.of(r, c)
+		if best < 0 || k < bestKey {
+			best, bestKey = c, k
+		}
+	}
+	return best
 }
 
 func (r *Router) push(it heapItem) {

@@ -36,7 +36,38 @@ func NewVerifier(h *topology.HopTable) *Verifier {
 // node sits at its min-hop distance from the root, which all engines
 // guarantee. It returns the tree's height.
 func (v *Verifier) Verify(members []int32, t Tree) (int, error) {
+	v.nextEpoch()
+	root := int(t.Root)
+	if err := v.checkRoot(root); err != nil {
+		return 0, err
+	}
+	if err := v.linkParents(root, t.Edges); err != nil {
+		return 0, err
+	}
+	if err := v.assignDepths(root, t.Edges); err != nil {
+		return 0, err
+	}
+	height, err := v.checkMinHopDepths(root, t.Edges)
+	if err != nil {
+		return 0, err
+	}
 	g, h := v.g, v.h
+	minHeight := 0
+	for _, m := range members {
+		if v.stamp[m] != v.epoch {
+			return 0, fmt.Errorf("member %s is not reached", g.NodeName(int(m)))
+		}
+		minHeight = max(minHeight, hopsBetween(h, root, int(m)))
+	}
+	if height != minHeight {
+		return 0, fmt.Errorf("tree height %d, the minimum for root %s is %d", height, g.NodeName(root), minHeight)
+	}
+	return height, nil
+}
+
+// nextEpoch starts a new verification, clearing the stamps when the epoch
+// counter wraps.
+func (v *Verifier) nextEpoch() {
 	v.epoch++
 	if v.epoch == 0 {
 		clear(v.stamp)
@@ -44,54 +75,73 @@ func (v *Verifier) Verify(members []int32, t Tree) (int, error) {
 		clear(v.wstamp)
 		v.epoch = 1
 	}
-	ep := v.epoch
-	root := int(t.Root)
+}
+
+// checkRoot checks the root is a working switch and gives it depth 0.
+func (v *Verifier) checkRoot(root int) error {
+	g := v.g
 	if root < 0 || root >= g.NumNodes() {
-		return 0, fmt.Errorf("root id %d is not a node", root)
+		return fmt.Errorf("root id %d is not a node", root)
 	}
-	if h.RouterIndex(root) < 0 {
-		return 0, fmt.Errorf("root %s is not a switch", g.NodeName(root))
+	if v.h.RouterIndex(root) < 0 {
+		return fmt.Errorf("root %s is not a switch", g.NodeName(root))
 	}
 	if g.NodeFailed(root) {
-		return 0, fmt.Errorf("root %s is a failed node", g.NodeName(root))
+		return fmt.Errorf("root %s is a failed node", g.NodeName(root))
 	}
+	ep := v.epoch
 	v.stamp[root], v.parent[root] = ep, -1
 	v.dstamp[root], v.depth[root] = ep, 0
-	for _, c := range t.Edges {
+	return nil
+}
+
+// linkParents records the parent edge of every edge's head, checking each
+// edge is a working link out of a switch, never into the root, and that no
+// node has two parents.
+func (v *Verifier) linkParents(root int, edges []int32) error {
+	g, h := v.g, v.h
+	ep := v.epoch
+	for _, c := range edges {
 		if c < 0 || int(c) >= g.NumChannels() {
-			return 0, fmt.Errorf("edge channel %d out of range", c)
+			return fmt.Errorf("edge channel %d out of range", c)
 		}
 		p, x := g.Src(int(c)), g.Dst(int(c))
 		if !g.Up(int(c)) {
-			return 0, fmt.Errorf("edge %s→%s uses a failed link", g.NodeName(p), g.NodeName(x))
+			return fmt.Errorf("edge %s→%s uses a failed link", g.NodeName(p), g.NodeName(x))
 		}
 		if x == root {
-			return 0, fmt.Errorf("edge %s→%s enters the root (cycle)", g.NodeName(p), g.NodeName(x))
+			return fmt.Errorf("edge %s→%s enters the root (cycle)", g.NodeName(p), g.NodeName(x))
 		}
 		if h.RouterIndex(p) < 0 {
-			return 0, fmt.Errorf("end node %s forwards to %s", g.NodeName(p), g.NodeName(x))
+			return fmt.Errorf("end node %s forwards to %s", g.NodeName(p), g.NodeName(x))
 		}
 		if v.stamp[x] == ep {
-			return 0, fmt.Errorf("node %s has two parents (%s and %s): not a tree", g.NodeName(x),
+			return fmt.Errorf("node %s has two parents (%s and %s): not a tree", g.NodeName(x),
 				g.NodeName(g.Src(int(v.parent[x]))), g.NodeName(p))
 		}
 		v.stamp[x], v.parent[x] = ep, c
 	}
-	// Depths: follow parents up to a node of known depth; a walk longer
-	// than the tree or ending outside it means a cycle or a detached edge.
-	height := 0
-	for k, c := range t.Edges {
+	return nil
+}
+
+// assignDepths gives every node of the tree its depth: follow parents up
+// to a node of known depth; a walk longer than the tree or ending outside
+// it means a cycle or a detached edge.
+func (v *Verifier) assignDepths(root int, edges []int32) error {
+	g := v.g
+	ep := v.epoch
+	for k, c := range edges {
 		x := int32(g.Dst(int(c)))
 		v.stack = v.stack[:0]
 		for v.dstamp[x] != ep {
 			if v.wstamp[x] == ep && v.walk[x] == int32(k) {
-				return 0, fmt.Errorf("edges around %s form a cycle not connected to the root", g.NodeName(int(x)))
+				return fmt.Errorf("edges around %s form a cycle not connected to the root", g.NodeName(int(x)))
 			}
 			v.wstamp[x], v.walk[x] = ep, int32(k)
 			v.stack = append(v.stack, x)
 			p := int32(g.Src(int(v.parent[x])))
 			if v.stamp[p] != ep {
-				return 0, fmt.Errorf("edge %s→%s is not connected to the root %s", g.NodeName(int(p)), g.NodeName(int(x)), g.NodeName(root))
+				return fmt.Errorf("edge %s→%s is not connected to the root %s", g.NodeName(int(p)), g.NodeName(int(x)), g.NodeName(root))
 			}
 			x = p
 		}
@@ -102,23 +152,21 @@ func (v *Verifier) Verify(members []int32, t Tree) (int, error) {
 			v.dstamp[y], v.depth[y] = ep, d
 		}
 	}
-	for _, c := range t.Edges {
+	return nil
+}
+
+// checkMinHopDepths checks every node sits at its min-hop distance from
+// the root and returns the tree's height.
+func (v *Verifier) checkMinHopDepths(root int, edges []int32) (int, error) {
+	g := v.g
+	height := 0
+	for _, c := range edges {
 		x := g.Dst(int(c))
 		d := int(v.depth[x])
 		height = max(height, d)
-		if want := hopsBetween(h, root, x); d != want {
+		if want := hopsBetween(v.h, root, x); d != want {
 			return 0, fmt.Errorf("%s is %d hops from root %s in the tree, %d by the shortest path", g.NodeName(x), d, g.NodeName(root), want)
 		}
-	}
-	minHeight := 0
-	for _, m := range members {
-		if v.stamp[m] != ep {
-			return 0, fmt.Errorf("member %s is not reached", g.NodeName(int(m)))
-		}
-		minHeight = max(minHeight, hopsBetween(h, root, int(m)))
-	}
-	if height != minHeight {
-		return 0, fmt.Errorf("tree height %d, the minimum for root %s is %d", height, g.NodeName(root), minHeight)
 	}
 	return height, nil
 }

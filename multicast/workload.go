@@ -68,33 +68,24 @@ func ParseWorkload(spec string) (Workload, error) {
 		w.Path = rest
 		return w, nil
 	}
+	if err := w.parseArgs(kind, rest); err != nil {
+		return w, fmt.Errorf("workload %q: %v", spec, err)
+	}
+	return w, nil
+}
+
+// parseArgs parses the arguments of a generated workload: the grid
+// extents of grid2d and grid3d, then the KEY=VALUE items of the kind.
+func (w *Workload) parseArgs(kind, rest string) error {
 	items := strings.FieldsFunc(rest, func(r rune) bool { return r == ',' || r == ':' })
 	if len(items) == 0 {
-		return w, fmt.Errorf("workload %q: missing arguments", spec)
+		return fmt.Errorf("missing arguments")
 	}
-	kv := map[string]string{}
 	var allowed []string
 	switch w.Kind {
 	case "grid2d", "grid3d":
-		want := 2
-		if w.Kind == "grid3d" {
-			want = 3
-		}
-		parts := strings.Split(strings.ToLower(items[0]), "x")
-		if len(parts) != want {
-			return w, fmt.Errorf("workload %q: %s needs %d extents like %s", spec, w.Kind, want, strings.Repeat("8x", want-1)+"8")
-		}
-		prod := 1
-		for _, p := range parts {
-			v, err := atoi(p, "grid extent", 1, MaxProcs)
-			if err != nil {
-				return w, fmt.Errorf("workload %q: %v", spec, err)
-			}
-			prod *= v
-			if prod > MaxProcs {
-				return w, fmt.Errorf("workload %q: more than %d processes", spec, MaxProcs)
-			}
-			w.Dims = append(w.Dims, v)
+		if err := w.parseExtents(items[0]); err != nil {
+			return err
 		}
 		items = items[1:]
 		allowed = []string{"ppn"}
@@ -103,76 +94,134 @@ func ParseWorkload(spec string) (Workload, error) {
 	case "random":
 		allowed = []string{"count", "size", "procs", "ppn"}
 	default:
-		return w, fmt.Errorf("workload %q: unknown kind %q (want grid2d, grid3d, hier, random or file)", spec, kind)
+		return fmt.Errorf("unknown kind %q (want grid2d, grid3d, hier, random or file)", kind)
 	}
+	kv, err := parseKeyValues(items, allowed)
+	if err != nil {
+		return err
+	}
+	if err := w.parseCommonKeys(kv); err != nil {
+		return err
+	}
+	switch w.Kind {
+	case "hier":
+		return w.parseHierKeys(kv)
+	case "random":
+		return w.parseRandomKeys(kv)
+	}
+	return nil
+}
+
+// parseExtents parses the AxB or AxBxC process grid of grid2d or grid3d.
+func (w *Workload) parseExtents(item string) error {
+	want := 2
+	if w.Kind == "grid3d" {
+		want = 3
+	}
+	parts := strings.Split(strings.ToLower(item), "x")
+	if len(parts) != want {
+		return fmt.Errorf("%s needs %d extents like %s", w.Kind, want, strings.Repeat("8x", want-1)+"8")
+	}
+	prod := 1
+	for _, p := range parts {
+		v, err := atoi(p, "grid extent", 1, MaxProcs)
+		if err != nil {
+			return err
+		}
+		prod *= v
+		if prod > MaxProcs {
+			return fmt.Errorf("more than %d processes", MaxProcs)
+		}
+		w.Dims = append(w.Dims, v)
+	}
+	return nil
+}
+
+// parseKeyValues splits KEY=VALUE items, allowing only the given keys and
+// each at most once.
+func parseKeyValues(items, allowed []string) (map[string]string, error) {
+	kv := map[string]string{}
 	for _, it := range items {
 		k, v, ok := strings.Cut(it, "=")
 		k = strings.ToLower(strings.TrimSpace(k))
 		if !ok || v == "" {
-			return w, fmt.Errorf("workload %q: want KEY=VALUE, got %q", spec, it)
+			return nil, fmt.Errorf("want KEY=VALUE, got %q", it)
 		}
 		if !contains(allowed, k) {
-			return w, fmt.Errorf("workload %q: unknown key %q (want %s)", spec, k, strings.Join(allowed, ", "))
+			return nil, fmt.Errorf("unknown key %q (want %s)", k, strings.Join(allowed, ", "))
 		}
 		if _, dup := kv[k]; dup {
-			return w, fmt.Errorf("workload %q: key %q given twice", spec, k)
+			return nil, fmt.Errorf("key %q given twice", k)
 		}
 		kv[k] = strings.TrimSpace(v)
 	}
+	return kv, nil
+}
+
+// parseCommonKeys reads ppn and procs.
+func (w *Workload) parseCommonKeys(kv map[string]string) error {
 	var err error
 	if s, ok := kv["ppn"]; ok {
 		if w.PPN, err = atoi(s, "ppn", 1, 1024); err != nil {
-			return w, fmt.Errorf("workload %q: %v", spec, err)
+			return err
 		}
 	}
 	if s, ok := kv["procs"]; ok {
 		if w.Procs, err = atoi(s, "procs", 1, MaxProcs); err != nil {
-			return w, fmt.Errorf("workload %q: %v", spec, err)
+			return err
 		}
 	}
-	switch w.Kind {
-	case "hier":
-		s, ok := kv["size"]
-		if !ok {
-			return w, fmt.Errorf("workload %q: hier needs size=S1[.S2…]", spec)
+	return nil
+}
+
+// parseHierKeys reads the group sizes S1.S2… of the hierarchy levels.
+func (w *Workload) parseHierKeys(kv map[string]string) error {
+	s, ok := kv["size"]
+	if !ok {
+		return fmt.Errorf("hier needs size=S1[.S2…]")
+	}
+	for _, p := range strings.Split(s, ".") {
+		v, err := atoi(p, "size", 2, MaxProcs)
+		if err != nil {
+			return err
 		}
-		for _, p := range strings.Split(s, ".") {
-			v, err := atoi(p, "size", 2, MaxProcs)
-			if err != nil {
-				return w, fmt.Errorf("workload %q: %v", spec, err)
-			}
-			w.Sizes = append(w.Sizes, v)
+		w.Sizes = append(w.Sizes, v)
+	}
+	if len(w.Sizes) > 64 {
+		return fmt.Errorf("more than 64 levels")
+	}
+	return nil
+}
+
+// parseRandomKeys reads the group count and the size or size range of
+// random groups.
+func (w *Workload) parseRandomKeys(kv map[string]string) error {
+	cs, ok1 := kv["count"]
+	ss, ok2 := kv["size"]
+	if !ok1 || !ok2 {
+		return fmt.Errorf("random needs count=N and size=S or size=MIN-MAX")
+	}
+	var err error
+	if w.Count, err = atoi(cs, "count", 1, MaxGroups); err != nil {
+		return err
+	}
+	lo, hi, isRange := strings.Cut(ss, "-")
+	if w.MinSize, err = atoi(lo, "size", 1, MaxProcs); err != nil {
+		return err
+	}
+	w.MaxSize = w.MinSize
+	if isRange {
+		if w.MaxSize, err = atoi(hi, "size", 1, MaxProcs); err != nil {
+			return err
 		}
-		if len(w.Sizes) > 64 {
-			return w, fmt.Errorf("workload %q: more than 64 levels", spec)
-		}
-	case "random":
-		cs, ok1 := kv["count"]
-		ss, ok2 := kv["size"]
-		if !ok1 || !ok2 {
-			return w, fmt.Errorf("workload %q: random needs count=N and size=S or size=MIN-MAX", spec)
-		}
-		if w.Count, err = atoi(cs, "count", 1, MaxGroups); err != nil {
-			return w, fmt.Errorf("workload %q: %v", spec, err)
-		}
-		lo, hi, isRange := strings.Cut(ss, "-")
-		if w.MinSize, err = atoi(lo, "size", 1, MaxProcs); err != nil {
-			return w, fmt.Errorf("workload %q: %v", spec, err)
-		}
-		w.MaxSize = w.MinSize
-		if isRange {
-			if w.MaxSize, err = atoi(hi, "size", 1, MaxProcs); err != nil {
-				return w, fmt.Errorf("workload %q: %v", spec, err)
-			}
-			if w.MaxSize < w.MinSize {
-				return w, fmt.Errorf("workload %q: size range %d-%d is empty", spec, w.MinSize, w.MaxSize)
-			}
-		}
-		if int64(w.Count)*int64(w.MaxSize) > 1<<26 {
-			return w, fmt.Errorf("workload %q: %d groups of up to %d members is too much", spec, w.Count, w.MaxSize)
+		if w.MaxSize < w.MinSize {
+			return fmt.Errorf("size range %d-%d is empty", w.MinSize, w.MaxSize)
 		}
 	}
-	return w, nil
+	if int64(w.Count)*int64(w.MaxSize) > 1<<26 {
+		return fmt.Errorf("%d groups of up to %d members is too much", w.Count, w.MaxSize)
+	}
+	return nil
 }
 
 func contains(list []string, s string) bool {

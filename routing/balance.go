@@ -66,40 +66,10 @@ func BalanceExperiment(o BalanceOptions) (*BalanceReport, error) {
 	errs := make([]error, len(shapes))
 	var done atomic.Int64
 	par.For(len(shapes), o.Workers, func(_, i int) {
-		defer func() {
-			if o.Progress != nil {
-				o.Progress(int(done.Add(1)), len(shapes))
-			}
-		}()
-		g, err := topology.Grid(shapes[i], true, topology.GridOpts{})
-		if err != nil {
-			errs[i] = err
-			return
+		out[i], errs[i] = compareBalance(shapes[i], o.Rule)
+		if o.Progress != nil {
+			o.Progress(int(done.Add(1)), len(shapes))
 		}
-		r, err := NewRouter(g, o.Rule)
-		if err != nil {
-			errs[i] = err
-			return
-		}
-		all := make([]int, g.NumNodes())
-		for v := range all {
-			all[v] = v
-		}
-		bt := BalanceTorus{Dims: shapes[i]}
-		for k, algo := range []Algo{BFS, Baseline} {
-			tb, err := r.BuildTable(all, nil, algo)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			if k == 0 {
-				bt.BFS = tb.Stats
-			} else {
-				bt.Baseline = tb.Stats
-			}
-		}
-		bt.Loss = bt.BFS.BalanceFactor - bt.Baseline.BalanceFactor
-		out[i] = bt
 	})
 	for _, err := range errs {
 		if err != nil {
@@ -107,6 +77,44 @@ func BalanceExperiment(o BalanceOptions) (*BalanceReport, error) {
 		}
 	}
 	rep := &BalanceReport{Rule: o.Rule.String(), Tori: out, SeedMean: SeedBalanceLoss[0], SeedMax: SeedBalanceLoss[1]}
+	rep.Rows = balanceRows(out)
+	return rep, nil
+}
+
+// compareBalance builds the BFS and the baseline table of the whole torus
+// of the given shape and returns both statistics and the loss of balance.
+func compareBalance(shape []int, rule Rule) (BalanceTorus, error) {
+	g, err := topology.Grid(shape, true, topology.GridOpts{})
+	if err != nil {
+		return BalanceTorus{}, err
+	}
+	r, err := NewRouter(g, rule)
+	if err != nil {
+		return BalanceTorus{}, err
+	}
+	all := make([]int, g.NumNodes())
+	for v := range all {
+		all[v] = v
+	}
+	bt := BalanceTorus{Dims: shape}
+	for k, algo := range []Algo{BFS, Baseline} {
+		tb, err := r.BuildTable(all, nil, algo)
+		if err != nil {
+			return BalanceTorus{}, err
+		}
+		if k == 0 {
+			bt.BFS = tb.Stats
+		} else {
+			bt.Baseline = tb.Stats
+		}
+	}
+	bt.Loss = bt.BFS.BalanceFactor - bt.Baseline.BalanceFactor
+	return bt, nil
+}
+
+// balanceRows averages the tori per dimension count (rows 1…MaxDims that
+// occur) and over all of them (a last row with Dims 0).
+func balanceRows(out []BalanceTorus) []BalanceRow {
 	rows := map[int]*BalanceRow{}
 	for _, bt := range out {
 		for _, key := range []int{len(bt.Dims), 0} {
@@ -122,20 +130,21 @@ func BalanceExperiment(o BalanceOptions) (*BalanceReport, error) {
 			row.MaxLoss = max(row.MaxLoss, bt.Loss)
 		}
 	}
+	var res []BalanceRow
 	for n := 1; n <= MaxDims; n++ {
 		if row := rows[n]; row != nil {
-			rep.Rows = append(rep.Rows, *row)
+			res = append(res, *row)
 		}
 	}
 	if row := rows[0]; row != nil {
-		rep.Rows = append(rep.Rows, *row)
+		res = append(res, *row)
 	}
-	for i := range rep.Rows {
-		row := &rep.Rows[i]
+	for i := range res {
+		row := &res[i]
 		f := float64(row.Tori)
 		row.MeanBFS /= f
 		row.MeanBaseline /= f
 		row.MeanLoss /= f
 	}
-	return rep, nil
+	return res
 }

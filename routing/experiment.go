@@ -161,12 +161,23 @@ func FaultExperiment(o FaultOptions) (*FaultReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	tori, err := buildFaultTori(shapes)
+	if err != nil {
+		return nil, err
+	}
+	res := runFaultTrials(o, tori)
+	rep := &FaultReport{Options: o}
+	for _, r := range res {
+		rep.Trials = append(rep.Trials, [2]int{r.minus, r.star})
+	}
+	summariseFaults(rep, shapes, tori, res)
+	return rep, nil
+}
+
+// buildFaultTori builds the torus of every shape.
+func buildFaultTori(shapes [][]int) ([]*torus, error) {
 	tori := make([]*torus, len(shapes))
 	for i, d := range shapes {
-		parts := make([]string, len(d))
-		for k, x := range d {
-			parts[k] = fmt.Sprint(x)
-		}
 		g, err := topology.Grid(d, true, topology.GridOpts{})
 		if err != nil {
 			return nil, err
@@ -175,11 +186,18 @@ func FaultExperiment(o FaultOptions) (*FaultReport, error) {
 			return nil, err
 		}
 	}
+	return tori, nil
+}
+
+// runFaultTrials runs o.Trials trials on every torus in parallel, each
+// with the R_A− and R_A* automata of its dimension; the result of trial k
+// on torus i is at i*o.Trials+k.
+func runFaultTrials(o FaultOptions, tori []*torus) []faultTrial {
 	automata := map[int][2]*automaton{}
 	for n := o.MinDims; n <= o.MaxDims; n++ {
 		automata[n] = [2]*automaton{compile(AngaraMinus, DefaultOrder(n), n), compile(AngaraStar, DefaultOrder(n), n)}
 	}
-	items := len(shapes) * o.Trials
+	items := len(tori) * o.Trials
 	res := make([]faultTrial, items)
 	workers := par.Workers(o.Workers)
 	ws := make([]*faultWorker, workers)
@@ -195,47 +213,43 @@ func FaultExperiment(o FaultOptions) (*FaultReport, error) {
 			o.Progress(int(done.Add(1)), items)
 		}
 	})
-	rep := &FaultReport{Options: o}
-	for _, r := range res {
-		rep.Trials = append(rep.Trials, [2]int{r.minus, r.star})
-	}
+	return res
+}
+
+// faultSums accumulates, per dimension count, the torus means that the
+// row's gains are computed from.
+type faultSums struct {
+	gainSum           float64
+	gainCnt           int
+	sumMinus, sumStar float64
+}
+
+// summariseFaults appends the per-torus means of the trials (rep.Tori) and
+// the per-dimension rows (rep.Rows) to rep.
+func summariseFaults(rep *FaultReport, shapes [][]int, tori []*torus, res []faultTrial) {
+	o := rep.Options
 	byN := map[int]*FaultRow{}
-	gainSum := map[int]float64{}
-	gainCnt := map[int]int{}
-	sumMinus := map[int]float64{}
-	sumStar := map[int]float64{}
+	sums := map[int]*faultSums{}
 	for ti, t := range tori {
-		ft := FaultTorus{Dims: shapes[ti], Links: t.numLinks()}
-		if o.Unit == "channel" {
-			ft.Links *= 2
-		}
 		row := byN[t.n]
 		if row == nil {
 			row = &FaultRow{Dims: t.n, SeedGain: SeedGains[t.n]}
 			byN[t.n] = row
+			sums[t.n] = &faultSums{}
 		}
-		for k := 0; k < o.Trials; k++ {
-			r := res[ti*o.Trials+k]
-			ft.Minus += float64(r.minus)
-			ft.Star += float64(r.star)
-			ft.Accepted += float64(r.accepted)
-			row.MinusPct += 100 * float64(r.minus) / float64(ft.Links)
-			row.StarPct += 100 * float64(r.star) / float64(ft.Links)
-		}
-		ft.Minus /= float64(o.Trials)
-		ft.Star /= float64(o.Trials)
-		ft.Accepted /= float64(o.Trials)
+		ft := faultTorusMeans(o, shapes[ti], t, res[ti*o.Trials:(ti+1)*o.Trials], row)
 		rep.Tori = append(rep.Tori, ft)
 		row.Tori++
 		row.Trials += o.Trials
 		row.MeanLinks += float64(ft.Links)
 		row.MinusMean += ft.Minus
 		row.StarMean += ft.Star
-		sumMinus[t.n] += ft.Minus
-		sumStar[t.n] += ft.Star
+		s := sums[t.n]
+		s.sumMinus += ft.Minus
+		s.sumStar += ft.Star
 		if ft.Minus > 0 {
-			gainSum[t.n] += (ft.Star/ft.Minus - 1) * 100
-			gainCnt[t.n]++
+			s.gainSum += (ft.Star/ft.Minus - 1) * 100
+			s.gainCnt++
 		} else {
 			row.ToriWithoutGain++
 		}
@@ -245,20 +259,44 @@ func FaultExperiment(o FaultOptions) (*FaultReport, error) {
 		if row == nil {
 			continue
 		}
-		row.MeanLinks /= float64(row.Tori)
-		row.MinusMean /= float64(row.Tori)
-		row.StarMean /= float64(row.Tori)
-		row.MinusPct /= float64(row.Trials)
-		row.StarPct /= float64(row.Trials)
-		if gainCnt[n] > 0 {
-			row.Gain = gainSum[n] / float64(gainCnt[n])
-		}
-		if sumMinus[n] > 0 {
-			row.GainOfMeans = (sumStar[n]/sumMinus[n] - 1) * 100
-		}
+		finishFaultRow(row, sums[n])
 		rep.Rows = append(rep.Rows, *row)
 	}
-	return rep, nil
+}
+
+// faultTorusMeans averages the trials of one torus and adds their
+// percentages of failed links to row.
+func faultTorusMeans(o FaultOptions, dims []int, t *torus, trials []faultTrial, row *FaultRow) FaultTorus {
+	ft := FaultTorus{Dims: dims, Links: t.numLinks()}
+	if o.Unit == "channel" {
+		ft.Links *= 2
+	}
+	for _, r := range trials {
+		ft.Minus += float64(r.minus)
+		ft.Star += float64(r.star)
+		ft.Accepted += float64(r.accepted)
+		row.MinusPct += 100 * float64(r.minus) / float64(ft.Links)
+		row.StarPct += 100 * float64(r.star) / float64(ft.Links)
+	}
+	ft.Minus /= float64(o.Trials)
+	ft.Star /= float64(o.Trials)
+	ft.Accepted /= float64(o.Trials)
+	return ft
+}
+
+// finishFaultRow turns the sums of a row into means and gains.
+func finishFaultRow(row *FaultRow, s *faultSums) {
+	row.MeanLinks /= float64(row.Tori)
+	row.MinusMean /= float64(row.Tori)
+	row.StarMean /= float64(row.Tori)
+	row.MinusPct /= float64(row.Trials)
+	row.StarPct /= float64(row.Trials)
+	if s.gainCnt > 0 {
+		row.Gain = s.gainSum / float64(s.gainCnt)
+	}
+	if s.sumMinus > 0 {
+		row.GainOfMeans = (s.sumStar/s.sumMinus - 1) * 100
+	}
 }
 
 // run performs one trial on torus t.

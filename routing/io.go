@@ -43,27 +43,29 @@ type RouteJSON struct {
 // (one per line) so that large tables need no extra memory.
 func (tb *Table) WriteJSON(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	g := tb.Graph()
-	t := tb.r.t
-	put := func(key string, v any, last bool) {
-		b, _ := json.Marshal(v)
-		bw.WriteString("  " + strconv.Quote(key) + ": ")
-		bw.Write(b)
-		if !last {
-			bw.WriteString(",")
-		}
-		bw.WriteString("\n")
-	}
-	coords := func(vs []int) [][]int {
-		out := make([][]int, len(vs))
-		for i, v := range vs {
-			out[i] = g.Coord(v)
-		}
-		return out
-	}
 	bw.WriteString("{\n")
-	put("dims", t.dims, false)
-	put("rules", tb.Rule.Kind.String(), false)
+	putJSONField(bw, "dims", tb.r.t.dims, false)
+	putJSONField(bw, "rules", tb.Rule.Kind.String(), false)
+	tb.writeJSONRoutes(bw)
+	tb.writeJSONTrailer(bw)
+	bw.WriteString("}\n")
+	return bw.Flush()
+}
+
+// putJSONField writes one `  "key": value` line of the top-level object.
+func putJSONField(bw *bufio.Writer, key string, v any, last bool) {
+	b, _ := json.Marshal(v)
+	bw.WriteString("  " + strconv.Quote(key) + ": ")
+	bw.Write(b)
+	if !last {
+		bw.WriteString(",")
+	}
+	bw.WriteString("\n")
+}
+
+// writeJSONRoutes writes the "routes" array, one route object per line.
+func (tb *Table) writeJSONRoutes(bw *bufio.Writer) {
+	g := tb.Graph()
 	bw.WriteString("  \"routes\": [")
 	var dirs []Dir
 	var b []byte
@@ -74,30 +76,49 @@ func (tb *Table) WriteJSON(w io.Writer) error {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, "\n    {\"src\":"...)
-		b = appendInts(b, g, src)
-		b = append(b, ",\"dst\":"...)
-		b = appendInts(b, g, dst)
-		b = append(b, ",\"dirs\":["...)
-		for k, d := range dirs {
-			if k > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, quotedDirs[d]...)
-		}
-		b = append(b, "]}"...)
+		b = appendRouteJSON(b, g, src, dst, dirs)
 		bw.Write(b)
 	}
 	if tb.NumRoutes() > 0 {
 		bw.WriteString("\n  ")
 	}
 	bw.WriteString("],\n")
-	put("stats", tb.Stats, false)
-	put("deadlock_free", tb.DeadlockFree, false)
-	put("order", strings.Split(tb.r.order.String(), ","), false)
-	put("algo", tb.Algo.String(), false)
+}
+
+// appendRouteJSON appends one route as `{"src":[…],"dst":[…],"dirs":[…]}`
+// on a new, indented line.
+func appendRouteJSON(b []byte, g *topology.Graph, src, dst int, dirs []Dir) []byte {
+	b = append(b, "\n    {\"src\":"...)
+	b = appendInts(b, g, src)
+	b = append(b, ",\"dst\":"...)
+	b = appendInts(b, g, dst)
+	b = append(b, ",\"dirs\":["...)
+	for k, d := range dirs {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, quotedDirs[d]...)
+	}
+	return append(b, "]}"...)
+}
+
+// writeJSONTrailer writes the keys after the routes: the statistics, the
+// verdict and what a check needs to rebuild the network and the set.
+func (tb *Table) writeJSONTrailer(bw *bufio.Writer) {
+	g := tb.Graph()
+	coords := func(vs []int) [][]int {
+		out := make([][]int, len(vs))
+		for i, v := range vs {
+			out[i] = g.Coord(v)
+		}
+		return out
+	}
+	putJSONField(bw, "stats", tb.Stats, false)
+	putJSONField(bw, "deadlock_free", tb.DeadlockFree, false)
+	putJSONField(bw, "order", strings.Split(tb.r.order.String(), ","), false)
+	putJSONField(bw, "algo", tb.Algo.String(), false)
 	if len(tb.Transit) > 0 {
-		put("transit", coords(tb.Transit), false)
+		putJSONField(bw, "transit", coords(tb.Transit), false)
 	}
 	var fl, fn []string
 	for _, l := range g.FailedLinks() {
@@ -107,21 +128,19 @@ func (tb *Table) WriteJSON(w io.Writer) error {
 		fn = append(fn, g.NodeName(v))
 	}
 	if len(fl) > 0 {
-		put("failed_links", fl, false)
+		putJSONField(bw, "failed_links", fl, false)
 	}
 	if len(fn) > 0 {
-		put("failed_nodes", fn, false)
+		putJSONField(bw, "failed_nodes", fn, false)
 	}
 	if len(tb.Cycle) > 0 {
 		cyc := make([]string, len(tb.Cycle))
 		for i, c := range tb.Cycle {
 			cyc[i] = g.ChannelName(c)
 		}
-		put("cycle", cyc, false)
+		putJSONField(bw, "cycle", cyc, false)
 	}
-	put("active", coords(tb.Active), true)
-	bw.WriteString("}\n")
-	return bw.Flush()
+	putJSONField(bw, "active", coords(tb.Active), true)
 }
 
 // quotedDirs holds "\"+X\"", … so that routes are written without
@@ -242,113 +261,155 @@ type NodeTables struct {
 func ReadNodeTables(r io.Reader) (*NodeTables, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	nt := &NodeTables{}
-	var g *topology.Graph
-	src := -1
-	line := 0
-	var orderText string
-	haveRule := false
-	coord := func(s string) (int, error) {
-		vs, err := g.ParseNodes(s)
-		if err != nil || len(vs) != 1 || strings.ContainsAny(s, "*-,") {
-			return -1, fmt.Errorf("line %d: %q is not the coordinates of one node", line, s)
-		}
-		return vs[0], nil
-	}
+	p := &nodeTablesParser{nt: &NodeTables{}, src: -1}
 	for sc.Scan() {
-		line++
+		p.line++
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || text[0] == '#' {
 			continue
 		}
-		f := strings.Fields(text)
-		switch {
-		case f[0] == "torus":
-			if g != nil || len(f) != 2 {
-				return nil, fmt.Errorf("line %d: want one \"torus D1xD2…\" line", line)
-			}
-			var err error
-			if g, err = topology.Parse("torus:" + f[1]); err != nil {
-				return nil, fmt.Errorf("line %d: %v", line, err)
-			}
-			if len(g.Dims()) > MaxDims {
-				return nil, fmt.Errorf("line %d: at most %d dimensions", line, MaxDims)
-			}
-			nt.Dims = g.Dims()
-		case f[0] == "rule":
-			if len(f) != 2 || haveRule {
-				return nil, fmt.Errorf("line %d: want one \"rule NAME\" line", line)
-			}
-			var err error
-			if nt.Rule, err = ParseRule(f[1]); err != nil {
-				return nil, fmt.Errorf("line %d: %v", line, err)
-			}
-			haveRule = true
-		case f[0] == "order":
-			if len(f) != 2 || orderText != "" {
-				return nil, fmt.Errorf("line %d: want one \"order +X,…\" line", line)
-			}
-			orderText = f[1]
-		case g == nil || !haveRule:
-			return nil, fmt.Errorf("line %d: the \"torus\" and \"rule\" lines must come first", line)
-		case f[0] == "node":
-			if len(f) != 2 {
-				return nil, fmt.Errorf("line %d: want \"node COORDS\"", line)
-			}
-			v, err := coord(f[1])
-			if err != nil {
-				return nil, err
-			}
-			src = v
-		default:
-			if src < 0 {
-				return nil, fmt.Errorf("line %d: a route before the first \"node\" line", line)
-			}
-			dst, err := coord(f[0])
-			if err != nil {
-				return nil, err
-			}
-			rt := Route{Src: src, Dst: dst}
-			for k, s := range f[1:] {
-				if rest, ok := strings.CutPrefix(s, "fs:"); ok {
-					if k != 0 {
-						return nil, fmt.Errorf("line %d: fs: marks the first step only", line)
-					}
-					rt.FS, s = true, rest
-				}
-				if rest, ok := strings.CutPrefix(s, "ls:"); ok {
-					if k != len(f)-2 {
-						return nil, fmt.Errorf("line %d: ls: marks the last step only", line)
-					}
-					rt.LS, s = true, rest
-				}
-				d, err := ParseDir(s)
-				if err != nil {
-					return nil, fmt.Errorf("line %d: %v", line, err)
-				}
-				if d.Dim() >= len(nt.Dims) {
-					return nil, fmt.Errorf("line %d: %s is not a direction of this torus", line, d)
-				}
-				rt.Dirs = append(rt.Dirs, d)
-			}
-			if len(rt.Dirs) == 0 {
-				return nil, fmt.Errorf("line %d: route without steps", line)
-			}
-			nt.Routes = append(nt.Routes, rt)
+		if err := p.parseLine(strings.Fields(text)); err != nil {
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if g == nil || !haveRule {
+	return p.finish()
+}
+
+// nodeTablesParser holds the state of ReadNodeTables between lines: the
+// torus and rule of the header, the node whose routes follow, and the line
+// number for messages.
+type nodeTablesParser struct {
+	nt        *NodeTables
+	g         *topology.Graph
+	src       int
+	line      int
+	orderText string
+	haveRule  bool
+}
+
+// parseLine handles one non-empty, non-comment line split into fields.
+func (p *nodeTablesParser) parseLine(f []string) error {
+	switch {
+	case f[0] == "torus":
+		return p.parseTorus(f)
+	case f[0] == "rule":
+		return p.parseRule(f)
+	case f[0] == "order":
+		if len(f) != 2 || p.orderText != "" {
+			return fmt.Errorf("line %d: want one \"order +X,…\" line", p.line)
+		}
+		p.orderText = f[1]
+		return nil
+	case p.g == nil || !p.haveRule:
+		return fmt.Errorf("line %d: the \"torus\" and \"rule\" lines must come first", p.line)
+	case f[0] == "node":
+		if len(f) != 2 {
+			return fmt.Errorf("line %d: want \"node COORDS\"", p.line)
+		}
+		v, err := p.coord(f[1])
+		if err != nil {
+			return err
+		}
+		p.src = v
+		return nil
+	default:
+		return p.parseRoute(f)
+	}
+}
+
+// parseTorus reads the "torus D1xD2…" header line.
+func (p *nodeTablesParser) parseTorus(f []string) error {
+	if p.g != nil || len(f) != 2 {
+		return fmt.Errorf("line %d: want one \"torus D1xD2…\" line", p.line)
+	}
+	g, err := topology.Parse("torus:" + f[1])
+	if err != nil {
+		return fmt.Errorf("line %d: %v", p.line, err)
+	}
+	p.g = g
+	if len(g.Dims()) > MaxDims {
+		return fmt.Errorf("line %d: at most %d dimensions", p.line, MaxDims)
+	}
+	p.nt.Dims = g.Dims()
+	return nil
+}
+
+// parseRule reads the "rule NAME" header line.
+func (p *nodeTablesParser) parseRule(f []string) error {
+	if len(f) != 2 || p.haveRule {
+		return fmt.Errorf("line %d: want one \"rule NAME\" line", p.line)
+	}
+	var err error
+	if p.nt.Rule, err = ParseRule(f[1]); err != nil {
+		return fmt.Errorf("line %d: %v", p.line, err)
+	}
+	p.haveRule = true
+	return nil
+}
+
+// coord parses the coordinates of exactly one node.
+func (p *nodeTablesParser) coord(s string) (int, error) {
+	vs, err := p.g.ParseNodes(s)
+	if err != nil || len(vs) != 1 || strings.ContainsAny(s, "*-,") {
+		return -1, fmt.Errorf("line %d: %q is not the coordinates of one node", p.line, s)
+	}
+	return vs[0], nil
+}
+
+// parseRoute reads "DST STEP…" of the current node: directions, the first
+// optionally marked fs:, the last optionally marked ls:.
+func (p *nodeTablesParser) parseRoute(f []string) error {
+	if p.src < 0 {
+		return fmt.Errorf("line %d: a route before the first \"node\" line", p.line)
+	}
+	dst, err := p.coord(f[0])
+	if err != nil {
+		return err
+	}
+	rt := Route{Src: p.src, Dst: dst}
+	for k, s := range f[1:] {
+		if rest, ok := strings.CutPrefix(s, "fs:"); ok {
+			if k != 0 {
+				return fmt.Errorf("line %d: fs: marks the first step only", p.line)
+			}
+			rt.FS, s = true, rest
+		}
+		if rest, ok := strings.CutPrefix(s, "ls:"); ok {
+			if k != len(f)-2 {
+				return fmt.Errorf("line %d: ls: marks the last step only", p.line)
+			}
+			rt.LS, s = true, rest
+		}
+		d, err := ParseDir(s)
+		if err != nil {
+			return fmt.Errorf("line %d: %v", p.line, err)
+		}
+		if d.Dim() >= len(p.nt.Dims) {
+			return fmt.Errorf("line %d: %s is not a direction of this torus", p.line, d)
+		}
+		rt.Dirs = append(rt.Dirs, d)
+	}
+	if len(rt.Dirs) == 0 {
+		return fmt.Errorf("line %d: route without steps", p.line)
+	}
+	p.nt.Routes = append(p.nt.Routes, rt)
+	return nil
+}
+
+// finish checks the header was complete and applies the order line.
+func (p *nodeTablesParser) finish() (*NodeTables, error) {
+	if p.g == nil || !p.haveRule {
 		return nil, fmt.Errorf("node tables: missing \"torus\" or \"rule\" line")
 	}
-	if orderText != "" {
-		o, err := ParseOrder(orderText, len(nt.Dims))
+	if p.orderText != "" {
+		o, err := ParseOrder(p.orderText, len(p.nt.Dims))
 		if err != nil {
 			return nil, err
 		}
-		nt.Rule.Order = o
+		p.nt.Rule.Order = o
 	}
-	return nt, nil
+	return p.nt, nil
 }

@@ -234,85 +234,23 @@ func (r *Router) Check(active, transit []int) (ok bool, bad [2]int, err error) {
 // its self-loop direction (walks along the rings), then pushed over the
 // other transitions; every vertex is handled a bounded number of times.
 func (r *Router) reachSet(s *scratch) (bool, [2]int) {
-	S := int32(r.a.nstates)
 	act := s.act
-	a := r.a
-	t := r.t
-	nd := t.nd
 	set := append(s.next[:0], act...)
 	set = append(set, s.trans...)
 	s.next = set[:0]
+	S := int32(r.a.nstates)
 	for b0 := 0; b0 < len(act); b0 += 64 {
 		b1 := min(b0+64, len(act))
 		for i := b0; i < b1; i++ {
-			s.mask[act[i]*S+int32(a.begin)] |= 1 << uint(i-b0)
+			s.mask[act[i]*S+int32(r.a.begin)] |= 1 << uint(i-b0)
 		}
-		for _, q := range a.topo {
-			if sd := a.self[q]; sd >= 0 {
-				bit := uint16(1) << sd
-				for _, v := range set {
-					carry := s.mask[v*S+q]
-					if carry == 0 {
-						continue
-					}
-					for u := v; s.open[u]&bit != 0; {
-						u = t.nb[int(u)*nd+int(sd)]
-						y := u*S + q
-						nm := s.mask[y] | carry
-						if nm == s.mask[y] {
-							break
-						}
-						s.mask[y], carry = nm, nm
-					}
-				}
+		for _, q := range r.a.topo {
+			if sd := r.a.self[q]; sd >= 0 {
+				r.closeSelfLoop(s, set, q, sd)
 			}
-			k0, k1 := a.tstart[q], a.tstart[q+1]
-			if k0 == k1 {
-				continue
-			}
-			for _, v := range set {
-				m := s.mask[v*S+q]
-				if m == 0 {
-					continue
-				}
-				base := int(v) * nd
-				open := s.open[v]
-				for k := k0; k < k1; k++ {
-					d := a.tdir[k]
-					if open&(1<<d) == 0 || a.tskip[k] || a.tto[k] == q {
-						continue
-					}
-					if a.tcond[k] && !r.condOK(int(v), int(q), d) {
-						continue
-					}
-					s.mask[t.nb[base+int(d)]*S+a.tto[k]] |= m
-				}
-			}
+			r.pushTransitions(s, set, q)
 		}
-		// check every destination
-		full := uint64(1)<<uint(b1-b0) - 1
-		if b1-b0 == 64 {
-			full = ^uint64(0)
-		}
-		missSrc, missDst := -1, -1
-		for j, dst := range act {
-			var got uint64
-			off := dst * S
-			for q := int32(0); q < S; q++ {
-				if a.canEnd[q] {
-					got |= s.mask[off+q]
-				}
-			}
-			want := full
-			if j >= b0 && j < b1 {
-				want &^= 1 << uint(j-b0)
-			}
-			if miss := want &^ got; miss != 0 {
-				if src := b0 + bitsTrailing(miss); missSrc < 0 || src < missSrc {
-					missSrc, missDst = src, j
-				}
-			}
-		}
+		missSrc, missDst := r.firstMiss(s, b0, b1)
 		for _, v := range set {
 			clear(s.mask[v*S : (v+1)*S])
 		}
@@ -321,6 +259,92 @@ func (r *Router) reachSet(s *scratch) (bool, [2]int) {
 		}
 	}
 	return true, [2]int{-1, -1}
+}
+
+// closeSelfLoop closes the masks of state q along its self-loop direction
+// sd: each source set walks on along the ring while the channels are open
+// and it adds new sources.
+func (r *Router) closeSelfLoop(s *scratch, set []int32, q int32, sd int8) {
+	S := int32(r.a.nstates)
+	t := r.t
+	bit := uint16(1) << sd
+	for _, v := range set {
+		carry := s.mask[v*S+q]
+		if carry == 0 {
+			continue
+		}
+		for u := v; s.open[u]&bit != 0; {
+			u = t.nb[int(u)*t.nd+int(sd)]
+			y := u*S + q
+			nm := s.mask[y] | carry
+			if nm == s.mask[y] {
+				break
+			}
+			s.mask[y], carry = nm, nm
+		}
+	}
+}
+
+// pushTransitions pushes the masks of state q over its other transitions
+// to the neighbours' successor states.
+func (r *Router) pushTransitions(s *scratch, set []int32, q int32) {
+	a := r.a
+	k0, k1 := a.tstart[q], a.tstart[q+1]
+	if k0 == k1 {
+		return
+	}
+	S := int32(a.nstates)
+	t := r.t
+	for _, v := range set {
+		m := s.mask[v*S+q]
+		if m == 0 {
+			continue
+		}
+		base := int(v) * t.nd
+		open := s.open[v]
+		for k := k0; k < k1; k++ {
+			d := a.tdir[k]
+			if open&(1<<d) == 0 || a.tskip[k] || a.tto[k] == q {
+				continue
+			}
+			if a.tcond[k] && !r.condOK(int(v), int(q), d) {
+				continue
+			}
+			s.mask[t.nb[base+int(d)]*S+a.tto[k]] |= m
+		}
+	}
+}
+
+// firstMiss checks every destination against the batch of sources
+// act[b0:b1] and returns the indices (into act) of the missing pair with
+// the smallest source, or -1, -1 when every pair is joined.
+func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
+	a := r.a
+	S := int32(a.nstates)
+	full := uint64(1)<<uint(b1-b0) - 1
+	if b1-b0 == 64 {
+		full = ^uint64(0)
+	}
+	missSrc, missDst := -1, -1
+	for j, dst := range s.act {
+		var got uint64
+		off := dst * S
+		for q := int32(0); q < S; q++ {
+			if a.canEnd[q] {
+				got |= s.mask[off+q]
+			}
+		}
+		want := full
+		if j >= b0 && j < b1 {
+			want &^= 1 << uint(j-b0)
+		}
+		if miss := want &^ got; miss != 0 {
+			if src := b0 + bitsTrailing(miss); missSrc < 0 || src < missSrc {
+				missSrc, missDst = src, j
+			}
+		}
+	}
+	return missSrc, missDst
 }
 
 // ---- package-level convenience with a small cache ----

@@ -481,15 +481,32 @@ func (e *UnreachableError) Error() string {
 	return fmt.Sprintf("the set is not reachable: no legal route from %s to %s inside it", e.g.NodeName(e.Src), e.g.NodeName(e.Dst))
 }
 
-// buildBaseline is the coordinate-based algorithm for a fault-free box.
+// buildBaseline is the coordinate-based algorithm for a fault-free box:
+// the set (active and transit nodes) must fill a fault-free rectangle, and
+// every active pair is joined by the shortest dimension-ordered route
+// inside it.
 func (r *Router) buildBaseline(s *scratch, tb *Table) error {
-	t := r.t
-	// The set (active and transit nodes) must fill a fault-free
-	// rectangle; routes join the active pairs inside it.
 	box := append(append([]int32(nil), s.act...), s.trans...)
+	lo, size, err := r.t.boxExtent(box)
+	if err != nil {
+		return err
+	}
+	if err := r.checkBoxFaultFree(s, box); err != nil {
+		return err
+	}
+	if err := r.storeBaselineRoutes(s, tb, lo, size); err != nil {
+		return err
+	}
+	tb.countLoads()
+	return nil
+}
+
+// boxExtent returns the first coordinate and the extent, per dimension, of
+// the rectangle the nodes fill, or an error if they do not fill one.
+func (t *torus) boxExtent(box []int32) (lo, size []int, err error) {
 	n := t.n
-	lo := make([]int, n)
-	size := make([]int, n)
+	lo = make([]int, n)
+	size = make([]int, n)
 	for j := 0; j < n; j++ {
 		seen := make([]bool, t.dims[j])
 		for _, v := range box {
@@ -509,7 +526,7 @@ func (r *Router) buildBaseline(s *scratch, tb *Table) error {
 		for x := 0; x < t.dims[j]; x++ {
 			if seen[x] && !seen[(x-1+t.dims[j])%t.dims[j]] {
 				if start >= 0 {
-					return fmt.Errorf("the baseline algorithm needs a rectangle; the nodes are not contiguous in dimension %s", topology.DimName(j))
+					return nil, nil, fmt.Errorf("the baseline algorithm needs a rectangle; the nodes are not contiguous in dimension %s", topology.DimName(j))
 				}
 				start = x
 			}
@@ -521,8 +538,14 @@ func (r *Router) buildBaseline(s *scratch, tb *Table) error {
 		vol *= p
 	}
 	if vol != len(box) {
-		return fmt.Errorf("the baseline algorithm needs a rectangle; the %d nodes do not fill their %v box", len(box), size)
+		return nil, nil, fmt.Errorf("the baseline algorithm needs a rectangle; the %d nodes do not fill their %v box", len(box), size)
 	}
+	return lo, size, nil
+}
+
+// checkBoxFaultFree fails if any link between two nodes of the box is down.
+func (r *Router) checkBoxFaultFree(s *scratch, box []int32) error {
+	t := r.t
 	for _, v := range box {
 		for d := 0; d < t.nd; d++ {
 			c := t.ch[int(v)*t.nd+d]
@@ -531,12 +554,19 @@ func (r *Router) buildBaseline(s *scratch, tb *Table) error {
 			}
 		}
 	}
+	return nil
+}
+
+// storeBaselineRoutes stores the route of every ordered active pair and
+// accumulates the total length and the diameter.
+func (r *Router) storeBaselineRoutes(s *scratch, tb *Table, lo, size []int) error {
+	t := r.t
 	m := len(s.act)
 	var e routeEnc
 	for i := 0; i < m; i++ {
 		u := int(s.act[i])
 		parity := 0 // ties on even rings: + from sources whose coordinates sum to an even number
-		for k := 0; k < n; k++ {
+		for k := 0; k < t.n; k++ {
 			parity += t.g.CoordAt(u, k)
 		}
 		parity %= 2
@@ -547,44 +577,53 @@ func (r *Router) buildBaseline(s *scratch, tb *Table) error {
 			w := int(s.act[j])
 			e = routeEnc{}
 			length := 0
-			for k := 0; k < n; k++ {
-				d := t.dims[k]
-				cu, cw := t.g.CoordAt(u, k), t.g.CoordAt(w, k)
-				var dir Dir
-				var steps int
-				if size[k] == d {
-					delta := (cw - cu + d) % d
-					switch {
-					case delta == 0:
-						continue
-					case 2*delta < d || (2*delta == d && parity == 0):
-						dir, steps = Plus(k), delta
-					default:
-						dir, steps = Minus(k), d-delta
-					}
-				} else {
-					ru, rw := (cu-lo[k]+d)%d, (cw-lo[k]+d)%d
-					switch {
-					case rw == ru:
-						continue
-					case rw > ru:
-						dir, steps = Plus(k), rw-ru
-					default:
-						dir, steps = Minus(k), ru-rw
-					}
+			for k := 0; k < t.n; k++ {
+				dir, steps := baselineStep(k, t.dims[k], size[k], lo[k], t.g.CoordAt(u, k), t.g.CoordAt(w, k), parity)
+				if steps == 0 {
+					continue
 				}
 				e.cnt[r.a.rank[dir]] += steps
 				length += steps
 			}
-			idx := pairIndex(m, i, j)
-			if err := tb.store(idx, &e); err != nil {
+			if err := tb.store(pairIndex(m, i, j), &e); err != nil {
 				return err
 			}
 			tb.SumLength += length
 			tb.Stats.Diameter = max(tb.Stats.Diameter, length)
 		}
 	}
-	// loads
+	return nil
+}
+
+// baselineStep returns the direction and number of hops in dimension k
+// (ring of d nodes, of which the box spans size from lo) from coordinate cu
+// to cw: the shorter way round a full ring (ties by parity), the only way
+// inside a partial one. Zero steps means no move.
+func baselineStep(k, d, size, lo, cu, cw, parity int) (Dir, int) {
+	if size == d {
+		delta := (cw - cu + d) % d
+		switch {
+		case delta == 0:
+			return 0, 0
+		case 2*delta < d || (2*delta == d && parity == 0):
+			return Plus(k), delta
+		default:
+			return Minus(k), d - delta
+		}
+	}
+	ru, rw := (cu-lo+d)%d, (cw-lo+d)%d
+	switch {
+	case rw == ru:
+		return 0, 0
+	case rw > ru:
+		return Plus(k), rw - ru
+	default:
+		return Minus(k), ru - rw
+	}
+}
+
+// countLoads counts, for every channel, the routes of the table through it.
+func (tb *Table) countLoads() {
 	var buf []int32
 	for i := 0; i < tb.NumRoutes(); i++ {
 		buf = tb.AppendChannels(i, buf[:0])
@@ -592,5 +631,4 @@ func (r *Router) buildBaseline(s *scratch, tb *Table) error {
 			tb.loads[c]++
 		}
 	}
-	return nil
 }

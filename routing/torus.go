@@ -27,32 +27,12 @@ type torus struct {
 // newTorus checks that g is a plain torus (one duplex ring per dimension,
 // no switches) and indexes its channels by direction.
 func newTorus(g *topology.Graph) (*torus, error) {
-	if g == nil {
-		return nil, fmt.Errorf("no network")
+	nodes, err := checkTorusShape(g)
+	if err != nil {
+		return nil, err
 	}
 	dims := g.Dims()
-	if len(dims) == 0 {
-		return nil, fmt.Errorf("torus routing needs a torus; %s has no coordinates", g.Name())
-	}
-	if len(dims) > MaxDims {
-		return nil, fmt.Errorf("torus routing handles at most %d dimensions, %s has %d", MaxDims, g.Name(), len(dims))
-	}
-	for i, w := range g.Wrap() {
-		if !w {
-			return nil, fmt.Errorf("torus routing needs a torus; dimension %s of %s does not wrap around", topology.DimName(i), g.Name())
-		}
-	}
 	n := len(dims)
-	nodes := 1
-	for _, d := range dims {
-		if d < 2 {
-			return nil, fmt.Errorf("torus dimension of size %d: want at least 2", d)
-		}
-		nodes *= d
-	}
-	if g.NumNodes() != nodes || !g.Direct() {
-		return nil, fmt.Errorf("torus routing needs a direct torus (no switches or end nodes); %s has %d nodes for sizes %v", g.Name(), g.NumNodes(), dims)
-	}
 	t := &torus{g: g, dims: append([]int(nil), dims...), n: n, nd: 2 * n, nodes: nodes}
 	t.nb = make([]int32, nodes*t.nd)
 	t.ch = make([]int32, nodes*t.nd)
@@ -66,47 +46,90 @@ func newTorus(g *topology.Graph) (*torus, error) {
 	t.nodeUp = make([]bool, nodes)
 	coord := make([]int, n)
 	for v := 0; v < nodes; v++ {
-		t.nodeUp[v] = !g.NodeFailed(v)
-		for i := 0; i < n; i++ {
-			coord[i] = g.CoordAt(v, i)
-		}
-		if g.NodeAt(coord) != v {
-			return nil, fmt.Errorf("node %d: coordinates are not mixed radix (X fastest)", v)
-		}
-		for _, c := range g.Out(v) {
-			dim, sign := g.Dir(int(c))
-			if dim < 0 || dim >= n {
-				return nil, fmt.Errorf("node %s has a link without a torus direction", g.NodeName(v))
-			}
-			d := Plus(dim)
-			if sign < 0 {
-				d = Minus(dim)
-			}
-			k := v*t.nd + int(d)
-			if t.ch[k] >= 0 {
-				return nil, fmt.Errorf("node %s has several %s links; torus routing needs exactly one ring per dimension", g.NodeName(v), d)
-			}
-			w := g.Dst(int(c))
-			want := coord[dim] + 1
-			if d.Neg() {
-				want = coord[dim] - 1 + dims[dim]
-			}
-			if g.CoordAt(w, dim) != want%dims[dim] {
-				return nil, fmt.Errorf("link %s does not join torus neighbours", g.ChannelName(int(c)))
-			}
-			t.ch[k] = c
-			t.nb[k] = int32(w)
-			t.chSrc[c] = int32(v)
-			t.chDir[c] = d
-			t.up[c] = g.Up(int(c))
-		}
-		for d := 0; d < t.nd; d++ {
-			if t.ch[v*t.nd+d] < 0 {
-				return nil, fmt.Errorf("node %s has no %s link", g.NodeName(v), Dir(d))
-			}
+		if err := t.addNode(v, coord); err != nil {
+			return nil, err
 		}
 	}
 	return t, nil
+}
+
+// checkTorusShape checks that g is a direct torus of at most MaxDims
+// dimensions, every one of them a ring of at least 2 nodes, and returns
+// its number of nodes.
+func checkTorusShape(g *topology.Graph) (int, error) {
+	if g == nil {
+		return 0, fmt.Errorf("no network")
+	}
+	dims := g.Dims()
+	if len(dims) == 0 {
+		return 0, fmt.Errorf("torus routing needs a torus; %s has no coordinates", g.Name())
+	}
+	if len(dims) > MaxDims {
+		return 0, fmt.Errorf("torus routing handles at most %d dimensions, %s has %d", MaxDims, g.Name(), len(dims))
+	}
+	for i, w := range g.Wrap() {
+		if !w {
+			return 0, fmt.Errorf("torus routing needs a torus; dimension %s of %s does not wrap around", topology.DimName(i), g.Name())
+		}
+	}
+	nodes := 1
+	for _, d := range dims {
+		if d < 2 {
+			return 0, fmt.Errorf("torus dimension of size %d: want at least 2", d)
+		}
+		nodes *= d
+	}
+	if g.NumNodes() != nodes || !g.Direct() {
+		return 0, fmt.Errorf("torus routing needs a direct torus (no switches or end nodes); %s has %d nodes for sizes %v", g.Name(), g.NumNodes(), dims)
+	}
+	return nodes, nil
+}
+
+// addNode records node v's state and its outgoing channel in every
+// direction, checking the coordinates are mixed radix and every direction
+// has exactly one link to the torus neighbour; coord is scratch space.
+func (t *torus) addNode(v int, coord []int) error {
+	g := t.g
+	t.nodeUp[v] = !g.NodeFailed(v)
+	for i := 0; i < t.n; i++ {
+		coord[i] = g.CoordAt(v, i)
+	}
+	if g.NodeAt(coord) != v {
+		return fmt.Errorf("node %d: coordinates are not mixed radix (X fastest)", v)
+	}
+	for _, c := range g.Out(v) {
+		dim, sign := g.Dir(int(c))
+		if dim < 0 || dim >= t.n {
+			return fmt.Errorf("node %s has a link without a torus direction", g.NodeName(v))
+		}
+		d := Plus(dim)
+		if sign < 0 {
+			d = Minus(dim)
+		}
+		k := v*t.nd + int(d)
+		if t.ch[k] >= 0 {
+			return fmt.Errorf("node %s has several %s links; torus routing needs exactly one ring per dimension", g.NodeName(v), d)
+		}
+		w := g.Dst(int(c))
+		want := coord[dim] + 1
+		if d.Neg() {
+			want = coord[dim] - 1 + t.dims[dim]
+		}
+		if g.CoordAt(w, dim) != want%t.dims[dim] {
+			return fmt.Errorf("link %s does not join torus neighbours", g.ChannelName(int(c)))
+		}
+		t.ch[k] = c
+		t.nb[k] = int32(w)
+		t.chSrc[c] = int32(v)
+		t.chDir[c] = d
+		t.up[c] = g.Up(int(c))
+	}
+	for d := 0; d < t.nd; d++ {
+		if t.ch[v*t.nd+d] < 0 {
+			return fmt.Errorf("node %s has no %s link", g.NodeName(v), Dir(d))
+		}
+	}
+	return nil
 }
 
 // chAt returns the channel leaving v in direction d.

@@ -97,6 +97,33 @@ func RunBench(w *World, cfg BenchConfig) ([]BenchRow, error) {
 	if w.n < 2 {
 		return nil, errors.New("shmem bench: needs at least 2 PEs")
 	}
+	maxSize, want, err := cfg.normalise()
+	if err != nil {
+		return nil, err
+	}
+	e := &benchEnv{w: w, dur: cfg.Duration}
+	if e.ctrl, err = NewCoarray[int64](w, 8); err != nil {
+		return nil, err
+	}
+	defer e.ctrl.Free()
+	if e.buf, err = NewCoarray[byte](w, maxSize); err != nil {
+		return nil, err
+	}
+	defer e.buf.Free()
+	rows, err := e.runTests(cfg, want)
+	if err != nil {
+		return nil, err
+	}
+	if w.me != 0 {
+		return nil, w.BarrierAll()
+	}
+	return rows, w.BarrierAll()
+}
+
+// normalise fills in the default sizes and duration, checks the sizes and
+// test names, and returns the largest message size and the chosen tests
+// (empty: all).
+func (cfg *BenchConfig) normalise() (int, map[string]bool, error) {
 	if cfg.RateSizes == nil {
 		cfg.RateSizes = DefaultRateSizes()
 	}
@@ -109,67 +136,47 @@ func RunBench(w *World, cfg BenchConfig) ([]BenchRow, error) {
 	maxSize := 8
 	for _, s := range append(append([]int{}, cfg.RateSizes...), cfg.LatencySizes...) {
 		if s < 1 || s > 64<<20 {
-			return nil, fmt.Errorf("shmem bench: message size %d out of range [1, 64 MiB]", s)
+			return 0, nil, fmt.Errorf("shmem bench: message size %d out of range [1, 64 MiB]", s)
 		}
 		maxSize = max(maxSize, s)
 	}
 	want := map[string]bool{}
 	for _, t := range cfg.Tests {
 		if !slices.Contains(BenchTests, t) {
-			return nil, fmt.Errorf("shmem bench: unknown test %q (want %s)", t, strings.Join(BenchTests, ", "))
+			return 0, nil, fmt.Errorf("shmem bench: unknown test %q (want %s)", t, strings.Join(BenchTests, ", "))
 		}
 		want[t] = true
 	}
+	return maxSize, want, nil
+}
+
+// runTests runs the chosen tests in the order of BenchTests' description:
+// rate, latency, atomic, barrier, overlap, collective.
+func (e *benchEnv) runTests(cfg BenchConfig, want map[string]bool) ([]BenchRow, error) {
 	all := len(want) == 0
-	e := &benchEnv{w: w, dur: cfg.Duration}
-	var err error
-	if e.ctrl, err = NewCoarray[int64](w, 8); err != nil {
-		return nil, err
+	tests := []struct {
+		name string
+		run  func() ([]BenchRow, error)
+	}{
+		{"rate", func() ([]BenchRow, error) { return e.rate(cfg.RateSizes) }},
+		{"latency", func() ([]BenchRow, error) { return e.latency(cfg.LatencySizes) }},
+		{"atomic", e.atomics},
+		{"barrier", e.barriers},
+		{"overlap", e.overlap},
+		{"collective", e.collectives},
 	}
-	defer e.ctrl.Free()
-	if e.buf, err = NewCoarray[byte](w, maxSize); err != nil {
-		return nil, err
-	}
-	defer e.buf.Free()
 	var rows []BenchRow
-	add := func(r []BenchRow, err error) error {
+	for _, t := range tests {
+		if !all && !want[t.name] {
+			continue
+		}
+		r, err := t.run()
 		rows = append(rows, r...)
-		return err
-	}
-	if all || want["rate"] {
-		if err := add(e.rate(cfg.RateSizes)); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
-	if all || want["latency"] {
-		if err := add(e.latency(cfg.LatencySizes)); err != nil {
-			return nil, err
-		}
-	}
-	if all || want["atomic"] {
-		if err := add(e.atomics()); err != nil {
-			return nil, err
-		}
-	}
-	if all || want["barrier"] {
-		if err := add(e.barriers()); err != nil {
-			return nil, err
-		}
-	}
-	if all || want["overlap"] {
-		if err := add(e.overlap()); err != nil {
-			return nil, err
-		}
-	}
-	if all || want["collective"] {
-		if err := add(e.collectives()); err != nil {
-			return nil, err
-		}
-	}
-	if w.me != 0 {
-		return nil, w.BarrierAll()
-	}
-	return rows, w.BarrierAll()
+	return rows, nil
 }
 
 // measure runs f(count) collectively in rounds, PE 0 choosing the count

@@ -1,7 +1,11 @@
 package shmem
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -309,6 +313,54 @@ func TestRunBenchOverlap(t *testing.T) {
 	for _, r := range rows {
 		if r.Test != "overlap" || r.Overlap < 0 || r.Overlap > 1 || r.Size != 1<<20 || r.Count <= 0 {
 			t.Errorf("bad row %+v", r)
+		}
+	}
+}
+
+// BenchmarkServeOps measures the target side of the TCP transport alone:
+// serveOps decoding an in-memory stream of word stores, 64-byte puts,
+// non-fetching atomics, 8-byte gets and flushes (one op per iteration).
+func BenchmarkServeOps(b *testing.B) {
+	const ops = 1 << 14
+	var stream []byte
+	le := binary.LittleEndian
+	for i := 0; i < ops; i++ {
+		off := uint64(i%64) * 8
+		switch i % 5 {
+		case 0:
+			stream = append(stream, opPutW)
+			stream = le.AppendUint64(stream, off)
+			stream = le.AppendUint64(stream, uint64(i))
+		case 1:
+			stream = append(stream, opPut)
+			stream = le.AppendUint64(stream, off)
+			stream = le.AppendUint32(stream, 64)
+			stream = append(stream, make([]byte, 64)...)
+		case 2:
+			stream = append(stream, opAmoNF, byte(OpAdd))
+			stream = le.AppendUint64(stream, off)
+			stream = le.AppendUint64(stream, 1)
+		case 3:
+			stream = append(stream, opGet)
+			stream = le.AppendUint32(stream, uint32(i))
+			stream = le.AppendUint64(stream, off)
+			stream = le.AppendUint32(stream, 8)
+		case 4:
+			stream = append(stream, opFlush)
+			stream = le.AppendUint32(stream, uint32(i))
+		}
+	}
+	stream = append(stream, opBye)
+	region := make([]byte, 1024)
+	rd := bytes.NewReader(stream)
+	br := bufio.NewReaderSize(rd, 1<<16)
+	bw := bufio.NewWriterSize(io.Discard, 1<<16)
+	b.ResetTimer()
+	for done := 0; done < b.N; done += ops {
+		rd.Reset(stream)
+		br.Reset(rd)
+		if err := serveOps(br, region, bw, func(int, string) {}); err != errBye {
+			b.Fatal(err)
 		}
 	}
 }

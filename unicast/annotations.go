@@ -41,96 +41,121 @@ var (
 // GUIDs. It does not validate the structure (topology.ParseIBNet does);
 // it reports only contradictions: one port given two LIDs or two GUIDs.
 func ParseAnnotations(data []byte, name string) (*Annotations, error) {
-	a := &Annotations{name: name, ports: map[portKey]portNote{}}
+	p := &annotationParser{a: &Annotations{name: name, ports: map[portKey]portNote{}}}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	cur, curSwitch := "", false
-	lineNo := 0
-	set := func(k portKey, lid int, guid uint64) error {
-		n := a.ports[k]
-		if lid != 0 {
-			if n.lid != 0 && n.lid != lid {
-				return fmt.Errorf("%s:%d: port %d of %q has LID %d here but %d at line %d", name, lineNo, k.port, k.node, lid, n.lid, n.line)
-			}
-			n.lid = lid
-		}
-		if guid != 0 {
-			if n.guid != 0 && n.guid != guid {
-				return fmt.Errorf("%s:%d: port %d of %q has GUID %#x here but %#x at line %d", name, lineNo, k.port, k.node, guid, n.guid, n.line)
-			}
-			n.guid = guid
-		}
-		if n.line == 0 {
-			n.line = lineNo
-		}
-		a.ports[k] = n
-		return nil
-	}
 	for sc.Scan() {
-		lineNo++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		if low := strings.ToLower(line); strings.HasPrefix(low, "switchguid") || strings.HasPrefix(low, "caguid") || strings.HasPrefix(low, "hcaguids") {
-			a.guids = true
-			continue
-		}
-		if m := reAnnNode.FindStringSubmatch(line); m != nil {
-			cur, curSwitch = m[3], m[1] == "Switch"
-			continue
-		}
-		m := reAnnPort.FindStringSubmatch(line)
-		if m == nil || cur == "" {
-			continue
-		}
-		port, _ := strconv.Atoi(m[1])
-		peerPort, _ := strconv.Atoi(m[4])
-		comment := m[6]
-		if i := strings.IndexByte(comment, '#'); i >= 0 {
-			comment = comment[i+1:]
-		}
-		ownGUID, _ := parseHexGUID(m[2])
-		peerGUID, _ := parseHexGUID(m[5])
-		if ownGUID != 0 || peerGUID != 0 {
-			a.guids = true
-		}
-		if curSwitch {
-			// "# "peer desc" lid 12 4xSDR": the LID outside the quotes is
-			// the peer port's.
-			lid := 0
-			if lm := reAnnLID.FindStringSubmatch(topology.StripQuoted(comment)); lm != nil {
-				lid, _ = strconv.Atoi(lm[1])
-			}
-			if lid > MaxLID {
-				return nil, fmt.Errorf("%s:%d: LID %d outside the unicast range 1..%d", name, lineNo, lid, MaxLID)
-			}
-			if err := set(portKey{m[3], peerPort}, lid, peerGUID); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		// End node: "# lid 12 lmc 0 "peer desc" lid 6 …": the LID before
-		// the first quote is the port's own.
-		own := comment
-		if i := strings.IndexByte(own, '"'); i >= 0 {
-			own = own[:i]
-		}
-		lid := 0
-		if lm := reAnnLID.FindStringSubmatch(own); lm != nil {
-			lid, _ = strconv.Atoi(lm[1])
-		}
-		if lid > MaxLID {
-			return nil, fmt.Errorf("%s:%d: LID %d outside the unicast range 1..%d", name, lineNo, lid, MaxLID)
-		}
-		if err := set(portKey{cur, port}, lid, ownGUID); err != nil {
+		p.lineNo++
+		if err := p.parseLine(strings.TrimSpace(sc.Text())); err != nil {
 			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	return a, nil
+	return p.a, nil
+}
+
+// annotationParser is the state of ParseAnnotations: the node whose port
+// lines follow and the line number.
+type annotationParser struct {
+	a         *Annotations
+	cur       string
+	curSwitch bool
+	lineNo    int
+}
+
+// parseLine handles one trimmed line: GUID lines, node headers and port
+// lines; everything else is left to topology.ParseIBNet.
+func (p *annotationParser) parseLine(line string) error {
+	if line == "" || line[0] == '#' {
+		return nil
+	}
+	if low := strings.ToLower(line); strings.HasPrefix(low, "switchguid") || strings.HasPrefix(low, "caguid") || strings.HasPrefix(low, "hcaguids") {
+		p.a.guids = true
+		return nil
+	}
+	if m := reAnnNode.FindStringSubmatch(line); m != nil {
+		p.cur, p.curSwitch = m[3], m[1] == "Switch"
+		return nil
+	}
+	m := reAnnPort.FindStringSubmatch(line)
+	if m == nil || p.cur == "" {
+		return nil
+	}
+	return p.parsePort(m)
+}
+
+// parsePort notes the LID and GUID a port line gives: on a switch, those
+// of the peer port; on an end node, those of its own port.
+func (p *annotationParser) parsePort(m []string) error {
+	port, _ := strconv.Atoi(m[1])
+	peerPort, _ := strconv.Atoi(m[4])
+	comment := m[6]
+	if i := strings.IndexByte(comment, '#'); i >= 0 {
+		comment = comment[i+1:]
+	}
+	ownGUID, _ := parseHexGUID(m[2])
+	peerGUID, _ := parseHexGUID(m[5])
+	if ownGUID != 0 || peerGUID != 0 {
+		p.a.guids = true
+	}
+	if p.curSwitch {
+		// "# "peer desc" lid 12 4xSDR": the LID outside the quotes is
+		// the peer port's.
+		lid, err := p.lidIn(topology.StripQuoted(comment))
+		if err != nil {
+			return err
+		}
+		return p.note(portKey{m[3], peerPort}, lid, peerGUID)
+	}
+	// End node: "# lid 12 lmc 0 "peer desc" lid 6 …": the LID before
+	// the first quote is the port's own.
+	own := comment
+	if i := strings.IndexByte(own, '"'); i >= 0 {
+		own = own[:i]
+	}
+	lid, err := p.lidIn(own)
+	if err != nil {
+		return err
+	}
+	return p.note(portKey{p.cur, port}, lid, ownGUID)
+}
+
+// lidIn returns the LID of the first "lid N" in text (0 if none), which
+// must be a unicast LID.
+func (p *annotationParser) lidIn(text string) (int, error) {
+	lid := 0
+	if lm := reAnnLID.FindStringSubmatch(text); lm != nil {
+		lid, _ = strconv.Atoi(lm[1])
+	}
+	if lid > MaxLID {
+		return 0, fmt.Errorf("%s:%d: LID %d outside the unicast range 1..%d", p.a.name, p.lineNo, lid, MaxLID)
+	}
+	return lid, nil
+}
+
+// note records the LID and GUID (0: not given) of port k, failing if an
+// earlier line gave it a different one.
+func (p *annotationParser) note(k portKey, lid int, guid uint64) error {
+	n := p.a.ports[k]
+	if lid != 0 {
+		if n.lid != 0 && n.lid != lid {
+			return fmt.Errorf("%s:%d: port %d of %q has LID %d here but %d at line %d", p.a.name, p.lineNo, k.port, k.node, lid, n.lid, n.line)
+		}
+		n.lid = lid
+	}
+	if guid != 0 {
+		if n.guid != 0 && n.guid != guid {
+			return fmt.Errorf("%s:%d: port %d of %q has GUID %#x here but %#x at line %d", p.a.name, p.lineNo, k.port, k.node, guid, n.guid, n.line)
+		}
+		n.guid = guid
+	}
+	if n.line == 0 {
+		n.line = p.lineNo
+	}
+	p.a.ports[k] = n
+	return nil
 }
 
 func parseHexGUID(s string) (uint64, bool) {

@@ -434,107 +434,136 @@ func (t *Tables) deliveredTo(s, lid int) string {
 // every source switch and checks each for a cycle (internal/cdg).
 func auditCDG(fl *fastLFT, r *Report, srcW []uint32, lids []int, nw int) error {
 	t := fl.t
-	f := t.F
-	g := f.G
-	S := len(f.switches)
-	ti, err := newTurnIndex(f)
+	ti, err := newTurnIndex(t.F)
 	if err != nil {
 		return err
 	}
 	L := t.numLanes
-	words := (ti.nslots + 63) / 64
-	type scratch struct {
-		bits  [][]uint64
-		paths []int64
-		mark  []uint16
-	}
-	scr := make([]scratch, nw)
+	scr := make([]cdgScratch, nw)
 	for i := range scr {
-		scr[i].bits = make([][]uint64, L)
-		for l := range scr[i].bits {
-			scr[i].bits[l] = make([]uint64, words)
-		}
-		scr[i].paths = make([]int64, L)
-		scr[i].mark = make([]uint16, S)
+		scr[i] = newCDGScratch(L, ti.nslots, len(t.F.switches))
 	}
 	par.For(len(lids), nw, func(w, k int) {
-		sc := &scr[w]
-		lid := lids[k]
-		clear(sc.mark)
-		for s := 0; s < S; s++ {
-			if srcW[s] == 0 {
-				continue
-			}
-			l := t.Lane(s, lid)
-			if l >= L {
-				l = L - 1
-			}
-			sc.paths[l]++
-			bit := uint16(1) << uint(l)
-			bits := sc.bits[l]
-			x := s
-			prev := int32(-1)
-			for steps := 0; steps <= S; steps++ {
-				p := t.Port(x, lid)
-				nx := fl.next(x, lid)
-				if nx < 0 {
-					break // delivered or dropped: ejection turns never close a cycle
-				}
-				if prev >= 0 {
-					k := ti.base[prev] + int32(p-1)
-					bits[k>>6] |= 1 << uint(k&63)
-				}
-				if sc.mark[x]&bit != 0 {
-					break // the rest of the route is recorded already
-				}
-				sc.mark[x] |= bit
-				prev = int32(g.PortChannel(f.Switch(x), p))
-				x = nx
-			}
-		}
+		scr[w].recordTurns(fl, ti, srcW, lids[k])
 	})
 	r.DeadlockFree = true
 	for l := 0; l < L; l++ {
-		bits := scr[0].bits[l]
-		paths := scr[0].paths[l]
-		for i := 1; i < nw; i++ {
-			for k, v := range scr[i].bits[l] {
-				bits[k] |= v
-			}
-			paths += scr[i].paths[l]
-		}
-		cg := cdg.New(g.NumChannels())
-		edges := 0
-		for c := 0; c < g.NumChannels(); c++ {
-			b := ti.base[c]
-			if b < 0 {
-				continue
-			}
-			v := g.Dst(c)
-			for p := 1; p <= g.NumPorts(v); p++ {
-				k := b + int32(p-1)
-				if bits[k>>6]&(1<<uint(k&63)) == 0 {
-					continue
-				}
-				c2 := g.PortChannel(v, p)
-				cg.Add(int32(c), int32(c2), cdg.Turn)
-				edges++
-			}
-		}
-		lr := LaneReport{Lane: l, Paths: paths, Edges: edges, Acyclic: true}
-		if cyc := cg.Deadlock(false); cyc != nil {
-			lr.Acyclic = false
-			for _, c := range cyc {
-				lr.Cycle = append(lr.Cycle, g.ChannelName(int(c)))
-			}
-			if r.DeadlockFree {
-				r.DeadlockFree = false
-				r.Cycle, r.CycleLane = lr.Cycle, l
-			}
+		bits, paths := mergeLane(scr, l)
+		lr := laneCDG(t.F.G, ti, bits, l)
+		lr.Paths = paths
+		if !lr.Acyclic && r.DeadlockFree {
+			r.DeadlockFree = false
+			r.Cycle, r.CycleLane = lr.Cycle, l
 		}
 		r.LaneCDG = append(r.LaneCDG, lr)
 	}
 	return nil
+}
+
+// cdgScratch is one worker's record of the turns taken on every lane (one
+// bit per turn slot of the turnIndex), the paths per lane, and the
+// switches already walked per lane for the current destination.
+type cdgScratch struct {
+	bits  [][]uint64
+	paths []int64
+	mark  []uint16
+}
+
+func newCDGScratch(lanes, slots, switches int) cdgScratch {
+	words := (slots + 63) / 64
+	sc := cdgScratch{bits: make([][]uint64, lanes), paths: make([]int64, lanes), mark: make([]uint16, switches)}
+	for l := range sc.bits {
+		sc.bits[l] = make([]uint64, words)
+	}
+	return sc
+}
+
+// recordTurns follows the route to lid from every source switch (srcW[s]
+// != 0) and sets the bit of every switch-to-switch turn on the route's
+// lane; a walk stops where an earlier route of the same lane already went.
+func (sc *cdgScratch) recordTurns(fl *fastLFT, ti *turnIndex, srcW []uint32, lid int) {
+	t := fl.t
+	f := t.F
+	g := f.G
+	S := len(f.switches)
+	L := t.numLanes
+	clear(sc.mark)
+	for s := 0; s < S; s++ {
+		if srcW[s] == 0 {
+			continue
+		}
+		l := t.Lane(s, lid)
+		if l >= L {
+			l = L - 1
+		}
+		sc.paths[l]++
+		bit := uint16(1) << uint(l)
+		bits := sc.bits[l]
+		x := s
+		prev := int32(-1)
+		for steps := 0; steps <= S; steps++ {
+			p := t.Port(x, lid)
+			nx := fl.next(x, lid)
+			if nx < 0 {
+				break // delivered or dropped: ejection turns never close a cycle
+			}
+			if prev >= 0 {
+				k := ti.base[prev] + int32(p-1)
+				bits[k>>6] |= 1 << uint(k&63)
+			}
+			if sc.mark[x]&bit != 0 {
+				break // the rest of the route is recorded already
+			}
+			sc.mark[x] |= bit
+			prev = int32(g.PortChannel(f.Switch(x), p))
+			x = nx
+		}
+	}
+}
+
+// mergeLane ORs the turns of lane l of every worker into the first
+// worker's and returns them with the lane's total number of paths.
+func mergeLane(scr []cdgScratch, l int) ([]uint64, int64) {
+	bits := scr[0].bits[l]
+	paths := scr[0].paths[l]
+	for i := 1; i < len(scr); i++ {
+		for k, v := range scr[i].bits[l] {
+			bits[k] |= v
+		}
+		paths += scr[i].paths[l]
+	}
+	return bits, paths
+}
+
+// laneCDG builds the channel dependency graph of the recorded turns of
+// lane l and reports its edges and a cycle if it has one.
+func laneCDG(g *topology.Graph, ti *turnIndex, bits []uint64, l int) LaneReport {
+	cg := cdg.New(g.NumChannels())
+	edges := 0
+	for c := 0; c < g.NumChannels(); c++ {
+		b := ti.base[c]
+		if b < 0 {
+			continue
+		}
+		v := g.Dst(c)
+		for p := 1; p <= g.NumPorts(v); p++ {
+			k := b + int32(p-1)
+			if bits[k>>6]&(1<<uint(k&63)) == 0 {
+				continue
+			}
+			c2 := g.PortChannel(v, p)
+			cg.Add(int32(c), int32(c2), cdg.Turn)
+			edges++
+		}
+	}
+	lr := LaneReport{Lane: l, Edges: edges, Acyclic: true}
+	if cyc := cg.Deadlock(false); cyc != nil {
+		lr.Acyclic = false
+		for _, c := range cyc {
+			lr.Cycle = append(lr.Cycle, g.ChannelName(int(c)))
+		}
+	}
+	return lr
 }
 
 // contention routes permutations of the live end ports (in the given

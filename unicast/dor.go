@@ -18,18 +18,43 @@ func routeDOR(f *Fabric, o Options) (t *Tables, dl *dateline, err error) {
 	if !g.HasCoords() {
 		return nil, nil, fmt.Errorf("dor needs a mesh or torus of switches (e.g. torus:4x4:endpoints=1); %s has no coordinates", g.Name())
 	}
-	dims, wrap := g.Dims(), g.Wrap()
-	nd := len(dims)
-	S := len(f.switches)
-	coord := make([]int16, S*nd)
+	coord, err := dorCoords(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkDORLinks(f, coord); err != nil {
+		return nil, nil, err
+	}
+	dl = newDateline(f, coord)
+	t = NewTables(f, "dor")
+	fillLocal(t)
+	balanced(t, f.dests(), dorCandidates(f, coord), o.Workers, o.Progress)
+	return t, dl, nil
+}
+
+// dorCoords returns the coordinates of every switch (switch s at
+// s*dims…), checking each switch owns its coordinates.
+func dorCoords(f *Fabric) ([]int16, error) {
+	g := f.G
+	nd := len(g.Dims())
+	coord := make([]int16, len(f.switches)*nd)
 	for s, v := range f.switches {
 		for i := 0; i < nd; i++ {
 			coord[s*nd+i] = int16(g.CoordAt(int(v), i))
 		}
 		if g.NodeAt(g.Coord(int(v))) != int(v) {
-			return nil, nil, fmt.Errorf("dor: switch %s does not own its coordinates", g.NodeName(int(v)))
+			return nil, fmt.Errorf("dor: switch %s does not own its coordinates", g.NodeName(int(v)))
 		}
 	}
+	return coord, nil
+}
+
+// checkDORLinks checks every switch-to-switch link is a unit step in its
+// dimension.
+func checkDORLinks(f *Fabric, coord []int16) error {
+	g := f.G
+	dims := g.Dims()
+	nd := len(dims)
 	for l, lk := range g.Links() {
 		a, b := f.swIndex[lk.A], f.swIndex[lk.B]
 		if a < 0 || b < 0 {
@@ -37,7 +62,7 @@ func routeDOR(f *Fabric, o Options) (t *Tables, dl *dateline, err error) {
 		}
 		d := int(lk.Dim)
 		if d < 0 || d >= nd {
-			return nil, nil, fmt.Errorf("dor: switch link %s has no dimension", g.LinkName(l))
+			return fmt.Errorf("dor: switch link %s has no dimension", g.LinkName(l))
 		}
 		for i := 0; i < nd; i++ {
 			ca, cb := int(coord[int(a)*nd+i]), int(coord[int(b)*nd+i])
@@ -46,11 +71,18 @@ func routeDOR(f *Fabric, o Options) (t *Tables, dl *dateline, err error) {
 				want = (ca + 1) % dims[i]
 			}
 			if cb != want {
-				return nil, nil, fmt.Errorf("dor: link %s is not a unit step in dimension %s", g.LinkName(l), dimName(d))
+				return fmt.Errorf("dor: link %s is not a unit step in dimension %s", g.LinkName(l), dimName(d))
 			}
 		}
 	}
-	dl = &dateline{f: f, dims: dims, coord: coord, bit: make([]int, nd)}
+	return nil
+}
+
+// newDateline gives every ring of at least 4 switches a lane bit; nil
+// when there is none (a mesh, or only short rings).
+func newDateline(f *Fabric, coord []int16) *dateline {
+	dims, wrap := f.G.Dims(), f.G.Wrap()
+	dl := &dateline{f: f, dims: dims, coord: coord, bit: make([]int, len(dims))}
 	for i := range dims {
 		dl.bit[i] = -1
 		// Rings of 3 or fewer switches: routes make at most one hop in
@@ -61,11 +93,19 @@ func routeDOR(f *Fabric, o Options) (t *Tables, dl *dateline, err error) {
 		}
 	}
 	if dl.bits == 0 {
-		dl = nil
+		return nil
 	}
-	t = NewTables(f, "dor")
-	fillLocal(t)
-	cand := func(_, s, tt int, buf []uint8) []uint8 {
+	return dl
+}
+
+// dorCandidates returns the candidate ports of dimension-order routing:
+// the live switch links of switch s in the first dimension where s and tt
+// differ, in the shorter direction round a ring (+ on a tie).
+func dorCandidates(f *Fabric, coord []int16) func(_, s, tt int, buf []uint8) []uint8 {
+	g := f.G
+	dims, wrap := g.Dims(), g.Wrap()
+	nd := len(dims)
+	return func(_, s, tt int, buf []uint8) []uint8 {
 		dim, sign := -1, 0
 		for i := 0; i < nd; i++ {
 			cs, ct := int(coord[s*nd+i]), int(coord[tt*nd+i])
@@ -102,8 +142,6 @@ func routeDOR(f *Fabric, o Options) (t *Tables, dl *dateline, err error) {
 		}
 		return buf
 	}
-	balanced(t, f.dests(), cand, o.Workers, o.Progress)
-	return t, dl, nil
 }
 
 // dateline is the lane assignment with one bit per ring dimension: the

@@ -24,80 +24,18 @@ type fatTree struct {
 // (the order the shift permutation and ftree's balancing refer to). Levels
 // come from the cabling, not from failures.
 func analyseFatTree(f *Fabric) (*fatTree, error) {
-	g := f.G
-	S := len(f.switches)
-	ft := &fatTree{level: make([]int, S)}
-	var q []int
-	for s := 0; s < S; s++ {
-		ft.level[s] = 0
-		if len(f.termsOf(s)) > 0 {
-			ft.level[s] = 1
-			q = append(q, s)
-		}
+	ft := &fatTree{}
+	if err := ft.assignLevels(f); err != nil {
+		return nil, err
 	}
-	if len(q) == 0 {
-		return nil, fmt.Errorf("not a fat tree: no switch has end nodes")
-	}
-	nbrs := func(s int, fn func(y int)) {
-		for _, c := range g.Out(int(f.switches[s])) {
-			if y := f.swIndex[g.Dst(int(c))]; y >= 0 {
-				fn(int(y))
-			}
-		}
-	}
-	for h := 0; h < len(q); h++ {
-		x := q[h]
-		nbrs(x, func(y int) {
-			if ft.level[y] == 0 {
-				ft.level[y] = ft.level[x] + 1
-				q = append(q, y)
-			}
-		})
-	}
-	for s := 0; s < S; s++ {
-		if ft.level[s] == 0 {
-			return nil, fmt.Errorf("not a fat tree: switch %s is not connected to any leaf switch", g.NodeName(int(f.switches[s])))
-		}
-		ft.maxLevel = max(ft.maxLevel, ft.level[s])
-	}
-	for l := range g.Links() {
-		lk := g.Link(l)
-		a, b := f.swIndex[lk.A], f.swIndex[lk.B]
-		if a < 0 || b < 0 {
-			continue
-		}
-		if d := ft.level[a] - ft.level[b]; d != 1 && d != -1 {
-			return nil, fmt.Errorf("not a fat tree: link %s joins switches %s and %s of levels %d and %d (links must join adjacent levels)",
-				g.LinkName(l), g.NodeName(int(lk.A)), g.NodeName(int(lk.B)), ft.level[a], ft.level[b])
-		}
+	if err := ft.checkAdjacentLevels(f); err != nil {
+		return nil, err
 	}
 	ft.byLevel = make([][]int, ft.maxLevel+1)
-	for s := 0; s < S; s++ {
+	for s := range ft.level {
 		ft.byLevel[ft.level[s]] = append(ft.byLevel[ft.level[s]], s)
 	}
-	// anc[l][s]: smallest switch index at level l above s (S if none).
-	anc := make([][]int, ft.maxLevel+1)
-	for l := 1; l <= ft.maxLevel; l++ {
-		anc[l] = make([]int, S)
-		for s := range anc[l] {
-			anc[l][s] = S
-		}
-		for _, s := range ft.byLevel[l] {
-			anc[l][s] = s
-		}
-	}
-	for l := ft.maxLevel - 1; l >= 1; l-- {
-		for _, s := range ft.byLevel[l] {
-			nbrs(s, func(p int) {
-				if ft.level[p] != l+1 {
-					return
-				}
-				for L := l + 1; L <= ft.maxLevel; L++ {
-					anc[L][s] = min(anc[L][s], anc[L][p])
-				}
-			})
-		}
-	}
+	anc := ft.ancestors(f)
 	leaves := append([]int(nil), ft.byLevel[1]...)
 	sort.SliceStable(leaves, func(i, j int) bool {
 		a, b := leaves[i], leaves[j]
@@ -114,6 +52,97 @@ func analyseFatTree(f *Fabric) (*fatTree, error) {
 		}
 	}
 	return ft, nil
+}
+
+// switchNeighbours calls fn for the switch at the far end of every link
+// of switch s.
+func switchNeighbours(f *Fabric, s int, fn func(y int)) {
+	g := f.G
+	for _, c := range g.Out(int(f.switches[s])) {
+		if y := f.swIndex[g.Dst(int(c))]; y >= 0 {
+			fn(int(y))
+		}
+	}
+}
+
+// assignLevels gives leaf switches (those with end nodes) level 1 and
+// every other switch its breadth-first distance from the leaves plus one.
+func (ft *fatTree) assignLevels(f *Fabric) error {
+	S := len(f.switches)
+	ft.level = make([]int, S)
+	var q []int
+	for s := 0; s < S; s++ {
+		if len(f.termsOf(s)) > 0 {
+			ft.level[s] = 1
+			q = append(q, s)
+		}
+	}
+	if len(q) == 0 {
+		return fmt.Errorf("not a fat tree: no switch has end nodes")
+	}
+	for h := 0; h < len(q); h++ {
+		x := q[h]
+		switchNeighbours(f, x, func(y int) {
+			if ft.level[y] == 0 {
+				ft.level[y] = ft.level[x] + 1
+				q = append(q, y)
+			}
+		})
+	}
+	for s := 0; s < S; s++ {
+		if ft.level[s] == 0 {
+			return fmt.Errorf("not a fat tree: switch %s is not connected to any leaf switch", f.G.NodeName(int(f.switches[s])))
+		}
+		ft.maxLevel = max(ft.maxLevel, ft.level[s])
+	}
+	return nil
+}
+
+// checkAdjacentLevels fails on a switch-to-switch link that does not join
+// adjacent levels.
+func (ft *fatTree) checkAdjacentLevels(f *Fabric) error {
+	g := f.G
+	for l := range g.Links() {
+		lk := g.Link(l)
+		a, b := f.swIndex[lk.A], f.swIndex[lk.B]
+		if a < 0 || b < 0 {
+			continue
+		}
+		if d := ft.level[a] - ft.level[b]; d != 1 && d != -1 {
+			return fmt.Errorf("not a fat tree: link %s joins switches %s and %s of levels %d and %d (links must join adjacent levels)",
+				g.LinkName(l), g.NodeName(int(lk.A)), g.NodeName(int(lk.B)), ft.level[a], ft.level[b])
+		}
+	}
+	return nil
+}
+
+// ancestors returns anc[l][s]: the smallest switch index at level l above
+// switch s (S if none).
+func (ft *fatTree) ancestors(f *Fabric) [][]int {
+	S := len(f.switches)
+	anc := make([][]int, ft.maxLevel+1)
+	for l := 1; l <= ft.maxLevel; l++ {
+		anc[l] = make([]int, S)
+		for s := range anc[l] {
+			anc[l][s] = S
+		}
+		for _, s := range ft.byLevel[l] {
+			anc[l][s] = s
+		}
+	}
+	for l := ft.maxLevel - 1; l >= 1; l-- {
+		for _, s := range ft.byLevel[l] {
+			switchNeighbours(f, s, func(p int) {
+				if ft.level[p] != l+1 {
+					return
+				}
+				for L := l + 1; L <= ft.maxLevel; L++ {
+					anc[L][s] = min(anc[L][s], anc[L][p])
+				}
+			})
+		}
+	}
+	return anc
 }
 
 // routeFTree is fat-tree routing. End ports are taken in tree order; for

@@ -31,31 +31,18 @@ func routeSSSP(f *Fabric, o Options, ds []dest) (*Tables, error) {
 	S := len(f.switches)
 	t := NewTables(f, o.Engine)
 	fillLocal(t)
-	adj := switchAdjacency(f)
-	weight := make([]int64, f.G.NumChannels())
-	srcCount := make([]int64, S)
-	for s := 0; s < S; s++ {
-		for _, ti := range f.termsOf(s) {
-			if f.termAlive(int(ti)) {
-				srcCount[s]++
-			}
-		}
-	}
+	st := &ssspState{adj: switchAdjacency(f), S: S, weight: make([]int64, f.G.NumChannels()),
+		srcCount: liveEndPortsPerSwitch(f), cost: make([]int64, S), next: make([]int32, S), acc: make([]int64, S)}
 	// BFS layers depend only on the destination switch: computed once per
 	// switch on all cores when they fit in memory, else per destination.
-	var layers [][]int32 // per switch: BFS order, then hop of each switch
 	if float64(S)*float64(S)*8 <= 1<<30 {
-		layers = make([][]int32, S)
+		st.layers = make([][]int32, S)
 		par.For(S, o.Workers, func(_, x int) {
 			if f.switchAlive(x) {
-				layers[x] = bfsLayers(adj, x, nil)
+				st.layers[x] = bfsLayers(st.adj, x, nil)
 			}
 		})
 	}
-	cost := make([]int64, S)
-	next := make([]int32, S) // adjacency index of the chosen link, -1 none
-	acc := make([]int64, S)
-	var scratch []int32
 	// Routes are written LID-major (one destination touches every switch)
 	// and transposed at the end.
 	col := make([]uint8, t.stride*S)
@@ -63,44 +50,7 @@ func routeSSSP(f *Fabric, o Options, ds []dest) (*Tables, error) {
 		col[i] = noPort
 	}
 	for k, d := range ds {
-		var ly []int32
-		if layers != nil {
-			ly = layers[d.sw]
-		} else {
-			scratch = bfsLayers(adj, d.sw, scratch)
-			ly = scratch
-		}
-		n := len(ly) - S
-		order, hop := ly[:n], ly[n:]
-		cost[d.sw], next[d.sw] = 0, -1
-		// Cheapest next hop, layer by layer.
-		out := col[d.lid*S : (d.lid+1)*S]
-		for _, u := range order[1:] {
-			best, bestE := int64(math.MaxInt64), int32(-1)
-			hu := hop[u]
-			for e := adj.start[u]; e < adj.start[u+1]; e++ {
-				x := adj.nb[e]
-				if hop[x] != hu-1 {
-					continue
-				}
-				if c := cost[x] + weight[adj.ch[e]]; c < best {
-					best, bestE = c, e
-				}
-			}
-			cost[u], next[u] = best, bestE
-			out[u] = adj.port[bestE]
-		}
-		// Accumulate sources from the far end of the tree inwards.
-		for i := len(order) - 1; i >= 1; i-- {
-			u := order[i]
-			acc[u] += srcCount[u]
-			e := next[u]
-			weight[adj.ch[e]] += acc[u]
-			acc[adj.nb[e]] += acc[u]
-		}
-		for _, u := range order {
-			acc[u] = 0
-		}
+		st.routeDest(d, col[d.lid*S:(d.lid+1)*S])
 		if k%64 == 63 {
 			o.Progress(64)
 		}
@@ -114,6 +64,77 @@ func routeSSSP(f *Fabric, o Options, ds []dest) (*Tables, error) {
 		}
 	})
 	return t, nil
+}
+
+// liveEndPortsPerSwitch counts the live end ports of every switch.
+func liveEndPortsPerSwitch(f *Fabric) []int64 {
+	srcCount := make([]int64, len(f.switches))
+	for s := range srcCount {
+		for _, ti := range f.termsOf(s) {
+			if f.termAlive(int(ti)) {
+				srcCount[s]++
+			}
+		}
+	}
+	return srcCount
+}
+
+// ssspState is routeSSSP's state across destinations: the link weights
+// (routes so far) and per-switch scratch.
+type ssspState struct {
+	adj      *swAdj
+	S        int
+	weight   []int64
+	srcCount []int64
+	layers   [][]int32 // per switch: BFS order, then hop of each switch
+	cost     []int64
+	next     []int32 // adjacency index of the chosen link, -1 none
+	acc      []int64
+	scratch  []int32
+}
+
+// routeDest routes every switch to destination d (its port into out) and
+// adds the routes' sources to the weights of the links they use.
+func (st *ssspState) routeDest(d dest, out []uint8) {
+	adj, S := st.adj, st.S
+	var ly []int32
+	if st.layers != nil {
+		ly = st.layers[d.sw]
+	} else {
+		st.scratch = bfsLayers(adj, d.sw, st.scratch)
+		ly = st.scratch
+	}
+	n := len(ly) - S
+	order, hop := ly[:n], ly[n:]
+	cost, next, acc := st.cost, st.next, st.acc
+	cost[d.sw], next[d.sw] = 0, -1
+	// Cheapest next hop, layer by layer.
+	for _, u := range order[1:] {
+		best, bestE := int64(math.MaxInt64), int32(-1)
+		hu := hop[u]
+		for e := adj.start[u]; e < adj.start[u+1]; e++ {
+			x := adj.nb[e]
+			if hop[x] != hu-1 {
+				continue
+			}
+			if c := cost[x] + st.weight[adj.ch[e]]; c < best {
+				best, bestE = c, e
+			}
+		}
+		cost[u], next[u] = best, bestE
+		out[u] = adj.port[bestE]
+	}
+	// Accumulate sources from the far end of the tree inwards.
+	for i := len(order) - 1; i >= 1; i-- {
+		u := order[i]
+		acc[u] += st.srcCount[u]
+		e := next[u]
+		st.weight[adj.ch[e]] += acc[u]
+		acc[adj.nb[e]] += acc[u]
+	}
+	for _, u := range order {
+		acc[u] = 0
+	}
 }
 
 // bfsLayers returns, in one slice, the switches in BFS order from x (those
