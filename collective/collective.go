@@ -168,94 +168,125 @@ func Cost(t Topo, op string, mode Mode, p Params) (Result, error) {
 		return Result{}, err
 	}
 	r := Result{Op: op, Topo: t.Spec, Mode: mode, P: t.P}
-	ts, tw, th, m := p.Ts, p.Tw, p.Th, float64(p.M)
-	P, Q, D := float64(t.P), float64(t.Q), float64(t.D)
-	hop := ts + m*tw + th // one neighbour message
-	set := func(steps int, time float64, f string) {
-		r.Steps, r.Time, r.Formula = steps, time, f
-	}
+	var c stepCost
+	var err error
 	switch t.Kind {
 	case Ring:
-		switch op {
-		case "bcast":
-			if mode == CT && pow2(t.P) {
-				set(log2(t.P), (ts+m*tw)*float64(log2(t.P))+th*(P-1), "(ts + m·tw)·log p + th·(p − 1)")
-			} else {
-				k := t.P / 2
-				set(k, hop*float64(k), "(ts + m·tw + th)·⌊p/2⌋")
-			}
-		case "allgather", "reduce", "scan", "scatter", "gather":
-			set(t.P-1, hop*(P-1), "(ts + m·tw + th)·(p − 1)")
-		case "alltoall":
-			set(t.P-1, (ts+th)*(P-1)+0.5*m*tw*P*(P-1), "(ts + th)·(p − 1) + ½·m·tw·p·(p − 1)")
-		case "shift":
-			k := shiftSteps(p.Shift, t.P)
-			set(k, hop*float64(k), "(ts + m·tw + th)·min(q mod p, p − q mod p)")
-		default:
-			return r, unknownOp(op)
-		}
+		c, err = ringCost(t, op, mode, p)
 	case Torus:
-		switch op {
-		case "bcast":
-			if mode == CT && pow2(t.Q) {
-				set(log2(t.P), (ts+m*tw)*float64(log2(t.P))+2*th*(Q-1), "(ts + m·tw)·log p + 2·th·(√p − 1)")
-			} else {
-				k := t.Q / 2
-				set(2*k, 2*hop*float64(k), "2·(ts + m·tw + th)·⌊√p/2⌋")
-			}
-		case "allgather", "scatter", "gather":
-			set(2*(t.Q-1), 2*(ts+th)*(Q-1)+m*tw*(P-1), "2·(ts + th)·(√p − 1) + m·tw·(p − 1)")
-		case "reduce", "scan":
-			set(2*(t.Q-1), 2*hop*(Q-1), "2·(ts + m·tw + th)·(√p − 1)")
-		case "alltoall":
-			set(2*(t.Q-1), 2*(ts+th)*(Q-1)+m*tw*P*(Q-1), "(2·ts + 2·th + m·tw·p)·(√p − 1)")
-		case "shift":
-			k := torusShiftSteps(p.Shift, t.Q)
-			set(k, hop*float64(k), "(ts + m·tw + th)·(row + wrap + column steps) ≤ (ts + m·tw + th)·(2⌊√p/2⌋ + 1)")
-		default:
-			return r, unknownOp(op)
-		}
+		c, err = torusCost(t, op, mode, p)
 	case Hypercube:
-		switch op {
-		case "bcast", "reduce", "scan":
-			set(t.D, hop*D, "(ts + m·tw + th)·log p")
-		case "allgather", "scatter", "gather":
-			set(t.D, (ts+th)*D+m*tw*(P-1), "(ts + th)·log p + m·tw·(p − 1)")
-		case "alltoall":
-			if mode == CT {
-				set(t.P-1, (ts+m*tw)*(P-1)+0.5*th*P*D, "(ts + m·tw)·(p − 1) + ½·th·p·log p")
-			} else {
-				set(t.D, (ts+0.5*m*P*tw+th)*D, "(ts + ½·m·p·tw + th)·log p")
+		c, err = cubeCost(t, op, mode, p)
+	}
+	if err != nil {
+		return r, err
+	}
+	r.Steps, r.Time, r.Formula = c.steps, c.time, c.formula
+	return r, nil
+}
+
+// stepCost is a cost formula evaluated: steps, time and the formula.
+type stepCost struct {
+	steps   int
+	time    float64
+	formula string
+}
+
+// ringCost evaluates the ring formulas of seed 002 §3.
+func ringCost(t Topo, op string, mode Mode, p Params) (stepCost, error) {
+	ts, tw, th, m := p.Ts, p.Tw, p.Th, float64(p.M)
+	P := float64(t.P)
+	hop := ts + m*tw + th // one neighbour message
+	switch op {
+	case "bcast":
+		if mode == CT && pow2(t.P) {
+			return stepCost{log2(t.P), (ts+m*tw)*float64(log2(t.P)) + th*(P-1), "(ts + m·tw)·log p + th·(p − 1)"}, nil
+		}
+		k := t.P / 2
+		return stepCost{k, hop * float64(k), "(ts + m·tw + th)·⌊p/2⌋"}, nil
+	case "allgather", "reduce", "scan", "scatter", "gather":
+		return stepCost{t.P - 1, hop * (P - 1), "(ts + m·tw + th)·(p − 1)"}, nil
+	case "alltoall":
+		return stepCost{t.P - 1, (ts+th)*(P-1) + 0.5*m*tw*P*(P-1), "(ts + th)·(p − 1) + ½·m·tw·p·(p − 1)"}, nil
+	case "shift":
+		k := shiftSteps(p.Shift, t.P)
+		return stepCost{k, hop * float64(k), "(ts + m·tw + th)·min(q mod p, p − q mod p)"}, nil
+	}
+	return stepCost{}, unknownOp(op)
+}
+
+// torusCost evaluates the 2D torus formulas of seed 002 §3 (rows, then
+// columns).
+func torusCost(t Topo, op string, mode Mode, p Params) (stepCost, error) {
+	ts, tw, th, m := p.Ts, p.Tw, p.Th, float64(p.M)
+	P, Q := float64(t.P), float64(t.Q)
+	hop := ts + m*tw + th // one neighbour message
+	switch op {
+	case "bcast":
+		if mode == CT && pow2(t.Q) {
+			return stepCost{log2(t.P), (ts+m*tw)*float64(log2(t.P)) + 2*th*(Q-1), "(ts + m·tw)·log p + 2·th·(√p − 1)"}, nil
+		}
+		k := t.Q / 2
+		return stepCost{2 * k, 2 * hop * float64(k), "2·(ts + m·tw + th)·⌊√p/2⌋"}, nil
+	case "allgather", "scatter", "gather":
+		return stepCost{2 * (t.Q - 1), 2*(ts+th)*(Q-1) + m*tw*(P-1), "2·(ts + th)·(√p − 1) + m·tw·(p − 1)"}, nil
+	case "reduce", "scan":
+		return stepCost{2 * (t.Q - 1), 2 * hop * (Q - 1), "2·(ts + m·tw + th)·(√p − 1)"}, nil
+	case "alltoall":
+		return stepCost{2 * (t.Q - 1), 2*(ts+th)*(Q-1) + m*tw*P*(Q-1), "(2·ts + 2·th + m·tw·p)·(√p − 1)"}, nil
+	case "shift":
+		k := torusShiftSteps(p.Shift, t.Q)
+		return stepCost{k, hop * float64(k), "(ts + m·tw + th)·(row + wrap + column steps) ≤ (ts + m·tw + th)·(2⌊√p/2⌋ + 1)"}, nil
+	}
+	return stepCost{}, unknownOp(op)
+}
+
+// cubeCost evaluates the hypercube formulas of seed 002 §3.
+func cubeCost(t Topo, op string, mode Mode, p Params) (stepCost, error) {
+	ts, tw, th, m := p.Ts, p.Tw, p.Th, float64(p.M)
+	P, D := float64(t.P), float64(t.D)
+	hop := ts + m*tw + th // one neighbour message
+	switch op {
+	case "bcast", "reduce", "scan":
+		return stepCost{t.D, hop * D, "(ts + m·tw + th)·log p"}, nil
+	case "allgather", "scatter", "gather":
+		return stepCost{t.D, (ts+th)*D + m*tw*(P-1), "(ts + th)·log p + m·tw·(p − 1)"}, nil
+	case "alltoall":
+		if mode == CT {
+			return stepCost{t.P - 1, (ts+m*tw)*(P-1) + 0.5*th*P*D, "(ts + m·tw)·(p − 1) + ½·th·p·log p"}, nil
+		}
+		return stepCost{t.D, (ts + 0.5*m*P*tw + th) * D, "(ts + ½·m·p·tw + th)·log p"}, nil
+	case "shift":
+		return cubeShiftCost(t, mode, p), nil
+	}
+	return stepCost{}, unknownOp(op)
+}
+
+// cubeShiftCost is the circular shift by q on a hypercube: one message
+// over log p − γ(q) hops with cut-through, else one stage per set bit of q.
+func cubeShiftCost(t Topo, mode Mode, p Params) stepCost {
+	ts, tw, th, m := p.Ts, p.Tw, p.Th, float64(p.M)
+	q := ((p.Shift % t.P) + t.P) % t.P
+	if q == 0 {
+		return stepCost{0, 0, "0 (shift by a multiple of p)"}
+	}
+	if mode == CT {
+		l := t.D - bits.TrailingZeros(uint(q))
+		return stepCost{1, ts + m*tw + th*float64(l), "ts + m·tw + th·(log p − γ(q))"}
+	}
+	var time float64
+	stages := 0
+	for i := t.D - 1; i >= 0; i-- {
+		if q&(1<<i) != 0 {
+			h := 2
+			if i == 0 {
+				h = 1
 			}
-		case "shift":
-			q := ((p.Shift % t.P) + t.P) % t.P
-			if q == 0 {
-				set(0, 0, "0 (shift by a multiple of p)")
-				break
-			}
-			if mode == CT {
-				l := t.D - bits.TrailingZeros(uint(q))
-				set(1, ts+m*tw+th*float64(l), "ts + m·tw + th·(log p − γ(q))")
-			} else {
-				var time float64
-				stages := 0
-				for i := t.D - 1; i >= 0; i-- {
-					if q&(1<<i) != 0 {
-						h := 2
-						if i == 0 {
-							h = 1
-						}
-						time += ts + (m*tw+th)*float64(h)
-						stages++
-					}
-				}
-				set(stages, time, "Σ over set bits i of q: ts + (m·tw + th)·(i = 0 ? 1 : 2) ≤ (ts + 2·(m·tw + th))·log p")
-			}
-		default:
-			return r, unknownOp(op)
+			time += ts + (m*tw+th)*float64(h)
+			stages++
 		}
 	}
-	return r, nil
+	return stepCost{stages, time, "Σ over set bits i of q: ts + (m·tw + th)·(i = 0 ? 1 : 2) ≤ (ts + 2·(m·tw + th))·log p"}
 }
 
 func unknownOp(op string) error {

@@ -193,99 +193,136 @@ func merge(groups [][][]send) [][]send {
 
 func torusPlan(Q int, op string, mode Mode, p Params) ([][]send, error) {
 	m := p.M
-	id := func(x, y int) int { return ((x%Q+Q)%Q + Q*((y%Q+Q)%Q)) }
-	row := func(y int) func(int) int { return func(j int) int { return id(j, y) } }
-	col := func(x int) func(int) int { return func(j int) int { return id(x, j) } }
-	// lineSteps applies a ring plan of Q positions along every row (or
-	// column) given by lines.
-	lineSteps := func(lines []func(int) int, op string, mode Mode, size int) ([][]send, error) {
-		var groups [][][]send
-		for _, ln := range lines {
-			rp, err := ringPlan(Q, op, mode, Params{M: size, Shift: p.Shift})
-			if err != nil {
-				return nil, err
-			}
-			for _, st := range rp {
-				for i := range st {
-					st[i].src, st[i].dst = ln(st[i].src), ln(st[i].dst)
-				}
-			}
-			groups = append(groups, rp)
-		}
-		return merge(groups), nil
-	}
-	rows := make([]func(int) int, Q)
-	cols := make([]func(int) int, Q)
-	for i := 0; i < Q; i++ {
-		rows[i], cols[i] = row(i), col(i)
-	}
-	two := func(op1 string, lines1 []func(int) int, s1 int, op2 string, lines2 []func(int) int, s2 int) ([][]send, error) {
-		a, err := lineSteps(lines1, op1, mode, s1)
-		if err != nil {
-			return nil, err
-		}
-		b, err := lineSteps(lines2, op2, mode, s2)
-		if err != nil {
-			return nil, err
-		}
-		return append(a, b...), nil
-	}
+	t := torusLines{Q: Q, mode: mode, shift: p.Shift}
+	rows, cols := t.rows(), t.cols()
 	switch op {
 	case "bcast":
-		return two("bcast", rows[:1], m, "bcast", cols, m)
+		return t.rowsThenCols("bcast", rows[:1], m, "bcast", cols, m)
 	case "allgather":
-		return two("allgather", rows, m, "allgather", cols, Q*m)
+		return t.rowsThenCols("allgather", rows, m, "allgather", cols, Q*m)
 	case "reduce", "scan":
-		return two(op, rows, m, op, cols, m)
+		return t.rowsThenCols(op, rows, m, op, cols, m)
 	case "scatter":
-		return two("scatter", rows[:1], Q*m, "scatter", cols, m)
+		return t.rowsThenCols("scatter", rows[:1], Q*m, "scatter", cols, m)
 	case "gather":
-		return two("gather", cols, m, "gather", rows[:1], Q*m)
+		return t.rowsThenCols("gather", cols, m, "gather", rows[:1], Q*m)
 	case "alltoall":
-		return two("alltoall", rows, Q*m, "alltoall", cols, Q*m)
+		return t.rowsThenCols("alltoall", rows, Q*m, "alltoall", cols, Q*m)
 	case "shift":
-		P := Q * Q
-		s := ((p.Shift % P) + P) % P
-		a, b := s%Q, s/Q
-		var steps [][]send
-		ra, err := ringPlanShift(Q, a, m)
-		if err != nil {
-			return nil, err
-		}
-		for _, st := range ra {
-			var all []send
-			for y := 0; y < Q; y++ {
-				for _, x := range st {
-					all = append(all, send{id(x.src, y), id(x.dst, y), m})
-				}
-			}
-			steps = append(steps, all)
-		}
-		if a > 0 {
-			var comp []send
-			for y := 0; y < Q; y++ {
-				for x := 0; x < a; x++ {
-					comp = append(comp, send{id(x, y), id(x, y+1), m})
-				}
-			}
-			steps = append(steps, comp)
-		}
-		cb, err := ringPlanShift(Q, b, m)
-		if err != nil {
-			return nil, err
-		}
-		for _, st := range cb {
-			var all []send
-			for x := 0; x < Q; x++ {
-				for _, e := range st {
-					all = append(all, send{id(x, e.src), id(x, e.dst), m})
-				}
-			}
-			steps = append(steps, all)
-		}
-		return steps, nil
+		return t.shiftPlan(p.Shift, m)
 	}
 	return nil, unknownOp(op)
+}
+
+// torusLines runs ring algorithms along the rows and columns of a Q×Q
+// torus.
+type torusLines struct {
+	Q     int
+	mode  Mode
+	shift int
+}
+
+// id numbers node (x, y), coordinates taken modulo Q.
+func (t torusLines) id(x, y int) int {
+	Q := t.Q
+	return ((x%Q+Q)%Q + Q*((y%Q+Q)%Q))
+}
+
+// rows maps position j of row y to its node, for every y.
+func (t torusLines) rows() []func(int) int {
+	rows := make([]func(int) int, t.Q)
+	for y := range rows {
+		rows[y] = func(j int) int { return t.id(j, y) }
+	}
+	return rows
+}
+
+// cols maps position j of column x to its node, for every x.
+func (t torusLines) cols() []func(int) int {
+	cols := make([]func(int) int, t.Q)
+	for x := range cols {
+		cols[x] = func(j int) int { return t.id(x, j) }
+	}
+	return cols
+}
+
+// lineSteps applies a ring plan of Q positions along every row (or
+// column) given by lines, all lines at once.
+func (t torusLines) lineSteps(lines []func(int) int, op string, size int) ([][]send, error) {
+	var groups [][][]send
+	for _, ln := range lines {
+		rp, err := ringPlan(t.Q, op, t.mode, Params{M: size, Shift: t.shift})
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range rp {
+			for i := range st {
+				st[i].src, st[i].dst = ln(st[i].src), ln(st[i].dst)
+			}
+		}
+		groups = append(groups, rp)
+	}
+	return merge(groups), nil
+}
+
+// rowsThenCols runs op1 with size s1 along lines1, then op2 with size s2
+// along lines2: the two phases of a 2D torus collective.
+func (t torusLines) rowsThenCols(op1 string, lines1 []func(int) int, s1 int, op2 string, lines2 []func(int) int, s2 int) ([][]send, error) {
+	a, err := t.lineSteps(lines1, op1, s1)
+	if err != nil {
+		return nil, err
+	}
+	b, err := t.lineSteps(lines2, op2, s2)
+	if err != nil {
+		return nil, err
+	}
+	return append(a, b...), nil
+}
+
+// shiftPlan shifts by s = a + Q·b: every row shifts by a, the a nodes
+// that wrapped past the row's end move one row on, then every column
+// shifts by b.
+func (t torusLines) shiftPlan(shift, m int) ([][]send, error) {
+	Q, P := t.Q, t.Q*t.Q
+	s := ((shift % P) + P) % P
+	a, b := s%Q, s/Q
+	var steps [][]send
+	ra, err := ringPlanShift(Q, a, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range ra {
+		var all []send
+		for y := 0; y < Q; y++ {
+			for _, x := range st {
+				all = append(all, send{t.id(x.src, y), t.id(x.dst, y), m})
+			}
+		}
+		steps = append(steps, all)
+	}
+	if a > 0 {
+		var comp []send
+		for y := 0; y < Q; y++ {
+			for x := 0; x < a; x++ {
+				comp = append(comp, send{t.id(x, y), t.id(x, y+1), m})
+			}
+		}
+		steps = append(steps, comp)
+	}
+	cb, err := ringPlanShift(Q, b, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range cb {
+		var all []send
+		for x := 0; x < Q; x++ {
+			for _, e := range st {
+				all = append(all, send{t.id(x, e.src), t.id(x, e.dst), m})
+			}
+		}
+		steps = append(steps, all)
+	}
+	return steps, nil
 }
 
 func ringPlanShift(P, q, m int) ([][]send, error) {
@@ -295,90 +332,132 @@ func ringPlanShift(P, q, m int) ([][]send, error) {
 func cubePlan(D int, op string, mode Mode, p Params) ([][]send, error) {
 	m := p.M
 	P := 1 << D
-	var steps [][]send
-	exchange := func(i, size int) []send {
-		var st []send
-		for x := 0; x < P; x++ {
-			st = append(st, send{x, x ^ 1<<i, size})
-		}
-		return st
-	}
 	switch op {
 	case "bcast":
-		for i := 0; i < D; i++ {
-			var st []send
-			for x := 0; x < 1<<i; x++ {
-				st = append(st, send{x, x | 1<<i, m})
-			}
-			steps = append(steps, st)
-		}
+		return cubeBcast(D, m), nil
 	case "allgather":
-		for i := 0; i < D; i++ {
-			steps = append(steps, exchange(i, m<<i))
-		}
+		return cubeExchanges(D, func(i int) int { return m << i }), nil
 	case "reduce", "scan":
-		for i := 0; i < D; i++ {
-			steps = append(steps, exchange(i, m))
-		}
+		return cubeExchanges(D, func(int) int { return m }), nil
 	case "scatter":
-		for j := 1; j <= D; j++ {
-			d := P >> j
-			var st []send
-			for x := 0; x < P; x += 2 * d {
-				st = append(st, send{x, x + d, d * m})
-			}
-			steps = append(steps, st)
-		}
+		return cubeScatter(D, m), nil
 	case "gather":
-		for j := 1; j <= D; j++ {
-			d := 1 << (j - 1)
-			var st []send
-			for x := d; x < P; x += 2 * d {
-				st = append(st, send{x, x - d, d * m})
-			}
-			steps = append(steps, st)
-		}
+		return cubeGather(D, m), nil
 	case "alltoall":
 		if mode == CT {
-			for j := 1; j < P; j++ {
-				var st []send
-				for x := 0; x < P; x++ {
-					st = append(st, send{x, x ^ j, m})
-				}
-				steps = append(steps, st)
-			}
-		} else {
-			for i := 0; i < D; i++ {
-				steps = append(steps, exchange(i, m*P/2))
-			}
+			return cubeAlltoallDirect(D, m), nil
 		}
+		return cubeExchanges(D, func(int) int { return m * P / 2 }), nil
 	case "shift":
-		q := ((p.Shift % P) + P) % P
-		if q == 0 {
-			return nil, nil
-		}
-		if mode == CT {
-			var st []send
-			for x := 0; x < P; x++ {
-				st = append(st, send{x, (x + q) % P, m})
-			}
-			return [][]send{st}, nil
-		}
-		gray := func(k int) int { return k ^ k>>1 }
-		for i := D - 1; i >= 0; i-- {
-			if q&(1<<i) == 0 {
-				continue
-			}
-			var st []send
-			for k := 0; k < P; k++ {
-				st = append(st, send{gray(k), gray((k + 1<<i) % P), m})
-			}
-			steps = append(steps, st)
-		}
-	default:
-		return nil, unknownOp(op)
+		return cubeShift(D, p.Shift, mode, m), nil
 	}
-	return steps, nil
+	return nil, unknownOp(op)
+}
+
+// cubeExchanges is D steps; in step i every node swaps size(i) words with
+// its neighbour across dimension i.
+func cubeExchanges(D int, size func(i int) int) [][]send {
+	P := 1 << D
+	var steps [][]send
+	for i := 0; i < D; i++ {
+		var st []send
+		for x := 0; x < P; x++ {
+			st = append(st, send{x, x ^ 1<<i, size(i)})
+		}
+		steps = append(steps, st)
+	}
+	return steps
+}
+
+// cubeBcast is the binomial tree: in step i the 2^i nodes that have the
+// message send it across dimension i.
+func cubeBcast(D, m int) [][]send {
+	var steps [][]send
+	for i := 0; i < D; i++ {
+		var st []send
+		for x := 0; x < 1<<i; x++ {
+			st = append(st, send{x, x | 1<<i, m})
+		}
+		steps = append(steps, st)
+	}
+	return steps
+}
+
+// cubeScatter halves the data in each step: step j sends P/2^j blocks
+// across the highest remaining dimension.
+func cubeScatter(D, m int) [][]send {
+	P := 1 << D
+	var steps [][]send
+	for j := 1; j <= D; j++ {
+		d := P >> j
+		var st []send
+		for x := 0; x < P; x += 2 * d {
+			st = append(st, send{x, x + d, d * m})
+		}
+		steps = append(steps, st)
+	}
+	return steps
+}
+
+// cubeGather is the scatter reversed: step j collects 2^(j-1) blocks
+// across dimension j-1.
+func cubeGather(D, m int) [][]send {
+	P := 1 << D
+	var steps [][]send
+	for j := 1; j <= D; j++ {
+		d := 1 << (j - 1)
+		var st []send
+		for x := d; x < P; x += 2 * d {
+			st = append(st, send{x, x - d, d * m})
+		}
+		steps = append(steps, st)
+	}
+	return steps
+}
+
+// cubeAlltoallDirect is the cut-through personalised exchange: in step j
+// every node x sends its block to x XOR j.
+func cubeAlltoallDirect(D, m int) [][]send {
+	P := 1 << D
+	var steps [][]send
+	for j := 1; j < P; j++ {
+		var st []send
+		for x := 0; x < P; x++ {
+			st = append(st, send{x, x ^ j, m})
+		}
+		steps = append(steps, st)
+	}
+	return steps
+}
+
+// cubeShift shifts by q: one direct step with cut-through, otherwise one
+// step per set bit of q along the Gray-code ring.
+func cubeShift(D, shift int, mode Mode, m int) [][]send {
+	P := 1 << D
+	q := ((shift % P) + P) % P
+	if q == 0 {
+		return nil
+	}
+	if mode == CT {
+		var st []send
+		for x := 0; x < P; x++ {
+			st = append(st, send{x, (x + q) % P, m})
+		}
+		return [][]send{st}
+	}
+	gray := func(k int) int { return k ^ k>>1 }
+	var steps [][]send
+	for i := D - 1; i >= 0; i-- {
+		if q&(1<<i) == 0 {
+			continue
+		}
+		var st []send
+		for k := 0; k < P; k++ {
+			st = append(st, send{gray(k), gray((k + 1<<i) % P), m})
+		}
+		steps = append(steps, st)
+	}
+	return steps
 }
 
 // Hops returns the number of links of the longest message of a plan when

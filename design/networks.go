@@ -161,88 +161,24 @@ type TwoHop struct {
 // node order). directed uses only the A→B channel of each link (digraphs
 // built by QCD.Graph). Runs on all cores.
 func CheckTwoHop(g *topology.Graph, directed, self bool, want func(a, b int) int) TwoHop {
-	eps := g.Endpoints()
-	idx := make([]int, g.NumNodes())
-	for i := range idx {
-		idx[i] = -1
-	}
-	for i, v := range eps {
-		idx[v] = i
-	}
-	ne := len(eps)
+	c := newTwoHopCheck(g, directed, self, want)
+	ne := len(c.eps)
 	res := TwoHop{Subscribers: ne, Switches: g.Count(topology.Switch), Min: 1 << 30}
 	workers := par.Workers(0)
-	type scratch struct {
-		cnt      []int32
-		swStamp  []int32
-		subStamp []int32
-	}
-	sc := make([]*scratch, workers)
-	mins := make([]int, ne)
-	maxs := make([]int, ne)
-	bads := make([]int64, ne)
-	first := make([]string, ne)
-	real := func(c int32) bool { return !directed || c&1 == 0 }
+	sc := make([]*twoHopScratch, workers)
+	rows := make([]twoHopRow, ne)
 	par.For(ne, workers, func(w, ai int) {
 		if sc[w] == nil {
-			sc[w] = &scratch{cnt: make([]int32, ne), swStamp: make([]int32, g.NumNodes()), subStamp: make([]int32, g.NumNodes())}
-			for i := range sc[w].swStamp {
-				sc[w].swStamp[i] = -1
-				sc[w].subStamp[i] = -1
-			}
+			sc[w] = newTwoHopScratch(ne, g.NumNodes())
 		}
-		s := sc[w]
-		a := eps[ai]
-		for _, c := range g.Out(a) {
-			if !real(c) {
-				continue
-			}
-			sw := g.Dst(int(c))
-			if g.Kind(sw) != topology.Switch || s.swStamp[sw] == int32(ai) {
-				continue
-			}
-			s.swStamp[sw] = int32(ai)
-			// repeated cables from one switch to one subscriber count once
-			for _, c2 := range g.Out(sw) {
-				if !real(c2) {
-					continue
-				}
-				bv := g.Dst(int(c2))
-				bi := idx[bv]
-				if bi < 0 || s.subStamp[bv] == int32(sw) {
-					continue
-				}
-				s.subStamp[bv] = int32(sw)
-				s.cnt[bi]++
-			}
-			// reset subscriber stamps of this switch
-			for _, c2 := range g.Out(sw) {
-				s.subStamp[g.Dst(int(c2))] = -1
-			}
-		}
-		mn, mx := 1<<30, 0
-		for bi := 0; bi < ne; bi++ {
-			if bi == ai && !self {
-				s.cnt[bi] = 0
-				continue
-			}
-			k := int(s.cnt[bi])
-			s.cnt[bi] = 0
-			mn, mx = min(mn, k), max(mx, k)
-			if wnt := want(ai, bi); k != wnt {
-				bads[ai]++
-				if first[ai] == "" {
-					first[ai] = fmt.Sprintf("%s → %s: %d two-hop paths, want %d", g.NodeName(a), g.NodeName(eps[bi]), k, wnt)
-				}
-			}
-		}
-		mins[ai], maxs[ai] = mn, mx
+		c.countPaths(sc[w], ai)
+		rows[ai] = c.compareRow(sc[w], ai)
 	})
-	for i := 0; i < ne; i++ {
-		res.Min, res.Max = min(res.Min, mins[i]), max(res.Max, maxs[i])
-		res.Bad += bads[i]
+	for _, r := range rows {
+		res.Min, res.Max = min(res.Min, r.min), max(res.Max, r.max)
+		res.Bad += r.bad
 		if res.FirstBad == "" {
-			res.FirstBad = first[i]
+			res.FirstBad = r.first
 		}
 		if self {
 			res.Pairs += int64(ne)
@@ -254,4 +190,109 @@ func CheckTwoHop(g *topology.Graph, directed, self bool, want func(a, b int) int
 		res.Min = 0
 	}
 	return res
+}
+
+// twoHopCheck holds what every row of the two-hop check shares.
+type twoHopCheck struct {
+	g        *topology.Graph
+	eps      []int
+	idx      []int // subscriber index of each node, -1 for switches
+	directed bool
+	self     bool
+	want     func(a, b int) int
+}
+
+func newTwoHopCheck(g *topology.Graph, directed, self bool, want func(a, b int) int) *twoHopCheck {
+	eps := g.Endpoints()
+	idx := make([]int, g.NumNodes())
+	for i := range idx {
+		idx[i] = -1
+	}
+	for i, v := range eps {
+		idx[v] = i
+	}
+	return &twoHopCheck{g: g, eps: eps, idx: idx, directed: directed, self: self, want: want}
+}
+
+// twoHopScratch is one worker's counters: paths to each subscriber, and
+// stamps that make repeated cables count once.
+type twoHopScratch struct {
+	cnt      []int32
+	swStamp  []int32
+	subStamp []int32
+}
+
+func newTwoHopScratch(ne, n int) *twoHopScratch {
+	s := &twoHopScratch{cnt: make([]int32, ne), swStamp: make([]int32, n), subStamp: make([]int32, n)}
+	for i := range s.swStamp {
+		s.swStamp[i] = -1
+		s.subStamp[i] = -1
+	}
+	return s
+}
+
+// real reports whether channel c is a cable in the checked direction (in
+// a directed network, only the even channel of each link).
+func (c *twoHopCheck) real(ch int32) bool { return !c.directed || ch&1 == 0 }
+
+// countPaths counts into s.cnt the two-hop paths subscriber ai → switch →
+// subscriber, each distinct switch once.
+func (c *twoHopCheck) countPaths(s *twoHopScratch, ai int) {
+	g := c.g
+	a := c.eps[ai]
+	for _, ch := range g.Out(a) {
+		if !c.real(ch) {
+			continue
+		}
+		sw := g.Dst(int(ch))
+		if g.Kind(sw) != topology.Switch || s.swStamp[sw] == int32(ai) {
+			continue
+		}
+		s.swStamp[sw] = int32(ai)
+		// repeated cables from one switch to one subscriber count once
+		for _, c2 := range g.Out(sw) {
+			if !c.real(c2) {
+				continue
+			}
+			bv := g.Dst(int(c2))
+			bi := c.idx[bv]
+			if bi < 0 || s.subStamp[bv] == int32(sw) {
+				continue
+			}
+			s.subStamp[bv] = int32(sw)
+			s.cnt[bi]++
+		}
+		// reset subscriber stamps of this switch
+		for _, c2 := range g.Out(sw) {
+			s.subStamp[g.Dst(int(c2))] = -1
+		}
+	}
+}
+
+// twoHopRow is the outcome for one source subscriber.
+type twoHopRow struct {
+	min, max int
+	bad      int64
+	first    string
+}
+
+// compareRow compares the counts of row ai with want, clearing s.cnt.
+func (c *twoHopCheck) compareRow(s *twoHopScratch, ai int) twoHopRow {
+	r := twoHopRow{min: 1 << 30}
+	for bi := range s.cnt {
+		if bi == ai && !c.self {
+			s.cnt[bi] = 0
+			continue
+		}
+		k := int(s.cnt[bi])
+		s.cnt[bi] = 0
+		r.min, r.max = min(r.min, k), max(r.max, k)
+		if wnt := c.want(ai, bi); k != wnt {
+			r.bad++
+			if r.first == "" {
+				r.first = fmt.Sprintf("%s → %s: %d two-hop paths, want %d", c.g.NodeName(c.eps[ai]), c.g.NodeName(c.eps[bi]), k, wnt)
+			}
+		}
+	}
+	return r
 }

@@ -49,6 +49,23 @@ func Verify(n int, blocks [][]int, wantLambda int) Verification {
 	if len(blocks) != n {
 		v.problem("%d blocks for %d elements: a symmetric design has as many blocks as elements", len(blocks), n)
 	}
+	inc := v.incidence(n, blocks)
+	v.checkReplication(inc)
+	v.Lambda = wantLambda
+	if v.Lambda <= 0 {
+		v.Lambda += blocksSharing01(blocks, inc) // as before: a negative wantLambda offsets the count
+	}
+	v.checkPairs(n, blocks, inc)
+	if v.Lambda > 0 && v.M > 0 && int64(v.Lambda)*int64(n-1) != int64(v.M)*int64(v.M-1) && v.ProblemCount == 0 {
+		v.problem("N=%d, m=%d, λ=%d violate N = m(m-1)/λ + 1", n, v.M, v.Lambda)
+	}
+	v.OK = v.ProblemCount == 0
+	return v
+}
+
+// incidence checks block sizes and elements and lists the blocks holding
+// each element (each element once per block).
+func (v *Verification) incidence(n int, blocks [][]int) [][]int32 {
 	inc := make([][]int32, n) // blocks containing each element
 	seen := make([]int, n)
 	for i := range seen {
@@ -71,22 +88,34 @@ func Verify(n int, blocks [][]int, wantLambda int) Verification {
 			inc[x] = append(inc[x], int32(b))
 		}
 	}
-	for x := 0; x < n; x++ {
+	return inc
+}
+
+// checkReplication checks that every element is in m blocks.
+func (v *Verification) checkReplication(inc [][]int32) {
+	for x := range inc {
 		if len(inc[x]) != v.M {
 			v.problem("element %d is in %d blocks, want m=%d", x+1, len(inc[x]), v.M)
 		}
 	}
-	v.Lambda = wantLambda
-	if v.Lambda <= 0 {
-		for _, b := range inc[0] {
-			for _, y := range blocks[b] {
-				if y == 1 {
-					v.Lambda++
-				}
+}
+
+// blocksSharing01 counts the blocks holding both elements 0 and 1.
+func blocksSharing01(blocks [][]int, inc [][]int32) int {
+	l := 0
+	for _, b := range inc[0] {
+		for _, y := range blocks[b] {
+			if y == 1 {
+				l++
 			}
 		}
 	}
-	// pair counts, per element, in parallel
+	return l
+}
+
+// checkPairs counts, per element x on all cores, the blocks x shares with
+// every later element and reports the pairs that do not share λ.
+func (v *Verification) checkPairs(n int, blocks [][]int, inc [][]int32) {
 	workers := par.Workers(0)
 	cnts := make([][]int32, workers)
 	perX := make([][]string, n)
@@ -121,11 +150,6 @@ func Verify(n int, blocks [][]int, wantLambda int) Verification {
 			}
 		}
 	}
-	if v.Lambda > 0 && v.M > 0 && int64(v.Lambda)*int64(n-1) != int64(v.M)*int64(v.M-1) && v.ProblemCount == 0 {
-		v.problem("N=%d, m=%d, λ=%d violate N = m(m-1)/λ + 1", n, v.M, v.Lambda)
-	}
-	v.OK = v.ProblemCount == 0
-	return v
 }
 
 // VerifyDiffSet checks that every non-zero residue mod n is a difference

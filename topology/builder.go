@@ -182,44 +182,84 @@ const (
 
 // Build validates the graph and returns it.
 func (b *Builder) Build() (*Graph, error) {
-	n := len(b.kinds)
-	if n == 0 {
-		return nil, fmt.Errorf("%s: graph has no nodes", b.name)
-	}
-	if n > MaxNodes {
-		return nil, fmt.Errorf("%s: %d nodes exceeds the limit %d", b.name, n, MaxNodes)
-	}
-	if len(b.links) > math.MaxInt32/2 {
-		return nil, fmt.Errorf("%s: too many links", b.name)
+	if err := b.checkSize(); err != nil {
+		return nil, err
 	}
 	g := &Graph{
 		name: b.name, dims: b.dims, wrap: b.wrap, kinds: b.kinds, names: b.names,
 		guids: b.guids, level: b.level, group: b.group, coord: b.coord, lid: b.lid, links: b.links, shape: b.shape, portGUID: b.pguid,
 	}
+	steps := []func(*Graph) error{b.countPorts, b.indexPorts, b.indexNames, b.checkGUIDs, b.indexCoords}
+	for _, step := range steps {
+		if err := step(g); err != nil {
+			return nil, err
+		}
+	}
+	ff, err := g.WithFaults(b.failedLinks, b.failedNodes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.name, err)
+	}
+	return ff, nil
+}
+
+// checkSize refuses empty graphs and graphs beyond the node and link limits.
+func (b *Builder) checkSize() error {
+	n := len(b.kinds)
+	if n == 0 {
+		return fmt.Errorf("%s: graph has no nodes", b.name)
+	}
+	if n > MaxNodes {
+		return fmt.Errorf("%s: %d nodes exceeds the limit %d", b.name, n, MaxNodes)
+	}
+	if len(b.links) > math.MaxInt32/2 {
+		return fmt.Errorf("%s: too many links", b.name)
+	}
+	return nil
+}
+
+// linkEnds lists the two (node, port) ends of a link, A first.
+func linkEnds(lk Link) [2]struct {
+	v int32
+	p uint16
+} {
+	return [2]struct {
+		v int32
+		p uint16
+	}{{lk.A, lk.APort}, {lk.B, lk.BPort}}
+}
+
+// countPorts checks every link's ends and sets each node's port count to
+// the declared count, or the highest port a link uses if none was declared.
+func (b *Builder) countPorts(g *Graph) error {
+	n := len(b.kinds)
 	g.nport = make([]uint16, n)
 	copy(g.nport, b.nport)
 	for l, lk := range b.links {
 		if lk.A < 0 || int(lk.A) >= n || lk.B < 0 || int(lk.B) >= n {
-			return nil, fmt.Errorf("%s: link %d joins unknown node", b.name, l)
+			return fmt.Errorf("%s: link %d joins unknown node", b.name, l)
 		}
 		if lk.A == lk.B && lk.APort == lk.BPort {
-			return nil, fmt.Errorf("%s: link %d connects port %d of %q to itself", b.name, l, lk.APort, b.names[lk.A])
+			return fmt.Errorf("%s: link %d connects port %d of %q to itself", b.name, l, lk.APort, b.names[lk.A])
 		}
 		if lk.APort == 0 || lk.BPort == 0 || lk.APort > MaxPorts || lk.BPort > MaxPorts {
-			return nil, fmt.Errorf("%s: link %d uses port 0 or a port beyond %d", b.name, l, MaxPorts)
+			return fmt.Errorf("%s: link %d uses port 0 or a port beyond %d", b.name, l, MaxPorts)
 		}
-		for _, e := range [2]struct {
-			v int32
-			p uint16
-		}{{lk.A, lk.APort}, {lk.B, lk.BPort}} {
+		for _, e := range linkEnds(lk) {
 			if b.nport[e.v] != 0 && e.p > b.nport[e.v] {
-				return nil, fmt.Errorf("%s: node %q has %d ports but link %d uses port %d", b.name, b.names[e.v], b.nport[e.v], l, e.p)
+				return fmt.Errorf("%s: node %q has %d ports but link %d uses port %d", b.name, b.names[e.v], b.nport[e.v], l, e.p)
 			}
 			if e.p > g.nport[e.v] {
 				g.nport[e.v] = e.p
 			}
 		}
 	}
+	return nil
+}
+
+// indexPorts builds the port → channel table and the compressed list of
+// each node's outgoing channels in port order, refusing a port used twice.
+func (b *Builder) indexPorts(g *Graph) error {
+	n := len(b.kinds)
 	g.portBase = make([]int32, n+1)
 	for v := 0; v < n; v++ {
 		g.portBase[v+1] = g.portBase[v] + int32(g.nport[v])
@@ -230,13 +270,10 @@ func (b *Builder) Build() (*Graph, error) {
 	}
 	g.outStart = make([]int32, n+1)
 	for l, lk := range b.links {
-		for dir, e := range [2]struct {
-			v int32
-			p uint16
-		}{{lk.A, lk.APort}, {lk.B, lk.BPort}} {
+		for dir, e := range linkEnds(lk) {
 			slot := &g.portChan[g.portBase[e.v]+int32(e.p)-1]
 			if *slot >= 0 {
-				return nil, fmt.Errorf("%s: port %d of %q is used by two links", b.name, e.p, b.names[e.v])
+				return fmt.Errorf("%s: port %d of %q is used by two links", b.name, e.p, b.names[e.v])
 			}
 			*slot = int32(2*l + dir)
 			g.outStart[e.v+1]++
@@ -253,51 +290,64 @@ func (b *Builder) Build() (*Graph, error) {
 			}
 		}
 	}
-	g.byName = make(map[string]int32, n)
+	return nil
+}
+
+// indexNames maps names to nodes, refusing empty and duplicate names.
+func (b *Builder) indexNames(g *Graph) error {
+	g.byName = make(map[string]int32, len(b.names))
 	for v, name := range b.names {
 		if name == "" {
-			return nil, fmt.Errorf("%s: node %d has an empty name", b.name, v)
+			return fmt.Errorf("%s: node %d has an empty name", b.name, v)
 		}
 		if w, dup := g.byName[name]; dup {
-			return nil, fmt.Errorf("%s: nodes %d and %d share the name %q", b.name, w, v, name)
+			return fmt.Errorf("%s: nodes %d and %d share the name %q", b.name, w, v, name)
 		}
 		g.byName[name] = int32(v)
 	}
-	seenGUID := make(map[uint64]int, n)
+	return nil
+}
+
+// checkGUIDs refuses two nodes with the same GUID.
+func (b *Builder) checkGUIDs(*Graph) error {
+	seenGUID := make(map[uint64]int, len(b.kinds))
 	for v, guid := range b.guids {
 		if w, dup := seenGUID[guid]; dup {
-			return nil, fmt.Errorf("%s: nodes %q and %q share GUID %#016x", b.name, b.names[w], b.names[v], guid)
+			return fmt.Errorf("%s: nodes %q and %q share GUID %#016x", b.name, b.names[w], b.names[v], guid)
 		}
 		seenGUID[guid] = v
 	}
-	if len(b.dims) > 0 {
-		if len(b.wrap) != len(b.dims) {
-			return nil, fmt.Errorf("%s: wrap flags do not match dimensions", b.name)
-		}
-		g.byCoord = make(map[string]int32)
-		nd := len(b.dims)
-		c := make([]int, nd)
-		for v := 0; v < n; v++ {
-			for i := range c {
-				c[i] = int(b.coord[v*nd+i])
-				if c[i] < 0 || c[i] >= b.dims[i] {
-					return nil, fmt.Errorf("%s: node %q coordinate %d out of range", b.name, b.names[v], c[i])
-				}
-			}
-			k := coordKey(c)
-			if w, dup := g.byCoord[k]; dup {
-				// Endpoints of a switch torus share their switch's
-				// coordinates; the switch (or the first node) owns the key.
-				if g.kinds[w] == Switch || g.kinds[v] != Switch {
-					continue
-				}
-			}
-			g.byCoord[k] = int32(v)
-		}
+	return nil
+}
+
+// indexCoords maps coordinates to nodes in a graph with dimensions; where
+// endpoints share their switch's coordinates, the switch owns the key.
+func (b *Builder) indexCoords(g *Graph) error {
+	if len(b.dims) == 0 {
+		return nil
 	}
-	ff, err := g.WithFaults(b.failedLinks, b.failedNodes)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", b.name, err)
+	if len(b.wrap) != len(b.dims) {
+		return fmt.Errorf("%s: wrap flags do not match dimensions", b.name)
 	}
-	return ff, nil
+	g.byCoord = make(map[string]int32)
+	nd := len(b.dims)
+	c := make([]int, nd)
+	for v := range b.kinds {
+		for i := range c {
+			c[i] = int(b.coord[v*nd+i])
+			if c[i] < 0 || c[i] >= b.dims[i] {
+				return fmt.Errorf("%s: node %q coordinate %d out of range", b.name, b.names[v], c[i])
+			}
+		}
+		k := coordKey(c)
+		if w, dup := g.byCoord[k]; dup {
+			// Endpoints of a switch torus share their switch's
+			// coordinates; the switch (or the first node) owns the key.
+			if g.kinds[w] == Switch || g.kinds[v] != Switch {
+				continue
+			}
+		}
+		g.byCoord[k] = int32(v)
+	}
+	return nil
 }

@@ -426,13 +426,34 @@ func exactBisection(g *Graph, terms []int, ub int, _ []int8, budget float64) (in
 		return 0, false
 	}
 	n := g.NumNodes()
-	isTerm := make([]bool, n)
-	for _, t := range terms {
-		isTerm[t] = true
+	s := &bisectionSearch{
+		isTerm: make([]bool, n),
+		side:   make([]int8, n),
+		lo:     len(terms) / 2,
+		hi:     (len(terms) + 1) / 2,
+		best:   ub + 1, // find anything ≤ ub
+		budget: budget,
 	}
-	// Order: BFS from a terminal so neighbours are assigned early.
+	for _, t := range terms {
+		s.isTerm[t] = true
+	}
+	s.order = bfsOrder(g, live)
+	s.earlier = earlierNeighbours(g, s.order)
+	s.branch(0, 0, 0, 0)
+	if s.aborted {
+		return 0, false
+	}
+	if s.best > ub {
+		return ub, true // the heuristic value was optimal
+	}
+	return s.best, true
+}
+
+// bfsOrder orders the live nodes breadth first from each unseen one in
+// turn, so that neighbours are assigned early in the search.
+func bfsOrder(g *Graph, live []int) []int {
 	order := make([]int, 0, len(live))
-	seen := make([]bool, n)
+	seen := make([]bool, g.NumNodes())
 	for _, start := range live {
 		if seen[start] {
 			continue
@@ -453,11 +474,17 @@ func exactBisection(g *Graph, terms []int, ub int, _ []int8, budget float64) (in
 			}
 		}
 	}
+	return order
+}
+
+// earlierNeighbours lists, for each node, its live neighbours that come
+// earlier in order (one entry per channel).
+func earlierNeighbours(g *Graph, order []int) [][]int {
+	n := g.NumNodes()
 	pos := make([]int, n)
 	for i, v := range order {
 		pos[v] = i
 	}
-	// For each node, live neighbours that come earlier in the order.
 	earlier := make([][]int, n)
 	for _, v := range order {
 		for _, c := range g.Out(v) {
@@ -470,71 +497,68 @@ func exactBisection(g *Graph, terms []int, ub int, _ []int8, budget float64) (in
 			}
 		}
 	}
-	termsLeft := make([]int, len(order)+1)
-	for i := len(order) - 1; i >= 0; i-- {
-		termsLeft[i] = termsLeft[i+1]
-		if isTerm[order[i]] {
-			termsLeft[i]++
-		}
+	return earlier
+}
+
+// bisectionSearch is the state of the branch and bound over side
+// assignments in BFS order.
+type bisectionSearch struct {
+	order      []int
+	earlier    [][]int
+	isTerm     []bool
+	side       []int8
+	lo, hi     int // terminals on each side of a balanced cut
+	best       int
+	budget     float64
+	expansions float64
+	aborted    bool
+}
+
+// branch assigns order[i] to each side in turn, given the cut so far and
+// the terminals t0, t1 already on sides 0 and 1, pruning at the best cut
+// found and at imbalance; it aborts past the expansion budget.
+func (s *bisectionSearch) branch(i, cut, t0, t1 int) {
+	if s.aborted {
+		return
 	}
-	T := len(terms)
-	lo, hi := T/2, (T+1)/2
-	best := ub + 1 // find anything ≤ ub
-	side := make([]int8, n)
-	var expansions float64
-	aborted := false
-	var rec func(i, cut, t0, t1 int)
-	rec = func(i, cut, t0, t1 int) {
-		if aborted {
-			return
-		}
-		expansions++
-		if expansions > budget {
-			aborted = true
-			return
-		}
-		if cut >= best {
-			return
-		}
-		if i == len(order) {
-			if (t0 == lo && t1 == hi) || (t0 == hi && t1 == lo) {
-				best = cut
-			}
-			return
-		}
-		// Balance feasibility.
-		if t0 > hi || t1 > hi {
-			return
-		}
-		v := order[i]
-		for s := int8(0); s < 2; s++ {
-			if i == 0 && s == 1 {
-				break // symmetry: first node on side 0
-			}
-			add := 0
-			for _, w := range earlier[v] {
-				if side[w] != s {
-					add++
-				}
-			}
-			side[v] = s
-			nt0, nt1 := t0, t1
-			if isTerm[v] {
-				if s == 0 {
-					nt0++
-				} else {
-					nt1++
-				}
-			}
-			rec(i+1, cut+add, nt0, nt1)
-		}
+	s.expansions++
+	if s.expansions > s.budget {
+		s.aborted = true
+		return
 	}
-	rec(0, 0, 0, 0)
-	if aborted {
-		return 0, false
+	if cut >= s.best {
+		return
 	}
-	if best > ub {
-		return ub, true // the heuristic value was optimal
+	if i == len(s.order) {
+		if (t0 == s.lo && t1 == s.hi) || (t0 == s.hi && t1 == s.lo) {
+			s.best = cut
+		}
+		return
 	}
-	return best, true
+	// Balance feasibility.
+	if t0 > s.hi || t1 > s.hi {
+		return
+	}
+	v := s.order[i]
+	for sd := int8(0); sd < 2; sd++ {
+		if i == 0 && sd == 1 {
+			break // symmetry: first node on side 0
+		}
+		add := 0
+		for _, w := range s.earlier[v] {
+			if s.side[w] != sd {
+				add++
+			}
+		}
+		s.side[v] = sd
+		nt0, nt1 := t0, t1
+		if s.isTerm[v] {
+			if sd == 0 {
+				nt0++
+			} else {
+				nt1++
+			}
+		}
+		s.branch(i+1, cut+add, nt0, nt1)
+	}
 }

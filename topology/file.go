@@ -165,17 +165,44 @@ func (d *Document) explicit(name string) (*Graph, error) {
 		title = name
 	}
 	b := NewBuilder(title)
-	if len(d.Dims) > 0 {
-		if len(d.Wrap) != len(d.Dims) {
-			return nil, fmt.Errorf("%s: dims and wrap must have the same length", name)
-		}
-		for i, x := range d.Dims {
-			if x < 1 || x > 1<<15-1 {
-				return nil, fmt.Errorf("%s: dimension %d has size %d", name, i, x)
-			}
-		}
-		b.SetDims(d.Dims, d.Wrap)
+	if err := d.setDims(b, name); err != nil {
+		return nil, err
 	}
+	idx, err := d.addNodes(b, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.addLinks(b, idx, name); err != nil {
+		return nil, err
+	}
+	g, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	return g, nil
+}
+
+// setDims checks the document's dimensions and wrap flags and gives them
+// to b.
+func (d *Document) setDims(b *Builder, name string) error {
+	if len(d.Dims) == 0 {
+		return nil
+	}
+	if len(d.Wrap) != len(d.Dims) {
+		return fmt.Errorf("%s: dims and wrap must have the same length", name)
+	}
+	for i, x := range d.Dims {
+		if x < 1 || x > 1<<15-1 {
+			return fmt.Errorf("%s: dimension %d has size %d", name, i, x)
+		}
+	}
+	b.SetDims(d.Dims, d.Wrap)
+	return nil
+}
+
+// addNodes adds the document's nodes to b and returns their indices by
+// name.
+func (d *Document) addNodes(b *Builder, name string) (map[string]int, error) {
 	idx := make(map[string]int, len(d.Nodes))
 	for i, n := range d.Nodes {
 		k, err := ParseKind(n.Kind)
@@ -188,79 +215,100 @@ func (d *Document) explicit(name string) (*Graph, error) {
 		if _, dup := idx[n.Name]; dup {
 			return nil, fmt.Errorf("%s: duplicate node name %q", name, n.Name)
 		}
-		o := NodeOpts{Level: NoLevel, Group: NoGroup, Ports: n.Ports}
-		if n.Ports < 0 || n.Ports > MaxPorts {
-			return nil, fmt.Errorf("%s: node %q has %d ports", name, n.Name, n.Ports)
-		}
-		if n.GUID != "" {
-			v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(n.GUID), "0x"), 16, 64)
-			if err != nil || v == 0 {
-				return nil, fmt.Errorf("%s: node %q has invalid GUID %q", name, n.Name, n.GUID)
-			}
-			o.GUID = v
-		}
-		if n.LID < 0 || n.LID > MaxUnicastLID {
-			return nil, fmt.Errorf("%s: node %q LID %d outside 1..%d", name, n.Name, n.LID, MaxUnicastLID)
-		}
-		o.LID = n.LID
-		if n.Level != nil {
-			if *n.Level < 0 || *n.Level > 127 {
-				return nil, fmt.Errorf("%s: node %q level %d out of range", name, n.Name, *n.Level)
-			}
-			o.Level = *n.Level
-		}
-		if n.Group != nil {
-			if *n.Group < 0 {
-				return nil, fmt.Errorf("%s: node %q group %d out of range", name, n.Name, *n.Group)
-			}
-			o.Group = *n.Group
-		}
-		if len(d.Dims) > 0 {
-			if len(n.Coord) != len(d.Dims) {
-				return nil, fmt.Errorf("%s: node %q needs %d coordinates", name, n.Name, len(d.Dims))
-			}
-			o.Coord = n.Coord
-		} else if len(n.Coord) > 0 {
-			return nil, fmt.Errorf("%s: node %q has coordinates but the document has no dims", name, n.Name)
+		o, err := d.nodeOpts(n, name)
+		if err != nil {
+			return nil, err
 		}
 		idx[n.Name] = b.AddNode(k, n.Name, o)
 	}
+	return idx, nil
+}
+
+// nodeOpts checks one node's ports, GUID, LID, level, group and
+// coordinates and converts them to NodeOpts.
+func (d *Document) nodeOpts(n DocNode, name string) (NodeOpts, error) {
+	o := NodeOpts{Level: NoLevel, Group: NoGroup, Ports: n.Ports}
+	if n.Ports < 0 || n.Ports > MaxPorts {
+		return o, fmt.Errorf("%s: node %q has %d ports", name, n.Name, n.Ports)
+	}
+	if n.GUID != "" {
+		v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(n.GUID), "0x"), 16, 64)
+		if err != nil || v == 0 {
+			return o, fmt.Errorf("%s: node %q has invalid GUID %q", name, n.Name, n.GUID)
+		}
+		o.GUID = v
+	}
+	if n.LID < 0 || n.LID > MaxUnicastLID {
+		return o, fmt.Errorf("%s: node %q LID %d outside 1..%d", name, n.Name, n.LID, MaxUnicastLID)
+	}
+	o.LID = n.LID
+	if n.Level != nil {
+		if *n.Level < 0 || *n.Level > 127 {
+			return o, fmt.Errorf("%s: node %q level %d out of range", name, n.Name, *n.Level)
+		}
+		o.Level = *n.Level
+	}
+	if n.Group != nil {
+		if *n.Group < 0 {
+			return o, fmt.Errorf("%s: node %q group %d out of range", name, n.Name, *n.Group)
+		}
+		o.Group = *n.Group
+	}
+	if len(d.Dims) > 0 {
+		if len(n.Coord) != len(d.Dims) {
+			return o, fmt.Errorf("%s: node %q needs %d coordinates", name, n.Name, len(d.Dims))
+		}
+		o.Coord = n.Coord
+	} else if len(n.Coord) > 0 {
+		return o, fmt.Errorf("%s: node %q has coordinates but the document has no dims", name, n.Name)
+	}
+	return o, nil
+}
+
+// addLinks connects the document's links in b, naming ends through idx.
+func (d *Document) addLinks(b *Builder, idx map[string]int, name string) error {
 	for i, l := range d.Links {
 		a, ok := idx[l.A]
 		if !ok {
-			return nil, fmt.Errorf("%s: link %d names unknown node %q", name, i, l.A)
+			return fmt.Errorf("%s: link %d names unknown node %q", name, i, l.A)
 		}
 		c, ok := idx[l.B]
 		if !ok {
-			return nil, fmt.Errorf("%s: link %d names unknown node %q", name, i, l.B)
+			return fmt.Errorf("%s: link %d names unknown node %q", name, i, l.B)
 		}
-		o := LinkOpts{Dim: -1, Bandwidth: l.Bandwidth}
-		if l.Dim != nil {
-			if *l.Dim < 0 || *l.Dim > 127 {
-				return nil, fmt.Errorf("%s: link %d dim %d out of range", name, i, *l.Dim)
-			}
-			o.Dim = *l.Dim
-		}
-		if l.Class != "" {
-			cl, err := ParseClass(l.Class)
-			if err != nil {
-				return nil, fmt.Errorf("%s: link %d: %v", name, i, err)
-			}
-			o.Class = cl
-		}
-		if l.Bandwidth < 0 || l.Bandwidth > 1e9 {
-			return nil, fmt.Errorf("%s: link %d bandwidth %g out of range", name, i, l.Bandwidth)
-		}
-		if l.APort < 1 || l.BPort < 1 || l.APort > MaxPorts || l.BPort > MaxPorts {
-			return nil, fmt.Errorf("%s: link %d uses port %d/%d; ports are numbered from 1", name, i, l.APort, l.BPort)
+		o, err := linkOpts(l, i, name)
+		if err != nil {
+			return err
 		}
 		b.ConnectPorts(a, l.APort, c, l.BPort, o)
 	}
-	g, err := b.Build()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
+	return nil
+}
+
+// linkOpts checks link i's dimension, class, bandwidth and ports and
+// converts them to LinkOpts.
+func linkOpts(l DocLink, i int, name string) (LinkOpts, error) {
+	o := LinkOpts{Dim: -1, Bandwidth: l.Bandwidth}
+	if l.Dim != nil {
+		if *l.Dim < 0 || *l.Dim > 127 {
+			return o, fmt.Errorf("%s: link %d dim %d out of range", name, i, *l.Dim)
+		}
+		o.Dim = *l.Dim
 	}
-	return g, nil
+	if l.Class != "" {
+		cl, err := ParseClass(l.Class)
+		if err != nil {
+			return o, fmt.Errorf("%s: link %d: %v", name, i, err)
+		}
+		o.Class = cl
+	}
+	if l.Bandwidth < 0 || l.Bandwidth > 1e9 {
+		return o, fmt.Errorf("%s: link %d bandwidth %g out of range", name, i, l.Bandwidth)
+	}
+	if l.APort < 1 || l.BPort < 1 || l.APort > MaxPorts || l.BPort > MaxPorts {
+		return o, fmt.Errorf("%s: link %d uses port %d/%d; ports are numbered from 1", name, i, l.APort, l.BPort)
+	}
+	return o, nil
 }
 
 // WriteDOT writes g in Graphviz DOT: switches as boxes, failed links dashed

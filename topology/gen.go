@@ -349,7 +349,36 @@ func Grid(dims []int, wrap bool, o GridOpts) (*Graph, error) {
 	if total*(1+o.Endpoints) > MaxSpecNodes {
 		return nil, fmt.Errorf("more than %d nodes", MaxSpecNodes)
 	}
-	copies := make([][]int, nd) // per dimension: step of each ring copy
+	copies := ringCopies(dims, o)
+	base := make([]int, nd+1) // first port of each dimension's rings
+	for i := range dims {
+		base[i+1] = base[i] + 2*len(copies[i])
+	}
+	kind := Endpoint
+	if o.Endpoints > 0 {
+		kind = Switch
+	}
+	b := NewBuilder("")
+	addGridNodes(b, dims, total, wrap, kind)
+	connectRings(b, dims, wrap, copies, base)
+	addGridEndpoints(b, dims, o.Endpoints, base[nd])
+	if o.Endpoints == 0 {
+		b.SetShape(gridShape(total, wrap, o))
+	}
+	for v := 0; v < total; v++ {
+		// Ring ports exist even where a mesh has no neighbour, so port
+		// numbers mean the same direction on every node.
+		if kind == Switch || !wrap {
+			b.nport[v] = uint16(base[nd] + o.Endpoints)
+		}
+	}
+	return b.Build()
+}
+
+// ringCopies lists, per dimension, the step of each ring copy: o.Steps,
+// o.Rings rings of step 1, or one ring of step 1.
+func ringCopies(dims []int, o GridOpts) [][]int {
+	copies := make([][]int, len(dims))
 	for i := range dims {
 		switch {
 		case o.Steps != nil:
@@ -362,27 +391,32 @@ func Grid(dims []int, wrap bool, o GridOpts) (*Graph, error) {
 			copies[i] = []int{1}
 		}
 	}
-	base := make([]int, nd+1)
-	for i := range dims {
-		base[i+1] = base[i] + 2*len(copies[i])
-	}
-	wrapFlags := make([]bool, nd)
+	return copies
+}
+
+// addGridNodes adds one node of the given kind per coordinate, in
+// encoding order.
+func addGridNodes(b *Builder, dims []int, total int, wrap bool, kind Kind) {
+	wrapFlags := make([]bool, len(dims))
 	for i := range wrapFlags {
 		wrapFlags[i] = wrap
 	}
-	kind := Endpoint
-	if o.Endpoints > 0 {
-		kind = Switch
-	}
-	b := NewBuilder("")
 	b.SetDims(dims, wrapFlags)
-	c := make([]int, nd)
+	c := make([]int, len(dims))
 	for v := 0; v < total; v++ {
 		decode(v, dims, c)
 		b.AddNode(kind, CoordString(c), NodeOpts{Level: NoLevel, Group: NoGroup, Coord: c})
 	}
-	nb := make([]int, nd)
-	for v := 0; v < total; v++ {
+}
+
+// connectRings links every node to its neighbour s further along each
+// dimension for every ring copy of step s (a mesh drops the wrapping
+// links); copy k of dimension i uses ports base[i]+2k+1 (out) and
+// base[i]+2k+2 (in).
+func connectRings(b *Builder, dims []int, wrap bool, copies [][]int, base []int) {
+	c := make([]int, len(dims))
+	nb := make([]int, len(dims))
+	for v := range b.kinds {
 		decode(v, dims, c)
 		for i := range dims {
 			for k, s := range copies[i] {
@@ -396,32 +430,33 @@ func Grid(dims []int, wrap bool, o GridOpts) (*Graph, error) {
 			}
 		}
 	}
+}
+
+// addGridEndpoints hangs e end nodes off every switch, on the ports
+// after the ring ports (firstPort+1…).
+func addGridEndpoints(b *Builder, dims []int, e, firstPort int) {
+	total := len(b.kinds)
+	c := make([]int, len(dims))
 	for v := 0; v < total; v++ {
 		decode(v, dims, c)
-		for j := 0; j < o.Endpoints; j++ {
-			e := b.AddNode(Endpoint, CoordString(c)+"/"+strconv.Itoa(j), NodeOpts{Level: NoLevel, Group: NoGroup, Coord: c})
-			b.ConnectPorts(v, base[nd]+j+1, e, 1, LinkOpts{Dim: -1, Class: Access})
+		for j := 0; j < e; j++ {
+			ep := b.AddNode(Endpoint, CoordString(c)+"/"+strconv.Itoa(j), NodeOpts{Level: NoLevel, Group: NoGroup, Coord: c})
+			b.ConnectPorts(v, firstPort+j+1, ep, 1, LinkOpts{Dim: -1, Class: Access})
 		}
 	}
-	if o.Endpoints == 0 {
-		plain := o.Steps == nil && o.Rings == nil
-		sh := Shape{VertexTransitive: wrap}
-		if plain {
-			sh.Family = map[bool]string{true: "torus", false: "mesh"}[wrap]
-		}
-		if !wrap && total == 1 {
-			sh.VertexTransitive = true
-		}
-		b.SetShape(sh)
+}
+
+// gridShape describes a direct grid: a plain torus is vertex-transitive,
+// and a single node is too.
+func gridShape(total int, wrap bool, o GridOpts) Shape {
+	sh := Shape{VertexTransitive: wrap}
+	if o.Steps == nil && o.Rings == nil {
+		sh.Family = map[bool]string{true: "torus", false: "mesh"}[wrap]
 	}
-	for v := 0; v < total; v++ {
-		// Ring ports exist even where a mesh has no neighbour, so port
-		// numbers mean the same direction on every node.
-		if kind == Switch || !wrap {
-			b.nport[v] = uint16(base[nd] + o.Endpoints)
-		}
+	if !wrap && total == 1 {
+		sh.VertexTransitive = true
 	}
-	return b.Build()
+	return sh
 }
 
 func decode(v int, dims, c []int) {

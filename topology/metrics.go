@@ -194,152 +194,16 @@ type DistanceStats struct {
 // sources.
 func Distances(g *Graph, o MetricsOptions) DistanceStats {
 	terms := Terminals(g)
-	st := DistanceStats{Terminals: len(terms)}
 	if len(terms) < 2 {
-		st.Exact, st.Method = true, "trivial"
-		return st
+		return DistanceStats{Terminals: len(terms), Exact: true, Method: "trivial"}
 	}
-	direct := g.Direct()
-	n := g.NumNodes()
-	if !o.ForceGeneric && g.Shape().VertexTransitive && !g.HasFaults() && direct {
-		dist := make([]int32, n)
-		BFS(g, terms[0], dist, nil)
-		var sum int64
-		for _, v := range terms[1:] {
-			if dist[v] < 0 {
-				st.Unreachable += int64(len(terms))
-				continue
-			}
-			sum += int64(dist[v])
-			st.Diameter = max(st.Diameter, int(dist[v]))
-		}
-		st.Average = float64(sum) / float64(len(terms)-1)
-		st.Exact, st.Method = true, "one BFS (vertex-transitive)"
-		return st
+	if !o.ForceGeneric && g.Shape().VertexTransitive && !g.HasFaults() && g.Direct() {
+		return oneSourceDistances(g, terms)
 	}
-	type source = distSource
-	att := make([]int32, n) // attachment switch of a single-homed terminal, or -1
-	for i := range att {
-		att[i] = -1
-	}
-	weight := make([]int64, n) // terminals standing behind each node
-	var sources []source
-	bySwitch := map[int]int{}
-	for _, t := range terms {
-		if !direct {
-			var live []int
-			for _, c := range g.Out(t) {
-				if g.Up(int(c)) {
-					live = append(live, int(c))
-				}
-			}
-			if len(live) == 1 && g.Kind(g.Dst(live[0])) == Switch {
-				s := g.Dst(live[0])
-				att[t] = int32(s)
-				weight[s]++
-				if i, ok := bySwitch[s]; ok {
-					sources[i].count++
-				} else {
-					bySwitch[s] = len(sources)
-					sources = append(sources, source{node: s, offset: 1, count: 1})
-				}
-				continue
-			}
-		}
-		weight[t]++
-		sources = append(sources, source{node: t, count: 1})
-	}
-	work := float64(len(sources)) * float64(2*g.NumLinks()+n)
-	budget := o.DistanceBudget
-	if budget == 0 {
-		budget = defaultDistanceBudget
-	}
-	sample := len(sources)
-	st.Exact = true
-	st.Method = "all-pairs BFS"
-	if len(sources) < len(terms) {
-		st.Method = "all-pairs BFS (end nodes grouped by switch)"
-	}
-	order := make([]int, len(sources))
-	for i := range order {
-		order[i] = i
-	}
-	if work > budget {
-		sample = max(16, int(budget/(float64(2*g.NumLinks()+n))))
-		if sample < len(sources) {
-			r := rand.New(rand.NewPCG(o.Seed, 0x1c4))
-			r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-			order = order[:sample]
-			st.Exact = false
-			st.Method = "sampled BFS from " + itoa(sample) + " of " + itoa(len(sources)) + " sources (diameter is a lower bound)"
-		}
-	}
-	workers := par.Workers(o.Workers)
-	type acc struct {
-		sum, pairs, unreach int64
-		diam                int
-		dist                []int32
-		queue               []int32
-	}
-	accs := make([]acc, workers)
-	for i := range accs {
-		accs[i].dist = make([]int32, n)
-	}
-	var mu sync.Mutex
-	done := 0
-	par.For(len(order), workers, func(w, i int) {
-		a := &accs[w]
-		s := sources[order[i]]
-		a.queue = BFS(g, s.node, a.dist, a.queue)
-		// Distances from one member terminal of s to every terminal.
-		var sum, pairs, unreach int64
-		diam := 0
-		for v := 0; v < n; v++ {
-			wt := weight[v]
-			if wt == 0 {
-				continue
-			}
-			d := a.dist[v]
-			if d < 0 {
-				unreach += wt
-				continue
-			}
-			// Terminals behind v are reached at d (+1 if they hang off
-			// switch v, i.e. v is a switch that is not itself a terminal).
-			hop := int64(d) + int64(s.offset)
-			if g.Kind(v) == Switch {
-				hop++
-			}
-			self := int64(0)
-			if v == s.node {
-				// Same switch (or the source terminal itself).
-				if s.offset == 1 {
-					hop = 2
-					self = 1 // exclude the pair (t, t)
-				} else {
-					self = 1
-				}
-			}
-			cnt := wt - self
-			if cnt <= 0 {
-				continue
-			}
-			sum += hop * cnt
-			pairs += cnt
-			diam = max(diam, int(hop))
-		}
-		c := int64(s.count)
-		a.sum += sum * c
-		a.pairs += pairs * c
-		a.unreach += unreach * c
-		a.diam = max(a.diam, diam)
-		if o.Progress != nil {
-			mu.Lock()
-			done++
-			o.Progress(done, len(order))
-			mu.Unlock()
-		}
-	})
+	sources, weight := groupSources(g, terms)
+	st := DistanceStats{Terminals: len(terms)}
+	order := pickSources(g, sources, o, &st)
+	accs := bfsFromSources(g, sources, order, weight, o)
 	var sum, pairs int64
 	for _, a := range accs {
 		sum += a.sum
@@ -355,6 +219,176 @@ func Distances(g *Graph, o MetricsOptions) DistanceStats {
 		st.Unreachable = st.Unreachable * int64(len(terms)) / int64(max(1, countTerms(sources, order)))
 	}
 	return st
+}
+
+// oneSourceDistances measures a fault-free vertex-transitive direct network
+// with a single BFS: every terminal sees the same distance profile.
+func oneSourceDistances(g *Graph, terms []int) DistanceStats {
+	st := DistanceStats{Terminals: len(terms)}
+	dist := make([]int32, g.NumNodes())
+	BFS(g, terms[0], dist, nil)
+	var sum int64
+	for _, v := range terms[1:] {
+		if dist[v] < 0 {
+			st.Unreachable += int64(len(terms))
+			continue
+		}
+		sum += int64(dist[v])
+		st.Diameter = max(st.Diameter, int(dist[v]))
+	}
+	st.Average = float64(sum) / float64(len(terms)-1)
+	st.Exact, st.Method = true, "one BFS (vertex-transitive)"
+	return st
+}
+
+// groupSources turns terminals into BFS sources: in an indirect network the
+// end nodes hanging off one live switch port share one source at that
+// switch. weight[v] counts the terminals standing behind node v.
+func groupSources(g *Graph, terms []int) (sources []distSource, weight []int64) {
+	direct := g.Direct()
+	weight = make([]int64, g.NumNodes())
+	bySwitch := map[int]int{}
+	for _, t := range terms {
+		if !direct {
+			if s, ok := singleSwitch(g, t); ok {
+				weight[s]++
+				if i, ok := bySwitch[s]; ok {
+					sources[i].count++
+				} else {
+					bySwitch[s] = len(sources)
+					sources = append(sources, distSource{node: s, offset: 1, count: 1})
+				}
+				continue
+			}
+		}
+		weight[t]++
+		sources = append(sources, distSource{node: t, count: 1})
+	}
+	return sources, weight
+}
+
+// singleSwitch reports the switch of terminal t when t has exactly one live
+// link and it leads to a switch.
+func singleSwitch(g *Graph, t int) (int, bool) {
+	live, c0 := 0, -1
+	for _, c := range g.Out(t) {
+		if g.Up(int(c)) {
+			live++
+			c0 = int(c)
+		}
+	}
+	if live == 1 && g.Kind(g.Dst(c0)) == Switch {
+		return g.Dst(c0), true
+	}
+	return 0, false
+}
+
+// pickSources chooses which sources to run BFS from: all of them while the
+// work fits o.DistanceBudget, else a seeded random sample. It records the
+// method and exactness in st.
+func pickSources(g *Graph, sources []distSource, o MetricsOptions, st *DistanceStats) []int {
+	n := g.NumNodes()
+	work := float64(len(sources)) * float64(2*g.NumLinks()+n)
+	budget := o.DistanceBudget
+	if budget == 0 {
+		budget = defaultDistanceBudget
+	}
+	st.Exact = true
+	st.Method = "all-pairs BFS"
+	if len(sources) < st.Terminals {
+		st.Method = "all-pairs BFS (end nodes grouped by switch)"
+	}
+	order := make([]int, len(sources))
+	for i := range order {
+		order[i] = i
+	}
+	if work > budget {
+		sample := max(16, int(budget/(float64(2*g.NumLinks()+n))))
+		if sample < len(sources) {
+			r := rand.New(rand.NewPCG(o.Seed, 0x1c4))
+			r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			order = order[:sample]
+			st.Exact = false
+			st.Method = "sampled BFS from " + itoa(sample) + " of " + itoa(len(sources)) + " sources (diameter is a lower bound)"
+		}
+	}
+	return order
+}
+
+// distAcc accumulates one worker's distance sums.
+type distAcc struct {
+	sum, pairs, unreach int64
+	diam                int
+	dist                []int32
+	queue               []int32
+}
+
+// bfsFromSources runs one BFS per chosen source on o.Workers goroutines
+// and returns each worker's totals.
+func bfsFromSources(g *Graph, sources []distSource, order []int, weight []int64, o MetricsOptions) []distAcc {
+	workers := par.Workers(o.Workers)
+	accs := make([]distAcc, workers)
+	for i := range accs {
+		accs[i].dist = make([]int32, g.NumNodes())
+	}
+	var mu sync.Mutex
+	done := 0
+	par.For(len(order), workers, func(w, i int) {
+		a := &accs[w]
+		s := sources[order[i]]
+		a.queue = BFS(g, s.node, a.dist, a.queue)
+		sum, pairs, unreach, diam := sourceDistances(g, s, a.dist, weight)
+		c := int64(s.count)
+		a.sum += sum * c
+		a.pairs += pairs * c
+		a.unreach += unreach * c
+		a.diam = max(a.diam, diam)
+		if o.Progress != nil {
+			mu.Lock()
+			done++
+			o.Progress(done, len(order))
+			mu.Unlock()
+		}
+	})
+	return accs
+}
+
+// sourceDistances sums the distances from one member terminal of s to
+// every terminal, given the BFS distances dist from s.node.
+func sourceDistances(g *Graph, s distSource, dist []int32, weight []int64) (sum, pairs, unreach int64, diam int) {
+	for v := range dist {
+		wt := weight[v]
+		if wt == 0 {
+			continue
+		}
+		d := dist[v]
+		if d < 0 {
+			unreach += wt
+			continue
+		}
+		// Terminals behind v are reached at d (+1 if they hang off
+		// switch v, i.e. v is a switch that is not itself a terminal).
+		hop := int64(d) + int64(s.offset)
+		if g.Kind(v) == Switch {
+			hop++
+		}
+		self := int64(0)
+		if v == s.node {
+			// Same switch (or the source terminal itself).
+			self = 1 // exclude the pair (t, t)
+			if s.offset == 1 {
+				hop = 2
+			}
+		}
+		cnt := wt - self
+		if cnt <= 0 {
+			continue
+		}
+		sum += hop * cnt
+		pairs += cnt
+		diam = max(diam, int(hop))
+	}
+	return sum, pairs, unreach, diam
 }
 
 // distSource is one BFS start standing for one or more terminals.
