@@ -42,6 +42,7 @@ type World struct {
 	sigSend []uint32 // collective signals sent to each peer
 	sigRecv []uint32 // collective signals received from each peer
 	collSeq uint64   // CoarrayAll calls done
+	lastBar barrierListCache
 	heap    *heapAlloc
 	nextID  uint64
 
@@ -332,10 +333,24 @@ func hashList(pes []int) uint32 {
 // schedule, so the per-pair sequence counts agree across barriers over
 // different member lists.
 func (w *World) barrier(members []int, t uint32) error {
-	if err := w.tr.Quiet(); err != nil {
+	if err := w.quietBeforeSignal(); err != nil {
 		return err
 	}
 	return w.dissemination(context.Background(), members, t)
+}
+
+// quietBeforeSignal is the Quiet at the start of a barrier. On shm it only
+// drains the copy engine: the barrier's first signal is a sequentially
+// consistent atomic store, which already orders every earlier store of this
+// PE before it, so the separate full fence of Quiet would be a second one.
+func (w *World) quietBeforeSignal() error {
+	if s, ok := w.tr.(*shmTransport); ok {
+		if s.engine.pending() {
+			s.engine.drain()
+		}
+		return nil
+	}
+	return w.tr.Quiet()
 }
 
 // dissemination runs the rounds of the barrier (without the Quiet).
@@ -389,9 +404,17 @@ func (w *World) awaitSignal(ctx context.Context, off, from int, want uint32, t u
 			}
 			w.tr.Progress()
 		}
-		backoff(i)
+		if i >= signalSpin {
+			backoff(64 + i - signalSpin)
+		}
 	}
 }
+
+// signalSpin is how many polls awaitSignal makes before it starts to yield
+// the CPU: about a microsecond of pure spinning, longer than a signal takes
+// between two running PEs, so that a barrier's partner is not missed by a
+// sched_yield system call that costs more than the whole wait.
+const signalSpin = 1024
 
 // notify sends the next collective signal to PE to (collMu held).
 func (w *World) notify(to int, t uint32) error {
@@ -437,13 +460,35 @@ func (w *World) Barrier(pes []int) error {
 	if err := w.ok(); err != nil {
 		return err
 	}
-	members, err := w.memberList(pes)
+	w.collMu.Lock()
+	defer w.collMu.Unlock()
+	members, t, err := w.barrierList(pes)
 	if err != nil {
 		return err
 	}
-	w.collMu.Lock()
-	defer w.collMu.Unlock()
-	return w.barrier(members, tag(kindBarrier, hashList(members)))
+	return w.barrier(members, t)
+}
+
+// barrierList is the checked, sorted member list of pes and its barrier tag
+// (collMu held). The last list is remembered, so that a loop of barriers
+// over one list neither allocates nor hashes on each call.
+func (w *World) barrierList(pes []int) ([]int, uint32, error) {
+	if c := &w.lastBar; c.pes != nil && slices.Equal(c.pes, pes) {
+		return c.members, c.t, nil
+	}
+	members, err := w.memberList(pes)
+	if err != nil {
+		return nil, 0, err
+	}
+	t := tag(kindBarrier, hashList(members))
+	w.lastBar = barrierListCache{pes: slices.Clone(pes), members: members, t: t}
+	return members, t, nil
+}
+
+// barrierListCache is the last list passed to Barrier with what it gave.
+type barrierListCache struct {
+	pes, members []int
+	t            uint32
 }
 
 func (w *World) memberList(pes []int) ([]int, error) {
