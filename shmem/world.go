@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	_ "unsafe" // go:linkname
 )
 
 const (
@@ -406,14 +407,24 @@ func (w *World) awaitSignal(ctx context.Context, off, from int, want uint32, t u
 		}
 		if i >= signalSpin {
 			backoff(64 + i - signalSpin)
+		} else {
+			procyield(1)
 		}
 	}
 }
 
-// signalSpin is how many polls awaitSignal makes before it starts to yield
-// the CPU: about a microsecond of pure spinning, longer than a signal takes
-// between two running PEs, so that a barrier's partner is not missed by a
-// sched_yield system call that costs more than the whole wait.
+// procyield executes the CPU's spin-wait hint (PAUSE on amd64, YIELD on
+// arm64) that many times: a polling loop with it leaves the core's
+// resources to a sibling hardware thread, which may be the partner PE.
+//
+//go:linkname procyield runtime.procyield
+func procyield(cycles uint32)
+
+// signalSpin is how many polls (each with one spin-wait hint) awaitSignal
+// makes before it starts to yield the CPU: several microseconds, longer than
+// a signal takes between two running PEs, so that a barrier's partner is not
+// missed by a sched_yield system call that costs more than the whole wait
+// (shorter budgets measured slower, see docs/shmem.md).
 const signalSpin = 1024
 
 // notify sends the next collective signal to PE to (collMu held).
