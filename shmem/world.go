@@ -421,10 +421,11 @@ func (w *World) awaitSignal(ctx context.Context, off, from int, want uint32, t u
 func procyield(cycles uint32)
 
 // signalSpin is how many polls (each with one spin-wait hint) awaitSignal
-// makes before it starts to yield the CPU: several microseconds, longer than
-// a signal takes between two running PEs, so that a barrier's partner is not
-// missed by a sched_yield system call that costs more than the whole wait
-// (shorter budgets measured slower, see docs/shmem.md).
+// makes before it starts to yield the CPU: about 15 µs (a PAUSE costs about
+// 15 ns on the development machine), far longer than a signal takes between
+// two running PEs, so that a barrier's partner is not missed by a
+// sched_yield system call that costs more than the whole wait (shorter
+// budgets measured slower, see docs/shmem.md).
 const signalSpin = 1024
 
 // notify sends the next collective signal to PE to (collMu held).
