@@ -89,7 +89,7 @@ func Join(cfg Config) (*World, error) {
 		w.all = append(w.all, i)
 	}
 	w.allT = tag(kindBarrier, hashList(w.all))
-	w.spin = spinBudget(cfg.NPEs, runtime.NumCPU())
+	w.spin = spinBudget(cfg.Transport == TransportShm, cfg.NPEs, runtime.NumCPU())
 	switch cfg.Transport {
 	case TransportShm:
 		w.tr, err = newShm(cfg, lay, w.fs)
@@ -432,13 +432,15 @@ func procyield(cycles uint32)
 // budgets measured slower, see docs/shmem.md).
 const signalSpin = 1024
 
-// spinBudget is signalSpin (polls with the spin-wait hint) when every PE of
-// a job of npes PEs can have a CPU of its own (cpus CPUs here), else the 64
-// plain polls that the first step of backoff spins: when PEs outnumber the
-// CPUs the awaited partner is often not running, and a long or paused spin
-// only delays it (5 PEs on 2 CPUs: barriers of 20–60 µs instead of 2–4 µs).
-func spinBudget(npes, cpus int) int {
-	if npes > cpus {
+// spinBudget is signalSpin (polls with the spin-wait hint) on shm when
+// every PE of a job of npes PEs can have a CPU of its own (cpus CPUs here),
+// else the 64 plain polls that the first step of backoff spins: when PEs
+// outnumber the CPUs the awaited partner is often not running, and a long
+// or paused spin only delays it (5 PEs on 2 CPUs: barriers of 20–60 µs
+// instead of 2–4 µs); over TCP a signal takes tens of µs and the spin would
+// take the CPU from the goroutines that deliver it.
+func spinBudget(shm bool, npes, cpus int) int {
+	if !shm || npes > cpus {
 		return 64
 	}
 	return signalSpin
