@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	_ "unsafe" // go:linkname
 )
 
 const (
@@ -408,37 +407,27 @@ func (w *World) awaitSignal(ctx context.Context, off, from int, want uint32, t u
 			}
 			w.tr.Progress()
 		}
-		switch {
-		case i >= w.spin:
+		if i >= w.spin {
 			backoff(64 + i - w.spin)
-		case w.spin == signalSpin:
-			procyield(1)
 		}
 	}
 }
 
-// procyield executes the CPU's spin-wait hint (PAUSE on amd64, YIELD on
-// arm64) that many times: a polling loop with it leaves the core's
-// resources to a sibling hardware thread, which may be the partner PE.
-//
-//go:linkname procyield runtime.procyield
-func procyield(cycles uint32)
-
-// signalSpin is how many polls (each with one spin-wait hint) awaitSignal
-// makes before it starts to yield the CPU: about 15 µs (a PAUSE costs about
-// 15 ns on the development machine), far longer than a signal takes between
-// two running PEs, so that a barrier's partner is not missed by a
-// sched_yield system call that costs more than the whole wait (shorter
-// budgets measured slower, see docs/shmem.md).
+// signalSpin is how many polls awaitSignal makes on shm before it starts to
+// yield the CPU: about a microsecond, longer than a signal takes between two
+// running PEs, so that a barrier's partner is not missed by a sched_yield
+// system call that costs more than the whole wait. (Polling with the CPU's
+// spin-wait hint, PAUSE, gave 0.21 µs barriers in good runs but 6–10 µs in
+// about half of the runs; see docs/shmem.md.)
 const signalSpin = 1024
 
-// spinBudget is signalSpin (polls with the spin-wait hint) on shm when
+// spinBudget is signalSpin on shm when
 // every PE of a job of npes PEs can have a CPU of its own (cpus CPUs here),
 // else the 64 plain polls that the first step of backoff spins: when PEs
 // outnumber the CPUs the awaited partner is often not running, and a long
-// or paused spin only delays it (5 PEs on 2 CPUs: barriers of 20–60 µs
-// instead of 2–4 µs); over TCP a signal takes tens of µs and the spin would
-// take the CPU from the goroutines that deliver it.
+// spin only delays it (5 PEs on 2 CPUs with a 15 µs spin: barriers of
+// 20–60 µs instead of 2–4 µs); over TCP a signal takes tens of µs and the
+// spin would take the CPU from the goroutines that deliver it.
 func spinBudget(shm bool, npes, cpus int) int {
 	if !shm || npes > cpus {
 		return 64
