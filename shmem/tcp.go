@@ -586,10 +586,7 @@ func (t *tcpTransport) Put(pe, off int, src []byte) error {
 	}
 	for len(src) > 0 {
 		n := min(len(src), maxChunk)
-		var h [13]byte
-		h[0] = opPut
-		le.PutUint64(h[1:], uint64(off))
-		le.PutUint32(h[9:], uint32(n))
+		h := putHeader(off, n)
 		if n < aggregateMax {
 			err = pc.enqueue(h[:], src[:n])
 		} else {
@@ -601,6 +598,15 @@ func (t *tcpTransport) Put(pe, off int, src []byte) error {
 		src, off = src[n:], off+n
 	}
 	return nil
+}
+
+// putHeader is the header of a put of n bytes at off.
+func putHeader(off, n int) [13]byte {
+	var h [13]byte
+	h[0] = opPut
+	le.PutUint64(h[1:], uint64(off))
+	le.PutUint32(h[9:], uint32(n))
+	return h
 }
 
 // PutNBI aggregates short puts like Put and queues longer ones without
@@ -616,10 +622,7 @@ func (t *tcpTransport) PutNBI(pe, off int, src []byte) error {
 	}
 	for len(src) > 0 {
 		n := min(len(src), maxChunk)
-		var h [13]byte
-		h[0] = opPut
-		le.PutUint64(h[1:], uint64(off))
-		le.PutUint32(h[9:], uint32(n))
+		h := putHeader(off, n)
 		pc.enqueueBorrowed(h[:], src[:n])
 		src, off = src[n:], off+n
 	}
