@@ -25,27 +25,16 @@ func TestOpenSMInstallsTables(t *testing.T) {
 	}
 	sim := newIBSim(t)
 	dir := t.TempDir()
-	gen, err := topology.Parse("fattree:m=4,n=2")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The export carries icn's LIDs: ibsim sets them and OpenSM keeps
 	// them, so tables computed on the export itself load as they are.
-	f0, err := NewFabric(gen, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var export bytes.Buffer
-	if err := gen.WriteIBNetLIDs(&export, f0.PortLID); err != nil {
-		t.Fatal(err)
-	}
+	export := exportWithLIDs(t, "fattree:m=4,n=2")
 	net := filepath.Join(dir, "fabric.ibnet")
-	if err := os.WriteFile(net, export.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(net, []byte(export), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sim.start(net, "h0")
 	defer sim.stop()
-	sim.check(export.String(), "export", "ftree", filepath.Join(dir, "export"))
+	sim.check(export, "export", "ftree", filepath.Join(dir, "export"))
 	// A sweep with OpenSM's own engine, then ibnetdiscover: the fabric as a
 	// site would feed it to icn.
 	sim.opensm(filepath.Join(dir, "first"), "-R", "minhop")
@@ -101,21 +90,12 @@ func TestOpenSMInstallsTablesForNetFile(t *testing.T) {
 	}
 	sim := newIBSim(t)
 	dir := t.TempDir()
-	gen, err := topology.Parse("dragonfly:a=4,p=2,h=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f0, err := NewFabric(gen, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var export bytes.Buffer
-	if err := gen.WriteIBNetLIDs(&export, f0.PortLID); err != nil {
-		t.Fatal(err)
-	}
-	text := stripGUIDs(export.String())
+	export := exportWithLIDs(t, "dragonfly:a=4,p=2,h=2")
+	text := stripGUIDs(export)
 	net := filepath.Join(dir, "fabric.net")
-	os.WriteFile(net, []byte(text), 0o644)
+	if err := os.WriteFile(net, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	g, ann := importIBNet(t, text, "fabric.net")
 	f, err := NewFabric(g, ann)
 	if err != nil {
@@ -167,6 +147,25 @@ func dumpEntrySet(s string) map[string]bool {
 }
 
 // ibsim runs the InfiniBand fabric simulator for a test.
+// exportWithLIDs generates spec and exports it as ibnetdiscover text that
+// carries the LIDs icn assigns.
+func exportWithLIDs(t *testing.T, spec string) string {
+	t.Helper()
+	gen, err := topology.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f0, err := NewFabric(gen, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var export bytes.Buffer
+	if err := gen.WriteIBNetLIDs(&export, f0.PortLID); err != nil {
+		t.Fatal(err)
+	}
+	return export.String()
+}
+
 type ibsim struct {
 	t       *testing.T
 	preload string
