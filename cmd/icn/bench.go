@@ -77,6 +77,10 @@ func runBench(_ context.Context, o benchOptions, w io.Writer) error {
 	return o.out.print(w, report{cores, rows}, func(wr io.Writer) error {
 		t := cli.NewTable("MEASUREMENT", "VALUE", "UNIT", "BASELINE (same run)", "BASELINE VALUE", "RATIO")
 		for _, r := range rows {
+			if r.Baseline == "" {
+				t.Row(r.Name, r.Value, r.Unit, "-", "-", "-")
+				continue
+			}
 			t.Row(r.Name, r.Value, r.Unit, r.Baseline, r.BaseVal, r.Ratio)
 		}
 		fmt.Fprintf(wr, "%d cores\n", cores)
@@ -307,11 +311,44 @@ func (b bench) simulator() ([]benchRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	part, err := b.partitionedSimulator()
+	if err != nil {
+		return nil, err
+	}
 	return []benchRow{
-		{Name: "simulator, torus 8x8, uniform DOR at 0.5 flits/node/cycle", Value: lumped, Unit: "router-cycles/s (measurement phase)"},
+		part,
+		{Name: "simulator, torus 8x8, uniform DOR at 0.5 flits/node/cycle (baseline of the next row)", Value: lumped, Unit: "router-cycles/s (measurement phase)"},
 		{Name: "simulator, torus 8x8, staged 4-stage router (BookSim's) at 0.25 flits/node/cycle", Value: staged,
 			Unit: "router-cycles/s (measurement phase)", Baseline: "lumped router at 0.5", BaseVal: lumped, Ratio: staged / lumped},
 	}, nil
+}
+
+// partitionedSimulator times one load point on a 2 048-router torus with
+// the routers split over every core, against the same run on one core.
+func (b bench) partitionedSimulator() (benchRow, error) {
+	g, err := topology.Parse("torus:64x32")
+	if err != nil {
+		return benchRow{}, err
+	}
+	cfg := sim.DefaultConfig()
+	cfg.Rate, cfg.Cycles, cfg.Warmup = 0.1, 2000, 500
+	if b.quick {
+		cfg.Cycles, cfg.Warmup = 400, 100
+	}
+	cyc := float64(cfg.Cycles) * float64(g.NumNodes())
+	one := cfg
+	one.Workers = 1
+	base, err := simRouterCycles(g, one, cyc)
+	if err != nil {
+		return benchRow{}, err
+	}
+	cfg.Workers = runtime.GOMAXPROCS(0)
+	all, err := simRouterCycles(g, cfg, cyc)
+	if err != nil {
+		return benchRow{}, err
+	}
+	return benchRow{Name: "simulator, torus 64x32, uniform DOR at 0.1 flits/node/cycle, routers over all cores", Value: all,
+		Unit: "router-cycles/s (measurement phase)", Baseline: "1 core", BaseVal: base, Ratio: all / base}, nil
 }
 
 // simRouterCycles runs one load point and returns the measured
