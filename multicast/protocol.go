@@ -338,10 +338,9 @@ func (m *Manager) Leave(gid string, member int) (GroupRecord, error) {
 	v := int32(member)
 	m.mu.Lock()
 	defer m.unlock()
-	m.expireLocked()
-	gr := m.groups[gid]
-	if gr == nil {
-		return GroupRecord{}, fmt.Errorf("group %s: %w", gid, ErrNoGroup)
+	gr, err := m.liveGroupLocked(gid)
+	if err != nil {
+		return GroupRecord{}, err
 	}
 	if !gr.joined[v] {
 		return m.record(gr), fmt.Errorf("group %s: %w: %s", gid, ErrNotMember, m.g.NodeName(member))
@@ -364,14 +363,23 @@ func (m *Manager) Leave(gid string, member int) (GroupRecord, error) {
 	return m.record(gr), nil
 }
 
+// liveGroupLocked drops expired groups and returns the group gid, or
+// ErrNoGroup. m.mu is held.
+func (m *Manager) liveGroupLocked(gid string) (*mgroup, error) {
+	m.expireLocked()
+	if gr := m.groups[gid]; gr != nil {
+		return gr, nil
+	}
+	return nil, fmt.Errorf("group %s: %w", gid, ErrNoGroup)
+}
+
 // Query answers a state query (the seed's SubnAdmGet(MCGStateRecord)).
 func (m *Manager) Query(gid string) (GroupRecord, error) {
 	m.mu.Lock()
 	defer m.unlock()
-	m.expireLocked()
-	gr := m.groups[gid]
-	if gr == nil {
-		return GroupRecord{}, fmt.Errorf("group %s: %w", gid, ErrNoGroup)
+	gr, err := m.liveGroupLocked(gid)
+	if err != nil {
+		return GroupRecord{}, err
 	}
 	return m.record(gr), nil
 }
@@ -380,10 +388,9 @@ func (m *Manager) Query(gid string) (GroupRecord, error) {
 func (m *Manager) Tree(gid string) (Tree, error) {
 	m.mu.Lock()
 	defer m.unlock()
-	m.expireLocked()
-	gr := m.groups[gid]
-	if gr == nil {
-		return Tree{}, fmt.Errorf("group %s: %w", gid, ErrNoGroup)
+	gr, err := m.liveGroupLocked(gid)
+	if err != nil {
+		return Tree{}, err
 	}
 	if !gr.hasTree {
 		return Tree{}, fmt.Errorf("group %s: %w: no tree while %s", gid, ErrWrongState, gr.state)
