@@ -242,18 +242,7 @@ func (c *Core) fillPoint(pt *Point) {
 	pt.Accepted = float64(s.winEjFlits) / W
 	pt.Packets = s.measDeliv
 	pt.MaxVCWait = s.maxWait
-	if s.measDeliv > 0 {
-		pt.LatencyAvg = float64(s.latSum) / float64(s.measDeliv)
-		pt.HopsAvg = float64(s.hopSum) / float64(s.measDeliv)
-		pt.LatencyP50 = percentile(s.hist, s.measDeliv, 0.50)
-		pt.LatencyP99 = percentile(s.hist, s.measDeliv, 0.99)
-		for i := len(s.hist) - 1; i >= 0; i-- {
-			if s.hist[i] > 0 {
-				pt.LatencyMax = float64(i)
-				break
-			}
-		}
-	}
+	s.latencies(pt)
 	pt.Stable = pt.Drained && pt.Accepted >= stableFraction*pt.Injected
 }
 
@@ -265,6 +254,24 @@ func relClose(a, b float64) bool {
 		return true
 	}
 	return math.Abs(a-b) <= 0.05*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// latencies sets pt's mean latency and hop count and the latency
+// percentiles and maximum of the measured packets.
+func (s *counters) latencies(pt *Point) {
+	if s.measDeliv == 0 {
+		return
+	}
+	pt.LatencyAvg = float64(s.latSum) / float64(s.measDeliv)
+	pt.HopsAvg = float64(s.hopSum) / float64(s.measDeliv)
+	pt.LatencyP50 = percentile(s.hist, s.measDeliv, 0.50)
+	pt.LatencyP99 = percentile(s.hist, s.measDeliv, 0.99)
+	for i := len(s.hist) - 1; i >= 0; i-- {
+		if s.hist[i] > 0 {
+			pt.LatencyMax = float64(i)
+			return
+		}
+	}
 }
 
 // percentile returns the q-quantile of a latency histogram.
@@ -580,18 +587,7 @@ func RunTrace(n *Network, cfg Config) (Point, error) {
 	pt.Packets = s.measDeliv
 	pt.Drained = s.measDeliv == int64(len(n.trace)) && c.deadlock == nil
 	pt.MeasuredUnsent = int64(len(n.trace)) - s.measDeliv
-	if s.measDeliv > 0 {
-		pt.LatencyAvg = float64(s.latSum) / float64(s.measDeliv)
-		pt.HopsAvg = float64(s.hopSum) / float64(s.measDeliv)
-		pt.LatencyP50 = percentile(s.hist, s.measDeliv, 0.50)
-		pt.LatencyP99 = percentile(s.hist, s.measDeliv, 0.99)
-		for i := len(s.hist) - 1; i >= 0; i-- {
-			if s.hist[i] > 0 {
-				pt.LatencyMax = float64(i)
-				break
-			}
-		}
-	}
+	s.latencies(&pt)
 	pt.Stable = pt.Drained
 	if err := c.CheckConservation(); err != nil {
 		return pt, err
