@@ -285,6 +285,7 @@ func (m *TreeMachine) FreeCount() int                   { return m.occ.free }
 func (m *TreeMachine) Available(v int) bool             { return m.occ.available(v) }
 func (m *TreeMachine) Coord(int) []int                  { return nil }
 func (m *TreeMachine) NodeName(v int) string            { return m.g.NodeName(m.nodes[v]) }
+func (m *TreeMachine) Vertex(v int) int                 { return m.nodes[v] }
 func (m *TreeMachine) Occupy(id int, nodes []int) error { return m.occ.occupy(id, nodes) }
 func (m *TreeMachine) Release(id int, nodes []int)      { m.occ.release(id, nodes) }
 func (m *TreeMachine) Clone() Machine {

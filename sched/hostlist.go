@@ -8,11 +8,16 @@ import (
 )
 
 // NodeNamer names node v as Slurm would: prefix and the node number,
-// zero-padded to the width of the largest number (nid0000…nid1023).
+// zero-padded to the width of the largest number (nid0000…nid1023), or
+// by a given list of host names (NamedNodes).
 type NodeNamer struct {
 	Prefix string
 	Width  int
+	names  []string
 }
+
+// NamedNodes returns a namer that calls node v names[v].
+func NamedNodes(names []string) NodeNamer { return NodeNamer{names: names} }
 
 // NewNodeNamer returns names for n nodes with the given prefix.
 func NewNodeNamer(prefix string, n int) NodeNamer {
@@ -20,7 +25,27 @@ func NewNodeNamer(prefix string, n int) NodeNamer {
 }
 
 // Name returns the name of node v.
-func (nn NodeNamer) Name(v int) string { return fmt.Sprintf("%s%0*d", nn.Prefix, nn.Width, v) }
+func (nn NodeNamer) Name(v int) string {
+	if nn.names != nil {
+		return nn.names[v]
+	}
+	return fmt.Sprintf("%s%0*d", nn.Prefix, nn.Width, v)
+}
+
+// CheckHostName reports why s cannot be a Slurm node name in a hostlist
+// expression (empty, or a character other than letters, digits, '-', '_'
+// and '.'), or nil.
+func CheckHostName(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty host name")
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return fmt.Errorf("host name %q: %q is not allowed in a Slurm node name", s, r)
+		}
+	}
+	return nil
+}
 
 // Hostlist compresses host names into a Slurm hostlist expression:
 // names that share a prefix and a numeric suffix of one width become

@@ -20,6 +20,7 @@ type Builder struct {
 	group []int32
 	coord []int16
 	lid   []uint16
+	desc  []string // node descriptions, nil if no node has one
 	links []Link
 	pguid map[uint32]uint64
 	used  map[uint64]bool // (node<<16 | port) already connected
@@ -53,6 +54,7 @@ type NodeOpts struct {
 	Group int    // group id; -1 if none
 	Coord []int  // required iff SetDims was called
 	LID   int    // InfiniBand LID from an imported file, 0 = none
+	Desc  string // node description from an imported file ("node-1 HCA-1"), "" = none
 }
 
 // NoLevel and NoGroup are the "unknown" values for NodeOpts.
@@ -78,6 +80,12 @@ func (b *Builder) AddNode(kind Kind, name string, o NodeOpts) int {
 	}
 	if b.lid != nil {
 		b.lid = append(b.lid, uint16(o.LID))
+	}
+	if o.Desc != "" && b.desc == nil {
+		b.desc = make([]string, id)
+	}
+	if b.desc != nil {
+		b.desc = append(b.desc, o.Desc)
 	}
 	b.level = append(b.level, int8(o.Level))
 	b.group = append(b.group, int32(o.Group))
@@ -187,7 +195,7 @@ func (b *Builder) Build() (*Graph, error) {
 	}
 	g := &Graph{
 		name: b.name, dims: b.dims, wrap: b.wrap, kinds: b.kinds, names: b.names,
-		guids: b.guids, level: b.level, group: b.group, coord: b.coord, lid: b.lid, links: b.links, shape: b.shape, portGUID: b.pguid,
+		guids: b.guids, level: b.level, group: b.group, coord: b.coord, lid: b.lid, desc: b.desc, links: b.links, shape: b.shape, portGUID: b.pguid,
 	}
 	steps := []func(*Graph) error{b.countPorts, b.indexPorts, b.indexNames, b.checkGUIDs, b.indexCoords}
 	for _, step := range steps {

@@ -37,6 +37,7 @@ type DocNode struct {
 	Group *int   `json:"group,omitempty" yaml:"group,omitempty"`
 	Coord []int  `json:"coord,omitempty" yaml:"coord,omitempty"`
 	LID   int    `json:"lid,omitempty" yaml:"lid,omitempty"`
+	Desc  string `json:"desc,omitempty" yaml:"desc,omitempty"`
 }
 
 // DocLink is one duplex link of a Document; A and B are node names.
@@ -67,6 +68,7 @@ func (g *Graph) ToDocument() *Document {
 		}
 		n.Coord = g.Coord(v)
 		n.LID = g.LID(v)
+		n.Desc = g.Desc(v)
 		d.Nodes[v] = n
 	}
 	d.Links = make([]DocLink, g.NumLinks())
@@ -242,6 +244,10 @@ func (d *Document) nodeOpts(n DocNode, name string) (NodeOpts, error) {
 		return o, fmt.Errorf("%s: node %q LID %d outside 1..%d", name, n.Name, n.LID, MaxUnicastLID)
 	}
 	o.LID = n.LID
+	if strings.ContainsAny(n.Desc, "\"\n") {
+		return o, fmt.Errorf("%s: node %q description %q contains a quote or a new line", name, n.Name, n.Desc)
+	}
+	o.Desc = n.Desc
 	if n.Level != nil {
 		if *n.Level < 0 || *n.Level > 127 {
 			return o, fmt.Errorf("%s: node %q level %d out of range", name, n.Name, *n.Level)

@@ -101,6 +101,7 @@ type Graph struct {
 	group []int32  // dragonfly group / supernode, -1 unknown
 	coord []int16  // len(dims) entries per node, empty if no coordinates
 	lid   []uint16 // InfiniBand LID per node from an imported file, nil if none
+	desc  []string // node description per node from an imported file, nil if none
 	// portGUID holds the port GUIDs an imported file gives, keyed by
 	// node<<8 | port; nil if none (then PortGUID applies the default rule).
 	portGUID map[uint32]uint64
@@ -494,6 +495,8 @@ func (a *Graph) Diff(b *Graph) string {
 			return fmt.Sprintf("node %d level %d vs %d", v, a.level[v], b.level[v])
 		case a.group[v] != b.group[v]:
 			return fmt.Sprintf("node %d group %d vs %d", v, a.group[v], b.group[v])
+		case a.Desc(v) != b.Desc(v):
+			return fmt.Sprintf("node %d description %q vs %q", v, a.Desc(v), b.Desc(v))
 		}
 	}
 	if a.LIDsDiffer(b) {
@@ -564,4 +567,24 @@ func SameStructure(a, b *Graph) string {
 		}
 	}
 	return ""
+}
+
+// Desc returns node v's description as an imported file gives it
+// (ibnetdiscover's NodeDescription, e.g. "node-1 HCA-1"), or "".
+func (g *Graph) Desc(v int) string {
+	if g.desc == nil {
+		return ""
+	}
+	return g.desc[v]
+}
+
+// HostName returns the host name in node v's description: its first word
+// ("node-1" of "node-1 HCA-1", as ibnetdiscover shows the NodeDescription
+// an adapter's driver sets from the host name), or "" if there is none.
+func (g *Graph) HostName(v int) string {
+	f := strings.Fields(g.Desc(v))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }

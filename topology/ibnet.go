@@ -72,6 +72,7 @@ type ibPort struct {
 type ibNode struct {
 	kind  Kind
 	name  string
+	desc  string // NodeDescription: the first "…" of the header's comment
 	ports int
 	guid  uint64
 	line  int
@@ -233,6 +234,7 @@ func (p *ibParser) node(m []string) error {
 	} else {
 		p.guidNext[t] += uint64(ports) + 1
 	}
+	n.desc = headerDesc(m[4])
 	if lm := reIBLid.FindStringSubmatch(StripQuoted(m[4])); lm != nil {
 		if n.lid, err = parseLID(lm[1]); err != nil {
 			return p.errf("%v", err)
@@ -394,7 +396,7 @@ func (p *ibParser) build() (*Graph, error) {
 	b := NewBuilder(name)
 	id := map[string]int{}
 	for _, n := range p.nodes {
-		v := b.AddNode(n.kind, n.name, NodeOpts{GUID: n.guid, Ports: n.ports, Level: NoLevel, Group: NoGroup, LID: n.lid})
+		v := b.AddNode(n.kind, n.name, NodeOpts{GUID: n.guid, Ports: n.ports, Level: NoLevel, Group: NoGroup, LID: n.lid, Desc: n.desc})
 		id[n.name] = v
 		if n.kind == Endpoint {
 			for pn, note := range p.portGUID[n.name] {
@@ -469,6 +471,24 @@ func parseLID(s string) (int, error) {
 		return 0, fmt.Errorf("LID %s outside the unicast range 1..%d", s, MaxUnicastLID)
 	}
 	return v, nil
+}
+
+// headerDesc returns the node description of a node header's comment
+// (`# "node-1 HCA-1" lid 12`), or "" if the comment quotes none.
+func headerDesc(comment string) string {
+	c, ok := strings.CutPrefix(strings.TrimSpace(comment), "#")
+	if !ok {
+		return ""
+	}
+	c, ok = strings.CutPrefix(strings.TrimSpace(c), "\"")
+	if !ok {
+		return ""
+	}
+	d, _, ok := strings.Cut(c, "\"")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(d)
 }
 
 // StripQuoted blanks out "…" sections (node descriptions) of an
@@ -568,7 +588,7 @@ func (g *Graph) writeIBNetHeader(bw *bufio.Writer, v int, lid func(v, port int) 
 	fmt.Fprintf(bw, "\nvendid=0x2c9\n")
 	if g.kinds[v] == Switch {
 		fmt.Fprintf(bw, "devid=0xc738\nsysimgguid=0x%x\nswitchguid=0x%x(%x)\n", guid, guid, guid)
-		fmt.Fprintf(bw, "Switch\t%d \"%s\"\t\t# \"%s\" base port 0 lid %d lmc 0\n", g.nport[v], g.names[v], g.names[v], lid(v, 0))
+		fmt.Fprintf(bw, "Switch\t%d \"%s\"\t\t# \"%s\" base port 0 lid %d lmc 0\n", g.nport[v], g.names[v], g.ibDesc(v), lid(v, 0))
 		return
 	}
 	fmt.Fprintf(bw, "devid=0x1011\nsysimgguid=0x%x\ncaguid=0x%x\n", guid, guid)
@@ -576,7 +596,16 @@ func (g *Graph) writeIBNetHeader(bw *bufio.Writer, v int, lid func(v, port int) 
 	if l := g.ibLID(v); l != 0 && len(g.Out(v)) == 0 {
 		own = fmt.Sprintf(" lid %d", l) // no port line carries it
 	}
-	fmt.Fprintf(bw, "Ca\t%d \"%s\"\t\t# \"%s\"%s\n", g.nport[v], g.names[v], g.names[v], own)
+	fmt.Fprintf(bw, "Ca\t%d \"%s\"\t\t# \"%s\"%s\n", g.nport[v], g.names[v], g.ibDesc(v), own)
+}
+
+// ibDesc is the node description written for v: the one the graph
+// carries, else the node's name.
+func (g *Graph) ibDesc(v int) string {
+	if d := g.Desc(v); d != "" && !strings.ContainsAny(d, "\"\n") {
+		return d
+	}
+	return g.names[v]
 }
 
 func (g *Graph) writeIBNetPort(bw *bufio.Writer, v, c int, lid func(v, port int) int) error {

@@ -101,6 +101,62 @@ func TestIBNetRealFiles(t *testing.T) {
 	}
 }
 
+// TestIBNetDescriptions checks that node descriptions (ibnetdiscover's
+// NodeDescription, whose first word is the host name) are read from the
+// header comments and survive ibnetdiscover and JSON round trips.
+func TestIBNetDescriptions(t *testing.T) {
+	g, err := LoadFile("testdata/small.ibnet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"S-0002c90000001d18": {"ISR9024 Voltaire", "ISR9024"},
+		"H-0002c9000000ff94": {"node-1 HCA-1", "node-1"},
+		"H-0002c9000000ffa0": {"node-3 HCA-1", "node-3"},
+	}
+	for name, w := range want {
+		v := g.NodeByName(name)
+		if g.Desc(v) != w[0] || g.HostName(v) != w[1] {
+			t.Errorf("%s: description %q host %q, want %q %q", name, g.Desc(v), g.HostName(v), w[0], w[1])
+		}
+	}
+	sim, err := LoadFile("testdata/ibsim.net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sim.Desc(sim.NodeByName("hca0")); d != "" {
+		t.Errorf("hca0 has no description in the file, got %q", d)
+	}
+	if h := sim.HostName(sim.NodeByName("hca2")); h != "host" {
+		t.Errorf("hca2 host %q, want host", h)
+	}
+	for _, src := range []*Graph{g, sim} {
+		var ib, js bytes.Buffer
+		if err := src.WriteIBNet(&ib); err != nil {
+			t.Fatal(err)
+		}
+		h, err := ParseIBNet(&ib, src.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for v := range src.NumNodes() {
+			if want := src.Desc(v); want != "" && h.Desc(v) != want {
+				t.Errorf("%s: ibnetdiscover round trip: node %s description %q, want %q", src.Name(), src.NodeName(v), h.Desc(v), want)
+			}
+		}
+		if err := src.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		j, err := ParseData(js.Bytes(), src.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := src.Diff(j); d != "" {
+			t.Errorf("%s: JSON round trip: %s", src.Name(), d)
+		}
+	}
+}
+
 func TestIBNetErrors(t *testing.T) {
 	base := "Switch 4 \"a\"\n[1] \"b\"[1]\nCa 1 \"b\"\n[1] \"a\"[1]\n"
 	cases := map[string]string{

@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/icn-hpc/icn/sched"
+	"github.com/icn-hpc/icn/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -26,7 +28,9 @@ type slurmTopologyOptions struct {
 	name      string
 	dir       string
 	format    string
+	names     string
 	blockSize int
+	stderr    io.Writer
 }
 
 func newSlurmTopologyCmd() *cobra.Command {
@@ -44,13 +48,15 @@ icn sched simulate number them.`,
   icn slurm topology --fabric torus:8x8x4x4 --block-size 64 --format conf`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			o.stderr = c.ErrOrStderr()
 			return runSlurmTopology(c.Context(), o, stdout(c))
 		},
 	}
 	o.fabric.register(c, "fabric", "")
 	o.out.register(c)
 	f := c.Flags()
-	f.StringVar(&o.prefix, "nodes-prefix", "nid", "prefix of node names")
+	f.StringVar(&o.prefix, "nodes-prefix", "nid", "prefix of numbered node names")
+	f.StringVar(&o.names, "names", "auto", "node names: host (first word of each end node's description, as ibnetdiscover shows it), number (PREFIX and number), or auto (host when every end node has a distinct valid one)")
 	f.StringVar(&o.name, "name", "default", "name of the topology (partitions refer to it)")
 	f.StringVar(&o.dir, "out", "", "write topology.yaml and topology.conf into DIR")
 	f.StringVar(&o.format, "format", "yaml", "what to print without --out: yaml or conf")
@@ -59,6 +65,15 @@ icn sched simulate number them.`,
 }
 
 func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) error {
+	if o.stderr == nil {
+		o.stderr = io.Discard
+	}
+	if o.names == "" {
+		o.names = "auto"
+	}
+	if o.names != "auto" && o.names != "host" && o.names != "number" {
+		return fmt.Errorf("unknown --names %q (want auto, host or number)", o.names)
+	}
 	if o.format != "yaml" && o.format != "conf" {
 		return fmt.Errorf("unknown --format %q (want yaml or conf)", o.format)
 	}
@@ -74,14 +89,21 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 	}
 	var top sched.SlurmTopology
 	var nodes int
+	var naming string
 	if g.HasCoords() && g.Direct() {
 		nodes = g.NumNodes()
-		top, err = sched.SlurmBlockTopology(o.name, g, sched.NewNodeNamer(o.prefix, nodes), o.blockSize)
+		var nn sched.NodeNamer
+		if nn, naming, err = slurmNodeNames(g, func(v int) int { return v }, nodes, o); err == nil {
+			top, err = sched.SlurmBlockTopology(o.name, g, nn, o.blockSize)
+		}
 	} else {
 		var m *sched.TreeMachine
 		if m, err = sched.NewTreeMachine(g); err == nil {
 			nodes = m.Size()
-			top = sched.SlurmTreeTopology(o.name, m, sched.NewNodeNamer(o.prefix, nodes))
+			var nn sched.NodeNamer
+			if nn, naming, err = slurmNodeNames(g, m.Vertex, nodes, o); err == nil {
+				top = sched.SlurmTreeTopology(o.name, m, nn)
+			}
 		}
 	}
 	if err != nil {
@@ -103,6 +125,9 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 		return err
 	}
 	if o.dir != "" {
+		if err := os.MkdirAll(o.dir, 0o755); err != nil {
+			return fmt.Errorf("--out: %v", err)
+		}
 		if err := writeFileAtomic(filepath.Join(o.dir, "topology.yaml"), y.Bytes()); err != nil {
 			return err
 		}
@@ -114,6 +139,7 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 		t := cli.NewTable("FIELD", "VALUE")
 		t.Row("network", g.Name())
 		t.Row("nodes", nodes)
+		t.Row("node names", naming)
 		if top.Tree != nil {
 			t.Row("plugin", "topology/tree")
 			t.Row("switches", len(top.Tree.Switches))
@@ -125,4 +151,54 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 		t.Row("written", filepath.Join(o.dir, "topology.yaml")+", "+filepath.Join(o.dir, "topology.conf"))
 		return t.Write(w)
 	})
+}
+
+// slurmNodeNames chooses how the n end nodes (node i is graph vertex
+// vertex(i)) are named in Slurm: by the host names of their descriptions
+// (the names slurm.conf uses on a real cluster) or by PREFIX and number.
+// It returns the namer and a note saying which.
+func slurmNodeNames(g *topology.Graph, vertex func(int) int, n int, o slurmTopologyOptions) (sched.NodeNamer, string, error) {
+	numbered := sched.NewNodeNamer(o.prefix, n)
+	numNote := fmt.Sprintf("%s and number, network order", o.prefix)
+	if o.names == "number" {
+		return numbered, numNote, nil
+	}
+	names, err := hostNames(g, vertex, n)
+	switch {
+	case err == nil:
+		return sched.NamedNodes(names), "host names from node descriptions", nil
+	case o.names == "host":
+		return sched.NodeNamer{}, "", fmt.Errorf("--names host: %v", err)
+	}
+	described := false
+	for i := 0; i < n && !described; i++ {
+		described = g.Desc(vertex(i)) != ""
+	}
+	if described {
+		fmt.Fprintf(o.stderr, "icn: warning: node descriptions not used as Slurm names (%v); nodes are named %s…\n", err, numbered.Name(0))
+	}
+	return numbered, numNote, nil
+}
+
+// hostNames returns the host name of every end node, or why they cannot
+// name Slurm nodes (a node without one, an invalid or a repeated one).
+func hostNames(g *topology.Graph, vertex func(int) int, n int) ([]string, error) {
+	names := make([]string, n)
+	seen := make(map[string]int, n)
+	for i := range names {
+		v := vertex(i)
+		h := g.HostName(v)
+		if h == "" {
+			return nil, fmt.Errorf("end node %s has no description", g.NodeName(v))
+		}
+		if err := sched.CheckHostName(h); err != nil {
+			return nil, fmt.Errorf("end node %s: %v", g.NodeName(v), err)
+		}
+		if j, dup := seen[h]; dup {
+			return nil, fmt.Errorf("end nodes %s and %s share the host name %q", g.NodeName(vertex(j)), g.NodeName(v), h)
+		}
+		seen[h] = i
+		names[i] = h
+	}
+	return names, nil
 }
