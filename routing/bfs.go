@@ -240,7 +240,7 @@ func (w *bfsWorker) layerOrder(p *bfsPlan, lo, hi int, load []int32, sorted bool
 	if load == nil || len(keys) < 2 || mn == mx {
 		return keys
 	}
-	if len(keys) < 256 {
+	if len(keys) < 64 {
 		slices.Sort(keys)
 		return keys
 	}
