@@ -415,6 +415,76 @@ func (r *Router) geodesicSet(s *scratch) bool {
 	return r.checkBoxFaultFree(s, box) == nil
 }
 
+// storeRoute stores route i of the table, the route to active node j of
+// the last search (after prefixCodes): with one byte per count, straight
+// from the prefix code (canonicalByte), else through encode and store.
+func (bs *bfsSearch) storeRoute(w *bfsWorker, tb *Table, i, j int, a *automaton) error {
+	st := bs.ls.nd + 2
+	c := w.codes[int(w.endE[j])*st : int(w.endE[j]+1)*st]
+	if !tb.wide && canonicalByte(tb.code(i), c, a) {
+		return nil
+	}
+	e := bs.encode(w, j, a)
+	return tb.store(i, &e)
+}
+
+// canonicalByte writes prefix code c (FS+1, LS+1, a count per direction
+// rank) in canonical form (routeEnc.canonical) into a one-byte-per-count
+// table code, and reports false when a count does not fit a byte.
+func canonicalByte(dst []byte, c []uint16, a *automaton) bool {
+	nd := a.nd
+	var cnt [2 * MaxDims]uint16
+	copy(cnt[:nd], c[2:2+nd])
+	fs, ls := int(c[0]), int(c[1])
+	standard := func(d Dir) bool { return a.kind == DOR || cnt[a.rank[d.Opp()]] == 0 }
+	if fs != 0 {
+		f := Dir(fs - 1)
+		ok := standard(f)
+		first := -1
+		for k := 0; k < nd; k++ {
+			if cnt[k] > 0 {
+				first = k
+				break
+			}
+		}
+		switch {
+		case first >= 0:
+			ok = ok && int(a.rank[f]) <= first
+		case ls != 0:
+			ok = ok && a.rank[Dir(ls-1)] >= a.rank[f]
+		}
+		if ok {
+			cnt[a.rank[f]]++
+			fs = 0
+		}
+	}
+	if ls != 0 {
+		l := Dir(ls - 1)
+		last := -1
+		for k := nd - 1; k >= 0; k-- {
+			if cnt[k] > 0 {
+				last = k
+				break
+			}
+		}
+		ok := standard(l) && (last < 0 || int(a.rank[l]) >= last)
+		if last < 0 && fs != 0 {
+			ok = ok && a.rank[l] >= a.rank[Dir(fs-1)]
+		}
+		if ok {
+			cnt[a.rank[l]]++
+			ls = 0
+		}
+	}
+	var big uint16
+	for k := 0; k < nd; k++ {
+		big |= cnt[k]
+		dst[2+k] = byte(cnt[k])
+	}
+	dst[0], dst[1] = byte(fs), byte(ls)
+	return big <= 0xff
+}
+
 // tableRun tunes one table construction.
 type tableRun struct {
 	progress func(done, total int)
@@ -526,8 +596,7 @@ func (bs *bfsSearch) tableSource(w *bfsWorker, si int, load, row []int32, tb *Ta
 		if j == si {
 			continue
 		}
-		e := bs.encode(w, j, a)
-		if err := tb.store(pairIndex(m, si, j), &e); err != nil {
+		if err := bs.storeRoute(w, tb, pairIndex(m, si, j), j, a); err != nil {
 			res.err = err
 			return res
 		}
