@@ -3,6 +3,7 @@ package alloc
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -367,32 +368,42 @@ func (g *grid) availableBox(r Rect, avail int, ws *workerScratch) (Rect, bool) {
 	}
 	ws.lo = append(ws.lo[:0], r.Start...)
 	ws.hi = append(ws.hi[:0], r.Size...)
-	lo, hi := make([]int, n), make([]int, n)
+	total := vol(r.Size)
 	slabFree := func(i, k int) bool { // slab at offset k of dimension i has an available node
 		ws.lo[i], ws.hi[i] = r.Start[i]+k, 1
 		u := g.unavailable(ws.lo, ws.hi)
 		ws.lo[i], ws.hi[i] = r.Start[i], r.Size[i]
-		return u < vol(r.Size)/r.Size[i]
+		return u < total/r.Size[i]
 	}
+	var loA, sizeA [16]int // no allocation unless the nodes form a box
+	lo, size := loA[:], sizeA[:]
+	if n > len(loA) {
+		lo, size = make([]int, n), make([]int, n)
+	}
+	bv := 1
 	for i := range n {
-		lo[i] = 0
 		for !slabFree(i, lo[i]) {
 			lo[i]++
 		}
-		hi[i] = r.Size[i] - 1
-		for !slabFree(i, hi[i]) {
-			hi[i]--
+		hi := r.Size[i] - 1
+		for !slabFree(i, hi) {
+			hi--
 		}
+		size[i] = hi - lo[i] + 1
+		bv *= size[i]
 	}
-	box := Rect{Start: make([]int, n), Size: make([]int, n)}
-	bstart := make([]int, n)
-	for i, d := range g.dims {
-		bstart[i] = r.Start[i] + lo[i]
-		box.Size[i] = hi[i] - lo[i] + 1
-		box.Start[i] = bstart[i] % d
-	}
-	if vol(box.Size) != avail || g.unavailable(bstart, box.Size) != 0 {
+	if bv != avail {
 		return Rect{}, false
+	}
+	for i := range n {
+		ws.lo[i] = r.Start[i] + lo[i]
+	}
+	if g.unavailable(ws.lo, size[:n]) != 0 {
+		return Rect{}, false
+	}
+	box := Rect{Start: make([]int, n), Size: slices.Clone(size[:n])}
+	for i, d := range g.dims {
+		box.Start[i] = ws.lo[i] % d
 	}
 	return box, true
 }
