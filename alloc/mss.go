@@ -429,22 +429,50 @@ func (g *grid) splitByWall(r Rect, avail, m int, ws *workerScratch) bool {
 		if r.Size[i] >= d || r.Size[i] < 3 {
 			continue
 		}
-		layer := total / r.Size[i]
-		if total-avail < layer {
+		layer, holes := total/r.Size[i], total-avail
+		if holes < layer {
 			continue // too few unavailable nodes for a wall
 		}
-		for k := 1; k < r.Size[i]-1; k++ {
-			ws.lo[i], ws.hi[i] = r.Start[i]+k, 1
-			if g.unavailable(ws.lo, ws.hi) < layer {
+		from := 1
+		if holes == layer {
+			// A wall would hold every unavailable node: it can only be
+			// the first slab with one.
+			from = g.firstHoleSlab(r, i, ws)
+			if from < 1 {
 				continue
 			}
-			if g.activeBothSides(r, i, k, avail, m, ws) {
+		}
+		for k := from; k < r.Size[i]-1; k++ {
+			ws.lo[i], ws.hi[i] = r.Start[i]+k, 1
+			full := g.unavailable(ws.lo, ws.hi) == layer
+			ws.lo[i], ws.hi[i] = r.Start[i], r.Size[i]
+			if full && g.activeBothSides(r, i, k, avail, m, ws) {
 				return true
 			}
+			if holes == layer {
+				break
+			}
 		}
-		ws.lo[i], ws.hi[i] = r.Start[i], r.Size[i]
 	}
 	return false
+}
+
+// firstHoleSlab returns the least offset k of dimension i whose slab of
+// r holds an unavailable node (r holds one), by bisection on the counts
+// of the slabs before it (ws.lo/hi are r's box and are restored).
+func (g *grid) firstHoleSlab(r Rect, i int, ws *workerScratch) int {
+	lo, hi := 0, r.Size[i]-1 // the answer is in [lo, hi]
+	for lo < hi {
+		mid := (lo + hi) / 2
+		ws.hi[i] = mid + 1 // slabs 0..mid
+		if g.unavailable(ws.lo, ws.hi) > 0 {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	ws.hi[i] = r.Size[i]
+	return lo
 }
 
 // activeBothSides reports whether both sides of the wall at offset k of
