@@ -13,7 +13,8 @@ import (
 // outside the box, random direction orders, random active/transit splits
 // and every rule, the table equals the sequential reference's (one source
 // per round) and the unpruned search's (default rounds), route for route
-// and load for load; and sets that are not fault-free boxes are not
+// and load for load (also in rounds of 4 sources with 1 and 3 workers);
+// and sets that are not fault-free boxes are not
 // pruned.
 func TestGeodesicBoxes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 1))
@@ -91,6 +92,23 @@ func TestGeodesicBoxes(t *testing.T) {
 			}
 			sameTable(t, name+" (one per round)", ref, one)
 			sameTable(t, name+" (rounds)", plain, fast)
+			if trial%5 == 0 {
+				// rounds of several sources: the same table for any
+				// number of workers
+				for _, workers := range []int{1, 3} {
+					tb, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 4, Workers: workers})
+					if err != nil {
+						t.Fatal(err)
+					}
+					geodesicPrune = false
+					want, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 4, Workers: 2})
+					geodesicPrune = true
+					if err != nil {
+						t.Fatal(err)
+					}
+					sameTable(t, fmt.Sprintf("%s (batch 4, %d workers)", name, workers), want, tb)
+				}
+			}
 			compared++
 			s := r.getScratch()
 			if err := r.prepareSet(s, active, transit); err != nil {
