@@ -92,6 +92,11 @@ func TestGeodesicBoxes(t *testing.T) {
 			}
 			sameTable(t, name+" (one per round)", ref, one)
 			sameTable(t, name+" (rounds)", plain, fast)
+			sum, err := r.minimalSum(active, transit, 0)
+			if err != nil || sum != ref.SumLength {
+				// BFS routes are shortest, so their total is the minimal sum
+				t.Fatalf("%s: minimal sum %d (%v), the reference table's routes %d", name, sum, err, ref.SumLength)
+			}
 			if trial%5 == 0 {
 				// rounds of several sources: the same table for any
 				// number of workers
