@@ -353,16 +353,18 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 	}
 	missSrc, missDst := -1, -1
 	for j, dst := range s.act {
-		var got uint64
-		off := dst * S
-		for q := int32(0); q < S; q++ {
-			if a.canEnd[q] {
-				got |= s.mask[off+q]
-			}
-		}
 		want := full
 		if j >= b0 && j < b1 {
 			want &^= 1 << uint(j-b0)
+		}
+		var got uint64
+		masks := s.mask[dst*S : (dst+1)*S]
+		for q, m := range masks {
+			if a.canEnd[q] {
+				if got |= m; got&want == want {
+					break // every source arrived
+				}
+			}
 		}
 		if miss := want &^ got; miss != 0 {
 			if src := b0 + bitsTrailing(miss); missSrc < 0 || src < missSrc {
