@@ -303,6 +303,9 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 			return placement{rect: r, holes: holes, nTransit: vol(size) - holes - d.m,
 				blockSize: box.Size, box: box}, true
 		}
+		if sel.grid.splitByWall(r, vol(size)-holes, d.m, ws) {
+			return placement{}, false // not reachable (and not listed)
+		}
 	}
 	ws.nodes = r.Nodes(sel.dims, ws.nodes[:0])
 	fault := sel.internalFault(r, ws.nodes)

@@ -160,3 +160,34 @@ func BenchmarkSelect32k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSelectSecondJob times the second of two 1 024-node jobs on an
+// idle 16x16x16 and 32x32x32, as `icn serve` places them: the first job
+// (T = 0) takes a slab, the second asks for T = 256 (issue 14; 214 s
+// inside `icn serve` on 32x32x32 before rectangles split by the busy slab
+// were rejected from slab counts).
+func BenchmarkSelectSecondJob(b *testing.B) {
+	for _, spec := range []string{"torus:16x16x16", "torus:32x32x32"} {
+		s, rt := busyPattern(b, spec, "idle")
+		first, err := NewSelector(s).Select(s, rt, Request{Nodes: 1024, Algo: Improved})
+		if err != nil || first.Chosen == nil {
+			b.Fatalf("%s: first job: %v %+v", spec, err, first)
+		}
+		if err := s.Occupy(1, append(append([]int(nil), first.Chosen.Active...), first.Chosen.Transit...)); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%s/after-%s/m=1024,T=256", spec, first.Chosen.Rect), func(b *testing.B) {
+			sel := NewSelector(s)
+			var res *Result
+			cpu := processCPU()
+			for b.Loop() {
+				if res, err = sel.Select(s, rt, Request{Nodes: 1024, Transit: 256, Algo: Improved}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(res.Found), "candidates")
+			b.ReportMetric(float64(res.Tables), "tables")
+		})
+	}
+}

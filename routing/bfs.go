@@ -145,6 +145,7 @@ type bfsWorker struct {
 	codes   []uint16 // per entry on a chosen route: FS+1, LS+1, steps per direction rank
 	endE    []int32  // per active node: entry where its route ends
 	dist    []int32  // per active node: route length (−1 unreached)
+	reach   []int32  // per local node: depth+1 of its first arrival (0: none), when geodesic
 	delta   []int32  // per local channel: load added by this worker's sources
 	touched []int32
 }
@@ -156,6 +157,11 @@ type bfsSearch struct {
 	// translate is set on a whole fault-free torus with every node
 	// active (distances are translation-invariant there)
 	translate *torusShift
+	// geodesic is set when every legal distance between set nodes is
+	// their distance in the set's graph (see geodesicSet): a vertex
+	// reached at a node later than the node's first arrival then lies on
+	// no chosen route and is not expanded.
+	geodesic bool
 }
 
 func (b *bfsSearch) newWorker() *bfsWorker {
@@ -164,6 +170,7 @@ func (b *bfsSearch) newWorker() *bfsWorker {
 		endE:  make([]int32, b.ls.m),
 		dist:  make([]int32, b.ls.m),
 		delta: make([]int32, b.ls.n*b.ls.nd),
+		reach: make([]int32, b.ls.n),
 	}
 }
 
@@ -178,6 +185,10 @@ func (b *bfsSearch) run(w *bfsWorker, si int, load []int32) bool {
 		w.dist[j] = -1
 	}
 	w.dist[si] = 0
+	if b.geodesic {
+		clear(w.reach)
+		w.reach[si] = 1
+	}
 	remaining := ls.m - 1
 	w.ents = append(w.ents[:0], bent{li: int32(si), par: -1, lc: -1, q: uint16(p.begin)})
 	w.setVisited(p, int32(si), uint16(p.begin))
@@ -229,7 +240,7 @@ func (w *bfsWorker) layerOrder(p *bfsPlan, lo, hi int, load []int32, sorted bool
 	if load == nil || len(keys) < 2 || mn == mx {
 		return keys
 	}
-	if len(keys) < 256 {
+	if len(keys) < 64 {
 		slices.Sort(keys)
 		return keys
 	}
@@ -276,6 +287,13 @@ func (b *bfsSearch) expand(w *bfsWorker, i int, depth int32, remaining int) int 
 		wl := ls.nb[base+d]
 		if wl < 0 {
 			continue
+		}
+		if b.geodesic {
+			// depth+1 > first arrival+1: not on a shortest walk
+			if r := w.reach[wl]; r != 0 && r <= depth {
+				continue
+			}
+			w.reach[wl] = depth + 1
 		}
 		if p.tcond[k] && ls.extra[e.lc]&(1<<d) == 0 {
 			continue
@@ -372,6 +390,101 @@ func (b *bfsSearch) encode(w *bfsWorker, j int, a *automaton) routeEnc {
 	return e
 }
 
+// geodesicPrune enables geodesicSet (tests turn it off to compare).
+var geodesicPrune = true
+
+// geodesicSet reports whether the set prepared in s is a fault-free box
+// (it fills a rectangle of the torus without a failed link inside). Then
+// every rule gives each pair of set nodes a legal route as short as their
+// distance in the set's graph: per dimension, the short way round a whole
+// ring or the only way along a partial side, the directions taken in the
+// rule's order, each dimension in one direction only. A shortest legal
+// route is then a shortest walk in the graph, and so is each of its
+// prefixes: a search vertex at node v deeper than v's first arrival is on
+// no shortest route and can be left out without changing any route,
+// distance, discovery order or dominance test of the vertices that are.
+func (r *Router) geodesicSet(s *scratch) bool {
+	if !geodesicPrune {
+		return false
+	}
+	box := make([]int32, 0, len(s.act)+len(s.trans))
+	box = append(append(box, s.act...), s.trans...)
+	if _, _, err := r.t.boxExtent(box); err != nil {
+		return false
+	}
+	return r.checkBoxFaultFree(s, box) == nil
+}
+
+// storeRoute stores route i of the table, the route to active node j of
+// the last search (after prefixCodes): with one byte per count, straight
+// from the prefix code (canonicalByte), else through encode and store.
+func (bs *bfsSearch) storeRoute(w *bfsWorker, tb *Table, i, j int, a *automaton) error {
+	st := bs.ls.nd + 2
+	c := w.codes[int(w.endE[j])*st : int(w.endE[j]+1)*st]
+	if !tb.wide && canonicalByte(tb.code(i), c, a) {
+		return nil
+	}
+	e := bs.encode(w, j, a)
+	return tb.store(i, &e)
+}
+
+// canonicalByte writes prefix code c (FS+1, LS+1, a count per direction
+// rank) in canonical form (routeEnc.canonical) into a one-byte-per-count
+// table code, and reports false when a count does not fit a byte.
+func canonicalByte(dst []byte, c []uint16, a *automaton) bool {
+	nd := a.nd
+	var cnt [2 * MaxDims]uint16
+	copy(cnt[:nd], c[2:2+nd])
+	fs, ls := int(c[0]), int(c[1])
+	standard := func(d Dir) bool { return a.kind == DOR || cnt[a.rank[d.Opp()]] == 0 }
+	if fs != 0 {
+		f := Dir(fs - 1)
+		ok := standard(f)
+		first := -1
+		for k := 0; k < nd; k++ {
+			if cnt[k] > 0 {
+				first = k
+				break
+			}
+		}
+		switch {
+		case first >= 0:
+			ok = ok && int(a.rank[f]) <= first
+		case ls != 0:
+			ok = ok && a.rank[Dir(ls-1)] >= a.rank[f]
+		}
+		if ok {
+			cnt[a.rank[f]]++
+			fs = 0
+		}
+	}
+	if ls != 0 {
+		l := Dir(ls - 1)
+		last := -1
+		for k := nd - 1; k >= 0; k-- {
+			if cnt[k] > 0 {
+				last = k
+				break
+			}
+		}
+		ok := standard(l) && (last < 0 || int(a.rank[l]) >= last)
+		if last < 0 && fs != 0 {
+			ok = ok && a.rank[l] >= a.rank[Dir(fs-1)]
+		}
+		if ok {
+			cnt[a.rank[l]]++
+			ls = 0
+		}
+	}
+	var big uint16
+	for k := 0; k < nd; k++ {
+		big |= cnt[k]
+		dst[2+k] = byte(cnt[k])
+	}
+	dst[0], dst[1] = byte(fs), byte(ls)
+	return big <= 0xff
+}
+
 // tableRun tunes one table construction.
 type tableRun struct {
 	progress func(done, total int)
@@ -394,7 +507,7 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 	if m < 2 {
 		return nil
 	}
-	bs := &bfsSearch{p: r.plan, ls: ls}
+	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s)}
 	if ls.n == r.t.nodes && ls.m == ls.n && !slices.Contains(r.up, false) {
 		bs.translate = newTorusShift(r.t)
 	}
@@ -483,8 +596,7 @@ func (bs *bfsSearch) tableSource(w *bfsWorker, si int, load, row []int32, tb *Ta
 		if j == si {
 			continue
 		}
-		e := bs.encode(w, j, a)
-		if err := tb.store(pairIndex(m, si, j), &e); err != nil {
+		if err := bs.storeRoute(w, tb, pairIndex(m, si, j), j, a); err != nil {
 			res.err = err
 			return res
 		}
@@ -652,7 +764,7 @@ func (r *Router) minimalSum(active, transit []int, workers int) (int, error) {
 		return 0, err
 	}
 	ls := r.newLocalSet(s)
-	bs := &bfsSearch{p: r.plan, ls: ls}
+	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s)}
 	if ls.n == r.t.nodes && ls.m == ls.n && !slices.Contains(r.up, false) {
 		// a whole fault-free torus: every source sees the same distances
 		// (translated), so one search gives the sum

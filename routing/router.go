@@ -21,6 +21,14 @@ type Router struct {
 	plan  *bfsPlan
 	up    []bool
 	star  *starResult // angara* only
+	// push lists, per automaton state, the transitions reachSet pushes
+	// masks over: not dominated (tskip), not the self-loop, and not
+	// conditional when R_A* accepted no extra dependency (then none is
+	// ever allowed). pstart[q] .. pstart[q+1] index pdir, pto, pcond.
+	pstart []int32
+	pdir   []Dir
+	pto    []int32
+	pcond  []bool
 	// free holds scratch spaces for reuse (a few, kept across GCs: they
 	// are sized by the torus, megabytes for thousands of nodes).
 	mu   sync.Mutex
@@ -56,7 +64,26 @@ func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
 		}
 		r.star = &st
 	}
+	r.planPush()
 	return r, nil
+}
+
+// planPush fills the push lists (see Router.pstart).
+func (r *Router) planPush() {
+	a := r.a
+	noExtra := r.star == nil || r.star.accepted == 0
+	r.pstart = make([]int32, a.nstates+1)
+	for q := 0; q < a.nstates; q++ {
+		for k := a.tstart[q]; k < a.tstart[q+1]; k++ {
+			if a.tskip[k] || a.tto[k] == int32(q) || a.tcond[k] && noExtra {
+				continue
+			}
+			r.pdir = append(r.pdir, a.tdir[k])
+			r.pto = append(r.pto, a.tto[k])
+			r.pcond = append(r.pcond, a.tcond[k])
+		}
+		r.pstart[q+1] = int32(len(r.pdir))
+	}
 }
 
 // routerStarVariant is the R_A* construction routers use.
@@ -288,13 +315,13 @@ func (r *Router) closeSelfLoop(s *scratch, set []int32, q int32, sd int8) {
 // pushTransitions pushes the masks of state q over its other transitions
 // to the neighbours' successor states.
 func (r *Router) pushTransitions(s *scratch, set []int32, q int32) {
-	a := r.a
-	k0, k1 := a.tstart[q], a.tstart[q+1]
+	k0, k1 := r.pstart[q], r.pstart[q+1]
 	if k0 == k1 {
 		return
 	}
-	S := int32(a.nstates)
+	S := int32(r.a.nstates)
 	t := r.t
+	dirs, tos, conds := r.pdir[k0:k1], r.pto[k0:k1], r.pcond[k0:k1]
 	for _, v := range set {
 		m := s.mask[v*S+q]
 		if m == 0 {
@@ -302,15 +329,14 @@ func (r *Router) pushTransitions(s *scratch, set []int32, q int32) {
 		}
 		base := int(v) * t.nd
 		open := s.open[v]
-		for k := k0; k < k1; k++ {
-			d := a.tdir[k]
-			if open&(1<<d) == 0 || a.tskip[k] || a.tto[k] == q {
+		for k, d := range dirs {
+			if open&(1<<d) == 0 {
 				continue
 			}
-			if a.tcond[k] && !r.condOK(int(v), int(q), d) {
+			if conds[k] && !r.condOK(int(v), int(q), d) {
 				continue
 			}
-			s.mask[t.nb[base+int(d)]*S+a.tto[k]] |= m
+			s.mask[t.nb[base+int(d)]*S+tos[k]] |= m
 		}
 	}
 }
@@ -327,16 +353,18 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 	}
 	missSrc, missDst := -1, -1
 	for j, dst := range s.act {
-		var got uint64
-		off := dst * S
-		for q := int32(0); q < S; q++ {
-			if a.canEnd[q] {
-				got |= s.mask[off+q]
-			}
-		}
 		want := full
 		if j >= b0 && j < b1 {
 			want &^= 1 << uint(j-b0)
+		}
+		var got uint64
+		masks := s.mask[dst*S : (dst+1)*S]
+		for q, m := range masks {
+			if a.canEnd[q] {
+				if got |= m; got&want == want {
+					break // every source arrived
+				}
+			}
 		}
 		if miss := want &^ got; miss != 0 {
 			if src := b0 + bitsTrailing(miss); missSrc < 0 || src < missSrc {

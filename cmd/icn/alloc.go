@@ -304,7 +304,7 @@ func allocView(g *topology.Graph, res *alloc.Result, rules string) *allocResultV
 	return v
 }
 
-func writeAlloc(w io.Writer, v any) error {
+func writeAlloc(w io.Writer, g *topology.Graph, v *allocResultView) error {
 	b, _ := json.Marshal(v)
 	var m struct {
 		Request struct {
@@ -332,8 +332,9 @@ func writeAlloc(w io.Writer, v any) error {
 		t.Row("result", "no allocation: "+m.Reason)
 		return t.Write(w)
 	}
-	t.Row("active", strings.Join(m.Active, " "))
-	t.Row("transit", strings.Join(m.Transit, " "))
+	c := v.Result.Chosen
+	t.Row("active", nodeSummary(g, c.Active, m.Active))
+	t.Row("transit", nodeSummary(g, c.Transit, m.Transit))
 	t.Row("rectangle", m.Chosen.Rect.String()+fmt.Sprintf(" (%d unavailable inside)", m.Chosen.Holes))
 	t.Row("φ after", fmt.Sprintf("%d (largest free rectangle %d nodes ×%d)", m.Chosen.Frag.Phi, m.Chosen.Frag.LargestNodes, m.Chosen.Frag.LargestCount))
 	if m.Chosen.Table != nil {
@@ -681,7 +682,7 @@ func runAlloc(_ context.Context, o allocOptions, w io.Writer) error {
 		view.Hostlist = chosenHostlist(res.Chosen, g.NumNodes(), o.prefix)
 		err = cli.JSON(w, view)
 	default:
-		err = o.out.print(w, view, func(w io.Writer) error { return writeAlloc(w, view) })
+		err = o.out.print(w, view, func(w io.Writer) error { return writeAlloc(w, g, view) })
 	}
 	if err != nil {
 		return err

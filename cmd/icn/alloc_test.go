@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/icn-hpc/icn/sched"
+	"github.com/icn-hpc/icn/topology"
 )
 
 func schedSimOptions(topo, jobs string) schedSimulateOptions {
@@ -163,5 +166,111 @@ func TestSlurmTopologyFiles(t *testing.T) {
 	o.fabric.spec = "torus:4x4"
 	if err := runSlurmTopology(context.Background(), o, &bytes.Buffer{}); err == nil {
 		t.Error("prefix ending in a digit accepted")
+	}
+}
+
+// nodePatterns names exactly the given set, each node once: the patterns
+// parse back (as --busy reads them) to the same nodes, on random sets of
+// random tori, and boxes give one pattern.
+func TestNodePatternsRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 14))
+	for trial := 0; trial < 200; trial++ {
+		spec := []string{"torus:8", "torus:4x4", "torus:6x5x4", "torus:4x3x2x2", "torus:16x8x8"}[trial%5]
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := g.NumNodes()
+		var set []int
+		switch trial % 3 {
+		case 0: // random subset
+			p := rng.Float64()
+			for v := 0; v < n; v++ {
+				if rng.Float64() < p {
+					set = append(set, v)
+				}
+			}
+		default: // a box, possibly wrapping, minus a few nodes when trial%3 == 2
+			dims := g.Dims()
+			c := make([]int, len(dims))
+			start, size := make([]int, len(dims)), make([]int, len(dims))
+			for i, d := range dims {
+				start[i], size[i] = rng.IntN(d), 1+rng.IntN(d)
+			}
+			for v := 0; v < n; v++ {
+				in := true
+				for i, d := range dims {
+					c[i] = g.CoordAt(v, i)
+					in = in && (c[i]-start[i]+d)%d < size[i]
+				}
+				if in && (trial%3 == 1 || rng.IntN(10) > 0) {
+					set = append(set, v)
+				}
+			}
+		}
+		pats := nodePatterns(g, set)
+		got, err := g.ParseNodes(strings.Join(pats, ","))
+		if len(set) == 0 {
+			if len(pats) != 0 {
+				t.Fatalf("%s: empty set gave %v", spec, pats)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: patterns %v: %v", spec, pats, err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, set) {
+			t.Fatalf("%s: patterns %v name %d nodes, want %d", spec, pats, len(got), len(set))
+		}
+		if trial%3 == 1 && len(pats) > 1<<len(g.Dims()) {
+			t.Fatalf("%s: a box gave %d patterns: %v", spec, len(pats), pats)
+		}
+	}
+}
+
+// The table of a large allocation stays short: the count and the
+// patterns, not every name; --json keeps every name.
+func TestAllocCompactTable(t *testing.T) {
+	o := allocOptions{nodes: 300, transit: 100, algo: "improved", rules: "angara*"}
+	o.topo.spec = "torus:8x8x8"
+	var out bytes.Buffer
+	if err := runAlloc(context.Background(), o, &out); err != nil {
+		t.Fatal(err)
+	}
+	var active string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f, ok := strings.CutPrefix(line, "active"); ok {
+			active = strings.TrimSpace(f)
+		}
+	}
+	count, pats, ok := strings.Cut(active, " nodes: ")
+	if !ok || count != "300" {
+		t.Fatalf("active row %q: want the count and patterns", active)
+	}
+	g, _ := topology.Parse(o.topo.spec)
+	fromTable, err := g.ParseNodes(strings.ReplaceAll(pats, " ", ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.out.json = true
+	var js bytes.Buffer
+	if err := runAlloc(context.Background(), o, &js); err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Names  []string               `json:"active_nodes"`
+		Chosen struct{ Active []int } `json:"chosen"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Names) != 300 || len(v.Chosen.Active) != 300 {
+		t.Fatalf("--json lists %d names and %d ids, want 300", len(v.Names), len(v.Chosen.Active))
+	}
+	slices.Sort(fromTable)
+	want := slices.Sorted(slices.Values(v.Chosen.Active))
+	if !slices.Equal(fromTable, want) {
+		t.Fatalf("table patterns %q name other nodes than --json", pats)
 	}
 }
