@@ -108,6 +108,11 @@ type scratch struct {
 	// per RG vertex (reachability)
 	mask []uint64
 	next []int32 // set nodes (reachability)
+	// single-pair searches (pairReach): per RG vertex, == seenEpoch
+	// when visited
+	seen      []uint32
+	seenEpoch uint32
+	stack     []int32
 	// tables
 	act   []int32
 	trans []int32
@@ -402,4 +407,90 @@ func Reachable(g *topology.Graph, rule Rule, active, transit []int) (ok bool, ba
 		return false, [2]int{-1, -1}, err
 	}
 	return r.Check(active, transit)
+}
+
+// ---- single pairs ----
+
+// CheckFirst is Check that first tries the given ordered pairs of active
+// nodes (node ids) on their own, each with a search from its source that
+// stops at its destination. When one of them has no route inside the set,
+// the set is not reachable: that pair is returned at once, without the
+// full check (so bad may differ from Check's). Pairs not both active are
+// ignored. Callers pass the pairs that failed on similar sets: most sets
+// that are not reachable are rejected at a fraction of the full check's
+// cost.
+func (r *Router) CheckFirst(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error) {
+	s := r.getScratch()
+	defer r.putScratch(s)
+	if err := r.prepareSet(s, active, transit); err != nil {
+		return false, [2]int{-1, -1}, err
+	}
+	for _, p := range pairs {
+		if p[0] == p[1] || !r.isActive(s, p[0]) || !r.isActive(s, p[1]) {
+			continue
+		}
+		if !r.pairReach(s, int32(p[0]), int32(p[1])) {
+			return false, p, nil
+		}
+	}
+	ok, bad = r.reachSet(s)
+	return ok, bad, nil
+}
+
+// isActive reports whether node v is an active node of the set prepared
+// in s.
+func (r *Router) isActive(s *scratch, v int) bool {
+	return v >= 0 && v < r.t.nodes && s.setStamp[v] == s.setEpoch && s.isAct[v] == s.setEpoch
+}
+
+// pairReach reports whether the set prepared in s has a legal route from
+// src to dst: a depth-first search over the vertices (node, automaton
+// state) of the set's routing graph, with the transitions reachSet takes.
+func (r *Router) pairReach(s *scratch, src, dst int32) bool {
+	a, t := r.a, r.t
+	S := int32(a.nstates)
+	if len(s.seen) < t.nodes*int(S) {
+		s.seen = make([]uint32, t.nodes*int(S))
+	}
+	ep := newEpoch(&s.seenEpoch, s.seen)
+	start := src*S + int32(a.begin)
+	s.seen[start] = ep
+	s.stack = append(s.stack[:0], start)
+	for len(s.stack) > 0 {
+		x := s.stack[len(s.stack)-1]
+		s.stack = s.stack[:len(s.stack)-1]
+		v, q := x/S, x%S
+		base := int(v) * t.nd
+		open := s.open[v]
+		if sd := a.self[q]; sd >= 0 && open&(1<<sd) != 0 && r.pairStep(s, t.nb[base+int(sd)], q, dst, ep) {
+			return true
+		}
+		for k := a.tstart[q]; k < a.tstart[q+1]; k++ {
+			d := a.tdir[k]
+			if open&(1<<d) == 0 || a.tskip[k] || a.tto[k] == q {
+				continue
+			}
+			if a.tcond[k] && !r.condOK(int(v), int(q), d) {
+				continue
+			}
+			if r.pairStep(s, t.nb[base+int(d)], a.tto[k], dst, ep) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pairStep visits vertex (u, q) of pairReach's search: it reports
+// whether u is the destination in a state where a route may end, and
+// otherwise stacks the vertex if it is new.
+func (r *Router) pairStep(s *scratch, u, q, dst int32, ep uint32) bool {
+	if u == dst && r.a.canEnd[q] {
+		return true
+	}
+	if y := u*int32(r.a.nstates) + q; s.seen[y] != ep {
+		s.seen[y] = ep
+		s.stack = append(s.stack, y)
+	}
+	return false
 }
