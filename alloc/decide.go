@@ -168,6 +168,9 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 		d.shareBlocks = bl.BlocksLocal()
 	}
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
+	if len(sel.hints) < len(d.work) {
+		sel.hints = make([]pairHints, len(d.work))
+	}
 	return d
 }
 
@@ -408,22 +411,22 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 	}
 	list := func() ([]int, []int) { return p.active, p.transit }
 	if p.pattern == "" {
-		return d.askReachable(list, "s"+setID(p.active, p.transit))
+		return d.askReachable(w, list, "s"+setID(p.active, p.transit))
 	}
-	return d.askReachable(list, "t"+p.pattern)
+	return d.askReachable(w, list, "t"+p.pattern)
 }
 
 // askReachable asks the router whether the set list returns is
 // reachable, through the selector's cache; each key names the set (the
 // job size is prepended here, since patterns and block sizes name a set
 // only for a given m).
-func (d *decision) askReachable(list func() (active, transit []int), keys ...string) (bool, error) {
+func (d *decision) askReachable(w int, list func() (active, transit []int), keys ...string) (bool, error) {
 	full := make([]string, len(keys))
 	for i, k := range keys {
 		b := binary.AppendUvarint(make([]byte, 0, len(k)+3), uint64(d.m))
 		full[i] = string(append(b, k...))
 	}
-	return d.sel.reach.reachable(list, full...)
+	return d.sel.reach.reachable(d.asker(w), list, full...)
 }
 
 // alone reports whether the active nodes are reachable without transit
@@ -438,7 +441,7 @@ func (d *decision) alone(w int, p placement, block bool) (bool, error) {
 		return true, nil
 	}
 	if block && d.shareBlocks {
-		return d.askReachable(func() ([]int, []int) {
+		return d.askReachable(w, func() ([]int, []int) {
 			active, _ := d.listed(p)
 			return active, nil
 		}, sizeKey("b", size))
@@ -454,9 +457,9 @@ func (d *decision) alone(w int, p placement, block bool) (bool, error) {
 	if p.pattern != "" {
 		// Placements of other sizes often have the same active nodes, and
 		// translates have the same pattern: either key finds the answer.
-		return d.askReachable(list, key, "p"+p.pattern)
+		return d.askReachable(w, list, key, "p"+p.pattern)
 	}
-	return d.askReachable(list, key)
+	return d.askReachable(w, list, key)
 }
 
 // reduce drops the transit nodes the set does not need (improved
@@ -485,7 +488,7 @@ func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 		// Pruned (nil) stays pruned: the bound only falls.
 		k, err := d.memo.get(sizeKey("g", p.blockSize), func() (any, error) {
 			active, transit := d.listed(p)
-			return dropTransit(d.rt, active, transit, int(bound))
+			return dropTransit(d.asker(w), active, transit, int(bound))
 		})
 		if err != nil || k.([]int) == nil {
 			return nil, false, err
@@ -495,7 +498,7 @@ func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 		// Translates reduce the same way (indices into the transit list).
 		k, err := d.memo.get("d"+p.pattern, func() (any, error) {
 			active, transit := d.listed(p)
-			return dropTransit(d.rt, active, transit, int(bound))
+			return dropTransit(d.asker(w), active, transit, int(bound))
 		})
 		if err != nil || k.([]int) == nil {
 			return nil, false, err
@@ -503,7 +506,7 @@ func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 		keep = k.([]int)
 	default:
 		active, transit := d.listed(p)
-		k, err := dropTransit(d.rt, active, transit, int(bound))
+		k, err := dropTransit(d.asker(w), active, transit, int(bound))
 		if err != nil || k == nil {
 			return nil, false, err
 		}

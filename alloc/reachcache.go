@@ -68,12 +68,11 @@ func comparableRouter(rt Router) bool {
 	return rt != nil && reflect.ValueOf(rt).Comparable()
 }
 
-// reachable answers rt.Reachable for the set list returns, from the
-// cache when one of its keys (each naming the set exactly) is there; the
-// answer is then kept under every key.
-func (c *reachCache) reachable(list func() (active, transit []int), keys ...string) (bool, error) {
+// reachable answers whether the set list returns is reachable: from the
+// cache when one of its keys (each naming the set exactly) is there, else
+// by ask (the router's answer); the answer is then kept under every key.
+func (c *reachCache) reachable(ask func(active, transit []int) (bool, error), list func() (active, transit []int), keys ...string) (bool, error) {
 	c.mu.RLock()
-	rt := c.rt
 	ok, hit := false, false
 	for _, k := range keys {
 		if ok, hit = c.answers[k]; hit {
@@ -83,7 +82,7 @@ func (c *reachCache) reachable(list func() (active, transit []int), keys ...stri
 	c.mu.RUnlock()
 	if !hit {
 		var err error
-		if ok, err = rt.Reachable(list()); err != nil {
+		if ok, err = ask(list()); err != nil {
 			return false, err
 		}
 	}

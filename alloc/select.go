@@ -132,6 +132,7 @@ type Selector struct {
 	faultDirs []uint16
 	anyFault  bool // some faultDirs[v] ≠ 0
 	reach     reachCache
+	hints     []pairHints // per worker
 }
 
 // NewSelector prepares a selector for the state's torus.
@@ -240,7 +241,7 @@ func baselineShape(size, dims []int) bool {
 // at the first node whose removal breaks it, and that node is found by
 // bisection: O(kept · log |transit|) questions instead of |transit|, with
 // exactly the one-by-one greedy's outcome.
-func dropTransit(rt Router, active, transit []int, bound int) ([]int, error) {
+func dropTransit(reachable func(active, transit []int) (bool, error), active, transit []int, bound int) ([]int, error) {
 	var kept []int // indices kept, descending
 	try := make([]int, 0, len(transit))
 	reach := func(j int) (bool, error) { // transit[:j] plus the kept ones
@@ -248,7 +249,7 @@ func dropTransit(rt Router, active, transit []int, bound int) ([]int, error) {
 		for _, k := range kept {
 			try = append(try, transit[k])
 		}
-		return rt.Reachable(active, try)
+		return reachable(active, try)
 	}
 	for i := len(transit); i > 0; {
 		// transit[:i] ∪ kept is reachable; find the least j ≤ i for
