@@ -31,13 +31,17 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 		return res, nil
 	}
 	sel.prepare(s)
-	sel.reach.reset(rt, s.g, sel.faultPrint(s))
+	if !sel.reach.reset(rt, s.g, sel.faultPrint(s)) {
+		sel.retry.reset()
+	}
 	d := sel.newDecision(s, rt, req)
+	d.changed = sel.retry.since(s, req)
 	cands, err := d.collect(d.enumerate(), res)
 	if err != nil {
 		return nil, err
 	}
 	if res.Found == 0 {
+		sel.retry.fail(s, req)
 		res.Reason = noCandidateReason(req)
 		return res, nil
 	}
@@ -100,6 +104,10 @@ type decision struct {
 	// size, so blocks of one size share their reduction and table figures
 	// (otherwise each block is computed on its own).
 	shareBlocks bool
+	// changed, when the same request found nothing before, counts the
+	// nodes whose availability changed since: placements without one
+	// fail again and are skipped (see retryMemo).
+	changed *grid
 }
 
 // workerScratch is one worker's reusable space.
@@ -250,6 +258,9 @@ type placement struct {
 // reachable, drops unneeded transit nodes and records the candidate. It
 // returns false to stop the size's enumeration (on an error).
 func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
+	if d.changed != nil && d.changed.unavailable(st, size) == 0 {
+		return true
+	}
 	p, ok := d.placementSet(w, size, st)
 	if !ok {
 		return true

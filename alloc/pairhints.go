@@ -16,7 +16,7 @@ func (a *AngaraRouter) CheckFirst(active, transit []int, pairs [][2]int) (bool, 
 }
 
 // maxHints is how many failed pairs are remembered per job size.
-const maxHints = 4
+const maxHints = 8
 
 // pairHints remembers, for each job size m, the ordered pairs of active
 // nodes (as positions in the active list, which lists a placement's
@@ -67,7 +67,8 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 		return d.rt.Reachable(active, transit)
 	}
 	h := &d.sel.hints[w]
-	ok, bad, err := pf.CheckFirst(active, transit, h.pairs(active))
+	hp := h.pairs(active)
+	ok, bad, err := pf.CheckFirst(active, transit, hp)
 	if err != nil || ok {
 		return ok, err
 	}

@@ -52,16 +52,17 @@ func (sel *Selector) faultPrint(s *State) uint64 {
 
 // reset empties the cache unless it was filled for the same router, graph
 // and failures (a router whose value cannot be compared is never trusted
-// across decisions).
-func (c *reachCache) reset(rt Router, g *topology.Graph, faults uint64) {
+// across decisions), and reports whether they are the same.
+func (c *reachCache) reset(rt Router, g *topology.Graph, faults uint64) (same bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	same := c.answers != nil && c.g == g && c.faults == faults && comparableRouter(rt) &&
+	same = c.answers != nil && c.g == g && c.faults == faults && comparableRouter(rt) &&
 		comparableRouter(c.rt) && c.rt == rt
 	if !same || c.bytes >= reachCacheBytes {
 		c.answers, c.bytes = map[string]bool{}, 0
 	}
 	c.rt, c.g, c.faults = rt, g, faults
+	return same
 }
 
 func comparableRouter(rt Router) bool {

@@ -133,6 +133,7 @@ type Selector struct {
 	anyFault  bool // some faultDirs[v] ≠ 0
 	reach     reachCache
 	hints     []pairHints // per worker
+	retry     retryMemo
 }
 
 // NewSelector prepares a selector for the state's torus.

@@ -1,0 +1,106 @@
+package alloc
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// TestRetriedRequestsMatchFresh repeats the same requests on a selector
+// while the state changes a few nodes at a time (as a replay retries its
+// head job) and compares every answer with a fresh selector's: decisions
+// that examine only the placements near changed nodes must choose the
+// same set, with the same counts of distinct sets, ranked candidates and
+// tables. It also checks that such restricted decisions happened.
+func TestRetriedRequestsMatchFresh(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 21))
+	cases := []struct {
+		spec, fail, rule string
+	}{
+		{"torus:4x4x2", "", "angara*"},
+		{"torus:4x3x3", "", "angara"},
+		{"torus:4x4x4", "0.0.0+X,1.2.3+Y,3.3.1-Z", "angara*"},
+		{"torus:6x4x2", "2.1.0+X", "angara-"},
+	}
+	restricted := 0
+	for _, tc := range cases {
+		g, err := topology.Parse(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, err = g.ApplyFaults(tc.fail, ""); err != nil {
+			t.Fatal(err)
+		}
+		st, err := NewState(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := NewAngaraRouter(g, tc.rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel := NewSelector(st)
+		var reqs []Request
+		for _, m := range []int{2 + r.IntN(3), 5 + r.IntN(6), st.N()/3 + r.IntN(4)} {
+			reqs = append(reqs, Request{Nodes: m, Transit: []int{0, m / 4, m}[r.IntN(3)], Algo: Improved, Fast: true})
+		}
+		reqs = append(reqs, Request{Nodes: 4, Transit: 0, Algo: Baseline, Fast: true})
+		for step := 1; step <= 60; step++ {
+			changeState(r, st, step)
+			for _, req := range reqs {
+				if _, ok := sel.retry.failed[keyOf(req)]; ok {
+					restricted++
+				}
+				name := fmt.Sprintf("%s step %d %+v", tc.spec, step, req)
+				got, err := sel.Select(st, rt, req)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				want, err := NewSelector(st).Select(st, rt, req)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				sameChoice(t, name, got, want)
+			}
+		}
+	}
+	if restricted < 20 {
+		t.Fatalf("only %d decisions repeated a failed request: the test does not exercise the memo", restricted)
+	}
+}
+
+// changeState occupies a few free nodes as job id or releases a job.
+func changeState(r *rand.Rand, st *State, id int) {
+	if st.Busy() > st.N()*3/4 || st.Busy() > 0 && r.IntN(3) == 0 {
+		st.Release(1 + r.IntN(id))
+		return
+	}
+	var free []int
+	for v := 0; v < st.N(); v++ {
+		if st.Available(v) {
+			free = append(free, v)
+		}
+	}
+	r.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+	if err := st.Occupy(id, free[:min(len(free), 1+r.IntN(4))]); err != nil {
+		panic(err)
+	}
+}
+
+func sameChoice(t *testing.T, name string, got, want *Result) {
+	t.Helper()
+	if (got.Chosen == nil) != (want.Chosen == nil) || got.Distinct != want.Distinct ||
+		got.Ranked != want.Ranked || got.Tables != want.Tables {
+		t.Fatalf("%s: reused selector %+v, fresh %+v", name, got, want)
+	}
+	if got.Chosen == nil {
+		return
+	}
+	if !slices.Equal(got.Chosen.Active, want.Chosen.Active) || !slices.Equal(got.Chosen.Transit, want.Chosen.Transit) {
+		t.Fatalf("%s: reused chose %v+%v, fresh %v+%v", name,
+			got.Chosen.Active, got.Chosen.Transit, want.Chosen.Active, want.Chosen.Transit)
+	}
+}
