@@ -55,6 +55,9 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 	}
 	res.Ranked = len(best)
 	tied := d.leastFragmenting(best)
+	if req.NoTable && d.chooseAlone(tied, res) {
+		return res, nil
+	}
 	return res, d.chooseByTables(tied, res)
 }
 

@@ -72,6 +72,12 @@ type Request struct {
 	// MaxTables bounds how many distinct routing tables are built to break
 	// ties on diameter and π_max (0 = 64).
 	MaxTables int `json:"-"`
+	// NoTable skips the chosen set's routing table when no tie needs one
+	// (a single translation class is left, so the tables could not change
+	// the choice); Chosen.Figures is then nil. For callers that build the
+	// job's table themselves (the fabric manager) or never report it
+	// (simulations).
+	NoTable bool `json:"-"`
 }
 
 // Candidate is one reachable node set.

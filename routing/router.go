@@ -104,7 +104,9 @@ type scratch struct {
 	actIdx   []int32  // per node: index in the sorted active list, valid when in set and active
 	loc      []int32  // per node: local index in the set (newLocalSet), valid for set nodes
 	open     []uint16 // per node in the set: bit d set when the channel in direction d is alive and leads into the set
-	isAct    []uint32
+	// openStamp[v] == setEpoch when open[v] is computed for the set
+	openStamp []uint32
+	isAct     []uint32
 	// per RG vertex (reachability)
 	mask []uint64
 	next []int32 // set nodes (reachability)
@@ -151,13 +153,24 @@ func newEpoch(e *uint32, stamps []uint32) uint32 {
 // prepareSet validates active and transit, marks M_{a,t} in s and returns
 // the active nodes sorted by id (in s.act) and the transit nodes (sorted).
 func (r *Router) prepareSet(s *scratch, active, transit []int) error {
+	if err := r.markSet(s, active, transit); err != nil {
+		return err
+	}
+	r.indexSet(s)
+	return nil
+}
+
+// markSet validates active and transit and marks M_{a,t} in s (setStamp,
+// isAct; s.act and s.trans list the nodes unsorted).
+func (r *Router) markSet(s *scratch, active, transit []int) error {
 	if len(active) == 0 {
 		return fmt.Errorf("no active nodes")
 	}
 	ep := newEpoch(&s.setEpoch, s.setStamp)
-	// isAct uses the same epoch value space as setStamp.
+	// isAct and openStamp use the same epoch value space as setStamp.
 	if ep == 1 {
 		clear(s.isAct)
+		clear(s.openStamp)
 	}
 	s.act = s.act[:0]
 	s.trans = s.trans[:0]
@@ -184,28 +197,50 @@ func (r *Router) prepareSet(s *scratch, active, transit []int) error {
 			}
 		}
 	}
+	return nil
+}
+
+// indexSet completes prepareSet for a set marked by markSet: sorts the
+// lists, indexes the active nodes and computes the open masks.
+func (r *Router) indexSet(s *scratch) {
 	slices.Sort(s.act)
 	slices.Sort(s.trans)
 	for i, v := range s.act {
 		s.actIdx[v] = int32(i)
 	}
-	if len(s.open) < r.t.nodes {
-		s.open = make([]uint16, r.t.nodes)
-	}
-	t := r.t
 	for _, list := range [2][]int32{s.act, s.trans} {
 		for _, v := range list {
-			var mask uint16
-			base := int(v) * t.nd
-			for d := 0; d < t.nd; d++ {
-				if r.up[t.ch[base+d]] && s.setStamp[t.nb[base+d]] == ep {
-					mask |= 1 << d
-				}
-			}
-			s.open[v] = mask
+			r.openOf(s, v)
 		}
 	}
-	return nil
+}
+
+// openOf returns s.open[v], the open mask of node v of the marked set,
+// computing it the first time it is asked for the set.
+func (r *Router) openOf(s *scratch, v int32) uint16 {
+	if len(s.open) < r.t.nodes {
+		s.open = make([]uint16, r.t.nodes)
+		s.openStamp = make([]uint32, r.t.nodes)
+	}
+	if s.openStamp[v] != s.setEpoch {
+		s.open[v] = r.openMask(s, v)
+		s.openStamp[v] = s.setEpoch
+	}
+	return s.open[v]
+}
+
+// openMask has bit d set when the channel leaving v in direction d is
+// alive and leads into the marked set.
+func (r *Router) openMask(s *scratch, v int32) uint16 {
+	t := r.t
+	var mask uint16
+	base := int(v) * t.nd
+	for d := 0; d < t.nd; d++ {
+		if r.up[t.ch[base+d]] && s.setStamp[t.nb[base+d]] == s.setEpoch {
+			mask |= 1 << d
+		}
+	}
+	return mask
 }
 
 // ---- reachability ----
@@ -422,7 +457,7 @@ func Reachable(g *topology.Graph, rule Rule, active, transit []int) (ok bool, ba
 func (r *Router) CheckFirst(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error) {
 	s := r.getScratch()
 	defer r.putScratch(s)
-	if err := r.prepareSet(s, active, transit); err != nil {
+	if err := r.markSet(s, active, transit); err != nil {
 		return false, [2]int{-1, -1}, err
 	}
 	for _, p := range pairs {
@@ -433,6 +468,7 @@ func (r *Router) CheckFirst(active, transit []int, pairs [][2]int) (ok bool, bad
 			return false, p, nil
 		}
 	}
+	r.indexSet(s)
 	ok, bad = r.reachSet(s)
 	return ok, bad, nil
 }
@@ -443,7 +479,7 @@ func (r *Router) isActive(s *scratch, v int) bool {
 	return v >= 0 && v < r.t.nodes && s.setStamp[v] == s.setEpoch && s.isAct[v] == s.setEpoch
 }
 
-// pairReach reports whether the set prepared in s has a legal route from
+// pairReach reports whether the set marked in s has a legal route from
 // src to dst: a depth-first search over the vertices (node, automaton
 // state) of the set's routing graph, with the transitions reachSet takes.
 func (r *Router) pairReach(s *scratch, src, dst int32) bool {
@@ -461,7 +497,7 @@ func (r *Router) pairReach(s *scratch, src, dst int32) bool {
 		s.stack = s.stack[:len(s.stack)-1]
 		v, q := x/S, x%S
 		base := int(v) * t.nd
-		open := s.open[v]
+		open := r.openOf(s, v)
 		if sd := a.self[q]; sd >= 0 && open&(1<<sd) != 0 && r.pairStep(s, t.nb[base+int(sd)], q, dst, ep) {
 			return true
 		}

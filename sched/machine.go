@@ -108,7 +108,7 @@ func (m *TorusMachine) Place(j Job, avoid []int) (Placement, bool, error) {
 			return Placement{}, false, err
 		}
 	}
-	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true}
+	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true, NoTable: true}
 	if m.Observe != nil && len(avoid) == 0 {
 		m.Observe(st, req)
 	}

@@ -1,0 +1,72 @@
+package alloc
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/icn-hpc/icn/topology"
+)
+
+// TestNoTableSameChoice compares decisions with and without NoTable on
+// random states: the chosen set must be the same, and the shortcut must
+// have been taken (no table built, no figures) in some of them.
+func TestNoTableSameChoice(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 14))
+	skipped := 0
+	for _, spec := range []string{"torus:4x4x2", "torus:4x4x4", "torus:6x4x3"} {
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := NewAngaraRouter(g, "angara*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for trial := 0; trial < 25; trial++ {
+			st, err := NewState(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id := 1; id <= trial%6; id++ {
+				changeState(r, st, id)
+			}
+			m := 1 + r.IntN(st.FreeCount())
+			for _, req := range []Request{
+				{Nodes: m, Transit: r.IntN(m + 1), Algo: Improved},
+				{Nodes: m, Transit: m, Algo: Improved, Fast: true},
+			} {
+				name := fmt.Sprintf("%s trial %d %+v", spec, trial, req)
+				want, err := NewSelector(st).Select(st, rt, req)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				req.NoTable = true
+				got, err := NewSelector(st).Select(st, rt, req)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				if (got.Chosen == nil) != (want.Chosen == nil) {
+					t.Fatalf("%s: NoTable chose %v, with tables %v", name, got.Chosen, want.Chosen)
+				}
+				if got.Chosen == nil {
+					continue
+				}
+				if !slices.Equal(got.Chosen.Active, want.Chosen.Active) || !slices.Equal(got.Chosen.Transit, want.Chosen.Transit) {
+					t.Fatalf("%s: NoTable chose %v+%v, with tables %v+%v", name,
+						got.Chosen.Active, got.Chosen.Transit, want.Chosen.Active, want.Chosen.Transit)
+				}
+				if got.Chosen.Figures == nil {
+					skipped++
+					if got.Tables != 0 {
+						t.Fatalf("%s: no figures but %d tables built", name, got.Tables)
+					}
+				}
+			}
+		}
+	}
+	if skipped < 10 {
+		t.Fatalf("the table was skipped only %d times", skipped)
+	}
+}
