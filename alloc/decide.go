@@ -107,6 +107,8 @@ type decision struct {
 	// size, so blocks of one size share their reduction and table figures
 	// (otherwise each block is computed on its own).
 	shareBlocks bool
+	// boxes: the router accepts boxCovers as proof of reachability.
+	boxes bool
 	// changed, when the same request found nothing before, counts the
 	// nodes whose availability changed since: placements without one
 	// fail again and are skipped (see retryMemo).
@@ -177,6 +179,9 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 	}
 	if bl, ok := rt.(blocksLocal); ok {
 		d.shareBlocks = bl.BlocksLocal()
+	}
+	if br, ok := rt.(boxRouter); ok {
+		d.boxes = br.BoxesReachable()
 	}
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
 	if len(sel.hints) < len(d.work) {

@@ -28,6 +28,7 @@ const maxHints = 8
 type pairHints struct {
 	bySize map[int][][2]int32
 	buf    [][2]int // node pairs handed to the router
+	box    boxScratch
 }
 
 // pairs returns the remembered pairs of size len(active) as node ids.
@@ -59,14 +60,18 @@ func (h *pairHints) learn(active []int, bad [2]int) {
 	h.bySize[len(active)] = slices.Insert(l, 0, p)
 }
 
-// answer asks the router whether the set is reachable, trying the
-// worker's remembered pairs first when the router supports it.
+// answer reports whether the set is reachable: at once when the box of
+// its active nodes lies inside it (boxCovers), else by the router, which
+// tries the worker's remembered pairs first when it can.
 func (d *decision) answer(w int, active, transit []int) (bool, error) {
+	h := &d.sel.hints[w]
+	if d.boxes && d.sel.boxCovers(&h.box, active, transit) {
+		return true, nil
+	}
 	pf, ok := d.rt.(pairFirst)
 	if !ok {
 		return d.rt.Reachable(active, transit)
 	}
-	h := &d.sel.hints[w]
 	hp := h.pairs(active)
 	ok, bad, err := pf.CheckFirst(active, transit, hp)
 	if err != nil || ok {
