@@ -414,14 +414,10 @@ func (d *decision) availBox(w int, size []int) []int {
 
 // reachable answers whether the placement's set is reachable. A block is
 // (the straight path inside the rectangle is a legal route); otherwise
-// active nodes in different components of the set are rejected before the
-// router is asked.
+// the answer comes from the selector's cache or, on a miss, from answer.
 func (d *decision) reachable(w int, p placement) (bool, error) {
 	if p.blockSize != nil {
 		return true, nil
-	}
-	if !d.work[w].conn.joins(d.s.g, p.all, p.active) {
-		return false, nil
 	}
 	if d.req.Fast && d.req.Algo == Improved && d.bestT.Load() == 0 {
 		// Only a set without transit nodes can still win: ask about the
@@ -465,12 +461,7 @@ func (d *decision) alone(w int, p placement, block bool) (bool, error) {
 			return active, nil
 		}, sizeKey("b", size))
 	}
-	// Routes run inside the set, so active nodes that are not connected
-	// among themselves are not reachable alone.
 	active, _ := d.listed(p)
-	if !d.work[w].conn.joins(d.s.g, active, active) {
-		return false, nil
-	}
 	list := func() ([]int, []int) { return active, nil }
 	key := "a" + nodeKey(active)
 	if p.pattern != "" {

@@ -61,12 +61,18 @@ func (h *pairHints) learn(active []int, bad [2]int) {
 }
 
 // answer reports whether the set is reachable: at once when the box of
-// its active nodes lies inside it (boxCovers), else by the router, which
-// tries the worker's remembered pairs first when it can.
+// its active nodes lies inside it (boxCovers) or when the set does not
+// connect them, else by the router, which tries the worker's remembered
+// pairs first when it can.
 func (d *decision) answer(w int, active, transit []int) (bool, error) {
 	h := &d.sel.hints[w]
 	if d.boxes && d.sel.boxCovers(&h.box, active, transit) {
 		return true, nil
+	}
+	// Routes run inside the set, so active nodes in different components
+	// of it are not reachable.
+	if !d.work[w].conn.joinsIn(d.s.g, active, active, transit) {
+		return false, nil
 	}
 	pf, ok := d.rt.(pairFirst)
 	if !ok {

@@ -290,16 +290,16 @@ func dropTransit(reachable func(active, transit []int) (bool, error), active, tr
 	return kept, nil
 }
 
-// connScratch holds one worker's marks for joins.
+// connScratch holds one worker's marks for joinsIn.
 type connScratch struct {
 	mark  []uint32 // stamp: 2·pass = in the set, 2·pass+1 = reached
 	pass  uint32
 	queue []int
 }
 
-// joins reports whether all of active lie in one connected component of
-// the subgraph induced by set (live links only).
-func (cs *connScratch) joins(g *topology.Graph, set, active []int) bool {
+// joinsIn reports whether all of active lie in one connected component of
+// the subgraph induced by the union of sets (live links only).
+func (cs *connScratch) joinsIn(g *topology.Graph, active []int, sets ...[]int) bool {
 	if len(active) < 2 {
 		return true
 	}
@@ -308,8 +308,10 @@ func (cs *connScratch) joins(g *topology.Graph, set, active []int) bool {
 	}
 	cs.pass++
 	in, seen := 2*cs.pass, 2*cs.pass+1
-	for _, v := range set {
-		cs.mark[v] = in
+	for _, set := range sets {
+		for _, v := range set {
+			cs.mark[v] = in
+		}
 	}
 	cs.queue = append(cs.queue[:0], active[0])
 	cs.mark[active[0]] = seen
