@@ -120,6 +120,7 @@ type workerScratch struct {
 	nodes       []int
 	lo, hi, off []int
 	conn        connScratch
+	corners     corners // of the size last examined
 	// blocks caches, per rectangle size of the decision (by its first
 	// element's address), the outcome of reduce for a block of that size.
 	blocks map[*int]blockOutcome
@@ -266,7 +267,7 @@ type placement struct {
 // reachable, drops unneeded transit nodes and records the candidate. It
 // returns false to stop the size's enumeration (on an error).
 func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
-	if d.changed != nil && d.changed.unavailable(st, size) == 0 {
+	if d.changed != nil && d.holesAt(w, d.changed, size, st) == 0 {
 		return true
 	}
 	p, ok := d.placementSet(w, size, st)
@@ -308,7 +309,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 // baseline any unavailable node or failed link inside).
 func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 	sel := d.sel
-	holes := sel.grid.unavailable(st, size)
+	holes := d.holesAt(w, sel.grid, size, st)
 	if vol(size)-holes < d.m || (d.req.Algo == Baseline && holes > 0) {
 		return placement{}, false
 	}
