@@ -21,6 +21,12 @@ type Router struct {
 	plan  *bfsPlan
 	up    []bool
 	star  *starResult // angara* only
+	// moves lists, per automaton state, the transitions reachability
+	// follows (not dominated, not the self-loop, and for angara* not
+	// conditional when no order-violating dependency was accepted):
+	// moves[moveStart[q]:moveStart[q+1]].
+	moves     []move
+	moveStart []int32
 	// free holds scratch spaces for reuse (a few, kept across GCs: they
 	// are sized by the torus, megabytes for thousands of nodes).
 	mu   sync.Mutex
@@ -56,7 +62,32 @@ func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
 		}
 		r.star = &st
 	}
+	r.compileMoves()
 	return r, nil
+}
+
+// move is one transition reachability follows.
+type move struct {
+	dir  Dir
+	cond bool // allowed only where R_A* accepted the dependency
+	to   int32
+}
+
+// compileMoves fills r.moves from the automaton.
+func (r *Router) compileMoves() {
+	a := r.a
+	condNever := r.star == nil || r.star.accepted == 0
+	r.moveStart = make([]int32, a.nstates+1)
+	for q := 0; q < a.nstates; q++ {
+		r.moveStart[q] = int32(len(r.moves))
+		for k := a.tstart[q]; k < a.tstart[q+1]; k++ {
+			if a.tskip[k] || a.tto[k] == int32(q) || a.tcond[k] && condNever {
+				continue
+			}
+			r.moves = append(r.moves, move{dir: a.tdir[k], cond: a.tcond[k], to: a.tto[k]})
+		}
+	}
+	r.moveStart[a.nstates] = int32(len(r.moves))
 }
 
 // routerStarVariant is the R_A* construction routers use.
@@ -328,12 +359,11 @@ func (r *Router) closeSelfLoop(s *scratch, set []int32, q int32, sd int8) {
 // pushTransitions pushes the masks of state q over its other transitions
 // to the neighbours' successor states.
 func (r *Router) pushTransitions(s *scratch, set []int32, q int32) {
-	a := r.a
-	k0, k1 := a.tstart[q], a.tstart[q+1]
-	if k0 == k1 {
+	moves := r.moves[r.moveStart[q]:r.moveStart[q+1]]
+	if len(moves) == 0 {
 		return
 	}
-	S := int32(a.nstates)
+	S := int32(r.a.nstates)
 	t := r.t
 	for _, v := range set {
 		m := s.mask[v*S+q]
@@ -342,15 +372,11 @@ func (r *Router) pushTransitions(s *scratch, set []int32, q int32) {
 		}
 		base := int(v) * t.nd
 		open := s.open[v]
-		for k := k0; k < k1; k++ {
-			d := a.tdir[k]
-			if open&(1<<d) == 0 || a.tskip[k] || a.tto[k] == q {
+		for _, mv := range moves {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
 				continue
 			}
-			if a.tcond[k] && !r.condOK(int(v), int(q), d) {
-				continue
-			}
-			s.mask[t.nb[base+int(d)]*S+a.tto[k]] |= m
+			s.mask[t.nb[base+int(mv.dir)]*S+mv.to] |= m
 		}
 	}
 }
@@ -501,15 +527,11 @@ func (r *Router) pairReach(s *scratch, src, dst int32) bool {
 		if sd := a.self[q]; sd >= 0 && open&(1<<sd) != 0 && r.pairStep(s, t.nb[base+int(sd)], q, dst, ep) {
 			return true
 		}
-		for k := a.tstart[q]; k < a.tstart[q+1]; k++ {
-			d := a.tdir[k]
-			if open&(1<<d) == 0 || a.tskip[k] || a.tto[k] == q {
+		for _, mv := range r.moves[r.moveStart[q]:r.moveStart[q+1]] {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
 				continue
 			}
-			if a.tcond[k] && !r.condOK(int(v), int(q), d) {
-				continue
-			}
-			if r.pairStep(s, t.nb[base+int(d)], a.tto[k], dst, ep) {
+			if r.pairStep(s, t.nb[base+int(mv.dir)], mv.to, dst, ep) {
 				return true
 			}
 		}
