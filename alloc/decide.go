@@ -121,6 +121,8 @@ type workerScratch struct {
 	lo, hi, off []int
 	conn        connScratch
 	corners     corners // of the size last examined
+	contrib     [][]int // rectNodes: per dimension, id contributions
+	roff        []int
 	// blocks caches, per rectangle size of the decision (by its first
 	// element's address), the outcome of reduce for a block of that size.
 	blocks map[*int]blockOutcome
@@ -327,7 +329,7 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 				blockSize: box.Size, box: box}, true
 		}
 	}
-	ws.nodes = r.Nodes(sel.dims, ws.nodes[:0])
+	ws.rectNodes(sel.dims, st, size)
 	fault := sel.internalFault(r, ws.nodes)
 	if d.req.Algo == Baseline && fault {
 		return placement{}, false
@@ -352,7 +354,9 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 	switch {
 	case p.block:
 		p.blockSize = size
-	case !fault:
+	case !fault && (sel.anyFault || d.req.Algo != Improved):
+		// (Otherwise availableBox above already found that the available
+		// nodes do not form a box.)
 		p.blockSize = d.availBox(w, size)
 	}
 	return p, true

@@ -134,3 +134,20 @@ func TestHolesAtMatchesGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestRectNodesMatchesRect checks the tabulated rectangle listing against
+// Rect.Nodes on every size and start.
+func TestRectNodesMatchesRect(t *testing.T) {
+	for _, dims := range [][]int{{4, 4, 2}, {5, 3}, {3, 2, 2, 3}, {7}} {
+		var ws workerScratch
+		for _, size := range Shapes(dims) {
+			placements(dims, []bool{true, true, true, true}[:len(dims)], size, func(start []int) bool {
+				want := Rect{Start: start, Size: size}.Nodes(dims, nil)
+				if got := ws.rectNodes(dims, start, size); !slices.Equal(got, want) {
+					t.Fatalf("%v size %v start %v: %v, Rect.Nodes %v", dims, size, start, got, want)
+				}
+				return true
+			})
+		}
+	}
+}
