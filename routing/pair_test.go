@@ -9,9 +9,12 @@ import (
 // TestCheckFirstMatchesBruteForce checks the single-pair search against
 // brute-force route enumeration for every ordered pair of active nodes on
 // small tori with random failures, orders, sets and every rule, and that
-// CheckFirst answers as Check does whatever pairs it is given first.
+// CheckFirst answers as Check does whatever pairs it is given first; and
+// that straightRoute never claims a pair without a legal route (and
+// claims many, not all, of those with one).
 func TestCheckFirstMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
+	straights, others := 0, 0
 	specs := []string{"4", "3x4", "4x2", "3x3", "2x3x2", "4x4x2", "4x3x2", "3x3x3"}
 	for _, spec := range specs {
 		for rep := 0; rep < 4; rep++ {
@@ -37,6 +40,20 @@ func TestCheckFirstMatchesBruteForce(t *testing.T) {
 							continue
 						}
 						p := [2]int{a, b}
+						s := r.getScratch()
+						if err := r.markSet(s, active, transit); err != nil {
+							t.Fatal(err)
+						}
+						straight := r.straightRoute(s, a, b)
+						r.putScratch(s)
+						if straight && want[p] < 0 {
+							t.Fatalf("%s: straightRoute found a route for %v, which has none", name, p)
+						}
+						if straight {
+							straights++
+						} else if want[p] >= 0 {
+							others++
+						}
 						ok, bad, err := r.CheckFirst(active, transit, [][2]int{{b, b}, p})
 						if err != nil {
 							t.Fatal(name, err)
@@ -53,5 +70,8 @@ func TestCheckFirstMatchesBruteForce(t *testing.T) {
 				}
 			}
 		}
+	}
+	if straights < 1000 || others < 100 {
+		t.Fatalf("straightRoute: %d pairs proven, %d reachable pairs not: the test exercises too little", straights, others)
 	}
 }

@@ -490,7 +490,7 @@ func (r *Router) CheckFirst(active, transit []int, pairs [][2]int) (ok bool, bad
 		if p[0] == p[1] || !r.isActive(s, p[0]) || !r.isActive(s, p[1]) {
 			continue
 		}
-		if !r.pairReach(s, int32(p[0]), int32(p[1])) {
+		if !r.straightRoute(s, p[0], p[1]) && !r.pairReach(s, int32(p[0]), int32(p[1])) {
 			return false, p, nil
 		}
 	}
@@ -551,4 +551,77 @@ func (r *Router) pairStep(s *scratch, u, q, dst int32, ep uint32) bool {
 		s.stack = append(s.stack, y)
 	}
 	return false
+}
+
+// straightRoute reports whether the set marked in s holds one of the
+// direction-ordered routes from src to dst that move in each dimension
+// one way only, straight to the destination's coordinate (in the order of
+// the rule's direction ranks). Every rule allows these routes, so true
+// proves the pair reachable; false proves nothing.
+func (r *Router) straightRoute(s *scratch, src, dst int) bool {
+	t := r.t
+	n := t.n
+	if n > 8 {
+		return false
+	}
+	var dirs [8]Dir
+	var steps [8]int
+	var diff [8]int // per dimension: + distance (0 when equal)
+	a, b := src, dst
+	for i, d := range t.dims {
+		diff[i] = ((b%d - a%d) + d) % d
+		a, b = a/d, b/d
+	}
+	for signs := 0; signs < 1<<n; signs++ {
+		k := 0
+		for i := 0; i < n; i++ {
+			neg := signs>>i&1 == 1
+			if diff[i] == 0 {
+				if neg {
+					k = -1 // each sign pattern once
+					break
+				}
+				continue
+			}
+			dirs[k], steps[k] = Plus(i), diff[i]
+			if neg {
+				dirs[k], steps[k] = Minus(i), t.dims[i]-diff[i]
+			}
+			k++
+		}
+		if k < 0 {
+			continue
+		}
+		r.sortByRank(dirs[:k], steps[:k])
+		if r.walk(s, int32(src), dirs[:k], steps[:k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortByRank orders the directions (and their step counts) by the rule's
+// direction ranks (insertion sort: at most a few entries).
+func (r *Router) sortByRank(dirs []Dir, steps []int) {
+	for i := 1; i < len(dirs); i++ {
+		for j := i; j > 0 && r.a.rank[dirs[j]] < r.a.rank[dirs[j-1]]; j-- {
+			dirs[j], dirs[j-1] = dirs[j-1], dirs[j]
+			steps[j], steps[j-1] = steps[j-1], steps[j]
+		}
+	}
+}
+
+// walk reports whether the route from v taking steps[i] moves in
+// direction dirs[i], in turn, stays on open channels of the marked set.
+func (r *Router) walk(s *scratch, v int32, dirs []Dir, steps []int) bool {
+	t := r.t
+	for i, d := range dirs {
+		for k := 0; k < steps[i]; k++ {
+			if r.openOf(s, v)&(1<<d) == 0 {
+				return false
+			}
+			v = t.nb[int(v)*t.nd+int(d)]
+		}
+	}
+	return true
 }
