@@ -46,7 +46,7 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 		return res, nil
 	}
 	res.Distinct = len(cands)
-	if req.CountOnly {
+	if req.CountOnly || req.Exists {
 		return res, nil
 	}
 	best := fewestTransit(cands)
@@ -107,6 +107,8 @@ type decision struct {
 	// size, so blocks of one size share their reduction and table figures
 	// (otherwise each block is computed on its own).
 	shareBlocks bool
+	// stop ends the enumeration (an Exists request found a set).
+	stop atomic.Bool
 	// boxes: the router accepts boxCovers as proof of reachability.
 	boxes bool
 	// changed, when the same request found nothing before, counts the
@@ -269,6 +271,9 @@ type placement struct {
 // reachable, drops unneeded transit nodes and records the candidate. It
 // returns false to stop the size's enumeration (on an error).
 func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
+	if d.stop.Load() {
+		return false
+	}
 	if d.changed != nil && d.holesAt(w, d.changed, size, st) == 0 {
 		return true
 	}
@@ -285,6 +290,10 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 		return true
 	}
 	out.found++
+	if d.req.Exists {
+		d.stop.Store(true)
+		return false
+	}
 	if d.req.CountOnly {
 		return true
 	}

@@ -78,6 +78,11 @@ type Request struct {
 	// job's table themselves (the fabric manager) or never report it
 	// (simulations).
 	NoTable bool `json:"-"`
+	// Exists only asks whether the request can be placed: the
+	// enumeration stops at the first reachable set, Found is then 1 (or 0
+	// when nothing can be placed) and Chosen stays nil. Found > 0 exactly
+	// when the same request without Exists would choose a set.
+	Exists bool `json:"-"`
 }
 
 // Candidate is one reachable node set.
