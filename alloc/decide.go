@@ -124,6 +124,8 @@ type workerScratch struct {
 	conn        connScratch
 	corners     corners // of the size last examined
 	contrib     [][]int // rectNodes: per dimension, id contributions
+	keys        [2][]byte // reachability cache keys being built
+	ids         []int
 	roff        []int
 	// blocks caches, per rectangle size of the decision (by its first
 	// element's address), the outcome of reduce for a block of that size.
@@ -440,22 +442,17 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 	}
 	list := func() ([]int, []int) { return p.active, p.transit }
 	if p.pattern == "" {
-		return d.askReachable(w, list, "s"+setID(p.active, p.transit))
+		return d.askReachable(w, list, d.setIDKey(w, 0, "s", p.active, p.transit))
 	}
-	return d.askReachable(w, list, "t"+p.pattern)
+	return d.askReachable(w, list, d.stringKey(w, 0, "t", p.pattern))
 }
 
 // askReachable asks the router whether the set list returns is
-// reachable, through the selector's cache; each key names the set (the
-// job size is prepended here, since patterns and block sizes name a set
-// only for a given m).
-func (d *decision) askReachable(w int, list func() (active, transit []int), keys ...string) (bool, error) {
-	full := make([]string, len(keys))
-	for i, k := range keys {
-		b := binary.AppendUvarint(make([]byte, 0, len(k)+3), uint64(d.m))
-		full[i] = string(append(b, k...))
-	}
-	return d.sel.reach.reachable(d.asker(w), list, full...)
+// reachable, through the selector's cache; each key names the set (built
+// by the key methods below, which prepend the job size: patterns and
+// block sizes name a set only for a given m).
+func (d *decision) askReachable(w int, list func() (active, transit []int), keys ...[]byte) (bool, error) {
+	return d.sel.reach.reachable(d.asker(w), list, keys...)
 }
 
 // alone reports whether the active nodes are reachable without transit
@@ -473,15 +470,15 @@ func (d *decision) alone(w int, p placement, block bool) (bool, error) {
 		return d.askReachable(w, func() ([]int, []int) {
 			active, _ := d.listed(p)
 			return active, nil
-		}, sizeKey("b", size))
+		}, d.stringKey(w, 0, "", sizeKey("b", size)))
 	}
 	active, _ := d.listed(p)
 	list := func() ([]int, []int) { return active, nil }
-	key := "a" + nodeKey(active)
+	key := d.nodeKey(w, 0, "a", active)
 	if p.pattern != "" {
 		// Placements of other sizes often have the same active nodes, and
 		// translates have the same pattern: either key finds the answer.
-		return d.askReachable(w, list, key, "p"+p.pattern)
+		return d.askReachable(w, list, key, d.stringKey(w, 1, "p", p.pattern))
 	}
 	return d.askReachable(w, list, key)
 }

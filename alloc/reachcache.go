@@ -72,11 +72,11 @@ func comparableRouter(rt Router) bool {
 // reachable answers whether the set list returns is reachable: from the
 // cache when one of its keys (each naming the set exactly) is there, else
 // by ask (the router's answer); the answer is then kept under every key.
-func (c *reachCache) reachable(ask func(active, transit []int) (bool, error), list func() (active, transit []int), keys ...string) (bool, error) {
+func (c *reachCache) reachable(ask func(active, transit []int) (bool, error), list func() (active, transit []int), keys ...[]byte) (bool, error) {
 	c.mu.RLock()
 	ok, hit := false, false
 	for _, k := range keys {
-		if ok, hit = c.answers[k]; hit {
+		if ok, hit = c.answers[string(k)]; hit {
 			break
 		}
 	}
@@ -92,8 +92,8 @@ func (c *reachCache) reachable(ask func(active, transit []int) (bool, error), li
 	}
 	c.mu.Lock()
 	for _, k := range keys {
-		if _, in := c.answers[k]; !in && c.bytes < reachCacheBytes {
-			c.answers[k] = ok
+		if _, in := c.answers[string(k)]; !in && c.bytes < reachCacheBytes {
+			c.answers[string(k)] = ok
 			c.bytes += len(k)
 		}
 	}

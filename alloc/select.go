@@ -352,17 +352,6 @@ func (o *onceMap) get(key string, f func() (any, error)) (any, error) {
 	return v, nil
 }
 
-// nodeKey is a map key for a node set given in any order.
-func nodeKey(nodes []int) string {
-	a := slices.Clone(nodes)
-	slices.Sort(a)
-	b := make([]byte, 0, 4*len(a))
-	for _, v := range a {
-		b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
-	}
-	return string(b)
-}
-
 // setID is a compact map key for the node set active ∪ transit with its
 // split (ids in any order).
 func setID(active, transit []int) string {
