@@ -122,9 +122,10 @@ type workerScratch struct {
 	nodes       []int
 	lo, hi, off []int
 	conn        connScratch
-	corners     corners // of the size last examined
-	contrib     [][]int // rectNodes: per dimension, id contributions
+	corners     corners   // of the size last examined
+	contrib     [][]int   // rectNodes: per dimension, id contributions
 	keys        [2][]byte // reachability cache keys being built
+	all         []int     // placementSet's node list (valid until the next placement)
 	ids         []int
 	roff        []int
 	// blocks caches, per rectangle size of the decision (by its first
@@ -345,7 +346,8 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 	if d.req.Algo == Baseline && fault {
 		return placement{}, false
 	}
-	all := make([]int, 0, vol(size)-holes)
+	// The worker's buffer: newCandidate copies the lists it keeps.
+	all := ws.all[:0]
 	var pat []byte
 	if d.invariant && holes > 0 {
 		pat = make([]byte, 0, len(size)+4*holes)
@@ -360,6 +362,7 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 			pat = binary.AppendUvarint(pat, uint64(i))
 		}
 	}
+	ws.all = all
 	p := placement{rect: r, holes: holes, all: all, pattern: string(pat), nTransit: len(all) - d.m,
 		active: all[:d.m:d.m], transit: all[d.m:], block: holes == 0 && !fault}
 	switch {
@@ -560,9 +563,9 @@ func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 		}
 		c.lazy = &blockSet{start: b.Start, size: b.Size, m: d.m, keep: keep}
 	case keep == nil:
-		c.Active, c.Transit = p.active, p.transit
+		c.Active, c.Transit = slices.Clone(p.active), slices.Clone(p.transit)
 	default:
-		c.Active, c.Transit = p.active, make([]int, len(keep))
+		c.Active, c.Transit = slices.Clone(p.active), make([]int, len(keep))
 		for i, x := range keep {
 			c.Transit[i] = p.transit[x]
 		}
