@@ -16,7 +16,7 @@ func (a *AngaraRouter) CheckFirst(active, transit []int, pairs [][2]int) (bool, 
 }
 
 // maxHints is how many failed pairs are remembered per job size.
-const maxHints = 8
+const maxHints = 16
 
 // pairHints remembers, for each job size m, the ordered pairs of active
 // nodes (as positions in the active list, which lists a placement's
