@@ -33,6 +33,7 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 	sel.prepare(s)
 	if !sel.reach.reset(rt, s.g, sel.faultPrint(s)) {
 		sel.retry.reset()
+		sel.reductions.reset()
 	}
 	d := sel.newDecision(s, rt, req)
 	d.changed = sel.retry.since(s, req)
@@ -509,15 +510,16 @@ func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 			return nil, false, err
 		}
 	case p.blockSize != nil && d.shareBlocks:
-		// Pruned (nil) stays pruned: the bound only falls.
-		k, err := d.memo.get(sizeKey("g", p.blockSize), func() (any, error) {
+		// Kept across decisions: a pruned outcome stays pruned for lower
+		// bounds (the bound only falls within a decision).
+		k, err := d.sel.reductions.get(blockReductionKey(d.m, p.blockSize), int(bound), func(bound int) ([]int, error) {
 			active, transit := d.listed(p)
-			return dropTransit(d.asker(w), active, transit, int(bound))
+			return dropTransit(d.asker(w), active, transit, bound)
 		})
-		if err != nil || k.([]int) == nil {
+		if err != nil || k == nil {
 			return nil, false, err
 		}
-		keep = k.([]int)
+		keep = k
 	case p.pattern != "":
 		// Translates reduce the same way (indices into the transit list).
 		k, err := d.memo.get("d"+p.pattern, func() (any, error) {

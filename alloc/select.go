@@ -145,6 +145,8 @@ type Selector struct {
 	reach     reachCache
 	hints     []pairHints // per worker
 	retry     retryMemo
+	// reductions keeps block reductions across decisions
+	reductions reductionMemo
 }
 
 // NewSelector prepares a selector for the state's torus.
