@@ -151,3 +151,49 @@ func TestRectNodesMatchesRect(t *testing.T) {
 		}
 	}
 }
+
+// TestReductionMemoMatchesDropTransit asks the memo for blocks of
+// several sizes with random bound sequences and compares every answer
+// with dropTransit's for that bound.
+func TestReductionMemoMatchesDropTransit(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	g, err := topology.Parse("torus:4x4x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := NewAngaraRouter(g, "angara*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var memo reductionMemo
+	computed, full, pruned := 0, 0, 0
+	for trial := 0; trial < 200; trial++ {
+		size := [][]int{{2, 3, 2}, {4, 2, 3}, {3, 3, 3}, {4, 4, 1}}[r.IntN(4)]
+		all := Rect{Start: []int{0, 0, 0}, Size: size}.Nodes(g.Dims(), nil)
+		m := []int{2, 5, len(all) / 2}[r.IntN(3)]
+		active, transit := all[:m], all[m:]
+		bound := r.IntN(min(len(transit), 3) + 1)
+		want, err := dropTransit(rt.Reachable, active, transit, bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := memo.get(blockReductionKey(m, size), bound, func(b int) ([]int, error) {
+			computed++
+			return dropTransit(rt.Reachable, active, transit, b)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got == nil) != (want == nil) || !slices.Equal(got, want) {
+			t.Fatalf("size %v m %d bound %d: memo %v, dropTransit %v", size, m, bound, got, want)
+		}
+		if want == nil {
+			pruned++
+		} else {
+			full++
+		}
+	}
+	if computed > 150 || full < 20 || pruned < 20 {
+		t.Fatalf("%d computed of 200 (%d full, %d pruned): the memo is not exercised", computed, full, pruned)
+	}
+}
