@@ -167,12 +167,12 @@ func TestReductionMemoMatchesDropTransit(t *testing.T) {
 	}
 	var memo reductionMemo
 	computed, full, pruned := 0, 0, 0
-	for trial := 0; trial < 200; trial++ {
+	for trial := 0; trial < 1000; trial++ {
 		size := [][]int{{2, 3, 2}, {4, 2, 3}, {3, 3, 3}, {4, 4, 1}}[r.IntN(4)]
 		all := Rect{Start: []int{0, 0, 0}, Size: size}.Nodes(g.Dims(), nil)
 		m := []int{2, 5, len(all) / 2}[r.IntN(3)]
 		active, transit := all[:m], all[m:]
-		bound := r.IntN(min(len(transit), 3) + 1)
+		bound := r.IntN(min(len(transit), 6) + 1)
 		want, err := dropTransit(rt.Reachable, active, transit, bound)
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +193,7 @@ func TestReductionMemoMatchesDropTransit(t *testing.T) {
 			full++
 		}
 	}
-	if computed > 150 || full < 20 || pruned < 20 {
-		t.Fatalf("%d computed of 200 (%d full, %d pruned): the memo is not exercised", computed, full, pruned)
+	if computed > 500 || full < 100 || pruned < 100 {
+		t.Fatalf("%d computed of 1000 (%d full, %d pruned): the memo is not exercised", computed, full, pruned)
 	}
 }
