@@ -31,18 +31,23 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 		return res, nil
 	}
 	sel.prepare(s)
-	sel.reach.reset(rt, s.g, sel.faultPrint(s))
+	if !sel.reach.reset(rt, s.g, sel.faultPrint(s)) {
+		sel.retry.reset()
+		sel.reductions.reset()
+	}
 	d := sel.newDecision(s, rt, req)
+	d.changed = sel.retry.since(s, req)
 	cands, err := d.collect(d.enumerate(), res)
 	if err != nil {
 		return nil, err
 	}
 	if res.Found == 0 {
+		sel.retry.fail(s, req)
 		res.Reason = noCandidateReason(req)
 		return res, nil
 	}
 	res.Distinct = len(cands)
-	if req.CountOnly {
+	if req.CountOnly || req.Exists {
 		return res, nil
 	}
 	best := fewestTransit(cands)
@@ -51,6 +56,9 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 	}
 	res.Ranked = len(best)
 	tied := d.leastFragmenting(best)
+	if req.NoTable && d.chooseAlone(tied, res) {
+		return res, nil
+	}
 	return res, d.chooseByTables(tied, res)
 }
 
@@ -100,6 +108,14 @@ type decision struct {
 	// size, so blocks of one size share their reduction and table figures
 	// (otherwise each block is computed on its own).
 	shareBlocks bool
+	// stop ends the enumeration (an Exists request found a set).
+	stop atomic.Bool
+	// boxes: the router accepts boxCovers as proof of reachability.
+	boxes bool
+	// changed, when the same request found nothing before, counts the
+	// nodes whose availability changed since: placements without one
+	// fail again and are skipped (see retryMemo).
+	changed *grid
 }
 
 // workerScratch is one worker's reusable space.
@@ -107,6 +123,12 @@ type workerScratch struct {
 	nodes       []int
 	lo, hi, off []int
 	conn        connScratch
+	corners     corners   // of the size last examined
+	contrib     [][]int   // rectNodes: per dimension, id contributions
+	keys        [2][]byte // reachability cache keys being built
+	all         []int     // placementSet's node list (valid until the next placement)
+	ids         []int
+	roff        []int
 	// blocks caches, per rectangle size of the decision (by its first
 	// element's address), the outcome of reduce for a block of that size.
 	blocks map[*int]blockOutcome
@@ -167,7 +189,13 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 	if bl, ok := rt.(blocksLocal); ok {
 		d.shareBlocks = bl.BlocksLocal()
 	}
+	if br, ok := rt.(boxRouter); ok {
+		d.boxes = br.BoxesReachable()
+	}
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
+	if len(sel.hints) < len(d.work) {
+		sel.hints = make([]pairHints, len(d.work))
+	}
 	return d
 }
 
@@ -247,6 +275,12 @@ type placement struct {
 // reachable, drops unneeded transit nodes and records the candidate. It
 // returns false to stop the size's enumeration (on an error).
 func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
+	if d.stop.Load() {
+		return false
+	}
+	if d.changed != nil && d.holesAt(w, d.changed, size, st) == 0 {
+		return true
+	}
 	p, ok := d.placementSet(w, size, st)
 	if !ok {
 		return true
@@ -260,6 +294,10 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 		return true
 	}
 	out.found++
+	if d.req.Exists {
+		d.stop.Store(true)
+		return false
+	}
 	if d.req.CountOnly {
 		return true
 	}
@@ -286,7 +324,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 // baseline any unavailable node or failed link inside).
 func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 	sel := d.sel
-	holes := sel.grid.unavailable(st, size)
+	holes := d.holesAt(w, sel.grid, size, st)
 	if vol(size)-holes < d.m || (d.req.Algo == Baseline && holes > 0) {
 		return placement{}, false
 	}
@@ -307,12 +345,13 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 			return placement{}, false // not reachable (and not listed)
 		}
 	}
-	ws.nodes = r.Nodes(sel.dims, ws.nodes[:0])
+	ws.rectNodes(sel.dims, st, size)
 	fault := sel.internalFault(r, ws.nodes)
 	if d.req.Algo == Baseline && fault {
 		return placement{}, false
 	}
-	all := make([]int, 0, vol(size)-holes)
+	// The worker's buffer: newCandidate copies the lists it keeps.
+	all := ws.all[:0]
 	var pat []byte
 	if d.invariant && holes > 0 {
 		pat = make([]byte, 0, len(size)+4*holes)
@@ -327,12 +366,15 @@ func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
 			pat = binary.AppendUvarint(pat, uint64(i))
 		}
 	}
+	ws.all = all
 	p := placement{rect: r, holes: holes, all: all, pattern: string(pat), nTransit: len(all) - d.m,
 		active: all[:d.m:d.m], transit: all[d.m:], block: holes == 0 && !fault}
 	switch {
 	case p.block:
 		p.blockSize = size
-	case !fault:
+	case !fault && (sel.anyFault || d.req.Algo != Improved):
+		// (Otherwise availableBox above already found that the available
+		// nodes do not form a box.)
 		p.blockSize = d.availBox(w, size)
 	}
 	return p, true
@@ -395,14 +437,10 @@ func (d *decision) availBox(w int, size []int) []int {
 
 // reachable answers whether the placement's set is reachable. A block is
 // (the straight path inside the rectangle is a legal route); otherwise
-// active nodes in different components of the set are rejected before the
-// router is asked.
+// the answer comes from the selector's cache or, on a miss, from answer.
 func (d *decision) reachable(w int, p placement) (bool, error) {
 	if p.blockSize != nil {
 		return true, nil
-	}
-	if !d.work[w].conn.joins(d.s.g, p.all, p.active) {
-		return false, nil
 	}
 	if d.req.Fast && d.req.Algo == Improved && d.bestT.Load() == 0 {
 		// Only a set without transit nodes can still win: ask about the
@@ -411,22 +449,17 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 	}
 	list := func() ([]int, []int) { return p.active, p.transit }
 	if p.pattern == "" {
-		return d.askReachable(list, "s"+setID(p.active, p.transit))
+		return d.askReachable(w, list, d.setIDKey(w, 0, "s", p.active, p.transit))
 	}
-	return d.askReachable(list, "t"+p.pattern)
+	return d.askReachable(w, list, d.stringKey(w, 0, "t", p.pattern))
 }
 
 // askReachable asks the router whether the set list returns is
-// reachable, through the selector's cache; each key names the set (the
-// job size is prepended here, since patterns and block sizes name a set
-// only for a given m).
-func (d *decision) askReachable(list func() (active, transit []int), keys ...string) (bool, error) {
-	full := make([]string, len(keys))
-	for i, k := range keys {
-		b := binary.AppendUvarint(make([]byte, 0, len(k)+3), uint64(d.m))
-		full[i] = string(append(b, k...))
-	}
-	return d.sel.reach.reachable(list, full...)
+// reachable, through the selector's cache; each key names the set (built
+// by the key methods below, which prepend the job size: patterns and
+// block sizes name a set only for a given m).
+func (d *decision) askReachable(w int, list func() (active, transit []int), keys ...[]byte) (bool, error) {
+	return d.sel.reach.reachable(d.asker(w), list, keys...)
 }
 
 // alone reports whether the active nodes are reachable without transit
@@ -441,25 +474,20 @@ func (d *decision) alone(w int, p placement, block bool) (bool, error) {
 		return true, nil
 	}
 	if block && d.shareBlocks {
-		return d.askReachable(func() ([]int, []int) {
+		return d.askReachable(w, func() ([]int, []int) {
 			active, _ := d.listed(p)
 			return active, nil
-		}, sizeKey("b", size))
+		}, d.stringKey(w, 0, "", sizeKey("b", size)))
 	}
-	// Routes run inside the set, so active nodes that are not connected
-	// among themselves are not reachable alone.
 	active, _ := d.listed(p)
-	if !d.work[w].conn.joins(d.s.g, active, active) {
-		return false, nil
-	}
 	list := func() ([]int, []int) { return active, nil }
-	key := "a" + nodeKey(active)
+	key := d.nodeKey(w, 0, "a", active)
 	if p.pattern != "" {
 		// Placements of other sizes often have the same active nodes, and
 		// translates have the same pattern: either key finds the answer.
-		return d.askReachable(list, key, "p"+p.pattern)
+		return d.askReachable(w, list, key, d.stringKey(w, 1, "p", p.pattern))
 	}
-	return d.askReachable(list, key)
+	return d.askReachable(w, list, key)
 }
 
 // reduce drops the transit nodes the set does not need (improved
@@ -485,20 +513,21 @@ func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 			return nil, false, err
 		}
 	case p.blockSize != nil && d.shareBlocks:
-		// Pruned (nil) stays pruned: the bound only falls.
-		k, err := d.memo.get(sizeKey("g", p.blockSize), func() (any, error) {
+		// Kept across decisions: a pruned outcome stays pruned for lower
+		// bounds (the bound only falls within a decision).
+		k, err := d.sel.reductions.get(blockReductionKey(d.m, p.blockSize), int(bound), func(bound int) ([]int, error) {
 			active, transit := d.listed(p)
-			return dropTransit(d.rt, active, transit, int(bound))
+			return dropTransit(d.asker(w), active, transit, bound)
 		})
-		if err != nil || k.([]int) == nil {
+		if err != nil || k == nil {
 			return nil, false, err
 		}
-		keep = k.([]int)
+		keep = k
 	case p.pattern != "":
 		// Translates reduce the same way (indices into the transit list).
 		k, err := d.memo.get("d"+p.pattern, func() (any, error) {
 			active, transit := d.listed(p)
-			return dropTransit(d.rt, active, transit, int(bound))
+			return dropTransit(d.asker(w), active, transit, int(bound))
 		})
 		if err != nil || k.([]int) == nil {
 			return nil, false, err
@@ -506,7 +535,7 @@ func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 		keep = k.([]int)
 	default:
 		active, transit := d.listed(p)
-		k, err := dropTransit(d.rt, active, transit, int(bound))
+		k, err := dropTransit(d.asker(w), active, transit, int(bound))
 		if err != nil || k == nil {
 			return nil, false, err
 		}
@@ -539,9 +568,9 @@ func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 		}
 		c.lazy = &blockSet{start: b.Start, size: b.Size, m: d.m, keep: keep}
 	case keep == nil:
-		c.Active, c.Transit = p.active, p.transit
+		c.Active, c.Transit = slices.Clone(p.active), slices.Clone(p.transit)
 	default:
-		c.Active, c.Transit = p.active, make([]int, len(keep))
+		c.Active, c.Transit = slices.Clone(p.active), make([]int, len(keep))
 		for i, x := range keep {
 			c.Transit[i] = p.transit[x]
 		}

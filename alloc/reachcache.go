@@ -52,38 +52,38 @@ func (sel *Selector) faultPrint(s *State) uint64 {
 
 // reset empties the cache unless it was filled for the same router, graph
 // and failures (a router whose value cannot be compared is never trusted
-// across decisions).
-func (c *reachCache) reset(rt Router, g *topology.Graph, faults uint64) {
+// across decisions), and reports whether they are the same.
+func (c *reachCache) reset(rt Router, g *topology.Graph, faults uint64) (same bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	same := c.answers != nil && c.g == g && c.faults == faults && comparableRouter(rt) &&
+	same = c.answers != nil && c.g == g && c.faults == faults && comparableRouter(rt) &&
 		comparableRouter(c.rt) && c.rt == rt
 	if !same || c.bytes >= reachCacheBytes {
 		c.answers, c.bytes = map[string]bool{}, 0
 	}
 	c.rt, c.g, c.faults = rt, g, faults
+	return same
 }
 
 func comparableRouter(rt Router) bool {
 	return rt != nil && reflect.ValueOf(rt).Comparable()
 }
 
-// reachable answers rt.Reachable for the set list returns, from the
-// cache when one of its keys (each naming the set exactly) is there; the
-// answer is then kept under every key.
-func (c *reachCache) reachable(list func() (active, transit []int), keys ...string) (bool, error) {
+// reachable answers whether the set list returns is reachable: from the
+// cache when one of its keys (each naming the set exactly) is there, else
+// by ask (the router's answer); the answer is then kept under every key.
+func (c *reachCache) reachable(ask func(active, transit []int) (bool, error), list func() (active, transit []int), keys ...[]byte) (bool, error) {
 	c.mu.RLock()
-	rt := c.rt
 	ok, hit := false, false
 	for _, k := range keys {
-		if ok, hit = c.answers[k]; hit {
+		if ok, hit = c.answers[string(k)]; hit {
 			break
 		}
 	}
 	c.mu.RUnlock()
 	if !hit {
 		var err error
-		if ok, err = rt.Reachable(list()); err != nil {
+		if ok, err = ask(list()); err != nil {
 			return false, err
 		}
 	}
@@ -92,8 +92,8 @@ func (c *reachCache) reachable(list func() (active, transit []int), keys ...stri
 	}
 	c.mu.Lock()
 	for _, k := range keys {
-		if _, in := c.answers[k]; !in && c.bytes < reachCacheBytes {
-			c.answers[k] = ok
+		if _, in := c.answers[string(k)]; !in && c.bytes < reachCacheBytes {
+			c.answers[string(k)] = ok
 			c.bytes += len(k)
 		}
 	}

@@ -86,25 +86,34 @@ func BenchmarkSelectTargets(b *testing.B) {
 		s, rt := busyPattern(b, tg.spec, tg.pattern)
 		for _, m := range tg.ms {
 			T := tg.transit(m)
-			b.Run(fmt.Sprintf("%s/%s/m=%d,T=%d", tg.spec, tg.pattern, m, T), func(b *testing.B) {
-				sel := NewSelector(s)
-				var res *Result
-				cpu := processCPU()
-				for b.Loop() {
-					var err error
-					res, err = sel.Select(s, rt, Request{Nodes: m, Transit: T, Algo: Improved})
-					if err != nil {
-						b.Fatal(err)
+			// notable: as the fabric manager and the simulator ask (the
+			// chosen set's table is not built when no tie needs it).
+			for _, noTable := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%s/m=%d,T=%d", tg.spec, tg.pattern, m, T)
+				if noTable {
+					name += "/notable"
+				}
+				b.Run(name, func(b *testing.B) {
+					sel := NewSelector(s)
+					var res *Result
+					cpu := processCPU()
+					for b.Loop() {
+						var err error
+						res, err = sel.Select(s, rt, Request{Nodes: m, Transit: T, Algo: Improved, NoTable: noTable})
+						if err != nil {
+							b.Fatal(err)
+						}
 					}
-				}
-				// CPU time per decision: wall time is unreliable on a
-				// loaded machine.
-				b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
-				b.ReportMetric(float64(res.Found), "candidates")
-				if res.Chosen != nil {
-					b.ReportMetric(float64(len(res.Chosen.Transit)), "transit")
-				}
-			})
+					// CPU time per decision: wall time is unreliable on a
+					// loaded machine.
+					b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+					b.ReportMetric(float64(res.Found), "candidates")
+					if res.Chosen != nil {
+						b.ReportMetric(float64(len(res.Chosen.Transit)), "transit")
+					}
+					b.ReportMetric(float64(res.Tables), "tables")
+				})
+			}
 		}
 	}
 }

@@ -72,6 +72,17 @@ type Request struct {
 	// MaxTables bounds how many distinct routing tables are built to break
 	// ties on diameter and π_max (0 = 64).
 	MaxTables int `json:"-"`
+	// NoTable skips the chosen set's routing table when no tie needs one
+	// (a single translation class is left, so the tables could not change
+	// the choice); Chosen.Figures is then nil. For callers that build the
+	// job's table themselves (the fabric manager) or never report it
+	// (simulations).
+	NoTable bool `json:"-"`
+	// Exists only asks whether the request can be placed: the
+	// enumeration stops at the first reachable set, Found is then 1 (or 0
+	// when nothing can be placed) and Chosen stays nil. Found > 0 exactly
+	// when the same request without Exists would choose a set.
+	Exists bool `json:"-"`
 }
 
 // Candidate is one reachable node set.
@@ -132,6 +143,10 @@ type Selector struct {
 	faultDirs []uint16
 	anyFault  bool // some faultDirs[v] ≠ 0
 	reach     reachCache
+	hints     []pairHints // per worker
+	retry     retryMemo
+	// reductions keeps block reductions across decisions
+	reductions reductionMemo
 }
 
 // NewSelector prepares a selector for the state's torus.
@@ -240,7 +255,7 @@ func baselineShape(size, dims []int) bool {
 // at the first node whose removal breaks it, and that node is found by
 // bisection: O(kept · log |transit|) questions instead of |transit|, with
 // exactly the one-by-one greedy's outcome.
-func dropTransit(rt Router, active, transit []int, bound int) ([]int, error) {
+func dropTransit(reachable func(active, transit []int) (bool, error), active, transit []int, bound int) ([]int, error) {
 	var kept []int // indices kept, descending
 	try := make([]int, 0, len(transit))
 	reach := func(j int) (bool, error) { // transit[:j] plus the kept ones
@@ -248,7 +263,7 @@ func dropTransit(rt Router, active, transit []int, bound int) ([]int, error) {
 		for _, k := range kept {
 			try = append(try, transit[k])
 		}
-		return rt.Reachable(active, try)
+		return reachable(active, try)
 	}
 	for i := len(transit); i > 0; {
 		// transit[:i] ∪ kept is reachable; find the least j ≤ i for
@@ -282,16 +297,16 @@ func dropTransit(rt Router, active, transit []int, bound int) ([]int, error) {
 	return kept, nil
 }
 
-// connScratch holds one worker's marks for joins.
+// connScratch holds one worker's marks for joinsIn.
 type connScratch struct {
 	mark  []uint32 // stamp: 2·pass = in the set, 2·pass+1 = reached
 	pass  uint32
 	queue []int
 }
 
-// joins reports whether all of active lie in one connected component of
-// the subgraph induced by set (live links only).
-func (cs *connScratch) joins(g *topology.Graph, set, active []int) bool {
+// joinsIn reports whether all of active lie in one connected component of
+// the subgraph induced by the union of sets (live links only).
+func (cs *connScratch) joinsIn(g *topology.Graph, active []int, sets ...[]int) bool {
 	if len(active) < 2 {
 		return true
 	}
@@ -300,8 +315,10 @@ func (cs *connScratch) joins(g *topology.Graph, set, active []int) bool {
 	}
 	cs.pass++
 	in, seen := 2*cs.pass, 2*cs.pass+1
-	for _, v := range set {
-		cs.mark[v] = in
+	for _, set := range sets {
+		for _, v := range set {
+			cs.mark[v] = in
+		}
 	}
 	cs.queue = append(cs.queue[:0], active[0])
 	cs.mark[active[0]] = seen
@@ -335,17 +352,6 @@ func (o *onceMap) get(key string, f func() (any, error)) (any, error) {
 	}
 	v, _ = o.m.LoadOrStore(key, v)
 	return v, nil
-}
-
-// nodeKey is a map key for a node set given in any order.
-func nodeKey(nodes []int) string {
-	a := slices.Clone(nodes)
-	slices.Sort(a)
-	b := make([]byte, 0, 4*len(a))
-	for _, v := range a {
-		b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
-	}
-	return string(b)
 }
 
 // setID is a compact map key for the node set active ∪ transit with its

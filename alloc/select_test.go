@@ -313,16 +313,16 @@ func TestDropTransitMatchesGreedy(t *testing.T) {
 			}
 		}
 		want = idx
-		got, err := dropTransit(rt, nil, transit, -1)
+		got, err := dropTransit(rt.Reachable, nil, transit, -1)
 		if err != nil || !slices.Equal(got, want) {
 			t.Fatalf("transit %v need %v: got %v, greedy keeps %v", transit, rt.need, got, want)
 		}
 		if b := len(want) - 1; b >= 0 {
-			if got, _ := dropTransit(rt, nil, transit, b); got != nil {
+			if got, _ := dropTransit(rt.Reachable, nil, transit, b); got != nil {
 				t.Fatalf("bound %d: got %v, want nil (greedy keeps %d)", b, got, len(want))
 			}
 		}
-		if got, _ := dropTransit(rt, nil, transit, len(want)); !slices.Equal(got, want) {
+		if got, _ := dropTransit(rt.Reachable, nil, transit, len(want)); !slices.Equal(got, want) {
 			t.Fatalf("bound %d: got %v, want %v", len(want), got, want)
 		}
 	}

@@ -96,7 +96,7 @@ func blocksAgree(t *testing.T, sel *Selector, rt *AngaraRouter, size []int, m in
 		if err != nil || !ok {
 			t.Fatalf("block %v of %v not reachable (%v)", st, size, err)
 		}
-		keep, err := dropTransit(rt, active, transit, -1)
+		keep, err := dropTransit(rt.Reachable, active, transit, -1)
 		if err != nil {
 			t.Fatal(err)
 		}

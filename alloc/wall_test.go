@@ -71,7 +71,7 @@ func TestSplitByWallSound(t *testing.T) {
 						continue
 					}
 					fired++
-					if cs.joins(s.Graph(), avail, avail[:m]) {
+					if cs.joinsIn(s.Graph(), avail[:m], avail) {
 						t.Fatalf("%s rect %v m=%d: rejected, but the active nodes are joined", spec, rect, m)
 					}
 				}

@@ -86,7 +86,7 @@ func (s *Service) place(sn *snapshot, req JobRequest, algo alloc.Algo) (*plan, e
 	if req.Nodes > sn.state.N() {
 		return nil, badRequest("the fabric has only %d nodes", sn.state.N())
 	}
-	res, err := s.sel.Select(sn.state, sn.routing, alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo})
+	res, err := s.sel.Select(sn.state, sn.routing, alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo, NoTable: true})
 	if err != nil {
 		return nil, err
 	}

@@ -336,7 +336,7 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 		return ok
 	}
 	minus := &Router{t: t, rule: Rule{Kind: AngaraMinus, Order: au[0].order}, order: au[0].order, a: au[0], up: fw.up}
-	minus.planPush()
+	minus.compileMoves()
 	// angara−: the largest k whose first k failures keep the machine
 	// reachable (k = 0 always does).
 	lo, hi := 0, L // reach(lo) true; reach(hi) false unless the torus has one node
@@ -362,7 +362,7 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 			panic(err) // cannot happen: the R_DOR dependencies are acyclic
 		}
 		star := &Router{t: t, rule: Rule{Kind: AngaraStar, Order: au[1].order}, order: au[1].order, a: au[1], up: fw.up, star: &st}
-		star.planPush()
+		star.compileMoves()
 		if !reach(star) {
 			break
 		}

@@ -21,14 +21,12 @@ type Router struct {
 	plan  *bfsPlan
 	up    []bool
 	star  *starResult // angara* only
-	// push lists, per automaton state, the transitions reachSet pushes
-	// masks over: not dominated (tskip), not the self-loop, and not
-	// conditional when R_A* accepted no extra dependency (then none is
-	// ever allowed). pstart[q] .. pstart[q+1] index pdir, pto, pcond.
-	pstart []int32
-	pdir   []Dir
-	pto    []int32
-	pcond  []bool
+	// moves lists, per automaton state, the transitions reachability
+	// follows (not dominated, not the self-loop, and for angara* not
+	// conditional when no order-violating dependency was accepted):
+	// moves[moveStart[q]:moveStart[q+1]].
+	moves     []move
+	moveStart []int32
 	// free holds scratch spaces for reuse (a few, kept across GCs: they
 	// are sized by the torus, megabytes for thousands of nodes).
 	mu   sync.Mutex
@@ -64,26 +62,32 @@ func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
 		}
 		r.star = &st
 	}
-	r.planPush()
+	r.compileMoves()
 	return r, nil
 }
 
-// planPush fills the push lists (see Router.pstart).
-func (r *Router) planPush() {
+// move is one transition reachability follows.
+type move struct {
+	dir  Dir
+	cond bool // allowed only where R_A* accepted the dependency
+	to   int32
+}
+
+// compileMoves fills r.moves from the automaton.
+func (r *Router) compileMoves() {
 	a := r.a
-	noExtra := r.star == nil || r.star.accepted == 0
-	r.pstart = make([]int32, a.nstates+1)
+	condNever := r.star == nil || r.star.accepted == 0
+	r.moveStart = make([]int32, a.nstates+1)
 	for q := 0; q < a.nstates; q++ {
+		r.moveStart[q] = int32(len(r.moves))
 		for k := a.tstart[q]; k < a.tstart[q+1]; k++ {
-			if a.tskip[k] || a.tto[k] == int32(q) || a.tcond[k] && noExtra {
+			if a.tskip[k] || a.tto[k] == int32(q) || a.tcond[k] && condNever {
 				continue
 			}
-			r.pdir = append(r.pdir, a.tdir[k])
-			r.pto = append(r.pto, a.tto[k])
-			r.pcond = append(r.pcond, a.tcond[k])
+			r.moves = append(r.moves, move{dir: a.tdir[k], cond: a.tcond[k], to: a.tto[k]})
 		}
-		r.pstart[q+1] = int32(len(r.pdir))
 	}
+	r.moveStart[a.nstates] = int32(len(r.moves))
 }
 
 // routerStarVariant is the R_A* construction routers use.
@@ -131,10 +135,17 @@ type scratch struct {
 	actIdx   []int32  // per node: index in the sorted active list, valid when in set and active
 	loc      []int32  // per node: local index in the set (newLocalSet), valid for set nodes
 	open     []uint16 // per node in the set: bit d set when the channel in direction d is alive and leads into the set
-	isAct    []uint32
+	// openStamp[v] == setEpoch when open[v] is computed for the set
+	openStamp []uint32
+	isAct     []uint32
 	// per RG vertex (reachability)
 	mask []uint64
 	next []int32 // set nodes (reachability)
+	// single-pair searches (pairReach): per RG vertex, == seenEpoch
+	// when visited
+	seen      []uint32
+	seenEpoch uint32
+	stack     []int32
 	// tables
 	act   []int32
 	trans []int32
@@ -173,13 +184,24 @@ func newEpoch(e *uint32, stamps []uint32) uint32 {
 // prepareSet validates active and transit, marks M_{a,t} in s and returns
 // the active nodes sorted by id (in s.act) and the transit nodes (sorted).
 func (r *Router) prepareSet(s *scratch, active, transit []int) error {
+	if err := r.markSet(s, active, transit); err != nil {
+		return err
+	}
+	r.indexSet(s)
+	return nil
+}
+
+// markSet validates active and transit and marks M_{a,t} in s (setStamp,
+// isAct; s.act and s.trans list the nodes unsorted).
+func (r *Router) markSet(s *scratch, active, transit []int) error {
 	if len(active) == 0 {
 		return fmt.Errorf("no active nodes")
 	}
 	ep := newEpoch(&s.setEpoch, s.setStamp)
-	// isAct uses the same epoch value space as setStamp.
+	// isAct and openStamp use the same epoch value space as setStamp.
 	if ep == 1 {
 		clear(s.isAct)
+		clear(s.openStamp)
 	}
 	s.act = s.act[:0]
 	s.trans = s.trans[:0]
@@ -206,28 +228,50 @@ func (r *Router) prepareSet(s *scratch, active, transit []int) error {
 			}
 		}
 	}
+	return nil
+}
+
+// indexSet completes prepareSet for a set marked by markSet: sorts the
+// lists, indexes the active nodes and computes the open masks.
+func (r *Router) indexSet(s *scratch) {
 	slices.Sort(s.act)
 	slices.Sort(s.trans)
 	for i, v := range s.act {
 		s.actIdx[v] = int32(i)
 	}
-	if len(s.open) < r.t.nodes {
-		s.open = make([]uint16, r.t.nodes)
-	}
-	t := r.t
 	for _, list := range [2][]int32{s.act, s.trans} {
 		for _, v := range list {
-			var mask uint16
-			base := int(v) * t.nd
-			for d := 0; d < t.nd; d++ {
-				if r.up[t.ch[base+d]] && s.setStamp[t.nb[base+d]] == ep {
-					mask |= 1 << d
-				}
-			}
-			s.open[v] = mask
+			r.openOf(s, v)
 		}
 	}
-	return nil
+}
+
+// openOf returns s.open[v], the open mask of node v of the marked set,
+// computing it the first time it is asked for the set.
+func (r *Router) openOf(s *scratch, v int32) uint16 {
+	if len(s.open) < r.t.nodes {
+		s.open = make([]uint16, r.t.nodes)
+		s.openStamp = make([]uint32, r.t.nodes)
+	}
+	if s.openStamp[v] != s.setEpoch {
+		s.open[v] = r.openMask(s, v)
+		s.openStamp[v] = s.setEpoch
+	}
+	return s.open[v]
+}
+
+// openMask has bit d set when the channel leaving v in direction d is
+// alive and leads into the marked set.
+func (r *Router) openMask(s *scratch, v int32) uint16 {
+	t := r.t
+	var mask uint16
+	base := int(v) * t.nd
+	for d := 0; d < t.nd; d++ {
+		if r.up[t.ch[base+d]] && s.setStamp[t.nb[base+d]] == s.setEpoch {
+			mask |= 1 << d
+		}
+	}
+	return mask
 }
 
 // ---- reachability ----
@@ -315,13 +359,12 @@ func (r *Router) closeSelfLoop(s *scratch, set []int32, q int32, sd int8) {
 // pushTransitions pushes the masks of state q over its other transitions
 // to the neighbours' successor states.
 func (r *Router) pushTransitions(s *scratch, set []int32, q int32) {
-	k0, k1 := r.pstart[q], r.pstart[q+1]
-	if k0 == k1 {
+	moves := r.moves[r.moveStart[q]:r.moveStart[q+1]]
+	if len(moves) == 0 {
 		return
 	}
 	S := int32(r.a.nstates)
 	t := r.t
-	dirs, tos, conds := r.pdir[k0:k1], r.pto[k0:k1], r.pcond[k0:k1]
 	for _, v := range set {
 		m := s.mask[v*S+q]
 		if m == 0 {
@@ -329,14 +372,11 @@ func (r *Router) pushTransitions(s *scratch, set []int32, q int32) {
 		}
 		base := int(v) * t.nd
 		open := s.open[v]
-		for k, d := range dirs {
-			if open&(1<<d) == 0 {
+		for _, mv := range moves {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
 				continue
 			}
-			if conds[k] && !r.condOK(int(v), int(q), d) {
-				continue
-			}
-			s.mask[t.nb[base+int(d)]*S+tos[k]] |= m
+			s.mask[t.nb[base+int(mv.dir)]*S+mv.to] |= m
 		}
 	}
 }
@@ -430,4 +470,160 @@ func Reachable(g *topology.Graph, rule Rule, active, transit []int) (ok bool, ba
 		return false, [2]int{-1, -1}, err
 	}
 	return r.Check(active, transit)
+}
+
+// ---- single pairs ----
+
+// CheckFirst is Check that first tries the given ordered pairs of active
+// nodes (node ids) on their own, each with a search from its source that
+// stops at its destination. When one of them has no route inside the set,
+// the set is not reachable: that pair is returned at once, without the
+// full check (so bad may differ from Check's). Pairs not both active are
+// ignored. Callers pass the pairs that failed on similar sets: most sets
+// that are not reachable are rejected at a fraction of the full check's
+// cost.
+func (r *Router) CheckFirst(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error) {
+	s := r.getScratch()
+	defer r.putScratch(s)
+	if err := r.markSet(s, active, transit); err != nil {
+		return false, [2]int{-1, -1}, err
+	}
+	for _, p := range pairs {
+		if p[0] == p[1] || !r.isActive(s, p[0]) || !r.isActive(s, p[1]) {
+			continue
+		}
+		if !r.straightRoute(s, p[0], p[1]) && !r.pairReach(s, int32(p[0]), int32(p[1])) {
+			return false, p, nil
+		}
+	}
+	r.indexSet(s)
+	ok, bad = r.reachSet(s)
+	return ok, bad, nil
+}
+
+// isActive reports whether node v is an active node of the set prepared
+// in s.
+func (r *Router) isActive(s *scratch, v int) bool {
+	return v >= 0 && v < r.t.nodes && s.setStamp[v] == s.setEpoch && s.isAct[v] == s.setEpoch
+}
+
+// pairReach reports whether the set marked in s has a legal route from
+// src to dst: a depth-first search over the vertices (node, automaton
+// state) of the set's routing graph, with the transitions reachSet takes.
+func (r *Router) pairReach(s *scratch, src, dst int32) bool {
+	a, t := r.a, r.t
+	S := int32(a.nstates)
+	if len(s.seen) < t.nodes*int(S) {
+		s.seen = make([]uint32, t.nodes*int(S))
+	}
+	ep := newEpoch(&s.seenEpoch, s.seen)
+	start := src*S + int32(a.begin)
+	s.seen[start] = ep
+	s.stack = append(s.stack[:0], start)
+	for len(s.stack) > 0 {
+		x := s.stack[len(s.stack)-1]
+		s.stack = s.stack[:len(s.stack)-1]
+		v, q := x/S, x%S
+		base := int(v) * t.nd
+		open := r.openOf(s, v)
+		if sd := a.self[q]; sd >= 0 && open&(1<<sd) != 0 && r.pairStep(s, t.nb[base+int(sd)], q, dst, ep) {
+			return true
+		}
+		for _, mv := range r.moves[r.moveStart[q]:r.moveStart[q+1]] {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
+				continue
+			}
+			if r.pairStep(s, t.nb[base+int(mv.dir)], mv.to, dst, ep) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pairStep visits vertex (u, q) of pairReach's search: it reports
+// whether u is the destination in a state where a route may end, and
+// otherwise stacks the vertex if it is new.
+func (r *Router) pairStep(s *scratch, u, q, dst int32, ep uint32) bool {
+	if u == dst && r.a.canEnd[q] {
+		return true
+	}
+	if y := u*int32(r.a.nstates) + q; s.seen[y] != ep {
+		s.seen[y] = ep
+		s.stack = append(s.stack, y)
+	}
+	return false
+}
+
+// straightRoute reports whether the set marked in s holds one of the
+// direction-ordered routes from src to dst that move in each dimension
+// one way only, straight to the destination's coordinate (in the order of
+// the rule's direction ranks). Every rule allows these routes, so true
+// proves the pair reachable; false proves nothing.
+func (r *Router) straightRoute(s *scratch, src, dst int) bool {
+	t := r.t
+	n := t.n
+	if n > 8 {
+		return false
+	}
+	var dirs [8]Dir
+	var steps [8]int
+	var diff [8]int // per dimension: + distance (0 when equal)
+	a, b := src, dst
+	for i, d := range t.dims {
+		diff[i] = ((b%d - a%d) + d) % d
+		a, b = a/d, b/d
+	}
+	for signs := 0; signs < 1<<n; signs++ {
+		k := 0
+		for i := 0; i < n; i++ {
+			neg := signs>>i&1 == 1
+			if diff[i] == 0 {
+				if neg {
+					k = -1 // each sign pattern once
+					break
+				}
+				continue
+			}
+			dirs[k], steps[k] = Plus(i), diff[i]
+			if neg {
+				dirs[k], steps[k] = Minus(i), t.dims[i]-diff[i]
+			}
+			k++
+		}
+		if k < 0 {
+			continue
+		}
+		r.sortByRank(dirs[:k], steps[:k])
+		if r.walk(s, int32(src), dirs[:k], steps[:k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortByRank orders the directions (and their step counts) by the rule's
+// direction ranks (insertion sort: at most a few entries).
+func (r *Router) sortByRank(dirs []Dir, steps []int) {
+	for i := 1; i < len(dirs); i++ {
+		for j := i; j > 0 && r.a.rank[dirs[j]] < r.a.rank[dirs[j-1]]; j-- {
+			dirs[j], dirs[j-1] = dirs[j-1], dirs[j]
+			steps[j], steps[j-1] = steps[j-1], steps[j]
+		}
+	}
+}
+
+// walk reports whether the route from v taking steps[i] moves in
+// direction dirs[i], in turn, stays on open channels of the marked set.
+func (r *Router) walk(s *scratch, v int32, dirs []Dir, steps []int) bool {
+	t := r.t
+	for i, d := range dirs {
+		for k := 0; k < steps[i]; k++ {
+			if r.openOf(s, v)&(1<<d) == 0 {
+				return false
+			}
+			v = t.nb[int(v)*t.nd+int(d)]
+		}
+	}
+	return true
 }

@@ -94,6 +94,23 @@ func (m *TorusMachine) Unplaceable(j Job) string {
 	return fmt.Sprintf("cannot be placed even on the empty machine by the %s algorithm (%d nodes, transit ≤ %d)", m.Algo, j.Nodes, m.Transit(j.Nodes))
 }
 
+// fitter is implemented by machines that can tell whether a job has a
+// placement now more cheaply than by choosing one (Fits is ok exactly
+// when Place without avoid would be).
+type fitter interface {
+	Fits(j Job) (ok bool, seconds float64, err error)
+}
+
+// Fits implements fitter: node selection stops at the first reachable set.
+func (m *TorusMachine) Fits(j Job) (bool, float64, error) {
+	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true, Exists: true}
+	res, err := m.Sel.Select(m.St, m.Router, req)
+	if err != nil {
+		return false, 0, err
+	}
+	return res.Found > 0, res.Seconds, nil
+}
+
 func (m *TorusMachine) Place(j Job, avoid []int) (Placement, bool, error) {
 	st := m.St
 	if len(avoid) > 0 {
@@ -108,7 +125,7 @@ func (m *TorusMachine) Place(j Job, avoid []int) (Placement, bool, error) {
 			return Placement{}, false, err
 		}
 	}
-	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true}
+	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true, NoTable: true}
 	if m.Observe != nil && len(avoid) == 0 {
 		m.Observe(st, req)
 	}

@@ -295,20 +295,30 @@ func (s *simulation) reserve() (*reservation, error) {
 	} else {
 		clear(s.failedAvoid)
 	}
+	first := -1 // the earliest cut found with a placement
 	for lo <= hi {
 		mid := (lo + hi) / 2
-		k := cuts[mid]
-		p, ok, err := s.placeAfter(rels[:k])
+		ok, err := s.fitsAfter(rels[:cuts[mid]])
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			r.shadow, r.plan = math.Max(s.t, rels[k-1].reqEnd), p.Nodes
-			clear(s.failedAvoid)
-			hi = mid - 1
+			first, hi = mid, mid-1
 		} else {
 			lo = mid + 1
 		}
+	}
+	if first >= 0 {
+		k := cuts[first]
+		p, ok, err := s.placeAfter(rels[:k])
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("internal error: job %d fits after %d ends but has no placement", s.jobs[head].ID, k)
+		}
+		r.shadow, r.plan = math.Max(s.t, rels[k-1].reqEnd), p.Nodes
+		clear(s.failedAvoid)
 	}
 	s.resv = r
 	if s.cfg.onReserve != nil {
@@ -335,13 +345,35 @@ func (s *simulation) enoughFree(rels []running, cuts []int) int {
 // placeAfter places the head job on a copy of the machine from which the
 // given running jobs have gone.
 func (s *simulation) placeAfter(gone []running) (Placement, bool, error) {
+	c := s.machineAfter(gone)
+	p, ok, err := c.Place(s.jobs[s.queue[0]], nil)
+	s.rep.AllocSeconds += p.Seconds
+	return p, ok, err
+}
+
+// fitsAfter reports whether placeAfter would place the head job, asking
+// the machine only that when it can.
+func (s *simulation) fitsAfter(gone []running) (bool, error) {
+	c := s.machineAfter(gone)
+	f, ok := c.(fitter)
+	if !ok {
+		p, ok, err := c.Place(s.jobs[s.queue[0]], nil)
+		s.rep.AllocSeconds += p.Seconds
+		return ok, err
+	}
+	ok, secs, err := f.Fits(s.jobs[s.queue[0]])
+	s.rep.AllocSeconds += secs
+	return ok, err
+}
+
+// machineAfter is a copy of the machine from which the given running
+// jobs have gone.
+func (s *simulation) machineAfter(gone []running) Machine {
 	c := s.m.Clone()
 	for _, r := range gone {
 		c.Release(s.jobs[r.index].ID, s.recs[r.index].nodeIDs)
 	}
-	p, ok, err := c.Place(s.jobs[s.queue[0]], nil)
-	s.rep.AllocSeconds += p.Seconds
-	return p, ok, err
+	return c
 }
 
 // tryStart starts queue[qi] now if it has a placement that avoids the

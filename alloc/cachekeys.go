@@ -1,0 +1,50 @@
+package alloc
+
+import (
+	"encoding/binary"
+	"slices"
+)
+
+// Reachability cache keys are built in the worker's buffers (slot 0 or
+// 1), without allocating: the job size, a tag and the set's description.
+// The cache copies a key only when it stores an answer.
+
+// keyStart starts key slot with the job size and tag.
+func (d *decision) keyStart(w, slot int, tag string) []byte {
+	b := binary.AppendUvarint(d.work[w].keys[slot][:0], uint64(d.m))
+	return append(b, tag...)
+}
+
+// stringKey is the key tag+s.
+func (d *decision) stringKey(w, slot int, tag, s string) []byte {
+	b := append(d.keyStart(w, slot, tag), s...)
+	d.work[w].keys[slot] = b
+	return b
+}
+
+// nodeKey is the key of a node set given in any order (as nodeKey).
+func (d *decision) nodeKey(w, slot int, tag string, nodes []int) []byte {
+	b := appendSorted(d.keyStart(w, slot, tag), &d.work[w].ids, nodes)
+	d.work[w].keys[slot] = b
+	return b
+}
+
+// setIDKey is the key of active ∪ transit with its split (as setID).
+func (d *decision) setIDKey(w, slot int, tag string, active, transit []int) []byte {
+	b := appendSorted(d.keyStart(w, slot, tag), &d.work[w].ids, active)
+	b = append(b, 0xff, 0xff, 0xff, 0xff) // no node id
+	b = appendSorted(b, &d.work[w].ids, transit)
+	d.work[w].keys[slot] = b
+	return b
+}
+
+// appendSorted appends the ids of nodes, sorted, 4 bytes each.
+func appendSorted(b []byte, scratch *[]int, nodes []int) []byte {
+	a := append((*scratch)[:0], nodes...)
+	slices.Sort(a)
+	*scratch = a
+	for _, v := range a {
+		b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+	}
+	return b
+}

@@ -1,0 +1,93 @@
+package alloc
+
+import "slices"
+
+// pairFirst is implemented by routers that can try given ordered pairs of
+// active nodes on their own before the full reachability check (see
+// routing.Router.CheckFirst): a set is not reachable as soon as one pair
+// has no route inside it, and bad names such a pair.
+type pairFirst interface {
+	CheckFirst(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error)
+}
+
+// CheckFirst implements pairFirst.
+func (a *AngaraRouter) CheckFirst(active, transit []int, pairs [][2]int) (bool, [2]int, error) {
+	return a.R.CheckFirst(active, transit, pairs)
+}
+
+// maxHints is how many failed pairs are remembered per job size.
+const maxHints = 16
+
+// pairHints remembers, for each job size m, the ordered pairs of active
+// nodes (as positions in the active list, which lists a placement's
+// available nodes in coordinate order) that were last found without a
+// route. Sets of one size from nearby or translated placements tend to
+// fail on the same pair, and a single pair is much cheaper to decide
+// than the whole set. The hints only order the work: every answer is the
+// router's.
+type pairHints struct {
+	bySize map[int][][2]int32
+	buf    [][2]int // node pairs handed to the router
+	box    boxScratch
+}
+
+// pairs returns the remembered pairs of size len(active) as node ids.
+func (h *pairHints) pairs(active []int) [][2]int {
+	h.buf = h.buf[:0]
+	for _, p := range h.bySize[len(active)] {
+		h.buf = append(h.buf, [2]int{active[p[0]], active[p[1]]})
+	}
+	return h.buf
+}
+
+// learn puts the failed pair bad (node ids) first among the hints of
+// size len(active).
+func (h *pairHints) learn(active []int, bad [2]int) {
+	i, j := slices.Index(active, bad[0]), slices.Index(active, bad[1])
+	if i < 0 || j < 0 {
+		return
+	}
+	if h.bySize == nil {
+		h.bySize = map[int][][2]int32{}
+	}
+	p := [2]int32{int32(i), int32(j)}
+	l := h.bySize[len(active)]
+	if k := slices.Index(l, p); k >= 0 {
+		l = slices.Delete(l, k, k+1)
+	} else if len(l) >= maxHints {
+		l = l[:maxHints-1]
+	}
+	h.bySize[len(active)] = slices.Insert(l, 0, p)
+}
+
+// answer reports whether the set is reachable: at once when the box of
+// its active nodes lies inside it (boxCovers) or when the set does not
+// connect them, else by the router, which tries the worker's remembered
+// pairs first when it can.
+func (d *decision) answer(w int, active, transit []int) (bool, error) {
+	h := &d.sel.hints[w]
+	if d.boxes && d.sel.boxCovers(&h.box, active, transit) {
+		return true, nil
+	}
+	// Routes run inside the set, so active nodes in different components
+	// of it are not reachable.
+	if !d.work[w].conn.joinsIn(d.s.g, active, active, transit) {
+		return false, nil
+	}
+	pf, ok := d.rt.(pairFirst)
+	if !ok {
+		return d.rt.Reachable(active, transit)
+	}
+	hp := h.pairs(active)
+	ok, bad, err := pf.CheckFirst(active, transit, hp)
+	if err != nil || ok {
+		return ok, err
+	}
+	h.learn(active, bad)
+	return false, nil
+}
+
+// asker is answer for worker w as a function.
+func (d *decision) asker(w int) func(active, transit []int) (bool, error) {
+	return func(active, transit []int) (bool, error) { return d.answer(w, active, transit) }
+}
