@@ -197,6 +197,7 @@ type launcher struct {
 	cfg      LaunchConfig
 	opt      Options
 	allLocal bool
+	groups   []string // hostGroups of cfg.Hosts
 	prog     string
 	grace    time.Duration
 	base     Config
@@ -236,7 +237,10 @@ func newLauncher(cfg LaunchConfig) (*launcher, error) {
 		if strings.TrimSpace(h) == "" {
 			return nil, errors.New("shmem: empty host name in the host list")
 		}
-		if !isLocalHost(h) {
+	}
+	l.groups = hostGroups(cfg.Hosts)
+	for _, g := range l.groups {
+		if g != "" {
 			l.allLocal = false
 		}
 	}
@@ -360,6 +364,9 @@ func (l *launcher) startAll() {
 func (l *launcher) command(pe int) *exec.Cmd {
 	c := l.base
 	c.Rank = pe
+	var size int
+	c.LocalRank, size = l.placeOnHost(pe)
+	c.Bind = l.bindFor(size)
 	host := ""
 	if len(l.cfg.Hosts) > 0 {
 		host = l.cfg.Hosts[pe%len(l.cfg.Hosts)]
@@ -393,6 +400,50 @@ func (l *launcher) command(pe int) *exec.Cmd {
 		cmd.Stdout, cmd.Stderr = l.stdout, l.stderr
 	}
 	return cmd
+}
+
+// hostGroups names the host behind every entry of a host list: "" for
+// this host (local and loopback addresses), else the entry itself.
+func hostGroups(hosts []string) []string {
+	g := make([]string, len(hosts))
+	for i, h := range hosts {
+		if !isLocalHost(h) {
+			g[i] = h
+		}
+	}
+	return g
+}
+
+// placeOnHost is PE pe's index among the PEs on its host (the binding's
+// CPU index) and how many PEs that host runs.
+func (l *launcher) placeOnHost(pe int) (index, size int) {
+	h := len(l.groups)
+	if h == 0 {
+		return pe, l.cfg.N
+	}
+	host := l.groups[pe%h]
+	for q := 0; q < l.cfg.N; q++ {
+		if l.groups[q%h] == host {
+			if q < pe {
+				index++
+			}
+			size++
+		}
+	}
+	return index, size
+}
+
+// bindFor resolves the binding of a PE placed among size PEs on its host:
+// auto is core when they do not outnumber the CPUs (this host's, also
+// assumed for remote hosts), else none, as mpirun binds.
+func (l *launcher) bindFor(size int) string {
+	if l.opt.Bind != BindAuto {
+		return l.opt.Bind
+	}
+	if cpus, err := allowedCPUs(); err == nil && size <= len(cpus) {
+		return BindCore
+	}
+	return BindNone
 }
 
 // notify tells the running PEs that PE pe failed: on the rendezvous

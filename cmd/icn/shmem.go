@@ -31,12 +31,14 @@ type shmemFlags struct {
 	ring      string
 	timeout   time.Duration
 	transport string
+	bind      string
 }
 
 func (f *shmemFlags) register(c *cobra.Command, transportHelp string) {
 	c.Flags().StringVar(&f.heap, "heap", "64M", "local portion per process (bytes, K/M/G suffixes)")
 	c.Flags().StringVar(&f.ring, "ring", "256K", "two-sided receive ring per sender")
 	c.Flags().DurationVar(&f.timeout, "timeout", shmem.DefaultTimeout, "fault detection bound: a dead or silent process is reported within this time")
+	c.Flags().StringVar(&f.bind, "bind", shmem.DefaultBind, "process binding, as mpirun's --bind-to: core (PE i of a host on its CPU i mod CPUs), none, or auto (core when a host's PEs do not outnumber its CPUs)")
 	if transportHelp != "" {
 		c.Flags().StringVar(&f.transport, "transport", "", transportHelp)
 	}
@@ -54,7 +56,12 @@ func (f *shmemFlags) options() (shmem.Options, error) {
 	if f.timeout <= 0 {
 		return shmem.Options{}, fmt.Errorf("--timeout must be positive")
 	}
-	return shmem.Options{Heap: heap, Ring: ring, Timeout: f.timeout}, nil
+	switch f.bind {
+	case shmem.BindAuto, shmem.BindCore, shmem.BindNone:
+	default:
+		return shmem.Options{}, fmt.Errorf("--bind: unknown binding %q (want auto, core or none)", f.bind)
+	}
+	return shmem.Options{Heap: heap, Ring: ring, Timeout: f.timeout, Bind: f.bind}, nil
 }
 
 // newShmemCmd is the icn shmem group: run, bench and the hidden
