@@ -53,9 +53,18 @@ func threadCPUs(tid int) ([]int, error) {
 func setAffinity(tid, cpu int) error {
 	var m cpuMask
 	m[cpu/64] |= 1 << (cpu % 64)
-	_, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m)))
-	if e != 0 && e != syscall.ESRCH { // ESRCH: the thread has just exited
-		return fmt.Errorf("sched_setaffinity(thread %d, CPU %d): %w", tid, cpu, e)
+	if err := setMask(tid, &m); err != nil {
+		return fmt.Errorf("sched_setaffinity(thread %d, CPU %d): %w", tid, cpu, err)
+	}
+	return nil
+}
+
+// setMask lets thread tid (0: the calling thread) run on the CPUs of m.
+// A thread that has just exited (ESRCH) is no error.
+func setMask(tid int, m *cpuMask) error {
+	_, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(*m), uintptr(unsafe.Pointer(m)))
+	if e != 0 && e != syscall.ESRCH {
+		return e
 	}
 	return nil
 }

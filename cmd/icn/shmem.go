@@ -38,7 +38,7 @@ func (f *shmemFlags) register(c *cobra.Command, transportHelp string) {
 	c.Flags().StringVar(&f.heap, "heap", "64M", "local portion per process (bytes, K/M/G suffixes)")
 	c.Flags().StringVar(&f.ring, "ring", "256K", "two-sided receive ring per sender")
 	c.Flags().DurationVar(&f.timeout, "timeout", shmem.DefaultTimeout, "fault detection bound: a dead or silent process is reported within this time")
-	c.Flags().StringVar(&f.bind, "bind", shmem.DefaultBind, "process binding, as mpirun's --bind-to: core (PE i of a host on its CPU i mod CPUs), none, or auto (core when a host's PEs do not outnumber its CPUs)")
+	c.Flags().StringVar(&f.bind, "bind", shmem.DefaultBind, "process binding, as mpirun's --bind-to: core (PE i of a host on its CPU i mod CPUs), none, or auto (core when a host's PEs do not outnumber its CPUs, mpirun's rule)")
 	if transportHelp != "" {
 		c.Flags().StringVar(&f.transport, "transport", "", transportHelp)
 	}
