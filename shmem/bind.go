@@ -17,7 +17,7 @@ import (
 // then never compete with each other for a CPU, and the scheduler does not
 // move a waiting PE away from the cache that holds its signal slots.
 const (
-	BindAuto = "auto" // core when a host's PEs do not outnumber its CPUs, else none
+	BindAuto = "auto" // core on shm, none on TCP
 	BindCore = "core" // one CPU per PE, round robin over the allowed CPUs
 	BindNone = "none" // leave placement to the operating system
 )

@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// TestPlaceOnHost: on every host the PEs get the indices 0..size-1 in PE
-// order, size being the number of PEs placed there (local and loopback
-// addresses are one host), checked against a direct count.
+// TestPlaceOnHost: on every host the PEs get the indices 0, 1, … in PE
+// order (local and loopback addresses are one host), checked against a
+// direct count.
 func TestPlaceOnHost(t *testing.T) {
 	const a, b = "192.0.2.1", "192.0.2.2" // documentation addresses: never this host
 	hostLists := [][]string{nil, {a}, {a, b}, {a, b, a}, {"127.0.0.1", "127.0.0.2"}, {"localhost", b, "127.0.0.1"}}
@@ -32,35 +32,26 @@ func TestPlaceOnHost(t *testing.T) {
 				seen[key(pe)] = append(seen[key(pe)], pe)
 			}
 			for pe := range n {
-				idx, size := l.placeOnHost(pe)
-				group := seen[key(pe)]
-				if size != len(group) || idx != slices.Index(group, pe) {
-					t.Errorf("hosts %v n %d PE %d: index %d of %d, want %d of %d", hosts, n, pe, idx, size, slices.Index(group, pe), len(group))
+				if idx, want := l.placeOnHost(pe), slices.Index(seen[key(pe)], pe); idx != want {
+					t.Errorf("hosts %v n %d PE %d: index %d, want %d", hosts, n, pe, idx, want)
 				}
 			}
 		}
 	}
 }
 
-// TestBindFor: auto binds to cores exactly when a host's PEs do not
-// outnumber the CPUs; core and none are kept whatever the count.
+// TestBindFor: auto binds to cores on shm and not on TCP; core and none
+// are kept on both.
 func TestBindFor(t *testing.T) {
-	cpus, err := allowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, bind := range []string{BindAuto, BindCore, BindNone} {
-		l := &launcher{opt: Options{Bind: bind}.withDefaults()}
-		for size := 1; size <= len(cpus)+2; size++ {
+	for _, bind := range []string{"", BindAuto, BindCore, BindNone} {
+		for _, tr := range []string{TransportShm, TransportTCP} {
+			l := &launcher{opt: Options{Bind: bind, Transport: tr}.withDefaults()}
 			want := bind
-			if bind == BindAuto {
-				want = BindNone
-				if size <= len(cpus) {
-					want = BindCore
-				}
+			if bind == "" || bind == BindAuto {
+				want = map[string]string{TransportShm: BindCore, TransportTCP: BindNone}[tr]
 			}
-			if got := l.bindFor(size); got != want {
-				t.Errorf("bind %s, %d PEs on %d CPUs: %s, want %s", bind, size, len(cpus), got, want)
+			if got := l.bindFor(); got != want {
+				t.Errorf("bind %q over %s: %s, want %s", bind, tr, got, want)
 			}
 		}
 	}

@@ -32,7 +32,7 @@ const (
 	DefaultRing        = 256 << 10
 	DefaultTimeout     = 3 * time.Second
 	DefaultInitTimeout = 30 * time.Second
-	DefaultBind        = BindCore
+	DefaultBind        = BindAuto
 )
 
 // Transport names.

@@ -38,7 +38,7 @@ func (f *shmemFlags) register(c *cobra.Command, transportHelp string) {
 	c.Flags().StringVar(&f.heap, "heap", "64M", "local portion per process (bytes, K/M/G suffixes)")
 	c.Flags().StringVar(&f.ring, "ring", "256K", "two-sided receive ring per sender")
 	c.Flags().DurationVar(&f.timeout, "timeout", shmem.DefaultTimeout, "fault detection bound: a dead or silent process is reported within this time")
-	c.Flags().StringVar(&f.bind, "bind", shmem.DefaultBind, "process binding, as mpirun's --bind-to: core (PE i of a host on its CPU i mod CPUs), none, or auto (core when a host's PEs do not outnumber its CPUs, mpirun's rule)")
+	c.Flags().StringVar(&f.bind, "bind", shmem.DefaultBind, "process binding, as mpirun's --bind-to: core (PE i of a host on its CPU i mod CPUs), none, or auto (core on shm, none on tcp)")
 	if transportHelp != "" {
 		c.Flags().StringVar(&f.transport, "transport", "", transportHelp)
 	}
@@ -468,10 +468,10 @@ func withCollectiveModels(rows []shmem.BenchRow) []shmem.BenchRow {
 }
 
 // runOSHMEMBench compiles shmem.OSHMEMBenchSource with oshcc, runs the
-// rows of the chosen tests on 2 PEs with oshrun, bound as icn's PEs are
-// (--bind-to core or none; auto leaves mpirun's default, which binds 2
-// processes to cores), and returns its rows (test "oshmem"). OSHMEM may
-// crash in shmem_finalize after printing every row; that is tolerated.
+// rows of the chosen tests on 2 PEs with oshrun, bound as icn's shm PEs
+// are (--bind-to core for auto and core, which is also mpirun's default
+// for 2 processes; none), and returns its rows (test "oshmem"). OSHMEM
+// may crash in shmem_finalize after printing every row; that is tolerated.
 func runOSHMEMBench(ctx context.Context, dur time.Duration, tests, bind string) ([]shmem.BenchRow, error) {
 	want := 0
 	for _, t := range strings.Split(tests, ",") {
@@ -506,9 +506,17 @@ func runOSHMEMBench(ctx context.Context, dur time.Duration, tests, bind string) 
 		return nil, fmt.Errorf("oshrun printed %d of %d rows (%v):\n%s", len(rows), want, runErr, out.String())
 	}
 	for i := range rows {
-		rows[i].Bind = bind
+		rows[i].Bind = oshmemBind(bind)
 	}
 	return rows, nil
+}
+
+// oshmemBind is OSHMEM's binding for icn's --bind: none or core.
+func oshmemBind(bind string) string {
+	if bind == shmem.BindNone {
+		return shmem.BindNone
+	}
+	return shmem.BindCore
 }
 
 // oshrunArgs is the command line of oshrun for the OSHMEM benchmark.
@@ -520,10 +528,7 @@ func oshrunArgs(prog string, dur time.Duration, tests, bind string) []string {
 	if runtime.NumCPU() < 2 {
 		args = append(args, "--oversubscribe")
 	}
-	switch bind {
-	case shmem.BindCore, shmem.BindNone:
-		args = append(args, "--bind-to", bind)
-	}
+	args = append(args, "--bind-to", oshmemBind(bind))
 	return append(args, "-np", "2", prog, strconv.FormatFloat(dur.Seconds(), 'g', -1, 64), tests)
 }
 

@@ -56,15 +56,15 @@ func TestCollectiveModels(t *testing.T) {
 	}
 }
 
-// TestOSHMEMRunArgs: oshrun binds OSHMEM's PEs as icn's (auto leaves
-// mpirun's default) and gets the target time and the tests last.
+// TestOSHMEMRunArgs: oshrun binds OSHMEM's PEs as icn's shm PEs (auto:
+// to cores) and gets the target time and the tests last.
 func TestOSHMEMRunArgs(t *testing.T) {
 	for _, c := range []struct{ bind, want string }{
-		{shmem.BindCore, "--bind-to core"}, {shmem.BindNone, "--bind-to none"}, {shmem.BindAuto, ""},
+		{shmem.BindCore, "--bind-to core"}, {shmem.BindNone, "--bind-to none"}, {shmem.BindAuto, "--bind-to core"},
 	} {
 		args := oshrunArgs("/x/bench", 250*time.Millisecond, "barrier,rate", c.bind)
 		line := strings.Join(args, " ")
-		if !strings.HasSuffix(line, "-np 2 /x/bench 0.25 barrier,rate") || strings.Contains(line, "--bind-to") != (c.want != "") ||
+		if !strings.HasSuffix(line, "-np 2 /x/bench 0.25 barrier,rate") || strings.Count(line, "--bind-to") != 1 ||
 			!strings.Contains(line, c.want) {
 			t.Errorf("bind %s: %q, want %q and the program's arguments last", c.bind, line, c.want)
 		}
