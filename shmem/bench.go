@@ -243,7 +243,7 @@ func (e *benchEnv) measure(ack bool, f func(count int64) error) (int64, time.Dur
 
 // timedRoundMemLimit is the heap size at which the collector runs during a
 // timed round even though it is off (a safety net for rounds that allocate).
-const timedRoundMemLimit = 512 << 20
+const timedRoundMemLimit = 64 << 20
 
 // gcPause counts the PEs of this process inside a timed round: the first
 // turns the collector off, the last restores its settings (NewLocal's PEs
