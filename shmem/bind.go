@@ -122,7 +122,7 @@ func bindCPU(local int) (int, error) {
 }
 
 // applyBind pins this process as bind says for the PE with index local on
-// its host and returns the CPU (-1 when not bound). Go's runtime would
+// its host and returns the CPU (-1 when not bound, also after an error). Go's runtime would
 // lower GOMAXPROCS to the one CPU by itself within about a second; unless
 // the GOMAXPROCS variable fixes it, that is done at once, so that a
 // benchmark does not start with two Ps sharing the CPU and lose one
@@ -133,10 +133,10 @@ func applyBind(bind string, local int) (int, error) {
 	}
 	cpu, err := bindCPU(local)
 	if err != nil {
-		return -1, fmt.Errorf("shmem: --bind core: %w", err)
+		return -1, fmt.Errorf("binding to a core: %w", err)
 	}
 	if err := bindProcess(cpu); err != nil {
-		return -1, fmt.Errorf("shmem: --bind core: %w", err)
+		return -1, fmt.Errorf("binding to CPU %d: %w", cpu, err)
 	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.SetDefaultGOMAXPROCS()
