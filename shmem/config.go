@@ -110,7 +110,7 @@ type Config struct {
 // Env renders c as environment assignments (KEY=VALUE).
 func (c Config) Env() []string {
 	o := c.Options.withDefaults()
-	if o.Bind == BindAuto { // only a launcher knows how many PEs share the host
+	if o.Bind == BindAuto { // the launcher resolves auto (bindFor); unresolved, nothing is bound
 		o.Bind = BindNone
 	}
 	env := []string{
