@@ -1,6 +1,7 @@
 package shmem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -274,6 +275,39 @@ func TestMismatchedBarrier(t *testing.T) {
 				var pe *PEError
 				if !errors.As(err, &ce) && !errors.As(err, &pe) {
 					return fmt.Errorf("PE %d: unexpected error %v", w.MyPE(), err)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestMismatchedPairBarrier: two PEs in different collectives over the
+// same pair (a barrier and a team sync, which on shm meet in the pair
+// barrier's record) get errors, never a hang, also after good barriers.
+func TestMismatchedPairBarrier(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			j := localJob(t, 2, tr)
+			err := j.Run(func(w *World) error {
+				for range 3 {
+					if err := w.BarrierAll(); err != nil {
+						return err
+					}
+				}
+				var err error
+				if w.MyPE() == 0 {
+					err = w.BarrierAll()
+				} else {
+					err = w.TeamWorld().Sync(context.Background())
+				}
+				var ce *CollectiveError
+				var pe *PEError
+				if err == nil || (!errors.As(err, &ce) && !errors.As(err, &pe)) {
+					return fmt.Errorf("PE %d: mismatched barrier and sync: %v", w.MyPE(), err)
 				}
 				return nil
 			})

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -48,6 +50,8 @@ type BenchRow struct {
 	// the point-to-point rows, and which formula gave it.
 	ModelUs float64 `json:"model_us,omitempty"`
 	Model   string  `json:"model,omitempty"`
+	// Bind is how PE 0's process was bound (core, none; see Options.Bind).
+	Bind string `json:"bind,omitempty"`
 }
 
 // SeedReference returns the MVS-Express figures of the seed as rows: more
@@ -206,23 +210,10 @@ func (e *benchEnv) measure(ack bool, f func(count int64) error) (int64, time.Dur
 			loc := e.ctrl.Local()
 			count, last = loc[0], loc[1]
 		}
-		t0 := time.Now()
-		if err := f(count); err != nil {
+		el, err := e.timed(ack, count, f)
+		if err != nil {
 			return 0, 0, err
 		}
-		if ack {
-			switch w.me {
-			case 0:
-				if err := WaitUntil(e.ctrl, 2, CmpGE, e.rnd); err != nil {
-					return 0, 0, err
-				}
-			case 1:
-				if err := e.ctrl.PutValue(0, 2, e.rnd); err != nil {
-					return 0, 0, err
-				}
-			}
-		}
-		el := time.Since(t0)
 		if err := w.BarrierAll(); err != nil {
 			return 0, 0, err
 		}
@@ -250,8 +241,64 @@ func (e *benchEnv) measure(ack bool, f func(count int64) error) (int64, time.Dur
 	}
 }
 
+// timedRoundMemLimit is the heap size at which the collector runs during a
+// timed round even though it is off (a safety net for rounds that allocate).
+const timedRoundMemLimit = 64 << 20
+
+// gcPause counts the PEs of this process inside a timed round: the first
+// turns the collector off, the last restores its settings (NewLocal's PEs
+// share one process).
+var gcPause struct {
+	sync.Mutex
+	n       int
+	percent int
+	limit   int64
+}
+
+// pauseGC turns the garbage collector off until resume is called.
+func pauseGC() (resume func()) {
+	gcPause.Lock()
+	defer gcPause.Unlock()
+	if gcPause.n == 0 {
+		gcPause.percent = debug.SetGCPercent(-1)
+		gcPause.limit = debug.SetMemoryLimit(timedRoundMemLimit)
+	}
+	gcPause.n++
+	return func() {
+		gcPause.Lock()
+		defer gcPause.Unlock()
+		if gcPause.n--; gcPause.n == 0 {
+			debug.SetGCPercent(gcPause.percent)
+			debug.SetMemoryLimit(gcPause.limit)
+		}
+	}
+}
+
+// timed runs one round, f(count) (and with ack PE 1's acknowledgement),
+// with the garbage collector off, and returns its time on this PE.
+func (e *benchEnv) timed(ack bool, count int64, f func(count int64) error) (time.Duration, error) {
+	defer pauseGC()()
+	t0 := time.Now()
+	if err := f(count); err != nil {
+		return 0, err
+	}
+	if ack {
+		switch e.w.me {
+		case 0:
+			if err := WaitUntil(e.ctrl, 2, CmpGE, e.rnd); err != nil {
+				return 0, err
+			}
+		case 1:
+			if err := e.ctrl.PutValue(0, 2, e.rnd); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return time.Since(t0), nil
+}
+
 func (e *benchEnv) row(test, api string, procs, size int, count int64, el time.Duration) BenchRow {
-	r := BenchRow{Test: test, API: api, Transport: e.w.tr.Name(), Procs: procs, Size: size, Count: count}
+	r := BenchRow{Test: test, API: api, Transport: e.w.tr.Name(), Procs: procs, Size: size, Count: count, Bind: e.w.Binding()}
 	if el > 0 && count > 0 {
 		r.MsgsPerSec = float64(count) / el.Seconds()
 		r.BytesPerSec = r.MsgsPerSec * float64(size)

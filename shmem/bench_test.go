@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -362,5 +364,89 @@ func BenchmarkServeOps(b *testing.B) {
 		if err := serveOps(br, region, bw, func(int, string) {}); err != errBye {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRawBarrier2 compares 2-party barrier algorithms without shmem
+// code, each party a goroutine on its own thread pinned to its own CPU
+// (as --bind core places two PEs): one op = one barrier.
+//   - flag: each party spins on its own cache line, which only the other
+//     writes with the barrier's sequence number (the shm barrier's
+//     scheme: one line transfer each way);
+//   - sense: a shared counter incremented by both and a shared sense flag
+//     flipped by the last to arrive (centralised sense-reversing barrier);
+//   - counter: a shared counter incremented by both, each waiting until it
+//     reaches 2 per barrier (one contended line).
+func BenchmarkRawBarrier2(b *testing.B) {
+	// line is two cache lines: the CPU's adjacent-line prefetcher must not
+	// couple the parties' lines (the shm slots are in different pages)
+	type line struct {
+		v atomic.Uint64
+		_ [120]byte
+	}
+	algs := []struct {
+		name string
+		make func() func(me int, i uint64)
+	}{
+		{"flag", func() func(int, uint64) {
+			var slot [2]line
+			return func(me int, i uint64) {
+				slot[1-me].v.Store(i)
+				for spin := 0; slot[me].v.Load() < i; spin++ {
+					rawBackoff(spin)
+				}
+			}
+		}},
+		{"sense", func() func(int, uint64) {
+			var count, sense line
+			return func(me int, i uint64) {
+				want := i & 1
+				if count.v.Add(1) == 2*i {
+					sense.v.Store(want)
+					return
+				}
+				for spin := 0; sense.v.Load() != want; spin++ {
+					rawBackoff(spin)
+				}
+			}
+		}},
+		{"counter", func() func(int, uint64) {
+			var count line
+			return func(me int, i uint64) {
+				count.v.Add(1)
+				for spin := 0; count.v.Load() < 2*i; spin++ {
+					rawBackoff(spin)
+				}
+			}
+		}},
+	}
+	for _, a := range algs {
+		b.Run(a.name, func(b *testing.B) {
+			barrier := a.make()
+			cpus, _ := allowedCPUs()
+			// each party's goroutine ends locked to its pinned thread,
+			// which then exits with it
+			var wg sync.WaitGroup
+			for me := range 2 {
+				wg.Go(func() {
+					runtime.LockOSThread()
+					if len(cpus) >= 2 {
+						setAffinity(0, cpus[me])
+					}
+					for i := uint64(1); i <= uint64(b.N); i++ {
+						barrier(me, i)
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// rawBackoff is the shm barrier's wait: signalSpin plain polls, then
+// backoff.
+func rawBackoff(spin int) {
+	if spin >= signalSpin {
+		backoff(64 + spin - signalSpin)
 	}
 }

@@ -22,6 +22,8 @@ const (
 	EnvRing        = "ICN_SHMEM_RING"         // bytes of two-sided receive ring per sender
 	EnvTimeout     = "ICN_SHMEM_TIMEOUT"      // fault-detection bound (Go duration)
 	EnvInitTimeout = "ICN_SHMEM_INIT_TIMEOUT" // how long Init waits for the others
+	EnvBind        = "ICN_SHMEM_BIND"         // process binding: "core" or "none"
+	EnvLocalRank   = "ICN_SHMEM_LOCAL_RANK"   // index of this PE among the PEs of its host (for the binding)
 )
 
 // Defaults of Options.
@@ -30,6 +32,7 @@ const (
 	DefaultRing        = 256 << 10
 	DefaultTimeout     = 3 * time.Second
 	DefaultInitTimeout = 30 * time.Second
+	DefaultBind        = BindAuto
 )
 
 // Transport names.
@@ -45,6 +48,11 @@ type Options struct {
 	Ring        int           // two-sided receive ring per sender (0: DefaultRing)
 	Timeout     time.Duration // fault detection bound (0: DefaultTimeout)
 	InitTimeout time.Duration // how long Init waits for peers (0: DefaultInitTimeout)
+	// Bind is the binding of launched processes (BindAuto, BindCore or
+	// BindNone; "": DefaultBind). The launcher resolves auto; Init binds a
+	// process the launcher told to; NewLocal's in-process PEs are never
+	// bound.
+	Bind string
 }
 
 func (o Options) withDefaults() Options {
@@ -59,6 +67,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.InitTimeout == 0 {
 		o.InitTimeout = DefaultInitTimeout
+	}
+	if o.Bind == "" {
+		o.Bind = DefaultBind
 	}
 	return o
 }
@@ -79,12 +90,16 @@ func (o Options) validate() error {
 	if o.InitTimeout < 0 {
 		return fmt.Errorf("shmem: init timeout %v is negative", o.InitTimeout)
 	}
+	if o.Bind != "" && o.Bind != BindAuto && o.Bind != BindCore && o.Bind != BindNone {
+		return fmt.Errorf("shmem: unknown binding %q (want auto, core or none)", o.Bind)
+	}
 	return nil
 }
 
 // Config is everything one process needs to join a job.
 type Config struct {
 	Rank, NPEs int
+	LocalRank  int // index of this PE among the PEs of its host (for Bind)
 	Options
 	Dir        string // shm
 	Rendezvous string // tcp
@@ -95,6 +110,9 @@ type Config struct {
 // Env renders c as environment assignments (KEY=VALUE).
 func (c Config) Env() []string {
 	o := c.Options.withDefaults()
+	if o.Bind == BindAuto { // the launcher resolves auto (bindFor); unresolved, nothing is bound
+		o.Bind = BindNone
+	}
 	env := []string{
 		EnvRank + "=" + strconv.Itoa(c.Rank),
 		EnvNPEs + "=" + strconv.Itoa(c.NPEs),
@@ -104,6 +122,8 @@ func (c Config) Env() []string {
 		EnvRing + "=" + strconv.Itoa(o.Ring),
 		EnvTimeout + "=" + o.Timeout.String(),
 		EnvInitTimeout + "=" + o.InitTimeout.String(),
+		EnvBind + "=" + o.Bind,
+		EnvLocalRank + "=" + strconv.Itoa(c.LocalRank),
 	}
 	if c.Dir != "" {
 		env = append(env, EnvDir+"="+c.Dir)
@@ -180,6 +200,9 @@ func ConfigFromEnv(getenv func(string) string) (c Config, ok bool, err error) {
 	if c.InitTimeout, err = dur(EnvInitTimeout, DefaultInitTimeout); err != nil {
 		return c, true, err
 	}
+	if c.Bind, c.LocalRank, err = bindFromEnv(getenv, atoi); err != nil {
+		return c, true, err
+	}
 	c.Dir = getenv(EnvDir)
 	c.Rendezvous = getenv(EnvRendezvous)
 	c.Host = getenv(EnvHost)
@@ -197,6 +220,23 @@ func ConfigFromEnv(getenv func(string) string) (c Config, ok bool, err error) {
 		return c, true, err
 	}
 	return c, true, nil
+}
+
+// bindFromEnv reads the binding and the local rank (both optional: a
+// launcher that does not set them leaves the process unbound).
+func bindFromEnv(getenv func(string) string, atoi func(string, int, int) (int, error)) (string, int, error) {
+	bind := strings.TrimSpace(getenv(EnvBind))
+	if bind == "" {
+		return BindNone, 0, nil
+	}
+	if bind != BindCore && bind != BindNone {
+		return "", 0, fmt.Errorf("shmem: bad %s=%q from the launcher: want core or none", EnvBind, bind)
+	}
+	if getenv(EnvLocalRank) == "" {
+		return bind, 0, nil
+	}
+	local, err := atoi(EnvLocalRank, 0, maxPEs-1)
+	return bind, local, err
 }
 
 func getenvOS(k string) string { return os.Getenv(k) }

@@ -1,6 +1,7 @@
 package shmem
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -69,7 +70,9 @@ func (e *copyEngine) submit(dst, src []byte) {
 func (e *copyEngine) pending() bool { return e.done.Load() != e.issued.Load() }
 
 // drain waits until every copy queued so far is done, helping with the
-// queue meanwhile.
+// queue meanwhile. While a worker finishes a copy it took, drain yields
+// its P first: with GOMAXPROCS 1 (a PE bound to one core) the worker runs
+// only then, and the system calls of backoff would not let it.
 func (e *copyEngine) drain() {
 	target := e.issued.Load()
 	for i := 0; e.done.Load() < target; i++ {
@@ -78,6 +81,7 @@ func (e *copyEngine) drain() {
 			copy(j.dst, j.src)
 			e.done.Add(1)
 		default:
+			runtime.Gosched()
 			backoff(i)
 		}
 	}

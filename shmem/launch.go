@@ -197,6 +197,7 @@ type launcher struct {
 	cfg      LaunchConfig
 	opt      Options
 	allLocal bool
+	groups   []string // hostGroups of cfg.Hosts
 	prog     string
 	grace    time.Duration
 	base     Config
@@ -236,7 +237,10 @@ func newLauncher(cfg LaunchConfig) (*launcher, error) {
 		if strings.TrimSpace(h) == "" {
 			return nil, errors.New("shmem: empty host name in the host list")
 		}
-		if !isLocalHost(h) {
+	}
+	l.groups = hostGroups(cfg.Hosts)
+	for _, g := range l.groups {
+		if g != "" {
 			l.allLocal = false
 		}
 	}
@@ -360,6 +364,8 @@ func (l *launcher) startAll() {
 func (l *launcher) command(pe int) *exec.Cmd {
 	c := l.base
 	c.Rank = pe
+	c.LocalRank = l.placeOnHost(pe)
+	c.Bind = l.bindFor()
 	host := ""
 	if len(l.cfg.Hosts) > 0 {
 		host = l.cfg.Hosts[pe%len(l.cfg.Hosts)]
@@ -393,6 +399,48 @@ func (l *launcher) command(pe int) *exec.Cmd {
 		cmd.Stdout, cmd.Stderr = l.stdout, l.stderr
 	}
 	return cmd
+}
+
+// hostGroups names the host behind every entry of a host list: "" for
+// this host (local and loopback addresses), else the entry itself.
+func hostGroups(hosts []string) []string {
+	g := make([]string, len(hosts))
+	for i, h := range hosts {
+		if !isLocalHost(h) {
+			g[i] = h
+		}
+	}
+	return g
+}
+
+// placeOnHost is PE pe's index among the PEs on its host: the binding's
+// CPU index.
+func (l *launcher) placeOnHost(pe int) int {
+	h := len(l.groups)
+	if h == 0 {
+		return pe
+	}
+	index := 0
+	for q := 0; q < pe; q++ {
+		if l.groups[q%h] == l.groups[pe%h] {
+			index++
+		}
+	}
+	return index
+}
+
+// bindFor resolves the binding: auto is core on shm and none on TCP,
+// whose PEs need CPU time for their server and flusher goroutines and the
+// kernel's network stack besides the waiting one (2 PEs bound to cores:
+// barriers of 2 ms instead of 40–50 µs).
+func (l *launcher) bindFor() string {
+	if l.opt.Bind != BindAuto {
+		return l.opt.Bind
+	}
+	if l.opt.Transport == TransportShm {
+		return BindCore
+	}
+	return BindNone
 }
 
 // notify tells the running PEs that PE pe failed: on the rendezvous

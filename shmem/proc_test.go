@@ -34,6 +34,7 @@ var workers = map[string]func() error{
 	"abort":    workerAbort,
 	"gexit":    workerGlobalExit,
 	"killop":   workerKillOp,
+	"bind":     workerBind,
 }
 
 func runWorker(name string) int {

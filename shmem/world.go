@@ -37,6 +37,7 @@ type World struct {
 	all   []int
 	allT  uint32 // the barrier tag of the whole job
 	spin  int    // polls of a signal wait before it yields (spinBudget)
+	cpu   int    // the CPU Init bound this process to, -1 if none
 
 	collMu  sync.Mutex
 	sendSeq []uint32 // barrier signals sent to each peer
@@ -79,7 +80,7 @@ func Join(cfg Config) (*World, error) {
 		return nil, err
 	}
 	w := &World{
-		cfg: cfg, me: cfg.Rank, n: cfg.NPEs, lay: lay, fs: newFailState(),
+		cfg: cfg, me: cfg.Rank, cpu: -1, n: cfg.NPEs, lay: lay, fs: newFailState(),
 		sendSeq: make([]uint32, cfg.NPEs), recvSeq: make([]uint32, cfg.NPEs),
 		sigSend: make([]uint32, cfg.NPEs), sigRecv: make([]uint32, cfg.NPEs), heap: newHeapAlloc(lay.heapSize),
 		stop: make(chan struct{}), monDone: make(chan struct{}),
@@ -161,6 +162,18 @@ func (w *World) monitor() {
 		}
 	}
 }
+
+// Binding says how Init bound this process: BindCore (to the CPU BoundCPU
+// names) or BindNone.
+func (w *World) Binding() string {
+	if w.cpu < 0 {
+		return BindNone
+	}
+	return BindCore
+}
+
+// BoundCPU is the CPU Init bound this process to, -1 if none.
+func (w *World) BoundCPU() int { return w.cpu }
 
 // MyPE returns this process's PE number, 0..NPEs()-1.
 func (w *World) MyPE() int { return w.me }
@@ -614,6 +627,10 @@ func Init() error {
 		cleanup = func() { os.RemoveAll(dir) }
 		cfg = Config{Rank: 0, NPEs: 1, Options: Options{Transport: TransportShm}, Dir: dir, Job: newJobToken()}
 	}
+	cpu, err := applyBind(cfg.Bind, cfg.LocalRank)
+	if err != nil { // binding only speeds waits up: run unbound, and say so
+		fmt.Fprintf(os.Stderr, "shmem: PE %d runs unbound: %v\n", cfg.Rank, err)
+	}
 	w, err := Join(cfg)
 	if err != nil {
 		if cleanup != nil {
@@ -624,6 +641,7 @@ func Init() error {
 	if cleanup != nil {
 		w.cleanup = append(w.cleanup, cleanup)
 	}
+	w.cpu = cpu
 	def.Store(w)
 	return nil
 }

@@ -78,6 +78,7 @@ func TestBadInput(t *testing.T) {
 		{"sim --booksim missing.cfg", "no such file"},
 		{"collective --topo torus:4x4 --op bogus", `unknown operation "bogus"`},
 		{"shmem run -n 0 true", "number of PEs 0"},
+		{"shmem run -n 2 --bind socket true", `unknown binding "socket"`},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			_, stderr, code := runICN(t, dir, strings.Fields(tc.args)...)

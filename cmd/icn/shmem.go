@@ -31,12 +31,14 @@ type shmemFlags struct {
 	ring      string
 	timeout   time.Duration
 	transport string
+	bind      string
 }
 
 func (f *shmemFlags) register(c *cobra.Command, transportHelp string) {
 	c.Flags().StringVar(&f.heap, "heap", "64M", "local portion per process (bytes, K/M/G suffixes)")
 	c.Flags().StringVar(&f.ring, "ring", "256K", "two-sided receive ring per sender")
 	c.Flags().DurationVar(&f.timeout, "timeout", shmem.DefaultTimeout, "fault detection bound: a dead or silent process is reported within this time")
+	c.Flags().StringVar(&f.bind, "bind", shmem.DefaultBind, "process binding, as mpirun's --bind-to: core (PE i of a host on its CPU i mod CPUs), none, or auto (core on shm, none on tcp)")
 	if transportHelp != "" {
 		c.Flags().StringVar(&f.transport, "transport", "", transportHelp)
 	}
@@ -54,7 +56,12 @@ func (f *shmemFlags) options() (shmem.Options, error) {
 	if f.timeout <= 0 {
 		return shmem.Options{}, fmt.Errorf("--timeout must be positive")
 	}
-	return shmem.Options{Heap: heap, Ring: ring, Timeout: f.timeout}, nil
+	switch f.bind {
+	case shmem.BindAuto, shmem.BindCore, shmem.BindNone:
+	default:
+		return shmem.Options{}, fmt.Errorf("--bind: unknown binding %q (want auto, core or none)", f.bind)
+	}
+	return shmem.Options{Heap: heap, Ring: ring, Timeout: f.timeout, Bind: f.bind}, nil
 }
 
 // newShmemCmd is the icn shmem group: run, bench and the hidden
@@ -210,7 +217,7 @@ func runShmemBench(ctx context.Context, o shmemBenchOptions, w io.Writer) error 
 		prog.Add(1)
 	}
 	if o.oshmem {
-		r, err := runOSHMEMBench(ctx, o.dur)
+		r, err := runOSHMEMBench(ctx, o.dur, o.tests, opt.Bind)
 		if err != nil {
 			return fmt.Errorf("--oshmem: %w", err)
 		}
@@ -460,10 +467,19 @@ func withCollectiveModels(rows []shmem.BenchRow) []shmem.BenchRow {
 	return rows
 }
 
-// runOSHMEMBench compiles shmem.OSHMEMBenchSource with oshcc, runs it on
-// 2 PEs with oshrun and returns its rows (test "oshmem"). OSHMEM may crash
-// in shmem_finalize after printing every row; that is tolerated.
-func runOSHMEMBench(ctx context.Context, dur time.Duration) ([]shmem.BenchRow, error) {
+// runOSHMEMBench compiles shmem.OSHMEMBenchSource with oshcc, runs the
+// rows of the chosen tests on 2 PEs with oshrun, bound as icn's shm PEs
+// are (--bind-to core for auto and core, which is also mpirun's default
+// for 2 processes; none), and returns its rows (test "oshmem"). OSHMEM
+// may crash in shmem_finalize after printing every row; that is tolerated.
+func runOSHMEMBench(ctx context.Context, dur time.Duration, tests, bind string) ([]shmem.BenchRow, error) {
+	want := 0
+	for _, t := range strings.Split(tests, ",") {
+		want += shmem.OSHMEMRows[strings.TrimSpace(t)]
+	}
+	if want == 0 {
+		return nil, nil
+	}
 	cc, err1 := exec.LookPath("oshcc")
 	run, err2 := exec.LookPath("oshrun")
 	if err1 != nil || err2 != nil {
@@ -481,22 +497,39 @@ func runOSHMEMBench(ctx context.Context, dur time.Duration) ([]shmem.BenchRow, e
 	if out, err := exec.CommandContext(ctx, cc, "-O2", src, "-o", prog).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("oshcc: %v\n%s", err, out)
 	}
-	args := []string{"-np", "2", prog, strconv.FormatFloat(dur.Seconds(), 'g', -1, 64)}
-	if runtime.NumCPU() < 2 {
-		args = append([]string{"--oversubscribe"}, args...)
-	}
-	if os.Geteuid() == 0 {
-		args = append([]string{"--allow-run-as-root"}, args...)
-	}
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, run, args...)
+	cmd := exec.CommandContext(ctx, run, oshrunArgs(prog, dur, tests, bind)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	runErr := cmd.Run()
 	rows := parseOSHMEMOutput(out.String())
-	if len(rows) < 9 {
-		return nil, fmt.Errorf("oshrun printed %d of 9 rows (%v):\n%s", len(rows), runErr, out.String())
+	if len(rows) < want {
+		return nil, fmt.Errorf("oshrun printed %d of %d rows (%v):\n%s", len(rows), want, runErr, out.String())
+	}
+	for i := range rows {
+		rows[i].Bind = oshmemBind(bind)
 	}
 	return rows, nil
+}
+
+// oshmemBind is OSHMEM's binding for icn's --bind: none or core.
+func oshmemBind(bind string) string {
+	if bind == shmem.BindNone {
+		return shmem.BindNone
+	}
+	return shmem.BindCore
+}
+
+// oshrunArgs is the command line of oshrun for the OSHMEM benchmark.
+func oshrunArgs(prog string, dur time.Duration, tests, bind string) []string {
+	var args []string
+	if os.Geteuid() == 0 {
+		args = append(args, "--allow-run-as-root")
+	}
+	if runtime.NumCPU() < 2 {
+		args = append(args, "--oversubscribe")
+	}
+	args = append(args, "--bind-to", oshmemBind(bind))
+	return append(args, "-np", "2", prog, strconv.FormatFloat(dur.Seconds(), 'g', -1, 64), tests)
 }
 
 // parseOSHMEMOutput reads the "ICNOSH api size count seconds" lines.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/icn-hpc/icn/collective"
 	"github.com/icn-hpc/icn/shmem"
@@ -52,5 +53,20 @@ func TestCollectiveModels(t *testing.T) {
 	r3, _ := collective.Cost(ring, "alltoall", collective.CT, p)
 	if got := rows[3].ModelUs; math.Abs(got-r3.Time) > 1e-9 {
 		t.Errorf("alltoall model %g, want %g", got, r3.Time)
+	}
+}
+
+// TestOSHMEMRunArgs: oshrun binds OSHMEM's PEs as icn's shm PEs (auto:
+// to cores) and gets the target time and the tests last.
+func TestOSHMEMRunArgs(t *testing.T) {
+	for _, c := range []struct{ bind, want string }{
+		{shmem.BindCore, "--bind-to core"}, {shmem.BindNone, "--bind-to none"}, {shmem.BindAuto, "--bind-to core"},
+	} {
+		args := oshrunArgs("/x/bench", 250*time.Millisecond, "barrier,rate", c.bind)
+		line := strings.Join(args, " ")
+		if !strings.HasSuffix(line, "-np 2 /x/bench 0.25 barrier,rate") || strings.Count(line, "--bind-to") != 1 ||
+			!strings.Contains(line, c.want) {
+			t.Errorf("bind %s: %q, want %q and the program's arguments last", c.bind, line, c.want)
+		}
 	}
 }

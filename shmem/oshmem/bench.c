@@ -1,7 +1,9 @@
 /* The OpenSHMEM side of `icn shmem bench --oshmem`: the headline rows of
  * the icn benchmark measured with the same method (a count grown until a
  * round takes a tenth of the target time, then one round scaled to it)
- * over Open MPI's OSHMEM. PE 0 prints "ICNOSH api size count seconds". */
+ * over Open MPI's OSHMEM. PE 0 prints "ICNOSH api size count seconds".
+ * Arguments: the target time in seconds, and optionally the icn tests
+ * whose rows to measure (comma-separated; default all). */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,23 +158,44 @@ static void alltoall(long count, int me, int npes) {
 	}
 }
 
+/* wanted reports whether test (an icn bench test name: rate, latency,
+ * atomic, barrier, collective) is in the comma-separated list (NULL: all). */
+static int wanted(const char *list, const char *test) {
+	if (list == NULL || *list == 0)
+		return 1;
+	size_t n = strlen(test);
+	for (const char *p = list; (p = strstr(p, test)) != NULL; p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+			return 1;
+	return 0;
+}
+
 int main(int argc, char **argv) {
+	const char *tests = argc > 2 ? argv[2] : NULL;
 	if (argc > 1)
 		target = atof(argv[1]);
 	shmem_init();
 	reset_psync();
-	measure("put", 8, put8);
-	measure("put_nbi", 8, put8_nbi);
-	measure("get", 8, get8);
-	measure("put", BIG, put_big);
-	measure("fetch_add", 8, fadd);
-	measure("barrier", 0, barrier);
-	reset_psync();
-	measure("broadcast", 8, bcast);
-	reset_psync();
-	measure("reduce", 8, reduce);
-	reset_psync();
-	measure("alltoall", 8, alltoall);
+	if (wanted(tests, "rate")) {
+		measure("put", 8, put8);
+		measure("put_nbi", 8, put8_nbi);
+	}
+	if (wanted(tests, "latency"))
+		measure("get", 8, get8);
+	if (wanted(tests, "rate"))
+		measure("put", BIG, put_big);
+	if (wanted(tests, "atomic"))
+		measure("fetch_add", 8, fadd);
+	if (wanted(tests, "barrier"))
+		measure("barrier", 0, barrier);
+	if (wanted(tests, "collective")) {
+		reset_psync();
+		measure("broadcast", 8, bcast);
+		reset_psync();
+		measure("reduce", 8, reduce);
+		reset_psync();
+		measure("alltoall", 8, alltoall);
+	}
 	fflush(stdout);
 	shmem_finalize(); /* OSHMEM may crash here after correct output */
 	return 0;
