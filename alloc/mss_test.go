@@ -12,14 +12,7 @@ import (
 
 // randomState occupies each node with probability p.
 func randomState(t testing.TB, spec string, p float64, r *rand.Rand) *State {
-	g, err := topology.Parse(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewState(g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := stateOf(t, spec)
 	var busy []int
 	for v := 0; v < s.N(); v++ {
 		if r.Float64() < p {
@@ -207,4 +200,18 @@ func TestAvailableBox(t *testing.T) {
 			})
 		}
 	}
+}
+
+// stateOf returns an idle state on the network spec names.
+func stateOf(t testing.TB, spec string) *State {
+	t.Helper()
+	g, err := topology.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewState(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

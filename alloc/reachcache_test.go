@@ -4,8 +4,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/icn-hpc/icn/topology"
 )
 
 // TestReusedSelectorMatchesFresh runs a sequence of decisions on one
@@ -14,14 +12,8 @@ import (
 func TestReusedSelectorMatchesFresh(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 17))
 	for _, spec := range []string{"torus:4x4x2", "torus:4x3x3", "torus:4x4x4"} {
-		g, err := topology.Parse(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := NewState(g)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := stateOf(t, spec)
+		g := st.Graph()
 		rt, err := NewAngaraRouter(g, "angara*")
 		if err != nil {
 			t.Fatal(err)

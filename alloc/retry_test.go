@@ -110,14 +110,7 @@ func sameChoice(t *testing.T, name string, got, want *Result) {
 func TestHolesAtMatchesGrid(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 8))
 	for _, spec := range []string{"torus:4x4x2", "torus:5x3", "torus:3x2x2x3"} {
-		g, err := topology.Parse(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := NewState(g)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := stateOf(t, spec)
 		for id := 1; id <= 6; id++ {
 			changeState(r, st, id)
 		}
