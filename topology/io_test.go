@@ -304,5 +304,10 @@ func FuzzParseIBNet(f *testing.F) {
 		if d := SameStructure(g, h); d != "" {
 			t.Fatalf("round trip: %s", d)
 		}
+		for v := range g.NumNodes() {
+			if d := g.Desc(v); d != "" && h.Desc(v) != d {
+				t.Fatalf("node %s: description %q came back as %q", g.NodeName(v), d, h.Desc(v))
+			}
+		}
 	})
 }
