@@ -24,22 +24,43 @@ func (d *decision) stringKey(w, slot int, tag, s string) []byte {
 
 // nodeKey is the key of a node set given in any order (as nodeKey).
 func (d *decision) nodeKey(w, slot int, tag string, nodes []int) []byte {
-	b := appendSorted(d.keyStart(w, slot, tag), &d.work[w].ids, nodes)
+	b := d.appendSorted(d.keyStart(w, slot, tag), &d.work[w].ids, nodes)
 	d.work[w].keys[slot] = b
 	return b
 }
 
 // setIDKey is the key of active ∪ transit with its split (as setID).
 func (d *decision) setIDKey(w, slot int, tag string, active, transit []int) []byte {
-	b := appendSorted(d.keyStart(w, slot, tag), &d.work[w].ids, active)
+	b := d.appendSorted(d.keyStart(w, slot, tag), &d.work[w].ids, active)
 	b = append(b, 0xff, 0xff, 0xff, 0xff) // no node id
-	b = appendSorted(b, &d.work[w].ids, transit)
+	b = d.appendSorted(b, &d.work[w].ids, transit)
 	d.work[w].keys[slot] = b
 	return b
 }
 
-// appendSorted appends the ids of nodes, sorted, 4 bytes each.
-func appendSorted(b []byte, scratch *[]int, nodes []int) []byte {
+// appendSorted appends a description of the node set that does not depend
+// on the order of nodes: a bitmap of the machine's nodes when that is
+// shorter than the ids (a set of k nodes out of n: n/8 against 4k bytes),
+// else the ids, sorted, 4 bytes each. A marker byte says which, so the
+// two forms never collide; the cache is emptied when the network changes,
+// so n is fixed for every key it holds.
+func (d *decision) appendSorted(b []byte, scratch *[]int, nodes []int) []byte {
+	return appendSetKey(b, scratch, nodes, d.s.N())
+}
+
+// appendSetKey is appendSorted for a machine of n nodes.
+func appendSetKey(b []byte, scratch *[]int, nodes []int, n int) []byte {
+	if words := (n + 7) / 8; words <= 4*len(nodes) {
+		b = append(b, 'm')
+		at := len(b)
+		b = append(b, make([]byte, words)...)
+		bits := b[at:]
+		for _, v := range nodes {
+			bits[v>>3] |= 1 << (v & 7)
+		}
+		return b
+	}
+	b = append(b, 'i')
 	a := append((*scratch)[:0], nodes...)
 	slices.Sort(a)
 	*scratch = a
