@@ -158,47 +158,38 @@ func TestAvailableBox(t *testing.T) {
 		sel.prepare(s)
 		dims := s.Dims()
 		var ws workerScratch
-		for _, size := range sel.shapes {
-			placements(dims, sel.wrap, size, func(st []int) bool {
-				rect := Rect{Start: st, Size: size}
-				var avail []int
-				for _, v := range rect.Nodes(dims, nil) {
-					if s.Available(v) {
-						avail = append(avail, v)
+		eachRect(sel, s, func(rect Rect, avail []int) {
+			size, st := rect.Size, rect.Start
+			box, ok := sel.grid.availableBox(rect, len(avail), &ws)
+			want := false
+			if len(avail) > 0 {
+				// The available nodes form a box iff their bounding box
+				// (offsets in the rectangle) has as many nodes.
+				lo, hi := slices.Clone(size), make([]int, len(dims))
+				c := make([]int, len(dims))
+				for _, v := range avail {
+					dec(v, dims, c)
+					for i, d := range dims {
+						o := (c[i] - st[i] + d) % d
+						lo[i], hi[i] = min(lo[i], o), max(hi[i], o)
 					}
 				}
-				box, ok := sel.grid.availableBox(rect, len(avail), &ws)
-				want := false
-				if len(avail) > 0 {
-					// The available nodes form a box iff their bounding box
-					// (offsets in the rectangle) has as many nodes.
-					lo, hi := slices.Clone(size), make([]int, len(dims))
-					c := make([]int, len(dims))
-					for _, v := range avail {
-						dec(v, dims, c)
-						for i, d := range dims {
-							o := (c[i] - st[i] + d) % d
-							lo[i], hi[i] = min(lo[i], o), max(hi[i], o)
-						}
-					}
-					bv := 1
-					for i := range dims {
-						bv *= hi[i] - lo[i] + 1
-					}
-					want = bv == len(avail)
+				bv := 1
+				for i := range dims {
+					bv *= hi[i] - lo[i] + 1
 				}
-				if ok != want {
-					t.Fatalf("%s rect %v: availableBox ok=%v, listing says %v", spec, rect, ok, want)
+				want = bv == len(avail)
+			}
+			if ok != want {
+				t.Fatalf("%s rect %v: availableBox ok=%v, listing says %v", spec, rect, ok, want)
+			}
+			if ok {
+				got := box.Nodes(dims, nil)
+				if !slices.Equal(got, avail) {
+					t.Fatalf("%s rect %v: box %v has nodes %v, available %v", spec, rect, box, got, avail)
 				}
-				if ok {
-					got := box.Nodes(dims, nil)
-					if !slices.Equal(got, avail) {
-						t.Fatalf("%s rect %v: box %v has nodes %v, available %v", spec, rect, box, got, avail)
-					}
-				}
-				return true
-			})
-		}
+			}
+		})
 	}
 }
 
@@ -214,4 +205,23 @@ func stateOf(t testing.TB, spec string) *State {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// eachRect calls f with every rectangle of every shape the selector
+// enumerates and the rectangle's available nodes, in coordinate order.
+func eachRect(sel *Selector, s *State, f func(rect Rect, avail []int)) {
+	dims := s.Dims()
+	for _, size := range sel.shapes {
+		placements(dims, sel.wrap, size, func(st []int) bool {
+			rect := Rect{Start: st, Size: size}
+			var avail []int
+			for _, v := range rect.Nodes(dims, nil) {
+				if s.Available(v) {
+					avail = append(avail, v)
+				}
+			}
+			f(rect, avail)
+			return true
+		})
+	}
 }

@@ -4,19 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/icn-hpc/icn/topology"
 )
 
 // slabState returns a state on spec with 1–2 busy slabs (all nodes with
 // one coordinate of a random dimension) and a fraction p of other nodes
 // busy at random.
 func slabState(t testing.TB, spec string, p float64, r *rand.Rand) *State {
-	g, err := topology.Parse(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := NewState(g)
+	s := stateOf(t, spec)
 	dims := s.Dims()
 	type slab struct{ dim, at int }
 	var slabs []slab
@@ -54,30 +48,19 @@ func TestSplitByWallSound(t *testing.T) {
 		s := slabState(t, spec, 0.1*r.Float64(), r)
 		sel := NewSelector(s)
 		sel.prepare(s)
-		dims := s.Dims()
 		var ws workerScratch
 		var cs connScratch
-		for _, size := range sel.shapes {
-			placements(dims, sel.wrap, size, func(st []int) bool {
-				rect := Rect{Start: st, Size: size}
-				var avail []int
-				for _, v := range rect.Nodes(dims, nil) {
-					if s.Available(v) {
-						avail = append(avail, v)
-					}
+		eachRect(sel, s, func(rect Rect, avail []int) {
+			for m := 1; m <= len(avail); m++ {
+				if !sel.grid.splitByWall(rect, len(avail), m, &ws) {
+					continue
 				}
-				for m := 1; m <= len(avail); m++ {
-					if !sel.grid.splitByWall(rect, len(avail), m, &ws) {
-						continue
-					}
-					fired++
-					if cs.joinsIn(s.Graph(), avail[:m], avail) {
-						t.Fatalf("%s rect %v m=%d: rejected, but the active nodes are joined", spec, rect, m)
-					}
+				fired++
+				if cs.joinsIn(s.Graph(), avail[:m], avail) {
+					t.Fatalf("%s rect %v m=%d: rejected, but the active nodes are joined", spec, rect, m)
 				}
-				return true
-			})
-		}
+			}
+		})
 	}
 	if fired < 1000 {
 		t.Fatalf("the wall test fired only %d times", fired)

@@ -308,9 +308,7 @@ func fields(line string) map[string]string {
 	return m
 }
 
+// sameSet reports whether a and b hold the same names, each as often.
 func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(slices.Compact(a), slices.Compact(b)) && len(a) == len(b)
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
