@@ -664,13 +664,7 @@ func (t *tcpTransport) AtomicNBI(pe int, op AtomicOp, off int, a, b uint64, deli
 		return err
 	}
 	id, _ := pc.newReqDeliver(deliver)
-	var h [30]byte
-	h[0] = opAmo
-	le.PutUint32(h[1:], id)
-	h[5] = byte(op)
-	le.PutUint64(h[6:], uint64(off))
-	le.PutUint64(h[14:], a)
-	le.PutUint64(h[22:], b)
+	h := amoHeader(id, off, op, a, b)
 	if err := pc.enqueue(h[:], nil); err != nil {
 		pc.take(id)
 		return err
@@ -744,13 +738,7 @@ func (t *tcpTransport) Atomic(pe int, op AtomicOp, off int, a, b uint64) (uint64
 		return 0, err
 	}
 	id, req := pc.newReq(nil)
-	var h [30]byte
-	h[0] = opAmo
-	le.PutUint32(h[1:], id)
-	h[5] = byte(op)
-	le.PutUint64(h[6:], uint64(off))
-	le.PutUint64(h[14:], a)
-	le.PutUint64(h[22:], b)
+	h := amoHeader(id, off, op, a, b)
 	if err := pc.enqueue(h[:], nil); err != nil {
 		pc.take(id)
 		return 0, err
@@ -952,4 +940,17 @@ func (t *tcpTransport) RecordAbort(status int, reason string) {
 	defer t.rdvMu.Unlock()
 	t.rdv.SetWriteDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(t.rdv, "abort %d %d %s\n", t.me, status, oneLine(reason))
+}
+
+// amoHeader encodes a remote atomic request: op, offset and operands,
+// answered under request id.
+func amoHeader(id uint32, off int, op AtomicOp, a, b uint64) [30]byte {
+	var h [30]byte
+	h[0] = opAmo
+	le.PutUint32(h[1:], id)
+	h[5] = byte(op)
+	le.PutUint64(h[6:], uint64(off))
+	le.PutUint64(h[14:], a)
+	le.PutUint64(h[22:], b)
+	return h
 }
