@@ -348,64 +348,66 @@ func (p *routeParser) plainString() (string, bool) {
 	return s, true
 }
 
-// ints reads a list of non-negative integers of at most 9 digits.
-func (p *routeParser) ints(out []int) ([]int, bool) {
+// list reads a JSON array whose elements item reads (after white space).
+func (p *routeParser) list(item func() bool) bool {
 	if !p.expect('[') {
-		return nil, false
+		return false
 	}
-	out = out[:0]
 	if p.expect(']') {
-		return out, true
+		return true
 	}
 	for {
 		p.ws()
+		if !item() {
+			return false
+		}
+		if p.expect(']') {
+			return true
+		}
+		if !p.expect(',') {
+			return false
+		}
+	}
+}
+
+// ints reads a list of non-negative integers of at most 9 digits.
+func (p *routeParser) ints(out []int) ([]int, bool) {
+	out = out[:0]
+	ok := p.list(func() bool {
 		j, x := p.i, 0
 		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' && p.i-j < 9 {
 			x = x*10 + int(p.b[p.i]-'0')
 			p.i++
 		}
 		if p.i == j || (p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9') || (p.b[j] == '0' && p.i-j > 1) {
-			return nil, false // empty, too long, or a leading zero
+			return false // empty, too long, or a leading zero
 		}
 		out = append(out, x)
-		if p.expect(']') {
-			return out, true
-		}
-		if !p.expect(',') {
-			return nil, false
-		}
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
+	return out, true
 }
 
 // dirs reads a list of direction strings, interning the usual names.
 func (p *routeParser) dirs(out []string) ([]string, bool) {
-	if !p.expect('[') {
+	out = out[:0]
+	ok := p.list(func() bool {
+		if p.i+4 <= len(p.b) && p.b[p.i] == '"' && p.b[p.i+3] == '"' && dirNames[string(p.b[p.i+1:p.i+3])] != "" {
+			out = append(out, dirNames[string(p.b[p.i+1:p.i+3])])
+			p.i += 4
+			return true
+		}
+		s, ok := p.plainString()
+		out = append(out, s)
+		return ok
+	})
+	if !ok {
 		return nil, false
 	}
-	out = out[:0]
-	if p.expect(']') {
-		return out, true
-	}
-	for {
-		p.ws()
-		var s string
-		if p.i+4 <= len(p.b) && p.b[p.i] == '"' && p.b[p.i+3] == '"' && dirNames[string(p.b[p.i+1:p.i+3])] != "" {
-			s = dirNames[string(p.b[p.i+1:p.i+3])]
-			p.i += 4
-		} else {
-			var ok bool
-			if s, ok = p.plainString(); !ok {
-				return nil, false
-			}
-		}
-		out = append(out, s)
-		if p.expect(']') {
-			return out, true
-		}
-		if !p.expect(',') {
-			return nil, false
-		}
-	}
+	return out, true
 }
 
 // dirNames interns the direction names of JSON routes.
