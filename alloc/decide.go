@@ -720,13 +720,17 @@ func fewestTransit(cands []*Candidate) []*Candidate {
 func (d *decision) chooseFirst(best []*Candidate, res *Result) error {
 	c := best[0]
 	d.materialize(c)
+	res.Chosen, res.Ranked = c, 1
+	if d.req.NoTable {
+		return nil // no tie to break: the table and φ are only reported
+	}
 	fig, err := d.rt.Table(c.Active, c.Transit, "baseline")
 	if err != nil {
 		return err
 	}
 	c.Figures = &fig
 	c.Frag = newLevelCache(d.sel, d.s).after(c)
-	res.Chosen, res.Ranked, res.Tables = c, 1, 1
+	res.Tables = 1
 	return nil
 }
 

@@ -98,34 +98,63 @@ func newGrid(s *State) *grid {
 
 // fill recomputes the prefix sums for the state.
 func (g *grid) fill(s *State) {
-	n := len(g.dims)
-	c := make([]int, n)
-	x := make([]int, n)
-	clear(g.pre)
-	// Raw indicator at index x+1 (prefix arrays are 1-based).
-	total := 1
-	for i := range g.ext {
-		total *= g.ext[i]
+	g.fillIndicator(s)
+	for i := range g.dims {
+		g.prefixAlong(i)
 	}
-	for k := 0; k < total; k++ {
-		rem := k
-		idx := 0
-		for i := 0; i < n; i++ {
-			x[i] = rem % g.ext[i]
-			rem /= g.ext[i]
-			c[i] = x[i] % g.dims[i]
-			idx += (x[i] + 1) * g.stride[i]
-		}
-		if !s.Available(enc(c, g.dims)) {
+}
+
+// fillIndicator writes 1 at the (1-based) prefix index of every unrolled
+// cell whose torus node is unavailable, 0 elsewhere.
+func (g *grid) fillIndicator(s *State) {
+	n := len(g.dims)
+	clear(g.pre)
+	x := make([]int, n) // unrolled coordinates
+	c := make([]int, n) // torus coordinates (x mod dims)
+	idx, node := 0, 0   // prefix index of x+1, torus node of c
+	nodeStride := make([]int, n)
+	for i, p := 0, 1; i < n; i++ {
+		idx += g.stride[i]
+		nodeStride[i] = p
+		p *= g.dims[i]
+	}
+	for {
+		if !s.Available(node) {
 			g.pre[idx] = 1
 		}
+		i := 0
+		for ; i < n; i++ {
+			x[i]++
+			idx += g.stride[i]
+			c[i]++
+			node += nodeStride[i]
+			if c[i] == g.dims[i] {
+				c[i] = 0
+				node -= g.dims[i] * nodeStride[i]
+			}
+			if x[i] < g.ext[i] {
+				break
+			}
+			idx -= g.ext[i] * g.stride[i]
+			node -= c[i] * nodeStride[i]
+			x[i], c[i] = 0, 0
+		}
+		if i == n {
+			return
+		}
 	}
-	// Prefix sums dimension by dimension.
-	for i := 0; i < n; i++ {
-		st := g.stride[i]
-		for idx := range g.pre {
-			if (idx/st)%(g.ext[i]+1) > 0 {
-				g.pre[idx] += g.pre[idx-st]
+}
+
+// prefixAlong turns the array into prefix sums along dimension i: runs of
+// stride cells are added to the next run, within each block of ext+1 runs.
+func (g *grid) prefixAlong(i int) {
+	st := g.stride[i]
+	block := st * (g.ext[i] + 1)
+	for base := 0; base < len(g.pre); base += block {
+		for off := base + st; off < base+block; off += st {
+			dst, src := g.pre[off:off+st], g.pre[off-st:off]
+			for k := range dst {
+				dst[k] += src[k]
 			}
 		}
 	}

@@ -48,6 +48,7 @@ func BenchmarkReplay(b *testing.B) {
 		{"3170load/improved/w8-easy", "torus:4x6x10", alloc.Improved, ease, trace3170Load, transitEqual},
 		{"3170load/baseline/w1", "torus:4x6x10", alloc.Baseline, Policy{Window: 1}, trace3170Load, transitEqual},
 		{"100kon1024/torus-improved/fcfs", "torus:8x8x4x4", alloc.Improved, Policy{Window: 1}, stream100k, transitQuarter},
+		{"100kon1024/torus-baseline/fcfs", "torus:8x8x4x4", alloc.Baseline, Policy{Window: 1}, stream100k, transitQuarter},
 		{"100kon1024/flat/easy", "flat", "", ease, stream100k, nil},
 		{"100kon1024/fattree:k=32,n=2/easy", "fattree:k=32,n=2", "", ease, stream100k, nil},
 	} {

@@ -177,13 +177,24 @@ func (s *simulation) everPlaceable(j Job) (bool, error) {
 	if ok, seen := s.everOK[j.Nodes]; seen {
 		return ok, nil
 	}
-	p, ok, err := s.empty.Place(j, nil)
+	ok, seconds, err := placeableNow(s.empty, j)
 	if err != nil {
 		return false, err
 	}
-	s.rep.AllocSeconds += p.Seconds
+	s.rep.AllocSeconds += seconds
 	s.everOK[j.Nodes] = ok
 	return ok, nil
+}
+
+// placeableNow reports whether j has a placement on m as it is: by the
+// machine's cheaper existence test when it has one (node selection that
+// stops at the first reachable set), else by choosing a placement.
+func placeableNow(m Machine, j Job) (bool, float64, error) {
+	if f, ok := m.(fitter); ok {
+		return f.Fits(j)
+	}
+	p, ok, err := m.Place(j, nil)
+	return ok, p.Seconds, err
 }
 
 // schedulePass starts jobs until the policy allows no more.
@@ -354,14 +365,7 @@ func (s *simulation) placeAfter(gone []running) (Placement, bool, error) {
 // fitsAfter reports whether placeAfter would place the head job, asking
 // the machine only that when it can.
 func (s *simulation) fitsAfter(gone []running) (bool, error) {
-	c := s.machineAfter(gone)
-	f, ok := c.(fitter)
-	if !ok {
-		p, ok, err := c.Place(s.jobs[s.queue[0]], nil)
-		s.rep.AllocSeconds += p.Seconds
-		return ok, err
-	}
-	ok, secs, err := f.Fits(s.jobs[s.queue[0]])
+	ok, secs, err := placeableNow(s.machineAfter(gone), s.jobs[s.queue[0]])
 	s.rep.AllocSeconds += secs
 	return ok, err
 }
