@@ -140,7 +140,9 @@ type scratch struct {
 	isAct     []uint32
 	// per RG vertex (reachability)
 	mask []uint64
-	next []int32 // set nodes (reachability)
+	// live[q]: the set nodes whose mask in state q is not zero, in the
+	// order they got their first bit (reachability)
+	live [][]int32
 	// single-pair searches (pairReach): per RG vertex, == seenEpoch
 	// when visited
 	seen      []uint32
@@ -304,26 +306,33 @@ func (r *Router) Check(active, transit []int) (ok bool, bad [2]int, err error) {
 // taken in topological order: each state's masks are first closed along
 // its self-loop direction (walks along the rings), then pushed over the
 // other transitions; every vertex is handled a bounded number of times.
+// Each state visits only the nodes its masks reached (s.live), not the
+// whole set: the closures and pushes are unions, so the masks are the
+// same whatever the order.
 func (r *Router) reachSet(s *scratch) (bool, [2]int) {
 	act := s.act
-	set := append(s.next[:0], act...)
-	set = append(set, s.trans...)
-	s.next = set[:0]
 	S := int32(r.a.nstates)
+	if len(s.live) < int(S) {
+		s.live = make([][]int32, S)
+	}
+	begin := int32(r.a.begin)
 	for b0 := 0; b0 < len(act); b0 += 64 {
 		b1 := min(b0+64, len(act))
 		for i := b0; i < b1; i++ {
-			s.mask[act[i]*S+int32(r.a.begin)] |= 1 << uint(i-b0)
+			r.orMask(s, act[i], begin, 1<<uint(i-b0))
 		}
 		for _, q := range r.a.topo {
 			if sd := r.a.self[q]; sd >= 0 {
-				r.closeSelfLoop(s, set, q, sd)
+				r.closeSelfLoop(s, q, sd)
 			}
-			r.pushTransitions(s, set, q)
+			r.pushTransitions(s, q)
 		}
 		missSrc, missDst := r.firstMiss(s, b0, b1)
-		for _, v := range set {
-			clear(s.mask[v*S : (v+1)*S])
+		for q, list := range s.live[:S] {
+			for _, v := range list {
+				s.mask[v*S+int32(q)] = 0
+			}
+			s.live[q] = list[:0]
 		}
 		if missSrc >= 0 {
 			return false, [2]int{int(act[missSrc]), int(act[missDst])}
@@ -332,24 +341,38 @@ func (r *Router) reachSet(s *scratch) (bool, [2]int) {
 	return true, [2]int{-1, -1}
 }
 
+// orMask adds bits m to the mask of vertex (v, q), listing v in
+// s.live[q] when the mask was empty.
+func (r *Router) orMask(s *scratch, v, q int32, m uint64) {
+	y := v*int32(r.a.nstates) + q
+	if s.mask[y] == 0 {
+		s.live[q] = append(s.live[q], v)
+	}
+	s.mask[y] |= m
+}
+
 // closeSelfLoop closes the masks of state q along its self-loop direction
 // sd: each source set walks on along the ring while the channels are open
-// and it adds new sources.
-func (r *Router) closeSelfLoop(s *scratch, set []int32, q int32, sd int8) {
+// and it adds new sources. Nodes a walk reaches first are appended to the
+// list being walked and need no walk of their own.
+func (r *Router) closeSelfLoop(s *scratch, q int32, sd int8) {
 	S := int32(r.a.nstates)
 	t := r.t
 	bit := uint16(1) << sd
-	for _, v := range set {
+	starts := len(s.live[q])
+	for k := 0; k < starts; k++ {
+		v := s.live[q][k]
 		carry := s.mask[v*S+q]
-		if carry == 0 {
-			continue
-		}
 		for u := v; s.open[u]&bit != 0; {
 			u = t.nb[int(u)*t.nd+int(sd)]
 			y := u*S + q
-			nm := s.mask[y] | carry
-			if nm == s.mask[y] {
+			old := s.mask[y]
+			nm := old | carry
+			if nm == old {
 				break
+			}
+			if old == 0 {
+				s.live[q] = append(s.live[q], u)
 			}
 			s.mask[y], carry = nm, nm
 		}
@@ -358,25 +381,22 @@ func (r *Router) closeSelfLoop(s *scratch, set []int32, q int32, sd int8) {
 
 // pushTransitions pushes the masks of state q over its other transitions
 // to the neighbours' successor states.
-func (r *Router) pushTransitions(s *scratch, set []int32, q int32) {
+func (r *Router) pushTransitions(s *scratch, q int32) {
 	moves := r.moves[r.moveStart[q]:r.moveStart[q+1]]
 	if len(moves) == 0 {
 		return
 	}
 	S := int32(r.a.nstates)
 	t := r.t
-	for _, v := range set {
+	for _, v := range s.live[q] {
 		m := s.mask[v*S+q]
-		if m == 0 {
-			continue
-		}
 		base := int(v) * t.nd
 		open := s.open[v]
 		for _, mv := range moves {
 			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
 				continue
 			}
-			s.mask[t.nb[base+int(mv.dir)]*S+mv.to] |= m
+			r.orMask(s, t.nb[base+int(mv.dir)], mv.to, m)
 		}
 	}
 }
