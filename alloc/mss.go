@@ -167,6 +167,8 @@ func (g *grid) unavailable(start, size []int) int {
 	switch {
 	case n == 3:
 		return g.unavailable3(start, size)
+	case n == 4:
+		return g.unavailable4(start, size)
 	case n > 16:
 		return g.unavailableSlow(start, size)
 	}
@@ -200,11 +202,24 @@ func (g *grid) unavailable(start, size []int) int {
 func (g *grid) unavailable3(start, size []int) int {
 	s0, s1, s2 := g.stride[0], g.stride[1], g.stride[2]
 	b := start[0]*s0 + start[1]*s1 + start[2]*s2
+	return int(g.corners3(b, size[0]*s0, size[1]*s1, size[2]*s2))
+}
+
+// unavailable4 is unavailable for four dimensions: the difference of the
+// three-dimensional sums at the far and the near end of the fourth.
+func (g *grid) unavailable4(start, size []int) int {
+	s0, s1, s2, s3 := g.stride[0], g.stride[1], g.stride[2], g.stride[3]
+	b := start[0]*s0 + start[1]*s1 + start[2]*s2 + start[3]*s3
 	f0, f1, f2 := size[0]*s0, size[1]*s1, size[2]*s2
+	return int(g.corners3(b+size[3]*s3, f0, f1, f2) - g.corners3(b, f0, f1, f2))
+}
+
+// corners3 is the inclusion–exclusion sum of the eight prefix entries at
+// base b and offsets f0, f1, f2.
+func (g *grid) corners3(b, f0, f1, f2 int) int32 {
 	p := g.pre
-	sum := p[b+f0+f1+f2] - p[b+f1+f2] - p[b+f0+f2] - p[b+f0+f1] +
+	return p[b+f0+f1+f2] - p[b+f1+f2] - p[b+f0+f2] - p[b+f0+f1] +
 		p[b+f0] + p[b+f1] + p[b+f2] - p[b]
-	return int(sum)
 }
 
 // unavailableSlow is unavailable for any number of dimensions.

@@ -154,8 +154,8 @@ func TestGridCountsUnavailable(t *testing.T) {
 						want++
 					}
 				}
-				if got := g.unavailableSlow(st, size); got != want {
-					t.Fatalf("%s %v+%v: grid counts %d unavailable, the nodes %d", spec, st, size, got, want)
+				if got, slow := g.unavailable(st, size), g.unavailableSlow(st, size); got != want || slow != want {
+					t.Fatalf("%s %v+%v: grid counts %d (general sum %d) unavailable, the nodes %d", spec, st, size, got, slow, want)
 				}
 				return true
 			})
