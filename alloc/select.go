@@ -102,10 +102,19 @@ type Candidate struct {
 	// translation invariant and the set comes from a placement with
 	// unavailable nodes ("" otherwise).
 	shape string
-	order int
-	// lazy describes a block's set whose node lists are not built yet;
-	// nTransit is the number of transit nodes either way.
+	// named: iso and shape are set (decision.nameClasses names them
+	// from blockSize, pattern and keep only for the candidates that are
+	// ranked).
+	named     bool
+	blockSize []int  // placement.blockSize
+	pattern   string // placement.pattern
+	keep      []int  // transit indices kept by reduce (nil: all)
+	order     int
+	// lazy describes a block's set whose node lists are not built yet
+	// (it points to block); nTransit is the number of transit nodes
+	// either way.
 	lazy     *blockSet
+	block    blockSet
 	nTransit int
 }
 
@@ -147,6 +156,8 @@ type Selector struct {
 	retry     retryMemo
 	// reductions keeps block reductions across decisions
 	reductions reductionMemo
+	// arenas hold the candidates of the current decision, per worker.
+	arenas []candArena
 }
 
 // NewSelector prepares a selector for the state's torus.
