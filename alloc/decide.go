@@ -651,6 +651,7 @@ func (d *decision) isoName(c *Candidate) string {
 func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, error) {
 	var cands []*Candidate
 	seen := map[string]bool{}
+	ks := &d.sel.keys
 	minT := int(d.bestT.Load())
 	for _, r := range results {
 		if r.err != nil {
@@ -661,11 +662,11 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, err
 			if d.req.Algo == Improved && c.nTransit > minT {
 				continue
 			}
-			key := d.setKey(c)
-			if seen[key] {
+			ks.buf = d.appendSetKey(ks.buf[:0], c, &ks.keyScratch)
+			if seen[string(ks.buf)] {
 				continue
 			}
-			seen[key] = true
+			seen[string(ks.buf)] = true
 			c.order = len(cands)
 			cands = append(cands, c)
 		}
@@ -714,12 +715,13 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	return figs, len(build), nil
 }
 
-// setKey names a candidate's node set with its split (see canonicalKey).
-func (d *decision) setKey(c *Candidate) string {
+// appendSetKey appends the name of a candidate's node set with its split
+// (see canonicalKey) to b.
+func (d *decision) appendSetKey(b []byte, c *Candidate, ks *keyScratch) []byte {
 	if c.lazy != nil {
-		return c.lazy.key(d.sel.dims)
+		return c.lazy.appendKey(b, d.sel.dims, ks)
 	}
-	return canonicalKey(d.sel.dims, c.Active, c.Transit)
+	return appendCanonicalKey(b, d.sel.dims, c.Active, c.Transit, ks)
 }
 
 // materialize lists a candidate's nodes if they are not listed yet.
@@ -776,8 +778,11 @@ func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
 	var top atomic.Int64
 	kept := make([]bool, len(best))
 	done := make([]bool, len(best))
-	eval := func(i int) {
-		f, ok := levels.afterAtLeast(best[i], top.Load())
+	if len(d.sel.taken) < len(d.work) {
+		d.sel.taken = make([]takenSet, len(d.work))
+	}
+	eval := func(w, i int) {
+		f, ok := levels.afterAtLeast(best[i], top.Load(), &d.sel.taken[w])
 		done[i] = true
 		if !ok {
 			return
@@ -787,17 +792,17 @@ func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
 		}
 	}
 	var seeds []int
-	sizes := map[string]bool{}
+	sizes := map[*int]bool{} // candidates' sizes are the selector's shapes
 	for i, c := range best {
-		if k := sizeKey("", c.Rect.Size); !sizes[k] {
+		if k := &c.Rect.Size[0]; !sizes[k] {
 			sizes[k] = true
 			seeds = append(seeds, i)
 		}
 	}
-	par.For(len(seeds), d.sel.Workers, func(_, k int) { eval(seeds[k]) })
-	par.For(len(best), d.sel.Workers, func(_, i int) {
+	par.For(len(seeds), d.sel.Workers, func(w, k int) { eval(w, seeds[k]) })
+	par.For(len(best), d.sel.Workers, func(w, i int) {
 		if !done[i] {
-			eval(i)
+			eval(w, i)
 		}
 	})
 	maxPhi := top.Load()
