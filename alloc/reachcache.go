@@ -111,21 +111,22 @@ func comparableRouter(rt Router) bool {
 
 // reachable answers whether the set list returns is reachable: from the
 // cache when one of its keys (each naming the set exactly) is there, else
-// by ask (the router's answer); the answer is then kept under every key.
+// by ask (the router's answer). The keys are tried in order, and the
+// answer is then kept under those tried before the one found (every key
+// on a miss).
 func (c *reachCache) reachable(ask func(active, transit []int) (bool, error), list func() (active, transit []int), keys ...[]byte) (bool, error) {
 	var hashes [4]uint64
 	hs := hashes[:0]
 	for _, k := range keys {
 		hs = append(hs, maphash.Bytes(keySeed, k))
 	}
-	ok, hit, missing := false, false, false
+	ok, hit, at := false, false, len(keys)
 	c.mu.RLock()
 	for i, k := range keys {
-		a, in := c.lookup(hs[i], k)
-		if in && !hit {
-			ok, hit = a, true
+		if ok, hit = c.lookup(hs[i], k); hit {
+			at = i
+			break
 		}
-		missing = missing || !in
 	}
 	c.mu.RUnlock()
 	if !hit {
@@ -134,11 +135,11 @@ func (c *reachCache) reachable(ask func(active, transit []int) (bool, error), li
 			return false, err
 		}
 	}
-	if !missing {
+	if at == 0 {
 		return ok, nil
 	}
 	c.mu.Lock()
-	for i, k := range keys {
+	for i, k := range keys[:at] {
 		c.store(hs[i], k, ok)
 	}
 	c.mu.Unlock()
