@@ -98,65 +98,34 @@ func newGrid(s *State) *grid {
 
 // fill recomputes the prefix sums for the state.
 func (g *grid) fill(s *State) {
-	clear(g.pre)
-	g.fillIndicators(s)
-	g.prefixSums()
-}
-
-// fillIndicators sets the raw indicator of each unavailable node at its
-// unrolled positions x+1 (prefix arrays are 1-based), walking the
-// unrolled array row by row (X fastest).
-func (g *grid) fillIndicators(s *State) {
 	n := len(g.dims)
-	var xa [16]int
-	x := xa[:]
-	if n > len(xa) {
-		x = make([]int, n)
+	c := make([]int, n)
+	x := make([]int, n)
+	clear(g.pre)
+	// Raw indicator at index x+1 (prefix arrays are 1-based).
+	total := 1
+	for i := range g.ext {
+		total *= g.ext[i]
 	}
-	x = x[:n]
-	for {
-		// The row's node id and prefix index without dimension 0.
-		node, idx, nodeStride := 0, 0, g.dims[0]
-		for i := 1; i < n; i++ {
-			node += x[i] % g.dims[i] * nodeStride
+	for k := 0; k < total; k++ {
+		rem := k
+		idx := 0
+		for i := 0; i < n; i++ {
+			x[i] = rem % g.ext[i]
+			rem /= g.ext[i]
+			c[i] = x[i] % g.dims[i]
 			idx += (x[i] + 1) * g.stride[i]
-			nodeStride *= g.dims[i]
 		}
-		d0 := g.dims[0]
-		for x0 := 0; x0 < g.ext[0]; x0++ {
-			c := x0
-			if c >= d0 {
-				c -= d0
-			}
-			if !s.Available(node + c) {
-				g.pre[idx+x0+1] = 1
-			}
-		}
-		i := 1
-		for ; i < n; i++ {
-			if x[i]++; x[i] < g.ext[i] {
-				break
-			}
-			x[i] = 0
-		}
-		if i >= n {
-			return
+		if !s.Available(enc(c, g.dims)) {
+			g.pre[idx] = 1
 		}
 	}
-}
-
-// prefixSums turns the indicators into prefix sums, dimension by
-// dimension (index 0 of each dimension stays 0).
-func (g *grid) prefixSums() {
-	pre := g.pre
-	for i := range g.dims {
+	// Prefix sums dimension by dimension.
+	for i := 0; i < n; i++ {
 		st := g.stride[i]
-		span := st * (g.ext[i] + 1)
-		for base := 0; base < len(pre); base += span {
-			for row := base + st; row < base+span; row += st {
-				for j := row; j < row+st; j++ {
-					pre[j] += pre[j-st]
-				}
+		for idx := range g.pre {
+			if (idx/st)%(g.ext[i]+1) > 0 {
+				g.pre[idx] += g.pre[idx-st]
 			}
 		}
 	}
