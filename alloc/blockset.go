@@ -31,13 +31,13 @@ func (b *blockSet) nodes(dims []int) (active, transit []int) {
 	return active, transit
 }
 
-// boxes returns disjoint boxes (offsets from the block's start) covering
-// the block's first m nodes: whole layers of the highest dimension that
+// forBoxes calls f with disjoint boxes covering the block's first m
+// nodes (offsets from the block's start and sizes, written into off and
+// size, len(b.size) long): whole layers of the highest dimension that
 // has some, then recursively the rest of the next layer.
-func (b *blockSet) boxes() [][2][]int {
+func (b *blockSet) forBoxes(off, size []int, f func(off, size []int)) {
 	n := len(b.size)
-	var out [][2][]int
-	off := make([]int, n)
+	clear(off)
 	t := b.m
 	for j := n - 1; j >= 0 && t > 0; j-- {
 		layer := 1 // nodes in one layer of dimension j
@@ -45,40 +45,44 @@ func (b *blockSet) boxes() [][2][]int {
 			layer *= p
 		}
 		if q := t / layer; q > 0 {
-			size := make([]int, n)
 			copy(size, b.size[:j])
 			size[j] = q
 			for i := j + 1; i < n; i++ {
 				size[i] = 1
 			}
-			out = append(out, [2][]int{slices.Clone(off), size})
+			f(off, size)
 			off[j] += q
 			t -= q * layer
 		}
 	}
-	return out
 }
 
-// transitOffsets returns the kept transit nodes as offsets from the
-// block's start, in block order.
-func (b *blockSet) transitOffsets() [][]int {
-	n := len(b.size)
-	total := vol(b.size) - b.m
-	var idx []int
+// forTransit calls f with each kept transit node's offsets from the
+// block's start (written into o, len(b.size) long), in block order.
+func (b *blockSet) forTransit(o []int, f func(o []int)) {
 	if b.keep == nil {
-		for j := 0; j < total; j++ {
-			idx = append(idx, j)
+		for j := b.m; j < vol(b.size); j++ {
+			dec(j, b.size, o)
+			f(o)
 		}
-	} else {
-		idx = b.keep
+		return
 	}
-	out := make([][]int, len(idx))
-	for k, j := range idx {
-		o := make([]int, n)
+	for _, j := range b.keep {
 		dec(b.m+j, b.size, o)
-		out[k] = o
+		f(o)
 	}
-	return out
+}
+
+// keyScratch is reusable space for building set names.
+type keyScratch struct {
+	corner, ext, c, offs, rel []int
+	seen                      []bool
+}
+
+// ints returns *buf resized to n zeros.
+func (ks *keyScratch) ints(buf *[]int, n int) []int {
+	*buf = append((*buf)[:0], make([]int, n)...)
+	return *buf
 }
 
 // canonicalKey names a node set with its split: sets whose active nodes
@@ -90,23 +94,31 @@ func (b *blockSet) transitOffsets() [][]int {
 // placements, that give the same set get the same name. Other sets are
 // named by their sorted node ids.
 func canonicalKey(dims []int, active, transit []int) string {
-	if corner, ext, ok := prefixShape(dims, active); ok {
-		return prefixKey(dims, corner, ext, len(active), transit, nil)
+	return string(appendCanonicalKey(nil, dims, active, transit, &keyScratch{}))
+}
+
+// appendCanonicalKey appends canonicalKey's name to b.
+func appendCanonicalKey(b []byte, dims []int, active, transit []int, ks *keyScratch) []byte {
+	if corner, ext, ok := prefixShape(dims, active, ks); ok {
+		ks.rel = ks.rel[:0]
+		return appendPrefixKey(b, dims, corner, ext, len(active), transit, ks)
 	}
-	return "S" + setID(active, transit)
+	return appendSetID(append(b, 'S'), active, transit, &ks.rel)
 }
 
 // prefixShape reports whether active is the first len(active) nodes
 // (X fastest) of a box, and returns the box's corner and the extents of
-// the dimensions below the highest one the nodes span. The corner is
-// where each dimension's projection (a cyclic interval) starts, or 0 where
-// it covers the whole ring (blockSet.key agrees).
-func prefixShape(dims []int, active []int) (corner, ext []int, ok bool) {
+// the dimensions below the highest one the nodes span (both in ks's
+// space). The corner is where each dimension's projection (a cyclic
+// interval) starts, or 0 where it covers the whole ring (blockSet.key
+// agrees).
+func prefixShape(dims []int, active []int, ks *keyScratch) (corner, ext []int, ok bool) {
 	n := len(dims)
-	corner = make([]int, n)
-	c := make([]int, n)
+	corner = ks.ints(&ks.corner, n)
+	c := ks.ints(&ks.c, n)
 	for i, d := range dims {
-		seen := make([]bool, d)
+		ks.seen = append(ks.seen[:0], make([]bool, d)...)
+		seen := ks.seen
 		for _, v := range active {
 			dec(v, dims, c)
 			seen[c[i]] = true
@@ -128,8 +140,8 @@ func prefixShape(dims []int, active []int) (corner, ext []int, ok bool) {
 			return nil, nil, false // not an interval
 		}
 	}
-	e := make([]int, n)
-	offs := make([]int, 0, n*len(active))
+	e := ks.ints(&ks.ext, n)
+	offs := ks.offs[:0]
 	for _, v := range active {
 		dec(v, dims, c)
 		for i, d := range dims {
@@ -138,6 +150,7 @@ func prefixShape(dims []int, active []int) (corner, ext []int, ok bool) {
 			offs = append(offs, o)
 		}
 	}
+	ks.offs = offs
 	k := -1 // highest dimension spanned
 	for i := n - 1; i >= 0; i-- {
 		if e[i] > 1 {
@@ -146,7 +159,12 @@ func prefixShape(dims []int, active []int) (corner, ext []int, ok bool) {
 		}
 	}
 	ext = e[:max(k, 0)]
-	m := len(active)
+	return corner, ext, prefixIndicesBelow(offs, ext, k, n, len(active))
+}
+
+// prefixIndicesBelow reports whether every node (offsets offs, n per node)
+// has an index below m in the box of extents ext (dimensions 0..k).
+func prefixIndicesBelow(offs, ext []int, k, n, m int) bool {
 	for j := 0; j < len(offs); j += n {
 		idx := 0
 		for i := max(k, 0); i >= 0; i-- {
@@ -157,16 +175,17 @@ func prefixShape(dims []int, active []int) (corner, ext []int, ok bool) {
 			idx = idx*w + offs[j+i]
 		}
 		if idx >= m {
-			return nil, nil, false
+			return false
 		}
 	}
-	return corner, ext, true
+	return true
 }
 
-// prefixKey builds canonicalKey's name; transit is given either as node
-// ids or as offsets from the corner (tOffs).
-func prefixKey(dims, corner, ext []int, m int, transit []int, tOffs [][]int) string {
-	b := []byte{'K'}
+// appendPrefixKey appends canonicalKey's name of a prefix set to b; the
+// transit nodes are ks.rel (offsets from the corner, encoded in dims'
+// radix) and the node ids transit.
+func appendPrefixKey(b []byte, dims, corner, ext []int, m int, transit []int, ks *keyScratch) []byte {
+	b = append(b, 'K')
 	for _, x := range corner {
 		b = binary.AppendUvarint(b, uint64(x))
 	}
@@ -175,9 +194,8 @@ func prefixKey(dims, corner, ext []int, m int, transit []int, tOffs [][]int) str
 		b = binary.AppendUvarint(b, uint64(x))
 	}
 	b = binary.AppendUvarint(b, uint64(m))
-	n := len(dims)
-	rel := make([]int, 0, len(transit)+len(tOffs))
-	c := make([]int, n)
+	rel := ks.rel
+	c := ks.ints(&ks.c, len(dims))
 	for _, v := range transit {
 		dec(v, dims, c)
 		for i, d := range dims {
@@ -185,18 +203,21 @@ func prefixKey(dims, corner, ext []int, m int, transit []int, tOffs [][]int) str
 		}
 		rel = append(rel, enc(c, dims))
 	}
-	for _, o := range tOffs {
-		rel = append(rel, enc(o, dims))
-	}
+	ks.rel = rel
 	slices.Sort(rel)
 	for _, x := range rel {
 		b = binary.AppendUvarint(b, uint64(x))
 	}
-	return string(b)
+	return b
 }
 
 // key is canonicalKey for a block's set.
 func (b *blockSet) key(dims []int) string {
+	return string(b.appendKey(nil, dims, &keyScratch{}))
+}
+
+// appendKey appends key's name to buf.
+func (b *blockSet) appendKey(buf []byte, dims []int, ks *keyScratch) []byte {
 	// The first m nodes span dimensions 0..k, k the first with
 	// size[0]·…·size[k] ≥ m.
 	k, prefix := 0, 1
@@ -212,7 +233,10 @@ func (b *blockSet) key(dims []int) string {
 	}
 	// A dimension the active nodes cover whole is one the block takes
 	// whole, so it starts at 0, as prefixShape takes it.
-	return prefixKey(dims, b.start, ext, b.m, nil, b.transitOffsets())
+	rel := ks.rel[:0]
+	b.forTransit(ks.ints(&ks.offs, len(dims)), func(o []int) { rel = append(rel, enc(o, dims)) })
+	ks.rel = rel
+	return appendPrefixKey(buf, dims, b.start, ext, b.m, nil, ks)
 }
 
 // nodeCount returns the number of nodes the candidate takes.

@@ -20,7 +20,14 @@ import (
 func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 	start := time.Now()
 	res := &Result{Request: req}
-	defer func() { res.Seconds = time.Since(start).Seconds() }()
+	defer func() {
+		if res.Chosen != nil {
+			// The candidates live in the selector's arenas until the
+			// next decision.
+			res.Chosen = detach(res.Chosen)
+		}
+		res.Seconds = time.Since(start).Seconds()
+	}()
 	req, err := checkRequest(req)
 	if err != nil {
 		return nil, err
@@ -193,6 +200,12 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 		d.boxes = br.BoxesReachable()
 	}
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
+	if len(sel.arenas) < len(d.work) {
+		sel.arenas = make([]candArena, len(d.work))
+	}
+	for i := range sel.arenas {
+		sel.arenas[i].reset()
+	}
 	if len(sel.hints) < len(d.work) {
 		sel.hints = make([]pairHints, len(d.work))
 	}
@@ -314,7 +327,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 		return true
 	}
 	d.lowerBest(kept)
-	out.cands = append(out.cands, d.newCandidate(p, keep))
+	out.cands = append(out.cands, d.newCandidate(w, p, keep))
 	return true
 }
 
@@ -550,23 +563,23 @@ func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 	return keep, true, nil
 }
 
-// newCandidate records a reachable set and names its translation class
-// when it has one (sets from blocks of one size, reduced the same way,
-// are translations of each other and have isomorphic routing tables).
-// With a translation-invariant router, sets with the same pattern of
-// unavailable nodes and the same kept transit nodes are translations too:
-// they share their routing-table figures.
-func (d *decision) newCandidate(p placement, keep []int) *Candidate {
-	size := p.rect.Size
-	c := &Candidate{Rect: Rect{Start: slices.Clone(p.rect.Start), Size: slices.Clone(size)},
-		Holes: p.holes, nTransit: p.nTransit}
+// newCandidate records a reachable set in worker w's arena, with what
+// names its translation class (see nameClasses).
+func (d *decision) newCandidate(w int, p placement, keep []int) *Candidate {
+	a := &d.sel.arenas[w]
+	c := a.candidate()
+	// Sizes are the selector's shapes, never changed; detach copies the
+	// chosen candidate's.
+	c.Rect = Rect{Start: a.clone(p.rect.Start), Size: p.rect.Size}
+	c.Holes, c.nTransit = p.holes, p.nTransit
+	c.blockSize, c.pattern, c.keep = p.blockSize, p.pattern, keep
 	switch {
 	case p.all == nil:
-		b := Rect{Start: c.Rect.Start, Size: c.Rect.Size}
+		c.block = blockSet{start: c.Rect.Start, size: c.Rect.Size, m: d.m, keep: keep}
 		if p.box.Size != nil {
-			b = Rect{Start: slices.Clone(p.box.Start), Size: p.box.Size}
+			c.block.start, c.block.size = a.clone(p.box.Start), p.box.Size
 		}
-		c.lazy = &blockSet{start: b.Start, size: b.Size, m: d.m, keep: keep}
+		c.lazy = &c.block
 	case keep == nil:
 		c.Active, c.Transit = slices.Clone(p.active), slices.Clone(p.transit)
 	default:
@@ -578,42 +591,58 @@ func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 	if keep != nil {
 		c.nTransit = len(keep)
 	}
+	return c
+}
+
+// nameClasses sets the candidate's shape and iso (once). Sets from blocks
+// of one size, reduced the same way, are translations of each other and
+// have isomorphic routing tables. With a translation-invariant router,
+// sets with the same pattern of unavailable nodes and the same kept
+// transit nodes are translations too: they share their routing-table
+// figures.
+func (d *decision) nameClasses(c *Candidate) {
+	if c.named {
+		return
+	}
+	c.named = true
 	var b []byte
 	switch {
-	case d.invariant && p.blockSize != nil:
-		b = []byte(sizeKey("B", p.blockSize))
-	case p.pattern != "":
-		b = []byte("P" + p.pattern)
+	case d.invariant && c.blockSize != nil:
+		b = []byte(sizeKey("B", c.blockSize))
+	case c.pattern != "":
+		b = []byte("P" + c.pattern)
 	}
 	if b != nil {
 		b = append(b, 0xff) // no uvarint starts with 0xff after a full one
-		b = binary.AppendUvarint(b, uint64(len(keep)))
-		if keep == nil {
+		b = binary.AppendUvarint(b, uint64(len(c.keep)))
+		if c.keep == nil {
 			b = append(b, 0xff)
 		}
-		for _, x := range keep {
+		for _, x := range c.keep {
 			b = binary.AppendUvarint(b, uint64(x))
 		}
 		c.shape = string(b)
 	}
-	// A placement whose available nodes form a box without a failed link
-	// inside is the block of that box: same class as the block.
-	bs := p.blockSize
-	if !d.shareBlocks {
-		bs = nil
-	}
+	c.iso = d.isoName(c)
+}
+
+// isoName names the class of a candidate whose available nodes form a
+// box without a failed link inside: it is the block of that box, in the
+// block's class ("" when blocks do not share their figures).
+func (d *decision) isoName(c *Candidate) string {
+	bs := c.blockSize
 	switch {
-	case bs == nil:
-	case keep == nil:
-		c.iso = sizeKey("r", bs)
+	case bs == nil || !d.shareBlocks:
+		return ""
+	case c.keep == nil:
+		return sizeKey("r", bs)
 	case c.nTransit > 0:
-		c.iso = sizeKey("g", bs)
+		return sizeKey("g", bs)
 	case leadingBlock(bs, d.m) != nil:
-		c.iso = sizeKey("r", leadingBlock(bs, d.m))
+		return sizeKey("r", leadingBlock(bs, d.m))
 	default:
-		c.iso = sizeKey("a", bs)
+		return sizeKey("a", bs)
 	}
-	return c
 }
 
 // collect merges the sizes' candidates in size order, drops those beaten
@@ -622,6 +651,7 @@ func (d *decision) newCandidate(p placement, keep []int) *Candidate {
 func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, error) {
 	var cands []*Candidate
 	seen := map[string]bool{}
+	ks := &d.sel.keys
 	minT := int(d.bestT.Load())
 	for _, r := range results {
 		if r.err != nil {
@@ -632,11 +662,11 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, err
 			if d.req.Algo == Improved && c.nTransit > minT {
 				continue
 			}
-			key := d.setKey(c)
-			if seen[key] {
+			ks.buf = d.appendSetKey(ks.buf[:0], c, &ks.keyScratch)
+			if seen[string(ks.buf)] {
 				continue
 			}
-			seen[key] = true
+			seen[string(ks.buf)] = true
 			c.order = len(cands)
 			cands = append(cands, c)
 		}
@@ -653,6 +683,7 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	var build []int
 	for i, c := range reps {
 		first[i] = i
+		d.nameClasses(c)
 		if c.shape != "" {
 			if j, ok := byShape[c.shape]; ok {
 				first[i] = j
@@ -684,12 +715,13 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	return figs, len(build), nil
 }
 
-// setKey names a candidate's node set with its split (see canonicalKey).
-func (d *decision) setKey(c *Candidate) string {
+// appendSetKey appends the name of a candidate's node set with its split
+// (see canonicalKey) to b.
+func (d *decision) appendSetKey(b []byte, c *Candidate, ks *keyScratch) []byte {
 	if c.lazy != nil {
-		return c.lazy.key(d.sel.dims)
+		return c.lazy.appendKey(b, d.sel.dims, ks)
 	}
-	return canonicalKey(d.sel.dims, c.Active, c.Transit)
+	return appendCanonicalKey(b, d.sel.dims, c.Active, c.Transit, ks)
 }
 
 // materialize lists a candidate's nodes if they are not listed yet.
@@ -750,8 +782,11 @@ func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
 	var top atomic.Int64
 	kept := make([]bool, len(best))
 	done := make([]bool, len(best))
-	eval := func(i int) {
-		f, ok := levels.afterAtLeast(best[i], top.Load())
+	if len(d.sel.taken) < len(d.work) {
+		d.sel.taken = make([]takenSet, len(d.work))
+	}
+	eval := func(w, i int) {
+		f, ok := levels.afterAtLeast(best[i], top.Load(), &d.sel.taken[w])
 		done[i] = true
 		if !ok {
 			return
@@ -761,17 +796,17 @@ func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
 		}
 	}
 	var seeds []int
-	sizes := map[string]bool{}
+	sizes := map[*int]bool{} // candidates' sizes are the selector's shapes
 	for i, c := range best {
-		if k := sizeKey("", c.Rect.Size); !sizes[k] {
+		if k := &c.Rect.Size[0]; !sizes[k] {
 			sizes[k] = true
 			seeds = append(seeds, i)
 		}
 	}
-	par.For(len(seeds), d.sel.Workers, func(_, k int) { eval(seeds[k]) })
-	par.For(len(best), d.sel.Workers, func(_, i int) {
+	par.For(len(seeds), d.sel.Workers, func(w, k int) { eval(w, seeds[k]) })
+	par.For(len(best), d.sel.Workers, func(w, i int) {
 		if !done[i] {
-			eval(i)
+			eval(w, i)
 		}
 	})
 	maxPhi := top.Load()
@@ -794,6 +829,7 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 		limit = 64
 	}
 	classOf := func(c *Candidate) string {
+		d.nameClasses(c)
 		if c.iso != "" {
 			return c.iso
 		}

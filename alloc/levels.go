@@ -1,6 +1,9 @@
 package alloc
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // levelCache lists the free rectangles of a state by volume, largest
 // first, computing each volume level on demand. φ after an allocation is
@@ -76,17 +79,18 @@ func (lc *levelCache) level(i int) []Rect {
 
 // after returns φ once the candidate's nodes are taken.
 func (lc *levelCache) after(c *Candidate) Fragmentation {
-	f, _ := lc.afterAtLeast(c, 0)
+	f, _ := lc.afterAtLeast(c, 0, &takenSet{})
 	return f
 }
 
 // afterAtLeast returns φ once the candidate's nodes are taken, or ok false
 // as soon as φ is certainly below bound. Levels larger than the nodes left
-// free cannot keep a rectangle and are skipped.
-func (lc *levelCache) afterAtLeast(c *Candidate, bound int64) (f Fragmentation, ok bool) {
+// free cannot keep a rectangle and are skipped. cs is space for the
+// candidate's set.
+func (lc *levelCache) afterAtLeast(c *Candidate, bound int64, cs *takenSet) (f Fragmentation, ok bool) {
 	n := int64(lc.s.N())
 	left := lc.free - c.nodeCount()
-	var cs *takenSet
+	filled := false
 	for i, v := range lc.vols {
 		if v > left {
 			continue
@@ -98,8 +102,9 @@ func (lc *levelCache) afterAtLeast(c *Candidate, bound int64) (f Fragmentation, 
 		if len(rs) == 0 {
 			continue
 		}
-		if cs == nil {
-			cs = newTakenSet(c, lc.sel.dims)
+		if !filled {
+			cs.fill(c, lc.sel.dims)
+			filled = true
 		}
 		kept := 0
 		for _, r := range rs {
@@ -122,32 +127,22 @@ type takenSet struct {
 	exact bool   // the set is the whole rectangle
 	boxes []Rect // boxes of the set (a block's active nodes), or none
 	coord []int  // other nodes' coordinates, len(dims) per node
+	// space for the boxes' starts and sizes, and fillBlock's scratch
+	ints, scratch []int
 }
 
-func newTakenSet(c *Candidate, dims []int) *takenSet {
-	n := len(dims)
-	t := &takenSet{dims: dims, rect: c.Rect}
-	k := c.nodeCount()
-	t.exact = c.Holes == 0 && k == c.Rect.Volume()
+// fill prepares t for the candidate's set, reusing t's space.
+func (t *takenSet) fill(c *Candidate, dims []int) {
+	t.dims, t.rect = dims, c.Rect
+	t.boxes, t.coord = t.boxes[:0], t.coord[:0]
+	t.exact = c.Holes == 0 && c.nodeCount() == c.Rect.Volume()
 	if t.exact {
-		return t
+		return
 	}
 	if b := c.lazy; b != nil {
-		for _, bx := range b.boxes() {
-			start := make([]int, n)
-			for i, d := range dims {
-				start[i] = (b.start[i] + bx[0][i]) % d
-			}
-			t.boxes = append(t.boxes, Rect{Start: start, Size: bx[1]})
-		}
-		for _, o := range b.transitOffsets() {
-			for i, d := range dims {
-				t.coord = append(t.coord, (b.start[i]+o[i])%d)
-			}
-		}
-		return t
+		t.fillBlock(b, dims)
+		return
 	}
-	t.coord = make([]int, 0, k*n)
 	for _, l := range [][]int{c.Active, c.Transit} {
 		for _, v := range l {
 			for _, d := range dims {
@@ -156,7 +151,27 @@ func newTakenSet(c *Candidate, dims []int) *takenSet {
 			}
 		}
 	}
-	return t
+}
+
+// fillBlock lists a block set's active boxes and transit coordinates.
+func (t *takenSet) fillBlock(b *blockSet, dims []int) {
+	n := len(dims)
+	t.scratch = append(t.scratch[:0], make([]int, 3*n)...)
+	// At most n boxes, a start and a size each: t.ints never moves.
+	t.ints = slices.Grow(t.ints[:0], 2*n*n)
+	b.forBoxes(t.scratch[:n], t.scratch[n:2*n], func(off, size []int) {
+		at := len(t.ints)
+		for i, d := range dims {
+			t.ints = append(t.ints, (b.start[i]+off[i])%d)
+		}
+		t.ints = append(t.ints, size...)
+		t.boxes = append(t.boxes, Rect{Start: t.ints[at : at+n], Size: t.ints[at+n : at+2*n]})
+	})
+	b.forTransit(t.scratch[2*n:], func(o []int) {
+		for i, d := range dims {
+			t.coord = append(t.coord, (b.start[i]+o[i])%d)
+		}
+	})
 }
 
 // overlap reports whether two rectangles share a node.

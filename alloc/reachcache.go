@@ -19,14 +19,50 @@ const reachCacheBytes = 8 << 20
 // the node lists asked about, not on which other nodes are busy, so
 // successive decisions on one machine (a cluster replay) ask many of the
 // same questions. The cache is emptied whenever the router, the graph or
-// its failures change.
+// its failures change. Keys are kept in one byte slab and found by
+// their hash (entries with the same hash are chained and compared in
+// full), so holding them allocates nothing per key and gives the garbage
+// collector no pointers to scan.
 type reachCache struct {
 	mu      sync.RWMutex
-	answers map[string]bool
-	bytes   int // key bytes held
+	index   map[uint64]uint32 // key hash → 1 + first entry with that hash
+	entries []reachEntry
+	slab    []byte // the keys, one after the other
 	rt      Router
 	g       *topology.Graph
 	faults  uint64
+}
+
+// reachEntry is one cached answer: its key is slab[off:off+n].
+type reachEntry struct {
+	off, n uint32
+	next   uint32 // 1 + next entry with the same hash, 0 at the end
+	ok     bool
+}
+
+var keySeed = maphash.MakeSeed()
+
+// lookup finds key's answer (under at least the read lock).
+func (c *reachCache) lookup(h uint64, key []byte) (ok, hit bool) {
+	for i := c.index[h]; i != 0; {
+		e := &c.entries[i-1]
+		if string(c.slab[e.off:e.off+e.n]) == string(key) {
+			return e.ok, true
+		}
+		i = e.next
+	}
+	return false, false
+}
+
+// store keeps key's answer unless the key is there or the slab is full
+// (under the write lock).
+func (c *reachCache) store(h uint64, key []byte, ok bool) {
+	if _, in := c.lookup(h, key); in || len(c.slab) >= reachCacheBytes {
+		return
+	}
+	c.entries = append(c.entries, reachEntry{off: uint32(len(c.slab)), n: uint32(len(key)), next: c.index[h], ok: ok})
+	c.slab = append(c.slab, key...)
+	c.index[h] = uint32(len(c.entries))
 }
 
 var faultSeed = maphash.MakeSeed()
@@ -56,10 +92,14 @@ func (sel *Selector) faultPrint(s *State) uint64 {
 func (c *reachCache) reset(rt Router, g *topology.Graph, faults uint64) (same bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	same = c.answers != nil && c.g == g && c.faults == faults && comparableRouter(rt) &&
+	same = c.index != nil && c.g == g && c.faults == faults && comparableRouter(rt) &&
 		comparableRouter(c.rt) && c.rt == rt
-	if !same || c.bytes >= reachCacheBytes {
-		c.answers, c.bytes = map[string]bool{}, 0
+	if c.index == nil {
+		c.index = map[uint64]uint32{}
+	}
+	if !same || len(c.slab) >= reachCacheBytes {
+		clear(c.index)
+		c.entries, c.slab = c.entries[:0], c.slab[:0]
 	}
 	c.rt, c.g, c.faults = rt, g, faults
 	return same
@@ -71,12 +111,20 @@ func comparableRouter(rt Router) bool {
 
 // reachable answers whether the set list returns is reachable: from the
 // cache when one of its keys (each naming the set exactly) is there, else
-// by ask (the router's answer); the answer is then kept under every key.
+// by ask (the router's answer). The keys are tried in order, and the
+// answer is then kept under those tried before the one found (every key
+// on a miss).
 func (c *reachCache) reachable(ask func(active, transit []int) (bool, error), list func() (active, transit []int), keys ...[]byte) (bool, error) {
-	c.mu.RLock()
-	ok, hit := false, false
+	var hashes [4]uint64
+	hs := hashes[:0]
 	for _, k := range keys {
-		if ok, hit = c.answers[string(k)]; hit {
+		hs = append(hs, maphash.Bytes(keySeed, k))
+	}
+	ok, hit, at := false, false, len(keys)
+	c.mu.RLock()
+	for i, k := range keys {
+		if ok, hit = c.lookup(hs[i], k); hit {
+			at = i
 			break
 		}
 	}
@@ -87,15 +135,12 @@ func (c *reachCache) reachable(ask func(active, transit []int) (bool, error), li
 			return false, err
 		}
 	}
-	if hit && len(keys) == 1 {
+	if at == 0 {
 		return ok, nil
 	}
 	c.mu.Lock()
-	for _, k := range keys {
-		if _, in := c.answers[string(k)]; !in && c.bytes < reachCacheBytes {
-			c.answers[string(k)] = ok
-			c.bytes += len(k)
-		}
+	for i, k := range keys[:at] {
+		c.store(hs[i], k, ok)
 	}
 	c.mu.Unlock()
 	return ok, nil

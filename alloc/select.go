@@ -102,10 +102,19 @@ type Candidate struct {
 	// translation invariant and the set comes from a placement with
 	// unavailable nodes ("" otherwise).
 	shape string
-	order int
-	// lazy describes a block's set whose node lists are not built yet;
-	// nTransit is the number of transit nodes either way.
+	// named: iso and shape are set (decision.nameClasses names them
+	// from blockSize, pattern and keep only for the candidates that are
+	// ranked).
+	named     bool
+	blockSize []int  // placement.blockSize
+	pattern   string // placement.pattern
+	keep      []int  // transit indices kept by reduce (nil: all)
+	order     int
+	// lazy describes a block's set whose node lists are not built yet
+	// (it points to block); nTransit is the number of transit nodes
+	// either way.
 	lazy     *blockSet
+	block    blockSet
 	nTransit int
 }
 
@@ -147,6 +156,13 @@ type Selector struct {
 	retry     retryMemo
 	// reductions keeps block reductions across decisions
 	reductions reductionMemo
+	// arenas hold the candidates of the current decision, per worker.
+	arenas []candArena
+	taken  []takenSet // per worker: leastFragmenting's space
+	keys   struct {   // collect's space for set names
+		keyScratch
+		buf []byte
+	}
 }
 
 // NewSelector prepares a selector for the state's torus.
@@ -357,18 +373,24 @@ func (o *onceMap) get(key string, f func() (any, error)) (any, error) {
 // setID is a compact map key for the node set active ∪ transit with its
 // split (ids in any order).
 func setID(active, transit []int) string {
-	b := make([]byte, 0, 4*(len(active)+len(transit))+1)
+	var scratch []int
+	return string(appendSetID(make([]byte, 0, 4*(len(active)+len(transit))+4), active, transit, &scratch))
+}
+
+// appendSetID appends setID's key to b, sorting in scratch.
+func appendSetID(b []byte, active, transit []int, scratch *[]int) []byte {
 	for k, l := range [2][]int{active, transit} {
 		if k == 1 {
 			b = append(b, 0xff, 0xff, 0xff, 0xff) // no node id
 		}
-		a := slices.Clone(l)
+		a := append((*scratch)[:0], l...)
 		slices.Sort(a)
+		*scratch = a
 		for _, v := range a {
 			b = append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
 		}
 	}
-	return string(b)
+	return b
 }
 
 func setKey(active, transit []int) string {
