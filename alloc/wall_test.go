@@ -133,32 +133,3 @@ func TestUnavailable3(t *testing.T) {
 		}
 	}
 }
-
-// The prefix sums count exactly the unavailable nodes of every box, on
-// tori, meshes and mixed machines, also after the grid is refilled for a
-// changed state.
-func TestGridCountsUnavailable(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 3))
-	for trial := 0; trial < 12; trial++ {
-		spec := []string{"torus:6x5x4", "mesh:5x4x3", "torus:4x3x2x3", "torus:7", "mesh:3x4x2x2"}[trial%5]
-		s := randomState(t, spec, r.Float64(), r)
-		g := newGrid(s)
-		s = randomState(t, spec, r.Float64(), r)
-		g.fill(s)
-		dims := s.Dims()
-		for _, size := range Shapes(dims) {
-			placements(dims, s.wrap, size, func(st []int) bool {
-				want := 0
-				for _, v := range (Rect{Start: st, Size: size}).Nodes(dims, nil) {
-					if !s.Available(v) {
-						want++
-					}
-				}
-				if got, slow := g.unavailable(st, size), g.unavailableSlow(st, size); got != want || slow != want {
-					t.Fatalf("%s %v+%v: grid counts %d (general sum %d) unavailable, the nodes %d", spec, st, size, got, slow, want)
-				}
-				return true
-			})
-		}
-	}
-}
