@@ -248,8 +248,12 @@ func (d *decision) enumerate() []sizeResult {
 		si := order[k]
 		size := d.sizes[si]
 		out := &results[si]
+		var blocks *blockScan
+		if d.blockShortcut() {
+			blocks = &blockScan{}
+		}
 		placements(d.sel.dims, d.sel.wrap, size, func(st []int) bool {
-			return d.examine(w, size, st, out)
+			return d.examine(w, size, st, out, blocks)
 		})
 	})
 	return results
@@ -286,12 +290,18 @@ type placement struct {
 
 // examine handles one placement: builds its set, asks whether it is
 // reachable, drops unneeded transit nodes and records the candidate. It
-// returns false to stop the size's enumeration (on an error).
-func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
+// returns false to stop the size's enumeration (on an error). blocks,
+// when not nil, lets the size's blocks be counted without their sets once
+// one of them has been pruned (see blockScan).
+func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *blockScan) bool {
 	if d.stop.Load() {
 		return false
 	}
 	if d.changed != nil && d.holesAt(w, d.changed, size, st) == 0 {
+		return true
+	}
+	if blocks.pruned(d) && d.holesAt(w, d.sel.grid, size, st) == 0 {
+		out.found++ // a block: reachable, and beaten on criterion 1
 		return true
 	}
 	p, ok := d.placementSet(w, size, st)
@@ -322,6 +332,9 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult) bool {
 	kept := p.nTransit
 	if keep != nil {
 		kept = len(keep)
+	}
+	if blocks != nil && p.block {
+		blocks.record(kept, ok)
 	}
 	if !ok || d.req.Algo == Improved && int64(kept) > d.bestT.Load() {
 		return true
