@@ -195,7 +195,11 @@ func buildFaultTori(shapes [][]int) ([]*torus, error) {
 func runFaultTrials(o FaultOptions, tori []*torus) []faultTrial {
 	automata := map[int][2]*automaton{}
 	for n := o.MinDims; n <= o.MaxDims; n++ {
-		automata[n] = [2]*automaton{compile(AngaraMinus, DefaultOrder(n), n), compile(AngaraStar, DefaultOrder(n), n)}
+		second := AngaraStar
+		if o.variant.ruleA {
+			second = Angara
+		}
+		automata[n] = [2]*automaton{compile(AngaraMinus, DefaultOrder(n), n), compile(second, DefaultOrder(n), n)}
 	}
 	items := len(tori) * o.Trials
 	res := make([]faultTrial, items)
@@ -357,11 +361,14 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 	// angara* ⊇ angara−, so it survives at least lo failures; step on.
 	for k := lo + 1; k <= L; k++ {
 		setFailures(k)
-		st, err := fw.sb.build(t, fw.up, au[1].rank)
-		if err != nil {
-			panic(err) // cannot happen: the R_DOR dependencies are acyclic
+		var st starResult
+		if au[1].kind == AngaraStar {
+			var err error
+			if st, err = fw.sb.build(t, fw.up, au[1].rank); err != nil {
+				panic(err) // cannot happen: the R_DOR dependencies are acyclic
+			}
 		}
-		star := &Router{t: t, rule: Rule{Kind: AngaraStar, Order: au[1].order}, order: au[1].order, a: au[1], up: fw.up, star: &st}
+		star := &Router{t: t, rule: Rule{Kind: au[1].kind, Order: au[1].order}, order: au[1].order, a: au[1], up: fw.up, star: &st}
 		star.compileMoves()
 		if !reach(star) {
 			break

@@ -71,6 +71,18 @@ type starVariant struct {
 	// pair (Di, then Dj in the order), all nodes for each, instead of
 	// node by node.
 	byDirection bool
+	// static tests every candidate against the R_DOR CDG alone, ignoring
+	// the dependencies accepted before it (each candidate on its own
+	// closes no cycle, but together they may: not deadlock-free). Every
+	// greedy construction on the R_DOR CDG accepts a subset of these.
+	static bool
+	// allCandidates offers every order-violating dependency, also those
+	// no FS or LS step can use (Di negative, Dj positive), as "every
+	// edge e ∉ E" of the seed's theorem reads.
+	allCandidates bool
+	// ruleA replaces R_A* by R_A in the fault experiment: every FS/LS
+	// transition, accepted or not (the upper bound of any R_A*).
+	ruleA bool
 }
 
 func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, error) {
@@ -244,7 +256,7 @@ func (sb *starBuilder) closure(nv int32) {
 func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int32, res *starResult) {
 	ord := orderOf(rank)
 	offer := func(uj int, di, dj Dir) {
-		if rank[dj] >= rank[di] || (di.Neg() && !dj.Neg()) {
+		if rank[dj] >= rank[di] || (di.Neg() && !dj.Neg() && !sb.variant.allCandidates) {
 			return // not order-violating, or neither an FS (positive first) nor an LS (negative last) transition
 		}
 		a, b := t.inCh(uj, di), t.chAt(uj, dj)
@@ -279,6 +291,9 @@ func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int3
 // tryAccept adds the condensed edge ca → cb unless cb already reaches ca
 // (a cycle through a turn); it reports whether it was added.
 func (sb *starBuilder) tryAccept(ca, cb, nv int32) bool {
+	if sb.variant.static {
+		return !sb.reachesBase(cb, ca)
+	}
 	if !sb.useClosure {
 		if sb.reaches(cb, ca) {
 			return false
@@ -347,6 +362,19 @@ func (sb *starBuilder) reaches(from, to int32) bool {
 	}
 	sb.stack = st
 	return found
+}
+
+// reachesBase reports whether condensed vertex to is reachable from from
+// in the R_DOR CDG alone (static variant): the closure as first built, or
+// a search without accepted edges.
+func (sb *starBuilder) reachesBase(from, to int32) bool {
+	if sb.useClosure {
+		return sb.row(from)[to>>6]&(1<<(uint(to)&63)) != 0
+	}
+	extra := sb.extraA
+	sb.extraA = make([][]int32, len(extra))
+	defer func() { sb.extraA = extra }()
+	return sb.reaches(from, to)
 }
 
 // orderOf returns the directions sorted by rank.
