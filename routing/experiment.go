@@ -199,7 +199,12 @@ func runFaultTrials(o FaultOptions, tori []*torus) []faultTrial {
 		if o.variant.ruleA {
 			second = Angara
 		}
-		automata[n] = [2]*automaton{compile(AngaraMinus, DefaultOrder(n), n), compile(second, DefaultOrder(n), n)}
+		first := AngaraMinus
+		if o.variant.baseDirbit {
+			first = Dirbit
+		}
+		order := o.variant.experimentOrder(n)
+		automata[n] = [2]*automaton{compile(first, order, n), compile(second, order, n)}
 	}
 	items := len(tori) * o.Trials
 	res := make([]faultTrial, items)
@@ -312,7 +317,7 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 	}
 	fw.perm = faultOrder(fw.perm, seed, ti, trial, L)
 	fw.up = slices.Grow(fw.up[:0], nc)[:nc]
-	states := au[0].nstates
+	states := max(au[0].nstates, au[1].nstates)
 	if fw.s == nil || len(fw.s.mask) < t.nodes*states || len(fw.s.setStamp) < t.nodes {
 		fw.s = newScratch(max(t.nodes, 128), max(states, 90), max(nc, 1024))
 	}
@@ -339,7 +344,7 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 		ok, _ := r.reachSet(fw.s)
 		return ok
 	}
-	minus := &Router{t: t, rule: Rule{Kind: AngaraMinus, Order: au[0].order}, order: au[0].order, a: au[0], up: fw.up}
+	minus := &Router{t: t, rule: Rule{Kind: au[0].kind, Order: au[0].order}, order: au[0].order, a: au[0], up: fw.up}
 	minus.compileMoves()
 	// angara−: the largest k whose first k failures keep the machine
 	// reachable (k = 0 always does).
@@ -359,7 +364,11 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 	}
 	out := faultTrial{minus: lo, star: lo}
 	// angara* ⊇ angara−, so it survives at least lo failures; step on.
-	for k := lo + 1; k <= L; k++ {
+	first := lo + 1
+	if fw.sb.variant.incremental {
+		first, fw.sb.pre = 1, nil // R_A* grows with the failures from the first one
+	}
+	for k := first; k <= L; k++ {
 		setFailures(k)
 		var st starResult
 		if au[1].kind == AngaraStar {
@@ -370,7 +379,13 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 		}
 		star := &Router{t: t, rule: Rule{Kind: au[1].kind, Order: au[1].order}, order: au[1].order, a: au[1], up: fw.up, star: &st}
 		star.compileMoves()
+		if fw.sb.variant.incremental {
+			fw.sb.pre = st.extra
+		}
 		if !reach(star) {
+			if k <= lo {
+				panic("angara* lost a pair angara- reaches")
+			}
 			break
 		}
 		out.star = k

@@ -3,6 +3,7 @@ package routing
 import (
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 )
 
 // R_A* construction (seed 001 §2.3).
@@ -53,9 +54,13 @@ type starBuilder struct {
 	epoch  uint32
 	stack  []int32
 	extraA [][]int32 // search mode: accepted edges per condensed vertex
+	dirOf  []Dir     // direction of every condensed vertex
 	// useClosure: the closure rows answer reachability (else searches)
 	useClosure bool
 	variant    starVariant
+	// pre, when set, lists dependencies (as in starResult.extra) offered
+	// before all others (incremental variant).
+	pre []uint16
 }
 
 // starVariant selects variants of the R_A* construction for the fidelity
@@ -83,6 +88,35 @@ type starVariant struct {
 	// ruleA replaces R_A* by R_A in the fault experiment: every FS/LS
 	// transition, accepted or not (the upper bound of any R_A*).
 	ruleA bool
+	// incremental keeps, as failures accumulate, the dependencies
+	// accepted for the previous failure set (those still alive are
+	// offered first) instead of rebuilding R_A* from scratch.
+	incremental bool
+	// baseDirbit compares with plain dirbit routing instead of R_A−
+	// (FS/LS obeying the direction bits as well as the order).
+	baseDirbit bool
+	// interleaved uses the direction order +X,−X,+Y,−Y,… in the fault
+	// experiment instead of the seed's +X,+Y,…,−X,−Y,….
+	interleaved bool
+	// bTest replaces the exact cycle test by the seed's sufficient test
+	// Di ∉ B(uj,Dj), B(u,D) being the directions of every route through
+	// channel (u,D): of its ancestors and descendants in the CDG built so
+	// far ("dynamic"), or in the R_DOR CDG alone ("static", unsound).
+	bTest string
+	// shuffle offers the candidates in a random order (seeded, fixed).
+	shuffle uint64
+}
+
+// experimentOrder is the direction order of the fault experiment.
+func (v starVariant) experimentOrder(n int) Order {
+	if !v.interleaved {
+		return DefaultOrder(n)
+	}
+	o := make(Order, 0, 2*n)
+	for d := 0; d < n; d++ {
+		o = append(o, Plus(d), Minus(d))
+	}
+	return o
 }
 
 func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, error) {
@@ -119,12 +153,14 @@ func (sb *starBuilder) condense(t *torus, up []bool) int32 {
 		comp[i] = -1
 	}
 	nv := int32(0)
+	sb.dirOf = sb.dirOf[:0]
 	for v := 0; v < t.nodes; v++ {
 		for d := Dir(0); int(d) < t.nd; d++ {
 			c := t.chAt(v, d)
 			if !up[c] || comp[c] >= 0 {
 				continue
 			}
+			sb.dirOf = append(sb.dirOf, d)
 			if ringIntact(t, up, v, d) {
 				for w, k := v, 0; k < t.dims[d.Dim()]; k++ {
 					comp[t.chAt(w, d)] = nv
@@ -255,12 +291,16 @@ func (sb *starBuilder) closure(nv int32) {
 // those that close no cycle.
 func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int32, res *starResult) {
 	ord := orderOf(rank)
+	prePass := sb.pre != nil
 	offer := func(uj int, di, dj Dir) {
 		if rank[dj] >= rank[di] || (di.Neg() && !dj.Neg() && !sb.variant.allCandidates) {
 			return // not order-violating, or neither an FS (positive first) nor an LS (negative last) transition
 		}
 		a, b := t.inCh(uj, di), t.chAt(uj, dj)
-		if !up[a] || !up[b] {
+		if !up[a] || !up[b] || res.extra[a]&(1<<dj) != 0 {
+			return
+		}
+		if prePass && sb.pre[a]&(1<<dj) == 0 {
 			return
 		}
 		res.candidates++
@@ -269,6 +309,16 @@ func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int3
 			res.accepted++
 		}
 	}
+	if prePass {
+		for uj := 0; uj < t.nodes; uj++ {
+			for _, di := range ord {
+				for _, dj := range ord {
+					offer(uj, di, dj)
+				}
+			}
+		}
+		prePass = false
+	}
 	if sb.variant.byDirection {
 		for _, di := range ord {
 			for _, dj := range ord {
@@ -276,6 +326,26 @@ func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int3
 					offer(uj, di, dj)
 				}
 			}
+		}
+		return
+	}
+	if sb.variant.shuffle != 0 {
+		type cand struct {
+			uj     int
+			di, dj Dir
+		}
+		var cs []cand
+		for uj := 0; uj < t.nodes; uj++ {
+			for _, di := range ord {
+				for _, dj := range ord {
+					cs = append(cs, cand{uj, di, dj})
+				}
+			}
+		}
+		rng := rand.New(rand.NewPCG(sb.variant.shuffle, uint64(len(up))))
+		rng.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
+		for _, c := range cs {
+			offer(c.uj, c.di, c.dj)
 		}
 		return
 	}
@@ -291,6 +361,9 @@ func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int3
 // tryAccept adds the condensed edge ca → cb unless cb already reaches ca
 // (a cycle through a turn); it reports whether it was added.
 func (sb *starBuilder) tryAccept(ca, cb, nv int32) bool {
+	if sb.variant.bTest != "" {
+		return sb.tryAcceptB(ca, cb, nv)
+	}
 	if sb.variant.static {
 		return !sb.reachesBase(cb, ca)
 	}
@@ -362,6 +435,29 @@ func (sb *starBuilder) reaches(from, to int32) bool {
 	}
 	sb.stack = st
 	return found
+}
+
+// tryAcceptB is the seed's test Di ∉ B(uj,Dj) on the closure rows
+// (variant bTest): no vertex of a's direction reaches or is reached from b.
+func (sb *starBuilder) tryAcceptB(ca, cb, nv int32) bool {
+	di := sb.dirOf[ca]
+	rb := sb.row(cb)
+	for x := int32(0); x < nv; x++ {
+		if sb.dirOf[x] != di {
+			continue
+		}
+		if rb[x>>6]&(1<<(uint(x)&63)) != 0 || sb.row(x)[cb>>6]&(1<<(uint(cb)&63)) != 0 {
+			return false
+		}
+	}
+	if sb.variant.bTest == "static" {
+		return true
+	}
+	static := sb.variant.static
+	sb.variant.static, sb.variant.bTest = false, ""
+	ok := sb.tryAccept(ca, cb, nv) // updates the closure; cannot fail
+	sb.variant.static, sb.variant.bTest = static, "dynamic"
+	return ok
 }
 
 // reachesBase reports whether condensed vertex to is reachable from from
