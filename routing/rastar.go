@@ -105,6 +105,11 @@ type starVariant struct {
 	bTest string
 	// shuffle offers the candidates in a random order (seeded, fixed).
 	shuffle uint64
+	// minimalCDG builds the R_DOR CDG from routes that are minimal on the
+	// fault-free torus only: no reversal turns, and straight dependencies
+	// (u,d) → (u+d,d) only in rings of size ≥ 4 (a minimal route runs at
+	// most ⌊size/2⌋ hops along a ring). Not deadlock-free for detours.
+	minimalCDG bool
 }
 
 // experimentOrder is the direction order of the fault experiment.
@@ -161,7 +166,7 @@ func (sb *starBuilder) condense(t *torus, up []bool) int32 {
 				continue
 			}
 			sb.dirOf = append(sb.dirOf, d)
-			if ringIntact(t, up, v, d) {
+			if ringIntact(t, up, v, d) && (!sb.variant.minimalCDG || t.dims[d.Dim()] >= 4) {
 				for w, k := v, 0; k < t.dims[d.Dim()]; k++ {
 					comp[t.chAt(w, d)] = nv
 					w = int(t.nbAt(w, d))
@@ -208,7 +213,10 @@ func (sb *starBuilder) condensedEdges(t *torus, up []bool, rank []int8, nv int32
 				if rank[dj] < rank[di] {
 					continue
 				}
-				if sb.variant.noReversal && dj == di.Opp() {
+				if (sb.variant.noReversal || sb.variant.minimalCDG) && dj == di.Opp() {
+					continue
+				}
+				if sb.variant.minimalCDG && dj == di && t.dims[di.Dim()] < 4 {
 					continue
 				}
 				b := t.chAt(w, dj)

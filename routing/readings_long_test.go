@@ -46,6 +46,8 @@ func TestFaultReadings(t *testing.T) {
 		{"incremental, every candidate", starVariant{incremental: true, allCandidates: true}, "?"},
 		{"seed's test Di ∉ B(uj,Dj), B updated", starVariant{bTest: "dynamic"}, "yes"},
 		{"seed's test Di ∉ B(uj,Dj), B of R_DOR only", starVariant{bTest: "static"}, "?"},
+		{"CDG of routes minimal on the fault-free torus", starVariant{minimalCDG: true}, "no"},
+		{"minimal-route CDG, every candidate", starVariant{minimalCDG: true, allCandidates: true}, "no"},
 		{"each candidate against R_DOR CDG alone (static)", starVariant{static: true}, "no"},
 		{"R_A: every FS/LS transition (upper bound)", starVariant{ruleA: true}, "no"},
 	}
