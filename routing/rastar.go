@@ -317,17 +317,12 @@ func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int3
 			res.accepted++
 		}
 	}
-	if prePass {
-		for uj := 0; uj < t.nodes; uj++ {
-			for _, di := range ord {
-				for _, dj := range ord {
-					offer(uj, di, dj)
-				}
-			}
-		}
+	if prePass { // incremental variant: the previous failure set's first
+		forEachByNode(t.nodes, ord, offer)
 		prePass = false
 	}
-	if sb.variant.byDirection {
+	switch {
+	case sb.variant.byDirection:
 		for _, di := range ord {
 			for _, dj := range ord {
 				for uj := 0; uj < t.nodes; uj++ {
@@ -335,32 +330,30 @@ func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int3
 				}
 			}
 		}
-		return
-	}
-	if sb.variant.shuffle != 0 {
+	case sb.variant.shuffle != 0:
 		type cand struct {
 			uj     int
 			di, dj Dir
 		}
 		var cs []cand
-		for uj := 0; uj < t.nodes; uj++ {
-			for _, di := range ord {
-				for _, dj := range ord {
-					cs = append(cs, cand{uj, di, dj})
-				}
-			}
-		}
+		forEachByNode(t.nodes, ord, func(uj int, di, dj Dir) { cs = append(cs, cand{uj, di, dj}) })
 		rng := rand.New(rand.NewPCG(sb.variant.shuffle, uint64(len(up))))
 		rng.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
 		for _, c := range cs {
 			offer(c.uj, c.di, c.dj)
 		}
-		return
+	default:
+		forEachByNode(t.nodes, ord, offer)
 	}
-	for uj := 0; uj < t.nodes; uj++ {
+}
+
+// forEachByNode calls f for every node uj and pair of directions, by node,
+// then Di, then Dj in the order ord.
+func forEachByNode(nodes int, ord []Dir, f func(uj int, di, dj Dir)) {
+	for uj := 0; uj < nodes; uj++ {
 		for _, di := range ord {
 			for _, dj := range ord {
-				offer(uj, di, dj)
+				f(uj, di, dj)
 			}
 		}
 	}
