@@ -63,9 +63,10 @@ type starBuilder struct {
 	pre []uint16
 }
 
-// starVariant selects variants of the R_A* construction for the fidelity
-// experiment (TestRAStarVariants); the zero value is the construction
-// the routers use.
+// starVariant selects variants of the R_A* construction and of the fault
+// experiment for the fidelity experiments (TestRAStarVariants,
+// TestFaultReadings); the zero value is the construction the routers and
+// `icn experiment faults` use.
 type starVariant struct {
 	// noReversal leaves the turns (u,d) → (u+d,−d) out of the R_DOR
 	// CDG: a minimal route never reverses, so no table uses them (the
@@ -101,7 +102,8 @@ type starVariant struct {
 	// bTest replaces the exact cycle test by the seed's sufficient test
 	// Di ∉ B(uj,Dj), B(u,D) being the directions of every route through
 	// channel (u,D): of its ancestors and descendants in the CDG built so
-	// far ("dynamic"), or in the R_DOR CDG alone ("static", unsound).
+	// far ("dynamic", sound), or in the R_DOR CDG alone ("static", not
+	// proven deadlock-free once several are accepted).
 	bTest string
 	// shuffle offers the candidates in a random order (seeded, fixed).
 	shuffle uint64
@@ -131,7 +133,7 @@ func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, erro
 	if !sb.topoOrder(nv) {
 		return res, fmt.Errorf("internal error: the direction-order dependency graph has a cycle with a turn")
 	}
-	sb.useClosure = int(nv) <= closureLimit
+	sb.useClosure = int(nv) <= closureLimit || sb.variant.bTest != "" // the B test reads the closure rows
 	if sb.useClosure {
 		sb.closure(nv)
 	} else {
