@@ -362,34 +362,65 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 			hi = mid
 		}
 	}
+	return fw.runStar(t, au[1], lo, L, setFailures, reach)
+}
+
+// runStar counts the failures angara* survives in one trial (R_A* rebuilt
+// for every failure set), given that angara− survives lo of the L: failure
+// by failure from lo on, until the first loss.
+func (fw *faultWorker) runStar(t *torus, au *automaton, lo, L int, setFailures func(int), reach func(*Router) bool) faultTrial {
 	out := faultTrial{minus: lo, star: lo}
+	try := func(k int) bool {
+		setFailures(k)
+		var st starResult
+		if au.kind == AngaraStar {
+			var err error
+			if st, err = fw.sb.build(t, fw.up, au.rank); err != nil {
+				panic(err) // cannot happen: the R_DOR dependencies are acyclic
+			}
+		}
+		star := &Router{t: t, rule: Rule{Kind: au.kind, Order: au.order}, order: au.order, a: au, up: fw.up, star: &st}
+		star.compileMoves()
+		if fw.sb.variant.incremental {
+			fw.sb.pre = st.extra
+		}
+		ok := reach(star)
+		if ok {
+			out.accepted = st.accepted
+		}
+		return ok
+	}
 	// angara* ⊇ angara−, so it survives at least lo failures; step on.
 	first := lo + 1
 	if fw.sb.variant.incremental {
 		first, fw.sb.pre = 1, nil // R_A* grows with the failures from the first one
 	}
 	for k := first; k <= L; k++ {
-		setFailures(k)
-		var st starResult
-		if au[1].kind == AngaraStar {
-			var err error
-			if st, err = fw.sb.build(t, fw.up, au[1].rank); err != nil {
-				panic(err) // cannot happen: the R_DOR dependencies are acyclic
-			}
-		}
-		star := &Router{t: t, rule: Rule{Kind: au[1].kind, Order: au[1].order}, order: au[1].order, a: au[1], up: fw.up, star: &st}
-		star.compileMoves()
-		if fw.sb.variant.incremental {
-			fw.sb.pre = st.extra
-		}
-		if !reach(star) {
+		if !try(k) {
 			if k <= lo {
 				panic("angara* lost a pair angara- reaches")
 			}
 			break
 		}
 		out.star = k
-		out.accepted = st.accepted
+	}
+	if fw.sb.variant.lastStar {
+		for k := out.star + 2; k <= L; k++ {
+			if try(k) {
+				out.star = k
+			}
+		}
+	}
+	if fw.sb.variant.bisectStar {
+		// as for angara−, as if reachability only shrank: R_A* is rebuilt
+		// for every failure set and may reach every pair again later.
+		for hi := L; hi-out.star > 1; {
+			if mid := (out.star + hi) / 2; try(mid) {
+				out.star = mid
+			} else {
+				hi = mid
+			}
+		}
 	}
 	return out
 }

@@ -153,7 +153,9 @@ func TestBalanceExperiment(t *testing.T) {
 // angara−; every sound variant (each of its dependencies closes no cycle
 // in the R_DOR CDG) at most as many as the static one, which accepts every
 // such dependency; and R_A, which allows every FS/LS transition, survives
-// at least as many as any of them.
+// at least as many as any of them. Counted by bisection, angara* survives
+// at least as many failures as up to its first loss, and at most as many
+// as at its last reachable failure set.
 func TestFaultVariantsOrdered(t *testing.T) {
 	base := FaultOptions{Seed: 5, Trials: 3, MaxNodes: 24, MaxSize: 4, Sorted: true, Workers: 1}
 	run := func(v starVariant) [][2]int {
@@ -166,6 +168,12 @@ func TestFaultVariantsOrdered(t *testing.T) {
 		return rep.Trials
 	}
 	static, upper := run(starVariant{static: true}), run(starVariant{ruleA: true})
+	first, bisect, last := run(starVariant{}), run(starVariant{bisectStar: true}), run(starVariant{lastStar: true})
+	for i := range first {
+		if !(first[i][1] <= bisect[i][1] && bisect[i][1] <= last[i][1]) {
+			t.Fatalf("trial %d: angara* survives %d to its first loss, %d by bisection, %d at the last", i, first[i][1], bisect[i][1], last[i][1])
+		}
+	}
 	for _, v := range []starVariant{{}, {allCandidates: true}, {bTest: "dynamic"}, {incremental: true}, {shuffle: 2}} {
 		got := run(v)
 		for i, p := range got {

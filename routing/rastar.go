@@ -112,6 +112,14 @@ type starVariant struct {
 	// (u,d) → (u+d,d) only in rings of size ≥ 4 (a minimal route runs at
 	// most ⌊size/2⌋ hops along a ring). Not deadlock-free for detours.
 	minimalCDG bool
+	// bisectStar counts the failures angara* survives by bisection
+	// between its first loss and the last failure, as for angara−, as if
+	// its reachability only shrank (it need not: R_A* is rebuilt for
+	// every failure set).
+	bisectStar bool
+	// lastStar counts the largest number of failures after which angara*
+	// still reaches every pair, whatever happened before.
+	lastStar bool
 }
 
 // experimentOrder is the direction order of the fault experiment.

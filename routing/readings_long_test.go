@@ -53,6 +53,8 @@ func TestFaultReadings(t *testing.T) {
 		{"minimal-route CDG, every candidate", starVariant{minimalCDG: true, allCandidates: true}, "no"},
 		{"each candidate against R_DOR CDG alone (static)", starVariant{static: true}, "no"},
 		{"R_A: every FS/LS transition (upper bound)", starVariant{ruleA: true}, "no"},
+		{"angara* counted by bisection, as angara−", starVariant{bisectStar: true}, "yes"},
+		{"angara* counted at its last reachable failure set", starVariant{lastStar: true}, "yes"},
 		{"R_A* against plain dirbit (FS/LS obeying the direction bits too)", starVariant{baseDirbit: true}, "yes"},
 		{"direction order +X,−X,+Y,−Y,… (not the seed's)", starVariant{interleaved: true}, "yes"},
 	}
@@ -66,7 +68,7 @@ func TestFaultReadings(t *testing.T) {
 		if only := os.Getenv("ICN_ONLY"); only != "" && !slices.ContainsFunc(strings.Split(only, "|"), func(w string) bool { return strings.Contains(v.name, w) }) {
 			continue
 		}
-		if v.v.incremental || v.v.baseDirbit { // R_A* rebuilt from the first failure on, or from dirbit's much earlier loss: ~10× the work
+		if v.v.incremental || v.v.baseDirbit || v.v.lastStar { // R_A* rebuilt for many more failure sets: ~10× the work
 			o.Trials = max(1, trials/5)
 			name += fmt.Sprintf(" (%d trials)", o.Trials)
 		}
