@@ -195,7 +195,16 @@ func buildFaultTori(shapes [][]int) ([]*torus, error) {
 func runFaultTrials(o FaultOptions, tori []*torus) []faultTrial {
 	automata := map[int][2]*automaton{}
 	for n := o.MinDims; n <= o.MaxDims; n++ {
-		automata[n] = [2]*automaton{compile(AngaraMinus, DefaultOrder(n), n), compile(AngaraStar, DefaultOrder(n), n)}
+		second := AngaraStar
+		if o.variant.ruleA {
+			second = Angara
+		}
+		first := AngaraMinus
+		if o.variant.baseDirbit {
+			first = Dirbit
+		}
+		order := o.variant.experimentOrder(n)
+		automata[n] = [2]*automaton{compile(first, order, n), compile(second, order, n)}
 	}
 	items := len(tori) * o.Trials
 	res := make([]faultTrial, items)
@@ -308,7 +317,7 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 	}
 	fw.perm = faultOrder(fw.perm, seed, ti, trial, L)
 	fw.up = slices.Grow(fw.up[:0], nc)[:nc]
-	states := au[0].nstates
+	states := max(au[0].nstates, au[1].nstates)
 	if fw.s == nil || len(fw.s.mask) < t.nodes*states || len(fw.s.setStamp) < t.nodes {
 		fw.s = newScratch(max(t.nodes, 128), max(states, 90), max(nc, 1024))
 	}
@@ -335,7 +344,7 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 		ok, _ := r.reachSet(fw.s)
 		return ok
 	}
-	minus := &Router{t: t, rule: Rule{Kind: AngaraMinus, Order: au[0].order}, order: au[0].order, a: au[0], up: fw.up}
+	minus := &Router{t: t, rule: Rule{Kind: au[0].kind, Order: au[0].order}, order: au[0].order, a: au[0], up: fw.up}
 	minus.compileMoves()
 	// angara−: the largest k whose first k failures keep the machine
 	// reachable (k = 0 always does).
@@ -353,21 +362,65 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 			hi = mid
 		}
 	}
+	return fw.runStar(t, au[1], lo, L, setFailures, reach)
+}
+
+// runStar counts the failures angara* survives in one trial (R_A* rebuilt
+// for every failure set), given that angara− survives lo of the L: failure
+// by failure from lo on, until the first loss.
+func (fw *faultWorker) runStar(t *torus, au *automaton, lo, L int, setFailures func(int), reach func(*Router) bool) faultTrial {
 	out := faultTrial{minus: lo, star: lo}
-	// angara* ⊇ angara−, so it survives at least lo failures; step on.
-	for k := lo + 1; k <= L; k++ {
+	try := func(k int) bool {
 		setFailures(k)
-		st, err := fw.sb.build(t, fw.up, au[1].rank)
-		if err != nil {
-			panic(err) // cannot happen: the R_DOR dependencies are acyclic
+		var st starResult
+		if au.kind == AngaraStar {
+			var err error
+			if st, err = fw.sb.build(t, fw.up, au.rank); err != nil {
+				panic(err) // cannot happen: the R_DOR dependencies are acyclic
+			}
 		}
-		star := &Router{t: t, rule: Rule{Kind: AngaraStar, Order: au[1].order}, order: au[1].order, a: au[1], up: fw.up, star: &st}
+		star := &Router{t: t, rule: Rule{Kind: au.kind, Order: au.order}, order: au.order, a: au, up: fw.up, star: &st}
 		star.compileMoves()
-		if !reach(star) {
+		if fw.sb.variant.incremental {
+			fw.sb.pre = st.extra
+		}
+		ok := reach(star)
+		if ok {
+			out.accepted = st.accepted
+		}
+		return ok
+	}
+	// angara* ⊇ angara−, so it survives at least lo failures; step on.
+	first := lo + 1
+	if fw.sb.variant.incremental {
+		first, fw.sb.pre = 1, nil // R_A* grows with the failures from the first one
+	}
+	for k := first; k <= L; k++ {
+		if !try(k) {
+			if k <= lo {
+				panic("angara* lost a pair angara- reaches")
+			}
 			break
 		}
 		out.star = k
-		out.accepted = st.accepted
+	}
+	if fw.sb.variant.lastStar {
+		for k := out.star + 2; k <= L; k++ {
+			if try(k) {
+				out.star = k
+			}
+		}
+	}
+	if fw.sb.variant.bisectStar {
+		// as for angara−, as if reachability only shrank: R_A* is rebuilt
+		// for every failure set and may reach every pair again later.
+		for hi := L; hi-out.star > 1; {
+			if mid := (out.star + hi) / 2; try(mid) {
+				out.star = mid
+			} else {
+				hi = mid
+			}
+		}
 	}
 	return out
 }

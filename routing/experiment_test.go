@@ -146,3 +146,43 @@ func TestBalanceExperiment(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultVariantsOrdered runs the fidelity variants on small tori and
+// checks, trial by trial, what their definitions imply: angara− is the
+// same in all; every R_A* variant survives at least as many failures as
+// angara−; every sound variant (each of its dependencies closes no cycle
+// in the R_DOR CDG) at most as many as the static one, which accepts every
+// such dependency; and R_A, which allows every FS/LS transition, survives
+// at least as many as any of them. Counted by bisection, angara* survives
+// at least as many failures as up to its first loss, and at most as many
+// as at its last reachable failure set.
+func TestFaultVariantsOrdered(t *testing.T) {
+	base := FaultOptions{Seed: 5, Trials: 3, MaxNodes: 24, MaxSize: 4, Sorted: true, Workers: 1}
+	run := func(v starVariant) [][2]int {
+		o := base
+		o.variant = v
+		rep, err := FaultExperiment(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Trials
+	}
+	static, upper := run(starVariant{static: true}), run(starVariant{ruleA: true})
+	first, bisect, last := run(starVariant{}), run(starVariant{bisectStar: true}), run(starVariant{lastStar: true})
+	for i := range first {
+		if !(first[i][1] <= bisect[i][1] && bisect[i][1] <= last[i][1]) {
+			t.Fatalf("trial %d: angara* survives %d to its first loss, %d by bisection, %d at the last", i, first[i][1], bisect[i][1], last[i][1])
+		}
+	}
+	for _, v := range []starVariant{{}, {allCandidates: true}, {bTest: "dynamic"}, {incremental: true}, {shuffle: 2}} {
+		got := run(v)
+		for i, p := range got {
+			if p[0] != static[i][0] || p[0] != upper[i][0] {
+				t.Fatalf("%+v trial %d: angara− %d, %d, %d", v, i, p[0], static[i][0], upper[i][0])
+			}
+			if !(p[0] <= p[1] && p[1] <= static[i][1] && static[i][1] <= upper[i][1]) {
+				t.Fatalf("%+v trial %d: angara− %d, variant %d, static %d, R_A %d", v, i, p[0], p[1], static[i][1], upper[i][1])
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package routing
 import (
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 )
 
 // R_A* construction (seed 001 §2.3).
@@ -53,14 +54,19 @@ type starBuilder struct {
 	epoch  uint32
 	stack  []int32
 	extraA [][]int32 // search mode: accepted edges per condensed vertex
+	dirOf  []Dir     // direction of every condensed vertex
 	// useClosure: the closure rows answer reachability (else searches)
 	useClosure bool
 	variant    starVariant
+	// pre, when set, lists dependencies (as in starResult.extra) offered
+	// before all others (incremental variant).
+	pre []uint16
 }
 
-// starVariant selects variants of the R_A* construction for the fidelity
-// experiment (TestRAStarVariants); the zero value is the construction
-// the routers use.
+// starVariant selects variants of the R_A* construction and of the fault
+// experiment for the fidelity experiments (TestRAStarVariants,
+// TestFaultReadings); the zero value is the construction the routers and
+// `icn experiment faults` use.
 type starVariant struct {
 	// noReversal leaves the turns (u,d) → (u+d,−d) out of the R_DOR
 	// CDG: a minimal route never reverses, so no table uses them (the
@@ -71,6 +77,61 @@ type starVariant struct {
 	// pair (Di, then Dj in the order), all nodes for each, instead of
 	// node by node.
 	byDirection bool
+	// static tests every candidate against the R_DOR CDG alone, ignoring
+	// the dependencies accepted before it (each candidate on its own
+	// closes no cycle, but together they may: not deadlock-free). Every
+	// greedy construction on the R_DOR CDG accepts a subset of these.
+	static bool
+	// allCandidates offers every order-violating dependency, also those
+	// no FS or LS step can use (Di negative, Dj positive), as "every
+	// edge e ∉ E" of the seed's theorem reads.
+	allCandidates bool
+	// ruleA replaces R_A* by R_A in the fault experiment: every FS/LS
+	// transition, accepted or not (the upper bound of any R_A*).
+	ruleA bool
+	// incremental keeps, as failures accumulate, the dependencies
+	// accepted for the previous failure set (those still alive are
+	// offered first) instead of rebuilding R_A* from scratch.
+	incremental bool
+	// baseDirbit compares with plain dirbit routing instead of R_A−
+	// (FS/LS obeying the direction bits as well as the order).
+	baseDirbit bool
+	// interleaved uses the direction order +X,−X,+Y,−Y,… in the fault
+	// experiment instead of the seed's +X,+Y,…,−X,−Y,….
+	interleaved bool
+	// bTest replaces the exact cycle test by the seed's sufficient test
+	// Di ∉ B(uj,Dj), B(u,D) being the directions of every route through
+	// channel (u,D): of its ancestors and descendants in the CDG built so
+	// far ("dynamic", sound), or in the R_DOR CDG alone ("static", not
+	// proven deadlock-free once several are accepted).
+	bTest string
+	// shuffle offers the candidates in a random order (seeded, fixed).
+	shuffle uint64
+	// minimalCDG builds the R_DOR CDG from routes that are minimal on the
+	// fault-free torus only: no reversal turns, and straight dependencies
+	// (u,d) → (u+d,d) only in rings of size ≥ 4 (a minimal route runs at
+	// most ⌊size/2⌋ hops along a ring). Not deadlock-free for detours.
+	minimalCDG bool
+	// bisectStar counts the failures angara* survives by bisection
+	// between its first loss and the last failure, as for angara−, as if
+	// its reachability only shrank (it need not: R_A* is rebuilt for
+	// every failure set).
+	bisectStar bool
+	// lastStar counts the largest number of failures after which angara*
+	// still reaches every pair, whatever happened before.
+	lastStar bool
+}
+
+// experimentOrder is the direction order of the fault experiment.
+func (v starVariant) experimentOrder(n int) Order {
+	if !v.interleaved {
+		return DefaultOrder(n)
+	}
+	o := make(Order, 0, 2*n)
+	for d := 0; d < n; d++ {
+		o = append(o, Plus(d), Minus(d))
+	}
+	return o
 }
 
 func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, error) {
@@ -80,7 +141,7 @@ func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, erro
 	if !sb.topoOrder(nv) {
 		return res, fmt.Errorf("internal error: the direction-order dependency graph has a cycle with a turn")
 	}
-	sb.useClosure = int(nv) <= closureLimit
+	sb.useClosure = int(nv) <= closureLimit || sb.variant.bTest != "" // the B test reads the closure rows
 	if sb.useClosure {
 		sb.closure(nv)
 	} else {
@@ -107,13 +168,15 @@ func (sb *starBuilder) condense(t *torus, up []bool) int32 {
 		comp[i] = -1
 	}
 	nv := int32(0)
+	sb.dirOf = sb.dirOf[:0]
 	for v := 0; v < t.nodes; v++ {
 		for d := Dir(0); int(d) < t.nd; d++ {
 			c := t.chAt(v, d)
 			if !up[c] || comp[c] >= 0 {
 				continue
 			}
-			if ringIntact(t, up, v, d) {
+			sb.dirOf = append(sb.dirOf, d)
+			if ringIntact(t, up, v, d) && (!sb.variant.minimalCDG || t.dims[d.Dim()] >= 4) {
 				for w, k := v, 0; k < t.dims[d.Dim()]; k++ {
 					comp[t.chAt(w, d)] = nv
 					w = int(t.nbAt(w, d))
@@ -160,7 +223,10 @@ func (sb *starBuilder) condensedEdges(t *torus, up []bool, rank []int8, nv int32
 				if rank[dj] < rank[di] {
 					continue
 				}
-				if sb.variant.noReversal && dj == di.Opp() {
+				if (sb.variant.noReversal || sb.variant.minimalCDG) && dj == di.Opp() {
+					continue
+				}
+				if sb.variant.minimalCDG && dj == di && t.dims[di.Dim()] < 4 {
 					continue
 				}
 				b := t.chAt(w, dj)
@@ -243,12 +309,16 @@ func (sb *starBuilder) closure(nv int32) {
 // those that close no cycle.
 func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int32, res *starResult) {
 	ord := orderOf(rank)
+	prePass := sb.pre != nil
 	offer := func(uj int, di, dj Dir) {
-		if rank[dj] >= rank[di] || (di.Neg() && !dj.Neg()) {
+		if rank[dj] >= rank[di] || (di.Neg() && !dj.Neg() && !sb.variant.allCandidates) {
 			return // not order-violating, or neither an FS (positive first) nor an LS (negative last) transition
 		}
 		a, b := t.inCh(uj, di), t.chAt(uj, dj)
-		if !up[a] || !up[b] {
+		if !up[a] || !up[b] || res.extra[a]&(1<<dj) != 0 {
+			return
+		}
+		if prePass && sb.pre[a]&(1<<dj) == 0 {
 			return
 		}
 		res.candidates++
@@ -257,7 +327,12 @@ func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int3
 			res.accepted++
 		}
 	}
-	if sb.variant.byDirection {
+	if prePass { // incremental variant: the previous failure set's first
+		forEachByNode(t.nodes, ord, offer)
+		prePass = false
+	}
+	switch {
+	case sb.variant.byDirection:
 		for _, di := range ord {
 			for _, dj := range ord {
 				for uj := 0; uj < t.nodes; uj++ {
@@ -265,12 +340,30 @@ func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int3
 				}
 			}
 		}
-		return
+	case sb.variant.shuffle != 0:
+		type cand struct {
+			uj     int
+			di, dj Dir
+		}
+		var cs []cand
+		forEachByNode(t.nodes, ord, func(uj int, di, dj Dir) { cs = append(cs, cand{uj, di, dj}) })
+		rng := rand.New(rand.NewPCG(sb.variant.shuffle, uint64(len(up))))
+		rng.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
+		for _, c := range cs {
+			offer(c.uj, c.di, c.dj)
+		}
+	default:
+		forEachByNode(t.nodes, ord, offer)
 	}
-	for uj := 0; uj < t.nodes; uj++ {
+}
+
+// forEachByNode calls f for every node uj and pair of directions, by node,
+// then Di, then Dj in the order ord.
+func forEachByNode(nodes int, ord []Dir, f func(uj int, di, dj Dir)) {
+	for uj := 0; uj < nodes; uj++ {
 		for _, di := range ord {
 			for _, dj := range ord {
-				offer(uj, di, dj)
+				f(uj, di, dj)
 			}
 		}
 	}
@@ -279,6 +372,12 @@ func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int3
 // tryAccept adds the condensed edge ca → cb unless cb already reaches ca
 // (a cycle through a turn); it reports whether it was added.
 func (sb *starBuilder) tryAccept(ca, cb, nv int32) bool {
+	if sb.variant.bTest != "" {
+		return sb.tryAcceptB(ca, cb, nv)
+	}
+	if sb.variant.static {
+		return !sb.reachesBase(cb, ca)
+	}
 	if !sb.useClosure {
 		if sb.reaches(cb, ca) {
 			return false
@@ -347,6 +446,42 @@ func (sb *starBuilder) reaches(from, to int32) bool {
 	}
 	sb.stack = st
 	return found
+}
+
+// tryAcceptB is the seed's test Di ∉ B(uj,Dj) on the closure rows
+// (variant bTest): no vertex of a's direction reaches or is reached from b.
+func (sb *starBuilder) tryAcceptB(ca, cb, nv int32) bool {
+	di := sb.dirOf[ca]
+	rb := sb.row(cb)
+	for x := int32(0); x < nv; x++ {
+		if sb.dirOf[x] != di {
+			continue
+		}
+		if rb[x>>6]&(1<<(uint(x)&63)) != 0 || sb.row(x)[cb>>6]&(1<<(uint(cb)&63)) != 0 {
+			return false
+		}
+	}
+	if sb.variant.bTest == "static" {
+		return true
+	}
+	static := sb.variant.static
+	sb.variant.static, sb.variant.bTest = false, ""
+	ok := sb.tryAccept(ca, cb, nv) // updates the closure; cannot fail
+	sb.variant.static, sb.variant.bTest = static, "dynamic"
+	return ok
+}
+
+// reachesBase reports whether condensed vertex to is reachable from from
+// in the R_DOR CDG alone (static variant): the closure as first built, or
+// a search without accepted edges.
+func (sb *starBuilder) reachesBase(from, to int32) bool {
+	if sb.useClosure {
+		return sb.row(from)[to>>6]&(1<<(uint(to)&63)) != 0
+	}
+	extra := sb.extraA
+	sb.extraA = make([][]int32, len(extra))
+	defer func() { sb.extraA = extra }()
+	return sb.reaches(from, to)
 }
 
 // orderOf returns the directions sorted by rank.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/icn-hpc/icn/internal/cdg"
+	"github.com/icn-hpc/icn/topology"
 )
 
 // starCDG builds, with internal/cdg and independently of the condensation,
@@ -110,4 +111,46 @@ func toInts(xs []int32) []int {
 		out[i] = int(x)
 	}
 	return out
+}
+
+// TestStarVariants checks the construction variants of the fidelity
+// experiments on random failure sets: the sound ones (every candidate,
+// random order, the seed's B test) leave no cycle with a turn, and the
+// static test accepts everything the exact test and the B test accept (it
+// tests against the R_DOR CDG, a subgraph of theirs, and B(uj,Dj) holds
+// the direction of every channel a path from (uj,Dj) reaches).
+func TestStarVariants(t *testing.T) {
+	old := routerStarVariant
+	defer func() { routerStarVariant = old }()
+	build := func(g *topology.Graph, order Order, v starVariant) *Router {
+		routerStarVariant = v
+		r, err := NewRouter(g, Rule{Kind: AngaraStar, Order: order})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, spec := range []string{"4x4", "5x3", "3x3x2", "4x3x2", "2x2x2x2", "3x2x2x2"} {
+		for _, frac := range []float64{0.05, 0.15, 0.3} {
+			g, order, _, _, _ := randomScenario(t, rng, spec, frac, false, rng.IntN(2) == 0, false)
+			name := fmt.Sprintf("%s/fail=%v/order=%v", spec, frac, order)
+			exact := build(g, order, starVariant{})
+			static := build(g, order, starVariant{static: true})
+			bt := build(g, order, starVariant{bTest: "dynamic"})
+			for _, v := range []starVariant{{allCandidates: true}, {shuffle: 3}, {bTest: "dynamic"}} {
+				if cyc := starCDG(build(g, order, v)).Deadlock(true); cyc != nil {
+					t.Fatalf("%s %+v: a cycle with a turn", name, v)
+				}
+			}
+			for c := range exact.star.extra {
+				for d := Dir(0); int(d) < exact.t.nd; d++ {
+					e, s, b := exact.ExtraAllowed(c, d), static.ExtraAllowed(c, d), bt.ExtraAllowed(c, d)
+					if (e || b) && !s {
+						t.Fatalf("%s: %s→%v accepted by the exact (%v) or B (%v) test but not by the static one", name, g.ChannelName(c), d, e, b)
+					}
+				}
+			}
+		}
+	}
 }
