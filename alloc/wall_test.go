@@ -76,28 +76,35 @@ func TestWallShortcutSameDecision(t *testing.T) {
 	for trial := 0; trial < 60; trial++ {
 		spec := []string{"torus:6x5x4", "torus:8x4x4", "torus:4x4x3x2"}[trial%3]
 		s := slabState(t, spec, 0.05*r.Float64()*float64(trial%2), r)
-		var rt Router = GraphRouter{G: s.Graph()}
-		if trial%2 == 0 {
-			var err error
-			if rt, err = NewAngaraRouter(s.Graph(), "angara*"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		m := 1 + r.IntN(s.FreeCount()/2)
-		req := Request{Nodes: m, Transit: r.IntN(m/2 + 2), Algo: Improved}
-		got, err := NewSelector(s).Select(s, rt, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wallShortcut = false
-		want, err := NewSelector(s).Select(s, rt, req)
-		wallShortcut = true
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := fmt.Sprintf("%s trial %d m=%d T=%d", spec, trial, req.Nodes, req.Transit)
-		sameResult(t, name, got, want)
+		sameWithout(t, &wallShortcut, fmt.Sprintf("%s trial %d", spec, trial), s, trial%2 == 0, r)
 	}
+}
+
+// sameWithout selects for a random job on s (under angara* or plain
+// connectivity) with the shortcut *on set and cleared and requires the
+// same result.
+func sameWithout(t *testing.T, on *bool, name string, s *State, angara bool, r *rand.Rand) {
+	t.Helper()
+	var rt Router = GraphRouter{G: s.Graph()}
+	if angara {
+		var err error
+		if rt, err = NewAngaraRouter(s.Graph(), "angara*"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := 1 + r.IntN(s.FreeCount()/2)
+	req := Request{Nodes: m, Transit: r.IntN(m/2 + 2), Algo: Improved}
+	got, err := NewSelector(s).Select(s, rt, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	*on = false
+	want, err := NewSelector(s).Select(s, rt, req)
+	*on = true
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameResult(t, fmt.Sprintf("%s m=%d T=%d", name, req.Nodes, req.Transit), got, want)
 }
 
 func sameResult(t *testing.T, name string, got, want *Result) {
