@@ -207,6 +207,20 @@ func stateOf(t testing.TB, spec string) *State {
 	return s
 }
 
+// angaraOn parses spec and returns the network with its angara* router.
+func angaraOn(t testing.TB, spec string) (*topology.Graph, *AngaraRouter) {
+	t.Helper()
+	g, err := topology.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := NewAngaraRouter(g, "angara*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, rt
+}
+
 // eachRect calls f with every rectangle of every shape the selector
 // enumerates and the rectangle's available nodes, in coordinate order.
 func eachRect(sel *Selector, s *State, f func(rect Rect, avail []int)) {

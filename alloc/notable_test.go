@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/icn-hpc/icn/topology"
 )
 
 // TestNoTableSameChoice compares decisions with and without NoTable on
@@ -16,14 +14,7 @@ func TestNoTableSameChoice(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 14))
 	skipped := 0
 	for _, spec := range []string{"torus:4x4x2", "torus:4x4x4", "torus:6x4x3"} {
-		g, err := topology.Parse(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rt, err := NewAngaraRouter(g, "angara*")
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, rt := angaraOn(t, spec)
 		for trial := 0; trial < 25; trial++ {
 			st, err := NewState(g)
 			if err != nil {
@@ -77,14 +68,7 @@ func TestExistsMatchesSelect(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 1))
 	yes, no := 0, 0
 	for _, spec := range []string{"torus:4x4x2", "torus:4x4x4", "torus:6x4x3"} {
-		g, err := topology.Parse(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rt, err := NewAngaraRouter(g, "angara*")
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, rt := angaraOn(t, spec)
 		sel := NewSelector(&State{g: g, dims: g.Dims(), wrap: g.Wrap(), owner: make([]int32, g.NumNodes())})
 		for trial := 0; trial < 40; trial++ {
 			st, err := NewState(g)

@@ -150,14 +150,7 @@ func TestRectNodesMatchesRect(t *testing.T) {
 // with dropTransit's for that bound.
 func TestReductionMemoMatchesDropTransit(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 6))
-	g, err := topology.Parse("torus:4x4x4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := NewAngaraRouter(g, "angara*")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, rt := angaraOn(t, "torus:4x4x4")
 	var memo reductionMemo
 	computed, full, pruned := 0, 0, 0
 	for trial := 0; trial < 1000; trial++ {
