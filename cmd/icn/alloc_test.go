@@ -108,20 +108,13 @@ func TestAllocHostlist(t *testing.T) {
 	if err := runAlloc(context.Background(), o, &line); err != nil {
 		t.Fatal(err)
 	}
-	o.out.json = true
-	var js bytes.Buffer
-	if err := runAlloc(context.Background(), o, &js); err != nil {
-		t.Fatal(err)
-	}
 	var v struct {
 		Hostlist string `json:"hostlist"`
 		Chosen   struct {
 			Active, Transit []int
 		} `json:"chosen"`
 	}
-	if err := json.Unmarshal(js.Bytes(), &v); err != nil {
-		t.Fatal(err)
-	}
+	allocJSON(t, o, &v)
 	if strings.TrimSpace(line.String()) != v.Hostlist {
 		t.Errorf("line %q, JSON %q", line.String(), v.Hostlist)
 	}
@@ -253,18 +246,11 @@ func TestAllocCompactTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.out.json = true
-	var js bytes.Buffer
-	if err := runAlloc(context.Background(), o, &js); err != nil {
-		t.Fatal(err)
-	}
 	var v struct {
 		Names  []string               `json:"active_nodes"`
 		Chosen struct{ Active []int } `json:"chosen"`
 	}
-	if err := json.Unmarshal(js.Bytes(), &v); err != nil {
-		t.Fatal(err)
-	}
+	allocJSON(t, o, &v)
 	if len(v.Names) != 300 || len(v.Chosen.Active) != 300 {
 		t.Fatalf("--json lists %d names and %d ids, want 300", len(v.Names), len(v.Chosen.Active))
 	}
@@ -273,4 +259,15 @@ func TestAllocCompactTable(t *testing.T) {
 	if !slices.Equal(fromTable, want) {
 		t.Fatalf("table patterns %q name other nodes than --json", pats)
 	}
+}
+
+// allocJSON runs `icn alloc --json` with o and decodes its output into v.
+func allocJSON(t *testing.T, o allocOptions, v any) {
+	t.Helper()
+	o.out.json = true
+	var js strings.Builder
+	if err := runAlloc(context.Background(), o, &js); err != nil {
+		t.Fatal(err)
+	}
+	decodeJSON(t, js.String(), v)
 }

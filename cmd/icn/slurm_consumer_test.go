@@ -158,18 +158,13 @@ func TestSlurmAllocHostlist(t *testing.T) {
 		if err := runAlloc(context.Background(), o, &text); err != nil {
 			t.Fatal(err)
 		}
-		o.out.json = true
-		var js strings.Builder
-		if err := runAlloc(context.Background(), o, &js); err != nil {
-			t.Fatal(err)
-		}
 		var view struct {
 			Chosen struct {
 				Active, Transit []int
 			}
 			Hostlist string
 		}
-		decodeJSON(t, js.String(), &view)
+		allocJSON(t, o, &view)
 		g, err := topology.Parse(tc.topo)
 		if err != nil {
 			t.Fatal(err)
