@@ -85,19 +85,14 @@ func (ks *keyScratch) ints(buf *[]int, n int) []int {
 	return *buf
 }
 
-// canonicalKey names a node set with its split: sets whose active nodes
-// are the first m nodes (X fastest) of some box are named by the box's
-// corner (0 in a dimension they cover whole), the extents of the
-// dimensions below the highest one the active nodes span, m, and the
-// transit nodes as offsets from the corner; this
-// name depends only on the set, so blocks of different sizes, and other
-// placements, that give the same set get the same name. Other sets are
-// named by their sorted node ids.
-func canonicalKey(dims []int, active, transit []int) string {
-	return string(appendCanonicalKey(nil, dims, active, transit, &keyScratch{}))
-}
-
-// appendCanonicalKey appends canonicalKey's name to b.
+// appendCanonicalKey appends to b the name of a node set with its split:
+// sets whose active nodes are the first m nodes (X fastest) of some box
+// are named by the box's corner (0 in a dimension they cover whole), the
+// extents of the dimensions below the highest one the active nodes span,
+// m, and the transit nodes as offsets from the corner; this name depends
+// only on the set, so blocks of different sizes, and other placements,
+// that give the same set get the same name. Other sets are named by their
+// sorted node ids (appendSetID).
 func appendCanonicalKey(b []byte, dims []int, active, transit []int, ks *keyScratch) []byte {
 	if corner, ext, ok := prefixShape(dims, active, ks); ok {
 		ks.rel = ks.rel[:0]
@@ -110,7 +105,7 @@ func appendCanonicalKey(b []byte, dims []int, active, transit []int, ks *keyScra
 // (X fastest) of a box, and returns the box's corner and the extents of
 // the dimensions below the highest one the nodes span (both in ks's
 // space). The corner is where each dimension's projection (a cyclic
-// interval) starts, or 0 where it covers the whole ring (blockSet.key
+// interval) starts, or 0 where it covers the whole ring (blockSet.appendKey
 // agrees).
 func prefixShape(dims []int, active []int, ks *keyScratch) (corner, ext []int, ok bool) {
 	n := len(dims)
@@ -181,7 +176,7 @@ func prefixIndicesBelow(offs, ext []int, k, n, m int) bool {
 	return true
 }
 
-// appendPrefixKey appends canonicalKey's name of a prefix set to b; the
+// appendPrefixKey appends appendCanonicalKey's name of a prefix set to b; the
 // transit nodes are ks.rel (offsets from the corner, encoded in dims'
 // radix) and the node ids transit.
 func appendPrefixKey(b []byte, dims, corner, ext []int, m int, transit []int, ks *keyScratch) []byte {
@@ -211,12 +206,7 @@ func appendPrefixKey(b []byte, dims, corner, ext []int, m int, transit []int, ks
 	return b
 }
 
-// key is canonicalKey for a block's set.
-func (b *blockSet) key(dims []int) string {
-	return string(b.appendKey(nil, dims, &keyScratch{}))
-}
-
-// appendKey appends key's name to buf.
+// appendKey appends appendCanonicalKey's name of a block's set to buf.
 func (b *blockSet) appendKey(buf []byte, dims []int, ks *keyScratch) []byte {
 	// The first m nodes span dimensions 0..k, k the first with
 	// size[0]·…·size[k] ≥ m.

@@ -29,7 +29,7 @@ func (d *decision) nodeKey(w, slot int, tag string, nodes []int) []byte {
 	return b
 }
 
-// setIDKey is the key of active ∪ transit with its split (as setID).
+// setIDKey is the key of active ∪ transit with its split (as appendSetID).
 func (d *decision) setIDKey(w, slot int, tag string, active, transit []int) []byte {
 	b := d.appendSorted(d.keyStart(w, slot, tag), &d.work[w].ids, active)
 	b = append(b, 0xff, 0xff, 0xff, 0xff) // no node id

@@ -63,6 +63,9 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 	}
 	res.Ranked = len(best)
 	tied := d.leastFragmenting(best)
+	for _, c := range tied {
+		d.nameClasses(c)
+	}
 	if req.NoTable && d.chooseAlone(tied, res) {
 		return res, nil
 	}
@@ -607,17 +610,14 @@ func (d *decision) newCandidate(w int, p placement, keep []int) *Candidate {
 	return c
 }
 
-// nameClasses sets the candidate's shape and iso (once). Sets from blocks
+// nameClasses sets the candidate's shape and iso; Select names only the
+// candidates tied on criteria 1 and 2, which are ranked. Sets from blocks
 // of one size, reduced the same way, are translations of each other and
 // have isomorphic routing tables. With a translation-invariant router,
 // sets with the same pattern of unavailable nodes and the same kept
 // transit nodes are translations too: they share their routing-table
 // figures.
 func (d *decision) nameClasses(c *Candidate) {
-	if c.named {
-		return
-	}
-	c.named = true
 	var b []byte
 	switch {
 	case d.invariant && c.blockSize != nil:
@@ -696,7 +696,6 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	var build []int
 	for i, c := range reps {
 		first[i] = i
-		d.nameClasses(c)
 		if c.shape != "" {
 			if j, ok := byShape[c.shape]; ok {
 				first[i] = j
@@ -729,7 +728,7 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 }
 
 // appendSetKey appends the name of a candidate's node set with its split
-// (see canonicalKey) to b.
+// (see appendCanonicalKey) to b.
 func (d *decision) appendSetKey(b []byte, c *Candidate, ks *keyScratch) []byte {
 	if c.lazy != nil {
 		return c.lazy.appendKey(b, d.sel.dims, ks)
@@ -842,7 +841,6 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 		limit = 64
 	}
 	classOf := func(c *Candidate) string {
-		d.nameClasses(c)
 		if c.iso != "" {
 			return c.iso
 		}

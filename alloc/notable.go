@@ -8,9 +8,6 @@ package alloc
 func (d *decision) chooseAlone(tied []*Candidate, res *Result) bool {
 	first := tied[0]
 	for _, c := range tied {
-		d.nameClasses(c)
-	}
-	for _, c := range tied {
 		if c.iso == "" || c.iso != first.iso {
 			return len(tied) == 1 && d.pickAlone(first, res)
 		}

@@ -102,10 +102,8 @@ type Candidate struct {
 	// translation invariant and the set comes from a placement with
 	// unavailable nodes ("" otherwise).
 	shape string
-	// named: iso and shape are set (decision.nameClasses names them
-	// from blockSize, pattern and keep only for the candidates that are
-	// ranked).
-	named     bool
+	// blockSize, pattern and keep name iso and shape
+	// (decision.nameClasses, only for the candidates that are ranked).
 	blockSize []int  // placement.blockSize
 	pattern   string // placement.pattern
 	keep      []int  // transit indices kept by reduce (nil: all)
@@ -370,14 +368,8 @@ func (o *onceMap) get(key string, f func() (any, error)) (any, error) {
 	return v, nil
 }
 
-// setID is a compact map key for the node set active ∪ transit with its
-// split (ids in any order).
-func setID(active, transit []int) string {
-	var scratch []int
-	return string(appendSetID(make([]byte, 0, 4*(len(active)+len(transit))+4), active, transit, &scratch))
-}
-
-// appendSetID appends setID's key to b, sorting in scratch.
+// appendSetID appends to b a compact name of the node set active ∪
+// transit with its split (ids in any order), sorting in scratch.
 func appendSetID(b []byte, active, transit []int, scratch *[]int) []byte {
 	for k, l := range [2][]int{active, transit} {
 		if k == 1 {

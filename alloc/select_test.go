@@ -447,3 +447,19 @@ func TestBlockSetKey(t *testing.T) {
 		}
 	}
 }
+
+// canonicalKey is appendCanonicalKey's name as a string.
+func canonicalKey(dims []int, active, transit []int) string {
+	return string(appendCanonicalKey(nil, dims, active, transit, &keyScratch{}))
+}
+
+// key is appendKey's name of a block's set as a string.
+func (b *blockSet) key(dims []int) string {
+	return string(b.appendKey(nil, dims, &keyScratch{}))
+}
+
+// setID is appendSetID's name as a string.
+func setID(active, transit []int) string {
+	var scratch []int
+	return string(appendSetID(nil, active, transit, &scratch))
+}
