@@ -378,6 +378,12 @@ func (sb *starBuilder) tryAccept(ca, cb, nv int32) bool {
 	if sb.variant.static {
 		return !sb.reachesBase(cb, ca)
 	}
+	return sb.acceptUnlessCycle(ca, cb, nv)
+}
+
+// acceptUnlessCycle is the exact test: it adds ca → cb unless cb already
+// reaches ca, keeping the closure rows (or the accepted edges) up to date.
+func (sb *starBuilder) acceptUnlessCycle(ca, cb, nv int32) bool {
 	if !sb.useClosure {
 		if sb.reaches(cb, ca) {
 			return false
@@ -464,11 +470,7 @@ func (sb *starBuilder) tryAcceptB(ca, cb, nv int32) bool {
 	if sb.variant.bTest == "static" {
 		return true
 	}
-	static := sb.variant.static
-	sb.variant.static, sb.variant.bTest = false, ""
-	ok := sb.tryAccept(ca, cb, nv) // updates the closure; cannot fail
-	sb.variant.static, sb.variant.bTest = static, "dynamic"
-	return ok
+	return sb.acceptUnlessCycle(ca, cb, nv) // updates the closure; cannot fail
 }
 
 // reachesBase reports whether condensed vertex to is reachable from from
