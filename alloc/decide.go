@@ -303,11 +303,12 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 	if d.changed != nil && d.holesAt(w, d.changed, size, st) == 0 {
 		return true
 	}
-	if blocks.pruned(d) && d.holesAt(w, d.sel.grid, size, st) == 0 {
+	holes := d.holesAt(w, d.sel.grid, size, st)
+	if holes == 0 && blocks.pruned(d) {
 		out.found++ // a block: reachable, and beaten on criterion 1
 		return true
 	}
-	p, ok := d.placementSet(w, size, st)
+	p, ok := d.placementSet(w, size, st, holes)
 	if !ok {
 		return true
 	}
@@ -347,13 +348,13 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 	return true
 }
 
-// placementSet lists the available nodes of the rectangle at st: the first
-// m (in coordinate order) are active, the rest transit. ok is false when
+// placementSet lists the available nodes of the rectangle at st (holes of
+// its nodes are unavailable): the first m (in coordinate order) are
+// active, the rest transit. ok is false when
 // the rectangle cannot hold the job (too few available nodes, or for the
 // baseline any unavailable node or failed link inside).
-func (d *decision) placementSet(w int, size, st []int) (placement, bool) {
+func (d *decision) placementSet(w int, size, st []int, holes int) (placement, bool) {
 	sel := d.sel
-	holes := d.holesAt(w, sel.grid, size, st)
 	if vol(size)-holes < d.m || (d.req.Algo == Baseline && holes > 0) {
 		return placement{}, false
 	}
