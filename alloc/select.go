@@ -267,8 +267,9 @@ func baselineShape(size, dims []int) bool {
 //
 // Reachability only grows with the transit set, so a run of drops ends
 // at the first node whose removal breaks it, and that node is found by
-// bisection: O(kept · log |transit|) questions instead of |transit|, with
-// exactly the one-by-one greedy's outcome.
+// galloping and bisection: O(kept · log |transit|) questions instead of
+// |transit|, one per kept node when the nodes kept are the last ones,
+// with exactly the one-by-one greedy's outcome.
 func dropTransit(reachable func(active, transit []int) (bool, error), active, transit []int, bound int) ([]int, error) {
 	var kept []int // indices kept, descending
 	try := make([]int, 0, len(transit))
@@ -281,8 +282,22 @@ func dropTransit(reachable func(active, transit []int) (bool, error), active, tr
 	}
 	for i := len(transit); i > 0; {
 		// transit[:i] ∪ kept is reachable; find the least j ≤ i for
-		// which transit[:j] ∪ kept still is.
+		// which transit[:j] ∪ kept still is. Usually the last node is
+		// needed (j = i), so the search gallops down from i: i−1, i−2,
+		// i−4, … until a prefix fails, then bisects the last step.
 		lo, hi := 0, i
+		for step := 1; lo < hi; step *= 2 {
+			mid := max(lo, hi-step)
+			ok, err := reach(mid)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				lo = mid + 1
+				break
+			}
+			hi = mid
+		}
 		for lo < hi {
 			mid := (lo + hi) / 2
 			ok, err := reach(mid)
