@@ -613,16 +613,23 @@ func (d *decision) newCandidate(w int, p placement, keep []int) *Candidate {
 
 // nameClasses sets the candidate's shape and iso; Select names only the
 // candidates tied on criteria 1 and 2, which are ranked. Sets from blocks
-// of one size, reduced the same way, are translations of each other and
-// have isomorphic routing tables. With a translation-invariant router,
-// sets with the same pattern of unavailable nodes and the same kept
-// transit nodes are translations too: they share their routing-table
-// figures.
+// of one size, reduced the same way, are translations of each other;
+// with a translation-invariant router, so are sets with the same pattern
+// of unavailable nodes and the same kept transit nodes. Translates route
+// alike, but a routing table breaks ties between equal routes by node
+// number, and a translation that wraps the set around a ring differently
+// renumbers it: only translates with the same wrap (orderKey) are sure to
+// have the same table figures, so the names include it.
 func (d *decision) nameClasses(c *Candidate) {
+	start, rect := c.Rect.Start, c.Rect.Size // the box the set lies in
+	if c.lazy != nil {
+		start = c.block.start
+	}
 	var b []byte
 	switch {
 	case d.invariant && c.blockSize != nil:
 		b = []byte(sizeKey("B", c.blockSize))
+		rect = c.blockSize
 	case c.pattern != "":
 		b = []byte("P" + c.pattern)
 	}
@@ -635,27 +642,46 @@ func (d *decision) nameClasses(c *Candidate) {
 		for _, x := range c.keep {
 			b = binary.AppendUvarint(b, uint64(x))
 		}
-		c.shape = string(b)
+		c.shape = string(d.appendOrderKey(b, start, rect))
 	}
-	c.iso = d.isoName(c)
+	if iso, size := d.isoName(c); iso != "" {
+		c.iso = string(d.appendOrderKey([]byte(iso), start, size))
+	}
+}
+
+// appendOrderKey appends, for the box of the given size at start, where
+// each dimension's ring wraps inside it (0 when it does not). Sets in
+// boxes with the same key are numbered in the same order.
+func (d *decision) appendOrderKey(b []byte, start, size []int) []byte {
+	b = append(b, 0xfe)
+	for i, p := range size {
+		w := 0
+		if dim := d.sel.dims[i]; start[i]+p > dim {
+			w = dim - start[i]
+		}
+		b = binary.AppendUvarint(b, uint64(w))
+	}
+	return b
 }
 
 // isoName names the class of a candidate whose available nodes form a
 // box without a failed link inside: it is the block of that box, in the
-// block's class ("" when blocks do not share their figures).
-func (d *decision) isoName(c *Candidate) string {
+// block's class ("" when blocks do not share their figures). size is the
+// block the name stands for.
+func (d *decision) isoName(c *Candidate) (string, []int) {
 	bs := c.blockSize
 	switch {
 	case bs == nil || !d.shareBlocks:
-		return ""
+		return "", nil
 	case c.keep == nil:
-		return sizeKey("r", bs)
+		return sizeKey("r", bs), bs
 	case c.nTransit > 0:
-		return sizeKey("g", bs)
+		return sizeKey("g", bs), bs
 	case leadingBlock(bs, d.m) != nil:
-		return sizeKey("r", leadingBlock(bs, d.m))
+		l := leadingBlock(bs, d.m)
+		return sizeKey("r", l), l
 	default:
-		return sizeKey("a", bs)
+		return sizeKey("a", bs), bs
 	}
 }
 

@@ -103,6 +103,10 @@ func sameChoice(t *testing.T, name string, got, want *Result) {
 		t.Fatalf("%s: reused chose %v+%v, fresh %v+%v", name,
 			got.Chosen.Active, got.Chosen.Transit, want.Chosen.Active, want.Chosen.Transit)
 	}
+	if (got.Chosen.Figures == nil) != (want.Chosen.Figures == nil) ||
+		got.Chosen.Figures != nil && *got.Chosen.Figures != *want.Chosen.Figures {
+		t.Fatalf("%s: reused selector's table %+v, fresh %+v", name, got.Chosen.Figures, want.Chosen.Figures)
+	}
 }
 
 // TestHolesAtMatchesGrid checks the prepared box query against the grid's
