@@ -41,6 +41,7 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 	if !sel.reach.reset(rt, s.g, sel.faultPrint(s)) {
 		sel.retry.reset()
 		sel.reductions.reset()
+		sel.figures.reset()
 	}
 	d := sel.newDecision(s, rt, req)
 	d.changed = sel.retry.since(s, req)
@@ -716,10 +717,16 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, err
 
 // tableFigures builds the routing tables of the representatives on all
 // cores, one per translation class (representatives with the same shape
-// share the figures), and returns how many were built.
+// share the figures; with a translation-invariant router a class met in
+// an earlier decision takes its figures from the selector's figure
+// cache), verifies the table of the class that wins, and returns how
+// many classes' tables ranked them (built now or before).
 func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) {
-	first := make([]int, len(reps)) // representative whose table is built
+	first := make([]int, len(reps)) // representative whose figures are used
 	byShape := map[string]int{}
+	figs := make([]TableFigures, len(reps))
+	cache := &d.sel.figures
+	cached := map[int]bool{} // representative → its class's table was verified
 	var build []int
 	for i, c := range reps {
 		first[i] = i
@@ -729,29 +736,95 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 				continue
 			}
 			byShape[c.shape] = i
+			if d.invariant {
+				if e, ok := cache.get(d.m, c.shape); ok {
+					figs[i], cached[i] = e.fig, e.verified
+					continue
+				}
+			}
 		}
 		build = append(build, i)
 	}
-	figs := make([]TableFigures, len(reps))
-	errs := make([]error, len(build))
-	for _, c := range reps {
-		d.materialize(c)
+	for _, i := range build {
+		d.materialize(reps[i])
 	}
+	errs := make([]error, len(build))
+	var best any // the unverified table of reps[bestBuilt]
+	bestBuilt := -1
 	if u, ok := d.rt.(unverifiedTables); ok && len(build) > 1 {
-		errs = append(errs, d.rankUnverified(u, reps, build, figs))
+		var err error
+		bestBuilt, best, err = d.buildUnverified(u, reps, build, figs)
+		errs = append(errs, err)
 	} else {
 		par.For(len(build), d.sel.Workers, func(_, k int) {
 			i := build[k]
 			figs[i], errs[k] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
 		})
+		for _, i := range build {
+			cached[i] = true
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, 0, err
 	}
+	// Only the class that wins needs a verified table: least diameter,
+	// then π_max, then the first representative.
+	win := first[0]
 	for i := range reps {
+		if j := first[i]; betterTable(figs, j, win) {
+			win = j
+		}
+	}
+	switch verified, known := cached[win]; {
+	case win == bestBuilt:
+		if err := d.rt.(unverifiedTables).VerifyTable(best); err != nil {
+			return nil, 0, err
+		}
+		cached[win] = true
+	case known && !verified:
+		// Cached figures of a class whose table was never verified.
+		c := reps[win]
+		d.materialize(c)
+		fig, err := d.rt.Table(c.Active, c.Transit, "bfs")
+		if err != nil {
+			return nil, 0, err
+		}
+		if fig != figs[win] {
+			return nil, 0, fmt.Errorf("routing tables of one translation class differ: %+v and %+v", fig, figs[win])
+		}
+		cached[win] = true
+		cache.mu.Lock()
+		cache.late++
+		cache.mu.Unlock()
+	}
+	if d.invariant {
+		for i, c := range reps {
+			if first[i] == i && c.shape != "" {
+				cache.put(d.m, c.shape, figs[i], cached[i])
+			}
+		}
+	}
+	classes := 0
+	for i := range reps {
+		if first[i] == i {
+			classes++
+		}
 		figs[i] = figs[first[i]]
 	}
-	return figs, len(build), nil
+	return figs, classes, nil
+}
+
+// betterTable reports whether representative i's figures beat j's: least
+// diameter, then π_max, then the first representative.
+func betterTable(figs []TableFigures, i, j int) bool {
+	a, b := figs[i], figs[j]
+	if a.Diameter != b.Diameter {
+		return a.Diameter < b.Diameter
+	}
+	if a.PiMax != b.PiMax {
+		return a.PiMax < b.PiMax
+	}
+	return i < j
 }
 
 // appendSetKey appends the name of a candidate's node set with its split
@@ -909,37 +982,22 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 	return nil
 }
 
-// rankUnverified builds the tables of reps[build] without verifying them,
-// fills their figures, and verifies the one table that can win: least
-// diameter, then π_max, then the first representative (the winner's
-// class; its other members are translates with the same table up to
-// translation). Only the best table so far is kept in memory.
-func (d *decision) rankUnverified(u unverifiedTables, reps []*Candidate, build []int, figs []TableFigures) error {
+// buildUnverified builds the tables of reps[build] without verifying
+// them, fills their figures, and returns the best of them with its table
+// (the only one kept in memory).
+func (d *decision) buildUnverified(u unverifiedTables, reps []*Candidate, build []int, figs []TableFigures) (int, any, error) {
 	var mu sync.Mutex
 	bestIdx, errs := -1, make([]error, len(build))
 	var best any
-	better := func(i, j int) bool { // rep i's table beats rep j's
-		a, b := figs[i], figs[j]
-		if a.Diameter != b.Diameter {
-			return a.Diameter < b.Diameter
-		}
-		if a.PiMax != b.PiMax {
-			return a.PiMax < b.PiMax
-		}
-		return i < j
-	}
 	par.For(len(build), d.sel.Workers, func(_, k int) {
 		i := build[k]
 		fig, tb, err := u.UnverifiedTable(reps[i].Active, reps[i].Transit, "bfs")
 		mu.Lock()
 		defer mu.Unlock()
 		figs[i], errs[k] = fig, err
-		if err == nil && (bestIdx < 0 || better(i, bestIdx)) {
+		if err == nil && (bestIdx < 0 || betterTable(figs, i, bestIdx)) {
 			bestIdx, best = i, tb
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return u.VerifyTable(best)
+	return bestIdx, best, errors.Join(errs...)
 }

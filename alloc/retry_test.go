@@ -14,7 +14,9 @@ import (
 // head job) and compares every answer with a fresh selector's: decisions
 // that examine only the placements near changed nodes must choose the
 // same set, with the same counts of distinct sets, ranked candidates and
-// tables. It also checks that such restricted decisions happened.
+// tables. It also checks that such restricted decisions happened, and
+// that tie-break figures were taken from the selector's figure cache
+// (with some classes verified only when they won).
 func TestRetriedRequestsMatchFresh(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 21))
 	cases := []struct {
@@ -25,7 +27,7 @@ func TestRetriedRequestsMatchFresh(t *testing.T) {
 		{"torus:4x4x4", "0.0.0+X,1.2.3+Y,3.3.1-Z", "angara*"},
 		{"torus:6x4x2", "2.1.0+X", "angara-"},
 	}
-	restricted := 0
+	restricted, hits, late := 0, 0, 0
 	for _, tc := range cases {
 		g, err := topology.Parse(tc.spec)
 		if err != nil {
@@ -66,6 +68,11 @@ func TestRetriedRequestsMatchFresh(t *testing.T) {
 				sameChoice(t, name, got, want)
 			}
 		}
+		hits += sel.figures.hits
+		late += sel.figures.late
+	}
+	if hits < 20 || late < 2 {
+		t.Fatalf("figure cache: %d hits, %d classes verified when they won: the test does not exercise it", hits, late)
 	}
 	if restricted < 20 {
 		t.Fatalf("only %d decisions repeated a failed request: the test does not exercise the memo", restricted)

@@ -129,7 +129,9 @@ type Result struct {
 	Found    int `json:"candidates_found"`
 	Distinct int `json:"distinct_sets"`
 	// Ranked counts candidates tied on the first criterion whose φ was
-	// computed; Tables counts routing tables built for tie-breaks.
+	// computed; Tables counts the routing tables, one per translation
+	// class, that broke the ties (a selector builds a class's table once
+	// and reuses its figures in later decisions).
 	Ranked  int     `json:"ranked"`
 	Tables  int     `json:"tables_built"`
 	Seconds float64 `json:"seconds"`
@@ -154,6 +156,8 @@ type Selector struct {
 	retry     retryMemo
 	// reductions keeps block reductions across decisions
 	reductions reductionMemo
+	// figures keeps tie-break table figures across decisions
+	figures figureCache
 	// arenas hold the candidates of the current decision, per worker.
 	arenas []candArena
 	taken  []takenSet // per worker: leastFragmenting's space
