@@ -205,6 +205,17 @@ func BenchmarkReachable(b *testing.B) {
 			b.Fatal("unreachable")
 		}
 	})
+	// A large job: the first 320 nodes of an 8x8x4x2 block active, the
+	// other 192 transit (several batches of sources).
+	half, err := g4.ParseNodes("0-7.0-7.0-3.0-1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpuRun(b, "8x8x4x4/job320+192", func() {
+		if ok, _ := r4.Reachable(half[:320], half[320:]); !ok {
+			b.Fatal("unreachable")
+		}
+	})
 }
 
 // BenchmarkRGMemory reports the memory of the routing graph of a 4 096-node
