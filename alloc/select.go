@@ -95,12 +95,13 @@ type Candidate struct {
 	Figures *TableFigures `json:"table,omitempty"`
 	// iso names the candidate's translation class when it is known to
 	// have one: sets from blocks (rectangles without unavailable nodes
-	// or failed links inside) of one size, reduced the same way, are
-	// translations of each other and have isomorphic routing tables.
+	// or failed links inside) of one size, reduced the same way and
+	// wrapping around the rings at the same place, are translations of
+	// each other numbered in the same order, with isomorphic routing
+	// tables.
 	iso string
-	// shape names the set up to translation when the router is
-	// translation invariant and the set comes from a placement with
-	// unavailable nodes ("" otherwise).
+	// shape names the set up to such a translation when the router is
+	// translation invariant ("" otherwise).
 	shape string
 	// blockSize, pattern and keep name iso and shape
 	// (decision.nameClasses, only for the candidates that are ranked).
