@@ -28,16 +28,7 @@ func TestFigureCacheMatchesFresh(t *testing.T) {
 			m0 := 1 + r.IntN(10)
 			for m := m0; m < m0+3; m++ {
 				req := Request{Nodes: m, Transit: []int{0, (m + 3) / 4, m}[r.IntN(3)], Algo: Improved}
-				name := fmt.Sprintf("%s step %d %+v", spec, step, req)
-				got, err := sel.Select(st, rt, req)
-				if err != nil {
-					t.Fatal(name, err)
-				}
-				want, err := NewSelector(st).Select(st, rt, req)
-				if err != nil {
-					t.Fatal(name, err)
-				}
-				sameChoice(t, name, got, want)
+				sameAsFresh(t, fmt.Sprintf("%s step %d %+v", spec, step, req), sel, st, rt, req)
 			}
 		}
 		hits += sel.figures.hits
