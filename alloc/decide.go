@@ -726,7 +726,7 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	byShape := map[string]int{}
 	figs := make([]TableFigures, len(reps))
 	cache := &d.sel.figures
-	cached := map[int]bool{} // representative → its class's table was verified
+	verified := map[int]bool{} // representative → whether its class's table was verified (absent: built now, unverified)
 	var build []int
 	for i, c := range reps {
 		first[i] = i
@@ -738,7 +738,7 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 			byShape[c.shape] = i
 			if d.invariant {
 				if e, ok := cache.get(d.m, c.shape); ok {
-					figs[i], cached[i] = e.fig, e.verified
+					figs[i], verified[i] = e.fig, e.verified
 					continue
 				}
 			}
@@ -761,7 +761,7 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 			figs[i], errs[k] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
 		})
 		for _, i := range build {
-			cached[i] = true
+			verified[i] = true
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -775,13 +775,13 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 			win = j
 		}
 	}
-	switch verified, known := cached[win]; {
+	switch ok, known := verified[win]; {
 	case win == bestBuilt:
 		if err := d.rt.(unverifiedTables).VerifyTable(best); err != nil {
 			return nil, 0, err
 		}
-		cached[win] = true
-	case known && !verified:
+		verified[win] = true
+	case known && !ok:
 		// Cached figures of a class whose table was never verified.
 		c := reps[win]
 		d.materialize(c)
@@ -792,15 +792,13 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 		if fig != figs[win] {
 			return nil, 0, fmt.Errorf("routing tables of one translation class differ: %+v and %+v", fig, figs[win])
 		}
-		cached[win] = true
-		cache.mu.Lock()
-		cache.late++
-		cache.mu.Unlock()
+		verified[win] = true
+		cache.verifiedLate()
 	}
 	if d.invariant {
 		for i, c := range reps {
 			if first[i] == i && c.shape != "" {
-				cache.put(d.m, c.shape, figs[i], cached[i])
+				cache.put(d.m, c.shape, figs[i], verified[i])
 			}
 		}
 	}

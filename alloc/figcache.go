@@ -64,3 +64,10 @@ func (c *figureCache) put(m int, shape string, fig TableFigures, verified bool) 
 	e, ok := c.out[string(k)]
 	c.out[string(k)] = figureEntry{fig: fig, verified: verified || ok && e.verified}
 }
+
+// verifiedLate counts a class whose table was verified only when it won.
+func (c *figureCache) verifiedLate() {
+	c.mu.Lock()
+	c.late++
+	c.mu.Unlock()
+}
