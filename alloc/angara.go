@@ -1,6 +1,8 @@
 package alloc
 
 import (
+	"context"
+
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
@@ -113,3 +115,34 @@ func (r GraphRouter) BlocksLocal() bool { return true }
 // blocksLocal is implemented by routers that may declare that blocks of
 // one size share their answers.
 type blocksLocal interface{ BlocksLocal() bool }
+
+// TableContext is Table stopped when ctx ends (with ctx's error).
+func (a *AngaraRouter) TableContext(ctx context.Context, active, transit []int, algo string) (TableFigures, error) {
+	al, err := routing.ParseAlgo(algo)
+	if err != nil {
+		return TableFigures{}, err
+	}
+	tb, err := a.R.BuildTableOpts(active, transit, al, routing.TableOptions{Context: ctx})
+	if err != nil {
+		return TableFigures{}, err
+	}
+	return figuresOf(tb.Stats), nil
+}
+
+// UnverifiedTableContext is UnverifiedTable stopped when ctx ends.
+func (a *AngaraRouter) UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (TableFigures, any, error) {
+	al, err := routing.ParseAlgo(algo)
+	if err != nil {
+		return TableFigures{}, nil, err
+	}
+	tb, err := a.R.BuildUnverifiedContext(ctx, active, transit, al)
+	if err != nil {
+		return TableFigures{}, nil, err
+	}
+	return figuresOf(tb.Stats), tb, nil
+}
+
+// VerifyTableContext is VerifyTable stopped when ctx ends.
+func (a *AngaraRouter) VerifyTableContext(ctx context.Context, tb any) error {
+	return a.R.VerifyContext(ctx, tb.(*routing.Table))
+}

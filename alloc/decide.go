@@ -2,9 +2,11 @@ package alloc
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,10 +18,25 @@ import (
 // Select answers a request on state s: it enumerates the rectangle
 // placements, keeps the reachable sets with the fewest transit nodes
 // (criterion 1), then ranks them by φ after allocation (criterion 2) and
-// by their routing tables (criteria 3 and 4).
+// by their routing tables (criteria 3 and 4). It is SelectContext without
+// a caller that can give up.
 func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
+	return sel.SelectContext(context.Background(), s, rt, req)
+}
+
+// SelectContext is Select within req.Budget and for as long as ctx lasts.
+// When the budget ends, the best set found so far is chosen and the
+// result says what was left out (Exhaustive, Complete, Examined); when
+// ctx ends first, the decision stops at once and returns ctx's error
+// (nothing is chosen). Either way the work stops within one
+// reachability question or one table round, and nothing of a cut
+// computation is kept in the selector's caches as if it were complete.
+func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req Request) (*Result, error) {
 	start := time.Now()
-	res := &Result{Request: req}
+	res := &Result{Request: req, Exhaustive: true, Complete: CompleteAll, BudgetSeconds: req.Budget.Seconds()}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if res.Chosen != nil {
 			// The candidates live in the selector's arenas until the
@@ -44,14 +61,26 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 		sel.figures.reset()
 	}
 	d := sel.newDecision(s, rt, req)
+	d.clock = newBudget(ctx, req.Budget, start)
+	defer d.clock.release()
 	d.changed = sel.retry.since(s, req)
 	cands, err := d.collect(d.enumerate(), res)
+	if d.clock.ctxDone.Load() {
+		return nil, context.Cause(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
+	if d.cutHit.Load() {
+		d.cutShort(res, CompleteNone)
+	}
 	if res.Found == 0 {
-		sel.retry.fail(s, req)
-		res.Reason = noCandidateReason(req)
+		if res.Exhaustive {
+			sel.retry.fail(s, req)
+			res.Reason = noCandidateReason(req)
+		} else {
+			res.Reason = fmt.Sprintf("no set found within %v (%d placements examined)", req.Budget, res.Examined)
+		}
 		return res, nil
 	}
 	res.Distinct = len(cands)
@@ -64,13 +93,48 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 	}
 	res.Ranked = len(best)
 	tied := d.leastFragmenting(best)
+	if d.clock.ctxDone.Load() {
+		return nil, context.Cause(ctx)
+	}
+	if d.rankCut.Load() {
+		d.cutShort(res, CompleteTransit)
+	}
 	for _, c := range tied {
 		d.nameClasses(c)
 	}
 	if req.NoTable && d.chooseAlone(tied, res) {
 		return res, nil
 	}
-	return res, d.chooseByTables(tied, res)
+	if !d.clock.tablesLeft() {
+		// No time for the tie-break tables: the first of the tied
+		// candidates, as when a single class is left.
+		d.cutShort(res, CompletePhi)
+		res.Chosen = tied[0]
+		d.materialize(res.Chosen)
+		return res, nil
+	}
+	err = d.chooseByTables(tied, res)
+	switch {
+	case d.clock.ctxDone.Load():
+		return nil, context.Cause(ctx)
+	case errors.Is(err, errCut):
+		d.cutShort(res, CompletePhi)
+		res.Chosen, res.Tables = tied[0], 0
+		d.materialize(res.Chosen)
+	case err != nil:
+		return nil, err
+	case d.tableCut:
+		d.cutShort(res, CompletePhi)
+	}
+	return res, nil
+}
+
+// cutShort records in res that the decision was cut and is certainly
+// best only under the first complete criteria.
+func (d *decision) cutShort(res *Result, complete int) {
+	res.Exhaustive = false
+	res.Complete = min(res.Complete, complete)
+	res.Cut = d.clock.cutReason()
 }
 
 // checkRequest validates a request and fills in the default algorithm.
@@ -80,6 +144,9 @@ func checkRequest(req Request) (Request, error) {
 	}
 	if req.Transit < 0 {
 		return req, fmt.Errorf("transit limit %d is negative", req.Transit)
+	}
+	if req.Budget < 0 {
+		return req, fmt.Errorf("budget %v is negative (0 means none)", req.Budget)
 	}
 	if req.Algo == "" {
 		req.Algo = Improved
@@ -121,6 +188,15 @@ type decision struct {
 	shareBlocks bool
 	// stop ends the enumeration (an Exists request found a set).
 	stop atomic.Bool
+	// clock is the decision's budget; cutHit is set when the enumeration
+	// stopped because of it (some placements were not examined), rankCut
+	// when some candidates' φ was not computed.
+	clock           *budget
+	cutHit, rankCut atomic.Bool
+	examined        atomic.Int64 // placements examined, counted only for Selector.cutAfter
+	// tableCut: some tie-break table was not finished (or the winner's
+	// not verified) within the budget.
+	tableCut bool
 	// boxes: the router accepts boxCovers as proof of reachability.
 	boxes bool
 	// changed, when the same request found nothing before, counts the
@@ -177,9 +253,10 @@ func (d *decision) reduceCached(w int, p placement) ([]int, bool, error) {
 
 // sizeResult is what one rectangle size contributed.
 type sizeResult struct {
-	found int
-	cands []*Candidate
-	err   error
+	found    int
+	examined int
+	cands    []*Candidate
+	err      error
 }
 
 func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
@@ -301,6 +378,16 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 	if d.stop.Load() {
 		return false
 	}
+	if d.clock.enum.Load() {
+		d.cutHit.Store(true)
+		return false
+	}
+	if d.sel.cutAfter > 0 && d.examined.Add(1) > int64(d.sel.cutAfter) {
+		d.clock.enum.Store(true) // as if the budget ended here (tests)
+		d.cutHit.Store(true)
+		return false
+	}
+	out.examined++
 	if d.changed != nil && d.holesAt(w, d.changed, size, st) == 0 {
 		return true
 	}
@@ -315,7 +402,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 	}
 	ok, err := d.reachable(w, p)
 	if err != nil {
-		out.err = err
+		d.workErr(out, err)
 		return false
 	}
 	if !ok {
@@ -331,7 +418,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 	}
 	keep, ok, err := d.reduceCached(w, p)
 	if err != nil {
-		out.err = err
+		d.workErr(out, err)
 		return false
 	}
 	kept := p.nTransit
@@ -347,6 +434,16 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 	d.lowerBest(kept)
 	out.cands = append(out.cands, d.newCandidate(w, p, keep))
 	return true
+}
+
+// workErr records an error that ended a size's enumeration: a cut is
+// not an error of the decision.
+func (d *decision) workErr(out *sizeResult, err error) {
+	if errors.Is(err, errCut) {
+		d.cutHit.Store(true)
+		return
+	}
+	out.err = err
 }
 
 // placementSet lists the available nodes of the rectangle at st (holes of
@@ -617,10 +714,12 @@ func (d *decision) newCandidate(w int, p placement, keep []int) *Candidate {
 // of one size, reduced the same way, are translations of each other;
 // with a translation-invariant router, so are sets with the same pattern
 // of unavailable nodes and the same kept transit nodes. Translates route
-// alike, but a routing table breaks ties between equal routes by node
-// number, and a translation that wraps the set around a ring differently
-// renumbers it: only translates with the same wrap (orderKey) are sure to
-// have the same table figures, so the names include it.
+// alike, and a routing table breaks ties between equal routes by the
+// nodes' order in the set's own frame (routing.Router.setFrame), which
+// moves with the set however it wraps around the rings, except along a
+// ring the box covers whole: there the box's start decides which nodes
+// are active and where the frame starts, so the names include it
+// (appendOrderKey).
 func (d *decision) nameClasses(c *Candidate) {
 	start, rect := c.Rect.Start, c.Rect.Size // the box the set lies in
 	if c.lazy != nil {
@@ -651,14 +750,23 @@ func (d *decision) nameClasses(c *Candidate) {
 }
 
 // appendOrderKey appends, for the box of the given size at start, where
-// each dimension's ring wraps inside it (0 when it does not). Sets in
-// boxes with the same key are numbered in the same order.
+// the box starts in each dimension in which it is a whole ring (0 in the
+// others). Tables number a set in its frame: per dimension from the
+// coordinate right after the longest run of coordinates the set does not
+// use, or, where the set covers the ring, the longest run its active
+// nodes do not use (0 where they cover it too). The sets named here are
+// connected (the kept transit nodes are all needed, so each lies on a
+// route between active nodes), so in a dimension where the box is not a
+// whole ring their projection is one cyclic interval and their frame
+// moves with them: translates are numbered in the same order wherever
+// the ring wraps inside the box. Along a whole ring the translates with
+// the same start have the same projection, hence the same frame.
 func (d *decision) appendOrderKey(b []byte, start, size []int) []byte {
 	b = append(b, 0xfe)
 	for i, p := range size {
 		w := 0
-		if dim := d.sel.dims[i]; start[i]+p > dim {
-			w = dim - start[i]
+		if p == d.sel.dims[i] {
+			w = start[i]
 		}
 		b = binary.AppendUvarint(b, uint64(w))
 	}
@@ -699,6 +807,7 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, err
 			return nil, r.err
 		}
 		res.Found += r.found
+		res.Examined += r.examined
 		for _, c := range r.cands {
 			if d.req.Algo == Improved && c.nTransit > minT {
 				continue
@@ -748,36 +857,58 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	for _, i := range build {
 		d.materialize(reps[i])
 	}
+	// With a budget the tables are built under the table phase's
+	// deadline: a class whose table was not finished in time takes no
+	// part in the ranking (missing), and the answer is then complete for
+	// criteria 1 and 2 only.
+	ctx, cancel := d.clock.tableContext()
+	defer cancel()
 	errs := make([]error, len(build))
 	var best any // the unverified table of reps[bestBuilt]
 	bestBuilt := -1
 	if u, ok := d.rt.(unverifiedTables); ok && len(build) > 1 {
-		var err error
-		bestBuilt, best, err = d.buildUnverified(u, reps, build, figs)
-		errs = append(errs, err)
+		bestBuilt, best = d.buildUnverified(ctx, u, reps, build, figs, errs)
 	} else {
 		par.For(len(build), d.sel.Workers, func(_, k int) {
 			i := build[k]
-			figs[i], errs[k] = d.rt.Table(reps[i].Active, reps[i].Transit, "bfs")
+			figs[i], errs[k] = routerTable(ctx, d.rt, reps[i].Active, reps[i].Transit)
 		})
-		for _, i := range build {
-			verified[i] = true
+		for k, i := range build {
+			verified[i] = errs[k] == nil
+		}
+	}
+	missing := map[int]bool{}
+	for k, err := range errs {
+		if err != nil && ctx.Err() != nil {
+			missing[build[k]], errs[k] = true, nil
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, 0, err
 	}
+	if len(missing) > 0 {
+		d.tableCut = true
+	}
 	// Only the class that wins needs a verified table: least diameter,
 	// then π_max, then the first representative.
-	win := first[0]
+	win := -1
 	for i := range reps {
-		if j := first[i]; betterTable(figs, j, win) {
+		if j := first[i]; !missing[j] && (win < 0 || betterTable(figs, j, win)) {
 			win = j
 		}
 	}
+	if win < 0 {
+		return nil, 0, errCut // no table finished in time
+	}
 	switch ok, known := verified[win]; {
 	case win == bestBuilt:
-		if err := d.rt.(unverifiedTables).VerifyTable(best); err != nil {
+		if err := verifyTable(ctx, d.rt.(unverifiedTables), best); err != nil {
+			if ctx.Err() != nil {
+				// Built in time but not verified: the figures rank
+				// the candidates; the caller verifies the set's table.
+				d.tableCut = true
+				break
+			}
 			return nil, 0, err
 		}
 		verified[win] = true
@@ -785,7 +916,11 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 		// Cached figures of a class whose table was never verified.
 		c := reps[win]
 		d.materialize(c)
-		fig, err := d.rt.Table(c.Active, c.Transit, "bfs")
+		fig, err := routerTable(ctx, d.rt, c.Active, c.Transit)
+		if err != nil && ctx.Err() != nil {
+			d.tableCut = true // the cached figures rank; not verified in time
+			break
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -797,17 +932,20 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 	}
 	if d.invariant {
 		for i, c := range reps {
-			if first[i] == i && c.shape != "" {
+			if first[i] == i && c.shape != "" && !missing[i] {
 				cache.put(d.m, c.shape, figs[i], verified[i])
 			}
 		}
 	}
 	classes := 0
 	for i := range reps {
-		if first[i] == i {
+		if first[i] == i && !missing[i] {
 			classes++
 		}
 		figs[i] = figs[first[i]]
+		if missing[first[i]] {
+			figs[i] = TableFigures{Diameter: math.MaxInt, PiMax: math.Inf(1)}
+		}
 	}
 	return figs, classes, nil
 }
@@ -913,10 +1051,19 @@ func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
 			seeds = append(seeds, i)
 		}
 	}
-	par.For(len(seeds), d.sel.Workers, func(w, k int) { eval(w, seeds[k]) })
+	// With a budget, the ranking stops at its deadline: the first
+	// candidate is always ranked, so there is an answer.
+	rank := func(w, i int) {
+		if i != seeds[0] && d.clock.rank.Load() {
+			d.rankCut.Store(true)
+			return
+		}
+		eval(w, i)
+	}
+	par.For(len(seeds), d.sel.Workers, func(w, k int) { rank(w, seeds[k]) })
 	par.For(len(best), d.sel.Workers, func(w, i int) {
 		if !done[i] {
-			eval(w, i)
+			rank(w, i)
 		}
 	})
 	maxPhi := top.Load()
@@ -981,15 +1128,15 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 }
 
 // buildUnverified builds the tables of reps[build] without verifying
-// them, fills their figures, and returns the best of them with its table
-// (the only one kept in memory).
-func (d *decision) buildUnverified(u unverifiedTables, reps []*Candidate, build []int, figs []TableFigures) (int, any, error) {
+// them, fills their figures and errs (per build index), and returns the
+// best of them with its table (the only one kept in memory).
+func (d *decision) buildUnverified(ctx context.Context, u unverifiedTables, reps []*Candidate, build []int, figs []TableFigures, errs []error) (int, any) {
 	var mu sync.Mutex
-	bestIdx, errs := -1, make([]error, len(build))
+	bestIdx := -1
 	var best any
 	par.For(len(build), d.sel.Workers, func(_, k int) {
 		i := build[k]
-		fig, tb, err := u.UnverifiedTable(reps[i].Active, reps[i].Transit, "bfs")
+		fig, tb, err := unverifiedTable(ctx, u, reps[i].Active, reps[i].Transit)
 		mu.Lock()
 		defer mu.Unlock()
 		figs[i], errs[k] = fig, err
@@ -997,5 +1144,5 @@ func (d *decision) buildUnverified(u unverifiedTables, reps []*Candidate, build 
 			bestIdx, best = i, tb
 		}
 	})
-	return bestIdx, best, errors.Join(errs...)
+	return bestIdx, best
 }

@@ -65,6 +65,9 @@ func (h *pairHints) learn(active []int, bad [2]int) {
 // connect them, else by the router, which tries the worker's remembered
 // pairs first when it can.
 func (d *decision) answer(w int, active, transit []int) (bool, error) {
+	if d.clock.enum.Load() {
+		return false, errCut
+	}
 	h := &d.sel.hints[w]
 	if d.boxes && d.sel.boxCovers(&h.box, active, transit) {
 		return true, nil

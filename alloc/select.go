@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/icn-hpc/icn/topology"
 )
@@ -83,6 +84,11 @@ type Request struct {
 	// when nothing can be placed) and Chosen stays nil. Found > 0 exactly
 	// when the same request without Exists would choose a set.
 	Exists bool `json:"-"`
+	// Budget bounds the decision's time (0 = none: every placement is
+	// examined and ranked, as the seed's experiments do). When it ends,
+	// the best set found so far is chosen and Result says what was not
+	// examined; see DefaultBudget.
+	Budget time.Duration `json:"-"`
 }
 
 // Candidate is one reachable node set.
@@ -96,9 +102,10 @@ type Candidate struct {
 	// iso names the candidate's translation class when it is known to
 	// have one: sets from blocks (rectangles without unavailable nodes
 	// or failed links inside) of one size, reduced the same way and
-	// wrapping around the rings at the same place, are translations of
-	// each other numbered in the same order, with isomorphic routing
-	// tables.
+	// starting at the same place along the rings the block covers whole,
+	// are translations of each other numbered in the same order in their
+	// own frame (routing breaks ties by that order), with isomorphic
+	// routing tables.
 	iso string
 	// shape names the set up to such a translation when the router is
 	// translation invariant ("" otherwise).
@@ -136,6 +143,17 @@ type Result struct {
 	Ranked  int     `json:"ranked"`
 	Tables  int     `json:"tables_built"`
 	Seconds float64 `json:"seconds"`
+	// Examined counts the rectangle placements examined (all of them
+	// when the decision was not cut).
+	Examined int `json:"placements_examined"`
+	// Exhaustive is false when the budget ended (or the caller gave up)
+	// before every placement was examined and ranked; Complete then says
+	// how many of the four criteria the chosen set is certainly best
+	// under (CompleteNone … CompleteAll) and Cut why it stopped.
+	Exhaustive    bool    `json:"exhaustive"`
+	Complete      int     `json:"complete_criteria"`
+	Cut           string  `json:"cut,omitempty"`
+	BudgetSeconds float64 `json:"budget_seconds"`
 }
 
 // Selector selects node sets on one torus; it caches per-torus data, so
@@ -162,7 +180,11 @@ type Selector struct {
 	// arenas hold the candidates of the current decision, per worker.
 	arenas []candArena
 	taken  []takenSet // per worker: leastFragmenting's space
-	keys   struct {   // collect's space for set names
+	// cutAfter, when positive, ends each decision's enumeration after
+	// that many placements, as a budget would (tests: a cut that does
+	// not depend on timing).
+	cutAfter int
+	keys     struct { // collect's space for set names
 		keyScratch
 		buf []byte
 	}

@@ -1,6 +1,7 @@
 package fm
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -73,9 +74,9 @@ type slowRouting struct {
 	d time.Duration
 }
 
-func (r *slowRouting) Routes(active, transit []int) (*routing.TableJSON, TableStats, error) {
+func (r *slowRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error) {
 	time.Sleep(r.d)
-	return r.Routing.Routes(active, transit)
+	return r.Routing.Routes(ctx, active, transit)
 }
 
 // BenchmarkGETDuringPlacement: GET /api/jobs latency while a placement

@@ -1,6 +1,7 @@
 package fm
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/icn-hpc/icn/routing"
@@ -208,7 +209,7 @@ func (s *Service) routeJob(md *model, j *JobRecord) (*routing.TableJSON, TableSt
 	} else if !ok {
 		return nil, TableStats{}, &unreachableError{[2]string{md.g.NodeName(pair[0]), md.g.NodeName(pair[1])}}
 	}
-	return md.routing.Routes(active, transit)
+	return md.routing.Routes(context.Background(), active, transit)
 }
 
 // commitFailure stores the fabric record and the job changes in one

@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,7 +69,7 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 		if err := decode(r, &req); err != nil {
 			return nil, 0, err
 		}
-		j, err := s.Submit(actor(r), req)
+		j, err := s.SubmitContext(r.Context(), actor(r), req)
 		return j, 201, err
 	})
 	route("GET /api/jobs/{id}", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
@@ -114,7 +115,7 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 		if err != nil {
 			return nil, 0, err
 		}
-		j, err := s.Migrate(actor(r), id)
+		j, err := s.MigrateContext(r.Context(), actor(r), id)
 		if j != nil {
 			j.Table = nil
 		}
@@ -249,6 +250,10 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrConflict):
 		return http.StatusConflict
+	case errors.Is(err, ErrBudget):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, context.Canceled):
+		return 499 // the client closed the request (nginx's code); nobody reads it
 	case strings.HasPrefix(err.Error(), "storage:"):
 		return http.StatusServiceUnavailable
 	}

@@ -1,10 +1,12 @@
 package fm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/routing"
@@ -77,29 +79,99 @@ func checkRequest(req JobRequest) (alloc.Algo, error) {
 	return a, nil
 }
 
+// ErrBudget reports a placement that did not finish within the service's
+// placement budget (nothing was committed).
+var ErrBudget = errors.New("over budget")
+
+// Placement budget. Node selection and the job's table answer together
+// within the budget: the selection gets the budget less what the table
+// is expected to take (tableSecondsPerRoute per ordered pair of active
+// nodes, about what a 2-core host needs to build and verify it, but at
+// least selectionShare of the budget), and the table build is stopped
+// at the budget plus 10 %.
+const (
+	tableSecondsPerRoute = 0.3e-6
+	selectionShare       = 0.3
+)
+
+// placementBudgets splits the service's budget for a job of m nodes:
+// the selection's budget and the deadline of the whole placement (0, 0
+// when there is no budget).
+func (s *Service) placementBudgets(m int) (selection, whole time.Duration) {
+	b := s.cfg.PlacementBudget
+	if b <= 0 {
+		return 0, 0
+	}
+	table := time.Duration(tableSecondsPerRoute * float64(m) * float64(m) * float64(time.Second))
+	selection = max(b-table, time.Duration(selectionShare*float64(b)))
+	return selection, b + b/10
+}
+
+// acquirePlacement waits for the placement slot; it gives up when ctx
+// ends, so no request waits behind one whose client is gone.
+func (s *Service) acquirePlacement(ctx context.Context) error {
+	select {
+	case s.placeSem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return placementCut(ctx, s.cfg.PlacementBudget)
+	}
+}
+
+func (s *Service) releasePlacement() { <-s.placeSem }
+
+// placementCut is the error of a placement whose context ended: over
+// budget, or the client gave up (context.Canceled).
+func placementCut(ctx context.Context, budget time.Duration) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: the placement did not finish within the budget of %v (+10%%); nothing was placed", ErrBudget, budget)
+	}
+	return ctx.Err()
+}
+
 // place selects a node set and builds its verified table on a snapshot
-// (callers hold placeMu: the selector is single-threaded).
-func (s *Service) place(sn *snapshot, req JobRequest, algo alloc.Algo) (*plan, error) {
+// (callers hold the placement slot: the selector is single-threaded).
+// ctx carries the placement's deadline (see placementBudgets).
+func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo alloc.Algo) (*plan, error) {
 	if sn.state == nil {
 		return nil, badRequest("this fabric takes no jobs: %s", sn.noJobs)
 	}
 	if req.Nodes > sn.state.N() {
 		return nil, badRequest("the fabric has only %d nodes", sn.state.N())
 	}
-	res, err := s.sel.Select(sn.state, sn.routing, alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo, NoTable: true})
+	budget, _ := s.placementBudgets(req.Nodes)
+	res, err := s.sel.SelectContext(ctx, sn.state, sn.routing, alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo, NoTable: true, Budget: budget})
+	if ctx.Err() != nil {
+		return nil, placementCut(ctx, s.cfg.PlacementBudget)
+	}
 	if err != nil {
 		return nil, err
 	}
 	s.m.allocation.Observe(res.Seconds)
+	if !res.Exhaustive {
+		s.m.allocationCut.Inc()
+	}
 	if res.Chosen == nil {
 		return nil, fmt.Errorf("%w: cannot place now: %s", ErrConflict, res.Reason)
 	}
 	c := res.Chosen
-	table, stats, err := sn.routing.Routes(c.Active, c.Transit)
+	table, stats, err := sn.routing.Routes(ctx, c.Active, c.Transit)
+	if ctx.Err() != nil {
+		return nil, placementCut(ctx, s.cfg.PlacementBudget)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
 	}
 	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats}, nil
+}
+
+// placementContext is ctx with the placement's deadline for a job of m
+// nodes.
+func (s *Service) placementContext(ctx context.Context, m int) (context.Context, context.CancelFunc) {
+	if _, whole := s.placementBudgets(m); whole > 0 {
+		return context.WithTimeout(ctx, whole)
+	}
+	return context.WithCancel(ctx)
 }
 
 // Submit places a job: it selects a node set and builds and verifies its
@@ -109,28 +181,40 @@ func (s *Service) place(sn *snapshot, req JobRequest, algo alloc.Algo) (*plan, e
 // is ever given to two jobs. If the job cannot be placed now the error
 // wraps ErrConflict and says why.
 func (s *Service) Submit(actor string, req JobRequest) (*JobRecord, error) {
+	return s.SubmitContext(context.Background(), actor, req)
+}
+
+// SubmitContext is Submit for a caller that may give up: the placement
+// has the service's budget (Config.PlacementBudget), stops when ctx ends
+// and commits nothing then, and a request waiting for an earlier
+// placement stops waiting when its own ctx ends.
+func (s *Service) SubmitContext(ctx context.Context, actor string, req JobRequest) (*JobRecord, error) {
 	algo, err := checkRequest(req)
 	if err != nil {
 		return nil, err
 	}
-	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
+	ctx, cancel := s.placementContext(ctx, req.Nodes)
+	defer cancel()
+	if err := s.acquirePlacement(ctx); err != nil {
+		return nil, err
+	}
+	defer s.releasePlacement()
 	for attempt := 0; ; attempt++ {
 		sn := s.snapshot(true)
-		p, err := s.place(sn, req, algo)
+		p, err := s.place(ctx, sn, req, algo)
 		if err != nil {
 			return nil, err
 		}
 		j := &JobRecord{Name: req.Name, State: "running", Nodes: req.Nodes, Transit: req.Transit, Algo: string(algo),
 			Active: names(sn.g, p.active), TransitN: names(sn.g, p.transit), Rules: sn.routing.Rules(), Table: p.table,
 			Stats: p.stats, Created: s.cfg.Now().UTC(), Reachable: true}
-		err = s.commitJob(actor, sn.ver, j, p)
+		err = s.commitJob(ctx, actor, sn.ver, j, p)
 		if errors.Is(err, errStale) {
 			// The fabric changed meanwhile: if the plan still holds on
 			// the new one (nodes up, table verifies), commit it; else
 			// place once more.
 			if ver, ok := s.stillValid(p); ok {
-				err = s.commitJob(actor, ver, j, p)
+				err = s.commitJob(ctx, actor, ver, j, p)
 			}
 		}
 		if errors.Is(err, errStale) && attempt == 0 {
@@ -159,10 +243,13 @@ func (s *Service) stillValid(p *plan) (uint64, bool) {
 }
 
 // commitJob stores a new job and gives it its nodes, if the fabric is
-// still the one it was planned on.
-func (s *Service) commitJob(actor string, ver uint64, j *JobRecord, p *plan) error {
+// still the one it was planned on and the caller still waits (ctx).
+func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *JobRecord, p *plan) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ctx.Err() != nil {
+		return placementCut(ctx, s.cfg.PlacementBudget)
+	}
 	if s.fabricVer != ver {
 		return errStale
 	}
@@ -200,8 +287,22 @@ func (s *Service) commitJob(actor string, ver uint64, j *JobRecord, p *plan) err
 // current fabric; its own nodes may be reused), freeing the old nodes in
 // the same transaction. It is how a broken job is brought back.
 func (s *Service) Migrate(actor string, id int) (*JobRecord, error) {
-	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
+	return s.MigrateContext(context.Background(), actor, id)
+}
+
+// MigrateContext is Migrate with the placement budget and ctx of
+// SubmitContext: when either ends, the job stays where it was.
+func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*JobRecord, error) {
+	var m int
+	if j, ok := s.snapshot(false).jobs[id]; ok {
+		m = j.Nodes
+	}
+	ctx, cancel := s.placementContext(ctx, m)
+	defer cancel()
+	if err := s.acquirePlacement(ctx); err != nil {
+		return nil, err
+	}
+	defer s.releasePlacement()
 	for attempt := 0; ; attempt++ {
 		sn := s.snapshot(true)
 		old, ok := sn.jobs[id]
@@ -220,14 +321,14 @@ func (s *Service) Migrate(actor string, id int) (*JobRecord, error) {
 		if _, err := alloc.ParseAlgo(old.Algo); err != nil {
 			algo = alloc.Improved
 		}
-		p, err := s.place(sn, JobRequest{Nodes: old.Nodes, Transit: old.Transit}, algo)
+		p, err := s.place(ctx, sn, JobRequest{Nodes: old.Nodes, Transit: old.Transit}, algo)
 		if err != nil {
 			return nil, err
 		}
 		j := *old
 		j.Active, j.TransitN, j.Table, j.Stats = names(sn.g, p.active), names(sn.g, p.transit), p.table, p.stats
 		j.Rules, j.Reachable, j.Routing, j.Problem, j.Unreachable = sn.routing.Rules(), true, "migrated", "", nil
-		err = s.commitMigration(actor, sn.ver, old, &j, oldNodes, p)
+		err = s.commitMigration(ctx, actor, sn.ver, old, &j, oldNodes, p)
 		if errors.Is(err, errStale) && attempt == 0 {
 			continue
 		}
@@ -241,9 +342,12 @@ func (s *Service) Migrate(actor string, id int) (*JobRecord, error) {
 	}
 }
 
-func (s *Service) commitMigration(actor string, ver uint64, old, j *JobRecord, oldNodes []int, p *plan) error {
+func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64, old, j *JobRecord, oldNodes []int, p *plan) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ctx.Err() != nil {
+		return placementCut(ctx, s.cfg.PlacementBudget)
+	}
 	if s.fabricVer != ver || s.jobs[j.ID] != old {
 		return errStale
 	}

@@ -11,6 +11,9 @@ type metrics struct {
 	reg        *prometheus.Registry
 	requests   *prometheus.CounterVec
 	allocation prometheus.Histogram
+	// allocationCut counts selections that the placement budget cut
+	// short (the best set found in time was taken).
+	allocationCut prometheus.Counter
 }
 
 func newMetrics(s *Service) *metrics {
@@ -21,6 +24,9 @@ func newMetrics(s *Service) *metrics {
 	m.allocation = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "icn_allocation_seconds", Help: "Time to select a node set for a job.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+	})
+	m.allocationCut = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "icn_allocation_cut_total", Help: "Node selections cut short by the placement budget (the best set found in time was taken).",
 	})
 	groups := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "icn_multicast_groups", Help: "Multicast groups (all states).",
@@ -73,7 +79,7 @@ func newMetrics(s *Service) *metrics {
 		}
 		return float64(s.state.Busy())
 	})
-	m.reg.MustRegister(m.requests, m.allocation, groups, groupsBy, efi, failed, failedNodes, running, broken, busy,
+	m.reg.MustRegister(m.requests, m.allocation, m.allocationCut, groups, groupsBy, efi, failed, failedNodes, running, broken, busy,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

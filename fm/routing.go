@@ -1,6 +1,7 @@
 package fm
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -27,8 +28,8 @@ type angaraRouting struct {
 
 func (a *angaraRouting) Rules() string { return a.R.Rule().String() }
 
-func (a *angaraRouting) Routes(active, transit []int) (*routing.TableJSON, TableStats, error) {
-	tb, err := a.R.BuildTable(active, transit, routing.BFS)
+func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error) {
+	tb, err := a.R.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Context: ctx})
 	if err != nil {
 		return nil, TableStats{}, err
 	}

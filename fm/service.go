@@ -1,6 +1,7 @@
 package fm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,8 +18,9 @@ import (
 // state: the node-selection questions plus verified tables for jobs.
 type Routing interface {
 	alloc.Router
-	// Routes builds the verified, deadlock-free table of a placed job.
-	Routes(active, transit []int) (*routing.TableJSON, TableStats, error)
+	// Routes builds the verified, deadlock-free table of a placed job; it
+	// stops with ctx's error when ctx ends.
+	Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error)
 	// Check re-verifies a stored table on the current fabric: every route
 	// arrives, obeys the rule, avoids failed links and nodes, stays inside
 	// the set, and the dependencies stay deadlock-free.
@@ -49,6 +51,11 @@ type Config struct {
 	Now func() time.Time
 	// RotateToken replaces the API token (file and stored hash).
 	RotateToken bool
+	// PlacementBudget bounds each placement (job submit or migration):
+	// node selection and the job's table together answer within it (see
+	// Service.SubmitContext). 0 means alloc.DefaultBudget; a negative
+	// value means no budget (every selection exhaustive).
+	PlacementBudget time.Duration
 }
 
 // DefaultTopo is the demo fabric of a new database: a 4x4x4x2 Angara torus.
@@ -74,8 +81,10 @@ type Service struct {
 	noJobs    string             // why this fabric takes no jobs ("" if it does)
 	fabricVer uint64             // bumped by every committed failure change
 
-	placeMu  sync.Mutex      // serialises placements and migrations
-	sel      *alloc.Selector // used under placeMu only
+	// placeSem (capacity 1) serialises placements and migrations; a
+	// request waiting for it gives up when its context ends.
+	placeSem chan struct{}
+	sel      *alloc.Selector // used while holding placeSem only
 	changeMu sync.Mutex      // serialises failure changes
 
 	token []byte
@@ -109,11 +118,14 @@ func Open(cfg Config) (*Service, string, error) {
 	if cfg.MulticastTimeout == 0 {
 		cfg.MulticastTimeout = 30 * time.Second
 	}
+	if cfg.PlacementBudget == 0 {
+		cfg.PlacementBudget = alloc.DefaultBudget
+	}
 	st, created, err := OpenStore(cfg.DBPath)
 	if err != nil {
 		return nil, "", err
 	}
-	s := &Service{cfg: cfg, store: st, jobs: map[int]*JobRecord{}}
+	s := &Service{cfg: cfg, store: st, jobs: map[int]*JobRecord{}, placeSem: make(chan struct{}, 1)}
 	fail := func(err error) (*Service, string, error) {
 		st.Close()
 		return nil, "", err

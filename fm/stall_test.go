@@ -1,6 +1,7 @@
 package fm
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -19,13 +20,13 @@ type gatedRouting struct {
 	gate    chan struct{}
 }
 
-func (r *gatedRouting) Routes(active, transit []int) (*routing.TableJSON, TableStats, error) {
+func (r *gatedRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error) {
 	select {
 	case r.entered <- struct{}{}:
 	default:
 	}
 	<-r.gate
-	return r.Routing.Routes(active, transit)
+	return r.Routing.Routes(ctx, active, transit)
 }
 
 // TestNoStallDuringPlacement: while a placement computes (blocked here),

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -10,9 +11,10 @@ import (
 // The BFS table algorithm (seed 001 §3.2) on a compact, set-local copy of
 // the routing graph.
 //
-// The set M_{a,t} is renumbered locally (active nodes 0..m−1 in id order,
-// then the transit nodes), with one neighbour per local node and direction
-// (−1 when the channel is failed or leaves the set). A search from one
+// The set M_{a,t} is renumbered locally (active nodes 0..m−1 in the
+// order of the set's own frame, see setFrame, then the transit nodes),
+// with one neighbour per local node and direction (−1 when the channel
+// is failed or leaves the set). A search from one
 // source marks visited RG vertices in a bit set of ⌈S/64⌉ words per local
 // node (S automaton states), so the dominance test of a vertex is one AND
 // per word with a precomputed mask. Vertices are appended to one entry
@@ -81,25 +83,43 @@ func newBFSPlan(a *automaton) *bfsPlan {
 	return p
 }
 
-// localSet is the set M_{a,t} numbered locally: active nodes 0..m−1
-// (sorted by id), then the transit nodes (sorted).
+// localSet is the set M_{a,t} numbered locally: active nodes 0..m−1,
+// then the transit nodes, each sorted by id or, for the table search, by
+// their key in the set's frame (setFrame). The local index of an active
+// node breaks the ties of heuristic 1, so numbering in the frame gives
+// translates of a set the same table; the table itself keeps its
+// id-sorted indexing (tix maps one to the other).
 type localSet struct {
 	m, n, nd int
 	node     []int32  // local → torus node
+	tix      []int32  // local active index → table index (index in s.act); nil when they are equal
 	nb       []int32  // local·nd+d → local neighbour, −1 if the channel is failed or leaves the set
 	ch       []int32  // local·nd+d → topology channel
 	extra    []uint16 // per local channel: accepted R_A* dependencies (nil unless angara*)
 }
 
 // newLocalSet numbers the set prepared in s (s.loc is used as the
-// node → local index map, valid for set nodes only).
-func (r *Router) newLocalSet(s *scratch) *localSet {
+// node → local index map, valid for set nodes only): in the set's frame
+// when relative is set, else by id. Sets whose frame does not wrap
+// around a ring (most, and every whole torus) are numbered by id either
+// way, at no extra cost.
+func (r *Router) newLocalSet(s *scratch, relative bool) *localSet {
 	t := r.t
 	m := len(s.act)
 	n := m + len(s.trans)
 	ls := &localSet{m: m, n: n, nd: t.nd}
 	ls.node = make([]int32, 0, n)
 	ls.node = append(append(ls.node, s.act...), s.trans...)
+	if relative && relativeOrder {
+		if start, identity := r.setFrame(s); !identity {
+			t.sortRelative(ls.node[:m], start)
+			t.sortRelative(ls.node[m:], start)
+			ls.tix = make([]int32, m)
+			for i, v := range ls.node[:m] {
+				ls.tix[i] = s.actIdx[v]
+			}
+		}
+	}
 	if len(s.loc) < t.nodes {
 		s.loc = make([]int32, t.nodes)
 	}
@@ -126,6 +146,15 @@ func (r *Router) newLocalSet(s *scratch) *localSet {
 		}
 	}
 	return ls
+}
+
+// tableIndex returns the index in the table's Active list of local
+// active node i.
+func (ls *localSet) tableIndex(i int) int {
+	if ls.tix == nil {
+		return i
+	}
+	return int(ls.tix[i])
 }
 
 // bent is one visited RG vertex of a search: local node, state, the entry
@@ -491,6 +520,8 @@ type tableRun struct {
 	workers  int
 	batch    int  // sources per load snapshot; 0 = tableBatch(m)
 	exact    bool // compute the exact order of heuristic 1 for any set size
+	// ctx, if set, stops the construction between rounds when it ends.
+	ctx context.Context
 }
 
 // roundResult is what one search of a round leaves behind.
@@ -502,13 +533,15 @@ type roundResult struct {
 
 // buildBFS is the seed's BFS algorithm with both heuristics, in rounds.
 func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
-	ls := r.newLocalSet(s)
+	ls := r.newLocalSet(s, true)
 	m := ls.m
 	if m < 2 {
 		return nil
 	}
 	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s)}
-	if ls.n == r.t.nodes && ls.m == ls.n && !slices.Contains(r.up, false) {
+	// (every node active: the frame starts at 0, the numbering is by id
+	// as translatedOrder needs)
+	if ls.n == r.t.nodes && ls.m == ls.n && ls.tix == nil && !slices.Contains(r.up, false) {
 		bs.translate = newTorusShift(r.t)
 	}
 	B := o.batch
@@ -536,6 +569,9 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 	}
 	done := 0
 	for len(round) > 0 {
+		if o.ctx != nil && o.ctx.Err() != nil {
+			return context.Cause(o.ctx)
+		}
 		par.For(len(round), nw, func(wi, k int) {
 			res[k] = bs.tableSource(workers[wi], round[k], load, rows[k], tb, r.a)
 		})
@@ -577,26 +613,30 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 }
 
 // tableSource runs the search from active node si with the round's loads,
-// stores its routes in tb and keeps its distances in row.
+// stores its routes in tb (at the table's indices of the pair) and keeps
+// its distances in row.
 func (bs *bfsSearch) tableSource(w *bfsWorker, si int, load, row []int32, tb *Table, a *automaton) roundResult {
 	w.dist = row
 	res := roundResult{unreached: -1}
+	ls := bs.ls
 	if !bs.run(w, si, load) {
+		// the unreached node with the smallest id, whatever the numbering
 		for j, d := range w.dist {
-			if d < 0 {
+			if d < 0 && (res.unreached < 0 || ls.node[j] < ls.node[res.unreached]) {
 				res.unreached = j
-				return res
 			}
 		}
+		return res
 	}
-	m := bs.ls.m
+	m := ls.m
 	w.addLoads(si)
 	bs.prefixCodes(w)
+	ti := ls.tableIndex(si)
 	for j := 0; j < m; j++ {
 		if j == si {
 			continue
 		}
-		if err := bs.storeRoute(w, tb, pairIndex(m, si, j), j, a); err != nil {
+		if err := bs.storeRoute(w, tb, pairIndex(m, ti, ls.tableIndex(j)), j, a); err != nil {
 			res.err = err
 			return res
 		}
@@ -763,7 +803,9 @@ func (r *Router) minimalSum(active, transit []int, workers int) (int, error) {
 	if err := r.prepareSet(s, active, transit); err != nil {
 		return 0, err
 	}
-	ls := r.newLocalSet(s)
+	// numbered by id: the sum does not depend on the numbering, and the
+	// unreachable source reported is the one with the smallest id
+	ls := r.newLocalSet(s, false)
 	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s)}
 	if ls.n == r.t.nodes && ls.m == ls.n && !slices.Contains(r.up, false) {
 		// a whole fault-free torus: every source sees the same distances

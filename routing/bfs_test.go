@@ -152,7 +152,7 @@ func TestTranslatedOrder(t *testing.T) {
 			if err := r.prepareSet(s, allNodes(g.NumNodes()), nil); err != nil {
 				t.Fatal(err)
 			}
-			bs := &bfsSearch{p: r.plan, ls: r.newLocalSet(s)}
+			bs := &bfsSearch{p: r.plan, ls: r.newLocalSet(s, true)}
 			r.putScratch(s)
 			ws := []*bfsWorker{bs.newWorker()}
 			searched := bs.sequentialOrder(ws, true)

@@ -61,7 +61,9 @@ func (r *Router) buildBFSRef(s *scratch, rs *refState, tb *Table) error {
 	done := make([]bool, m)
 	rs.endV = slices.Grow(rs.endV[:0], m)[:m]
 	rs.dist = slices.Grow(rs.dist[:0], m)[:m]
-	cur := 0
+	// ties are broken by the active nodes' rank in the set's frame
+	rank := refRanks(r.t, s.act, s.trans)
+	cur := slices.Index(rank, 0)
 	var e routeEnc
 	for iter := 0; iter < m; iter++ {
 		src := int(s.act[cur])
@@ -100,10 +102,11 @@ func (r *Router) buildBFSRef(s *scratch, rs *refState, tb *Table) error {
 			tb.Stats.Diameter = max(tb.Stats.Diameter, int(rs.dist[j]))
 		}
 		done[cur] = true
-		// heuristic 1: the next source is the one farthest from this one.
+		// heuristic 1: the next source is the one farthest from this one
+		// (the first in the frame among equals).
 		next, far := -1, int32(-1)
 		for j := 0; j < m; j++ {
-			if !done[j] && rs.dist[j] > far {
+			if !done[j] && (rs.dist[j] > far || rs.dist[j] == far && rank[j] < rank[next]) {
 				next, far = j, rs.dist[j]
 			}
 		}
@@ -244,4 +247,76 @@ func sortByLoad(layer, tmp []qent, load []int32) []qent {
 		copy(layer, src)
 	}
 	return tmp
+}
+
+// refFrame is setFrame by its definition: per dimension, each coordinate
+// that starts a cyclic interval of the projection (used, its predecessor
+// not) is a candidate, with the length of the run of unused coordinates
+// before it; the candidate with the longest run wins, first among the set
+// nodes' projection, then among the active nodes'; where neither has a
+// single winner the frame starts at 0 (decided false).
+func refFrame(t *torus, act, trans []int32) (start []int, decided []bool) {
+	start, decided = make([]int, t.n), make([]bool, t.n)
+	for i, d := range t.dims {
+		for _, nodes := range [][]int32{append(slices.Clone(act), trans...), act} {
+			used := make([]bool, d)
+			for _, v := range nodes {
+				used[t.g.CoordAt(int(v), i)] = true
+			}
+			best, winners := 0, []int(nil)
+			for x := 0; x < d; x++ {
+				if !used[x] {
+					continue
+				}
+				run := 0
+				for run < d && !used[(x-run-1+2*d)%d] {
+					run++
+				}
+				switch {
+				case run == 0:
+				case run > best:
+					best, winners = run, []int{x}
+				case run == best:
+					winners = append(winners, x)
+				}
+			}
+			if len(winners) == 1 {
+				start[i], decided[i] = winners[0], true
+				break
+			}
+		}
+	}
+	return start, decided
+}
+
+// refRanks returns, per active node (in act order), its rank among the
+// active nodes in the order of their coordinates relative to refFrame's
+// start, the highest dimension first.
+func refRanks(t *torus, act, trans []int32) []int {
+	start, _ := refFrame(t, act, trans)
+	rel := func(v int32) []int {
+		c := make([]int, t.n)
+		for i, d := range t.dims {
+			c[i] = ((t.g.CoordAt(int(v), i)-start[i])%d + d) % d
+		}
+		return c
+	}
+	idx := make([]int, len(act))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		ca, cb := rel(act[a]), rel(act[b])
+		for i := t.n - 1; i >= 0; i-- {
+			if ca[i] != cb[i] {
+				return ca[i] - cb[i]
+			}
+		}
+		return 0
+	})
+	rank := make([]int, len(act))
+	for k, i := range idx {
+		rank[i] = k
+	}
+	return rank
 }

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -250,6 +251,10 @@ type TableOptions struct {
 	// (where one search suffices), and larger sets use interleaved
 	// chains.
 	ExactOrder bool
+	// Context, if set, stops the construction and the verification
+	// when it ends (BuildTableOpts then returns its error); a table is
+	// returned only when both finished.
+	Context context.Context
 }
 
 // BuildTable is the package-level BuildTable on the router's network.
@@ -259,11 +264,11 @@ func (r *Router) BuildTable(active, transit []int, algo Algo) (*Table, error) {
 
 // BuildTableOpts is BuildTable with progress reporting and a worker bound.
 func (r *Router) BuildTableOpts(active, transit []int, algo Algo, o TableOptions) (*Table, error) {
-	tb, err := r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder})
+	tb, err := r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder, ctx: o.Context})
 	if err != nil {
 		return nil, err
 	}
-	err = r.verifyBuilt(tb, o.Workers)
+	err = r.verifyBuilt(o.Context, tb, o.Workers)
 	if o.Progress != nil {
 		o.Progress(len(tb.Active)+1, len(tb.Active)+1)
 	}
@@ -275,8 +280,11 @@ func (r *Router) BuildTableOpts(active, transit []int, algo Algo, o TableOptions
 
 // verifyBuilt verifies a table just built (routes, figures, deadlock
 // freedom) and records whether it is deadlock-free.
-func (r *Router) verifyBuilt(tb *Table, workers int) error {
-	rep := r.verifyTable(tb, workers)
+func (r *Router) verifyBuilt(ctx context.Context, tb *Table, workers int) error {
+	rep := r.verifyTableContext(ctx, tb, workers)
+	if ctx != nil && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	if len(rep.Violations) > 0 {
 		return fmt.Errorf("internal error: the %s table fails verification: %s", tb.Algo, rep.Violations[0])
 	}
@@ -298,8 +306,20 @@ func (r *Router) BuildUnverified(active, transit []int, algo Algo) (*Table, erro
 	return r.build(active, transit, algo, tableRun{})
 }
 
+// BuildUnverifiedContext is BuildUnverified stopped when ctx ends (with
+// its error).
+func (r *Router) BuildUnverifiedContext(ctx context.Context, active, transit []int, algo Algo) (*Table, error) {
+	return r.build(active, transit, algo, tableRun{ctx: ctx})
+}
+
 // Verify verifies a table from BuildUnverified as BuildTable does.
-func (r *Router) Verify(tb *Table) error { return r.verifyBuilt(tb, 0) }
+func (r *Router) Verify(tb *Table) error { return r.verifyBuilt(nil, tb, 0) }
+
+// VerifyContext is Verify stopped when ctx ends (with its error; the
+// table then counts as not verified).
+func (r *Router) VerifyContext(ctx context.Context, tb *Table) error {
+	return r.verifyBuilt(ctx, tb, 0)
+}
 
 // Figures builds and verifies the table and returns only its figures; algo
 // is "bfs" or "baseline" (the shape alloc.Router.Table needs).

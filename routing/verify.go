@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -59,6 +60,12 @@ func Verify(tb *Table) []Violation {
 }
 
 func (r *Router) verifyTable(tb *Table, workers int) *Report {
+	return r.verifyTableContext(nil, tb, workers)
+}
+
+// verifyTableContext is verifyTable that stops early when ctx (if not
+// nil) ends; the report is then incomplete and must be discarded.
+func (r *Router) verifyTableContext(ctx context.Context, tb *Table, workers int) *Report {
 	inSet := make([]bool, r.t.nodes)
 	set := make([]int, 0, len(tb.Active)+len(tb.Transit))
 	for _, l := range [2][]int{tb.Active, tb.Transit} {
@@ -79,6 +86,9 @@ func (r *Router) verifyTable(tb *Table, workers int) *Report {
 	}
 	m := len(tb.Active)
 	par.For(m, nw, func(wi, a int) {
+		if ctx != nil && ctx.Err() != nil {
+			return
+		}
 		w := ws[wi]
 		src := tb.Active[a]
 		for b, dst := range tb.Active {

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/icn-hpc/icn/alloc"
 )
@@ -26,6 +27,9 @@ type Config struct {
 	Policy  Policy        //
 	Algo    alloc.Algo    // improved or baseline
 	Transit func(int) int // transit limit for a job of m nodes (nil: 0)
+	// Budget bounds each node-selection decision (0 = none; see
+	// TorusMachine.Budget).
+	Budget time.Duration
 	// Observe, if set, is called before every allocation attempt with the
 	// state and request (used to count the solutions each algorithm finds).
 	Observe func(st *alloc.State, req alloc.Request)
@@ -53,16 +57,19 @@ type JobRecord struct {
 
 // Report summarises a simulation.
 type Report struct {
-	Machine      string      `json:"machine,omitempty"`
-	Jobs         int         `json:"jobs"`
-	JobsDone     int         `json:"jobs_done"`
-	JobsSkipped  int         `json:"jobs_skipped"`
-	Makespan     float64     `json:"makespan"`
-	Utilization  float64     `json:"utilization"`
-	TMean        float64     `json:"t_mean"`
-	MeanWait     float64     `json:"mean_wait"`
-	MeanBSLD     float64     `json:"mean_bounded_slowdown"`
-	Decisions    int         `json:"decisions"`
+	Machine     string  `json:"machine,omitempty"`
+	Jobs        int     `json:"jobs"`
+	JobsDone    int     `json:"jobs_done"`
+	JobsSkipped int     `json:"jobs_skipped"`
+	Makespan    float64 `json:"makespan"`
+	Utilization float64 `json:"utilization"`
+	TMean       float64 `json:"t_mean"`
+	MeanWait    float64 `json:"mean_wait"`
+	MeanBSLD    float64 `json:"mean_bounded_slowdown"`
+	Decisions   int     `json:"decisions"`
+	// DecisionsCut counts the decisions that the budget cut short (the
+	// best set found in time was taken).
+	DecisionsCut int         `json:"decisions_cut,omitempty"`
 	Schedule     []JobRecord `json:"-"`
 	SkippedJobs  []Skipped   `json:"skipped,omitempty"`
 	AllocSeconds float64     `json:"alloc_seconds"`

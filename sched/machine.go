@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/icn-hpc/icn/alloc"
 )
@@ -43,6 +44,9 @@ type Placement struct {
 	Nodes   []int
 	Active  int
 	Seconds float64 // time the choice took
+	// Cut: the choice was cut by the decision budget (the best set found
+	// in time, see alloc.Result.Exhaustive).
+	Cut bool
 }
 
 // pseudoJob marks nodes held out of a look-ahead placement.
@@ -55,6 +59,10 @@ type TorusMachine struct {
 	Router  alloc.Router
 	Algo    alloc.Algo
 	Transit func(int) int // transit limit for a job of m nodes
+	// Budget bounds each decision (alloc.Request.Budget; 0 = none).
+	// A simulation is reproducible only while no decision is cut, which
+	// its report counts (Report.DecisionsCut).
+	Budget time.Duration
 	// Observe, if set, sees every placement on the live state (not the
 	// look-ahead ones).
 	Observe func(st *alloc.State, req alloc.Request)
@@ -103,7 +111,7 @@ type fitter interface {
 
 // Fits implements fitter: node selection stops at the first reachable set.
 func (m *TorusMachine) Fits(j Job) (bool, float64, error) {
-	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true, Exists: true}
+	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true, Exists: true, Budget: m.Budget}
 	res, err := m.Sel.Select(m.St, m.Router, req)
 	if err != nil {
 		return false, 0, err
@@ -125,7 +133,7 @@ func (m *TorusMachine) Place(j Job, avoid []int) (Placement, bool, error) {
 			return Placement{}, false, err
 		}
 	}
-	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true, NoTable: true}
+	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true, NoTable: true, Budget: m.Budget}
 	if m.Observe != nil && len(avoid) == 0 {
 		m.Observe(st, req)
 	}
@@ -133,7 +141,7 @@ func (m *TorusMachine) Place(j Job, avoid []int) (Placement, bool, error) {
 	if err != nil {
 		return Placement{}, false, err
 	}
-	p := Placement{Seconds: res.Seconds}
+	p := Placement{Seconds: res.Seconds, Cut: !res.Exhaustive}
 	if res.Chosen == nil {
 		return p, false, nil
 	}

@@ -123,6 +123,7 @@ func (c *Config) machine() (Machine, error) {
 	}
 	tm := NewTorusMachine(c.State, c.Router, c.Algo, c.Transit, c.SelectWorkers)
 	tm.Observe = c.Observe
+	tm.Budget = c.Budget
 	return tm, nil
 }
 
@@ -399,6 +400,9 @@ func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 	}
 	s.rep.Decisions++
 	s.rep.AllocSeconds += p.Seconds
+	if p.Cut {
+		s.rep.DecisionsCut++
+	}
 	if !ok {
 		cache[j.Nodes] = true
 		return s.cannotStart(qi, avoid)

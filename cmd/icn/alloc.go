@@ -328,6 +328,7 @@ func writeAlloc(w io.Writer, g *topology.Graph, v *allocResultView) error {
 	t := cli.NewTable("FIELD", "VALUE")
 	t.Row("request", fmt.Sprintf("%d active, ≤ %d transit, %s, rules %s", m.Request.Nodes, m.Request.Transit, m.Request.Algo, m.Rules))
 	t.Row("candidates found", m.Found)
+	t.Row("search", searchSummary(v.Result))
 	if m.Chosen == nil {
 		t.Row("result", "no allocation: "+m.Reason)
 		return t.Write(w)
@@ -345,6 +346,24 @@ func writeAlloc(w io.Writer, g *topology.Graph, v *allocResultView) error {
 	return t.Write(w)
 }
 
+// searchSummary says how far a decision got: exhaustive, or cut by its
+// budget and complete for which criteria.
+func searchSummary(res *alloc.Result) string {
+	if res.Exhaustive {
+		return fmt.Sprintf("exhaustive (%d placements examined)", res.Examined)
+	}
+	var best string
+	switch res.Complete {
+	case alloc.CompleteNone:
+		best = "best of those examined"
+	case alloc.CompleteTransit:
+		best = "fewest transit nodes (criterion 1); φ not computed for every candidate"
+	default:
+		best = "best under criteria 1–2; tie-break tables not all built"
+	}
+	return fmt.Sprintf("cut (%s) after %d placements: %s", res.Cut, res.Examined, best)
+}
+
 // schedSimulateOptions are the flags of icn sched simulate.
 type schedSimulateOptions struct {
 	topo        topoFlags
@@ -360,6 +379,7 @@ type schedSimulateOptions struct {
 	strict      bool
 	quiet       bool
 	ppn         int
+	budget      budgetFlag
 }
 
 func newSchedSimulateCmd() *cobra.Command {
@@ -390,6 +410,7 @@ func newSchedSimulateCmd() *cobra.Command {
 	f.BoolVar(&o.strict, "strict", false, "fail on the first SWF problem instead of reporting it and skipping the line")
 	f.IntVar(&o.ppn, "procs-per-node", 1, "SWF processors per node")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	registerBudget(c, &o.budget)
 	return c
 }
 
@@ -481,7 +502,9 @@ func schedMachine(o schedSimulateOptions) (sched.Machine, string, error) {
 		}
 		frac := o.transitFrac
 		transit := func(m int) int { return int(float64(m)*frac + 0.999999) }
-		return sched.NewTorusMachine(st, rt, a, transit, 0), g.Name(), nil
+		tm := sched.NewTorusMachine(st, rt, a, transit, 0)
+		tm.Budget = o.budget.d
+		return tm, g.Name(), nil
 	}
 	if g.Count(topology.Switch) == 0 {
 		return nil, "", fmt.Errorf("%s is neither a torus or mesh nor a switched fabric (use flat:N for a machine without network constraints)", g.Name())
@@ -540,6 +563,9 @@ func writeSimReport(w io.Writer, name string, stream *sched.Stream, policy strin
 	t.Row("mean wait", fmt.Sprintf("%.0f s", rep.MeanWait))
 	t.Row("mean bounded slowdown", rep.MeanBSLD)
 	t.Row("allocation decisions", fmt.Sprintf("%d (%.2f s)", rep.Decisions, rep.AllocSeconds))
+	if rep.DecisionsCut > 0 {
+		t.Row("decisions cut by the budget", rep.DecisionsCut)
+	}
 	if err := t.Write(w); err != nil {
 		return err
 	}
@@ -628,6 +654,7 @@ type allocOptions struct {
 	busy, algo     string
 	rules, prefix  string
 	hostlist       bool
+	budget         budgetFlag
 }
 
 func newAllocCmd() *cobra.Command {
@@ -654,11 +681,12 @@ func newAllocCmd() *cobra.Command {
 	f.StringVar(&o.rules, "rules", "angara*", "routing rule: dor, dirbit, angara-, angara, angara*")
 	f.BoolVar(&o.hostlist, "hostlist", false, "print the chosen nodes (active and transit) as a Slurm hostlist expression for sbatch --nodelist")
 	f.StringVar(&o.prefix, "nodes-prefix", "nid", "node-name prefix of --hostlist (nodes are numbered by node id, X fastest, as icn slurm topology does)")
+	registerBudget(c, &o.budget)
 	c.MarkFlagRequired("nodes")
 	return c
 }
 
-func runAlloc(_ context.Context, o allocOptions, w io.Writer) error {
+func runAlloc(ctx context.Context, o allocOptions, w io.Writer) error {
 	g, a, st, err := torusState(&o.topo, o.algo)
 	if err != nil {
 		return err
@@ -670,7 +698,10 @@ func runAlloc(_ context.Context, o allocOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := alloc.NewSelector(st).Select(st, rt, alloc.Request{Nodes: o.nodes, Transit: o.transit, Algo: a})
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := alloc.NewSelector(st).SelectContext(ctx, st, rt, alloc.Request{Nodes: o.nodes, Transit: o.transit, Algo: a, Budget: o.budget.d})
 	if err != nil {
 		return err
 	}

@@ -54,36 +54,42 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args string
 		want string // in the message
+		code int    // the exit status, when one is promised (0: any but 0)
 	}{
-		{"topo show torus:0x4", "size 0 in dimension X"},
-		{"topo show torus:4x", `size "" is not a whole number`},
-		{"topo import bad.net", "not a topology file"},
-		{"topo import missing.net", "no such file"},
-		{"topo measure", `unknown command "measure"`},
-		{"sched experiment bogus", `unknown command "bogus"`},
-		{"alloc --topo torus:4x4 --nodes 2 --busy 9.9", "outside 0..3"},
-		{"alloc --topo torus:4x4 --nodes 99", "only 16 of 16 are available"},
-		{"route --topo torus:4x4 --rules bogus", `unknown routing rule "bogus"`},
-		{"sched simulate --jobs synthetic:span=2x", "invalid duration"},
-		{"sched simulate --jobs swf:bad.swf --strict", "bad.swf:1: expected 18 fields"},
-		{"design bibd --n 7 --m 3 --lambda 5", "cannot exist"},
-		{"multiring capacity --n 16 --steps 2,4", "coprime"},
-		{"fabric route --fabric fattree:k=4,n=3 --engine bogus", `unknown engine "bogus"`},
-		{"mcast --topo torus:4x4 --groups bogus:3", `unknown kind "bogus"`},
-		{"sim --topo torus:4x4 --rate -1", "injection rate -1"},
-		{"sim sweep --topo torus:4x4 --traffic bogus", `unknown traffic "bogus"`},
-		{"sim --topo torus:4x4 --stages 1,2", "want four cycle counts"},
-		{"sim --topo torus:4x4 --router fancy", `unknown router model "fancy"`},
-		{"sim --topo torus:4x4 --dateline x", `unknown dateline rule "x"`},
-		{"sim --booksim missing.cfg", "no such file"},
-		{"collective --topo torus:4x4 --op bogus", `unknown operation "bogus"`},
-		{"shmem run -n 0 true", "number of PEs 0"},
-		{"shmem run -n 2 --bind socket true", `unknown binding "socket"`},
+		{"topo show torus:0x4", "size 0 in dimension X", 0},
+		{"topo show torus:4x", `size "" is not a whole number`, 0},
+		{"topo import bad.net", "not a topology file", 0},
+		{"topo import missing.net", "no such file", 0},
+		{"topo measure", `unknown command "measure"`, 0},
+		{"sched experiment bogus", `unknown command "bogus"`, 0},
+		{"alloc --topo torus:4x4 --nodes 2 --busy 9.9", "outside 0..3", 0},
+		{"alloc --topo torus:4x4 --nodes 99", "only 16 of 16 are available", 0},
+		{"route --topo torus:4x4 --rules bogus", `unknown routing rule "bogus"`, 0},
+		{"sched simulate --jobs synthetic:span=2x", "invalid duration", 0},
+		{"sched simulate --jobs swf:bad.swf --strict", "bad.swf:1: expected 18 fields", 0},
+		{"design bibd --n 7 --m 3 --lambda 5", "cannot exist", 0},
+		{"multiring capacity --n 16 --steps 2,4", "coprime", 0},
+		{"fabric route --fabric fattree:k=4,n=3 --engine bogus", `unknown engine "bogus"`, 0},
+		{"mcast --topo torus:4x4 --groups bogus:3", `unknown kind "bogus"`, 0},
+		{"sim --topo torus:4x4 --rate -1", "injection rate -1", 0},
+		{"sim sweep --topo torus:4x4 --traffic bogus", `unknown traffic "bogus"`, 0},
+		{"sim --topo torus:4x4 --stages 1,2", "want four cycle counts", 0},
+		{"sim --topo torus:4x4 --router fancy", `unknown router model "fancy"`, 0},
+		{"sim --topo torus:4x4 --dateline x", `unknown dateline rule "x"`, 0},
+		{"sim --booksim missing.cfg", "no such file", 0},
+		{"collective --topo torus:4x4 --op bogus", `unknown operation "bogus"`, 0},
+		{"shmem run -n 0 true", "number of PEs 0", 0},
+		{"shmem run -n 2 --bind socket true", `unknown binding "socket"`, 0},
+		{"alloc --topo torus:4x4 --nodes 2 --budget -1s", "-1s is negative", 2},
+		{"alloc --topo torus:4x4 --nodes 2 --budget soon", `"soon" is not a duration`, 2},
+		{"sched simulate --budget 10", `"10" is not a duration`, 2},
+		{"serve --budget -5ms --check", "-5ms is negative", 2},
+		{"alloc --topo torus:8x8x8 --nodes 64 --budget 1ns", "no set found within 1ns (0 placements examined)", 3},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			_, stderr, code := runICN(t, dir, strings.Fields(tc.args)...)
-			if code == 0 {
-				t.Fatalf("exit status 0, stderr %q", stderr)
+			if code == 0 || tc.code != 0 && code != tc.code {
+				t.Fatalf("exit status %d (want %d), stderr %q", code, tc.code, stderr)
 			}
 			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 			if len(lines) != 1 || !strings.HasPrefix(lines[0], "icn: ") || !strings.Contains(lines[0], tc.want) {

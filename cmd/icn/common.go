@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
+	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/spf13/cobra"
@@ -81,4 +83,27 @@ func loadTopo(spec, failLinks, failNodes string) (*topology.Graph, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// budgetFlag is a --budget duration: non-negative, 0 = none.
+type budgetFlag struct{ d time.Duration }
+
+func (b *budgetFlag) String() string { return b.d.String() }
+func (b *budgetFlag) Type() string   { return "duration" }
+func (b *budgetFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (e.g. 10s, 500ms, 0 for none)", s)
+	}
+	if d < 0 {
+		return fmt.Errorf("%s is negative (0 means no budget)", s)
+	}
+	b.d = d
+	return nil
+}
+
+// registerBudget adds --budget to a command that selects node sets.
+func registerBudget(c *cobra.Command, b *budgetFlag) {
+	b.d = alloc.DefaultBudget
+	c.Flags().Var(b, "budget", "time one node-selection decision may take; when it ends, the best set found so far is taken (0 = examine every placement, as seed 001's experiments do)")
 }

@@ -22,6 +22,9 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// A flag that does not parse is bad input: exit status 2, like an
+	// unknown command.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	root.AddCommand(
 		newCollectiveCmd(),
 		newDesignCmd(),

@@ -46,6 +46,7 @@ type serveOptions struct {
 	check, rotateToken    bool
 	tlsCert, tlsKey       string
 	insecure              bool
+	budget                budgetFlag
 }
 
 func newServeCmd() *cobra.Command {
@@ -70,6 +71,7 @@ and left unmodified (--check runs only the check). A non-loopback address needs 
 		},
 	}
 	f := c.Flags()
+	registerBudget(c, &o.budget)
 	f.StringVar(&o.db, "db", defaultDBPath(), "database file")
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (loopback by default; others need TLS or --insecure)")
 	f.StringVar(&o.topo, "topo", "", "fabric of a new database (default "+fm.DefaultTopo+"); an existing database keeps its own unless --replace-topo")
@@ -105,7 +107,8 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 		return err
 	}
 	svc, token, err := fm.Open(fm.Config{DBPath: o.db, Topo: o.topo, ReplaceTopo: o.replace && o.topo != "",
-		NewRouting: fm.AngaraRouting(o.rules), MulticastTimeout: o.mcastTimeout, RotateToken: o.rotateToken})
+		NewRouting: fm.AngaraRouting(o.rules), MulticastTimeout: o.mcastTimeout, RotateToken: o.rotateToken,
+		PlacementBudget: placementBudget(o.budget.d)})
 	if err != nil {
 		return err
 	}
@@ -736,4 +739,13 @@ func writeJob(w io.Writer, j *fm.JobRecord) error {
 func writeGroup(w io.Writer, g *fm.GroupRecord) error {
 	return cli.KV(w, "group", g.ID, "state", g.State, "members", fmt.Sprintf("%d of %d", len(g.Members), g.MemberCount),
 		"root", g.Root, "tree height", g.Height, "tree edges", len(g.Edges))
+}
+
+// placementBudget maps --budget to fm.Config.PlacementBudget (0 there is
+// the default; here it means none).
+func placementBudget(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -1,0 +1,159 @@
+package alloc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultBudget is the time a decision may take unless asked otherwise:
+// the budget Slurm gives a node-selection plugin (seed 001 ran the
+// selection inside Slurm).
+const DefaultBudget = 10 * time.Second
+
+// A decision with a budget works in three phases, each with its share of
+// the budget: the enumeration of placements (criterion 1) until
+// enumShare, the φ ranking (criterion 2) until rankShare, the tie-break
+// tables (criteria 3 and 4) until tableShare. What is left covers the
+// work that cannot stop at once (one reachability question, listing the
+// chosen set) so that the answer comes within the budget.
+const (
+	enumShare  = 0.70
+	rankShare  = 0.85
+	tableShare = 0.93
+)
+
+// errCut ends a piece of work because the decision's time is up or its
+// caller gave up; it is never cached.
+var errCut = errors.New("node selection cut short")
+
+// budget is the clock of one decision: flags that the workers poll, set
+// by timers at the phase deadlines and when the caller's context ends.
+type budget struct {
+	ctx   context.Context
+	total time.Duration // 0: no budget
+	start time.Time
+	// enum and rank are set when their phase must end; ctxDone when the
+	// caller gave up (then the decision returns ctx.Err()).
+	enum, rank, ctxDone atomic.Bool
+	stops               []func() bool
+}
+
+func newBudget(ctx context.Context, total time.Duration, start time.Time) *budget {
+	b := &budget{ctx: ctx, total: total, start: start}
+	b.stops = append(b.stops, context.AfterFunc(ctx, func() {
+		b.ctxDone.Store(true)
+		b.enum.Store(true)
+		b.rank.Store(true)
+	}))
+	if total > 0 {
+		at := func(share float64, f func()) {
+			d := time.Until(b.at(share))
+			if d <= 0 {
+				f() // already due: no placement is examined after it
+				return
+			}
+			t := time.AfterFunc(d, f)
+			b.stops = append(b.stops, t.Stop)
+		}
+		at(enumShare, func() { b.enum.Store(true) })
+		at(rankShare, func() { b.rank.Store(true) })
+	}
+	return b
+}
+
+// at is the moment the given share of the budget is spent.
+func (b *budget) at(share float64) time.Time {
+	return b.start.Add(time.Duration(share * float64(b.total)))
+}
+
+// release stops the timers.
+func (b *budget) release() {
+	for _, stop := range b.stops {
+		stop()
+	}
+}
+
+// tableContext is the context the tie-break tables are built under: it
+// ends with the caller's and at the table phase's deadline.
+func (b *budget) tableContext() (context.Context, context.CancelFunc) {
+	if b.total <= 0 {
+		return context.WithCancel(b.ctx)
+	}
+	return context.WithDeadline(b.ctx, b.at(tableShare))
+}
+
+// tablesLeft reports whether there is time to start the tie-break
+// tables at all.
+func (b *budget) tablesLeft() bool {
+	return !b.ctxDone.Load() && (b.total <= 0 || time.Now().Before(b.at(rankShare)))
+}
+
+// Completeness of an answer: how many of the four criteria of seed 001
+// ch. 4 the chosen set is certainly best under (in their order).
+const (
+	// CompleteNone: the enumeration was cut; the set is the best of the
+	// placements examined.
+	CompleteNone = 0
+	// CompleteTransit: every placement was examined, so the set has the
+	// fewest transit nodes (criterion 1).
+	CompleteTransit = 1
+	// CompletePhi: and the largest φ after allocation among those
+	// (criterion 2).
+	CompletePhi = 2
+	// CompleteAll: and the ties were broken by the routing tables
+	// (criteria 3 and 4), as without a budget.
+	CompleteAll = 4
+)
+
+// cutReason describes why a decision ended early, for Result.Cut.
+func (b *budget) cutReason() string {
+	if b.ctxDone.Load() {
+		return "cancelled"
+	}
+	return fmt.Sprintf("budget %v", b.total)
+}
+
+// contextTables is implemented by routers whose table building and
+// verification stop when a context ends (with the context's error).
+type contextTables interface {
+	TableContext(ctx context.Context, active, transit []int, algo string) (TableFigures, error)
+	UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (TableFigures, any, error)
+	VerifyTableContext(ctx context.Context, tb any) error
+}
+
+// routerTable builds a verified BFS table under ctx where the router
+// can stop, else checks ctx before it starts.
+func routerTable(ctx context.Context, rt Router, active, transit []int) (TableFigures, error) {
+	if err := ctx.Err(); err != nil {
+		return TableFigures{}, err
+	}
+	if ct, ok := rt.(contextTables); ok {
+		return ct.TableContext(ctx, active, transit, "bfs")
+	}
+	return rt.Table(active, transit, "bfs")
+}
+
+// unverifiedTable is UnverifiedTable under ctx (see routerTable).
+func unverifiedTable(ctx context.Context, u unverifiedTables, active, transit []int) (TableFigures, any, error) {
+	if err := ctx.Err(); err != nil {
+		return TableFigures{}, nil, err
+	}
+	if ct, ok := u.(contextTables); ok {
+		return ct.UnverifiedTableContext(ctx, active, transit, "bfs")
+	}
+	return u.UnverifiedTable(active, transit, "bfs")
+}
+
+// verifyTable is VerifyTable under ctx (see routerTable).
+func verifyTable(ctx context.Context, u unverifiedTables, tb any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ct, ok := u.(contextTables); ok {
+		return ct.VerifyTableContext(ctx, tb)
+	}
+	return u.VerifyTable(tb)
+}

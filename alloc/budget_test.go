@@ -1,0 +1,174 @@
+package alloc
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// validChoice checks what every answer must be, cut or not: the chosen
+// nodes are available, distinct, m active and at most T transit, and the
+// set is reachable.
+func validChoice(t *testing.T, name string, s *State, rt Router, req Request, res *Result) {
+	t.Helper()
+	c := res.Chosen
+	if len(c.Active) != req.Nodes || len(c.Transit) > req.Transit {
+		t.Fatalf("%s: %d active, %d transit for %+v", name, len(c.Active), len(c.Transit), req)
+	}
+	seen := map[int]bool{}
+	for _, v := range append(append([]int(nil), c.Active...), c.Transit...) {
+		if seen[v] || !s.Available(v) {
+			t.Fatalf("%s: node %d repeated or unavailable", name, v)
+		}
+		seen[v] = true
+	}
+	ok, err := rt.Reachable(c.Active, c.Transit)
+	if err != nil || !ok {
+		t.Fatalf("%s: chosen set not reachable (%v)", name, err)
+	}
+}
+
+// TestCutEnumeration cuts decisions after k placements (the budget's
+// effect without its timing) on used small tori: the answer is valid,
+// says it is not exhaustive and how many placements it examined, and a
+// cut at or past the full count gives the exhaustive answer. After every
+// cut decision the same selector must still answer like a fresh one:
+// nothing of a cut decision is cached as complete.
+func TestCutEnumeration(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 1))
+	cuts := 0
+	for _, spec := range []string{"torus:4x4x4", "torus:6x4x3", "torus:4x4x2x2"} {
+		s, rt := usedTorus(t, spec, r)
+		for trial := 0; trial < 6; trial++ {
+			m := 2 + r.IntN(10)
+			req := Request{Nodes: m, Transit: r.IntN(m/2 + 1)}
+			full := NewSelector(s)
+			full.Workers = 1
+			want, err := full.Select(s, rt, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !want.Exhaustive || want.Complete != CompleteAll || want.Cut != "" {
+				t.Fatalf("%s %+v: no budget but %+v", spec, req, want)
+			}
+			sel := NewSelector(s)
+			sel.Workers = 1
+			for _, k := range []int{1, want.Examined / 3, want.Examined - 1, want.Examined} {
+				if k < 1 {
+					continue
+				}
+				sel.cutAfter = k
+				got, err := sel.Select(s, rt, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := spec + " " + strings.TrimSpace(strings.ReplaceAll(t.Name(), "/", " "))
+				if k >= want.Examined {
+					if !got.Exhaustive {
+						t.Fatalf("%s: cut after %d of %d placements: %+v", name, k, want.Examined, got)
+					}
+					sameChoice(t, name, got, want)
+					continue
+				}
+				cuts++
+				if got.Exhaustive || got.Complete != CompleteNone || got.Examined != k || got.Cut == "" {
+					t.Fatalf("%s: cut after %d placements of %d: exhaustive %v, complete %d, examined %d, cut %q",
+						name, k, want.Examined, got.Exhaustive, got.Complete, got.Examined, got.Cut)
+				}
+				if got.Chosen == nil {
+					if !strings.Contains(got.Reason, "no set found within") {
+						t.Fatalf("%s: reason %q", name, got.Reason)
+					}
+				} else {
+					validChoice(t, name, s, rt, req, got)
+				}
+				sel.cutAfter = 0
+				sameAsFresh(t, name+" after a cut", sel, s, rt, req)
+			}
+		}
+	}
+	if cuts < 20 {
+		t.Fatalf("only %d cut decisions: the test exercises too little", cuts)
+	}
+}
+
+// usedTorus is a torus with a random third of its nodes busy.
+func usedTorus(t *testing.T, spec string, r *rand.Rand) (*State, *AngaraRouter) {
+	t.Helper()
+	s, rt := busyPattern(t, spec, "idle")
+	var busy []int
+	for v := 0; v < s.N(); v++ {
+		if r.IntN(3) == 0 {
+			busy = append(busy, v)
+		}
+	}
+	if err := s.Occupy(2, busy); err != nil {
+		t.Fatal(err)
+	}
+	return s, rt
+}
+
+// TestBudgetEnds: a budget that ends before anything is examined gives
+// no set and says so (the clock is checked before the first placement,
+// so this does not depend on timing); a negative budget is refused. The
+// cut itself is TestCutEnumeration's; how much a real budget cuts is
+// measured by BenchmarkSelectBudget.
+func TestBudgetEnds(t *testing.T) {
+	s, rt := busyPattern(t, "torus:8x8x8", "halfx")
+	req := Request{Nodes: 64, Transit: 16, Budget: time.Nanosecond}
+	res, err := NewSelector(s).Select(s, rt, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Chosen != nil || res.Examined != 0 || res.Exhaustive || res.Cut != "budget 1ns" ||
+		res.Reason != "no set found within 1ns (0 placements examined)" {
+		t.Fatalf("1 ns budget: %+v", res)
+	}
+	// A generous budget changes nothing.
+	req.Budget = time.Hour
+	got, err := NewSelector(s).Select(s, rt, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Budget = 0
+	want, err := NewSelector(s).Select(s, rt, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Exhaustive || got.Examined != want.Examined {
+		t.Fatalf("1 h budget: %+v", got)
+	}
+	sameChoice(t, "1 h budget", got, want)
+
+	req.Budget = -time.Second
+	if _, err := NewSelector(s).Select(s, rt, req); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Fatalf("negative budget: %v", err)
+	}
+}
+
+// TestSelectCancelled: a decision whose caller gives up returns the
+// context's error and chooses nothing, whether the context ended before
+// it started or while it ran (512 + 128 nodes on an idle 16x16x16).
+func TestSelectCancelled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 4 096-node torus")
+	}
+	s, rt := busyPattern(t, "torus:16x16x16", "idle")
+	req := Request{Nodes: 512, Transit: 128}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res, err := NewSelector(s).SelectContext(ctx, s, rt, req); !errors.Is(err, context.Canceled) || res != nil {
+		t.Fatalf("cancelled before: %+v %v", res, err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel) // the decision takes about 0.2 s
+	sel := NewSelector(s)
+	if res, err := sel.SelectContext(ctx, s, rt, req); !errors.Is(err, context.Canceled) || res != nil {
+		t.Fatalf("cancelled while running: %+v %v", res, err)
+	}
+	// The selector is still good for a (small) decision afterwards.
+	sameAsFresh(t, "after a cancelled decision", sel, s, rt, Request{Nodes: 64, Transit: 16})
+}
