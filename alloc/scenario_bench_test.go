@@ -2,8 +2,11 @@ package alloc
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/icn-hpc/icn/topology"
 )
@@ -220,4 +223,118 @@ func BenchmarkSelectSlab(b *testing.B) {
 	b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(float64(res.Found), "candidates")
 	b.ReportMetric(float64(res.Tables), "tables")
+}
+
+// boxFill makes a used machine as a fabric manager sees one: random
+// boxes of 8–1 024 nodes (log-uniform volume, random shape) placed
+// where they fit until frac of the nodes are busy, so that the free
+// space is fragmented the way many jobs of mixed sizes leave it.
+func boxFill(tb testing.TB, spec string, frac float64, seed uint64) (*State, *AngaraRouter, int) {
+	s, rt := busyPattern(tb, spec, "idle")
+	dims := s.Dims()
+	r := rand.New(rand.NewPCG(seed, 7))
+	jobs := 1
+	for tries := 0; float64(s.Busy()) < frac*float64(s.N()) && tries < 100000; tries++ {
+		vol := int(math.Exp(math.Log(8) + r.Float64()*(math.Log(1024)-math.Log(8))))
+		size := make([]int, len(dims))
+		left := vol
+		for i := range size {
+			size[i] = 1
+		}
+		for left > 1 {
+			var grow []int // dimensions the box can still double in
+			for i, p := range size {
+				if p*2 <= dims[i] {
+					grow = append(grow, i)
+				}
+			}
+			if len(grow) == 0 {
+				break
+			}
+			size[grow[r.IntN(len(grow))]] *= 2
+			left /= 2
+		}
+		start := make([]int, len(dims))
+		for i := range start {
+			start[i] = r.IntN(dims[i])
+		}
+		nodes := Rect{Start: start, Size: size}.Nodes(dims, nil)
+		if slices.ContainsFunc(nodes, func(v int) bool { return !s.Available(v) }) {
+			continue
+		}
+		jobs++
+		if err := s.Occupy(jobs, nodes); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return s, rt, jobs - 1
+}
+
+// BenchmarkSelectServiceFill times decisions with the default budget on
+// a 32x32x32 torus 60 % full of 8–1 024-node boxes (boxFill) or jobs
+// placed by the selection (selectFill): one
+// decision per job size 8, 16, …, 1 024 with T = m/4 and with T = 0 (a
+// fresh selector each, as a service's first placement of that size).
+// It reports the slowest decision, how many the budget cut and the
+// placements examined in all.
+func BenchmarkSelectServiceFill(b *testing.B) {
+	for _, fill := range []string{"boxes", "jobs"} {
+		b.Run(fill, func(b *testing.B) { benchServiceFill(b, fill) })
+	}
+}
+
+func benchServiceFill(b *testing.B, fill string) {
+	f := boxFill
+	if fill == "jobs" {
+		f = selectFill
+	}
+	s, rt, jobs := f(b, "torus:32x32x32", 0.6, 1)
+	b.Logf("%s: %d jobs, %d of %d nodes busy", fill, jobs, s.Busy(), s.N())
+	for b.Loop() {
+		var worst time.Duration
+		cut, examined := 0, 0
+		for m := 8; m <= 1024; m *= 2 {
+			for _, T := range []int{m / 4, 0} {
+				start := time.Now()
+				res, err := NewSelector(s).Select(s, rt, Request{Nodes: m, Transit: T, Budget: DefaultBudget, NoTable: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				worst = max(worst, time.Since(start))
+				examined += res.Examined
+				if !res.Exhaustive {
+					cut++
+				}
+			}
+		}
+		b.ReportMetric(worst.Seconds(), "worst-s")
+		b.ReportMetric(float64(cut), "cut")
+		b.ReportMetric(float64(examined), "placements")
+	}
+}
+
+// selectFill fills a torus as a fabric manager does: jobs of 8–1 024
+// nodes (log-uniform) with T = m/4 placed one after another by the
+// improved selection (with a 2 s budget each, to keep the set-up short)
+// until frac of the nodes are busy.
+func selectFill(tb testing.TB, spec string, frac float64, seed uint64) (*State, *AngaraRouter, int) {
+	s, rt := busyPattern(tb, spec, "idle")
+	r := rand.New(rand.NewPCG(seed, 9))
+	sel := NewSelector(s)
+	jobs := 1
+	for tries := 0; float64(s.Busy()) < frac*float64(s.N()) && tries < 1000; tries++ {
+		m := int(math.Exp(math.Log(8) + r.Float64()*(math.Log(1024)-math.Log(8))))
+		res, err := sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Budget: 2 * time.Second, NoTable: true, Fast: true})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if res.Chosen == nil {
+			continue
+		}
+		jobs++
+		if err := s.Occupy(jobs, append(slices.Clone(res.Chosen.Active), res.Chosen.Transit...)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return s, rt, jobs - 1
 }

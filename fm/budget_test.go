@@ -10,35 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
 
-// heldRouting holds every job-table computation until its context ends
-// or the gate opens: a placement that takes as long as the test wants
-// and stops when its caller gives up, as the real table build does.
-type heldRouting struct {
-	Routing
-	entered chan struct{}
-	gate    chan struct{}
-}
-
-func (r *heldRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error) {
-	select {
-	case r.entered <- struct{}{}:
-	default:
-	}
-	select {
-	case <-r.gate:
-	case <-ctx.Done():
-		return nil, TableStats{}, ctx.Err()
-	}
-	return r.Routing.Routes(ctx, active, transit)
-}
-
-func openHeld(t *testing.T, budget time.Duration) (*Service, *heldRouting, string) {
+func openHeld(t *testing.T, budget time.Duration) (*Service, *gatedRouting, string) {
 	t.Helper()
-	held := &heldRouting{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	held := &gatedRouting{entered: make(chan struct{}, 1), gate: make(chan struct{})}
 	factory := func(g *topology.Graph) (Routing, error) {
 		rt, err := AngaraRouting("angara*")(g)
 		held.Routing = rt

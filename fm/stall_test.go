@@ -12,8 +12,9 @@ import (
 	"github.com/icn-hpc/icn/topology"
 )
 
-// gatedRouting blocks every table computation until the gate opens: a
-// placement that takes as long as the test wants.
+// gatedRouting blocks every table computation until the gate opens or
+// its context ends: a placement that takes as long as the test wants and
+// stops when its caller gives up, as the real table build does.
 type gatedRouting struct {
 	Routing
 	entered chan struct{}
@@ -25,7 +26,11 @@ func (r *gatedRouting) Routes(ctx context.Context, active, transit []int) (*rout
 	case r.entered <- struct{}{}:
 	default:
 	}
-	<-r.gate
+	select {
+	case <-r.gate:
+	case <-ctx.Done():
+		return nil, TableStats{}, ctx.Err()
+	}
 	return r.Routing.Routes(ctx, active, transit)
 }
 

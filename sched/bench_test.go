@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/icn-hpc/icn/alloc"
@@ -104,4 +105,50 @@ func benchMachine(b *testing.B, tc replayBench) Machine {
 		b.Fatal(err)
 	}
 	return NewTorusMachine(st, rt, tc.algo, tc.transit, 0)
+}
+
+// BenchmarkReplayBudget replays the 3 170-job streams with the default
+// decision budget (alloc.DefaultBudget) and compares each with the same
+// replay without a budget: it reports the decisions the budget cut, the
+// jobs whose start or nodes differ, and the change in utilization (pp)
+// and mean wait (%).
+func BenchmarkReplayBudget(b *testing.B) {
+	for _, tc := range []replayBench{
+		{"3170on240/improved/fcfs", "torus:4x6x10", alloc.Improved, Policy{Window: 1}, trace3170, transitEqual},
+		{"3170on240/improved/easy", "torus:4x6x10", alloc.Improved, Policy{Window: 1, Backfill: true}, trace3170, transitEqual},
+		{"3170load/improved/w8-easy", "torus:4x6x10", alloc.Improved, Policy{Window: 8, Backfill: true}, trace3170Load, transitEqual},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			m := benchMachine(b, tc)
+			stream, err := Synthetic(tc.stream, m.Size())
+			if err != nil {
+				b.Fatal(err)
+			}
+			want, err := Simulate(Config{Machine: m.Clone(), Policy: tc.policy}, stream)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				mb := benchMachine(b, tc).(*TorusMachine)
+				mb.Budget = alloc.DefaultBudget
+				got, err := Simulate(Config{Machine: mb, Policy: tc.policy}, stream)
+				if err != nil {
+					b.Fatal(err)
+				}
+				differ := 0
+				for i, r := range got.Schedule {
+					w := want.Schedule[i]
+					if r.Start != w.Start || fmt.Sprint(r.Nodes) != fmt.Sprint(w.Nodes) {
+						differ++
+					}
+				}
+				b.ReportMetric(float64(got.Decisions), "decisions")
+				b.ReportMetric(float64(got.DecisionsCut), "cut")
+				b.ReportMetric(float64(differ), "jobs-differ")
+				b.ReportMetric(100*(got.Utilization-want.Utilization), "dU-pp")
+				b.ReportMetric(100*(got.MeanWait-want.MeanWait)/max(want.MeanWait, 1e-9), "dwait-%")
+			}
+		})
+	}
 }
