@@ -253,6 +253,10 @@ func (d *decision) reduceCached(w int, p placement) ([]int, bool, error) {
 
 // sizeResult is what one rectangle size contributed.
 type sizeResult struct {
+	// Workers count placements of their own sizes here, one per
+	// placement: the padding keeps two sizes' counters off one cache
+	// line, which the workers would otherwise pass back and forth.
+	_        [64]byte
 	found    int
 	examined int
 	cands    []*Candidate
