@@ -95,3 +95,23 @@ func TestPlacementBudget(t *testing.T) {
 		t.Fatalf("committed %+v", jobs)
 	}
 }
+
+// TestPlacementBudgetTooSmallForTable: a job whose routing table alone
+// is expected to take most of the budget is refused at once, with the
+// estimate and the budget named, before it takes the placement slot.
+func TestPlacementBudgetTooSmallForTable(t *testing.T) {
+	s, _, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "fm.db"), Topo: "torus:8x8x8", NewRouting: AngaraRouting("angara*"), PlacementBudget: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.placeSem <- struct{}{} // the slot is taken: a refusal must not wait for it
+	_, err = s.Submit("t", JobRequest{Nodes: 256})
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "256-node job") || !strings.Contains(err.Error(), "budget of 10ms") {
+		t.Fatalf("256 nodes in 10 ms: %v", err)
+	}
+	<-s.placeSem
+	if jobs, _ := s.Jobs(true); len(jobs) != 0 {
+		t.Fatalf("committed %+v", jobs)
+	}
+}

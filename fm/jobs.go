@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -85,26 +86,65 @@ var ErrBudget = errors.New("over budget")
 
 // Placement budget. Node selection and the job's table answer together
 // within the budget: the selection gets the budget less what the table
-// is expected to take (tableSecondsPerRoute per ordered pair of active
-// nodes, about what a 2-core host needs to build and verify it, but at
-// least selectionShare of the budget), and the table build is stopped
-// at the budget plus 10 %.
+// is expected to take (the table's seconds per route, as measured on
+// this host by the placements so far, times the routes), but at least
+// selectionShare of the budget, and the table build is stopped at the
+// budget plus 10 %. A job whose table alone is expected to take more
+// than tableShareMax of the budget is refused at once: it could not be
+// placed in time, and computing until the deadline would only keep the
+// next placement waiting.
 const (
-	tableSecondsPerRoute = 0.3e-6
-	selectionShare       = 0.3
+	// defaultRouteSeconds is the first estimate: a 2-core host builds,
+	// verifies and converts a 4 096-node table (16.8 million routes) in
+	// about 9 s.
+	defaultRouteSeconds = 0.55e-6
+	selectionShare      = 0.3
+	tableShareMax       = 0.7
+	// measuredRoutes: tables smaller than this (routes) are dominated by
+	// fixed costs and do not update the estimate.
+	measuredRoutes = 1 << 16
 )
+
+// tableEstimate is the expected time of the verified table of a job of
+// m active nodes.
+func (s *Service) tableEstimate(m int) time.Duration {
+	perRoute := math.Float64frombits(s.routeSeconds.Load())
+	if perRoute == 0 {
+		perRoute = defaultRouteSeconds
+	}
+	return time.Duration(perRoute * float64(m) * float64(m-1) * float64(time.Second))
+}
+
+// measuredTable updates the estimate from a table of m active nodes that
+// took d (the mean of the estimate and the new figure).
+func (s *Service) measuredTable(m int, d time.Duration) {
+	routes := float64(m) * float64(m-1)
+	if routes < measuredRoutes {
+		return
+	}
+	now := d.Seconds() / routes
+	if old := math.Float64frombits(s.routeSeconds.Load()); old != 0 {
+		now = (old + now) / 2
+	}
+	s.routeSeconds.Store(math.Float64bits(now))
+}
 
 // placementBudgets splits the service's budget for a job of m nodes:
 // the selection's budget and the deadline of the whole placement (0, 0
-// when there is no budget).
-func (s *Service) placementBudgets(m int) (selection, whole time.Duration) {
+// when there is no budget). It fails with ErrBudget when the job's table
+// alone is expected to take most of the budget.
+func (s *Service) placementBudgets(m int) (selection, whole time.Duration, err error) {
 	b := s.cfg.PlacementBudget
 	if b <= 0 {
-		return 0, 0
+		return 0, 0, nil
 	}
-	table := time.Duration(tableSecondsPerRoute * float64(m) * float64(m) * float64(time.Second))
+	table := s.tableEstimate(m)
+	if table > time.Duration(tableShareMax*float64(b)) {
+		return 0, 0, fmt.Errorf("%w: the routing table of a %d-node job takes about %v on this host, more than the placement budget of %v allows; nothing was placed (raise icn serve --budget, or 0 for none)",
+			ErrBudget, m, table.Round(100*time.Millisecond), b)
+	}
 	selection = max(b-table, time.Duration(selectionShare*float64(b)))
-	return selection, b + b/10
+	return selection, b + b/10, nil
 }
 
 // acquirePlacement waits for the placement slot; it gives up when ctx
@@ -139,7 +179,10 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 	if req.Nodes > sn.state.N() {
 		return nil, badRequest("the fabric has only %d nodes", sn.state.N())
 	}
-	budget, _ := s.placementBudgets(req.Nodes)
+	budget, _, err := s.placementBudgets(req.Nodes)
+	if err != nil {
+		return nil, err
+	}
 	res, err := s.sel.SelectContext(ctx, sn.state, sn.routing, alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo, NoTable: true, Budget: budget})
 	if ctx.Err() != nil {
 		return nil, placementCut(ctx, s.cfg.PlacementBudget)
@@ -155,7 +198,11 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 		return nil, fmt.Errorf("%w: cannot place now: %s", ErrConflict, res.Reason)
 	}
 	c := res.Chosen
+	start := time.Now()
 	table, stats, err := sn.routing.Routes(ctx, c.Active, c.Transit)
+	if err == nil {
+		s.measuredTable(len(c.Active), time.Since(start))
+	}
 	if ctx.Err() != nil {
 		return nil, placementCut(ctx, s.cfg.PlacementBudget)
 	}
@@ -166,12 +213,18 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 }
 
 // placementContext is ctx with the placement's deadline for a job of m
-// nodes.
-func (s *Service) placementContext(ctx context.Context, m int) (context.Context, context.CancelFunc) {
-	if _, whole := s.placementBudgets(m); whole > 0 {
-		return context.WithTimeout(ctx, whole)
+// nodes, or placementBudgets' error.
+func (s *Service) placementContext(ctx context.Context, m int) (context.Context, context.CancelFunc, error) {
+	_, whole, err := s.placementBudgets(m)
+	if err != nil {
+		return nil, nil, err
 	}
-	return context.WithCancel(ctx)
+	if whole > 0 {
+		ctx, cancel := context.WithTimeout(ctx, whole)
+		return ctx, cancel, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return ctx, cancel, nil
 }
 
 // Submit places a job: it selects a node set and builds and verifies its
@@ -193,7 +246,10 @@ func (s *Service) SubmitContext(ctx context.Context, actor string, req JobReques
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.placementContext(ctx, req.Nodes)
+	ctx, cancel, err := s.placementContext(ctx, req.Nodes)
+	if err != nil {
+		return nil, err
+	}
 	defer cancel()
 	if err := s.acquirePlacement(ctx); err != nil {
 		return nil, err
@@ -207,7 +263,7 @@ func (s *Service) SubmitContext(ctx context.Context, actor string, req JobReques
 		}
 		j := &JobRecord{Name: req.Name, State: "running", Nodes: req.Nodes, Transit: req.Transit, Algo: string(algo),
 			Active: names(sn.g, p.active), TransitN: names(sn.g, p.transit), Rules: sn.routing.Rules(), Table: p.table,
-			Stats: p.stats, Created: s.cfg.Now().UTC(), Reachable: true}
+			Stats: p.stats, Created: s.cfg.Now().UTC(), Reachable: true, Selection: selectionOf(p.res)}
 		err = s.commitJob(ctx, actor, sn.ver, j, p)
 		if errors.Is(err, errStale) {
 			// The fabric changed meanwhile: if the plan still holds on
@@ -297,7 +353,10 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*Jo
 	if j, ok := s.snapshot(false).jobs[id]; ok {
 		m = j.Nodes
 	}
-	ctx, cancel := s.placementContext(ctx, m)
+	ctx, cancel, err := s.placementContext(ctx, m)
+	if err != nil {
+		return nil, err
+	}
 	defer cancel()
 	if err := s.acquirePlacement(ctx); err != nil {
 		return nil, err
@@ -328,6 +387,7 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*Jo
 		j := *old
 		j.Active, j.TransitN, j.Table, j.Stats = names(sn.g, p.active), names(sn.g, p.transit), p.table, p.stats
 		j.Rules, j.Reachable, j.Routing, j.Problem, j.Unreachable = sn.routing.Rules(), true, "migrated", "", nil
+		j.Selection = selectionOf(p.res)
 		err = s.commitMigration(ctx, actor, sn.ver, old, &j, oldNodes, p)
 		if errors.Is(err, errStale) && attempt == 0 {
 			continue

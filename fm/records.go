@@ -1,6 +1,7 @@
 package fm
 
 import (
+	"github.com/icn-hpc/icn/alloc"
 	"time"
 
 	"github.com/icn-hpc/icn/routing"
@@ -40,6 +41,24 @@ type JobRecord struct {
 	Routing     string     `json:"routing,omitempty"`
 	Problem     string     `json:"problem,omitempty"`
 	Unreachable *[2]string `json:"unreachable,omitempty"`
+	// Selection says how the node set was chosen (absent in records
+	// written before it was kept).
+	Selection *Selection `json:"selection,omitempty"`
+}
+
+// Selection is how a job's node set was chosen: whether the selection
+// examined and ranked everything or was cut by the placement budget,
+// and what it was complete for (alloc.Result).
+type Selection struct {
+	Exhaustive bool    `json:"exhaustive"`
+	Examined   int     `json:"placements_examined"`
+	Complete   int     `json:"complete_criteria"`
+	Cut        string  `json:"cut,omitempty"`
+	Seconds    float64 `json:"seconds"`
+}
+
+func selectionOf(res *alloc.Result) *Selection {
+	return &Selection{Exhaustive: res.Exhaustive, Examined: res.Examined, Complete: res.Complete, Cut: res.Cut, Seconds: res.Seconds}
 }
 
 // RouteState names the routing state of a job ("ok" for "").

@@ -33,7 +33,10 @@ func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*rou
 	if err != nil {
 		return nil, TableStats{}, err
 	}
-	tf := tableJSON(tb)
+	tf, err := tableJSONContext(ctx, tb)
+	if err != nil {
+		return nil, TableStats{}, err
+	}
 	st := TableStats{Diameter: tb.Stats.Diameter, PiMax: float64(tb.Stats.PiMax), PiPerfect: tb.Stats.PiPerfect,
 		BalanceFactor: tb.Stats.BalanceFactor, DeadlockFree: tb.DeadlockFree}
 	return tf, st, nil

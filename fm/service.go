@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/icn-hpc/icn/alloc"
@@ -85,7 +86,11 @@ type Service struct {
 	// request waiting for it gives up when its context ends.
 	placeSem chan struct{}
 	sel      *alloc.Selector // used while holding placeSem only
-	changeMu sync.Mutex      // serialises failure changes
+	// routeSeconds (float64 bits) is the measured time of a job's table
+	// per route on this host (0: not measured yet), for the placement
+	// budget.
+	routeSeconds atomic.Uint64
+	changeMu     sync.Mutex // serialises failure changes
 
 	token []byte
 	mc    *mcast

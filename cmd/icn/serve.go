@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/fm"
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/spf13/cobra"
@@ -731,9 +732,13 @@ func hostname() string {
 }
 
 func writeJob(w io.Writer, j *fm.JobRecord) error {
-	return cli.KV(w, "job", strconv.Itoa(j.ID), "state", j.State, "routing", j.RouteState(), "active", strings.Join(j.Active, " "),
+	kv := []any{"job", strconv.Itoa(j.ID), "state", j.State, "routing", j.RouteState(), "active", strings.Join(j.Active, " "),
 		"transit", strings.Join(j.TransitN, " "), "rules", j.Rules, "diameter", j.Stats.Diameter,
-		"pi_max / pi_perfect", fmt.Sprintf("%g / %.3f", j.Stats.PiMax, j.Stats.PiPerfect), "deadlock free", j.Stats.DeadlockFree)
+		"pi_max / pi_perfect", fmt.Sprintf("%g / %.3f", j.Stats.PiMax, j.Stats.PiPerfect), "deadlock free", j.Stats.DeadlockFree}
+	if sel := j.Selection; sel != nil {
+		kv = append(kv, "selection", searchSummary(&alloc.Result{Exhaustive: sel.Exhaustive, Examined: sel.Examined, Complete: sel.Complete, Cut: sel.Cut}))
+	}
+	return cli.KV(w, kv...)
 }
 
 func writeGroup(w io.Writer, g *fm.GroupRecord) error {
