@@ -3,6 +3,7 @@ package alloc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func TestCutEnumeration(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 1))
 	cuts := 0
 	for _, spec := range []string{"torus:4x4x4", "torus:6x4x3", "torus:4x4x2x2"} {
-		s, rt := usedTorus(t, spec, r)
+		s, rt := usedTorus(t, spec, r, false)
 		for trial := 0; trial < 6; trial++ {
 			m := 2 + r.IntN(10)
 			req := Request{Nodes: m, Transit: r.IntN(m/2 + 1)}
@@ -56,16 +57,17 @@ func TestCutEnumeration(t *testing.T) {
 			}
 			sel := NewSelector(s)
 			sel.Workers = 1
+			name := fmt.Sprintf("%s %+v", spec, req)
 			for _, k := range []int{1, want.Examined / 3, want.Examined - 1, want.Examined} {
 				if k < 1 {
 					continue
 				}
 				sel.cutAfter = k
 				got, err := sel.Select(s, rt, req)
+				sel.cutAfter = 0
 				if err != nil {
 					t.Fatal(err)
 				}
-				name := spec + " " + strings.TrimSpace(strings.ReplaceAll(t.Name(), "/", " "))
 				if k >= want.Examined {
 					if !got.Exhaustive {
 						t.Fatalf("%s: cut after %d of %d placements: %+v", name, k, want.Examined, got)
@@ -74,18 +76,26 @@ func TestCutEnumeration(t *testing.T) {
 					continue
 				}
 				cuts++
-				if got.Exhaustive || got.Complete != CompleteNone || got.Examined != k || got.Cut == "" {
-					t.Fatalf("%s: cut after %d placements of %d: exhaustive %v, complete %d, examined %d, cut %q",
-						name, k, want.Examined, got.Exhaustive, got.Complete, got.Examined, got.Cut)
+				if got.Examined != k {
+					t.Fatalf("%s: cut after %d placements examined %d", name, k, got.Examined)
 				}
-				if got.Chosen == nil {
-					if !strings.Contains(got.Reason, "no set found within") {
-						t.Fatalf("%s: reason %q", name, got.Reason)
-					}
-				} else {
-					validChoice(t, name, s, rt, req, got)
+				checkCut(t, name, s, rt, req, got)
+				sameAsFresh(t, name+" after a cut", sel, s, rt, req)
+			}
+			// Cuts after k reachability questions stop in the middle of
+			// a placement's reduction as often as not.
+			for _, k := range []int{1, 2, 5, 20, 100} {
+				sel.cutAfterAsks = k
+				got, err := sel.Select(s, rt, req)
+				sel.cutAfterAsks = 0
+				if err != nil {
+					t.Fatal(err)
 				}
-				sel.cutAfter = 0
+				if got.Exhaustive {
+					continue // fewer questions than k
+				}
+				cuts++
+				checkCut(t, fmt.Sprintf("%s, %d questions", name, k), s, rt, req, got)
 				sameAsFresh(t, name+" after a cut", sel, s, rt, req)
 			}
 		}
@@ -95,10 +105,63 @@ func TestCutEnumeration(t *testing.T) {
 	}
 }
 
-// usedTorus is a torus with a random third of its nodes busy.
-func usedTorus(t *testing.T, spec string, r *rand.Rand) (*State, *AngaraRouter) {
+// TestCutInReduction: on an idle torus the first placements are blocks,
+// reachable without a question, so a cut after the first question falls
+// in the reduction of the first reachable set; when it was the only one
+// found, the answer is "no set found" (it once indexed an empty list).
+func TestCutInReduction(t *testing.T) {
+	hit := 0
+	for _, spec := range []string{"torus:4x4x4", "torus:6x4x3", "torus:4x4x2x2"} {
+		s, rt := busyPattern(t, spec, "idle")
+		for m := 3; m < 14; m++ {
+			for _, k := range []int{1, 2, 3} {
+				req := Request{Nodes: m, Transit: 3}
+				sel := NewSelector(s)
+				sel.Workers = 1
+				sel.cutAfterAsks = k
+				got, err := sel.Select(s, rt, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := fmt.Sprintf("%s m=%d, cut after %d questions", spec, m, k)
+				if got.Exhaustive {
+					continue
+				}
+				checkCut(t, name, s, rt, req, got)
+				if got.Chosen == nil && got.Found > 0 {
+					hit++
+				}
+			}
+		}
+	}
+	if hit == 0 {
+		t.Fatal("no cut fell in the only reduction: the test exercises too little")
+	}
+}
+
+// checkCut checks a cut answer: it says so, and either chooses a valid
+// set or says that none was found in time.
+func checkCut(t *testing.T, name string, s *State, rt Router, req Request, got *Result) {
+	t.Helper()
+	if got.Exhaustive || got.Complete != CompleteNone || got.Cut == "" {
+		t.Fatalf("%s: exhaustive %v, complete %d, cut %q", name, got.Exhaustive, got.Complete, got.Cut)
+	}
+	if got.Chosen == nil {
+		if !strings.Contains(got.Reason, "no set found within") {
+			t.Fatalf("%s: reason %q", name, got.Reason)
+		}
+		return
+	}
+	validChoice(t, name, s, rt, req, got)
+}
+
+// usedTorus is a torus with a random third of its nodes busy (or none).
+func usedTorus(t *testing.T, spec string, r *rand.Rand, idle bool) (*State, *AngaraRouter) {
 	t.Helper()
 	s, rt := busyPattern(t, spec, "idle")
+	if idle {
+		return s, rt
+	}
 	var busy []int
 	for v := 0; v < s.N(); v++ {
 		if r.IntN(3) == 0 {

@@ -87,6 +87,11 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 	if req.CountOnly || req.Exists {
 		return res, nil
 	}
+	if len(cands) == 0 {
+		// Cut while the only reachable placements were being reduced.
+		res.Reason = fmt.Sprintf("no set found within %v (%d placements examined)", req.Budget, res.Examined)
+		return res, nil
+	}
 	best := fewestTransit(cands)
 	if req.Algo == Baseline {
 		return res, d.chooseFirst(best, res)
@@ -194,6 +199,7 @@ type decision struct {
 	clock           *budget
 	cutHit, rankCut atomic.Bool
 	examined        atomic.Int64 // placements examined, counted only for Selector.cutAfter
+	asked           atomic.Int64 // reachability questions, counted only for Selector.cutAfterAsks
 	// tableCut: some tie-break table was not finished (or the winner's
 	// not verified) within the budget.
 	tableCut bool

@@ -68,6 +68,10 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 	if d.clock.enum.Load() {
 		return false, errCut
 	}
+	if d.sel.cutAfterAsks > 0 && d.asked.Add(1) > int64(d.sel.cutAfterAsks) {
+		d.clock.enum.Store(true) // as if the budget ended here (tests)
+		return false, errCut
+	}
 	h := &d.sel.hints[w]
 	if d.boxes && d.sel.boxCovers(&h.box, active, transit) {
 		return true, nil

@@ -180,11 +180,12 @@ type Selector struct {
 	// arenas hold the candidates of the current decision, per worker.
 	arenas []candArena
 	taken  []takenSet // per worker: leastFragmenting's space
-	// cutAfter, when positive, ends each decision's enumeration after
-	// that many placements, as a budget would (tests: a cut that does
-	// not depend on timing).
-	cutAfter int
-	keys     struct { // collect's space for set names
+	// cutAfter and cutAfterAsks, when positive, end each decision's
+	// enumeration after that many placements or reachability questions,
+	// as a budget would (tests: a cut that does not depend on timing;
+	// the second one cuts in the middle of a reduction).
+	cutAfter, cutAfterAsks int
+	keys                   struct { // collect's space for set names
 		keyScratch
 		buf []byte
 	}

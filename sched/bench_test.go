@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/topology"
@@ -107,48 +108,69 @@ func benchMachine(b *testing.B, tc replayBench) Machine {
 	return NewTorusMachine(st, rt, tc.algo, tc.transit, 0)
 }
 
-// BenchmarkReplayBudget replays the 3 170-job streams with the default
-// decision budget (alloc.DefaultBudget) and compares each with the same
-// replay without a budget: it reports the decisions the budget cut, the
-// jobs whose start or nodes differ, and the change in utilization (pp)
-// and mean wait (%).
+// BenchmarkReplayBudget replays streams with a decision budget and
+// compares each with the same replay without one: it reports the
+// decisions the budget cut, the jobs whose start or nodes differ, and
+// the change in utilization (pp) and mean wait (%). The default budget
+// (10 s) on the 3 170-job streams of torus:4x6x10 and on the first 5 000
+// jobs of the 100 000-job stream on torus:8x8x4x4 (T = m/4), and
+// budgets far below a decision's time, to show what cutting costs.
+// Cut decisions depend on timing, so those rows vary between runs.
 func BenchmarkReplayBudget(b *testing.B) {
-	for _, tc := range []replayBench{
-		{"3170on240/improved/fcfs", "torus:4x6x10", alloc.Improved, Policy{Window: 1}, trace3170, transitEqual},
-		{"3170on240/improved/easy", "torus:4x6x10", alloc.Improved, Policy{Window: 1, Backfill: true}, trace3170, transitEqual},
-		{"3170load/improved/w8-easy", "torus:4x6x10", alloc.Improved, Policy{Window: 8, Backfill: true}, trace3170Load, transitEqual},
+	first5000 := func(st *Stream) *Stream {
+		c := *st
+		c.Jobs = c.Jobs[:min(5000, len(c.Jobs))]
+		return &c
+	}
+	for _, tc := range []struct {
+		replayBench
+		budgets []time.Duration
+		cut     func(*Stream) *Stream
+	}{
+		{replayBench{"3170on240/improved/fcfs", "torus:4x6x10", alloc.Improved, Policy{Window: 1}, trace3170, transitEqual}, []time.Duration{alloc.DefaultBudget, 2 * time.Millisecond, 500 * time.Microsecond}, nil},
+		{replayBench{"3170on240/improved/easy", "torus:4x6x10", alloc.Improved, Policy{Window: 1, Backfill: true}, trace3170, transitEqual}, []time.Duration{alloc.DefaultBudget}, nil},
+		{replayBench{"3170load/improved/w8-easy", "torus:4x6x10", alloc.Improved, Policy{Window: 8, Backfill: true}, trace3170Load, transitEqual}, []time.Duration{alloc.DefaultBudget}, nil},
+		{replayBench{"100k-first5000/improved/fcfs", "torus:8x8x4x4", alloc.Improved, Policy{Window: 1}, stream100k, transitQuarter}, []time.Duration{alloc.DefaultBudget, 10 * time.Millisecond, 2 * time.Millisecond}, first5000},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			m := benchMachine(b, tc)
-			stream, err := Synthetic(tc.stream, m.Size())
-			if err != nil {
-				b.Fatal(err)
-			}
-			want, err := Simulate(Config{Machine: m.Clone(), Policy: tc.policy}, stream)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for b.Loop() {
-				mb := benchMachine(b, tc).(*TorusMachine)
-				mb.Budget = alloc.DefaultBudget
-				got, err := Simulate(Config{Machine: mb, Policy: tc.policy}, stream)
-				if err != nil {
-					b.Fatal(err)
-				}
-				differ := 0
-				for i, r := range got.Schedule {
-					w := want.Schedule[i]
-					if r.Start != w.Start || fmt.Sprint(r.Nodes) != fmt.Sprint(w.Nodes) {
-						differ++
+		m := benchMachine(b, tc.replayBench)
+		stream, err := Synthetic(tc.stream, m.Size())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if tc.cut != nil {
+			stream = tc.cut(stream)
+		}
+		var want *Report
+		for _, budget := range tc.budgets {
+			b.Run(fmt.Sprintf("%s/budget=%v", tc.name, budget), func(b *testing.B) {
+				if want == nil {
+					if want, err = Simulate(Config{Machine: m.Clone(), Policy: tc.policy}, stream); err != nil {
+						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(got.Decisions), "decisions")
-				b.ReportMetric(float64(got.DecisionsCut), "cut")
-				b.ReportMetric(float64(differ), "jobs-differ")
-				b.ReportMetric(100*(got.Utilization-want.Utilization), "dU-pp")
-				b.ReportMetric(100*(got.MeanWait-want.MeanWait)/max(want.MeanWait, 1e-9), "dwait-%")
-			}
-		})
+				b.ResetTimer()
+				for b.Loop() {
+					mb := benchMachine(b, tc.replayBench).(*TorusMachine)
+					mb.Budget = budget
+					got, err := Simulate(Config{Machine: mb, Policy: tc.policy}, stream)
+					if err != nil {
+						b.Fatal(err)
+					}
+					differ := 0
+					for i, r := range got.Schedule {
+						w := want.Schedule[i]
+						if r.Start != w.Start || fmt.Sprint(r.Nodes) != fmt.Sprint(w.Nodes) {
+							differ++
+						}
+					}
+					b.ReportMetric(float64(got.Decisions), "decisions")
+					b.ReportMetric(float64(got.DecisionsCut), "cut")
+					b.ReportMetric(float64(differ), "jobs-differ")
+					b.ReportMetric(100*got.Utilization, "U-%")
+					b.ReportMetric(100*(got.Utilization-want.Utilization), "dU-pp")
+					b.ReportMetric(100*(got.MeanWait-want.MeanWait)/max(want.MeanWait, 1e-9), "dwait-%")
+				}
+			})
+		}
 	}
 }
