@@ -110,13 +110,29 @@ type fitter interface {
 }
 
 // Fits implements fitter: node selection stops at the first reachable set.
+// It has no budget: the simulation asks it whether a job can ever run
+// (on the empty machine) and where an EASY reservation can start, facts
+// a cut answer would get wrong.
 func (m *TorusMachine) Fits(j Job) (bool, float64, error) {
-	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true, Exists: true, Budget: m.Budget}
+	req := alloc.Request{Nodes: j.Nodes, Transit: m.Transit(j.Nodes), Algo: m.Algo, Fast: true, Exists: true}
 	res, err := m.Sel.Select(m.St, m.Router, req)
 	if err != nil {
 		return false, 0, err
 	}
 	return res.Found > 0, res.Seconds, nil
+}
+
+// PlaceExhaustive is Place without the budget (see exhaustivePlacer).
+func (m *TorusMachine) PlaceExhaustive(j Job, avoid []int) (Placement, bool, error) {
+	c := *m
+	c.Budget = 0
+	return c.Place(j, avoid)
+}
+
+// exhaustivePlacer is implemented by machines whose Place has a budget:
+// PlaceExhaustive decides without it.
+type exhaustivePlacer interface {
+	PlaceExhaustive(j Job, avoid []int) (Placement, bool, error)
 }
 
 func (m *TorusMachine) Place(j Job, avoid []int) (Placement, bool, error) {

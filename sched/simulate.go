@@ -358,7 +358,13 @@ func (s *simulation) enoughFree(rels []running, cuts []int) int {
 // given running jobs have gone.
 func (s *simulation) placeAfter(gone []running) (Placement, bool, error) {
 	c := s.machineAfter(gone)
-	p, ok, err := c.Place(s.jobs[s.queue[0]], nil)
+	place := c.Place
+	if ex, can := c.(exhaustivePlacer); can {
+		// The reservation's plan must exist wherever fitsAfter (no
+		// budget) found one: it is planned without the budget.
+		place = ex.PlaceExhaustive
+	}
+	p, ok, err := place(s.jobs[s.queue[0]], nil)
 	s.rep.AllocSeconds += p.Seconds
 	return p, ok, err
 }
@@ -403,8 +409,25 @@ func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 	if p.Cut {
 		s.rep.DecisionsCut++
 	}
+	if !ok && p.Cut && len(s.run) == 0 {
+		// The budget ended before any set was found, and no running
+		// job will end to change the machine: waiting cannot help, so
+		// this decision is made without the budget.
+		if ex, can := s.m.(exhaustivePlacer); can {
+			var q Placement
+			if q, ok, err = ex.PlaceExhaustive(j, avoid); err != nil {
+				return false, err
+			}
+			s.rep.Decisions++
+			s.rep.AllocSeconds += q.Seconds
+			p = q
+		}
+	}
 	if !ok {
-		cache[j.Nodes] = true
+		if !p.Cut {
+			// A cut answer proves nothing: the size is tried again.
+			cache[j.Nodes] = true
+		}
 		return s.cannotStart(qi, avoid)
 	}
 	if err := s.m.Occupy(j.ID, p.Nodes); err != nil {
