@@ -212,6 +212,20 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats}, nil
 }
 
+// startPlacement gives a placement of a job of m nodes its deadline and
+// the placement slot; done releases both.
+func (s *Service) startPlacement(ctx context.Context, m int) (context.Context, func(), error) {
+	ctx, cancel, err := s.placementContext(ctx, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.acquirePlacement(ctx); err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return ctx, func() { s.releasePlacement(); cancel() }, nil
+}
+
 // placementContext is ctx with the placement's deadline for a job of m
 // nodes, or placementBudgets' error.
 func (s *Service) placementContext(ctx context.Context, m int) (context.Context, context.CancelFunc, error) {
@@ -246,15 +260,11 @@ func (s *Service) SubmitContext(ctx context.Context, actor string, req JobReques
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel, err := s.placementContext(ctx, req.Nodes)
+	ctx, done, err := s.startPlacement(ctx, req.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
-	if err := s.acquirePlacement(ctx); err != nil {
-		return nil, err
-	}
-	defer s.releasePlacement()
+	defer done()
 	for attempt := 0; ; attempt++ {
 		sn := s.snapshot(true)
 		p, err := s.place(ctx, sn, req, algo)
@@ -353,15 +363,11 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*Jo
 	if j, ok := s.snapshot(false).jobs[id]; ok {
 		m = j.Nodes
 	}
-	ctx, cancel, err := s.placementContext(ctx, m)
+	ctx, done, err := s.startPlacement(ctx, m)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
-	if err := s.acquirePlacement(ctx); err != nil {
-		return nil, err
-	}
-	defer s.releasePlacement()
+	defer done()
 	for attempt := 0; ; attempt++ {
 		sn := s.snapshot(true)
 		old, ok := sn.jobs[id]
