@@ -279,8 +279,12 @@ func checkSlurmTopology(t *testing.T, ctld, scontrol, fabric string) {
 	cmd.Wait()
 	log, _ := os.ReadFile(filepath.Join(c.dir, "slurmctld.log"))
 	for _, l := range strings.Split(string(log), "\n") {
-		// A first start has no saved state; anything else is a complaint.
-		if strings.Contains(l, "error:") && !strings.Contains(l, "state file") && !strings.Contains(l, "backup state") {
+		// A first start has no saved state, and slurmctld loads every MPI
+		// plugin installed on the host (Debian's pmix one fails without
+		// the PMIx development library, which slurmctld does not depend
+		// on): neither is about icn's files. Anything else is a complaint.
+		if strings.Contains(l, "error:") && !strings.Contains(l, "state file") && !strings.Contains(l, "backup state") &&
+			!strings.Contains(l, "mpi/") && !strings.Contains(l, "MPI:") {
 			t.Errorf("slurmctld: %s", l)
 		}
 	}
