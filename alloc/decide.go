@@ -79,7 +79,7 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 			sel.retry.fail(s, req)
 			res.Reason = noCandidateReason(req)
 		} else {
-			res.Reason = fmt.Sprintf("no set found within %v (%d placements examined)", req.Budget, res.Examined)
+			res.Reason = noSetInTime(res)
 		}
 		return res, nil
 	}
@@ -89,7 +89,7 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 	}
 	if len(cands) == 0 {
 		// Cut while the only reachable placements were being reduced.
-		res.Reason = fmt.Sprintf("no set found within %v (%d placements examined)", req.Budget, res.Examined)
+		res.Reason = noSetInTime(res)
 		return res, nil
 	}
 	best := fewestTransit(cands)
@@ -132,6 +132,11 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		d.cutShort(res, CompletePhi)
 	}
 	return res, nil
+}
+
+// noSetInTime is the reason of a cut decision that found no set.
+func noSetInTime(res *Result) string {
+	return fmt.Sprintf("no set found within %v (%d placements examined)", res.Request.Budget, res.Examined)
 }
 
 // cutShort records in res that the decision was cut and is certainly
