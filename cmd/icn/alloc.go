@@ -410,7 +410,7 @@ func newSchedSimulateCmd() *cobra.Command {
 	f.BoolVar(&o.strict, "strict", false, "fail on the first SWF problem instead of reporting it and skipping the line")
 	f.IntVar(&o.ppn, "procs-per-node", 1, "SWF processors per node")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
-	registerBudget(c, &o.budget)
+	registerBudget(c, &o.budget, "time one node-selection decision may take")
 	return c
 }
 
@@ -681,7 +681,7 @@ func newAllocCmd() *cobra.Command {
 	f.StringVar(&o.rules, "rules", "angara*", "routing rule: dor, dirbit, angara-, angara, angara*")
 	f.BoolVar(&o.hostlist, "hostlist", false, "print the chosen nodes (active and transit) as a Slurm hostlist expression for sbatch --nodelist")
 	f.StringVar(&o.prefix, "nodes-prefix", "nid", "node-name prefix of --hostlist (nodes are numbered by node id, X fastest, as icn slurm topology does)")
-	registerBudget(c, &o.budget)
+	registerBudget(c, &o.budget, "time one node-selection decision may take")
 	c.MarkFlagRequired("nodes")
 	return c
 }

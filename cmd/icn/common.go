@@ -102,8 +102,9 @@ func (b *budgetFlag) Set(s string) error {
 	return nil
 }
 
-// registerBudget adds --budget to a command that selects node sets.
-func registerBudget(c *cobra.Command, b *budgetFlag) {
+// registerBudget adds --budget to a command that selects node sets;
+// what says what the budget bounds.
+func registerBudget(c *cobra.Command, b *budgetFlag, what string) {
 	b.d = alloc.DefaultBudget
-	c.Flags().Var(b, "budget", "time one node-selection decision may take; when it ends, the best set found so far is taken (0 = examine every placement, as seed 001's experiments do)")
+	c.Flags().Var(b, "budget", what+"; when it ends, the best set found so far is taken (0 = none: every placement examined, as seed 001's experiments do)")
 }

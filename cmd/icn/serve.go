@@ -72,7 +72,7 @@ and left unmodified (--check runs only the check). A non-loopback address needs 
 		},
 	}
 	f := c.Flags()
-	registerBudget(c, &o.budget)
+	registerBudget(c, &o.budget, "time one job placement may take, node selection and the job's verified table together (a job whose table alone needs most of it is refused at once)")
 	f.StringVar(&o.db, "db", defaultDBPath(), "database file")
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (loopback by default; others need TLS or --insecure)")
 	f.StringVar(&o.topo, "topo", "", "fabric of a new database (default "+fm.DefaultTopo+"); an existing database keeps its own unless --replace-topo")
