@@ -35,30 +35,20 @@ func (a *AngaraRouter) Reachable(active, transit []int) (bool, error) {
 // Table implements Router: the table is built and verified (deadlock
 // freedom included) by the routing package.
 func (a *AngaraRouter) Table(active, transit []int, algo string) (TableFigures, error) {
-	st, err := a.R.Figures(active, transit, algo)
-	if err != nil {
-		return TableFigures{}, err
-	}
-	return TableFigures{Diameter: st.Diameter, PiMax: float64(st.PiMax), PiPerfect: st.PiPerfect, BalanceFactor: st.BalanceFactor}, nil
+	return a.TableContext(context.Background(), active, transit, algo)
 }
 
 // UnverifiedTable builds a table without verifying it and returns its
 // figures and the table; VerifyTable verifies it later. Select builds its
 // tie-break tables this way and verifies only the chosen one.
 func (a *AngaraRouter) UnverifiedTable(active, transit []int, algo string) (TableFigures, any, error) {
-	al, err := routing.ParseAlgo(algo)
-	if err != nil {
-		return TableFigures{}, nil, err
-	}
-	tb, err := a.R.BuildUnverified(active, transit, al)
-	if err != nil {
-		return TableFigures{}, nil, err
-	}
-	return figuresOf(tb.Stats), tb, nil
+	return a.UnverifiedTableContext(context.Background(), active, transit, algo)
 }
 
 // VerifyTable verifies a table from UnverifiedTable.
-func (a *AngaraRouter) VerifyTable(tb any) error { return a.R.Verify(tb.(*routing.Table)) }
+func (a *AngaraRouter) VerifyTable(tb any) error {
+	return a.VerifyTableContext(context.Background(), tb)
+}
 
 func figuresOf(st routing.Stats) TableFigures {
 	return TableFigures{Diameter: st.Diameter, PiMax: float64(st.PiMax), PiPerfect: st.PiPerfect, BalanceFactor: st.BalanceFactor}

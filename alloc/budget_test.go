@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -234,4 +235,53 @@ func TestSelectCancelled(t *testing.T) {
 	}
 	// The selector is still good for a (small) decision afterwards.
 	sameAsFresh(t, "after a cancelled decision", sel, s, rt, Request{Nodes: 64, Transit: 16})
+}
+
+// slowTables is an Angara router whose tie-break tables after the first
+// never finish before their context ends: a budget that runs out in the
+// table phase.
+type slowTables struct {
+	*AngaraRouter
+	calls atomic.Int32
+}
+
+func (r *slowTables) UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (TableFigures, any, error) {
+	if r.calls.Add(1) > 1 {
+		<-ctx.Done()
+		return TableFigures{}, nil, ctx.Err()
+	}
+	return r.AngaraRouter.UnverifiedTableContext(ctx, active, transit, algo)
+}
+
+// TestBudgetEndsInTables: when the budget ends while the tie-break
+// tables are built, the candidates of the classes whose table finished
+// are ranked by it, the others take no part, and the answer says it is
+// complete for criteria 1 and 2 only.
+func TestBudgetEndsInTables(t *testing.T) {
+	s, ar := busyPattern(t, "torus:4x4x4", "idle")
+	req := Request{Nodes: 8}
+	want, err := NewSelector(s).Select(s, ar, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Tables < 2 {
+		t.Fatalf("%d tie-break tables: the test needs several", want.Tables)
+	}
+	rt := &slowTables{AngaraRouter: ar}
+	sel := NewSelector(s)
+	sel.Workers = 1 // the tables are built in class order
+	req.Budget = 300 * time.Millisecond
+	got, err := sel.Select(s, rt, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Exhaustive || got.Complete != CompletePhi || got.Tables != 1 || got.Chosen == nil || got.Chosen.Figures == nil {
+		t.Fatalf("cut in the tables: %+v", got)
+	}
+	validChoice(t, "4x4x4", s, rt, req, got)
+	// The chosen set has the figures of its own (first) class's table.
+	fig, err := ar.Table(got.Chosen.Active, got.Chosen.Transit, "bfs")
+	if err != nil || fig != *got.Chosen.Figures {
+		t.Fatalf("chosen figures %+v, its table %+v (%v)", got.Chosen.Figures, fig, err)
+	}
 }

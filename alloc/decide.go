@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -844,11 +843,13 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, err
 // share the figures; with a translation-invariant router a class met in
 // an earlier decision takes its figures from the selector's figure
 // cache), verifies the table of the class that wins, and returns how
-// many classes' tables ranked them (built now or before).
-func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) {
+// many classes' tables ranked them (built now or before) and, with a
+// budget, the representatives whose class's table was not finished in
+// time (missing: their figures mean nothing).
+func (d *decision) tableFigures(reps []*Candidate) (figs []TableFigures, classes int, missing map[int]bool, err error) {
 	first := make([]int, len(reps)) // representative whose figures are used
 	byShape := map[string]int{}
-	figs := make([]TableFigures, len(reps))
+	figs = make([]TableFigures, len(reps))
 	cache := &d.sel.figures
 	verified := map[int]bool{} // representative → whether its class's table was verified (absent: built now, unverified)
 	var build []int
@@ -892,14 +893,14 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 			verified[i] = errs[k] == nil
 		}
 	}
-	missing := map[int]bool{}
+	missing = map[int]bool{}
 	for k, err := range errs {
 		if err != nil && ctx.Err() != nil {
 			missing[build[k]], errs[k] = true, nil
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	if len(missing) > 0 {
 		d.tableCut = true
@@ -913,7 +914,7 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 		}
 	}
 	if win < 0 {
-		return nil, 0, errCut // no table finished in time
+		return nil, 0, nil, errCut // no table finished in time
 	}
 	switch ok, known := verified[win]; {
 	case win == bestBuilt:
@@ -924,7 +925,7 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 				d.tableCut = true
 				break
 			}
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		verified[win] = true
 	case known && !ok:
@@ -937,10 +938,10 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 			break
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		if fig != figs[win] {
-			return nil, 0, fmt.Errorf("routing tables of one translation class differ: %+v and %+v", fig, figs[win])
+			return nil, 0, nil, fmt.Errorf("routing tables of one translation class differ: %+v and %+v", fig, figs[win])
 		}
 		verified[win] = true
 		cache.verifiedLate()
@@ -952,17 +953,14 @@ func (d *decision) tableFigures(reps []*Candidate) ([]TableFigures, int, error) 
 			}
 		}
 	}
-	classes := 0
 	for i := range reps {
 		if first[i] == i && !missing[i] {
 			classes++
 		}
 		figs[i] = figs[first[i]]
-		if missing[first[i]] {
-			figs[i] = TableFigures{Diameter: math.MaxInt, PiMax: math.Inf(1)}
-		}
+		missing[i] = missing[first[i]]
 	}
-	return figs, classes, nil
+	return figs, classes, missing, nil
 }
 
 // betterTable reports whether representative i's figures beat j's: least
@@ -1120,11 +1118,14 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 		}
 		ranked = append(ranked, c)
 	}
-	figs, built, err := d.tableFigures(reps)
+	figs, built, missing, err := d.tableFigures(reps)
 	if err != nil {
 		return err
 	}
 	res.Tables = built
+	// Candidates of a class whose table was not finished in time take no
+	// part (tableFigures found at least one finished).
+	ranked = slices.DeleteFunc(ranked, func(c *Candidate) bool { return missing[class[classOf(c)]] })
 	for _, c := range ranked {
 		c.Figures = &figs[class[classOf(c)]]
 	}
