@@ -212,33 +212,22 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats}, nil
 }
 
-// startPlacement gives a placement of a job of m nodes its deadline and
-// the placement slot; done releases both.
-func (s *Service) startPlacement(ctx context.Context, m int) (context.Context, func(), error) {
-	ctx, cancel, err := s.placementContext(ctx, m)
+// startPlacement gives a placement of a job of m nodes its deadline
+// (placementBudgets) and the placement slot; done releases both.
+func (s *Service) startPlacement(ctx context.Context, m int) (_ context.Context, done func(), err error) {
+	_, whole, err := s.placementBudgets(m)
 	if err != nil {
 		return nil, nil, err
+	}
+	cancel := context.CancelFunc(func() {})
+	if whole > 0 {
+		ctx, cancel = context.WithTimeout(ctx, whole)
 	}
 	if err := s.acquirePlacement(ctx); err != nil {
 		cancel()
 		return nil, nil, err
 	}
 	return ctx, func() { s.releasePlacement(); cancel() }, nil
-}
-
-// placementContext is ctx with the placement's deadline for a job of m
-// nodes, or placementBudgets' error.
-func (s *Service) placementContext(ctx context.Context, m int) (context.Context, context.CancelFunc, error) {
-	_, whole, err := s.placementBudgets(m)
-	if err != nil {
-		return nil, nil, err
-	}
-	if whole > 0 {
-		ctx, cancel := context.WithTimeout(ctx, whole)
-		return ctx, cancel, nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	return ctx, cancel, nil
 }
 
 // Submit places a job: it selects a node set and builds and verifies its
@@ -359,10 +348,12 @@ func (s *Service) Migrate(actor string, id int) (*JobRecord, error) {
 // MigrateContext is Migrate with the placement budget and ctx of
 // SubmitContext: when either ends, the job stays where it was.
 func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*JobRecord, error) {
-	var m int
-	if j, ok := s.snapshot(false).jobs[id]; ok {
+	var m int // the job's size, for its budget (0 if there is no such job)
+	s.mu.RLock()
+	if j, ok := s.jobs[id]; ok {
 		m = j.Nodes
 	}
+	s.mu.RUnlock()
 	ctx, done, err := s.startPlacement(ctx, m)
 	if err != nil {
 		return nil, err

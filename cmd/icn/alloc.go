@@ -328,7 +328,8 @@ func writeAlloc(w io.Writer, g *topology.Graph, v *allocResultView) error {
 	t := cli.NewTable("FIELD", "VALUE")
 	t.Row("request", fmt.Sprintf("%d active, ≤ %d transit, %s, rules %s", m.Request.Nodes, m.Request.Transit, m.Request.Algo, m.Rules))
 	t.Row("candidates found", m.Found)
-	t.Row("search", searchSummary(v.Result))
+	r := v.Result
+	t.Row("search", searchSummary(r.Exhaustive, r.Examined, r.Complete, r.Cut))
 	if m.Chosen == nil {
 		t.Row("result", "no allocation: "+m.Reason)
 		return t.Write(w)
@@ -348,12 +349,12 @@ func writeAlloc(w io.Writer, g *topology.Graph, v *allocResultView) error {
 
 // searchSummary says how far a decision got: exhaustive, or cut by its
 // budget and complete for which criteria.
-func searchSummary(res *alloc.Result) string {
-	if res.Exhaustive {
-		return fmt.Sprintf("exhaustive (%d placements examined)", res.Examined)
+func searchSummary(exhaustive bool, examined, complete int, cut string) string {
+	if exhaustive {
+		return fmt.Sprintf("exhaustive (%d placements examined)", examined)
 	}
 	var best string
-	switch res.Complete {
+	switch complete {
 	case alloc.CompleteNone:
 		best = "best of those examined"
 	case alloc.CompleteTransit:
@@ -361,7 +362,7 @@ func searchSummary(res *alloc.Result) string {
 	default:
 		best = "best under criteria 1–2; tie-break tables not all built"
 	}
-	return fmt.Sprintf("cut (%s) after %d placements: %s", res.Cut, res.Examined, best)
+	return fmt.Sprintf("cut (%s) after %d placements: %s", cut, examined, best)
 }
 
 // schedSimulateOptions are the flags of icn sched simulate.
