@@ -73,6 +73,10 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 	if d.cutHit.Load() {
 		d.cutShort(res, CompleteNone)
 	}
+	if d.settled {
+		res.Exhaustive, res.Settled = false, true
+		res.Complete = min(res.Complete, CompletePhi)
+	}
 	if res.Found == 0 {
 		if res.Exhaustive {
 			sel.retry.fail(s, req)
@@ -213,6 +217,14 @@ type decision struct {
 	// nodes whose availability changed since: placements without one
 	// fail again and are skipped (see retryMemo).
 	changed *grid
+	// settled: the anytime order stopped once no placement left could
+	// beat the best set on criteria 1 and 2 (see anytime).
+	settled bool
+	// levels are the state's free rectangles by volume (levelsNow);
+	// top is phiTop's answer once topKnown.
+	levels          *levelCache
+	top             int64
+	topKnown, topOK bool
 }
 
 // workerScratch is one worker's reusable space.
@@ -331,26 +343,52 @@ func (d *decision) lowerBest(t int) {
 // are worked through smallest first: they need the fewest transit nodes,
 // so the bound on criterion 1 tightens early and prunes the larger
 // rectangles; results stay indexed by size, so the outcome does not
-// depend on this order or on scheduling.
+// depend on this order or on scheduling. A budgeted decision stops
+// between groups of sizes once criteria 1 and 2 are settled (see
+// anytime).
 func (d *decision) enumerate() []sizeResult {
 	results := make([]sizeResult, len(d.sizes))
-	order := make([]int, len(d.sizes))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(vol(d.sizes[a]), vol(d.sizes[b])) })
-	par.For(len(d.sizes), d.sel.Workers, func(w, k int) {
-		si := order[k]
-		size := d.sizes[si]
-		out := &results[si]
-		var blocks *blockScan
-		if d.blockShortcut() {
-			blocks = &blockScan{}
-		}
-		placements(d.sel.dims, d.sel.wrap, size, func(st []int) bool {
-			return d.examine(w, size, st, out, blocks)
+	order := d.sizeOrder()
+	run := func(group []int) {
+		par.For(len(group), d.sel.Workers, func(w, k int) {
+			si := group[k]
+			size := d.sizes[si]
+			out := &results[si]
+			var blocks *blockScan
+			if d.blockShortcut() {
+				blocks = &blockScan{}
+			}
+			placements(d.sel.dims, d.sel.wrap, size, func(st []int) bool {
+				return d.examine(w, size, st, out, blocks)
+			})
 		})
-	})
+	}
+	if !d.anytime() {
+		run(order)
+		return results
+	}
+	groups := volumeGroups(d.sizes, order)
+	// The groups are consecutive runs of order: order[checked:done] are
+	// the sizes examined since the last check.
+	examined, checked, done := 0, 0, 0
+	for i, g := range groups {
+		run(g)
+		if d.stop.Load() || d.cutHit.Load() || i == len(groups)-1 {
+			break
+		}
+		done += len(g)
+		for _, si := range g {
+			examined += results[si].examined
+		}
+		if examined < d.sel.settleAfter() {
+			continue
+		}
+		if d.settledBy(results, order[checked:done]) {
+			d.settled = true
+			break
+		}
+		checked = done
+	}
 	return results
 }
 
@@ -1034,7 +1072,7 @@ func (d *decision) chooseFirst(best []*Candidate, res *Result) error {
 // by volume level (each level found once per decision and shared by all
 // candidates) until a level keeps some.
 func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
-	levels := newLevelCache(d.sel, d.s)
+	levels := d.levelsNow()
 	// Candidates certainly below the largest φ found so far are given up
 	// early (their Frag stays unset); the bound only rises, so every
 	// candidate reaching the final maximum is computed exactly. The first

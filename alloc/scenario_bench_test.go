@@ -275,8 +275,10 @@ func boxFill(tb testing.TB, spec string, frac float64, seed uint64) (*State, *An
 // placed by the selection (selectFill): one
 // decision per job size 8, 16, …, 1 024 with T = m/4 and with T = 0 (a
 // fresh selector each, as a service's first placement of that size).
-// It reports the total, median and slowest decision time, how many
-// decisions the budget cut and the placements examined in all.
+// It reports the total, median and slowest decision time, the same
+// for the decisions without a budget (exhaustive-*), how many
+// decisions the budget cut, how many settled early (the anytime order)
+// and the placements examined in all.
 func BenchmarkSelectServiceFill(b *testing.B) {
 	for _, fill := range []string{"boxes", "jobs"} {
 		b.Run(fill, func(b *testing.B) { benchServiceFill(b, fill) })
@@ -291,32 +293,52 @@ func benchServiceFill(b *testing.B, fill string) {
 	s, rt, jobs := f(b, "torus:32x32x32", 0.6, 1)
 	b.Logf("%s: %d jobs, %d of %d nodes busy", fill, jobs, s.Busy(), s.N())
 	for b.Loop() {
-		var took []time.Duration
-		cut, examined := 0, 0
+		var took, exhaustive []time.Duration
+		cut, settled, examined := 0, 0, 0
 		for m := 8; m <= 1024; m *= 2 {
 			for _, T := range []int{m / 4, 0} {
+				// As the fabric manager asks (fm.Service.place), and the
+				// same decision without a budget (the baseline).
+				req := Request{Nodes: m, Transit: T, Budget: DefaultBudget, NoTable: true, Fast: true}
 				start := time.Now()
-				res, err := NewSelector(s).Select(s, rt, Request{Nodes: m, Transit: T, Budget: DefaultBudget, NoTable: true})
+				res, err := NewSelector(s).Select(s, rt, req)
 				if err != nil {
 					b.Fatal(err)
 				}
 				took = append(took, time.Since(start))
+				req.Budget = 0
+				start = time.Now()
+				if _, err := NewSelector(s).Select(s, rt, req); err != nil {
+					b.Fatal(err)
+				}
+				exhaustive = append(exhaustive, time.Since(start))
+				b.Logf("m=%d T=%d: %.2f s (exhaustive %.2f s), %d placements, settled %v, cut %q, found %v", m, T,
+					took[len(took)-1].Seconds(), exhaustive[len(exhaustive)-1].Seconds(), res.Examined, res.Settled, res.Cut, res.Chosen != nil)
 				examined += res.Examined
-				if !res.Exhaustive {
+				if res.Cut != "" {
 					cut++
+				}
+				if res.Settled {
+					settled++
 				}
 			}
 		}
-		slices.Sort(took)
-		var total time.Duration
-		for _, d := range took {
-			total += d
+		for _, l := range []struct {
+			unit string
+			took []time.Duration
+		}{{"", took}, {"exhaustive-", exhaustive}} {
+			slices.Sort(l.took)
+			var total time.Duration
+			for _, d := range l.took {
+				total += d
+			}
+			b.ReportMetric(total.Seconds(), l.unit+"total-s")
+			b.ReportMetric(l.took[len(l.took)/2].Seconds(), l.unit+"median-s")
+			b.ReportMetric(l.took[len(l.took)-1].Seconds(), l.unit+"worst-s")
 		}
-		b.ReportMetric(total.Seconds(), "total-s")
-		b.ReportMetric(took[len(took)/2].Seconds(), "median-s")
-		b.ReportMetric(took[len(took)-1].Seconds(), "worst-s")
 		b.ReportMetric(float64(len(took)), "decisions")
 		b.ReportMetric(float64(cut), "cut")
+		b.ReportMetric(float64(settled), "settled")
 		b.ReportMetric(float64(examined), "placements")
 	}
 }

@@ -150,7 +150,13 @@ type Result struct {
 	// before every placement was examined and ranked; Complete then says
 	// how many of the four criteria the chosen set is certainly best
 	// under (CompleteNone … CompleteAll) and Cut why it stopped.
-	Exhaustive    bool    `json:"exhaustive"`
+	Exhaustive bool `json:"exhaustive"`
+	// Settled: a budgeted decision stopped examining placements once
+	// none left could beat the chosen set on criteria 1 and 2 (the
+	// anytime order; sets that would only tie were not looked for, so
+	// criteria 3 and 4 ranked the tied sets found). It depends on the
+	// state alone, not on timing.
+	Settled       bool    `json:"settled,omitempty"`
 	Complete      int     `json:"complete_criteria"`
 	Cut           string  `json:"cut,omitempty"`
 	BudgetSeconds float64 `json:"budget_seconds"`
@@ -185,7 +191,10 @@ type Selector struct {
 	// as a budget would (tests: a cut that does not depend on timing;
 	// the second one cuts in the middle of a reduction).
 	cutAfter, cutAfterAsks int
-	keys                   struct { // collect's space for set names
+	// checkSettledAfter, when positive, replaces anytimeAfter (tests
+	// on small tori, whose decisions examine fewer placements).
+	checkSettledAfter int
+	keys              struct { // collect's space for set names
 		keyScratch
 		buf []byte
 	}

@@ -183,7 +183,7 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.sel.SelectContext(ctx, sn.state, sn.routing, alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo, NoTable: true, Budget: budget})
+	res, err := s.sel.SelectContext(ctx, sn.state, sn.routing, alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo, NoTable: true, Fast: true, Budget: budget})
 	if ctx.Err() != nil {
 		return nil, placementCut(ctx, s.cfg.PlacementBudget)
 	}
@@ -191,7 +191,7 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 		return nil, err
 	}
 	s.m.allocation.Observe(res.Seconds)
-	if !res.Exhaustive {
+	if res.Cut != "" {
 		s.m.allocationCut.Inc()
 	}
 	if res.Chosen == nil {

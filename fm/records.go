@@ -50,15 +50,18 @@ type JobRecord struct {
 // examined and ranked everything or was cut by the placement budget,
 // and what it was complete for (alloc.Result).
 type Selection struct {
-	Exhaustive bool    `json:"exhaustive"`
-	Examined   int     `json:"placements_examined"`
-	Complete   int     `json:"complete_criteria"`
-	Cut        string  `json:"cut,omitempty"`
-	Seconds    float64 `json:"seconds"`
+	Exhaustive bool `json:"exhaustive"`
+	// Settled: the selection stopped once no placement left could beat
+	// the set on criteria 1 and 2 (alloc.Result.Settled).
+	Settled  bool    `json:"settled,omitempty"`
+	Examined int     `json:"placements_examined"`
+	Complete int     `json:"complete_criteria"`
+	Cut      string  `json:"cut,omitempty"`
+	Seconds  float64 `json:"seconds"`
 }
 
 func selectionOf(res *alloc.Result) *Selection {
-	return &Selection{Exhaustive: res.Exhaustive, Examined: res.Examined, Complete: res.Complete, Cut: res.Cut, Seconds: res.Seconds}
+	return &Selection{Exhaustive: res.Exhaustive, Settled: res.Settled, Examined: res.Examined, Complete: res.Complete, Cut: res.Cut, Seconds: res.Seconds}
 }
 
 // RouteState names the routing state of a job ("ok" for "").

@@ -141,12 +141,15 @@ func BenchmarkReplayBudget(b *testing.B) {
 			stream = tc.cut(stream)
 		}
 		var want *Report
+		var wantSeconds float64
 		for _, budget := range tc.budgets {
 			b.Run(fmt.Sprintf("%s/budget=%v", tc.name, budget), func(b *testing.B) {
 				if want == nil {
+					start := time.Now()
 					if want, err = Simulate(Config{Machine: m.Clone(), Policy: tc.policy}, stream); err != nil {
 						b.Fatal(err)
 					}
+					wantSeconds = time.Since(start).Seconds()
 				}
 				b.ResetTimer()
 				for b.Loop() {
@@ -165,6 +168,8 @@ func BenchmarkReplayBudget(b *testing.B) {
 					}
 					b.ReportMetric(float64(got.Decisions), "decisions")
 					b.ReportMetric(float64(got.DecisionsCut), "cut")
+					b.ReportMetric(float64(got.DecisionsSettled), "settled")
+					b.ReportMetric(wantSeconds, "exhaustive-s")
 					b.ReportMetric(float64(differ), "jobs-differ")
 					b.ReportMetric(100*got.Utilization, "U-%")
 					b.ReportMetric(100*(got.Utilization-want.Utilization), "dU-pp")

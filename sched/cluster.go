@@ -69,10 +69,13 @@ type Report struct {
 	Decisions   int     `json:"decisions"`
 	// DecisionsCut counts the decisions that the budget cut short (the
 	// best set found in time was taken).
-	DecisionsCut int         `json:"decisions_cut,omitempty"`
-	Schedule     []JobRecord `json:"-"`
-	SkippedJobs  []Skipped   `json:"skipped,omitempty"`
-	AllocSeconds float64     `json:"alloc_seconds"`
+	DecisionsCut int `json:"decisions_cut,omitempty"`
+	// DecisionsSettled counts the decisions that stopped once criteria
+	// 1 and 2 were settled (alloc.Result.Settled).
+	DecisionsSettled int         `json:"decisions_settled,omitempty"`
+	Schedule         []JobRecord `json:"-"`
+	SkippedJobs      []Skipped   `json:"skipped,omitempty"`
+	AllocSeconds     float64     `json:"alloc_seconds"`
 }
 
 func decode(v int, dims, c []int) {

@@ -45,8 +45,12 @@ type Placement struct {
 	Active  int
 	Seconds float64 // time the choice took
 	// Cut: the choice was cut by the decision budget (the best set found
-	// in time, see alloc.Result.Exhaustive).
+	// in time, see alloc.Result.Cut).
 	Cut bool
+	// Settled: the choice stopped once no placement left could beat it
+	// on criteria 1 and 2 (alloc.Result.Settled; it depends on the
+	// machine's state alone, so simulations stay reproducible).
+	Settled bool
 }
 
 // pseudoJob marks nodes held out of a look-ahead placement.
@@ -157,7 +161,7 @@ func (m *TorusMachine) Place(j Job, avoid []int) (Placement, bool, error) {
 	if err != nil {
 		return Placement{}, false, err
 	}
-	p := Placement{Seconds: res.Seconds, Cut: !res.Exhaustive}
+	p := Placement{Seconds: res.Seconds, Cut: res.Cut != "", Settled: res.Settled}
 	if res.Chosen == nil {
 		return p, false, nil
 	}

@@ -409,6 +409,9 @@ func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 	if p.Cut {
 		s.rep.DecisionsCut++
 	}
+	if p.Settled {
+		s.rep.DecisionsSettled++
+	}
 	if !ok && p.Cut && len(s.run) == 0 {
 		// The budget ended before any set was found, and no running
 		// job will end to change the machine: waiting cannot help, so

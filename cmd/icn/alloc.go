@@ -329,7 +329,7 @@ func writeAlloc(w io.Writer, g *topology.Graph, v *allocResultView) error {
 	t.Row("request", fmt.Sprintf("%d active, ≤ %d transit, %s, rules %s", m.Request.Nodes, m.Request.Transit, m.Request.Algo, m.Rules))
 	t.Row("candidates found", m.Found)
 	r := v.Result
-	t.Row("search", searchSummary(r.Exhaustive, r.Examined, r.Complete, r.Cut))
+	t.Row("search", searchSummary(r.Exhaustive, r.Settled, r.Examined, r.Complete, r.Cut))
 	if m.Chosen == nil {
 		t.Row("result", "no allocation: "+m.Reason)
 		return t.Write(w)
@@ -349,9 +349,12 @@ func writeAlloc(w io.Writer, g *topology.Graph, v *allocResultView) error {
 
 // searchSummary says how far a decision got: exhaustive, or cut by its
 // budget and complete for which criteria.
-func searchSummary(exhaustive bool, examined, complete int, cut string) string {
+func searchSummary(exhaustive, settled bool, examined, complete int, cut string) string {
 	if exhaustive {
 		return fmt.Sprintf("exhaustive (%d placements examined)", examined)
+	}
+	if settled && cut == "" {
+		return fmt.Sprintf("settled after %d placements: no placement left could beat the set on criteria 1–2; ties ranked among the sets found", examined)
 	}
 	var best string
 	switch complete {

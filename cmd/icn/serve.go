@@ -735,7 +735,7 @@ func writeJob(w io.Writer, j *fm.JobRecord) error {
 		"transit", strings.Join(j.TransitN, " "), "rules", j.Rules, "diameter", j.Stats.Diameter,
 		"pi_max / pi_perfect", fmt.Sprintf("%g / %.3f", j.Stats.PiMax, j.Stats.PiPerfect), "deadlock free", j.Stats.DeadlockFree}
 	if sel := j.Selection; sel != nil {
-		kv = append(kv, "selection", searchSummary(sel.Exhaustive, sel.Examined, sel.Complete, sel.Cut))
+		kv = append(kv, "selection", searchSummary(sel.Exhaustive, sel.Settled, sel.Examined, sel.Complete, sel.Cut))
 	}
 	return cli.KV(w, kv...)
 }
