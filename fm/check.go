@@ -82,14 +82,20 @@ func checkRecordsTx(tx *bolt.Tx) error {
 	if m == nil || !bytes.Equal(m.Get(kMagic), magic) {
 		return ErrForeign
 	}
-	if v := m.Get(kVersion); len(v) != 8 || binary.BigEndian.Uint64(v) != schemaVersion {
-		return fmt.Errorf("unsupported schema version")
+	schema, err := storeSchema(m)
+	if err != nil {
+		return err
 	}
+	legacy := schema == 1
 	if v := m.Get(kToken); v != nil && len(v) != 32 {
 		return fmt.Errorf("meta: token hash has %d bytes, want 32", len(v))
 	}
-	if v := m.Get(kNextJob); v != nil && len(v) != 8 {
-		return fmt.Errorf("meta: next job id has %d bytes, want 8", len(v))
+	nextJob := uint64(1)
+	if v := m.Get(kNextJob); v != nil {
+		if len(v) != 8 {
+			return fmt.Errorf("meta: next job id has %d bytes, want 8", len(v))
+		}
+		nextJob = binary.BigEndian.Uint64(v)
 	}
 	for _, b := range [][]byte{bFabric, bJobs, bGroups, bAudit} {
 		if tx.Bucket(b) == nil {
@@ -98,25 +104,32 @@ func checkRecordsTx(tx *bolt.Tx) error {
 	}
 	if v := tx.Bucket(bFabric).Get(kCurrent); v != nil {
 		var f FabricRecord
-		if err := json.Unmarshal(v, &f); err != nil {
+		data, err := unframeRecord(v, legacy)
+		if err == nil {
+			err = json.Unmarshal(data, &f)
+		}
+		if err != nil {
 			return fmt.Errorf("fabric record: %v", err)
 		}
 	}
-	if err := checkRecords(tx.Bucket(bJobs), "job", func(k, v []byte) error {
+	if err := checkRecords(tx.Bucket(bJobs), "job", legacy, func(k, data []byte) error {
 		var j JobRecord
-		if err := j.UnmarshalJSON(v); err != nil { // one pass less than json.Unmarshal
+		if err := j.UnmarshalJSON(data); err != nil { // one pass less than json.Unmarshal
 			return err
 		}
 		if len(k) != 8 || binary.BigEndian.Uint64(k) != uint64(j.ID) {
 			return fmt.Errorf("key does not match id %d", j.ID)
 		}
+		if uint64(j.ID) >= nextJob {
+			return fmt.Errorf("id %d is not below the next job id %d in meta: a new job would overwrite it", j.ID, nextJob)
+		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	if err := checkRecords(tx.Bucket(bGroups), "group", func(k, v []byte) error {
+	if err := checkRecords(tx.Bucket(bGroups), "group", legacy, func(k, data []byte) error {
 		var g GroupRecord
-		if err := json.Unmarshal(v, &g); err != nil {
+		if err := json.Unmarshal(data, &g); err != nil {
 			return err
 		}
 		if string(k) != g.ID {
@@ -126,9 +139,9 @@ func checkRecordsTx(tx *bolt.Tx) error {
 	}); err != nil {
 		return err
 	}
-	return checkRecords(tx.Bucket(bAudit), "audit entry", func(k, v []byte) error {
+	return checkRecords(tx.Bucket(bAudit), "audit entry", legacy, func(k, data []byte) error {
 		var e Event
-		if err := json.Unmarshal(v, &e); err != nil {
+		if err := json.Unmarshal(data, &e); err != nil {
 			return err
 		}
 		if len(k) != 8 || binary.BigEndian.Uint64(k) != e.Seq {
@@ -154,17 +167,24 @@ func checkPages(path string) error {
 	}
 	size := fi.Size()
 	var best *boltMeta
+	var bad []error
 	for i := 0; i < 2; i++ {
 		m, err := readMeta(f, i)
 		if err != nil {
+			bad = append(bad, err)
 			continue
 		}
 		if best == nil || m.txid > best.txid {
 			best = m
 		}
 	}
-	if best == nil {
-		return fmt.Errorf("both meta pages are invalid")
+	switch {
+	case best == nil:
+		return fmt.Errorf("both meta pages are damaged (%v; %v)", bad[0], bad[1])
+	case len(bad) > 0:
+		// bbolt could still open the file from the other copy, but its
+		// own check stops at the damaged one: restore a backup.
+		return fmt.Errorf("%v; the other meta page is intact, restore a backup (icn serve backup) rather than serve a file whose meta copy is lost", bad[0])
 	}
 	ps := int64(best.pageSize)
 	if best.hwm < 3 || best.hwm*uint64(ps) > uint64(size) {
@@ -174,10 +194,12 @@ func checkPages(path string) error {
 		return fmt.Errorf("meta page: root page %d outside 2..%d", best.root, best.hwm-1)
 	}
 	const noFreelist = ^uint64(0)
-	if best.freelist == noFreelist {
-		return nil
+	if best.freelist != noFreelist {
+		if err := checkFreelist(f, best, ps); err != nil {
+			return err
+		}
 	}
-	return checkFreelist(f, best, ps)
+	return walkTree(f, best, ps)
 }
 
 type boltMeta struct {
@@ -206,7 +228,10 @@ func readMeta(f *os.File, i int) (*boltMeta, error) {
 	le := binary.LittleEndian
 	b := hdr[16:]
 	if le.Uint32(b) != 0xED0CDAED || le.Uint32(b[4:]) != 2 {
-		return nil, fmt.Errorf("meta page %d: bad magic or version", i)
+		return nil, fmt.Errorf("meta page %d: bad magic or version (zeroed or overwritten)", i)
+	}
+	if id := le.Uint64(hdr); id != uint64(i) {
+		return nil, fmt.Errorf("meta page %d identifies itself as page %d", i, id)
 	}
 	h := fnv.New64a()
 	h.Write(b[:56])
@@ -258,13 +283,19 @@ func checkFreelist(f *os.File, m *boltMeta, ps int64) error {
 	return nil
 }
 
-func checkRecords(b *bolt.Bucket, what string, fn func(k, v []byte) error) error {
+// checkRecords checks every record of b: its checksum (bare JSON only
+// in a schema 1 store), then fn on its JSON.
+func checkRecords(b *bolt.Bucket, what string, legacy bool, fn func(k, data []byte) error) error {
 	return b.ForEach(func(k, v []byte) error {
 		if v == nil {
-			return fmt.Errorf("%s %x: nested bucket where a record belongs", what, k)
+			return fmt.Errorf("%s %s: nested bucket where a record belongs", what, keyName(k))
 		}
-		if err := fn(k, v); err != nil {
-			return fmt.Errorf("%s %x: %v", what, k, err)
+		data, err := unframeRecord(v, legacy)
+		if err == nil {
+			err = fn(k, data)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %v", what, keyName(k), err)
 		}
 		return nil
 	})
@@ -323,4 +354,13 @@ func dirOf(path string) string {
 		}
 	}
 	return "."
+}
+
+// keyName names a record by its key: ids and sequence numbers (8 bytes,
+// big endian) in decimal, other keys quoted.
+func keyName(k []byte) string {
+	if len(k) == 8 {
+		return fmt.Sprint(binary.BigEndian.Uint64(k))
+	}
+	return fmt.Sprintf("%q", k)
 }

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -105,6 +106,25 @@ func TestDamagedStoresRefused(t *testing.T) {
 			clear(b[:2*ps])
 			return b
 		},
+		"meta page 1 zeroed": func(b []byte) []byte {
+			clear(b[ps : 2*ps])
+			return b
+		},
+		"meta page 0 zeroed": func(b []byte) []byte {
+			clear(b[:ps])
+			return b
+		},
+		"a branch page damaged": func(b []byte) []byte {
+			for off := 2 * ps; off+ps <= len(b); off += ps {
+				if binary.LittleEndian.Uint16(b[off+8:]) == 0x01 { // branch
+					for i := 16; i < 64; i++ {
+						b[off+i] ^= 0xa5
+					}
+					return b
+				}
+			}
+			return b
+		},
 		"freelist page id out of range": func(b []byte) []byte {
 			for m := 0; m < 2; m++ {
 				meta := b[m*ps+16:]
@@ -129,6 +149,11 @@ func TestDamagedStoresRefused(t *testing.T) {
 				t.Error("check passed")
 			} else {
 				t.Log(err)
+				for _, bad := range []string{"panic", "index out of range", "assertion", "\n"} {
+					if strings.Contains(err.Error(), bad) {
+						t.Errorf("message %q contains %q", err, bad)
+					}
+				}
 			}
 			if s, _, err := Open(Config{DBPath: q, NewRouting: AngaraRouting("angara*")}); err == nil {
 				s.Close()

@@ -519,6 +519,9 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 	if j.Table == nil {
 		return false, "the job has no stored routing table", nil
 	}
+	if err := tableMatchesJob(sn.g, j); err != nil {
+		return false, err.Error(), nil
+	}
 	if err := sn.routing.Check(j.Table); err != nil {
 		return false, err.Error(), nil
 	}

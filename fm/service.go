@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -112,19 +113,13 @@ func badRequest(format string, a ...any) error {
 
 // Open opens or creates the database and rebuilds the in-memory state.
 // On first run it generates the API token and returns it (once); later
-// runs return "".
+// runs return "". An existing database is checked first exactly as Check
+// does, reading only: a database it refuses is left byte for byte as it
+// was; only a database that passes is migrated (schema 1) and written.
 func Open(cfg Config) (*Service, string, error) {
-	if cfg.NewRouting == nil {
-		return nil, "", fmt.Errorf("no routing factory configured")
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.MulticastTimeout == 0 {
-		cfg.MulticastTimeout = 30 * time.Second
-	}
-	if cfg.PlacementBudget == 0 {
-		cfg.PlacementBudget = alloc.DefaultBudget
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, "", err
 	}
 	st, created, err := OpenStore(cfg.DBPath)
 	if err != nil {
@@ -135,38 +130,101 @@ func Open(cfg Config) (*Service, string, error) {
 		st.Close()
 		return nil, "", err
 	}
-	var token string
-	var rec FabricRecord
-	var have bool
-	err = st.View(func(tx *Tx) error {
-		s.token = tx.TokenHash()
-		var err error
-		rec, have, err = tx.Fabric()
-		return err
-	})
+	rec, have, err := s.loadStored(cfg.ReplaceTopo)
 	if err != nil {
 		return fail(err)
 	}
-	if token, err = s.openToken(created); err != nil {
+	// Everything below may write.
+	if err := st.migrate(); err != nil {
+		return fail(err)
+	}
+	token, err := s.openToken(created)
+	if err != nil {
 		return fail(err)
 	}
 	if !have || cfg.ReplaceTopo {
 		if rec, err = s.initFabric(rec, have, created); err != nil {
 			return fail(err)
 		}
-	}
-	if err := s.loadFabric(rec); err != nil {
-		return fail(fmt.Errorf("stored fabric: %v", err))
-	}
-	if err := s.loadJobs(); err != nil {
-		return fail(err)
-	}
-	s.mc = newMcast(s)
-	if err := s.mc.load(); err != nil {
-		return fail(fmt.Errorf("stored multicast groups: %v", err))
+		s.jobs = map[int]*JobRecord{}
+		if err := s.loadState(rec); err != nil {
+			return fail(err)
+		}
 	}
 	s.m = newMetrics(s)
 	return s, token, nil
+}
+
+// withDefaults fills in the configuration's defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.NewRouting == nil {
+		return cfg, fmt.Errorf("no routing factory configured")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MulticastTimeout == 0 {
+		cfg.MulticastTimeout = 30 * time.Second
+	}
+	if cfg.PlacementBudget == 0 {
+		cfg.PlacementBudget = alloc.DefaultBudget
+	}
+	return cfg, nil
+}
+
+// Check runs on the database at cfg.DBPath every check Open runs before
+// it serves (the file's pages and records, then the stored fabric, jobs
+// and multicast groups as the service rebuilds them, cross-record checks
+// included), reading only: nil means Open will serve the file.
+func Check(cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	st, err := OpenStoreReadOnly(cfg.DBPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s := &Service{cfg: cfg, store: st, jobs: map[int]*JobRecord{}}
+	_, _, err = s.loadStored(false)
+	return err
+}
+
+// loadStored reads the token hash and the fabric record and, unless the
+// fabric is missing or about to be replaced, rebuilds the fabric, the
+// running jobs and the multicast groups from the store. It only reads;
+// an error names the record at fault and says that the file was not
+// modified.
+func (s *Service) loadStored(replace bool) (rec FabricRecord, have bool, err error) {
+	err = s.store.View(func(tx *Tx) error {
+		s.token = tx.TokenHash()
+		var err error
+		rec, have, err = tx.Fabric()
+		return err
+	})
+	if err == nil && have && !replace {
+		err = s.loadState(rec)
+	}
+	if err != nil {
+		return rec, have, fmt.Errorf("%s: %w: %v; the file was not modified", s.cfg.DBPath, ErrDamaged, err)
+	}
+	return rec, have, nil
+}
+
+// loadState rebuilds fabric, jobs and multicast groups from the store.
+func (s *Service) loadState(rec FabricRecord) error {
+	if err := s.loadFabric(rec); err != nil {
+		return fmt.Errorf("stored fabric: %v", err)
+	}
+	if err := s.loadJobs(); err != nil {
+		return err
+	}
+	s.mc = newMcast(s)
+	if err := s.mc.load(); err != nil {
+		return fmt.Errorf("stored multicast groups: %v", err)
+	}
+	return nil
 }
 
 // openToken creates (first run) or rotates the API token, or checks that
@@ -287,6 +345,9 @@ func (s *Service) loadJobs() error {
 			}
 			if s.state == nil {
 				return fmt.Errorf("job %d is running on a fabric that takes no jobs", j.ID)
+			}
+			if err := tableMatchesJob(s.g, j); err != nil {
+				return fmt.Errorf("job %d: %v", j.ID, err)
 			}
 			if err := s.state.Occupy(j.ID, nodes); err != nil {
 				return fmt.Errorf("job %d: %v", j.ID, err)
@@ -465,3 +526,33 @@ func (s *Service) Audit(after uint64, limit int) ([]Event, error) {
 
 // Authorized reports whether an Authorization header carries the token.
 func (s *Service) Authorized(header string) bool { return checkToken(header, s.token) }
+
+// tableMatchesJob reports an error when the job's stored table routes
+// between other nodes than the job holds (active and transit).
+func tableMatchesJob(g *topology.Graph, j *JobRecord) error {
+	if j.Table == nil {
+		return nil
+	}
+	for _, l := range []struct {
+		what  string
+		names []string
+		table [][]int
+	}{{"active", j.Active, j.Table.Active}, {"transit", j.TransitN, j.Table.Transit}} {
+		nodes, err := nodesByName(g, l.names)
+		if err != nil {
+			return err
+		}
+		want := map[string]bool{}
+		for _, v := range nodes {
+			want[fmt.Sprint(g.Coord(v))] = true
+		}
+		have := map[string]bool{}
+		for _, c := range l.table {
+			have[fmt.Sprint(c)] = true
+		}
+		if !maps.Equal(want, have) {
+			return fmt.Errorf("its routing table's %d %s nodes differ from the job's %d", len(have), l.what, len(want))
+		}
+	}
+	return nil
+}

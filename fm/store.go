@@ -41,12 +41,20 @@ var (
 	magic = []byte("icn-fabric-manager")
 )
 
-const schemaVersion = 1
+// schemaVersion 2 frames every record with a checksum (record.go);
+// schema 1 stores are still read and are migrated when served.
+const schemaVersion = 2
+
+// oldestSchema is the oldest schema version the store still reads.
+const oldestSchema = 1
 
 // Store wraps the database file.
 type Store struct {
 	db   *bolt.DB
 	path string
+	// legacy: the file is of schema 1 (bare JSON records), opened
+	// read-only (a service migrates it at open).
+	legacy bool
 	// failWrites, when set, makes every write transaction fail after fn
 	// ran (as a full or read-only disk would), for tests.
 	failWrites func() error
@@ -109,9 +117,11 @@ func OpenStore(path string) (s *Store, created bool, err error) {
 		if m == nil || string(m.Get(kMagic)) != string(magic) {
 			return fmt.Errorf("%s: %w", path, ErrForeign)
 		}
-		if v := m.Get(kVersion); len(v) != 8 || binary.BigEndian.Uint64(v) != schemaVersion {
-			return fmt.Errorf("%s: unsupported schema version", path)
+		v, err := storeSchema(m)
+		if err != nil {
+			return fmt.Errorf("%s: %v", path, err)
 		}
+		s.legacy = v == 1
 		for _, b := range [][]byte{bFabric, bJobs, bGroups, bAudit} {
 			if tx.Bucket(b) == nil {
 				return fmt.Errorf("%s: bucket %s missing: database damaged", path, b)
@@ -124,6 +134,58 @@ func OpenStore(path string) (s *Store, created bool, err error) {
 		return nil, false, err
 	}
 	return s, false, nil
+}
+
+// storeSchema reads and checks the schema version of the meta bucket.
+func storeSchema(m *bolt.Bucket) (uint64, error) {
+	v := m.Get(kVersion)
+	if len(v) != 8 {
+		return 0, fmt.Errorf("meta: schema version has %d bytes, want 8", len(v))
+	}
+	n := binary.BigEndian.Uint64(v)
+	if n < oldestSchema || n > schemaVersion {
+		return 0, fmt.Errorf("unsupported schema version %d (this icn reads %d to %d)", n, oldestSchema, schemaVersion)
+	}
+	return n, nil
+}
+
+// migrate rewrites a schema 1 store (checked by CheckFile) with every
+// record framed, in one transaction: after a crash the file is either
+// still schema 1 or wholly schema 2.
+func (s *Store) migrate() error {
+	if !s.legacy {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bMeta)
+		if v, _ := storeSchema(m); v != 1 {
+			return nil
+		}
+		for _, name := range [][]byte{bFabric, bJobs, bGroups, bAudit} {
+			b := tx.Bucket(name)
+			var keys, vals [][]byte
+			if err := b.ForEach(func(k, v []byte) error {
+				data, err := unframeRecord(v, true)
+				if err != nil {
+					return fmt.Errorf("%s %s: %v", name, keyName(k), err)
+				}
+				keys, vals = append(keys, append([]byte(nil), k...)), append(vals, frameRecord(data))
+				return nil
+			}); err != nil {
+				return err
+			}
+			for i, k := range keys {
+				if err := b.Put(k, vals[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return m.Put(kVersion, u64(schemaVersion))
+	})
+	if err == nil {
+		s.legacy = false
+	}
+	return err
 }
 
 // OpenStoreReadOnly checks an existing database and opens it read-only
@@ -140,7 +202,17 @@ func OpenStoreReadOnly(path string) (s *Store, err error) {
 		}
 		return nil, err
 	}
-	return &Store{db: db, path: path}, nil
+	s = &Store{db: db, path: path}
+	err = db.View(func(tx *bolt.Tx) error {
+		v, err := storeSchema(tx.Bucket(bMeta))
+		s.legacy = v == 1
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // checkHeader refuses files that are clearly not bbolt databases before
@@ -152,13 +224,16 @@ func checkHeader(path string) error {
 		return err
 	}
 	defer f.Close()
-	buf := make([]byte, 32)
-	n, _ := f.Read(buf)
-	// bbolt meta page: magic 0xED0CDAED at offset 16 (page header 16 bytes).
-	if n < 20 || binary.LittleEndian.Uint32(buf[16:20]) != 0xED0CDAED {
-		return fmt.Errorf("%s is not an icn database (not a bbolt file); refusing to open it, the file was not modified", path)
+	// bbolt meta page: magic 0xED0CDAED at offset 16 (page header 16
+	// bytes), in meta page 0 or, when that one is damaged (CheckFile then
+	// says so), in meta page 1 one page further.
+	buf := make([]byte, 20)
+	for _, off := range []int64{0, 4096, int64(os.Getpagesize()), 16384, 65536} {
+		if n, _ := f.ReadAt(buf, off); n == 20 && binary.LittleEndian.Uint32(buf[16:20]) == 0xED0CDAED {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("%s is not an icn database (not a bbolt file); refusing to open it, the file was not modified", path)
 }
 
 // Close closes the database.
@@ -172,7 +247,13 @@ type Tx struct {
 	tx    *bolt.Tx
 	actor string
 	now   time.Time
+	// legacy: records may be bare JSON (a schema 1 store read-only).
+	legacy bool
 }
+
+// record returns the JSON of a stored record after checking its
+// checksum.
+func (t *Tx) record(v []byte) ([]byte, error) { return unframeRecord(v, t.legacy) }
 
 // Update runs fn in one write transaction on behalf of actor; the change
 // is durable when Update returns nil.
@@ -180,7 +261,7 @@ func (s *Store) Update(actor string, fn func(*Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverStore(&err)
 	return s.db.Update(func(btx *bolt.Tx) error {
-		if err := fn(&Tx{tx: btx, actor: actor, now: time.Now().UTC()}); err != nil {
+		if err := fn(&Tx{tx: btx, actor: actor, now: time.Now().UTC(), legacy: s.legacy}); err != nil {
 			return err
 		}
 		if s.failWrites != nil {
@@ -194,7 +275,7 @@ func (s *Store) Update(actor string, fn func(*Tx) error) (err error) {
 func (s *Store) View(fn func(*Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverStore(&err)
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, legacy: s.legacy}) })
 }
 
 // recoverStore turns a panic of the storage layer (bbolt panics on pages
@@ -216,7 +297,7 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return b.Put(key, data)
+	return b.Put(key, frameRecord(data))
 }
 
 // Event is one audit-log entry.
@@ -254,7 +335,11 @@ func (t *Tx) Fabric() (f FabricRecord, ok bool, err error) {
 	if v == nil {
 		return f, false, nil
 	}
-	err = json.Unmarshal(v, &f)
+	data, err := t.record(v)
+	if err != nil {
+		return f, true, fmt.Errorf("fabric record: %v", err)
+	}
+	err = json.Unmarshal(data, &f)
 	return f, true, err
 }
 
@@ -281,7 +366,11 @@ func (t *Tx) Job(id int) (*JobRecord, error) {
 		return nil, nil
 	}
 	var j JobRecord
-	if err := j.UnmarshalJSON(v); err != nil {
+	data, err := t.record(v)
+	if err == nil {
+		err = j.UnmarshalJSON(data)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("job %d: %v", id, err)
 	}
 	return &j, nil
@@ -291,8 +380,12 @@ func (t *Tx) Job(id int) (*JobRecord, error) {
 func (t *Tx) Jobs(fn func(*JobRecord) error) error {
 	return t.tx.Bucket(bJobs).ForEach(func(k, v []byte) error {
 		var j JobRecord
-		if err := j.UnmarshalJSON(v); err != nil { // one pass less than json.Unmarshal
-			return fmt.Errorf("job %x: %v", k, err)
+		data, err := t.record(v)
+		if err == nil {
+			err = j.UnmarshalJSON(data) // one pass less than json.Unmarshal
+		}
+		if err != nil {
+			return fmt.Errorf("job %s: %v", keyName(k), err)
 		}
 		return fn(&j)
 	})
@@ -308,7 +401,11 @@ func (t *Tx) DeleteGroup(id string) error { return t.tx.Bucket(bGroups).Delete([
 func (t *Tx) Groups(fn func(*GroupRecord) error) error {
 	return t.tx.Bucket(bGroups).ForEach(func(k, v []byte) error {
 		var g GroupRecord
-		if err := json.Unmarshal(v, &g); err != nil {
+		data, err := t.record(v)
+		if err == nil {
+			err = json.Unmarshal(data, &g)
+		}
+		if err != nil {
 			return fmt.Errorf("group %s: %v", k, err)
 		}
 		return fn(&g)
@@ -321,8 +418,12 @@ func (t *Tx) Events(after uint64, limit int) ([]Event, error) {
 	c := t.tx.Bucket(bAudit).Cursor()
 	for k, v := c.Seek(u64(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 		var e Event
-		if err := json.Unmarshal(v, &e); err != nil {
-			return nil, err
+		data, err := t.record(v)
+		if err == nil {
+			err = json.Unmarshal(data, &e)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("audit entry %s: %v", keyName(k), err)
 		}
 		out = append(out, e)
 	}

@@ -90,10 +90,10 @@ and left unmodified (--check runs only the check). A non-loopback address needs 
 
 func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 	if o.check {
-		if err := fm.CheckFile(o.db); err != nil {
+		if err := fm.Check(fm.Config{DBPath: o.db, NewRouting: fm.AngaraRouting(o.rules)}); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%s: ok (every page and record checked)\n", o.db)
+		fmt.Fprintf(w, "%s: ok (every page and record checked, and the stored fabric, jobs and groups rebuilt as serve does)\n", o.db)
 		return nil
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {

@@ -1,0 +1,211 @@
+package fm
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// storeWithJobs builds a database with three running jobs (one with
+// transit nodes), closes it and returns its path and bytes.
+func storeWithJobs(t *testing.T) (string, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	s, _ := openTest(t, dir, "torus:4x4x4", nil)
+	for _, req := range []JobRequest{{Nodes: 4}, {Nodes: 6, Transit: 2}, {Nodes: 3}} {
+		if _, err := s.Submit("test", req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	p := filepath.Join(dir, "fm.db")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, b
+}
+
+// editStore applies edit to a copy of a database through bbolt (as a
+// tool that knows the format would) and returns the copy's path and
+// bytes.
+func editStore(t *testing.T, orig []byte, edit func(tx *bolt.Tx) error) (string, []byte) {
+	t.Helper()
+	q := filepath.Join(t.TempDir(), "fm.db")
+	if err := os.WriteFile(q, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(q, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(edit); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	b, err := os.ReadFile(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, b
+}
+
+// jobJSON returns the JSON of job id (a framed record).
+func jobJSON(t *testing.T, tx *bolt.Tx, id uint64) []byte {
+	t.Helper()
+	data, err := unframeRecord(tx.Bucket(bJobs).Get(u64(id)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(data)
+}
+
+// TestAlteredStoresRefused alters records of a database into other valid
+// JSON or into records that contradict each other: Check and Open refuse
+// each with one line naming the record, and neither modifies the file.
+func TestAlteredStoresRefused(t *testing.T) {
+	_, orig := storeWithJobs(t)
+	cases := []struct {
+		name, want string
+		edit       func(t *testing.T, tx *bolt.Tx) error
+	}{
+		{"a key renamed inside a job, checksum kept", "checksum mismatch", func(t *testing.T, tx *bolt.Tx) error {
+			v := bytes.Clone(tx.Bucket(bJobs).Get(u64(1)))
+			i := bytes.Index(v, []byte(`"rules":`))
+			if i < 0 {
+				t.Fatal("no rules key")
+			}
+			copy(v[i:], `"rulez":`)
+			return tx.Bucket(bJobs).Put(u64(1), v)
+		}},
+		{"a node moved by one bit, checksum kept", "checksum mismatch", func(t *testing.T, tx *bolt.Tx) error {
+			v := bytes.Clone(tx.Bucket(bJobs).Get(u64(2)))
+			i := bytes.Index(v, []byte(`"active":["`))
+			v[i+len(`"active":["`)] ^= 1 // 0 ↔ 1, 2 ↔ 3
+			return tx.Bucket(bJobs).Put(u64(2), v)
+		}},
+		{"two jobs share a node, checksums valid", "job 2: node", func(t *testing.T, tx *bolt.Tx) error {
+			var j1, j2 map[string]any
+			json.Unmarshal(jobJSON(t, tx, 1), &j1)
+			json.Unmarshal(jobJSON(t, tx, 2), &j2)
+			a2 := j2["active"].([]any)
+			a2[0] = j1["active"].([]any)[0]
+			delete(j2, "table") // else the table check finds it first
+			data, _ := json.Marshal(j2)
+			return tx.Bucket(bJobs).Put(u64(2), frameRecord(data))
+		}},
+		{"table of other nodes than the job's, checksums valid", "routing table", func(t *testing.T, tx *bolt.Tx) error {
+			var j1, j3 map[string]any
+			json.Unmarshal(jobJSON(t, tx, 1), &j1)
+			json.Unmarshal(jobJSON(t, tx, 3), &j3)
+			j3["table"] = j1["table"]
+			data, _ := json.Marshal(j3)
+			return tx.Bucket(bJobs).Put(u64(3), frameRecord(data))
+		}},
+		{"a job stored as bare JSON", "job 1: not a framed record", func(t *testing.T, tx *bolt.Tx) error {
+			return tx.Bucket(bJobs).Put(u64(1), jobJSON(t, tx, 1))
+		}},
+		{"next job id below a stored job", "next job id", func(t *testing.T, tx *bolt.Tx) error {
+			return tx.Bucket(bMeta).Put(kNextJob, u64(2))
+		}},
+		{"fabric record altered, checksum kept", "fabric record: checksum mismatch", func(t *testing.T, tx *bolt.Tx) error {
+			v := bytes.Clone(tx.Bucket(bFabric).Get(kCurrent))
+			i := bytes.Index(v, []byte("4x4x4"))
+			v[i] = '3'
+			return tx.Bucket(bFabric).Put(kCurrent, v)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q, bad := editStore(t, orig, func(tx *bolt.Tx) error { return tc.edit(t, tx) })
+			os.WriteFile(TokenFile(q), []byte("x\n"), 0o600)
+			sum := sha256.Sum256(bad)
+			cfg := Config{DBPath: q, NewRouting: AngaraRouting("angara*")}
+			checkErr := Check(cfg)
+			if checkErr == nil || !strings.Contains(checkErr.Error(), tc.want) || strings.Contains(checkErr.Error(), "\n") {
+				t.Errorf("check: %v, want one line with %q", checkErr, tc.want)
+			}
+			s, _, openErr := Open(cfg)
+			if openErr == nil {
+				s.Close()
+				t.Fatal("altered database opened")
+			}
+			if !strings.Contains(openErr.Error(), tc.want) {
+				t.Errorf("open: %v, want %q", openErr, tc.want)
+			}
+			t.Log(openErr)
+			if after, _ := os.ReadFile(q); sha256.Sum256(after) != sum {
+				t.Error("the refused file was modified")
+			}
+		})
+	}
+}
+
+// TestSchema1Migrated: a database of schema 1 (bare JSON records) passes
+// the check unchanged, and Open serves it after rewriting every record
+// with its checksum, keeping the jobs.
+func TestSchema1Migrated(t *testing.T) {
+	_, orig := storeWithJobs(t)
+	q, old := editStore(t, orig, func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bFabric, bJobs, bGroups, bAudit} {
+			b := tx.Bucket(name)
+			var keys, vals [][]byte
+			b.ForEach(func(k, v []byte) error {
+				data, err := unframeRecord(v, false)
+				if err != nil {
+					return err
+				}
+				keys, vals = append(keys, bytes.Clone(k)), append(vals, bytes.Clone(data))
+				return nil
+			})
+			for i, k := range keys {
+				if err := b.Put(k, vals[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Bucket(bMeta).Put(kVersion, u64(1))
+	})
+	cfg := Config{DBPath: q, NewRouting: AngaraRouting("angara*")}
+	if err := Check(cfg); err != nil {
+		t.Fatalf("schema 1 store: %v", err)
+	}
+	if after, _ := os.ReadFile(q); !bytes.Equal(after, old) {
+		t.Fatal("the check modified the file")
+	}
+	// A new token: the copy has no token file of its own.
+	s, _, err := Open(Config{DBPath: q, NewRouting: AngaraRouting("angara*"), RotateToken: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.Jobs(false)
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("%d jobs after migration (%v)", len(jobs), err)
+	}
+	s.Close()
+	db, err := bolt.Open(q, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bolt.Tx) error {
+		if v, _ := storeSchema(tx.Bucket(bMeta)); v != schemaVersion {
+			t.Errorf("schema %d after Open", v)
+		}
+		for _, name := range [][]byte{bFabric, bJobs, bGroups, bAudit} {
+			tx.Bucket(name).ForEach(func(k, v []byte) error {
+				if _, err := unframeRecord(v, false); err != nil {
+					t.Errorf("%s %x after migration: %v", name, k, err)
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+}
