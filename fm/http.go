@@ -70,6 +70,14 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 			return nil, 0, err
 		}
 		j, err := s.SubmitContext(r.Context(), actor(r), req)
+		if j != nil {
+			// The placement and the table's figures: the table itself,
+			// millions of routes for large jobs, comes from
+			// GET /api/jobs/{id}/routes.
+			c := *j
+			c.Table = nil
+			j = &c
+		}
 		return j, 201, err
 	})
 	route("GET /api/jobs/{id}", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {

@@ -57,6 +57,14 @@ func TestHTTPSmallPoints(t *testing.T) {
 		t.Fatalf("submit: %d", code)
 	}
 	id := int(job["id"].(float64))
+	// The answer carries the placement and the table's figures; the
+	// table comes from its own resource.
+	if _, has := job["table"]; has || job["stats"] == nil || len(job["active"].([]any)) != 2 {
+		t.Errorf("submit answer: %v", job)
+	}
+	if code, tb := c.do("GET", "/api/jobs/"+itoa(id)+"/routes", nil); code != 200 || len(tb["routes"].([]any)) != 2 {
+		t.Errorf("routes of the job: %d %v", code, tb)
+	}
 	if code, m := c.do("POST", "/api/jobs/"+itoa(id)+"/migrate", nil); code != 200 || m["routing"] != "migrated" {
 		t.Errorf("migrate: %d %v", code, m)
 	}
