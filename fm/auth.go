@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -62,10 +63,18 @@ func writeToken(path string) (string, error) {
 
 // readToken reads the token file and checks it against the stored hash.
 func readToken(path string, want []byte) (string, error) {
-	b, err := os.ReadFile(path)
+	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("token file %s is missing, so no client could use the service; run icn serve with --rotate-token to create a new token", path)
 	}
+	if err != nil {
+		return "", err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		// As ssh refuses a private key others can read.
+		return "", fmt.Errorf("token file %s can be read by others (mode %04o): run chmod 600 %s, and --rotate-token if someone may have read it", path, perm, path)
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -210,6 +211,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, write bool, o Ha
 		return http.StatusUnauthorized
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	w = writeDeadlines(w)
 	v, code, err := h(w, r)
 	if err != nil {
 		code = statusOf(err)
@@ -228,6 +230,7 @@ func (s *Service) serveBackup(w http.ResponseWriter, r *http.Request) int {
 		writeJSON(w, http.StatusUnauthorized, apiError{"missing or wrong bearer token (see the .token file next to the database)"})
 		return http.StatusUnauthorized
 	}
+	w = writeDeadlines(w)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", `attachment; filename="icn-backup.db"`)
 	started := false
@@ -254,6 +257,8 @@ func statusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrTimeout):
+		return http.StatusRequestTimeout
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, ErrConflict):
@@ -308,7 +313,18 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func decode(r *http.Request, v any) error {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
-		return err // *http.MaxBytesError
+		var mbe *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
+			return err // 413
+		case errors.As(err, &ne) && ne.Timeout():
+			return fmt.Errorf("%w: the request body did not arrive in time (%d bytes received)", ErrTimeout, len(data))
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return badRequest("request body truncated: %d of the %d bytes announced arrived", len(data), r.ContentLength)
+		default:
+			return badRequest("cannot read the request body: %v", err)
+		}
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return badRequest("empty request body (want a JSON object)")
@@ -430,3 +446,31 @@ func (s *Service) RunTicker(interval time.Duration, stop <-chan struct{}) {
 		}
 	}
 }
+
+// ErrTimeout marks requests whose body did not arrive within the
+// server's read timeout (408).
+var ErrTimeout = errors.New("request timeout")
+
+// writeWindow is how long one write of an answer may wait for the client
+// to read: a client that stops reading a large answer (a job's table, a
+// backup) for that long is dropped instead of holding the answer's memory
+// and goroutine for ever.
+const writeWindow = 30 * time.Second
+
+// deadlineWriter gives every write of an answer its own deadline.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func writeDeadlines(w http.ResponseWriter) http.ResponseWriter {
+	return &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.rc.SetWriteDeadline(time.Now().Add(writeWindow)) // not supported by test recorders: no deadline then
+	return d.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }

@@ -134,12 +134,13 @@ func Open(cfg Config) (*Service, string, error) {
 	if err != nil {
 		return fail(err)
 	}
-	// Everything below may write.
-	if err := st.migrate(); err != nil {
-		return fail(err)
-	}
+	// Everything below may write (openToken writes only once the token
+	// file is accepted).
 	token, err := s.openToken(created)
 	if err != nil {
+		return fail(err)
+	}
+	if err := st.migrate(); err != nil {
 		return fail(err)
 	}
 	if !have || cfg.ReplaceTopo {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -197,7 +199,7 @@ func serviceURL(a net.Addr, tls bool) string {
 }
 
 type serveBackupOptions struct {
-	db, server, tokenFile string
+	db, server, tokenFile, cacert string
 }
 
 func newServeBackupCmd() *cobra.Command {
@@ -220,6 +222,7 @@ file). The copy is written to a temporary file, checked, then renamed to FILE.`,
 		def = "http://127.0.0.1:8080"
 	}
 	c.Flags().StringVar(&o.server, "server", def, "URL of the service holding the database (env ICN_SERVER)")
+	c.Flags().StringVar(&o.cacert, "cacert", os.Getenv("ICN_CACERT"), "PEM file of the certificate authority (or the self-signed certificate) that an https server's certificate must chain to (env ICN_CACERT)")
 	c.Flags().StringVar(&o.tokenFile, "token-file", "", "file holding the API token (default: ICN_TOKEN, else the database's token file)")
 	return c
 }
@@ -265,7 +268,11 @@ func backupFromServer(ctx context.Context, o serveBackupOptions, out io.Writer) 
 		return 0, fmt.Errorf("--server %q: %v", o.server, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
+	hc, err := newHTTPClient(o.cacert, 0)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("the database is held by a running service, which cannot be reached at %s: %v", o.server, err)
 	}
@@ -635,6 +642,7 @@ func runMcastGroups(ctx context.Context, o mcastGroupsOptions, w io.Writer) erro
 type client struct {
 	server    string
 	tokenFile string
+	cacert    string
 	json      bool
 }
 
@@ -645,7 +653,28 @@ func (cl *client) register(c *cobra.Command) {
 	}
 	c.Flags().StringVar(&cl.server, "server", def, "fabric manager URL (env ICN_SERVER); the token comes from ICN_TOKEN or --token-file")
 	c.Flags().StringVar(&cl.tokenFile, "token-file", "", "file holding the API token (default: ICN_TOKEN, else the token file of the default database)")
+	c.Flags().StringVar(&cl.cacert, "cacert", os.Getenv("ICN_CACERT"), "PEM file of the certificate authority (or the self-signed certificate) that an https server's certificate must chain to (env ICN_CACERT)")
 	c.Flags().BoolVar(&cl.json, "json", false, "print exact JSON instead of a table")
+}
+
+// newHTTPClient is the clients' HTTP client (timeout 0: none): with a
+// cacert file, TLS trusts that file's certificates instead of the
+// system's.
+func newHTTPClient(cacert string, timeout time.Duration) (*http.Client, error) {
+	hc := &http.Client{Timeout: timeout}
+	if cacert == "" {
+		return hc, nil
+	}
+	pem, err := os.ReadFile(cacert)
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--cacert: %v", err)}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--cacert %s: no PEM certificate in the file", cacert)}
+	}
+	hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	return hc, nil
 }
 
 func (cl *client) token() string {
@@ -682,7 +711,10 @@ func (cl *client) do(ctx context.Context, method, path string, body, out any) er
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	hc := &http.Client{Timeout: 60 * time.Second}
+	hc, err := newHTTPClient(cl.cacert, 60*time.Second)
+	if err != nil {
+		return err
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		var ue *url.Error

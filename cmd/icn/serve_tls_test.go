@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"github.com/icn-hpc/icn/fm"
 	"io"
 	"math/big"
 	"net"
@@ -74,6 +75,21 @@ func TestServeTLS(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("healthz over TLS: %d", resp.StatusCode)
+	}
+	// icn's clients trust the self-signed certificate given by --cacert,
+	// and refuse the server without it.
+	cl := client{server: f[4], tokenFile: fm.TokenFile(filepath.Join(dir, "fm.db")), cacert: cert}
+	var fab map[string]any
+	if err := cl.do(ctx, http.MethodGet, "/api/fabric", nil, &fab); err != nil || fab["spec"] != "torus:4x4" {
+		t.Errorf("client with --cacert: %v %v", err, fab)
+	}
+	cl.cacert = ""
+	if err := cl.do(ctx, http.MethodGet, "/api/fabric", nil, &fab); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("client without --cacert: %v", err)
+	}
+	cl.cacert = key // a PEM file without a certificate
+	if err := cl.do(ctx, http.MethodGet, "/api/fabric", nil, &fab); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+		t.Errorf("client with a key as --cacert: %v", err)
 	}
 	cancel()
 	if err := <-done; err != nil {
