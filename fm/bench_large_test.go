@@ -13,7 +13,8 @@ import (
 
 // BenchmarkPlace1024Large: one 1 024-node job with transit 0 posted over
 // HTTP to a new torus:32x32x32 service (issue 15 item 3); the client reads
-// the answer without decoding it. Runs only with ICN_FM_LARGE=1.
+// the answer without decoding it; it reports the answer's size and the
+// database's after the placement. Runs only with ICN_FM_LARGE=1.
 func BenchmarkPlace1024Large(b *testing.B) {
 	if os.Getenv("ICN_FM_LARGE") == "" {
 		b.Skip("set ICN_FM_LARGE=1")
@@ -27,6 +28,9 @@ func BenchmarkPlace1024Large(b *testing.B) {
 		id, n := postJobRaw(b, srv.URL, tok, `{"nodes":1024,"transit":0}`)
 		b.ReportMetric(float64(n)/1e6, "answer-MB")
 		b.StopTimer()
+		if fi, err := os.Stat(s.store.Path()); err == nil {
+			b.ReportMetric(float64(fi.Size())/1e6, "db-MB")
+		}
 		req, _ := http.NewRequest("DELETE", fmt.Sprintf("%s/api/jobs/%d", srv.URL, id), nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		resp, err := http.DefaultClient.Do(req)

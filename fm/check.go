@@ -97,7 +97,7 @@ func checkRecordsTx(tx *bolt.Tx) error {
 		}
 		nextJob = binary.BigEndian.Uint64(v)
 	}
-	for _, b := range [][]byte{bFabric, bJobs, bGroups, bAudit} {
+	for _, b := range storeBuckets(schema) {
 		if tx.Bucket(b) == nil {
 			return fmt.Errorf("bucket %s missing", b)
 		}
@@ -112,6 +112,7 @@ func checkRecordsTx(tx *bolt.Tx) error {
 			return fmt.Errorf("fabric record: %v", err)
 		}
 	}
+	withTable := map[int]bool{}
 	if err := checkRecords(tx.Bucket(bJobs), "job", legacy, func(k, data []byte) error {
 		var j JobRecord
 		if err := j.UnmarshalJSON(data); err != nil { // one pass less than json.Unmarshal
@@ -123,9 +124,23 @@ func checkRecordsTx(tx *bolt.Tx) error {
 		if uint64(j.ID) >= nextJob {
 			return fmt.Errorf("id %d is not below the next job id %d in meta: a new job would overwrite it", j.ID, nextJob)
 		}
+		if !legacy && j.Table != nil {
+			withTable[j.ID] = true
+			return (&Tx{tx: tx}).attachRoutes(&j)
+		}
 		return nil
 	}); err != nil {
 		return err
+	}
+	if !legacy {
+		if err := checkRecords(tx.Bucket(bTables), "routes of job", false, func(k, _ []byte) error {
+			if len(k) != 8 || !withTable[int(binary.BigEndian.Uint64(k))] {
+				return fmt.Errorf("no stored job with a table owns them")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
 	if err := checkRecords(tx.Bucket(bGroups), "group", legacy, func(k, data []byte) error {
 		var g GroupRecord

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -97,6 +98,9 @@ func TestAlteredStoresRefused(t *testing.T) {
 			a2 := j2["active"].([]any)
 			a2[0] = j1["active"].([]any)[0]
 			delete(j2, "table") // else the table check finds it first
+			if err := tx.Bucket(bTables).Delete(u64(2)); err != nil {
+				return err
+			}
 			data, _ := json.Marshal(j2)
 			return tx.Bucket(bJobs).Put(u64(2), frameRecord(data))
 		}},
@@ -110,6 +114,14 @@ func TestAlteredStoresRefused(t *testing.T) {
 		}},
 		{"a job stored as bare JSON", "job 1: not a framed record", func(t *testing.T, tx *bolt.Tx) error {
 			return tx.Bucket(bJobs).Put(u64(1), jobJSON(t, tx, 1))
+		}},
+		{"a step of a job's routes flipped, checksum kept", "routes: checksum mismatch", func(t *testing.T, tx *bolt.Tx) error {
+			v := bytes.Clone(tx.Bucket(bTables).Get(u64(2)))
+			v[len(v)-1] ^= 0x10
+			return tx.Bucket(bTables).Put(u64(2), v)
+		}},
+		{"routes without their job", "routes of job 9: no stored job with a table owns them", func(t *testing.T, tx *bolt.Tx) error {
+			return tx.Bucket(bTables).Put(u64(9), tx.Bucket(bTables).Get(u64(1)))
 		}},
 		{"next job id below a stored job", "next job id", func(t *testing.T, tx *bolt.Tx) error {
 			return tx.Bucket(bMeta).Put(kNextJob, u64(2))
@@ -152,8 +164,26 @@ func TestAlteredStoresRefused(t *testing.T) {
 // with its checksum, keeping the jobs.
 func TestSchema1Migrated(t *testing.T) {
 	_, orig := storeWithJobs(t)
+	var want []*JobRecord
 	q, old := editStore(t, orig, func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bFabric, bJobs, bGroups, bAudit} {
+		// Schema 1 kept each job's routes in its record and had no
+		// tables bucket.
+		if err := (&Tx{tx: tx}).Jobs(func(j *JobRecord) error { want = append(want, j); return nil }); err != nil {
+			return err
+		}
+		for _, j := range want {
+			data, err := marshalJSON(j)
+			if err != nil {
+				return err
+			}
+			if err := tx.Bucket(bJobs).Put(u64(uint64(j.ID)), data); err != nil {
+				return err
+			}
+		}
+		if err := tx.DeleteBucket(bTables); err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bFabric, bGroups, bAudit} {
 			b := tx.Bucket(name)
 			var keys, vals [][]byte
 			b.ForEach(func(k, v []byte) error {
@@ -188,6 +218,11 @@ func TestSchema1Migrated(t *testing.T) {
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("%d jobs after migration (%v)", len(jobs), err)
 	}
+	for _, w := range want {
+		if got := s.jobs[w.ID]; got == nil || !reflect.DeepEqual(got.Table, w.Table) {
+			t.Errorf("job %d: table changed by the migration", w.ID)
+		}
+	}
 	s.Close()
 	db, err := bolt.Open(q, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
@@ -198,7 +233,7 @@ func TestSchema1Migrated(t *testing.T) {
 		if v, _ := storeSchema(tx.Bucket(bMeta)); v != schemaVersion {
 			t.Errorf("schema %d after Open", v)
 		}
-		for _, name := range [][]byte{bFabric, bJobs, bGroups, bAudit} {
+		for _, name := range [][]byte{bFabric, bJobs, bGroups, bAudit, bTables} {
 			tx.Bucket(name).ForEach(func(k, v []byte) error {
 				if _, err := unframeRecord(v, false); err != nil {
 					t.Errorf("%s %x after migration: %v", name, k, err)
@@ -208,4 +243,42 @@ func TestSchema1Migrated(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestStoredRoutesRoundTrip: jobs read back from the store carry exactly
+// the tables they were placed with, and their routes take a fraction of
+// their JSON.
+func TestStoredRoutesRoundTrip(t *testing.T) {
+	s, _ := openTest(t, t.TempDir(), "torus:8x8x4", nil)
+	defer s.Close()
+	var ids []int
+	for _, req := range []JobRequest{{Nodes: 1}, {Nodes: 2}, {Nodes: 24, Transit: 6}, {Nodes: 64, Transit: 8}} {
+		j, err := s.Submit("test", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	err := s.store.View(func(tx *Tx) error {
+		for _, id := range ids {
+			got, err := tx.Job(id)
+			if err != nil {
+				return err
+			}
+			want := s.jobs[id]
+			if !reflect.DeepEqual(got.Table, want.Table) {
+				t.Errorf("job %d: table read back differs", id)
+			}
+			stored := len(tx.tx.Bucket(bTables).Get(u64(uint64(id))))
+			js, _ := json.Marshal(want.Table.Routes)
+			t.Logf("job %d: %d routes, %d bytes stored, %d bytes of JSON", id, len(want.Table.Routes), stored, len(js))
+			if len(want.Table.Routes) > 100 && stored*8 > len(js) {
+				t.Errorf("job %d: %d bytes stored for %d of JSON", id, stored, len(js))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -20,7 +20,9 @@ import (
 //
 //	meta    magic, schema version, token hash, creation time
 //	fabric  "current": the fabric record (spec and failures)
-//	jobs    job id (8-byte big endian) → JobRecord JSON
+//	jobs    job id (8-byte big endian) → JobRecord JSON, its table's
+//	        routes left out
+//	tables  job id → the routes of the job's table (tablebin.go)
 //	groups  multicast group id → GroupRecord JSON
 //	audit   sequence (8-byte big endian) → Event JSON
 var (
@@ -29,6 +31,7 @@ var (
 	bJobs   = []byte("jobs")
 	bGroups = []byte("groups")
 	bAudit  = []byte("audit")
+	bTables = []byte("tables")
 
 	kMagic   = []byte("magic")
 	kVersion = []byte("schema")
@@ -41,8 +44,9 @@ var (
 	magic = []byte("icn-fabric-manager")
 )
 
-// schemaVersion 2 frames every record with a checksum (record.go);
-// schema 1 stores are still read and are migrated when served.
+// schemaVersion 2 frames every record with a checksum (record.go) and
+// keeps job tables' routes in the tables bucket; schema 1 stores are
+// still read and are migrated when served.
 const schemaVersion = 2
 
 // oldestSchema is the oldest schema version the store still reads.
@@ -91,7 +95,7 @@ func OpenStore(path string) (s *Store, created bool, err error) {
 	s = &Store{db: db, path: path}
 	if created {
 		err = db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bMeta, bFabric, bJobs, bGroups, bAudit} {
+			for _, b := range [][]byte{bMeta, bFabric, bJobs, bGroups, bAudit, bTables} {
 				if _, err := tx.CreateBucket(b); err != nil {
 					return err
 				}
@@ -122,7 +126,7 @@ func OpenStore(path string) (s *Store, created bool, err error) {
 			return fmt.Errorf("%s: %v", path, err)
 		}
 		s.legacy = v == 1
-		for _, b := range [][]byte{bFabric, bJobs, bGroups, bAudit} {
+		for _, b := range storeBuckets(v) {
 			if tx.Bucket(b) == nil {
 				return fmt.Errorf("%s: bucket %s missing: database damaged", path, b)
 			}
@@ -134,6 +138,14 @@ func OpenStore(path string) (s *Store, created bool, err error) {
 		return nil, false, err
 	}
 	return s, false, nil
+}
+
+// storeBuckets lists the buckets a store of schema v has besides meta.
+func storeBuckets(v uint64) [][]byte {
+	if v == 1 {
+		return [][]byte{bFabric, bJobs, bGroups, bAudit}
+	}
+	return [][]byte{bFabric, bJobs, bGroups, bAudit, bTables}
 }
 
 // storeSchema reads and checks the schema version of the meta bucket.
@@ -161,7 +173,7 @@ func (s *Store) migrate() error {
 		if v, _ := storeSchema(m); v != 1 {
 			return nil
 		}
-		for _, name := range [][]byte{bFabric, bJobs, bGroups, bAudit} {
+		for _, name := range [][]byte{bFabric, bGroups, bAudit} {
 			b := tx.Bucket(name)
 			var keys, vals [][]byte
 			if err := b.ForEach(func(k, v []byte) error {
@@ -178,6 +190,21 @@ func (s *Store) migrate() error {
 				if err := b.Put(k, vals[i]); err != nil {
 					return err
 				}
+			}
+		}
+		// Jobs: their routes move to the tables bucket.
+		if _, err := tx.CreateBucketIfNotExists(bTables); err != nil {
+			return err
+		}
+		t := &Tx{tx: tx, legacy: true}
+		var jobs []*JobRecord
+		if err := t.Jobs(func(j *JobRecord) error { jobs = append(jobs, j); return nil }); err != nil {
+			return err
+		}
+		t.legacy = false
+		for _, j := range jobs {
+			if err := t.PutJob(j); err != nil {
+				return err
 			}
 		}
 		return m.Put(kVersion, u64(schemaVersion))
@@ -356,8 +383,46 @@ func (t *Tx) NextJobID() (int, error) {
 	return int(id), nil
 }
 
-// PutJob stores a job.
-func (t *Tx) PutJob(j *JobRecord) error { return putJSON(t.tx.Bucket(bJobs), u64(uint64(j.ID)), j) }
+// PutJob stores a job: its record, and its table's routes apart.
+func (t *Tx) PutJob(j *JobRecord) error {
+	key := u64(uint64(j.ID))
+	tables := t.tx.Bucket(bTables)
+	if j.Table == nil {
+		if err := tables.Delete(key); err != nil {
+			return err
+		}
+		return putJSON(t.tx.Bucket(bJobs), key, j)
+	}
+	routes, err := encodeRoutes(j.Table)
+	if err != nil {
+		return fmt.Errorf("job %d: %v", j.ID, err)
+	}
+	if err := tables.Put(key, frameRecord(routes)); err != nil {
+		return err
+	}
+	c := *j
+	head := *j.Table
+	head.Routes = nil
+	c.Table = &head
+	return putJSON(t.tx.Bucket(bJobs), key, &c)
+}
+
+// attachRoutes reads a stored job's routes back into its table (schema 1
+// stores kept them in the record).
+func (t *Tx) attachRoutes(j *JobRecord) error {
+	if j.Table == nil || t.legacy {
+		return nil
+	}
+	v := t.tx.Bucket(bTables).Get(u64(uint64(j.ID)))
+	if v == nil {
+		return errNoRoutes
+	}
+	data, err := t.record(v)
+	if err != nil {
+		return fmt.Errorf("routes: %v", err)
+	}
+	return decodeRoutes(data, j.Table)
+}
 
 // Job reads one stored job (nil if there is none).
 func (t *Tx) Job(id int) (*JobRecord, error) {
@@ -369,6 +434,9 @@ func (t *Tx) Job(id int) (*JobRecord, error) {
 	data, err := t.record(v)
 	if err == nil {
 		err = j.UnmarshalJSON(data)
+	}
+	if err == nil {
+		err = t.attachRoutes(&j)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("job %d: %v", id, err)
@@ -383,6 +451,9 @@ func (t *Tx) Jobs(fn func(*JobRecord) error) error {
 		data, err := t.record(v)
 		if err == nil {
 			err = j.UnmarshalJSON(data) // one pass less than json.Unmarshal
+		}
+		if err == nil {
+			err = t.attachRoutes(&j)
 		}
 		if err != nil {
 			return fmt.Errorf("job %s: %v", keyName(k), err)
