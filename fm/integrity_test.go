@@ -282,3 +282,50 @@ func TestStoredRoutesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStartCompactsSparseStore: a database whose pages are mostly free
+// (released jobs' tables) is compacted by the next start: the file
+// shrinks, passes the check, and keeps every job and the token; a dense
+// one is left as it is.
+func TestStartCompactsSparseStore(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openTest(t, dir, "torus:16x16x8", nil)
+	var placed []*JobRecord
+	for i := 0; i < 8; i++ { // about 6 MB of tables, more than compactMin
+		j, err := s.Submit("test", JobRequest{Nodes: 256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		placed = append(placed, j)
+	}
+	keep := placed[0]
+	for _, j := range placed[1:] {
+		if _, err := s.Release("test", j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	db := filepath.Join(dir, "fm.db")
+	fi, _ := os.Stat(db)
+	sparse := fi.Size()
+	s, _ = openTest(t, dir, "", nil)
+	before, after := s.Compacted()
+	if before != sparse || after >= before/2 {
+		t.Fatalf("compaction: %d → %d bytes (file was %d)", before, after, sparse)
+	}
+	if got := s.jobs[keep.ID]; got == nil || !reflect.DeepEqual(got.Table, keep.Table) {
+		t.Fatal("the running job did not survive the compaction")
+	}
+	if _, err := s.Submit("test", JobRequest{Nodes: 8, Transit: 2}); err != nil {
+		t.Fatalf("submit after compaction: %v", err)
+	}
+	s.Close()
+	if err := CheckFile(db); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = openTest(t, dir, "", nil)
+	if b, a := s.Compacted(); a != b {
+		t.Errorf("a dense database was compacted again: %d → %d", b, a)
+	}
+	s.Close()
+}

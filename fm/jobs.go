@@ -443,6 +443,10 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 	c := *j
 	now := s.cfg.Now().UTC()
 	c.State, c.Released = "released", &now
+	// A released job keeps its record and its table's figures (Stats);
+	// the table itself, megabytes for large jobs, is dropped, and its
+	// pages are given back by the next compaction.
+	c.Table = nil
 	err := s.store.Update(actor, func(tx *Tx) error {
 		if err := tx.PutJob(&c); err != nil {
 			return err

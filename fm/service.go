@@ -96,7 +96,15 @@ type Service struct {
 	token []byte
 	mc    *mcast
 	m     *metrics
+	// compacted: the database's size before and after Open compacted it
+	// (equal when it did not).
+	compacted [2]int64
 }
+
+// Compacted returns the database file's size before and after Open
+// compacted it (equal when it did not: fewer than half its pages were
+// free).
+func (s *Service) Compacted() (before, after int64) { return s.compacted[0], s.compacted[1] }
 
 // ErrConflict marks requests that are valid but cannot be satisfied now.
 var ErrConflict = errors.New("conflict")
@@ -141,6 +149,9 @@ func Open(cfg Config) (*Service, string, error) {
 		return fail(err)
 	}
 	if err := st.migrate(); err != nil {
+		return fail(err)
+	}
+	if s.compacted[0], s.compacted[1], err = st.compactIfSparse(); err != nil {
 		return fail(err)
 	}
 	if !have || cfg.ReplaceTopo {

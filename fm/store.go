@@ -523,3 +523,79 @@ func (t *Tx) TokenHash() []byte {
 	}
 	return append([]byte(nil), v...)
 }
+
+// compactShare is the share of free pages above which a start compacts
+// the database (a file under compactMin is left as it is).
+const (
+	compactShare = 0.5
+	compactMin   = 4 << 20
+)
+
+// compactIfSparse rewrites the database into a new file without its free
+// pages when they are more than compactShare of the pages in use (bbolt never gives
+// pages back to the file system: released jobs' tables leave their
+// pages free): the copy is written next to the file, synced, checked
+// like any database and renamed over it, so a crash leaves either the
+// old file or the new one. It returns the sizes before and after (equal
+// when nothing was done).
+func (s *Store) compactIfSparse() (before, after int64, err error) {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return 0, 0, err
+	}
+	before = fi.Size()
+	var used int64 // pages up to the high-water mark
+	err = s.db.View(func(tx *bolt.Tx) error {
+		used = tx.Size()
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	st := s.db.Stats()
+	// Free pages among those in use; the file's tail that bbolt grows
+	// ahead of them is not counted (the next writes would grow it again).
+	free := int64(st.FreePageN+st.PendingPageN) * int64(s.db.Info().PageSize)
+	if before < compactMin || float64(free) <= compactShare*float64(used) {
+		return before, before, nil
+	}
+	tmp := s.path + ".compact"
+	os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return before, before, fmt.Errorf("compacting %s: %v", s.path, err)
+	}
+	if err := bolt.Compact(dst, s.db, 64<<20); err != nil {
+		dst.Close()
+		os.Remove(tmp)
+		return before, before, fmt.Errorf("compacting %s: %v (the database was not changed)", s.path, err)
+	}
+	if err := dst.Sync(); err != nil {
+		dst.Close()
+		os.Remove(tmp)
+		return before, before, err
+	}
+	dst.Close()
+	if err := CheckFile(tmp); err != nil {
+		os.Remove(tmp)
+		return before, before, fmt.Errorf("compacted copy of %s failed its check: %v (the database was not changed)", s.path, err)
+	}
+	if err := s.db.Close(); err != nil {
+		return before, before, err
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		os.Remove(tmp)
+	} else if d, err := os.Open(dirOf(s.path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return before, before, fmt.Errorf("reopening %s after compaction: %v", s.path, err)
+	}
+	s.db = db
+	if fi, err := os.Stat(s.path); err == nil {
+		after = fi.Size()
+	}
+	return before, after, nil
+}

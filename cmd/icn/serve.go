@@ -124,6 +124,9 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 	}
 	base := serviceURL(ln.Addr(), tls)
 	fmt.Fprintf(w, "icn fabric manager on %s (database %s, fabric %s)\n", base, o.db, svc.Spec())
+	if before, after := svc.Compacted(); after < before {
+		fmt.Fprintf(w, "icn: compacted %s from %.1f MB to %.1f MB (more than half of it was free pages)\n", o.db, float64(before)/1e6, float64(after)/1e6)
+	}
 	if token != "" {
 		fmt.Fprintf(w, "API token (shown once; also in %s): %s\n", fm.TokenFile(o.db), token)
 		fmt.Fprintf(w, "web page: %s#token=%s\n", base, token)
