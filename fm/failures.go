@@ -2,9 +2,13 @@ package fm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/icn-hpc/icn/alloc"
+
 	"github.com/icn-hpc/icn/routing"
+	"github.com/icn-hpc/icn/topology"
 	"runtime"
 	"slices"
 	"sort"
@@ -27,6 +31,10 @@ type JobEffect struct {
 	Result      string     `json:"result"`
 	Problem     string     `json:"problem,omitempty"`
 	Unreachable *[2]string `json:"unreachable,omitempty"`
+	// TransitAdded names the free nodes a rerouted job gained as transit
+	// nodes because its own nodes had no legal route left (the seed's
+	// remedy, M_t).
+	TransitAdded []string `json:"transit_added,omitempty"`
 }
 
 // FailureResult reports the effect of a failure change.
@@ -41,7 +49,9 @@ type FailureResult struct {
 
 // ChangeFailure fails or repairs a link or node. Every running job whose
 // table no longer verifies on the new fabric gets a new verified table on
-// its own node set (rerouted) or, if none exists, is marked broken with
+// its own node set (rerouted), or else on its set with free nodes added
+// as transit nodes, within its transit allowance plus Config.RepairExtra
+// (rerouted, TransitAdded), or, if neither exists, is marked broken with
 // the unreachable pair; a repair first re-routes broken jobs, then
 // re-balances rerouted ones. The failure record and every job change are
 // one transaction. The routing work runs on a snapshot, concurrently per
@@ -74,6 +84,12 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 		return nil, fmt.Errorf("%w: after this change the fabric could not route jobs: %s", ErrConflict, md.noJobs)
 	}
 	label := actionName(ch) + " " + subject
+	var free *alloc.State // nodes repairs may add as transit (checked again at commit)
+	if placing && !ch.Repair && s.cfg.RepairExtra >= 0 {
+		s.mu.RLock()
+		free = s.state.Clone()
+		s.mu.RUnlock()
+	}
 	done := map[int]*JobRecord{} // job version re-checked
 	results := map[int]recheckResult{}
 	for round := 0; ; round++ {
@@ -92,7 +108,7 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 			// another round, again without the lock.
 			s.mu.Unlock()
 		}
-		for _, r := range s.recheck(md, todo, ch.Repair, label) {
+		for _, r := range s.recheck(md, todo, ch.Repair, label, free) {
 			done[r.old.ID] = r.old
 			results[r.old.ID] = r
 		}
@@ -116,7 +132,7 @@ type recheckResult struct {
 
 // recheck re-verifies jobs on the new model and re-routes those that need
 // it, concurrently; broken jobs go first.
-func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label string) []recheckResult {
+func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label string, free *alloc.State) []recheckResult {
 	sort.Slice(jobs, func(a, b int) bool {
 		ba, bb := jobs[a].Routing == "broken", jobs[b].Routing == "broken"
 		if ba != bb {
@@ -132,7 +148,7 @@ func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label strin
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = s.recheckJob(md, jobs[i], repair, label)
+				out[i] = s.recheckJob(md, jobs[i], repair, label, free)
 			}
 		}()
 	}
@@ -148,7 +164,7 @@ func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label strin
 // (or, on a repair, if the job runs on a detour table or none), it builds
 // a new table on the job's own nodes, or marks the job broken with the
 // pair that has no legal route.
-func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string) recheckResult {
+func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string, free *alloc.State) recheckResult {
 	r := recheckResult{old: j}
 	if md.routing == nil {
 		return r
@@ -171,6 +187,17 @@ func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string)
 	}
 	if works || j.Routing == "broken" && repair {
 		return r // keeps its detour table, or stays broken
+	}
+	var unreachable *unreachableError
+	if errors.As(err, &unreachable) && free != nil {
+		added, table, stats, xerr := s.extendTransit(md, j, free)
+		if xerr == nil {
+			c.TransitN = append(slices.Clone(j.TransitN), names(md.g, added)...)
+			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, "rerouted"
+			c.Affected = append(slices.Clone(j.Affected), label)
+			r.new, r.effect = &c, JobEffect{ID: j.ID, Result: "rerouted", TransitAdded: names(md.g, added)}
+			return r
+		}
 	}
 	c.Problem = err.Error()
 	if up, ok := err.(*unreachableError); ok {
@@ -225,6 +252,36 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 		}
 	}
 	ids := sortedIDs(changed)
+	// Transit nodes added by repairs must still be free (placements went
+	// on meanwhile, and two jobs may have chosen the same node); a job
+	// that lost one is broken after all.
+	claimed := map[int]int{} // node → job
+	for _, id := range ids {
+		e := results[id].effect
+		if len(e.TransitAdded) == 0 {
+			continue
+		}
+		added, err := nodesByName(md.g, e.TransitAdded)
+		lost := err != nil
+		for _, v := range added {
+			if lost = lost || !s.state.Available(v) || claimed[v] != 0; lost {
+				break
+			}
+		}
+		if !lost {
+			for _, v := range added {
+				claimed[v] = id
+			}
+			continue
+		}
+		old := results[id].old
+		c := *old
+		c.Reachable, c.Routing = false, "broken"
+		c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
+		c.Affected = append(slices.Clone(old.Affected), changed[id].Affected[len(changed[id].Affected)-1])
+		changed[id] = &c
+		results[id] = recheckResult{old: old, new: &c, effect: JobEffect{ID: id, Result: "broken", Problem: c.Problem}}
+	}
 	for _, id := range ids {
 		e := results[id].effect
 		res.Jobs = append(res.Jobs, e)
@@ -247,6 +304,14 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 		return nil, fmt.Errorf("storage: %v (nothing changed)", err)
 	}
 	s.fabric, s.g, s.routing, s.noJobs = md.rec, md.g, md.routing, md.noJobs
+	for _, id := range ids {
+		if added := results[id].effect.TransitAdded; len(added) > 0 {
+			nodes, _ := nodesByName(md.g, added)
+			if err := s.state.Occupy(id, nodes); err != nil {
+				return nil, fmt.Errorf("internal error: repair transit nodes of job %d: %v", id, err)
+			}
+		}
+	}
 	if s.state != nil {
 		st, err := s.state.WithGraph(md.g)
 		if err != nil {
@@ -320,4 +385,120 @@ func toggle(list []string, name string, on bool) []string {
 		list = slices.Delete(list, i, i+1)
 	}
 	return list
+}
+
+// repairAttempts bounds the sets of free nodes a repair tries.
+const repairAttempts = 4
+
+// extendTransit looks for free nodes that, added to the job's set as
+// transit nodes, give every pair of its active nodes a legal route again:
+// for a pair without one, the free nodes of a shortest path between them
+// through the set and free nodes are added, until every pair has a legal
+// route or the job's transit allowance left plus Config.RepairExtra is
+// spent (then another attempt avoids the nodes this one added, up to
+// repairAttempts); added nodes the routes do not need are dropped again,
+// last first. It returns the nodes added and the set's verified table.
+func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]int, *routing.TableJSON, TableStats, error) {
+	budget := max(0, j.Transit-len(j.TransitN)) + max(0, s.cfg.RepairExtra)
+	active, err := nodesByName(md.g, j.Active)
+	if err != nil {
+		return nil, nil, TableStats{}, err
+	}
+	transit, err := nodesByName(md.g, j.TransitN)
+	if err != nil {
+		return nil, nil, TableStats{}, err
+	}
+	reachable := func(extra []int) (bool, [2]int, error) {
+		return md.routing.Unreachable(active, append(slices.Clone(transit), extra...))
+	}
+	// Shortest paths need not be legal routes: nodes of an attempt that
+	// did not help are avoided by the next one.
+	avoid := map[int]bool{}
+	var added []int
+	found := false
+	for attempt := 0; attempt < repairAttempts && !found; attempt++ {
+		added = added[:0]
+		in := map[int]bool{}
+		for _, v := range append(slices.Clone(active), transit...) {
+			in[v] = true
+		}
+		usable := func(u int) bool {
+			return in[u] || !avoid[u] && !md.g.NodeFailed(u) && free.Available(u)
+		}
+		for {
+			ok, pair, err := reachable(added)
+			if err != nil {
+				return nil, nil, TableStats{}, err
+			}
+			if ok {
+				found = true
+				break
+			}
+			var fresh []int
+			for _, v := range freePath(md.g, pair[0], pair[1], usable) {
+				if !in[v] {
+					fresh = append(fresh, v)
+				}
+			}
+			if len(fresh) == 0 || len(added)+len(fresh) > budget {
+				break
+			}
+			for _, v := range fresh {
+				in[v] = true
+			}
+			added = append(added, fresh...)
+		}
+		if len(added) == 0 {
+			break // no free path at all: another attempt finds none either
+		}
+		for _, v := range added {
+			avoid[v] = true
+		}
+	}
+	if !found {
+		return nil, nil, TableStats{}, fmt.Errorf("no %d free nodes around the job give it legal routes", budget)
+	}
+	kept := slices.Clone(added)
+	for i := len(kept) - 1; i >= 0; i-- {
+		try := slices.Delete(slices.Clone(kept), i, i+1)
+		if ok, _, err := reachable(try); err == nil && ok {
+			kept = try
+		}
+	}
+	table, stats, err := md.routing.Routes(context.Background(), active, append(slices.Clone(transit), kept...))
+	if err != nil {
+		return nil, nil, TableStats{}, err
+	}
+	return kept, table, stats, nil
+}
+
+// freePath returns the nodes of a shortest path from a to b over working
+// links and usable nodes (nil if there is none).
+func freePath(g *topology.Graph, a, b int, usable func(int) bool) []int {
+	prev := map[int]int{a: a}
+	queue := []int{a}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		if v == b {
+			var path []int
+			for u := b; u != a; u = prev[u] {
+				path = append(path, u)
+			}
+			slices.Reverse(path)
+			return path
+		}
+		for _, c := range g.Out(v) {
+			if !g.Up(int(c)) {
+				continue
+			}
+			u := g.Dst(int(c))
+			if _, seen := prev[u]; seen || !usable(u) {
+				continue
+			}
+			prev[u] = v
+			queue = append(queue, u)
+		}
+	}
+	return nil
 }

@@ -58,7 +58,15 @@ type Config struct {
 	// Service.SubmitContext). 0 means alloc.DefaultBudget; a negative
 	// value means no budget (every selection exhaustive).
 	PlacementBudget time.Duration
+	// RepairExtra is how many transit nodes beyond its own allowance
+	// (JobRecord.Transit) a job may gain when a failure leaves its nodes
+	// without a legal route (see ChangeFailure); 0 means
+	// DefaultRepairExtra, a negative value none.
+	RepairExtra int
 }
+
+// DefaultRepairExtra is the default Config.RepairExtra.
+const DefaultRepairExtra = 2
 
 // DefaultTopo is the demo fabric of a new database: a 4x4x4x2 Angara torus.
 const DefaultTopo = "torus:4x4x4x2"
@@ -180,6 +188,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.PlacementBudget == 0 {
 		cfg.PlacementBudget = alloc.DefaultBudget
+	}
+	if cfg.RepairExtra == 0 {
+		cfg.RepairExtra = DefaultRepairExtra
 	}
 	return cfg, nil
 }

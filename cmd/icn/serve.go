@@ -45,6 +45,7 @@ type serveOptions struct {
 	db, addr, topo, rules string
 	openRead, replace     bool
 	mcastTimeout          time.Duration
+	repairExtra           int
 	check, rotateToken    bool
 	tlsCert, tlsKey       string
 	insecure              bool
@@ -81,6 +82,7 @@ and left unmodified (--check runs only the check). A non-loopback address needs 
 	f.StringVar(&o.rules, "rules", "angara*", "torus routing rule for job tables")
 	f.BoolVar(&o.openRead, "open-read", false, "serve read-only endpoints without the token")
 	f.DurationVar(&o.mcastTimeout, "mcast-timeout", 30*time.Second, "how long a multicast group may wait for missing joins or leaves")
+	f.IntVar(&o.repairExtra, "repair-extra", fm.DefaultRepairExtra, "transit nodes beyond its own allowance a job may gain when a failure leaves its nodes without a legal route (0: none)")
 	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise)")
 	f.BoolVar(&o.rotateToken, "rotate-token", false, "replace the API token (token file and stored hash) and print the new one")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS")
@@ -98,6 +100,9 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 		fmt.Fprintf(w, "%s: ok (every page and record checked, and the stored fabric, jobs and groups rebuilt as serve does)\n", o.db)
 		return nil
 	}
+	if o.repairExtra < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--repair-extra %d: give 0 or more transit nodes", o.repairExtra)}
+	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return &exitError{code: 2, err: fmt.Errorf("give both --tls-cert and --tls-key, or neither")}
 	}
@@ -109,7 +114,7 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 		return err
 	}
 	svc, token, err := fm.Open(fm.Config{DBPath: o.db, Topo: o.topo, ReplaceTopo: o.replace && o.topo != "",
-		NewRouting: fm.AngaraRouting(o.rules), MulticastTimeout: o.mcastTimeout, RotateToken: o.rotateToken,
+		NewRouting: fm.AngaraRouting(o.rules), MulticastTimeout: o.mcastTimeout, RotateToken: o.rotateToken, RepairExtra: repairExtra(o.repairExtra),
 		PlacementBudget: placementBudget(o.budget.d)})
 	if err != nil {
 		return err
@@ -336,14 +341,17 @@ func runFabricFailure(ctx context.Context, o fabricFailureOptions, w io.Writer) 
 		return err
 	}
 	return o.cl.print(w, res, func(w io.Writer) error {
-		var rerouted []int
+		var rerouted []string
 		for _, e := range res.Jobs {
-			if e.Result == "rerouted" {
-				rerouted = append(rerouted, e.ID)
+			switch {
+			case e.Result == "rerouted" && len(e.TransitAdded) > 0:
+				rerouted = append(rerouted, fmt.Sprintf("%d (transit +%d: %s)", e.ID, len(e.TransitAdded), strings.Join(e.TransitAdded, " ")))
+			case e.Result == "rerouted":
+				rerouted = append(rerouted, strconv.Itoa(e.ID))
 			}
 		}
 		return cli.KV(w, "failed links", strings.Join(res.FailedLinks, " "), "failed nodes", strings.Join(res.FailedNodes, " "),
-			"jobs affected", fmt.Sprint(res.AffectedJobs), "jobs rerouted", fmt.Sprint(rerouted))
+			"jobs affected", fmt.Sprint(res.AffectedJobs), "jobs rerouted", "["+strings.Join(rerouted, ", ")+"]")
 	})
 }
 
@@ -787,4 +795,13 @@ func placementBudget(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// repairExtra maps --repair-extra (0: none) to fm.Config.RepairExtra
+// (0: the default, negative: none).
+func repairExtra(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

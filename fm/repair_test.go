@@ -1,0 +1,81 @@
+package fm
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// failBetween places a 2-node job on torus:4x4 and fails the link
+// between its nodes, which leaves the pair without a legal route inside
+// the job's nodes.
+func failBetween(t *testing.T, extra int) (*Service, *JobRecord, *FailureResult, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, _, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), Topo: "torus:4x4", NewRouting: AngaraRouting("angara*"), RepairExtra: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Submit("test", JobRequest{Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := s.g.NodeByName(j.Active[0]), s.g.NodeByName(j.Active[1])
+	link := ""
+	for _, c := range s.g.Out(a) {
+		if s.g.Dst(int(c)) == b {
+			link = s.g.LinkName(int(c) >> 1)
+		}
+	}
+	if link == "" {
+		t.Fatalf("job nodes %v are not neighbours", j.Active)
+	}
+	res, err := s.ChangeFailure("test", FailureChange{Link: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, j, res, dir
+}
+
+// TestRepairAddsTransit: a failure that leaves a job's own nodes without a
+// legal route adds free neighbours as transit nodes (the seed's remedy)
+// instead of breaking the job: the job is rerouted with a verified table,
+// holds the added nodes, and keeps them across a restart; with no extra
+// transit allowed it is broken as before.
+func TestRepairAddsTransit(t *testing.T) {
+	s, j, res, dir := failBetween(t, 0)
+	if len(res.Jobs) != 1 || res.Jobs[0].Result != "rerouted" || len(res.Jobs[0].TransitAdded) == 0 || len(res.AffectedJobs) != 0 {
+		t.Fatalf("failure result: %+v", res)
+	}
+	e := res.Jobs[0]
+	if len(e.TransitAdded) > DefaultRepairExtra {
+		t.Fatalf("%d transit nodes added, allowance %d", len(e.TransitAdded), DefaultRepairExtra)
+	}
+	got := s.jobs[j.ID]
+	if got.Routing != "rerouted" || !slices.Equal(got.TransitN, e.TransitAdded) {
+		t.Fatalf("job after the repair: %+v", got)
+	}
+	if ok, problem, _ := s.VerifyJob(j.ID); !ok {
+		t.Fatalf("repaired table does not verify: %s", problem)
+	}
+	for _, n := range e.TransitAdded {
+		if owner := s.state.Owner(s.g.NodeByName(n)); owner != j.ID {
+			t.Fatalf("added transit node %s owned by %d", n, owner)
+		}
+	}
+	s.Close()
+	s, _, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), NewRouting: AngaraRouting("angara*")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := s.jobs[j.ID]; after == nil || !slices.Equal(after.TransitN, e.TransitAdded) {
+		t.Fatalf("after restart: %+v", after)
+	}
+	s.Close()
+
+	s, _, res, _ = failBetween(t, -1)
+	defer s.Close()
+	if len(res.Jobs) != 1 || res.Jobs[0].Result != "broken" || len(res.Jobs[0].TransitAdded) != 0 {
+		t.Fatalf("without extra transit: %+v", res)
+	}
+}
