@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkPlace1024Large: one 1 024-node job with transit 0 posted over
@@ -62,4 +64,53 @@ func postJobRaw(b *testing.B, url, tok, body string) (int, int64) {
 	fmt.Sscanf(strings.TrimSpace(string(head[i+5:])), "%d", &id)
 	n, _ := io.Copy(io.Discard, br)
 	return id, n
+}
+
+// BenchmarkFailureLarge: on torus:32x32x32 with 40 running jobs of 64 to
+// 512 nodes (transit m/4), placed by the service from a fixed sequence,
+// each iteration fails a link used by some job and repairs it; it
+// reports the failures' median and slowest time (re-routing and commit
+// included) and the database size. Runs only with ICN_FM_LARGE=1.
+func BenchmarkFailureLarge(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	s, _ := openTest(b, b.TempDir(), "torus:32x32x32", nil)
+	defer s.Close()
+	sizes := []int{64, 128, 256, 512, 96, 192, 384}
+	for i := 0; i < 40; i++ {
+		m := sizes[i%len(sizes)]
+		if _, err := s.Submit("bench", JobRequest{Nodes: m, Transit: m / 4}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	loads := s.LinkLoads()
+	var used []int
+	for l, n := range loads {
+		if n > 0 {
+			used = append(used, l)
+		}
+	}
+	var took []time.Duration
+	k := 0
+	for b.Loop() {
+		link := s.g.LinkName(used[(k*7919)%len(used)])
+		k++
+		start := time.Now()
+		if _, err := s.ChangeFailure("bench", FailureChange{Link: link}); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(start))
+		b.StopTimer()
+		if _, err := s.ChangeFailure("bench", FailureChange{Link: link, Repair: true}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	slices.Sort(took)
+	b.ReportMetric(took[len(took)/2].Seconds(), "failure-p50-s")
+	b.ReportMetric(took[len(took)-1].Seconds(), "failure-max-s")
+	if fi, err := os.Stat(s.store.Path()); err == nil {
+		b.ReportMetric(float64(fi.Size())/1e6, "db-MB")
+	}
 }

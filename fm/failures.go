@@ -90,6 +90,7 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 		free = s.state.Clone()
 		s.mu.RUnlock()
 	}
+	touches := s.touchedBy(md, ch, subject)
 	done := map[int]*JobRecord{} // job version re-checked
 	results := map[int]recheckResult{}
 	for round := 0; ; round++ {
@@ -108,7 +109,10 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 			// another round, again without the lock.
 			s.mu.Unlock()
 		}
-		for _, r := range s.recheck(md, todo, ch.Repair, label, free) {
+		if round == 0 {
+			s.pruneLinks(todo)
+		}
+		for _, r := range s.recheck(md, todo, ch.Repair, label, free, touches) {
 			done[r.old.ID] = r.old
 			results[r.old.ID] = r
 		}
@@ -132,7 +136,7 @@ type recheckResult struct {
 
 // recheck re-verifies jobs on the new model and re-routes those that need
 // it, concurrently; broken jobs go first.
-func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label string, free *alloc.State) []recheckResult {
+func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label string, free *alloc.State, touches func(*JobRecord) bool) []recheckResult {
 	sort.Slice(jobs, func(a, b int) bool {
 		ba, bb := jobs[a].Routing == "broken", jobs[b].Routing == "broken"
 		if ba != bb {
@@ -148,7 +152,7 @@ func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label strin
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = s.recheckJob(md, jobs[i], repair, label, free)
+				out[i] = s.recheckJob(md, jobs[i], repair, label, free, touches)
 			}
 		}()
 	}
@@ -164,13 +168,21 @@ func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label strin
 // (or, on a repair, if the job runs on a detour table or none), it builds
 // a new table on the job's own nodes, or marks the job broken with the
 // pair that has no legal route.
-func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string, free *alloc.State) recheckResult {
+func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string, free *alloc.State, touches func(*JobRecord) bool) recheckResult {
 	r := recheckResult{old: j}
 	if md.routing == nil {
 		return r
 	}
-	works := j.Table != nil && md.routing.Check(j.Table) == nil
 	detour := j.Routing == "rerouted" || j.Routing == "broken"
+	switch {
+	case repair && !detour && j.Table != nil:
+		// A repair only adds a link or node: a table that worked works.
+		return r
+	case !repair && !touches(j):
+		// A failure no route of the job uses and outside its nodes.
+		return r
+	}
+	works := j.Table != nil && md.routing.Check(j.Table) == nil
 	if works && !(repair && detour) {
 		return r
 	}
@@ -501,4 +513,82 @@ func freePath(g *topology.Graph, a, b int, usable func(int) bool) []int {
 		}
 	}
 	return nil
+}
+
+// jobLinks is the set of links a job's table uses (one bit per link),
+// for the table it was computed from.
+type jobLinks struct {
+	tb  *routing.TableJSON
+	set []uint64
+}
+
+// tableLinks returns the links of job j's table (cached per job and
+// table).
+func (s *Service) tableLinks(g *topology.Graph, j *JobRecord) []uint64 {
+	s.linksMu.Lock()
+	e, ok := s.links[j.ID]
+	s.linksMu.Unlock()
+	if ok && e.tb == j.Table {
+		return e.set
+	}
+	set := make([]uint64, (g.NumLinks()+63)/64)
+	walkTableLinks(g, j.Table, func(l int) { set[l>>6] |= 1 << (l & 63) })
+	s.linksMu.Lock()
+	if s.links == nil {
+		s.links = map[int]jobLinks{}
+	}
+	s.links[j.ID] = jobLinks{j.Table, set}
+	s.linksMu.Unlock()
+	return set
+}
+
+// pruneLinks forgets the link sets of jobs no longer running.
+func (s *Service) pruneLinks(running []*JobRecord) {
+	keep := map[int]bool{}
+	for _, j := range running {
+		keep[j.ID] = true
+	}
+	s.linksMu.Lock()
+	for id := range s.links {
+		if !keep[id] {
+			delete(s.links, id)
+		}
+	}
+	s.linksMu.Unlock()
+}
+
+// touchedBy returns whether a failure of the link or node named subject
+// can affect a job: a job without a table, a job holding the failed
+// node, or one whose routes use a failed link (a node's failure fails
+// its links). Other jobs' tables still verify and are not re-checked.
+func (s *Service) touchedBy(md *model, ch FailureChange, subject string) func(*JobRecord) bool {
+	var links []int
+	node := -1
+	if ch.Link != "" {
+		links, _ = md.g.ParseLinks(subject)
+	} else if ns, err := md.g.ParseNodes(subject); err == nil && len(ns) == 1 {
+		node = ns[0]
+		for _, c := range md.g.Out(node) {
+			links = append(links, int(c)>>1)
+		}
+	}
+	nodeName := ""
+	if node >= 0 {
+		nodeName = md.g.NodeName(node)
+	}
+	return func(j *JobRecord) bool {
+		if j.Table == nil || len(links) == 0 {
+			return true
+		}
+		if nodeName != "" && (slices.Contains(j.Active, nodeName) || slices.Contains(j.TransitN, nodeName)) {
+			return true
+		}
+		set := s.tableLinks(md.g, j)
+		for _, l := range links {
+			if set[l>>6]&(1<<(l&63)) != 0 {
+				return true
+			}
+		}
+		return false
+	}
 }

@@ -538,34 +538,43 @@ func (s *Service) LinkLoads() []int {
 	sn := s.snapshot(false)
 	g := sn.g
 	loads := make([]int, g.NumLinks())
-	dims := g.Dims()
 	for _, j := range sn.jobs {
-		if j.Table == nil {
-			continue
-		}
-		for _, r := range j.Table.Routes {
-			c := slices.Clone(r.Src)
-			for _, d := range r.Dirs {
-				v := g.NodeAt(c)
-				dim := topology.DimIndex(d[1:])
-				if v < 0 || dim < 0 || dim >= len(dims) {
-					break
-				}
-				sign := 1
-				if d[0] == '-' {
-					sign = -1
-				}
-				for _, ch := range g.Out(v) {
-					if dd, ss := g.Dir(int(ch)); dd == dim && ss == sign {
-						loads[int(ch)>>1]++
-						break
-					}
-				}
-				c[dim] = (c[dim] + sign + dims[dim]) % dims[dim]
-			}
+		if j.Table != nil {
+			walkTableLinks(g, j.Table, func(l int) { loads[l]++ })
 		}
 	}
 	return loads
+}
+
+// walkTableLinks calls fn with the link of every step of every route of
+// tf on g.
+func walkTableLinks(g *topology.Graph, tf *routing.TableJSON, fn func(link int)) {
+	dims := g.Dims()
+	c := make([]int, len(dims))
+	for _, r := range tf.Routes {
+		if len(r.Src) != len(dims) {
+			continue
+		}
+		copy(c, r.Src)
+		for _, d := range r.Dirs {
+			v := g.NodeAt(c)
+			dim := topology.DimIndex(d[1:])
+			if v < 0 || dim < 0 || dim >= len(dims) {
+				break
+			}
+			sign := 1
+			if d[0] == '-' {
+				sign = -1
+			}
+			for _, ch := range g.Out(v) {
+				if dd, ss := g.Dir(int(ch)); dd == dim && ss == sign {
+					fn(int(ch) >> 1)
+					break
+				}
+			}
+			c[dim] = (c[dim] + sign + dims[dim]) % dims[dim]
+		}
+	}
 }
 
 func nodesByName(g *topology.Graph, list []string) ([]int, error) {

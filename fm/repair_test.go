@@ -3,7 +3,11 @@ package fm
 import (
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
+
+	"github.com/icn-hpc/icn/routing"
+	"github.com/icn-hpc/icn/topology"
 )
 
 // failBetween places a 2-node job on torus:4x4 and fails the link
@@ -77,5 +81,80 @@ func TestRepairAddsTransit(t *testing.T) {
 	defer s.Close()
 	if len(res.Jobs) != 1 || res.Jobs[0].Result != "broken" || len(res.Jobs[0].TransitAdded) != 0 {
 		t.Fatalf("without extra transit: %+v", res)
+	}
+}
+
+// countingRouting counts the tables re-verified.
+type countingRouting struct {
+	Routing
+	checks *atomic.Int64
+}
+
+func (c countingRouting) Check(tf *routing.TableJSON) error {
+	c.checks.Add(1)
+	return c.Routing.Check(tf)
+}
+
+// TestFailureTouchesOnlyItsJobs: a failed link that no job's routes use
+// re-checks no table; one that some jobs use re-checks exactly those, and
+// the others keep their tables (which still verify).
+func TestFailureTouchesOnlyItsJobs(t *testing.T) {
+	var checks atomic.Int64
+	angara := AngaraRouting("angara*")
+	s, _, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "fm.db"), Topo: "torus:8x8x8",
+		NewRouting: func(g *topology.Graph) (Routing, error) {
+			r, err := angara(g)
+			return countingRouting{r, &checks}, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 4 {
+		if _, err := s.Submit("test", JobRequest{Nodes: 16, Transit: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loads := s.LinkLoads()
+	users := func(l int) (n int) {
+		for _, j := range s.jobs {
+			used := false
+			walkTableLinks(s.g, j.Table, func(k int) { used = used || k == l })
+			if used {
+				n++
+			}
+		}
+		return n
+	}
+	idle, busy := -1, -1
+	for l, n := range loads {
+		lk := s.g.Link(l)
+		if n == 0 && idle < 0 && s.state.Available(int(lk.A)) && s.state.Available(int(lk.B)) {
+			idle = l
+		}
+		if n > 0 && busy < 0 {
+			busy = l
+		}
+	}
+	if idle < 0 || busy < 0 {
+		t.Fatal("no idle or no busy link")
+	}
+	checks.Store(0)
+	res, err := s.ChangeFailure("test", FailureChange{Link: s.g.LinkName(idle)})
+	if err != nil || len(res.Jobs) != 0 || checks.Load() != 0 {
+		t.Fatalf("idle link: %v, %+v, %d tables re-checked", err, res, checks.Load())
+	}
+	want := users(busy)
+	checks.Store(0)
+	if _, err := s.ChangeFailure("test", FailureChange{Link: s.g.LinkName(busy)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := checks.Load(); got != int64(want) {
+		t.Fatalf("link used by %d jobs: %d tables re-checked", want, got)
+	}
+	for _, j := range s.jobs {
+		if ok, problem, _ := s.VerifyJob(j.ID); !ok && j.Routing != "broken" {
+			t.Fatalf("job %d does not verify after the failure: %s", j.ID, problem)
+		}
 	}
 }

@@ -107,6 +107,10 @@ type Service struct {
 	// compacted: the database's size before and after Open compacted it
 	// (equal when it did not).
 	compacted [2]int64
+	// links caches, per job, the links its table's routes use, so that
+	// a failure re-checks only the jobs it touches (jobLinks).
+	linksMu sync.Mutex
+	links   map[int]jobLinks
 }
 
 // Compacted returns the database file's size before and after Open
