@@ -70,7 +70,8 @@ func postJobRaw(b *testing.B, url, tok, body string) (int, int64) {
 // 512 nodes (transit m/4), placed by the service from a fixed sequence,
 // each iteration fails a link used by some job and repairs it; it
 // reports the failures' median and slowest time (re-routing and commit
-// included) and the database size. Runs only with ICN_FM_LARGE=1.
+// included), the database size, and the time of the first and the next
+// read of the fabric's metrics, the link loads and all jobs. Runs only with ICN_FM_LARGE=1.
 func BenchmarkFailureLarge(b *testing.B) {
 	if os.Getenv("ICN_FM_LARGE") == "" {
 		b.Skip("set ICN_FM_LARGE=1")
@@ -106,6 +107,35 @@ func BenchmarkFailureLarge(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
+	}
+	b.StopTimer()
+	// Reads of the state left: the first call of a version computes,
+	// the next ones share its answer.
+	for _, r := range []struct {
+		name string
+		read func()
+	}{
+		{"metrics", func() { s.Metrics() }},
+		{"load", func() { s.LinkLoads() }},
+		{"jobs-all", func() {
+			if _, err := s.Jobs(true); err != nil {
+				b.Fatal(err)
+			}
+		}},
+		{"load-after-release", func() {
+			// One job released: the sum is made again from the
+			// jobs' kept loads.
+			if _, err := s.Release("bench", sortedIDs(s.jobs)[0]); err != nil {
+				b.Fatal(err)
+			}
+			s.LinkLoads()
+		}},
+	} {
+		for _, call := range []string{"first", "next"} {
+			start := time.Now()
+			r.read()
+			b.ReportMetric(time.Since(start).Seconds()*1e3, r.name+"-"+call+"-ms")
+		}
 	}
 	slices.Sort(took)
 	b.ReportMetric(took[len(took)/2].Seconds(), "failure-p50-s")

@@ -334,6 +334,7 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 	s.fabricVer++
 	for _, id := range ids {
 		s.jobs[id] = changed[id]
+		s.jobsVer++
 	}
 	if res.FailedLinks == nil {
 		res.FailedLinks = []string{}
@@ -515,31 +516,41 @@ func freePath(g *topology.Graph, a, b int, usable func(int) bool) []int {
 	return nil
 }
 
-// jobLinks is the set of links a job's table uses (one bit per link),
-// for the table it was computed from.
+// jobLinks is what a job's table puts on the links, for the table it was
+// computed from: the set of links its routes use (one bit per link) and,
+// for each of them, how many routes cross it.
 type jobLinks struct {
-	tb  *routing.TableJSON
-	set []uint64
+	tb     *routing.TableJSON
+	set    []uint64
+	links  []int32 // the links used, ascending
+	routes []int32 // routes crossing each
 }
 
 // tableLinks returns the links of job j's table (cached per job and
 // table).
-func (s *Service) tableLinks(g *topology.Graph, j *JobRecord) []uint64 {
+func (s *Service) tableLinks(g *topology.Graph, j *JobRecord) jobLinks {
 	s.linksMu.Lock()
 	e, ok := s.links[j.ID]
 	s.linksMu.Unlock()
 	if ok && e.tb == j.Table {
-		return e.set
+		return e
 	}
-	set := make([]uint64, (g.NumLinks()+63)/64)
-	walkTableLinks(g, j.Table, func(l int) { set[l>>6] |= 1 << (l & 63) })
+	count := make([]int32, g.NumLinks())
+	walkTableLinks(g, j.Table, func(l int) { count[l]++ })
+	e = jobLinks{tb: j.Table, set: make([]uint64, (g.NumLinks()+63)/64)}
+	for l, n := range count {
+		if n > 0 {
+			e.set[l>>6] |= 1 << (l & 63)
+			e.links, e.routes = append(e.links, int32(l)), append(e.routes, n)
+		}
+	}
 	s.linksMu.Lock()
 	if s.links == nil {
 		s.links = map[int]jobLinks{}
 	}
-	s.links[j.ID] = jobLinks{j.Table, set}
+	s.links[j.ID] = e
 	s.linksMu.Unlock()
-	return set
+	return e
 }
 
 // pruneLinks forgets the link sets of jobs no longer running.
@@ -583,7 +594,7 @@ func (s *Service) touchedBy(md *model, ch FailureChange, subject string) func(*J
 		if nodeName != "" && (slices.Contains(j.Active, nodeName) || slices.Contains(j.TransitN, nodeName)) {
 			return true
 		}
-		set := s.tableLinks(md.g, j)
+		set := s.tableLinks(md.g, j).set
 		for _, l := range links {
 			if set[l>>6]&(1<<(l&63)) != 0 {
 				return true

@@ -335,6 +335,7 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 		return fmt.Errorf("internal error: %v", err)
 	}
 	s.jobs[j.ID] = j
+	s.jobsVer++
 	return nil
 }
 
@@ -429,6 +430,7 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 		return fmt.Errorf("internal error: %v", err)
 	}
 	s.jobs[j.ID] = j
+	s.jobsVer++
 	return nil
 }
 
@@ -462,6 +464,7 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 		s.state.Release(id)
 	}
 	delete(s.jobs, id)
+	s.jobsVer++
 	return &c, nil
 }
 
@@ -504,7 +507,7 @@ func (s *Service) Jobs(all bool) ([]*JobRecord, error) {
 	}
 	var out []*JobRecord
 	err := s.store.View(func(tx *Tx) error {
-		return tx.Jobs(func(j *JobRecord) error {
+		return tx.jobs(false, func(j *JobRecord) error {
 			j.Table = nil
 			out = append(out, j)
 			return nil
@@ -535,44 +538,122 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 // LinkLoads returns, per link, the number of routes of running jobs that
 // cross it (either direction).
 func (s *Service) LinkLoads() []int {
-	sn := s.snapshot(false)
-	g := sn.g
-	loads := make([]int, g.NumLinks())
-	for _, j := range sn.jobs {
-		if j.Table != nil {
-			walkTableLinks(g, j.Table, func(l int) { loads[l]++ })
+	s.mu.RLock()
+	key := readCacheKey{g: s.g, jobs: s.jobsVer}
+	s.mu.RUnlock()
+	e := s.reads.entry(&s.reads.loads, key)
+	e.once.Do(func() {
+		// The sum of each job's loads, kept per job and table
+		// (tableLinks): a change of one job walks only its routes.
+		sn := s.snapshot(false)
+		g := sn.g
+		loads := make([]int, g.NumLinks())
+		running := make([]*JobRecord, 0, len(sn.jobs))
+		for _, j := range sn.jobs {
+			running = append(running, j)
 		}
-	}
-	return loads
+		s.pruneLinks(running)
+		for _, j := range sn.jobs {
+			if j.Table != nil {
+				jl := s.tableLinks(g, j)
+				for i, l := range jl.links {
+					loads[l] += int(jl.routes[i])
+				}
+			}
+		}
+		e.value = loads
+	})
+	return e.value.([]int)
 }
 
 // walkTableLinks calls fn with the link of every step of every route of
-// tf on g.
+// tf on g. The links out of each node are looked up by direction in a
+// table built once per call, and each distinct step list (routes share
+// them) is parsed once.
 func walkTableLinks(g *topology.Graph, tf *routing.TableJSON, fn func(link int)) {
 	dims := g.Dims()
-	c := make([]int, len(dims))
+	nd := len(dims)
+	if nd > routing.MaxDims {
+		return
+	}
+	const none = -1
+	out := make([]int32, g.NumNodes()*2*nd) // node·2nd + direction → link
+	for v := range g.NumNodes() {
+		row := out[v*2*nd : (v+1)*2*nd]
+		for k := range row {
+			row[k] = none
+		}
+		for _, ch := range g.Out(v) {
+			dim, sign := g.Dir(int(ch))
+			if dim < 0 || dim >= nd {
+				continue
+			}
+			k := 2 * dim
+			if sign < 0 {
+				k++
+			}
+			if row[k] == none {
+				row[k] = int32(ch >> 1)
+			}
+		}
+	}
+	stride := make([]int, nd)
+	for i, n := 0, 1; i < nd; i++ {
+		stride[i], n = n, n*dims[i]
+	}
+	codes := map[*string][]int8{} // step list → directions (2·dim, +1 if negative)
+	parse := func(dirs []string) []int8 {
+		if len(dirs) == 0 {
+			return nil
+		}
+		if c, ok := codes[&dirs[0]]; ok && len(c) == len(dirs) {
+			return c
+		}
+		c := make([]int8, len(dirs))
+		for k, d := range dirs {
+			c[k] = -1
+			if len(d) >= 2 {
+				if dim := topology.DimIndex(d[1:]); dim >= 0 && dim < nd {
+					c[k] = int8(2 * dim)
+					if d[0] == '-' {
+						c[k]++
+					}
+				}
+			}
+		}
+		codes[&dirs[0]] = c
+		return c
+	}
+	c := make([]int, nd)
 	for _, r := range tf.Routes {
-		if len(r.Src) != len(dims) {
+		if len(r.Src) != nd {
 			continue
 		}
 		copy(c, r.Src)
-		for _, d := range r.Dirs {
-			v := g.NodeAt(c)
-			dim := topology.DimIndex(d[1:])
-			if v < 0 || dim < 0 || dim >= len(dims) {
+		v := g.NodeAt(c)
+		for _, k := range parse(r.Dirs) {
+			if v < 0 || k < 0 {
 				break
 			}
-			sign := 1
-			if d[0] == '-' {
-				sign = -1
+			if l := out[v*2*nd+int(k)]; l != none {
+				fn(int(l))
 			}
-			for _, ch := range g.Out(v) {
-				if dd, ss := g.Dir(int(ch)); dd == dim && ss == sign {
-					fn(int(ch) >> 1)
-					break
+			dim := int(k) / 2
+			if k%2 == 0 {
+				if c[dim]++; c[dim] == dims[dim] {
+					c[dim] = 0
+					v -= (dims[dim] - 1) * stride[dim]
+				} else {
+					v += stride[dim]
+				}
+			} else {
+				if c[dim]--; c[dim] < 0 {
+					c[dim] = dims[dim] - 1
+					v += (dims[dim] - 1) * stride[dim]
+				} else {
+					v -= stride[dim]
 				}
 			}
-			c[dim] = (c[dim] + sign + dims[dim]) % dims[dim]
 		}
 	}
 }

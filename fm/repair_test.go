@@ -2,6 +2,7 @@ package fm
 
 import (
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -156,5 +157,82 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 		if ok, problem, _ := s.VerifyJob(j.ID); !ok && j.Routing != "broken" {
 			t.Fatalf("job %d does not verify after the failure: %s", j.ID, problem)
 		}
+	}
+}
+
+// TestReadsCachedPerVersion: link loads are computed once per version of
+// the fabric and the jobs (the same answer is shared until a job or a
+// failure changes), and follow every change.
+func TestReadsCachedPerVersion(t *testing.T) {
+	s, _ := openTest(t, t.TempDir(), "torus:4x4x4", nil)
+	defer s.Close()
+	j, err := s.Submit("test", JobRequest{Nodes: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := s.LinkLoads(), s.LinkLoads()
+	if &a[0] != &b[0] {
+		t.Error("link loads computed twice for one version")
+	}
+	sum := func(l []int) (n int) {
+		for _, x := range l {
+			n += x
+		}
+		return n
+	}
+	if sum(a) == 0 {
+		t.Fatal("a running job loads no link")
+	}
+	if _, err := s.Release("test", j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.LinkLoads(); &c[0] == &a[0] || sum(c) != 0 {
+		t.Errorf("link loads after the release: %d routes", sum(c))
+	}
+	m1 := s.Metrics()
+	if _, err := s.ChangeFailure("test", FailureChange{Link: "0.0.0+X"}); err != nil {
+		t.Fatal(err)
+	}
+	if m2 := s.Metrics(); reflect.DeepEqual(m1, m2) {
+		t.Error("metrics unchanged by a failed link")
+	}
+}
+
+// TestWalkTableLinksMatchesSteps: the link of every step found through
+// the direction table equals the one found by following each step's
+// channel out of its node, on 3D and 4D tori.
+func TestWalkTableLinksMatchesSteps(t *testing.T) {
+	for _, topo := range []string{"torus:4x4x4", "torus:6x4x2x2"} {
+		s, _ := openTest(t, t.TempDir(), topo, nil)
+		for _, m := range []int{5, 12, 16} {
+			if _, err := s.Submit("test", JobRequest{Nodes: m, Transit: 3}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g, dims := s.g, s.g.Dims()
+		for _, j := range s.jobs {
+			var got, want []int
+			walkTableLinks(g, j.Table, func(l int) { got = append(got, l) })
+			for _, r := range j.Table.Routes {
+				c := slices.Clone(r.Src)
+				for _, d := range r.Dirs {
+					dim, sign := topology.DimIndex(d[1:]), 1
+					if d[0] == '-' {
+						sign = -1
+					}
+					for _, ch := range g.Out(g.NodeAt(c)) {
+						if dd, ss := g.Dir(int(ch)); dd == dim && ss == sign {
+							want = append(want, int(ch)>>1)
+							break
+						}
+					}
+					c[dim] = (c[dim] + sign + dims[dim]) % dims[dim]
+				}
+			}
+			if len(want) == 0 || !slices.Equal(got, want) {
+				t.Fatalf("%s job %d: %d links walked, %d by steps", topo, j.ID, len(got), len(want))
+			}
+		}
+		s.Close()
 	}
 }

@@ -90,6 +90,10 @@ type Service struct {
 	jobs      map[int]*JobRecord // records are never modified in place
 	noJobs    string             // why this fabric takes no jobs ("" if it does)
 	fabricVer uint64             // bumped by every committed failure change
+	jobsVer   uint64             // bumped by every change of jobs
+	// reads caches answers computed from the fabric and the jobs, per
+	// version of them (readCache).
+	reads readCache
 
 	// placeSem (capacity 1) serialises placements and migrations; a
 	// request waiting for it gives up when its context ends.
@@ -380,6 +384,7 @@ func (s *Service) loadJobs() error {
 				return fmt.Errorf("job %d: %v", j.ID, err)
 			}
 			s.jobs[j.ID] = j
+			s.jobsVer++
 			return nil
 		})
 	})
@@ -531,7 +536,41 @@ func (s *Service) Metrics() topology.Metrics {
 	s.mu.RLock()
 	g := s.g
 	s.mu.RUnlock()
-	return topology.Measure(g, topology.MetricsOptions{})
+	e := s.reads.entry(&s.reads.metrics, readCacheKey{g: g})
+	e.once.Do(func() { e.value = topology.Measure(g, topology.MetricsOptions{}) })
+	return e.value.(topology.Metrics)
+}
+
+// readCacheKey names the version of the state an answer was computed
+// from: the fabric (a failure change makes a new graph) and, for answers
+// that depend on them, the jobs.
+type readCacheKey struct {
+	g    *topology.Graph
+	jobs uint64
+}
+
+// readCache keeps the latest answer of each kind of read: callers of the
+// same version share one computation (the first computes, the others
+// wait for it), and a new version replaces the entry.
+type readCache struct {
+	mu             sync.Mutex
+	metrics, loads *readEntry
+}
+
+type readEntry struct {
+	key   readCacheKey
+	once  sync.Once
+	value any
+}
+
+// entry returns the entry of *slot for key, replacing an older one.
+func (c *readCache) entry(slot **readEntry, key readCacheKey) *readEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *slot == nil || (*slot).key != key {
+		*slot = &readEntry{key: key}
+	}
+	return *slot
 }
 
 // Audit returns audit-log events after seq (at most limit).

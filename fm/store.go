@@ -445,14 +445,18 @@ func (t *Tx) Job(id int) (*JobRecord, error) {
 }
 
 // Jobs calls fn for every stored job in id order.
-func (t *Tx) Jobs(fn func(*JobRecord) error) error {
+func (t *Tx) Jobs(fn func(*JobRecord) error) error { return t.jobs(true, fn) }
+
+// jobs calls fn for every stored job in id order, with its table's
+// routes only if routes is set (the record keeps the table's header).
+func (t *Tx) jobs(routes bool, fn func(*JobRecord) error) error {
 	return t.tx.Bucket(bJobs).ForEach(func(k, v []byte) error {
 		var j JobRecord
 		data, err := t.record(v)
 		if err == nil {
 			err = j.UnmarshalJSON(data) // one pass less than json.Unmarshal
 		}
-		if err == nil {
+		if err == nil && routes {
 			err = t.attachRoutes(&j)
 		}
 		if err != nil {
