@@ -144,3 +144,36 @@ func BenchmarkFailureLarge(b *testing.B) {
 		b.ReportMetric(float64(fi.Size())/1e6, "db-MB")
 	}
 }
+
+// BenchmarkGroupJoinLarge: on a new torus:32x32x32 service, the first
+// join of a multicast group of 64 members (it sets up the multicast
+// router) and the time until all 64 have joined and the group is routed.
+// Runs only with ICN_FM_LARGE=1.
+func BenchmarkGroupJoinLarge(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	k := 0
+	for b.Loop() {
+		b.StopTimer()
+		s, _ := openTest(b, b.TempDir(), "torus:32x32x32", nil)
+		b.StartTimer()
+		start := time.Now()
+		var first time.Duration
+		for i := 0; i < 64; i++ {
+			member := fmt.Sprintf("%d.%d.%d", (i+k)%32, (i/32)*5, (i*7)%32)
+			if _, err := s.mc.join("bench", McastRequest{Group: "g", Member: member, MemberCount: 64}); err != nil {
+				b.Fatal(err)
+			}
+			if i == 0 {
+				first = time.Since(start)
+			}
+		}
+		b.ReportMetric(first.Seconds(), "first-join-s")
+		b.ReportMetric(time.Since(start).Seconds(), "group-routed-s")
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+		k++
+	}
+}

@@ -80,12 +80,11 @@ func (m *mcast) build(g *topology.Graph) error {
 }
 
 // newManager builds a protocol manager on g (no lock needed: it only
-// computes the hop counts and the router).
+// sets up the router). Hop counts are computed per destination when a
+// group first needs them (one BFS each), not for all pairs: a group on
+// a 32 768-node torus touches a few hundred destinations of 32 768.
 func (m *mcast) newManager(g *topology.Graph) (*multicast.Manager, error) {
-	h, err := topology.MinHops(g, 0)
-	if err != nil {
-		return nil, err
-	}
+	h := topology.MinHopsLazy(g)
 	algo, err := multicast.ParseAlgo(mcastAlgo)
 	if err != nil {
 		return nil, err

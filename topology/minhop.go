@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/icn-hpc/icn/internal/par"
 )
@@ -28,13 +29,66 @@ type HopTable struct {
 	colNode []int32 // column -> node whose distances the column holds
 	dist    []uint8 // [router * ncols + col]
 	ncols   int
+	// lazy (MinHopsLazy): columns computed on first use, each the hops
+	// of every router to the column's node; dist is nil then.
+	lazy []atomic.Pointer[[]uint8]
 }
 
 // Unreachable is the hop count reported when there is no path.
 const Unreachable = 255
 
-// MinHops computes the hop table of g on all cores (workers 0 = all).
-func MinHops(g *Graph, workers int) (*HopTable, error) {
+// MinHopsLazy returns the hop table of g with each destination's column
+// computed (one BFS) when it is first asked for, for callers that ask
+// about a few destinations of a large fabric (multicast groups on a
+// 32 768-node torus: the full table is 1 GiB and minutes of BFS). Safe
+// for concurrent use; answers equal MinHops's.
+func MinHopsLazy(g *Graph) *HopTable {
+	h := newHopIndex(g)
+	h.lazy = make([]atomic.Pointer[[]uint8], h.ncols)
+	return h
+}
+
+// column returns lazy column c, computing it on first use.
+func (h *HopTable) column(c int) []uint8 {
+	if p := h.lazy[c].Load(); p != nil {
+		return *p
+	}
+	d := make([]int32, h.g.NumNodes())
+	BFS(h.g, int(h.colNode[c]), d, nil)
+	col := make([]uint8, len(h.routers))
+	for ri, r := range h.routers {
+		x := d[r]
+		if x < 0 || x >= Unreachable {
+			x = Unreachable
+		}
+		col[ri] = uint8(x)
+	}
+	if h.lazy[c].CompareAndSwap(nil, &col) {
+		return col
+	}
+	return *h.lazy[c].Load()
+}
+
+// lazyHops is the hop count from router s (row ri) to the column of d.
+// Links are symmetric, so between two routers whose own columns they
+// are, the column already computed serves both directions: a caller
+// that asks about a few nodes to and from everywhere computes only
+// those nodes' columns.
+func (h *HopTable) lazyHops(ri, s, d int) int {
+	c := int(h.col[d])
+	if p := h.lazy[c].Load(); p != nil {
+		return int((*p)[ri])
+	}
+	if rd := h.rIndex[d]; rd >= 0 && h.colNode[c] == int32(d) && h.colNode[h.col[s]] == int32(s) {
+		if p := h.lazy[h.col[s]].Load(); p != nil {
+			return int((*p)[rd])
+		}
+	}
+	return int(h.column(c)[ri])
+}
+
+// newHopIndex sets up a hop table's routers and columns, without hops.
+func newHopIndex(g *Graph) *HopTable {
 	n := g.NumNodes()
 	direct := g.Direct()
 	h := &HopTable{g: g, rIndex: make([]int32, n), col: make([]int32, n), add: make([]uint8, n)}
@@ -71,6 +125,13 @@ func MinHops(g *Graph, workers int) (*HopTable, error) {
 		h.colNode = append(h.colNode, int32(v))
 	}
 	h.ncols = len(h.colNode)
+	return h
+}
+
+// MinHops computes the hop table of g on all cores (workers 0 = all).
+func MinHops(g *Graph, workers int) (*HopTable, error) {
+	h := newHopIndex(g)
+	n := g.NumNodes()
 	if float64(len(h.routers))*float64(h.ncols) > 4e9 {
 		return nil, fmt.Errorf("hop table of %d routers × %d destinations is too large", len(h.routers), h.ncols)
 	}
@@ -120,7 +181,12 @@ func (h *HopTable) Hops(s, d int) int {
 	if ri < 0 {
 		panic("topology: Hops from a node that does not forward")
 	}
-	v := int(h.dist[int(ri)*h.ncols+int(h.col[d])])
+	var v int
+	if h.lazy != nil {
+		v = h.lazyHops(int(ri), s, d)
+	} else {
+		v = int(h.dist[int(ri)*h.ncols+int(h.col[d])])
+	}
 	if v == Unreachable {
 		return Unreachable
 	}
@@ -168,5 +234,11 @@ func (h *HopTable) MinPorts(s, d int, buf []int) []int {
 
 // Bytes returns the memory held by the table's hop counts.
 func (h *HopTable) Bytes() int {
-	return len(h.dist) + 9*len(h.col) + 4*len(h.colNode) + 4*len(h.routers)
+	n := len(h.dist) + 9*len(h.col) + 4*len(h.colNode) + 4*len(h.routers)
+	for c := range h.lazy {
+		if p := h.lazy[c].Load(); p != nil {
+			n += len(*p)
+		}
+	}
+	return n
 }
