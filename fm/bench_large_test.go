@@ -185,3 +185,58 @@ func BenchmarkGroupJoinLarge(b *testing.B) {
 		k++
 	}
 }
+
+// BenchmarkGETDuringLargePlacement: on torus:32x32x32 with 8 running
+// jobs, GET /api/jobs, /api/fabric/load and /api/fabric latency (every
+// 20 ms) while a 512-node placement with 128 transit nodes runs (node
+// selection and its table on all cores). Runs only with ICN_FM_LARGE=1.
+func BenchmarkGETDuringLargePlacement(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	s, tok := openTest(b, b.TempDir(), "torus:32x32x32", nil)
+	defer s.Close()
+	for i := 0; i < 8; i++ {
+		if _, err := s.Submit("bench", JobRequest{Nodes: 256, Transit: 64}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.LinkLoads()
+	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	defer srv.Close()
+	var lat []time.Duration
+	for b.Loop() {
+		done := make(chan error, 1)
+		go func() {
+			j, err := s.Submit("bench", JobRequest{Nodes: 512, Transit: 128})
+			if err == nil {
+				_, err = s.Release("bench", j.ID)
+			}
+			done <- err
+		}()
+		for k := 0; ; k++ {
+			select {
+			case err := <-done:
+				if err != nil {
+					b.Fatal(err)
+				}
+			default:
+				path := []string{"/api/jobs", "/api/fabric/load", "/api/fabric"}[k%3]
+				req, _ := http.NewRequest("GET", srv.URL+path, nil)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				t0 := time.Now()
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				lat = append(lat, time.Since(t0))
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			break
+		}
+	}
+	percentiles(b, lat, "get-")
+}

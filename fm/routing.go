@@ -3,6 +3,7 @@ package fm
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/icn-hpc/icn/alloc"
@@ -22,6 +23,10 @@ func AngaraRouting(rule string) RoutingFactory {
 	}
 }
 
+// computeWorkers is how many cores a placement or a re-routing uses: all
+// but one, which stays free for requests (on one core, that one).
+func computeWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+
 type angaraRouting struct {
 	*alloc.AngaraRouter
 }
@@ -29,7 +34,7 @@ type angaraRouting struct {
 func (a *angaraRouting) Rules() string { return a.R.Rule().String() }
 
 func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error) {
-	tb, err := a.R.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Context: ctx})
+	tb, err := a.R.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Context: ctx, Workers: computeWorkers()})
 	if err != nil {
 		return nil, TableStats{}, err
 	}

@@ -446,6 +446,7 @@ func (s *Service) loadFabric(rec FabricRecord) error {
 			return err
 		}
 		s.sel = alloc.NewSelector(s.state)
+		s.sel.Workers = computeWorkers()
 	}
 	return nil
 }
