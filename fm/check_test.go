@@ -27,6 +27,13 @@ func damagedDB(t *testing.T, dir string) (string, []byte) {
 			t.Fatal(err)
 		}
 	}
+	return closedStore(t, s, dir)
+}
+
+// closedStore closes the service on the database in dir and returns the
+// file's path and bytes, which must pass the check.
+func closedStore(t *testing.T, s *Service, dir string) (string, []byte) {
+	t.Helper()
 	s.Close()
 	p := filepath.Join(dir, "fm.db")
 	b, err := os.ReadFile(p)

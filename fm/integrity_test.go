@@ -24,13 +24,7 @@ func storeWithJobs(t *testing.T) (string, []byte) {
 			t.Fatal(err)
 		}
 	}
-	s.Close()
-	p := filepath.Join(dir, "fm.db")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, b
+	return closedStore(t, s, dir)
 }
 
 // editStore applies edit to a copy of a database through bbolt (as a
