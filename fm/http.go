@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/icn-hpc/icn/routing"
 	"io"
 	"net"
 	"net/http"
@@ -109,7 +110,22 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 		if j.Table == nil {
 			return nil, 0, fmt.Errorf("%w: job %d has no routing table", ErrNotFound, id)
 		}
-		return j.Table, 200, nil
+		switch f := r.URL.Query().Get("format"); f {
+		case "", "json":
+			return j.Table, 200, nil
+		case "routes":
+			// The compact route file (icn route --format routes), streamed;
+			// icn route check reads it. The table is checked before the
+			// first byte, so an error still gets its status.
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="job-%d.routes"`, id))
+			if err := routing.WriteRoutesJSON(w, j.Table); err != nil {
+				return nil, 0, fmt.Errorf("job %d: %v", id, err)
+			}
+			return nil, 200, errWritten
+		default:
+			return nil, 0, badRequest("format %q: want json or routes", f)
+		}
 	})
 	route("POST /api/jobs/{id}/verify", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
 		id, err := pathID(r)
@@ -213,6 +229,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, write bool, o Ha
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 	w = writeDeadlines(w)
 	v, code, err := h(w, r)
+	if errors.Is(err, errWritten) {
+		return code
+	}
 	if err != nil {
 		code = statusOf(err)
 		writeJSON(w, code, apiError{err.Error()})
@@ -474,3 +493,6 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
+// errWritten tells serve that the handler wrote its answer itself.
+var errWritten = errors.New("answer written")

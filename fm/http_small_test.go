@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/icn-hpc/icn/routing"
 )
 
 // TestHTTPSmallPoints covers the smaller points of issue 15.
@@ -65,6 +67,23 @@ func TestHTTPSmallPoints(t *testing.T) {
 	if code, tb := c.do("GET", "/api/jobs/"+itoa(id)+"/routes", nil); code != 200 || len(tb["routes"].([]any)) != 2 {
 		t.Errorf("routes of the job: %d %v", code, tb)
 	}
+	// The same table as a compact route file, which the table checker
+	// reads and finds valid.
+	req, _ := http.NewRequest("GET", srv.URL+"/api/jobs/"+itoa(id)+"/routes?format=routes", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	rep, _, err := routing.CheckFile(bytes.NewReader(file), "", "", 1)
+	if resp.StatusCode != 200 || err != nil || rep.Routes != 2 || len(rep.Violations) != 0 {
+		t.Errorf("routes?format=routes: %d, %v, %+v", resp.StatusCode, err, rep)
+	}
+	if code, _ := c.do("GET", "/api/jobs/"+itoa(id)+"/routes?format=xml", nil); code != 400 {
+		t.Errorf("routes?format=xml: %d", code)
+	}
 	if code, m := c.do("POST", "/api/jobs/"+itoa(id)+"/migrate", nil); code != 200 || m["routing"] != "migrated" {
 		t.Errorf("migrate: %d %v", code, m)
 	}
@@ -72,14 +91,14 @@ func TestHTTPSmallPoints(t *testing.T) {
 		t.Errorf("migrate unknown job: %d", code)
 	}
 	// Backup: token required; the copy opens and holds the job.
-	req, _ := http.NewRequest("GET", srv.URL+"/api/backup", nil)
-	resp, _ := http.DefaultClient.Do(req)
+	req, _ = http.NewRequest("GET", srv.URL+"/api/backup", nil)
+	resp, _ = http.DefaultClient.Do(req)
 	resp.Body.Close()
 	if resp.StatusCode != 401 {
 		t.Errorf("backup without token: %d", resp.StatusCode)
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

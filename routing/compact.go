@@ -73,13 +73,113 @@ func (tb *Table) WriteRoutes(w io.Writer) error {
 	for _, c := range tb.Cycle {
 		h.Cycle = append(h.Cycle, g.ChannelName(c))
 	}
+	return writeRoutes(bw, h, tb.Active, tb.Transit, func(a, b int, dirs []Dir) []Dir {
+		return tb.AppendDirs(pairIndex(len(tb.Active), a, b), dirs)
+	})
+}
+
+// WriteRoutesJSON writes a table held in the JSON form (as ReadTableJSON
+// returns it, or as a service keeps it) in the compact route format: the
+// same file WriteRoutes writes for the table it came from. Every ordered
+// pair of active nodes must have exactly one route.
+func WriteRoutesJSON(w io.Writer, tf *TableJSON) error {
+	if err := checkDims(tf.Dims); err != nil {
+		return err
+	}
+	ids := func(list [][]int) ([]int, error) {
+		out := make([]int, len(list))
+		for i, c := range list {
+			if len(c) != len(tf.Dims) {
+				return nil, fmt.Errorf("node %d has %d coordinates for %d dimensions", i, len(c), len(tf.Dims))
+			}
+			id := 0
+			for k := len(c) - 1; k >= 0; k-- {
+				if c[k] < 0 || c[k] >= tf.Dims[k] {
+					return nil, fmt.Errorf("node %v lies outside %v", c, tf.Dims)
+				}
+				id = id*tf.Dims[k] + c[k]
+			}
+			out[i] = id
+		}
+		return out, nil
+	}
+	active, err := ids(tf.Active)
+	if err != nil {
+		return err
+	}
+	transit, err := ids(tf.Transit)
+	if err != nil {
+		return err
+	}
+	m := len(active)
+	index := make(map[int]int, m)
+	for i, v := range active {
+		index[v] = i
+	}
+	route := make([]int32, m*m) // a·m + b → route index + 1
+	for i, r := range tf.Routes {
+		src, dst := 0, 0
+		for k := len(tf.Dims) - 1; k >= 0 && len(r.Src) == len(tf.Dims) && len(r.Dst) == len(tf.Dims); k-- {
+			src, dst = src*tf.Dims[k]+r.Src[k], dst*tf.Dims[k]+r.Dst[k]
+		}
+		a, ok1 := index[src]
+		b, ok2 := index[dst]
+		if !ok1 || !ok2 || a == b {
+			return fmt.Errorf("route %d does not join two active nodes", i+1)
+		}
+		if route[a*m+b] != 0 {
+			return fmt.Errorf("route %d repeats the pair of route %d", i+1, route[a*m+b])
+		}
+		route[a*m+b] = int32(i + 1)
+		for _, s := range r.Dirs {
+			if _, err := ParseDir(s); err != nil {
+				return fmt.Errorf("route %d: %v", i+1, err)
+			}
+		}
+	}
+	if len(tf.Routes) != m*(m-1) {
+		// Every pair has at most one route (above), so some pair has none.
+		return fmt.Errorf("%d routes for %d ordered pairs of active nodes", len(tf.Routes), m*(m-1))
+	}
+	h := RoutesHeader{Dims: tf.Dims, Rules: tf.Rules, Order: tf.Order, Algo: tf.Algo, FailedLinks: tf.FailedLinks,
+		FailedNodes: tf.FailedNodes, Active: m, Transit: len(transit), Routes: int64(len(tf.Routes)), Stats: tf.Stats,
+		DeadlockFree: tf.DeadlockFree, Cycle: tf.Cycle}
+	var bad error
+	bw := bufio.NewWriterSize(w, 1<<16)
+	err = writeRoutes(bw, h, active, transit, func(a, b int, dirs []Dir) []Dir {
+		i := route[a*m+b]
+		if i == 0 {
+			if bad == nil {
+				bad = fmt.Errorf("no route from active node %d to %d", a, b)
+			}
+			return dirs
+		}
+		for _, s := range tf.Routes[i-1].Dirs {
+			d, err := ParseDir(s)
+			if err != nil && bad == nil {
+				bad = fmt.Errorf("route %d: %v", i, err)
+			}
+			dirs = append(dirs, d)
+		}
+		return dirs
+	})
+	if bad != nil {
+		return bad
+	}
+	return err
+}
+
+// writeRoutes writes a compact route file: header, node lists, then one
+// record per active source with the steps dirsOf appends for each
+// destination.
+func writeRoutes(bw *bufio.Writer, h RoutesHeader, active, transit []int, dirsOf func(a, b int, dirs []Dir) []Dir) error {
 	hj, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
 	bw.WriteString(RoutesMagic)
 	buf := append(hj, '\n')
-	for _, list := range [2][]int{tb.Active, tb.Transit} {
+	for _, list := range [2][]int{active, transit} {
 		prev := -1
 		for i, v := range list {
 			if i == 0 {
@@ -92,7 +192,7 @@ func (tb *Table) WriteRoutes(w io.Writer) error {
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
 	bw.Write(buf)
-	m := len(tb.Active)
+	m := len(active)
 	var dirs []Dir
 	for a := 0; a < m; a++ {
 		rec := binary.AppendUvarint(buf[:0], uint64(a))
@@ -102,7 +202,7 @@ func (tb *Table) WriteRoutes(w io.Writer) error {
 			if b == a {
 				continue
 			}
-			dirs = tb.AppendDirs(pairIndex(m, a, b), dirs[:0])
+			dirs = dirsOf(a, b, dirs[:0])
 			rec = binary.AppendUvarint(rec, uint64(b-prev))
 			prev = b
 			rec = appendRuns(rec, dirs)

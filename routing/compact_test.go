@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/icn-hpc/icn/topology"
 )
 
 func compactBytes(t testing.TB, tb *Table) []byte {
@@ -206,4 +208,55 @@ func FuzzParseRouteFast(f *testing.F) {
 			t.Fatalf("%q: fast %+v, json %+v", b, fast, slow)
 		}
 	})
+}
+
+// TestWriteRoutesJSONMatchesWriteRoutes: a table written from its JSON
+// form is byte for byte the file WriteRoutes writes, and bad JSON tables
+// are refused before anything is written.
+func TestWriteRoutesJSONMatchesWriteRoutes(t *testing.T) {
+	for _, tc := range []struct {
+		spec            string
+		active, transit string
+	}{
+		{"torus:4x4x4", "0.0.0,1.0.0,2.0.0,0.1.0,1.1.0", "2.1.0"},
+		{"torus:6x4x2x2", "0.0.0.0,1.0.0.0,0.1.0.0,1.1.0.0,0.0.0.1,1.0.0.1,0.1.0.1,1.1.0.1", ""},
+	} {
+		g, err := topology.Parse(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := mustRouter(t, g, AngaraStar)
+		active, _ := g.ParseNodes(tc.active)
+		var transit []int
+		if tc.transit != "" {
+			transit, _ = g.ParseNodes(tc.transit)
+		}
+		tb, err := r.BuildTable(active, transit, BFS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, js, got bytes.Buffer
+		if err := tb.WriteRoutes(&want); err != nil {
+			t.Fatal(err)
+		}
+		if err := tb.WriteJSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		tf, err := ReadTableJSON(&js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteRoutesJSON(&got, tf); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%s: %d bytes from the JSON table, %d from the table", tc.spec, got.Len(), want.Len())
+		}
+		missing := *tf
+		missing.Routes = tf.Routes[1:]
+		var out bytes.Buffer
+		if err := WriteRoutesJSON(&out, &missing); err == nil || out.Len() != 0 {
+			t.Errorf("%s: a table missing a route: %v, %d bytes written", tc.spec, err, out.Len())
+		}
+	}
 }
