@@ -205,6 +205,7 @@ func BenchmarkGETDuringLargePlacement(b *testing.B) {
 	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
 	defer srv.Close()
 	var lat []time.Duration
+	byPath := map[string][]time.Duration{}
 	for b.Loop() {
 		done := make(chan error, 1)
 		go func() {
@@ -232,6 +233,7 @@ func BenchmarkGETDuringLargePlacement(b *testing.B) {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				lat = append(lat, time.Since(t0))
+				byPath[path] = append(byPath[path], time.Since(t0))
 				time.Sleep(20 * time.Millisecond)
 				continue
 			}
@@ -239,4 +241,8 @@ func BenchmarkGETDuringLargePlacement(b *testing.B) {
 		}
 	}
 	percentiles(b, lat, "get-")
+	for path, l := range byPath {
+		slices.Sort(l)
+		b.ReportMetric(float64(l[len(l)*99/100].Microseconds())/1000, strings.TrimPrefix(path, "/api/")+"-p99-ms")
+	}
 }

@@ -1,6 +1,7 @@
 package fm
 
 import (
+	"bytes"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -166,9 +167,14 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 func TestReadsCachedPerVersion(t *testing.T) {
 	s, _ := openTest(t, t.TempDir(), "torus:4x4x4", nil)
 	defer s.Close()
+	f0 := s.fabricJSON()
 	j, err := s.Submit("test", JobRequest{Nodes: 8})
 	if err != nil {
 		t.Fatal(err)
+	}
+	f1, f2 := s.fabricJSON(), s.fabricJSON()
+	if &f1[0] != &f2[0] || bytes.Equal(f0, f1) || !bytes.Contains(f1, []byte(`"job": 1`)) {
+		t.Error("fabric answer not shared within a version, or not renewed by a placement")
 	}
 	a, b := s.LinkLoads(), s.LinkLoads()
 	if &a[0] != &b[0] {

@@ -554,8 +554,8 @@ type readCacheKey struct {
 // same version share one computation (the first computes, the others
 // wait for it), and a new version replaces the entry.
 type readCache struct {
-	mu             sync.Mutex
-	metrics, loads *readEntry
+	mu                     sync.Mutex
+	metrics, loads, fabric *readEntry
 }
 
 type readEntry struct {
