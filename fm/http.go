@@ -307,10 +307,7 @@ const indentLimit = 1 << 20
 // fabricJSON is the encoded answer of GET /api/fabric for the current
 // fabric and jobs, computed once per version of them.
 func (s *Service) fabricJSON() []byte {
-	s.mu.RLock()
-	key := readCacheKey{g: s.g, jobs: s.jobsVer}
-	s.mu.RUnlock()
-	e := s.reads.entry(&s.reads.fabric, key)
+	e := s.readEntry(&s.reads.fabric, true)
 	e.once.Do(func() {
 		data, err := encodeJSON(s.Fabric())
 		if err != nil {

@@ -538,10 +538,7 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 // LinkLoads returns, per link, the number of routes of running jobs that
 // cross it (either direction).
 func (s *Service) LinkLoads() []int {
-	s.mu.RLock()
-	key := readCacheKey{g: s.g, jobs: s.jobsVer}
-	s.mu.RUnlock()
-	e := s.reads.entry(&s.reads.loads, key)
+	e := s.readEntry(&s.reads.loads, true)
 	e.once.Do(func() {
 		// The sum of each job's loads, kept per job and table
 		// (tableLinks): a change of one job walks only its routes.

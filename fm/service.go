@@ -534,12 +534,21 @@ func (s *Service) Spec() string {
 
 // Metrics returns the topology metrics of the current fabric.
 func (s *Service) Metrics() topology.Metrics {
-	s.mu.RLock()
-	g := s.g
-	s.mu.RUnlock()
-	e := s.reads.entry(&s.reads.metrics, readCacheKey{g: g})
-	e.once.Do(func() { e.value = topology.Measure(g, topology.MetricsOptions{}) })
+	e := s.readEntry(&s.reads.metrics, false)
+	e.once.Do(func() { e.value = topology.Measure(e.key.g, topology.MetricsOptions{}) })
 	return e.value.(topology.Metrics)
+}
+
+// readEntry returns the read cache's entry in slot for the current
+// fabric and, if withJobs, the current jobs.
+func (s *Service) readEntry(slot **readEntry, withJobs bool) *readEntry {
+	s.mu.RLock()
+	key := readCacheKey{g: s.g}
+	if withJobs {
+		key.jobs = s.jobsVer
+	}
+	s.mu.RUnlock()
+	return s.reads.entry(slot, key)
 }
 
 // readCacheKey names the version of the state an answer was computed
