@@ -326,7 +326,7 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 			return err
 		}
 		return tx.Log("job.submit", fmt.Sprintf("job %d", id), map[string]any{"nodes": j.Nodes, "transit": j.Transit,
-			"active": j.Active, "transit_nodes": j.TransitN, "candidates": p.res.Found})
+			"active": j.Active, "transit_nodes": j.TransitN, "candidates": p.res.Found, "placements_examined": p.res.Examined})
 	})
 	if err != nil {
 		return fmt.Errorf("storage: %v (the job was not placed)", err)
