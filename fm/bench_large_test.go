@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -244,5 +247,98 @@ func BenchmarkGETDuringLargePlacement(b *testing.B) {
 	for path, l := range byPath {
 		slices.Sort(l)
 		b.ReportMetric(float64(l[len(l)*99/100].Microseconds())/1000, strings.TrimPrefix(path, "/api/")+"-p99-ms")
+	}
+}
+
+// BenchmarkServiceTargets builds the state of the fabric manager's
+// targets from a fixed seed: torus:32x32x32 filled to 60 % by jobs of
+// 8–1 024 nodes (log-uniform, transit m/4, at most 197), and 20
+// multicast groups of 8 members; then it times 10 link failures that
+// cross jobs (each repaired after), the reads, and a restart, and
+// reports the database size. Runs only with ICN_FM_LARGE=1; it logs its
+// progress (-v). It has not yet been run to its end on 2 cores: a first
+// run without the stop after 10 refused placements in a row did not
+// finish in 25 minutes.
+func BenchmarkServiceTargets(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	for b.Loop() {
+		b.StopTimer()
+		dir := b.TempDir()
+		s, _ := openTest(b, dir, "torus:32x32x32", nil)
+		r := rand.New(rand.NewPCG(1, 28))
+		start := time.Now()
+		jobs, refused := 0, 0
+		// A refused request can take the whole placement budget: the
+		// fill stops after 10 in a row.
+		for jobs < 197 && refused < 10 && float64(s.state.Busy()) < 0.6*float64(s.state.N()) {
+			m := int(math.Exp(math.Log(8) + r.Float64()*(math.Log(1024)-math.Log(8))))
+			if _, err := s.Submit("bench", JobRequest{Nodes: m, Transit: m / 4}); err != nil {
+				refused++
+				continue
+			}
+			jobs, refused = jobs+1, 0
+			if jobs%20 == 0 {
+				b.Logf("%d jobs placed, %d of %d nodes busy, %.0f s", jobs, s.state.Busy(), s.state.N(), time.Since(start).Seconds())
+			}
+		}
+		b.ReportMetric(float64(jobs), "jobs")
+		b.ReportMetric(100*float64(s.state.Busy())/float64(s.state.N()), "busy-%")
+		b.ReportMetric(time.Since(start).Seconds(), "fill-s")
+		start = time.Now()
+		for gi := 0; gi < 20; gi++ {
+			for k := 0; k < 8; k++ {
+				member := fmt.Sprintf("%d.%d.%d", r.IntN(32), r.IntN(32), (gi+k*4)%32)
+				if _, err := s.mc.join("bench", McastRequest{Group: fmt.Sprintf("g%02d", gi), Member: member, MemberCount: 8}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "groups-s")
+		b.Logf("20 groups routed in %.0f s", time.Since(start).Seconds())
+		var used []int
+		for l, n := range s.LinkLoads() {
+			if n > 0 {
+				used = append(used, l)
+			}
+		}
+		var took []time.Duration
+		for k := 0; k < 10; k++ {
+			link := s.g.LinkName(used[r.IntN(len(used))])
+			t0 := time.Now()
+			if _, err := s.ChangeFailure("bench", FailureChange{Link: link}); err != nil {
+				b.Fatal(err)
+			}
+			took = append(took, time.Since(t0))
+			if _, err := s.ChangeFailure("bench", FailureChange{Link: link, Repair: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		slices.Sort(took)
+		b.ReportMetric(took[len(took)/2].Seconds(), "failure-p50-s")
+		b.ReportMetric(took[len(took)-1].Seconds(), "failure-max-s")
+		for _, rd := range []struct {
+			name string
+			read func()
+		}{
+			{"metrics", func() { s.Metrics() }},
+			{"load", func() { s.LinkLoads() }},
+			{"fabric", func() { s.fabricJSON() }},
+			{"jobs-all", func() { s.Jobs(true) }},
+		} {
+			t0 := time.Now()
+			rd.read()
+			b.ReportMetric(time.Since(t0).Seconds()*1e3, rd.name+"-ms")
+		}
+		s.Close()
+		if fi, err := os.Stat(filepath.Join(dir, "fm.db")); err == nil {
+			b.ReportMetric(float64(fi.Size())/1e6, "db-MB")
+		}
+		t0 := time.Now()
+		s, _ = openTest(b, dir, "", nil)
+		b.ReportMetric(time.Since(t0).Seconds(), "restart-s")
+		s.Close()
+		b.StartTimer()
 	}
 }
