@@ -290,7 +290,7 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 		c := *old
 		c.Reachable, c.Routing = false, "broken"
 		c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
-		c.Affected = append(slices.Clone(old.Affected), changed[id].Affected[len(changed[id].Affected)-1])
+		c.Affected = append(slices.Clone(old.Affected), actionName(ch)+" "+subject)
 		changed[id] = &c
 		results[id] = recheckResult{old: old, new: &c, effect: JobEffect{ID: id, Result: "broken", Problem: c.Problem}}
 	}
@@ -535,8 +535,14 @@ func (s *Service) tableLinks(g *topology.Graph, j *JobRecord) jobLinks {
 	if ok && e.tb == j.Table {
 		return e
 	}
+	s.linksMu.Lock()
+	if s.linkDirs == nil {
+		s.linkDirs = newLinkDirs(g)
+	}
+	ld := s.linkDirs
+	s.linksMu.Unlock()
 	count := make([]int32, g.NumLinks())
-	walkTableLinks(g, j.Table, func(l int) { count[l]++ })
+	ld.walk(j.Table, func(l int) { count[l]++ })
 	e = jobLinks{tb: j.Table, set: make([]uint64, (g.NumLinks()+63)/64)}
 	for l, n := range count {
 		if n > 0 {

@@ -564,17 +564,28 @@ func (s *Service) LinkLoads() []int {
 }
 
 // walkTableLinks calls fn with the link of every step of every route of
-// tf on g. The links out of each node are looked up by direction in a
-// table built once per call, and each distinct step list (routes share
-// them) is parsed once.
+// tf on g (newLinkDirs(g).walk).
 func walkTableLinks(g *topology.Graph, tf *routing.TableJSON, fn func(link int)) {
+	newLinkDirs(g).walk(tf, fn)
+}
+
+// linkDirs finds the link a step takes: the link out of each node in each
+// direction, and the nodes' id strides. It depends only on the fabric's
+// structure (failures do not renumber links), so a service builds it once.
+type linkDirs struct {
+	dims, stride []int
+	out          []int32 // node·2·dims + direction → link, or -1
+}
+
+func newLinkDirs(g *topology.Graph) *linkDirs {
 	dims := g.Dims()
 	nd := len(dims)
+	ld := &linkDirs{dims: dims}
 	if nd > routing.MaxDims {
-		return
+		return ld // walks nothing
 	}
 	const none = -1
-	out := make([]int32, g.NumNodes()*2*nd) // node·2nd + direction → link
+	out := make([]int32, g.NumNodes()*2*nd)
 	for v := range g.NumNodes() {
 		row := out[v*2*nd : (v+1)*2*nd]
 		for k := range row {
@@ -597,6 +608,19 @@ func walkTableLinks(g *topology.Graph, tf *routing.TableJSON, fn func(link int))
 	stride := make([]int, nd)
 	for i, n := 0, 1; i < nd; i++ {
 		stride[i], n = n, n*dims[i]
+	}
+	ld.stride, ld.out = stride, out
+	return ld
+}
+
+// walk calls fn with the link of every step of every route of tf; each
+// distinct step list (routes share them) is parsed once.
+func (ld *linkDirs) walk(tf *routing.TableJSON, fn func(link int)) {
+	const none = -1
+	dims, stride, out := ld.dims, ld.stride, ld.out
+	nd := len(dims)
+	if out == nil {
+		return
 	}
 	codes := map[*string][]int8{} // step list → directions (2·dim, +1 if negative)
 	parse := func(dirs []string) []int8 {
@@ -627,7 +651,14 @@ func walkTableLinks(g *topology.Graph, tf *routing.TableJSON, fn func(link int))
 			continue
 		}
 		copy(c, r.Src)
-		v := g.NodeAt(c)
+		v := 0
+		for i, x := range c {
+			if x < 0 || x >= dims[i] {
+				v = -1
+				break
+			}
+			v += x * stride[i]
+		}
 		for _, k := range parse(r.Dirs) {
 			if v < 0 || k < 0 {
 				break

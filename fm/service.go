@@ -113,8 +113,9 @@ type Service struct {
 	compacted [2]int64
 	// links caches, per job, the links its table's routes use, so that
 	// a failure re-checks only the jobs it touches (jobLinks).
-	linksMu sync.Mutex
-	links   map[int]jobLinks
+	linksMu  sync.Mutex
+	links    map[int]jobLinks
+	linkDirs *linkDirs // built from the first fabric graph: failures do not renumber links
 }
 
 // Compacted returns the database file's size before and after Open

@@ -379,7 +379,7 @@ func benchHalfXSelection(network func(full, small string) (string, *topology.Gra
 	if err != nil {
 		return nil, err
 	}
-	st, err := alloc.NewState(g)
+	st, ar, err := selectionOn(g)
 	if err != nil {
 		return nil, err
 	}
@@ -390,10 +390,6 @@ func benchHalfXSelection(network func(full, small string) (string, *topology.Gra
 		}
 	}
 	if err := st.Occupy(1, busy); err != nil {
-		return nil, err
-	}
-	ar, err := alloc.NewAngaraRouter(g, "angara*")
-	if err != nil {
 		return nil, err
 	}
 	var rows []benchRow
@@ -423,11 +419,7 @@ func benchSlabSelection(network func(full, small string) (string, *topology.Grap
 	if err != nil {
 		return nil, err
 	}
-	st, err := alloc.NewState(g)
-	if err != nil {
-		return nil, err
-	}
-	ar, err := alloc.NewAngaraRouter(g, "angara*")
+	st, ar, err := selectionOn(g)
 	if err != nil {
 		return nil, err
 	}
@@ -457,4 +449,15 @@ func benchSlabSelection(network func(full, small string) (string, *topology.Grap
 		{Name: name + ", exhaustive", Value: ms(tn), Unit: "ms", Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()},
 		{Name: fmt.Sprintf("%s, budget %v", name, budget.Round(time.Millisecond)), Value: ms(tb), Unit: "ms", Baseline: "exhaustive", BaseVal: ms(tn), Ratio: tn.Seconds() / tb.Seconds()},
 	}, nil
+}
+
+// selectionOn returns an idle machine state on g and its angara* router,
+// what the node-selection rows decide on.
+func selectionOn(g *topology.Graph) (*alloc.State, *alloc.AngaraRouter, error) {
+	st, err := alloc.NewState(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	ar, err := alloc.NewAngaraRouter(g, "angara*")
+	return st, ar, err
 }
