@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -251,14 +252,16 @@ func BenchmarkGETDuringLargePlacement(b *testing.B) {
 }
 
 // BenchmarkServiceTargets builds the state of the fabric manager's
-// targets from a fixed seed: torus:32x32x32 filled to 60 % by jobs of
-// 8–1 024 nodes (log-uniform, transit m/4, at most 197), and 20
-// multicast groups of 8 members; then it times 10 link failures that
-// cross jobs (each repaired after), the reads, and a restart, and
-// reports the database size. Runs only with ICN_FM_LARGE=1; it logs its
-// progress (-v). It has not yet been run to its end on 2 cores: a first
-// run without the stop after 10 refused placements in a row did not
-// finish in 25 minutes.
+// targets from a fixed seed: torus:32x32x32 filled to 60 % by up to 197
+// jobs of 8–1 024 nodes (8·128^(u^2.5), mean about 100 nodes, transit
+// m/4), and 100 multicast groups of 8 members. It then times 10 link
+// failures, each on a link used by jobs and by the most multicast trees
+// (each repaired after), with GET requests over HTTP every 20 ms
+// meanwhile; the first read of the metrics, link loads, fabric and all
+// jobs; and a restart; and it reports the database size. Progress goes
+// to stderr. Runs only with ICN_FM_LARGE=1; with ICN_FM_STATE=DIR the
+// filled store (before the groups) is kept in DIR and reused by the next
+// run, which then skips the fill.
 func BenchmarkServiceTargets(b *testing.B) {
 	if os.Getenv("ICN_FM_LARGE") == "" {
 		b.Skip("set ICN_FM_LARGE=1")
@@ -266,58 +269,72 @@ func BenchmarkServiceTargets(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		dir := b.TempDir()
-		s, _ := openTest(b, dir, "torus:32x32x32", nil)
-		r := rand.New(rand.NewPCG(1, 28))
+		s, tok := fillTargets(b, dir, os.Getenv("ICN_FM_STATE"))
+		r := rand.New(rand.NewPCG(2, 28))
 		start := time.Now()
-		jobs, refused := 0, 0
-		// A refused request can take the whole placement budget: the
-		// fill stops after 10 in a row.
-		for jobs < 197 && refused < 10 && float64(s.state.Busy()) < 0.6*float64(s.state.N()) {
-			m := int(math.Exp(math.Log(8) + r.Float64()*(math.Log(1024)-math.Log(8))))
-			if _, err := s.Submit("bench", JobRequest{Nodes: m, Transit: m / 4}); err != nil {
-				refused++
-				continue
-			}
-			jobs, refused = jobs+1, 0
-			if jobs%20 == 0 {
-				b.Logf("%d jobs placed, %d of %d nodes busy, %.0f s", jobs, s.state.Busy(), s.state.N(), time.Since(start).Seconds())
-			}
-		}
-		b.ReportMetric(float64(jobs), "jobs")
-		b.ReportMetric(100*float64(s.state.Busy())/float64(s.state.N()), "busy-%")
-		b.ReportMetric(time.Since(start).Seconds(), "fill-s")
-		start = time.Now()
-		for gi := 0; gi < 20; gi++ {
+		var joins []time.Duration
+		for gi := 0; gi < 100; gi++ {
 			for k := 0; k < 8; k++ {
-				member := fmt.Sprintf("%d.%d.%d", r.IntN(32), r.IntN(32), (gi+k*4)%32)
-				if _, err := s.mc.join("bench", McastRequest{Group: fmt.Sprintf("g%02d", gi), Member: member, MemberCount: 8}); err != nil {
+				member := fmt.Sprintf("%d.%d.%d", r.IntN(32), r.IntN(32), r.IntN(32))
+				t0 := time.Now()
+				_, err := s.mc.join("bench", McastRequest{Group: fmt.Sprintf("g%03d", gi), Member: member, MemberCount: 8})
+				if err != nil && !errors.Is(err, ErrConflict) { // a member drawn twice
 					b.Fatal(err)
 				}
+				joins = append(joins, time.Since(t0))
 			}
 		}
+		b.ReportMetric(joins[0].Seconds(), "first-join-s")
 		b.ReportMetric(time.Since(start).Seconds(), "groups-s")
-		b.Logf("20 groups routed in %.0f s", time.Since(start).Seconds())
-		var used []int
-		for l, n := range s.LinkLoads() {
-			if n > 0 {
-				used = append(used, l)
+		slices.Sort(joins)
+		b.ReportMetric(joins[len(joins)-1].Seconds(), "join-max-s")
+		fmt.Fprintf(os.Stderr, "ServiceTargets: 100 groups routed in %.1f s\n", time.Since(start).Seconds())
+
+		// Links crossing jobs, by the number of trees through them.
+		jobLoads := s.LinkLoads()
+		efi := s.mc.linkEFI()
+		var cand []int
+		for l, n := range jobLoads {
+			if n > 0 && efi[l] > 0 {
+				cand = append(cand, l)
 			}
 		}
+		slices.SortStableFunc(cand, func(a, c int) int { return efi[c] - efi[a] })
+		srv := httptest.NewServer(s.Handler(HandlerOptions{}))
 		var took []time.Duration
-		for k := 0; k < 10; k++ {
-			link := s.g.LinkName(used[r.IntN(len(used))])
+		var lat []time.Duration
+		jobsHit, treesHit := 0, 0
+		for k := 0; k < 10 && k < len(cand); k++ {
+			link := s.g.LinkName(cand[k])
+			treesHit += efi[cand[k]]
+			stop := make(chan struct{})
+			got := make(chan []time.Duration)
+			go func() { got <- pollGETs(b, srv.URL, tok, stop) }()
 			t0 := time.Now()
-			if _, err := s.ChangeFailure("bench", FailureChange{Link: link}); err != nil {
+			res, err := s.ChangeFailure("bench", FailureChange{Link: link})
+			if err != nil {
 				b.Fatal(err)
 			}
 			took = append(took, time.Since(t0))
+			close(stop)
+			lat = append(lat, <-got...)
+			for _, e := range res.Jobs {
+				if e.Result != "" {
+					jobsHit++
+				}
+			}
 			if _, err := s.ChangeFailure("bench", FailureChange{Link: link, Repair: true}); err != nil {
 				b.Fatal(err)
 			}
 		}
+		srv.Close()
 		slices.Sort(took)
 		b.ReportMetric(took[len(took)/2].Seconds(), "failure-p50-s")
 		b.ReportMetric(took[len(took)-1].Seconds(), "failure-max-s")
+		b.ReportMetric(float64(treesHit)/float64(len(took)), "trees-per-failure")
+		b.ReportMetric(float64(jobsHit)/float64(len(took)), "jobs-rerouted-per-failure")
+		percentiles(b, lat, "get-during-failure-")
+		fmt.Fprintf(os.Stderr, "ServiceTargets: failures p50 %.2f s\n", took[len(took)/2].Seconds())
 		for _, rd := range []struct {
 			name string
 			read func()
@@ -340,5 +357,85 @@ func BenchmarkServiceTargets(b *testing.B) {
 		b.ReportMetric(time.Since(t0).Seconds(), "restart-s")
 		s.Close()
 		b.StartTimer()
+	}
+}
+
+// fillTargets opens a torus:32x32x32 service in dir filled to 60 % by
+// up to 197 jobs from a fixed seed (see BenchmarkServiceTargets), or, if
+// keep holds such a store already, a copy of it.
+func fillTargets(b *testing.B, dir, keep string) (*Service, string) {
+	db := filepath.Join(dir, "fm.db")
+	if keep != "" {
+		if data, err := os.ReadFile(filepath.Join(keep, "fm.db")); err == nil {
+			if err := os.WriteFile(db, data, 0o600); err != nil {
+				b.Fatal(err)
+			}
+			s, tok := openTest(b, dir, "", nil)
+			b.ReportMetric(float64(len(s.jobs)), "jobs")
+			b.ReportMetric(100*float64(s.state.Busy())/float64(s.state.N()), "busy-%")
+			return s, tok
+		}
+	}
+	s, tok := openTest(b, dir, "torus:32x32x32", nil)
+	r := rand.New(rand.NewPCG(1, 28))
+	start := time.Now()
+	jobs, refused := 0, 0
+	// A refused request can take the whole placement budget: the fill
+	// stops after 10 in a row.
+	for jobs < 197 && refused < 10 && float64(s.state.Busy()) < 0.6*float64(s.state.N()) {
+		m := int(8 * math.Pow(128, math.Pow(r.Float64(), 2.5)))
+		if _, err := s.Submit("bench", JobRequest{Nodes: m, Transit: m / 4}); err != nil {
+			refused++
+			continue
+		}
+		jobs, refused = jobs+1, 0
+		if jobs%10 == 0 {
+			fmt.Fprintf(os.Stderr, "ServiceTargets: %d jobs placed, %d of %d nodes busy, %.0f s\n", jobs, s.state.Busy(), s.state.N(), time.Since(start).Seconds())
+		}
+	}
+	b.ReportMetric(float64(jobs), "jobs")
+	b.ReportMetric(100*float64(s.state.Busy())/float64(s.state.N()), "busy-%")
+	b.ReportMetric(time.Since(start).Seconds(), "fill-s")
+	if keep != "" {
+		s.Close()
+		data, err := os.ReadFile(db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.MkdirAll(keep, 0o700)
+		if err := os.WriteFile(filepath.Join(keep, "fm.db"), data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		s, tok = openTest(b, dir, "", nil)
+	}
+	return s, tok
+}
+
+// pollGETs sends GET /api/jobs, /api/fabric/load and /api/mcast in turn
+// every 20 ms until stop is closed and returns their latencies.
+func pollGETs(b *testing.B, url, tok string, stop <-chan struct{}) []time.Duration {
+	var lat []time.Duration
+	for k := 0; ; k++ {
+		select {
+		case <-stop:
+			return lat
+		default:
+		}
+		path := []string{"/api/jobs", "/api/fabric/load", "/api/mcast"}[k%3]
+		req, _ := http.NewRequest("GET", url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		t0 := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Error(err)
+			return lat
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Errorf("GET %s: %d", path, resp.StatusCode)
+		}
+		lat = append(lat, time.Since(t0))
+		time.Sleep(20 * time.Millisecond)
 	}
 }

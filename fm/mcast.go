@@ -24,80 +24,76 @@ type McastRequest struct {
 // mcast runs the multicast join/leave protocol of the multicast package
 // (FULB-MC routing) for the service and persists every group after every
 // change. On start, and whenever the fabric changes, the protocol manager
-// is rebuilt by replaying the stored groups in the order their trees were
-// computed, so loads and trees come out as before (or, after a failure,
-// re-routed around it).
+// is rebuilt from the stored groups: a routed group whose tree still holds
+// on the fabric (working links, min-hop depths) keeps it, so a failure
+// moves only the trees that used the failed link or node, and a restart
+// moves none; the others are routed again, in the order their trees were
+// first computed, balanced against the trees kept.
 type mcast struct {
 	s *Service
 
-	mu      sync.Mutex      // serialises protocol calls with their persistence
-	g       *topology.Graph // the fabric the manager routes on
-	mgr     *multicast.Manager
-	groups  map[string]*GroupRecord
-	seq     int // completion order of routed groups
-	order   map[string]int
-	hopSize int
-	// at, while set, is the clock of the manager: replays run each group
-	// at the time its deadline was set, so deadlines stay absolute.
-	at *time.Time
+	mu     sync.Mutex      // serialises protocol calls with their persistence
+	g      *topology.Graph // the fabric the manager routes on
+	mgr    *multicast.Manager
+	clk    *replayClock // mgr's clock
+	groups map[string]*GroupRecord
+	seq    int    // completion order of routed groups
+	ver    uint64 // counts changes of groups, so a rebuild done without mu can tell it is stale
 }
 
-// now is the manager's clock (callers hold mu).
-func (m *mcast) now() time.Time {
-	if m.at != nil {
-		return *m.at
+// replayClock is the clock of one protocol manager: the service's clock,
+// or while a replay sets at, the time a group's deadline was set, so
+// that deadlines replayed stay absolute.
+type replayClock struct {
+	at      *time.Time
+	now     func() time.Time
+	timeout time.Duration
+}
+
+func (c *replayClock) Now() time.Time {
+	if c.at != nil {
+		return *c.at
 	}
-	return m.s.cfg.Now()
+	return c.now()
 }
 
-// replayAt sets the replay clock so that a deadline d comes out again.
-func (m *mcast) replayAt(d *time.Time) {
+// replayAt sets the clock so that a deadline d comes out again (nil: the
+// service's clock).
+func (c *replayClock) replayAt(d *time.Time) {
 	if d == nil {
-		m.at = nil
+		c.at = nil
 		return
 	}
-	t := d.Add(-m.s.cfg.MulticastTimeout)
-	m.at = &t
+	t := d.Add(-c.timeout)
+	c.at = &t
 }
 
 const mcastAlgo = "fulb"
 
 func newMcast(s *Service) *mcast {
-	return &mcast{s: s, groups: map[string]*GroupRecord{}, order: map[string]int{}}
+	return &mcast{s: s, groups: map[string]*GroupRecord{}}
 }
 
-type clockFunc func() time.Time
-
-func (c clockFunc) Now() time.Time { return c() }
-
-// build makes a fresh manager on g (callers hold mu).
-func (m *mcast) build(g *topology.Graph) error {
-	mgr, err := m.newManager(g)
-	if err == nil {
-		m.mgr = mgr
-	}
-	return err
-}
-
-// newManager builds a protocol manager on g (no lock needed: it only
-// sets up the router). Hop counts are computed per destination when a
-// group first needs them (one BFS each), not for all pairs: a group on
-// a 32 768-node torus touches a few hundred destinations of 32 768.
-func (m *mcast) newManager(g *topology.Graph) (*multicast.Manager, error) {
+// newManager builds a protocol manager on g with its own clock (no lock
+// needed: it only sets up the router). Hop counts are computed per
+// destination when a group first needs them (one BFS each), not for all
+// pairs: a group on a 32 768-node torus touches a few hundred
+// destinations of 32 768.
+func (m *mcast) newManager(g *topology.Graph) (*multicast.Manager, *replayClock, error) {
 	h := topology.MinHopsLazy(g)
 	algo, err := multicast.ParseAlgo(mcastAlgo)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r := multicast.NewRouter(h, algo, multicast.Options{})
 	to := m.s.cfg.MulticastTimeout
+	clk := &replayClock{now: m.s.cfg.Now, timeout: to}
 	return multicast.NewManager(r, multicast.ManagerOptions{JoinTimeout: to, LeaveTimeout: to, Linger: time.Second,
-		Clock: clockFunc(m.now)}), nil
+		Clock: clk}), clk, nil
 }
 
-// ensureManager builds the manager, if there is none yet, without holding
-// mu (all-pairs hop counts take seconds on large fabrics; group queries
-// go on meanwhile).
+// ensureManager builds the manager, if there is none yet (no groups since
+// the last fabric change), without holding mu.
 func (m *mcast) ensureManager() error {
 	m.mu.Lock()
 	g, have := m.g, m.mgr != nil
@@ -105,25 +101,24 @@ func (m *mcast) ensureManager() error {
 	if have {
 		return nil
 	}
-	mgr, err := m.newManager(g)
+	mgr, clk, err := m.newManager(g)
 	if err != nil {
 		return err
 	}
 	m.mu.Lock()
 	if m.mgr == nil && m.g == g {
-		m.mgr = mgr
+		m.mgr, m.clk = mgr, clk
 	}
 	m.mu.Unlock()
 	return nil
 }
 
-// load reads the stored groups and replays them.
+// load reads the stored groups and rebuilds the protocol state from them.
 func (m *mcast) load() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	groups := map[string]*GroupRecord{}
 	err := m.s.store.View(func(tx *Tx) error {
 		return tx.Groups(func(g *GroupRecord) error {
-			m.groups[g.ID] = g
+			groups[g.ID] = g
 			return nil
 		})
 	})
@@ -133,34 +128,68 @@ func (m *mcast) load() error {
 	m.s.mu.RLock()
 	g := m.s.g
 	m.s.mu.RUnlock()
-	return m.replay(g)
-}
-
-// replay rebuilds the manager on g from m.groups. Without groups the
-// manager is built lazily by the first request: FULB-MC needs all-pairs
-// hop counts, which take seconds and O(N²) memory on large fabrics, so
-// the service neither starts nor re-routes groups any slower for them.
-func (m *mcast) replay(g *topology.Graph) error { return m.replayWith(g, nil) }
-
-// replayWith is replay with a manager already built on g (nil: build it).
-func (m *mcast) replayWith(g *topology.Graph, mgr *multicast.Manager) error {
-	m.g, m.mgr = g, nil
-	if len(m.groups) == 0 {
-		return nil
-	}
-	if mgr != nil {
-		m.mgr = mgr
-	} else if err := m.build(g); err != nil {
+	rb, err := m.rebuild(g, groups)
+	if err != nil {
 		return err
 	}
-	ids := make([]string, 0, len(m.groups))
-	for id := range m.groups {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.install(rb)
+	return nil
+}
+
+// rebuilt is the protocol state rebuilt on one fabric from group records.
+type rebuilt struct {
+	g      *topology.Graph
+	mgr    *multicast.Manager // nil when there are no groups (built on demand)
+	clk    *replayClock
+	groups map[string]*GroupRecord
+	seq    int
+	moved  []*GroupRecord // groups whose tree or state differs from their record
+}
+
+// install makes rb the current state (callers hold mu).
+func (m *mcast) install(rb *rebuilt) {
+	m.g, m.mgr, m.clk, m.groups, m.seq = rb.g, rb.mgr, rb.clk, rb.groups, max(m.seq, rb.seq)
+	m.ver++
+}
+
+// replay rebuilds the protocol state on g from m.groups and installs it
+// (callers hold mu).
+func (m *mcast) replay(g *topology.Graph) error {
+	rb, err := m.rebuild(g, m.groups)
+	if err != nil {
+		return err
+	}
+	m.install(rb)
+	return nil
+}
+
+// rebuild replays group records on fabric g into a new manager, touching
+// nothing of m but its configuration: the records are copied. Routed
+// groups whose stored tree holds on g are adopted first, in the order
+// their trees were computed; the others are replayed join by join (so
+// their trees are computed again, against the loads of the trees kept),
+// routed groups first, then groups still collecting joins.
+func (m *mcast) rebuild(g *topology.Graph, records map[string]*GroupRecord) (*rebuilt, error) {
+	rb := &rebuilt{g: g, groups: make(map[string]*GroupRecord, len(records))}
+	if len(records) == 0 {
+		return rb, nil
+	}
+	mgr, clk, err := m.newManager(g)
+	if err != nil {
+		return nil, err
+	}
+	rb.mgr, rb.clk = mgr, clk
+	ids := make([]string, 0, len(records))
+	for id, r := range records {
+		c := *r
+		c.Members, c.Left, c.Edges = slices.Clone(r.Members), slices.Clone(r.Left), slices.Clone(r.Edges)
+		rb.groups[id] = &c
 		ids = append(ids, id)
 	}
-	// Routed groups first, in the order their trees were computed; then
-	// groups still collecting joins.
 	sort.Slice(ids, func(i, j int) bool {
-		a, b := m.groups[ids[i]], m.groups[ids[j]]
+		a, b := rb.groups[ids[i]], rb.groups[ids[j]]
 		if (a.Root == "") != (b.Root == "") {
 			return a.Root != ""
 		}
@@ -169,40 +198,108 @@ func (m *mcast) replayWith(g *topology.Graph, mgr *multicast.Manager) error {
 		}
 		return a.ID < b.ID
 	})
-	defer m.replayAt(nil)
+	defer clk.replayAt(nil)
+	var rest []string
 	for _, id := range ids {
-		g := m.groups[id]
-		m.replayAt(g.JoinDeadline)
-		for _, name := range g.Members {
-			v := m.g.NodeByName(name)
+		if gr := rb.groups[id]; !rb.adopt(gr) {
+			rest = append(rest, id)
+		}
+	}
+	for _, id := range rest {
+		gr := rb.groups[id]
+		clk.replayAt(gr.JoinDeadline)
+		for _, name := range gr.Members {
+			v := g.NodeByName(name)
 			if v < 0 {
-				return fmt.Errorf("group %s: unknown member %q", id, name)
+				return nil, fmt.Errorf("group %s: unknown member %q", id, name)
 			}
-			if _, err := m.mgr.Join(id, v, g.MemberCount); err != nil && !errors.Is(err, multicast.ErrDuplicateJoin) {
+			if _, err := mgr.Join(id, v, gr.MemberCount); err != nil && !errors.Is(err, multicast.ErrDuplicateJoin) {
 				// The fabric changed under the group (a member failed):
 				// keep the record and report it through the state.
-				g.State = "Destroying"
-				g.Reason = err.Error()
+				gr.State = "Destroying"
+				gr.Reason = err.Error()
 				break
 			}
 		}
-		m.replayAt(g.LeaveDeadline)
-		for _, name := range g.Left {
-			if v := m.g.NodeByName(name); v >= 0 {
-				m.mgr.Leave(id, v)
-			}
+		rb.leaves(gr)
+	}
+	for _, id := range ids {
+		gr := rb.groups[id]
+		old := records[id]
+		rb.refresh(gr)
+		if gr.Root != "" && gr.Seq > rb.seq {
+			rb.seq = gr.Seq
 		}
-		m.refresh(g)
-		if g.Root != "" && g.Seq > m.seq {
-			m.seq = g.Seq
+		if gr.State != old.State || gr.Root != old.Root || !slices.Equal(gr.Channels, old.Channels) {
+			rb.moved = append(rb.moved, gr)
 		}
 	}
-	return nil
+	return rb, nil
+}
+
+// adopt installs a routed group with its stored tree if the tree holds on
+// the fabric, and replays its leaves; false if the group has to be
+// routed again.
+func (rb *rebuilt) adopt(gr *GroupRecord) bool {
+	if gr.Root == "" || len(gr.Edges) == 0 || gr.State == "Destroying" {
+		return false
+	}
+	g := rb.g
+	t := multicast.Tree{Root: int32(g.NodeByName(gr.Root))}
+	if t.Root < 0 {
+		return false
+	}
+	for i, e := range gr.Edges {
+		c := -1
+		if a, b := g.NodeByName(e[0]), g.NodeByName(e[1]); a >= 0 && b >= 0 {
+			if len(gr.Channels) == len(gr.Edges) && int(gr.Channels[i]) < g.NumChannels() && gr.Channels[i] >= 0 &&
+				g.Src(int(gr.Channels[i])) == a && g.Dst(int(gr.Channels[i])) == b {
+				c = int(gr.Channels[i])
+			} else {
+				for _, ch := range g.Out(a) {
+					if g.Dst(int(ch)) == b {
+						c = int(ch)
+						break
+					}
+				}
+			}
+		}
+		if c < 0 {
+			return false
+		}
+		t.Edges = append(t.Edges, int32(c))
+	}
+	members := make([]int, len(gr.Members))
+	for i, name := range gr.Members {
+		if members[i] = g.NodeByName(name); members[i] < 0 {
+			return false
+		}
+	}
+	if _, err := rb.mgr.Adopt(gr.ID, gr.MemberCount, members, t); err != nil {
+		return false
+	}
+	rb.leaves(gr)
+	return true
+}
+
+// leaves replays the leaves of a group at the time they were received.
+func (rb *rebuilt) leaves(gr *GroupRecord) {
+	rb.clk.replayAt(gr.LeaveDeadline)
+	for _, name := range gr.Left {
+		if v := rb.g.NodeByName(name); v >= 0 {
+			rb.mgr.Leave(gr.ID, v)
+		}
+	}
 }
 
 // refresh copies the manager's view of a group into its record.
 func (m *mcast) refresh(g *GroupRecord) {
-	rec, err := m.mgr.Query(g.ID)
+	(&rebuilt{g: m.g, mgr: m.mgr}).refresh(g)
+}
+
+// refresh copies the manager's view of a group into its record.
+func (rb *rebuilt) refresh(g *GroupRecord) {
+	rec, err := rb.mgr.Query(g.ID)
 	if err != nil {
 		if g.State != "Destroying" {
 			g.State = "Destroying"
@@ -211,13 +308,14 @@ func (m *mcast) refresh(g *GroupRecord) {
 	}
 	g.State = rec.State.String()
 	g.Reason = rec.Reason
-	if t, err := m.mgr.Tree(g.ID); err == nil {
-		g.Root = m.g.NodeName(int(t.Root))
+	if t, err := rb.mgr.Tree(g.ID); err == nil {
+		g.Root = rb.g.NodeName(int(t.Root))
 		g.Edges = g.Edges[:0]
+		g.Channels = slices.Clone(t.Edges)
 		children := map[int][]int{}
 		for _, c := range t.Edges {
-			a, b := m.g.Src(int(c)), m.g.Dst(int(c))
-			g.Edges = append(g.Edges, [2]string{m.g.NodeName(a), m.g.NodeName(b)})
+			a, b := rb.g.Src(int(c)), rb.g.Dst(int(c))
+			g.Edges = append(g.Edges, [2]string{rb.g.NodeName(a), rb.g.NodeName(b)})
 			children[a] = append(children[a], b)
 		}
 		// Height: the deepest node below the root (edges are parent →
@@ -233,7 +331,7 @@ func (m *mcast) refresh(g *GroupRecord) {
 			level = next
 		}
 	} else {
-		g.Root, g.Edges, g.Height = "", nil, 0
+		g.Root, g.Edges, g.Channels, g.Height = "", nil, nil, 0
 	}
 }
 
@@ -293,9 +391,11 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 		return nil, fmt.Errorf("%w: unknown member node %q", ErrNotFound, req.Member)
 	}
 	if m.mgr == nil {
-		if err := m.build(m.g); err != nil {
+		mgr, clk, err := m.newManager(m.g)
+		if err != nil {
 			return nil, err
 		}
+		m.mgr, m.clk = mgr, clk
 	}
 	before := m.snapshot()
 	g := m.groups[req.Group]
@@ -309,7 +409,7 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 		g = &GroupRecord{ID: req.Group, Created: now, JoinDeadline: &d}
 	} else {
 		c := *g
-		c.Members, c.Left, c.Edges = slices.Clone(g.Members), slices.Clone(g.Left), slices.Clone(g.Edges)
+		c.Members, c.Left, c.Edges, c.Channels = slices.Clone(g.Members), slices.Clone(g.Left), slices.Clone(g.Edges), slices.Clone(g.Channels)
 		g = &c
 	}
 	if err := apply(g, v); err != nil {
@@ -338,6 +438,7 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 		}
 		m.groups[id] = c
 	}
+	m.ver++
 	out := *g
 	return &out, nil
 }
@@ -445,21 +546,46 @@ func (m *mcast) tick() {
 		}
 		m.groups[id] = c
 	}
+	m.ver++
 }
 
-// fabricChanged re-routes every group on the new fabric.
-// The manager (all-pairs hop counts) is built before taking mu.
+// fabricChanged rebuilds the protocol state on the new fabric: trees that
+// still hold are kept, the others re-routed (see rebuild), and the groups
+// whose tree moved are stored. The rebuild runs without mu, so group
+// queries and requests go on meanwhile; if a request changed the groups
+// in the meantime it is done again (after three tries, under mu).
 func (m *mcast) fabricChanged(g *topology.Graph) {
-	m.mu.Lock()
-	n := len(m.groups)
-	m.mu.Unlock()
-	var mgr *multicast.Manager
-	if n > 0 {
-		mgr, _ = m.newManager(g) // on error replay builds it again and keeps the groups' records
+	for round := 0; ; round++ {
+		m.mu.Lock()
+		ver, groups := m.ver, m.snapshot()
+		if round < 3 {
+			m.mu.Unlock()
+		}
+		rb, err := m.rebuild(g, groups)
+		if round < 3 {
+			m.mu.Lock()
+			if m.ver != ver {
+				m.mu.Unlock()
+				continue
+			}
+		}
+		if err != nil {
+			// Keep the records; the manager is built again on demand.
+			rb = &rebuilt{g: g, groups: groups}
+		}
+		if len(rb.moved) > 0 {
+			changed := make(map[string]*GroupRecord, len(rb.moved))
+			for _, gr := range rb.moved {
+				changed[gr.ID] = gr
+			}
+			// A failed write leaves the old trees stored: a restart
+			// rebuilds the same state from them on this fabric.
+			m.persist("system", "", McastRequest{}, changed)
+		}
+		m.install(rb)
+		m.mu.Unlock()
+		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.replayWith(g, mgr)
 }
 
 func (m *mcast) list() []GroupRecord {
@@ -512,15 +638,26 @@ func (m *mcast) linkEFI() []int {
 			continue
 		}
 		seen := map[int]bool{}
+		count := func(c int) {
+			if c >= 0 && c < g.NumChannels() && !seen[c>>1] {
+				seen[c>>1] = true
+				efi[c>>1]++
+			}
+		}
+		if len(gr.Channels) == len(gr.Edges) {
+			for _, c := range gr.Channels {
+				count(int(c))
+			}
+			continue
+		}
 		for _, e := range gr.Edges {
 			a, b := g.NodeByName(e[0]), g.NodeByName(e[1])
 			if a < 0 || b < 0 {
 				continue
 			}
 			for _, c := range g.Out(a) {
-				if g.Dst(int(c)) == b && !seen[int(c)>>1] {
-					seen[int(c)>>1] = true
-					efi[int(c)>>1]++
+				if g.Dst(int(c)) == b {
+					count(int(c))
 					break
 				}
 			}

@@ -90,6 +90,10 @@ type GroupRecord struct {
 	Left        []string    `json:"left,omitempty"`
 	Root        string      `json:"root,omitempty"`
 	Edges       [][2]string `json:"edges,omitempty"`
+	// Channels are the fabric's channel ids of Edges, in the same order:
+	// they tell apart parallel links between the same two nodes when a
+	// restart or a fabric change keeps the tree.
+	Channels []int32 `json:"channels,omitempty"`
 	Height      int         `json:"height"`
 	Reason      string      `json:"reason,omitempty"`
 	Seq         int         `json:"routed_seq,omitempty"` // order in which trees were computed

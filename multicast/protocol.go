@@ -235,6 +235,56 @@ func (m *Manager) Join(gid string, member, count int) (GroupRecord, error) {
 	return m.installTree(gr, gen, t, err)
 }
 
+// Adopt installs a group that is already routed, as after a restart or a
+// fabric change that left its tree intact: Ready, every member joined,
+// with tree t, which is verified on this manager's fabric first (working
+// links, members reached, min-hop depths) and then counted in the
+// router's loads, so later groups are balanced against it. A tree that
+// does not verify is refused with the reason and changes nothing; the
+// caller routes the group afresh (Join) instead.
+func (m *Manager) Adopt(gid string, count int, members []int, t Tree) (GroupRecord, error) {
+	if gid == "" {
+		return GroupRecord{}, fmt.Errorf("%w: empty group id", ErrBadRequest)
+	}
+	if count != len(members) {
+		return GroupRecord{}, fmt.Errorf("%w: group %s: %d members, count %d", ErrCountMismatch, gid, len(members), count)
+	}
+	vs := make([]int32, len(members))
+	joined := make(map[int32]bool, len(members))
+	for i, v := range members {
+		if err := m.checkMember(v); err != nil {
+			return GroupRecord{}, fmt.Errorf("group %s: %w", gid, err)
+		}
+		if joined[int32(v)] {
+			return GroupRecord{}, fmt.Errorf("group %s: %w: %s", gid, ErrDuplicateJoin, m.g.NodeName(v))
+		}
+		vs[i], joined[int32(v)] = int32(v), true
+	}
+	m.mu.Lock()
+	m.expireLocked()
+	if gr := m.groups[gid]; gr != nil && gr.state != Destroying {
+		rec := m.record(gr)
+		m.unlock()
+		return rec, fmt.Errorf("group %s: %w: adopted while %s", gid, ErrWrongState, rec.State)
+	}
+	m.routeMu.Lock()
+	if _, err := m.v.Verify(vs, t); err != nil {
+		m.routeMu.Unlock()
+		m.unlock()
+		return GroupRecord{}, fmt.Errorf("group %s: tree does not hold on this fabric: %v", gid, err)
+	}
+	m.r.Add(t)
+	m.routeMu.Unlock()
+	m.gen++
+	gr := &mgroup{gid: gid, gen: m.gen, count: count, joined: joined, order: vs, left: map[int32]bool{},
+		since: m.opt.Clock.Now(), tree: t, hasTree: true}
+	m.groups[gid] = gr
+	m.setState(gr, Ready)
+	rec := m.record(gr)
+	m.unlock()
+	return rec, nil
+}
+
 // checkJoin validates a join request before any state is touched.
 func (m *Manager) checkJoin(gid string, member, count int) error {
 	if gid == "" {

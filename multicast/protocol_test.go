@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/topology"
 )
 
 type stateLog struct {
@@ -453,5 +455,72 @@ func TestProtocolDeadlinesMatchScan(t *testing.T) {
 	}
 	if totalLoad(m, f) != 0 {
 		t.Fatal("load left")
+	}
+}
+
+// Adopting the trees of one manager into a fresh one on the same fabric
+// reproduces its groups and loads; a tree that no longer holds (a failed
+// link) or a group already present is refused and changes nothing.
+func TestAdoptTrees(t *testing.T) {
+	for _, spec := range []string{"fattree:k=4,n=3", "torus:4x4x2"} {
+		a, _, _, f := newTestManager(t, spec)
+		groups := map[string][]int{}
+		for k := 0; k < 6; k++ {
+			gid := fmt.Sprintf("g%d", k)
+			var ms []int
+			for _, v := range []int{k, 3 + 2*k, 11 + k, 20 + 3*k} {
+				if v < f.g.NumNodes() && !slices.Contains(ms, v) && (f.g.Direct() || f.g.Kind(v) != topology.Switch) {
+					ms = append(ms, v)
+				}
+			}
+			for _, v := range ms {
+				if _, err := a.Join(gid, v, len(ms)); err != nil {
+					t.Fatalf("%s join: %v", spec, err)
+				}
+			}
+			groups[gid] = ms
+		}
+		b, _, _, _ := newTestManager(t, spec)
+		for gid, ms := range groups {
+			tr, err := a.Tree(gid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := b.Adopt(gid, len(ms), ms, tr)
+			if err != nil || rec.State != Ready {
+				t.Fatalf("%s adopt %s: %+v %v", spec, gid, rec, err)
+			}
+			if _, err := b.Adopt(gid, len(ms), ms, tr); !errors.Is(err, ErrWrongState) {
+				t.Fatalf("%s: second adopt of %s: %v", spec, gid, err)
+			}
+		}
+		for l := 0; l < f.g.NumLinks(); l++ {
+			if a.Load(l) != b.Load(l) {
+				t.Fatalf("%s: link %d load %d adopted, %d routed", spec, l, b.Load(l), a.Load(l))
+			}
+		}
+		// The same trees on a fabric that lost a link one of them uses.
+		tr, _ := a.Tree("g0")
+		failed := int(tr.Edges[len(tr.Edges)/2] >> 1)
+		g2, err := f.g.WithFaults([]int{failed}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h2, err := topology.MinHops(g2, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewManager(NewRouter(h2, Algo{Kind: FULB, Rotate: true}, Options{}), ManagerOptions{})
+		if _, err := c.Adopt("g0", len(groups["g0"]), groups["g0"], tr); err == nil || !strings.Contains(err.Error(), "failed link") {
+			t.Fatalf("%s: tree over failed link %d adopted: %v", spec, failed, err)
+		}
+		for l := 0; l < g2.NumLinks(); l++ {
+			if c.Load(l) != 0 {
+				t.Fatalf("%s: refused adoption left load on link %d", spec, l)
+			}
+		}
+		if _, err := c.Query("g0"); err == nil {
+			t.Fatalf("%s: refused adoption left a group", spec)
+		}
 	}
 }

@@ -791,7 +791,10 @@ func (r *Router) rootDist(xi, root int32) int32 {
 	if v := r.rd[xi]; uint32(v>>8) == r.epoch {
 		return int32(v & 0xff)
 	}
-	d := uint64(r.h.Hops(int(root), int(r.routers[xi])))
+	// Links are symmetric: asking from x to the root reads the root's
+	// own column, so a lazy hop table computes one column per tree
+	// rather than one per switch the walk visits.
+	d := uint64(r.h.Hops(int(r.routers[xi]), int(root)))
 	r.rd[xi] = uint64(r.epoch)<<8 | d
 	return int32(d)
 }

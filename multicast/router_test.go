@@ -498,3 +498,29 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// A lazy hop table (columns computed on first use, as the fabric manager
+// uses on large tori) gives the same trees as the full table, for every
+// engine on every test fabric; the lazy table computes fewer columns than
+// the full one has.
+func TestLazyHopsSameTrees(t *testing.T) {
+	for _, f := range allFabrics(t) {
+		gs := testGroups(t, f, 3, 12)
+		for _, a := range algoList(t, allAlgos...) {
+			full, err := Run(f.h, a, gs, Options{}, nil)
+			if err != nil {
+				t.Fatalf("%s %s: %v", f.spec, a, err)
+			}
+			lazy := topology.MinHopsLazy(f.g)
+			got, err := Run(lazy, a, gs, Options{}, nil)
+			if err != nil {
+				t.Fatalf("%s %s lazy: %v", f.spec, a, err)
+			}
+			for i := range full.Trees {
+				if full.Trees[i].Root != got.Trees[i].Root || !slices.Equal(full.Trees[i].Edges, got.Trees[i].Edges) {
+					t.Fatalf("%s %s group %s: lazy tree differs", f.spec, a, gs[i].Name)
+				}
+			}
+		}
+	}
+}

@@ -171,7 +171,15 @@ func (v *Verifier) checkMinHopDepths(root int, edges []int32) (int, error) {
 	return height, nil
 }
 
-func hopsBetween(h *topology.HopTable, root, x int) int { return h.Hops(root, x) }
+// hopsBetween is the min-hop distance from the root to x. Links are
+// symmetric: for a switch x it reads the root's own column, so a lazy hop
+// table computes one column per tree checked.
+func hopsBetween(h *topology.HopTable, root, x int) int {
+	if h.RouterIndex(x) >= 0 {
+		return h.Hops(x, root)
+	}
+	return h.Hops(root, x)
+}
 
 // LinkEFI counts, for every link, the trees that use it (the edge
 // forwarding index), from the trees themselves.

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/icn-hpc/icn/internal/par"
@@ -32,6 +33,13 @@ type HopTable struct {
 	// lazy (MinHopsLazy): columns computed on first use, each the hops
 	// of every router to the column's node; dist is nil then.
 	lazy []atomic.Pointer[[]uint8]
+	// The lazy columns' BFS walks the working channels out of forwarding
+	// nodes, gathered once (adjOff, adjDst: node v's neighbours are
+	// adjDst[adjOff[v]:adjOff[v+1]]), with reusable buffers.
+	adjOnce sync.Once
+	adjOff  []int32
+	adjDst  []int32
+	bufs    sync.Pool
 }
 
 // Unreachable is the hop count reported when there is no path.
@@ -53,20 +61,79 @@ func (h *HopTable) column(c int) []uint8 {
 	if p := h.lazy[c].Load(); p != nil {
 		return *p
 	}
-	d := make([]int32, h.g.NumNodes())
-	BFS(h.g, int(h.colNode[c]), d, nil)
+	h.adjOnce.Do(h.buildAdjacency)
+	b, _ := h.bufs.Get().(*bfsBuf)
+	if b == nil {
+		b = &bfsBuf{dist: make([]uint8, h.g.NumNodes()), queue: make([]int32, 0, h.g.NumNodes())}
+	}
+	// Breadth first from the column's node over working channels: the
+	// source always expands, other nodes only if they forward.
+	dist := b.dist
+	for i := range dist {
+		dist[i] = Unreachable
+	}
+	src := h.colNode[c]
+	dist[src] = 0
+	q := append(b.queue[:0], src)
+	head := 0
+	if h.rIndex[src] < 0 {
+		// An end node (a multi-homed one has a column) expands only as
+		// the source: its working channels are not in the adjacency.
+		head = 1
+		for _, ch := range h.g.Out(int(src)) {
+			if w := int32(h.g.Dst(int(ch))); h.g.Up(int(ch)) && dist[w] == Unreachable {
+				dist[w] = 1
+				q = append(q, w)
+			}
+		}
+	}
+	for ; head < len(q); head++ {
+		v := q[head]
+		d := dist[v] + 1
+		if d >= Unreachable {
+			break
+		}
+		for _, w := range h.adjDst[h.adjOff[v]:h.adjOff[v+1]] {
+			if dist[w] == Unreachable {
+				dist[w] = d
+				q = append(q, w)
+			}
+		}
+	}
 	col := make([]uint8, len(h.routers))
 	for ri, r := range h.routers {
-		x := d[r]
-		if x < 0 || x >= Unreachable {
-			x = Unreachable
-		}
-		col[ri] = uint8(x)
+		col[ri] = dist[r]
 	}
+	b.queue = q
+	h.bufs.Put(b)
 	if h.lazy[c].CompareAndSwap(nil, &col) {
 		return col
 	}
 	return *h.lazy[c].Load()
+}
+
+// buildAdjacency gathers the working channels out of every router.
+func (h *HopTable) buildAdjacency() {
+	g := h.g
+	n := g.NumNodes()
+	h.adjOff = make([]int32, n+1)
+	for v := 0; v < n; v++ {
+		h.adjOff[v+1] = h.adjOff[v]
+		if h.rIndex[v] < 0 {
+			continue
+		}
+		for _, ch := range g.Out(v) {
+			if g.Up(int(ch)) {
+				h.adjDst = append(h.adjDst, int32(g.Dst(int(ch))))
+				h.adjOff[v+1]++
+			}
+		}
+	}
+}
+
+type bfsBuf struct {
+	dist  []uint8
+	queue []int32
 }
 
 // lazyHops is the hop count from router s (row ri) to the column of d.
