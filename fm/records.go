@@ -93,12 +93,12 @@ type GroupRecord struct {
 	// Channels are the fabric's channel ids of Edges, in the same order:
 	// they tell apart parallel links between the same two nodes when a
 	// restart or a fabric change keeps the tree.
-	Channels []int32 `json:"channels,omitempty"`
-	Height      int         `json:"height"`
-	Reason      string      `json:"reason,omitempty"`
-	Seq         int         `json:"routed_seq,omitempty"` // order in which trees were computed
-	Created     time.Time   `json:"created"`
-	Updated     time.Time   `json:"updated"`
+	Channels []int32   `json:"channels,omitempty"`
+	Height   int       `json:"height"`
+	Reason   string    `json:"reason,omitempty"`
+	Seq      int       `json:"routed_seq,omitempty"` // order in which trees were computed
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
 	// JoinDeadline and LeaveDeadline are absolute: the group is destroyed
 	// if its joins (leaves) are not all in by then. Restarts and fabric
 	// changes replay the group against them, so they never move.
