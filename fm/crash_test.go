@@ -29,7 +29,11 @@ func TestMain(m *testing.M) {
 }
 
 func runChild(db string) {
-	s, _, err := Open(Config{DBPath: db, Topo: "torus:4x4x4", NewRouting: AngaraRouting("angara*")})
+	topo, life := "torus:4x4x4", time.Minute
+	if t, ok := os.LookupEnv("ICN_FM_CHILD_TOPO"); ok {
+		topo, life = t, 10*time.Minute // "": the stored fabric (a large one)
+	}
+	s, _, err := Open(Config{DBPath: db, Topo: topo, NewRouting: AngaraRouting("angara*")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(2)
@@ -40,14 +44,14 @@ func runChild(db string) {
 	}
 	fmt.Println(ln.Addr().String())
 	// Exit on our own if the parent forgets us.
-	go func() { time.Sleep(60 * time.Second); os.Exit(3) }()
+	go func() { time.Sleep(life); os.Exit(3) }()
 	http.Serve(ln, s.Handler(HandlerOptions{}))
 }
 
-func startChild(t *testing.T, db string) (*exec.Cmd, string) {
+func startChild(t *testing.T, db string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "ICN_FM_CHILD="+db)
+	cmd.Env = append(append(os.Environ(), "ICN_FM_CHILD="+db), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -154,12 +158,14 @@ func rawDo(hc *http.Client, c *apiClient, method, path, body string) (int, int) 
 	}
 	defer resp.Body.Close()
 	var v struct {
-		ID int `json:"id"`
+		ID json.RawMessage `json:"id"`
 	}
 	if err := jsonDecode(resp, &v); err != nil {
 		return 0, 0 // a cut-off answer is not an acknowledgement
 	}
-	return resp.StatusCode, v.ID
+	var id int // jobs have numbers, groups names
+	json.Unmarshal(v.ID, &id)
+	return resp.StatusCode, id
 }
 
 // checkAcked compares the service's jobs with the acknowledged changes:

@@ -93,38 +93,45 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 	touches := s.touchedBy(md, ch, subject)
 	done := map[int]*JobRecord{} // job version re-checked
 	results := map[int]recheckResult{}
-	for round := 0; ; round++ {
-		s.mu.Lock()
+	pending := func() []*JobRecord {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
 		var todo []*JobRecord
 		for id, j := range s.jobs {
 			if done[id] != j {
 				todo = append(todo, j)
 			}
 		}
-		if len(todo) == 0 {
-			break
-		}
-		if round < 3 {
-			// Jobs placed or migrated meanwhile are re-checked in
-			// another round, again without the lock.
-			s.mu.Unlock()
-		}
-		if round == 0 {
-			s.pruneLinks(todo)
-		}
+		return todo
+	}
+	check := func(todo []*JobRecord) {
 		for _, r := range s.recheck(md, todo, ch.Repair, label, free, touches) {
 			done[r.old.ID] = r.old
 			results[r.old.ID] = r
 		}
-		if round >= 3 {
+	}
+	// Jobs placed or migrated meanwhile are re-checked in another round,
+	// without any lock; the last round holds commitMu, so that nothing
+	// commits between it and the failure's commit (reads go on).
+	for round := 0; round < 3; round++ {
+		todo := pending()
+		if len(todo) == 0 {
 			break
 		}
+		if round == 0 {
+			s.pruneLinks(todo)
+		}
+		check(todo)
+	}
+	s.commitMu.Lock()
+	if todo := pending(); len(todo) > 0 {
+		check(todo)
 	}
 	res, err := s.commitFailure(actor, ch, subject, md, results)
-	s.mu.Unlock()
+	s.commitMu.Unlock()
 	if err == nil {
 		// Multicast trees follow the fabric (under changeMu, so in order).
-		s.mc.fabricChanged(md.g)
+		s.mc.fabricChanged(md.g, !ch.Repair)
 	}
 	return res, err
 }
@@ -132,6 +139,7 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 type recheckResult struct {
 	old, new *JobRecord // new is nil if the job is unchanged
 	effect   JobEffect
+	routes   []byte // new's routes encoded for the store (nil: none, or encode at commit)
 }
 
 // recheck re-verifies jobs on the new model and re-routes those that need
@@ -152,7 +160,15 @@ func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label strin
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = s.recheckJob(md, jobs[i], repair, label, free, touches)
+				r := s.recheckJob(md, jobs[i], repair, label, free, touches)
+				if r.new != nil && r.new.Table != nil {
+					// Work the commit and the next read of the link
+					// loads would do, done here, in parallel and
+					// without locks.
+					r.routes, _ = encodeRoutes(r.new.Table)
+					s.tableLinks(md.g, r.new)
+				}
+				out[i] = r
 			}
 		}()
 	}
@@ -301,12 +317,19 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 			res.AffectedJobs = append(res.AffectedJobs, id)
 		}
 	}
+	// Callers hold commitMu: jobs, nodes and fabric change only under it,
+	// so they are read above without mu, which is taken only to apply
+	// the committed change (reads wait for that, not for the disk).
 	err := s.store.Update(actor, func(tx *Tx) error {
 		if err := tx.PutFabric(md.rec); err != nil {
 			return err
 		}
 		for _, id := range ids {
-			if err := tx.PutJob(changed[id]); err != nil {
+			var routes []byte
+			if r := results[id]; r.new == changed[id] {
+				routes = r.routes
+			}
+			if err := tx.PutJobRoutes(changed[id], routes); err != nil {
 				return err
 			}
 		}
@@ -315,6 +338,8 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 	if err != nil {
 		return nil, fmt.Errorf("storage: %v (nothing changed)", err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.fabric, s.g, s.routing, s.noJobs = md.rec, md.g, md.routing, md.noJobs
 	for _, id := range ids {
 		if added := results[id].effect.TransitAdded; len(added) > 0 {

@@ -58,6 +58,7 @@ type plan struct {
 	transit []int
 	table   *routing.TableJSON
 	stats   TableStats
+	routes  []byte // table's routes encoded for the store, before the commit
 }
 
 func checkRequest(req JobRequest) (alloc.Algo, error) {
@@ -209,7 +210,12 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 	if err != nil {
 		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
 	}
-	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats}, nil
+	// Encoded here, outside the commit, which holds commitMu.
+	routes, err := encodeRoutes(table)
+	if err != nil {
+		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
+	}
+	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats, routes: routes}, nil
 }
 
 // startPlacement gives a placement of a job of m nodes its deadline
@@ -299,9 +305,13 @@ func (s *Service) stillValid(p *plan) (uint64, bool) {
 
 // commitJob stores a new job and gives it its nodes, if the fabric is
 // still the one it was planned on and the caller still waits (ctx).
+//
+// It holds commitMu: jobs, nodes and the fabric change only under it, so
+// the checks read them without mu, and mu is held only to apply the
+// stored change; reads wait for that, never for the disk.
 func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *JobRecord, p *plan) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	if ctx.Err() != nil {
 		return placementCut(ctx, s.cfg.PlacementBudget)
 	}
@@ -322,7 +332,7 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 			return err
 		}
 		j.ID = id
-		if err := tx.PutJob(j); err != nil {
+		if err := tx.PutJobRoutes(j, p.routes); err != nil {
 			return err
 		}
 		return tx.Log("job.submit", fmt.Sprintf("job %d", id), map[string]any{"nodes": j.Nodes, "transit": j.Transit,
@@ -331,6 +341,8 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 	if err != nil {
 		return fmt.Errorf("storage: %v (the job was not placed)", err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.state.Occupy(j.ID, nodes); err != nil {
 		return fmt.Errorf("internal error: %v", err)
 	}
@@ -400,9 +412,10 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*Jo
 	}
 }
 
+// commitMigration stores a migrated job (under commitMu, as commitJob).
 func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64, old, j *JobRecord, oldNodes []int, p *plan) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	if ctx.Err() != nil {
 		return placementCut(ctx, s.cfg.PlacementBudget)
 	}
@@ -416,7 +429,7 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 		}
 	}
 	err := s.store.Update(actor, func(tx *Tx) error {
-		if err := tx.PutJob(j); err != nil {
+		if err := tx.PutJobRoutes(j, p.routes); err != nil {
 			return err
 		}
 		return tx.Log("job.migrate", fmt.Sprintf("job %d", j.ID), map[string]any{"from_active": old.Active,
@@ -425,6 +438,8 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 	if err != nil {
 		return fmt.Errorf("storage: %v (the job keeps its nodes)", err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.state.ReleaseNodes(j.ID, oldNodes)
 	if err := s.state.Occupy(j.ID, nodes); err != nil {
 		return fmt.Errorf("internal error: %v", err)
@@ -435,9 +450,10 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 }
 
 // Release ends a running job and frees its nodes.
+// (Under commitMu, as commitJob.)
 func (s *Service) Release(actor string, id int) (*JobRecord, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	j, ok := s.jobs[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
@@ -458,6 +474,8 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: %v (the job keeps its nodes)", err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitN...)); err == nil {
 		s.state.ReleaseNodes(id, nodes)
 	} else {

@@ -128,7 +128,7 @@ func (m *mcast) load() error {
 	m.s.mu.RLock()
 	g := m.s.g
 	m.s.mu.RUnlock()
-	rb, err := m.rebuild(g, groups)
+	rb, err := m.rebuild(g, groups, false)
 	if err != nil {
 		return err
 	}
@@ -146,6 +146,7 @@ type rebuilt struct {
 	groups map[string]*GroupRecord
 	seq    int
 	moved  []*GroupRecord // groups whose tree or state differs from their record
+	check  multicast.AdoptCheck
 }
 
 // install makes rb the current state (callers hold mu).
@@ -157,7 +158,7 @@ func (m *mcast) install(rb *rebuilt) {
 // replay rebuilds the protocol state on g from m.groups and installs it
 // (callers hold mu).
 func (m *mcast) replay(g *topology.Graph) error {
-	rb, err := m.rebuild(g, m.groups)
+	rb, err := m.rebuild(g, m.groups, false)
 	if err != nil {
 		return err
 	}
@@ -171,8 +172,15 @@ func (m *mcast) replay(g *topology.Graph) error {
 // their trees were computed; the others are replayed join by join (so
 // their trees are computed again, against the loads of the trees kept),
 // routed groups first, then groups still collecting joins.
-func (m *mcast) rebuild(g *topology.Graph, records map[string]*GroupRecord) (*rebuilt, error) {
-	rb := &rebuilt{g: g, groups: make(map[string]*GroupRecord, len(records))}
+//
+// lost says the fabric only lost links or nodes since the trees were
+// verified: kept trees are then checked for their shape only
+// (multicast.CheckShape), without hop counts.
+func (m *mcast) rebuild(g *topology.Graph, records map[string]*GroupRecord, lost bool) (*rebuilt, error) {
+	rb := &rebuilt{g: g, groups: make(map[string]*GroupRecord, len(records)), check: multicast.CheckAll}
+	if lost {
+		rb.check = multicast.CheckShape
+	}
 	if len(records) == 0 {
 		return rb, nil
 	}
@@ -275,7 +283,7 @@ func (rb *rebuilt) adopt(gr *GroupRecord) bool {
 			return false
 		}
 	}
-	if _, err := rb.mgr.Adopt(gr.ID, gr.MemberCount, members, t); err != nil {
+	if _, err := rb.mgr.Adopt(gr.ID, gr.MemberCount, members, t, rb.check); err != nil {
 		return false
 	}
 	rb.leaves(gr)
@@ -554,14 +562,16 @@ func (m *mcast) tick() {
 // whose tree moved are stored. The rebuild runs without mu, so group
 // queries and requests go on meanwhile; if a request changed the groups
 // in the meantime it is done again (after three tries, under mu).
-func (m *mcast) fabricChanged(g *topology.Graph) {
+//
+// lost says the change only failed a link or node (see rebuild).
+func (m *mcast) fabricChanged(g *topology.Graph, lost bool) {
 	for round := 0; ; round++ {
 		m.mu.Lock()
 		ver, groups := m.ver, m.snapshot()
 		if round < 3 {
 			m.mu.Unlock()
 		}
-		rb, err := m.rebuild(g, groups)
+		rb, err := m.rebuild(g, groups, lost)
 		if round < 3 {
 			m.mu.Lock()
 			if m.ver != ver {

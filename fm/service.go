@@ -104,6 +104,11 @@ type Service struct {
 	// budget.
 	routeSeconds atomic.Uint64
 	changeMu     sync.Mutex // serialises failure changes
+	// commitMu serialises every change of jobs, nodes and the fabric
+	// (taken before mu): a commit checks its preconditions and writes
+	// the store under commitMu alone, then takes mu only to apply the
+	// change in memory, so reads never wait for the disk.
+	commitMu sync.Mutex
 
 	token []byte
 	mc    *mcast
@@ -312,6 +317,8 @@ func (s *Service) TokenShown() error {
 
 // Close closes the database.
 func (s *Service) Close() error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.store.Close()

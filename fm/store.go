@@ -384,7 +384,11 @@ func (t *Tx) NextJobID() (int, error) {
 }
 
 // PutJob stores a job: its record, and its table's routes apart.
-func (t *Tx) PutJob(j *JobRecord) error {
+func (t *Tx) PutJob(j *JobRecord) error { return t.PutJobRoutes(j, nil) }
+
+// PutJobRoutes is PutJob with the table's routes already encoded
+// (encodeRoutes, done before the transaction; nil: encode them here).
+func (t *Tx) PutJobRoutes(j *JobRecord, routes []byte) error {
 	key := u64(uint64(j.ID))
 	tables := t.tx.Bucket(bTables)
 	if j.Table == nil {
@@ -393,9 +397,11 @@ func (t *Tx) PutJob(j *JobRecord) error {
 		}
 		return putJSON(t.tx.Bucket(bJobs), key, j)
 	}
-	routes, err := encodeRoutes(j.Table)
-	if err != nil {
-		return fmt.Errorf("job %d: %v", j.ID, err)
+	if routes == nil {
+		var err error
+		if routes, err = encodeRoutes(j.Table); err != nil {
+			return fmt.Errorf("job %d: %v", j.ID, err)
+		}
 	}
 	if err := tables.Put(key, frameRecord(routes)); err != nil {
 		return err

@@ -235,14 +235,25 @@ func (m *Manager) Join(gid string, member, count int) (GroupRecord, error) {
 	return m.installTree(gr, gen, t, err)
 }
 
+// AdoptCheck says how much of a tree Adopt verifies.
+type AdoptCheck int
+
+const (
+	// CheckAll: everything Verify checks, min-hop depths included.
+	CheckAll AdoptCheck = iota
+	// CheckShape: Verifier.VerifyShape only, for a tree that passed
+	// Verify on a fabric that has since only lost links or nodes (then
+	// it passes Verify too, and no hop counts are needed).
+	CheckShape
+)
+
 // Adopt installs a group that is already routed, as after a restart or a
 // fabric change that left its tree intact: Ready, every member joined,
-// with tree t, which is verified on this manager's fabric first (working
-// links, members reached, min-hop depths) and then counted in the
-// router's loads, so later groups are balanced against it. A tree that
-// does not verify is refused with the reason and changes nothing; the
-// caller routes the group afresh (Join) instead.
-func (m *Manager) Adopt(gid string, count int, members []int, t Tree) (GroupRecord, error) {
+// with tree t, which is verified on this manager's fabric first (check)
+// and then counted in the router's loads, so later groups are balanced
+// against it. A tree that does not verify is refused with the reason and
+// changes nothing; the caller routes the group afresh (Join) instead.
+func (m *Manager) Adopt(gid string, count int, members []int, t Tree, check AdoptCheck) (GroupRecord, error) {
 	if gid == "" {
 		return GroupRecord{}, fmt.Errorf("%w: empty group id", ErrBadRequest)
 	}
@@ -268,7 +279,13 @@ func (m *Manager) Adopt(gid string, count int, members []int, t Tree) (GroupReco
 		return rec, fmt.Errorf("group %s: %w: adopted while %s", gid, ErrWrongState, rec.State)
 	}
 	m.routeMu.Lock()
-	if _, err := m.v.Verify(vs, t); err != nil {
+	var err error
+	if check == CheckShape {
+		err = m.v.VerifyShape(vs, t)
+	} else {
+		_, err = m.v.Verify(vs, t)
+	}
+	if err != nil {
 		m.routeMu.Unlock()
 		m.unlock()
 		return GroupRecord{}, fmt.Errorf("group %s: tree does not hold on this fabric: %v", gid, err)

@@ -486,11 +486,11 @@ func TestAdoptTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec, err := b.Adopt(gid, len(ms), ms, tr)
+			rec, err := b.Adopt(gid, len(ms), ms, tr, CheckAll)
 			if err != nil || rec.State != Ready {
 				t.Fatalf("%s adopt %s: %+v %v", spec, gid, rec, err)
 			}
-			if _, err := b.Adopt(gid, len(ms), ms, tr); !errors.Is(err, ErrWrongState) {
+			if _, err := b.Adopt(gid, len(ms), ms, tr, CheckAll); !errors.Is(err, ErrWrongState) {
 				t.Fatalf("%s: second adopt of %s: %v", spec, gid, err)
 			}
 		}
@@ -511,8 +511,10 @@ func TestAdoptTrees(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := NewManager(NewRouter(h2, Algo{Kind: FULB, Rotate: true}, Options{}), ManagerOptions{})
-		if _, err := c.Adopt("g0", len(groups["g0"]), groups["g0"], tr); err == nil || !strings.Contains(err.Error(), "failed link") {
-			t.Fatalf("%s: tree over failed link %d adopted: %v", spec, failed, err)
+		for _, check := range []AdoptCheck{CheckAll, CheckShape} {
+			if _, err := c.Adopt("g0", len(groups["g0"]), groups["g0"], tr, check); err == nil || !strings.Contains(err.Error(), "failed link") {
+				t.Fatalf("%s: tree over failed link %d adopted (check %d): %v", spec, failed, check, err)
+			}
 		}
 		for l := 0; l < g2.NumLinks(); l++ {
 			if c.Load(l) != 0 {

@@ -520,10 +520,12 @@ func (r *Router) rootScore(s int32, bound int64, strict bool) (int64, bool) {
 		}
 		t := &r.targets[i]
 		var d int64
-		if t.router >= 0 && k == 0 {
+		if t.router >= 0 && k == 0 && !r.h.Lazy() {
 			// Distances between switches are symmetric; reading the
 			// pivot target's row keeps consecutive switches in one
-			// cache line while switches are screened.
+			// cache line while switches are screened. (A lazy table
+			// would compute the switch's own column for it: there the
+			// targets' columns are read.)
 			d = int64(r.h.Hops(int(t.router), sv))
 		} else if t.router >= 0 {
 			// Past the pivot the switch's own row holds every target.

@@ -65,6 +65,32 @@ func (v *Verifier) Verify(members []int32, t Tree) (int, error) {
 	return height, nil
 }
 
+// VerifyShape checks what Verify checks except the min-hop depths and
+// height: a tree rooted at a working switch, over working links, in which
+// only switches forward, reaching every member. It needs no hop counts.
+// A tree that passed Verify on a fabric that has since only lost links or
+// nodes and passes VerifyShape passes Verify too: no distance shrank, and
+// the tree's own paths still bound each distance from above.
+func (v *Verifier) VerifyShape(members []int32, t Tree) error {
+	v.nextEpoch()
+	root := int(t.Root)
+	if err := v.checkRoot(root); err != nil {
+		return err
+	}
+	if err := v.linkParents(root, t.Edges); err != nil {
+		return err
+	}
+	if err := v.assignDepths(root, t.Edges); err != nil {
+		return err
+	}
+	for _, m := range members {
+		if v.stamp[m] != v.epoch {
+			return fmt.Errorf("member %s is not reached", v.g.NodeName(int(m)))
+		}
+	}
+	return nil
+}
+
 // nextEpoch starts a new verification, clearing the stamps when the epoch
 // counter wraps.
 func (v *Verifier) nextEpoch() {

@@ -1,6 +1,7 @@
 package multicast
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -80,4 +81,56 @@ func mustHops(t *testing.T, g *topology.Graph) *topology.HopTable {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// VerifyShape's claim: a tree that passed Verify keeps passing it after
+// the fabric loses links, whenever it passes VerifyShape. Checked on
+// every test fabric with every engine's trees and random link failures;
+// trees over a failed link fail both.
+func TestVerifyShapeAfterFailures(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	kept, refused := 0, 0
+	for _, f := range allFabrics(t) {
+		gs := testGroups(t, f, 4, 20)
+		for _, a := range algoList(t, "minhop", "sssp", "fulb") {
+			res, err := Run(f.h, a, gs, Options{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for trial := 0; trial < 4; trial++ {
+				var links []int
+				for k := 0; k < 1+trial; k++ {
+					links = append(links, r.IntN(f.g.NumLinks()))
+				}
+				g2, err := f.g.AddFaults(links, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h2, err := topology.MinHops(g2, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v := NewVerifier(h2)
+				for i, tr := range res.Trees {
+					shapeErr := v.VerifyShape(gs[i].Members, tr)
+					_, fullErr := v.Verify(gs[i].Members, tr)
+					if shapeErr == nil && fullErr != nil {
+						t.Fatalf("%s %s: tree of %s passes VerifyShape but not Verify after failing %v: %v", f.spec, a, gs[i].Name, links, fullErr)
+					}
+					if shapeErr == nil {
+						kept++
+					} else {
+						refused++
+						if fullErr == nil {
+							t.Fatalf("%s %s: VerifyShape refuses a tree Verify accepts: %v", f.spec, a, shapeErr)
+						}
+					}
+				}
+			}
+		}
+	}
+	if kept == 0 || refused == 0 {
+		t.Fatalf("kept %d, refused %d: the failures test nothing", kept, refused)
+	}
+	t.Logf("%d trees kept, %d refused", kept, refused)
 }

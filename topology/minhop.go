@@ -56,6 +56,11 @@ func MinHopsLazy(g *Graph) *HopTable {
 	return h
 }
 
+// Lazy reports whether the table computes its columns on first use
+// (MinHopsLazy): a caller then asks for hops towards the few nodes whose
+// columns it needs, Hops(any, d), not from them.
+func (h *HopTable) Lazy() bool { return h.lazy != nil }
+
 // column returns lazy column c, computing it on first use.
 func (h *HopTable) column(c int) []uint8 {
 	if p := h.lazy[c].Load(); p != nil {
