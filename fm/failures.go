@@ -198,7 +198,19 @@ func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string,
 		// A failure no route of the job uses and outside its nodes.
 		return r
 	}
-	works := j.Table != nil && md.routing.Check(j.Table) == nil
+	// Whether the job's table still works, without re-verifying it where
+	// the answer is known: after a failure the job is touched (a route
+	// crosses a failed link, or it holds a failed node), so it does not;
+	// a repair only adds links and nodes, so a table that worked before
+	// still does; only a broken job's table is verified again.
+	var works bool
+	switch {
+	case !repair || j.Table == nil:
+	case j.Routing == "broken":
+		works = md.routing.Check(j.Table) == nil
+	default:
+		works = true
+	}
 	if works && !(repair && detour) {
 		return r
 	}
@@ -425,17 +437,15 @@ func toggle(list []string, name string, on bool) []string {
 	return list
 }
 
-// repairAttempts bounds the sets of free nodes a repair tries.
-const repairAttempts = 4
-
 // extendTransit looks for free nodes that, added to the job's set as
 // transit nodes, give every pair of its active nodes a legal route again:
-// for a pair without one, the free nodes of a shortest path between them
-// through the set and free nodes are added, until every pair has a legal
-// route or the job's transit allowance left plus Config.RepairExtra is
-// spent (then another attempt avoids the nodes this one added, up to
-// repairAttempts); added nodes the routes do not need are dropped again,
-// last first. It returns the nodes added and the set's verified table.
+// for a pair without one, the free nodes of a legal route between them
+// through the job's and free nodes, with the fewest free nodes, are added
+// (Routing.LegalPath), until every pair has a legal route; it gives up
+// when a pair has none even through every free node, or when the job's
+// transit allowance left plus Config.RepairExtra would be exceeded. Added
+// nodes the routes do not need are dropped again, last first. It returns
+// the nodes added and the set's verified table.
 func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]int, *routing.TableJSON, TableStats, error) {
 	budget := max(0, j.Transit-len(j.TransitN)) + max(0, s.cfg.RepairExtra)
 	active, err := nodesByName(md.g, j.Active)
@@ -449,52 +459,57 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 	reachable := func(extra []int) (bool, [2]int, error) {
 		return md.routing.Unreachable(active, append(slices.Clone(transit), extra...))
 	}
-	// Shortest paths need not be legal routes: nodes of an attempt that
-	// did not help are avoided by the next one.
-	avoid := map[int]bool{}
-	var added []int
-	found := false
-	for attempt := 0; attempt < repairAttempts && !found; attempt++ {
-		added = added[:0]
-		in := map[int]bool{}
-		for _, v := range append(slices.Clone(active), transit...) {
-			in[v] = true
-		}
-		usable := func(u int) bool {
-			return in[u] || !avoid[u] && !md.g.NodeFailed(u) && free.Available(u)
-		}
-		for {
-			ok, pair, err := reachable(added)
-			if err != nil {
-				return nil, nil, TableStats{}, err
-			}
-			if ok {
-				found = true
-				break
-			}
-			var fresh []int
-			for _, v := range freePath(md.g, pair[0], pair[1], usable) {
-				if !in[v] {
-					fresh = append(fresh, v)
-				}
-			}
-			if len(fresh) == 0 || len(added)+len(fresh) > budget {
-				break
-			}
-			for _, v := range fresh {
-				in[v] = true
-			}
-			added = append(added, fresh...)
-		}
-		if len(added) == 0 {
-			break // no free path at all: another attempt finds none either
-		}
-		for _, v := range added {
-			avoid[v] = true
+	in := make([]bool, md.g.NumNodes())
+	set := append(slices.Clone(active), transit...)
+	for _, v := range set {
+		in[v] = true
+	}
+	var pool []int // every free node may serve
+	for v := range in {
+		if !in[v] && !md.g.NodeFailed(v) && free.Available(v) {
+			pool = append(pool, v)
 		}
 	}
-	if !found {
-		return nil, nil, TableStats{}, fmt.Errorf("no %d free nodes around the job give it legal routes", budget)
+	var added []int
+	for {
+		ok, pair, err := reachable(added)
+		if err != nil {
+			return nil, nil, TableStats{}, err
+		}
+		if ok {
+			break
+		}
+		// A pair needs routes both ways: the free nodes of the route
+		// with the fewest of them one way, then the other way with those
+		// nodes counted as the job's own; of the two orders, the one
+		// that adds fewer nodes.
+		a, b := md.g.NodeName(pair[0]), md.g.NodeName(pair[1])
+		var fresh []int
+		for _, order := range [2][2]int{{pair[0], pair[1]}, {pair[1], pair[0]}} {
+			var f []int
+			routed := true
+			for _, ends := range [2][2]int{order, {order[1], order[0]}} {
+				nodes, ok, err := s.freeRoute(md, ends, set, append(slices.Clone(added), f...), pool)
+				if err != nil {
+					return nil, nil, TableStats{}, err
+				}
+				routed = routed && ok
+				f = append(f, nodes...)
+			}
+			if routed && len(f) > 0 && (fresh == nil || len(f) < len(fresh)) {
+				fresh = f
+			}
+		}
+		switch {
+		case len(fresh) == 0:
+			return nil, nil, TableStats{}, fmt.Errorf("no legal route from %s to %s even through every free node", a, b)
+		case len(added)+len(fresh) > budget:
+			return nil, nil, TableStats{}, fmt.Errorf("legal routes need more than %d free nodes as transit (the allowance left plus the repair's extra)", budget)
+		}
+		for _, v := range fresh {
+			in[v] = true
+		}
+		added = append(added, fresh...)
 	}
 	kept := slices.Clone(added)
 	for i := len(kept) - 1; i >= 0; i-- {
@@ -510,35 +525,36 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 	return kept, table, stats, nil
 }
 
-// freePath returns the nodes of a shortest path from a to b over working
-// links and usable nodes (nil if there is none).
-func freePath(g *topology.Graph, a, b int, usable func(int) bool) []int {
-	prev := map[int]int{a: a}
-	queue := []int{a}
-	for len(queue) > 0 {
-		v := queue[0]
-		queue = queue[1:]
-		if v == b {
-			var path []int
-			for u := b; u != a; u = prev[u] {
-				path = append(path, u)
-			}
-			slices.Reverse(path)
-			return path
-		}
-		for _, c := range g.Out(v) {
-			if !g.Up(int(c)) {
-				continue
-			}
-			u := g.Dst(int(c))
-			if _, seen := prev[u]; seen || !usable(u) {
-				continue
-			}
-			prev[u] = v
-			queue = append(queue, u)
+// freeRoute returns the free nodes (of pool, not yet in added) of the
+// legal route between ends through the job's nodes (set), the nodes
+// added so far and the pool, with the fewest free nodes, and whether
+// there is such a route.
+func (s *Service) freeRoute(md *model, ends [2]int, set, added, pool []int) ([]int, bool, error) {
+	have := map[int]bool{}
+	for _, v := range added {
+		have[v] = true
+	}
+	var extra []int
+	for _, v := range pool {
+		if !have[v] {
+			extra = append(extra, v)
 		}
 	}
-	return nil
+	path, err := md.routing.LegalPath(ends[0], ends[1], append(slices.Clone(set), added...), extra)
+	if err != nil || path == nil {
+		return nil, false, err
+	}
+	inSet := map[int]bool{}
+	for _, v := range set {
+		inSet[v] = true
+	}
+	var fresh []int
+	for _, v := range path {
+		if !inSet[v] && !have[v] {
+			fresh = append(fresh, v)
+		}
+	}
+	return fresh, true, nil
 }
 
 // jobLinks is what a job's table puts on the links, for the table it was

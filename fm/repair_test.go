@@ -147,12 +147,31 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 		t.Fatalf("idle link: %v, %+v, %d tables re-checked", err, res, checks.Load())
 	}
 	want := users(busy)
+	before := map[int]*routing.TableJSON{}
+	for id, j := range s.jobs {
+		before[id] = j.Table
+	}
 	checks.Store(0)
-	if _, err := s.ChangeFailure("test", FailureChange{Link: s.g.LinkName(busy)}); err != nil {
+	res, err = s.ChangeFailure("test", FailureChange{Link: s.g.LinkName(busy)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := checks.Load(); got != int64(want) {
-		t.Fatalf("link used by %d jobs: %d tables re-checked", want, got)
+	// The jobs whose routes cross the link are re-routed without
+	// verifying their old tables (a route crosses the failed link); the
+	// others keep theirs.
+	if len(res.Jobs) != want || checks.Load() != 0 {
+		t.Fatalf("link used by %d jobs: %d re-routed, %d old tables re-checked", want, len(res.Jobs), checks.Load())
+	}
+	for id, j := range s.jobs {
+		i := slices.IndexFunc(res.Jobs, func(e JobEffect) bool { return e.ID == id })
+		switch {
+		case i < 0 && j.Table != before[id]:
+			t.Fatalf("job %d: not touched, table replaced", id)
+		case i >= 0 && res.Jobs[i].Result == "rerouted" && j.Table == before[id]:
+			t.Fatalf("job %d: rerouted on its old table", id)
+		case i >= 0 && res.Jobs[i].Result == "broken" && j.Routing != "broken":
+			t.Fatalf("job %d: reported broken, is %q", id, j.Routing)
+		}
 	}
 	for _, j := range s.jobs {
 		if ok, problem, _ := s.VerifyJob(j.ID); !ok && j.Routing != "broken" {

@@ -51,6 +51,10 @@ func (a *angaraRouting) Unreachable(active, transit []int) (bool, [2]int, error)
 	return a.R.Check(active, transit)
 }
 
+func (a *angaraRouting) LegalPath(src, dst int, set, extra []int) ([]int, error) {
+	return a.R.LegalPath(src, dst, set, extra)
+}
+
 func (a *angaraRouting) Check(tf *routing.TableJSON) error {
 	c := *tf
 	// The failures recorded with the table are those of its creation; the

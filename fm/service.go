@@ -32,6 +32,10 @@ type Routing interface {
 	// Unreachable reports whether every ordered pair of active nodes has
 	// a legal route inside the set, and if not, one pair that has none.
 	Unreachable(active, transit []int) (ok bool, pair [2]int, err error)
+	// LegalPath returns the nodes of a legal route from src to dst
+	// through the nodes of set and extra (src first, dst last) with the
+	// fewest nodes of extra, then the fewest hops; nil if there is none.
+	LegalPath(src, dst int, set, extra []int) ([]int, error)
 }
 
 // RoutingFactory builds the routing of a fabric state (failures included).

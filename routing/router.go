@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"container/heap"
 	"fmt"
 	"slices"
 	"sync"
@@ -646,4 +647,108 @@ func (r *Router) walk(s *scratch, v int32, dirs []Dir, steps []int) bool {
 		}
 	}
 	return true
+}
+
+// LegalPath returns the nodes of a legal route from src to dst (src
+// first, dst last) through the nodes of set and extra, or nil when there
+// is none: of all such routes, one with the fewest nodes of extra, and of
+// those, the fewest hops. It searches (node, rule state) pairs with the
+// transitions Reachable follows. The fabric manager uses it to find the
+// free nodes (extra) a job (set) needs as transit nodes when a failure
+// leaves a pair of its nodes without a legal route.
+func (r *Router) LegalPath(src, dst int, set, extra []int) ([]int, error) {
+	s := r.getScratch()
+	defer r.putScratch(s)
+	var transit []int
+	for _, list := range [][]int{set, extra} {
+		for _, v := range list {
+			if v != src && v != dst {
+				transit = append(transit, v)
+			}
+		}
+	}
+	if err := r.prepareSet(s, []int{src, dst}, transit); err != nil {
+		return nil, err
+	}
+	if src == dst {
+		return []int{src}, nil
+	}
+	costly := map[int32]bool{}
+	for _, v := range extra {
+		costly[int32(v)] = true
+	}
+	t := r.t
+	start := pathState{int32(src), int32(r.a.begin)}
+	type label struct {
+		added, hops int32
+		prev        pathState
+	}
+	best := map[pathState]label{start: {prev: start}}
+	q := &pathQueue{{at: start}}
+	for q.Len() > 0 {
+		it := heap.Pop(q).(pathItem)
+		cur := it.at
+		if l := best[cur]; l.added != it.added || l.hops != it.hops {
+			continue // a better label came first
+		}
+		if cur.v == int32(dst) && r.a.canEnd[cur.q] {
+			var path []int
+			for x := cur; ; x = best[x].prev {
+				path = append(path, int(x.v))
+				if x == start {
+					break
+				}
+			}
+			slices.Reverse(path)
+			return path, nil
+		}
+		open := r.openOf(s, cur.v)
+		base := int(cur.v) * t.nd
+		step := func(d Dir, to int32) {
+			w := t.nb[base+int(d)]
+			n := pathItem{at: pathState{w, to}, added: it.added, hops: it.hops + 1}
+			if costly[w] {
+				n.added++
+			}
+			if l, seen := best[n.at]; seen && (l.added < n.added || l.added == n.added && l.hops <= n.hops) {
+				return
+			}
+			best[n.at] = label{n.added, n.hops, cur}
+			heap.Push(q, n)
+		}
+		if sd := r.a.self[cur.q]; sd >= 0 && open&(1<<sd) != 0 {
+			step(Dir(sd), cur.q)
+		}
+		for _, mv := range r.moves[r.moveStart[cur.q]:r.moveStart[cur.q+1]] {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(cur.v), int(cur.q), mv.dir) {
+				continue
+			}
+			step(mv.dir, mv.to)
+		}
+	}
+	return nil, nil
+}
+
+// pathState is a node and a rule state (LegalPath).
+type pathState struct{ v, q int32 }
+
+type pathItem struct {
+	at          pathState
+	added, hops int32
+}
+
+// pathQueue orders LegalPath's search by added nodes, then hops.
+type pathQueue []pathItem
+
+func (p pathQueue) Len() int { return len(p) }
+func (p pathQueue) Less(i, j int) bool {
+	return p[i].added < p[j].added || p[i].added == p[j].added && p[i].hops < p[j].hops
+}
+func (p pathQueue) Swap(i, j int) { p[i], p[j] = p[j], p[i] }
+func (p *pathQueue) Push(x any)   { *p = append(*p, x.(pathItem)) }
+func (p *pathQueue) Pop() any {
+	old := *p
+	x := old[len(old)-1]
+	*p = old[:len(old)-1]
+	return x
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/icn-hpc/icn/topology"
 )
 
 // TestTableFigures recomputes every figure of a table from its routes and
@@ -369,4 +371,84 @@ func TestConcurrentRouter(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+}
+
+// LegalPath finds a route exactly for the pairs Check and a plain BFS on
+// the RG find one, as short as the RG distance, over working links
+// between nodes of the set.
+func TestLegalPathMatchesRG(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 5))
+	found, none := 0, 0
+	for _, spec := range []string{"6x6x3", "5x5x5"} {
+		for rep := 0; rep < 3; rep++ {
+			g, _, active, transit, inSet := randomScenario(t, rng, spec, []float64{0.02, 0.06, 0.12}[rep], rep > 0, false, rep == 2)
+			set := append(slices.Clone(active), transit...)
+			for _, kind := range []Kind{Dirbit, AngaraMinus, AngaraStar} {
+				r := mustRouter(t, g, kind)
+				dist := rgDistances(r, active, inSet)
+				for k := 0; k < 40; k++ {
+					a, b := active[rng.IntN(len(active))], active[rng.IntN(len(active))]
+					if a == b {
+						continue
+					}
+					path, err := r.LegalPath(a, b, set, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					d := dist[[2]int{a, b}]
+					if (path == nil) != (d < 0) || path != nil && len(path)-1 != d {
+						t.Fatalf("%s/%d/%s %s→%s: path %v, RG distance %d", spec, rep, kind, g.NodeName(a), g.NodeName(b), path, d)
+					}
+					if path == nil {
+						none++
+						// Through other live nodes: the extra nodes it
+						// takes join the pair (a plain BFS on the RG).
+						p2, err := r.LegalPath(a, b, set, others(g, inSet))
+						if err != nil {
+							t.Fatal(err)
+						}
+						if p2 != nil {
+							in2 := slices.Clone(inSet)
+							for _, v := range p2 {
+								in2[v] = true
+							}
+							if d2 := rgDistances(r, []int{a, b}, in2)[[2]int{a, b}]; d2 < 0 {
+								t.Fatalf("%s→%s: path %v through extra nodes, yet the RG does not join them", g.NodeName(a), g.NodeName(b), p2)
+							}
+						}
+						continue
+					}
+					found++
+					// With every other live node offered as extra, a pair
+					// joined inside the set takes no extra node.
+					withExtra, err := r.LegalPath(a, b, set, others(g, inSet))
+					if err != nil || withExtra == nil || slices.ContainsFunc(withExtra, func(v int) bool { return !inSet[v] }) {
+						t.Fatalf("%s→%s: with extra nodes %v %v, inside the set %v", g.NodeName(a), g.NodeName(b), withExtra, err, path)
+					}
+					if path[0] != a || path[len(path)-1] != b {
+						t.Fatalf("path %v does not join %d and %d", path, a, b)
+					}
+					for i := 1; i < len(path); i++ {
+						if !inSet[path[i]] || !slices.ContainsFunc(g.Out(path[i-1]), func(c int32) bool { return g.Up(int(c)) && g.Dst(int(c)) == path[i] }) {
+							t.Fatalf("path %v: step %d leaves the set or no working link", path, i)
+						}
+					}
+				}
+			}
+		}
+	}
+	if found == 0 || none == 0 {
+		t.Fatalf("%d pairs with a path, %d without: the scenarios test too little", found, none)
+	}
+}
+
+// others lists the live nodes outside the set.
+func others(g *topology.Graph, inSet []bool) []int {
+	var out []int
+	for v := range inSet {
+		if !inSet[v] && !g.NodeFailed(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
