@@ -148,17 +148,8 @@ func TestKill9Large(t *testing.T) {
 // collecting joins it holds every acknowledged one.
 func checkJoined(t *testing.T, c *apiClient, joined map[string][]string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", c.url+"/api/mcast", nil)
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var groups []GroupRecord
-	if err := jsonDecode(resp, &groups); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	getJSON(t, c, "/api/mcast", &groups)
 	byID := map[string]GroupRecord{}
 	for _, g := range groups {
 		byID[g.ID] = g

@@ -177,17 +177,8 @@ func checkAcked(t *testing.T, c *apiClient, acked map[int]string) {
 	if code != 200 {
 		t.Fatalf("list jobs: %d", code)
 	}
-	req, _ := http.NewRequest("GET", c.url+"/api/jobs?all=1", nil)
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var jobs []JobRecord
-	if err := jsonDecode(resp, &jobs); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	getJSON(t, c, "/api/jobs?all=1", &jobs)
 	byID := map[int]JobRecord{}
 	owner := map[string]int{}
 	for _, j := range jobs {
@@ -212,7 +203,7 @@ func checkAcked(t *testing.T, c *apiClient, acked map[int]string) {
 	}
 	// Every stored job has exactly one submit event, every released job a
 	// release event: no change is half applied.
-	req, _ = http.NewRequest("GET", c.url+"/api/audit?limit=1000", nil)
+	req, _ := http.NewRequest("GET", c.url+"/api/audit?limit=1000", nil)
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	var events []Event
 	after := uint64(0)
@@ -255,6 +246,21 @@ func checkAcked(t *testing.T, c *apiClient, acked map[int]string) {
 	}
 	if len(submits) != len(jobs) {
 		t.Fatalf("%d submit events for %d jobs", len(submits), len(jobs))
+	}
+}
+
+// getJSON decodes the answer of GET path into v.
+func getJSON(t *testing.T, c *apiClient, path string, v any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", c.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := jsonDecode(resp, v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
 	}
 }
 
