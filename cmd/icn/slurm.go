@@ -15,8 +15,8 @@ import (
 )
 
 func newSlurmCmd() *cobra.Command {
-	slurm := &cobra.Command{Use: "slurm", Short: "Describe a network in Slurm's configuration formats"}
-	slurm.AddCommand(newSlurmTopologyCmd())
+	slurm := &cobra.Command{Use: "slurm", Short: "Describe a network for Slurm, and place Slurm's jobs through the fabric manager"}
+	slurm.AddCommand(newSlurmTopologyCmd(), newSlurmAgentCmd(), newSlurmInstallCmd())
 	return slurm
 }
 

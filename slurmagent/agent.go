@@ -1,0 +1,328 @@
+package slurmagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/icn-hpc/icn/fm"
+	"github.com/icn-hpc/icn/sched"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config configures an Agent.
+type Config struct {
+	Partition string  // the Slurm partition on the torus
+	Prefix    string  // Slurm node names: Prefix and the node id, zero-padded (icn slurm topology's names)
+	Window    int     // pending jobs considered per round, in submit order (the seed's window; default 8)
+	Transit   float64 // transit allowance per job as a fraction of its nodes (0: none)
+	Log       io.Writer
+	// Registry, if set, receives the agent's metrics.
+	Registry prometheus.Registerer
+}
+
+// Agent keeps Slurm's partition and the fabric manager in step. It holds
+// no state of its own: each round reads both sides, so it survives its
+// own restart and slurmctld's.
+type Agent struct {
+	cfg   Config
+	slurm Slurm
+	fm    Manager
+
+	names  []string       // node id → Slurm name
+	coords []string       // node id → fabric manager name
+	byName map[string]int // Slurm name → node id
+
+	decisions *prometheus.CounterVec
+	seconds   prometheus.Histogram
+	released  prometheus.Counter
+	failures  prometheus.Counter
+}
+
+// prefix of the fabric manager's names of jobs placed for Slurm.
+const jobPrefix = "slurm-"
+
+// New prepares an agent; it reads the fabric once to name the nodes.
+func New(ctx context.Context, cfg Config, s Slurm, m Manager) (*Agent, error) {
+	if cfg.Window <= 0 {
+		cfg.Window = 8
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "nid"
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Transit < 0 || cfg.Transit > 1 {
+		return nil, fmt.Errorf("transit fraction %g outside 0..1", cfg.Transit)
+	}
+	fv, err := m.Fabric(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, slurm: s, fm: m, byName: map[string]int{}}
+	nn := sched.NewNodeNamer(cfg.Prefix, len(fv.Nodes))
+	for _, n := range fv.Nodes {
+		a.names = append(a.names, nn.Name(n.ID))
+		a.coords = append(a.coords, n.Name)
+		a.byName[nn.Name(n.ID)] = n.ID
+	}
+	a.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icn_slurm_agent_decisions_total",
+		Help: "Placements asked of the fabric manager, by outcome (placed, wait, refused)."}, []string{"outcome"})
+	a.seconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "icn_slurm_agent_placement_seconds",
+		Help: "Time of each placement asked of the fabric manager.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)})
+	a.released = prometheus.NewCounter(prometheus.CounterOpts{Name: "icn_slurm_agent_released_total",
+		Help: "Jobs whose nodes were freed in the fabric manager after Slurm ended them."})
+	a.failures = prometheus.NewCounter(prometheus.CounterOpts{Name: "icn_slurm_agent_node_failures_total",
+		Help: "Node failures carried between Slurm and the fabric manager."})
+	if cfg.Registry != nil {
+		for _, c := range []prometheus.Collector{a.decisions, a.seconds, a.released, a.failures} {
+			if err := cfg.Registry.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return a, nil
+}
+
+func (a *Agent) logf(format string, args ...any) {
+	fmt.Fprintf(a.cfg.Log, "%s icn-slurm-agent: %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}
+
+// Run calls Round every interval until ctx ends; errors are logged and
+// the next round tries again.
+func (a *Agent) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := a.Round(ctx); err != nil && ctx.Err() == nil {
+			a.logf("round: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Round brings both sides in step once: node failures, then jobs that
+// ended, then held jobs (pinned again if the fabric manager already
+// placed them, else placed within the window).
+func (a *Agent) Round(ctx context.Context) error {
+	if err := a.syncNodes(ctx); err != nil {
+		return err
+	}
+	jobs, err := a.slurm.Jobs(ctx, a.cfg.Partition)
+	if err != nil {
+		return err
+	}
+	placed, err := a.fm.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	live := map[int]Job{}
+	for _, j := range jobs {
+		live[j.ID] = j
+	}
+	held := map[int]*fm.JobRecord{} // Slurm id → its placement
+	for i := range placed {
+		r := &placed[i]
+		id, ok := slurmID(r.Name)
+		if !ok {
+			continue
+		}
+		if _, running := live[id]; !running {
+			// Ended, cancelled or failed in Slurm: free its nodes.
+			if err := a.fm.Release(ctx, r.ID); err != nil {
+				return err
+			}
+			a.released.Inc()
+			a.logf("job %d ended: released its nodes (icn job %d)", id, r.ID)
+			continue
+		}
+		held[id] = r
+	}
+	considered := 0
+	for _, j := range jobs {
+		if j.State != "PENDING" || !isHeld(j.Reason) {
+			continue
+		}
+		if r, ok := held[j.ID]; ok {
+			// Placed before a restart of the agent or of slurmctld, not
+			// yet pinned: pin it to the same nodes.
+			if err := a.pin(ctx, j, r); err != nil {
+				a.unpinnable(ctx, j, r, err)
+			}
+			continue
+		}
+		if considered == a.cfg.Window {
+			continue
+		}
+		considered++
+		if err := a.place(ctx, j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isHeld reports whether a pending job waits for the agent (held by the
+// job_submit script: priority 0).
+func isHeld(reason string) bool {
+	return reason == "JobHeldUser" || reason == "JobHeldAdmin" || reason == "held"
+}
+
+func slurmID(name string) (int, bool) {
+	if !strings.HasPrefix(name, jobPrefix) {
+		return 0, false
+	}
+	id, err := strconv.Atoi(strings.TrimPrefix(name, jobPrefix))
+	return id, err == nil
+}
+
+// place asks the fabric manager for a job's nodes and pins the job to
+// them; a job the fabric cannot take now waits, one it can never take
+// says why in its comment.
+func (a *Agent) place(ctx context.Context, j Job) error {
+	transit := int(math.Floor(a.cfg.Transit * float64(j.Nodes)))
+	start := time.Now()
+	r, err := a.fm.Submit(ctx, fm.JobRequest{Name: fmt.Sprintf("%s%d", jobPrefix, j.ID), Nodes: j.Nodes, Transit: transit})
+	a.seconds.Observe(time.Since(start).Seconds())
+	switch {
+	case errors.Is(err, ErrNoRoom):
+		a.decisions.WithLabelValues("wait").Inc()
+		msg := "icn: waiting: " + oneLine(err)
+		if j.Comment != msg {
+			a.logf("job %d (%d nodes): waits: %v", j.ID, j.Nodes, err)
+			return a.slurm.Annotate(ctx, j.ID, msg)
+		}
+		return nil
+	case err != nil && ctx.Err() == nil && !isTransport(err):
+		a.decisions.WithLabelValues("refused").Inc()
+		msg := "icn: refused: " + oneLine(err)
+		if j.Comment != msg {
+			a.logf("job %d (%d nodes): refused: %v", j.ID, j.Nodes, err)
+			return a.slurm.Annotate(ctx, j.ID, msg)
+		}
+		return nil
+	case err != nil:
+		return err
+	}
+	a.decisions.WithLabelValues("placed").Inc()
+	how := "exhaustive"
+	if s := r.Selection; s != nil && !s.Exhaustive {
+		how = "settled"
+		if !s.Settled {
+			how = "cut by the budget"
+		}
+	}
+	a.logf("job %d: %d nodes + %d transit in %.2f s (%s)", j.ID, len(r.Active), len(r.TransitN), time.Since(start).Seconds(), how)
+	if err := a.pin(ctx, j, r); err != nil {
+		a.unpinnable(ctx, j, r, err)
+	}
+	return nil
+}
+
+// unpinnable handles a placement Slurm would not take: the nodes are
+// freed in the fabric manager (nothing stays held for a job that cannot
+// run on them) and the job's comment says why; it stays held.
+func (a *Agent) unpinnable(ctx context.Context, j Job, r *fm.JobRecord, err error) {
+	a.logf("job %d: Slurm refused its nodes: %v; released them in icn", j.ID, err)
+	if rerr := a.fm.Release(ctx, r.ID); rerr != nil {
+		a.logf("job %d: releasing icn job %d: %v", j.ID, r.ID, rerr)
+	}
+	if aerr := a.slurm.Annotate(ctx, j.ID, "icn: refused by Slurm: "+oneLine(err)); aerr != nil {
+		a.logf("job %d: %v", j.ID, aerr)
+	}
+}
+
+// pin makes Slurm run job j on the nodes of placement r.
+func (a *Agent) pin(ctx context.Context, j Job, r *fm.JobRecord) error {
+	var names []string
+	for _, c := range append(append([]string(nil), r.Active...), r.TransitN...) {
+		id := a.nodeOfCoord(c)
+		if id < 0 {
+			return fmt.Errorf("job %d: node %q of the placement is not in the fabric", j.ID, c)
+		}
+		names = append(names, a.names[id])
+	}
+	hl := sched.Hostlist(names)
+	comment := fmt.Sprintf("icn: job %d, %d active + %d transit", r.ID, len(r.Active), len(r.TransitN))
+	if err := a.slurm.Pin(ctx, j.ID, hl, len(names), comment); err != nil {
+		return err
+	}
+	a.logf("job %d pinned to %s", j.ID, hl)
+	return nil
+}
+
+func (a *Agent) nodeOfCoord(c string) int {
+	for id, name := range a.coords {
+		if name == c {
+			return id
+		}
+	}
+	return -1
+}
+
+// syncNodes carries failures both ways: a node Slurm has down or
+// drained (not by the agent) fails in the fabric manager; a node failed
+// in the fabric manager is drained in Slurm with the reason.
+func (a *Agent) syncNodes(ctx context.Context) error {
+	nodes, err := a.slurm.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	fv, err := a.fm.Fabric(ctx)
+	if err != nil {
+		return err
+	}
+	failed := map[int]bool{}
+	for _, n := range fv.Nodes {
+		if n.Failed {
+			failed[n.ID] = true
+		}
+	}
+	for _, n := range nodes {
+		id, ok := a.byName[n.Name]
+		if !ok {
+			continue
+		}
+		st := strings.TrimRight(n.State, "*~#!%$@^-")
+		down := strings.HasPrefix(st, "down") || strings.HasPrefix(st, "drain") || strings.HasPrefix(st, "drng") || strings.HasPrefix(st, "fail")
+		switch {
+		case down && !failed[id] && !strings.HasPrefix(n.Reason, "icn:"):
+			if err := a.fm.FailNode(ctx, a.coords[id]); err != nil {
+				return err
+			}
+			a.failures.Inc()
+			a.logf("node %s (%s) is %s in Slurm (%s): failed in icn", n.Name, a.coords[id], n.State, n.Reason)
+		case !down && failed[id]:
+			if err := a.slurm.Drain(ctx, n.Name, "icn: failed node "+a.coords[id]); err != nil {
+				return err
+			}
+			a.failures.Inc()
+			a.logf("node %s (%s) failed in icn: drained in Slurm", n.Name, a.coords[id])
+		}
+	}
+	return nil
+}
+
+func oneLine(err error) string {
+	s := strings.ReplaceAll(err.Error(), "\n", " ")
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// isTransport reports errors reaching the fabric manager (retried next
+// round, not the job's fault).
+func isTransport(err error) bool {
+	return strings.Contains(err.Error(), "fabric manager at ")
+}
