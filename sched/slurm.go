@@ -252,3 +252,32 @@ func WriteTopologyConf(w io.Writer, t SlurmTopology) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// BlockAsTree describes a torus's block topology for topology/tree, for
+// Slurm releases before 23.11 (no topology/block): every base block is a
+// leaf switch with its nodes, and every aligned run of 2^k blocks (a
+// sub-torus brick, see SlurmBlockTopology) a switch over the two runs of
+// 2^(k-1) it holds, up to one top switch; topology/tree then prefers the
+// smallest brick that holds a job, as topology/block does.
+func BlockAsTree(t SlurmTopology) (SlurmTopology, error) {
+	if t.Block == nil || len(t.Block.Blocks) == 0 {
+		return SlurmTopology{}, fmt.Errorf("not a block topology")
+	}
+	var sw []SlurmSwitch
+	level := make([]string, len(t.Block.Blocks))
+	for i, b := range t.Block.Blocks {
+		sw = append(sw, SlurmSwitch{Switch: b.Block, Nodes: b.Nodes})
+		level[i] = b.Block
+	}
+	for k := 1; len(level) > 1; k++ {
+		var next []string
+		for i := 0; i < len(level); i += 2 {
+			kids := level[i:min(i+2, len(level))]
+			name := fmt.Sprintf("brick%d_%d", k, i/2)
+			sw = append(sw, SlurmSwitch{Switch: name, Children: strings.Join(kids, ",")})
+			next = append(next, name)
+		}
+		level = next
+	}
+	return SlurmTopology{Topology: t.Topology, ClusterDefault: t.ClusterDefault, Tree: &SlurmTree{Switches: sw}}, nil
+}

@@ -228,3 +228,64 @@ func FuzzExpandHostlist(f *testing.F) {
 		}
 	})
 }
+
+// BlockAsTree: every base block is a leaf with its nodes, every switch
+// above holds a brick (the union of its leaves' nodes is a product of
+// intervals), there is one top switch over all nodes, and Slurm's
+// topology.conf syntax is written for topology/tree.
+func TestBlockAsTree(t *testing.T) {
+	for _, spec := range []string{"torus:8x8x4", "torus:4x6x10", "torus:4x4x4"} {
+		g := mustParse(t, spec)
+		nn := NewNodeNamer("nid", g.NumNodes())
+		blk, err := SlurmBlockTopology("torus", g, nn, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := BlockAsTree(blk)
+		if err != nil || tr.Tree == nil || tr.Block != nil {
+			t.Fatalf("%s: %+v %v", spec, tr, err)
+		}
+		under := map[string][]int{} // switch -> node ids below it
+		parents := map[string]int{}
+		var top string
+		for _, s := range tr.Tree.Switches {
+			if s.Nodes != "" {
+				names, _ := ExpandHostlist(s.Nodes)
+				for _, n := range names {
+					var v int
+					fmt.Sscanf(strings.TrimPrefix(n, "nid"), "%d", &v)
+					under[s.Switch] = append(under[s.Switch], v)
+				}
+				continue
+			}
+			kids := strings.Split(s.Children, ",")
+			if len(kids) > 2 {
+				t.Fatalf("%s: switch %s has %d children", spec, s.Switch, len(kids))
+			}
+			for _, k := range kids {
+				under[s.Switch] = append(under[s.Switch], under[k]...)
+				parents[k]++
+			}
+			if !isBrick(g.Dims(), under[s.Switch]) {
+				t.Fatalf("%s: switch %s does not hold a brick", spec, s.Switch)
+			}
+			top = s.Switch
+		}
+		if len(under[top]) != g.NumNodes() {
+			t.Fatalf("%s: top switch %s holds %d of %d nodes", spec, top, len(under[top]), g.NumNodes())
+		}
+		for sw, n := range parents {
+			if n != 1 {
+				t.Fatalf("%s: switch %s has %d parents", spec, sw, n)
+			}
+		}
+		var conf bytes.Buffer
+		WriteTopologyConf(&conf, tr)
+		if !strings.Contains(conf.String(), "TopologyPlugin=topology/tree") || strings.Contains(conf.String(), "BlockName") {
+			t.Fatalf("%s: conf\n%s", spec, conf.String())
+		}
+	}
+	if _, err := BlockAsTree(SlurmTopology{}); err == nil {
+		t.Fatal("an empty topology converted")
+	}
+}

@@ -30,6 +30,7 @@ type slurmTopologyOptions struct {
 	format    string
 	names     string
 	blockSize int
+	version   string
 	stderr    io.Writer
 }
 
@@ -61,6 +62,7 @@ icn sched simulate number them.`,
 	f.StringVar(&o.dir, "out", "", "write topology.yaml and topology.conf into DIR")
 	f.StringVar(&o.format, "format", "yaml", "what to print without --out: yaml or conf")
 	f.IntVar(&o.blockSize, "block-size", 0, "nodes per base block on a torus (0: halve down to at most 32)")
+	f.StringVar(&o.version, "slurm-version", "25.05", "the Slurm release the files are for: before 23.11 a torus is written for topology/tree (no topology/block), before 25.05 no topology.yaml is written")
 	return c
 }
 
@@ -70,6 +72,9 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 	}
 	if o.names == "" {
 		o.names = "auto"
+	}
+	if o.version == "" {
+		o.version = "25.05"
 	}
 	if o.names != "auto" && o.names != "host" && o.names != "number" {
 		return fmt.Errorf("unknown --names %q (want auto, host or number)", o.names)
@@ -109,14 +114,29 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 	if err != nil {
 		return err
 	}
+	ver, err := parseSlurmVersion(o.version)
+	if err != nil {
+		return err
+	}
+	if top.Block != nil && ver < 2311 {
+		if top, err = sched.BlockAsTree(top); err != nil {
+			return err
+		}
+	}
+	forSlurm := fmt.Sprintf("Slurm %s", o.version)
 	var y, conf bytes.Buffer
 	if err := sched.WriteTopologyYAML(&y, []sched.SlurmTopology{top}); err != nil {
 		return err
 	}
+	fmt.Fprintf(&conf, "# for %s\n", forSlurm)
 	if err := sched.WriteTopologyConf(&conf, top); err != nil {
 		return err
 	}
+	yamlOK := ver >= 2505
 	if o.dir == "" && !o.out.json {
+		if o.format == "yaml" && !yamlOK {
+			return fmt.Errorf("Slurm %s reads no topology.yaml (25.05 and later do): use --format conf", o.version)
+		}
 		if o.format == "conf" {
 			_, err = w.Write(conf.Bytes())
 		} else {
@@ -128,8 +148,10 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 		if err := os.MkdirAll(o.dir, 0o755); err != nil {
 			return fmt.Errorf("--out: %v", err)
 		}
-		if err := writeFileAtomic(filepath.Join(o.dir, "topology.yaml"), y.Bytes()); err != nil {
-			return err
+		if yamlOK {
+			if err := writeFileAtomic(filepath.Join(o.dir, "topology.yaml"), y.Bytes()); err != nil {
+				return err
+			}
 		}
 		if err := writeFileAtomic(filepath.Join(o.dir, "topology.conf"), conf.Bytes()); err != nil {
 			return err
@@ -148,9 +170,24 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 			t.Row("blocks", len(top.Block.Blocks))
 			t.Row("block sizes", fmt.Sprint(top.Block.BlockSizes))
 		}
-		t.Row("written", filepath.Join(o.dir, "topology.yaml")+", "+filepath.Join(o.dir, "topology.conf"))
+		t.Row("for", forSlurm)
+		written := filepath.Join(o.dir, "topology.conf")
+		if yamlOK {
+			written = filepath.Join(o.dir, "topology.yaml") + ", " + written
+		}
+		t.Row("written", written)
 		return t.Write(w)
 	})
+}
+
+// parseSlurmVersion reads a Slurm release ("22.05", "23.11.4", "25.05")
+// as major*100+minor.
+func parseSlurmVersion(v string) (int, error) {
+	var major, minor int
+	if n, err := fmt.Sscanf(v, "%d.%d", &major, &minor); n != 2 || err != nil || major < 17 || minor < 0 || minor > 12 {
+		return 0, fmt.Errorf("--slurm-version %q: want a Slurm release such as 22.05 or 24.11", v)
+	}
+	return major*100 + minor, nil
 }
 
 // slurmNodeNames chooses how the n end nodes (node i is graph vertex

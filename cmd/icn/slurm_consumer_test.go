@@ -187,7 +187,9 @@ func TestSlurmAllocHostlist(t *testing.T) {
 // node under one leaf, and logs no complaint about the file.
 func TestSlurmReadsTopologyConf(t *testing.T) {
 	ctld, scontrol := slurmTools(t)
-	for _, fabric := range []string{"fattree:k=4,n=3", "dragonfly:a=4,p=2,h=2", "file:../../unicast/testdata/ft2.ibnet", "file:../../topology/testdata/small.ibnet"} {
+	// A torus is written for topology/tree for Slurm before 23.11
+	// (--slurm-version 22.05): its blocks as leaves, bricks above.
+	for _, fabric := range []string{"fattree:k=4,n=3", "dragonfly:a=4,p=2,h=2", "file:../../unicast/testdata/ft2.ibnet", "file:../../topology/testdata/small.ibnet", "torus:4x4x4"} {
 		t.Run(fabric, func(t *testing.T) {
 			checkSlurmTopology(t, ctld, scontrol, fabric)
 		})
@@ -195,7 +197,10 @@ func TestSlurmReadsTopologyConf(t *testing.T) {
 }
 
 func checkSlurmTopology(t *testing.T, ctld, scontrol, fabric string) {
-	o := slurmTopologyOptions{prefix: "nid", name: "default", format: "yaml", names: "auto", dir: t.TempDir()}
+	o := slurmTopologyOptions{prefix: "nid", name: "default", format: "yaml", names: "auto", dir: t.TempDir(), version: "25.05"}
+	if strings.HasPrefix(fabric, "torus:") {
+		o.version = "22.05"
+	}
 	o.fabric.spec = fabric
 	o.out.json = true
 	var js strings.Builder
