@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,6 +123,9 @@ func (a *Agent) Round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Submit order (squeue lists held jobs, all of priority 0, in no
+	// useful order).
+	slices.SortFunc(jobs, func(x, y Job) int { return x.ID - y.ID })
 	placed, err := a.fm.Jobs(ctx)
 	if err != nil {
 		return err
