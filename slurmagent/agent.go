@@ -198,23 +198,22 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 	start := time.Now()
 	r, err := a.fm.Submit(ctx, fm.JobRequest{Name: fmt.Sprintf("%s%d", jobPrefix, j.ID), Nodes: j.Nodes, Transit: transit})
 	a.seconds.Observe(time.Since(start).Seconds())
+	// Not placed: the job keeps its hold, and its comment says why
+	// (written once per reason).
+	keepHeld := func(outcome, verb string) error {
+		a.decisions.WithLabelValues(outcome).Inc()
+		msg := "icn: " + verb + ": " + oneLine(err)
+		if j.Comment == msg {
+			return nil
+		}
+		a.logf("job %d (%d nodes): %s: %v", j.ID, j.Nodes, verb, err)
+		return a.slurm.Annotate(ctx, j.ID, msg)
+	}
 	switch {
 	case errors.Is(err, ErrNoRoom):
-		a.decisions.WithLabelValues("wait").Inc()
-		msg := "icn: waiting: " + oneLine(err)
-		if j.Comment != msg {
-			a.logf("job %d (%d nodes): waits: %v", j.ID, j.Nodes, err)
-			return a.slurm.Annotate(ctx, j.ID, msg)
-		}
-		return nil
+		return keepHeld("wait", "waiting")
 	case err != nil && ctx.Err() == nil && !isTransport(err):
-		a.decisions.WithLabelValues("refused").Inc()
-		msg := "icn: refused: " + oneLine(err)
-		if j.Comment != msg {
-			a.logf("job %d (%d nodes): refused: %v", j.ID, j.Nodes, err)
-			return a.slurm.Annotate(ctx, j.ID, msg)
-		}
-		return nil
+		return keepHeld("refused", "refused")
 	case err != nil:
 		return err
 	}
