@@ -97,6 +97,9 @@ func startCluster(t *testing.T, names []string) *cluster {
 	b.WriteString("ReturnToService=2\nJobSubmitPlugins=lua\nMpiDefault=none\nSlurmctldTimeout=30\nSlurmdTimeout=30\nInactiveLimit=0\nMinJobAge=2\n")
 	fmt.Fprintf(&b, "NodeName=%s NodeAddr=127.0.0.1 Port=%d-%d CPUs=1 State=UNKNOWN\n", sched.Hostlist(names), nodePort, nodePort+len(names)-1)
 	fmt.Fprintf(&b, "PartitionName=torus Nodes=ALL Default=YES State=UP MaxTime=INFINITE\n")
+	// The same nodes without icn: Slurm's own placement (the replay's
+	// baseline; the hold is only for partition torus).
+	fmt.Fprintf(&b, "PartitionName=plain Nodes=ALL Default=NO State=UP MaxTime=INFINITE\n")
 	conf := strings.Replace(b.String(), fmt.Sprintf("Port=%d-%d", nodePort, nodePort+len(names)-1),
 		fmt.Sprintf("Port=[%d-%d]", nodePort, nodePort+len(names)-1), 1)
 	hosts := "127.0.0.1 localhost\n"

@@ -1,0 +1,192 @@
+//go:build long
+
+package slurmagent
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/fm"
+	"github.com/icn-hpc/icn/sched"
+	"github.com/icn-hpc/icn/topology"
+)
+
+// replayResult is what a run of a stream gave: utilization and the mean
+// relative wait (wait / requested time), as sched.Report counts them.
+type replayResult struct {
+	util, tmean, wait float64
+	done              int
+}
+
+// TestReplayModelVsSlurm is seed 001's table 2 on one host: a synthetic
+// stream (60 jobs on torus:4x4x2, trace minutes replayed as half seconds)
+// runs through slurmctld and 32 slurmd twice, once with Slurm's own
+// placement (partition plain: FCFS, select/linear) and once placed by icn
+// (partition torus, the agent with window 8), and through icn sched
+// simulate with the same two policies; it reports the four rows. Run with
+// go test -tags long -run TestReplayModelVsSlurm -v ./slurmagent (root).
+func TestReplayModelVsSlurm(t *testing.T) {
+	needSlurm(t)
+	const scale = 120.0 // trace seconds per real second
+	p := sched.SyntheticParams{Jobs: 60, MinTime: 60, MaxTime: 1800, Span: 2 * 3600, Sizes: "loguniform", MaxNodes: 16, Overestimate: 1, Seed: 1}
+	stream, err := sched.Synthetic(p, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := topology.Parse("torus:4x4x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The model's rows.
+	model := map[string]replayResult{}
+	flat, _ := sched.NewFlatMachine(32, nil)
+	rep, err := sched.Simulate(sched.Config{Machine: flat, Policy: sched.Policy{Window: 1}}, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model["slurm"] = replayResult{rep.Utilization, rep.TMean, rep.MeanWait, rep.JobsDone}
+	st, _ := alloc.NewState(g)
+	rt, _ := alloc.NewAngaraRouter(g, "angara*")
+	rep, err = sched.Simulate(sched.Config{State: st, Router: rt, Algo: alloc.Improved, Policy: sched.Policy{Window: 8},
+		Transit: func(m int) int { return int(0.6 * float64(m)) }}, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model["icn"] = replayResult{rep.Utilization, rep.TMean, rep.MeanWait, rep.JobsDone}
+
+	svc, tok, err := fm.Open(fm.Config{DBPath: filepath.Join(t.TempDir(), "fm.db"), Topo: "torus:4x4x2", NewRouting: fm.AngaraRouting("angara*")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	srv := httptest.NewServer(svc.Handler(fm.HandlerOptions{}))
+	defer srv.Close()
+	nn := sched.NewNodeNamer("nid", 32)
+	var names []string
+	for v := 0; v < 32; v++ {
+		names = append(names, nn.Name(v))
+	}
+	c := startCluster(t, names)
+	machine := map[string]replayResult{}
+	for _, part := range []string{"plain", "torus"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		if part == "torus" {
+			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6}, CLI{Conf: c.conf}, &Client{URL: srv.URL, Token: tok})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go a.Run(ctx, 100*time.Millisecond)
+		}
+		machine[part] = replay(t, c, part, stream, scale)
+		cancel()
+	}
+	row := func(name string, r replayResult) {
+		t.Logf("%-28s utilization %5.1f %%  mean relative wait %6.2f  mean wait %7.0f s  jobs %d", name, 100*r.util, r.tmean, r.wait, r.done)
+	}
+	row("model, Slurm's FCFS (flat)", model["slurm"])
+	row("model, icn window 8", model["icn"])
+	row("machine, Slurm alone", machine["plain"])
+	row("machine, placed by icn", machine["torus"])
+	if machine["torus"].done != len(stream.Jobs) || machine["plain"].done != len(stream.Jobs) {
+		t.Fatalf("jobs done: %d and %d of %d", machine["plain"].done, machine["torus"].done, len(stream.Jobs))
+	}
+}
+
+// replay submits the stream's jobs to a partition at their submit times
+// (scale trace seconds per real second), each sleeping its run time, and
+// measures when each starts and ends by polling squeue.
+func replay(t *testing.T, c *cluster, part string, stream *sched.Stream, scale float64) replayResult {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	var mu sync.Mutex
+	startAt, endAt := map[string]float64{}, map[string]float64{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		known := map[string]bool{}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			out, err := c.cmd(ctx, "squeue", "-h", "-p", part, "-o", "%j|%T")
+			now := time.Since(start).Seconds() * scale
+			if err == nil {
+				live := map[string]bool{}
+				mu.Lock()
+				for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+					name, state, ok := strings.Cut(line, "|")
+					if !ok {
+						continue
+					}
+					live[name] = true
+					known[name] = true
+					if (state == "RUNNING" || state == "COMPLETING") && startAt[name] == 0 {
+						startAt[name] = now
+					}
+				}
+				for name := range known {
+					if !live[name] && endAt[name] == 0 && startAt[name] > 0 {
+						endAt[name] = now
+					}
+				}
+				mu.Unlock()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	for i, j := range stream.Jobs {
+		if d := time.Duration(j.Submit/scale*float64(time.Second)) - time.Since(start); d > 0 {
+			time.Sleep(d)
+		}
+		run := j.Runtime / scale
+		limit := int(math.Ceil(j.Requested/scale/60)) + 1
+		if out, err := c.cmd(ctx, "sbatch", "-p", part, "-N", fmt.Sprint(j.Nodes), "-J", fmt.Sprintf("r%d", i), "-t", fmt.Sprint(limit),
+			"--wrap", fmt.Sprintf("sleep %.2f", run)); err != nil {
+			t.Fatalf("sbatch job %d: %v %s", i, err, out)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		mu.Lock()
+		n := len(endAt)
+		mu.Unlock()
+		if n == len(stream.Jobs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d of %d jobs ended in 10 minutes", part, n, len(stream.Jobs))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	var r replayResult
+	first, last, busy := math.Inf(1), 0.0, 0.0
+	for i, j := range stream.Jobs {
+		name := fmt.Sprintf("r%d", i)
+		s, e := startAt[name], endAt[name]
+		wait := math.Max(0, s-j.Submit)
+		r.wait += wait
+		r.tmean += wait / j.Requested
+		busy += float64(j.Nodes) * (e - s)
+		first, last = math.Min(first, j.Submit), math.Max(last, e)
+		r.done++
+	}
+	r.wait /= float64(r.done)
+	r.tmean /= float64(r.done)
+	r.util = busy / (32 * (last - first))
+	return r
+}
