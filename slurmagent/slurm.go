@@ -60,7 +60,9 @@ func (c CLI) run(ctx context.Context, name string, args ...string) (string, erro
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		// One line: Slurm's commands print several for one failure.
+		msg := strings.Join(strings.Split(strings.TrimSpace(string(out)), "\n"), "; ")
+		return "", fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, msg)
 	}
 	return string(out), nil
 }
