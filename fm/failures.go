@@ -45,6 +45,9 @@ type FailureResult struct {
 	// AffectedJobs lists the jobs left without a working table (broken).
 	AffectedJobs []int       `json:"affected_jobs"`
 	Jobs         []JobEffect `json:"jobs"`
+	// Unicast is the unicast tables' status on the new fabric
+	// (Config.Unicast).
+	Unicast *UnicastStatus `json:"unicast,omitempty"`
 }
 
 // ChangeFailure fails or repairs a link or node. Every running job whose
@@ -132,6 +135,7 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 	if err == nil {
 		// Multicast trees follow the fabric (under changeMu, so in order).
 		s.mc.fabricChanged(md.g, !ch.Repair)
+		res.Unicast = s.refreshUnicast(md.g)
 	}
 	return res, err
 }

@@ -52,6 +52,13 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 		w.Write(data)
 		return nil, http.StatusOK, errWritten
 	})
+	route("GET /api/fabric/unicast", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		u := s.Unicast()
+		if u == nil {
+			return nil, 0, fmt.Errorf("%w: this service keeps no unicast tables (icn serve --engine E --lft-out FILE)", ErrNotFound)
+		}
+		return u, 200, nil
+	})
 	route("GET /api/fabric/metrics", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
 		return s.Metrics(), 200, nil
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
+	"github.com/icn-hpc/icn/unicast"
 )
 
 // Routing is what the service needs from torus routing for one fabric
@@ -57,6 +58,9 @@ type Config struct {
 	Now func() time.Time
 	// RotateToken replaces the API token (file and stored hash).
 	RotateToken bool
+	// Unicast, if set, keeps the fabric's unicast forwarding tables (a
+	// switched fabric) current in OpenSM's dump format.
+	Unicast *UnicastConfig
 	// PlacementBudget bounds each placement (job submit or migration):
 	// node selection and the job's table together answer within it (see
 	// Service.SubmitContext). 0 means alloc.DefaultBudget; a negative
@@ -125,6 +129,12 @@ type Service struct {
 	linksMu  sync.Mutex
 	links    map[int]jobLinks
 	linkDirs *linkDirs // built from the first fabric graph: failures do not renumber links
+
+	// uni is the status of the unicast tables (Config.Unicast); uniAnn
+	// the LIDs and GUIDs of the fabric's file.
+	uniMu  sync.Mutex
+	uni    *UnicastStatus
+	uniAnn *unicast.Annotations
 }
 
 // Compacted returns the database file's size before and after Open
@@ -187,6 +197,19 @@ func Open(cfg Config) (*Service, string, error) {
 		s.jobs = map[int]*JobRecord{}
 		if err := s.loadState(rec); err != nil {
 			return fail(err)
+		}
+	}
+	if cfg.Unicast != nil {
+		s.mu.RLock()
+		g, spec := s.g, s.fabric.Spec
+		s.mu.RUnlock()
+		if s.uniAnn, err = unicast.AnnotationsOf(spec); err != nil {
+			return fail(fmt.Errorf("unicast tables: %v", err))
+		}
+		if u := s.refreshUnicast(g); u.Error != "" && !u.Written {
+			// The start refuses what it cannot route (an unknown engine,
+			// a fabric without switches, an unwritable dump).
+			return fail(fmt.Errorf("unicast tables: %s", u.Error))
 		}
 	}
 	s.m = newMetrics(s)

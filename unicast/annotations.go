@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"github.com/icn-hpc/icn/topology"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -165,4 +166,22 @@ func parseHexGUID(s string) (uint64, bool) {
 	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
 	g, err := strconv.ParseUint(s, 16, 64)
 	return g, err == nil
+}
+
+// AnnotationsOf returns the LID and GUID annotations of a fabric spec:
+// those of its file when spec is file:PATH holding ibnetdiscover or ibsim
+// text, else nil (generated fabrics get icn's own LIDs and GUIDs).
+func AnnotationsOf(spec string) (*Annotations, error) {
+	path, ok := strings.CutPrefix(spec, "file:")
+	if !ok {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if topology.DetectFormat(data) != topology.FormatIBNet {
+		return nil, nil
+	}
+	return ParseAnnotations(data, path)
 }

@@ -50,6 +50,7 @@ type serveOptions struct {
 	tlsCert, tlsKey       string
 	insecure              bool
 	budget                budgetFlag
+	engine, lftOut        string
 }
 
 func newServeCmd() *cobra.Command {
@@ -82,6 +83,8 @@ and left unmodified (--check runs only the check). A non-loopback address needs 
 	f.StringVar(&o.rules, "rules", "angara*", "torus routing rule for job tables")
 	f.BoolVar(&o.openRead, "open-read", false, "serve read-only endpoints without the token")
 	f.DurationVar(&o.mcastTimeout, "mcast-timeout", 30*time.Second, "how long a multicast group may wait for missing joins or leaves")
+	f.StringVar(&o.engine, "engine", "", "keep the fabric's unicast tables with this engine (ftree, updn, minhop, sssp, dfsssp, …), recomputed after every failure or repair; needs --lft-out")
+	f.StringVar(&o.lftOut, "lft-out", "", "OpenSM dump the unicast tables are written to, replaced atomically (opensm -R file -U FILE)")
 	f.IntVar(&o.repairExtra, "repair-extra", fm.DefaultRepairExtra, "transit nodes beyond its own allowance a job may gain when a failure leaves its nodes without a legal route (0: none)")
 	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise)")
 	f.BoolVar(&o.rotateToken, "rotate-token", false, "replace the API token (token file and stored hash) and print the new one")
@@ -110,12 +113,19 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 	if !tls && !o.insecure && !loopbackAddr(o.addr) {
 		return &exitError{code: 2, err: fmt.Errorf("--addr %s is not a loopback address: the token would travel in clear text; give --tls-cert and --tls-key, or --insecure to serve plain HTTP anyway", o.addr)}
 	}
+	if (o.engine == "") != (o.lftOut == "") {
+		return &exitError{code: 2, err: fmt.Errorf("give both --engine and --lft-out, or neither")}
+	}
+	var uni *fm.UnicastConfig
+	if o.engine != "" {
+		uni = &fm.UnicastConfig{Engine: o.engine, LFTOut: o.lftOut}
+	}
 	if err := os.MkdirAll(filepath.Dir(o.db), 0o700); err != nil {
 		return err
 	}
 	svc, token, err := fm.Open(fm.Config{DBPath: o.db, Topo: o.topo, ReplaceTopo: o.replace && o.topo != "",
 		NewRouting: fm.AngaraRouting(o.rules), MulticastTimeout: o.mcastTimeout, RotateToken: o.rotateToken, RepairExtra: repairExtra(o.repairExtra),
-		PlacementBudget: placementBudget(o.budget.d)})
+		PlacementBudget: placementBudget(o.budget.d), Unicast: uni})
 	if err != nil {
 		return err
 	}
@@ -129,6 +139,9 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 	}
 	base := serviceURL(ln.Addr(), tls)
 	fmt.Fprintf(w, "icn fabric manager on %s (database %s, fabric %s)\n", base, o.db, svc.Spec())
+	if u := svc.Unicast(); u != nil {
+		fmt.Fprintf(w, "unicast tables (%s) written to %s in %.1f s; rewritten after every failure or repair\n", u.Engine, u.LFTOut, u.Seconds)
+	}
 	if before, after := svc.Compacted(); after < before {
 		fmt.Fprintf(w, "icn: compacted %s from %.1f MB to %.1f MB (more than half of it was free pages)\n", o.db, float64(before)/1e6, float64(after)/1e6)
 	}
