@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/topology"
 )
 
 // A link failure moves only the trees that used the link; the moved trees
@@ -89,4 +91,48 @@ func TestFailureMovesOnlyTreesThatUsedIt(t *testing.T) {
 		}
 	}
 	s.Close()
+}
+
+// The same on a fat tree (a switched fabric): groups of hosts keep their
+// FULB trees across a link failure unless the tree used the link.
+func TestFailureMovesOnlyTreesThatUsedItFatTree(t *testing.T) {
+	s, _ := openTest(t, t.TempDir(), "fattree:k=4,n=3", nil)
+	defer s.Close()
+	hosts := s.g.Endpoints()
+	for k := 0; k < 8; k++ {
+		gid := fmt.Sprintf("f%d", k)
+		for i := 0; i < 3; i++ {
+			m := s.g.NodeName(hosts[(k*5+i*7)%len(hosts)])
+			if _, err := s.mc.join("t", McastRequest{Group: gid, Member: m, MemberCount: 3}); err != nil {
+				t.Fatalf("join %s %s: %v", gid, m, err)
+			}
+		}
+	}
+	before := s.mc.list()
+	use := map[int][]string{}
+	for _, g := range before {
+		for _, c := range g.Channels {
+			use[int(c)>>1] = append(use[int(c)>>1], g.ID)
+		}
+	}
+	link := -1
+	for l, gs := range use {
+		lk := s.g.Link(l)
+		inner := s.g.Kind(int(lk.A)) == topology.Switch && s.g.Kind(int(lk.B)) == topology.Switch
+		if inner && (link < 0 || len(gs) > len(use[link]) || len(gs) == len(use[link]) && l < link) {
+			link = l
+		}
+	}
+	if link < 0 {
+		t.Fatal("no switch link in any tree")
+	}
+	if _, err := s.ChangeFailure("t", FailureChange{Link: s.g.LinkName(link)}); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range s.mc.list() {
+		used := slices.Contains(use[link], g.ID)
+		if g.State != "Ready" || slices.Equal(g.Channels, before[i].Channels) == used {
+			t.Fatalf("group %s (%s): used the link %v, tree kept %v", g.ID, g.State, used, !used)
+		}
+	}
 }
