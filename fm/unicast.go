@@ -175,3 +175,11 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 	}
 	return nil
 }
+
+// Graph returns the current fabric (failures included); callers must not
+// change it.
+func (s *Service) Graph() *topology.Graph {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.g
+}

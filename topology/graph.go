@@ -588,3 +588,35 @@ func (g *Graph) HostName(v int) string {
 	}
 	return f[0]
 }
+
+// LinksMissingFrom returns the links of g that d does not hold as working
+// links, ends matched by node GUID and port number: the links of a fabric
+// that a later discovery of it (ibnetdiscover) no longer sees. Nodes
+// without a GUID never match.
+func (g *Graph) LinksMissingFrom(d *Graph) []int {
+	type end struct {
+		guid uint64
+		port int
+	}
+	key := func(x *Graph, c int) [2]end {
+		a := end{x.GUID(x.Src(c)), x.SrcPort(c)}
+		b := end{x.GUID(x.Dst(c)), x.DstPort(c)}
+		if b.guid < a.guid || b.guid == a.guid && b.port < a.port {
+			a, b = b, a
+		}
+		return [2]end{a, b}
+	}
+	have := make(map[[2]end]bool, d.NumLinks())
+	for l := 0; l < d.NumLinks(); l++ {
+		if !d.LinkFailed(l) {
+			have[key(d, 2*l)] = true
+		}
+	}
+	var out []int
+	for l := 0; l < g.NumLinks(); l++ {
+		if k := key(g, 2*l); k[0].guid == 0 || !have[k] {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/icn-hpc/icn/internal/ibsimtest"
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -23,7 +21,7 @@ func TestOpenSMInstallsTables(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs OpenSM")
 	}
-	sim := newIBSim(t)
+	sim := ibsimtest.New(t)
 	dir := t.TempDir()
 	// The export carries icn's LIDs: ibsim sets them and OpenSM keeps
 	// them, so tables computed on the export itself load as they are.
@@ -32,23 +30,22 @@ func TestOpenSMInstallsTables(t *testing.T) {
 	if err := os.WriteFile(net, []byte(export), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sim.start(net, "h0")
-	defer sim.stop()
-	sim.check(export, "export", "ftree", filepath.Join(dir, "export"))
+	sim.Start(net, "h0")
+	defer sim.Stop()
+	check(t, sim, export, "export", "ftree", filepath.Join(dir, "export"))
 	// A sweep with OpenSM's own engine, then ibnetdiscover: the fabric as a
 	// site would feed it to icn.
-	sim.opensm(filepath.Join(dir, "first"), "-R", "minhop")
-	discovered := sim.ibnetdiscover()
+	sim.OpenSM(filepath.Join(dir, "first"), "-R", "minhop")
+	discovered := sim.IBNetDiscover()
 	for _, engine := range []string{"minhop", "updn", "ftree", "dfsssp"} {
-		sim.check(discovered, "discovered", engine, filepath.Join(dir, engine))
+		check(t, sim, discovered, "discovered", engine, filepath.Join(dir, engine))
 	}
 }
 
 // check routes the fabric text with engine, has OpenSM load the dump with
 // `-R file` and compares what it installed; the installed tables must
 // deliver every pair to the right host.
-func (s *ibsim) check(text, name, engine, dir string) {
-	t := s.t
+func check(t *testing.T, s *ibsimtest.Sim, text, name, engine, dir string) {
 	t.Helper()
 	g, ann := importIBNet(t, text, name)
 	f, err := NewFabric(g, ann)
@@ -61,7 +58,7 @@ func (s *ibsim) check(text, name, engine, dir string) {
 	os.MkdirAll(dir, 0o755)
 	path := filepath.Join(dir, "icn.dump")
 	os.WriteFile(path, dump.Bytes(), 0o644)
-	s.opensm(dir, "-R", "file", "-U", path)
+	s.OpenSM(dir, "-R", "file", "-U", path)
 	installed, err := os.ReadFile(filepath.Join(dir, "opensm-lfts.dump"))
 	if err != nil {
 		t.Fatalf("%s %s: OpenSM wrote no dump: %v", name, engine, err)
@@ -88,7 +85,7 @@ func TestOpenSMInstallsTablesForNetFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs OpenSM")
 	}
-	sim := newIBSim(t)
+	sim := ibsimtest.New(t)
 	dir := t.TempDir()
 	export := exportWithLIDs(t, "dragonfly:a=4,p=2,h=2")
 	text := stripGUIDs(export)
@@ -104,9 +101,9 @@ func TestOpenSMInstallsTablesForNetFile(t *testing.T) {
 	if f.GUIDNote == "" {
 		t.Fatal("no GUID warning for a net file without GUIDs")
 	}
-	sim.start(net, g.NodeName(f.Terminals()[0].Node))
-	defer sim.stop()
-	sim.check(text, "fabric.net", "dfsssp", filepath.Join(dir, "file"))
+	sim.Start(net, g.NodeName(f.Terminals()[0].Node))
+	defer sim.Stop()
+	check(t, sim, text, "fabric.net", "dfsssp", filepath.Join(dir, "file"))
 }
 
 // dumpEntriesDiff compares the (switch GUID, LID, port) entries of two
@@ -164,97 +161,4 @@ func exportWithLIDs(t *testing.T, spec string) string {
 		t.Fatal(err)
 	}
 	return export.String()
-}
-
-type ibsim struct {
-	t       *testing.T
-	preload string
-	sock    string
-	host    string
-	cmd     *exec.Cmd
-	stdin   interface{ Close() error }
-	mu      sync.Mutex
-	out     bytes.Buffer
-}
-
-func newIBSim(t *testing.T) *ibsim {
-	skip := t.Skipf
-	if os.Getenv("ICN_REQUIRE_OPENSM") != "" {
-		skip = t.Fatalf // CI installs the peers: their absence is a failure there
-	}
-	for _, tool := range []string{"ibsim", "opensm", "ibnetdiscover"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			skip("%s not installed (Debian: opensm ibsim-utils infiniband-diags)", tool)
-		}
-	}
-	libs, _ := filepath.Glob("/usr/lib*/*/umad2sim/libumad2sim.so")
-	more, _ := filepath.Glob("/usr/lib*/umad2sim/libumad2sim.so")
-	libs = append(libs, more...)
-	if len(libs) == 0 {
-		skip("libumad2sim.so not installed (Debian: ibsim-utils)")
-	}
-	return &ibsim{t: t, preload: libs[0], sock: fmt.Sprintf("icn-test-%d", os.Getpid())}
-}
-
-func (s *ibsim) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.Write(p)
-}
-
-func (s *ibsim) start(net, host string) {
-	s.host = host
-	s.cmd = exec.Command("ibsim", "-s", net)
-	s.cmd.Env = append(os.Environ(), "IBSIM_SOCKNAME="+s.sock)
-	s.cmd.Stdout, s.cmd.Stderr = s, s
-	in, err := s.cmd.StdinPipe()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.stdin = in
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	for i := 0; i < 200; i++ {
-		s.mu.Lock()
-		ready := strings.Contains(s.out.String(), "sim>")
-		s.mu.Unlock()
-		if ready {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	s.stop()
-	s.t.Fatalf("ibsim did not start:\n%s", s.out.String())
-}
-
-func (s *ibsim) stop() {
-	s.stdin.Close()
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
-}
-
-func (s *ibsim) env(dir string) []string {
-	return append(os.Environ(), "IBSIM_SOCKNAME="+s.sock, "SIM_HOST="+s.host, "LD_PRELOAD="+s.preload, "OSM_TMP_DIR="+dir, "OSM_CACHE_DIR="+dir)
-}
-
-// opensm runs one OpenSM sweep with the arguments, dumping into dir.
-func (s *ibsim) opensm(dir string, args ...string) {
-	os.MkdirAll(dir, 0o755)
-	args = append([]string{"-o", "-D", "0x43", "-f", filepath.Join(dir, "osm.log"), "--dump_files_dir", dir}, args...)
-	c := exec.Command("opensm", args...)
-	c.Env = s.env(dir)
-	if out, err := c.CombinedOutput(); err != nil {
-		s.t.Fatalf("opensm %v: %v\n%s", args, err, out)
-	}
-}
-
-func (s *ibsim) ibnetdiscover() string {
-	c := exec.Command("ibnetdiscover")
-	c.Env = s.env(s.t.TempDir())
-	out, err := c.Output()
-	if err != nil {
-		s.t.Fatalf("ibnetdiscover: %v", err)
-	}
-	return string(out)
 }

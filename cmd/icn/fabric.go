@@ -18,7 +18,7 @@ import (
 // fabric-manager client commands of serve.go.
 func newFabricCmd() *cobra.Command {
 	c := &cobra.Command{Use: "fabric", Short: "Unicast routing of switched fabrics (OpenSM-compatible LFTs) and routing audits"}
-	c.AddCommand(newFabricRouteCmd(), newFabricAuditCmd(), newFabricEnginesCmd())
+	c.AddCommand(newFabricRouteCmd(), newFabricAuditCmd(), newFabricEnginesCmd(), newFabricWatchCmd())
 	c.AddCommand(fabricClientCmds()...)
 	return c
 }
