@@ -94,6 +94,14 @@ func TestWebPageAllocates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The failure field's example is a link and a node of this fabric.
+	hint, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.querySelector('#fail-form input[name=target]').placeholder`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if link, node, ok := strings.Cut(hint, " or "); !ok || s.g.NodeByName(node) < 0 || func() bool { _, err := s.g.ParseLinks(link); return err != nil }() {
+		t.Errorf("failure field example %q does not name a link and a node of %s", hint, s.g.Name())
+	}
 	if jobNodes != 4 {
 		t.Errorf("%d nodes drawn for job 1, want 4", jobNodes)
 	}

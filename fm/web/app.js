@@ -172,6 +172,10 @@ async function refresh() {
     [fabric, jobs, groups, loads] = await Promise.all([api("GET", "/api/fabric"), api("GET", "/api/jobs"), api("GET", "/api/mcast"), api("GET", "/api/fabric/load")]);
     const busy = fabric.nodes.filter((n) => n.job).length;
     $("#summary").textContent = `${fabric.spec} · ${fabric.rules} · ${fabric.nodes.length} nodes, ${busy} busy · ${jobs.length} jobs · ${groups.length} groups`;
+    // The failure field's example names a real link and node of this fabric.
+    if (fabric.links.length && fabric.nodes.length) {
+      $("#fail-form").target.placeholder = `${fabric.links[0].name} or ${fabric.nodes[fabric.nodes.length - 1].name}`;
+    }
     const audit = await api("GET", "/api/audit?limit=1000");
     const ol = $("#audit");
     ol.replaceChildren();
