@@ -2,12 +2,10 @@ package fm
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/icn-hpc/icn/unicast"
 )
@@ -63,7 +61,7 @@ func (s *Service) refreshUnicast(g *topology.Graph) *UnicastStatus {
 			return err
 		}
 		st.Reachable = len(st.Disconnected) == 0
-		return writeAtomic(u.LFTOut, res.Tables.WriteDump)
+		return atomicfile.Write(u.LFTOut, res.Tables.WriteDump)
 	}()
 	st.Seconds = time.Since(start).Seconds()
 	if err != nil {
@@ -141,39 +139,6 @@ func disconnectedHosts(g *topology.Graph) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// writeAtomic writes a file through a temporary file in the same
-// directory, synced and renamed over it: readers see the old file or the
-// new one, never a part.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".icn-lft-*")
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := write(tmp); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }
 
 // Graph returns the current fabric (failures included); callers must not

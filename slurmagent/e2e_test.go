@@ -193,23 +193,12 @@ func (c *cluster) cmd(ctx context.Context, name string, args ...string) (string,
 // and never used.
 func TestSlurmPlacesThroughICN(t *testing.T) {
 	needSlurm(t)
-	svc, tok, err := fm.Open(fm.Config{DBPath: filepath.Join(t.TempDir(), "fm.db"), Topo: "torus:4x4x2", NewRouting: fm.AngaraRouting("angara*")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	srv := httptest.NewServer(svc.Handler(fm.HandlerOptions{}))
-	defer srv.Close()
-	nn := sched.NewNodeNamer("nid", 32)
-	var names []string
-	for v := 0; v < 32; v++ {
-		names = append(names, nn.Name(v))
-	}
+	svc, srvURL, tok, names := startTorus(t)
 	c := startCluster(t, names)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var logBuf syncBuffer
-	a, err := New(ctx, Config{Partition: "torus", Prefix: "nid", Window: 4, Transit: 0.6, Log: &logBuf}, CLI{Conf: c.conf}, &Client{URL: srv.URL, Token: tok})
+	a, err := New(ctx, Config{Partition: "torus", Prefix: "nid", Window: 4, Transit: 0.6, Log: &logBuf}, CLI{Conf: c.conf}, &Client{URL: srvURL, Token: tok})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +299,25 @@ func TestSlurmPlacesThroughICN(t *testing.T) {
 	cancel()
 	<-done
 	t.Logf("%d jobs placed by icn and run by Slurm; agent log:\n%s", len(seen), tail(logBuf.String(), 1200))
+}
+
+// startTorus starts a fabric manager on torus:4x4x2 behind an HTTP server
+// (both stopped with the test) and returns it, its URL, token and the
+// Slurm names of its 32 nodes.
+func startTorus(t *testing.T) (*fm.Service, string, string, []string) {
+	t.Helper()
+	svc, tok, err := fm.Open(fm.Config{DBPath: filepath.Join(t.TempDir(), "fm.db"), Topo: "torus:4x4x2", NewRouting: fm.AngaraRouting("angara*")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc.Handler(fm.HandlerOptions{}))
+	t.Cleanup(func() { srv.Close(); svc.Close() })
+	nn := sched.NewNodeNamer("nid", 32)
+	var names []string
+	for v := 0; v < 32; v++ {
+		names = append(names, nn.Name(v))
+	}
+	return svc, srv.URL, tok, names
 }
 
 func stillThere(t *testing.T, c *cluster, ids []int) bool {

@@ -6,15 +6,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/icn-hpc/icn/alloc"
-	"github.com/icn-hpc/icn/fm"
 	"github.com/icn-hpc/icn/sched"
 	"github.com/icn-hpc/icn/topology"
 )
@@ -62,24 +59,13 @@ func TestReplayModelVsSlurm(t *testing.T) {
 	}
 	model["icn"] = replayResult{rep.Utilization, rep.TMean, rep.MeanWait, rep.JobsDone}
 
-	svc, tok, err := fm.Open(fm.Config{DBPath: filepath.Join(t.TempDir(), "fm.db"), Topo: "torus:4x4x2", NewRouting: fm.AngaraRouting("angara*")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	srv := httptest.NewServer(svc.Handler(fm.HandlerOptions{}))
-	defer srv.Close()
-	nn := sched.NewNodeNamer("nid", 32)
-	var names []string
-	for v := 0; v < 32; v++ {
-		names = append(names, nn.Name(v))
-	}
+	_, srvURL, tok, names := startTorus(t)
 	c := startCluster(t, names)
 	machine := map[string]replayResult{}
 	for _, part := range []string{"plain", "torus"} {
 		ctx, cancel := context.WithCancel(context.Background())
 		if part == "torus" {
-			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6}, CLI{Conf: c.conf}, &Client{URL: srv.URL, Token: tok})
+			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6}, CLI{Conf: c.conf}, &Client{URL: srvURL, Token: tok})
 			if err != nil {
 				t.Fatal(err)
 			}

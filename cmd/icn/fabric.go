@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/icn-hpc/icn/unicast"
@@ -242,30 +243,7 @@ func runFabricRoute(_ context.Context, o fabricRouteOptions, w io.Writer) error 
 // stays bounded) into a temporary file next to path, renamed into place
 // once complete, so a failure never leaves a truncated file behind.
 func writeStreamAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(dirOf(path), ".icn-*")
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := write(tmp); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return atomicfile.Write(path, write)
 }
 
 // writeIBNetExport writes g as ibnetdiscover text with the LIDs icn's

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
@@ -713,28 +714,7 @@ func routeWriteSummary(w io.Writer, spec string, g *topology.Graph, r *routing.R
 // routeWriteFile streams write into a temporary file next to path and
 // renames it into place, so a failed write never leaves a partial file.
 func routeWriteFile(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(dirOf(path), ".icn-*")
-	if err != nil {
-		return err
-	}
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return atomicfile.Write(path, write)
 }
 
 // routeOpenSeekable opens a table file for checking; standard input ("-")

@@ -287,9 +287,11 @@ func checkSlurmTopology(t *testing.T, ctld, scontrol, fabric string) {
 		// A first start has no saved state, and slurmctld loads every MPI
 		// plugin installed on the host (Debian's pmix one fails without
 		// the PMIx development library, which slurmctld does not depend
-		// on): neither is about icn's files. Anything else is a complaint.
+		// on), and a loaded host makes slurmctld warn about the latency
+		// of gettimeofday(): none is about icn's files. Anything else is
+		// a complaint.
 		if strings.Contains(l, "error:") && !strings.Contains(l, "state file") && !strings.Contains(l, "backup state") &&
-			!strings.Contains(l, "mpi/") && !strings.Contains(l, "MPI:") {
+			!strings.Contains(l, "mpi/") && !strings.Contains(l, "MPI:") && !strings.Contains(l, "High latency for") {
 			t.Errorf("slurmctld: %s", l)
 		}
 	}
