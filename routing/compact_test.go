@@ -260,3 +260,33 @@ func TestWriteRoutesJSONMatchesWriteRoutes(t *testing.T) {
 		}
 	}
 }
+
+// A check that adds failures reports only the routes they break, in both
+// formats: the file's figures describe its own fabric and are not
+// compared (they differ without any route being wrong).
+func TestCheckWithAddedFailuresReportsRoutesOnly(t *testing.T) {
+	tb := buildFor(t, "4x4", "", AngaraStar, "", "", BFS)
+	for _, format := range []string{"compact", "json"} {
+		var b []byte
+		if format == "compact" {
+			b = compactBytes(t, tb)
+		} else {
+			b = tableJSON(t, tb)
+		}
+		rep, _, err := CheckFile(bytes.NewReader(b), "0.0+X", "", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Violations) == 0 {
+			t.Fatalf("%s: a failed link no route crosses?", format)
+		}
+		for _, v := range rep.Violations {
+			if v.Kind != "failed-link" {
+				t.Fatalf("%s: violation %q besides the broken routes: %s", format, v.Kind, v.Msg)
+			}
+		}
+	}
+	if s := tb.Stats.String(); !strings.Contains(s, "diameter") || strings.Contains(s, "{") {
+		t.Fatalf("figures read %q", s)
+	}
+}

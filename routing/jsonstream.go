@@ -253,7 +253,7 @@ func checkJSONStream(f io.ReadSeeker, start int64, extraLinks, extraNodes string
 		}
 		return eachJSONRoute(&jscan{br: bufio.NewReaderSize(f, 1<<16)}, fn)
 	}
-	rep, err := r.checkJSONRoutes(h, each, workers)
+	rep, err := r.checkJSONRoutes(h, each, workers, extraLinks == "" && extraNodes == "")
 	return rep, r, err
 }
 

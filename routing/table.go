@@ -62,6 +62,12 @@ type Stats struct {
 	BalanceFactor float64 `json:"balance_factor"`
 }
 
+// String gives the figures as a person reads them ("diameter 4, π_max 10,
+// π_perfect 8.48, balance factor 17.9 %").
+func (s Stats) String() string {
+	return fmt.Sprintf("diameter %d, π_max %d, π_perfect %.3g, balance factor %.3g %%", s.Diameter, s.PiMax, s.PiPerfect, s.BalanceFactor)
+}
+
 // Route is one route of a table: the direction of every step from Src to
 // Dst and the channels (topology channel ids) it uses. FS reports that
 // Dirs[0] is a non-standard First Step and LS that the last step is a
@@ -359,6 +365,21 @@ func (r *Router) newTable(s *scratch, algo Algo) *Table {
 	tb.codes = make([]byte, m*(m-1)*tb.stride)
 	tb.loads = make([]int32, len(r.up))
 	return tb
+}
+
+// TableBytes is the memory a table of m active nodes takes on this
+// torus: one fixed-size record per ordered pair of active nodes, and the
+// channel loads.
+func (r *Router) TableBytes(m int) int64 {
+	maxd := 0
+	for _, d := range r.t.dims {
+		maxd = max(maxd, d)
+	}
+	w := int64(1)
+	if maxd >= 250 {
+		w = 2
+	}
+	return int64(m)*int64(max(m-1, 0))*(2+w*int64(r.t.nd)) + 4*int64(len(r.up))
 }
 
 func (r *Router) build(active, transit []int, algo Algo, o tableRun) (*Table, error) {

@@ -51,7 +51,7 @@ func Verify(tb *Table) []Violation {
 	rep := tb.r.verifyTable(tb, 0)
 	v := rep.Violations
 	if rep.Stats != tb.Stats {
-		v = append(v, Violation{Kind: "stats", Src: -1, Dst: -1, Msg: fmt.Sprintf("recomputed figures %+v differ from the table's %+v", rep.Stats, tb.Stats)})
+		v = append(v, Violation{Kind: "stats", Src: -1, Dst: -1, Msg: fmt.Sprintf("recomputed figures (%v) differ from the table's (%v)", rep.Stats, tb.Stats)})
 	}
 	if rep.Cycle != nil && tb.Rule.Kind != Angara {
 		v = append(v, Violation{Kind: "deadlock", Src: -1, Dst: -1, Msg: "channel dependency cycle with a turn: " + tb.r.CycleString(rep.Cycle)})

@@ -65,6 +65,7 @@ func TestBadInput(t *testing.T) {
 		{"alloc --topo torus:4x4 --nodes 2 --busy 9.9", "outside 0..3", 0},
 		{"alloc --topo torus:4x4 --nodes 99", "only 16 of 16 are available", 0},
 		{"route --topo torus:4x4 --rules bogus", `unknown routing rule "bogus"`, 0},
+		{"route --topo torus:64x64x64", "needs 549.8 GB of memory", 2},
 		{"sched simulate --jobs synthetic:span=2x", "invalid duration", 0},
 		{"sched simulate --jobs swf:bad.swf --strict", "bad.swf:1: expected 18 fields", 0},
 		{"design bibd --n 7 --m 3 --lambda 5", "cannot exist", 0},

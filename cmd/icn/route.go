@@ -159,6 +159,10 @@ func runRoute(_ context.Context, o routeOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if need, avail := r.TableBytes(len(active)), memAvailable(); avail > 0 && need > avail {
+		return routeBadInput(fmt.Errorf("%s: the table of %d active nodes (%d routes) needs %.1f GB of memory, more than the %.1f GB available: route a subset (--active) or a smaller network",
+			o.set.tf.spec, len(active), int64(len(active))*int64(len(active)-1), float64(need)/1e9, float64(avail)/1e9))
+	}
 	start := time.Now()
 	tb, err := routeBuildTable(r, active, transit, a, o)
 	if err != nil {
@@ -175,6 +179,24 @@ func runRoute(_ context.Context, o routeOptions, w io.Writer) error {
 		return tb.WriteJSON(w)
 	}
 	return routeWriteSummary(w, o.set.tf.spec, g, r, tb, elapsed, o.show)
+}
+
+// memAvailable is the memory the kernel says is available (MemAvailable
+// in /proc/meminfo), or 0 where it cannot tell.
+func memAvailable() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // routeBuildTable builds the table with a progress bar; an unreachable

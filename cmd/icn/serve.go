@@ -145,6 +145,9 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 	if before, after := svc.Compacted(); after < before {
 		fmt.Fprintf(w, "icn: compacted %s from %.1f MB to %.1f MB (more than half of it was free pages)\n", o.db, float64(before)/1e6, float64(after)/1e6)
 	}
+	if token == "" {
+		fmt.Fprintf(w, "API token: in %s (printed when it was created; --rotate-token makes a new one)\n", fm.TokenFile(o.db))
+	}
 	if token != "" {
 		fmt.Fprintf(w, "API token (shown once; also in %s): %s\n", fm.TokenFile(o.db), token)
 		fmt.Fprintf(w, "web page: %s#token=%s\n", base, token)

@@ -39,6 +39,9 @@ func TestRunServeMessages(t *testing.T) {
 	if strings.Contains(out, strings.TrimSpace(string(tok))) {
 		t.Errorf("token printed again:\n%s", out)
 	}
+	if !strings.Contains(out, "API token: in "+db+".token") {
+		t.Errorf("a later start does not say where the token is:\n%s", out)
+	}
 	if !strings.Contains(out, "--topo torus:8x8 ignored") || !strings.Contains(out, "torus:4x4") {
 		t.Errorf("no note about the ignored --topo:\n%s", out)
 	}
