@@ -3,11 +3,13 @@ package fm
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,5 +131,77 @@ func TestWebPageAllocates(t *testing.T) {
 	}
 	if j, _ := s.Job(1); j.Routing != "migrated" || slices.Contains(j.Active, jobs[0].Active[0]) {
 		t.Fatalf("after the page's migrate: %+v", j)
+	}
+}
+
+// TestWebPageTokenFlow: without a token the page says how to get in and
+// stops polling (no 401 every 3 s); pasting a #token= address into the
+// open tab loads the fabric without a reload.
+func TestWebPageTokenFlow(t *testing.T) {
+	browser := findChromium()
+	if browser == "" {
+		if os.Getenv("ICN_REQUIRE_BROWSER") != "" {
+			t.Fatal("no Chromium found but ICN_REQUIRE_BROWSER is set")
+		}
+		t.Skip("no Chromium on this machine")
+	}
+	s, tok := openTest(t, t.TempDir(), "torus:4x4x2", nil)
+	defer s.Close()
+	var mu sync.Mutex
+	unauthorized := 0
+	h := s.Handler(HandlerOptions{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") && r.Header.Get("Authorization") != "Bearer "+tok {
+			mu.Lock()
+			unauthorized++
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	tctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelT()
+	if err := chromedp.Do(tctx, chromedp.WaitVisible(`#status.err`)); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	msg, err := chromedp.Run(tctx, chromedp.Text(`#status`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg, ".token") {
+		t.Errorf("status without a token: %q", msg)
+	}
+	mu.Lock()
+	first := unauthorized
+	mu.Unlock()
+	time.Sleep(7 * time.Second) // two polling periods
+	mu.Lock()
+	later := unauthorized
+	mu.Unlock()
+	if later != first {
+		t.Errorf("the page kept polling without a token: %d refused requests, then %d", first, later)
+	}
+	// The address icn serve prints, pasted into the open tab.
+	if _, err := chromedp.Run(tctx, chromedp.Evaluate[string](`location.hash = "#token=`+tok+`"`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tctx, chromedp.WaitVisible(`circle[data-node="0.0.0"]`)); err != nil {
+		t.Fatalf("browser after pasting the token: %v", err)
+	}
+	summary, err := chromedp.Run(tctx, chromedp.Text(`#summary`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(summary, "torus:4x4x2") {
+		t.Errorf("summary after the token: %q", summary)
 	}
 }

@@ -9,12 +9,22 @@ const SVGNS = "http://www.w3.org/2000/svg";
 let fabric = null, jobs = [], groups = [], loads = null;
 let selectedJob = 0, selectedGroup = "";
 
-// The token comes from the URL fragment (#token=…) or local storage.
-(function initToken() {
+// The token comes from the URL fragment (#token=…, also when pasted into
+// an open tab) or local storage.
+let unauthorized = false; // polling stops after a 401 until a new token
+function takeTokenFromHash() {
   const m = location.hash.match(/token=([0-9a-fA-F]+)/);
-  if (m) { localStorage.setItem("icn-token", m[1]); history.replaceState(null, "", location.pathname); }
+  if (!m) return false;
+  localStorage.setItem("icn-token", m[1]);
+  history.replaceState(null, "", location.pathname);
+  $("#token").value = m[1];
+  return true;
+}
+(function initToken() {
+  takeTokenFromHash();
   $("#token").value = localStorage.getItem("icn-token") || "";
-  $("#token").addEventListener("change", (e) => { localStorage.setItem("icn-token", e.target.value.trim()); refresh(); });
+  $("#token").addEventListener("change", (e) => { localStorage.setItem("icn-token", e.target.value.trim()); unauthorized = false; refresh(); });
+  window.addEventListener("hashchange", () => { if (takeTokenFromHash()) { unauthorized = false; refresh(); } });
 })();
 
 async function api(method, path, body) {
@@ -22,6 +32,10 @@ async function api(method, path, body) {
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const data = await r.json().catch(() => ({ error: "HTTP " + r.status }));
+  if (r.status === 401) {
+    unauthorized = true;
+    throw new Error("no valid token: paste it into the token field, or open the address icn serve printed (#token=…); the token is in the .token file next to the database");
+  }
   if (!r.ok) throw new Error(data.error || ("HTTP " + r.status));
   return data;
 }
@@ -242,4 +256,4 @@ $("#mcast-form").addEventListener("submit", async (e) => {
 
 $("#heat").addEventListener("change", draw);
 refresh();
-setInterval(refresh, 3000);
+setInterval(() => { if (!unauthorized) refresh(); }, 3000);
