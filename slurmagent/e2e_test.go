@@ -85,7 +85,7 @@ func startCluster(t *testing.T, names []string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	c := &cluster{dir: dir, conf: filepath.Join(dir, "slurm.conf")}
-	ctldPort, nodePort := freePort(t), 20000+freePort(t)%20000
+	ctldPort := freePort(t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "ClusterName=icnagent\nSlurmctldHost=localhost\nSlurmctldPort=%d\n", ctldPort)
 	fmt.Fprintf(&b, "AuthType=auth/none\nCredType=cred/none\nSlurmUser=root\nSlurmdUser=root\nMailProg=/bin/true\n")
@@ -95,13 +95,16 @@ func startCluster(t *testing.T, names []string) *cluster {
 	fmt.Fprintf(&b, "SlurmdPidFile=%s/node/slurmd.pid\nSlurmdLogFile=%s/node/slurmd.log\nSlurmdSpoolDir=%s/node/spool\n", dir, dir, dir)
 	b.WriteString("ProctrackType=proctrack/pgid\nTaskPlugin=task/none\nSchedulerType=sched/builtin\nSelectType=select/linear\n")
 	b.WriteString("ReturnToService=2\nJobSubmitPlugins=lua\nMpiDefault=none\nSlurmctldTimeout=30\nSlurmdTimeout=30\nInactiveLimit=0\nMinJobAge=2\n")
-	fmt.Fprintf(&b, "NodeName=%s NodeAddr=127.0.0.1 Port=%d-%d CPUs=1 State=UNKNOWN\n", sched.Hostlist(names), nodePort, nodePort+len(names)-1)
+	// A port per node, each free when chosen (a fixed range may hold a
+	// port some other process uses).
+	for _, n := range names {
+		fmt.Fprintf(&b, "NodeName=%s NodeAddr=127.0.0.1 Port=%d CPUs=1 State=UNKNOWN\n", n, freePort(t))
+	}
 	fmt.Fprintf(&b, "PartitionName=torus Nodes=ALL Default=YES State=UP MaxTime=INFINITE\n")
 	// The same nodes without icn: Slurm's own placement (the replay's
 	// baseline; the hold is only for partition torus).
 	fmt.Fprintf(&b, "PartitionName=plain Nodes=ALL Default=NO State=UP MaxTime=INFINITE\n")
-	conf := strings.Replace(b.String(), fmt.Sprintf("Port=%d-%d", nodePort, nodePort+len(names)-1),
-		fmt.Sprintf("Port=[%d-%d]", nodePort, nodePort+len(names)-1), 1)
+	conf := b.String()
 	hosts := "127.0.0.1 localhost\n"
 	for _, n := range names {
 		hosts += "127.0.0.1 " + n + "\n"
@@ -119,17 +122,30 @@ func startCluster(t *testing.T, names []string) *cluster {
 	}
 	t.Cleanup(c.stop)
 	c.spawn(t, daemon("slurmctld"), "-D", "-i")
-	for _, n := range names {
+	slurmd := func(n string) {
 		script := fmt.Sprintf("mount --bind %[1]s/hosts /etc/hosts && mount --bind %[1]s/nodes/%[2]s %[1]s/node && hostname %[2]s && exec %[3]s -D",
 			dir, n, daemon("slurmd"))
 		c.spawn(t, "unshare", "--uts", "--mount", "sh", "-c", script)
 	}
-	// Wait until every node answers.
-	deadline := time.Now().Add(60 * time.Second)
+	for _, n := range names {
+		slurmd(n)
+	}
+	// Wait until every node answers; a slurmd that has not registered
+	// after 15 s (a loaded host) is started once more.
+	deadline, retry := time.Now().Add(60*time.Second), time.Now().Add(15*time.Second)
 	for {
 		out, _ := c.cmd(context.Background(), "sinfo", "-h", "-t", "idle", "-o", "%D")
 		if strings.TrimSpace(out) == fmt.Sprint(len(names)) {
 			return c
+		}
+		if time.Now().After(retry) {
+			retry = deadline
+			idle, _ := c.cmd(context.Background(), "sinfo", "-h", "-N", "-t", "idle", "-o", "%N")
+			for _, n := range names {
+				if !slices.Contains(strings.Fields(idle), n) {
+					slurmd(n)
+				}
+			}
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(dir, "slurmctld.log"))
