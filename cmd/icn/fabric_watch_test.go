@@ -71,6 +71,7 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 	os.MkdirAll(osmDir, 0o755)
 	osm := exec.Command("opensm", "-D", "0x43", "-f", filepath.Join(osmDir, "osm.log"), "--dump_files_dir", osmDir, "-R", "file", "-U", lft)
 	osm.Env = sim.Env(osmDir)
+	osm.Dir = osmDir // libumad2sim leaves sys-PID/ in the working directory
 	if err := osm.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 				}
 			}
 		}
-		return b.String() + "ibnetdiscover"
+		return "cd " + dir + " && " + b.String() + "ibnetdiscover"
 	}
 	var log bytes.Buffer
 	o := fabricWatchOptions{fabric: net, discover: shell(sim.Env(dir)), interval: time.Second, once: true,

@@ -122,6 +122,7 @@ func (s *Sim) OpenSM(dir string, args ...string) {
 	args = append([]string{"-o", "-D", "0x43", "-f", filepath.Join(dir, "osm.log"), "--dump_files_dir", dir}, args...)
 	c := exec.Command("opensm", args...)
 	c.Env = s.Env(dir)
+	c.Dir = dir // libumad2sim leaves sys-PID/ in the working directory
 	if out, err := c.CombinedOutput(); err != nil {
 		s.t.Fatalf("opensm %v: %v\n%s", args, err, out)
 	}
@@ -131,7 +132,8 @@ func (s *Sim) OpenSM(dir string, args ...string) {
 func (s *Sim) IBNetDiscover() string {
 	s.t.Helper()
 	c := exec.Command("ibnetdiscover")
-	c.Env = s.Env(s.t.TempDir())
+	c.Dir = s.t.TempDir() // libumad2sim leaves sys-PID/ in the working directory
+	c.Env = s.Env(c.Dir)
 	out, err := c.Output()
 	if err != nil {
 		s.t.Fatalf("ibnetdiscover: %v", err)
