@@ -64,6 +64,9 @@ func TestDumpRoundTrip(t *testing.T) {
 		if err := res.Tables.WriteDump(&dump); err != nil {
 			t.Fatal(err)
 		}
+		if got := res.Tables.DumpSize(); got != int64(dump.Len()) {
+			t.Fatalf("%s: DumpSize %d, the dump has %d bytes", c.spec, got, dump.Len())
+		}
 		if err := res.Tables.WriteLanes(&lanes); err != nil {
 			t.Fatal(err)
 		}

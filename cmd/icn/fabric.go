@@ -154,6 +154,7 @@ type fabricRouteOptions struct {
 	af                              auditFlags
 	out                             output
 	engine, roots, lftOut, lanesOut string
+	force                           bool
 	lanes                           int
 	stderr                          io.Writer
 }
@@ -179,8 +180,20 @@ func newFabricRouteCmd() *cobra.Command {
 	c.Flags().StringVar(&o.roots, "roots", "", "updn root switches: names or GUIDs (0x…), comma-separated, or @FILE (OpenSM root GUID file)")
 	c.Flags().IntVar(&o.lanes, "lanes", unicast.DefaultLanes, "virtual lanes dfsssp (and dor on a torus) may use, 1..15")
 	c.Flags().StringVar(&o.lftOut, "lft-out", "", "write the tables as opensm-lfts.dump to FILE (OpenSM: -R file -U FILE)")
+	c.Flags().BoolVar(&o.force, "force", false, "write an --lft-out dump larger than 1 GB")
 	c.Flags().StringVar(&o.lanesOut, "lanes-out", "", "write the lane of every path to FILE (dfsssp, dor on a torus)")
 	return c
+}
+
+// lftForceBytes is the largest --lft-out dump written without --force.
+const lftForceBytes = 1 << 30
+
+// checkDumpSize refuses a dump over lftForceBytes unless forced.
+func checkDumpSize(path string, size int64, force bool) error {
+	if size > lftForceBytes && !force {
+		return &exitError{2, fmt.Errorf("--lft-out %s would be %.1f GB (OpenSM's format lists every LID for every switch); give --force to write it", path, float64(size)/1e9)}
+	}
+	return nil
 }
 
 // runFabricRoute routes, audits, writes the files asked for and prints the
@@ -217,6 +230,11 @@ func runFabricRoute(_ context.Context, o fabricRouteOptions, w io.Writer) error 
 		return err
 	}
 	if o.lftOut != "" {
+		size := res.Tables.DumpSize()
+		if err := checkDumpSize(o.lftOut, size, o.force); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.stderr, "icn: writing %s (%.1f MB)\n", o.lftOut, float64(size)/1e6)
 		if err := writeStreamAtomic(o.lftOut, res.Tables.WriteDump); err != nil {
 			return err
 		}

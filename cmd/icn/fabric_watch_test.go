@@ -161,3 +161,17 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 	waitInstalled("after the ReLink", svc.Graph(), time.Now(), startDump, nil)
 	t.Logf("%s: unlink → the running OpenSM installed icn's tables: %.2f s (discovery, report, re-route, dump, SIGHUP, sweep); a one-shot OpenSM ftree sweep of the same event: %.2f s", spec, icnSecs, ownSecs)
 }
+
+// A dump over 1 GB needs --force; the refusal gives its size.
+func TestCheckDumpSize(t *testing.T) {
+	if err := checkDumpSize("x", lftForceBytes, false); err != nil {
+		t.Fatal(err)
+	}
+	err := checkDumpSize("x", 2273778725, false)
+	if err == nil || !strings.Contains(err.Error(), "2.3 GB") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("refusal: %v", err)
+	}
+	if err := checkDumpSize("x", 2273778725, true); err != nil {
+		t.Fatal(err)
+	}
+}
