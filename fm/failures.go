@@ -165,7 +165,7 @@ func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label strin
 			defer wg.Done()
 			for i := range next {
 				r := s.recheckJob(md, jobs[i], repair, label, free, touches)
-				if r.new != nil && r.new.Table != nil {
+				if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table {
 					// Work the commit and the next read of the link
 					// loads would do, done here, in parallel and
 					// without locks.
@@ -341,11 +341,18 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 			return err
 		}
 		for _, id := range ids {
-			var routes []byte
-			if r := results[id]; r.new == changed[id] {
-				routes = r.routes
+			j, r := changed[id], results[id]
+			var err error
+			switch {
+			case j.Table != nil && j.Table == r.old.Table:
+				// A job left on its table (broken): its routes are stored.
+				err = tx.putJobHead(j)
+			case r.new == j:
+				err = tx.PutJobRoutes(j, r.routes)
+			default:
+				err = tx.PutJobRoutes(j, nil)
 			}
-			if err := tx.PutJobRoutes(changed[id], routes); err != nil {
+			if err != nil {
 				return err
 			}
 		}
@@ -493,7 +500,7 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 			var f []int
 			routed := true
 			for _, ends := range [2][2]int{order, {order[1], order[0]}} {
-				nodes, ok, err := s.freeRoute(md, ends, set, append(slices.Clone(added), f...), pool)
+				nodes, ok, err := freeRoute(md, ends, set, append(slices.Clone(added), f...), pool)
 				if err != nil {
 					return nil, nil, TableStats{}, err
 				}
@@ -533,7 +540,7 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 // legal route between ends through the job's nodes (set), the nodes
 // added so far and the pool, with the fewest free nodes, and whether
 // there is such a route.
-func (s *Service) freeRoute(md *model, ends [2]int, set, added, pool []int) ([]int, bool, error) {
+func freeRoute(md *model, ends [2]int, set, added, pool []int) ([]int, bool, error) {
 	have := map[int]bool{}
 	for _, v := range added {
 		have[v] = true

@@ -234,7 +234,7 @@ func (m *mcast) rebuild(g *topology.Graph, records map[string]*GroupRecord, lost
 	for _, id := range ids {
 		gr := rb.groups[id]
 		old := records[id]
-		rb.refresh(gr)
+		refreshRecord(rb.g, rb.mgr, gr)
 		if gr.Root != "" && gr.Seq > rb.seq {
 			rb.seq = gr.Seq
 		}
@@ -300,14 +300,10 @@ func (rb *rebuilt) leaves(gr *GroupRecord) {
 	}
 }
 
-// refresh copies the manager's view of a group into its record.
-func (m *mcast) refresh(g *GroupRecord) {
-	(&rebuilt{g: m.g, mgr: m.mgr}).refresh(g)
-}
-
-// refresh copies the manager's view of a group into its record.
-func (rb *rebuilt) refresh(g *GroupRecord) {
-	rec, err := rb.mgr.Query(g.ID)
+// refreshRecord copies manager mgr's view of a group on fabric fg into
+// its record.
+func refreshRecord(fg *topology.Graph, mgr *multicast.Manager, g *GroupRecord) {
+	rec, err := mgr.Query(g.ID)
 	if err != nil {
 		if g.State != "Destroying" {
 			g.State = "Destroying"
@@ -316,14 +312,14 @@ func (rb *rebuilt) refresh(g *GroupRecord) {
 	}
 	g.State = rec.State.String()
 	g.Reason = rec.Reason
-	if t, err := rb.mgr.Tree(g.ID); err == nil {
-		g.Root = rb.g.NodeName(int(t.Root))
+	if t, err := mgr.Tree(g.ID); err == nil {
+		g.Root = fg.NodeName(int(t.Root))
 		g.Edges = g.Edges[:0]
 		g.Channels = slices.Clone(t.Edges)
 		children := map[int][]int{}
 		for _, c := range t.Edges {
-			a, b := rb.g.Src(int(c)), rb.g.Dst(int(c))
-			g.Edges = append(g.Edges, [2]string{rb.g.NodeName(a), rb.g.NodeName(b)})
+			a, b := fg.Src(int(c)), fg.Dst(int(c))
+			g.Edges = append(g.Edges, [2]string{fg.NodeName(a), fg.NodeName(b)})
 			children[a] = append(children[a], b)
 		}
 		// Height: the deepest node below the root (edges are parent →
@@ -425,7 +421,7 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 	}
 	g.Updated = m.s.cfg.Now().UTC()
 	hadRoot := g.Root != ""
-	m.refresh(g)
+	refreshRecord(m.g, m.mgr, g)
 	if !hadRoot && g.Root != "" {
 		m.seq++
 		g.Seq = m.seq

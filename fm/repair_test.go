@@ -79,10 +79,22 @@ func TestRepairAddsTransit(t *testing.T) {
 	}
 	s.Close()
 
-	s, _, res, _ = failBetween(t, -1)
-	defer s.Close()
+	s, j, res, dir = failBetween(t, -1)
 	if len(res.Jobs) != 1 || res.Jobs[0].Result != "broken" || len(res.Jobs[0].TransitAdded) != 0 {
 		t.Fatalf("without extra transit: %+v", res)
+	}
+	// The broken job keeps its table; its stored routes are read back
+	// whole after a restart (the failure rewrote only the record).
+	want := s.jobs[j.ID].Table
+	s.Close()
+	s, _, err = Open(Config{DBPath: filepath.Join(dir, "fm.db"), NewRouting: AngaraRouting("angara*")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	broken := s.jobs[j.ID]
+	if broken == nil || broken.Routing != "broken" || !reflect.DeepEqual(broken.Table.Routes, want.Routes) || len(want.Routes) == 0 {
+		t.Fatalf("broken job after a restart: %+v", broken)
 	}
 }
 

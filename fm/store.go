@@ -406,11 +406,17 @@ func (t *Tx) PutJobRoutes(j *JobRecord, routes []byte) error {
 	if err := tables.Put(key, frameRecord(routes)); err != nil {
 		return err
 	}
+	return t.putJobHead(j)
+}
+
+// putJobHead stores a job's record with its table's header only, the
+// routes being stored already (the job keeps the table it had).
+func (t *Tx) putJobHead(j *JobRecord) error {
 	c := *j
 	head := *j.Table
 	head.Routes = nil
 	c.Table = &head
-	return putJSON(t.tx.Bucket(bJobs), key, &c)
+	return putJSON(t.tx.Bucket(bJobs), u64(uint64(j.ID)), &c)
 }
 
 // attachRoutes reads a stored job's routes back into its table (schema 1

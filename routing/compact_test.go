@@ -42,12 +42,7 @@ func TestCompactRoundTrip(t *testing.T) {
 	} {
 		tb := buildFor(t, tc.spec, tc.faults, tc.kind, tc.active, tc.trans, tc.algo)
 		for _, format := range []string{"compact", "json"} {
-			var b []byte
-			if format == "compact" {
-				b = compactBytes(t, tb)
-			} else {
-				b = tableJSON(t, tb)
-			}
+			b := fileBytes(t, tb, format)
 			rep, r, err := CheckFile(bytes.NewReader(b), "", "", 2)
 			if err != nil {
 				t.Fatalf("%s %s: %v", tc.spec, format, err)
@@ -267,13 +262,7 @@ func TestWriteRoutesJSONMatchesWriteRoutes(t *testing.T) {
 func TestCheckWithAddedFailuresReportsRoutesOnly(t *testing.T) {
 	tb := buildFor(t, "4x4", "", AngaraStar, "", "", BFS)
 	for _, format := range []string{"compact", "json"} {
-		var b []byte
-		if format == "compact" {
-			b = compactBytes(t, tb)
-		} else {
-			b = tableJSON(t, tb)
-		}
-		rep, _, err := CheckFile(bytes.NewReader(b), "0.0+X", "", 1)
+		rep, _, err := CheckFile(bytes.NewReader(fileBytes(t, tb, format)), "0.0+X", "", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,4 +278,13 @@ func TestCheckWithAddedFailuresReportsRoutesOnly(t *testing.T) {
 	if s := tb.Stats.String(); !strings.Contains(s, "diameter") || strings.Contains(s, "{") {
 		t.Fatalf("figures read %q", s)
 	}
+}
+
+// fileBytes is a table written as a file in format "compact" or "json".
+func fileBytes(t *testing.T, tb *Table, format string) []byte {
+	t.Helper()
+	if format == "compact" {
+		return compactBytes(t, tb)
+	}
+	return tableJSON(t, tb)
 }

@@ -35,9 +35,10 @@ type Agent struct {
 	slurm Slurm
 	fm    Manager
 
-	names  []string       // node id → Slurm name
-	coords []string       // node id → fabric manager name
-	byName map[string]int // Slurm name → node id
+	names   []string       // node id → Slurm name
+	coords  []string       // node id → fabric manager name
+	byName  map[string]int // Slurm name → node id
+	byCoord map[string]int // fabric manager name → node id
 
 	decisions *prometheus.CounterVec
 	seconds   prometheus.Histogram
@@ -66,12 +67,13 @@ func New(ctx context.Context, cfg Config, s Slurm, m Manager) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, slurm: s, fm: m, byName: map[string]int{}}
+	a := &Agent{cfg: cfg, slurm: s, fm: m, byName: map[string]int{}, byCoord: map[string]int{}}
 	nn := sched.NewNodeNamer(cfg.Prefix, len(fv.Nodes))
 	for _, n := range fv.Nodes {
 		a.names = append(a.names, nn.Name(n.ID))
 		a.coords = append(a.coords, n.Name)
 		a.byName[nn.Name(n.ID)] = n.ID
+		a.byCoord[n.Name] = n.ID
 	}
 	a.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icn_slurm_agent_decisions_total",
 		Help: "Placements asked of the fabric manager, by outcome (placed, wait, refused)."}, []string{"outcome"})
@@ -212,7 +214,7 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 	switch {
 	case errors.Is(err, ErrNoRoom):
 		return keepHeld("wait", "waiting")
-	case err != nil && ctx.Err() == nil && !isTransport(err):
+	case err != nil && ctx.Err() == nil && !errors.Is(err, ErrUnreachable):
 		return keepHeld("refused", "refused")
 	case err != nil:
 		return err
@@ -249,8 +251,8 @@ func (a *Agent) unpinnable(ctx context.Context, j Job, r *fm.JobRecord, err erro
 func (a *Agent) pin(ctx context.Context, j Job, r *fm.JobRecord) error {
 	var names []string
 	for _, c := range append(append([]string(nil), r.Active...), r.TransitN...) {
-		id := a.nodeOfCoord(c)
-		if id < 0 {
+		id, ok := a.byCoord[c]
+		if !ok {
 			return fmt.Errorf("job %d: node %q of the placement is not in the fabric", j.ID, c)
 		}
 		names = append(names, a.names[id])
@@ -262,15 +264,6 @@ func (a *Agent) pin(ctx context.Context, j Job, r *fm.JobRecord) error {
 	}
 	a.logf("job %d pinned to %s", j.ID, hl)
 	return nil
-}
-
-func (a *Agent) nodeOfCoord(c string) int {
-	for id, name := range a.coords {
-		if name == c {
-			return id
-		}
-	}
-	return -1
 }
 
 // syncNodes carries failures both ways: a node Slurm has down or
@@ -322,10 +315,4 @@ func oneLine(err error) string {
 		s = s[:200]
 	}
 	return s
-}
-
-// isTransport reports errors reaching the fabric manager (retried next
-// round, not the job's fault).
-func isTransport(err error) bool {
-	return strings.Contains(err.Error(), "fabric manager at ")
 }

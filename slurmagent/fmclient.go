@@ -35,6 +35,10 @@ type Manager interface {
 // job's own.
 var ErrNoRoom = errors.New("no room now")
 
+// ErrUnreachable marks a request that did not reach the fabric manager
+// (retried next round; not the job's fault).
+var ErrUnreachable = errors.New("fabric manager unreachable")
+
 // Client is the fabric manager's HTTP API.
 type Client struct {
 	URL   string
@@ -63,7 +67,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("fabric manager at %s: %w", c.URL, err)
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, c.URL, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)

@@ -103,8 +103,12 @@ func watchRound(ctx context.Context, o fabricWatchOptions, base *topology.Graph,
 	if err != nil {
 		return 0, fmt.Errorf("discovery output: %v", err)
 	}
-	if !slices.ContainsFunc(seen.Switches(), func(v int) bool { return base.NodeByName(seen.NodeName(v)) >= 0 || seen.GUID(v) != 0 }) {
-		return 0, fmt.Errorf("the discovered fabric shares no switch with %s", o.fabric)
+	guids := map[uint64]bool{}
+	for _, v := range base.Switches() {
+		guids[base.GUID(v)] = true
+	}
+	if !slices.ContainsFunc(seen.Switches(), func(v int) bool { return guids[seen.GUID(v)] }) {
+		return 0, fmt.Errorf("the discovered fabric shares no switch GUID with %s", o.fabric)
 	}
 	missing := map[string]bool{}
 	for _, l := range base.LinksMissingFrom(seen) {

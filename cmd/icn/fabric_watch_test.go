@@ -175,3 +175,35 @@ func TestCheckDumpSize(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A discovery that is not the service's fabric (or fails) is refused
+// with one message and reports nothing.
+func TestWatchRefusesForeignDiscovery(t *testing.T) {
+	dir := t.TempDir()
+	write := func(spec string) string {
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := writeIBNetExport(&b, g, spec); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, strings.NewReplacer(":", "_", ",", "_", "=", "_").Replace(spec)+".ibnet")
+		os.WriteFile(p, b.Bytes(), 0o644)
+		return p
+	}
+	own, other := write("fattree:m=4,n=2"), write("dragonfly:a=4,p=2,h=2")
+	base, err := topology.Parse("file:" + own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, discover := range []string{"cat " + other, "false", "echo garbage"} {
+		o := fabricWatchOptions{fabric: own, discover: discover, interval: time.Second, once: true}
+		o.cl = client{server: "http://127.0.0.1:1"} // never reached
+		n, err := watchRound(context.Background(), o, base, &bytes.Buffer{})
+		if err == nil || n != 0 || strings.Contains(err.Error(), "127.0.0.1:1") {
+			t.Fatalf("discovery %q: %d changes, %v", discover, n, err)
+		}
+	}
+}
