@@ -202,7 +202,8 @@ func (c *cluster) cmd(ctx context.Context, name string, args ...string) (string,
 }
 
 // TestSlurmPlacesThroughICN runs 20 jobs end to end through a real
-// slurmctld and 32 slurmd on torus:4x4x2: every job runs on exactly the
+// slurmctld (restarted while they wait) and 32 slurmd on torus:4x4x2,
+// placed by an agent that is itself replaced midway: every job runs on exactly the
 // nodes the fabric manager stored for it, each of those sets has a
 // verified routing table, every job's nodes are released in the fabric
 // manager when it ends, and a node drained in Slurm is failed in icn
@@ -225,8 +226,6 @@ func TestSlurmPlacesThroughICN(t *testing.T) {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "slurmctld.log"))
 		t.Fatalf("drain: %v %s\nconf:\n%s\nsinfo:\n%s\nlog:%s", err, out, conf, si, tail(string(log), 2000))
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, 300*time.Millisecond) }()
 	// --nodelist is icn's to choose in this partition: refused at once.
 	if out, err := c.cmd(ctx, "sbatch", "-p", "torus", "-N", "2", "-w", names[0]+","+names[1], "--wrap", "true"); err == nil || !strings.Contains(out, "icn") {
 		t.Fatalf("sbatch --nodelist: %v %s", err, out)
@@ -242,17 +241,31 @@ func TestSlurmPlacesThroughICN(t *testing.T) {
 		fmt.Sscanf(strings.TrimSpace(out), "%d", &id)
 		ids = append(ids, id)
 	}
-	// slurmctld stops and comes back (on its saved state) while jobs
-	// wait and run; the agent's rounds fail meanwhile and go on after.
-	time.Sleep(1500 * time.Millisecond)
+	// slurmctld stops and comes back on its saved state while the jobs
+	// wait (a restart while jobs end can lose their completion in Slurm
+	// itself, under load); then the agent starts, and after 2 s it is
+	// replaced by a new one, which takes over from Slurm's and icn's state.
 	c.restartController(t)
+	agentCtx, stopAgent := context.WithCancel(ctx)
+	first := make(chan error, 1)
+	go func() { first <- a.Run(agentCtx, 300*time.Millisecond) }()
+	time.Sleep(2 * time.Second)
+	stopAgent()
+	<-first
+	a, err = New(ctx, Config{Partition: "torus", Prefix: "nid", Window: 4, Transit: 0.6, Log: &logBuf}, CLI{Conf: c.conf}, &Client{URL: srvURL, Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, 300*time.Millisecond) }()
 	// Watch until every job has run and ended: each running job's nodes
 	// against the fabric manager's record of it.
 	seen := map[int]string{}
 	deadline := time.Now().Add(90 * time.Second)
 	for len(seen) < len(ids) || stillThere(t, c, ids) {
 		if time.Now().After(deadline) {
-			t.Fatalf("not all jobs ran in 90 s: %d of %d seen running; agent log:\n%s", len(seen), len(ids), tail(logBuf.String(), 3000))
+			left, _ := c.cmd(ctx, "squeue", "-h", "-o", "%i %T %r %N")
+			t.Fatalf("not all jobs ran and ended in 90 s: %d of %d seen running; squeue:\n%s\nagent log:\n%s", len(seen), len(ids), left, tail(logBuf.String(), 3000))
 		}
 		jobs, err := CLI{Conf: c.conf}.Jobs(ctx, "torus")
 		if err != nil {
