@@ -3,6 +3,7 @@ package fm
 import (
 	"context"
 	"errors"
+	"io"
 	"fmt"
 	"maps"
 	"slices"
@@ -134,6 +135,17 @@ type Service struct {
 	// the LIDs and GUIDs of the fabric's file.
 	uniMu  sync.Mutex
 	uni    *UnicastStatus
+	// rr keeps the unicast tables (rrMu serialises its use: changes and
+	// the background rebalance); bgCancel stops the rebalance, which
+	// closes bgDone when it ends.
+	rrMu     sync.Mutex
+	rr       *unicast.Rerouter
+	bgMu     sync.Mutex
+	bgCancel context.CancelFunc
+	bgDone   chan struct{}
+	// writeFile replaces the dump (nil: atomicfile.Write; tests make it
+	// fail as a full disk does).
+	writeFile func(path string, write func(io.Writer) error) error
 	uniAnn *unicast.Annotations
 }
 
@@ -344,6 +356,7 @@ func (s *Service) TokenShown() error {
 
 // Close closes the database.
 func (s *Service) Close() error {
+	s.stopRebalance()
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.mu.Lock()

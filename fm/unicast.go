@@ -1,7 +1,9 @@
 package fm
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -20,59 +22,174 @@ type UnicastConfig struct {
 	// it was when a computation or a write fails.
 	LFTOut  string
 	Workers int // cores for routing (0: all but one)
+	// Hook, if set, runs after every replacement of LFTOut (to make
+	// OpenSM load it); its error is reported in the status.
+	Hook func(ctx context.Context, path string) error
 }
 
 // UnicastStatus reports the tables of the current fabric.
 type UnicastStatus struct {
-	Engine  string    `json:"engine"`
-	LFTOut  string    `json:"lft_out"`
+	Engine string `json:"engine"`
+	LFTOut string `json:"lft_out"`
+	// Seconds from the change to the dump replaced (route and write).
 	Seconds float64   `json:"seconds"`
 	Updated time.Time `json:"updated"`
+	// Mode says how the tables were computed: "full", "incremental"
+	// (only what the change affects; equal to a full computation) or
+	// "repair" (only destinations that lost their routes; see Exact).
+	Mode string `json:"mode,omitempty"`
+	// Exact: the dump equals a full computation on the current fabric.
+	// After a repair it is false while Rebalancing: a full computation
+	// runs in the background and replaces the dump when it is done.
+	Exact       bool `json:"exact"`
+	Rebalancing bool `json:"rebalancing,omitempty"`
+	// Rerouted of Destinations LIDs were routed again; Changed LFT
+	// entries differ from the previous dump.
+	Rerouted     int     `json:"rerouted_destinations"`
+	Destinations int     `json:"destinations"`
+	Changed      int64   `json:"changed_entries"`
+	RouteSeconds float64 `json:"route_seconds"`
+	WriteSeconds float64 `json:"write_seconds"`
+	DumpBytes    int64   `json:"dump_bytes"`
 	// Written: the dump holds the tables of the current fabric.
 	Written bool `json:"written"`
 	// Error says why the tables of the current fabric are not written
 	// (the previous dump is left in place).
 	Error string `json:"error,omitempty"`
+	// HookError is the last hook's failure.
+	HookError string `json:"hook_error,omitempty"`
 	// Disconnected names the hosts no switch reaches any more.
 	Disconnected []string `json:"disconnected_hosts,omitempty"`
 	Reachable    bool     `json:"reachable"`
 }
 
-// refreshUnicast computes the tables of fabric g and writes the dump
-// (callers serialise: Open, and ChangeFailure under changeMu).
+// refreshUnicast brings the tables to fabric g (incrementally after the
+// first time) and writes the dump; callers serialise (Open, and
+// ChangeFailure under changeMu). A background rebalance still running is
+// stopped first.
 func (s *Service) refreshUnicast(g *topology.Graph) *UnicastStatus {
 	u := s.cfg.Unicast
 	if u == nil {
 		return nil
 	}
+	s.stopRebalance()
+	s.rrMu.Lock()
+	defer s.rrMu.Unlock()
 	st := &UnicastStatus{Engine: u.Engine, LFTOut: u.LFTOut, Updated: s.cfg.Now().UTC(), Disconnected: disconnectedHosts(g)}
 	start := time.Now()
+	var res *unicast.Result
+	ust := unicast.UpdateStats{Mode: "full", Exact: true}
 	err := func() error {
-		f, err := unicast.NewFabric(g, s.uniAnn)
-		if err != nil {
+		var err error
+		if s.rr == nil {
+			w := u.Workers
+			if w == 0 {
+				w = computeWorkers()
+			}
+			rr, err := unicast.NewRerouter(g, s.uniAnn, unicast.Options{Engine: u.Engine, Workers: w})
+			if err != nil {
+				return err
+			}
+			s.rr, res = rr, rr.Result()
+			ust.Destinations = res.Tables.F.MaxLIDInUse()
+			ust.Rerouted = ust.Destinations
+		} else if res, ust, err = s.rr.Update(g); err != nil {
 			return err
 		}
-		w := u.Workers
-		if w == 0 {
-			w = computeWorkers()
-		}
-		res, err := unicast.Route(f, unicast.Options{Engine: u.Engine, Workers: w})
-		if err != nil {
-			return err
-		}
+		st.Mode, st.Exact, st.Rerouted, st.Destinations, st.Changed = ust.Mode, ust.Exact, ust.Rerouted, ust.Destinations, ust.Changed
+		st.RouteSeconds = time.Since(start).Seconds()
 		st.Reachable = len(st.Disconnected) == 0
-		return atomicfile.Write(u.LFTOut, res.Tables.WriteDump)
+		return s.writeDump(res, st)
 	}()
 	st.Seconds = time.Since(start).Seconds()
 	if err != nil {
 		st.Error = fmt.Sprintf("tables not written (the previous %s is left in place): %v", u.LFTOut, err)
 	} else {
 		st.Written = true
+		if !st.Exact {
+			st.Rebalancing = true
+			s.startRebalance()
+		}
 	}
 	s.uniMu.Lock()
 	s.uni = st
 	s.uniMu.Unlock()
 	return st
+}
+
+// writeDump replaces the dump with res's tables and runs the hook.
+func (s *Service) writeDump(res *unicast.Result, st *UnicastStatus) error {
+	u := s.cfg.Unicast
+	w0 := time.Now()
+	write := s.writeFile
+	if write == nil {
+		write = atomicfile.Write
+	}
+	if err := write(u.LFTOut, res.Tables.WriteDump); err != nil {
+		return err
+	}
+	st.WriteSeconds = time.Since(w0).Seconds()
+	if fi, err := os.Stat(u.LFTOut); err == nil {
+		st.DumpBytes = fi.Size()
+	}
+	if u.Hook != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := u.Hook(ctx, u.LFTOut); err != nil {
+			st.HookError = err.Error()
+		}
+	}
+	return nil
+}
+
+// startRebalance computes the tables of the current fabric in full in the
+// background and writes them when done, unless a change stops it first
+// (rrMu held by the caller, who releases it).
+func (s *Service) startRebalance() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s.bgMu.Lock()
+	s.bgCancel, s.bgDone = cancel, done
+	s.bgMu.Unlock()
+	go func() {
+		defer close(done)
+		s.rrMu.Lock()
+		defer s.rrMu.Unlock()
+		start := time.Now()
+		res, err := s.rr.FullContext(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.uniMu.Lock()
+		st := *s.uni
+		s.uniMu.Unlock()
+		st.Rebalancing = false
+		if err == nil {
+			st.RouteSeconds = time.Since(start).Seconds()
+			err = s.writeDump(res, &st)
+		}
+		if err != nil {
+			st.Error = fmt.Sprintf("rebalance failed (the repaired %s is left in place): %v", st.LFTOut, err)
+		} else {
+			st.Mode, st.Exact, st.Updated = "full", true, s.cfg.Now().UTC()
+			st.Seconds = time.Since(start).Seconds()
+		}
+		s.uniMu.Lock()
+		s.uni = &st
+		s.uniMu.Unlock()
+	}()
+}
+
+// stopRebalance stops a background rebalance and waits for it.
+func (s *Service) stopRebalance() {
+	s.bgMu.Lock()
+	cancel, done := s.bgCancel, s.bgDone
+	s.bgCancel, s.bgDone = nil, nil
+	s.bgMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
 }
 
 // Unicast returns the status of the unicast tables (nil: not kept).

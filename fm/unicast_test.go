@@ -2,12 +2,18 @@ package fm
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/icn-hpc/icn/unicast"
 )
@@ -36,7 +42,7 @@ func dumpOf(t *testing.T, g *topology.Graph, engine string) []byte {
 // recomputation on the fabric of the moment; a failure that cuts a host
 // off names it; a start that cannot route is refused.
 func TestUnicastTablesFollowFailures(t *testing.T) {
-	for _, engine := range []string{"ftree", "minhop", "updn"} {
+	for _, engine := range []string{"ftree", "minhop", "updn", "sssp"} {
 		dir := t.TempDir()
 		out := filepath.Join(dir, "lfts.dump")
 		s, _, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), Topo: "fattree:k=4,n=3", NewRouting: AngaraRouting("angara*"),
@@ -60,6 +66,20 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 		if err != nil || res.Unicast == nil || !res.Unicast.Written || !res.Unicast.Reachable {
 			t.Fatalf("%s: failure: %v %+v", engine, err, res)
 		}
+		wantMode := map[string]string{"ftree": "incremental", "sssp": "repair"}[engine]
+		if wantMode == "" {
+			wantMode = "full"
+		}
+		if u := res.Unicast; u.Mode != wantMode || u.Exact != (wantMode != "repair") || u.Rebalancing != (wantMode == "repair") ||
+			u.Rerouted == 0 || u.Rerouted > u.Destinations || u.Changed == 0 || u.DumpBytes == 0 {
+			t.Fatalf("%s: status after the failure: %+v", engine, u)
+		}
+		if engine == "sssp" {
+			// The repaired dump is valid at once; the rebalance
+			// replaces it with a full computation's.
+			checkDumpDelivers(t, s.g, out)
+			waitExact(t, s)
+		}
 		after, _ := os.ReadFile(out)
 		if bytes.Equal(after, first) || !bytes.Equal(after, dumpOf(t, s.g, engine)) {
 			t.Fatalf("%s: the dump after the failure is not a full recomputation on the failed fabric", engine)
@@ -67,6 +87,7 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 		if _, err := s.ChangeFailure("t", FailureChange{Link: link, Repair: true}); err != nil {
 			t.Fatal(err)
 		}
+		waitExact(t, s)
 		if again, _ := os.ReadFile(out); !bytes.Equal(again, first) {
 			t.Fatalf("%s: the dump after the repair differs from the first", engine)
 		}
@@ -94,5 +115,123 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 		Unicast: &UnicastConfig{Engine: "nosuch", LFTOut: filepath.Join(dir, "x.dump")}})
 	if err == nil || !strings.Contains(err.Error(), "nosuch") {
 		t.Fatalf("unknown engine: %v", err)
+	}
+}
+
+// waitExact waits until the dump is a full computation's (a rebalance
+// after a repair has finished).
+func waitExact(t *testing.T, s *Service) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		u := s.Unicast()
+		if u.Exact && !u.Rebalancing {
+			return
+		}
+		if u.Error != "" || time.Now().After(deadline) {
+			t.Fatalf("no exact tables: %+v", u)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// checkDumpDelivers reads the dump at path back for g and audits it:
+// every pair of live end ports is delivered.
+func checkDumpDelivers(t *testing.T, g *topology.Graph, path string) {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	tb, err := unicast.ReadDump(fh, path, g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := unicast.Audit(tb, unicast.AuditOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Reachable || rep.Loops != 0 {
+		t.Fatalf("the dump does not deliver every pair: %s", rep.FirstUnreachable)
+	}
+}
+
+// failAfter passes n bytes on, then fails as a full disk does.
+type failAfter struct {
+	w io.Writer
+	n int
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		f.w.Write(p[:f.n])
+		f.n = 0
+		return 0, syscall.ENOSPC
+	}
+	f.n -= len(p)
+	return f.w.Write(p)
+}
+
+// TestUnicastDumpNotWritten: when the dump cannot be written (the disk
+// fills midway) the change still lands, the status says why, the previous
+// dump is left whole and no temporary file stays; the next change writes
+// again. The hook runs after every replacement and its failure (OpenSM
+// not running) is reported.
+func TestUnicastDumpNotWritten(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "lfts.dump")
+	var hooks []string
+	hookErr := error(nil)
+	s, _, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), Topo: "fattree:k=4,n=3", NewRouting: AngaraRouting("angara*"),
+		Unicast: &UnicastConfig{Engine: "ftree", LFTOut: out, Hook: func(_ context.Context, path string) error {
+			hooks = append(hooks, path)
+			return hookErr
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first, _ := os.ReadFile(out)
+	if len(hooks) != 1 || hooks[0] != out {
+		t.Fatalf("hook calls at start: %v", hooks)
+	}
+	s.writeFile = func(path string, write func(io.Writer) error) error {
+		return atomicfile.Write(path, func(w io.Writer) error { return write(&failAfter{w: w, n: 1000}) })
+	}
+	var links []string
+	for l := 0; l < s.g.NumLinks() && len(links) < 2; l++ {
+		if lk := s.g.Link(l); s.g.Kind(int(lk.A)) == topology.Switch && s.g.Kind(int(lk.B)) == topology.Switch {
+			links = append(links, s.g.LinkName(l))
+		}
+	}
+	res, err := s.ChangeFailure("t", FailureChange{Link: links[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.Unicast; u.Written || !strings.Contains(u.Error, "no space left") || !strings.Contains(u.Error, "left in place") {
+		t.Fatalf("status after a failed write: %+v", u)
+	}
+	if again, _ := os.ReadFile(out); !bytes.Equal(again, first) {
+		t.Fatal("a failed write changed the dump")
+	}
+	if entries, _ := os.ReadDir(dir); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), ".icn-") }) {
+		t.Fatal("a temporary file stayed")
+	}
+	if len(hooks) != 1 {
+		t.Fatalf("the hook ran without a new dump: %v", hooks)
+	}
+	// The disk has room again; OpenSM is not running.
+	s.writeFile = nil
+	hookErr = fmt.Errorf("kill: no process found")
+	res, err = s.ChangeFailure("t", FailureChange{Link: links[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.Unicast; !u.Written || !strings.Contains(u.HookError, "no process") || len(hooks) != 2 {
+		t.Fatalf("status after the next change: %+v (hooks %v)", u, hooks)
+	}
+	if now, _ := os.ReadFile(out); !bytes.Equal(now, dumpOf(t, s.g, "ftree")) {
+		t.Fatal("the next change did not write the tables of the fabric")
 	}
 }

@@ -1,8 +1,12 @@
 package unicast
 
 import (
+	"bytes"
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/icn-hpc/icn/topology"
 )
 
 // The fabrics of the issue: the 3-level fat tree of 40-port switches with
@@ -95,4 +99,75 @@ func BenchmarkWriteDump(b *testing.B) {
 	b.SetBytes(w.n)
 	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(b.N)/1e6, "alloc-MB")
 	b.ReportMetric(float64(w.n)/1e6, "dump-MB")
+}
+
+// BenchmarkReroute times Rerouter.Update after one switch-to-switch link
+// fails (links spread over the fabric, one per iteration, each repaired
+// untimed before the next). It reports the destinations routed again
+// (rerouted), the LFT entries that changed (changed), the time of the
+// repair update (repair-s) and, once, a full computation on the failed
+// fabric in the same run (full-s) with same=1 when the tables are
+// identical to it, and the routes on the busiest switch link after the
+// update over those after the full computation (load-ratio).
+//
+//	go test ./unicast -run XXX -bench Reroute -benchtime 5x
+func BenchmarkReroute(b *testing.B) {
+	for _, c := range []struct{ spec, engine string }{
+		{"fattree:m=40,n=3", "ftree"}, {"fattree:m=40,n=3", "sssp"}, {"fattree:m=40,n=3", "dfsssp"},
+		{"dragonfly:a=18,p=9,h=9", "sssp"}, {"dragonfly:a=18,p=9,h=9", "dfsssp"},
+	} {
+		b.Run(c.spec+"/"+c.engine, func(b *testing.B) {
+			g := fabric(b, c.spec).G
+			r, err := NewRerouter(g, nil, Options{Engine: c.engine})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var links []int
+			for l, lk := range g.Links() {
+				if g.Kind(int(lk.A)) == topology.Switch && g.Kind(int(lk.B)) == topology.Switch {
+					links = append(links, l)
+				}
+			}
+			var rerouted, changed, repair float64
+			i := 0
+			for b.Loop() {
+				h, err := g.WithFaults([]int{links[(i*7919)%len(links)]}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, st, err := r.Update(h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rerouted += float64(st.Rerouted)
+				changed += float64(st.Changed)
+				b.StopTimer()
+				if i == 0 {
+					start := time.Now()
+					f2, _ := NewFabric(h, nil)
+					full, err := Route(f2, Options{Engine: c.engine})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(time.Since(start).Seconds(), "full-s")
+					same := 0.0
+					if bytes.Equal(full.Tables.lft, r.Result().Tables.lft) {
+						same = 1
+					}
+					b.ReportMetric(same, "same")
+					b.ReportMetric(float64(maxSwitchLoad(r.Result().Tables, 0))/float64(maxSwitchLoad(full.Tables, 0)), "load-ratio")
+				}
+				_, st, err = r.Update(g)
+				if err != nil {
+					b.Fatal(err)
+				}
+				repair += st.Seconds
+				i++
+				b.StartTimer()
+			}
+			b.ReportMetric(rerouted/float64(b.N), "rerouted")
+			b.ReportMetric(changed/float64(b.N), "changed")
+			b.ReportMetric(repair/float64(b.N), "repair-s")
+		})
+	}
 }

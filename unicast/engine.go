@@ -1,6 +1,7 @@
 package unicast
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -55,6 +56,8 @@ type Options struct {
 	// Progress, if set, is called with units of work done (from several
 	// goroutines).
 	Progress func(n int)
+	// Context, if set, stops sssp and dfsssp early with its error.
+	Context context.Context
 }
 
 // Result is the outcome of Route.
@@ -84,20 +87,11 @@ const MaxLanes = 15
 
 // Route computes forwarding tables for f with the chosen engine.
 func Route(f *Fabric, o Options) (*Result, error) {
-	if o.Lanes == 0 {
-		o.Lanes = DefaultLanes
-	}
-	if o.Lanes < 1 || o.Lanes > MaxLanes {
-		return nil, fmt.Errorf("--lanes %d: want 1..%d", o.Lanes, MaxLanes)
-	}
-	if o.Progress == nil {
-		o.Progress = func(int) {}
-	}
-	if o.Roots != nil && o.Engine != "updn" {
-		return nil, fmt.Errorf("roots apply to the updn engine only")
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{LanesNeeded: 1}
-	var err error
 	switch o.Engine {
 	case "minhop":
 		res.Tables, res.Order, err = routeMinHop(f, o)
@@ -106,15 +100,7 @@ func Route(f *Fabric, o Options) (*Result, error) {
 	case "ftree":
 		res.Tables, err = routeFTree(f, o)
 	case "sssp", "dfsssp":
-		res.Tables, res.Order, err = bestOrder(f, o, func(ds []dest) (*Tables, error) { return routeSSSP(f, o, ds) })
-		if err == nil && o.Engine == "dfsssp" {
-			start := time.Now()
-			var lr layerResult
-			lr, err = layer(res.Tables, o.Lanes, o.Progress)
-			res.LanesNeeded, res.LaneLimit = lr.needed, lr.limit
-			res.LayerBreaks, res.LayerMoved = lr.breaks, lr.moved
-			res.LayerSeconds = time.Since(start).Seconds()
-		}
+		res, _, err = routeSSSPKeep(f, o)
 	case "dor":
 		var dl *dateline
 		res.Tables, dl, err = routeDOR(f, o)
@@ -145,6 +131,62 @@ func Route(f *Fabric, o Options) (*Result, error) {
 	}
 	res.Tables.Engine = o.Engine
 	return res, nil
+}
+
+// withDefaults checks o and fills in its defaults.
+func (o Options) withDefaults() (Options, error) {
+	if o.Lanes == 0 {
+		o.Lanes = DefaultLanes
+	}
+	if o.Lanes < 1 || o.Lanes > MaxLanes {
+		return o, fmt.Errorf("--lanes %d: want 1..%d", o.Lanes, MaxLanes)
+	}
+	if o.Progress == nil {
+		o.Progress = func(int) {}
+	}
+	if o.Roots != nil && o.Engine != "updn" {
+		return o, fmt.Errorf("roots apply to the updn engine only")
+	}
+	return o, nil
+}
+
+// routeSSSPKeep routes f with sssp or dfsssp (o has its defaults) and
+// returns the state of the destination order kept.
+func routeSSSPKeep(f *Fabric, o Options) (*Result, *ssspState, error) {
+	states := map[*Tables]*ssspState{}
+	res := &Result{LanesNeeded: 1}
+	var err error
+	res.Tables, res.Order, err = bestOrder(f, o, func(ds []dest) (*Tables, error) {
+		t, st, err := routeSSSPState(f, o, ds)
+		if err == nil {
+			states[t] = st
+		}
+		return t, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.Engine == "dfsssp" {
+		if err := layerInto(res, o); err != nil {
+			return nil, nil, err
+		}
+	}
+	res.Tables.Engine = o.Engine
+	return res, states[res.Tables], nil
+}
+
+// layerInto layers res's paths onto at most o.Lanes lanes (dfsssp).
+func layerInto(res *Result, o Options) error {
+	start := time.Now()
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	lr, err := layerContext(ctx, res.Tables, o.Lanes, o.Progress)
+	res.LanesNeeded, res.LaneLimit = lr.needed, lr.limit
+	res.LayerBreaks, res.LayerMoved = lr.breaks, lr.moved
+	res.LayerSeconds = time.Since(start).Seconds()
+	return err
 }
 
 // candFunc appends to buf the ports switch s may use towards switch t

@@ -17,6 +17,11 @@ type fatTree struct {
 	maxLevel int
 	byLevel  [][]int // switch indices per level (index 1..maxLevel)
 	order    []int   // terminal indices in tree order
+	// portRank[s*256+p] is port p's index among switch s's cabled up
+	// ports (to the level above) or among its cabled down ports (to the
+	// level below), in port order; nUp and nDown count them.
+	portRank   []uint8
+	nUp, nDown []int
 }
 
 // analyseFatTree checks that f is a fat tree and orders its end ports so
@@ -51,7 +56,59 @@ func analyseFatTree(f *Fabric) (*fatTree, error) {
 			ft.order = append(ft.order, int(ti))
 		}
 	}
+	ft.rankPorts(f)
 	return ft, nil
+}
+
+// rankPorts numbers every switch's cabled up and down ports.
+func (ft *fatTree) rankPorts(f *Fabric) {
+	g := f.G
+	S := len(f.switches)
+	ft.portRank = make([]uint8, S*256)
+	ft.nUp, ft.nDown = make([]int, S), make([]int, S)
+	for s, v := range f.switches {
+		for p := 1; p <= g.NumPorts(int(v)); p++ {
+			c := g.PortChannel(int(v), p)
+			if c < 0 {
+				continue
+			}
+			y := f.swIndex[g.Dst(c)]
+			switch {
+			case y < 0:
+			case ft.level[y] == ft.level[s]+1:
+				ft.portRank[s*256+p] = uint8(ft.nUp[s])
+				ft.nUp[s]++
+			case ft.level[y] == ft.level[s]-1:
+				ft.portRank[s*256+p] = uint8(ft.nDown[s])
+				ft.nDown[s]++
+			}
+		}
+	}
+}
+
+// pick chooses, for the j-th end port, one of switch s's candidate ports
+// cs (up ports when up, else down ports): the first at or after position
+// j mod n, cyclically, in the list of all n cabled ports of that
+// direction. On an intact fabric where every port is a candidate this is
+// port j mod n (d-mod-k); a port that fails moves only the end ports that
+// had chosen it.
+func (ft *fatTree) pick(s int, cs []uint8, j int, up bool) uint8 {
+	n := ft.nDown[s]
+	if up {
+		n = ft.nUp[s]
+	}
+	best, bestD := cs[0], n
+	for _, p := range cs {
+		if d := ft.cyc(s, p, j, n); d < bestD {
+			best, bestD = p, d
+		}
+	}
+	return best
+}
+
+// cyc is port p's distance from position j mod n, cyclically.
+func (ft *fatTree) cyc(s int, p uint8, j, n int) int {
+	return ((int(ft.portRank[s*256+int(p)])-j)%n + n) % n
 }
 
 // switchNeighbours calls fn for the switch at the far end of every link
@@ -159,12 +216,21 @@ func routeFTree(f *Fabric, o Options) (*Tables, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ftree: %v (use minhop, updn or dfsssp)", err)
 	}
+	fr, err := newFTreeRouter(f, ft, o)
+	if err != nil {
+		return nil, err
+	}
+	return fr.t, nil
+}
+
+// newFTreeRouter routes f (whose fat-tree structure is ft) in full.
+func newFTreeRouter(f *Fabric, ft *fatTree, o Options) (*ftreeRouter, error) {
 	t := NewTables(f, "ftree")
 	fillLocal(t)
 	fr := &ftreeRouter{f: f, ft: ft, t: t, L: ft.maxLevel, adj: switchAdjacency(f)}
 	fr.chooseMainPaths()
 	fr.routeEndPorts(o)
-	return t, fr.routeSwitchLIDs(o)
+	return fr, fr.routeSwitchLIDs(o)
 }
 
 // ftreeRouter holds the state of one ftree run.
@@ -178,6 +244,13 @@ type ftreeRouter struct {
 	// its leaf ([j*L+k], -1 = end) and the down port each uses.
 	chainSw   []int32
 	chainPort []uint8
+	// ud routes the switch LIDs (up*/down*, top level as roots).
+	ud *upDownTable
+	// Live up channels of each switch grouped by parent
+	// (upGroups[upStart[x]:upStart[x+1]] index upChans).
+	upStart  []int32
+	upGroups []chanRange
+	upChans  []int32
 }
 
 // ftree switch states while one destination is routed.
@@ -201,6 +274,7 @@ type ftreeScratch struct {
 func (fr *ftreeRouter) chooseMainPaths() {
 	f, ft, L := fr.f, fr.ft, fr.L
 	N := len(ft.order)
+	fr.groupUpLinks()
 	fr.chainSw = make([]int32, N*L)
 	fr.chainPort = make([]uint8, N*L)
 	for i := range fr.chainSw {
@@ -228,40 +302,17 @@ func (fr *ftreeRouter) chooseMainPaths() {
 
 // leastLoadedParent returns the up channel of switch x to the parent whose
 // live down cables to x carry the fewest main paths (and, of those
-// cables, the least loaded), or -1.
+// cables, the least loaded), or -1. Parents are taken in the order of
+// their first live cable (the first on ties), cables in port order.
 func (fr *ftreeRouter) leastLoadedParent(x int, downCnt []int32) int {
-	f, g, ft := fr.f, fr.f.G, fr.ft
 	bestLoad, bestCh := int32(-1), -1
-	outs := g.Out(int(f.switches[x]))
-	for i, c := range outs {
-		ci := int(c)
-		if !g.Up(ci) {
-			continue
-		}
-		p := f.swIndex[g.Dst(ci)]
-		if p < 0 || ft.level[p] != ft.level[x]+1 {
-			continue
-		}
-		// Count the group once, at its first live link.
-		first := true
-		for _, c2 := range outs[:i] {
-			if g.Up(int(c2)) && g.Dst(int(c2)) == g.Dst(ci) {
-				first = false
-				break
-			}
-		}
-		if !first {
-			continue
-		}
+	for _, grp := range fr.upGroups[fr.upStart[x]:fr.upStart[x+1]] {
 		load, ch := int32(0), -1
-		for _, c2 := range outs[i:] {
-			c2i := int(c2)
-			if !g.Up(c2i) || g.Dst(c2i) != g.Dst(ci) {
-				continue
-			}
-			load += downCnt[c2i^1]
-			if ch < 0 || downCnt[c2i^1] < downCnt[ch^1] {
-				ch = c2i
+		for _, c := range fr.upChans[grp.start:grp.end] {
+			ci := int(c)
+			load += downCnt[ci^1]
+			if ch < 0 || downCnt[ci^1] < downCnt[ch^1] {
+				ch = ci
 			}
 		}
 		if bestCh < 0 || load < bestLoad {
@@ -270,6 +321,50 @@ func (fr *ftreeRouter) leastLoadedParent(x int, downCnt []int32) int {
 	}
 	return bestCh
 }
+
+// groupUpLinks lists every switch's live up channels grouped by parent
+// (groups in the order of their first channel in g.Out, channels in that
+// order).
+func (fr *ftreeRouter) groupUpLinks() {
+	f, g, ft := fr.f, fr.f.G, fr.ft
+	S := len(f.switches)
+	fr.upStart = make([]int32, S+1)
+	fr.upGroups, fr.upChans = nil, nil
+	for x := 0; x < S; x++ {
+		outs := g.Out(int(f.switches[x]))
+		for i, c := range outs {
+			ci := int(c)
+			if !g.Up(ci) {
+				continue
+			}
+			p := f.swIndex[g.Dst(ci)]
+			if p < 0 || ft.level[p] != ft.level[x]+1 {
+				continue
+			}
+			first := true
+			for _, c2 := range outs[:i] {
+				if g.Up(int(c2)) && g.Dst(int(c2)) == g.Dst(ci) {
+					first = false
+					break
+				}
+			}
+			if !first {
+				continue
+			}
+			grp := chanRange{start: int32(len(fr.upChans))}
+			for _, c2 := range outs[i:] {
+				if g.Up(int(c2)) && g.Dst(int(c2)) == g.Dst(ci) {
+					fr.upChans = append(fr.upChans, c2)
+				}
+			}
+			grp.end = int32(len(fr.upChans))
+			fr.upGroups = append(fr.upGroups, grp)
+		}
+		fr.upStart[x+1] = int32(len(fr.upGroups))
+	}
+}
+
+type chanRange struct{ start, end int32 }
 
 // routeEndPorts routes every end port from its main path, in parallel.
 func (fr *ftreeRouter) routeEndPorts(o Options) {
@@ -333,7 +428,7 @@ func (fr *ftreeRouter) routeDownAncestors(sc *ftreeScratch, j, lid int) {
 						sc.cand = append(sc.cand, adj.port[e2])
 					}
 				}
-				fr.t.lft[int(p)*fr.t.stride+lid] = sc.cand[j%len(sc.cand)]
+				fr.t.lft[int(p)*fr.t.stride+lid] = ft.pick(int(p), sc.cand, j, false)
 				sc.state[p] = ftDown
 				sc.down[l] = append(sc.down[l], p)
 			}
@@ -377,16 +472,16 @@ func (fr *ftreeRouter) routeUp(sc *ftreeScratch, j, lid int) {
 			if len(sc.best) == 0 {
 				continue
 			}
-			fr.t.lft[y*fr.t.stride+lid] = sc.best[j%len(sc.best)]
+			fr.t.lft[y*fr.t.stride+lid] = ft.pick(y, sc.best, j, true)
 			sc.state[y] = ftUp
 			sc.main[y] = bestClass == 1 || bestClass == 3
 		}
 	}
 }
 
-// routeSwitchLIDs routes the switch LIDs up*/down* with the top level as
-// roots.
-func (fr *ftreeRouter) routeSwitchLIDs(o Options) error {
+// ranks returns the up*/down* rank of every switch: the top level is 0,
+// dead switches -1.
+func (fr *ftreeRouter) ranks() []int {
 	f := fr.f
 	rank := make([]int, len(f.switches))
 	for s := range rank {
@@ -395,11 +490,59 @@ func (fr *ftreeRouter) routeSwitchLIDs(o Options) error {
 			rank[s] = -1
 		}
 	}
-	var sw []dest
-	for _, d := range f.dests() {
-		if d.term < 0 {
-			sw = append(sw, d)
-		}
+	return rank
+}
+
+// routeSwitchLIDs routes the switch LIDs up*/down* with the top level as
+// roots. Switch LIDs carry no end-port routes, so no balancing applies:
+// every switch takes its first legal port (see upDownFirst).
+func (fr *ftreeRouter) routeSwitchLIDs(o Options) error {
+	u, err := newUpDown(fr.f, fr.adj, fr.ranks(), o.Workers, o.Progress)
+	if err != nil {
+		return err
 	}
-	return fillUpDown(fr.t, rank, fr.adj, o, sw)
+	fr.ud = u
+	fr.fillSwitchLIDs(o.Workers, nil)
+	return nil
+}
+
+// fillSwitchLIDs sets every live switch's entry for the switch LIDs of the
+// target switches ts (nil: all).
+func (fr *ftreeRouter) fillSwitchLIDs(workers int, ts []int) {
+	n := len(fr.f.switches)
+	if ts != nil {
+		n = len(ts)
+	}
+	par.For(n, workers, func(_, i int) {
+		t := i
+		if ts != nil {
+			t = ts[i]
+		}
+		fr.fillSwitchLID(t)
+	})
+}
+
+// fillSwitchLID sets every switch's entry for target switch t's LID.
+func (fr *ftreeRouter) fillSwitchLID(t int) {
+	f, S := fr.f, len(fr.f.switches)
+	lid := int(f.swLID[t])
+	alive := f.switchAlive(t)
+	var buf [MaxPort + 1]uint8
+	for s := 0; s < S; s++ {
+		if s == t {
+			continue
+		}
+		p := uint8(noPort)
+		if alive && f.switchAlive(s) {
+			if cs := fr.ud.cand(fr.adj, s, t, buf[:0]); len(cs) > 0 {
+				p = cs[0]
+			}
+		}
+		fr.t.lft[s*fr.t.stride+lid] = p
+	}
+	if alive {
+		fr.t.lft[t*fr.t.stride+lid] = 0
+	} else {
+		fr.t.lft[t*fr.t.stride+lid] = noPort
+	}
 }

@@ -1,6 +1,7 @@
 package unicast
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/icn-hpc/icn/internal/par"
@@ -185,10 +186,16 @@ func (fl *fastLFT) treeOrder(lid int, sc *treeScratch) []int32 {
 // layer assigns lanes to the paths of t so that every lane's dependency
 // graph is acyclic, using at most maxLanes lanes.
 func layer(t *Tables, maxLanes int, progress func(int)) (layerResult, error) {
+	return layerContext(context.Background(), t, maxLanes, progress)
+}
+
+// layerContext is layer, stopped with ctx's error when ctx ends.
+func layerContext(ctx context.Context, t *Tables, maxLanes int, progress func(int)) (layerResult, error) {
 	ly, err := newLayering(t, progress)
 	if err != nil {
 		return layerResult{}, err
 	}
+	ly.ctx = ctx
 	ly.indexByPort()
 	ly.countLane0()
 	ly.transpose()
@@ -204,6 +211,7 @@ func layer(t *Tables, maxLanes int, progress func(int)) (layerResult, error) {
 
 // layering is the state of one layer run.
 type layering struct {
+	ctx      context.Context
 	t        *Tables
 	f        *Fabric
 	S        int
@@ -464,6 +472,9 @@ func (ly *layering) breakCycles(l, maxLanes int) (bool, error) {
 	for root := 0; root < g.NumChannels(); root++ {
 		if ly.ti.base[root] < 0 || ly.color[root] != 0 || !g.Up(root) {
 			continue
+		}
+		if root%1024 == 0 && ly.ctx.Err() != nil {
+			return true, ly.ctx.Err()
 		}
 		ly.stack = append(ly.stack[:0], layerFrame{int32(root), 1})
 		ly.color[root], ly.pos[root] = 1, 0

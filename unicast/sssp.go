@@ -28,6 +28,12 @@ import (
 // for every switch, the next hop minimising load; this is Dijkstra with
 // lexicographic weights, in O(links) per destination and without a heap.
 func routeSSSP(f *Fabric, o Options, ds []dest) (*Tables, error) {
+	t, _, err := routeSSSPState(f, o, ds)
+	return t, err
+}
+
+// routeSSSPState is routeSSSP, also returning its final state.
+func routeSSSPState(f *Fabric, o Options, ds []dest) (*Tables, *ssspState, error) {
 	S := len(f.switches)
 	t := NewTables(f, o.Engine)
 	fillLocal(t)
@@ -53,6 +59,9 @@ func routeSSSP(f *Fabric, o Options, ds []dest) (*Tables, error) {
 		st.routeDest(d, col[d.lid*S:(d.lid+1)*S])
 		if k%64 == 63 {
 			o.Progress(64)
+			if o.Context != nil && o.Context.Err() != nil {
+				return nil, nil, o.Context.Err()
+			}
 		}
 	}
 	par.For(S, o.Workers, func(_, s int) {
@@ -63,7 +72,8 @@ func routeSSSP(f *Fabric, o Options, ds []dest) (*Tables, error) {
 			}
 		}
 	})
-	return t, nil
+	st.ds, st.layers, st.scratch, st.colT = ds, nil, nil, col
+	return t, st, nil
 }
 
 // liveEndPortsPerSwitch counts the live end ports of every switch.
@@ -91,22 +101,31 @@ type ssspState struct {
 	next     []int32 // adjacency index of the chosen link, -1 none
 	acc      []int64
 	scratch  []int32
+	ds       []dest  // the destination order used
+	colT     []uint8 // the tables LID-major ([lid*S+s]), for repairs
 }
 
 // routeDest routes every switch to destination d (its port into out) and
 // adds the routes' sources to the weights of the links they use.
 func (st *ssspState) routeDest(d dest, out []uint8) {
-	adj, S := st.adj, st.S
 	var ly []int32
 	if st.layers != nil {
 		ly = st.layers[d.sw]
 	} else {
-		st.scratch = bfsLayers(adj, d.sw, st.scratch)
+		st.scratch = bfsLayers(st.adj, d.sw, st.scratch)
 		ly = st.scratch
 	}
+	st.chooseTree(d, ly, st.cost, st.next, out)
+	st.addTree(ly, st.next, st.acc)
+}
+
+// chooseTree picks every switch's next hop towards d over the BFS layers
+// ly of d's switch, minimising (hops, weight) (into next, as adjacency
+// indices, and out, as ports); it reads the weights only.
+func (st *ssspState) chooseTree(d dest, ly []int32, cost []int64, next []int32, out []uint8) {
+	adj, S := st.adj, st.S
 	n := len(ly) - S
 	order, hop := ly[:n], ly[n:]
-	cost, next, acc := st.cost, st.next, st.acc
 	cost[d.sw], next[d.sw] = 0, -1
 	// Cheapest next hop, layer by layer.
 	for _, u := range order[1:] {
@@ -124,6 +143,13 @@ func (st *ssspState) routeDest(d dest, out []uint8) {
 		cost[u], next[u] = best, bestE
 		out[u] = adj.port[bestE]
 	}
+}
+
+// addTree adds the sources of the tree next (over layers ly) to the
+// weights of the links it uses; acc is zero scratch, left zero.
+func (st *ssspState) addTree(ly []int32, next []int32, acc []int64) {
+	adj := st.adj
+	order := ly[:len(ly)-st.S]
 	// Accumulate sources from the far end of the tree inwards.
 	for i := len(order) - 1; i >= 1; i-- {
 		u := order[i]

@@ -32,9 +32,11 @@ const (
 // upDownTable holds mode and distance for every (target t, switch s) at
 // [t*S+s].
 type upDownTable struct {
-	S    int
-	key  []int64 // rank<<40 | guid order index, smaller = higher
-	cell []uint16
+	S     int
+	key   []int64 // rank<<40 | guid order index, smaller = higher
+	cell  []uint16
+	rank  []int
+	order []int // live switches by increasing key (top first)
 }
 
 // up reports whether moving from switch a to neighbour b goes up.
@@ -66,54 +68,62 @@ func newUpDown(f *Fabric, adj *swAdj, rank []int, workers int, progress func(int
 		}
 	}
 	sort.Slice(order, func(a, b int) bool { return u.key[order[a]] < u.key[order[b]] })
+	u.order, u.rank = order, rank
 	nw := par.Workers(workers)
 	queues := make([][]int32, nw)
 	par.For(S, nw, func(w, t int) {
-		col := u.cell[t*S : (t+1)*S]
-		for i := range col {
-			col[i] = udUnreach
-		}
-		if rank[t] < 0 {
-			return
-		}
-		// All-down distances: BFS from t backwards over down moves.
-		q := append(queues[w][:0], int32(t))
-		col[t] = udDown
-		for h := 0; h < len(q); h++ {
-			x := int(q[h])
-			d := col[x] & udDist
-			for _, y := range adj.of(x) {
-				yi := int(y)
-				if col[yi] == udUnreach && u.key[yi] < u.key[x] { // y→x goes down
-					col[yi] = udDown | (d + 1)
-					q = append(q, y)
-				}
-			}
-		}
-		queues[w] = q
-		// Others go up first: keys ascending, up-neighbours are done.
-		for _, s := range order {
-			if col[s] != udUnreach {
-				continue
-			}
-			best := uint16(udUnreach)
-			for _, y := range adj.of(s) {
-				yi := int(y)
-				if u.key[yi] < u.key[s] && col[yi] != udUnreach {
-					if d := col[yi] & udDist; d < best {
-						best = d
-					}
-				}
-			}
-			if best != udUnreach && best+1 < udDist {
-				col[s] = best + 1
-			}
-		}
+		queues[w] = u.fillColumn(adj, t, queues[w])
 		if t%64 == 63 {
 			progress(64)
 		}
 	})
 	return u, nil
+}
+
+// fillColumn computes the column of target switch t over the live
+// switch adjacency adj; q is scratch, returned for reuse.
+func (u *upDownTable) fillColumn(adj *swAdj, t int, q []int32) []int32 {
+	S := u.S
+	col := u.cell[t*S : (t+1)*S]
+	for i := range col {
+		col[i] = udUnreach
+	}
+	if u.rank[t] < 0 {
+		return q
+	}
+	// All-down distances: BFS from t backwards over down moves.
+	q = append(q[:0], int32(t))
+	col[t] = udDown
+	for h := 0; h < len(q); h++ {
+		x := int(q[h])
+		d := col[x] & udDist
+		for _, y := range adj.of(x) {
+			yi := int(y)
+			if col[yi] == udUnreach && u.key[yi] < u.key[x] { // y→x goes down
+				col[yi] = udDown | (d + 1)
+				q = append(q, y)
+			}
+		}
+	}
+	// Others go up first: keys ascending, up-neighbours are done.
+	for _, s := range u.order {
+		if col[s] != udUnreach {
+			continue
+		}
+		best := uint16(udUnreach)
+		for _, y := range adj.of(s) {
+			yi := int(y)
+			if u.key[yi] < u.key[s] && col[yi] != udUnreach {
+				if d := col[yi] & udDist; d < best {
+					best = d
+				}
+			}
+		}
+		if best != udUnreach && best+1 < udDist {
+			col[s] = best + 1
+		}
+	}
+	return q
 }
 
 // complete reports whether every live switch with end ports (a traffic

@@ -141,7 +141,10 @@ func watchRound(ctx context.Context, o fabricWatchOptions, base *topology.Graph,
 		msg := fmt.Sprintf("icn fabric watch: link %s %s", link, what)
 		if u := res.Unicast; u != nil {
 			if u.Written {
-				msg += fmt.Sprintf("; tables rewritten in %.2f s", u.Seconds)
+				msg += fmt.Sprintf("; tables rewritten in %.2f s (%s: %d of %d destinations routed again, %d entries changed)", u.Seconds, u.Mode, u.Rerouted, u.Destinations, u.Changed)
+				if u.Rebalancing {
+					msg += "; a full computation follows in the background"
+				}
 			} else {
 				msg += "; " + u.Error
 			}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -51,6 +52,7 @@ type serveOptions struct {
 	insecure              bool
 	budget                budgetFlag
 	engine, lftOut        string
+	lftHook               string
 }
 
 func newServeCmd() *cobra.Command {
@@ -85,6 +87,7 @@ and left unmodified (--check runs only the check). A non-loopback address needs 
 	f.DurationVar(&o.mcastTimeout, "mcast-timeout", 30*time.Second, "how long a multicast group may wait for missing joins or leaves")
 	f.StringVar(&o.engine, "engine", "", "keep the fabric's unicast tables with this engine (ftree, updn, minhop, sssp, dfsssp, …), recomputed after every failure or repair; needs --lft-out")
 	f.StringVar(&o.lftOut, "lft-out", "", "OpenSM dump the unicast tables are written to, replaced atomically (opensm -R file -U FILE)")
+	f.StringVar(&o.lftHook, "lft-hook", "", "shell command run after every replacement of --lft-out, with ICN_LFT set to its path (for example 'kill -HUP $(pidof opensm)': OpenSM 3.3 reloads the file on SIGHUP)")
 	f.IntVar(&o.repairExtra, "repair-extra", fm.DefaultRepairExtra, "transit nodes beyond its own allowance a job may gain when a failure leaves its nodes without a legal route (0: none)")
 	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise)")
 	f.BoolVar(&o.rotateToken, "rotate-token", false, "replace the API token (token file and stored hash) and print the new one")
@@ -117,8 +120,21 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 		return &exitError{code: 2, err: fmt.Errorf("give both --engine and --lft-out, or neither")}
 	}
 	var uni *fm.UnicastConfig
+	if o.lftHook != "" && o.lftOut == "" {
+		return &exitError{code: 2, err: fmt.Errorf("--lft-hook needs --lft-out")}
+	}
 	if o.engine != "" {
 		uni = &fm.UnicastConfig{Engine: o.engine, LFTOut: o.lftOut}
+		if hook := o.lftHook; hook != "" {
+			uni.Hook = func(ctx context.Context, path string) error {
+				cmd := exec.CommandContext(ctx, "sh", "-c", hook)
+				cmd.Env = append(os.Environ(), "ICN_LFT="+path)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					return fmt.Errorf("--lft-hook: %v: %s", err, strings.TrimSpace(string(out)))
+				}
+				return nil
+			}
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(o.db), 0o700); err != nil {
 		return err
