@@ -3,8 +3,8 @@ package fm
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -133,8 +133,8 @@ type Service struct {
 
 	// uni is the status of the unicast tables (Config.Unicast); uniAnn
 	// the LIDs and GUIDs of the fabric's file.
-	uniMu  sync.Mutex
-	uni    *UnicastStatus
+	uniMu sync.Mutex
+	uni   *UnicastStatus
 	// rr keeps the unicast tables (rrMu serialises its use: changes and
 	// the background rebalance); bgCancel stops the rebalance, which
 	// closes bgDone when it ends.
@@ -146,7 +146,7 @@ type Service struct {
 	// writeFile replaces the dump (nil: atomicfile.Write; tests make it
 	// fail as a full disk does).
 	writeFile func(path string, write func(io.Writer) error) error
-	uniAnn *unicast.Annotations
+	uniAnn    *unicast.Annotations
 }
 
 // Compacted returns the database file's size before and after Open

@@ -163,19 +163,19 @@ type repairer struct {
 	oldSrc  []int64 // sources per switch when the weights were added
 	seeds   []int32 // live switches with a port that went down
 	g2      *topology.Graph
-	changed int64    // entries changed
+	changed int64 // entries changed
 	sp      *ssspState
-	t     *Tables
-	f     *Fabric
-	fl    *fastLFT // the new fabric's switch links
-	S     int
-	col   []uint8
-	state []uint8 // per switch: 0 unknown, repOK, repBroken, repNone, repWalk
-	hop   []int32
-	cost  []int64
-	walk  []int32
-	bs    []int32   // the broken set
-	bkt   [][]int32 // hop buckets
+	t       *Tables
+	f       *Fabric
+	fl      *fastLFT // the new fabric's switch links
+	S       int
+	col     []uint8
+	state   []uint8 // per switch: 0 unknown, repOK, repBroken, repNone, repWalk
+	hop     []int32
+	cost    []int64
+	walk    []int32
+	bs      []int32   // the broken set
+	bkt     [][]int32 // hop buckets
 }
 
 const (
