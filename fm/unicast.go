@@ -20,7 +20,10 @@ type UnicastConfig struct {
 	// LFTOut is the dump OpenSM loads (opensm -R file -U LFTOut); it is
 	// replaced atomically, so OpenSM never reads half a file, and kept as
 	// it was when a computation or a write fails.
-	LFTOut  string
+	LFTOut string
+	// Compact writes the dump without the comment naming each LID's
+	// holder (OpenSM reads only LID and port; a sixth of the size).
+	Compact bool
 	Workers int // cores for routing (0: all but one)
 	// Hook, if set, runs after every replacement of LFTOut (to make
 	// OpenSM load it); its error is reported in the status.
@@ -125,7 +128,11 @@ func (s *Service) writeDump(res *unicast.Result, st *UnicastStatus) error {
 	if write == nil {
 		write = atomicfile.Write
 	}
-	if err := write(u.LFTOut, res.Tables.WriteDump); err != nil {
+	dump := res.Tables.WriteDump
+	if u.Compact {
+		dump = res.Tables.WriteCompactDump
+	}
+	if err := write(u.LFTOut, dump); err != nil {
 		return err
 	}
 	st.WriteSeconds = time.Since(w0).Seconds()
@@ -156,6 +163,7 @@ func (s *Service) startRebalance() {
 		s.rrMu.Lock()
 		defer s.rrMu.Unlock()
 		start := time.Now()
+		prev := s.rr.Result().Tables
 		res, err := s.rr.FullContext(ctx)
 		if ctx.Err() != nil {
 			return
@@ -172,6 +180,7 @@ func (s *Service) startRebalance() {
 			st.Error = fmt.Sprintf("rebalance failed (the repaired %s is left in place): %v", st.LFTOut, err)
 		} else {
 			st.Mode, st.Exact, st.Updated = "full", true, s.cfg.Now().UTC()
+			st.Rerouted, st.Changed = st.Destinations, unicast.ChangedEntries(prev, res.Tables)
 			st.Seconds = time.Since(start).Seconds()
 		}
 		s.uniMu.Lock()

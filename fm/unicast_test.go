@@ -18,7 +18,8 @@ import (
 	"github.com/icn-hpc/icn/unicast"
 )
 
-// dumpOf is the dump a full recomputation gives on g.
+// dumpOf is the dump a full recomputation gives on g (compact for sssp,
+// which the test below runs with UnicastConfig.Compact).
 func dumpOf(t *testing.T, g *topology.Graph, engine string) []byte {
 	t.Helper()
 	f, err := unicast.NewFabric(g, nil)
@@ -30,7 +31,11 @@ func dumpOf(t *testing.T, g *topology.Graph, engine string) []byte {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := res.Tables.WriteDump(&b); err != nil {
+	write := res.Tables.WriteDump
+	if engine == "sssp" {
+		write = res.Tables.WriteCompactDump
+	}
+	if err := write(&b); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -46,7 +51,7 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 		dir := t.TempDir()
 		out := filepath.Join(dir, "lfts.dump")
 		s, _, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), Topo: "fattree:k=4,n=3", NewRouting: AngaraRouting("angara*"),
-			Unicast: &UnicastConfig{Engine: engine, LFTOut: out}})
+			Unicast: &UnicastConfig{Engine: engine, LFTOut: out, Compact: engine == "sssp"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,19 @@ const dumpTag = "# opensm-lfts.dump written by icn:"
 // WriteDump writes t in opensm-lfts.dump format, switches in GUID order, as
 // it goes: memory beyond the tables is one comment per LID and one switch
 // block. When the fabric file gave no GUIDs the header says so.
-func (t *Tables) WriteDump(w io.Writer) error {
+func (t *Tables) WriteDump(w io.Writer) error { return t.writeDump(w, t.dumpTails()) }
+
+// WriteCompactDump writes t as WriteDump does but without the comment
+// that names each LID's holder: about a sixth of the size (380 MB instead
+// of 2.3 GB for 16 000 hosts). OpenSM's file engine reads only the LID
+// and the port of an entry, so it loads either (checked on ibsim); icn
+// reads it back from the fabric file's LIDs.
+func (t *Tables) WriteCompactDump(w io.Writer) error { return t.writeDump(w, nil) }
+
+var newline = []byte{'\n'}
+
+// writeDump writes the dump with the given per-LID line tails (nil: none).
+func (t *Tables) writeDump(w io.Writer, tails [][]byte) error {
 	f := t.F
 	g := f.G
 	bw := bufio.NewWriterSize(w, 1<<16)
@@ -39,7 +51,6 @@ func (t *Tables) WriteDump(w io.Writer) error {
 	if f.GUIDNote != "" {
 		fmt.Fprintf(bw, "# WARNING: %s\n", desc(f.GUIDNote))
 	}
-	tails := t.dumpTails()
 	maxLID := t.stride - 1
 	var buf []byte
 	for _, s := range f.switchesByGUID() {
@@ -53,7 +64,11 @@ func (t *Tables) WriteDump(w io.Writer) error {
 				continue
 			}
 			buf = appendDumpEntry(buf, lid, int(p))
-			buf = append(buf, tails[lid]...)
+			if tails != nil {
+				buf = append(buf, tails[lid]...)
+			} else {
+				buf = append(buf, newline...)
+			}
 			if len(buf) >= 1<<16 {
 				if _, err := bw.Write(buf); err != nil {
 					return err
@@ -73,14 +88,18 @@ func (t *Tables) WriteDump(w io.Writer) error {
 // DumpSize is the number of bytes WriteDump writes, computed without
 // writing them (OpenSM's format lists every LID for every switch: 2.3 GB
 // for 16 000 hosts).
-func (t *Tables) DumpSize() int64 {
+func (t *Tables) DumpSize() int64 { return t.dumpSize(t.dumpTails()) }
+
+// CompactDumpSize is the number of bytes WriteCompactDump writes.
+func (t *Tables) CompactDumpSize() int64 { return t.dumpSize(nil) }
+
+func (t *Tables) dumpSize(tails [][]byte) int64 {
 	f := t.F
 	g := f.G
 	n := int64(len(fmt.Sprintf("%s engine=%s fabric=%s\n", dumpTag, t.Engine, desc(g.Name()))))
 	if f.GUIDNote != "" {
 		n += int64(len(fmt.Sprintf("# WARNING: %s\n", desc(f.GUIDNote))))
 	}
-	tails := t.dumpTails()
 	maxLID := t.stride - 1
 	for _, s := range f.switchesByGUID() {
 		v := f.Switch(s)
@@ -96,7 +115,11 @@ func (t *Tables) DumpSize() int64 {
 			if lid > 0xffff {
 				entry = 2 + len(strconv.FormatInt(int64(lid), 16)) + 4
 			}
-			n += int64(entry + len(tails[lid]))
+			tail := 1
+			if tails != nil {
+				tail = len(tails[lid])
+			}
+			n += int64(entry + tail)
 		}
 		n += int64(len(strconv.Itoa(maxLID)) + len(" lids dumped\n"))
 	}

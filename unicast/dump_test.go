@@ -93,6 +93,26 @@ func TestDumpRoundTrip(t *testing.T) {
 		if !bytes.Equal(dump.Bytes(), again.Bytes()) {
 			t.Errorf("%s %s: second export differs", c.spec, c.engine)
 		}
+		// The compact dump: its size, and read back (from the fabric's
+		// LIDs) to the same tables.
+		var compact bytes.Buffer
+		if err := res.Tables.WriteCompactDump(&compact); err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Tables.CompactDumpSize(); got != int64(compact.Len()) || compact.Len() >= dump.Len() {
+			t.Fatalf("%s: CompactDumpSize %d, the compact dump has %d bytes (full %d)", c.spec, got, compact.Len(), dump.Len())
+		}
+		if strings.Contains(compact.String(), "portguid") {
+			t.Fatalf("%s: the compact dump names holders", c.spec)
+		}
+		cback, err := ReadDump(bytes.NewReader(compact.Bytes()), "compact", f.G, ann)
+		if err != nil {
+			t.Fatalf("%s %s: compact: %v", c.spec, c.engine, err)
+		}
+		cback.ReadLanes(bytes.NewReader(lanes.Bytes()), "lanes")
+		if d := diffTables(res.Tables, cback); d != "" {
+			t.Errorf("%s %s: compact round trip differs: %s", c.spec, c.engine, d)
+		}
 	}
 }
 

@@ -40,6 +40,37 @@ func TestOpenSMInstallsTables(t *testing.T) {
 	for _, engine := range []string{"minhop", "updn", "ftree", "dfsssp"} {
 		check(t, sim, discovered, "discovered", engine, filepath.Join(dir, engine))
 	}
+	// The compact dump (no comments) installs the same tables.
+	checkCompact(t, sim, discovered, filepath.Join(dir, "compact"))
+}
+
+// checkCompact has OpenSM load icn's compact dump and compares what it
+// installed with the tables.
+func checkCompact(t *testing.T, s *ibsimtest.Sim, text, dir string) {
+	t.Helper()
+	g, ann := importIBNet(t, text, "discovered")
+	f, err := NewFabric(g, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := route(t, f, "ftree", 0)
+	var full, compact bytes.Buffer
+	res.Tables.WriteDump(&full)
+	res.Tables.WriteCompactDump(&compact)
+	os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, "icn.dump")
+	os.WriteFile(path, compact.Bytes(), 0o644)
+	s.OpenSM(dir, "-R", "file", "-U", path)
+	installed, err := os.ReadFile(filepath.Join(dir, "opensm-lfts.dump"))
+	if err != nil {
+		t.Fatalf("compact: OpenSM wrote no dump: %v", err)
+	}
+	if len(dumpEntrySet(string(installed))) < len(f.Terminals()) {
+		t.Fatalf("compact: OpenSM installed almost nothing:\n%s", installed)
+	}
+	if d := dumpEntriesDiff(full.String(), string(installed)); d != "" {
+		t.Errorf("compact: OpenSM installed other tables: %s", d)
+	}
 }
 
 // check routes the fabric text with engine, has OpenSM load the dump with

@@ -174,7 +174,7 @@ func (r *Rerouter) Update(g *topology.Graph) (*Result, UpdateStats, error) {
 	}
 	st.Destinations = liveDestinations(r.f)
 	if st.Mode != "repair" {
-		st.Changed = changedEntries(prev, r.res.Tables)
+		st.Changed = ChangedEntries(prev, r.res.Tables)
 	}
 	st.Seconds = time.Since(start).Seconds()
 	return r.res, st, nil
@@ -234,9 +234,9 @@ func (t *Tables) cloneFor(f *Fabric) *Tables {
 	return &c
 }
 
-// changedEntries counts the LFT entries that differ between a and b
-// (tables of the same LIDs and switches).
-func changedEntries(a, b *Tables) int64 {
+// ChangedEntries counts the LFT entries that differ between a and b
+// (tables of the same LIDs and switches; all of b's otherwise).
+func ChangedEntries(a, b *Tables) int64 {
 	if len(a.lft) != len(b.lft) {
 		return int64(len(b.lft))
 	}

@@ -154,6 +154,7 @@ type fabricRouteOptions struct {
 	af                              auditFlags
 	out                             output
 	engine, roots, lftOut, lanesOut string
+	lftCompact                      bool
 	force                           bool
 	lanes                           int
 	stderr                          io.Writer
@@ -180,6 +181,7 @@ func newFabricRouteCmd() *cobra.Command {
 	c.Flags().StringVar(&o.roots, "roots", "", "updn root switches: names or GUIDs (0x…), comma-separated, or @FILE (OpenSM root GUID file)")
 	c.Flags().IntVar(&o.lanes, "lanes", unicast.DefaultLanes, "virtual lanes dfsssp (and dor on a torus) may use, 1..15")
 	c.Flags().StringVar(&o.lftOut, "lft-out", "", "write the tables as opensm-lfts.dump to FILE (OpenSM: -R file -U FILE)")
+	c.Flags().BoolVar(&o.lftCompact, "lft-compact", false, "write --lft-out without the comment naming each LID's holder (a sixth of the size; OpenSM reads only LID and port)")
 	c.Flags().BoolVar(&o.force, "force", false, "write an --lft-out dump larger than 1 GB")
 	c.Flags().StringVar(&o.lanesOut, "lanes-out", "", "write the lane of every path to FILE (dfsssp, dor on a torus)")
 	return c
@@ -230,12 +232,15 @@ func runFabricRoute(_ context.Context, o fabricRouteOptions, w io.Writer) error 
 		return err
 	}
 	if o.lftOut != "" {
-		size := res.Tables.DumpSize()
+		size, write := res.Tables.DumpSize(), res.Tables.WriteDump
+		if o.lftCompact {
+			size, write = res.Tables.CompactDumpSize(), res.Tables.WriteCompactDump
+		}
 		if err := checkDumpSize(o.lftOut, size, o.force); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.stderr, "icn: writing %s (%.1f MB)\n", o.lftOut, float64(size)/1e6)
-		if err := writeStreamAtomic(o.lftOut, res.Tables.WriteDump); err != nil {
+		if err := writeStreamAtomic(o.lftOut, write); err != nil {
 			return err
 		}
 	}

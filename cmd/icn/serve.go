@@ -53,6 +53,7 @@ type serveOptions struct {
 	budget                budgetFlag
 	engine, lftOut        string
 	lftHook               string
+	lftCompact            bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -87,6 +88,7 @@ and left unmodified (--check runs only the check). A non-loopback address needs 
 	f.DurationVar(&o.mcastTimeout, "mcast-timeout", 30*time.Second, "how long a multicast group may wait for missing joins or leaves")
 	f.StringVar(&o.engine, "engine", "", "keep the fabric's unicast tables with this engine (ftree, updn, minhop, sssp, dfsssp, …), recomputed after every failure or repair; needs --lft-out")
 	f.StringVar(&o.lftOut, "lft-out", "", "OpenSM dump the unicast tables are written to, replaced atomically (opensm -R file -U FILE)")
+	f.BoolVar(&o.lftCompact, "lft-compact", false, "write --lft-out without the comment naming each LID's holder (a sixth of the size; OpenSM reads only LID and port)")
 	f.StringVar(&o.lftHook, "lft-hook", "", "shell command run after every replacement of --lft-out, with ICN_LFT set to its path (for example 'kill -HUP $(pidof opensm)': OpenSM 3.3 reloads the file on SIGHUP)")
 	f.IntVar(&o.repairExtra, "repair-extra", fm.DefaultRepairExtra, "transit nodes beyond its own allowance a job may gain when a failure leaves its nodes without a legal route (0: none)")
 	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise)")
@@ -124,7 +126,7 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 		return &exitError{code: 2, err: fmt.Errorf("--lft-hook needs --lft-out")}
 	}
 	if o.engine != "" {
-		uni = &fm.UnicastConfig{Engine: o.engine, LFTOut: o.lftOut}
+		uni = &fm.UnicastConfig{Engine: o.engine, LFTOut: o.lftOut, Compact: o.lftCompact}
 		if hook := o.lftHook; hook != "" {
 			uni.Hook = func(ctx context.Context, path string) error {
 				cmd := exec.CommandContext(ctx, "sh", "-c", hook)
