@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,12 +21,14 @@ import (
 
 // fabricWatchOptions are the flags of icn fabric watch.
 type fabricWatchOptions struct {
-	cl       client
-	fabric   string
-	discover string
-	onChange string
-	interval time.Duration
-	once     bool
+	cl        client
+	fabric    string
+	discover  string
+	onChange  string
+	interval  time.Duration
+	once      bool
+	opensmLog string
+	probe     string
 }
 
 func newFabricWatchCmd() *cobra.Command {
@@ -51,6 +57,8 @@ makes OpenSM sweep again and load the file engine's new dump).`,
 	f.StringVar(&o.onChange, "on-change", "", "shell command run after a round that reported a change")
 	f.DurationVar(&o.interval, "interval", 10*time.Second, "time between sweeps")
 	f.BoolVar(&o.once, "once", false, "sweep once and exit")
+	f.StringVar(&o.opensmLog, "opensm-log", "", "follow OpenSM's log (its -f file): on each link-state-change trap it logs, probe the switch that sent it (--probe) at once, between the sweeps")
+	f.StringVar(&o.probe, "probe", "iblinkinfo -D {path} -n 0", "shell command printing one switch's ports as iblinkinfo does; {path} is the trap's directed route")
 	return c
 }
 
@@ -67,6 +75,18 @@ func runFabricWatch(ctx context.Context, o fabricWatchOptions, log io.Writer) er
 	base, err := topology.Parse("file:" + strings.TrimPrefix(o.fabric, "file:"))
 	if err != nil {
 		return err
+	}
+	if o.opensmLog != "" && !o.once {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() { errc <- followOpenSMLog(ctx, o, base, log) }()
+		defer func() {
+			cancel()
+			if err := <-errc; err != nil && ctx.Err() == nil {
+				fmt.Fprintf(log, "icn fabric watch: %v\n", err)
+			}
+		}()
 	}
 	for {
 		changes, err := watchRound(ctx, o, base, log)
@@ -95,7 +115,9 @@ func runFabricWatch(ctx context.Context, o fabricWatchOptions, log io.Writer) er
 // watchRound sweeps once and reports the differences; it returns how
 // many changes it reported.
 func watchRound(ctx context.Context, o fabricWatchOptions, base *topology.Graph, log io.Writer) (int, error) {
+	t0 := time.Now()
 	out, err := exec.CommandContext(ctx, "sh", "-c", o.discover).Output()
+	discovery := time.Since(t0).Seconds()
 	if err != nil {
 		return 0, fmt.Errorf("--discover %q: %v", o.discover, err)
 	}
@@ -119,13 +141,23 @@ func watchRound(ctx context.Context, o fabricWatchOptions, base *topology.Graph,
 		// (or another fabric), not failures to report.
 		return 0, fmt.Errorf("the discovery misses %d of %d links of %s: not reported (wrong fabric or a partial sweep?)", len(missing), base.NumLinks(), o.fabric)
 	}
+	return reportChanges(ctx, o, missing, nil, fmt.Sprintf("sweep %.2f s", discovery), log)
+}
+
+// reportChanges reports to the service, among the links in scope (nil:
+// all), every link in missing it does not hold failed as failed and every
+// failed link not in missing as repaired; how says how the state was
+// learnt. It returns how many changes it reported.
+func reportChanges(ctx context.Context, o fabricWatchOptions, missing, scope map[string]bool, how string, log io.Writer) (int, error) {
 	var fv fm.FabricView
 	if err := o.cl.do(ctx, "GET", "/api/fabric", nil, &fv); err != nil {
 		return 0, err
 	}
 	failed := map[string]bool{}
 	for _, l := range fv.FailedLinks {
-		failed[l] = true
+		if scope == nil || scope[l] {
+			failed[l] = true
+		}
 	}
 	changes := 0
 	report := func(link string, repair bool) error {
@@ -138,7 +170,7 @@ func watchRound(ctx context.Context, o fabricWatchOptions, base *topology.Graph,
 		if repair {
 			what = "repaired"
 		}
-		msg := fmt.Sprintf("icn fabric watch: link %s %s", link, what)
+		msg := fmt.Sprintf("icn fabric watch: link %s %s (%s)", link, what, how)
 		if u := res.Unicast; u != nil {
 			if u.Written {
 				msg += fmt.Sprintf("; tables rewritten in %.2f s (%s: %d of %d destinations routed again, %d entries changed)", u.Seconds, u.Mode, u.Rerouted, u.Destinations, u.Changed)
@@ -170,4 +202,137 @@ func watchRound(ctx context.Context, o fabricWatchOptions, base *topology.Graph,
 		}
 	}
 	return changes, nil
+}
+
+// OpenSM logs each trap; a link-state change (trap 128) comes with the
+// directed route to the switch that sent it.
+var reTrap128 = regexp.MustCompile(`SM class trap 128: Directed Path Dump of \d+ hop path: Path = ([0-9,]+)`)
+
+// followOpenSMLog follows OpenSM's log from its end and probes every switch
+// that sends a link-state-change trap, reporting what changed on its ports.
+func followOpenSMLog(ctx context.Context, o fabricWatchOptions, base *topology.Graph, log io.Writer) error {
+	fh, err := os.Open(o.opensmLog)
+	if err != nil {
+		return fmt.Errorf("--opensm-log: %v", err)
+	}
+	defer func() { fh.Close() }()
+	off, err := fh.Seek(0, io.SeekEnd)
+	if err != nil {
+		return fmt.Errorf("--opensm-log: %v", err)
+	}
+	var partial []byte
+	buf := make([]byte, 1<<16)
+	for ctx.Err() == nil {
+		if fi, err := os.Stat(o.opensmLog); err == nil && fi.Size() < off {
+			// Rotated or truncated: start again at its beginning.
+			fh.Close()
+			if fh, err = os.Open(o.opensmLog); err != nil {
+				return fmt.Errorf("--opensm-log: %v", err)
+			}
+			off, partial = 0, nil
+		}
+		n, _ := fh.Read(buf)
+		if n == 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		off += int64(n)
+		partial = append(partial, buf[:n]...)
+		var paths []string
+		for {
+			i := bytes.IndexByte(partial, '\n')
+			if i < 0 {
+				break
+			}
+			if m := reTrap128.FindSubmatch(partial[:i]); m != nil && !slices.Contains(paths, string(m[1])) {
+				paths = append(paths, string(m[1]))
+			}
+			partial = partial[i+1:]
+		}
+		changes := 0
+		for _, path := range paths {
+			k, err := probeSwitch(ctx, o, base, path, log)
+			if err != nil {
+				fmt.Fprintf(log, "icn fabric watch: %v\n", err)
+			}
+			changes += k
+		}
+		if changes > 0 && o.onChange != "" {
+			if out, err := exec.CommandContext(ctx, "sh", "-c", o.onChange).CombinedOutput(); err != nil {
+				fmt.Fprintf(log, "icn fabric watch: --on-change: %v: %s\n", err, strings.TrimSpace(string(out)))
+			}
+		}
+	}
+	return nil
+}
+
+// probeSwitch runs the probe on the switch at directed route path and
+// reports the changes on its links.
+func probeSwitch(ctx context.Context, o fabricWatchOptions, base *topology.Graph, path string, log io.Writer) (int, error) {
+	t0 := time.Now()
+	cmd := strings.ReplaceAll(o.probe, "{path}", path)
+	out, err := exec.CommandContext(ctx, "sh", "-c", cmd).Output()
+	if err != nil {
+		return 0, fmt.Errorf("--probe %q: %v", cmd, err)
+	}
+	guid, ports, err := parseLinkInfo(string(out))
+	if err != nil {
+		return 0, fmt.Errorf("--probe %q: %v", cmd, err)
+	}
+	v := -1
+	for _, w := range base.Switches() {
+		if base.GUID(w) == guid {
+			v = w
+		}
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("--probe %q: switch GUID 0x%016x is not in %s", cmd, guid, o.fabric)
+	}
+	missing, scope := map[string]bool{}, map[string]bool{}
+	for p, up := range ports {
+		c := base.PortChannel(v, p)
+		if c < 0 {
+			continue
+		}
+		name := base.LinkName(c >> 1)
+		scope[name] = true
+		if !up {
+			missing[name] = true
+		}
+	}
+	return reportChanges(ctx, o, missing, scope, fmt.Sprintf("trap from %s, probed in %.2f s", base.NodeName(v), time.Since(t0).Seconds()), log)
+}
+
+var (
+	reLinkInfoSwitch = regexp.MustCompile(`^Switch:\s+0x([0-9a-fA-F]{1,16})\b`)
+	reLinkInfoPort   = regexp.MustCompile(`^\s*\d+\s+(\d+)\[[^\]]*\]\s+==\((.*?)\)==>`)
+)
+
+// parseLinkInfo reads iblinkinfo's report of one switch: its GUID and, per
+// port, whether the link is up (physically LinkUp) or not.
+func parseLinkInfo(text string) (uint64, map[int]bool, error) {
+	var guid uint64
+	have := false
+	ports := map[int]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		if m := reLinkInfoSwitch.FindStringSubmatch(line); m != nil {
+			if have {
+				return 0, nil, fmt.Errorf("the probe reports more than one switch (give it -n 0)")
+			}
+			guid, _ = strconv.ParseUint(m[1], 16, 64)
+			have = true
+			continue
+		}
+		if m := reLinkInfoPort.FindStringSubmatch(line); m != nil && have {
+			p, _ := strconv.Atoi(m[1])
+			ports[p] = strings.Contains(m[2], "LinkUp")
+		}
+	}
+	if !have || len(ports) == 0 {
+		return 0, nil, fmt.Errorf("no switch and ports in its output (iblinkinfo format expected)")
+	}
+	return guid, ports, nil
 }

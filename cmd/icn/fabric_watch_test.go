@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,7 +57,7 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 
 	lft := filepath.Join(dir, "icn.dump")
 	svc, tok, err := fm.Open(fm.Config{DBPath: filepath.Join(dir, "fm.db"), Topo: "file:" + net, NewRouting: fm.AngaraRouting("angara*"),
-		Unicast: &fm.UnicastConfig{Engine: "ftree", LFTOut: lft}})
+		Unicast: &fm.UnicastConfig{Engine: "ftree", LFTOut: lft, Compact: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,16 +86,32 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 	}
 	// waitInstalled polls OpenSM's own dump of what it installed until
 	// it delivers every host pair on fabric g (and, if want is set, equals
-	// want, or differs from old), and returns the seconds since t0.
-	waitInstalled := func(what string, g *topology.Graph, t0 time.Time, want, old []byte) float64 {
+	// want, or differs from old), and returns the seconds from t0 to when
+	// OpenSM wrote that dump (its modification time: the poll and the
+	// audit are not counted).
+	waitInstalledIn := func(osmDir, what string, g *topology.Graph, t0 time.Time, want, old []byte) float64 {
 		t.Helper()
 		var last string
-		for deadline := time.Now().Add(120 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			data, err := os.ReadFile(filepath.Join(osmDir, "opensm-lfts.dump"))
+		wait := 120 * time.Second
+		if os.Getenv("ICN_WATCH_FABRIC") != "" {
+			wait = 30 * time.Minute
+		}
+		var seen time.Time
+		for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			path := filepath.Join(osmDir, "opensm-lfts.dump")
+			fi, err := os.Stat(path)
+			if err != nil || fi.ModTime().Equal(seen) {
+				continue
+			}
+			data, err := os.ReadFile(path)
 			if err != nil {
 				last = err.Error()
 				continue
 			}
+			if fi2, err := os.Stat(path); err != nil || !fi2.ModTime().Equal(fi.ModTime()) {
+				continue // being rewritten
+			}
+			seen = fi.ModTime()
 			if want != nil && !bytes.Equal(data, want) || old != nil && bytes.Equal(data, old) {
 				last = "not the expected tables yet"
 				continue
@@ -105,7 +123,7 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 			}
 			rep, err := unicast.Audit(tb, unicast.AuditOptions{})
 			if err == nil && hostsOK(rep) {
-				return time.Since(t0).Seconds()
+				return seen.Sub(t0).Seconds()
 			}
 			if err == nil {
 				last = rep.FirstUnreachable
@@ -114,21 +132,24 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 		t.Fatalf("%s: OpenSM never installed tables that deliver every host pair: %s", what, last)
 		return 0
 	}
+	waitInstalled := func(what string, g *topology.Graph, t0 time.Time, want, old []byte) float64 {
+		t.Helper()
+		return waitInstalledIn(osmDir, what, g, t0, want, old)
+	}
 	waitInstalled("start", svc.Graph(), time.Now(), nil, nil)
 	startDump, _ := os.ReadFile(filepath.Join(osmDir, "opensm-lfts.dump"))
-	shell := func(env []string) string {
-		var b strings.Builder
-		for _, kv := range env {
-			for _, k := range []string{"IBSIM_SOCKNAME=", "SIM_HOST=", "LD_PRELOAD="} {
-				if strings.HasPrefix(kv, k) {
-					b.WriteString(kv + " ")
-				}
+	// Diagnostics run on the simulated fabric with ibsim's environment.
+	var pre strings.Builder
+	pre.WriteString("cd " + dir + " && ")
+	for _, kv := range sim.Env(dir) {
+		for _, k := range []string{"IBSIM_SOCKNAME=", "SIM_HOST=", "LD_PRELOAD="} {
+			if strings.HasPrefix(kv, k) {
+				pre.WriteString(kv + " ")
 			}
 		}
-		return "cd " + dir + " && " + b.String() + "ibnetdiscover"
 	}
 	var log bytes.Buffer
-	o := fabricWatchOptions{fabric: net, discover: shell(sim.Env(dir)), interval: time.Second, once: true,
+	o := fabricWatchOptions{fabric: net, discover: pre.String() + "ibnetdiscover -o 16", interval: time.Second, once: true,
 		onChange: fmt.Sprintf("kill -HUP %d", osm.Process.Pid)}
 	o.cl = client{server: srv.URL, tokenFile: filepath.Join(dir, "tok")}
 	os.WriteFile(o.cl.tokenFile, []byte(tok), 0o600)
@@ -142,11 +163,13 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 	if len(svc.Fabric().FailedLinks) != 1 || !strings.Contains(log.String(), "failed") {
 		t.Fatalf("watch reported: %s (failed links %v)", log.String(), svc.Fabric().FailedLinks)
 	}
-	icnSecs := waitInstalled("after the unlink", svc.Graph(), t0, nil, startDump)
+	failedG := svc.Graph()
+	icnSecs := waitInstalled("after the unlink", failedG, t0, nil, startDump)
 	t1 := time.Now()
 	sim.OpenSM(filepath.Join(dir, "own"), "-R", "ftree")
 	ownSecs := time.Since(t1).Seconds()
 	// And back.
+	unlinkLog := log.String()
 	sim.Console(`ReLink "L2-0"[1]`)
 	log.Reset()
 	if err := runFabricWatch(context.Background(), o, &log); err != nil {
@@ -159,7 +182,78 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 		t.Fatal("the dump after ReLink differs from the first")
 	}
 	waitInstalled("after the ReLink", svc.Graph(), time.Now(), startDump, nil)
-	t.Logf("%s: unlink → the running OpenSM installed icn's tables: %.2f s (discovery, report, re-route, dump, SIGHUP, sweep); a one-shot OpenSM ftree sweep of the same event: %.2f s", spec, icnSecs, ownSecs)
+
+	// The same event learnt from OpenSM's trap: the watch follows OpenSM's
+	// log and probes the switch that sent the link-state-change trap.
+	fo := o
+	fo.once, fo.interval = false, time.Hour
+	fo.opensmLog = filepath.Join(osmDir, "osm.log")
+	fo.probe = pre.String() + "iblinkinfo -D {path} -n 0"
+	var flog lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runFabricWatch(ctx, fo, &flog) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("watch following OpenSM's log: %v", err)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond) // its first sweep
+	t0 = time.Now()
+	sim.Console(`Unlink "L2-0"[1]`)
+	trapSecs := waitInstalled("after the unlink, from the trap", failedG, t0, nil, startDump)
+	if !strings.Contains(flog.String(), "failed (trap from") {
+		t.Fatalf("the watch following OpenSM's log reported: %s", flog.String())
+	}
+	trapLog := flog.String()
+	sim.Console(`ReLink "L2-0"[1]`)
+	for deadline := time.Now().Add(30 * time.Second); len(svc.Fabric().FailedLinks) != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no repair from the trap after ReLink: %s", flog.String())
+		}
+	}
+	waitInstalled("after the ReLink, from the trap", svc.Graph(), time.Now(), startDump, nil)
+	t.Logf("%s: unlink → the running OpenSM installed icn's tables: %.2f s from a sweep (%s), %.2f s from OpenSM's trap (%s); a one-shot OpenSM ftree sweep of the same event: %.2f s",
+		spec, icnSecs, strings.TrimSpace(firstLine(unlinkLog)), trapSecs, strings.TrimSpace(firstLine(trapLog)), ownSecs)
+	if os.Getenv("ICN_WATCH_FABRIC") == "" {
+		return
+	}
+	// Measurements only: a running OpenSM with its own ftree engine on the
+	// same event, told at once by SIGHUP (as a trap would), and left to
+	// find it on its own sweeps.
+	osm.Process.Kill()
+	osm.Wait()
+	ownDir := filepath.Join(dir, "own-running")
+	os.MkdirAll(ownDir, 0o755)
+	own := exec.Command("opensm", "-D", "0x43", "-f", filepath.Join(ownDir, "osm.log"), "--dump_files_dir", ownDir, "-R", "ftree")
+	own.Env = sim.Env(ownDir)
+	own.Dir = ownDir
+	if err := own.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { own.Process.Kill(); own.Wait() }()
+	healthy := svc.Graph()
+	waitInstalledIn(ownDir, "own ftree start", healthy, time.Now(), nil, nil)
+	before, _ := os.ReadFile(filepath.Join(ownDir, "opensm-lfts.dump"))
+	t0 = time.Now()
+	sim.Console(`Unlink "L2-0"[1]`)
+	own.Process.Signal(syscall.SIGHUP)
+	told := waitInstalledIn(ownDir, "own ftree, told", failedG, t0, nil, before)
+	sim.Console(`ReLink "L2-0"[1]`)
+	own.Process.Signal(syscall.SIGHUP)
+	waitInstalledIn(ownDir, "own ftree, relinked", healthy, time.Now(), before, nil)
+	t0 = time.Now()
+	sim.Console(`Unlink "L2-0"[1]`)
+	alone := waitInstalledIn(ownDir, "own ftree, alone", failedG, t0, nil, before)
+	t.Logf("%s: a running OpenSM with its own ftree re-routes the same unlink in %.2f s when told by SIGHUP, %.2f s finding it on its own sweep", spec, told, alone)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // A dump over 1 GB needs --force; the refusal gives its size.
@@ -206,4 +300,54 @@ func TestWatchRefusesForeignDiscovery(t *testing.T) {
 			t.Fatalf("discovery %q: %d changes, %v", discover, n, err)
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// parseLinkInfo reads iblinkinfo's report of one switch (the probe of a
+// trap-driven watch); what it cannot read gets an error, never a panic.
+func TestParseLinkInfo(t *testing.T) {
+	data, err := os.ReadFile("testdata/iblinkinfo.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guid, ports, err := parseLinkInfo(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if guid != 0x0002c91000000289 || len(ports) != 4 || !ports[1] || ports[19] || !ports[20] || ports[21] {
+		t.Fatalf("guid %#x ports %v", guid, ports)
+	}
+	for _, bad := range []string{"", "Switch: 0x12 L1-0:\n", "garbage\n  1   2[  ] ==( Down)==>", string(data) + string(data)} {
+		if _, _, err := parseLinkInfo(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func FuzzParseLinkInfo(f *testing.F) {
+	if data, err := os.ReadFile("testdata/iblinkinfo.txt"); err == nil {
+		f.Add(string(data))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if _, ports, err := parseLinkInfo(s); err == nil && len(ports) == 0 {
+			t.Fatal("no error and no ports")
+		}
+	})
 }

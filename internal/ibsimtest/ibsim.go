@@ -57,7 +57,9 @@ func (s *Sim) Write(p []byte) (int, error) {
 // Start runs ibsim on a net file; host is the node the tools run on.
 func (s *Sim) Start(net, host string) {
 	s.host = host
-	s.cmd = exec.Command("ibsim", "-s", net)
+	// ibsim holds at most 2 048 nodes, 256 switches and 13 312 ports
+	// unless told.
+	s.cmd = exec.Command("ibsim", "-s", "-N", "40000", "-S", "8000", "-P", "400000", net)
 	s.cmd.Env = append(os.Environ(), "IBSIM_SOCKNAME="+s.sock)
 	s.cmd.Stdout, s.cmd.Stderr = s, s
 	in, err := s.cmd.StdinPipe()
@@ -68,12 +70,15 @@ func (s *Sim) Start(net, host string) {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 2400; i++ {
 		s.mu.Lock()
-		ready := strings.Contains(s.out.String(), "sim>")
+		out := s.out.String()
 		s.mu.Unlock()
-		if ready {
+		if strings.Contains(out, "sim>") {
 			return
+		}
+		if strings.Contains(out, "ibpanic") {
+			break // ibsim gave up
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
