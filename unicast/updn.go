@@ -130,28 +130,9 @@ func (u *upDownTable) fillColumn(adj *swAdj, t int, q []int32) []int32 {
 // source) has a legal route to every live switch of its component.
 func (u *upDownTable) complete(f *Fabric, adj *swAdj) bool {
 	S := u.S
-	comp := make([]int32, S)
-	for i := range comp {
-		comp[i] = -1
-	}
-	var q []int32
-	for s := 0; s < S; s++ {
-		if comp[s] >= 0 || !f.switchAlive(s) {
-			continue
-		}
-		comp[s] = int32(s)
-		q = append(q[:0], int32(s))
-		for h := 0; h < len(q); h++ {
-			for _, y := range adj.of(int(q[h])) {
-				if comp[y] < 0 {
-					comp[y] = int32(s)
-					q = append(q, y)
-				}
-			}
-		}
-	}
+	comp := switchComponents(adj) // a dead switch is alone in its own
 	for t := 0; t < S; t++ {
-		if comp[t] < 0 {
+		if !f.switchAlive(t) {
 			continue
 		}
 		col := u.cell[t*S : (t+1)*S]
