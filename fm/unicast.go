@@ -25,6 +25,11 @@ type UnicastConfig struct {
 	// holder (OpenSM reads only LID and port; a sixth of the size).
 	Compact bool
 	Workers int // cores for routing (0: all but one)
+	// KeepRepairs leaves repaired tables (sssp, dfsssp) in place: no full
+	// computation follows in the background. A full sssp run moves most
+	// routes (it balances all destinations anew), which OpenSM must then
+	// upload; a repair moves only the broken ones.
+	KeepRepairs bool
 	// Hook, if set, runs after every replacement of LFTOut (to make
 	// OpenSM load it); its error is reported in the status.
 	Hook func(ctx context.Context, path string) error
@@ -42,8 +47,9 @@ type UnicastStatus struct {
 	// "repair" (only destinations that lost their routes; see Exact).
 	Mode string `json:"mode,omitempty"`
 	// Exact: the dump equals a full computation on the current fabric.
-	// After a repair it is false while Rebalancing: a full computation
-	// runs in the background and replaces the dump when it is done.
+	// After a repair it is false while Rebalancing (a full computation
+	// runs in the background and replaces the dump when it is done), or
+	// until the next full computation with UnicastConfig.KeepRepairs.
 	Exact       bool `json:"exact"`
 	Rebalancing bool `json:"rebalancing,omitempty"`
 	// Rerouted of Destinations LIDs were routed again; Changed LFT
@@ -109,7 +115,7 @@ func (s *Service) refreshUnicast(g *topology.Graph) *UnicastStatus {
 		st.Error = fmt.Sprintf("tables not written (the previous %s is left in place): %v", u.LFTOut, err)
 	} else {
 		st.Written = true
-		if !st.Exact {
+		if !st.Exact && !u.KeepRepairs {
 			st.Rebalancing = true
 			s.startRebalance()
 		}

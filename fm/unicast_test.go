@@ -183,6 +183,37 @@ func (f *failAfter) Write(p []byte) (int, error) {
 // dump is left whole and no temporary file stays; the next change writes
 // again. The hook runs after every replacement and its failure (OpenSM
 // not running) is reported.
+// KeepRepairs: the repaired tables stay; no rebalance follows.
+func TestUnicastKeepRepairs(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "lfts.dump")
+	s, _, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), Topo: "fattree:k=4,n=3", NewRouting: AngaraRouting("angara*"),
+		Unicast: &UnicastConfig{Engine: "sssp", LFTOut: out, KeepRepairs: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	link := ""
+	for l := 0; l < s.g.NumLinks() && link == ""; l++ {
+		if lk := s.g.Link(l); s.g.Kind(int(lk.A)) == topology.Switch && s.g.Kind(int(lk.B)) == topology.Switch {
+			link = s.g.LinkName(l)
+		}
+	}
+	res, err := s.ChangeFailure("t", FailureChange{Link: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repaired, _ := os.ReadFile(out)
+	time.Sleep(200 * time.Millisecond)
+	if u := s.Unicast(); u.Mode != "repair" || u.Exact || u.Rebalancing || res.Unicast.Rebalancing {
+		t.Fatalf("status: %+v", u)
+	}
+	if now, _ := os.ReadFile(out); !bytes.Equal(now, repaired) {
+		t.Fatal("the repaired dump was replaced")
+	}
+	checkDumpDelivers(t, s.g, out)
+}
+
 func TestUnicastDumpNotWritten(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "lfts.dump")

@@ -196,7 +196,7 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 	if os.Getenv("ICN_WATCH_FABRIC") == "" {
 		return
 	}
-	measureOwnFTree(t, sim, dir, osm, svc.Graph(), failedG, waitInstalledIn)
+	measureOwnFTree(t, spec, sim, dir, osm, svc.Graph(), failedG, waitInstalledIn)
 }
 
 // watchTrap runs the watch following OpenSM's log through an unlink and
@@ -240,7 +240,7 @@ func watchTrap(t *testing.T, o fabricWatchOptions, osmDir, pre string, sim *ibsi
 // same event (measurements only), told at once by SIGHUP (as a trap
 // would) and left to find it itself; osm (the file-engine OpenSM) is
 // stopped first.
-func measureOwnFTree(t *testing.T, sim *ibsimtest.Sim, dir string, osm *exec.Cmd, healthy, failedG *topology.Graph,
+func measureOwnFTree(t *testing.T, spec string, sim *ibsimtest.Sim, dir string, osm *exec.Cmd, healthy, failedG *topology.Graph,
 	waitInstalledIn func(string, string, *topology.Graph, time.Time, []byte, []byte) float64) {
 	osm.Process.Kill()
 	osm.Wait()
@@ -265,7 +265,7 @@ func measureOwnFTree(t *testing.T, sim *ibsimtest.Sim, dir string, osm *exec.Cmd
 	t0 = time.Now()
 	sim.Console(`Unlink "L2-0"[1]`)
 	alone := waitInstalledIn(ownDir, "own ftree, alone", failedG, t0, nil, before)
-	t.Logf("%s: a running OpenSM with its own ftree re-routes the same unlink in %.2f s when told by SIGHUP, %.2f s finding it on its own sweep", healthy.Name(), told, alone)
+	t.Logf("%s: a running OpenSM with its own ftree re-routes the same unlink in %.2f s when told by SIGHUP, %.2f s finding it on its own sweep", spec, told, alone)
 }
 
 func firstLine(s string) string {

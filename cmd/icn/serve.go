@@ -54,6 +54,7 @@ type serveOptions struct {
 	engine, lftOut        string
 	lftHook               string
 	lftCompact            bool
+	lftKeepRepairs        bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -89,6 +90,7 @@ and left unmodified (--check runs only the check). A non-loopback address needs 
 	f.StringVar(&o.engine, "engine", "", "keep the fabric's unicast tables with this engine (ftree, updn, minhop, sssp, dfsssp, …), recomputed after every failure or repair; needs --lft-out")
 	f.StringVar(&o.lftOut, "lft-out", "", "OpenSM dump the unicast tables are written to, replaced atomically (opensm -R file -U FILE)")
 	f.BoolVar(&o.lftCompact, "lft-compact", false, "write --lft-out without the comment naming each LID's holder (a sixth of the size; OpenSM reads only LID and port)")
+	f.BoolVar(&o.lftKeepRepairs, "lft-keep-repairs", false, "sssp, dfsssp: keep the tables a failure's repair gives (only broken routes moved) instead of replacing them with a full computation in the background (which moves most routes)")
 	f.StringVar(&o.lftHook, "lft-hook", "", "shell command run after every replacement of --lft-out, with ICN_LFT set to its path (for example 'kill -HUP $(pidof opensm)': OpenSM 3.3 reloads the file on SIGHUP)")
 	f.IntVar(&o.repairExtra, "repair-extra", fm.DefaultRepairExtra, "transit nodes beyond its own allowance a job may gain when a failure leaves its nodes without a legal route (0: none)")
 	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise)")
@@ -126,7 +128,7 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 		return &exitError{code: 2, err: fmt.Errorf("--lft-hook needs --lft-out")}
 	}
 	if o.engine != "" {
-		uni = &fm.UnicastConfig{Engine: o.engine, LFTOut: o.lftOut, Compact: o.lftCompact}
+		uni = &fm.UnicastConfig{Engine: o.engine, LFTOut: o.lftOut, Compact: o.lftCompact, KeepRepairs: o.lftKeepRepairs}
 		if hook := o.lftHook; hook != "" {
 			uni.Hook = func(ctx context.Context, path string) error {
 				cmd := exec.CommandContext(ctx, "sh", "-c", hook)
