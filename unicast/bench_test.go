@@ -171,3 +171,47 @@ func BenchmarkReroute(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSSSPRedo reports how much of a full sssp run an exact update
+// after one link failure would have to redo: sssp routes destinations in
+// sequence, each against the weights of all earlier ones, so every
+// destination from the first one whose routes use the link on may change.
+// redo-% is the part of the run from that destination on (mean over the
+// links BenchmarkReroute fails).
+//
+//	go test ./unicast -run XXX -bench SSSPRedo -benchtime 5x
+func BenchmarkSSSPRedo(b *testing.B) {
+	for _, spec := range []string{"fattree:m=40,n=3", "dragonfly:a=18,p=9,h=9"} {
+		b.Run(spec, func(b *testing.B) {
+			g := fabric(b, spec).G
+			r, err := NewRerouter(g, nil, Options{Engine: "sssp"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var links []int
+			for l, lk := range g.Links() {
+				if g.Kind(int(lk.A)) == topology.Switch && g.Kind(int(lk.B)) == topology.Switch {
+					links = append(links, l)
+				}
+			}
+			tb, ds := r.Result().Tables, r.sp.ds
+			redo, i := 0.0, 0
+			for b.Loop() {
+				l := links[(i*7919)%len(links)]
+				i++
+				first := len(ds)
+				for k := 0; k < len(ds) && first == len(ds); k++ {
+					for s := range r.f.switches {
+						p := tb.lft[s*tb.stride+ds[k].lid]
+						if p != noPort && p != 0 && g.PortChannel(r.f.Switch(s), int(p))>>1 == l {
+							first = k
+							break
+						}
+					}
+				}
+				redo += float64(len(ds)-first) / float64(len(ds))
+			}
+			b.ReportMetric(100*redo/float64(b.N), "redo-%")
+		})
+	}
+}
