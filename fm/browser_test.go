@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -203,5 +204,112 @@ func TestWebPageTokenFlow(t *testing.T) {
 	}
 	if !strings.Contains(summary, "torus:4x4x2") {
 		t.Errorf("summary after the token: %q", summary)
+	}
+}
+
+// TestWebPageDrawsEveryFabric loads the page on a 4-dimensional torus, a
+// fat tree and a dragonfly and checks what an operator must see: every
+// link drawn (a torus's Z and W links too), with length on switched
+// fabrics; a failed Z link marked failed; the job form only where the
+// fabric takes jobs, its reason otherwise; the selected multicast group's
+// root and members marked. A screenshot of each is kept in the test's
+// directory (ICN_SCREENSHOTS=DIR keeps them there).
+func TestWebPageDrawsEveryFabric(t *testing.T) {
+	browser := findChromium()
+	if browser == "" {
+		if os.Getenv("ICN_REQUIRE_BROWSER") != "" {
+			t.Fatal("no Chromium found but ICN_REQUIRE_BROWSER is set")
+		}
+		t.Skip("web page test skipped: no Chromium on this machine")
+	}
+	shots := os.Getenv("ICN_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	for _, c := range []struct {
+		spec, fail string
+		jobs       bool
+	}{
+		{"torus:4x4x4x2", "0.0.0.0+Z", true},
+		{"fattree:k=4,n=3", "", false},
+		{"dragonfly:a=4,p=2,h=2", "", false},
+	} {
+		t.Run(c.spec, func(t *testing.T) {
+			s, tok := openTest(t, t.TempDir(), c.spec, nil)
+			defer s.Close()
+			srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+			defer srv.Close()
+			if c.fail != "" {
+				if _, err := s.ChangeFailure("t", FailureChange{Link: c.fail}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hosts := s.g.Endpoints()
+			if len(hosts) < 3 {
+				hosts = s.g.Switches()
+			}
+			for _, h := range hosts[:3] {
+				if _, err := s.mc.join("t", McastRequest{Group: "g1", Member: s.g.NodeName(h), MemberCount: 3}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.Flag("headless", true),
+				chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true), chromedp.Flag("no-first-run", true),
+				chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
+			actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+			defer cancelA()
+			ctx, cancel := chromedp.NewContext(actx)
+			defer cancel()
+			if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#token="+tok)); err != nil {
+				t.Fatalf("browser: %v", err)
+			}
+			tctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+			defer cancelT()
+			// Select the group: its root and members get marked.
+			if err := chromedp.Do(tctx, chromedp.WaitVisible(`#groups tbody tr`), chromedp.Click(`#groups tbody tr`), chromedp.WaitVisible(`circle.mc-root`)); err != nil {
+				t.Fatal(err)
+			}
+			num := func(js string) int {
+				v, err := chromedp.Run(tctx, chromedp.Evaluate[int](js))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			flag := func(js string) bool {
+				v, err := chromedp.Run(tctx, chromedp.Evaluate[bool](js))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			drawn := num(`document.querySelectorAll('[data-link]').length`)
+			zeroLength := num(`[...document.querySelectorAll('line[data-link]')].filter(l => l.getAttribute('x1') === l.getAttribute('x2') && l.getAttribute('y1') === l.getAttribute('y2')).length`)
+			members := num(`document.querySelectorAll('circle.mc-member').length`)
+			interplane := num(`document.querySelectorAll('[data-link].interplane').length`)
+			failedShown := flag(`!!document.querySelector('[data-link="` + c.fail + `"].failed')`)
+			formHidden := flag(`document.querySelector('#alloc-form').hidden`)
+			reasonShown := flag(`!document.querySelector('#no-jobs').hidden && document.querySelector('#no-jobs').textContent.length > 10`)
+			if drawn != s.g.NumLinks() || zeroLength != 0 {
+				t.Errorf("%d of %d links drawn, %d of zero length", drawn, s.g.NumLinks(), zeroLength)
+			}
+			if members < 2 {
+				t.Errorf("%d multicast members marked", members)
+			}
+			if c.fail != "" && !failedShown {
+				t.Errorf("failed link %s not drawn failed", c.fail)
+			}
+			if len(s.g.Dims()) > 2 && interplane == 0 {
+				t.Errorf("no link between planes drawn")
+			}
+			if formHidden == c.jobs || reasonShown == c.jobs {
+				t.Errorf("job form hidden %v, reason shown %v on a fabric that takes jobs: %v", formHidden, reasonShown, c.jobs)
+			}
+			png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100)) // 100: PNG
+			if err != nil || len(png) < 1000 {
+				t.Fatalf("screenshot: %v (%d bytes)", err, len(png))
+			}
+			os.WriteFile(filepath.Join(shots, strings.NewReplacer(":", "_", ",", "_", "=", "").Replace(c.spec)+".png"), png, 0o644)
+		})
 	}
 }

@@ -519,6 +519,10 @@ type FabricView struct {
 	FailedLinks []string   `json:"failed_links"`
 	FailedNodes []string   `json:"failed_nodes"`
 	Rules       string     `json:"rules"`
+	// Jobs: the fabric takes jobs (a torus with routing rules); NoJobs
+	// says why not.
+	Jobs   bool   `json:"jobs"`
+	NoJobs string `json:"no_jobs,omitempty"`
 }
 
 // NodeView is one node.
@@ -529,6 +533,10 @@ type NodeView struct {
 	Coord  []int  `json:"coord,omitempty"`
 	Failed bool   `json:"failed,omitempty"`
 	Job    int    `json:"job,omitempty"`
+	// Level is a switched fabric's switch level (fat trees: 1 = leaf),
+	// Group its group (dragonflies); both from the generator or the file.
+	Level *int `json:"level,omitempty"`
+	Group *int `json:"group,omitempty"`
 }
 
 // LinkView is one duplex link.
@@ -549,12 +557,18 @@ func (s *Service) Fabric() FabricView {
 		state = state.Clone()
 	}
 	v := FabricView{Spec: s.fabric.Spec, Dims: g.Dims(), FailedLinks: slices.Clone(s.fabric.FailedLinks),
-		FailedNodes: slices.Clone(s.fabric.FailedNodes), Rules: s.rules()}
+		FailedNodes: slices.Clone(s.fabric.FailedNodes), Rules: s.rules(), Jobs: s.noJobs == "", NoJobs: s.noJobs}
 	s.mu.RUnlock()
 	v.Nodes = make([]NodeView, g.NumNodes())
 	for i := range v.Nodes {
 		v.Nodes[i] = NodeView{ID: i, Name: g.NodeName(i), Kind: g.Kind(i).String(), Coord: g.Coord(i),
 			Failed: g.NodeFailed(i)}
+		if l := g.Level(i); l >= 0 {
+			v.Nodes[i].Level = &l
+		}
+		if gr := g.Group(i); gr >= 0 {
+			v.Nodes[i].Group = &gr
+		}
 		if state != nil {
 			v.Nodes[i].Job = state.Owner(i)
 		}

@@ -68,36 +68,132 @@ function el(tag, attrs, parent) {
   return e;
 }
 
-// layout returns x,y per node id and the plane labels.
+// Layouts: x,y per node id, labels, the drawing's size and its unit.
+//  - tori and meshes: planes of the two fastest dimensions side by side
+//    (Z along a row, W, V… down); a link of another dimension is a tick
+//    at each end pointing towards the neighbouring plane, wrap-arounds in
+//    the plane are stubs;
+//  - fat trees (levels): switch levels as rows, the top level above,
+//    hosts at the bottom;
+//  - dragonflies (groups): groups on a circle, each group's switches on
+//    a small circle, hosts outside their switch;
+//  - anything else: a circle.
 function layout(f) {
-  const pos = new Array(f.nodes.length);
-  const labels = [];
   const dims = f.dims || [];
-  if (dims.length >= 1 && f.nodes.every((n) => n.coord)) {
-    const dx = dims[0], dy = dims.length > 1 ? dims[1] : 1;
-    const rest = dims.slice(2);
-    let planes = 1;
-    for (const d of rest) planes *= d;
-    const cols = Math.ceil(Math.sqrt(planes * dy / dx));
-    const gap = 2, cell = 24;
-    const pw = (dx + gap) * cell, ph = (dy + gap) * cell;
-    for (const n of f.nodes) {
-      let p = 0, mul = 1;
-      for (let i = 2; i < dims.length; i++) { p += n.coord[i] * mul; mul *= dims[i]; }
-      const px = (p % cols) * pw, py = Math.floor(p / cols) * ph;
-      pos[n.id] = [px + cell * (n.coord[0] + 1), py + cell * ((dims.length > 1 ? n.coord[1] : 0) + 1)];
-    }
-    for (let p = 0; p < planes; p++) {
-      const c = []; let q = p;
-      for (const d of rest) { c.push(q % d); q = Math.floor(q / d); }
-      labels.push({ x: (p % cols) * pw + cell * .5, y: Math.floor(p / cols) * ph + cell * .45,
-        text: rest.length ? rest.map((v, i) => "ZWVU"[i] + "=" + c[i]).join(" ") : "" });
-    }
-    return { pos, labels, w: Math.min(planes, cols) * pw, h: Math.ceil(planes / cols) * ph, cell };
-  }
+  if (dims.length >= 1 && f.nodes.every((n) => n.coord)) return torusLayout(f, dims);
+  if (f.nodes.some((n) => n.group !== undefined && n.kind === "switch")) return groupLayout(f);
+  if (f.nodes.some((n) => n.level > 0)) return levelLayout(f);
   const n = f.nodes.length, r = Math.max(200, n * 3);
+  const pos = new Array(n);
   f.nodes.forEach((nd, i) => { pos[nd.id] = [r + 20 + r * Math.cos(2 * Math.PI * i / n), r + 20 + r * Math.sin(2 * Math.PI * i / n)]; });
-  return { pos, labels, w: 2 * r + 40, h: 2 * r + 40, cell: 10 };
+  return { pos, labels: [], w: 2 * r + 40, h: 2 * r + 40, cell: 10 };
+}
+
+function torusLayout(f, dims) {
+  const pos = new Array(f.nodes.length), labels = [];
+  const dx = dims[0], dy = dims.length > 1 ? dims[1] : 1;
+  const rest = dims.slice(2);
+  let planes = 1;
+  for (const d of rest) planes *= d;
+  const cols = rest.length ? rest[0] : 1; // one row per value of the 4th, 5th… dimension
+  const gap = 2, cell = 24;
+  const pw = (dx + gap) * cell, ph = (dy + gap) * cell;
+  for (const n of f.nodes) {
+    let p = 0, mul = 1;
+    for (let i = 2; i < dims.length; i++) { p += n.coord[i] * mul; mul *= dims[i]; }
+    const px = (p % cols) * pw, py = Math.floor(p / cols) * ph;
+    pos[n.id] = [px + cell * (n.coord[0] + 1), py + cell * ((dims.length > 1 ? n.coord[1] : 0) + 1)];
+  }
+  for (let p = 0; p < planes; p++) {
+    const c = []; let q = p;
+    for (const d of rest) { c.push(q % d); q = Math.floor(q / d); }
+    labels.push({ x: (p % cols) * pw + cell * .5, y: Math.floor(p / cols) * ph + cell * .55,
+      text: rest.length ? rest.map((v, i) => "ZWVU"[i] + "=" + c[i]).join(" ") : "" });
+  }
+  return { pos, labels, w: Math.min(planes, cols) * pw, h: Math.ceil(planes / cols) * ph, cell, torus: true };
+}
+
+function levelLayout(f) {
+  const rows = new Map();
+  for (const n of f.nodes) {
+    const l = n.level || 0;
+    if (!rows.has(l)) rows.set(l, []);
+    rows.get(l).push(n.id);
+  }
+  const levels = [...rows.keys()].sort((a, b) => b - a);
+  const widest = Math.max(...[...rows.values()].map((r) => r.length));
+  const cell = 24, w = (widest + 1) * cell, h = (levels.length + 1) * cell * 4;
+  const pos = new Array(f.nodes.length), labels = [];
+  levels.forEach((l, i) => {
+    const r = rows.get(l), y = cell * 2 + i * cell * 4, step = w / (r.length + 1);
+    r.forEach((id, k) => { pos[id] = [step * (k + 1), y]; });
+    labels.push({ x: 4, y: y - cell * .6, text: l === 0 ? "hosts" : "level " + l });
+  });
+  return { pos, labels, w, h, cell: Math.min(cell, Math.max(4, w / (widest + 1))) };
+}
+
+function groupLayout(f) {
+  const groups = new Map(), sw = new Map();
+  for (const n of f.nodes) if (n.kind === "switch") {
+    const g = n.group || 0;
+    if (!groups.has(g)) groups.set(g, []);
+    groups.get(g).push(n.id);
+  }
+  const host = new Map(); // host id → its switch
+  for (const l of f.links) {
+    const a = f.nodes[l.a], b = f.nodes[l.b];
+    if (a.kind !== "switch" && b.kind === "switch") host.set(a.id, b.id);
+    if (b.kind !== "switch" && a.kind === "switch") host.set(b.id, a.id);
+  }
+  const G = groups.size, per = Math.max(...[...groups.values()].map((g) => g.length));
+  // Neighbouring groups (with their hosts) must not overlap: the chord
+  // between their centres exceeds two group radii and the host ring.
+  const cell = 16, rg = Math.max(2 * cell, per * cell * .6);
+  const R = G > 1 ? Math.max(6 * cell, (rg + 2 * cell) * 1.15 / Math.sin(Math.PI / G)) : 0;
+  const size = 2 * (R + rg + 3 * cell), c = size / 2;
+  const pos = new Array(f.nodes.length), labels = [];
+  [...groups.keys()].sort((a, b) => a - b).forEach((g, i) => {
+    const th = 2 * Math.PI * i / G, gx = c + R * Math.cos(th), gy = c + R * Math.sin(th);
+    const ids = groups.get(g);
+    ids.forEach((id, k) => {
+      const t = 2 * Math.PI * k / ids.length;
+      pos[id] = [gx + rg * Math.cos(t), gy + rg * Math.sin(t)];
+      sw.set(id, [gx, gy]);
+    });
+    labels.push({ x: gx - cell, y: gy + 3, text: "g" + g });
+  });
+  const seen = new Map();
+  for (const n of f.nodes) {
+    if (n.kind === "switch") continue;
+    const s = host.get(n.id);
+    if (s === undefined) { pos[n.id] = [c, c]; continue; }
+    const k = seen.get(s) || 0; seen.set(s, k + 1);
+    const [sx, sy] = pos[s], [gx, gy] = sw.get(s);
+    const d = Math.hypot(sx - gx, sy - gy) || 1, ang = (k - 1) * .35;
+    const ux = (sx - gx) / d, uy = (sy - gy) / d;
+    pos[n.id] = [sx + cell * (ux * Math.cos(ang) - uy * Math.sin(ang)), sy + cell * (uy * Math.cos(ang) + ux * Math.sin(ang))];
+  }
+  return { pos, labels, w: size, h: size, cell };
+}
+
+// linkShape draws link l: a line, ticks between torus planes, or a stub
+// for a wrap-around.
+function linkShape(L, l, svg, attrs) {
+  const a = L.pos[l.a], b = L.pos[l.b];
+  if (!L.torus || l.dim < 0) return el("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], ...attrs }, svg);
+  const far = Math.abs(a[0] - b[0]) > L.cell * 1.5 || Math.abs(a[1] - b[1]) > L.cell * 1.5;
+  if (l.dim <= 1) {
+    if (!far) return el("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], ...attrs }, svg);
+    // Wrap-around in the plane: a stub leaving it.
+    return el("line", { x1: a[0], y1: a[1], x2: a[0] + (l.dim === 0 ? L.cell * .45 : 0), y2: a[1] + (l.dim === 1 ? L.cell * .45 : 0), ...attrs }, svg);
+  }
+  // Between planes: a port tick at each end, pointing (diagonally, so
+  // it never hides an X or Y link) towards the other plane; one direction
+  // per dimension (Z ↘, W ↗, V and U steeper).
+  const dirs = [[1, 1], [1, -1], [.45, 1], [1, -.45]];
+  const [dx, dy] = dirs[(l.dim - 2) % dirs.length], n = Math.hypot(dx, dy);
+  const ux = dx / n, uy = dy / n, r = L.cell * .22, k = L.cell * .3;
+  return el("path", { d: `M${a[0] + ux * r},${a[1] + uy * r}l${ux * k},${uy * k}M${b[0] - ux * r},${b[1] - uy * r}l${-ux * k},${-uy * k}`, fill: "none", ...attrs }, svg);
 }
 
 function draw() {
@@ -110,47 +206,58 @@ function draw() {
   }
   const L = layout(fabric);
   svg.setAttribute("viewBox", `0 0 ${L.w} ${L.h}`);
-  for (const lb of L.labels) el("text", { x: lb.x, y: lb.y, class: "plane-label" }, svg).textContent = lb.text;
+  const fs = Math.max(10, L.w / 90);
+  for (const lb of L.labels) el("text", { x: lb.x, y: lb.y, class: "plane-label", "font-size": fs }, svg).textContent = lb.text;
   const mode = $("#heat").value;
   const vals = loads ? (mode === "efi" ? loads.efi : loads.routes) : null;
   const maxv = vals ? Math.max(1, ...vals) : 1;
-  const treeLinks = new Set();
+  const treeLinks = new Set(), members = new Set();
+  let root = "";
   const g = groups.find((x) => x.id === selectedGroup);
-  if (g && g.edges) {
-    const byName = new Map(fabric.nodes.map((n) => [n.name, n.id]));
-    const key = (a, b) => Math.min(a, b) + ":" + Math.max(a, b);
-    const edgeSet = new Set(g.edges.map((e) => key(byName.get(e[0]), byName.get(e[1]))));
-    for (const l of fabric.links) if (edgeSet.has(key(l.a, l.b))) treeLinks.add(l.id);
-  }
-  const dims = fabric.dims || [];
-  const planar = (l) => dims.length === 0 || l.dim < 0 || l.dim <= 1;
-  for (const l of fabric.links) {
-    if (!planar(l)) continue;
-    const a = L.pos[l.a], b = L.pos[l.b];
-    let x2 = b[0], y2 = b[1];
-    // Wrap-around links are drawn as stubs leaving the plane.
-    if (Math.abs(a[0] - b[0]) > L.cell * 1.5 || Math.abs(a[1] - b[1]) > L.cell * 1.5) {
-      x2 = a[0] + (l.dim === 0 ? L.cell * .45 : 0);
-      y2 = a[1] + (l.dim === 1 ? L.cell * .45 : 0);
+  if (g) {
+    for (const m of g.members) members.add(m);
+    root = g.root || "";
+    if (g.edges) {
+      const byName = new Map(fabric.nodes.map((n) => [n.name, n.id]));
+      const key = (a, b) => Math.min(a, b) + ":" + Math.max(a, b);
+      const edgeSet = new Set(g.edges.map((e) => key(byName.get(e[0]), byName.get(e[1]))));
+      for (const l of fabric.links) if (edgeSet.has(key(l.a, l.b))) treeLinks.add(l.id);
     }
-    const line = el("line", { x1: a[0], y1: a[1], x2, y2, class: "link" + (l.failed ? " failed" : "") + (treeLinks.has(l.id) ? " tree" : ""),
-      "data-link": l.name }, svg);
-    if (vals && mode !== "none" && vals[l.id] > 0) line.style.stroke = heat(vals[l.id] / maxv);
-    el("title", {}, line).textContent = `${l.name}${vals ? " — " + mode + " " + (vals[l.id] || 0) : ""}${l.failed ? " (failed)" : ""}`;
+  }
+  const dimName = (d) => d >= 0 && fabric.dims ? "XYZWVU"[d] : "";
+  for (const l of fabric.links) {
+    // In EFI mode the tree keeps the EFI colours and is drawn thicker.
+    const tree = treeLinks.has(l.id) ? (mode === "efi" ? " tree-efi" : " tree") : "";
+    const shape = linkShape(L, l, svg, { class: "link" + (l.dim >= 2 && L.torus ? " interplane" : "") + (l.failed ? " failed" : "") + tree, "data-link": l.name, "data-dim": l.dim });
+    if (vals && mode !== "none" && vals[l.id] > 0 && !l.failed) shape.style.stroke = heat(vals[l.id] / maxv);
+    const unit = mode === "efi" ? "EFI" : "routes";
+    el("title", {}, shape).textContent = `${l.name}${dimName(l.dim) ? " (" + dimName(l.dim) + ")" : ""}${vals && mode !== "none" ? " — " + (vals[l.id] || 0) + " " + unit : ""}${l.failed ? " — FAILED" : ""}`;
   }
   const inSel = new Set();
   const sj = jobs.find((j) => j.id === selectedJob);
   if (sj) for (const n of [...sj.active, ...sj.transit]) inSel.add(n);
+  const jobName = new Map(jobs.map((j) => [j.id, j.name]));
+  const r0 = Math.max(2, L.cell * (L.torus ? .22 : .28));
   for (const n of fabric.nodes) {
     const p = L.pos[n.id];
-    const c = el("circle", { cx: p[0], cy: p[1], r: inSel.has(n.name) ? L.cell * .36 : L.cell * .28,
-      class: "node" + (n.failed ? " failed" : ""), "data-node": n.name, "data-job": n.job || 0 }, svg);
+    const cls = "node" + (n.failed ? " failed" : "") + (members.has(n.name) ? " mc-member" : "") + (n.name === root ? " mc-root" : "") + (n.kind === "switch" && !L.torus ? " switch" : "");
+    const c = el("circle", { cx: p[0], cy: p[1], r: inSel.has(n.name) ? r0 * 1.3 : r0, class: cls, "data-node": n.name, "data-job": n.job || 0 }, svg);
     c.style.fill = jobColor(n.job);
-    el("title", {}, c).textContent = n.name + (n.job ? " — job " + n.job : "") + (n.failed ? " (failed)" : "");
+    const where = n.coord ? " (" + n.coord.join(",") + ")" : n.group !== undefined ? " (group " + n.group + ")" : n.level !== undefined ? " (level " + n.level + ")" : "";
+    const job = n.job ? " — job " + n.job + (jobName.get(n.job) ? " " + jobName.get(n.job) : "") : "";
+    const mc = n.name === root ? " — multicast root of " + selectedGroup : members.has(n.name) ? " — member of " + selectedGroup : "";
+    el("title", {}, c).textContent = n.name + where + job + mc + (n.failed ? " — FAILED" : "");
     c.addEventListener("click", () => { $("#mcast-form").member.value = n.name; });
+    if (n.failed) {
+      // A cross, visible at any zoom.
+      const d = r0 * 1.6;
+      el("path", { d: `M${p[0] - d},${p[1] - d}L${p[0] + d},${p[1] + d}M${p[0] - d},${p[1] + d}L${p[0] + d},${p[1] - d}`, class: "fail-mark" }, svg);
+    }
   }
-  $("#legend").innerHTML = mode === "none" ? "" :
-    `0 <span class="legend-box" style="background:${heat(0)}"></span><span class="legend-box" style="background:${heat(.5)}"></span><span class="legend-box" style="background:${heat(1)}"></span> ${maxv}`;
+  const unit = mode === "efi" ? "multicast EFI per link" : "routes of running jobs per link";
+  $("#legend").innerHTML = (mode === "none" ? "" :
+    `${unit}: 0 <span class="legend-box" style="background:${heat(0)}"></span><span class="legend-box" style="background:${heat(.5)}"></span><span class="legend-box" style="background:${heat(1)}"></span> ${maxv}`) +
+    ` · <span class="legend-line failed"></span> failed` + (g ? ` · <span class="legend-dot mc-root"></span> root <span class="legend-dot mc-member"></span> member of ${esc(g.id)}` : "");
 }
 
 function renderLists() {
@@ -163,7 +270,7 @@ function renderLists() {
     const rs = j.routing || "ok";
     const why = j.problem ? ` title="${esc(j.problem)}"` : "";
     const migrate = rs === "broken" ? `<button data-migrate="${j.id}">migrate</button>` : "";
-    tr.innerHTML = `<td>${j.id}${j.reachable ? "" : " ⚠"}</td><td>${j.active.length}</td><td>${j.transit.length}</td><td>${j.stats.diameter}</td><td>${j.stats.pi_max}</td><td class="rs-${rs}"${why}>${rs}</td><td>${migrate}<button data-release="${j.id}">release</button></td>`;
+    tr.innerHTML = `<td><span class="swatch" style="background:${jobColor(j.id)}"></span>${j.id}${j.name ? " " + esc(j.name) : ""}${j.reachable ? "" : " ⚠"}</td><td>${j.active.length}</td><td>${j.transit.length}</td><td>${j.stats.diameter}</td><td>${j.stats.pi_max}</td><td class="rs-${rs}"${why}>${rs}</td><td>${migrate}<button data-release="${j.id}">release</button></td>`;
     tr.addEventListener("click", (e) => { if (!e.target.dataset.release && !e.target.dataset.migrate) { selectedJob = selectedJob === j.id ? 0 : j.id; renderLists(); draw(); } });
     tb.appendChild(tr);
   }
@@ -186,6 +293,12 @@ async function refresh() {
     [fabric, jobs, groups, loads] = await Promise.all([api("GET", "/api/fabric"), api("GET", "/api/jobs"), api("GET", "/api/mcast"), api("GET", "/api/fabric/load")]);
     const busy = fabric.nodes.filter((n) => n.job).length;
     $("#summary").textContent = `${fabric.spec} · ${fabric.rules} · ${fabric.nodes.length} nodes, ${busy} busy · ${jobs.length} jobs · ${groups.length} groups`;
+    // Forms only for what the fabric supports: a fabric that refuses jobs
+    // shows why instead of the job form.
+    $("#alloc-form").hidden = !fabric.jobs;
+    $("#jobs").hidden = $("#jobs-title").hidden = !fabric.jobs && jobs.length === 0;
+    $("#no-jobs").hidden = fabric.jobs;
+    $("#no-jobs").textContent = fabric.jobs ? "" : "Jobs: " + (fabric.no_jobs || "this fabric takes no jobs");
     // The failure field's example names a real link and node of this fabric.
     if (fabric.links.length && fabric.nodes.length) {
       $("#fail-form").target.placeholder = `${fabric.links[0].name} or ${fabric.nodes[fabric.nodes.length - 1].name}`;
