@@ -233,6 +233,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 		{"torus:4x4x4x2", "0.0.0.0+Z", true},
 		{"fattree:k=4,n=3", "", false},
 		{"dragonfly:a=4,p=2,h=2", "", false},
+		{"torus:32x32x32", "0.0.0+Z", true}, // a canvas
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			s, tok := openTest(t, t.TempDir(), c.spec, nil)
@@ -265,10 +266,6 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			}
 			tctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
 			defer cancelT()
-			// Select the group: its root and members get marked.
-			if err := chromedp.Do(tctx, chromedp.WaitVisible(`#groups tbody tr`), chromedp.Click(`#groups tbody tr`), chromedp.WaitVisible(`circle.mc-root`)); err != nil {
-				t.Fatal(err)
-			}
 			num := func(js string) int {
 				v, err := chromedp.Run(tctx, chromedp.Evaluate[int](js))
 				if err != nil {
@@ -282,6 +279,30 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 					t.Fatal(err)
 				}
 				return v
+			}
+			if s.g.NumNodes() > 2048 {
+				// Drawn on a canvas: every node, the draw timed by the page.
+				if err := chromedp.Do(tctx, chromedp.WaitVisible(`#fabric-canvas[data-drawn]`)); err != nil {
+					t.Fatal(err)
+				}
+				if n := num(`+document.querySelector('#fabric-canvas').dataset.drawn`); n != s.g.NumNodes() {
+					t.Errorf("canvas drew %d of %d nodes", n, s.g.NumNodes())
+				}
+				ms, err := chromedp.Run(tctx, chromedp.Evaluate[float64](`lastDrawMs`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s: %d nodes, %d links drawn on the canvas in %.0f ms", c.spec, s.g.NumNodes(), s.g.NumLinks(), ms)
+				png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(shots, strings.NewReplacer(":", "_", ",", "_", "=", "").Replace(c.spec)+".png"), png, 0o644)
+				return
+			}
+			// Select the group: its root and members get marked.
+			if err := chromedp.Do(tctx, chromedp.WaitVisible(`#groups tbody tr`), chromedp.Click(`#groups tbody tr`), chromedp.WaitVisible(`circle.mc-root`)); err != nil {
+				t.Fatal(err)
 			}
 			drawn := num(`document.querySelectorAll('[data-link]').length`)
 			zeroLength := num(`[...document.querySelectorAll('line[data-link]')].filter(l => l.getAttribute('x1') === l.getAttribute('x2') && l.getAttribute('y1') === l.getAttribute('y2')).length`)

@@ -95,7 +95,10 @@ function torusLayout(f, dims) {
   const rest = dims.slice(2);
   let planes = 1;
   for (const d of rest) planes *= d;
-  const cols = rest.length ? rest[0] : 1; // one row per value of the 4th, 5th… dimension
+  // One row of Z planes per value of the further dimensions while that
+  // keeps the drawing's shape; otherwise a near-square grid of planes.
+  const cols = rest.length >= 2 && rest[0] * dx <= 4 * dy * (planes / rest[0]) * 2 ? rest[0]
+    : Math.max(1, Math.ceil(Math.sqrt(planes * dy / dx)));
   const gap = 2, cell = 24;
   const pw = (dx + gap) * cell, ph = (dy + gap) * cell;
   for (const n of f.nodes) {
@@ -200,8 +203,15 @@ function draw() {
   const svg = $("#fabric");
   svg.replaceChildren();
   if (!fabric) return;
-  if (fabric.nodes.length > 8192) {
-    el("text", { x: 10, y: 20 }, svg).textContent = `${fabric.nodes.length} nodes: too many to draw`;
+  const t0 = performance.now();
+  // Large fabrics are drawn on a canvas (zoom with the wheel, pan by
+  // dragging, hover names what is under the pointer).
+  const big = fabric.nodes.length > CANVAS_FROM;
+  svg.toggleAttribute("hidden", big); // an SVG element has no .hidden
+  $("#fabric-canvas").hidden = !big;
+  if (big) {
+    drawCanvas();
+    lastDrawMs = performance.now() - t0;
     return;
   }
   const L = layout(fabric);
@@ -254,11 +264,151 @@ function draw() {
       el("path", { d: `M${p[0] - d},${p[1] - d}L${p[0] + d},${p[1] + d}M${p[0] - d},${p[1] + d}L${p[0] + d},${p[1] - d}`, class: "fail-mark" }, svg);
     }
   }
+  lastDrawMs = performance.now() - t0;
+  setLegend(mode, maxv, g);
+}
+
+function setLegend(mode, maxv, g) {
   const unit = mode === "efi" ? "multicast EFI per link" : "routes of running jobs per link";
   $("#legend").innerHTML = (mode === "none" ? "" :
     `${unit}: 0 <span class="legend-box" style="background:${heat(0)}"></span><span class="legend-box" style="background:${heat(.5)}"></span><span class="legend-box" style="background:${heat(1)}"></span> ${maxv}`) +
     ` · <span class="legend-line failed"></span> failed` + (g ? ` · <span class="legend-dot mc-root"></span> root <span class="legend-dot mc-member"></span> member of ${esc(g.id)}` : "");
 }
+
+// Canvas drawing of large fabrics.
+const CANVAS_FROM = 2048;
+let lastDrawMs = 0;
+const cv = { key: "", L: null, grid: null, scale: 0, ox: 0, oy: 0 };
+
+// canvasLayout returns the layout of the current fabric (kept while its
+// structure stays) and a grid of node ids for hover lookups.
+function canvasLayout() {
+  const key = fabric.spec + ":" + fabric.nodes.length + ":" + fabric.links.length;
+  if (cv.key !== key) {
+    cv.key = key;
+    cv.L = layout(fabric);
+    cv.scale = 0; // fit on the next draw
+    const c = cv.L.cell, grid = new Map();
+    fabric.nodes.forEach((n) => {
+      const p = cv.L.pos[n.id], k = Math.floor(p[0] / c) + ":" + Math.floor(p[1] / c);
+      if (!grid.has(k)) grid.set(k, []);
+      grid.get(k).push(n.id);
+    });
+    cv.grid = grid;
+  }
+  return cv.L;
+}
+
+function drawCanvas() {
+  const L = canvasLayout();
+  const canvas = $("#fabric-canvas"), dpr = window.devicePixelRatio || 1;
+  const W = canvas.clientWidth || 800, H = canvas.clientHeight || 600;
+  canvas.width = W * dpr; canvas.height = H * dpr;
+  if (!cv.scale) { cv.scale = Math.min(W / L.w, H / L.h); cv.ox = 0; cv.oy = 0; }
+  const c = canvas.getContext("2d");
+  c.setTransform(dpr * cv.scale, 0, 0, dpr * cv.scale, dpr * cv.ox, dpr * cv.oy);
+  c.fillStyle = "#fff";
+  c.fillRect(-cv.ox / cv.scale, -cv.oy / cv.scale, W / cv.scale, H / cv.scale);
+  const mode = $("#heat").value;
+  const vals = loads ? (mode === "efi" ? loads.efi : loads.routes) : null;
+  let maxv = 1;
+  if (vals) for (const v of vals) if (v > maxv) maxv = v;
+  const px = 1 / cv.scale; // one screen pixel in layout units
+  // Links by colour: plain ones in one path, loaded ones in 8 heat bins,
+  // failed ones last and wide so they show at any zoom.
+  const bins = Array.from({ length: 9 }, () => []), failed = [];
+  for (const l of fabric.links) {
+    if (l.failed) failed.push(l);
+    else if (vals && mode !== "none" && vals[l.id] > 0) bins[1 + Math.min(7, Math.floor(8 * vals[l.id] / (maxv + 1)))].push(l);
+    else bins[0].push(l);
+  }
+  const stroke = (ls, style, width) => {
+    if (!ls.length) return;
+    c.beginPath();
+    for (const l of ls) {
+      const a = L.pos[l.a], b = L.pos[l.b];
+      if (L.torus && l.dim >= 2) {
+        c.moveTo(a[0], a[1]); c.lineTo(a[0] + L.cell * .3, a[1] + L.cell * .3 * (l.dim === 2 ? 1 : -1));
+      } else if (Math.abs(a[0] - b[0]) + Math.abs(a[1] - b[1]) > L.cell * 1.5 && L.torus) {
+        c.moveTo(a[0], a[1]); c.lineTo(a[0] + (l.dim === 0 ? L.cell * .45 : 0), a[1] + (l.dim === 1 ? L.cell * .45 : 0));
+      } else { c.moveTo(a[0], a[1]); c.lineTo(b[0], b[1]); }
+    }
+    c.strokeStyle = style; c.lineWidth = width; c.stroke();
+  };
+  if (mode === "none" || !vals || px < L.cell / 4) stroke(bins[0], "#ccc", Math.max(px, L.cell / 16));
+  for (let i = 1; i < 9; i++) stroke(bins[i], heat((i - .5) / 8), Math.max(1.5 * px, L.cell / 10));
+  // Nodes: job colours; at a zoom where a node is under 2 pixels, squares.
+  const r = L.cell * .22, tiny = r / px < 1;
+  const byColour = new Map();
+  for (const n of fabric.nodes) {
+    const col = n.failed ? "#fff" : jobColor(n.job);
+    if (!byColour.has(col)) byColour.set(col, []);
+    byColour.get(col).push(n);
+  }
+  for (const [col, ns] of byColour) {
+    c.fillStyle = col;
+    c.beginPath();
+    for (const n of ns) {
+      const p = L.pos[n.id];
+      if (tiny) c.rect(p[0] - px, p[1] - px, 2 * px, 2 * px);
+      else { c.moveTo(p[0] + r, p[1]); c.arc(p[0], p[1], r, 0, 2 * Math.PI); }
+    }
+    c.fill();
+  }
+  stroke(failed, "#d00", Math.max(3 * px, L.cell / 8));
+  c.strokeStyle = "#d00"; c.lineWidth = Math.max(2 * px, L.cell / 10);
+  c.beginPath();
+  for (const n of fabric.nodes) if (n.failed) {
+    const p = L.pos[n.id], d = Math.max(r, 4 * px);
+    c.moveTo(p[0] - d, p[1] - d); c.lineTo(p[0] + d, p[1] + d); c.moveTo(p[0] - d, p[1] + d); c.lineTo(p[0] + d, p[1] - d);
+  }
+  c.stroke();
+  if (px < L.cell / 3) {
+    c.fillStyle = "#666"; c.font = `${Math.max(10 * px, L.cell * .5)}px sans-serif`;
+    for (const lb of L.labels) c.fillText(lb.text, lb.x, lb.y);
+  }
+  setLegend(mode, maxv, null);
+  $("#fabric-canvas").dataset.drawn = fabric.nodes.length;
+}
+
+// nodeAt returns the node under canvas point (x, y), or null.
+function nodeAt(x, y) {
+  if (!cv.L) return null;
+  const L = cv.L, lx = (x - cv.ox) / cv.scale, ly = (y - cv.oy) / cv.scale;
+  const gx = Math.floor(lx / L.cell), gy = Math.floor(ly / L.cell);
+  let best = null, bd = (L.cell * .5) ** 2;
+  for (let i = -1; i <= 1; i++) for (let j = -1; j <= 1; j++) {
+    for (const id of cv.grid.get((gx + i) + ":" + (gy + j)) || []) {
+      const p = L.pos[id], d = (p[0] - lx) ** 2 + (p[1] - ly) ** 2;
+      if (d < bd) { bd = d; best = fabric.nodes[id]; }
+    }
+  }
+  return best;
+}
+
+(function canvasControls() {
+  const canvas = $("#fabric-canvas"), tip = $("#tip");
+  let drag = null;
+  canvas.addEventListener("wheel", (e) => {
+    e.preventDefault();
+    const f = e.deltaY < 0 ? 1.25 : 0.8, x = e.offsetX, y = e.offsetY;
+    cv.ox = x - (x - cv.ox) * f; cv.oy = y - (y - cv.oy) * f; cv.scale *= f;
+    drawCanvas();
+  }, { passive: false });
+  canvas.addEventListener("mousedown", (e) => { drag = [e.offsetX - cv.ox, e.offsetY - cv.oy]; });
+  window.addEventListener("mouseup", () => { drag = null; });
+  canvas.addEventListener("mousemove", (e) => {
+    if (drag) { cv.ox = e.offsetX - drag[0]; cv.oy = e.offsetY - drag[1]; drawCanvas(); return; }
+    const n = nodeAt(e.offsetX, e.offsetY);
+    tip.hidden = !n;
+    if (!n) return;
+    const job = n.job ? " — job " + n.job : "";
+    tip.textContent = n.name + (n.coord ? " (" + n.coord.join(",") + ")" : "") + job + (n.failed ? " — FAILED" : "");
+    tip.style.left = e.pageX + 12 + "px"; tip.style.top = e.pageY + 12 + "px";
+  });
+  canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
+  canvas.addEventListener("dblclick", () => { cv.scale = 0; drawCanvas(); });
+})();
 
 function renderLists() {
   const tb = $("#jobs tbody");
