@@ -234,6 +234,8 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 		{"fattree:k=4,n=3", "", false},
 		{"dragonfly:a=4,p=2,h=2", "", false},
 		{"torus:32x32x32", "0.0.0+Z", true}, // a canvas
+		{"file:../unicast/testdata/ft2.ibnet", "", false},
+		{"fattree:m=40,n=3", "L1-0[21]", false}, // 16 000 hosts, a canvas
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			s, tok := openTest(t, t.TempDir(), c.spec, nil)
@@ -297,7 +299,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				os.WriteFile(filepath.Join(shots, strings.NewReplacer(":", "_", ",", "_", "=", "").Replace(c.spec)+".png"), png, 0o644)
+				os.WriteFile(filepath.Join(shots, strings.NewReplacer(":", "_", ",", "_", "=", "", "/", "_", "..", "").Replace(c.spec)+".png"), png, 0o644)
 				return
 			}
 			// Select the group: its root and members get marked.
@@ -330,7 +332,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			if err != nil || len(png) < 1000 {
 				t.Fatalf("screenshot: %v (%d bytes)", err, len(png))
 			}
-			os.WriteFile(filepath.Join(shots, strings.NewReplacer(":", "_", ",", "_", "=", "").Replace(c.spec)+".png"), png, 0o644)
+			os.WriteFile(filepath.Join(shots, strings.NewReplacer(":", "_", ",", "_", "=", "", "/", "_", "..", "").Replace(c.spec)+".png"), png, 0o644)
 		})
 	}
 }

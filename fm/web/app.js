@@ -83,10 +83,28 @@ function layout(f) {
   if (dims.length >= 1 && f.nodes.every((n) => n.coord)) return torusLayout(f, dims);
   if (f.nodes.some((n) => n.group !== undefined && n.kind === "switch")) return groupLayout(f);
   if (f.nodes.some((n) => n.level > 0)) return levelLayout(f);
+  // An imported fabric without levels: levels by distance from the hosts
+  // (switches cabled to hosts are level 1), as a fat tree's.
+  if (f.nodes.some((n) => n.kind === "switch") && f.nodes.some((n) => n.kind !== "switch")) return levelLayout(withLevels(f));
   const n = f.nodes.length, r = Math.max(200, n * 3);
   const pos = new Array(n);
   f.nodes.forEach((nd, i) => { pos[nd.id] = [r + 20 + r * Math.cos(2 * Math.PI * i / n), r + 20 + r * Math.sin(2 * Math.PI * i / n)]; });
   return { pos, labels: [], w: 2 * r + 40, h: 2 * r + 40, cell: 10 };
+}
+
+// withLevels returns f with every node's level set to its hop distance
+// from the nearest host.
+function withLevels(f) {
+  const adj = f.nodes.map(() => []);
+  for (const l of f.links) { adj[l.a].push(l.b); adj[l.b].push(l.a); }
+  const lev = f.nodes.map((n) => (n.kind === "switch" ? -1 : 0));
+  let q = f.nodes.filter((n) => n.kind !== "switch").map((n) => n.id);
+  for (let d = 1; q.length; d++) {
+    const next = [];
+    for (const x of q) for (const y of adj[x]) if (lev[y] < 0) { lev[y] = d; next.push(y); }
+    q = next;
+  }
+  return { ...f, nodes: f.nodes.map((n) => ({ ...n, level: Math.max(0, lev[n.id]) })) };
 }
 
 function torusLayout(f, dims) {
@@ -125,10 +143,12 @@ function levelLayout(f) {
   }
   const levels = [...rows.keys()].sort((a, b) => b - a);
   const widest = Math.max(...[...rows.values()].map((r) => r.length));
-  const cell = 24, w = (widest + 1) * cell, h = (levels.length + 1) * cell * 4;
+  // Rows far enough apart that a wide tree keeps a readable shape
+  // (zoom in for the nodes).
+  const cell = 24, w = (widest + 1) * cell, gap = Math.max(cell * 4, w * .6 / levels.length), h = (levels.length - 1) * gap + cell * 4;
   const pos = new Array(f.nodes.length), labels = [];
   levels.forEach((l, i) => {
-    const r = rows.get(l), y = cell * 2 + i * cell * 4, step = w / (r.length + 1);
+    const r = rows.get(l), y = cell * 2 + i * gap, step = w / (r.length + 1);
     r.forEach((id, k) => { pos[id] = [step * (k + 1), y]; });
     labels.push({ x: 4, y: y - cell * .6, text: l === 0 ? "hosts" : "level " + l });
   });
@@ -335,7 +355,7 @@ function drawCanvas() {
     }
     c.strokeStyle = style; c.lineWidth = width; c.stroke();
   };
-  if (mode === "none" || !vals || px < L.cell / 4) stroke(bins[0], "#ccc", Math.max(px, L.cell / 16));
+  stroke(bins[0], "#c4c4c4", Math.max(px, L.cell / 16));
   for (let i = 1; i < 9; i++) stroke(bins[i], heat((i - .5) / 8), Math.max(1.5 * px, L.cell / 10));
   // Nodes: job colours; at a zoom where a node is under 2 pixels, squares.
   const r = L.cell * .22, tiny = r / px < 1;
