@@ -17,6 +17,19 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// needChromium returns the browser for a web page test, or skips the test
+// (fails it with ICN_REQUIRE_BROWSER set) when there is none.
+func needChromium(t *testing.T) string {
+	browser := findChromium()
+	if browser == "" {
+		if os.Getenv("ICN_REQUIRE_BROWSER") != "" {
+			t.Fatal("no Chromium found but ICN_REQUIRE_BROWSER is set")
+		}
+		t.Skip("web page test skipped: no Chromium on this machine; install Debian's chromium package or set ICN_CHROMIUM=PATH to run it, ICN_REQUIRE_BROWSER=1 to make its absence a failure")
+	}
+	return browser
+}
+
 // findChromium returns a headless-capable browser binary, or "".
 func findChromium() string {
 	if p := os.Getenv("ICN_CHROMIUM"); p != "" {
@@ -34,33 +47,13 @@ func findChromium() string {
 // a job with the form and waits until the page draws its nodes in the
 // job's colour; then fails a link and sees it drawn as failed.
 func TestWebPageAllocates(t *testing.T) {
-	browser := findChromium()
-	if browser == "" {
-		if os.Getenv("ICN_REQUIRE_BROWSER") != "" {
-			t.Fatal("no Chromium found but ICN_REQUIRE_BROWSER is set")
-		}
-		t.Skip("web page test skipped: no Chromium on this machine; install Debian's chromium package or set ICN_CHROMIUM=PATH to run it, ICN_REQUIRE_BROWSER=1 to make its absence a failure")
-	}
+	browser := needChromium(t)
 	s, tok := openTest(t, t.TempDir(), "torus:4x4x2", nil)
 	defer s.Close()
 	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
 	defer srv.Close()
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancel := newBrowser(t, browser)
 	defer cancel()
 	// The first call starts the browser and must not carry a timeout.
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#token="+tok)); err != nil {
@@ -139,13 +132,7 @@ func TestWebPageAllocates(t *testing.T) {
 // stops polling (no 401 every 3 s); pasting a #token= address into the
 // open tab loads the fabric without a reload.
 func TestWebPageTokenFlow(t *testing.T) {
-	browser := findChromium()
-	if browser == "" {
-		if os.Getenv("ICN_REQUIRE_BROWSER") != "" {
-			t.Fatal("no Chromium found but ICN_REQUIRE_BROWSER is set")
-		}
-		t.Skip("no Chromium on this machine")
-	}
+	browser := needChromium(t)
 	s, tok := openTest(t, t.TempDir(), "torus:4x4x2", nil)
 	defer s.Close()
 	var mu sync.Mutex
@@ -215,13 +202,7 @@ func TestWebPageTokenFlow(t *testing.T) {
 // root and members marked. A screenshot of each is kept in the test's
 // directory (ICN_SCREENSHOTS=DIR keeps them there).
 func TestWebPageDrawsEveryFabric(t *testing.T) {
-	browser := findChromium()
-	if browser == "" {
-		if os.Getenv("ICN_REQUIRE_BROWSER") != "" {
-			t.Fatal("no Chromium found but ICN_REQUIRE_BROWSER is set")
-		}
-		t.Skip("web page test skipped: no Chromium on this machine")
-	}
+	browser := needChromium(t)
 	shots := os.Getenv("ICN_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
@@ -256,12 +237,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.Flag("headless", true),
-				chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true), chromedp.Flag("no-first-run", true),
-				chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
-			actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-			defer cancelA()
-			ctx, cancel := chromedp.NewContext(actx)
+			ctx, cancel := newBrowser(t, browser, chromedp.WindowSize(1400, 1000))
 			defer cancel()
 			if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#token="+tok)); err != nil {
 				t.Fatalf("browser: %v", err)
@@ -335,4 +311,23 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			os.WriteFile(filepath.Join(shots, strings.NewReplacer(":", "_", ",", "_", "=", "", "/", "_", "..", "").Replace(c.spec)+".png"), png, 0o644)
 		})
 	}
+}
+
+// newBrowser starts a headless Chromium for a test; cancel stops it.
+func newBrowser(t *testing.T, browser string, extra ...chromedp.ExecAllocatorOption) (context.Context, context.CancelFunc) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(opts, extra...)...)
+	ctx, cancel := chromedp.NewContext(actx)
+	return ctx, func() { cancel(); cancelA() }
 }

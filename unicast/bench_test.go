@@ -122,12 +122,7 @@ func BenchmarkReroute(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var links []int
-			for l, lk := range g.Links() {
-				if g.Kind(int(lk.A)) == topology.Switch && g.Kind(int(lk.B)) == topology.Switch {
-					links = append(links, l)
-				}
-			}
+			links := switchLinks(g)
 			var rerouted, changed, repair float64
 			i := 0
 			for b.Loop() {
@@ -188,12 +183,7 @@ func BenchmarkSSSPRedo(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var links []int
-			for l, lk := range g.Links() {
-				if g.Kind(int(lk.A)) == topology.Switch && g.Kind(int(lk.B)) == topology.Switch {
-					links = append(links, l)
-				}
-			}
+			links := switchLinks(g)
 			tb, ds := r.Result().Tables, r.sp.ds
 			redo, i := 0.0, 0
 			for b.Loop() {
@@ -214,4 +204,15 @@ func BenchmarkSSSPRedo(b *testing.B) {
 			b.ReportMetric(100*redo/float64(b.N), "redo-%")
 		})
 	}
+}
+
+// switchLinks lists the switch-to-switch links of g.
+func switchLinks(g *topology.Graph) []int {
+	var links []int
+	for l, lk := range g.Links() {
+		if g.Kind(int(lk.A)) == topology.Switch && g.Kind(int(lk.B)) == topology.Switch {
+			links = append(links, l)
+		}
+	}
+	return links
 }
