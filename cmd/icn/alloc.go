@@ -723,7 +723,13 @@ func runAlloc(ctx context.Context, o allocOptions, w io.Writer) error {
 		return err
 	}
 	if res.Chosen == nil {
-		return &exitError{code: 3, err: fmt.Errorf("no allocation: %s", res.Reason)}
+		// More nodes than the machine has is an invalid request; no set
+		// among the free ones is a no.
+		code := 1
+		if o.nodes > g.NumNodes() {
+			code = 2
+		}
+		return &exitError{code: code, err: fmt.Errorf("no allocation: %s", res.Reason)}
 	}
 	return nil
 }

@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -54,38 +58,38 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args string
 		want string // in the message
-		code int    // the exit status, when one is promised (0: any but 0)
+		code int    // the exit status: 2 for an invalid request, 1 for a no
 	}{
-		{"topo show torus:0x4", "size 0 in dimension X", 0},
+		{"topo show torus:0x4", "size 0 in dimension X", 2},
 		{"topo show torus:4x", `size "" is not a whole number`, 0},
-		{"topo import bad.net", "not a topology file", 0},
-		{"topo import missing.net", "no such file", 0},
+		{"topo import bad.net", "not a topology file", 2},
+		{"topo import missing.net", "no such file", 2},
 		{"topo measure", `unknown command "measure"`, 0},
 		{"sched experiment bogus", `unknown command "bogus"`, 0},
-		{"alloc --topo torus:4x4 --nodes 2 --busy 9.9", "outside 0..3", 0},
-		{"alloc --topo torus:4x4 --nodes 99", "only 16 of 16 are available", 0},
+		{"alloc --topo torus:4x4 --nodes 2 --busy 9.9", "outside 0..3", 2},
+		{"alloc --topo torus:4x4 --nodes 99", "only 16 of 16 are available", 2},
 		{"route --topo torus:4x4 --rules bogus", `unknown routing rule "bogus"`, 0},
 		{"route --topo torus:64x64x64", "needs 549.8 GB of memory", 2},
-		{"sched simulate --jobs synthetic:span=2x", "invalid duration", 0},
-		{"sched simulate --jobs swf:bad.swf --strict", "bad.swf:1: expected 18 fields", 0},
-		{"design bibd --n 7 --m 3 --lambda 5", "cannot exist", 0},
-		{"multiring capacity --n 16 --steps 2,4", "coprime", 0},
+		{"sched simulate --jobs synthetic:span=2x", "invalid duration", 2},
+		{"sched simulate --jobs swf:bad.swf --strict", "bad.swf:1: expected 18 fields", 2},
+		{"design bibd --n 7 --m 3 --lambda 5", "cannot exist", 2},
+		{"multiring capacity --n 16 --steps 2,4", "coprime", 2},
 		{"fabric route --fabric fattree:k=4,n=3 --engine bogus", `unknown engine "bogus"`, 0},
 		{"mcast --topo torus:4x4 --groups bogus:3", `unknown kind "bogus"`, 0},
-		{"sim --topo torus:4x4 --rate -1", "injection rate -1", 0},
+		{"sim --topo torus:4x4 --rate -1", "injection rate -1", 2},
 		{"sim sweep --topo torus:4x4 --traffic bogus", `unknown traffic "bogus"`, 0},
-		{"sim --topo torus:4x4 --stages 1,2", "want four cycle counts", 0},
+		{"sim --topo torus:4x4 --stages 1,2", "want four cycle counts", 2},
 		{"sim --topo torus:4x4 --router fancy", `unknown router model "fancy"`, 0},
 		{"sim --topo torus:4x4 --dateline x", `unknown dateline rule "x"`, 0},
-		{"sim --booksim missing.cfg", "no such file", 0},
+		{"sim --booksim missing.cfg", "no such file", 2},
 		{"collective --topo torus:4x4 --op bogus", `unknown operation "bogus"`, 0},
-		{"shmem run -n 0 true", "number of PEs 0", 0},
+		{"shmem run -n 0 true", "number of PEs 0", 2},
 		{"shmem run -n 2 --bind socket true", `unknown binding "socket"`, 0},
 		{"alloc --topo torus:4x4 --nodes 2 --budget -1s", "-1s is negative", 2},
 		{"alloc --topo torus:4x4 --nodes 2 --budget soon", `"soon" is not a duration`, 2},
 		{"sched simulate --budget 10", `"10" is not a duration`, 2},
 		{"serve --budget -5ms --check", "-5ms is negative", 2},
-		{"alloc --topo torus:8x8x8 --nodes 64 --budget 1ns", "no set found within 1ns (0 placements examined)", 3},
+		{"alloc --topo torus:8x8x8 --nodes 64 --budget 1ns", "no set found within 1ns (0 placements examined)", 1},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			_, stderr, code := runICN(t, dir, strings.Fields(tc.args)...)
@@ -188,5 +192,35 @@ func TestRouteCheckInProcess(t *testing.T) {
 	}
 	if failed == 0 {
 		t.Errorf("no failed-link violation among %v", res.Violations)
+	}
+}
+
+// One exit-status rule for every command: 1 a no, 2 an invalid request,
+// 3 the environment.
+func TestExitCode(t *testing.T) {
+	_, missing := os.Open(filepath.Join(t.TempDir(), "missing"))
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{&exitError{1, errors.New("3 violations")}, 1},
+		{fmt.Errorf("route: %w", &exitError{2, errors.New("bad")}), 2},
+		{errors.New(`unknown node "x"`), 2},
+		{missing, 2},
+		{fmt.Errorf("write lfts.dump: %w", syscall.ENOSPC), 3},
+		{fmt.Errorf("open: %w", fs.ErrPermission), 3},
+		{&url.Error{Op: "Get", URL: "http://127.0.0.1:1", Err: errors.New("connection refused")}, 3},
+		{fmt.Errorf("opensm: %w", exec.ErrNotFound), 3},
+	} {
+		if got := exitCode(c.err); got != c.want {
+			t.Errorf("%v: exit status %d, want %d", c.err, got, c.want)
+		}
+	}
+	// A service that cannot be reached is the environment.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "tok"), []byte("x"), 0o600)
+	_, stderr, code := runICN(t, dir, "fabric", "status", "--server", "http://127.0.0.1:1", "--token-file", "tok")
+	if code != 3 {
+		t.Errorf("unreachable service: exit status %d, stderr %q", code, stderr)
 	}
 }

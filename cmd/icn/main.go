@@ -7,9 +7,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
 	"os"
+	"os/exec"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -47,8 +53,20 @@ func newRootCmd() *cobra.Command {
 	return root
 }
 
-// exitError carries a specific exit status (e.g. 1 for "verified: violations
-// found", 2 for bad input) through cobra.
+// Exit statuses, the same for every command:
+//
+//	0  success;
+//	1  the command ran and the answer is no: a check or verification found
+//	   violations, a set is unreachable, no allocation was found, the
+//	   simulation deadlocked, a parallel job failed;
+//	2  the request is invalid: flags or arguments, a malformed spec or
+//	   file, an unknown node or name, a request too large or impossible;
+//	3  the environment failed: the service unreachable or failing, a file
+//	   that cannot be written (disk full, no permission), a tool icn drives
+//	   missing or failing.
+//
+// An exitError carries one of them through cobra; any other error is a
+// 2, unless it wraps an environment failure (exitCode).
 type exitError struct {
 	code int
 	err  error
@@ -64,12 +82,26 @@ func main() {
 	if err := root.Execute(); err != nil {
 		msg := err.Error()
 		fmt.Fprintln(os.Stderr, "icn: "+oneLine(msg))
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is the exit status for err (see exitError).
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	var ue *url.Error
+	var oe *net.OpError
+	var xe *exec.ExitError
+	switch {
+	case errors.As(err, &ue), errors.As(err, &oe), errors.As(err, &xe), errors.Is(err, exec.ErrNotFound),
+		errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EIO),
+		errors.Is(err, fs.ErrPermission), errors.Is(err, context.DeadlineExceeded):
+		return 3
+	}
+	return 2
 }
 
 // strictGroups makes every command group (a command with subcommands and

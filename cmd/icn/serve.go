@@ -766,7 +766,7 @@ func (cl *client) do(ctx context.Context, method, path string, body, out any) er
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			return fmt.Errorf("cannot reach the fabric manager at %s: %v", cl.server, ue.Err)
+			return &exitError{3, fmt.Errorf("cannot reach the fabric manager at %s: %v", cl.server, ue.Err)}
 		}
 		return err
 	}
@@ -787,11 +787,17 @@ func (cl *client) do(ctx context.Context, method, path string, body, out any) er
 	return json.Unmarshal(data, out)
 }
 
+// exitFor maps the service's HTTP status to an exit status: a conflict
+// (no room, a fabric that refuses) is a no, other 4xx an invalid
+// request, 5xx the environment.
 func exitFor(code int) int {
-	if code == http.StatusConflict {
+	switch {
+	case code == http.StatusConflict:
+		return 1
+	case code >= 500:
 		return 3
 	}
-	return 1
+	return 2
 }
 
 func (cl *client) print(w io.Writer, v any, table func(io.Writer) error) error {

@@ -231,11 +231,11 @@ func rateRange(from, to, step float64) ([]float64, error) {
 	return out, nil
 }
 
-// simExit turns a deadlock into exit status 3 with its message.
+// simExit turns a deadlock into exit status 1 with its message.
 func simExit(err error) error {
 	var de *sim.DeadlockError
 	if errors.As(err, &de) {
-		return &exitError{3, err}
+		return &exitError{1, err}
 	}
 	return err
 }
@@ -261,7 +261,7 @@ switching, dateline or bubble flow control on torus rings. Each load point
 runs a warm-up until latency and throughput settle, a measurement window
 (--cycles) and a drain until every measured packet has arrived; flit
 conservation is checked on every run and deadlocks are detected and
-reported (exit status 3). Loads are flits per node per cycle. See docs/sim.md.`,
+reported (exit status 1). Loads are flits per node per cycle. See docs/sim.md.`,
 		Example: `  icn sim --topo torus:8x8 --routing dor --traffic uniform --rate 0.3
   icn sim --topo torus:8x8 --rate 0.1,0.3,0.5 --json
   icn sim --topo torus:4x4x4 --routing dirbit --switching vct --fc bubble --vcs 1 --packet 4 --rate 0.2
@@ -288,7 +288,7 @@ reported (exit status 3). Loads are flits per node per cycle. See docs/sim.md.`,
 }
 
 // runSim simulates the load points (or the trace), writes them to w and
-// returns exit status 3 when a point deadlocked.
+// returns exit status 1 when a point deadlocked.
 func runSim(_ context.Context, o simOptions, w io.Writer) error {
 	trace := o.sim.traffic == "trace"
 	rs, err := simRates(o, trace)
@@ -322,7 +322,7 @@ func runSim(_ context.Context, o simOptions, w io.Writer) error {
 	}
 	for _, p := range pts {
 		if p.Deadlock != "" {
-			return &exitError{3, fmt.Errorf("at load %g: %s", p.Offered, p.Deadlock)}
+			return &exitError{1, fmt.Errorf("at load %g: %s", p.Offered, p.Deadlock)}
 		}
 	}
 	return nil
@@ -340,7 +340,7 @@ func simRates(o simOptions, trace bool) ([]float64, error) {
 	return nil, nil
 }
 
-// simTrace replays the trace as one point; a deadlock is exit status 3.
+// simTrace replays the trace as one point; a deadlock is exit status 1.
 func simTrace(n *sim.Network, cfg sim.Config) ([]sim.Point, error) {
 	cfg.Workers = 1
 	p, err := sim.RunTrace(n, cfg)

@@ -59,13 +59,13 @@ func TestRunSimBelowSaturation(t *testing.T) {
 }
 
 // runSim in process: a torus ring with one VC and no dateline, forced,
-// deadlocks at high load, and the error carries exit status 3.
+// deadlocks at high load, and the error carries exit status 1.
 func TestRunSimDeadlockExit(t *testing.T) {
 	o := simTestOptions("torus:4x4")
 	o.rates, o.sim.vcs, o.sim.force, o.sim.packet = "0.9", 1, true, "8"
 	err := runSim(context.Background(), o, &bytes.Buffer{})
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 3 {
-		t.Fatalf("err %v, want a deadlock with exit status 3", err)
+	if !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("err %v, want a deadlock with exit status 1", err)
 	}
 }
