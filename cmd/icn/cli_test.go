@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -222,5 +223,25 @@ func TestExitCode(t *testing.T) {
 	_, stderr, code := runICN(t, dir, "fabric", "status", "--server", "http://127.0.0.1:1", "--token-file", "tok")
 	if code != 3 {
 		t.Errorf("unreachable service: exit status %d, stderr %q", code, stderr)
+	}
+}
+
+// Every command names its network --topo: fabric commands also take
+// --fabric (the same flag), topo show and export also the argument.
+func TestTopoFlagEverywhere(t *testing.T) {
+	dir := t.TempDir()
+	for _, pair := range [][2]string{
+		{"fabric route --topo fattree:k=2,n=2 --engine ftree --json", "fabric route --fabric fattree:k=2,n=2 --engine ftree --json"},
+		{"topo show --topo torus:4x4 --json", "topo show torus:4x4 --json"},
+		{"topo export --topo ring:5", "topo export ring:5"},
+	} {
+		a, errA, codeA := runICN(t, dir, strings.Fields(pair[0])...)
+		b, errB, codeB := runICN(t, dir, strings.Fields(pair[1])...)
+		// Timings differ run to run.
+		secs := regexp.MustCompile(`"[a-z_]*seconds": [0-9.e+-]+`)
+		a, b = secs.ReplaceAllString(a, ""), secs.ReplaceAllString(b, "")
+		if codeA != 0 || codeB != 0 || a != b || a == "" {
+			t.Errorf("%q and %q differ: %d %q / %d %q", pair[0], pair[1], codeA, errA, codeB, errB)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/icn-hpc/icn/topology"
 	"github.com/icn-hpc/icn/unicast"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // newFabricCmd is `icn fabric`: routing engines, audits and the
@@ -38,8 +39,8 @@ func newFabricAuditCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "audit",
 		Short: "Audit forwarding tables (opensm-lfts.dump, e.g. from OpenSM) for a fabric: reachability, path lengths, link loads, deadlock",
-		Example: `  icn fabric audit --fabric net.ibnet --lft opensm-lfts.dump
-  icn fabric audit --fabric fattree:k=4,n=3 --lft lfts.dump --json --check`,
+		Example: `  icn fabric audit --topo net.ibnet --lft opensm-lfts.dump
+  icn fabric audit --topo fattree:k=4,n=3 --lft lfts.dump --json --check`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.stderr = c.ErrOrStderr()
@@ -165,9 +166,9 @@ func newFabricRouteCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "route",
 		Short: "Compute linear forwarding tables with a routing engine, audit them, optionally write opensm-lfts.dump",
-		Example: `  icn fabric route --fabric fattree:k=4,n=3 --engine ftree
-  icn fabric route --fabric dragonfly:a=4,p=2,h=2 --engine dfsssp --lanes 4 --json
-  icn fabric route --fabric net.ibnet --engine updn --roots S-0002c90000001d18 --lft-out opensm-lfts.dump`,
+		Example: `  icn fabric route --topo fattree:k=4,n=3 --engine ftree
+  icn fabric route --topo dragonfly:a=4,p=2,h=2 --engine dfsssp --lanes 4 --json
+  icn fabric route --topo net.ibnet --engine updn --roots S-0002c90000001d18 --lft-out opensm-lfts.dump`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.stderr = c.ErrOrStderr()
@@ -291,6 +292,17 @@ func writeIBNetExport(w io.Writer, g *topology.Graph, spec string) error {
 	return g.WriteIBNetLIDs(w, f.PortLID)
 }
 
+// fabricIsTopo makes --fabric another spelling of --topo on c (every
+// command names its network --topo; --fabric is kept for scripts).
+func fabricIsTopo(c *cobra.Command) {
+	c.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "fabric" {
+			name = "topo"
+		}
+		return pflag.NormalizedName(name)
+	})
+}
+
 // fabricFlags select the fabric: a spec or a file, plus failures.
 type fabricFlags struct {
 	spec      string
@@ -299,7 +311,8 @@ type fabricFlags struct {
 }
 
 func (ff *fabricFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&ff.spec, "fabric", "", "fabric: a spec (fattree:k=4,n=3, dragonfly:a=4,p=2,h=2, torus:4x4:endpoints=1, …) or a file (ibnetdiscover, ibsim net, JSON, YAML)")
+	c.Flags().StringVar(&ff.spec, "topo", "", "fabric: a spec (fattree:k=4,n=3, dragonfly:a=4,p=2,h=2, torus:4x4:endpoints=1, …) or a file (ibnetdiscover, ibsim net, JSON, YAML); --fabric is the same flag")
+	fabricIsTopo(c)
 	c.Flags().StringVar(&ff.failLinks, "fail-links", "", "failed links: NODE[PORT], A~B, NODE+X, comma-separated, or @FILE")
 	c.Flags().StringVar(&ff.failNodes, "fail-nodes", "", "failed nodes, comma-separated, or @FILE")
 }
@@ -310,7 +323,7 @@ func (ff *fabricFlags) register(c *cobra.Command) {
 // fabric.
 func (ff *fabricFlags) graph(stderr io.Writer) (*topology.Graph, *unicast.Annotations, error) {
 	if ff.spec == "" {
-		return nil, nil, fmt.Errorf("no fabric given (use --fabric SPEC or FILE)")
+		return nil, nil, fmt.Errorf("no fabric given (use --topo SPEC or FILE)")
 	}
 	spec := ff.spec
 	if st, err := os.Stat(spec); err == nil && !st.IsDir() && !strings.HasPrefix(spec, "file:") {

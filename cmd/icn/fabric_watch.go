@@ -38,7 +38,7 @@ func newFabricWatchCmd() *cobra.Command {
 		Short: "Sweep the fabric with ibnetdiscover and report link failures and repairs to the fabric manager",
 		Long: `Each round (--interval) runs the discovery command (--discover, default
 ibnetdiscover -o 16), compares what it sees with the fabric the service holds
-(--fabric: the same file the service was started on, matched by node GUID
+(--topo: the same file the service was started on, matched by node GUID
 and port), reports every link no longer seen as failed and every failed
 link seen again as repaired (POST /api/fabric/failures), and, after a
 round that changed something, runs --on-change (for example a command that
@@ -48,9 +48,9 @@ With --opensm-log it also follows OpenSM's log: every link-state-change
 trap OpenSM logs makes it probe the switch that sent it (--probe, over the
 trap's directed route) and report the changes on that switch's links at
 once, between the sweeps.`,
-		Example: `  icn fabric watch --fabric fabric.ibnet --server http://127.0.0.1:8080
-  icn fabric watch --fabric fabric.ibnet --on-change 'kill -HUP $(pidof opensm)'
-  icn fabric watch --fabric fabric.ibnet --opensm-log /var/log/opensm.log --on-change 'kill -HUP $(pidof opensm)'`,
+		Example: `  icn fabric watch --topo fabric.ibnet --server http://127.0.0.1:8080
+  icn fabric watch --topo fabric.ibnet --on-change 'kill -HUP $(pidof opensm)'
+  icn fabric watch --topo fabric.ibnet --opensm-log /var/log/opensm.log --on-change 'kill -HUP $(pidof opensm)'`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			return runFabricWatch(c.Context(), o, c.ErrOrStderr())
@@ -58,7 +58,8 @@ once, between the sweeps.`,
 	}
 	o.cl.register(c)
 	f := c.Flags()
-	f.StringVar(&o.fabric, "fabric", "", "the fabric file the service was started on (ibnetdiscover text with GUIDs)")
+	f.StringVar(&o.fabric, "topo", "", "the fabric file the service was started on (ibnetdiscover text with GUIDs; file:PATH or PATH); --fabric is the same flag")
+	fabricIsTopo(c)
 	f.StringVar(&o.discover, "discover", "ibnetdiscover -o 16", "shell command printing the fabric as ibnetdiscover text (-o 16: 16 SMPs outstanding, a sweep in half the time)")
 	f.StringVar(&o.onChange, "on-change", "", "shell command run after a round that reported a change")
 	f.DurationVar(&o.interval, "interval", 10*time.Second, "time between sweeps")
@@ -73,7 +74,7 @@ func runFabricWatch(ctx context.Context, o fabricWatchOptions, log io.Writer) er
 		ctx = context.Background()
 	}
 	if o.fabric == "" {
-		return fmt.Errorf("--fabric is required (the file the service was started on)")
+		return fmt.Errorf("--topo is required (the fabric file the service was started on)")
 	}
 	if o.interval <= 0 {
 		return fmt.Errorf("--interval must be positive")

@@ -28,21 +28,37 @@ type topoShowOptions struct {
 	seed  uint64
 }
 
+// specArg takes the network from the positional argument or --topo (one
+// of them).
+func specArg(t *topoFlags, args []string) error {
+	switch {
+	case len(args) == 1 && t.spec != "":
+		return &exitError{2, fmt.Errorf("give the network once: as an argument or with --topo")}
+	case len(args) == 1:
+		t.spec = args[0]
+	case t.spec == "":
+		return &exitError{2, fmt.Errorf("give the network: a spec or file as the argument, or --topo")}
+	}
+	return nil
+}
+
 func newTopoShowCmd() *cobra.Command {
 	var o topoShowOptions
 	c := &cobra.Command{
-		Use:   "show SPEC",
+		Use:   "show [SPEC]",
 		Short: "Metrics of a network: size, degree, diameter, average distance, bisection, connectivity, cost",
 		Example: `  icn topo show torus:4x4x4
   icn topo show dragonfly:a=4,p=2,h=2 --json
   icn topo show torus:8x8 --fail-links 0.0+X,3.4+Y`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			o.topo.spec = args[0]
+			if err := specArg(&o.topo, args); err != nil {
+				return err
+			}
 			return runTopoShow(c.Context(), o, stdout(c))
 		},
 	}
-	o.topo.registerFaults(c)
+	o.topo.register(c, "topo", "")
 	o.out.register(c)
 	c.Flags().BoolVar(&o.exact, "exact", false, "insist on exact algorithms whatever the cost")
 	c.Flags().Uint64Var(&o.seed, "seed", 1, "seed for sampled distances on very large networks")
@@ -85,15 +101,17 @@ type topoExportOptions struct {
 func newTopoExportCmd() *cobra.Command {
 	var o topoExportOptions
 	c := &cobra.Command{
-		Use:   "export SPEC",
+		Use:   "export [SPEC]",
 		Short: "Write a network as JSON, Graphviz DOT or ibnetdiscover text",
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			o.topo.spec = args[0]
+			if err := specArg(&o.topo, args); err != nil {
+				return err
+			}
 			return runTopoExport(c.Context(), o, stdout(c))
 		},
 	}
-	o.topo.registerFaults(c)
+	o.topo.register(c, "topo", "")
 	c.Flags().StringVar(&o.format, "format", "json", "json, dot or ibnetdiscover")
 	c.Flags().StringVarP(&o.outPath, "output", "o", "", "write to FILE instead of standard output")
 	return c
