@@ -103,7 +103,7 @@ func newTopoExportCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "export [SPEC]",
 		Short: "Write a network as JSON, Graphviz DOT or ibnetdiscover text",
-		Args: cobra.MaximumNArgs(1),
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := specArg(&o.topo, args); err != nil {
 				return err
