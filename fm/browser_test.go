@@ -271,6 +271,28 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Logf("%s: %d nodes, %d links drawn on the canvas in %.0f ms", c.spec, s.g.NumNodes(), s.g.NumLinks(), ms)
+				// Hover names the node under the pointer, and a link with
+				// its load (zoomed in: at the overview a pixel spans many
+				// nodes).
+				hover := func(pt string) string {
+					v, err := chromedp.Run(tctx, chromedp.Evaluate[string](`(() => {
+						const cvs = document.querySelector('#fabric-canvas'), r = cvs.getBoundingClientRect(), p = ` + pt + `;
+						// Zoomed in (as one would to tell nodes apart), p at (100, 100).
+						cv.scale = Math.max(cv.scale, 1); cv.ox = 100 - p[0] * cv.scale; cv.oy = 100 - p[1] * cv.scale; drawCanvas();
+						cvs.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + cvs.clientLeft + p[0] * cv.scale + cv.ox, clientY: r.top + cvs.clientTop + p[1] * cv.scale + cv.oy, bubbles: true }));
+						return document.querySelector('#tip').hidden ? "" : document.querySelector('#tip').textContent;
+					})()`))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return v
+				}
+				if tip := hover(`cv.L.pos[0]`); !strings.HasPrefix(tip, s.g.NodeName(0)) {
+					t.Errorf("hover on node 0: %q", tip)
+				}
+				if tip := hover(`linkMid(cv.L, fabric.links[0])`); !strings.HasPrefix(tip, s.g.LinkName(0)+" — ") {
+					t.Errorf("hover on link 0: %q", tip)
+				}
 				png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
 				if err != nil {
 					t.Fatal(err)

@@ -298,7 +298,7 @@ function setLegend(mode, maxv, g) {
 // Canvas drawing of large fabrics.
 const CANVAS_FROM = 2048;
 let lastDrawMs = 0;
-const cv = { key: "", L: null, grid: null, scale: 0, ox: 0, oy: 0 };
+const cv = { key: "", L: null, grid: null, lgrid: null, scale: 0, ox: 0, oy: 0 };
 
 // canvasLayout returns the layout of the current fabric (kept while its
 // structure stays) and a grid of node ids for hover lookups.
@@ -315,8 +315,40 @@ function canvasLayout() {
       grid.get(k).push(n.id);
     });
     cv.grid = grid;
+    // Link midpoints (a tick's end for links between torus planes).
+    const lgrid = new Map();
+    fabric.links.forEach((l) => {
+      const m = linkMid(cv.L, l), k = Math.floor(m[0] / c) + ":" + Math.floor(m[1] / c);
+      if (!lgrid.has(k)) lgrid.set(k, []);
+      lgrid.get(k).push(l.id);
+    });
+    cv.lgrid = lgrid;
   }
   return cv.L;
+}
+
+// linkMid is where hovering finds link l on the canvas.
+function linkMid(L, l) {
+  const a = L.pos[l.a], b = L.pos[l.b];
+  if (L.torus && (l.dim >= 2 || Math.abs(a[0] - b[0]) + Math.abs(a[1] - b[1]) > L.cell * 1.5)) {
+    return [a[0] + L.cell * .35 * (l.dim === 1 ? 0 : 1), a[1] + L.cell * .35 * (l.dim === 0 ? 0 : l.dim === 3 ? -1 : 1)];
+  }
+  return [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2];
+}
+
+// linkAt returns the link whose midpoint is under canvas point (x, y).
+function linkAt(x, y) {
+  if (!cv.L) return null;
+  const L = cv.L, lx = (x - cv.ox) / cv.scale, ly = (y - cv.oy) / cv.scale;
+  const gx = Math.floor(lx / L.cell), gy = Math.floor(ly / L.cell);
+  let best = null, bd = (L.cell * .3) ** 2 + (4 / cv.scale) ** 2;
+  for (let i = -1; i <= 1; i++) for (let j = -1; j <= 1; j++) {
+    for (const id of cv.lgrid.get((gx + i) + ":" + (gy + j)) || []) {
+      const m = linkMid(L, fabric.links[id]), d = (m[0] - lx) ** 2 + (m[1] - ly) ** 2;
+      if (d < bd) { bd = d; best = fabric.links[id]; }
+    }
+  }
+  return best;
 }
 
 function drawCanvas() {
@@ -396,7 +428,7 @@ function nodeAt(x, y) {
   if (!cv.L) return null;
   const L = cv.L, lx = (x - cv.ox) / cv.scale, ly = (y - cv.oy) / cv.scale;
   const gx = Math.floor(lx / L.cell), gy = Math.floor(ly / L.cell);
-  let best = null, bd = (L.cell * .5) ** 2;
+  let best = null, bd = (L.cell * .35) ** 2;
   for (let i = -1; i <= 1; i++) for (let j = -1; j <= 1; j++) {
     for (const id of cv.grid.get((gx + i) + ":" + (gy + j)) || []) {
       const p = L.pos[id], d = (p[0] - lx) ** 2 + (p[1] - ly) ** 2;
@@ -419,11 +451,15 @@ function nodeAt(x, y) {
   window.addEventListener("mouseup", () => { drag = null; });
   canvas.addEventListener("mousemove", (e) => {
     if (drag) { cv.ox = e.offsetX - drag[0]; cv.oy = e.offsetY - drag[1]; drawCanvas(); return; }
-    const n = nodeAt(e.offsetX, e.offsetY);
-    tip.hidden = !n;
-    if (!n) return;
-    const job = n.job ? " — job " + n.job : "";
-    tip.textContent = n.name + (n.coord ? " (" + n.coord.join(",") + ")" : "") + job + (n.failed ? " — FAILED" : "");
+    const n = nodeAt(e.offsetX, e.offsetY), l = n ? null : linkAt(e.offsetX, e.offsetY);
+    tip.hidden = !n && !l;
+    if (n) {
+      const job = n.job ? " — job " + n.job : "";
+      tip.textContent = n.name + (n.coord ? " (" + n.coord.join(",") + ")" : "") + job + (n.failed ? " — FAILED" : "");
+    } else if (l) {
+      const mode = $("#heat").value, vals = loads ? (mode === "efi" ? loads.efi : loads.routes) : null;
+      tip.textContent = l.name + (vals ? " — " + (vals[l.id] || 0) + (mode === "efi" ? " EFI" : " routes") : "") + (l.failed ? " — FAILED" : "");
+    } else return;
     tip.style.left = e.pageX + 12 + "px"; tip.style.top = e.pageY + 12 + "px";
   });
   canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
