@@ -276,7 +276,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 				// nodes).
 				hover := func(pt string) string {
 					v, err := chromedp.Run(tctx, chromedp.Evaluate[string](`(() => {
-						const cvs = document.querySelector('#fabric-canvas'), r = cvs.getBoundingClientRect(), p = ` + pt + `;
+						const cvs = document.querySelector('#fabric-canvas'), r = cvs.getBoundingClientRect(), p = `+pt+`;
 						// Zoomed in (as one would to tell nodes apart), p at (100, 100).
 						cv.scale = Math.max(cv.scale, 1); cv.ox = 100 - p[0] * cv.scale; cv.oy = 100 - p[1] * cv.scale; drawCanvas();
 						cvs.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + cvs.clientLeft + p[0] * cv.scale + cv.ox, clientY: r.top + cvs.clientTop + p[1] * cv.scale + cv.oy, bubbles: true }));
