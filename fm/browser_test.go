@@ -214,6 +214,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 		{"torus:4x4x4x2", "0.0.0.0+Z", true},
 		{"fattree:k=4,n=3", "", false},
 		{"dragonfly:a=4,p=2,h=2", "", false},
+		{"torus:8x8x4x4", "0.0.0.0+W", true},
 		{"torus:32x32x32", "0.0.0+Z", true}, // a canvas
 		{"file:../unicast/testdata/ft2.ibnet", "", false},
 		{"fattree:m=40,n=3", "L1-0[21]", false}, // 16 000 hosts, a canvas
@@ -311,6 +312,12 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			failedShown := flag(`!!document.querySelector('[data-link="` + c.fail + `"].failed')`)
 			formHidden := flag(`document.querySelector('#alloc-form').hidden`)
 			reasonShown := flag(`!document.querySelector('#no-jobs').hidden && document.querySelector('#no-jobs').textContent.length > 10`)
+			if len(s.g.Dims()) > 2 {
+				// Slice labels readable on screen.
+				if h := num(`Math.round(Math.min(...[...document.querySelectorAll('.plane-label')].map(e => e.getBoundingClientRect().height)))`); h < 11 {
+					t.Errorf("slice labels %d px high", h)
+				}
+			}
 			if drawn != s.g.NumLinks() || zeroLength != 0 {
 				t.Errorf("%d of %d links drawn, %d of zero length", drawn, s.g.NumLinks(), zeroLength)
 			}

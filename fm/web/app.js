@@ -215,7 +215,7 @@ function linkShape(L, l, svg, attrs) {
   // per dimension (Z ↘, W ↗, V and U steeper).
   const dirs = [[1, 1], [1, -1], [.45, 1], [1, -.45]];
   const [dx, dy] = dirs[(l.dim - 2) % dirs.length], n = Math.hypot(dx, dy);
-  const ux = dx / n, uy = dy / n, r = L.cell * .22, k = L.cell * .3;
+  const ux = dx / n, uy = dy / n, r = L.cell * .22, k = L.cell * (l.failed ? .7 : .3); // a failed one reaches out
   return el("path", { d: `M${a[0] + ux * r},${a[1] + uy * r}l${ux * k},${uy * k}M${b[0] - ux * r},${b[1] - uy * r}l${-ux * k},${-uy * k}`, fill: "none", ...attrs }, svg);
 }
 
@@ -236,8 +236,14 @@ function draw() {
   }
   const L = layout(fabric);
   svg.setAttribute("viewBox", `0 0 ${L.w} ${L.h}`);
-  const fs = Math.max(10, L.w / 90);
-  for (const lb of L.labels) el("text", { x: lb.x, y: lb.y, class: "plane-label", "font-size": fs }, svg).textContent = lb.text;
+  // Labels at least 12 screen pixels high, whatever the drawing's scale.
+  const px = Math.max(L.w / (svg.clientWidth || L.w), L.h / (svg.clientHeight || L.h));
+  const fs = Math.max(10, 12 * px);
+  for (const lb of L.labels) {
+    const t = el("text", { x: lb.x, y: lb.y, class: "plane-label" }, svg);
+    t.style.fontSize = fs + "px"; // over the stylesheet's size
+    t.textContent = lb.text;
+  }
   const mode = $("#heat").value;
   const vals = loads ? (mode === "efi" ? loads.efi : loads.routes) : null;
   const maxv = vals ? Math.max(1, ...vals) : 1;
