@@ -272,6 +272,12 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Logf("%s: %d nodes, %d links drawn on the canvas in %.0f ms", c.spec, s.g.NumNodes(), s.g.NumLinks(), ms)
+				// The overview, before hovering zooms in.
+				png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(shots, strings.NewReplacer(":", "_", ",", "_", "=", "", "/", "_", "..", "").Replace(c.spec)+".png"), png, 0o644)
 				// Hover names the node under the pointer, and a link with
 				// its load (zoomed in: at the overview a pixel spans many
 				// nodes).
@@ -294,11 +300,6 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 				if tip := hover(`linkMid(cv.L, fabric.links[0])`); !strings.HasPrefix(tip, s.g.LinkName(0)+" — ") {
 					t.Errorf("hover on link 0: %q", tip)
 				}
-				png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
-				if err != nil {
-					t.Fatal(err)
-				}
-				os.WriteFile(filepath.Join(shots, strings.NewReplacer(":", "_", ",", "_", "=", "", "/", "_", "..", "").Replace(c.spec)+".png"), png, 0o644)
 				return
 			}
 			// Select the group: its root and members get marked.

@@ -393,7 +393,11 @@ function drawCanvas() {
     }
     c.strokeStyle = style; c.lineWidth = width; c.stroke();
   };
-  stroke(bins[0], "#c4c4c4", Math.max(px, L.cell / 16));
+  // Zoomed out over many links, plain ones are faint, so their density
+  // shows the structure (pods, groups) instead of a grey mass.
+  c.globalAlpha = px > L.cell / 4 ? Math.min(1, Math.max(.04, 3000 / (bins[0].length + 1))) : 1;
+  stroke(bins[0], "#607d8b", Math.max(px, L.cell / 16));
+  c.globalAlpha = 1;
   for (let i = 1; i < 9; i++) stroke(bins[i], heat((i - .5) / 8), Math.max(1.5 * px, L.cell / 10));
   // Nodes: job colours; at a zoom where a node is under 2 pixels, squares.
   const r = L.cell * .22, tiny = r / px < 1;
@@ -514,6 +518,8 @@ async function refresh() {
     // The failure field's example names a real link and node of this fabric.
     if (fabric.links.length && fabric.nodes.length) {
       $("#fail-form").target.placeholder = `${fabric.links[0].name} or ${fabric.nodes[fabric.nodes.length - 1].name}`;
+      const host = fabric.nodes.find((n) => n.kind !== "switch") || fabric.nodes[0];
+      $("#mcast-form").member.placeholder = `node name, e.g. ${host.name}`;
     }
     const audit = await api("GET", "/api/audit?limit=1000");
     const ol = $("#audit");
