@@ -49,7 +49,7 @@ Workloads (--groups):
 		Example: `  icn mcast --topo taihulight --groups grid3d:32x40x32 --algo minhop,sssp-new,fulb
   icn mcast --topo dragonfly:a=18,p=9,h=9 --groups grid3d:81x27x12 --algo minhop-new,fulb,fulb+1g --json
   icn mcast --topo fattree:k=4,n=3 --groups file:groups.txt --trees-out trees.json
-  icn mcast experiment --fabric all
+  icn mcast experiment --families all
   icn mcast hops --topo fattree:k=2,n=2 --switch L1-0`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -310,9 +310,9 @@ func newMcastExperimentCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "experiment",
 		Short: "The seed's comparisons (tables 3–12): every engine on the seed's fabrics and workloads",
-		Example: `  icn mcast experiment --fabric taihulight
-  icn mcast experiment --fabric dragonfly --algo minhop-new,sssp-new,fulb,fulb+1g
-  icn mcast experiment --fabric all --json > mcast.json`,
+		Example: `  icn mcast experiment --families taihulight
+  icn mcast experiment --families dragonfly --algo minhop-new,sssp-new,fulb,fulb+1g
+  icn mcast experiment --families all --json > mcast.json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runMcastExperiment(c.Context(), o, stdout(c))
@@ -320,7 +320,11 @@ func newMcastExperimentCmd() *cobra.Command {
 	}
 	o.out.register(c)
 	f := c.Flags()
-	f.StringVar(&o.fabric, "fabric", "all", "fattree, torus, dragonfly, bluelight, taihulight (comma-separated) or all")
+	f.StringVar(&o.fabric, "families", "all", "the seed's fabrics: fattree, torus, dragonfly, bluelight, taihulight (comma-separated) or all")
+	// --fabric was this flag's name; elsewhere it names one network (like
+	// --topo), so it is kept only for old scripts.
+	f.StringVar(&o.fabric, "fabric", "all", "old name of --families")
+	f.MarkDeprecated("fabric", "use --families (--fabric names one network in other commands)")
 	f.StringVar(&o.algos, "algo", "", "engines (default: the fabric's list, all five plus +1g on the dragonfly)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed for the random workloads and the random mapping")
 	f.StringVar(&o.mapSpec, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
@@ -330,7 +334,7 @@ func newMcastExperimentCmd() *cobra.Command {
 	return c
 }
 
-// seedFabrics parses --fabric: "all" or a comma-separated list of the
+// seedFabrics parses --families: "all" or a comma-separated list of the
 // seed's fabrics.
 func seedFabrics(spec string) ([]multicast.Fabric, error) {
 	if spec == "all" {
