@@ -48,7 +48,8 @@ var bookSimTraffic = map[string]string{
 
 // ParseBookSim reads a BookSim2 configuration ("key = value;" statements,
 // // and /* */ comments) and translates the parts icn models: topology
-// (torus, mesh) with k and n, routing_function dim_order, num_vcs,
+// (torus, mesh) with k and n, routing_function dim_order (or dor on a
+// mesh, as BookSim names it too), num_vcs,
 // vc_buf_size, packet_size, traffic, injection_rate (and
 // injection_rate_uses_flits), the router pipeline (routing_delay,
 // vc_alloc_delay, sw_alloc_delay, st_final_delay, speculative: the staged
@@ -194,8 +195,12 @@ func translateBookSim(kv map[string]string) (*BookSimFile, error) {
 	if out.Topo, err = bookSimTopo(topo, ints["k"], ints["n"]); err != nil {
 		return nil, err
 	}
-	if rf, ok := kv["routing_function"]; ok && rf != "dim_order" {
-		return nil, fmt.Errorf("BookSim routing_function %q is not modelled by icn (dim_order)", rf)
+	rf := kv["routing_function"]
+	if rf == "" {
+		rf = "dim_order"
+	}
+	if err := bookSimRouting(rf, topo); err != nil {
+		return nil, err
 	}
 	out.Set["routing"] = RouteDOR
 	tr := kv["traffic"]
@@ -240,6 +245,49 @@ func translateBookSim(kv map[string]string) (*BookSimFile, error) {
 	out.Set["cycles"] = strconv.Itoa(min(MaxCycles, ints["max_samples"]*S))
 	out.Set["seed"] = strconv.Itoa(ints["seed"])
 	return out, nil
+}
+
+// BookSim looks its routing function up as routing_function + "_" +
+// topology in the table its routefunc.cpp fills; for meshes and tori these
+// are the names, each with what it does. icn models dimension-order
+// routing with BookSim's VC use (dim_order on both, and dor, BookSim's
+// other name for dim_order_mesh); the rest route or use VCs otherwise.
+var bookSimRoutingFunctions = map[string]string{
+	"dim_order_mesh":      "",
+	"dor_mesh":            "",
+	"dim_order_torus":     "",
+	"dim_order_ni_mesh":   "dimension order with each destination on its own VCs (non-interfering)",
+	"dim_order_pni_mesh":  "dimension order with VCs split by destination (partially non-interfering)",
+	"dim_order_ni_torus":  "dimension order with each destination on its own VCs (non-interfering)",
+	"dim_order_bal_torus": "dimension order with datelines balanced across the VCs",
+	"xy_yx_mesh":          "XY or YX chosen per packet",
+	"adaptive_xy_yx_mesh": "XY or YX chosen adaptively",
+	"romm_mesh":           "ROMM: two-phase through a random node in the minimal quadrant",
+	"romm_ni_mesh":        "ROMM with non-interfering VCs",
+	"min_adapt_mesh":      "minimal adaptive (BookSim's, not icn's Duato escape)",
+	"min_adapt_torus":     "minimal adaptive (BookSim's, not icn's Duato escape)",
+	"planar_adapt_mesh":   "planar adaptive",
+	"valiant_mesh":        "Valiant through a random node",
+	"valiant_torus":       "Valiant through a random node",
+	"valiant_ni_torus":    "Valiant with non-interfering VCs",
+	"chaos_mesh":          "chaotic (non-minimal, deflecting)",
+	"chaos_torus":         "chaotic (non-minimal, deflecting)",
+}
+
+// bookSimRouting accepts routing_function rf on topology topo as BookSim
+// would, if icn models it; otherwise it says why not.
+func bookSimRouting(rf, topo string) error {
+	if topo == "" {
+		topo = "torus"
+	}
+	what, ok := bookSimRoutingFunctions[rf+"_"+topo]
+	switch {
+	case !ok:
+		return fmt.Errorf("BookSim routing_function %s on a %s: BookSim has no %s_%s either", rf, topo, rf, topo)
+	case what != "":
+		return fmt.Errorf("BookSim routing_function %s (%s_%s: %s) is not modelled by icn (dim_order, or dor on a mesh)", rf, rf, topo, what)
+	}
+	return nil
 }
 
 // bookSimTopo returns the topology spec of a BookSim k-ary n-cube.

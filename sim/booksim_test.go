@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -301,6 +302,36 @@ seed = 7;`))
 	}
 	if len(bf.Set) != len(want) {
 		t.Errorf("options %v", bf.Options())
+	}
+	// BookSim's names for its routing functions (routing_function +
+	// "_" + topology in its routefunc.cpp): dor is its dim_order_mesh.
+	for _, c := range []struct {
+		cfg, err string
+	}{
+		{"topology = mesh; k = 8; n = 2; routing_function = dor;", ""},
+		{"topology = mesh; routing_function = dim_order;", ""},
+		{"topology = torus; routing_function = dim_order;", ""},
+		{"topology = torus; routing_function = dor;", "BookSim has no dor_torus either"},
+		{"topology = mesh; routing_function = romm;", "romm_mesh: ROMM"},
+		{"topology = torus; routing_function = dim_order_bal;", "dim_order_bal_torus"},
+		{"topology = mesh; routing_function = bogus;", "no bogus_mesh"},
+	} {
+		bf, err := ParseBookSim([]byte(c.cfg))
+		switch {
+		case c.err == "" && (err != nil || bf.Set["routing"] != RouteDOR):
+			t.Errorf("%q: %v", c.cfg, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: error %v, want %q", c.cfg, err, c.err)
+		}
+	}
+	// A mesh file in the shape of BookSim's own examples/mesh88_lat: the
+	// routing name passes; the allocator and speedup keys icn does not
+	// model are refused by key and value.
+	_, err = ParseBookSim([]byte("topology = mesh; k = 8; n = 2; routing_function = dor; num_vcs = 8; vc_buf_size = 8;\n" +
+		"routing_delay = 0; vc_alloc_delay = 1; sw_alloc_delay = 1; traffic = transpose; packet_size = 20; injection_rate = 0.005;\n" +
+		"input_speedup = 2;"))
+	if err == nil || !strings.Contains(err.Error(), "input_speedup = 2") {
+		t.Errorf("mesh88_lat-like file: %v", err)
 	}
 	for _, bad := range []string{"topology = fly;", "routing_function = min_adapt;", "vc_allocator = separable_input_first;",
 		"injection_process = on_off;", "num_vcs = 0;", "seed = time;", "watts = 3;", "k = 8", "injection_rate = {0.1,0.2};", "/* open"} {
