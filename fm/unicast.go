@@ -100,7 +100,7 @@ func (s *Service) refreshUnicast(g *topology.Graph) *UnicastStatus {
 				return err
 			}
 			s.rr, res = rr, rr.Result()
-			ust.Destinations = res.Tables.F.MaxLIDInUse()
+			ust.Destinations = rr.Destinations()
 			ust.Rerouted = ust.Destinations
 		} else if res, ust, err = s.rr.Update(g); err != nil {
 			return err

@@ -212,19 +212,19 @@ func (ft *fatTree) ancestors(f *Fabric) [][]int {
 // of tops reproduces d-mod-k, so a shift permutation meets no contention.
 // Switch LIDs are routed up*/down* with the top level as roots.
 func routeFTree(f *Fabric, o Options) (*Tables, error) {
-	ft, err := analyseFatTree(f)
-	if err != nil {
-		return nil, fmt.Errorf("ftree: %v (use minhop, updn or dfsssp)", err)
-	}
-	fr, err := newFTreeRouter(f, ft, o)
+	fr, err := newFTreeRouter(f, o)
 	if err != nil {
 		return nil, err
 	}
 	return fr.t, nil
 }
 
-// newFTreeRouter routes f (whose fat-tree structure is ft) in full.
-func newFTreeRouter(f *Fabric, ft *fatTree, o Options) (*ftreeRouter, error) {
+// newFTreeRouter routes f in full and keeps the router's state.
+func newFTreeRouter(f *Fabric, o Options) (*ftreeRouter, error) {
+	ft, err := analyseFatTree(f)
+	if err != nil {
+		return nil, fmt.Errorf("ftree: %v (use minhop, updn or dfsssp)", err)
+	}
 	t := NewTables(f, "ftree")
 	fillLocal(t)
 	fr := &ftreeRouter{f: f, ft: ft, t: t, L: ft.maxLevel, adj: switchAdjacency(f)}
@@ -502,24 +502,8 @@ func (fr *ftreeRouter) routeSwitchLIDs(o Options) error {
 		return err
 	}
 	fr.ud = u
-	fr.fillSwitchLIDs(o.Workers, nil)
+	par.For(len(fr.f.switches), o.Workers, func(_, t int) { fr.fillSwitchLID(t) })
 	return nil
-}
-
-// fillSwitchLIDs sets every live switch's entry for the switch LIDs of the
-// target switches ts (nil: all).
-func (fr *ftreeRouter) fillSwitchLIDs(workers int, ts []int) {
-	n := len(fr.f.switches)
-	if ts != nil {
-		n = len(ts)
-	}
-	par.For(n, workers, func(_, i int) {
-		t := i
-		if ts != nil {
-			t = ts[i]
-		}
-		fr.fillSwitchLID(t)
-	})
 }
 
 // fillSwitchLID sets every switch's entry for target switch t's LID.

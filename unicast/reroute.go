@@ -3,7 +3,6 @@ package unicast
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/icn-hpc/icn/topology"
@@ -87,15 +86,10 @@ func (r *Rerouter) full(f *Fabric) error {
 	}
 	switch o.Engine {
 	case "ftree":
-		ft, err := analyseFatTree(f)
-		if err != nil {
-			return fmt.Errorf("ftree: %v (use minhop, updn or dfsssp)", err)
-		}
-		fr, err := newFTreeRouter(f, ft, o)
+		fr, err := newFTreeRouter(f, o)
 		if err != nil {
 			return err
 		}
-		fr.t.Engine = "ftree"
 		r.ft, r.sp = fr, nil
 		r.res = &Result{Tables: fr.t, LanesNeeded: 1}
 	case "sssp", "dfsssp":
@@ -169,10 +163,10 @@ func (r *Rerouter) Update(g *topology.Graph) (*Result, UpdateStats, error) {
 			return nil, st, err
 		}
 	}
+	st.Destinations = r.Destinations()
 	if st.Mode == "full" {
-		st.Rerouted = r.f.MaxLIDInUse()
+		st.Rerouted = st.Destinations
 	}
-	st.Destinations = liveDestinations(r.f)
 	if st.Mode != "repair" {
 		st.Changed = ChangedEntries(prev, r.res.Tables)
 	}
@@ -256,13 +250,5 @@ func ChangedEntries(a, b *Tables) int64 {
 	return n
 }
 
-// liveDestinations counts the live LIDs.
-func liveDestinations(f *Fabric) int {
-	n := 0
-	for _, d := range f.dests() {
-		if d.alive {
-			n++
-		}
-	}
-	return n
-}
+// Destinations counts the live LIDs of the current fabric (those routed).
+func (r *Rerouter) Destinations() int { return len(liveLIDs(r.f)) }

@@ -415,7 +415,7 @@ func (rp *repairer) reroute() {
 			}
 		}
 	}
-	// Next hops in order of hops (as chooseTree: least cost among the
+	// Next hops in order of hops (as routeDest: least cost among the
 	// neighbours one hop nearer, the first on ties).
 	for _, x := range order {
 		best, bestE := int64(1<<62), int32(-1)

@@ -108,24 +108,17 @@ type ssspState struct {
 // routeDest routes every switch to destination d (its port into out) and
 // adds the routes' sources to the weights of the links they use.
 func (st *ssspState) routeDest(d dest, out []uint8) {
+	adj, S := st.adj, st.S
 	var ly []int32
 	if st.layers != nil {
 		ly = st.layers[d.sw]
 	} else {
-		st.scratch = bfsLayers(st.adj, d.sw, st.scratch)
+		st.scratch = bfsLayers(adj, d.sw, st.scratch)
 		ly = st.scratch
 	}
-	st.chooseTree(d, ly, st.cost, st.next, out)
-	st.addTree(ly, st.next, st.acc)
-}
-
-// chooseTree picks every switch's next hop towards d over the BFS layers
-// ly of d's switch, minimising (hops, weight) (into next, as adjacency
-// indices, and out, as ports); it reads the weights only.
-func (st *ssspState) chooseTree(d dest, ly []int32, cost []int64, next []int32, out []uint8) {
-	adj, S := st.adj, st.S
 	n := len(ly) - S
 	order, hop := ly[:n], ly[n:]
+	cost, next, acc := st.cost, st.next, st.acc
 	cost[d.sw], next[d.sw] = 0, -1
 	// Cheapest next hop, layer by layer.
 	for _, u := range order[1:] {
@@ -143,13 +136,6 @@ func (st *ssspState) chooseTree(d dest, ly []int32, cost []int64, next []int32, 
 		cost[u], next[u] = best, bestE
 		out[u] = adj.port[bestE]
 	}
-}
-
-// addTree adds the sources of the tree next (over layers ly) to the
-// weights of the links it uses; acc is zero scratch, left zero.
-func (st *ssspState) addTree(ly []int32, next []int32, acc []int64) {
-	adj := st.adj
-	order := ly[:len(ly)-st.S]
 	// Accumulate sources from the far end of the tree inwards.
 	for i := len(order) - 1; i >= 1; i-- {
 		u := order[i]

@@ -365,17 +365,6 @@ func routeUpDn(f *Fabric, o Options) (*Tables, []int, string, error) {
 	return t, sortedInts(nodes), order, nil
 }
 
-// fillUpDown routes the destinations ds of t up*/down* for the ranks.
-func fillUpDown(t *Tables, rank []int, adj *swAdj, o Options, ds []dest) error {
-	f := t.F
-	u, err := newUpDown(f, adj, rank, o.Workers, o.Progress)
-	if err != nil {
-		return err
-	}
-	balanced(t, ds, func(_, s, tt int, buf []uint8) []uint8 { return u.cand(adj, s, tt, buf) }, o.Workers, o.Progress)
-	return nil
-}
-
 // ParseRoots resolves a list of root switches: node names or GUIDs
 // ("0x0002c90000001d18"), separated by commas, white space or new lines;
 // '#' starts a comment (so an OpenSM root GUID file works as is).
