@@ -215,7 +215,10 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 		{"fattree:k=4,n=3", "", false},
 		{"dragonfly:a=4,p=2,h=2", "", false},
 		{"torus:8x8x4x4", "0.0.0.0+W", true},
-		{"torus:32x32x32", "0.0.0+Z", true}, // a canvas
+		{"torus:12", "3+X", true},                    // one dimension
+		{"torus:3x2x2x2x2x3", "0.0.0.0.0.0+U", true}, // six
+		{"torus:16x16x16", "5.5.5+Z", true},          // a canvas
+		{"torus:32x32x32", "0.0.0+Z", true},          // a canvas
 		{"file:../unicast/testdata/ft2.ibnet", "", false},
 		{"fattree:m=40,n=3", "L1-0[21]", false}, // 16 000 hosts, a canvas
 	} {
@@ -267,11 +270,25 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 				if n := num(`+document.querySelector('#fabric-canvas').dataset.drawn`); n != s.g.NumNodes() {
 					t.Errorf("canvas drew %d of %d nodes", n, s.g.NumNodes())
 				}
-				ms, err := chromedp.Run(tctx, chromedp.Evaluate[float64](`lastDrawMs`))
+				ms, err := chromedp.Run(tctx, chromedp.Evaluate[[]float64](`[lastDrawMs, firstDrawnAt]`))
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("%s: %d nodes, %d links drawn on the canvas in %.0f ms", c.spec, s.g.NumNodes(), s.g.NumLinks(), ms)
+				t.Logf("%s: %d nodes, %d links drawn on the canvas in %.0f ms (%.0f ms from the page's start, fetching included)", c.spec, s.g.NumNodes(), s.g.NumLinks(), ms[0], ms[1])
+				if c.fail != "" {
+					// At the overview the failed link is marked red on screen:
+					// count red pixels within 10 of its middle.
+					if n := num(`(() => {
+						const l = fabric.links.find(l => l.name === "` + c.fail + `"), p = linkMid(cv.L, l), dpr = window.devicePixelRatio || 1;
+						const x = Math.round(dpr * (p[0] * cv.scale + cv.ox)), y = Math.round(dpr * (p[1] * cv.scale + cv.oy));
+						const d = document.querySelector('#fabric-canvas').getContext('2d').getImageData(x - 10, y - 10, 21, 21).data;
+						let red = 0;
+						for (let i = 0; i < d.length; i += 4) if (d[i] > 180 && d[i + 1] < 90 && d[i + 2] < 90) red++;
+						return red;
+					})()`); n < 20 {
+						t.Errorf("failed link %s: %d red pixels round it at the overview", c.fail, n)
+					}
+				}
 				// The overview, before hovering zooms in.
 				png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
 				if err != nil {

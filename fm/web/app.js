@@ -232,6 +232,7 @@ function draw() {
   if (big) {
     drawCanvas();
     lastDrawMs = performance.now() - t0;
+    if (!firstDrawnAt) firstDrawnAt = performance.now();
     return;
   }
   const L = layout(fabric);
@@ -303,7 +304,7 @@ function setLegend(mode, maxv, g) {
 
 // Canvas drawing of large fabrics.
 const CANVAS_FROM = 2048;
-let lastDrawMs = 0;
+let lastDrawMs = 0, firstDrawnAt = 0; // ms: the last drawing; page start to the first drawing
 const cv = { key: "", L: null, grid: null, lgrid: null, scale: 0, ox: 0, oy: 0 };
 
 // canvasLayout returns the layout of the current fabric (kept while its
@@ -418,6 +419,14 @@ function drawCanvas() {
     c.fill();
   }
   stroke(failed, "#d00", Math.max(3 * px, L.cell / 8));
+  // A ring of fixed screen size round each failed link: visible however
+  // far out the view is zoomed.
+  c.beginPath();
+  for (const l of failed) {
+    const m = linkMid(L, l), rr = Math.max(7 * px, L.cell * .3);
+    c.moveTo(m[0] + rr, m[1]); c.arc(m[0], m[1], rr, 0, 2 * Math.PI);
+  }
+  c.lineWidth = Math.max(2 * px, L.cell / 12); c.stroke();
   c.strokeStyle = "#d00"; c.lineWidth = Math.max(2 * px, L.cell / 10);
   c.beginPath();
   for (const n of fabric.nodes) if (n.failed) {
