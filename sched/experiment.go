@@ -3,8 +3,10 @@ package sched
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,12 +66,22 @@ func (o *ExperimentOptions) transit() func(int) int {
 	return func(m int) int { return int(math.Ceil(f * float64(m))) }
 }
 
-// streamFor generates the stream of network k (the same for every
-// algorithm and window, so comparisons are paired).
-func (o *ExperimentOptions) streamFor(k int, nodes int) (*Stream, error) {
+// streamFor generates the stream of a network: the same for every
+// algorithm and window, so comparisons are paired, and a function of the
+// seed and the network's name only, so a network gets the same stream
+// whichever other networks an experiment runs with it.
+func (o *ExperimentOptions) streamFor(network string, nodes int) (*Stream, error) {
 	p := o.Stream
-	p.Seed = o.Seed*1_000_003 + uint64(k)
+	p.Seed = StreamSeed(o.Seed, network)
 	return Synthetic(p, nodes)
+}
+
+// StreamSeed is the seed of network's synthetic stream in an experiment
+// run with seed: FNV-1a of the network's name mixed with the seed.
+func StreamSeed(seed uint64, network string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(network))
+	return seed*1_000_003 ^ h.Sum64()
 }
 
 // SeedTable1 holds seed 001 table 1: mean number of solutions found by the
@@ -105,7 +117,7 @@ func Solutions(networks []string, o ExperimentOptions, newRouter RouterFactory) 
 	items := o.Shard.pick(len(networks))
 	rows := make([]SolutionsRow, len(items))
 	err := o.run(len(items), func(i int) (err error) {
-		rows[i], err = solutionsOne(networks[items[i]], items[i], o, newRouter)
+		rows[i], err = solutionsOne(networks[items[i]], o, newRouter)
 		return err
 	})
 	return rows, err
@@ -151,14 +163,14 @@ func machine(network string, newRouter RouterFactory) (*alloc.State, alloc.Route
 	return st, rt, nil
 }
 
-func solutionsOne(network string, k int, o ExperimentOptions, newRouter RouterFactory) (SolutionsRow, error) {
+func solutionsOne(network string, o ExperimentOptions, newRouter RouterFactory) (SolutionsRow, error) {
 	row := SolutionsRow{Network: network}
 	st, rt, err := machine(network, newRouter)
 	if err != nil {
 		return row, err
 	}
 	row.Nodes = st.N()
-	stream, err := o.streamFor(k, st.N())
+	stream, err := o.streamFor(network, st.N())
 	if err != nil {
 		return row, err
 	}
@@ -235,14 +247,14 @@ type UtilRow struct {
 // network's synthetic stream.
 func Utilization(networks []string, windows []int, backfill bool, o ExperimentOptions, newRouter RouterFactory) ([]UtilRow, error) {
 	type item struct {
-		net, k, w int
-		algo      alloc.Algo
+		net, w int
+		algo   alloc.Algo
 	}
 	var all []item
 	for k := range networks {
 		for _, w := range windows {
 			for _, a := range []alloc.Algo{alloc.Baseline, alloc.Improved} {
-				all = append(all, item{k, k, w, a})
+				all = append(all, item{k, w, a})
 			}
 		}
 	}
@@ -250,19 +262,19 @@ func Utilization(networks []string, windows []int, backfill bool, o ExperimentOp
 	rows := make([]UtilRow, len(picked))
 	err := o.run(len(picked), func(i int) (err error) {
 		it := all[picked[i]]
-		rows[i], err = utilOne(networks[it.net], it.k, it.w, backfill, it.algo, o, newRouter)
+		rows[i], err = utilOne(networks[it.net], it.w, backfill, it.algo, o, newRouter)
 		return err
 	})
 	return rows, err
 }
 
-func utilOne(network string, k, w int, backfill bool, algo alloc.Algo, o ExperimentOptions, newRouter RouterFactory) (UtilRow, error) {
+func utilOne(network string, w int, backfill bool, algo alloc.Algo, o ExperimentOptions, newRouter RouterFactory) (UtilRow, error) {
 	row := UtilRow{Network: network, Window: w, Backfill: backfill, Algo: string(algo)}
 	st, rt, err := machine(network, newRouter)
 	if err != nil {
 		return row, err
 	}
-	stream, err := o.streamFor(k, st.N())
+	stream, err := o.streamFor(network, st.N())
 	if err != nil {
 		return row, err
 	}
@@ -421,4 +433,63 @@ func MergeShards(readers []io.Reader, names []string) (*ShardFile, error) {
 		return a.Algo < b.Algo
 	})
 	return out, nil
+}
+
+// UtilAggregate sums up a utilization experiment the ways the seed's
+// summary figures may be read: gains in percentage points and relative to
+// the baseline, T_mean ratios as the mean of the rows' ratios, the ratio
+// of the mean T_mean and the ratio of the median T_mean.
+type UtilAggregate struct {
+	GainPoints          float64 `json:"gain_points"` // mean over rows, pp
+	GainMin             float64 `json:"gain_min"`
+	GainMax             float64 `json:"gain_max"`
+	GainRelative        float64 `json:"gain_relative_percent"` // mean of 100·(U_impr/U_base − 1)
+	TMeanRatio          float64 `json:"t_mean_ratio"`          // mean of the rows' ratios
+	TMeanRatioOfMeans   float64 `json:"t_mean_ratio_of_means"`
+	TMeanRatioOfMedians float64 `json:"t_mean_ratio_of_medians"`
+}
+
+// Aggregate sums up the rows of Summarize.
+func Aggregate(sum []UtilSummary) UtilAggregate {
+	var a UtilAggregate
+	if len(sum) == 0 {
+		return a
+	}
+	a.GainMin, a.GainMax = math.Inf(1), math.Inf(-1)
+	var bt, it []float64
+	for _, s := range sum {
+		a.GainPoints += s.GainPoints
+		a.GainMin, a.GainMax = min(a.GainMin, s.GainPoints), max(a.GainMax, s.GainPoints)
+		if s.BaselineU > 0 {
+			a.GainRelative += 100 * (s.ImprovedU/s.BaselineU - 1)
+		}
+		a.TMeanRatio += s.TMeanRatio
+		bt, it = append(bt, s.BaselineT), append(it, s.ImprovedT)
+	}
+	n := float64(len(sum))
+	a.GainPoints, a.GainRelative, a.TMeanRatio = a.GainPoints/n, a.GainRelative/n, a.TMeanRatio/n
+	if m := mean(it); m > 0 {
+		a.TMeanRatioOfMeans = mean(bt) / m
+	}
+	if m := median(it); m > 0 {
+		a.TMeanRatioOfMedians = median(bt) / m
+	}
+	return a
+}
+
+func mean(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+func median(x []float64) float64 {
+	y := slices.Clone(x)
+	slices.Sort(y)
+	if len(y)%2 == 1 {
+		return y[len(y)/2]
+	}
+	return (y[len(y)/2-1] + y[len(y)/2]) / 2
 }

@@ -118,6 +118,9 @@ type SyntheticParams struct {
 	// 1/m on 1..MaxNodes), "uniform" or "pow2" (powers of two).
 	Sizes    string
 	MaxNodes int // largest job (default half the machine)
+	// Times is the runtime distribution on [MinTime, MaxTime]:
+	// "loguniform" (default) or "uniform".
+	Times string
 	// Overestimate multiplies runtimes into requested times (default 1).
 	Overestimate float64
 	Seed         uint64
@@ -129,7 +132,7 @@ const (
 )
 
 // ParseSynthetic reads "load=0.8,span=4mo,maxtime=1d,sizes=loguniform,
-// maxnodes=16,jobs=500,seed=3,overestimate=1.5". Durations accept s, m, h,
+// times=loguniform,maxnodes=16,jobs=500,seed=3,overestimate=1.5". Durations accept s, m, h,
 // d, w and mo suffixes.
 func ParseSynthetic(spec string) (SyntheticParams, error) {
 	p := SyntheticParams{}
@@ -164,6 +167,11 @@ func ParseSynthetic(spec string) (SyntheticParams, error) {
 			if v != "loguniform" && v != "uniform" && v != "pow2" {
 				err = fmt.Errorf("want loguniform, uniform or pow2")
 			}
+		case "times":
+			p.Times = v
+			if v != "loguniform" && v != "uniform" {
+				err = fmt.Errorf("want loguniform or uniform")
+			}
 		case "maxnodes":
 			p.MaxNodes, err = strconv.Atoi(v)
 			if err == nil && p.MaxNodes < 1 {
@@ -177,7 +185,7 @@ func ParseSynthetic(spec string) (SyntheticParams, error) {
 		case "seed":
 			p.Seed, err = strconv.ParseUint(v, 10, 64)
 		default:
-			return p, fmt.Errorf("synthetic stream: unknown parameter %q (load, span, maxtime, mintime, jobs, sizes, maxnodes, overestimate, seed)", k)
+			return p, fmt.Errorf("synthetic stream: unknown parameter %q (load, span, maxtime, mintime, jobs, sizes, times, maxnodes, overestimate, seed)", k)
 		}
 		if err != nil {
 			return p, fmt.Errorf("synthetic stream: %s=%s: %v", k, v, err)
@@ -227,6 +235,9 @@ func Synthetic(p SyntheticParams, machineNodes int) (*Stream, error) {
 	if p.Sizes == "" {
 		p.Sizes = "loguniform"
 	}
+	if p.Times == "" {
+		p.Times = "loguniform"
+	}
 	if p.MaxNodes == 0 {
 		p.MaxNodes = max(1, machineNodes/2)
 	}
@@ -238,6 +249,9 @@ func Synthetic(p SyntheticParams, machineNodes int) (*Stream, error) {
 	target := p.Load * float64(machineNodes) * p.Span
 	s := &Stream{Source: fmt.Sprintf("synthetic(load=%g,span=%gd,maxtime=%gs,sizes=%s,maxnodes=%d,seed=%d)",
 		p.Load, p.Span/day, p.MaxTime, p.Sizes, p.MaxNodes, p.Seed)}
+	if p.Times != "loguniform" {
+		s.Source = strings.Replace(s.Source, ",maxnodes=", ",times="+p.Times+",maxnodes=", 1)
+	}
 	work := 0.0
 	for id := 1; ; id++ {
 		if p.Jobs > 0 && id > p.Jobs {
@@ -247,8 +261,13 @@ func Synthetic(p SyntheticParams, machineNodes int) (*Stream, error) {
 			break
 		}
 		m := drawSize(r, p.Sizes, p.MaxNodes)
-		// Log-uniform runtimes between MinTime and MaxTime.
-		rt := math.Exp(math.Log(p.MinTime) + r.Float64()*(math.Log(p.MaxTime)-math.Log(p.MinTime)))
+		// Runtimes between MinTime and MaxTime.
+		var rt float64
+		if p.Times == "uniform" {
+			rt = p.MinTime + r.Float64()*(p.MaxTime-p.MinTime)
+		} else {
+			rt = math.Exp(math.Log(p.MinTime) + r.Float64()*(math.Log(p.MaxTime)-math.Log(p.MinTime)))
+		}
 		rt = math.Round(rt)
 		req := math.Min(math.Round(rt*p.Overestimate), math.Max(p.MaxTime, rt))
 		job := Job{ID: id, Submit: math.Round(r.Float64() * p.Span), Nodes: m, Runtime: rt, Requested: req}

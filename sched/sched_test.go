@@ -185,3 +185,77 @@ func FuzzParseSWF(f *testing.F) {
 		}
 	})
 }
+
+// Uniform runtimes have the mean of their bounds; log-uniform ones far
+// less (their mean is (max−min)/ln(max/min)).
+func TestSyntheticTimes(t *testing.T) {
+	mean := func(times string) float64 {
+		s, err := Synthetic(SyntheticParams{Jobs: 20000, Times: times, Seed: 4}, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0.0
+		for _, j := range s.Jobs {
+			if j.Runtime < 60 || j.Runtime > day {
+				t.Fatalf("%s: runtime %v out of [60, 86400]", times, j.Runtime)
+			}
+			sum += j.Runtime
+		}
+		return sum / float64(len(s.Jobs))
+	}
+	if u, want := mean("uniform"), (day+60)/2; math.Abs(u-want) > 0.02*want {
+		t.Errorf("uniform runtimes: mean %.0f s, want ≈ %.0f", u, want)
+	}
+	if l, want := mean(""), (day-60)/math.Log(day/60); math.Abs(l-want) > 0.05*want {
+		t.Errorf("log-uniform runtimes: mean %.0f s, want ≈ %.0f", l, want)
+	}
+	if _, err := ParseSynthetic("times=normal"); err == nil {
+		t.Error("times=normal accepted")
+	}
+}
+
+// A network's stream depends on the seed and its name, not on the other
+// networks of the experiment or its place among them.
+func TestExperimentStreamIndependentOfList(t *testing.T) {
+	o := ExperimentOptions{Seed: 1, Stream: SyntheticParams{Span: month}, TransitFrac: 1}
+	alone, err := Utilization([]string{"4x2x2"}, []int{1}, false, o, angaraRouter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := Utilization([]string{"4x4", "2x2x2", "4x2x2"}, []int{1}, false, o, angaraRouter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []UtilRow
+	for _, r := range listed {
+		if r.Network == "4x2x2" {
+			got = append(got, r)
+		}
+	}
+	for _, rows := range [][]UtilRow{alone, got} {
+		for i := range rows {
+			rows[i].AllocSecs = 0 // time measured, not simulated
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(alone) {
+		t.Errorf("4x2x2 alone %+v, in a list %+v", alone, got)
+	}
+	if StreamSeed(1, "4x4") == StreamSeed(1, "4x2x2") || StreamSeed(1, "4x4") == StreamSeed(2, "4x4") {
+		t.Error("stream seeds collide")
+	}
+}
+
+func TestAggregate(t *testing.T) {
+	a := Aggregate([]UtilSummary{
+		{BaselineU: .5, ImprovedU: .6, GainPoints: 10, BaselineT: 10, ImprovedT: 5, TMeanRatio: 2},
+		{BaselineU: .4, ImprovedU: .5, GainPoints: 10, BaselineT: 30, ImprovedT: 5, TMeanRatio: 6},
+		{BaselineU: .8, ImprovedU: .8, GainPoints: 0, BaselineT: 2, ImprovedT: 2, TMeanRatio: 1},
+	})
+	// By hand: relative gains 20 %, 25 %, 0 %; T_mean means 14 / 4,
+	// medians 10 / 5.
+	want := UtilAggregate{GainPoints: 20.0 / 3, GainMin: 0, GainMax: 10, GainRelative: 15, TMeanRatio: 3, TMeanRatioOfMeans: 3.5, TMeanRatioOfMedians: 2}
+	if math.Abs(a.GainPoints-want.GainPoints) > 1e-9 || a.GainMin != 0 || a.GainMax != 10 || math.Abs(a.GainRelative-15) > 1e-9 ||
+		a.TMeanRatio != 3 || math.Abs(a.TMeanRatioOfMeans-3.5) > 1e-9 || a.TMeanRatioOfMedians != 2 {
+		t.Errorf("got %+v, want %+v", a, want)
+	}
+}

@@ -262,22 +262,22 @@ func reportExperiment(w io.Writer, out *output, file *sched.ShardFile, plot stri
 	if out.json {
 		return cli.JSON(w, struct {
 			*sched.ShardFile
-			Summary []sched.UtilSummary `json:"summary"`
-		}{file, sum})
+			Summary   []sched.UtilSummary `json:"summary"`
+			Aggregate sched.UtilAggregate `json:"aggregate"`
+		}{file, sum, sched.Aggregate(sum)})
 	}
 	t := cli.NewTable("NETWORK", "WINDOW", "U BASE", "U IMPR", "GAIN pp", "T_MEAN BASE", "T_MEAN IMPR", "RATIO", "SKIPPED B/I")
-	var gain, ratio float64
 	for _, s := range sum {
 		t.Row(s.Network, s.Window, fmt.Sprintf("%.2f%%", 100*s.BaselineU), fmt.Sprintf("%.2f%%", 100*s.ImprovedU), s.GainPoints,
 			s.BaselineT, s.ImprovedT, s.TMeanRatio, fmt.Sprintf("%d/%d", s.BaselineSkip, s.ImprovedSkip))
-		gain += s.GainPoints
-		ratio += s.TMeanRatio
 	}
 	if err := t.Write(w); err != nil {
 		return err
 	}
 	if len(sum) > 0 {
-		fmt.Fprintf(w, "\nmean utilization gain %.2f pp (seed: +6.96%%, 0.5%%..16.5%%); mean T_mean ratio %.2f (seed: 1.83)\n", gain/float64(len(sum)), ratio/float64(len(sum)))
+		a := sched.Aggregate(sum)
+		fmt.Fprintf(w, "\nutilization gain: mean %.2f pp (%.2f..%.2f), relative %+.2f%% (seed: +6.96%%, 0.5%%..16.5%%)\n", a.GainPoints, a.GainMin, a.GainMax, a.GainRelative)
+		fmt.Fprintf(w, "T_mean ratio: mean of the rows %.2f, of the means %.2f, of the medians %.2f (seed: 1.83)\n", a.TMeanRatio, a.TMeanRatioOfMeans, a.TMeanRatioOfMedians)
 	}
 	return nil
 }
