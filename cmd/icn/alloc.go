@@ -231,9 +231,10 @@ func reportExperiment(w io.Writer, out *output, file *sched.ShardFile, plot stri
 		if out.json {
 			return cli.JSON(w, file)
 		}
-		t := cli.NewTable("NETWORK", "NODES", "ATTEMPTS", "BASELINE", "IMPROVED", "RATIO", "SEED BASE", "SEED IMPR", "SEED RATIO")
+		t := cli.NewTable("NETWORK", "NODES", "ATTEMPTS", "BASELINE", "IMPROVED", "RATIO", "SEED BASE", "SEED IMPR", "SEED RATIO", "STARTED", "BASE|STARTED", "IMPR|STARTED")
 		for _, r := range file.Solutions {
-			t.Row(r.Network, r.Nodes, r.Attempts, r.BaselineMean, r.ImprovedMean, r.Ratio, r.SeedBaseline, r.SeedImproved, r.SeedRatio)
+			t.Row(r.Network, r.Nodes, r.Attempts, r.BaselineMean, r.ImprovedMean, r.Ratio, r.SeedBaseline, r.SeedImproved, r.SeedRatio,
+				r.StartedAttempts, r.BaselineMeanStarted, r.ImprovedMeanStarted)
 		}
 		return t.Write(w)
 	}
