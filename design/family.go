@@ -96,10 +96,10 @@ func ParseQCD(a string) (QCD, error) {
 			m++
 		}
 		if m*m != n {
-			return QCD{}, fmt.Errorf("N=%d is not a square m²", n)
+			return QCD{}, fmt.Errorf("node count N=%d is not a square m²", n)
 		}
 		if sm, ok := kv["m"]; ok && sm != strconv.Itoa(m) {
-			return QCD{}, fmt.Errorf("N=%d needs m=%d, not m=%s", n, m, sm)
+			return QCD{}, fmt.Errorf("node count N=%d needs m=%d, not m=%s", n, m, sm)
 		}
 		return NewQCD(m)
 	}

@@ -179,13 +179,3 @@ func invMod(t, n int) (int, bool) {
 	}
 	return ((x0 % n) + n) % n, true
 }
-
-func gcdInt(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	if a < 0 {
-		return -a
-	}
-	return a
-}

@@ -213,7 +213,7 @@ func TestBlockingCallsSeeKill(t *testing.T) {
 	for _, tr := range transports {
 		for _, name := range names {
 			t.Run(tr+"/"+name, func(t *testing.T) {
-				out, _, err, _ := launchWorker(t, "killop", 2, tr, nil, "KILL_OP="+name)
+				out, _, _, err := launchWorker(t, "killop", 2, tr, nil, "KILL_OP="+name)
 				var je *JobError
 				if !errors.As(err, &je) || je.Culprit() != 1 {
 					t.Fatalf("want a JobError naming PE 1, got %v\n%s", err, out)

@@ -245,7 +245,7 @@ func orderKernel(w *World, iters int) error {
 	return w.BarrierAll()
 }
 
-func launchWorker(t *testing.T, name string, n int, tr string, hosts []string, extraEnv ...string) (string, []ProcResult, error, time.Duration) {
+func launchWorker(t *testing.T, name string, n int, tr string, hosts []string, extraEnv ...string) (string, []ProcResult, time.Duration, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	t0 := time.Now()
@@ -255,7 +255,7 @@ func launchWorker(t *testing.T, name string, n int, tr string, hosts []string, e
 		Env:     append([]string{envWorker + "=" + name}, extraEnv...),
 		Stdout:  &out, Stderr: &errb, Label: true, Grace: 4 * time.Second,
 	})
-	return out.String() + errb.String(), res, err, time.Since(t0)
+	return out.String() + errb.String(), res, time.Since(t0), err
 }
 
 func TestLaunchRing(t *testing.T) {
@@ -269,7 +269,7 @@ func TestLaunchRing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s%v", c.tr, c.hosts), func(t *testing.T) {
-			out, _, err, _ := launchWorker(t, "ring", 3, c.tr, c.hosts)
+			out, _, _, err := launchWorker(t, "ring", 3, c.tr, c.hosts)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
@@ -291,7 +291,7 @@ func TestFaults(t *testing.T) {
 				if w == "waitdead" {
 					n = 2
 				}
-				out, res, err, took := launchWorker(t, w, n, tr, nil)
+				out, res, took, err := launchWorker(t, w, n, tr, nil)
 				var je *JobError
 				if !errors.As(err, &je) {
 					t.Fatalf("want a JobError, got %v\n%s", err, out)
@@ -329,7 +329,7 @@ func TestFaults(t *testing.T) {
 func TestMemoryOrderingProcesses(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			out, _, err, _ := launchWorker(t, "order", 2, tr, nil, "ORDER_ITERS=3000")
+			out, _, _, err := launchWorker(t, "order", 2, tr, nil, "ORDER_ITERS=3000")
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
@@ -378,7 +378,7 @@ func TestLaunchBadInput(t *testing.T) {
 func TestAbortReachesLauncher(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr+"/abort", func(t *testing.T) {
-			out, _, err, _ := launchWorker(t, "abort", 2, tr, nil)
+			out, _, _, err := launchWorker(t, "abort", 2, tr, nil)
 			var je *JobError
 			if !errors.As(err, &je) {
 				t.Fatalf("want a JobError, got %v\n%s", err, out)
@@ -388,7 +388,7 @@ func TestAbortReachesLauncher(t *testing.T) {
 			}
 		})
 		t.Run(tr+"/global_exit", func(t *testing.T) {
-			out, res, err, took := launchWorker(t, "gexit", 3, tr, nil)
+			out, res, took, err := launchWorker(t, "gexit", 3, tr, nil)
 			var je *JobError
 			if !errors.As(err, &je) {
 				t.Fatalf("want a JobError, got %v\n%s", err, out)

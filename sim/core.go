@@ -119,7 +119,7 @@ type counters struct {
 	winGenFlits        int64 // flits of packets created in the measurement window
 	winEjFlits         int64 // flits ejected during the measurement window
 	measGen, measDeliv int64
-	latSum, netSum     int64
+	latSum             int64
 	hopSum             int64
 	hist               []int64 // latency histogram of measured packets
 	perLat, perCnt     int64   // current sample period: all delivered packets

@@ -19,11 +19,9 @@ func splitList(s string) []string {
 				break
 			}
 		}
-		for _, f := range strings.FieldsFunc(line, func(r rune) bool {
+		out = append(out, strings.FieldsFunc(line, func(r rune) bool {
 			return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\r'
-		}) {
-			out = append(out, f)
-		}
+		})...)
 	}
 	return out
 }

@@ -39,9 +39,6 @@ type upDownTable struct {
 	order []int // live switches by increasing key (top first)
 }
 
-// up reports whether moving from switch a to neighbour b goes up.
-func (u *upDownTable) up(a, b int) bool { return u.key[b] < u.key[a] }
-
 // newUpDown computes the table for switch ranks rank (-1 = dead switch).
 func newUpDown(f *Fabric, adj *swAdj, rank []int, workers int, progress func(int)) (*upDownTable, error) {
 	S := len(f.switches)
