@@ -231,8 +231,9 @@ func (s *RingSchedule) Analytic() (float64, []float64) {
 	return float64(s.N) * float64(s.N-1) / L, loads
 }
 
-// ringCore is the slotted register-insertion multiring: every simplex
-// ring has one packet slot per link; each cycle every slot advances one
+// ringCore is the slotted multiring (the seed's segmented ring, СК; not
+// a register-insertion ring, whose nodes buffer transit packets): every
+// simplex ring has one packet slot per link; each cycle every slot advances one
 // node. A node removes packets addressed to it and may insert a packet of
 // its own into a slot that is empty when it passes (transit traffic has
 // priority: "a node transmits whenever the ring at its output is free").
@@ -429,9 +430,9 @@ type RingCapacityResult struct {
 	N         int         `json:"n"`
 	Steps     []int       `json:"steps"`
 	Schedule  string      `json:"schedule"`
-	Analytic  float64     `json:"analytic_capacity"`  // N(N-1)/max L_j
-	Simulated float64     `json:"simulated_capacity"` // largest stable load found
-	Points    []RingPoint `json:"points"`
+	Analytic  float64     `json:"analytic_capacity"`            // N(N-1)/max L_j
+	Simulated float64     `json:"simulated_capacity,omitempty"` // largest stable load found (absent when not searched)
+	Points    []RingPoint `json:"points,omitempty"`
 }
 
 // RingCapacity finds the largest total load at which the multiring stays

@@ -630,30 +630,42 @@ func writeChecks(w io.Writer, checks []sim.Check, failed int) error {
 type simMultiringOptions struct {
 	out                      output
 	n, copies, cycles, iters int
-	steps, schedule          string
+	steps, schedule, loads   string
+	loadBase                 float64
 	seed                     uint64
 }
 
 // newSimMultiringCmd is `icn sim multiring`: a multiring's effective
-// capacity by slotted-ring simulation.
+// capacity and its latency against load by slotted-ring simulation, beside
+// the delay of seed 000's formula (2.1).
 func newSimMultiringCmd() *cobra.Command {
 	var o simMultiringOptions
 	c := &cobra.Command{
 		Use:   "multiring",
-		Short: "Effective capacity of a non-switched multiring by slotted-ring simulation (seed 000 §2–3)",
-		Long: `Simulate a multiring as register-insertion (slotted) rings: every link holds
-one packet per slot time, a node removes the packets addressed to it and
-inserts its own into free slots (transit first), and every packet rides one
-ring chosen by the route schedule. The effective capacity is the largest
-total load (packets per slot time over all nodes) at which no ring's queues
-grow, found by bisection, and is compared with the analytic C = N(N-1)/L.
+		Short: "Effective capacity and latency of a non-switched multiring by slotted-ring simulation (seed 000 §2–3)",
+		Long: `Simulate a multiring as slotted rings (the seed's segmented ring): every
+link holds one packet per slot time, a node removes the packets addressed
+to it and inserts its own into free slots (transit first), and every packet
+rides one ring chosen by the route schedule. The effective capacity is the
+largest total load (packets per slot time over all nodes) at which no
+ring's queues grow, found by bisection, and is compared with the analytic
+C = N(N-1)/L.
+
+The latency table runs the loads --loads (fractions of --load-base, by
+default the analytic C) and prints the simulated latency in slot times, its
+wait (latency minus the zero-load latency: hops + 1), and the delay seed
+000's formula (2.1) predicts, tau = F/(c - s), ring by ring with
+F = s(1 - (1 + 1/m)/(2L)) for a slotted ring whose slots are independent
+(L the ring's mean hops, m the rings; see docs/sim.md).
+
 --schedule shortest splits a route equally among the rings on which it is
 shortest; --schedule FILE reads shares from 'icn multiring capacity --json'
 (e.g. its balanced schedule).`,
 		Example: `  icn sim multiring --n 16 --steps ±1,±3
   icn sim multiring --n 32 --steps ±1 --copies 4
   icn multiring capacity --n 32 --steps ±1,±2,±3,±7 --schedule balanced --json > s.json
-  icn sim multiring --schedule s.json`,
+  icn sim multiring --schedule s.json
+  icn sim multiring --schedule s.json --iters 0 --loads 0.5,0.8 --load-base 30.5`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runSimMultiring(c.Context(), o, stdout(c))
@@ -665,30 +677,135 @@ shortest; --schedule FILE reads shares from 'icn multiring capacity --json'
 	c.Flags().IntVar(&o.copies, "copies", 1, "identical copies of every ring")
 	c.Flags().StringVar(&o.schedule, "schedule", "shortest", "route schedule: shortest, or a FILE from 'icn multiring capacity --json'")
 	c.Flags().IntVar(&o.cycles, "cycles", 40000, "slot times per load point")
-	c.Flags().IntVar(&o.iters, "iters", 14, "bisection rounds")
+	c.Flags().IntVar(&o.iters, "iters", 14, "bisection rounds for the effective capacity (0: skip it)")
+	c.Flags().StringVar(&o.loads, "loads", "0.1:0.9:0.1", "latency table loads as fractions of --load-base: X1,X2,… or FROM:TO:STEP ('none': no table)")
+	c.Flags().Float64Var(&o.loadBase, "load-base", 0, "total load (packets per slot time) the --loads fractions refer to (default: the schedule's analytic C)")
 	c.Flags().Uint64Var(&o.seed, "seed", 1, "random seed")
 	return c
 }
 
-// runSimMultiring finds the multiring's effective capacity by simulation
-// and writes it to w beside the analytic value.
+// simMultiringResult is the JSON of `icn sim multiring`: the capacity
+// search (when run) and the latency table.
+type simMultiringResult struct {
+	sim.RingCapacityResult
+	LoadBase float64              `json:"load_base"`
+	Model    sim.RingDelayModel   `json:"delay_model"`
+	Latency  []sim.RingDelayPoint `json:"latency"`
+}
+
+// runSimMultiring finds the multiring's effective capacity and its latency
+// against load by simulation and writes them to w beside the analytic
+// capacity and the delay of formula (2.1).
 func runSimMultiring(_ context.Context, o simMultiringOptions, w io.Writer) error {
 	if o.cycles < 1000 || o.cycles > 1<<26 {
 		return fmt.Errorf("--cycles %d out of range 1000..%d", o.cycles, 1<<26)
 	}
-	if o.iters < 1 || o.iters > 40 {
-		return fmt.Errorf("--iters %d out of range 1..40", o.iters)
+	if o.iters < 0 || o.iters > 40 {
+		return fmt.Errorf("--iters %d out of range 0..40", o.iters)
+	}
+	if !(o.loadBase >= 0 && o.loadBase <= 1e6) {
+		return fmt.Errorf("--load-base %g out of range 0..1e6 packets per slot time", o.loadBase)
+	}
+	fractions, err := parseLoadFractions(o.loads)
+	if err != nil {
+		return err
 	}
 	s, err := ringSchedule(o)
 	if err != nil {
 		return err
 	}
-	res := sim.RingCapacity(s, o.seed, o.cycles, o.iters)
-	return o.out.print(w, res, func(w io.Writer) error {
-		return cli.KV(w, "nodes N", res.N, "rings (signed steps)", fmt.Sprint(res.Steps), "schedule", res.Schedule,
-			"analytic C = N(N-1)/max L_j", res.Analytic, "simulated effective capacity", res.Simulated,
-			"simulated / analytic", res.Simulated/res.Analytic)
-	})
+	an, _ := s.Analytic()
+	res := simMultiringResult{RingCapacityResult: sim.RingCapacityResult{N: s.N, Steps: s.Steps, Schedule: s.Name, Analytic: an},
+		LoadBase: o.loadBase, Model: s.DelayModel(), Latency: []sim.RingDelayPoint{}}
+	if res.LoadBase == 0 {
+		res.LoadBase = an
+	}
+	if o.iters > 0 {
+		res.RingCapacityResult = sim.RingCapacity(s, o.seed, o.cycles, o.iters)
+	}
+	if len(fractions) > 0 {
+		res.Latency = sim.RingLatencySweep(s, fractions, res.LoadBase, o.seed, max(o.cycles/10, 4*s.N), o.cycles, 0)
+	}
+	return o.out.print(w, res, func(w io.Writer) error { return writeSimMultiring(w, res, o.iters > 0) })
+}
+
+// writeSimMultiring prints the capacity and the latency table.
+func writeSimMultiring(w io.Writer, res simMultiringResult, capacity bool) error {
+	kv := []any{"nodes N", res.N, "rings (signed steps)", fmt.Sprint(res.Steps), "schedule", res.Schedule,
+		"analytic C = N(N-1)/max L_j", res.Analytic}
+	if capacity {
+		kv = append(kv, "simulated effective capacity", res.Simulated, "simulated / analytic", res.Simulated/res.Analytic)
+	}
+	if len(res.Latency) > 0 {
+		kv = append(kv, "zero-load latency (hops + 1)", res.Model.ZeroLoadLatency())
+	}
+	if err := cli.KV(w, kv...); err != nil || len(res.Latency) == 0 {
+		return err
+	}
+	fmt.Fprintf(w, "\nlatency in slot times against load s = fraction × %s packets/slot; τ (2.1) = Σ_j w_j F_j/(c_j − s_j)\n\n", cli.Float(res.LoadBase))
+	t := cli.NewTable("s/base", "load s", "accepted", "latency", "wait", "τ (2.1)", "latency (2.1)", "wait/τ", "stable")
+	for _, p := range res.Latency {
+		t.Row(p.Fraction, p.Load, p.Accepted, p.Latency, p.Wait, optFloat(p.Tau), optFloat(p.Latency21), optFloat(p.Ratio), p.Stable)
+	}
+	return t.Write(w)
+}
+
+// optFloat is a table cell for a value that may be absent ("∞" for a
+// prediction at or above a ring's capacity).
+func optFloat(v *float64) any {
+	if v == nil {
+		return "∞"
+	}
+	return *v
+}
+
+// parseLoadFractions reads --loads: "none", "X1,X2,…" or "FROM:TO:STEP",
+// every fraction in (0, 2].
+func parseLoadFractions(s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "none" {
+		return nil, nil
+	}
+	var out []float64
+	if parts := strings.Split(s, ":"); len(parts) == 3 {
+		var v [3]float64
+		for i, p := range parts {
+			x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil {
+				return nil, fmt.Errorf("--loads %q: %q is not a number", s, p)
+			}
+			v[i] = x
+		}
+		if !(v[2] > 0) || v[1] < v[0] || (v[1]-v[0])/v[2] > 1000 {
+			return nil, fmt.Errorf("--loads %q: want FROM ≤ TO and a positive STEP giving at most 1000 loads", s)
+		}
+		for i := 0; ; i++ {
+			x := v[0] + float64(i)*v[2]
+			if x > v[1]+1e-9 {
+				break
+			}
+			out = append(out, math.Round(x*1e9)/1e9)
+		}
+	} else {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			x, err := strconv.ParseFloat(p, 64)
+			if err != nil {
+				return nil, fmt.Errorf("--loads: %q is not a number", p)
+			}
+			out = append(out, x)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--loads %q: no loads (use 'none' for no latency table)", s)
+	}
+	for _, x := range out {
+		if !(x > 0 && x <= 2) {
+			return nil, fmt.Errorf("--loads: fraction %g out of range: want 0 < fraction ≤ 2 of --load-base", x)
+		}
+	}
+	return out, nil
 }
 
 // ringSchedule is the route schedule --schedule names: shortest paths on
