@@ -27,6 +27,11 @@ type HandlerOptions struct {
 	OpenRead bool
 }
 
+// apiHandler serves one API endpoint: the value to answer with and its
+// status, or an error (mapped to a status by statusOf; errWritten when
+// the handler wrote the answer itself).
+type apiHandler func(w http.ResponseWriter, r *http.Request) (any, int, error)
+
 type apiError struct {
 	Error string `json:"error"`
 }
@@ -35,162 +40,38 @@ type apiError struct {
 // /api/, /healthz, /metrics, the OpenAPI document and the web page.
 func (s *Service) Handler(o HandlerOptions) http.Handler {
 	mux := http.NewServeMux()
-	route := func(pattern string, write bool, h func(w http.ResponseWriter, r *http.Request) (any, int, error)) {
+	route := func(pattern string, write bool, h apiHandler) {
 		name := pattern
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			code := s.serve(w, r, write, o, h)
 			s.m.requests.WithLabelValues(name, strconv.Itoa(code)).Inc()
 		})
 	}
-	route("GET /api/fabric", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		// The answer's bytes are kept per version of the fabric and the
-		// jobs (32 768 nodes and 98 304 links take tens of ms to encode).
-		data := s.fabricJSON()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(data)
-		return nil, http.StatusOK, errWritten
-	})
-	route("GET /api/fabric/unicast", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		u := s.Unicast()
-		if u == nil {
-			return nil, 0, fmt.Errorf("%w: this service keeps no unicast tables (icn serve --engine E --lft-out FILE)", ErrNotFound)
-		}
-		return u, 200, nil
-	})
-	route("GET /api/fabric/metrics", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		return s.Metrics(), 200, nil
-	})
-	route("GET /api/fabric/load", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		return map[string]any{"routes": s.LinkLoads(), "efi": s.mc.linkEFI()}, 200, nil
-	})
-	route("POST /api/fabric/failures", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		var ch FailureChange
-		if err := decode(r, &ch); err != nil {
-			return nil, 0, err
-		}
-		res, err := s.ChangeFailure(actor(r), ch)
-		return res, 200, err
-	})
-	route("GET /api/jobs", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		jobs, err := s.Jobs(r.URL.Query().Get("all") == "1")
-		if jobs == nil {
-			jobs = []*JobRecord{}
-		}
-		return jobs, 200, err
-	})
-	route("POST /api/jobs", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		var req JobRequest
-		if err := decode(r, &req); err != nil {
-			return nil, 0, err
-		}
-		j, err := s.SubmitContext(r.Context(), actor(r), req)
-		if j != nil {
-			// The placement and the table's figures: the table itself,
-			// millions of routes for large jobs, comes from
-			// GET /api/jobs/{id}/routes.
-			c := *j
-			c.Table = nil
-			j = &c
-		}
-		return j, 201, err
-	})
-	route("GET /api/jobs/{id}", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		id, err := pathID(r)
-		if err != nil {
-			return nil, 0, err
-		}
-		j, err := s.Job(id)
-		return j, 200, err
-	})
-	route("DELETE /api/jobs/{id}", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		id, err := pathID(r)
-		if err != nil {
-			return nil, 0, err
-		}
-		j, err := s.Release(actor(r), id)
-		return j, 200, err
-	})
-	route("GET /api/jobs/{id}/routes", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		id, err := pathID(r)
-		if err != nil {
-			return nil, 0, err
-		}
-		j, err := s.Job(id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if j.Table == nil {
-			return nil, 0, fmt.Errorf("%w: job %d has no routing table", ErrNotFound, id)
-		}
-		switch f := r.URL.Query().Get("format"); f {
-		case "", "json":
-			return j.Table, 200, nil
-		case "routes":
-			// The compact route file (icn route --format routes), streamed;
-			// icn route check reads it. The table is checked before the
-			// first byte, so an error still gets its status.
-			w.Header().Set("Content-Type", "application/octet-stream")
-			w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="job-%d.routes"`, id))
-			if err := routing.WriteRoutesJSON(w, j.Table); err != nil {
-				return nil, 0, fmt.Errorf("job %d: %v", id, err)
-			}
-			return nil, 200, errWritten
-		default:
-			return nil, 0, badRequest("format %q: want json or routes", f)
-		}
-	})
-	route("POST /api/jobs/{id}/verify", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		id, err := pathID(r)
-		if err != nil {
-			return nil, 0, err
-		}
-		ok, problem, err := s.VerifyJob(id)
-		return map[string]any{"id": id, "ok": ok, "problem": problem}, 200, err
-	})
-	route("POST /api/jobs/{id}/migrate", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		id, err := pathID(r)
-		if err != nil {
-			return nil, 0, err
-		}
-		j, err := s.MigrateContext(r.Context(), actor(r), id)
-		if j != nil {
-			j.Table = nil
-		}
-		return j, 200, err
-	})
-	route("GET /api/mcast", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		return s.mc.list(), 200, nil
-	})
-	route("GET /api/mcast/{group}", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		g, err := s.mc.get(r.PathValue("group"))
-		return g, 200, err
-	})
-	route("POST /api/mcast/join", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		var req McastRequest
-		if err := decode(r, &req); err != nil {
-			return nil, 0, err
-		}
-		res, err := s.mc.join(actor(r), req)
-		return res, 200, err
-	})
-	route("POST /api/mcast/leave", true, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		var req McastRequest
-		if err := decode(r, &req); err != nil {
-			return nil, 0, err
-		}
-		res, err := s.mc.leave(actor(r), req)
-		return res, 200, err
-	})
-	route("GET /api/audit", false, func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		after, limit, err := auditQuery(r)
-		if err != nil {
-			return nil, 0, err
-		}
-		ev, err := s.Audit(after, limit)
-		return ev, 200, err
-	})
+	for _, a := range []struct {
+		pattern string
+		write   bool // needs the token even with OpenRead
+		h       apiHandler
+	}{
+		{"GET /api/fabric", false, s.handleFabric},
+		{"GET /api/fabric/unicast", false, s.handleUnicast},
+		{"GET /api/fabric/metrics", false, s.handleFabricMetrics},
+		{"GET /api/fabric/load", false, s.handleLoad},
+		{"POST /api/fabric/failures", true, s.handleFailure},
+		{"GET /api/jobs", false, s.handleJobs},
+		{"POST /api/jobs", true, s.handleSubmit},
+		{"GET /api/jobs/{id}", false, s.handleJob},
+		{"DELETE /api/jobs/{id}", true, s.handleRelease},
+		{"GET /api/jobs/{id}/routes", false, s.handleRoutes},
+		{"POST /api/jobs/{id}/verify", false, s.handleVerify},
+		{"POST /api/jobs/{id}/migrate", true, s.handleMigrate},
+		{"GET /api/mcast", false, s.handleGroups},
+		{"GET /api/mcast/{group}", false, s.handleGroup},
+		{"POST /api/mcast/join", true, s.handleJoin},
+		{"POST /api/mcast/leave", true, s.handleLeave},
+		{"GET /api/audit", false, s.handleAudit},
+	} {
+		route(a.pattern, a.write, a.h)
+	}
 	mux.HandleFunc("GET /api/backup", func(w http.ResponseWriter, r *http.Request) {
 		code := s.serveBackup(w, r)
 		s.m.requests.WithLabelValues("GET /api/backup", strconv.Itoa(code)).Inc()
@@ -199,16 +80,7 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(openAPI)
 	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		err := s.store.View(func(tx *Tx) error { _, _, err := tx.Fabric(); return err })
-		w.Header().Set("Content-Type", "application/json")
-		if err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			json.NewEncoder(w).Encode(map[string]any{"status": "unhealthy", "error": err.Error()})
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]any{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	web := webHandler()
 	mux.Handle("GET /{$}", web)
@@ -225,10 +97,204 @@ func (s *Service) Handler(o HandlerOptions) http.Handler {
 	return mux
 }
 
+// handleFabric serves GET /api/fabric.
+func (s *Service) handleFabric(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	// The answer's bytes are kept per version of the fabric and the
+	// jobs (32 768 nodes and 98 304 links take tens of ms to encode).
+	data := s.fabricJSON()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(data)
+	return nil, http.StatusOK, errWritten
+}
+
+// handleUnicast serves GET /api/fabric/unicast.
+func (s *Service) handleUnicast(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	u := s.Unicast()
+	if u == nil {
+		return nil, 0, fmt.Errorf("%w: this service keeps no unicast tables (icn serve --engine E --lft-out FILE)", ErrNotFound)
+	}
+	return u, 200, nil
+}
+
+// handleFabricMetrics serves GET /api/fabric/metrics.
+func (s *Service) handleFabricMetrics(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	return s.Metrics(), 200, nil
+}
+
+// handleLoad serves GET /api/fabric/load.
+func (s *Service) handleLoad(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	return map[string]any{"routes": s.LinkLoads(), "efi": s.mc.linkEFI()}, 200, nil
+}
+
+// handleFailure serves POST /api/fabric/failures.
+func (s *Service) handleFailure(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	var ch FailureChange
+	if err := decode(r, &ch); err != nil {
+		return nil, 0, err
+	}
+	res, err := s.ChangeFailure(actor(r), ch)
+	return res, 200, err
+}
+
+// handleJobs serves GET /api/jobs.
+func (s *Service) handleJobs(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	jobs, err := s.Jobs(r.URL.Query().Get("all") == "1")
+	if jobs == nil {
+		jobs = []*JobRecord{}
+	}
+	return jobs, 200, err
+}
+
+// handleSubmit serves POST /api/jobs.
+func (s *Service) handleSubmit(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	var req JobRequest
+	if err := decode(r, &req); err != nil {
+		return nil, 0, err
+	}
+	j, err := s.SubmitContext(r.Context(), actor(r), req)
+	if j != nil {
+		// The placement and the table's figures: the table itself,
+		// millions of routes for large jobs, comes from
+		// GET /api/jobs/{id}/routes.
+		c := *j
+		c.Table = nil
+		j = &c
+	}
+	return j, 201, err
+}
+
+// handleJob serves GET /api/jobs/{id}.
+func (s *Service) handleJob(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	j, err := s.Job(id)
+	return j, 200, err
+}
+
+// handleRelease serves DELETE /api/jobs/{id}.
+func (s *Service) handleRelease(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	j, err := s.Release(actor(r), id)
+	return j, 200, err
+}
+
+// handleRoutes serves GET /api/jobs/{id}/routes.
+func (s *Service) handleRoutes(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	j, err := s.Job(id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if j.Table == nil {
+		return nil, 0, fmt.Errorf("%w: job %d has no routing table", ErrNotFound, id)
+	}
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "json":
+		return j.Table, 200, nil
+	case "routes":
+		// The compact route file (icn route --format routes), streamed;
+		// icn route check reads it. The table is checked before the
+		// first byte, so an error still gets its status.
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="job-%d.routes"`, id))
+		if err := routing.WriteRoutesJSON(w, j.Table); err != nil {
+			return nil, 0, fmt.Errorf("job %d: %v", id, err)
+		}
+		return nil, 200, errWritten
+	default:
+		return nil, 0, badRequest("format %q: want json or routes", f)
+	}
+}
+
+// handleVerify serves POST /api/jobs/{id}/verify.
+func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	ok, problem, err := s.VerifyJob(id)
+	return map[string]any{"id": id, "ok": ok, "problem": problem}, 200, err
+}
+
+// handleMigrate serves POST /api/jobs/{id}/migrate.
+func (s *Service) handleMigrate(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	j, err := s.MigrateContext(r.Context(), actor(r), id)
+	if j != nil {
+		j.Table = nil
+	}
+	return j, 200, err
+}
+
+// handleGroups serves GET /api/mcast.
+func (s *Service) handleGroups(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	return s.mc.list(), 200, nil
+}
+
+// handleGroup serves GET /api/mcast/{group}.
+func (s *Service) handleGroup(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	g, err := s.mc.get(r.PathValue("group"))
+	return g, 200, err
+}
+
+// handleJoin serves POST /api/mcast/join.
+func (s *Service) handleJoin(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	var req McastRequest
+	if err := decode(r, &req); err != nil {
+		return nil, 0, err
+	}
+	res, err := s.mc.join(actor(r), req)
+	return res, 200, err
+}
+
+// handleLeave serves POST /api/mcast/leave.
+func (s *Service) handleLeave(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	var req McastRequest
+	if err := decode(r, &req); err != nil {
+		return nil, 0, err
+	}
+	res, err := s.mc.leave(actor(r), req)
+	return res, 200, err
+}
+
+// handleAudit serves GET /api/audit.
+func (s *Service) handleAudit(w http.ResponseWriter, r *http.Request) (any, int, error) {
+	after, limit, err := auditQuery(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	ev, err := s.Audit(after, limit)
+	return ev, 200, err
+}
+
+// handleHealth serves GET /healthz: ok while the store reads.
+func (s *Service) handleHealth(w http.ResponseWriter, r *http.Request) {
+	err := s.store.View(func(tx *Tx) error { _, _, err := tx.Fabric(); return err })
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(map[string]any{"status": "unhealthy", "error": err.Error()})
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"status": "ok"})
+}
+
 // serve runs one API handler: auth, size limit, error mapping. It returns
 // the status code written.
-func (s *Service) serve(w http.ResponseWriter, r *http.Request, write bool, o HandlerOptions,
-	h func(w http.ResponseWriter, r *http.Request) (any, int, error)) (code int) {
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, write bool, o HandlerOptions, h apiHandler) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
 			code = http.StatusInternalServerError
