@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/icn-hpc/icn/multicast"
+	"github.com/icn-hpc/icn/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -27,6 +29,10 @@ type mcastSimulateOptions struct {
 	senders     string
 	background  float64
 	bgCycles    int
+	hostNS      float64
+	linkGbps    float64
+	closedLoop  bool
+	sharedTree  string
 	quiet       bool
 }
 
@@ -38,6 +44,10 @@ type mcastSimRow struct {
 	MeanEFI   float64 `json:"mean_efi"`
 	MaxHeight int     `json:"max_height"`
 	Flits     int     `json:"flits"`
+	// CycleNS and HostOverhead (cycles, at each end) are set with
+	// --link-gbps and --host-overhead.
+	CycleNS      float64 `json:"cycle_ns,omitempty"`
+	HostOverhead int     `json:"host_overhead_cycles,omitempty"`
 	multicast.ReplayResult
 }
 
@@ -55,9 +65,24 @@ after --router-delay cycles; every directed link carries one flit of
 last flit at a member, in cycles. zero_load_mean is the same replay with no
 waiting: the difference is what link sharing (EFI) costs, the zero-load value
 what tree height costs. --background adds uniform random unicast traffic
-(shortest paths, one per flow) around the multicast messages.`,
+(shortest paths, one per flow) around the multicast messages.
+
+The hosts: --link-gbps sets a link's data rate, hence the cycle (one flit of
+--flit-bytes per cycle), and adds the mean latency in µs to the table;
+--host-overhead adds a software cost per message at the sender and at every
+receiver (ns, rounded to cycles; needs --link-gbps), and spaces a sender's
+messages at least that far apart; --closed-loop makes every sender wait until
+its previous message reached its whole group (and both overheads passed)
+before the next, like a benchmark loop. --shared-tree puts every group on one
+tree built by the engine over the members of all groups (union) or over every
+end node (all: the same tree, so the same height, for any number of groups),
+so each group's packets reach the whole tree and every tree link carries all
+groups (EFI = groups), as in the seed's EFI experiment.`,
 		Example: `  icn mcast simulate --topo fattree:k=8,n=3 --groups random:count=64,size=16 --algo minhop,minhop-new,fulb
-  icn mcast simulate --topo torus:8x8:endpoints=2 --groups grid2d:16x8 --bytes 8 --json`,
+  icn mcast simulate --topo torus:8x8:endpoints=2 --groups grid2d:16x8 --bytes 8 --json
+  icn mcast simulate --topo fattree:k=4,n=2 --groups file:h2.txt --algo minhop --bytes 8 \
+      --link-gbps 56 --host-overhead 500 --router-delay 44
+  icn mcast simulate --topo fattree:k=8,n=3 --groups file:efi16.txt --algo minhop --shared-tree all`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runMcastSimulate(c.Context(), o, stdout(c))
@@ -77,6 +102,10 @@ what tree height costs. --background adds uniform random unicast traffic
 	c.Flags().StringVar(&o.senders, "senders", "first", "who sends: first (the group's first member, a broadcast) or all")
 	c.Flags().Float64Var(&o.background, "background", 0, "background unicast load per end node, fraction of a link (0 = none; uses --seed)")
 	c.Flags().IntVar(&o.bgCycles, "background-cycles", 4000, "cycles of background traffic; the multicast messages start halfway")
+	c.Flags().Float64Var(&o.hostNS, "host-overhead", 0, "host software time per message at the sender and at each receiver, ns (needs --link-gbps)")
+	c.Flags().Float64Var(&o.linkGbps, "link-gbps", 0, "link data rate in Gb/s: sets the cycle to flit-bytes·8/rate ns (0 = cycles only)")
+	c.Flags().BoolVar(&o.closedLoop, "closed-loop", false, "a sender's next message waits until its previous one reached the whole group")
+	c.Flags().StringVar(&o.sharedTree, "shared-tree", "", "every group uses one tree over: union (all groups' members) or all (every end node)")
 	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	return c
 }
@@ -112,11 +141,60 @@ func (o mcastSimulateOptions) replayOptions() (multicast.ReplayOptions, error) {
 	return ro, nil
 }
 
+// cycleNS is the cycle length in ns set by --link-gbps (0 without it).
+func (o mcastSimulateOptions) cycleNS() float64 {
+	if o.linkGbps == 0 {
+		return 0
+	}
+	return float64(o.flitBytes) * 8 / o.linkGbps
+}
+
+// hostOptions checks the host flags and turns them into host options.
+func (o mcastSimulateOptions) hostOptions() (multicast.HostOptions, error) {
+	ho := multicast.HostOptions{ClosedLoop: o.closedLoop}
+	switch {
+	case !(o.linkGbps >= 0 && o.linkGbps <= 100000):
+		return ho, fmt.Errorf("--link-gbps %v out of range 0..100000", o.linkGbps)
+	case !(o.hostNS >= 0 && o.hostNS <= 1e9):
+		return ho, fmt.Errorf("--host-overhead %v out of range 0..1e9 ns", o.hostNS)
+	case o.hostNS > 0 && o.linkGbps == 0:
+		return ho, fmt.Errorf("--host-overhead needs --link-gbps to turn ns into cycles")
+	case (o.hostNS > 0 || o.closedLoop) && o.background > 0:
+		return ho, fmt.Errorf("--host-overhead and --closed-loop do not combine with --background")
+	}
+	if o.hostNS > 0 {
+		ho.Overhead = int(math.Round(o.hostNS / o.cycleNS()))
+	}
+	return ho, nil
+}
+
+// routeMcast routes the groups with one engine: a tree per group, or one
+// shared tree with --shared-tree.
+func routeMcast(o mcastSimulateOptions, h *topology.HopTable, a multicast.Algo, gs []multicast.Group) (*multicast.Result, error) {
+	if o.sharedTree == "" {
+		return multicast.Run(h, a, gs, multicast.Options{}, nil)
+	}
+	scope, err := multicast.ParseSharedScope(o.sharedTree)
+	if err != nil {
+		return nil, fmt.Errorf("--shared-tree: %v", err)
+	}
+	return multicast.SharedTree(h, a, gs, scope)
+}
+
 // runMcastSimulate routes the workload with every engine and replays it.
 func runMcastSimulate(_ context.Context, o mcastSimulateOptions, w io.Writer) error {
 	ro, err := o.replayOptions()
 	if err != nil {
 		return err
+	}
+	ho, err := o.hostOptions()
+	if err != nil {
+		return err
+	}
+	if o.sharedTree != "" {
+		if _, err := multicast.ParseSharedScope(o.sharedTree); err != nil {
+			return fmt.Errorf("--shared-tree: %v", err)
+		}
 	}
 	if o.groups == "" {
 		return fmt.Errorf("no workload given (use --groups, e.g. grid2d:8x8)")
@@ -137,32 +215,43 @@ func runMcastSimulate(_ context.Context, o mcastSimulateOptions, w io.Writer) er
 	defer bar.Done()
 	var rows []mcastSimRow
 	for _, a := range as {
-		res, err := multicast.Run(h, a, gs, multicast.Options{}, nil)
+		res, err := routeMcast(o, h, a, gs)
 		if err != nil {
 			return err
 		}
-		rr, err := multicast.Replay(g, h, gs, res.Trees, ro)
+		rr, err := multicast.ReplayHost(g, h, gs, res.Trees, ro, ho)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, mcastSimRow{Algo: res.Algo, Groups: res.Groups, MaxEFI: res.Max, MeanEFI: res.Mean,
-			MaxHeight: res.MaxHeight, Flits: ro.Flits, ReplayResult: *rr})
+			MaxHeight: res.MaxHeight, Flits: ro.Flits, CycleNS: o.cycleNS(), HostOverhead: ho.Overhead, ReplayResult: *rr})
 		bar.Add(1)
 	}
 	bar.Done()
 	return o.out.print(w, rows, func(w io.Writer) error { return writeMcastSimTable(w, rows) })
 }
 
+// writeMcastSimTable prints the rows; with --link-gbps a last column
+// gives the mean latency in µs.
 func writeMcastSimTable(w io.Writer, rows []mcastSimRow) error {
-	t := cli.NewTable("algo", "groups", "max EFI", "max height", "flits", "deliveries", "latency mean", "p99", "max",
-		"zero-load mean", "completion mean", "cycles", "background mean")
+	cols := []string{"algo", "groups", "max EFI", "max height", "flits", "deliveries", "latency mean", "p99", "max",
+		"zero-load mean", "completion mean", "cycles", "background mean"}
+	us := len(rows) > 0 && rows[0].CycleNS > 0
+	if us {
+		cols = append(cols, "mean µs")
+	}
+	t := cli.NewTable(cols...)
 	for _, r := range rows {
 		var bg any = "-"
 		if r.BackgroundPackets > 0 {
 			bg = fmt.Sprintf("%.1f", r.BackgroundMean)
 		}
-		t.Row(r.Algo, r.Groups, r.MaxEFI, r.MaxHeight, r.Flits, r.Deliveries, fmt.Sprintf("%.1f", r.Mean), r.P99, r.Max,
-			fmt.Sprintf("%.1f", r.ZeroLoadMean), fmt.Sprintf("%.1f", r.CompletionMean), r.Cycles, bg)
+		cells := []any{r.Algo, r.Groups, r.MaxEFI, r.MaxHeight, r.Flits, r.Deliveries, fmt.Sprintf("%.1f", r.Mean), r.P99, r.Max,
+			fmt.Sprintf("%.1f", r.ZeroLoadMean), fmt.Sprintf("%.1f", r.CompletionMean), r.Cycles, bg}
+		if us {
+			cells = append(cells, fmt.Sprintf("%.3f", r.Mean*r.CycleNS/1000))
+		}
+		t.Row(cells...)
 	}
 	return t.Write(w)
 }
