@@ -25,9 +25,13 @@ const (
 	// coordinates sum to an even number and − otherwise, spreading traffic
 	// by source coordinates.
 	Baseline
+	// Genetic is the seed's genetic algorithm (§3.3, see BuildGenetic):
+	// minimal legal routes chosen per pair by evolution from the BFS
+	// table, with the default GeneticOptions here.
+	Genetic
 )
 
-var algoNames = [...]string{"bfs", "baseline"}
+var algoNames = [...]string{"bfs", "baseline", "genetic"}
 
 func (a Algo) String() string {
 	if int(a) < len(algoNames) {
@@ -36,14 +40,14 @@ func (a Algo) String() string {
 	return fmt.Sprintf("algo%d", int(a))
 }
 
-// ParseAlgo parses "bfs" or "baseline".
+// ParseAlgo parses "bfs", "baseline" or "genetic".
 func ParseAlgo(s string) (Algo, error) {
 	for i, n := range algoNames {
 		if strings.EqualFold(strings.TrimSpace(s), n) {
 			return Algo(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown table algorithm %q (want bfs or baseline)", s)
+	return 0, fmt.Errorf("unknown table algorithm %q (want bfs, baseline or genetic)", s)
 }
 
 // Stats are the figures of a routing table (seed 001 ch. 3). The JSON
@@ -270,6 +274,10 @@ func (r *Router) BuildTable(active, transit []int, algo Algo) (*Table, error) {
 
 // BuildTableOpts is BuildTable with progress reporting and a worker bound.
 func (r *Router) BuildTableOpts(active, transit []int, algo Algo, o TableOptions) (*Table, error) {
+	if algo == Genetic {
+		tb, _, err := r.BuildGenetic(active, transit, GeneticOptions{Workers: o.Workers, Context: o.Context})
+		return tb, err
+	}
 	tb, err := r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder, ctx: o.Context})
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"time"
 
@@ -105,6 +106,7 @@ type routeOptions struct {
 	workers    int
 	quiet      bool
 	exactOrder bool
+	genetic    routing.GeneticOptions
 }
 
 func newRouteCmd() *cobra.Command {
@@ -122,6 +124,7 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
   icn route --topo torus:8x8 --rules angara- --fail-links 0.0+X,3.4+Y --json > table.json
   icn route --topo torus:4x4x4 --active 0-1.0-1.* --transit 2.0-1.* --algo bfs
   icn route --topo torus:4x4 --algo baseline --export tables.txt
+  icn route --topo torus:4x4x3 --algo genetic --seed 1 --generations 1000
   icn route --topo torus:16x16x16 --format routes -o table.routes --quiet
   icn route check table.json`,
 		Args: cobra.NoArgs,
@@ -132,7 +135,11 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 	o.set.register(c)
 	o.out.register(c)
 	f := c.Flags()
-	f.StringVar(&o.algo, "algo", "bfs", "table algorithm: bfs (seed §3.2, any reachable set) or baseline (fault-free rectangles)")
+	f.StringVar(&o.algo, "algo", "bfs", "table algorithm: bfs (seed §3.2, any reachable set), baseline (fault-free rectangles) or genetic (seed §3.3, starts from the BFS table)")
+	f.Uint64Var(&o.genetic.Seed, "seed", 1, "genetic: random seed (same seed and generations, same table)")
+	f.IntVar(&o.genetic.Generations, "generations", routing.DefaultGeneticGenerations, "genetic: generation limit")
+	f.IntVar(&o.genetic.Population, "population", routing.DefaultGeneticPopulation, "genetic: individuals per generation")
+	f.DurationVar(&o.genetic.TimeLimit, "time-limit", routing.DefaultGeneticTimeLimit, "genetic: stop after this long with the best table so far (Slurm's plugin budget; the table then depends on the machine's speed)")
 	f.StringVar(&o.export, "export", "", "also write per-node routing tables (text, see docs/routing.md) to FILE")
 	f.StringVarP(&o.outFile, "output", "o", "", "also write the table to FILE (format from --format)")
 	f.StringVar(&o.format, "format", "json", "format of -o: json (the --json format) or routes (compact, streamed; see docs/routing.md)")
@@ -147,9 +154,12 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 // runRoute builds and verifies the routing table of the chosen node set,
 // writes the files asked for and prints the summary (or the table as
 // JSON) to w. A table that can deadlock is reported on stderr.
-func runRoute(_ context.Context, o routeOptions, w io.Writer) error {
+func runRoute(ctx context.Context, o routeOptions, w io.Writer) error {
 	a, err := routing.ParseAlgo(o.algo)
 	if err != nil {
+		return routeBadInput(err)
+	}
+	if err := routeGeneticFlagsOK(a, o); err != nil {
 		return routeBadInput(err)
 	}
 	if o.format != "json" && o.format != "routes" {
@@ -164,7 +174,13 @@ func runRoute(_ context.Context, o routeOptions, w io.Writer) error {
 			o.set.tf.spec, len(active), int64(len(active))*int64(len(active)-1), float64(need)/1e9, float64(avail)/1e9))
 	}
 	start := time.Now()
-	tb, err := routeBuildTable(r, active, transit, a, o)
+	var tb *routing.Table
+	var run *routing.GeneticRun
+	if a == routing.Genetic {
+		tb, run, err = routeBuildGenetic(ctx, r, active, transit, o)
+	} else {
+		tb, err = routeBuildTable(r, active, transit, a, o)
+	}
 	if err != nil {
 		return err
 	}
@@ -178,7 +194,63 @@ func runRoute(_ context.Context, o routeOptions, w io.Writer) error {
 	if o.out.json {
 		return tb.WriteJSON(w)
 	}
-	return routeWriteSummary(w, o.set.tf.spec, g, r, tb, elapsed, o.show)
+	return routeWriteSummary(w, o.set.tf.spec, g, r, tb, elapsed, o.show, routeGeneticSummary(run)...)
+}
+
+// routeGeneticFlagsOK checks the values of the genetic flags (with
+// --algo genetic; the other algorithms ignore them).
+func routeGeneticFlagsOK(a routing.Algo, o routeOptions) error {
+	if a != routing.Genetic {
+		return nil
+	}
+	switch g := o.genetic; {
+	case g.Generations < 0:
+		return fmt.Errorf("--generations %d: want ≥ 0", g.Generations)
+	case g.Population < 2:
+		return fmt.Errorf("--population %d: want ≥ 2", g.Population)
+	case g.TimeLimit <= 0:
+		return fmt.Errorf("--time-limit %s: want > 0", g.TimeLimit)
+	}
+	return nil
+}
+
+// routeBuildGenetic runs the genetic algorithm with a progress bar over
+// the generations; an interrupt (Ctrl-C) stops it with the best table so
+// far. An unreachable set is exit status 1, any other failure bad input.
+func routeBuildGenetic(ctx context.Context, r *routing.Router, active, transit []int, o routeOptions) (*routing.Table, *routing.GeneticRun, error) {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	bar := cli.NewProgress(o.genetic.Generations, "generations", o.quiet)
+	opts := o.genetic
+	opts.Workers, opts.Context = o.workers, ctx
+	opts.Progress = func(int, int, routing.Stats) { bar.Add(1) }
+	if opts.Generations == 0 {
+		opts.Generations = -1 // keep the initial population only
+	}
+	tb, run, err := r.BuildGenetic(active, transit, opts)
+	bar.Done()
+	if err != nil {
+		var ue *routing.UnreachableError
+		if errors.As(err, &ue) {
+			return nil, nil, &exitError{1, err}
+		}
+		return nil, nil, routeBadInput(err)
+	}
+	return tb, run, nil
+}
+
+// routeGeneticSummary are the summary lines of a genetic run (none for
+// the other algorithms).
+func routeGeneticSummary(run *routing.GeneticRun) []any {
+	if run == nil {
+		return nil
+	}
+	return []any{
+		"genetic", fmt.Sprintf("seed %d, population %d, %d generations (stopped: %s)", run.Seed, run.Population, run.Generations, run.Stop),
+		"started from BFS", fmt.Sprintf("π_max %d, balance factor %s %%", run.BFS.PiMax, cli.Float(run.BFS.BalanceFactor)),
+		"π_max lower bound", run.PiMaxBound,
+		"genes", fmt.Sprintf("%d pairs with a choice among %d minimal legal routes", run.FreePairs, run.Candidates),
+	}
 }
 
 // memAvailable is the memory the kernel says is available (MemAvailable
@@ -673,7 +745,7 @@ func routeFaultChart(rep *routing.FaultReport) cli.Chart {
 	return ch
 }
 
-func routeWriteSummary(w io.Writer, spec string, g *topology.Graph, r *routing.Router, tb *routing.Table, elapsed time.Duration, show int) error {
+func routeWriteSummary(w io.Writer, spec string, g *topology.Graph, r *routing.Router, tb *routing.Table, elapsed time.Duration, show int, extra ...any) error {
 	st := tb.Stats
 	deadlock := "none (no dependency cycle with a turn)"
 	if !tb.DeadlockFree {
@@ -696,6 +768,7 @@ func routeWriteSummary(w io.Writer, spec string, g *topology.Graph, r *routing.R
 	if off, acc := r.ExtraDependencies(); tb.Rule.Kind == routing.AngaraStar {
 		pairs = append(pairs, "R_A* extra deps", fmt.Sprintf("%d of %d order-violating FS/LS dependencies accepted", acc, off))
 	}
+	pairs = append(pairs, extra...)
 	pairs = append(pairs, "time", elapsed)
 	if err := cli.KV(w, pairs...); err != nil {
 		return err
