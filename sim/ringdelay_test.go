@@ -73,7 +73,7 @@ func TestRingDelayFormula(t *testing.T) {
 // simulated mean (the latency's spread at low load is the spread of the
 // hop counts, computed from the schedule) plus 10% of τ: the
 // independent-slot model behind F is exact to first order in the load and
-// its error grows with it (about 5% of τ at 0.2 C in these cases).
+// its error grows with it (5–7% of τ at 0.2 C in these cases).
 func TestRingDelayLowLoad(t *testing.T) {
 	dup, err := ParseRingSteps("±1,±3", 16, 1)
 	if err != nil {
