@@ -33,7 +33,7 @@ var geneticCases = []geneticCase{
 }
 
 // geneticSetup builds the router and node sets of a case.
-func geneticSetup(t *testing.T, c geneticCase) (*Router, []int, []int) {
+func geneticSetup(t testing.TB, c geneticCase) (*Router, []int, []int) {
 	t.Helper()
 	g, err := topology.Parse(c.spec)
 	if err != nil {
@@ -253,5 +253,31 @@ func TestGeneticAlgo(t *testing.T) {
 	}
 	if tb.Stats != want.Stats || !bytes.Equal(tb.codes, want.codes) {
 		t.Fatalf("BuildTable(Genetic) %v differs from BuildGenetic %v", tb.Stats, want.Stats)
+	}
+}
+
+// BenchmarkGeneticTable times the default genetic run (seed 1, 1000
+// generations, population 32, all cores, no time limit) on whole
+// fault-free 48-node tori, BFS table and verification included.
+//
+//	go test -run XXX -bench GeneticTable -benchtime 1x ./routing
+func BenchmarkGeneticTable(b *testing.B) {
+	for _, spec := range []string{"torus:8x6", "torus:4x4x3", "torus:4x3x2x2"} {
+		b.Run(spec, func(b *testing.B) {
+			r, active, _ := geneticSetup(b, geneticCase{spec: spec, rule: "angara*"})
+			c0 := cpuTime()
+			var tb *Table
+			var run *GeneticRun
+			for i := 0; i < b.N; i++ {
+				var err error
+				if tb, run, err = r.BuildGenetic(active, nil, GeneticOptions{Seed: 1, TimeLimit: -1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric(tb.Stats.BalanceFactor, "balance-%")
+			b.ReportMetric(run.BFS.BalanceFactor, "bfs-balance-%")
+			b.ReportMetric(float64(run.Generations), "generations")
+		})
 	}
 }
