@@ -184,7 +184,7 @@ func checkAcked(t *testing.T, c *apiClient, acked map[int]string) {
 	for _, j := range jobs {
 		byID[j.ID] = j
 		if j.State == "running" {
-			for _, n := range append(append([]string(nil), j.Active...), j.TransitN...) {
+			for _, n := range append(append([]string(nil), j.Active...), j.TransitNodes...) {
 				if o, dup := owner[n]; dup {
 					t.Fatalf("node %s held by jobs %d and %d after restart", n, o, j.ID)
 				}

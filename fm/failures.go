@@ -25,10 +25,10 @@ type FailureChange struct {
 // JobEffect is what a failure change did to one running job.
 type JobEffect struct {
 	ID int `json:"id"`
-	// Result is "rerouted" (new verified table on the same nodes),
-	// "broken" (no table possible on its nodes: migrate it) or "restored"
-	// (a repair made its original kind of table possible again).
-	Result      string     `json:"result"`
+	// Result is RouteRerouted (a new verified table on the same nodes;
+	// after a repair, possibly the job's original kind of table again) or
+	// RouteBroken (no table possible on its nodes: migrate it).
+	Result      RouteState `json:"result"`
 	Problem     string     `json:"problem,omitempty"`
 	Unreachable *[2]string `json:"unreachable,omitempty"`
 	// TransitAdded names the free nodes a rerouted job gained as transit
@@ -150,7 +150,7 @@ type recheckResult struct {
 // it, concurrently; broken jobs go first.
 func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label string, free *alloc.State, touches func(*JobRecord) bool) []recheckResult {
 	sort.Slice(jobs, func(a, b int) bool {
-		ba, bb := jobs[a].Routing == "broken", jobs[b].Routing == "broken"
+		ba, bb := jobs[a].Routing == RouteBroken, jobs[b].Routing == RouteBroken
 		if ba != bb {
 			return ba
 		}
@@ -193,7 +193,7 @@ func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string,
 	if md.routing == nil {
 		return r
 	}
-	detour := j.Routing == "rerouted" || j.Routing == "broken"
+	detour := j.Routing == RouteRerouted || j.Routing == RouteBroken
 	switch {
 	case repair && !detour && j.Table != nil:
 		// A repair only adds a link or node: a table that worked works.
@@ -210,7 +210,7 @@ func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string,
 	var works bool
 	switch {
 	case !repair || j.Table == nil:
-	case j.Routing == "broken":
+	case j.Routing == RouteBroken:
 		works = md.routing.Check(j.Table) == nil
 	default:
 		works = true
@@ -222,24 +222,24 @@ func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string,
 	c.Problem, c.Unreachable = "", nil
 	table, stats, err := s.routeJob(md, j)
 	if err == nil {
-		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, "rerouted"
+		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, RouteRerouted
 		if repair {
-			c.Routing = "" // back on a table of the repaired fabric
+			c.Routing = RouteOriginal // back on a table of the repaired fabric
 		}
-		r.new, r.effect = &c, JobEffect{ID: j.ID, Result: "rerouted"}
+		r.new, r.effect = &c, JobEffect{ID: j.ID, Result: RouteRerouted}
 		return r
 	}
-	if works || j.Routing == "broken" && repair {
+	if works || j.Routing == RouteBroken && repair {
 		return r // keeps its detour table, or stays broken
 	}
 	var unreachable *unreachableError
 	if errors.As(err, &unreachable) && free != nil {
 		added, table, stats, xerr := s.extendTransit(md, j, free)
 		if xerr == nil {
-			c.TransitN = append(slices.Clone(j.TransitN), names(md.g, added)...)
-			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, "rerouted"
+			c.TransitNodes = append(slices.Clone(j.TransitNodes), names(md.g, added)...)
+			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, RouteRerouted
 			c.Affected = append(slices.Clone(j.Affected), label)
-			r.new, r.effect = &c, JobEffect{ID: j.ID, Result: "rerouted", TransitAdded: names(md.g, added)}
+			r.new, r.effect = &c, JobEffect{ID: j.ID, Result: RouteRerouted, TransitAdded: names(md.g, added)}
 			return r
 		}
 	}
@@ -247,9 +247,9 @@ func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string,
 	if up, ok := err.(*unreachableError); ok {
 		c.Unreachable = &up.pair
 	}
-	c.Reachable, c.Routing = false, "broken"
+	c.Reachable, c.Routing = false, RouteBroken
 	c.Affected = append(slices.Clone(j.Affected), label)
-	r.new, r.effect = &c, JobEffect{ID: j.ID, Result: "broken", Problem: c.Problem, Unreachable: c.Unreachable}
+	r.new, r.effect = &c, JobEffect{ID: j.ID, Result: RouteBroken, Problem: c.Problem, Unreachable: c.Unreachable}
 	return r
 }
 
@@ -266,7 +266,7 @@ func (s *Service) routeJob(md *model, j *JobRecord) (*routing.TableJSON, TableSt
 	if err != nil {
 		return nil, TableStats{}, err
 	}
-	transit, err := nodesByName(md.g, j.TransitN)
+	transit, err := nodesByName(md.g, j.TransitNodes)
 	if err != nil {
 		return nil, TableStats{}, err
 	}
@@ -275,7 +275,7 @@ func (s *Service) routeJob(md *model, j *JobRecord) (*routing.TableJSON, TableSt
 			return nil, TableStats{}, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
 		}
 	}
-	if ok, pair, err := md.routing.Unreachable(active, transit); err != nil {
+	if ok, pair, err := md.routing.ReachableFirst(active, transit); err != nil {
 		return nil, TableStats{}, err
 	} else if !ok {
 		return nil, TableStats{}, &unreachableError{[2]string{md.g.NodeName(pair[0]), md.g.NodeName(pair[1])}}
@@ -320,16 +320,16 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 		}
 		old := results[id].old
 		c := *old
-		c.Reachable, c.Routing = false, "broken"
+		c.Reachable, c.Routing = false, RouteBroken
 		c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
 		c.Affected = append(slices.Clone(old.Affected), actionName(ch)+" "+subject)
 		changed[id] = &c
-		results[id] = recheckResult{old: old, new: &c, effect: JobEffect{ID: id, Result: "broken", Problem: c.Problem}}
+		results[id] = recheckResult{old: old, new: &c, effect: JobEffect{ID: id, Result: RouteBroken, Problem: c.Problem}}
 	}
 	for _, id := range ids {
 		e := results[id].effect
 		res.Jobs = append(res.Jobs, e)
-		if e.Result == "broken" {
+		if e.Result == RouteBroken {
 			res.AffectedJobs = append(res.AffectedJobs, id)
 		}
 	}
@@ -458,17 +458,17 @@ func toggle(list []string, name string, on bool) []string {
 // nodes the routes do not need are dropped again, last first. It returns
 // the nodes added and the set's verified table.
 func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]int, *routing.TableJSON, TableStats, error) {
-	budget := max(0, j.Transit-len(j.TransitN)) + max(0, s.cfg.RepairExtra)
+	budget := max(0, j.TransitLimit-len(j.TransitNodes)) + max(0, s.cfg.RepairExtra)
 	active, err := nodesByName(md.g, j.Active)
 	if err != nil {
 		return nil, nil, TableStats{}, err
 	}
-	transit, err := nodesByName(md.g, j.TransitN)
+	transit, err := nodesByName(md.g, j.TransitNodes)
 	if err != nil {
 		return nil, nil, TableStats{}, err
 	}
 	reachable := func(extra []int) (bool, [2]int, error) {
-		return md.routing.Unreachable(active, append(slices.Clone(transit), extra...))
+		return md.routing.ReachableFirst(active, append(slices.Clone(transit), extra...))
 	}
 	in := make([]bool, md.g.NumNodes())
 	set := append(slices.Clone(active), transit...)
@@ -649,7 +649,7 @@ func (s *Service) touchedBy(md *model, ch FailureChange, subject string) func(*J
 		if j.Table == nil || len(links) == 0 {
 			return true
 		}
-		if nodeName != "" && (slices.Contains(j.Active, nodeName) || slices.Contains(j.TransitN, nodeName)) {
+		if nodeName != "" && (slices.Contains(j.Active, nodeName) || slices.Contains(j.TransitNodes, nodeName)) {
 			return true
 		}
 		set := s.tableLinks(md.g, j).set

@@ -266,8 +266,8 @@ func (s *Service) SubmitContext(ctx context.Context, actor string, req JobReques
 		if err != nil {
 			return nil, err
 		}
-		j := &JobRecord{Name: req.Name, State: "running", Nodes: req.Nodes, Transit: req.Transit, Algo: string(algo),
-			Active: names(sn.g, p.active), TransitN: names(sn.g, p.transit), Rules: sn.routing.Rules(), Table: p.table,
+		j := &JobRecord{Name: req.Name, State: JobRunning, Nodes: req.Nodes, TransitLimit: req.Transit, Algo: string(algo),
+			Active: names(sn.g, p.active), TransitNodes: names(sn.g, p.transit), Rules: sn.routing.Rules(), Table: p.table,
 			Stats: p.stats, Created: s.cfg.Now().UTC(), Reachable: true, Selection: selectionOf(p.res)}
 		err = s.commitJob(ctx, actor, sn.ver, j, p)
 		if errors.Is(err, errStale) {
@@ -335,8 +335,8 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 		if err := tx.PutJobRoutes(j, p.routes); err != nil {
 			return err
 		}
-		return tx.Log("job.submit", fmt.Sprintf("job %d", id), map[string]any{"nodes": j.Nodes, "transit": j.Transit,
-			"active": j.Active, "transit_nodes": j.TransitN, "candidates": p.res.Found, "placements_examined": p.res.Examined})
+		return tx.Log("job.submit", fmt.Sprintf("job %d", id), map[string]any{"nodes": j.Nodes, "transit": j.TransitLimit,
+			"active": j.Active, "transit_nodes": j.TransitNodes, "candidates": p.res.Found, "placements_examined": p.res.Examined})
 	})
 	if err != nil {
 		return fmt.Errorf("storage: %v (the job was not placed)", err)
@@ -381,7 +381,7 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*Jo
 		if sn.state == nil {
 			return nil, badRequest("this fabric takes no jobs: %s", sn.noJobs)
 		}
-		oldNodes, err := nodesByName(sn.g, append(slices.Clone(old.Active), old.TransitN...))
+		oldNodes, err := nodesByName(sn.g, append(slices.Clone(old.Active), old.TransitNodes...))
 		if err != nil {
 			return nil, err
 		}
@@ -390,13 +390,13 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*Jo
 		if _, err := alloc.ParseAlgo(old.Algo); err != nil {
 			algo = alloc.Improved
 		}
-		p, err := s.place(ctx, sn, JobRequest{Nodes: old.Nodes, Transit: old.Transit}, algo)
+		p, err := s.place(ctx, sn, JobRequest{Nodes: old.Nodes, Transit: old.TransitLimit}, algo)
 		if err != nil {
 			return nil, err
 		}
 		j := *old
-		j.Active, j.TransitN, j.Table, j.Stats = names(sn.g, p.active), names(sn.g, p.transit), p.table, p.stats
-		j.Rules, j.Reachable, j.Routing, j.Problem, j.Unreachable = sn.routing.Rules(), true, "migrated", "", nil
+		j.Active, j.TransitNodes, j.Table, j.Stats = names(sn.g, p.active), names(sn.g, p.transit), p.table, p.stats
+		j.Rules, j.Reachable, j.Routing, j.Problem, j.Unreachable = sn.routing.Rules(), true, RouteMigrated, "", nil
 		j.Selection = selectionOf(p.res)
 		err = s.commitMigration(ctx, actor, sn.ver, old, &j, oldNodes, p)
 		if errors.Is(err, errStale) && attempt == 0 {
@@ -433,7 +433,7 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 			return err
 		}
 		return tx.Log("job.migrate", fmt.Sprintf("job %d", j.ID), map[string]any{"from_active": old.Active,
-			"from_transit": old.TransitN, "active": j.Active, "transit_nodes": j.TransitN, "was": old.RouteState()})
+			"from_transit": old.TransitNodes, "active": j.Active, "transit_nodes": j.TransitNodes, "was": old.RoutingName()})
 	})
 	if err != nil {
 		return fmt.Errorf("storage: %v (the job keeps its nodes)", err)
@@ -460,7 +460,7 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 	}
 	c := *j
 	now := s.cfg.Now().UTC()
-	c.State, c.Released = "released", &now
+	c.State, c.Released = JobReleased, &now
 	// A released job keeps its record and its table's figures (Stats);
 	// the table itself, megabytes for large jobs, is dropped, and its
 	// pages are given back by the next compaction.
@@ -476,7 +476,7 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitN...)); err == nil {
+	if nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...)); err == nil {
 		s.state.ReleaseNodes(id, nodes)
 	} else {
 		s.state.Release(id)

@@ -63,7 +63,7 @@ func newMetrics(s *Service) *metrics {
 		defer s.mu.RUnlock()
 		n := 0
 		for _, j := range s.jobs {
-			if j.Routing == "broken" {
+			if j.Routing == RouteBroken {
 				n++
 			}
 		}

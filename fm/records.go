@@ -16,31 +16,50 @@ type FabricRecord struct {
 	Updated     time.Time `json:"updated"`
 }
 
+// JobState is where a job is in its life.
+type JobState string
+
+const (
+	JobRunning  JobState = "running"
+	JobReleased JobState = "released"
+)
+
+// RouteState is how a running job is routed.
+type RouteState string
+
+const (
+	// RouteOriginal: on the table it was placed with, or a fresh one
+	// after a repair.
+	RouteOriginal RouteState = ""
+	// RouteRerouted: a failure gave it a new table on the same nodes.
+	RouteRerouted RouteState = "rerouted"
+	// RouteBroken: no table exists on its nodes (Problem and Unreachable
+	// say why; migrate it).
+	RouteBroken RouteState = "broken"
+	// RouteMigrated: placed anew on other nodes.
+	RouteMigrated RouteState = "migrated"
+)
+
 // JobRecord is a job placed by the service.
 type JobRecord struct {
-	ID        int                `json:"id"`
-	Name      string             `json:"name,omitempty"`
-	State     string             `json:"state"` // running, released
-	Nodes     int                `json:"nodes"`
-	Transit   int                `json:"transit_limit"`
-	Algo      string             `json:"algo"`
-	Active    []string           `json:"active"`
-	TransitN  []string           `json:"transit"`
-	Rules     string             `json:"rules"`
-	Table     *routing.TableJSON `json:"table,omitempty"` // verified routing table, as icn route --json writes it
-	Stats     TableStats         `json:"stats"`
-	Affected  []string           `json:"affected_by,omitempty"` // failures that broke reachability
-	Created   time.Time          `json:"created"`
-	Released  *time.Time         `json:"released,omitempty"`
-	Reachable bool               `json:"reachable"`
-	// Routing is "" while the job runs on the table it was placed with
-	// (or a fresh one after a repair), "rerouted" after a failure gave it
-	// a new table on the same nodes, "broken" when no table exists on its
-	// nodes (Problem and Unreachable say why; migrate it), "migrated"
-	// after it was placed anew.
-	Routing     string     `json:"routing,omitempty"`
-	Problem     string     `json:"problem,omitempty"`
-	Unreachable *[2]string `json:"unreachable,omitempty"`
+	ID           int                `json:"id"`
+	Name         string             `json:"name,omitempty"`
+	State        JobState           `json:"state"`
+	Nodes        int                `json:"nodes"`
+	TransitLimit int                `json:"transit_limit"`
+	Algo         string             `json:"algo"`
+	Active       []string           `json:"active"`
+	TransitNodes []string           `json:"transit"`
+	Rules        string             `json:"rules"`
+	Table        *routing.TableJSON `json:"table,omitempty"` // verified routing table, as icn route --json writes it
+	Stats        TableStats         `json:"stats"`
+	Affected     []string           `json:"affected_by,omitempty"` // failures that broke reachability
+	Created      time.Time          `json:"created"`
+	Released     *time.Time         `json:"released,omitempty"`
+	Reachable    bool               `json:"reachable"`
+	Routing      RouteState         `json:"routing,omitempty"`
+	Problem      string             `json:"problem,omitempty"`
+	Unreachable  *[2]string         `json:"unreachable,omitempty"`
 	// Selection says how the node set was chosen (absent in records
 	// written before it was kept).
 	Selection *Selection `json:"selection,omitempty"`
@@ -64,12 +83,12 @@ func selectionOf(res *alloc.Result) *Selection {
 	return &Selection{Exhaustive: res.Exhaustive, Settled: res.Settled, Examined: res.Examined, Complete: res.Complete, Cut: res.Cut, Seconds: res.Seconds}
 }
 
-// RouteState names the routing state of a job ("ok" for "").
-func (j *JobRecord) RouteState() string {
-	if j.Routing == "" {
+// RoutingName names the routing state of a job ("ok" for RouteOriginal).
+func (j *JobRecord) RoutingName() string {
+	if j.Routing == RouteOriginal {
 		return "ok"
 	}
-	return j.Routing
+	return string(j.Routing)
 }
 
 // TableStats are the figures of a job's routing table.

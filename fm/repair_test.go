@@ -58,7 +58,7 @@ func TestRepairAddsTransit(t *testing.T) {
 		t.Fatalf("%d transit nodes added, allowance %d", len(e.TransitAdded), DefaultRepairExtra)
 	}
 	got := s.jobs[j.ID]
-	if got.Routing != "rerouted" || !slices.Equal(got.TransitN, e.TransitAdded) {
+	if got.Routing != "rerouted" || !slices.Equal(got.TransitNodes, e.TransitAdded) {
 		t.Fatalf("job after the repair: %+v", got)
 	}
 	if ok, problem, _ := s.VerifyJob(j.ID); !ok {
@@ -74,7 +74,7 @@ func TestRepairAddsTransit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after := s.jobs[j.ID]; after == nil || !slices.Equal(after.TransitN, e.TransitAdded) {
+	if after := s.jobs[j.ID]; after == nil || !slices.Equal(after.TransitNodes, e.TransitAdded) {
 		t.Fatalf("after restart: %+v", after)
 	}
 	s.Close()

@@ -41,7 +41,7 @@ func checkJobsRouted(t *testing.T, s *Service) {
 		case j.Routing == "broken" && (j.Problem == "" || j.Reachable):
 			t.Errorf("job %d broken without a reason: %+v", j.ID, j)
 		case j.Routing != "broken" && !ok:
-			t.Errorf("job %d (%s) does not verify: %s", j.ID, j.RouteState(), problem)
+			t.Errorf("job %d (%s) does not verify: %s", j.ID, j.RoutingName(), problem)
 		}
 	}
 }

@@ -47,7 +47,7 @@ func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*rou
 	return tf, st, nil
 }
 
-func (a *angaraRouting) Unreachable(active, transit []int) (bool, [2]int, error) {
+func (a *angaraRouting) ReachableFirst(active, transit []int) (bool, [2]int, error) {
 	return a.R.Check(active, transit)
 }
 

@@ -31,9 +31,9 @@ type Routing interface {
 	Check(tf *routing.TableJSON) error
 	// Rules names the routing rule in use.
 	Rules() string
-	// Unreachable reports whether every ordered pair of active nodes has
+	// ReachableFirst reports whether every ordered pair of active nodes has
 	// a legal route inside the set, and if not, one pair that has none.
-	Unreachable(active, transit []int) (ok bool, pair [2]int, err error)
+	ReachableFirst(active, transit []int) (ok bool, pair [2]int, err error)
 	// LegalPath returns the nodes of a legal route from src to dst
 	// through the nodes of set and extra (src first, dst last) with the
 	// fewest nodes of extra, then the fewest hops; nil if there is none.
@@ -380,7 +380,7 @@ func (s *Service) initFabric(rec FabricRecord, have, created bool) (FabricRecord
 		running := 0
 		s.store.View(func(tx *Tx) error {
 			return tx.Jobs(func(j *JobRecord) error {
-				if j.State == "running" {
+				if j.State == JobRunning {
 					running++
 				}
 				return nil
@@ -415,10 +415,10 @@ func (s *Service) initFabric(rec FabricRecord, have, created bool) (FabricRecord
 func (s *Service) loadJobs() error {
 	err := s.store.View(func(tx *Tx) error {
 		return tx.Jobs(func(j *JobRecord) error {
-			if j.State != "running" {
+			if j.State != JobRunning {
 				return nil
 			}
-			nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitN...))
+			nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...))
 			if err != nil {
 				return fmt.Errorf("job %d: %v", j.ID, err)
 			}
@@ -675,7 +675,7 @@ func tableMatchesJob(g *topology.Graph, j *JobRecord) error {
 		what  string
 		names []string
 		table [][]int
-	}{{"active", j.Active, j.Table.Active}, {"transit", j.TransitN, j.Table.Transit}} {
+	}{{"active", j.Active, j.Table.Active}, {"transit", j.TransitNodes, j.Table.Transit}} {
 		nodes, err := nodesByName(g, l.names)
 		if err != nil {
 			return err

@@ -64,7 +64,7 @@ func checkDisjoint(t testing.TB, s *Service) {
 			continue
 		}
 		running++
-		for _, n := range append(append([]string(nil), j.Active...), j.TransitN...) {
+		for _, n := range append(append([]string(nil), j.Active...), j.TransitNodes...) {
 			if o, dup := owner[n]; dup {
 				t.Fatalf("node %s held by jobs %d and %d", n, o, j.ID)
 			}

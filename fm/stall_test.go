@@ -95,7 +95,7 @@ func TestNoStallDuringPlacement(t *testing.T) {
 	}
 	// Placed again on the fabric with the failure: its table verifies
 	// there and avoids the failed node.
-	if ok, problem, _ := s.VerifyJob(placed.ID); !ok || slices.Contains(placed.Active, victim) || slices.Contains(placed.TransitN, victim) {
+	if ok, problem, _ := s.VerifyJob(placed.ID); !ok || slices.Contains(placed.Active, victim) || slices.Contains(placed.TransitNodes, victim) {
 		t.Fatalf("job placed across a failure (%s): %v", problem, placed.Active)
 	}
 	checkDisjoint(t, s)

@@ -227,7 +227,7 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 			how = "cut by the budget"
 		}
 	}
-	a.logf("job %d: %d nodes + %d transit in %.2f s (%s)", j.ID, len(r.Active), len(r.TransitN), time.Since(start).Seconds(), how)
+	a.logf("job %d: %d nodes + %d transit in %.2f s (%s)", j.ID, len(r.Active), len(r.TransitNodes), time.Since(start).Seconds(), how)
 	if err := a.pin(ctx, j, r); err != nil {
 		a.unpinnable(ctx, j, r, err)
 	}
@@ -250,7 +250,7 @@ func (a *Agent) unpinnable(ctx context.Context, j Job, r *fm.JobRecord, err erro
 // pin makes Slurm run job j on the nodes of placement r.
 func (a *Agent) pin(ctx context.Context, j Job, r *fm.JobRecord) error {
 	var names []string
-	for _, c := range append(append([]string(nil), r.Active...), r.TransitN...) {
+	for _, c := range append(append([]string(nil), r.Active...), r.TransitNodes...) {
 		id, ok := a.byCoord[c]
 		if !ok {
 			return fmt.Errorf("job %d: node %q of the placement is not in the fabric", j.ID, c)
@@ -258,7 +258,7 @@ func (a *Agent) pin(ctx context.Context, j Job, r *fm.JobRecord) error {
 		names = append(names, a.names[id])
 	}
 	hl := sched.Hostlist(names)
-	comment := fmt.Sprintf("icn: job %d, %d active + %d transit", r.ID, len(r.Active), len(r.TransitN))
+	comment := fmt.Sprintf("icn: job %d, %d active + %d transit", r.ID, len(r.Active), len(r.TransitNodes))
 	if err := a.slurm.Pin(ctx, j.ID, hl, len(names), comment); err != nil {
 		return err
 	}

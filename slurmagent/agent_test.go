@@ -204,7 +204,7 @@ func checkPinned(t *testing.T, svc *fm.Service, sl *fakeSlurm, names []string) {
 			continue
 		}
 		var want []string
-		for _, c := range append(append([]string(nil), r.Active...), r.TransitN...) {
+		for _, c := range append(append([]string(nil), r.Active...), r.TransitNodes...) {
 			want = append(want, names[nodeID(svc, c)])
 		}
 		got := slices.Clone(sl.pinned[id])

@@ -291,7 +291,7 @@ func TestSlurmPlacesThroughICN(t *testing.T) {
 				t.Fatal(err)
 			}
 			var want []string
-			for _, coord := range append(append([]string(nil), r.Active...), r.TransitN...) {
+			for _, coord := range append(append([]string(nil), r.Active...), r.TransitNodes...) {
 				want = append(want, names[nodeID(svc, coord)])
 			}
 			slices.Sort(got)

@@ -380,9 +380,9 @@ func runFabricFailure(ctx context.Context, o fabricFailureOptions, w io.Writer) 
 		var rerouted []string
 		for _, e := range res.Jobs {
 			switch {
-			case e.Result == "rerouted" && len(e.TransitAdded) > 0:
+			case e.Result == fm.RouteRerouted && len(e.TransitAdded) > 0:
 				rerouted = append(rerouted, fmt.Sprintf("%d (transit +%d: %s)", e.ID, len(e.TransitAdded), strings.Join(e.TransitAdded, " ")))
-			case e.Result == "rerouted":
+			case e.Result == fm.RouteRerouted:
 				rerouted = append(rerouted, strconv.Itoa(e.ID))
 			}
 		}
@@ -601,7 +601,7 @@ func runJobList(ctx context.Context, o jobListOptions, w io.Writer) error {
 	return o.cl.print(w, jobs, func(w io.Writer) error {
 		t := cli.NewTable("ID", "NAME", "STATE", "ACTIVE", "TRANSIT", "DIAMETER", "PI_MAX", "REACHABLE", "ROUTING", "CREATED")
 		for _, j := range jobs {
-			t.Row(j.ID, j.Name, j.State, len(j.Active), len(j.TransitN), j.Stats.Diameter, j.Stats.PiMax, j.Reachable, j.RouteState(), j.Created.Format(time.RFC3339))
+			t.Row(j.ID, j.Name, j.State, len(j.Active), len(j.TransitNodes), j.Stats.Diameter, j.Stats.PiMax, j.Reachable, j.RoutingName(), j.Created.Format(time.RFC3339))
 		}
 		return t.Write(w)
 	})
@@ -816,8 +816,8 @@ func hostname() string {
 }
 
 func writeJob(w io.Writer, j *fm.JobRecord) error {
-	kv := []any{"job", strconv.Itoa(j.ID), "state", j.State, "routing", j.RouteState(), "active", strings.Join(j.Active, " "),
-		"transit", strings.Join(j.TransitN, " "), "rules", j.Rules, "diameter", j.Stats.Diameter,
+	kv := []any{"job", strconv.Itoa(j.ID), "state", j.State, "routing", j.RoutingName(), "active", strings.Join(j.Active, " "),
+		"transit", strings.Join(j.TransitNodes, " "), "rules", j.Rules, "diameter", j.Stats.Diameter,
 		"pi_max / pi_perfect", fmt.Sprintf("%g / %.3f", j.Stats.PiMax, j.Stats.PiPerfect), "deadlock free", j.Stats.DeadlockFree}
 	if sel := j.Selection; sel != nil {
 		kv = append(kv, "selection", searchSummary(sel.Exhaustive, sel.Settled, sel.Examined, sel.Complete, sel.Cut))

@@ -46,7 +46,7 @@ func TestJobClientCommands(t *testing.T) {
 	}
 	var m fm.JobRecord
 	run(&m, "job", "migrate", "1")
-	if m.Routing != "migrated" || slices.Contains(m.Active, j.Active[0]) || slices.Contains(m.TransitN, j.Active[0]) {
+	if m.Routing != "migrated" || slices.Contains(m.Active, j.Active[0]) || slices.Contains(m.TransitNodes, j.Active[0]) {
 		t.Fatalf("migrate: %+v", m)
 	}
 	var j2 fm.JobRecord
