@@ -94,6 +94,28 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 		s.mu.RUnlock()
 	}
 	touches := s.touchedBy(md, ch, subject)
+	results := s.recheckRounds(md, ch.Repair, label, free, touches) // returns holding commitMu
+	res, err := s.commitFailure(actor, ch, subject, md, results)
+	s.commitMu.Unlock()
+	if err == nil {
+		// Multicast trees follow the fabric (under changeMu, so in order).
+		s.mc.fabricChanged(md.g, !ch.Repair)
+		res.Unicast = s.refreshUnicast(md.g)
+	}
+	return res, err
+}
+
+// recheckRounds re-checks every running job on md: up to three rounds
+// without a lock, each taking the jobs placed or migrated since the last,
+// then a last round for any still new under commitMu.
+//
+// Lock contract: called with changeMu held (one fabric change at a time)
+// and neither mu nor commitMu held. It takes mu for reading only to list
+// the jobs; the routing work runs without any lock, so reads, placements
+// and releases go on. It returns holding commitMu, after a last round
+// under it: nothing commits between that round and the caller's commit,
+// which must unlock commitMu.
+func (s *Service) recheckRounds(md *model, repair bool, label string, free *alloc.State, touches func(*JobRecord) bool) map[int]recheckResult {
 	done := map[int]*JobRecord{} // job version re-checked
 	results := map[int]recheckResult{}
 	pending := func() []*JobRecord {
@@ -108,7 +130,7 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 		return todo
 	}
 	check := func(todo []*JobRecord) {
-		for _, r := range s.recheck(md, todo, ch.Repair, label, free, touches) {
+		for _, r := range s.recheck(md, todo, repair, label, free, touches) {
 			done[r.old.ID] = r.old
 			results[r.old.ID] = r
 		}
@@ -130,14 +152,7 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 	if todo := pending(); len(todo) > 0 {
 		check(todo)
 	}
-	res, err := s.commitFailure(actor, ch, subject, md, results)
-	s.commitMu.Unlock()
-	if err == nil {
-		// Multicast trees follow the fabric (under changeMu, so in order).
-		s.mc.fabricChanged(md.g, !ch.Repair)
-		res.Unicast = s.refreshUnicast(md.g)
-	}
-	return res, err
+	return results
 }
 
 type recheckResult struct {
