@@ -9,12 +9,49 @@ import (
 )
 
 // Policy is the queue policy: a window of W jobs from the head of the
-// queue is scanned for one that fits (W = 1 is FCFS), optionally with EASY
-// backfilling, which reserves the earliest start for the head job using
-// requested times and lets later jobs start now if they do not delay it.
+// queue is scanned for one that fits (W = 1 is FCFS), optionally with
+// backfilling by one of two rules (Rule):
+//
+//   - RuleEASY (the default): EASY backfilling, which reserves the
+//     earliest start for the head job using requested times and lets later
+//     jobs start now only if they do not delay it;
+//   - RuleAccasim: the rule of accasim's EASYBackfilling scheduler, in
+//     which the head job's reservation time only says when the head is
+//     tried again and any later job that fits now starts (see
+//     startAccasim). It takes a window of 1.
 type Policy struct {
-	Window   int  `json:"window"`
-	Backfill bool `json:"easy_backfill"`
+	Window   int    `json:"window"`
+	Backfill bool   `json:"easy_backfill"`
+	Rule     string `json:"backfill_rule,omitempty"`
+}
+
+// Backfilling rules (Policy.Rule).
+const (
+	RuleEASY    = "easy"         // EASY: later jobs never delay the head's reservation
+	RuleAccasim = "easy-accasim" // accasim's EASYBackfilling: the reservation gates only the head's retries
+)
+
+// accasim reports whether the policy is accasim's backfilling rule.
+func (p Policy) accasim() bool { return p.Backfill && p.Rule == RuleAccasim }
+
+// check says what is wrong with the policy, if anything.
+func (p Policy) check() error {
+	if p.Window < 1 {
+		return fmt.Errorf("window must be at least 1, got %d", p.Window)
+	}
+	switch p.Rule {
+	case "", RuleEASY:
+	case RuleAccasim:
+		if !p.Backfill {
+			return fmt.Errorf("backfilling rule %s needs backfilling on", p.Rule)
+		}
+		if p.Window != 1 {
+			return fmt.Errorf("backfilling rule %s takes a window of 1, got %d", p.Rule, p.Window)
+		}
+	default:
+		return fmt.Errorf("unknown backfilling rule %q (want %s or %s)", p.Rule, RuleEASY, RuleAccasim)
+	}
+	return nil
 }
 
 // Config describes one cluster simulation.

@@ -18,6 +18,11 @@ type Job struct {
 	Runtime   float64 `json:"runtime"`        // how long it really runs
 	Requested float64 `json:"requested"`      // the time limit the user asked for (≥ Runtime)
 	Line      int     `json:"line,omitempty"` // line of the trace it came from
+	// TraceRequested is the requested time the trace gives when it is
+	// shorter than the run time (the job ran past its limit; Requested is
+	// then the run time), else 0. Only the easy-accasim rule uses it: accasim
+	// plans with the trace's requested time as it is.
+	TraceRequested float64 `json:"trace_requested,omitempty"`
 }
 
 // Skipped records a job (or line) left out of a stream, and why.
@@ -60,6 +65,8 @@ func (s *Stream) Validate() error {
 			return fmt.Errorf("%s is invalid (nodes %d, runtime %g, submit %g)", where, j.Nodes, j.Runtime, j.Submit)
 		case !(j.Requested >= j.Runtime) || math.IsInf(j.Requested, 0):
 			return fmt.Errorf("%s: requested time %g is shorter than the run time %g", where, j.Requested, j.Runtime)
+		case j.TraceRequested != 0 && !(j.TraceRequested > 0 && j.TraceRequested < j.Runtime):
+			return fmt.Errorf("%s: trace's requested time %g is not between 0 and the run time %g", where, j.TraceRequested, j.Runtime)
 		case i > 0 && j.Submit < s.Jobs[i-1].Submit:
 			return fmt.Errorf("%s: jobs are not in submit order", where)
 		}

@@ -59,6 +59,10 @@ type simulation struct {
 	everOK              map[int]bool // size → placeable on the empty machine
 	resv                *reservation // valid until a job ends or the head starts
 	settled             int
+	// blocked (RuleAccasim) says the queue's head could not start; it is
+	// tried again at the first event at or after retryAt.
+	blocked bool
+	retryAt float64
 }
 
 // Simulate runs the stream through the cluster. The machine state (in
@@ -80,7 +84,7 @@ func Simulate(cfg Config, stream *Stream) (*Report, error) {
 		if err := s.schedulePass(); err != nil {
 			return nil, err
 		}
-		if len(s.run) == 0 && len(s.queue) > 0 && !s.arrivalDue() {
+		if len(s.run) == 0 && len(s.queue) > 0 && !s.arrivalDue() && !s.waitingForRetry() {
 			return nil, fmt.Errorf("internal error: job %d fits the empty machine but was not placed on it", s.jobs[s.queue[0]].ID)
 		}
 		s.advance()
@@ -95,8 +99,8 @@ func newSimulation(cfg Config, stream *Stream) (*simulation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Policy.Window < 1 {
-		return nil, fmt.Errorf("window must be at least 1, got %d", cfg.Policy.Window)
+	if err := cfg.Policy.check(); err != nil {
+		return nil, err
 	}
 	if err := stream.Validate(); err != nil {
 		return nil, err
@@ -200,6 +204,9 @@ func placeableNow(m Machine, j Job) (bool, float64, error) {
 
 // schedulePass starts jobs until the policy allows no more.
 func (s *simulation) schedulePass() error {
+	if s.cfg.Policy.accasim() {
+		return s.startAccasim()
+	}
 	for {
 		var started bool
 		var err error
@@ -441,7 +448,7 @@ func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 	rec.Start, rec.End = s.t, s.t+j.Runtime
 	rec.Active = p.Active
 	rec.nodeIDs = p.Nodes
-	heap.Push(&s.run, running{end: rec.End, reqEnd: s.t + j.Requested, index: ji})
+	heap.Push(&s.run, running{end: rec.End, reqEnd: s.t + s.plannedTime(j), index: ji})
 	s.queue = append(s.queue[:qi], s.queue[qi+1:]...)
 	if qi == 0 {
 		s.resv = nil
@@ -468,6 +475,11 @@ func (s *simulation) advance() {
 	}
 	if len(s.run) > 0 {
 		nt = math.Min(nt, s.run.peekEnd())
+	}
+	if math.IsInf(nt, 1) && s.waitingForRetry() {
+		// Nothing runs and nothing arrives: the blocked head waits for
+		// its retry time (accasim steps its clock up to it).
+		nt = s.retryAt
 	}
 	if math.IsInf(nt, 1) {
 		return

@@ -25,7 +25,8 @@ var swfFieldNames = [18]string{"job number", "submit time", "wait time", "run ti
 // Workloads Archive: one job per line, 18 whitespace-separated fields,
 // ';' comments, -1 for missing values. Nodes come from the requested
 // processors (field 8), else the allocated ones (field 5); runtime from
-// field 4; the requested time from field 9 (else the runtime). Submit
+// field 4; the requested time from field 9, raised to the runtime if
+// shorter (the shorter value is kept in TraceRequested). Submit
 // times are shifted so the first job arrives at 0.
 //
 // Every problem is reported once with its line number: malformed lines
@@ -149,11 +150,15 @@ func swfJob(v [18]float64, ppn int) (Job, string) {
 	case procs/float64(ppn) > 1e9:
 		return Job{}, fmt.Sprintf("%g processors is beyond any machine", procs)
 	}
+	traceReq := 0.0
 	if req < runtime {
+		if req > 0 {
+			traceReq = req
+		}
 		req = runtime
 	}
 	nodes := int(math.Ceil(procs / float64(ppn)))
-	return Job{ID: int(v[0]), Submit: v[1], Nodes: nodes, Runtime: runtime, Requested: req}, ""
+	return Job{ID: int(v[0]), Submit: v[1], Nodes: nodes, Runtime: runtime, Requested: req, TraceRequested: traceReq}, ""
 }
 
 // shiftToZero moves submit times so the first job arrives at 0 and puts

@@ -406,7 +406,7 @@ func newSchedSimulateCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.jobs, "jobs", "synthetic:load=0.8,span=1mo,seed=1", "job stream: synthetic:KEY=VAL,… (load, span, maxtime, mintime, jobs, sizes, maxnodes, overestimate, seed) or swf:FILE")
 	f.IntVar(&o.window, "window", 1, "jobs scanned from the head of the queue (1 = FCFS)")
-	f.StringVar(&o.backfill, "backfill", "none", "none or easy")
+	f.StringVar(&o.backfill, "backfill", "none", "none, easy (EASY: the head job's reservation is kept) or easy-accasim (accasim's EASYBackfilling rule: the reservation only says when the head is tried again)")
 	f.StringVar(&o.algo, "algo", "improved", "improved or baseline (tori)")
 	f.StringVar(&o.rules, "rules", "angara*", "routing rule (tori)")
 	f.Float64Var(&o.transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉ for a job of m nodes (tori)")
@@ -442,7 +442,7 @@ func runSchedSimulate(_ context.Context, o schedSimulateOptions, w io.Writer) er
 	if err != nil {
 		return err
 	}
-	policy := fmt.Sprintf("window %d%s", o.window, map[bool]string{true: ", EASY backfilling"}[pol.Backfill])
+	policy := fmt.Sprintf("window %d%s", o.window, map[string]string{sched.RuleEASY: ", EASY backfilling", sched.RuleAccasim: ", accasim's EASY backfilling rule"}[pol.Rule])
 	if err := writeSchedule(o.scheduleOut, m, stream, rep, policy, o.ppn); err != nil {
 		return err
 	}
@@ -463,13 +463,16 @@ func schedPolicy(window int, backfill string) (sched.Policy, error) {
 	pol := sched.Policy{Window: window}
 	switch backfill {
 	case "", "none":
-	case "easy":
-		pol.Backfill = true
+	case sched.RuleEASY, sched.RuleAccasim:
+		pol.Backfill, pol.Rule = true, backfill
 	default:
-		return pol, fmt.Errorf("unknown --backfill %q (want none or easy)", backfill)
+		return pol, fmt.Errorf("unknown --backfill %q (want none, easy or easy-accasim)", backfill)
 	}
 	if window < 1 {
 		return pol, fmt.Errorf("--window must be at least 1, got %d", window)
+	}
+	if backfill == sched.RuleAccasim && window != 1 {
+		return pol, fmt.Errorf("--backfill easy-accasim takes --window 1, got %d", window)
 	}
 	return pol, nil
 }
