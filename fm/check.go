@@ -331,9 +331,6 @@ func (s *Store) Backup(w io.Writer, size func(int64)) (n int64, err error) {
 	return n, err
 }
 
-// Backup writes a consistent copy of the service's database to w.
-func (s *Service) Backup(w io.Writer) (int64, error) { return s.store.Backup(w, nil) }
-
 // BackupFile writes a consistent copy of the database to path: first to a
 // temporary file next to it, synced, checked, then renamed into place, so
 // path never holds a partial copy.

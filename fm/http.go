@@ -551,10 +551,6 @@ func actor(r *http.Request) string {
 	return "api@" + r.RemoteAddr
 }
 
-// Tick runs periodic work (multicast timeouts); Serve calls it every
-// second.
-func (s *Service) Tick() { s.mc.tick() }
-
 // RunTicker calls Tick every interval until stop is closed.
 func (s *Service) RunTicker(interval time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(interval)

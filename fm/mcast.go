@@ -679,3 +679,7 @@ func (m *mcast) maxEFI() int {
 	}
 	return best
 }
+
+// Tick runs periodic work (multicast timeouts); Serve calls it every
+// second.
+func (s *Service) Tick() { s.mc.tick() }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"time"
@@ -615,3 +616,6 @@ func (s *Store) compactIfSparse() (before, after int64, err error) {
 	}
 	return before, after, nil
 }
+
+// Backup writes a consistent copy of the service's database to w.
+func (s *Service) Backup(w io.Writer) (int64, error) { return s.store.Backup(w, nil) }
