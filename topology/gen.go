@@ -6,234 +6,306 @@ import (
 	"strings"
 )
 
+// builtinFamilies are the spec families icn knows; each Build reads the
+// text after "name:".
+var builtinFamilies = []Family{
+	{Name: "line", Usage: "line:N",
+		Help:  "linear array of N nodes",
+		Build: buildLine},
+	{Name: "ring", Usage: "ring:N",
+		Help:  "ring of N ≥ 2 nodes",
+		Build: buildRing},
+	{Name: "complete", Usage: "complete:N",
+		Help:  "complete graph on N nodes",
+		Build: buildComplete},
+	{Name: "star", Usage: "star:N",
+		Help:  "star of N nodes (node 0 is the centre)",
+		Build: buildStar},
+	{Name: "tree", Usage: "tree:N",
+		Help:  "complete binary tree of N nodes (heap order)",
+		Build: buildTree},
+	{Name: "hypercube", Usage: "hypercube:D",
+		Help:  "D-dimensional binary hypercube (2^D nodes)",
+		Build: buildHypercube},
+	{Name: "mesh", Usage: "mesh:AxBx…[:endpoints=E]",
+		Help:  "n-dimensional mesh",
+		Build: buildMesh},
+	{Name: "torus", Usage: "torus:AxBx…[:rings=R1,R2,…][:steps=S1/S2/…][:endpoints=E]",
+		Help:  "n-dimensional torus; parallel rings per dimension, multiring dimensions, end nodes per switch",
+		Build: buildTorus},
+	{Name: "multiring", Usage: "multiring:N:s1,s2,…",
+		Help:  "circulant graph: duplex rings ±s on N nodes",
+		Build: buildMultiring},
+	{Name: "fattree", Usage: "fattree:k=K,n=N | fattree:m=M,n=N",
+		Help:  "k-ary n-tree (2k-port switches) or m-port n-tree",
+		Build: buildFattree},
+	{Name: "xgft", Usage: "xgft:m=M1.M2…,w=W1.W2…",
+		Help:  "extended generalized fat tree XGFT(h; m; w)",
+		Build: buildXgft},
+	{Name: "pft", Usage: "pft:radix=R,levels=L,endpoints=E[,up=U1.U2…]",
+		Help:  "pruned/tapered fat tree from switch radix, levels, end nodes and up-links per switch level",
+		Build: buildPft},
+	{Name: "bluelight", Usage: "bluelight",
+		Help:  "pruned fat tree shaped like Sunway BlueLight: 8 704 end nodes, 8 shortest leaf-to-top paths",
+		Build: buildBluelight},
+	{Name: "taihulight", Usage: "taihulight",
+		Help:  "pruned fat tree shaped like Sunway TaihuLight: 40 960 end nodes, 2 shortest leaf-to-top paths",
+		Build: buildTaihulight},
+	{Name: "director", Usage: "director:pods=P,leaves=L,ends=E,l2=M,cables=C | director:bluelight | director:taihulight",
+		Help:  "3-level pruned fat tree under one director switch; bluelight = 34,8,32,4,2 (8 leaf-to-top paths), taihulight = 160,8,32,2,1 (2 paths)",
+		Build: buildDirector},
+	{Name: "dragonfly", Usage: "dragonfly:a=A,p=P,h=H[,g=G]",
+		Help:  "dragonfly: A switches per group, P end nodes and H global links per switch",
+		Build: buildDragonfly},
+	{Name: "twolevel", Usage: "twolevel:groups=G,size=K",
+		Help:  "two-level complete graph (IBM PERCS style): complete groups of K nodes, one cable between every pair of groups",
+		Build: buildTwolevel},
+}
+
 func init() {
-	RegisterFamily("line", "line:N", "linear array of N nodes", func(a string) (*Graph, error) {
-		n, err := parseInt(a, "N", 1, MaxSpecNodes)
+	for _, f := range builtinFamilies {
+		RegisterFamily(f.Name, f.Usage, f.Help, f.Build)
+	}
+}
+
+func buildLine(a string) (*Graph, error) {
+	n, err := parseInt(a, "N", 1, MaxSpecNodes)
+	if err != nil {
+		return nil, err
+	}
+	return Grid([]int{n}, false, GridOpts{})
+}
+
+func buildRing(a string) (*Graph, error) {
+	n, err := parseInt(a, "N", 2, MaxSpecNodes)
+	if err != nil {
+		return nil, err
+	}
+	return Grid([]int{n}, true, GridOpts{})
+}
+
+func buildComplete(a string) (*Graph, error) {
+	n, err := parseInt(a, "N", 1, 4096)
+	if err != nil {
+		return nil, err
+	}
+	return Complete(n)
+}
+
+func buildStar(a string) (*Graph, error) {
+	n, err := parseInt(a, "N", 2, MaxSpecNodes)
+	if err != nil {
+		return nil, err
+	}
+	return Star(n)
+}
+
+func buildTree(a string) (*Graph, error) {
+	n, err := parseInt(a, "N", 1, MaxSpecNodes)
+	if err != nil {
+		return nil, err
+	}
+	return BinaryTree(n)
+}
+
+func buildHypercube(a string) (*Graph, error) {
+	d, err := parseInt(a, "D", 0, 21)
+	if err != nil {
+		return nil, err
+	}
+	return Hypercube(d)
+}
+
+func buildMesh(a string) (*Graph, error) {
+	return parseGrid(a, false)
+}
+
+func buildTorus(a string) (*Graph, error) {
+	return parseGrid(a, true)
+}
+
+func buildMultiring(a string) (*Graph, error) {
+	ns, ss, ok := strings.Cut(a, ":")
+	if !ok {
+		return nil, fmt.Errorf("missing ring steps")
+	}
+	n, err := parseInt(ns, "N", 2, MaxSpecNodes)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := parseSteps(ss, n)
+	if err != nil {
+		return nil, err
+	}
+	return Multiring(n, steps)
+}
+
+func buildFattree(a string) (*Graph, error) {
+	p, err := kv(a, "k", "m", "n")
+	if err != nil {
+		return nil, err
+	}
+	if err := need(p, "n"); err != nil {
+		return nil, err
+	}
+	n, err := parseInt(p["n"], "n", 1, 16)
+	if err != nil {
+		return nil, err
+	}
+	_, hasK := p["k"]
+	_, hasM := p["m"]
+	switch {
+	case hasK == hasM:
+		return nil, fmt.Errorf("give exactly one of k (k-ary n-tree) or m (m-port n-tree)")
+	case hasK:
+		k, err := parseInt(p["k"], "k", 1, 1024)
 		if err != nil {
 			return nil, err
 		}
-		return Grid([]int{n}, false, GridOpts{})
-	})
-	RegisterFamily("ring", "ring:N", "ring of N ≥ 2 nodes", func(a string) (*Graph, error) {
-		n, err := parseInt(a, "N", 2, MaxSpecNodes)
+		return KaryNTree(k, n)
+	default:
+		m, err := parseInt(p["m"], "m", 2, 2048)
 		if err != nil {
 			return nil, err
 		}
-		return Grid([]int{n}, true, GridOpts{})
-	})
-	RegisterFamily("complete", "complete:N", "complete graph on N nodes", func(a string) (*Graph, error) {
-		n, err := parseInt(a, "N", 1, 4096)
-		if err != nil {
+		if m%2 != 0 {
+			return nil, fmt.Errorf("m=%d must be even", m)
+		}
+		return MPortNTree(m, n)
+	}
+}
+
+func buildXgft(a string) (*Graph, error) {
+	p, err := kv(a, "m", "w")
+	if err != nil {
+		return nil, err
+	}
+	if err := need(p, "m", "w"); err != nil {
+		return nil, err
+	}
+	m, err := intList(p["m"], "m", 1, 4096)
+	if err != nil {
+		return nil, err
+	}
+	w, err := intList(p["w"], "w", 1, 4096)
+	if err != nil {
+		return nil, err
+	}
+	return XGFT(m, w)
+}
+
+func buildPft(a string) (*Graph, error) {
+	p, err := kv(a, "radix", "levels", "endpoints", "up")
+	if err != nil {
+		return nil, err
+	}
+	if err := need(p, "radix", "levels", "endpoints"); err != nil {
+		return nil, err
+	}
+	r, err := parseInt(p["radix"], "radix", 2, 4096)
+	if err != nil {
+		return nil, err
+	}
+	l, err := parseInt(p["levels"], "levels", 1, 8)
+	if err != nil {
+		return nil, err
+	}
+	e, err := parseInt(p["endpoints"], "endpoints", 1, MaxSpecNodes)
+	if err != nil {
+		return nil, err
+	}
+	var up []int
+	if s, ok := p["up"]; ok {
+		if up, err = intList(s, "up", 1, r-1); err != nil {
 			return nil, err
 		}
-		return Complete(n)
-	})
-	RegisterFamily("star", "star:N", "star of N nodes (node 0 is the centre)", func(a string) (*Graph, error) {
-		n, err := parseInt(a, "N", 2, MaxSpecNodes)
-		if err != nil {
+	}
+	return PrunedFatTree(r, l, e, up)
+}
+
+func buildBluelight(a string) (*Graph, error) {
+	if a != "" {
+		return nil, fmt.Errorf("takes no parameters")
+	}
+	return XGFT([]int{32, 8, 34}, []int{1, 4, 2})
+}
+
+func buildTaihulight(a string) (*Graph, error) {
+	if a != "" {
+		return nil, fmt.Errorf("takes no parameters")
+	}
+	return XGFT([]int{32, 8, 160}, []int{1, 2, 1})
+}
+
+func buildDirector(s string) (*Graph, error) {
+	switch s {
+	case "bluelight":
+		return Director(34, 8, 32, 4, 2)
+	case "taihulight":
+		return Director(160, 8, 32, 2, 1)
+	}
+	p, err := kv(s, "pods", "leaves", "ends", "l2", "cables")
+	if err != nil {
+		return nil, err
+	}
+	if err := need(p, "pods", "leaves", "ends", "l2", "cables"); err != nil {
+		return nil, err
+	}
+	var v [5]int
+	for i, k := range []string{"pods", "leaves", "ends", "l2", "cables"} {
+		if v[i], err = parseInt(p[k], k, 1, 1<<16); err != nil {
 			return nil, err
 		}
-		return Star(n)
-	})
-	RegisterFamily("tree", "tree:N", "complete binary tree of N nodes (heap order)", func(a string) (*Graph, error) {
-		n, err := parseInt(a, "N", 1, MaxSpecNodes)
-		if err != nil {
+	}
+	return Director(v[0], v[1], v[2], v[3], v[4])
+}
+
+func buildDragonfly(s string) (*Graph, error) {
+	p, err := kv(s, "a", "p", "h", "g")
+	if err != nil {
+		return nil, err
+	}
+	if err := need(p, "a", "p", "h"); err != nil {
+		return nil, err
+	}
+	a, err := parseInt(p["a"], "a", 1, 1024)
+	if err != nil {
+		return nil, err
+	}
+	pp, err := parseInt(p["p"], "p", 0, 1024)
+	if err != nil {
+		return nil, err
+	}
+	h, err := parseInt(p["h"], "h", 0, 1024)
+	if err != nil {
+		return nil, err
+	}
+	g := a*h + 1
+	if gs, ok := p["g"]; ok {
+		if g, err = parseInt(gs, "g", 1, a*h+1); err != nil {
 			return nil, err
 		}
-		return BinaryTree(n)
-	})
-	RegisterFamily("hypercube", "hypercube:D", "D-dimensional binary hypercube (2^D nodes)", func(a string) (*Graph, error) {
-		d, err := parseInt(a, "D", 0, 21)
-		if err != nil {
-			return nil, err
-		}
-		return Hypercube(d)
-	})
-	RegisterFamily("mesh", "mesh:AxBx…[:endpoints=E]", "n-dimensional mesh", func(a string) (*Graph, error) {
-		return parseGrid(a, false)
-	})
-	RegisterFamily("torus", "torus:AxBx…[:rings=R1,R2,…][:steps=S1/S2/…][:endpoints=E]",
-		"n-dimensional torus; parallel rings per dimension, multiring dimensions, end nodes per switch",
-		func(a string) (*Graph, error) { return parseGrid(a, true) })
-	RegisterFamily("multiring", "multiring:N:s1,s2,…", "circulant graph: duplex rings ±s on N nodes", func(a string) (*Graph, error) {
-		ns, ss, ok := strings.Cut(a, ":")
-		if !ok {
-			return nil, fmt.Errorf("missing ring steps")
-		}
-		n, err := parseInt(ns, "N", 2, MaxSpecNodes)
-		if err != nil {
-			return nil, err
-		}
-		steps, err := parseSteps(ss, n)
-		if err != nil {
-			return nil, err
-		}
-		return Multiring(n, steps)
-	})
-	RegisterFamily("fattree", "fattree:k=K,n=N | fattree:m=M,n=N", "k-ary n-tree (2k-port switches) or m-port n-tree", func(a string) (*Graph, error) {
-		p, err := kv(a, "k", "m", "n")
-		if err != nil {
-			return nil, err
-		}
-		if err := need(p, "n"); err != nil {
-			return nil, err
-		}
-		n, err := parseInt(p["n"], "n", 1, 16)
-		if err != nil {
-			return nil, err
-		}
-		_, hasK := p["k"]
-		_, hasM := p["m"]
-		switch {
-		case hasK == hasM:
-			return nil, fmt.Errorf("give exactly one of k (k-ary n-tree) or m (m-port n-tree)")
-		case hasK:
-			k, err := parseInt(p["k"], "k", 1, 1024)
-			if err != nil {
-				return nil, err
-			}
-			return KaryNTree(k, n)
-		default:
-			m, err := parseInt(p["m"], "m", 2, 2048)
-			if err != nil {
-				return nil, err
-			}
-			if m%2 != 0 {
-				return nil, fmt.Errorf("m=%d must be even", m)
-			}
-			return MPortNTree(m, n)
-		}
-	})
-	RegisterFamily("xgft", "xgft:m=M1.M2…,w=W1.W2…", "extended generalized fat tree XGFT(h; m; w)", func(a string) (*Graph, error) {
-		p, err := kv(a, "m", "w")
-		if err != nil {
-			return nil, err
-		}
-		if err := need(p, "m", "w"); err != nil {
-			return nil, err
-		}
-		m, err := intList(p["m"], "m", 1, 4096)
-		if err != nil {
-			return nil, err
-		}
-		w, err := intList(p["w"], "w", 1, 4096)
-		if err != nil {
-			return nil, err
-		}
-		return XGFT(m, w)
-	})
-	RegisterFamily("pft", "pft:radix=R,levels=L,endpoints=E[,up=U1.U2…]",
-		"pruned/tapered fat tree from switch radix, levels, end nodes and up-links per switch level",
-		func(a string) (*Graph, error) {
-			p, err := kv(a, "radix", "levels", "endpoints", "up")
-			if err != nil {
-				return nil, err
-			}
-			if err := need(p, "radix", "levels", "endpoints"); err != nil {
-				return nil, err
-			}
-			r, err := parseInt(p["radix"], "radix", 2, 4096)
-			if err != nil {
-				return nil, err
-			}
-			l, err := parseInt(p["levels"], "levels", 1, 8)
-			if err != nil {
-				return nil, err
-			}
-			e, err := parseInt(p["endpoints"], "endpoints", 1, MaxSpecNodes)
-			if err != nil {
-				return nil, err
-			}
-			var up []int
-			if s, ok := p["up"]; ok {
-				if up, err = intList(s, "up", 1, r-1); err != nil {
-					return nil, err
-				}
-			}
-			return PrunedFatTree(r, l, e, up)
-		})
-	RegisterFamily("bluelight", "bluelight", "pruned fat tree shaped like Sunway BlueLight: 8 704 end nodes, 8 shortest leaf-to-top paths", func(a string) (*Graph, error) {
-		if a != "" {
-			return nil, fmt.Errorf("takes no parameters")
-		}
-		return XGFT([]int{32, 8, 34}, []int{1, 4, 2})
-	})
-	RegisterFamily("taihulight", "taihulight", "pruned fat tree shaped like Sunway TaihuLight: 40 960 end nodes, 2 shortest leaf-to-top paths", func(a string) (*Graph, error) {
-		if a != "" {
-			return nil, fmt.Errorf("takes no parameters")
-		}
-		return XGFT([]int{32, 8, 160}, []int{1, 2, 1})
-	})
-	RegisterFamily("director", "director:pods=P,leaves=L,ends=E,l2=M,cables=C | director:bluelight | director:taihulight",
-		"3-level pruned fat tree under one director switch; bluelight = 34,8,32,4,2 (8 leaf-to-top paths), taihulight = 160,8,32,2,1 (2 paths)",
-		func(s string) (*Graph, error) {
-			switch s {
-			case "bluelight":
-				return Director(34, 8, 32, 4, 2)
-			case "taihulight":
-				return Director(160, 8, 32, 2, 1)
-			}
-			p, err := kv(s, "pods", "leaves", "ends", "l2", "cables")
-			if err != nil {
-				return nil, err
-			}
-			if err := need(p, "pods", "leaves", "ends", "l2", "cables"); err != nil {
-				return nil, err
-			}
-			var v [5]int
-			for i, k := range []string{"pods", "leaves", "ends", "l2", "cables"} {
-				if v[i], err = parseInt(p[k], k, 1, 1<<16); err != nil {
-					return nil, err
-				}
-			}
-			return Director(v[0], v[1], v[2], v[3], v[4])
-		})
-	RegisterFamily("dragonfly", "dragonfly:a=A,p=P,h=H[,g=G]", "dragonfly: A switches per group, P end nodes and H global links per switch", func(s string) (*Graph, error) {
-		p, err := kv(s, "a", "p", "h", "g")
-		if err != nil {
-			return nil, err
-		}
-		if err := need(p, "a", "p", "h"); err != nil {
-			return nil, err
-		}
-		a, err := parseInt(p["a"], "a", 1, 1024)
-		if err != nil {
-			return nil, err
-		}
-		pp, err := parseInt(p["p"], "p", 0, 1024)
-		if err != nil {
-			return nil, err
-		}
-		h, err := parseInt(p["h"], "h", 0, 1024)
-		if err != nil {
-			return nil, err
-		}
-		g := a*h + 1
-		if gs, ok := p["g"]; ok {
-			if g, err = parseInt(gs, "g", 1, a*h+1); err != nil {
-				return nil, err
-			}
-		}
-		return Dragonfly(a, pp, h, g)
-	})
-	RegisterFamily("twolevel", "twolevel:groups=G,size=K", "two-level complete graph (IBM PERCS style): complete groups of K nodes, one cable between every pair of groups", func(s string) (*Graph, error) {
-		p, err := kv(s, "groups", "size")
-		if err != nil {
-			return nil, err
-		}
-		if err := need(p, "groups", "size"); err != nil {
-			return nil, err
-		}
-		g, err := parseInt(p["groups"], "groups", 1, 4096)
-		if err != nil {
-			return nil, err
-		}
-		k, err := parseInt(p["size"], "size", 1, 1024)
-		if err != nil {
-			return nil, err
-		}
-		return TwoLevel(g, k)
-	})
+	}
+	return Dragonfly(a, pp, h, g)
+}
+
+func buildTwolevel(s string) (*Graph, error) {
+	p, err := kv(s, "groups", "size")
+	if err != nil {
+		return nil, err
+	}
+	if err := need(p, "groups", "size"); err != nil {
+		return nil, err
+	}
+	g, err := parseInt(p["groups"], "groups", 1, 4096)
+	if err != nil {
+		return nil, err
+	}
+	k, err := parseInt(p["size"], "size", 1, 1024)
+	if err != nil {
+		return nil, err
+	}
+	return TwoLevel(g, k)
 }
 
 // parseSteps parses multiring steps "1,3" or "±1,±3" for N nodes.
