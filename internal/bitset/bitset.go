@@ -1,4 +1,3 @@
-// Package bitset is a compact fixed-size set of small non-negative integers.
 package bitset
 
 import "math/bits"

@@ -1,4 +1,3 @@
-// Package par runs independent work items on all available cores.
 package par
 
 import (

@@ -1,0 +1,2 @@
+// Package bitset is a compact fixed-size set of small non-negative integers.
+package bitset

@@ -1,0 +1,2 @@
+// Package par runs independent work items on all available cores.
+package par
