@@ -71,6 +71,8 @@ func TestBadInput(t *testing.T) {
 		{"alloc --topo torus:4x4 --nodes 99", "only 16 of 16 are available", 2},
 		{"route --topo torus:4x4 --rules bogus", `unknown routing rule "bogus"`, 0},
 		{"route --topo torus:64x64x64", "needs 549.8 GB of memory", 2},
+		{"route --topo torus:4x4 --seed 3", "only --algo genetic takes it", 2},
+		{"route --topo torus:4x4 --algo genetic --population 1", "--population 1: want ≥ 2", 2},
 		{"sched simulate --jobs synthetic:span=2x", "invalid duration", 2},
 		{"sched simulate --jobs swf:bad.swf --strict", "bad.swf:1: expected 18 fields", 2},
 		{"design bibd --n 7 --m 3 --lambda 5", "cannot exist", 2},

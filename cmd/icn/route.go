@@ -107,6 +107,7 @@ type routeOptions struct {
 	quiet      bool
 	exactOrder bool
 	genetic    routing.GeneticOptions
+	geneticSet []string // genetic flags given on the command line
 }
 
 func newRouteCmd() *cobra.Command {
@@ -129,6 +130,11 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
   icn route check table.json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			for _, n := range []string{"seed", "generations", "population", "time-limit"} {
+				if c.Flags().Changed(n) {
+					o.geneticSet = append(o.geneticSet, "--"+n)
+				}
+			}
 			return runRoute(c.Context(), o, stdout(c))
 		},
 	}
@@ -197,10 +203,13 @@ func runRoute(ctx context.Context, o routeOptions, w io.Writer) error {
 	return routeWriteSummary(w, o.set.tf.spec, g, r, tb, elapsed, o.show, routeGeneticSummary(run)...)
 }
 
-// routeGeneticFlagsOK checks the values of the genetic flags (with
-// --algo genetic; the other algorithms ignore them).
+// routeGeneticFlagsOK checks the values of the genetic flags with --algo
+// genetic, and refuses them with the other algorithms.
 func routeGeneticFlagsOK(a routing.Algo, o routeOptions) error {
 	if a != routing.Genetic {
+		if len(o.geneticSet) > 0 {
+			return fmt.Errorf("%s: only --algo genetic takes it, not --algo %s", strings.Join(o.geneticSet, ", "), a)
+		}
 		return nil
 	}
 	switch g := o.genetic; {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,5 +51,42 @@ func TestRouteFileFormats(t *testing.T) {
 	}
 	if _, e, code := runICN(t, dir, "route", "--topo", "torus:4x4", "--format", "xml", "-o", "t.x"); code != 2 || !strings.Contains(e, "--format") {
 		t.Fatalf("bad --format: exit %d: %q", code, e)
+	}
+}
+
+// icn route --algo genetic writes a table that icn route check accepts,
+// balanced at least as well as the BFS table of the same set, and the
+// same for the same seed.
+func TestRouteGenetic(t *testing.T) {
+	dir := t.TempDir()
+	pimax := func(name string, args ...string) float64 {
+		args = append([]string{"route", "--topo", "torus:4x2x2", "-o", name, "--quiet", "--json"}, args...)
+		o, e, code := runICN(t, dir, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, e)
+		}
+		var v struct {
+			Stats struct {
+				PiMax float64 `json:"pi_max"`
+			} `json:"stats"`
+		}
+		if err := json.Unmarshal([]byte(o), &v); err != nil || v.Stats.PiMax == 0 {
+			t.Fatalf("%v: %v (%.200s)", args, err, o)
+		}
+		if o, e, code := runICN(t, dir, "route", "check", name); code != 0 || !strings.Contains(o, "OK") {
+			t.Fatalf("check %s: exit %d: %s %s", name, code, o, e)
+		}
+		return v.Stats.PiMax
+	}
+	bfs := pimax("bfs.json")
+	gen := pimax("gen.json", "--algo", "genetic", "--seed", "2", "--generations", "50")
+	if gen > bfs {
+		t.Errorf("genetic π_max %v above BFS's %v", gen, bfs)
+	}
+	pimax("gen2.json", "--algo", "genetic", "--seed", "2", "--generations", "50")
+	a, _ := os.ReadFile(filepath.Join(dir, "gen.json"))
+	b, _ := os.ReadFile(filepath.Join(dir, "gen2.json"))
+	if string(a) != string(b) {
+		t.Error("same seed, different genetic tables")
 	}
 }
