@@ -34,7 +34,11 @@ func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		rule, _ := routing.ParseRule("angara*")
-		tb, err := routing.BuildTable(g, rule, tc.active, tc.transit, routing.BFS)
+		r, err := routing.NewRouter(g, rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := r.BuildTable(tc.active, tc.transit, routing.BFS)
 		if err != nil {
 			t.Fatal(err)
 		}

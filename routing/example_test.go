@@ -26,7 +26,11 @@ func Example() {
 	for v := range all {
 		all[v] = v
 	}
-	tb, err := routing.BuildTable(g, rule, all, nil, routing.BFS)
+	r, err := routing.NewRouter(g, rule)
+	if err != nil {
+		panic(err)
+	}
+	tb, err := r.BuildTable(all, nil, routing.BFS)
 	if err != nil {
 		panic(err)
 	}

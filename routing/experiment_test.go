@@ -64,7 +64,7 @@ func testFaultExperiment(t *testing.T, unit string) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if ok, _, err = Reachable(h, Rule{Kind: kind}, all, nil); err != nil {
+						if ok, _, err = reachableIn(h, Rule{Kind: kind}, all, nil); err != nil {
 							t.Fatal(err)
 						}
 					} else { // single channels cannot be failed in a topology.Graph
@@ -137,7 +137,7 @@ func TestBalanceExperiment(t *testing.T) {
 	}
 	for _, bt := range rep.Tori {
 		g, _ := topology.Grid(bt.Dims, true, topology.GridOpts{})
-		tb, err := BuildTable(g, Rule{Kind: AngaraStar}, allNodes(g.NumNodes()), nil, Baseline)
+		tb, err := buildTable(g, Rule{Kind: AngaraStar}, allNodes(g.NumNodes()), nil, Baseline)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -222,7 +222,7 @@ func TestTranslatedTables(t *testing.T) {
 func reachableUnder(t *testing.T, g *topology.Graph, kinds []Kind, active, transit []int) bool {
 	t.Helper()
 	for _, kind := range kinds {
-		ok, _, err := Reachable(g, Rule{Kind: kind}, active, transit)
+		ok, _, err := reachableIn(g, Rule{Kind: kind}, active, transit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -397,7 +397,7 @@ func translatedTable(t *testing.T, g0 *topology.Graph, kind Kind, fails, active,
 			t.Fatal(err)
 		}
 	}
-	r, err := RouterFor(g, Rule{Kind: kind})
+	r, err := NewRouter(g, Rule{Kind: kind})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -436,63 +436,6 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 	return missSrc, missDst
 }
 
-// ---- package-level convenience with a small cache ----
-
-type cacheKey struct {
-	g    *topology.Graph
-	rule string
-}
-
-var routerCache struct {
-	sync.Mutex
-	keys []cacheKey
-	vals []*Router
-}
-
-const routerCacheSize = 4
-
-// RouterFor returns a Router for (g, rule), reusing one of the last few
-// built (keyed by the graph pointer and the rule).
-func RouterFor(g *topology.Graph, rule Rule) (*Router, error) {
-	if g == nil {
-		return nil, fmt.Errorf("no network")
-	}
-	key := cacheKey{g, rule.Kind.String() + "|" + rule.OrderFor(max(1, len(g.Dims()))).String()}
-	routerCache.Lock()
-	for i, k := range routerCache.keys {
-		if k == key {
-			r := routerCache.vals[i]
-			routerCache.Unlock()
-			return r, nil
-		}
-	}
-	routerCache.Unlock()
-	r, err := NewRouter(g, rule)
-	if err != nil {
-		return nil, err
-	}
-	routerCache.Lock()
-	if len(routerCache.keys) >= routerCacheSize {
-		routerCache.keys = routerCache.keys[1:]
-		routerCache.vals = routerCache.vals[1:]
-	}
-	routerCache.keys = append(routerCache.keys, key)
-	routerCache.vals = append(routerCache.vals, r)
-	routerCache.Unlock()
-	return r, nil
-}
-
-// Reachable reports whether the set M_{a,t} = active ∪ transit of torus g
-// is reachable under rule and, if not, returns one unreachable ordered
-// pair of node ids. Node ids are those of g (mixed radix, X fastest).
-func Reachable(g *topology.Graph, rule Rule, active, transit []int) (ok bool, badPair [2]int, err error) {
-	r, err := RouterFor(g, rule)
-	if err != nil {
-		return false, [2]int{-1, -1}, err
-	}
-	return r.Check(active, transit)
-}
-
 // ---- single pairs ----
 
 // CheckFirst is Check that first tries the given ordered pairs of active

@@ -228,20 +228,6 @@ func (tb *Table) Loads() []int32 { return tb.loads }
 
 // ---- construction ----
 
-// BuildTable builds a routing table for the reachable set active ∪ transit
-// of torus g under rule with algo, verifies it (every route legal, arriving,
-// over live links, with transit nodes inside the set; channel dependencies
-// free of cycles with a turn) and returns it. An angara table that
-// deadlocks is returned with DeadlockFree false and one cycle; any other
-// failed check is an error.
-func BuildTable(g *topology.Graph, rule Rule, active, transit []int, algo Algo) (*Table, error) {
-	r, err := RouterFor(g, rule)
-	if err != nil {
-		return nil, err
-	}
-	return r.BuildTable(active, transit, algo)
-}
-
 // TableOptions tune BuildTableOpts.
 type TableOptions struct {
 	// Progress, if set, is called after every BFS source (done of total)

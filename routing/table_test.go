@@ -272,7 +272,7 @@ func TestReachableBatches(t *testing.T) {
 func TestAngaraDeadlock(t *testing.T) {
 	g := mustTorus(t, "4x4")
 	all := allNodes(g.NumNodes())
-	tb, err := BuildTable(g, Rule{Kind: Angara}, all, nil, BFS)
+	tb, err := buildTable(g, Rule{Kind: Angara}, all, nil, BFS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestAngaraDeadlock(t *testing.T) {
 		t.Error("the reported cycle has no turn")
 	}
 	for _, k := range []Kind{AngaraMinus, AngaraStar, Dirbit, DOR} {
-		tb, err := BuildTable(g, Rule{Kind: k}, all, nil, BFS)
+		tb, err := buildTable(g, Rule{Kind: k}, all, nil, BFS)
 		if err != nil || !tb.DeadlockFree || tb.CDG().Deadlock(true) != nil {
 			t.Errorf("%s: %v free=%v", k, err, tb != nil && tb.DeadlockFree)
 		}
