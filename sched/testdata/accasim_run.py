@@ -2,7 +2,7 @@
 
 Usage (accasim's source directory on PYTHONPATH):
 
-    python3 accasim_run.py TRACE.swf NODES fifo|easy > waits.txt
+    python3 accasim_run.py TRACE.swf NODES fifo|easy [ICN_SCHEDULE.jsonl] > waits.txt
 
 The machine is NODES nodes of one core each and every SWF processor is one
 core, so it is the same machine as icn's --topo flat:NODES with
@@ -13,6 +13,11 @@ Output: one line per job, "JOB_ID WAIT" (seconds, start - submit), in
 job-id order, then a line "# mean_wait W jobs N". Only the waits are
 printed: accasim keeps the trace's submit times while icn shifts them so
 the first job arrives at 0, and waits compare the two without a shift.
+
+With ICN_SCHEDULE.jsonl (the --schedule-out file of icn sched simulate
+for the same trace, machine and policy) a last line "# differ K of N"
+counts the jobs whose wait differs between the two (a job that ran in
+one and not the other counts too).
 """
 
 import collections
@@ -67,8 +72,8 @@ class Waits(AdditionalData):
 
 
 def main(argv):
-    if len(argv) != 4 or argv[3] not in ("fifo", "easy"):
-        sys.stderr.write("usage: accasim_run.py TRACE.swf NODES fifo|easy\n")
+    if len(argv) not in (4, 5) or argv[3] not in ("fifo", "easy"):
+        sys.stderr.write("usage: accasim_run.py TRACE.swf NODES fifo|easy [ICN_SCHEDULE.jsonl]\n")
         return 2
     trace, nodes, policy = argv[1], int(argv[2]), argv[3]
     with tempfile.TemporaryDirectory() as tmp:
@@ -96,7 +101,23 @@ def main(argv):
     n = len(waits.waits)
     mean = sum(waits.waits.values()) / n if n else 0.0
     print("# mean_wait %.6f jobs %d" % (mean, n))
+    if len(argv) == 5:
+        icn = icn_waits(argv[4])
+        ids = set(icn) | set(waits.waits)
+        differ = sum(1 for i in ids if icn.get(i) != waits.waits.get(i))
+        print("# differ %d of %d" % (differ, len(ids)))
     return 0
+
+
+def icn_waits(path):
+    """Reads the waits of the jobs that ran from icn's --schedule-out."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            job = json.loads(line)
+            if job.get("start", -1) >= 0 and not job.get("skipped"):
+                out[int(job["id"])] = job["start"] - job["submit"]
+    return out
 
 
 if __name__ == "__main__":
