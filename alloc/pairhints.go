@@ -4,15 +4,15 @@ import "slices"
 
 // pairFirst is implemented by routers that can try given ordered pairs of
 // active nodes on their own before the full reachability check (see
-// routing.Router.CheckFirst): a set is not reachable as soon as one pair
+// routing.Router.ReachableWithHints): a set is not reachable as soon as one pair
 // has no route inside it, and bad names such a pair.
 type pairFirst interface {
-	CheckFirst(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error)
+	ReachableWithHints(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error)
 }
 
-// CheckFirst implements pairFirst.
-func (a *AngaraRouter) CheckFirst(active, transit []int, pairs [][2]int) (bool, [2]int, error) {
-	return a.R.CheckFirst(active, transit, pairs)
+// ReachableWithHints implements pairFirst.
+func (a *AngaraRouter) ReachableWithHints(active, transit []int, pairs [][2]int) (bool, [2]int, error) {
+	return a.R.ReachableWithHints(active, transit, pairs)
 }
 
 // maxHints is how many failed pairs are remembered per job size.
@@ -86,7 +86,7 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 		return d.rt.Reachable(active, transit)
 	}
 	hp := h.pairs(active)
-	ok, bad, err := pf.CheckFirst(active, transit, hp)
+	ok, bad, err := pf.ReachableWithHints(active, transit, hp)
 	if err != nil || ok {
 		return ok, err
 	}
@@ -98,3 +98,5 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 func (d *decision) asker(w int) func(active, transit []int) (bool, error) {
 	return func(active, transit []int) (bool, error) { return d.answer(w, active, transit) }
 }
+
+var _ pairFirst = (*AngaraRouter)(nil)

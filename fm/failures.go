@@ -226,7 +226,7 @@ func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string,
 	switch {
 	case !repair || j.Table == nil:
 	case j.Routing == RouteBroken:
-		works = md.routing.Check(j.Table) == nil
+		works = md.routing.VerifyTable(j.Table) == nil
 	default:
 		works = true
 	}

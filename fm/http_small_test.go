@@ -77,7 +77,7 @@ func TestHTTPSmallPoints(t *testing.T) {
 	}
 	file, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	rep, _, err := routing.CheckFile(bytes.NewReader(file), "", "", 1)
+	rep, _, err := routing.VerifyFile(bytes.NewReader(file), "", "", 1)
 	if resp.StatusCode != 200 || err != nil || rep.Routes != 2 || len(rep.Violations) != 0 {
 		t.Errorf("routes?format=routes: %d, %v, %+v", resp.StatusCode, err, rep)
 	}

@@ -300,7 +300,7 @@ func (s *Service) stillValid(p *plan) (uint64, bool) {
 			return 0, false
 		}
 	}
-	return sn.ver, sn.routing.Check(p.table) == nil
+	return sn.ver, sn.routing.VerifyTable(p.table) == nil
 }
 
 // commitJob stores a new job and gives it its nodes, if the fabric is
@@ -547,7 +547,7 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 	if err := tableMatchesJob(sn.g, j); err != nil {
 		return false, err.Error(), nil
 	}
-	if err := sn.routing.Check(j.Table); err != nil {
+	if err := sn.routing.VerifyTable(j.Table); err != nil {
 		return false, err.Error(), nil
 	}
 	return true, "", nil

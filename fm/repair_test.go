@@ -104,9 +104,9 @@ type countingRouting struct {
 	checks *atomic.Int64
 }
 
-func (c countingRouting) Check(tf *routing.TableJSON) error {
+func (c countingRouting) VerifyTable(tf *routing.TableJSON) error {
 	c.checks.Add(1)
-	return c.Routing.Check(tf)
+	return c.Routing.VerifyTable(tf)
 }
 
 // TestFailureTouchesOnlyItsJobs: a failed link that no job's routes use

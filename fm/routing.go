@@ -48,19 +48,19 @@ func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*rou
 }
 
 func (a *angaraRouting) ReachableFirst(active, transit []int) (bool, [2]int, error) {
-	return a.R.Check(active, transit)
+	return a.R.ReachableFirst(active, transit)
 }
 
 func (a *angaraRouting) LegalPath(src, dst int, set, extra []int) ([]int, error) {
 	return a.R.LegalPath(src, dst, set, extra)
 }
 
-func (a *angaraRouting) Check(tf *routing.TableJSON) error {
+func (a *angaraRouting) VerifyTable(tf *routing.TableJSON) error {
 	c := *tf
 	// The failures recorded with the table are those of its creation; the
 	// router knows the current ones.
 	c.FailedLinks, c.FailedNodes = nil, nil
-	rep, err := a.R.CheckJSON(&c)
+	rep, err := a.R.VerifyJSON(&c)
 	if err != nil {
 		return err
 	}

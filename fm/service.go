@@ -25,10 +25,10 @@ type Routing interface {
 	// Routes builds the verified, deadlock-free table of a placed job; it
 	// stops with ctx's error when ctx ends.
 	Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error)
-	// Check re-verifies a stored table on the current fabric: every route
+	// VerifyTable re-verifies a stored table on the current fabric: every route
 	// arrives, obeys the rule, avoids failed links and nodes, stays inside
 	// the set, and the dependencies stay deadlock-free.
-	Check(tf *routing.TableJSON) error
+	VerifyTable(tf *routing.TableJSON) error
 	// Rules names the routing rule in use.
 	Rules() string
 	// ReachableFirst reports whether every ordered pair of active nodes has

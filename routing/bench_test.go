@@ -146,7 +146,7 @@ func BenchmarkRoutesFile(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer f.Close()
-				rep, _, err := CheckFile(f, "", "", 0)
+				rep, _, err := VerifyFile(f, "", "", 0)
 				if err != nil || len(rep.Violations) > 0 {
 					b.Fatal(err, rep.Violations)
 				}

@@ -116,7 +116,7 @@ func bfsWorkersIndependent(t *testing.T) {
 					}
 					t.Fatal(err)
 				}
-				if v := Verify(tb); len(v) > 0 {
+				if v := Violations(tb); len(v) > 0 {
 					t.Fatalf("%s batch %d: %v", spec, batch, v[0])
 				}
 				if first == nil {

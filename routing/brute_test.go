@@ -275,7 +275,7 @@ func TestBruteForceRG(t *testing.T) {
 						all = false
 					}
 				}
-				ok, bad, err := r.Check(active, transit)
+				ok, bad, err := r.ReachableFirst(active, transit)
 				if err != nil {
 					t.Fatal(name, err)
 				}
@@ -301,7 +301,7 @@ func TestBruteForceRG(t *testing.T) {
 						t.Fatalf("%s: route %v→%v has %d steps, shortest legal is %d", name, s, d, l, want[[2]int{s, d}])
 					}
 				}
-				if v := Verify(tb); len(v) > 0 {
+				if v := Violations(tb); len(v) > 0 {
 					t.Fatalf("%s: %v", name, v[0])
 				}
 				if kind != Angara && !tb.DeadlockFree {

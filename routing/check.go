@@ -239,7 +239,7 @@ func claimedStats(st *Stats, extraLinks, extraNodes string) *Stats {
 // reachable) and compares the file's claims with the recomputed figures.
 func (r *Router) conclude(rep *Report, active, transit []int, cl claims, workers int) {
 	minSum := rep.SumLength
-	if ok, _, err := r.Check(active, transit); err == nil && ok && len(active) > 1 {
+	if ok, _, err := r.ReachableFirst(active, transit); err == nil && ok && len(active) > 1 {
 		if s, err := r.minimalSum(active, transit, workers); err == nil {
 			minSum = s
 		}
@@ -258,15 +258,15 @@ func (r *Router) conclude(rep *Report, active, transit []int, cl claims, workers
 	}
 }
 
-// CheckFile re-verifies a table file in either format, detected by
+// VerifyFile re-verifies a table file in either format, detected by
 // content (a compact route file starts with RoutesMagic, a JSON table
 // with '{'), streaming the routes: memory stays bounded by the set, not by
 // the number of routes. JSON tables whose "routes" come before the set are
 // read twice (f must then be seekable from its current position). A file
 // that is not a table is an error; a structurally bad record stops the
 // check with a *RecordError naming it; everything else is reported as
-// violations. Extra failures are as for CheckTable.
-func CheckFile(f io.ReadSeeker, extraLinks, extraNodes string, workers int) (*Report, *Router, error) {
+// violations. Extra failures are as for VerifyTable.
+func VerifyFile(f io.ReadSeeker, extraLinks, extraNodes string, workers int) (*Report, *Router, error) {
 	start, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return nil, nil, err
@@ -345,12 +345,12 @@ func (r *Router) checkSet(active, transit []int) error {
 	return nil
 }
 
-// CheckJSON verifies a table in the file format against this router's
+// VerifyJSON verifies a table in the file format against this router's
 // network and rule (the rule named in the file must be the router's), the
-// way CheckTable does, without building a new router: a service that keeps
+// way VerifyTable does, without building a new router: a service that keeps
 // one router per fabric state uses it to re-check stored tables after
 // failures.
-func (r *Router) CheckJSON(tf *TableJSON) (*Report, error) {
+func (r *Router) VerifyJSON(tf *TableJSON) (*Report, error) {
 	if !slices.Equal(tf.Dims, r.t.dims) {
 		return nil, fmt.Errorf("table file: dims %v do not match the torus %v", tf.Dims, r.t.dims)
 	}
@@ -378,7 +378,7 @@ func (r *Router) CheckJSON(tf *TableJSON) (*Report, error) {
 	return r.checkJSONRoutes(hdr, each, 0, true)
 }
 
-// CheckTable re-verifies a table file: it rebuilds the torus from dims and
+// VerifyTable re-verifies a table file: it rebuilds the torus from dims and
 // the failures named in the file plus extraLinks/extraNodes (lists as
 // accepted by topology.Graph.ApplyFaults), and checks that every ordered
 // pair of active nodes has exactly one route, that every route obeys the
@@ -386,12 +386,12 @@ func (r *Router) CheckJSON(tf *TableJSON) (*Report, error) {
 // the set, that the claimed figures match and that the channel
 // dependencies have no cycle with a turn. A structurally corrupt file is
 // an error; everything else is reported as violations.
-func CheckTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router, error) {
+func VerifyTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router, error) {
 	r, err := routerForFile(tf.Dims, tf.Rules, tf.Order, tf.FailedLinks, tf.FailedNodes, extraLinks, extraNodes)
 	if err != nil {
 		return nil, nil, err
 	}
-	rep, err := r.CheckJSON(tf)
+	rep, err := r.VerifyJSON(tf)
 	return rep, r, err
 }
 

@@ -43,7 +43,7 @@ func TestCompactRoundTrip(t *testing.T) {
 		tb := buildFor(t, tc.spec, tc.faults, tc.kind, tc.active, tc.trans, tc.algo)
 		for _, format := range []string{"compact", "json"} {
 			b := fileBytes(t, tb, format)
-			rep, r, err := CheckFile(bytes.NewReader(b), "", "", 2)
+			rep, r, err := VerifyFile(bytes.NewReader(b), "", "", 2)
 			if err != nil {
 				t.Fatalf("%s %s: %v", tc.spec, format, err)
 			}
@@ -86,7 +86,7 @@ func TestCompactDamage(t *testing.T) {
 	tb := buildFor(t, "3x3", "1.1+X", AngaraStar, "", "", BFS)
 	b := compactBytes(t, tb)
 	for n := 0; n < len(b); n++ {
-		rep, _, err := CheckFile(bytes.NewReader(b[:n]), "", "", 1)
+		rep, _, err := VerifyFile(bytes.NewReader(b[:n]), "", "", 1)
 		if err == nil && len(rep.Violations) == 0 {
 			t.Fatalf("truncated at %d of %d bytes: accepted", n, len(b))
 		}
@@ -96,7 +96,7 @@ func TestCompactDamage(t *testing.T) {
 		for _, x := range []byte{1, 0x80} {
 			d := bytes.Clone(b)
 			d[i] ^= x
-			rep, _, err := CheckFile(bytes.NewReader(d), "", "", 1)
+			rep, _, err := VerifyFile(bytes.NewReader(d), "", "", 1)
 			if err == nil && len(rep.Violations) == 0 {
 				t.Fatalf("byte %d ^ %#x: accepted", i, x)
 			}
@@ -121,7 +121,7 @@ func TestCompactBadRoutes(t *testing.T) {
 	tb := buildFor(t, "4x4", "", AngaraStar, "", "", BFS)
 	b := compactBytes(t, tb)
 	// a failed link crossed by some routes
-	rep, _, err := CheckFile(bytes.NewReader(b), "1.1+X", "", 2)
+	rep, _, err := VerifyFile(bytes.NewReader(b), "1.1+X", "", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestCompactBadRoutes(t *testing.T) {
 	// a file for other dims: the header of a 4x4x1… table on a 4x4 body
 	for _, dims := range []string{`"dims":[4,4,2]`, `"dims":[4]`} {
 		d := rewriteHeader(t, b, func(h string) string { return strings.Replace(h, `"dims":[4,4]`, dims, 1) })
-		rep, _, err := CheckFile(bytes.NewReader(d), "", "", 1)
+		rep, _, err := VerifyFile(bytes.NewReader(d), "", "", 1)
 		if err == nil && len(rep.Violations) == 0 {
 			t.Fatalf("dims %s: accepted", dims)
 		}
@@ -173,14 +173,14 @@ func rewriteHeader(t *testing.T, b []byte, f func(string) string) []byte {
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
 
-// FuzzCheckFile: checking arbitrary bytes in either format never panics.
-func FuzzCheckFile(f *testing.F) {
+// FuzzVerifyFile: checking arbitrary bytes in either format never panics.
+func FuzzVerifyFile(f *testing.F) {
 	tb := buildFor(f, "3x2", "0.0+X", AngaraStar, "", "", BFS)
 	f.Add(compactBytes(f, tb))
 	f.Add(tableJSON(f, tb))
 	f.Add([]byte(`{"dims":[2,2],"rules":"angara","routes":[{"src":[0,0],"dst":[1,1],"dirs":["+Y","+X"]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		CheckFile(bytes.NewReader(b), "", "", 1)
+		VerifyFile(bytes.NewReader(b), "", "", 1)
 	})
 }
 
@@ -262,7 +262,7 @@ func TestWriteRoutesJSONMatchesWriteRoutes(t *testing.T) {
 func TestCheckWithAddedFailuresReportsRoutesOnly(t *testing.T) {
 	tb := buildFor(t, "4x4", "", AngaraStar, "", "", BFS)
 	for _, format := range []string{"compact", "json"} {
-		rep, _, err := CheckFile(bytes.NewReader(fileBytes(t, tb, format)), "0.0+X", "", 1)
+		rep, _, err := VerifyFile(bytes.NewReader(fileBytes(t, tb, format)), "0.0+X", "", 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println(tb.NumRoutes(), "routes, deadlock-free:", tb.DeadlockFree)
-	fmt.Println("violations:", len(routing.Verify(tb)))
+	fmt.Println("violations:", len(routing.Violations(tb)))
 	// Output:
 	// 992 routes, deadlock-free: true
 	// violations: 0

@@ -80,7 +80,7 @@ func testFaultExperiment(t *testing.T, unit string) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if ok, _, err = r.Check(all, nil); err != nil {
+						if ok, _, err = r.ReachableFirst(all, nil); err != nil {
 							t.Fatal(err)
 						}
 					}

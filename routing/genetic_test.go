@@ -85,7 +85,7 @@ func TestGeneticTables(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if v := Verify(tb); len(v) > 0 {
+			if v := Violations(tb); len(v) > 0 {
 				t.Fatalf("%s: %d violations, first %v", name, len(v), v[0])
 			}
 			if tb.Algo != Genetic || tb.NumRoutes() != bfs.NumRoutes() {
@@ -218,7 +218,7 @@ func TestGeneticStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Stop != StopCancelled || run.Generations != 3 || len(Verify(tb)) > 0 {
+	if run.Stop != StopCancelled || run.Generations != 3 || len(Violations(tb)) > 0 {
 		t.Fatalf("cancelled after generation 3: stop %q after %d generations", run.Stop, run.Generations)
 	}
 	if _, _, err := r.BuildGenetic(active, transit, GeneticOptions{Context: ctx}); !errors.Is(err, context.Canceled) {

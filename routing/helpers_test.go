@@ -17,5 +17,5 @@ func reachableIn(g *topology.Graph, rule Rule, active, transit []int) (bool, [2]
 	if err != nil {
 		return false, [2]int{-1, -1}, err
 	}
-	return r.Check(active, transit)
+	return r.ReachableFirst(active, transit)
 }

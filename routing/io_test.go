@@ -52,7 +52,7 @@ func checkBytes(t testing.TB, b []byte, links, nodes string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, _, err := CheckTable(tf, links, nodes)
+	rep, _, err := VerifyTable(tf, links, nodes)
 	return rep, err
 }
 
@@ -287,7 +287,7 @@ func FuzzReadTableJSON(f *testing.F) {
 		if n > 256 || len(tf.Routes) > 2000 {
 			return // keep each input cheap
 		}
-		CheckTable(tf, "", "")
+		VerifyTable(tf, "", "")
 	})
 }
 

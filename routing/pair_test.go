@@ -6,13 +6,13 @@ import (
 	"testing"
 )
 
-// TestCheckFirstMatchesBruteForce checks the single-pair search against
+// TestReachableWithHintsMatchesBruteForce checks the single-pair search against
 // brute-force route enumeration for every ordered pair of active nodes on
 // small tori with random failures, orders, sets and every rule, and that
-// CheckFirst answers as Check does whatever pairs it is given first; and
+// ReachableWithHints answers as ReachableFirst does whatever pairs it is given first; and
 // that straightRoute never claims a pair without a legal route (and
 // claims many, not all, of those with one).
-func TestCheckFirstMatchesBruteForce(t *testing.T) {
+func TestReachableWithHintsMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
 	straights, others := 0, 0
 	specs := []string{"4", "3x4", "4x2", "3x3", "2x3x2", "4x4x2", "4x3x2", "3x3x3"}
@@ -30,7 +30,7 @@ func TestCheckFirstMatchesBruteForce(t *testing.T) {
 					t.Fatal(name, err)
 				}
 				want := bruteForce(r, active, inSet)
-				all, _, err := r.Check(active, transit)
+				all, _, err := r.ReachableFirst(active, transit)
 				if err != nil {
 					t.Fatal(name, err)
 				}
@@ -54,17 +54,17 @@ func TestCheckFirstMatchesBruteForce(t *testing.T) {
 						} else if want[p] >= 0 {
 							others++
 						}
-						ok, bad, err := r.CheckFirst(active, transit, [][2]int{{b, b}, p})
+						ok, bad, err := r.ReachableWithHints(active, transit, [][2]int{{b, b}, p})
 						if err != nil {
 							t.Fatal(name, err)
 						}
 						switch {
 						case want[p] < 0 && (ok || bad != p):
-							t.Fatalf("%s: pair %v has no legal route, CheckFirst gave %v %v", name, p, ok, bad)
+							t.Fatalf("%s: pair %v has no legal route, ReachableWithHints gave %v %v", name, p, ok, bad)
 						case want[p] >= 0 && ok != all:
-							t.Fatalf("%s: CheckFirst %v, Check %v", name, ok, all)
+							t.Fatalf("%s: ReachableWithHints %v, ReachableFirst %v", name, ok, all)
 						case !ok && want[bad] >= 0:
-							t.Fatalf("%s: CheckFirst reported pair %v, which has a route", name, bad)
+							t.Fatalf("%s: ReachableWithHints reported pair %v, which has a route", name, bad)
 						}
 					}
 				}

@@ -283,14 +283,14 @@ func (r *Router) openMask(s *scratch, v int32) uint16 {
 // route whose transit nodes all lie in active ∪ transit (the set M_{a,t}
 // of seed 001 §2.4). It has the signature alloc.Router expects.
 func (r *Router) Reachable(active, transit []int) (bool, error) {
-	ok, _, err := r.Check(active, transit)
+	ok, _, err := r.ReachableFirst(active, transit)
 	return ok, err
 }
 
-// Check is Reachable that also returns one unreachable pair (source,
+// ReachableFirst is Reachable that also returns one unreachable pair (source,
 // destination node ids; the smallest source, then the smallest
 // destination) when the set is not reachable.
-func (r *Router) Check(active, transit []int) (ok bool, bad [2]int, err error) {
+func (r *Router) ReachableFirst(active, transit []int) (ok bool, bad [2]int, err error) {
 	s := r.getScratch()
 	defer r.putScratch(s)
 	if err := r.prepareSet(s, active, transit); err != nil {
@@ -438,15 +438,15 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 
 // ---- single pairs ----
 
-// CheckFirst is Check that first tries the given ordered pairs of active
+// ReachableWithHints is ReachableFirst that first tries the given ordered pairs of active
 // nodes (node ids) on their own, each with a search from its source that
 // stops at its destination. When one of them has no route inside the set,
 // the set is not reachable: that pair is returned at once, without the
-// full check (so bad may differ from Check's). Pairs not both active are
+// full check (so bad may differ from ReachableFirst's). Pairs not both active are
 // ignored. Callers pass the pairs that failed on similar sets: most sets
 // that are not reachable are rejected at a fraction of the full check's
 // cost.
-func (r *Router) CheckFirst(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error) {
+func (r *Router) ReachableWithHints(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error) {
 	s := r.getScratch()
 	defer r.putScratch(s)
 	if err := r.markSet(s, active, transit); err != nil {

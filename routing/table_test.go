@@ -167,8 +167,8 @@ func TestBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatalf("baseline with transit: %v", err)
 	}
-	if tb.NumRoutes() != 6 || len(Verify(tb)) != 0 {
-		t.Fatalf("baseline with transit: %d routes, violations %v", tb.NumRoutes(), Verify(tb))
+	if tb.NumRoutes() != 6 || len(Violations(tb)) != 0 {
+		t.Fatalf("baseline with transit: %d routes, violations %v", tb.NumRoutes(), Violations(tb))
 	}
 }
 
@@ -208,7 +208,7 @@ func TestBadSets(t *testing.T) {
 		{[]int{0, 1}, []int{2, 2}, "listed twice"},
 		{[]int{0, 15}, nil, "failed"},
 	} {
-		_, _, err := r.Check(tc.active, tc.transit)
+		_, _, err := r.ReachableFirst(tc.active, tc.transit)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v/%v: %v, want %q", tc.active, tc.transit, err, tc.want)
 		}
@@ -223,7 +223,7 @@ func TestBadSets(t *testing.T) {
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "from 0.0 to 2.0") {
 		t.Errorf("unreachable: %v", err)
 	}
-	ok, bad, err := r.Check(a, nil)
+	ok, bad, err := r.ReachableFirst(a, nil)
 	if ok || err != nil || bad != [2]int{0, 2} {
 		t.Errorf("Check: %v %v %v", ok, bad, err)
 	}
@@ -244,7 +244,7 @@ func TestReachableBatches(t *testing.T) {
 			g, _, active, transit, inSet := randomScenario(t, rng, spec, []float64{0.02, 0.06, 0.12}[rep], rep > 0, false, rep == 2)
 			for _, kind := range []Kind{Dirbit, AngaraMinus, AngaraStar} {
 				r := mustRouter(t, g, kind)
-				ok, bad, err := r.Check(active, transit)
+				ok, bad, err := r.ReachableFirst(active, transit)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -305,14 +305,14 @@ func TestAngaraDeadlock(t *testing.T) {
 // object.
 func TestVerifyDetectsTampering(t *testing.T) {
 	tb := buildFor(t, "4x4x2", "0.0.0+Y", AngaraMinus, "", "", BFS)
-	if v := Verify(tb); len(v) != 0 {
+	if v := Violations(tb); len(v) != 0 {
 		t.Fatal(v)
 	}
 	i := tb.Index(0, 1)
 	code := tb.code(i)
 	saved := slices.Clone(code)
 	code[2+int(tb.r.a.rank[Plus(0)])]++ // one more +X: arrives elsewhere
-	if v := Verify(tb); len(v) == 0 || v[0].Kind != "arrival" {
+	if v := Violations(tb); len(v) == 0 || v[0].Kind != "arrival" {
 		t.Errorf("extra step: %v", v)
 	}
 	copy(code, saved)
@@ -321,12 +321,12 @@ func TestVerifyDetectsTampering(t *testing.T) {
 	saved = slices.Clone(c2)
 	clear(c2)
 	c2[2+int(tb.r.a.rank[Plus(1)])] = 1 // +Y over the failed link
-	if v := Verify(tb); len(v) == 0 || v[0].Kind != "failed-link" {
+	if v := Violations(tb); len(v) == 0 || v[0].Kind != "failed-link" {
 		t.Errorf("failed link: %v", v)
 	}
 	copy(c2, saved)
 	tb.Stats.PiMax++
-	if v := Verify(tb); len(v) == 0 || v[len(v)-1].Kind != "stats" {
+	if v := Violations(tb); len(v) == 0 || v[len(v)-1].Kind != "stats" {
 		t.Errorf("stats: %v", v)
 	}
 }
@@ -350,7 +350,7 @@ func TestConcurrentRouter(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for k := 0; k < 3; k++ {
-				if ok, _, err := r.Check(allNodes(g.NumNodes()), nil); !ok || err != nil {
+				if ok, _, err := r.ReachableFirst(allNodes(g.NumNodes()), nil); !ok || err != nil {
 					errs <- fmt.Errorf("check: %v %v", ok, err)
 				}
 				tb, err := r.BuildTable(allNodes(g.NumNodes()), nil, BFS)

@@ -45,9 +45,9 @@ type Report struct {
 	Cycle []int
 }
 
-// Verify re-checks a table built by BuildTable (routes, figures and
+// Violations re-checks a table built by BuildTable (routes, figures and
 // deadlock freedom) against its network and returns the violations.
-func Verify(tb *Table) []Violation {
+func Violations(tb *Table) []Violation {
 	rep := tb.r.verifyTable(tb, 0)
 	v := rep.Violations
 	if rep.Stats != tb.Stats {

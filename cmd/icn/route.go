@@ -394,7 +394,7 @@ func routeCheckFile(o routeCheckOptions) (*routing.Report, *routing.Router, erro
 	if err != nil {
 		return nil, nil, routeBadInput(err)
 	}
-	rep, r, err := routing.CheckFile(f, fl, fn, 0)
+	rep, r, err := routing.VerifyFile(f, fl, fn, 0)
 	if err != nil {
 		var re *routing.RecordError
 		if errors.As(err, &re) {
@@ -474,7 +474,7 @@ func runReach(_ context.Context, o reachOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ok, bad, err := r.Check(active, transit)
+	ok, bad, err := r.ReachableFirst(active, transit)
 	if err != nil {
 		return routeBadInput(err)
 	}
@@ -935,7 +935,7 @@ func routeBenchCheck(tb *routing.Table, tp time.Duration) (benchRow, error) {
 		return benchRow{}, err
 	}
 	tc, err := routeTimeIt(func() error {
-		rep, _, e := routing.CheckFile(f, "", "", 0)
+		rep, _, e := routing.VerifyFile(f, "", "", 0)
 		if e == nil && len(rep.Violations) > 0 {
 			e = fmt.Errorf("bench: the compact table fails its check: %s", rep.Violations[0])
 		}
