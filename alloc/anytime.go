@@ -33,8 +33,8 @@ const anytimeAfter = 1 << 19
 
 // settleAfter is anytimeAfter unless a test set its own.
 func (sel *Selector) settleAfter() int {
-	if sel.checkSettledAfter > 0 {
-		return sel.checkSettledAfter
+	if sel.tune.checkSettledAfter > 0 {
+		return sel.tune.checkSettledAfter
 	}
 	return anytimeAfter
 }

@@ -87,7 +87,7 @@ func TestAnytimeSettlesCriteria12(t *testing.T) {
 				for _, workers := range []int{1, 2, 3} {
 					sel := NewSelector(s)
 					sel.Workers = workers
-					sel.checkSettledAfter = 1
+					sel.tune.checkSettledAfter = 1
 					got, err := sel.Select(s, rt, req)
 					if err != nil {
 						t.Fatal(err)
@@ -104,7 +104,7 @@ func TestAnytimeSettlesCriteria12(t *testing.T) {
 				// placements were examined: every size examined before
 				// it is checked then.
 				late := NewSelector(s)
-				late.checkSettledAfter = max(1, want.Examined/3)
+				late.tune.checkSettledAfter = max(1, want.Examined/3)
 				lateRes, err := late.Select(s, rt, req)
 				if err != nil {
 					t.Fatal(err)

@@ -12,15 +12,12 @@ type blockScan struct {
 	kept  int  // transit nodes it kept
 }
 
-// blockCounting enables blockScan (tests turn it off to compare).
-var blockCounting = true
-
 // blockShortcut reports whether the blocks of a size may be counted by
 // blockScan: the improved algorithm on a torus without failed links, with
 // shared block reductions, a full enumeration (not only placements that
 // changed) and every placement counted.
 func (d *decision) blockShortcut() bool {
-	return blockCounting && d.req.Algo == Improved && !d.sel.anyFault && d.shareBlocks &&
+	return !d.sel.tune.noBlockCounting && d.req.Algo == Improved && !d.sel.anyFault && d.shareBlocks &&
 		d.changed == nil && !d.req.Exists && !d.req.CountOnly
 }
 

@@ -21,6 +21,6 @@ func TestBlockCountingSameDecision(t *testing.T) {
 		case 2:
 			s = randomState(t, spec, 0.1*r.Float64(), r)
 		}
-		sameWithout(t, &blockCounting, fmt.Sprintf("%s trial %d", spec, trial), s, trial%2 == 0, r)
+		sameWithout(t, tuning{noBlockCounting: true}, fmt.Sprintf("%s trial %d", spec, trial), s, trial%2 == 0, r)
 	}
 }

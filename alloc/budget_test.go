@@ -63,9 +63,9 @@ func TestCutEnumeration(t *testing.T) {
 				if k < 1 {
 					continue
 				}
-				sel.cutAfter = k
+				sel.tune.cutAfter = k
 				got, err := sel.Select(s, rt, req)
-				sel.cutAfter = 0
+				sel.tune.cutAfter = 0
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -86,9 +86,9 @@ func TestCutEnumeration(t *testing.T) {
 			// Cuts after k reachability questions stop in the middle of
 			// a placement's reduction as often as not.
 			for _, k := range []int{1, 2, 5, 20, 100} {
-				sel.cutAfterAsks = k
+				sel.tune.cutAfterAsks = k
 				got, err := sel.Select(s, rt, req)
-				sel.cutAfterAsks = 0
+				sel.tune.cutAfterAsks = 0
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -119,7 +119,7 @@ func TestCutInReduction(t *testing.T) {
 				req := Request{Nodes: m, Transit: 3}
 				sel := NewSelector(s)
 				sel.Workers = 1
-				sel.cutAfterAsks = k
+				sel.tune.cutAfterAsks = k
 				got, err := sel.Select(s, rt, req)
 				if err != nil {
 					t.Fatal(err)

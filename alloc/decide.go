@@ -206,8 +206,8 @@ type decision struct {
 	// when some candidates' φ was not computed.
 	clock           *budget
 	cutHit, rankCut atomic.Bool
-	examined        atomic.Int64 // placements examined, counted only for Selector.cutAfter
-	asked           atomic.Int64 // reachability questions, counted only for Selector.cutAfterAsks
+	examined        atomic.Int64 // placements examined, counted only for tuning.cutAfter
+	asked           atomic.Int64 // reachability questions, counted only for tuning.cutAfterAsks
 	// tableCut: some tie-break table was not finished (or the winner's
 	// not verified) within the budget.
 	tableCut bool
@@ -434,7 +434,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 		d.cutHit.Store(true)
 		return false
 	}
-	if d.sel.cutAfter > 0 && d.examined.Add(1) > int64(d.sel.cutAfter) {
+	if d.sel.tune.cutAfter > 0 && d.examined.Add(1) > int64(d.sel.tune.cutAfter) {
 		d.clock.enum.Store(true) // as if the budget ended here (tests)
 		d.cutHit.Store(true)
 		return false
@@ -521,7 +521,7 @@ func (d *decision) placementSet(w int, size, st []int, holes int) (placement, bo
 			return placement{rect: r, holes: holes, nTransit: vol(size) - holes - d.m,
 				blockSize: box.Size, box: box}, true
 		}
-		if sel.grid.splitByWall(r, vol(size)-holes, d.m, ws) {
+		if !sel.tune.noWallShortcut && sel.grid.splitByWall(r, vol(size)-holes, d.m, ws) {
 			return placement{}, false // not reachable (and not listed)
 		}
 	}

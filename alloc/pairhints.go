@@ -68,7 +68,7 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 	if d.clock.enum.Load() {
 		return false, errCut
 	}
-	if d.sel.cutAfterAsks > 0 && d.asked.Add(1) > int64(d.sel.cutAfterAsks) {
+	if d.sel.tune.cutAfterAsks > 0 && d.asked.Add(1) > int64(d.sel.tune.cutAfterAsks) {
 		d.clock.enum.Store(true) // as if the budget ended here (tests)
 		return false, errCut
 	}

@@ -186,18 +186,29 @@ type Selector struct {
 	// arenas hold the candidates of the current decision, per worker.
 	arenas []candArena
 	taken  []takenSet // per worker: leastFragmenting's space
-	// cutAfter and cutAfterAsks, when positive, end each decision's
-	// enumeration after that many placements or reachability questions,
-	// as a budget would (tests: a cut that does not depend on timing;
-	// the second one cuts in the middle of a reduction).
-	cutAfter, cutAfterAsks int
-	// checkSettledAfter, when positive, replaces anytimeAfter (tests
-	// on small tori, whose decisions examine fewer placements).
-	checkSettledAfter int
-	keys              struct { // collect's space for set names
+	// tune is the normal working unless a test changed it.
+	tune tuning
+	keys struct { // collect's space for set names
 		keyScratch
 		buf []byte
 	}
+}
+
+// tuning changes how a selector works without changing what it chooses:
+// tests compare decisions with and without a shortcut, and cut them at
+// points that do not depend on timing. The zero value is the normal
+// working.
+type tuning struct {
+	// noWallShortcut turns off splitByWall, noBlockCounting blockScan.
+	noWallShortcut, noBlockCounting bool
+	// cutAfter and cutAfterAsks, when positive, end each decision's
+	// enumeration after that many placements or reachability questions,
+	// as a budget would (a cut that does not depend on timing; the
+	// second one cuts in the middle of a reduction).
+	cutAfter, cutAfterAsks int
+	// checkSettledAfter, when positive, replaces anytimeAfter (small
+	// tori, whose decisions examine fewer placements).
+	checkSettledAfter int
 }
 
 // NewSelector prepares a selector for the state's torus.

@@ -1,8 +1,5 @@
 package alloc
 
-// wallShortcut enables splitByWall (tests turn it off to compare).
-var wallShortcut = true
-
 // splitByWall reports whether the available nodes of r (avail of them,
 // the first m in r's order, X fastest, active and the others transit)
 // certainly do not join the active nodes: some cross-section of r strictly
@@ -11,9 +8,6 @@ var wallShortcut = true
 // active node. No link of the set crosses the wall, so the set is not
 // reachable (the connectivity test on the listed nodes says the same).
 func (g *grid) splitByWall(r Rect, avail, m int, ws *workerScratch) bool {
-	if !wallShortcut {
-		return false
-	}
 	total := vol(r.Size)
 	ws.lo = append(ws.lo[:0], r.Start...)
 	ws.hi = append(ws.hi[:0], r.Size...)

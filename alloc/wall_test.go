@@ -76,14 +76,14 @@ func TestWallShortcutSameDecision(t *testing.T) {
 	for trial := 0; trial < 60; trial++ {
 		spec := []string{"torus:6x5x4", "torus:8x4x4", "torus:4x4x3x2"}[trial%3]
 		s := slabState(t, spec, 0.05*r.Float64()*float64(trial%2), r)
-		sameWithout(t, &wallShortcut, fmt.Sprintf("%s trial %d", spec, trial), s, trial%2 == 0, r)
+		sameWithout(t, tuning{noWallShortcut: true}, fmt.Sprintf("%s trial %d", spec, trial), s, trial%2 == 0, r)
 	}
 }
 
 // sameWithout selects for a random job on s (under angara* or plain
-// connectivity) with the shortcut *on set and cleared and requires the
+// connectivity) with the normal tuning and with off, and requires the
 // same result.
-func sameWithout(t *testing.T, on *bool, name string, s *State, angara bool, r *rand.Rand) {
+func sameWithout(t *testing.T, off tuning, name string, s *State, angara bool, r *rand.Rand) {
 	t.Helper()
 	var rt Router = GraphRouter{G: s.Graph()}
 	if angara {
@@ -98,9 +98,9 @@ func sameWithout(t *testing.T, on *bool, name string, s *State, angara bool, r *
 	if err != nil {
 		t.Fatal(err)
 	}
-	*on = false
-	want, err := NewSelector(s).Select(s, rt, req)
-	*on = true
+	without := NewSelector(s)
+	without.tune = off
+	want, err := without.Select(s, rt, req)
 	if err != nil {
 		t.Fatal(err)
 	}
