@@ -137,7 +137,7 @@ func (d *decision) settledBy(results []sizeResult, group []int) bool {
 	if d.bestT.Load() != 0 {
 		return false
 	}
-	var cands []*Candidate
+	var cands []*candidate
 	for _, si := range group {
 		for _, c := range results[si].cands {
 			if c.nTransit == 0 {

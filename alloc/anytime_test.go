@@ -197,7 +197,7 @@ func TestPhiTopBounds(t *testing.T) {
 						set = set[:n]
 					}
 					slices.Sort(set)
-					f := lc.after(&Candidate{Active: set, Rect: Rect{Start: make([]int, len(s.Dims())), Size: s.Dims()}, Holes: 1})
+					f := lc.after(&candidate{Candidate: Candidate{Active: set, Rect: Rect{Start: make([]int, len(s.Dims())), Size: s.Dims()}, Holes: 1}})
 					if f.Phi > top {
 						t.Fatalf("%s m=%d: a set of %d nodes leaves φ %d above phiTop %d", spec, m, n, f.Phi, top)
 					}

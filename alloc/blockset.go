@@ -230,7 +230,7 @@ func (b *blockSet) appendKey(buf []byte, dims []int, ks *keyScratch) []byte {
 }
 
 // nodeCount returns the number of nodes the candidate takes.
-func (c *Candidate) nodeCount() int {
+func (c *candidate) nodeCount() int {
 	if c.lazy != nil {
 		return c.lazy.m + c.nTransit
 	}

@@ -15,7 +15,7 @@ const (
 // they are not allocated one by one. reset makes every chunk reusable;
 // the chosen candidate leaves the arena by detach before that.
 type candArena struct {
-	cands [][]Candidate
+	cands [][]candidate
 	ints  [][]int
 	ci    int // chunk of cands being filled
 	ii    int // chunk of ints being filled
@@ -33,15 +33,15 @@ func (a *candArena) reset() {
 }
 
 // candidate returns a zeroed candidate.
-func (a *candArena) candidate() *Candidate {
+func (a *candArena) candidate() *candidate {
 	for a.ci < len(a.cands) && len(a.cands[a.ci]) == cap(a.cands[a.ci]) {
 		a.ci++
 	}
 	if a.ci == len(a.cands) {
-		a.cands = append(a.cands, make([]Candidate, 0, arenaCandidates))
+		a.cands = append(a.cands, make([]candidate, 0, arenaCandidates))
 	}
 	ch := a.cands[a.ci]
-	ch = append(ch, Candidate{})
+	ch = append(ch, candidate{})
 	a.cands[a.ci] = ch
 	return &ch[len(ch)-1]
 }
@@ -70,8 +70,5 @@ func detach(c *Candidate) *Candidate {
 	out := *c
 	out.Active, out.Transit = slices.Clone(c.Active), slices.Clone(c.Transit)
 	out.Rect = Rect{Start: slices.Clone(c.Rect.Start), Size: slices.Clone(c.Rect.Size)}
-	out.blockSize, out.keep = slices.Clone(c.blockSize), slices.Clone(c.keep)
-	out.block = blockSet{}
-	out.lazy = nil
 	return &out
 }

@@ -117,8 +117,8 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		// No time for the tie-break tables: the first of the tied
 		// candidates, as when a single class is left.
 		d.cutShort(res, CompletePhi)
-		res.Chosen = tied[0]
-		d.materialize(res.Chosen)
+		res.Chosen = &tied[0].Candidate
+		d.materialize(tied[0])
 		return res, nil
 	}
 	err = d.chooseByTables(tied, res)
@@ -127,8 +127,8 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		return nil, context.Cause(ctx)
 	case errors.Is(err, errCut):
 		d.cutShort(res, CompletePhi)
-		res.Chosen, res.Tables = tied[0], 0
-		d.materialize(res.Chosen)
+		res.Chosen, res.Tables = &tied[0].Candidate, 0
+		d.materialize(tied[0])
 	case err != nil:
 		return nil, err
 	case d.tableCut:
@@ -281,7 +281,7 @@ type sizeResult struct {
 	_        [64]byte
 	found    int
 	examined int
-	cands    []*Candidate
+	cands    []*candidate
 	err      error
 }
 
@@ -732,7 +732,7 @@ func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 
 // newCandidate records a reachable set in worker w's arena, with what
 // names its translation class (see nameClasses).
-func (d *decision) newCandidate(w int, p placement, keep []int) *Candidate {
+func (d *decision) newCandidate(w int, p placement, keep []int) *candidate {
 	a := &d.sel.arenas[w]
 	c := a.candidate()
 	// Sizes are the selector's shapes, never changed; detach copies the
@@ -772,7 +772,7 @@ func (d *decision) newCandidate(w int, p placement, keep []int) *Candidate {
 // ring the box covers whole: there the box's start decides which nodes
 // are active and where the frame starts, so the names include it
 // (appendOrderKey).
-func (d *decision) nameClasses(c *Candidate) {
+func (d *decision) nameClasses(c *candidate) {
 	start, rect := c.Rect.Start, c.Rect.Size // the box the set lies in
 	if c.lazy != nil {
 		start = c.block.start
@@ -829,7 +829,7 @@ func (d *decision) appendOrderKey(b []byte, start, size []int) []byte {
 // box without a failed link inside: it is the block of that box, in the
 // block's class ("" when blocks do not share their figures). size is the
 // block the name stands for.
-func (d *decision) isoName(c *Candidate) (string, []int) {
+func (d *decision) isoName(c *candidate) (string, []int) {
 	bs := c.blockSize
 	switch {
 	case bs == nil || !d.shareBlocks:
@@ -849,8 +849,8 @@ func (d *decision) isoName(c *Candidate) (string, []int) {
 // collect merges the sizes' candidates in size order, drops those beaten
 // on criterion 1 by a candidate of another size and repeated node sets,
 // and counts the placements found.
-func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, error) {
-	var cands []*Candidate
+func (d *decision) collect(results []sizeResult, res *Result) ([]*candidate, error) {
+	var cands []*candidate
 	seen := map[string]bool{}
 	ks := &d.sel.keys
 	minT := int(d.bestT.Load())
@@ -884,7 +884,7 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*Candidate, err
 // many classes' tables ranked them (built now or before) and, with a
 // budget, the representatives whose class's table was not finished in
 // time (missing: their figures mean nothing).
-func (d *decision) tableFigures(reps []*Candidate) (figs []TableFigures, classes int, missing map[int]bool, err error) {
+func (d *decision) tableFigures(reps []*candidate) (figs []TableFigures, classes int, missing map[int]bool, err error) {
 	first := make([]int, len(reps)) // representative whose figures are used
 	byShape := map[string]int{}
 	figs = make([]TableFigures, len(reps))
@@ -1016,7 +1016,7 @@ func betterTable(figs []TableFigures, i, j int) bool {
 
 // appendSetKey appends the name of a candidate's node set with its split
 // (see appendCanonicalKey) to b.
-func (d *decision) appendSetKey(b []byte, c *Candidate, ks *keyScratch) []byte {
+func (d *decision) appendSetKey(b []byte, c *candidate, ks *keyScratch) []byte {
 	if c.lazy != nil {
 		return c.lazy.appendKey(b, d.sel.dims, ks)
 	}
@@ -1024,7 +1024,7 @@ func (d *decision) appendSetKey(b []byte, c *Candidate, ks *keyScratch) []byte {
 }
 
 // materialize lists a candidate's nodes if they are not listed yet.
-func (d *decision) materialize(c *Candidate) {
+func (d *decision) materialize(c *candidate) {
 	if c.lazy != nil && c.Active == nil {
 		c.Active, c.Transit = c.lazy.nodes(d.sel.dims)
 	}
@@ -1032,12 +1032,12 @@ func (d *decision) materialize(c *Candidate) {
 
 // fewestTransit keeps the candidates with the fewest transit nodes
 // (criterion 1).
-func fewestTransit(cands []*Candidate) []*Candidate {
+func fewestTransit(cands []*candidate) []*candidate {
 	minT := cands[0].nTransit
 	for _, c := range cands {
 		minT = min(minT, c.nTransit)
 	}
-	var best []*Candidate
+	var best []*candidate
 	for _, c := range cands {
 		if c.nTransit == minT {
 			best = append(best, c)
@@ -1048,10 +1048,10 @@ func fewestTransit(cands []*Candidate) []*Candidate {
 
 // chooseFirst is the baseline's choice: the first candidate, with its
 // table built by the baseline routing algorithm.
-func (d *decision) chooseFirst(best []*Candidate, res *Result) error {
+func (d *decision) chooseFirst(best []*candidate, res *Result) error {
 	c := best[0]
 	d.materialize(c)
-	res.Chosen, res.Ranked = c, 1
+	res.Chosen, res.Ranked = &c.Candidate, 1
 	if d.req.NoTable {
 		return nil // no tie to break: the table and φ are only reported
 	}
@@ -1071,7 +1071,7 @@ func (d *decision) chooseFirst(best []*Candidate, res *Result) error {
 // the candidate's nodes: today's free rectangles are listed volume level
 // by volume level (each level found once per decision and shared by all
 // candidates) until a level keeps some.
-func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
+func (d *decision) leastFragmenting(best []*candidate) []*candidate {
 	levels := d.levelsNow()
 	// Candidates certainly below the largest φ found so far are given up
 	// early (their Frag stays unset); the bound only rises, so every
@@ -1118,7 +1118,7 @@ func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
 		}
 	})
 	maxPhi := top.Load()
-	var tied []*Candidate
+	var tied []*candidate
 	for i, c := range best {
 		if kept[i] && c.Frag.Phi == maxPhi {
 			tied = append(tied, c)
@@ -1131,20 +1131,20 @@ func (d *decision) leastFragmenting(best []*Candidate) []*Candidate {
 // π_max (criteria 3 and 4), then enumeration order. One table is built per
 // translation class, for the first MaxTables classes in candidate order,
 // on all cores.
-func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
+func (d *decision) chooseByTables(tied []*candidate, res *Result) error {
 	limit := d.req.MaxTables
 	if limit <= 0 {
 		limit = 64
 	}
-	classOf := func(c *Candidate) string {
+	classOf := func(c *candidate) string {
 		if c.iso != "" {
 			return c.iso
 		}
 		return fmt.Sprint("#", c.order)
 	}
 	class := map[string]int{}
-	var reps []*Candidate // the first candidate of each class
-	var ranked []*Candidate
+	var reps []*candidate // the first candidate of each class
+	var ranked []*candidate
 	for _, c := range tied {
 		k := classOf(c)
 		if _, ok := class[k]; !ok {
@@ -1163,11 +1163,11 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 	res.Tables = built
 	// Candidates of a class whose table was not finished in time take no
 	// part (tableFigures found at least one finished).
-	ranked = slices.DeleteFunc(ranked, func(c *Candidate) bool { return missing[class[classOf(c)]] })
+	ranked = slices.DeleteFunc(ranked, func(c *candidate) bool { return missing[class[classOf(c)]] })
 	for _, c := range ranked {
 		c.Figures = &figs[class[classOf(c)]]
 	}
-	slices.SortStableFunc(ranked, func(a, b *Candidate) int {
+	slices.SortStableFunc(ranked, func(a, b *candidate) int {
 		if x := cmp.Compare(a.Figures.Diameter, b.Figures.Diameter); x != 0 {
 			return x
 		}
@@ -1176,15 +1176,15 @@ func (d *decision) chooseByTables(tied []*Candidate, res *Result) error {
 		}
 		return cmp.Compare(a.order, b.order)
 	})
-	res.Chosen = ranked[0]
-	d.materialize(res.Chosen)
+	res.Chosen = &ranked[0].Candidate
+	d.materialize(ranked[0])
 	return nil
 }
 
 // buildUnverified builds the tables of reps[build] without verifying
 // them, fills their figures and errs (per build index), and returns the
 // best of them with its table (the only one kept in memory).
-func (d *decision) buildUnverified(ctx context.Context, u unverifiedTables, reps []*Candidate, build []int, figs []TableFigures, errs []error) (int, any) {
+func (d *decision) buildUnverified(ctx context.Context, u unverifiedTables, reps []*candidate, build []int, figs []TableFigures, errs []error) (int, any) {
 	var mu sync.Mutex
 	bestIdx := -1
 	var best any

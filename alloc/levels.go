@@ -92,7 +92,7 @@ func (lc *levelCache) computeLevel(i int) []Rect {
 }
 
 // after returns φ once the candidate's nodes are taken.
-func (lc *levelCache) after(c *Candidate) Fragmentation {
+func (lc *levelCache) after(c *candidate) Fragmentation {
 	f, _ := lc.afterAtLeast(c, 0, &takenSet{})
 	return f
 }
@@ -101,7 +101,7 @@ func (lc *levelCache) after(c *Candidate) Fragmentation {
 // as soon as φ is certainly below bound. Levels larger than the nodes left
 // free cannot keep a rectangle and are skipped. cs is space for the
 // candidate's set.
-func (lc *levelCache) afterAtLeast(c *Candidate, bound int64, cs *takenSet) (f Fragmentation, ok bool) {
+func (lc *levelCache) afterAtLeast(c *candidate, bound int64, cs *takenSet) (f Fragmentation, ok bool) {
 	n := int64(lc.s.N())
 	left := lc.free - c.nodeCount()
 	filled := false
@@ -146,7 +146,7 @@ type takenSet struct {
 }
 
 // fill prepares t for the candidate's set, reusing t's space.
-func (t *takenSet) fill(c *Candidate, dims []int) {
+func (t *takenSet) fill(c *candidate, dims []int) {
 	t.dims, t.rect = dims, c.Rect
 	t.boxes, t.coord = t.boxes[:0], t.coord[:0]
 	t.exact = c.Holes == 0 && c.nodeCount() == c.Rect.Volume()

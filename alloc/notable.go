@@ -5,7 +5,7 @@ package alloc
 // isomorphic, so diameter and π_max tie and the first candidate in
 // enumeration order wins. It reports false (nothing chosen) when there
 // are several classes.
-func (d *decision) chooseAlone(tied []*Candidate, res *Result) bool {
+func (d *decision) chooseAlone(tied []*candidate, res *Result) bool {
 	first := tied[0]
 	for _, c := range tied {
 		if c.iso == "" || c.iso != first.iso {
@@ -20,8 +20,8 @@ func (d *decision) chooseAlone(tied []*Candidate, res *Result) bool {
 	return d.pickAlone(first, res)
 }
 
-func (d *decision) pickAlone(c *Candidate, res *Result) bool {
-	res.Chosen, res.Tables = c, 0
+func (d *decision) pickAlone(c *candidate, res *Result) bool {
+	res.Chosen, res.Tables = &c.Candidate, 0
 	d.materialize(c)
 	return true
 }

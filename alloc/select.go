@@ -99,6 +99,12 @@ type Candidate struct {
 	Holes   int           `json:"holes"` // unavailable nodes inside the rectangle
 	Frag    Fragmentation `json:"fragmentation_after"`
 	Figures *TableFigures `json:"table,omitempty"`
+}
+
+// candidate is a Candidate with what a decision works with: how it was
+// found and what names its class.
+type candidate struct {
+	Candidate
 	// iso names the candidate's translation class when it is known to
 	// have one: sets from blocks (rectangles without unavailable nodes
 	// or failed links inside) of one size, reduced the same way and
