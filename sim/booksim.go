@@ -22,8 +22,8 @@ type BookSimFile struct {
 var bookSimNeutral = map[string]string{
 	"router": "iq", "vc_allocator": "islip", "sw_allocator": "islip", "alloc_iters": "1",
 	"injection_process": "bernoulli", "sim_type": "latency", "subnets": "1", "c": "1",
-	"classes": "1", "input_speedup": "1", "output_speedup": "1", "internal_speedup": "1",
-	"credit_delay": "0", "output_delay": "0", "st_prepare_delay": "0", "wait_for_tail_credit": "0",
+	"classes": "1", "output_speedup": "1", "internal_speedup": "1",
+	"output_delay": "0", "st_prepare_delay": "0",
 	"hold_switch_for_packet": "0", "priority": "none", "use_read_write": "0", "sim_count": "1",
 	"include_queuing": "1", "packet_size_rate": "1", "measure_stats": "1",
 	"arb_type": "round_robin", "buffer_policy": "private", "noq": "0", "vc_busy_when_full": "0",
@@ -53,7 +53,8 @@ var bookSimTraffic = map[string]string{
 // vc_buf_size, packet_size, traffic, injection_rate (and
 // injection_rate_uses_flits), the router pipeline (routing_delay,
 // vc_alloc_delay, sw_alloc_delay, st_final_delay, speculative: the staged
-// router with BookSim's injection and ejection channels), vct,
+// router with BookSim's injection and ejection channels), credit_delay,
+// wait_for_tail_credit, input_speedup, vct,
 // use_noc_latency, warmup_periods, sample_period, max_samples and seed.
 // Any other key is refused by name unless it has BookSim's default value
 // for a behaviour icn shares.
@@ -136,7 +137,7 @@ var bookSimModelled = map[string]bool{
 	"injection_rate_uses_flits": true, "routing_delay": true, "vc_alloc_delay": true,
 	"sw_alloc_delay": true, "st_final_delay": true, "speculative": true, "vct": true,
 	"use_noc_latency": true, "warmup_periods": true, "sample_period": true, "max_samples": true,
-	"seed": true,
+	"seed": true, "credit_delay": true, "wait_for_tail_credit": true, "input_speedup": true,
 }
 
 // checkBookSimKey refuses keys icn does not model.
@@ -186,6 +187,7 @@ func translateBookSim(kv map[string]string) (*BookSimFile, error) {
 		{"st_final_delay", 1, 0, 100}, {"speculative", 0, 0, 1}, {"vct", 0, 0, 1},
 		{"use_noc_latency", 1, 0, 1}, {"warmup_periods", 3, 0, 1000}, {"sample_period", 1000, 1, MaxCycles},
 		{"max_samples", 10, 1, 1000}, {"seed", 0, 0, math.MaxInt32},
+		{"credit_delay", 0, 0, 1000}, {"wait_for_tail_credit", 0, 0, 1}, {"input_speedup", 1, 1, 64},
 	} {
 		if ints[d.k], err = bookSimInt(kv, d.k, d.def, d.lo, d.max); err != nil {
 			return nil, err
@@ -234,6 +236,15 @@ func translateBookSim(kv map[string]string) (*BookSimFile, error) {
 	out.Set["stages"] = fmt.Sprintf("%d,%d,%d,%d", ints["routing_delay"], ints["vc_alloc_delay"], ints["sw_alloc_delay"], ints["st_final_delay"])
 	out.Set["speculative"] = strconv.FormatBool(ints["speculative"] == 1)
 	out.Set["terminal-links"] = "true"
+	if d := ints["credit_delay"]; d != 0 {
+		out.Set["credit-delay"] = strconv.Itoa(d)
+	}
+	if ints["wait_for_tail_credit"] == 1 {
+		out.Set["tail-credit"] = "true"
+	}
+	if s := ints["input_speedup"]; s != 1 {
+		out.Set["input-speedup"] = strconv.Itoa(s)
+	}
 	out.Set["dateline"] = DatelineBookSim
 	ll := 1
 	if (topo == "torus" || topo == "") && ints["use_noc_latency"] == 1 {

@@ -325,13 +325,35 @@ seed = 7;`))
 		}
 	}
 	// A mesh file in the shape of BookSim's own examples/mesh88_lat: the
-	// routing name passes; the allocator and speedup keys icn does not
-	// model are refused by key and value.
-	_, err = ParseBookSim([]byte("topology = mesh; k = 8; n = 2; routing_function = dor; num_vcs = 8; vc_buf_size = 8;\n" +
-		"routing_delay = 0; vc_alloc_delay = 1; sw_alloc_delay = 1; traffic = transpose; packet_size = 20; injection_rate = 0.005;\n" +
-		"input_speedup = 2;"))
-	if err == nil || !strings.Contains(err.Error(), "input_speedup = 2") {
-		t.Errorf("mesh88_lat-like file: %v", err)
+	// routing name passes, and so do its credit delay, tail credit and
+	// input speedup, translated to icn's options.
+	bf, err = ParseBookSim([]byte("topology = mesh; k = 8; n = 2; routing_function = dor; num_vcs = 8; vc_buf_size = 8;\n" +
+		"wait_for_tail_credit = 1; vc_allocator = islip; sw_allocator = islip; alloc_iters = 1; credit_delay = 2;\n" +
+		"routing_delay = 0; vc_alloc_delay = 1; sw_alloc_delay = 1; input_speedup = 2; output_speedup = 1; internal_speedup = 1.0;\n" +
+		"traffic = transpose; packet_size = 20; sim_type = latency; injection_rate = 0.005;"))
+	if err != nil {
+		t.Fatalf("mesh88_lat-like file: %v", err)
+	}
+	for k, v := range map[string]string{"credit-delay": "2", "tail-credit": "true", "input-speedup": "2", "stages": "0,1,1,1", "rate": "0.1"} {
+		if bf.Set[k] != v {
+			t.Errorf("mesh88_lat-like file: %s = %q, want %q", k, bf.Set[k], v)
+		}
+	}
+	// At their BookSim defaults the three keys set nothing.
+	bf, err = ParseBookSim([]byte("credit_delay = 0; wait_for_tail_credit = 0; input_speedup = 1;"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"credit-delay", "tail-credit", "input-speedup"} {
+		if _, ok := bf.Set[k]; ok {
+			t.Errorf("default BookSim value sets %s", k)
+		}
+	}
+	for _, bad := range []string{"wait_for_tail_credit = 2;", "credit_delay = -1;", "input_speedup = 0;", "input_speedup = 1.5;", "output_speedup = 2;"} {
+		_, err := ParseBookSim([]byte(bad))
+		if key, _, _ := strings.Cut(bad, " "); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: error %v, want one naming the key", bad, err)
+		}
 	}
 	for _, bad := range []string{"topology = fly;", "routing_function = min_adapt;", "vc_allocator = separable_input_first;",
 		"injection_process = on_off;", "num_vcs = 0;", "seed = time;", "watts = 3;", "k = 8", "injection_rate = {0.1,0.2};", "/* open"} {
@@ -342,15 +364,35 @@ seed = 7;`))
 }
 
 // The staged router, injection/ejection channels and BookSim's dateline
-// rule keep partitioned runs bit-for-bit equal to serial ones.
+// rule keep partitioned runs bit-for-bit equal to serial ones; so do the
+// credit delay, the tail-credit rule and input speedup (BookSim's
+// mesh88_lat router), which also conserve every flit and packet.
 func TestStagedDeterminism(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Rate, cfg.Cycles, cfg.Sizes = 0.25, cycles(2000), []SizeWeight{{1, 1}, {4, 1}}
-	cfg.Router, cfg.Stages, cfg.TerminalLinks = RouterStaged, BookSimStages, true
-	n := mustNet(t, "torus:6x6", cfg)
+	t.Run("torus", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Rate, cfg.Cycles, cfg.Sizes = 0.25, cycles(2000), []SizeWeight{{1, 1}, {4, 1}}
+		cfg.Router, cfg.Stages, cfg.TerminalLinks = RouterStaged, BookSimStages, true
+		checkPartitioned(t, "torus:6x6", cfg)
+	})
+	t.Run("mesh88_lat router", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Rate, cfg.Cycles, cfg.Sizes, cfg.VCs = 0.2, cycles(2000), []SizeWeight{{1, 1}, {6, 1}}, 4
+		cfg.Router, cfg.Stages, cfg.TerminalLinks = RouterStaged, Stages{RC: 0, VA: 1, SA: 1, ST: 1}, true
+		cfg.CreditDelay, cfg.TailCredit, cfg.InputSpeedup = 2, true, 2
+		checkPartitioned(t, "mesh:6x6", cfg)
+	})
+}
+
+// checkPartitioned runs cfg on spec serially and on 2 and 3 partitions
+// and fails unless all runs conserve flits and give the same result.
+func checkPartitioned(t *testing.T, spec string, cfg Config) {
+	n := mustNet(t, spec, cfg)
 	a, err := Run(n, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !a.Conserved || a.Accepted < 0.9*cfg.Rate {
+		t.Fatalf("serial run: conserved %v, accepted %.3f of %.3f", a.Conserved, a.Accepted, cfg.Rate)
 	}
 	defer func(m int) { minRoutersPerPart = m }(minRoutersPerPart)
 	minRoutersPerPart = 1

@@ -94,6 +94,15 @@ func (c *Config) RouterSummary() string {
 		s = fmt.Sprintf("lumped router, delay %d", c.RouterDelay)
 	}
 	s += fmt.Sprintf(", %d-cycle links", c.LinkLatency)
+	if c.CreditDelay > 0 {
+		s += fmt.Sprintf(", credits %d cycles later", c.CreditDelay)
+	}
+	if c.TailCredit {
+		s += ", VCs freed by the tail's credit"
+	}
+	if c.InputSpeedup > 1 {
+		s += fmt.Sprintf(", input speedup %d", c.InputSpeedup)
+	}
 	if c.TerminalLinks {
 		s += ", 1-cycle injection and ejection channels"
 	}
@@ -139,6 +148,21 @@ type Config struct {
 	// channels between terminals and routers.
 	TerminalLinks bool
 	LinkLatency   int // cycles on a link (≥ 1); credits take as long back
+	// CreditDelay adds cycles to every credit's way back upstream
+	// (BookSim's credit_delay): a credit is usable LinkLatency +
+	// CreditDelay cycles after its flit left the input buffer.
+	CreditDelay int
+	// TailCredit keeps an output VC allocated after its packet's tail has
+	// left until every credit of the VC, the tail's last, has come back
+	// (BookSim's wait_for_tail_credit = 1); false frees it as the tail
+	// leaves. Terminals likewise reuse an injection VC only once the
+	// tail's credit is back.
+	TailCredit bool
+	// InputSpeedup gives every input port this many crossbar inputs
+	// (BookSim's input_speedup): VC v uses input v mod InputSpeedup, so up
+	// to that many flits of one port cross the switch in a cycle, to
+	// different outputs. 0 or 1 is one input per port.
+	InputSpeedup int
 
 	Traffic     string  // see TrafficPatterns
 	Hotspots    []int   // hotspot nodes for "hotspot"
@@ -300,6 +324,15 @@ func (c *Config) checkRouter() error {
 	}
 	if c.LinkLatency < 1 || c.LinkLatency > 1000 {
 		return fmt.Errorf("link latency %d out of range 1..1000", c.LinkLatency)
+	}
+	if c.CreditDelay < 0 || c.CreditDelay > 1000 {
+		return fmt.Errorf("credit delay %d out of range 0..1000", c.CreditDelay)
+	}
+	if c.InputSpeedup < 0 || c.InputSpeedup > 64 {
+		return fmt.Errorf("input speedup %d out of range 1..64", c.InputSpeedup)
+	}
+	if c.InputSpeedup > 1 && c.LocalSpeedup > 1 {
+		return fmt.Errorf("input speedup %d and local speedup %d: at most one of them may exceed 1", c.InputSpeedup, c.LocalSpeedup)
 	}
 	return nil
 }

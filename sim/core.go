@@ -199,14 +199,27 @@ type Core struct {
 	// bits 8-15 a credit (VC+1) travelling back to that port's router.
 	lnk []uint16
 
-	rrIn  []uint8  // switch allocation: next input port to favour, by output port
-	rrVC  []uint8  // switch allocation: next VC to propose, by input port
+	rrIn  []uint16 // switch allocation: next crossbar input to favour, by output port
+	rrVC  []uint8  // switch allocation: next VC to propose, by crossbar input (port·inSpeed + v mod inSpeed)
 	rrOVC []uint16 // VC allocation: local input VC to favour, by output VC
 
 	terms []terminal
 	ej    []ejState
 
 	workers []worker
+
+	// Credit pipeline of the credit-delay, tail-credit and input-speedup
+	// models (nil otherwise: credits then ride in lnk). cq holds per port
+	// and slot a mask of the VCs whose credits arrive in that slot, cqLen
+	// slots long; a credit sent in cycle t arrives in cycle t+cqDelay. At a
+	// terminal port the slots hold the ejection VCs that are freed
+	// (tail credit), ejDelay cycles after their tail left.
+	cq                      []uint64
+	cqLen, cqDelay, ejDelay int64
+	tailCr                  bool
+	tailOut                 []bool   // tail credit: the output VC's tail has left, its credits are not all back
+	inSpeed                 int      // crossbar inputs per input port
+	subMask                 []uint64 // input speedup: the VCs of each crossbar input of a port
 
 	deadlock      *DeadlockError
 	dlWindow      int64
@@ -234,8 +247,11 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 	}
 	c.setInjection(cfg)
 	c.measStart, c.measEnd = math.MaxInt64, math.MaxInt64
-	c.allocBuffers()
 	c.speed = cfg.LocalSpeedup
+	if err := c.setCrossbar(n.cfg); err != nil {
+		return nil, err
+	}
+	c.allocBuffers()
 	c.initTerminals(cfg.Seed)
 	c.workers = make([]worker, 1)
 	c.workers[0] = worker{lo: 0, hi: len(n.portStart) - 1}
@@ -244,6 +260,31 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 		c.dlWindow = int64(max(2000, 20*(c.B+c.L+int(c.Dr))*max(1, n.maxP)))
 	}
 	return c, nil
+}
+
+// setCrossbar sets the input speedup, credit delay and tail-credit models
+// of the network's configuration ncfg.
+func (c *Core) setCrossbar(ncfg Config) error {
+	n := c.n
+	c.inSpeed = max(1, min(ncfg.InputSpeedup, c.V))
+	if c.inSpeed > 1 {
+		for r := 0; r+1 < len(n.portStart); r++ {
+			if np := int(n.portStart[r+1] - n.portStart[r]); np*c.inSpeed > maxPorts {
+				return fmt.Errorf("input speedup %d: %s has %d ports, %d crossbar inputs exceed the simulator's %d", c.inSpeed, n.g.NodeName(r), np, np*c.inSpeed, maxPorts)
+			}
+		}
+		c.subMask = make([]uint64, c.inSpeed)
+		for v := 0; v < c.V; v++ {
+			c.subMask[v%c.inSpeed] |= 1 << uint(v)
+		}
+	}
+	c.tailCr = ncfg.TailCredit
+	if c.inSpeed > 1 || c.tailCr || ncfg.CreditDelay > 0 {
+		c.cqDelay = int64(c.L + ncfg.CreditDelay)
+		c.ejDelay = 1 + 2*c.termLink + int64(ncfg.CreditDelay)
+		c.cqLen = max(c.cqDelay, c.ejDelay)
+	}
+	return nil
 }
 
 // setSizes stores the packet-size mix and its cumulative weights.
@@ -293,7 +334,7 @@ func (c *Core) allocBuffers() {
 	c.ivOutGP = make([]int32, np*V)
 	c.ivLast = make([]int64, np*V)
 	c.ivReady = make([]int32, np*V)
-	if c.vcGap > 0 {
+	if c.vcGap > 0 || c.tailCr {
 		c.ivTail = make([]int32, np*V)
 		for i := range c.ivTail {
 			c.ivTail[i] = math.MinInt32 / 2
@@ -314,8 +355,14 @@ func (c *Core) allocBuffers() {
 	}
 	c.link = make([]flit, np*L)
 	c.lnk = make([]uint16, np*L)
-	c.rrIn = make([]uint8, np)
-	c.rrVC = make([]uint8, np)
+	c.rrIn = make([]uint16, np)
+	c.rrVC = make([]uint8, np*c.inSpeed)
+	if c.cqLen > 0 {
+		c.cq = make([]uint64, int64(np)*c.cqLen)
+	}
+	if c.tailCr {
+		c.tailOut = make([]bool, np*V)
+	}
 	c.rrOVC = make([]uint16, np*V)
 }
 
@@ -477,8 +524,49 @@ func (c *Core) receive(w *worker, r int, t int64) {
 			c.credit[gp*V+int(cv)-1]++
 		}
 	}
+	if c.cq != nil {
+		c.receiveCredits(r, t)
+	}
 	if ti := n.termOf[r]; ti >= 0 {
 		c.inject(w, int(ti), r, t)
+	}
+}
+
+// receiveCredits takes the credits arriving at router r in cycle t off the
+// credit pipeline and, under the tail-credit rule, frees the output VCs
+// whose credits are all back after their tail left (at the terminal port:
+// whose tail was ejected ejDelay cycles ago).
+func (c *Core) receiveCredits(r int, t int64) {
+	n := c.n
+	V := c.V
+	s := t % c.cqLen
+	lgp := int(n.localGP[r])
+	for gp := int(n.portStart[r]); gp < int(n.portStart[r+1]); gp++ {
+		src := int(n.gpPeer[gp])
+		if gp == lgp {
+			src = gp
+		} else if src < 0 {
+			continue
+		}
+		i := int64(src)*c.cqLen + s
+		m := c.cq[i]
+		if m == 0 {
+			continue
+		}
+		c.cq[i] = 0
+		for ; m != 0; m &= m - 1 {
+			ovc := gp*V + bits.TrailingZeros64(m)
+			if gp != lgp {
+				c.credit[ovc]++
+				if !c.tailCr || c.credit[ovc] < int32(c.B) {
+					continue
+				}
+			}
+			if c.tailOut[ovc] {
+				c.tailOut[ovc] = false
+				c.owner[ovc] = -1
+			}
+		}
 	}
 }
 
@@ -561,6 +649,9 @@ func (c *Core) inject(w *worker, ti, r int, t int64) {
 					if tm.inj[j].active && int(tm.inj[j].iv) == iv {
 						busy = true
 					}
+				}
+				if c.tailCr && (c.bLen[iv] > 0 || t < int64(c.ivTail[iv])+c.termLink) {
+					continue // the previous tail's credit is not back
 				}
 				if free := int32(c.B) - c.bLen[iv]; !busy && free > bestFree {
 					best, bestFree = iv, free
@@ -707,6 +798,10 @@ func (c *Core) requestSwitch(w *worker, r int, t int64) int {
 		p := bits.TrailingZeros64(m)
 		m &= m - 1
 		gp := base + p
+		if c.inSpeed > 1 {
+			nreq = c.requestSplit(w, gp, p, lgp, base, nreq, t32)
+			continue
+		}
 		limit := 1
 		if gp == lgp {
 			limit = c.speed
@@ -762,13 +857,61 @@ func (c *Core) requestSwitch(w *worker, r int, t int64) int {
 	return nreq
 }
 
+// requestSplit is requestSwitch's proposal for input port gp (the p-th of
+// its router) under input speedup: each of the port's crossbar inputs
+// proposes, in round-robin order, the first of its VCs that is routed,
+// ready and has a credit downstream; two inputs of one port may ask for
+// the same output. It returns the new number of requests.
+func (c *Core) requestSplit(w *worker, gp, p, lgp, base, nreq int, t32 int32) int {
+	V, S := c.V, c.inSpeed
+	for k := 0; k < S; k++ {
+		vm := c.vcMask[gp] & c.subMask[k]
+		if vm == 0 {
+			continue
+		}
+		start := int(c.rrVC[gp*S+k])
+		for vr := rotr(vm, start, V); vr != 0; vr &= vr - 1 {
+			v := bits.TrailingZeros64(vr) + start
+			if v >= V {
+				v -= V
+			}
+			iv := gp*V + v
+			ovc := int(c.ivOut[iv])
+			if ovc < 0 || c.ivReady[iv] > t32 {
+				continue
+			}
+			og := int(c.ivOutGP[iv])
+			if og != lgp && c.credit[ovc] < 1 {
+				continue
+			}
+			if c.n.sw == swSAF && gp != lgp && og != lgp {
+				if f := &c.buf[iv*c.B+int(c.bHead[iv])]; f.seq == 0 && !c.wholePacket(iv, f, int64(t32)) {
+					continue
+				}
+			}
+			ol := og - base
+			w.reqIV[nreq] = int32(iv)
+			w.reqPort[nreq] = int32(p*S + k)
+			if w.outUsed&(1<<uint(ol)) == 0 {
+				w.outUsed |= 1 << uint(ol)
+				w.outReq[ol] = 0
+			}
+			w.outReq[ol] |= 1 << uint(nreq)
+			nreq++
+			break
+		}
+	}
+	return nreq
+}
+
 // grantSwitch is the grant half of switch allocation at router r: every
 // requested output grants one input (the terminal port up to the local
 // speedup) round robin over input ports, and the winners traverse.
 func (c *Core) grantSwitch(w *worker, r int, t int64) {
 	n := c.n
 	base := int(n.portStart[r])
-	np := int(n.portStart[r+1]) - base
+	S := c.inSpeed
+	np := (int(n.portStart[r+1]) - base) * S // crossbar inputs
 	lgp := int(n.localGP[r])
 	om := w.outUsed
 	for om != 0 {
@@ -793,10 +936,14 @@ func (c *Core) grantSwitch(w *worker, r int, t int64) {
 				}
 			}
 			req &^= 1 << uint(best)
-			ptr = (int(w.reqPort[best]) + 1) % np
-			c.traverse(w, r, int(w.reqIV[best]), base+int(w.reqPort[best]), t)
+			in := int(w.reqPort[best])
+			ptr = (in + 1) % np
+			if S > 1 {
+				in /= S
+			}
+			c.traverse(w, r, int(w.reqIV[best]), base+in, t)
 		}
-		c.rrIn[og] = uint8(ptr)
+		c.rrIn[og] = uint16(ptr)
 	}
 }
 
@@ -902,7 +1049,11 @@ func (c *Core) traverse(w *worker, r, iv, gp int, t int64) {
 	if nv == V {
 		nv = 0
 	}
-	c.rrVC[gp] = uint8(nv)
+	if c.inSpeed > 1 {
+		c.rrVC[gp*c.inSpeed+v%c.inSpeed] = uint8(nv)
+	} else {
+		c.rrVC[gp] = uint8(nv)
+	}
 	if c.bLen[iv] == 0 {
 		c.vcMask[gp] &^= 1 << uint(v)
 		if c.vcMask[gp] == 0 {
@@ -916,24 +1067,32 @@ func (c *Core) traverse(w *worker, r, iv, gp int, t int64) {
 	if c.bLen[iv] > 0 {
 		c.ivReady[iv] = c.buf[int32(iv)*B+h].ready
 	}
-	if c.vcGap > 0 && f.seq == f.size-1 {
+	if f.seq == f.size-1 && c.ivTail != nil {
 		c.ivTail[iv] = int32(t)
-		if c.bLen[iv] > 0 {
+		if c.vcGap > 0 && c.bLen[iv] > 0 {
 			c.frontHead(iv, int32(t))
 		}
 	}
 	w.st.moved++
 	slot := int(t % int64(c.L))
 	if n.gpChan[gp] >= 0 {
-		c.lnk[gp*c.L+slot] |= uint16(v+1) << 8
+		if c.cq != nil {
+			c.cq[int64(gp)*c.cqLen+(t+c.cqDelay)%c.cqLen] |= 1 << uint(v)
+		} else {
+			c.lnk[gp*c.L+slot] |= uint16(v+1) << 8
+		}
 	}
 	ovc := int(c.ivOut[iv])
 	og := int(c.ivOutGP[iv])
-	if f.seq == f.size-1 {
-		c.owner[ovc] = -1
-		c.ivOut[iv] = -1
-	}
 	ov := ovc - og*V
+	if f.seq == f.size-1 {
+		c.ivOut[iv] = -1
+		if c.tailCr {
+			c.holdForTailCredit(ovc, og, ov, og == int(n.localGP[r]), t)
+		} else {
+			c.owner[ovc] = -1
+		}
+	}
 	if og == int(n.localGP[r]) {
 		c.eject(w, r, ov, &f, t)
 		return
@@ -942,6 +1101,19 @@ func (c *Core) traverse(w *worker, r, iv, gp int, t int64) {
 	f.vc = uint8(ov)
 	c.link[og*c.L+slot] = f
 	c.lnk[og*c.L+slot] |= 1
+}
+
+// holdForTailCredit keeps output VC ovc (VC ov of port og) allocated after
+// its tail left in cycle t, until the tail's credit is back: from the next
+// router as the VC's last outstanding credit, or, at a terminal port,
+// ejDelay cycles later. While held, the VC's owner is a value that names no
+// input VC.
+func (c *Core) holdForTailCredit(ovc, og, ov int, local bool, t int64) {
+	c.tailOut[ovc] = true
+	c.owner[ovc] = int32(len(c.owner))
+	if local {
+		c.cq[int64(og)*c.cqLen+(t+c.ejDelay)%c.cqLen] |= 1 << uint(ov)
+	}
 }
 
 // eject takes a flit out of the network at its destination and checks

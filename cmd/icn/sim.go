@@ -23,6 +23,8 @@ type simFlags struct {
 	routing, table, fc         string
 	dateline, router, stages   string
 	speculative, termLinks     bool
+	tailCredit                 bool
+	creditDelay, inSpeedup     int
 	booksim                    string
 	traffic, hotspot, trace    string
 	process, switching, packet string
@@ -59,6 +61,9 @@ func (f *simFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.booksim, "booksim", "", "read the run from a BookSim2 configuration FILE (keys icn models; others are refused by name); options given here override it")
 	fl.BoolVar(&f.termLinks, "terminal-links", false, "1-cycle injection and ejection channels between terminals and routers (as BookSim)")
 	fl.IntVar(&f.llat, "link-latency", d.LinkLatency, "link latency in cycles (credits return as fast)")
+	fl.IntVar(&f.creditDelay, "credit-delay", 0, "extra cycles every credit takes back upstream (BookSim credit_delay)")
+	fl.BoolVar(&f.tailCredit, "tail-credit", false, "free an output VC only when its packet's tail credit has come back, not as the tail leaves (BookSim wait_for_tail_credit = 1)")
+	fl.IntVar(&f.inSpeedup, "input-speedup", 1, "crossbar inputs per input port; VC v uses input v mod N, so up to N flits of a port cross the switch per cycle (BookSim input_speedup)")
 	fl.IntVar(&f.cycles, "cycles", d.Cycles, "measurement cycles per load point")
 	fl.IntVar(&f.warmup, "warmup", 0, "warm-up cycles (0 = until latency and throughput settle)")
 	fl.Uint64Var(&f.seed, "seed", d.Seed, "random seed (same seed, same output)")
@@ -109,6 +114,7 @@ func (f *simFlags) build(needRate bool, rate float64) (*sim.Network, sim.Config,
 	cfg := sim.DefaultConfig()
 	cfg.Routing, cfg.FlowControl, cfg.Traffic, cfg.Process = f.routing, f.fc, f.traffic, f.process
 	cfg.Dateline, cfg.Router, cfg.TerminalLinks = f.dateline, f.router, f.termLinks
+	cfg.CreditDelay, cfg.TailCredit, cfg.InputSpeedup = f.creditDelay, f.tailCredit, f.inSpeedup
 	st, err := parseStages(f.stages)
 	if err != nil {
 		return nil, cfg, err

@@ -47,3 +47,42 @@ func TestSimBookSimFile(t *testing.T) {
 		t.Errorf("bad key: exit %d, %q", code, errOut)
 	}
 }
+
+// BookSim2's own example examples/mesh88_lat (testdata/booksim_mesh88_lat
+// is that file, unchanged, from the booksim/booksim2 repository at commit
+// 28f43299) runs as it is: its credit delay, tail-credit rule and input
+// speedup are modelled. The run is shortened on the command line.
+func TestSimBookSimMesh88Lat(t *testing.T) {
+	file, err := filepath.Abs(filepath.Join("testdata", "booksim_mesh88_lat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runICN(t, t.TempDir(), "sim", "--booksim", file, "--warmup", "1000", "--cycles", "2000", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"mesh:8x8", "8 VCs × 8 flits", "staged router RC 0, VA 1, SA 1, ST 1",
+		"credits 2 cycles later", "VCs freed by the tail's credit", "input speedup 2", "conserved"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var pts []struct {
+		Offered   float64 `json:"offered"`
+		Accepted  float64 `json:"accepted"`
+		Latency   float64 `json:"latency_avg"`
+		Conserved bool    `json:"conserved"`
+	}
+	out, errOut, code = runICN(t, t.TempDir(), "sim", "--booksim", file, "--warmup", "1000", "--cycles", "2000", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &pts) != nil || len(pts) != 1 {
+		t.Fatalf("--json: exit %d: %s\n%s", code, errOut, out)
+	}
+	// 0.005 packets of 20 flits; the zero-load latency is 46 cycles.
+	if p := pts[0]; p.Offered != 0.1 || !p.Conserved || p.Accepted < 0.08 || p.Latency < 46 || p.Latency > 120 {
+		t.Errorf("mesh88_lat: %+v", p)
+	}
+	_, errOut, code = runICN(t, t.TempDir(), "sim", "--booksim", file, "--credit-delay", "-1")
+	if code != 2 || !strings.Contains(errOut, "credit delay -1") {
+		t.Errorf("--credit-delay -1: exit %d, %q", code, errOut)
+	}
+}
