@@ -34,14 +34,14 @@ func (a *AngaraRouter) Reachable(active, transit []int) (bool, error) {
 
 // Table implements Router: the table is built and verified (deadlock
 // freedom included) by the routing package.
-func (a *AngaraRouter) Table(active, transit []int, algo string) (TableFigures, error) {
+func (a *AngaraRouter) Table(active, transit []int, algo string) (routing.Stats, error) {
 	return a.TableContext(context.Background(), active, transit, algo)
 }
 
 // UnverifiedTable builds a table without verifying it and returns its
 // figures and the table; VerifyTable verifies it later. Select builds its
 // tie-break tables this way and verifies only the chosen one.
-func (a *AngaraRouter) UnverifiedTable(active, transit []int, algo string) (TableFigures, any, error) {
+func (a *AngaraRouter) UnverifiedTable(active, transit []int, algo string) (routing.Stats, any, error) {
 	return a.UnverifiedTableContext(context.Background(), active, transit, algo)
 }
 
@@ -50,14 +50,10 @@ func (a *AngaraRouter) VerifyTable(tb any) error {
 	return a.VerifyTableContext(context.Background(), tb)
 }
 
-func figuresOf(st routing.Stats) TableFigures {
-	return TableFigures{Diameter: st.Diameter, PiMax: float64(st.PiMax), PiPerfect: st.PiPerfect, BalanceFactor: st.BalanceFactor}
-}
-
 // unverifiedTables is implemented by routers that can build a table
 // without verifying it and verify it later.
 type unverifiedTables interface {
-	UnverifiedTable(active, transit []int, algo string) (TableFigures, any, error)
+	UnverifiedTable(active, transit []int, algo string) (routing.Stats, any, error)
 	VerifyTable(tb any) error
 }
 
@@ -107,29 +103,29 @@ func (r GraphRouter) BlocksLocal() bool { return true }
 type blocksLocal interface{ BlocksLocal() bool }
 
 // TableContext is Table stopped when ctx ends (with ctx's error).
-func (a *AngaraRouter) TableContext(ctx context.Context, active, transit []int, algo string) (TableFigures, error) {
+func (a *AngaraRouter) TableContext(ctx context.Context, active, transit []int, algo string) (routing.Stats, error) {
 	al, err := routing.ParseAlgo(algo)
 	if err != nil {
-		return TableFigures{}, err
+		return routing.Stats{}, err
 	}
 	tb, err := a.R.BuildTableOpts(active, transit, al, routing.TableOptions{Context: ctx})
 	if err != nil {
-		return TableFigures{}, err
+		return routing.Stats{}, err
 	}
-	return figuresOf(tb.Stats), nil
+	return tb.Stats, nil
 }
 
 // UnverifiedTableContext is UnverifiedTable stopped when ctx ends.
-func (a *AngaraRouter) UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (TableFigures, any, error) {
+func (a *AngaraRouter) UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (routing.Stats, any, error) {
 	al, err := routing.ParseAlgo(algo)
 	if err != nil {
-		return TableFigures{}, nil, err
+		return routing.Stats{}, nil, err
 	}
 	tb, err := a.R.BuildUnverifiedContext(ctx, active, transit, al)
 	if err != nil {
-		return TableFigures{}, nil, err
+		return routing.Stats{}, nil, err
 	}
-	return figuresOf(tb.Stats), tb, nil
+	return tb.Stats, tb, nil
 }
 
 // VerifyTableContext is VerifyTable stopped when ctx ends.

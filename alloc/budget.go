@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/icn-hpc/icn/routing"
 	"sync/atomic"
 	"time"
 )
@@ -119,16 +120,16 @@ func (b *budget) cutReason() string {
 // contextTables is implemented by routers whose table building and
 // verification stop when a context ends (with the context's error).
 type contextTables interface {
-	TableContext(ctx context.Context, active, transit []int, algo string) (TableFigures, error)
-	UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (TableFigures, any, error)
+	TableContext(ctx context.Context, active, transit []int, algo string) (routing.Stats, error)
+	UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (routing.Stats, any, error)
 	VerifyTableContext(ctx context.Context, tb any) error
 }
 
 // routerTable builds a verified BFS table under ctx where the router
 // can stop, else checks ctx before it starts.
-func routerTable(ctx context.Context, rt Router, active, transit []int) (TableFigures, error) {
+func routerTable(ctx context.Context, rt Router, active, transit []int) (routing.Stats, error) {
 	if err := ctx.Err(); err != nil {
-		return TableFigures{}, err
+		return routing.Stats{}, err
 	}
 	if ct, ok := rt.(contextTables); ok {
 		return ct.TableContext(ctx, active, transit, "bfs")
@@ -137,9 +138,9 @@ func routerTable(ctx context.Context, rt Router, active, transit []int) (TableFi
 }
 
 // unverifiedTable is UnverifiedTable under ctx (see routerTable).
-func unverifiedTable(ctx context.Context, u unverifiedTables, active, transit []int) (TableFigures, any, error) {
+func unverifiedTable(ctx context.Context, u unverifiedTables, active, transit []int) (routing.Stats, any, error) {
 	if err := ctx.Err(); err != nil {
-		return TableFigures{}, nil, err
+		return routing.Stats{}, nil, err
 	}
 	if ct, ok := u.(contextTables); ok {
 		return ct.UnverifiedTableContext(ctx, active, transit, "bfs")

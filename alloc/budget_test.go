@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/icn-hpc/icn/routing"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -245,10 +246,10 @@ type slowTables struct {
 	calls atomic.Int32
 }
 
-func (r *slowTables) UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (TableFigures, any, error) {
+func (r *slowTables) UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (routing.Stats, any, error) {
 	if r.calls.Add(1) > 1 {
 		<-ctx.Done()
-		return TableFigures{}, nil, ctx.Err()
+		return routing.Stats{}, nil, ctx.Err()
 	}
 	return r.AngaraRouter.UnverifiedTableContext(ctx, active, transit, algo)
 }

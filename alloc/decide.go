@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/icn-hpc/icn/routing"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -884,10 +885,10 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*candidate, err
 // many classes' tables ranked them (built now or before) and, with a
 // budget, the representatives whose class's table was not finished in
 // time (missing: their figures mean nothing).
-func (d *decision) tableFigures(reps []*candidate) (figs []TableFigures, classes int, missing map[int]bool, err error) {
+func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classes int, missing map[int]bool, err error) {
 	first := make([]int, len(reps)) // representative whose figures are used
 	byShape := map[string]int{}
-	figs = make([]TableFigures, len(reps))
+	figs = make([]routing.Stats, len(reps))
 	cache := &d.sel.figures
 	verified := map[int]bool{} // representative → whether its class's table was verified (absent: built now, unverified)
 	var build []int
@@ -1003,7 +1004,7 @@ func (d *decision) tableFigures(reps []*candidate) (figs []TableFigures, classes
 
 // betterTable reports whether representative i's figures beat j's: least
 // diameter, then π_max, then the first representative.
-func betterTable(figs []TableFigures, i, j int) bool {
+func betterTable(figs []routing.Stats, i, j int) bool {
 	a, b := figs[i], figs[j]
 	if a.Diameter != b.Diameter {
 		return a.Diameter < b.Diameter
@@ -1184,7 +1185,7 @@ func (d *decision) chooseByTables(tied []*candidate, res *Result) error {
 // buildUnverified builds the tables of reps[build] without verifying
 // them, fills their figures and errs (per build index), and returns the
 // best of them with its table (the only one kept in memory).
-func (d *decision) buildUnverified(ctx context.Context, u unverifiedTables, reps []*candidate, build []int, figs []TableFigures, errs []error) (int, any) {
+func (d *decision) buildUnverified(ctx context.Context, u unverifiedTables, reps []*candidate, build []int, figs []routing.Stats, errs []error) (int, any) {
 	var mu sync.Mutex
 	bestIdx := -1
 	var best any

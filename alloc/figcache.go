@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"encoding/binary"
+	"github.com/icn-hpc/icn/routing"
 	"sync"
 )
 
@@ -24,7 +25,7 @@ type figureCache struct {
 }
 
 type figureEntry struct {
-	fig      TableFigures
+	fig      routing.Stats
 	verified bool
 }
 
@@ -54,7 +55,7 @@ func (c *figureCache) get(m int, shape string) (figureEntry, bool) {
 }
 
 // put records a class's figures; verified only ever turns on.
-func (c *figureCache) put(m int, shape string, fig TableFigures, verified bool) {
+func (c *figureCache) put(m int, shape string, fig routing.Stats, verified bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.out == nil || len(c.out) >= maxFigures {

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"github.com/icn-hpc/icn/routing"
 
 	"github.com/icn-hpc/icn/topology"
 )
@@ -35,12 +36,12 @@ func (r GraphRouter) Reachable(active, transit []int) (bool, error) {
 
 // Table returns the diameter of shortest paths inside the set; link loads
 // are not modelled (π_max = π_perfect = 0).
-func (r GraphRouter) Table(active, transit []int, _ string) (TableFigures, error) {
+func (r GraphRouter) Table(active, transit []int, _ string) (routing.Stats, error) {
 	in, err := r.members(active, transit)
 	if err != nil {
-		return TableFigures{}, err
+		return routing.Stats{}, err
 	}
-	var f TableFigures
+	var f routing.Stats
 	for _, a := range active {
 		dist := r.bfs(a, in)
 		for _, b := range active {

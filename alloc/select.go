@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"github.com/icn-hpc/icn/routing"
 	"slices"
 	"sort"
 	"strings"
@@ -21,15 +22,7 @@ type Router interface {
 	// Table builds a verified, deadlock-free routing table for a reachable
 	// set with the given algorithm ("bfs" or "baseline") and returns its
 	// figures.
-	Table(active, transit []int, algo string) (TableFigures, error)
-}
-
-// TableFigures are the routing-table figures used to rank candidates.
-type TableFigures struct {
-	Diameter      int     `json:"diameter"`
-	PiMax         float64 `json:"pi_max"`
-	PiPerfect     float64 `json:"pi_perfect"`
-	BalanceFactor float64 `json:"balance_factor"`
+	Table(active, transit []int, algo string) (routing.Stats, error)
 }
 
 // Algo names a node-selection algorithm.
@@ -98,7 +91,9 @@ type Candidate struct {
 	Rect    Rect          `json:"rect"`
 	Holes   int           `json:"holes"` // unavailable nodes inside the rectangle
 	Frag    Fragmentation `json:"fragmentation_after"`
-	Figures *TableFigures `json:"table,omitempty"`
+	// Figures are the figures of the set's routing table that ranked it
+	// (criteria 3 and 4; nil when no table was built).
+	Figures *routing.Stats `json:"table,omitempty"`
 }
 
 // candidate is a Candidate with what a decision works with: how it was

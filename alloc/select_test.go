@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"github.com/icn-hpc/icn/routing"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -233,7 +234,7 @@ func TestSelectMatchesReference(t *testing.T) {
 		type score struct {
 			phi   int64
 			diam  int
-			piMax float64
+			piMax int
 		}
 		rank := func(active, transit []int) score {
 			after := s.Clone()
@@ -279,8 +280,8 @@ func (u upRouter) Reachable(active, transit []int) (bool, error) {
 	return false, nil
 }
 
-func (upRouter) Table(active, transit []int, algo string) (TableFigures, error) {
-	return TableFigures{}, nil
+func (upRouter) Table(active, transit []int, algo string) (routing.Stats, error) {
+	return routing.Stats{}, nil
 }
 
 // TestDropTransitMatchesGreedy compares the bisecting reduction with the

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"github.com/icn-hpc/icn/routing"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -81,7 +82,7 @@ func blocksAgree(t *testing.T, sel *Selector, rt *AngaraRouter, size []int, m in
 	t.Helper()
 	type outcome struct {
 		keep string
-		fig  TableFigures
+		fig  routing.Stats
 	}
 	var first *outcome
 	same := true
@@ -127,7 +128,7 @@ func (v verifiedOnly) Reachable(active, transit []int) (bool, error) {
 	return v.a.Reachable(active, transit)
 }
 
-func (v verifiedOnly) Table(active, transit []int, algo string) (TableFigures, error) {
+func (v verifiedOnly) Table(active, transit []int, algo string) (routing.Stats, error) {
 	return v.a.Table(active, transit, algo)
 }
 

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"github.com/icn-hpc/icn/routing"
 	"testing"
 )
 
@@ -45,7 +46,7 @@ func TestWrapClassesShareFigures(t *testing.T) {
 	for _, c := range cases {
 		name := fmt.Sprintf("block %v, %d active, ≤ %d transit", c.size, c.m, c.T)
 		d := sel.newDecision(st, rt, Request{Nodes: c.m, Transit: c.T, Algo: Improved})
-		figs := map[string]TableFigures{}
+		figs := map[string]routing.Stats{}
 		wraps := map[string]map[string]bool{}
 		start := make([]int, len(dims))
 		for v := 0; v < g.NumNodes(); v++ {

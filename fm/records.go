@@ -91,13 +91,11 @@ func (j *JobRecord) RoutingName() string {
 	return string(j.Routing)
 }
 
-// TableStats are the figures of a job's routing table.
+// TableStats are the figures of a job's routing table and whether its
+// channel dependencies are free of cycles.
 type TableStats struct {
-	Diameter      int     `json:"diameter"`
-	PiMax         float64 `json:"pi_max"`
-	PiPerfect     float64 `json:"pi_perfect"`
-	BalanceFactor float64 `json:"balance_factor"`
-	DeadlockFree  bool    `json:"deadlock_free"`
+	routing.Stats
+	DeadlockFree bool `json:"deadlock_free"`
 }
 
 // GroupRecord is a multicast group and its tree.

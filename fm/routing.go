@@ -42,9 +42,7 @@ func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*rou
 	if err != nil {
 		return nil, TableStats{}, err
 	}
-	st := TableStats{Diameter: tb.Stats.Diameter, PiMax: float64(tb.Stats.PiMax), PiPerfect: tb.Stats.PiPerfect,
-		BalanceFactor: tb.Stats.BalanceFactor, DeadlockFree: tb.DeadlockFree}
-	return tf, st, nil
+	return tf, TableStats{Stats: tb.Stats, DeadlockFree: tb.DeadlockFree}, nil
 }
 
 func (a *angaraRouting) ReachableFirst(active, transit []int) (bool, [2]int, error) {

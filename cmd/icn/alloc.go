@@ -15,6 +15,7 @@ import (
 
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/sched"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/spf13/cobra"
@@ -316,7 +317,7 @@ func writeAlloc(w io.Writer, g *topology.Graph, v *allocResultView) error {
 			Rect  alloc.Rect          `json:"rect"`
 			Holes int                 `json:"holes"`
 			Frag  alloc.Fragmentation `json:"fragmentation_after"`
-			Table *alloc.TableFigures `json:"table"`
+			Table *routing.Stats      `json:"table"`
 		} `json:"chosen"`
 		Reason  string   `json:"reason"`
 		Found   int      `json:"candidates_found"`
@@ -342,7 +343,7 @@ func writeAlloc(w io.Writer, g *topology.Graph, v *allocResultView) error {
 	t.Row("φ after", fmt.Sprintf("%d (largest free rectangle %d nodes ×%d)", m.Chosen.Frag.Phi, m.Chosen.Frag.LargestNodes, m.Chosen.Frag.LargestCount))
 	if m.Chosen.Table != nil {
 		t.Row("table diameter", m.Chosen.Table.Diameter)
-		t.Row("π_max / π_perfect", fmt.Sprintf("%g / %.3f (balance factor %.1f%%)", m.Chosen.Table.PiMax, m.Chosen.Table.PiPerfect, m.Chosen.Table.BalanceFactor))
+		t.Row("π_max / π_perfect", fmt.Sprintf("%d / %.3f (balance factor %.1f%%)", m.Chosen.Table.PiMax, m.Chosen.Table.PiPerfect, m.Chosen.Table.BalanceFactor))
 	}
 	t.Row("seconds", m.Seconds)
 	return t.Write(w)

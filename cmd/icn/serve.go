@@ -818,7 +818,7 @@ func hostname() string {
 func writeJob(w io.Writer, j *fm.JobRecord) error {
 	kv := []any{"job", strconv.Itoa(j.ID), "state", j.State, "routing", j.RoutingName(), "active", strings.Join(j.Active, " "),
 		"transit", strings.Join(j.TransitNodes, " "), "rules", j.Rules, "diameter", j.Stats.Diameter,
-		"pi_max / pi_perfect", fmt.Sprintf("%g / %.3f", j.Stats.PiMax, j.Stats.PiPerfect), "deadlock free", j.Stats.DeadlockFree}
+		"pi_max / pi_perfect", fmt.Sprintf("%d / %.3f", j.Stats.PiMax, j.Stats.PiPerfect), "deadlock free", j.Stats.DeadlockFree}
 	if sel := j.Selection; sel != nil {
 		kv = append(kv, "selection", searchSummary(sel.Exhaustive, sel.Settled, sel.Examined, sel.Complete, sel.Cut))
 	}
