@@ -111,7 +111,7 @@ func Route(f *Fabric, o Options) (*Result, error) {
 			var lr layerResult
 			limit := min(o.Lanes, 1<<dl.bits-1)
 			if limit >= 1 {
-				lr, err = layer(res.Tables, limit, o.Progress)
+				lr, err = layer(res.Tables, limit, o.Workers, o.Progress)
 			}
 			res.LayerBreaks, res.LayerMoved = lr.breaks, lr.moved
 			if err == nil && (limit < 1 || lr.limit) {
@@ -153,26 +153,26 @@ func (o Options) withDefaults() (Options, error) {
 // routeSSSPKeep routes f with sssp or dfsssp (o has its defaults) and
 // returns the state of the destination order kept.
 func routeSSSPKeep(f *Fabric, o Options) (*Result, *ssspState, error) {
-	states := map[*Tables]*ssspState{}
+	states := make([]*ssspState, len(destOrders))
 	res := &Result{LanesNeeded: 1}
-	var err error
-	res.Tables, res.Order, err = bestOrder(f, o, func(ds []dest) (*Tables, error) {
-		t, st, err := routeSSSPState(f, o, ds)
-		if err == nil {
-			states[t] = st
-		}
+	adj := switchAdjacency(f)
+	trees := ssspTrees(f, adj, o.Workers)
+	t, kept, err := bestOrderConcurrent(f, o, func(i int, ds []dest, workers int) (*Tables, error) {
+		t, st, err := routeSSSPWith(f, o, ds, adj, trees, workers)
+		states[i] = st
 		return t, err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
+	res.Tables, res.Order = t, destOrders[kept].name
 	if o.Engine == "dfsssp" {
 		if err := layerInto(res, o); err != nil {
 			return nil, nil, err
 		}
 	}
 	res.Tables.Engine = o.Engine
-	return res, states[res.Tables], nil
+	return res, states[kept], nil
 }
 
 // layerInto layers res's paths onto at most o.Lanes lanes (dfsssp).
@@ -182,7 +182,7 @@ func layerInto(res *Result, o Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	lr, err := layerContext(ctx, res.Tables, o.Lanes, o.Progress)
+	lr, err := layerContext(ctx, res.Tables, o.Lanes, o.Workers, o.Progress)
 	res.LanesNeeded, res.LaneLimit = lr.needed, lr.limit
 	res.LayerBreaks, res.LayerMoved = lr.breaks, lr.moved
 	res.LayerSeconds = time.Since(start).Seconds()

@@ -184,14 +184,15 @@ func (fl *fastLFT) treeOrder(lid int, sc *treeScratch) []int32 {
 }
 
 // layer assigns lanes to the paths of t so that every lane's dependency
-// graph is acyclic, using at most maxLanes lanes.
-func layer(t *Tables, maxLanes int, progress func(int)) (layerResult, error) {
-	return layerContext(context.Background(), t, maxLanes, progress)
+// graph is acyclic, using at most maxLanes lanes, on workers goroutines
+// (0 = all cores; the result does not depend on it).
+func layer(t *Tables, maxLanes, workers int, progress func(int)) (layerResult, error) {
+	return layerContext(context.Background(), t, maxLanes, workers, progress)
 }
 
 // layerContext is layer, stopped with ctx's error when ctx ends.
-func layerContext(ctx context.Context, t *Tables, maxLanes int, progress func(int)) (layerResult, error) {
-	ly, err := newLayering(t, progress)
+func layerContext(ctx context.Context, t *Tables, maxLanes, workers int, progress func(int)) (layerResult, error) {
+	ly, err := newLayering(t, workers, progress)
 	if err != nil {
 		return layerResult{}, err
 	}
@@ -246,14 +247,14 @@ type layerFrame struct {
 	p int32 // next output port to try
 }
 
-func newLayering(t *Tables, progress func(int)) (*layering, error) {
+func newLayering(t *Tables, workers int, progress func(int)) (*layering, error) {
 	f := t.F
 	ti, err := newTurnIndex(f)
 	if err != nil {
 		return nil, err
 	}
 	ly := &layering{t: t, f: f, S: len(f.switches), ti: ti, srcW: sourceWeights(f), adj: switchAdjacency(f),
-		stride: t.stride, lft: t.lft, nw: par.Workers(0), progress: progress, res: layerResult{needed: 1}}
+		stride: t.stride, lft: t.lft, nw: par.Workers(workers), progress: progress, res: layerResult{needed: 1}}
 	ly.fl = newFastLFT(t, ly.adj)
 	for _, d := range f.dests() {
 		if d.alive {

@@ -2,6 +2,7 @@ package unicast
 
 import (
 	"sort"
+	"sync"
 
 	"github.com/icn-hpc/icn/internal/par"
 )
@@ -109,20 +110,77 @@ func switchDests(f *Fabric) []dest {
 // bestOrder routes with every destination order and keeps the tables
 // whose busiest switch channel carries the fewest end-port routes.
 func bestOrder(f *Fabric, o Options, route func(ds []dest) (*Tables, error)) (*Tables, string, error) {
-	var best *Tables
-	var bestLoad int64
-	name := ""
-	for _, ord := range destOrders {
+	ts := make([]*Tables, len(destOrders))
+	loads := make([]int64, len(destOrders))
+	for i, ord := range destOrders {
 		t, err := route(ord.list(f))
 		if err != nil {
 			return nil, "", err
 		}
-		load := maxSwitchLoad(t, o.Workers)
-		if best == nil || load < bestLoad {
-			best, bestLoad, name = t, load, ord.name
+		ts[i], loads[i] = t, maxSwitchLoad(t, o.Workers)
+	}
+	i := leastLoaded(loads)
+	return ts[i], destOrders[i].name, nil
+}
+
+// bestOrderConcurrent is bestOrder with the orders routed at the same
+// time, the workers split between them (for engines whose destinations
+// are routed one after the other). route gets the order's index and its
+// workers. It returns the index of the order kept.
+func bestOrderConcurrent(f *Fabric, o Options, route func(i int, ds []dest, workers int) (*Tables, error)) (*Tables, int, error) {
+	n := len(destOrders)
+	nw := par.Workers(o.Workers)
+	ts := make([]*Tables, n)
+	loads := make([]int64, n)
+	errs := make([]error, n)
+	one := func(i, workers int) {
+		if ts[i], errs[i] = route(i, destOrders[i].list(f), workers); errs[i] == nil {
+			loads[i] = maxSwitchLoad(ts[i], workers)
 		}
 	}
-	return best, name, nil
+	if nw < n {
+		for i := range n {
+			if one(i, nw); errs[i] != nil {
+				return nil, 0, errs[i]
+			}
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				one(i, nw/n+btoi(i < nw%n))
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	i := leastLoaded(loads)
+	return ts[i], i, nil
+}
+
+// leastLoaded returns the index of the smallest load, the first on ties.
+func leastLoaded(loads []int64) int {
+	best := 0
+	for i, l := range loads {
+		if l < loads[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // maxSwitchLoad returns the most end-port routes any live switch-to-switch

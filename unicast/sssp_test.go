@@ -1,0 +1,171 @@
+package unicast
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// withSSSPLimits runs f with sssp's team threshold and the memory bound of
+// its kept BFS layers set as given, restoring them afterwards.
+func withSSSPLimits(teamMin int, treesMax float64, f func()) {
+	t0, m0 := ssspTeamMinSwitches, ssspTreesMaxBytes
+	ssspTeamMinSwitches, ssspTreesMaxBytes = teamMin, treesMax
+	defer func() { ssspTeamMinSwitches, ssspTreesMaxBytes = t0, m0 }()
+	f()
+}
+
+// withFailures is the fabric of spec with the given switch-to-switch links
+// (indices into switchLinks) and switches (switch indices) failed.
+func withFailures(t *testing.T, spec string, links, switches []int) *Fabric {
+	t.Helper()
+	f := fabric(t, spec)
+	sl := switchLinks(f.G)
+	var ls, ns []int
+	for _, l := range links {
+		ls = append(ls, sl[l%len(sl)])
+	}
+	for _, s := range switches {
+		ns = append(ns, f.Switch(s))
+	}
+	g, err := f.G.WithFaults(ls, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err = NewFabric(g, nil); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// dumpOf routes f and returns its LFT dump followed by its lanes.
+func dumpOf(t *testing.T, f *Fabric, o Options) []byte {
+	t.Helper()
+	res, err := Route(f, o)
+	if err != nil {
+		t.Fatalf("%s on %s with %d workers: %v", o.Engine, f.G.Name(), o.Workers, err)
+	}
+	var b bytes.Buffer
+	if err := res.Tables.WriteDump(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Tables.WriteLanes(&b); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "order %s lanes %d\n", res.Order, res.LanesNeeded)
+	return b.Bytes()
+}
+
+// sssp and dfsssp give byte-for-byte the same dump for any number of
+// workers: with one worker per destination order (the sequential
+// algorithm), with a team of workers splitting every destination, and
+// with the BFS layers searched per destination instead of kept, on
+// fabrics with and without failures (unreachable switches, dead ends).
+func TestSSSPWorkersIdentical(t *testing.T) {
+	fabrics := []*Fabric{
+		fabric(t, "fattree:m=8,n=3"),
+		fabric(t, "dragonfly:a=4,p=2,h=2"),
+		fabric(t, "torus:5x4:endpoints=2"),
+		withFailures(t, "fattree:m=8,n=3", []int{0, 3, 5, 40, 41, 77}, []int{0, 17}),
+		withFailures(t, "dragonfly:a=4,p=2,h=2", []int{3, 17, 29, 44}, []int{5}),
+	}
+	for _, f := range fabrics {
+		for _, e := range []string{"sssp", "dfsssp"} {
+			want := dumpOf(t, f, Options{Engine: e, Workers: 1})
+			for _, c := range []struct {
+				teamMin  int
+				treesMax float64
+			}{{0, 1 << 30}, {0, 0}, {1 << 30, 0}} {
+				withSSSPLimits(c.teamMin, c.treesMax, func() {
+					for _, w := range []int{1, 2, 3, 4, 7} {
+						if got := dumpOf(t, f, Options{Engine: e, Workers: w}); !bytes.Equal(got, want) {
+							t.Errorf("%s %s, %d workers (team from %d switches, layers kept up to %g bytes): dump differs from 1 worker",
+								f.G.Name(), e, w, c.teamMin, c.treesMax)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// A team splitting destinations gives the same tables and weights as the
+// sequential loop for one destination order, and a cancelled context
+// stops it with the context's error.
+func TestSSSPTeamState(t *testing.T) {
+	f := fabric(t, "dragonfly:a=6,p=3,h=3")
+	adj := switchAdjacency(f)
+	ds := interleavedDests(f)
+	o := Options{Engine: "sssp", Progress: func(int) {}}
+	t1, s1, err := routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, 1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withSSSPLimits(0, 1<<30, func() {
+		for _, w := range []int{2, 3} {
+			t2, s2, err := routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, w), w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(t1.lft, t2.lft) || !bytes.Equal(s1.colT, s2.colT) {
+				t.Errorf("%d workers: tables differ from 1 worker", w)
+			}
+			for c := range s1.weight {
+				if s1.weight[c] != s2.weight[c] {
+					t.Fatalf("%d workers: channel %d weight %d, 1 worker %d", w, c, s2.weight[c], s1.weight[c])
+				}
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		o.Context = ctx
+		if _, _, err := routeSSSPWith(f, o, ds, adj, nil, 3); err != context.Canceled {
+			t.Errorf("a cancelled context: team returned %v", err)
+		}
+	})
+}
+
+// BenchmarkSSSPWorkers routes the 16 000-node fat tree with sssp at
+// GOMAXPROCS 1 and then 2 in every iteration and reports both times and
+// their ratio (speedup); "one-order" does the same for one destination
+// order alone (each destination split over a team of workers, the part
+// that scales beyond two cores).
+//
+//	go test ./unicast -run XXX -bench SSSPWorkers -benchtime 3x
+func BenchmarkSSSPWorkers(b *testing.B) {
+	f := fabric(b, "fattree:m=40,n=3")
+	adj := switchAdjacency(f)
+	ds := groupedDests(f)
+	runs := []struct {
+		name string
+		run  func(workers int) error
+	}{
+		{"sssp", func(int) error { _, err := Route(f, Options{Engine: "sssp"}); return err }},
+		{"one-order", func(w int) error {
+			_, _, err := routeSSSPWith(f, Options{Engine: "sssp", Progress: func(int) {}}, ds, adj, ssspTrees(f, adj, w), w)
+			return err
+		}},
+	}
+	for _, r := range runs {
+		b.Run(r.name, func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+			var sec [2]float64
+			for b.Loop() {
+				for i, p := range []int{1, 2} {
+					runtime.GOMAXPROCS(p)
+					start := time.Now()
+					if err := r.run(p); err != nil {
+						b.Fatal(err)
+					}
+					sec[i] += time.Since(start).Seconds()
+				}
+			}
+			b.ReportMetric(sec[0]/float64(b.N), "1core-s")
+			b.ReportMetric(sec[1]/float64(b.N), "2core-s")
+			b.ReportMetric(sec[0]/sec[1], "speedup")
+		})
+	}
+}
