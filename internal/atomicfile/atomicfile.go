@@ -1,7 +1,10 @@
 package atomicfile
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -13,7 +16,11 @@ import (
 func Write(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".icn-*")
 	if err != nil {
-		return err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the temporary name means nothing to the reader
+		}
+		return fmt.Errorf("cannot write %s: cannot create a file in %s: %w", path, filepath.Dir(path), err)
 	}
 	fail := func(err error) error {
 		tmp.Close()
@@ -35,7 +42,7 @@ func Write(path string, write func(io.Writer) error) error {
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		return err
+		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
 }

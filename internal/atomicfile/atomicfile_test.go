@@ -3,8 +3,10 @@ package atomicfile
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +36,14 @@ func TestWrite(t *testing.T) {
 	}
 	if err := Write(filepath.Join(dir, "no", "such"), func(io.Writer) error { return nil }); err == nil {
 		t.Fatal("a write into a missing directory succeeded")
+	}
+}
+
+// A directory that does not exist is named, not the temporary file.
+func TestWriteMissingDir(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "no", "f")
+	err := Write(p, func(w io.Writer) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "cannot write "+p) || strings.Contains(err.Error(), ".icn-") || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("write into a missing directory: %v", err)
 	}
 }
