@@ -1,16 +1,5 @@
 package alloc
 
-// boxRouter is implemented by routers for which boxCovers is a
-// sufficient condition of reachability.
-type boxRouter interface{ BoxesReachable() bool }
-
-// BoxesReachable implements boxRouter: every rule of the routing package
-// allows the straight direction-ordered route inside a box.
-func (a *AngaraRouter) BoxesReachable() bool { return true }
-
-// BoxesReachable implements boxRouter: a box is connected.
-func (r GraphRouter) BoxesReachable() bool { return true }
-
 // boxScratch is one worker's space for boxCovers.
 type boxScratch struct {
 	mark    []uint32 // == pass when the node is in the set

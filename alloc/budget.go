@@ -117,44 +117,31 @@ func (b *budget) cutReason() string {
 	return fmt.Sprintf("budget %v", b.total)
 }
 
-// contextTables is implemented by routers whose table building and
-// verification stop when a context ends (with the context's error).
-type contextTables interface {
-	TableContext(ctx context.Context, active, transit []int, algo string) (routing.Stats, error)
-	UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (routing.Stats, any, error)
-	VerifyTableContext(ctx context.Context, tb any) error
-}
-
-// routerTable builds a verified BFS table under ctx where the router
-// can stop, else checks ctx before it starts.
+// routerTable builds a verified BFS table under ctx, which must not have
+// ended before it starts.
 func routerTable(ctx context.Context, rt Router, active, transit []int) (routing.Stats, error) {
 	if err := ctx.Err(); err != nil {
 		return routing.Stats{}, err
 	}
-	if ct, ok := rt.(contextTables); ok {
-		return ct.TableContext(ctx, active, transit, "bfs")
-	}
-	return rt.Table(active, transit, "bfs")
+	return rt.Table(ctx, active, transit, "bfs")
 }
 
 // unverifiedTable is UnverifiedTable under ctx (see routerTable).
-func unverifiedTable(ctx context.Context, u unverifiedTables, active, transit []int) (routing.Stats, any, error) {
+func unverifiedTable(ctx context.Context, rt Router, active, transit []int) (routing.Stats, *routing.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return routing.Stats{}, nil, err
 	}
-	if ct, ok := u.(contextTables); ok {
-		return ct.UnverifiedTableContext(ctx, active, transit, "bfs")
-	}
-	return u.UnverifiedTable(active, transit, "bfs")
+	return rt.UnverifiedTable(ctx, active, transit, "bfs")
 }
 
-// verifyTable is VerifyTable under ctx (see routerTable).
-func verifyTable(ctx context.Context, u unverifiedTables, tb any) error {
+// verifyTable is VerifyUnverified under ctx (see routerTable); a table
+// verified when it was built (nil) needs nothing.
+func verifyTable(ctx context.Context, rt Router, tb *routing.Table) error {
+	if tb == nil {
+		return nil
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if ct, ok := u.(contextTables); ok {
-		return ct.VerifyTableContext(ctx, tb)
-	}
-	return u.VerifyTable(tb)
+	return rt.VerifyUnverified(ctx, tb)
 }

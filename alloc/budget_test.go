@@ -246,12 +246,12 @@ type slowTables struct {
 	calls atomic.Int32
 }
 
-func (r *slowTables) UnverifiedTableContext(ctx context.Context, active, transit []int, algo string) (routing.Stats, any, error) {
+func (r *slowTables) UnverifiedTable(ctx context.Context, active, transit []int, algo string) (routing.Stats, *routing.Table, error) {
 	if r.calls.Add(1) > 1 {
 		<-ctx.Done()
 		return routing.Stats{}, nil, ctx.Err()
 	}
-	return r.AngaraRouter.UnverifiedTableContext(ctx, active, transit, algo)
+	return r.AngaraRouter.UnverifiedTable(ctx, active, transit, algo)
 }
 
 // TestBudgetEndsInTables: when the budget ends while the tie-break
@@ -281,7 +281,7 @@ func TestBudgetEndsInTables(t *testing.T) {
 	}
 	validChoice(t, "4x4x4", s, rt, req, got)
 	// The chosen set has the figures of its own (first) class's table.
-	fig, err := ar.Table(got.Chosen.Active, got.Chosen.Transit, "bfs")
+	fig, err := ar.Table(context.Background(), got.Chosen.Active, got.Chosen.Transit, "bfs")
 	if err != nil || fig != *got.Chosen.Figures {
 		t.Fatalf("chosen figures %+v, its table %+v (%v)", got.Chosen.Figures, fig, err)
 	}

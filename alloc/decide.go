@@ -298,15 +298,8 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 		d.sizes = append(d.sizes, size)
 	}
 	d.bestT.Store(int64(d.T))
-	if ti, ok := rt.(translationInvariant); ok {
-		d.invariant = ti.TranslationInvariant()
-	}
-	if bl, ok := rt.(blocksLocal); ok {
-		d.shareBlocks = bl.BlocksLocal()
-	}
-	if br, ok := rt.(boxRouter); ok {
-		d.boxes = br.BoxesReachable()
-	}
+	props := rt.Props()
+	d.invariant, d.shareBlocks, d.boxes = props.TranslationInvariant, props.BlocksLocal, props.BoxesReachable
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
 	if len(sel.arenas) < len(d.work) {
 		sel.arenas = make([]candArena, len(d.work))
@@ -919,10 +912,16 @@ func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classe
 	ctx, cancel := d.clock.tableContext()
 	defer cancel()
 	errs := make([]error, len(build))
-	var best any // the unverified table of reps[bestBuilt]
+	var best *routing.Table // the unverified table of reps[bestBuilt]
 	bestBuilt := -1
-	if u, ok := d.rt.(unverifiedTables); ok && len(build) > 1 {
-		bestBuilt, best = d.buildUnverified(ctx, u, reps, build, figs, errs)
+	if len(build) > 1 {
+		var checked []bool
+		bestBuilt, best, checked = d.buildUnverified(ctx, reps, build, figs, errs)
+		for k, i := range build {
+			if checked[k] {
+				verified[i] = true
+			}
+		}
 	} else {
 		par.For(len(build), d.sel.Workers, func(_, k int) {
 			i := build[k]
@@ -957,7 +956,7 @@ func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classe
 	}
 	switch ok, known := verified[win]; {
 	case win == bestBuilt:
-		if err := verifyTable(ctx, d.rt.(unverifiedTables), best); err != nil {
+		if err := verifyTable(ctx, d.rt, best); err != nil {
 			if ctx.Err() != nil {
 				// Built in time but not verified: the figures rank
 				// the candidates; the caller verifies the set's table.
@@ -1056,7 +1055,7 @@ func (d *decision) chooseFirst(best []*candidate, res *Result) error {
 	if d.req.NoTable {
 		return nil // no tie to break: the table and φ are only reported
 	}
-	fig, err := d.rt.Table(c.Active, c.Transit, "baseline")
+	fig, err := d.rt.Table(context.Background(), c.Active, c.Transit, "baseline")
 	if err != nil {
 		return err
 	}
@@ -1184,20 +1183,23 @@ func (d *decision) chooseByTables(tied []*candidate, res *Result) error {
 
 // buildUnverified builds the tables of reps[build] without verifying
 // them, fills their figures and errs (per build index), and returns the
-// best of them with its table (the only one kept in memory).
-func (d *decision) buildUnverified(ctx context.Context, u unverifiedTables, reps []*candidate, build []int, figs []routing.Stats, errs []error) (int, any) {
+// best of them with its table (the only one kept in memory) and, per
+// build index, whether the table was verified as it was built (the
+// router returned no table to verify).
+func (d *decision) buildUnverified(ctx context.Context, reps []*candidate, build []int, figs []routing.Stats, errs []error) (int, *routing.Table, []bool) {
 	var mu sync.Mutex
 	bestIdx := -1
-	var best any
+	var best *routing.Table
+	checked := make([]bool, len(build))
 	par.For(len(build), d.sel.Workers, func(_, k int) {
 		i := build[k]
-		fig, tb, err := unverifiedTable(ctx, u, reps[i].Active, reps[i].Transit)
+		fig, tb, err := unverifiedTable(ctx, d.rt, reps[i].Active, reps[i].Transit)
 		mu.Lock()
 		defer mu.Unlock()
-		figs[i], errs[k] = fig, err
+		figs[i], errs[k], checked[k] = fig, err, err == nil && tb == nil
 		if err == nil && (bestIdx < 0 || betterTable(figs, i, bestIdx)) {
 			bestIdx, best = i, tb
 		}
 	})
-	return bestIdx, best
+	return bestIdx, best, checked
 }

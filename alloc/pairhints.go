@@ -2,19 +2,6 @@ package alloc
 
 import "slices"
 
-// pairFirst is implemented by routers that can try given ordered pairs of
-// active nodes on their own before the full reachability check (see
-// routing.Router.ReachableWithHints): a set is not reachable as soon as one pair
-// has no route inside it, and bad names such a pair.
-type pairFirst interface {
-	ReachableWithHints(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error)
-}
-
-// ReachableWithHints implements pairFirst.
-func (a *AngaraRouter) ReachableWithHints(active, transit []int, pairs [][2]int) (bool, [2]int, error) {
-	return a.R.ReachableWithHints(active, transit, pairs)
-}
-
 // maxHints is how many failed pairs are remembered per job size.
 const maxHints = 16
 
@@ -41,7 +28,7 @@ func (h *pairHints) pairs(active []int) [][2]int {
 }
 
 // learn puts the failed pair bad (node ids) first among the hints of
-// size len(active).
+// size len(active); a pair that is not one of active's is ignored.
 func (h *pairHints) learn(active []int, bad [2]int) {
 	i, j := slices.Index(active, bad[0]), slices.Index(active, bad[1])
 	if i < 0 || j < 0 {
@@ -63,7 +50,7 @@ func (h *pairHints) learn(active []int, bad [2]int) {
 // answer reports whether the set is reachable: at once when the box of
 // its active nodes lies inside it (boxCovers) or when the set does not
 // connect them, else by the router, which tries the worker's remembered
-// pairs first when it can.
+// pairs first.
 func (d *decision) answer(w int, active, transit []int) (bool, error) {
 	if d.clock.enum.Load() {
 		return false, errCut
@@ -81,12 +68,7 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 	if !d.work[w].conn.joinsIn(d.s.g, active, active, transit) {
 		return false, nil
 	}
-	pf, ok := d.rt.(pairFirst)
-	if !ok {
-		return d.rt.Reachable(active, transit)
-	}
-	hp := h.pairs(active)
-	ok, bad, err := pf.ReachableWithHints(active, transit, hp)
+	ok, bad, err := d.rt.ReachableWithHints(active, transit, h.pairs(active))
 	if err != nil || ok {
 		return ok, err
 	}
@@ -98,5 +80,3 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 func (d *decision) asker(w int) func(active, transit []int) (bool, error) {
 	return func(active, transit []int) (bool, error) { return d.answer(w, active, transit) }
 }
-
-var _ pairFirst = (*AngaraRouter)(nil)

@@ -12,19 +12,6 @@ import (
 	"github.com/icn-hpc/icn/topology"
 )
 
-// Router answers the routing questions node selection asks about a set
-// M_{a,t} = active ∪ transit on the state's network (with its failures).
-// The routing package provides the implementation (Angara rules).
-type Router interface {
-	// Reachable reports whether every ordered pair of active nodes has a
-	// legal route whose nodes all lie in active ∪ transit.
-	Reachable(active, transit []int) (bool, error)
-	// Table builds a verified, deadlock-free routing table for a reachable
-	// set with the given algorithm ("bfs" or "baseline") and returns its
-	// figures.
-	Table(active, transit []int, algo string) (routing.Stats, error)
-}
-
 // Algo names a node-selection algorithm.
 type Algo string
 

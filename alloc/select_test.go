@@ -1,8 +1,8 @@
 package alloc
 
 import (
+	"context"
 	"fmt"
-	"github.com/icn-hpc/icn/routing"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -16,7 +16,7 @@ func TestSelectInvariants(t *testing.T) {
 	for trial := 0; trial < 60; trial++ {
 		spec := []string{"torus:4x4x2", "torus:4x3x3", "torus:3x3x2x2", "torus:4x4"}[trial%4]
 		s := randomState(t, spec, 0.4*r.Float64(), r)
-		rt := GraphRouter{G: s.Graph()}
+		rt := graphRouter{G: s.Graph()}
 		sel := NewSelector(s)
 		m := 1 + r.IntN(8)
 		T := r.IntN(4)
@@ -81,7 +81,7 @@ func TestSelectHolesAndFaults(t *testing.T) {
 	// rectangle with sides ≤ 2 or = 4.
 	s.Occupy(1, []int{g.NodeAt([]int{1, 1})})
 	sel := NewSelector(s)
-	rt := GraphRouter{G: g}
+	rt := graphRouter{G: g}
 	res, err := sel.Select(s, rt, Request{Nodes: 8, Transit: 1, Algo: Improved})
 	if err != nil || res.Chosen == nil {
 		t.Fatalf("%v %+v", err, res)
@@ -92,11 +92,11 @@ func TestSelectHolesAndFaults(t *testing.T) {
 	// A failed link inside a rectangle disqualifies it for the baseline.
 	h, _ := g.ApplyFaults("0.0+X", "")
 	s2, _ := NewState(h)
-	res, _ = NewSelector(s2).Select(s2, GraphRouter{G: h}, Request{Nodes: 16, Algo: Baseline})
+	res, _ = NewSelector(s2).Select(s2, graphRouter{G: h}, Request{Nodes: 16, Algo: Baseline})
 	if res.Chosen != nil {
 		t.Errorf("baseline allocated the whole torus across a failed link")
 	}
-	res, _ = NewSelector(s2).Select(s2, GraphRouter{G: h}, Request{Nodes: 16, Algo: Improved})
+	res, _ = NewSelector(s2).Select(s2, graphRouter{G: h}, Request{Nodes: 16, Algo: Improved})
 	if res.Chosen == nil {
 		t.Errorf("improved refused the whole torus although it stays connected")
 	}
@@ -146,7 +146,7 @@ func TestSelectMatchesReference(t *testing.T) {
 			}
 		}
 		s.Occupy(1, busy)
-		var rt Router = GraphRouter{G: g}
+		var rt Router = graphRouter{G: g}
 		if trial%2 == 1 {
 			if rt, err = NewAngaraRouter(g, "angara*"); err != nil {
 				t.Fatal(err)
@@ -239,7 +239,7 @@ func TestSelectMatchesReference(t *testing.T) {
 		rank := func(active, transit []int) score {
 			after := s.Clone()
 			after.Occupy(99, append(slices.Clone(active), transit...))
-			f, err := rt.Table(active, transit, "bfs")
+			f, err := rt.Table(context.Background(), active, transit, "bfs")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,10 +278,6 @@ func (u upRouter) Reachable(active, transit []int) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-func (upRouter) Table(active, transit []int, algo string) (routing.Stats, error) {
-	return routing.Stats{}, nil
 }
 
 // TestDropTransitMatchesGreedy compares the bisecting reduction with the
@@ -355,7 +351,7 @@ func TestTranslationInvariance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !rt.TranslationInvariant() {
+		if !rt.Props().TranslationInvariant {
 			t.Fatalf("%s: fault-free torus not declared translation invariant", spec)
 		}
 		dims := g.Dims()
@@ -399,8 +395,8 @@ func TestTranslationInvariance(t *testing.T) {
 			continue
 		}
 		reached++
-		f1, err1 := rt.Table(a1, t1, "bfs")
-		f2, err2 := rt.Table(a2, t2, "bfs")
+		f1, err1 := rt.Table(context.Background(), a1, t1, "bfs")
+		f2, err2 := rt.Table(context.Background(), a2, t2, "bfs")
 		if err1 != nil || err2 != nil {
 			t.Fatal(spec, err1, err2)
 		}
@@ -425,7 +421,7 @@ func TestTranslationInvariance(t *testing.T) {
 	g, _ := topology.Parse("torus:4x4x4")
 	h, _ := g.ApplyFaults("0.0.0+X", "")
 	rt, _ := NewAngaraRouter(h, "angara*")
-	if rt.TranslationInvariant() || (GraphRouter{G: h}).TranslationInvariant() {
+	if rt.Props().TranslationInvariant || (graphRouter{G: h}).Props().TranslationInvariant {
 		t.Error("torus with a failed link declared translation invariant")
 	}
 }

@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"context"
 	"fmt"
 	"github.com/icn-hpc/icn/routing"
 	"math/rand/v2"
@@ -58,7 +59,7 @@ func TestBlockSharingUnderFailures(t *testing.T) {
 				continue
 			}
 			same := blocksAgree(t, sel, rt, size, m)
-			if !same && rt.BlocksLocal() {
+			if !same && rt.Props().BlocksLocal {
 				t.Fatalf("%s %s links %v: blocks of size %v (m=%d) reduce or route differently but the router shares them",
 					spec, rule, links, size, m)
 			}
@@ -105,7 +106,7 @@ func blocksAgree(t *testing.T, sel *Selector, rt *AngaraRouter, size []int, m in
 		for i, x := range keep {
 			kept[i] = transit[x]
 		}
-		fig, err := rt.Table(active, kept, "bfs")
+		fig, err := rt.Table(context.Background(), active, kept, "bfs")
 		if err != nil {
 			t.Fatalf("block %v of %v: %v", st, size, err)
 		}
@@ -124,17 +125,31 @@ func blocksAgree(t *testing.T, sel *Selector, rt *AngaraRouter, size []int, m in
 // table is built and verified. It keeps the sharing promises.
 type verifiedOnly struct{ a *AngaraRouter }
 
+func (v verifiedOnly) Props() RouterProps {
+	p := v.a.Props()
+	return RouterProps{TranslationInvariant: p.TranslationInvariant, BlocksLocal: p.BlocksLocal}
+}
+
 func (v verifiedOnly) Reachable(active, transit []int) (bool, error) {
 	return v.a.Reachable(active, transit)
 }
 
-func (v verifiedOnly) Table(active, transit []int, algo string) (routing.Stats, error) {
-	return v.a.Table(active, transit, algo)
+func (v verifiedOnly) ReachableWithHints(active, transit []int, _ [][2]int) (bool, [2]int, error) {
+	ok, err := v.a.Reachable(active, transit)
+	return ok, [2]int{-1, -1}, err
 }
 
-func (v verifiedOnly) TranslationInvariant() bool { return v.a.TranslationInvariant() }
+func (v verifiedOnly) Table(ctx context.Context, active, transit []int, algo string) (routing.Stats, error) {
+	return v.a.Table(ctx, active, transit, algo)
+}
 
-func (v verifiedOnly) BlocksLocal() bool { return v.a.BlocksLocal() }
+// UnverifiedTable builds and verifies the table (none is left to verify).
+func (v verifiedOnly) UnverifiedTable(ctx context.Context, active, transit []int, algo string) (routing.Stats, *routing.Table, error) {
+	f, err := v.a.Table(ctx, active, transit, algo)
+	return f, nil, err
+}
+
+func (v verifiedOnly) VerifyUnverified(context.Context, *routing.Table) error { return nil }
 
 // TestUnverifiedTieBreak checks that ranking tie-break tables built
 // without verification (only the winner verified) chooses what building

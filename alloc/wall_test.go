@@ -85,7 +85,7 @@ func TestWallShortcutSameDecision(t *testing.T) {
 // same result.
 func sameWithout(t *testing.T, off tuning, name string, s *State, angara bool, r *rand.Rand) {
 	t.Helper()
-	var rt Router = GraphRouter{G: s.Graph()}
+	var rt Router = graphRouter{G: s.Graph()}
 	if angara {
 		var err error
 		if rt, err = NewAngaraRouter(s.Graph(), "angara*"); err != nil {

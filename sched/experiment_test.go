@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/internal/alloctest"
 	"github.com/icn-hpc/icn/topology"
 )
 
-func graphRouter(g *topology.Graph) (alloc.Router, error) { return alloc.GraphRouter{G: g}, nil }
+func graphRouter(g *topology.Graph) (alloc.Router, error) { return alloctest.GraphRouter{G: g}, nil }
 
 func TestExperimentsShardAndMerge(t *testing.T) {
 	o := ExperimentOptions{Seed: 3, Stream: SyntheticParams{Jobs: 40, Span: 2 * day, MaxTime: 4 * 3600}}

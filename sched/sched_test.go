@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/internal/alloctest"
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -20,7 +21,7 @@ func newCluster(t testing.TB, spec string) (*alloc.State, alloc.Router) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st, alloc.GraphRouter{G: g}
+	return st, alloctest.GraphRouter{G: g}
 }
 
 func TestSimulationInvariants(t *testing.T) {

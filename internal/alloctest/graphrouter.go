@@ -1,19 +1,37 @@
-package alloc
+package alloctest
 
 import (
+	"context"
 	"fmt"
-	"github.com/icn-hpc/icn/routing"
 
+	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
 
-// GraphRouter is a rule-free Router: a set is reachable when the live links
-// inside it connect all active nodes, and the table is shortest paths
-// inside the set. It is the reference for networks routed without
-// direction rules and a cheap stand-in in tests; Angara tori use the
-// routing package's router.
+// GraphRouter is a rule-free alloc.Router: a set is reachable when the
+// live links inside it connect all active nodes, and the table is
+// shortest paths inside the set. Its tables need no verification.
 type GraphRouter struct {
 	G *topology.Graph
+}
+
+var _ alloc.Router = GraphRouter{}
+
+// Props implements alloc.Router: connectivity inside a set depends only
+// on the set's links, so it is invariant under translation on a torus
+// without failures, blocks of one size share it, and a box is connected.
+func (r GraphRouter) Props() alloc.RouterProps {
+	return alloc.RouterProps{TranslationInvariant: faultFreeTorus(r.G), BlocksLocal: true, BoxesReachable: true}
+}
+
+func faultFreeTorus(g *topology.Graph) bool {
+	for _, w := range g.Wrap() {
+		if !w {
+			return false
+		}
+	}
+	return len(g.FailedLinks()) == 0 && len(g.FailedNodes()) == 0
 }
 
 // Reachable reports whether the active nodes are connected inside the set.
@@ -34,9 +52,15 @@ func (r GraphRouter) Reachable(active, transit []int) (bool, error) {
 	return true, nil
 }
 
+// ReachableWithHints answers with Reachable (the hints cannot help).
+func (r GraphRouter) ReachableWithHints(active, transit []int, _ [][2]int) (bool, [2]int, error) {
+	ok, err := r.Reachable(active, transit)
+	return ok, [2]int{-1, -1}, err
+}
+
 // Table returns the diameter of shortest paths inside the set; link loads
 // are not modelled (π_max = π_perfect = 0).
-func (r GraphRouter) Table(active, transit []int, _ string) (routing.Stats, error) {
+func (r GraphRouter) Table(_ context.Context, active, transit []int, _ string) (routing.Stats, error) {
 	in, err := r.members(active, transit)
 	if err != nil {
 		return routing.Stats{}, err
@@ -54,6 +78,15 @@ func (r GraphRouter) Table(active, transit []int, _ string) (routing.Stats, erro
 	}
 	return f, nil
 }
+
+// UnverifiedTable is Table: there is nothing to verify (no table).
+func (r GraphRouter) UnverifiedTable(ctx context.Context, active, transit []int, algo string) (routing.Stats, *routing.Table, error) {
+	f, err := r.Table(ctx, active, transit, algo)
+	return f, nil, err
+}
+
+// VerifyUnverified has nothing to verify.
+func (GraphRouter) VerifyUnverified(context.Context, *routing.Table) error { return nil }
 
 func (r GraphRouter) members(active, transit []int) (map[int]bool, error) {
 	in := make(map[int]bool, len(active)+len(transit))

@@ -1,0 +1,65 @@
+package alloc
+
+import (
+	"context"
+
+	"github.com/icn-hpc/icn/routing"
+)
+
+// Router answers the routing questions node selection asks about a set
+// M_{a,t} = active ∪ transit on the state's network (with its failures).
+// AngaraRouter implements it with the routing package (Angara rules).
+//
+// An answer depends only on the router, the network with its failures
+// and the node lists asked about, never on which other nodes are busy:
+// a Selector keeps answers between decisions while the router, the
+// graph and its failures stay the same. A decision calls the methods
+// from several goroutines at once.
+type Router interface {
+	// Props states what the router guarantees about its answers; Select
+	// takes a shortcut only where the guarantee it needs holds. It is
+	// the same for the router's whole life.
+	Props() RouterProps
+	// Reachable reports whether every ordered pair of active nodes has a
+	// legal route whose nodes all lie in active ∪ transit.
+	Reachable(active, transit []int) (bool, error)
+	// ReachableWithHints gives Reachable's answer, trying the ordered
+	// pairs of active nodes in pairs first: the set is not reachable as
+	// soon as one pair has no route inside it, which is cheaper to decide
+	// than the whole set. When the set is not reachable, bad names a pair
+	// without a route, or is {-1, -1}. The hints only order the work: a
+	// router without a cheaper path answers with Reachable.
+	ReachableWithHints(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error)
+	// Table builds a verified, deadlock-free routing table for a
+	// reachable set with the given algorithm ("bfs" or "baseline") and
+	// returns its figures; it stops with ctx's error when ctx ends.
+	Table(ctx context.Context, active, transit []int, algo string) (routing.Stats, error)
+	// UnverifiedTable builds the table Table builds, with the same
+	// figures, but may leave its verification to VerifyUnverified:
+	// Select ranks its tie-break tables this way and verifies only the
+	// winner's. The table is nil when building it verified it already.
+	UnverifiedTable(ctx context.Context, active, transit []int, algo string) (routing.Stats, *routing.Table, error)
+	// VerifyUnverified verifies a table from UnverifiedTable as Table
+	// would have (nil: nothing to verify); it stops with ctx's error
+	// when ctx ends.
+	VerifyUnverified(ctx context.Context, tb *routing.Table) error
+}
+
+// RouterProps are the guarantees a Router gives about its answers. The
+// zero value promises nothing, and Select then asks about every set.
+type RouterProps struct {
+	// TranslationInvariant: the answers for a set, reachability and the
+	// table's figures, depend only on the set up to a translation of the
+	// torus, so placements of one size with the same pattern of
+	// unavailable nodes share them, within a decision and across
+	// decisions.
+	TranslationInvariant bool
+	// BlocksLocal: the answers for a block (a rectangle of available
+	// nodes without a failed link inside) depend only on its size, so
+	// blocks of one size share their reduction and table figures.
+	BlocksLocal bool
+	// BoxesReachable: a set is reachable when the smallest box (cyclic
+	// intervals on rings) holding its active nodes lies inside it and no
+	// node of the box has a failed link (see boxCovers).
+	BoxesReachable bool
+}
