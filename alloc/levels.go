@@ -259,7 +259,6 @@ type fitLattice struct {
 	wrap  []bool
 	grid  *grid
 	state []int8 // per size (mixed radix of p_i−1): 0 unknown, 1 fits, 2 does not
-	p     []int
 }
 
 func newFitLattice(dims []int, wrap []bool, g *grid) *fitLattice {

@@ -13,7 +13,6 @@ type grid struct {
 	ext    []int // extent of the unrolled array per dim (2d for rings)
 	stride []int // strides of the prefix array (ext+1 per dim)
 	pre    []int32
-	corner [][]int // per corner mask: which dims take the far end
 }
 
 func newGrid(s *State) *grid {
