@@ -15,6 +15,7 @@ import (
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/sim"
 	"github.com/icn-hpc/icn/topology"
+	"github.com/icn-hpc/icn/unicast"
 	"github.com/spf13/cobra"
 )
 
@@ -45,7 +46,8 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure icn's key speeds on this machine, each against a baseline run in the same process",
 		Long: `Runs a fixed set of measurements and reports each with a baseline taken in the same run:
-topology all-pairs distances on all cores vs one core, a verified BFS routing table, a node-selection
+topology all-pairs distances on all cores vs one core, a verified BFS routing table, sssp unicast
+tables of a fat tree on all cores vs one, a node-selection
 decision at 50% occupancy on all cores vs one, the exhaustive
 decision for a job of an eighth of an idle torus on all cores vs one and under a budget, FULB-MC vs SSSP-MC-new on the TaihuLight-shaped fabric,
 and simulated router-cycles per second. The package benchmarks (go test -bench) hold more.`,
@@ -140,6 +142,10 @@ func (b bench) rows() ([]benchRow, error) {
 		return nil, err
 	}
 	rows = append(rows, more...)
+	if row, err = b.sssp(); err != nil {
+		return nil, err
+	}
+	rows = append(rows, row)
 	if row, err = b.selection(tor); err != nil {
 		return nil, err
 	}
@@ -178,6 +184,26 @@ func (b bench) distances() (benchRow, error) {
 	})
 	tn, _ := timeIt(func() error { topology.Distances(g, topology.MetricsOptions{ForceGeneric: true}); return nil })
 	return benchRow{Name: "all-pairs BFS " + spec, Value: ms(tn), Unit: "ms", Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()}, nil
+}
+
+// sssp times the sssp unicast engine on a fat tree on all cores against
+// one core (the same tables either way).
+func (b bench) sssp() (benchRow, error) {
+	b.step("sssp unicast tables")
+	spec, g, err := b.network("fattree:m=40,n=3", "fattree:m=16,n=3")
+	if err != nil {
+		return benchRow{}, err
+	}
+	f, err := unicast.NewFabric(g, nil)
+	if err != nil {
+		return benchRow{}, err
+	}
+	t1, err := timeIt(func() error { _, e := unicast.Route(f, unicast.Options{Engine: "sssp", Workers: 1}); return e })
+	if err != nil {
+		return benchRow{}, err
+	}
+	tn, _ := timeIt(func() error { _, e := unicast.Route(f, unicast.Options{Engine: "sssp"}); return e })
+	return benchRow{Name: "sssp unicast tables " + spec, Value: ms(tn), Unit: "ms", Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()}, nil
 }
 
 // routingTable times a verified BFS routing table with the whole torus
