@@ -826,7 +826,9 @@ func (ga *geneticState) initial(ws []gaWorker) []individual {
 	k := len(pop)
 	par.For(k, len(ws), func(wi, i int) {
 		g := pop[i].g
-		copy(g, pop[0].g)
+		if i > 0 {
+			copy(g, pop[0].g) // (individual 0 is the BFS table; others read it)
+		}
 		rng := ga.rngFor(0, i)
 		p := float64(i) / float64(k-1)
 		for x := range g {
