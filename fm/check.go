@@ -13,6 +13,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrDamaged marks database files that fail the consistency check.
@@ -43,7 +44,7 @@ func CheckFile(path string) (err error) {
 	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return fmt.Errorf("%w: %s (is icn serve already running?)", ErrLocked, path)
 		}
 		return fmt.Errorf("%s: %w: %v; the file was not modified", path, ErrDamaged, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // The store is a single bbolt file. Every change the service acknowledges
@@ -88,7 +89,7 @@ func OpenStore(path string) (s *Store, created bool, err error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, false, fmt.Errorf("%w: %s (is icn serve already running?)", ErrLocked, path)
 		}
 		return nil, false, fmt.Errorf("cannot open database %s: %v (the file was not modified)", path, err)
@@ -225,7 +226,7 @@ func OpenStoreReadOnly(path string) (s *Store, err error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 500 * time.Millisecond})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
 		}
 		return nil, err

@@ -34,7 +34,7 @@ func New(n int, steps []int) (*Multiring, error) { return NewCopies(n, steps, 1)
 // NewCopies builds a multiring in which every ring is repeated copies times.
 func NewCopies(n int, steps []int, copies int) (*Multiring, error) {
 	if n < 2 || n > MaxN {
-		return nil, fmt.Errorf("N=%d out of range 2..%d", n, MaxN)
+		return nil, fmt.Errorf("node count N=%d out of range 2..%d", n, MaxN)
 	}
 	if copies < 1 || copies > 64 {
 		return nil, fmt.Errorf("copies=%d out of range 1..64", copies)

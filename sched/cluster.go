@@ -115,13 +115,6 @@ type Report struct {
 	AllocSeconds     float64     `json:"alloc_seconds"`
 }
 
-func decode(v int, dims, c []int) {
-	for i, d := range dims {
-		c[i] = v % d
-		v /= d
-	}
-}
-
 // CheckSchedule verifies that no node was held by two jobs at once and that
 // no job started before it was submitted. It returns the first violation.
 func CheckSchedule(n int, recs []JobRecord) error {

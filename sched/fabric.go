@@ -70,9 +70,8 @@ func mask(buf []bool, avoid []int) []bool {
 // lowest-numbered ones are taken). It stands for a machine whose network
 // the scheduler ignores.
 type FlatMachine struct {
-	occ   occupancy
-	names []string
-	skip  []bool
+	occ  occupancy
+	skip []bool
 }
 
 // NewFlatMachine returns a machine of n nodes; failed (may be nil) marks
@@ -213,8 +212,7 @@ func leafGroups(g *topology.Graph, leafSw []int) [][][]int {
 		for i := range parent {
 			parent[i] = i
 		}
-		var find func(int) int
-		find = func(x int) int {
+		find := func(x int) int {
 			for parent[x] != x {
 				parent[x] = parent[parent[x]]
 				x = parent[x]

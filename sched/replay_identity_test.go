@@ -61,15 +61,6 @@ var smallReplays = []replayCase{
 		SyntheticParams{Jobs: 150, Span: 3 * day, MaxTime: 6 * 3600, Seed: 10, Overestimate: 2}, transitEqual},
 }
 
-// longReplays are the 3 170-job streams of the replay benchmarks.
-var longReplays = []replayCase{
-	{"3170on240/improved/fcfs", "torus:4x6x10", nil, "angara*", alloc.Improved, Policy{Window: 1}, trace3170, transitEqual},
-	{"3170on240/improved/w8", "torus:4x6x10", nil, "angara*", alloc.Improved, Policy{Window: 8}, trace3170, transitEqual},
-	{"3170on240/improved/easy", "torus:4x6x10", nil, "angara*", alloc.Improved, Policy{Window: 1, Backfill: true}, trace3170, transitEqual},
-	{"3170on240/baseline/easy", "torus:4x6x10", nil, "angara*", alloc.Baseline, Policy{Window: 1, Backfill: true}, trace3170, transitEqual},
-	{"3170load/improved/w8-easy", "torus:4x6x10", nil, "angara*", alloc.Improved, Policy{Window: 8, Backfill: true}, trace3170Load, transitEqual},
-}
-
 // runReplay simulates a case and returns its digest: SHA-256 of the JSON
 // summary without alloc_seconds (a timing) followed by the schedule as
 // `icn sched simulate --schedule-out` writes it (one JSON object per job).

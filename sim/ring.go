@@ -30,7 +30,7 @@ const MaxRingNodes = 1 << 12
 // identical ±1 rings: "±1" with copies 4).
 func ParseRingSteps(s string, n, copies int) ([]int, error) {
 	if n < 2 || n > MaxRingNodes {
-		return nil, fmt.Errorf("N=%d out of range 2..%d", n, MaxRingNodes)
+		return nil, fmt.Errorf("node count N=%d out of range 2..%d", n, MaxRingNodes)
 	}
 	if copies < 1 || copies > 64 {
 		return nil, fmt.Errorf("copies=%d out of range 1..64", copies)
@@ -104,7 +104,7 @@ func ringLength(n, s, r int) int {
 // goes to the rings on which it is shortest, split equally among them.
 func ShortestRingSchedule(n int, steps []int) (*RingSchedule, error) {
 	if n < 2 || n > MaxRingNodes {
-		return nil, fmt.Errorf("N=%d out of range 2..%d", n, MaxRingNodes)
+		return nil, fmt.Errorf("node count N=%d out of range 2..%d", n, MaxRingNodes)
 	}
 	s := &RingSchedule{N: n, Steps: steps, Name: "shortest", Shares: make([][]float64, len(steps))}
 	for j := range steps {

@@ -135,7 +135,7 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 	yamlOK := ver >= 2505
 	if o.dir == "" && !o.out.json {
 		if o.format == "yaml" && !yamlOK {
-			return fmt.Errorf("Slurm %s reads no topology.yaml (25.05 and later do): use --format conf", o.version)
+			return fmt.Errorf("slurm %s reads no topology.yaml (25.05 and later do): use --format conf", o.version)
 		}
 		if o.format == "conf" {
 			_, err = w.Write(conf.Bytes())

@@ -335,15 +335,3 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	})
 }
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' {
-			if i == 0 {
-				return "/"
-			}
-			return path[:i]
-		}
-	}
-	return "."
-}
