@@ -522,16 +522,20 @@ type tableRun struct {
 	exact    bool // compute the exact order of heuristic 1 for any set size
 	// ctx, if set, stops the construction between rounds when it ends.
 	ctx context.Context
+	// verify, if set, asks for the verification of the stored routes
+	// during the construction; it receives the checker and its workers.
+	verify *builtCheck
 }
 
-// roundResult is what one search of a round leaves behind.
-type roundResult struct {
-	sum, diam int
-	unreached int // local index of an unreached active node, or −1
-	err       error
+// builtCheck is the verification done while a table is built.
+type builtCheck struct {
+	rc *routeChecker
+	ws []*verifyWorker
 }
 
-// buildBFS is the seed's BFS algorithm with both heuristics, in rounds.
+// buildBFS is the seed's BFS algorithm with both heuristics, in rounds
+// (see tableJob); with o.verify set, the stored routes are verified on
+// the cores the rounds leave idle.
 func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 	ls := r.newLocalSet(s, true)
 	m := ls.m
@@ -540,7 +544,7 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 	}
 	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s)}
 	// (every node active: the frame starts at 0, the numbering is by id
-	// as translatedOrder needs)
+	// as translatedNext needs)
 	if ls.n == r.t.nodes && ls.m == ls.n && ls.tix == nil && !slices.Contains(r.up, false) {
 		bs.translate = newTorusShift(r.t)
 	}
@@ -549,101 +553,50 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 		B = tableBatch(m)
 	}
 	B = min(B, m)
-	nw := min(par.Workers(o.workers), B)
-	workers := make([]*bfsWorker, nw)
-	for i := range workers {
-		workers[i] = bs.newWorker()
+	nw := tableWorkers(o.workers, m)
+	if o.verify == nil {
+		nw = min(nw, max(B, 2)) // searches, and storing beside them
 	}
-	rows := make([][]int32, B)
-	for k := range rows {
-		rows[k] = make([]int32, m)
+	j := &tableJob{r: r, bs: bs, tb: tb, o: o, a: r.a, B: B, load: make([]int32, ls.n*ls.nd)}
+	j.ws = make([]*bfsWorker, nw)
+	for i := range j.ws {
+		j.ws[i] = bs.newWorker()
 	}
-	load := make([]int32, ls.n*ls.nd)
-	res := make([]roundResult, B)
-	scheduled := make([]bool, m)
-	round := []int{0}
-	scheduled[0] = true
-	var order []int
 	if B > 1 {
-		order = bs.sequentialOrder(workers, o.exact)
-	}
-	done := 0
-	for len(round) > 0 {
-		if o.ctx != nil && o.ctx.Err() != nil {
-			return context.Cause(o.ctx)
-		}
-		par.For(len(round), nw, func(wi, k int) {
-			res[k] = bs.tableSource(workers[wi], round[k], load, rows[k], tb, r.a)
-		})
-		for k, si := range round {
-			if res[k].unreached >= 0 {
-				return &UnreachableError{Src: int(ls.node[si]), Dst: int(ls.node[res[k].unreached]), g: r.t.g}
-			}
-			if res[k].err != nil {
-				return res[k].err
-			}
-			tb.SumLength += res[k].sum
-			tb.Stats.Diameter = max(tb.Stats.Diameter, res[k].diam)
-		}
-		for _, w := range workers {
-			for _, c := range w.touched {
-				load[c] += w.delta[c]
-				w.delta[c] = 0
-			}
-			w.touched = w.touched[:0]
-		}
-		done += len(round)
-		if o.progress != nil {
-			for k := done - len(round); k < done; k++ {
-				o.progress(k+1, m+1)
-			}
-		}
-		if order != nil {
-			round = order[done:min(done+B, m)]
-		} else {
-			round = nextRound(round, rows, scheduled, B)
+		if next := bs.orderNext(j.ws, o.exact); next != nil {
+			j.feed = newOrderFeed(m, next)
 		}
 	}
-	for lc, l := range load {
+	if j.feed == nil {
+		j.scheduled = make([]bool, m)
+		j.scheduled[0] = true
+	}
+	if o.verify != nil {
+		j.rc = r.tableChecker(tb)
+		j.vws = make([]*verifyWorker, nw)
+		for i := range j.vws {
+			j.vws[i] = j.rc.newWorker()
+		}
+	}
+	if o.ctx != nil && o.ctx.Err() != nil {
+		if j.feed != nil {
+			j.feed.close()
+		}
+		return context.Cause(o.ctx)
+	}
+	if err := j.run([]int{0}, nw); err != nil {
+		return err
+	}
+	for lc, l := range j.load {
 		if l != 0 {
 			tb.loads[ls.ch[lc]] = l
 		}
 	}
+	if o.verify != nil {
+		o.verify.ws = j.vws
+		o.verify.rc = j.rc
+	}
 	return nil
-}
-
-// tableSource runs the search from active node si with the round's loads,
-// stores its routes in tb (at the table's indices of the pair) and keeps
-// its distances in row.
-func (bs *bfsSearch) tableSource(w *bfsWorker, si int, load, row []int32, tb *Table, a *automaton) roundResult {
-	w.dist = row
-	res := roundResult{unreached: -1}
-	ls := bs.ls
-	if !bs.run(w, si, load) {
-		// the unreached node with the smallest id, whatever the numbering
-		for j, d := range w.dist {
-			if d < 0 && (res.unreached < 0 || ls.node[j] < ls.node[res.unreached]) {
-				res.unreached = j
-			}
-		}
-		return res
-	}
-	m := ls.m
-	w.addLoads(si)
-	bs.prefixCodes(w)
-	ti := ls.tableIndex(si)
-	for j := 0; j < m; j++ {
-		if j == si {
-			continue
-		}
-		if err := bs.storeRoute(w, tb, pairIndex(m, ti, ls.tableIndex(j)), j, a); err != nil {
-			res.err = err
-			return res
-		}
-		res.sum += int(w.dist[j])
-		res.diam = max(res.diam, int(w.dist[j]))
-	}
-	return res
 }
 
 // maxOrderNodes bounds the active nodes for which the exact order of
@@ -655,17 +608,17 @@ var maxOrderNodes = 8192
 // table; above, unless asked for, interleaved chains).
 var cheapOrderNodes = 1024
 
-// sequentialOrder returns the order in which the sequential algorithm
-// takes the sources (heuristic 1 needs only distances, which do not
-// depend on the loads): distance searches from every source on all
-// cores, then the chain "next = farthest unprocessed from the current
-// one". It returns nil (use interleaved chains) above maxOrderNodes, for
-// distances above 255, or when some pair is unreachable (the rounds then
-// report it).
-func (bs *bfsSearch) sequentialOrder(workers []*bfsWorker, exact bool) []int {
+// orderNext returns the step of the order in which the sequential
+// algorithm takes the sources (heuristic 1 needs only distances, which
+// do not depend on the loads): next(cur, done) is the unprocessed node
+// farthest from cur (the smallest index among equals), from distance
+// searches from every source on all cores. It returns nil (use
+// interleaved chains) above maxOrderNodes, for distances above 255, or
+// when some pair is unreachable (the rounds then report it).
+func (bs *bfsSearch) orderNext(workers []*bfsWorker, exact bool) func(cur int, done []bool) int {
 	m := bs.ls.m
 	if bs.translate != nil {
-		return bs.translatedOrder(workers[0])
+		return bs.translatedNext(workers[0])
 	}
 	if m > maxOrderNodes || (m > cheapOrderNodes && !exact) {
 		return nil
@@ -693,56 +646,75 @@ func (bs *bfsSearch) sequentialOrder(workers []*bfsWorker, exact bool) []int {
 			return nil
 		}
 	}
-	order := make([]int, 0, m)
-	done := make([]bool, m)
-	cur := 0
-	for len(order) < m {
-		order = append(order, cur)
-		done[cur] = true
+	return func(cur int, done []bool) int {
 		next, far := -1, -1
-		row := dist[cur*m : (cur+1)*m]
-		for j, d := range row {
+		for j, d := range dist[cur*m : (cur+1)*m] {
 			if !done[j] && int(d) > far {
 				next, far = j, int(d)
 			}
 		}
-		cur = next
+		return next
 	}
-	return order
 }
 
-// translatedOrder is sequentialOrder on a whole fault-free torus with every
-// node active: the rule is the same at every node, so the distance from u
-// to v is the distance from node 0 to v − u (coordinate-wise), and one
-// search gives every row.
-func (bs *bfsSearch) translatedOrder(w *bfsWorker) []int {
-	m := bs.ls.m
+// translatedNext is orderNext on a whole fault-free torus with every
+// node active: the rule is the same at every node, so the distance from
+// u to v is the distance from node 0 to v − u (coordinate-wise), and one
+// search gives every row. Nodes are scanned in id order (X fastest) with
+// v − u summed from one offset table per dimension; the scan stops at
+// the first node at the largest distance of the row.
+func (bs *bfsSearch) translatedNext(w *bfsWorker) func(cur int, done []bool) int {
 	if !bs.run(w, 0, nil) {
 		return nil
 	}
 	row0 := append([]int32(nil), w.dist...)
+	top := slices.Max(row0)
 	tr := bs.translate
-	order := make([]int, 0, m)
-	done := make([]bool, m)
-	cur := 0
-	for len(order) < m {
-		order = append(order, cur)
-		done[cur] = true
+	n := len(tr.dims)
+	offs := make([][]int32, n)
+	for i, d := range tr.dims {
+		offs[i] = make([]int32, d)
+	}
+	odo := make([]int, n)
+	return func(cur int, done []bool) int {
+		mul := int32(1)
+		for i, d := range tr.dims {
+			cu := int(tr.coord[cur][i])
+			for c := range d {
+				offs[i][c] = int32((c-cu+d)%d) * mul
+			}
+			mul *= int32(d)
+		}
+		clear(odo)
+		inner, off0 := tr.dims[0], offs[0]
 		next, far := -1, int32(-1)
-		for j := 0; j < m; j++ {
-			if !done[j] {
-				if d := row0[tr.diff(j, cur)]; d > far {
-					next, far = j, d
+		for j0 := 0; j0 < len(row0); j0 += inner {
+			outer := int32(0)
+			for i := 1; i < n; i++ {
+				outer += offs[i][odo[i]]
+			}
+			for x, o := range off0 {
+				if !done[j0+x] {
+					if d := row0[outer+o]; d > far {
+						next, far = j0+x, d
+						if d == top {
+							return next
+						}
+					}
 				}
 			}
+			for i := 1; i < n; i++ {
+				if odo[i]++; odo[i] < tr.dims[i] {
+					break
+				}
+				odo[i] = 0
+			}
 		}
-		cur = next
+		return next
 	}
-	return order
 }
 
-// torusShift computes node differences v − u on a torus (mixed radix, X
-// fastest).
+// torusShift holds the coordinates of every node of a torus.
 type torusShift struct {
 	dims  []int
 	coord [][]int32 // per node
@@ -757,42 +729,6 @@ func newTorusShift(t *torus) *torusShift {
 		}
 	}
 	return ts
-}
-
-func (ts *torusShift) diff(v, u int) int {
-	id, mul := 0, 1
-	cv, cu := ts.coord[v], ts.coord[u]
-	for i, d := range ts.dims {
-		x := int(cv[i]-cu[i]) % d
-		if x < 0 {
-			x += d
-		}
-		id += x * mul
-		mul *= d
-	}
-	return id
-}
-
-// nextRound picks the sources of the next round: the k-th is the
-// unscheduled active node farthest from the (k mod len(round))-th source
-// of this round (the smallest index among equals).
-func nextRound(round []int, rows [][]int32, scheduled []bool, B int) []int {
-	next := make([]int, 0, B)
-	for k := 0; k < B; k++ {
-		row := rows[k%len(round)]
-		best, far := -1, int32(-1)
-		for j, d := range row {
-			if !scheduled[j] && d > far {
-				best, far = j, d
-			}
-		}
-		if best < 0 {
-			break
-		}
-		scheduled[best] = true
-		next = append(next, best)
-	}
-	return next
 }
 
 // minimalSum returns Σ over ordered active pairs of the shortest legal

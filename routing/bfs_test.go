@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -85,9 +86,13 @@ func sameTable(t *testing.T, name string, a, b *Table) {
 }
 
 // TestBFSWorkersIndependent checks that rounds of several sources give the
-// same table whatever the number of workers, and that every such table is
-// verified (minimal, legal, deadlock-free).
+// same table whatever the number of workers (1, 2, 3, 8, on the pool even
+// for these small sets), and that every such table is verified (minimal,
+// legal, deadlock-free).
 func TestBFSWorkersIndependent(t *testing.T) {
+	oldPool := poolMinRoutes
+	poolMinRoutes = 0
+	defer func() { poolMinRoutes = oldPool }()
 	for _, limit := range []int{maxOrderNodes, 0} { // exact order of heuristic 1, interleaved chains
 		old := maxOrderNodes
 		maxOrderNodes = limit
@@ -107,7 +112,7 @@ func bfsWorkersIndependent(t *testing.T) {
 		}
 		for _, batch := range []int{2, 5} {
 			var first *Table
-			for _, w := range []int{1, 2, 3} {
+			for _, w := range []int{1, 2, 3, 8} {
 				tb, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: batch, Workers: w})
 				if err != nil {
 					var ue *UnreachableError
@@ -155,14 +160,77 @@ func TestTranslatedOrder(t *testing.T) {
 			bs := &bfsSearch{p: r.plan, ls: r.newLocalSet(s, true)}
 			r.putScratch(s)
 			ws := []*bfsWorker{bs.newWorker()}
-			searched := bs.sequentialOrder(ws, true)
+			searched := chainOrder(bs.ls.m, bs.orderNext(ws, true))
 			bs.translate = newTorusShift(r.t)
-			translated := bs.sequentialOrder(ws, true)
+			translated := chainOrder(bs.ls.m, bs.orderNext(ws, true))
 			if searched == nil || !slices.Equal(searched, translated) {
 				t.Fatalf("%s %s %s: searched %v, translated %v", spec, kind, order, searched, translated)
 			}
 		}
 	}
+}
+
+// TestTopCandidates checks the next round of the interleaved chains
+// chosen from each row's best B unscheduled candidates against a scan of
+// the whole rows, on random rows with many ties.
+func TestTopCandidates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 17))
+	for trial := 0; trial < 2000; trial++ {
+		m, B := 1+rng.IntN(40), 1+rng.IntN(8)
+		nr := 1 + rng.IntN(B)
+		rows := make([][]int32, nr)
+		for k := range rows {
+			rows[k] = make([]int32, m)
+			for v := range rows[k] {
+				rows[k][v] = int32(rng.IntN(5))
+			}
+		}
+		scheduled := make([]bool, m)
+		for v := range scheduled {
+			scheduled[v] = rng.IntN(3) == 0
+		}
+		// the whole-row scan: the k-th pick is the unscheduled node
+		// farthest in row k mod nr, the smallest index among equals
+		want := []int{}
+		sch := slices.Clone(scheduled)
+		for k := 0; k < B; k++ {
+			best, far := -1, int32(-1)
+			for v, d := range rows[k%nr] {
+				if !sch[v] && d > far {
+					best, far = v, d
+				}
+			}
+			if best < 0 {
+				break
+			}
+			sch[best] = true
+			want = append(want, best)
+		}
+		j := &tableJob{B: B, round: make([]int, nr), cands: make([][]int32, nr), scheduled: slices.Clone(scheduled)}
+		for k := range rows {
+			j.cands[k] = topCandidates(nil, rows[k], scheduled, B)
+		}
+		if got := j.nextRound(); !slices.Equal(got, want) {
+			t.Fatalf("rows %v, scheduled %v, B %d: next round %v, want %v", rows, scheduled, B, got, want)
+		}
+	}
+}
+
+// chainOrder is the order of heuristic 1 given its step (nil: none).
+func chainOrder(m int, next func(cur int, done []bool) int) []int {
+	if next == nil {
+		return nil
+	}
+	order := make([]int, 0, m)
+	done := make([]bool, m)
+	for cur := 0; len(order) < m; {
+		order = append(order, cur)
+		done[cur] = true
+		if len(order) < m {
+			cur = next(cur, done)
+		}
+	}
+	return order
 }
 
 // TestQuickCodeAgrees: the table verification's check from route codes
@@ -211,4 +279,47 @@ func TestQuickCodeAgrees(t *testing.T) {
 		t.Fatal("no table built")
 	}
 	t.Logf("%d routes, %d altered codes", tested, altered)
+}
+
+// TestBFSPoolStops checks the ends of a construction on the pool of
+// workers other than success, for 1, 2, 3 and 8 workers: a context
+// cancelled after half the sources stops it with the context's error,
+// and an unreachable pair is reported as the same pair whatever the
+// number of workers.
+func TestBFSPoolStops(t *testing.T) {
+	g := mustTorus(t, "8x8x4")
+	r := mustRouter(t, g, AngaraStar)
+	all := allNodes(g.NumNodes())
+	for _, w := range []int{1, 2, 3, 8} {
+		ctx, cancel := context.WithCancel(context.Background())
+		progress := func(done, total int) {
+			if done == total/2 {
+				cancel()
+			}
+		}
+		_, err := r.BuildTableOpts(all, nil, BFS, TableOptions{Workers: w, Context: ctx, Progress: progress})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%d workers: cancelled build returned %v", w, err)
+		}
+	}
+	// two planes that do not touch: the pair the first search misses
+	// is reported
+	planes, err := g.ParseNodes("*.*.0,*.*.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for _, w := range []int{1, 2, 3, 8} {
+		_, err := r.BuildTableOpts(planes, nil, BFS, TableOptions{Workers: w})
+		var ue *UnreachableError
+		if !errors.As(err, &ue) {
+			t.Fatalf("%d workers: want an unreachable pair, got %v", w, err)
+		}
+		if first == "" {
+			first = err.Error()
+		} else if err.Error() != first {
+			t.Fatalf("%d workers: %v, with 1 worker: %s", w, err, first)
+		}
+	}
 }

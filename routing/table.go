@@ -264,11 +264,17 @@ func (r *Router) BuildTableOpts(active, transit []int, algo Algo, o TableOptions
 		tb, _, err := r.BuildGenetic(active, transit, GeneticOptions{Workers: o.Workers, Context: o.Context})
 		return tb, err
 	}
-	tb, err := r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder, ctx: o.Context})
+	var check builtCheck
+	tb, err := r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder, ctx: o.Context, verify: &check})
 	if err != nil {
 		return nil, err
 	}
-	err = r.verifyBuilt(o.Context, tb, o.Workers)
+	if check.rc != nil {
+		// verified while it was built (BFS)
+		err = r.acceptReport(o.Context, tb, check.rc.tableReport(check.ws))
+	} else {
+		err = r.verifyBuilt(o.Context, tb, o.Workers)
+	}
 	if o.Progress != nil {
 		o.Progress(len(tb.Active)+1, len(tb.Active)+1)
 	}
@@ -281,7 +287,13 @@ func (r *Router) BuildTableOpts(active, transit []int, algo Algo, o TableOptions
 // verifyBuilt verifies a table just built (routes, figures, deadlock
 // freedom) and records whether it is deadlock-free.
 func (r *Router) verifyBuilt(ctx context.Context, tb *Table, workers int) error {
-	rep := r.verifyTableContext(ctx, tb, workers)
+	return r.acceptReport(ctx, tb, r.verifyTableContext(ctx, tb, workers))
+}
+
+// acceptReport checks the report of a table's verification against the
+// table (no violation, the same figures) and records whether the table
+// is deadlock-free.
+func (r *Router) acceptReport(ctx context.Context, tb *Table, rep *Report) error {
 	if ctx != nil && ctx.Err() != nil {
 		return context.Cause(ctx)
 	}

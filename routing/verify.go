@@ -66,18 +66,9 @@ func (r *Router) verifyTable(tb *Table, workers int) *Report {
 // verifyTableContext is verifyTable that stops early when ctx (if not
 // nil) ends; the report is then incomplete and must be discarded.
 func (r *Router) verifyTableContext(ctx context.Context, tb *Table, workers int) *Report {
-	inSet := make([]bool, r.t.nodes)
-	set := make([]int, 0, len(tb.Active)+len(tb.Transit))
-	for _, l := range [2][]int{tb.Active, tb.Transit} {
-		for _, v := range l {
-			inSet[v] = true
-			set = append(set, v)
-		}
-	}
-	rc := r.newRouteChecker(set, inSet)
-	n := tb.NumRoutes()
+	rc := r.tableChecker(tb)
 	nw := par.Workers(workers)
-	if n < 4096 {
+	if tb.NumRoutes() < 4096 {
 		nw = 1
 	}
 	ws := make([]*verifyWorker, nw)
@@ -89,19 +80,46 @@ func (r *Router) verifyTableContext(ctx context.Context, tb *Table, workers int)
 		if ctx != nil && ctx.Err() != nil {
 			return
 		}
-		w := ws[wi]
-		src := tb.Active[a]
-		for b, dst := range tb.Active {
-			if b == a {
-				continue
-			}
-			i := pairIndex(m, a, b)
-			if !rc.quickCode(w, tb, i, src, dst) {
-				w.dirs = tb.AppendDirs(i, w.dirs[:0])
-				rc.check(w, i, src, dst, w.dirs)
-			}
-		}
+		rc.checkSource(ws[wi], tb, a, 0, m)
 	})
+	return rc.tableReport(ws)
+}
+
+// tableChecker returns the route checker of the table's set.
+func (r *Router) tableChecker(tb *Table) *routeChecker {
+	inSet := make([]bool, r.t.nodes)
+	set := make([]int, 0, len(tb.Active)+len(tb.Transit))
+	for _, l := range [2][]int{tb.Active, tb.Transit} {
+		for _, v := range l {
+			inSet[v] = true
+			set = append(set, v)
+		}
+	}
+	return r.newRouteChecker(set, inSet)
+}
+
+// checkSource checks the routes of the table from active node a (index
+// in tb.Active) to the active nodes of indices [b0, b1), a excepted.
+func (rc *routeChecker) checkSource(w *verifyWorker, tb *Table, a, b0, b1 int) {
+	m := len(tb.Active)
+	src := tb.Active[a]
+	for b := b0; b < b1; b++ {
+		if b == a {
+			continue
+		}
+		dst := tb.Active[b]
+		i := pairIndex(m, a, b)
+		if !rc.quickCode(w, tb, i, src, dst) {
+			w.dirs = tb.AppendDirs(i, w.dirs[:0])
+			rc.check(w, i, src, dst, w.dirs)
+		}
+	}
+}
+
+// tableReport merges the workers' accumulators of a table's check into
+// its report; a table's routes are minimal, so π_perfect comes from
+// their total length.
+func (rc *routeChecker) tableReport(ws []*verifyWorker) *Report {
 	rep := rc.report(ws)
 	rep.Stats.PiPerfect, rep.Stats.BalanceFactor = piFigures(rep.SumLength, rep.Channels, rep.Stats.PiMax)
 	return rep
