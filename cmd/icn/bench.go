@@ -137,6 +137,10 @@ func (b bench) rows() ([]benchRow, error) {
 		return nil, err
 	}
 	rows = append(rows, row)
+	if row, err = b.tableCores(); err != nil {
+		return nil, err
+	}
+	rows = append(rows, row)
 	more, err := routeBenchRows(b.quick, b.step)
 	if err != nil {
 		return nil, err
@@ -236,6 +240,38 @@ func (b bench) routingTable() (benchRow, benchTorus, error) {
 	row := benchRow{Name: fmt.Sprintf("BFS table + verification %s (%d routes)", spec, tb.NumRoutes()), Value: ms(tt), Unit: "ms",
 		Baseline: "baseline algorithm", BaseVal: ms(tbb), Ratio: tbb.Seconds() / tt.Seconds()}
 	return row, benchTorus{spec, g, r}, nil
+}
+
+// tableCores times the verified BFS table of a whole torus (the same
+// table either way) on all cores against one core (GOMAXPROCS 1).
+func (b bench) tableCores() (benchRow, error) {
+	b.step("routing table, all cores vs one")
+	spec, g, err := b.network("torus:16x16x16", "torus:8x8x8")
+	if err != nil {
+		return benchRow{}, err
+	}
+	rule, _ := routing.ParseRule("angara*")
+	r, err := routing.NewRouter(g, rule)
+	if err != nil {
+		return benchRow{}, err
+	}
+	all := make([]int, g.NumNodes())
+	for i := range all {
+		all[i] = i
+	}
+	build := func() error { _, e := r.BuildTable(all, nil, routing.BFS); return e }
+	cores := runtime.GOMAXPROCS(1)
+	t1, err := timeIt(build)
+	runtime.GOMAXPROCS(cores)
+	if err != nil {
+		return benchRow{}, err
+	}
+	tn, err := timeIt(build)
+	if err != nil {
+		return benchRow{}, err
+	}
+	return benchRow{Name: fmt.Sprintf("BFS table + verification %s on %d cores", spec, cores), Value: ms(tn), Unit: "ms",
+		Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()}, nil
 }
 
 // selection fills the torus to 50% with random jobs and times one
