@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -98,3 +100,83 @@ func benchPoints(b *testing.B, workers int) {
 
 func BenchmarkPoints8x8Serial(b *testing.B)   { benchPoints(b, 1) }
 func BenchmarkPoints8x8Parallel(b *testing.B) { benchPoints(b, 2) }
+
+// benchCores runs the same network twice in lock step, cycle for cycle:
+// one core ticked serially with GOMAXPROCS 1, one partitioned over all
+// of GOMAXPROCS (the -cpu flag; at least 2), in alternating slices of
+// about 0.1 s so that other load on the machine hits both alike. Both
+// simulate exactly the same cycles (the result does not depend on the
+// partitions, checked at the end), so the ratio of their times is the
+// speed-up. It reports both rates, the speed-up S on P cores, the parallel
+// fraction f it implies (Amdahl: S = 1/((1-f) + f/P)) and what f predicts
+// for 16 cores.
+func benchCores(b *testing.B, spec string, rate float64) {
+	P := runtime.GOMAXPROCS(0)
+	if P < 2 {
+		b.Skip("needs GOMAXPROCS ≥ 2")
+	}
+	g, err := topology.Parse(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Rate = rate
+	n, err := NewNetwork(g, cfg, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	serial, err := NewCore(n, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc, _ := NewCore(n, cfg)
+	par := newPartitioned(pc, P)
+	defer par.stop()
+	R := float64(g.NumNodes())
+	for i := 0; i < int(max(100, 2e5/R)); i++ { // reach steady state
+		serial.Tick()
+		par.Tick()
+	}
+	slice := int(max(1, 1e5/R))
+	var ts, tp time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		m := min(slice, b.N-done)
+		runtime.GOMAXPROCS(1)
+		t0 := time.Now()
+		for j := 0; j < m; j++ {
+			serial.Tick()
+		}
+		ts += time.Since(t0)
+		runtime.GOMAXPROCS(P)
+		t0 = time.Now()
+		for j := 0; j < m; {
+			j += par.TickUpTo(m - j)
+		}
+		tp += time.Since(t0)
+		done += m
+	}
+	b.StopTimer()
+	if a, c := serial.sum(), pc.sum(); a.moved != c.moved || a.ejFlits != c.ejFlits || a.latSum != c.latSum || serial.now != pc.now {
+		b.Fatalf("serial and %d partitions diverged: %d/%d flit moves, %d/%d ejected", P, a.moved, c.moved, a.ejFlits, c.ejFlits)
+	}
+	S := ts.Seconds() / tp.Seconds()
+	f := (1 - 1/S) / (1 - 1/float64(P))
+	b.ReportMetric(R*float64(b.N)/ts.Seconds(), "router-cycles/s@1")
+	b.ReportMetric(R*float64(b.N)/tp.Seconds(), fmt.Sprintf("router-cycles/s@%d", P))
+	b.ReportMetric(S, "speedup")
+	b.ReportMetric(f, "parallel-fraction")
+	b.ReportMetric(1/((1-f)+f/16), "amdahl-speedup@16")
+}
+
+// BenchmarkSimCores: the speed-up of one run partitioned over all cores
+// against the same run on one core (go test -run XXX -bench SimCores
+// -benchtime 60x ./sim; -cpu sets the cores).
+func BenchmarkSimCores(b *testing.B) {
+	for _, tc := range []struct {
+		spec string
+		rate float64
+	}{{"torus:32x32x32", 0.1}, {"torus:16x16x16", 0.2}, {"torus:64x32", 0.1}} {
+		b.Run(fmt.Sprintf("%s@%g", tc.spec, tc.rate), func(b *testing.B) { benchCores(b, tc.spec, tc.rate) })
+	}
+}

@@ -383,8 +383,9 @@ func TestStagedDeterminism(t *testing.T) {
 	})
 }
 
-// checkPartitioned runs cfg on spec serially and on 2 and 3 partitions
-// and fails unless all runs conserve flits and give the same result.
+// checkPartitioned runs cfg on spec serially and on 2, 3, 4 and 8
+// partitions and fails unless all runs conserve flits and give the same
+// result.
 func checkPartitioned(t *testing.T, spec string, cfg Config) {
 	n := mustNet(t, spec, cfg)
 	a, err := Run(n, cfg)
@@ -396,7 +397,7 @@ func checkPartitioned(t *testing.T, spec string, cfg Config) {
 	}
 	defer func(m int) { minRoutersPerPart = m }(minRoutersPerPart)
 	minRoutersPerPart = 1
-	for _, w := range []int{2, 3} {
+	for _, w := range []int{2, 3, 4, 8} {
 		pc := cfg
 		pc.Workers = w
 		b, err := Run(n, pc)

@@ -187,9 +187,9 @@ type Config struct {
 	LocalSpeedup int
 	// Force runs configurations whose deadlock freedom cannot be shown.
 	Force bool
-	// Workers > 1 partitions routers over goroutines inside one run
-	// (networks of at least 1 024 routers per partition; smaller ones
-	// run serially, which is faster there).
+	// Workers > 1 partitions routers over goroutines inside one run (at
+	// most one partition per 128 routers; smaller networks run serially,
+	// which is faster there). The result does not depend on it.
 	Workers int
 }
 

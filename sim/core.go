@@ -149,6 +149,8 @@ type worker struct {
 	outUsed    uint64
 	one        [1]cand
 	vaReqs     []vaReq
+	lastMove   int64    // partitioned runs: 1 + the last cycle this partition moved a flit
+	_          [64]byte // keeps partitions' per-flit counters off each other's cache lines
 }
 
 // vaReq is a head's request for an output VC in one cycle.
@@ -197,7 +199,12 @@ type Core struct {
 	link []flit
 	// lnk holds per output port and slot: bit 0 a flit on the link,
 	// bits 8-15 a credit (VC+1) travelling back to that port's router.
-	lnk []uint16
+	// Both have ls slots per port: a flit sent in cycle t sits in slot
+	// t mod ls and is taken L cycles later. A serial core has ls = L; a
+	// partitioned one ls = L + ahead (setAhead), so partitions that run up
+	// to ahead cycles between exchanges never touch the same slot.
+	lnk       []uint16
+	ls, ahead int
 
 	rrIn  []uint16 // switch allocation: next crossbar input to favour, by output port
 	rrVC  []uint8  // switch allocation: next VC to propose, by crossbar input (port·inSpeed + v mod inSpeed)
@@ -232,6 +239,7 @@ type Core struct {
 // was built with).
 func NewCore(n *Network, cfg Config) (*Core, error) {
 	c := &Core{n: n, cfg: cfg, V: n.V, B: n.cfg.Buf, L: n.cfg.LinkLatency, Dr: int64(n.cfg.routerDelay())}
+	c.ls = c.L
 	if n.cfg.Router == RouterStaged {
 		c.vcGap = int32(n.cfg.Stages.Gap())
 	}
@@ -326,7 +334,7 @@ func (c *Core) setInjection(cfg Config) {
 func (c *Core) allocBuffers() {
 	n := c.n
 	np := len(n.gpChan)
-	V, B, L := c.V, c.B, c.L
+	V, B := c.V, c.B
 	c.buf = make([]flit, np*V*B)
 	c.bHead = make([]int32, np*V)
 	c.bLen = make([]int32, np*V)
@@ -353,8 +361,8 @@ func (c *Core) allocBuffers() {
 		c.owner[i] = -1
 		c.credit[i] = int32(B)
 	}
-	c.link = make([]flit, np*L)
-	c.lnk = make([]uint16, np*L)
+	c.link = make([]flit, np*c.ls)
+	c.lnk = make([]uint16, np*c.ls)
 	c.rrIn = make([]uint16, np)
 	c.rrVC = make([]uint8, np*c.inSpeed)
 	if c.cqLen > 0 {
@@ -480,6 +488,13 @@ func (c *Core) Tick() {
 	c.endCycle()
 }
 
+// TickUpTo simulates one cycle (a serial core gains nothing from running
+// several at once) and returns 1.
+func (c *Core) TickUpTo(int) int {
+	c.Tick()
+	return 1
+}
+
 // endCycle advances the clock and watches for deadlock.
 func (c *Core) endCycle() {
 	c.now++
@@ -499,8 +514,7 @@ func (c *Core) endCycle() {
 // credits off the links, generate and inject terminal traffic.
 func (c *Core) receive(w *worker, r int, t int64) {
 	n := c.n
-	L := int64(c.L)
-	s := int(t % L)
+	s := int((t + int64(c.ls-c.L)) % int64(c.ls)) // the slot of cycle t-L
 	base := int(n.portStart[r])
 	end := int(n.portStart[r+1])
 	V := c.V
@@ -509,7 +523,7 @@ func (c *Core) receive(w *worker, r int, t int64) {
 		if up < 0 {
 			continue
 		}
-		i := int(up)*c.L + s
+		i := int(up)*c.ls + s
 		x := c.lnk[i]
 		if x == 0 {
 			continue
@@ -1074,12 +1088,12 @@ func (c *Core) traverse(w *worker, r, iv, gp int, t int64) {
 		}
 	}
 	w.st.moved++
-	slot := int(t % int64(c.L))
+	slot := int(t % int64(c.ls))
 	if n.gpChan[gp] >= 0 {
 		if c.cq != nil {
 			c.cq[int64(gp)*c.cqLen+(t+c.cqDelay)%c.cqLen] |= 1 << uint(v)
 		} else {
-			c.lnk[gp*c.L+slot] |= uint16(v+1) << 8
+			c.lnk[gp*c.ls+slot] |= uint16(v+1) << 8
 		}
 	}
 	ovc := int(c.ivOut[iv])
@@ -1099,8 +1113,8 @@ func (c *Core) traverse(w *worker, r, iv, gp int, t int64) {
 	}
 	c.credit[ovc]--
 	f.vc = uint8(ov)
-	c.link[og*c.L+slot] = f
-	c.lnk[og*c.L+slot] |= 1
+	c.link[og*c.ls+slot] = f
+	c.lnk[og*c.ls+slot] |= 1
 }
 
 // holdForTailCredit keeps output VC ovc (VC ov of port og) allocated after

@@ -1,90 +1,259 @@
 package sim
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// maxAhead bounds the cycles partitions run between two exchanges (the
+// lookahead; it is also min(L, maxAhead) extra slots on every link).
+const maxAhead = 4
 
 // partitioned ticks a core with its routers split into contiguous ranges,
-// one goroutine per range, and a barrier between the receive and the
-// switch phase of every cycle. Routers only write their own state in each
-// phase, so the result is identical to serial ticking. It is a driver
-// around the core, which itself stays free of goroutines.
+// one goroutine per range. A flit or credit sent in cycle t is taken off
+// its link L ≥ 1 cycles later and lands in a slot no one reads or writes
+// before then (see Core.ls), so within one cycle a partition may receive
+// and step its routers without waiting for the others, and it may run up
+// to Core.ahead ≤ L cycles before it must see their flits and credits:
+// partitions synchronise once per batch of cycles, not twice per cycle.
+// Every router reads only its own state and the link slots written at
+// least L cycles before, and writes only its own state, so the result is
+// identical to serial ticking whatever the number of partitions. It is a
+// driver around the core, which itself stays free of goroutines.
 type partitioned struct {
-	c     *Core
-	k     int
-	start []chan uint8
-	wg    sync.WaitGroup
-}
+	c *Core
+	k int
 
-const (
-	phaseReceive uint8 = iota
-	phaseStep
-	phaseStop
-)
+	// A batch: cycles t0 … t0+n-1; set by Tick before gen moves.
+	t0   int64
+	n    int
+	quit bool
+
+	_    [64]byte
+	gen  atomic.Uint64 // batches released
+	_    [56]byte
+	left atomic.Int32 // partitions still running the current batch
+	_    [60]byte
+
+	workers, main parker
+	wg            sync.WaitGroup
+}
 
 func newPartitioned(c *Core, k int) *partitioned {
 	R := len(c.n.portStart) - 1
 	k = max(1, min(k, R))
-	// Balance by ports (the work of a router grows with its ports).
-	total := int(c.n.portStart[R])
 	old := c.workers[0].st
 	c.workers = make([]worker, k)
 	c.workers[0].st = old
-	r := 0
-	for i := 0; i < k; i++ {
-		c.workers[i].lo = r
-		target := total * (i + 1) / k
-		for r < R && (int(c.n.portStart[r]) < target || i == k-1) {
-			r++
-		}
-		c.workers[i].hi = r
+	c.balance(k)
+	if c.ahead == 0 {
+		c.setAhead(min(c.L, maxAhead))
 	}
-	p := &partitioned{c: c, k: k, start: make([]chan uint8, k)}
+	for i := range c.workers {
+		c.workers[i].lastMove = c.lastMoveCycle
+	}
+	p := &partitioned{c: c, k: k}
+	// Spinning pays only while every partition has a thread to itself.
+	spin := 0
+	if k <= runtime.GOMAXPROCS(0) {
+		spin = spinChecks
+	}
+	p.workers.init(spin)
+	p.main.init(spin)
+	p.wg.Add(k - 1)
 	for i := 1; i < k; i++ {
-		p.start[i] = make(chan uint8, 1)
 		go p.loop(i)
 	}
 	return p
 }
 
-func (p *partitioned) loop(i int) {
-	w := &p.c.workers[i]
-	for ph := range p.start[i] {
-		if ph == phaseStop {
-			return
+// balance splits the routers into k contiguous ranges of about equal
+// work: a router costs its ports plus its terminal's injection.
+func (c *Core) balance(k int) {
+	n := c.n
+	R := len(n.portStart) - 1
+	cost := func(r int) int {
+		w := int(n.portStart[r+1] - n.portStart[r])
+		if n.termOf[r] >= 0 {
+			w++
 		}
-		p.phase(w, ph)
-		p.wg.Done()
+		return w
+	}
+	total := 0
+	for r := 0; r < R; r++ {
+		total += cost(r)
+	}
+	r, acc := 0, 0
+	for i := 0; i < k; i++ {
+		c.workers[i].lo = r
+		target := total * (i + 1) / k
+		// At least one router, and one left for every later partition.
+		for r < R-(k-1-i) && (r == c.workers[i].lo || acc < target || i == k-1) {
+			acc += cost(r)
+			r++
+		}
+		c.workers[i].hi = r
 	}
 }
 
-func (p *partitioned) phase(w *worker, ph uint8) {
+func (p *partitioned) loop(i int) {
+	defer p.wg.Done()
+	w := &p.c.workers[i]
+	var seen uint64
+	for {
+		p.workers.wait(func() bool { return p.gen.Load() != seen })
+		seen = p.gen.Load()
+		if p.quit {
+			return
+		}
+		p.run(w)
+		if p.left.Add(-1) == 0 {
+			p.main.wake()
+		}
+	}
+}
+
+// run simulates the current batch on one partition's routers.
+func (p *partitioned) run(w *worker) {
 	c := p.c
-	t := c.now
-	if ph == phaseReceive {
+	for t := p.t0; t < p.t0+int64(p.n); t++ {
+		m0 := w.st.moved
 		for r := w.lo; r < w.hi; r++ {
 			c.receive(w, r, t)
 		}
-		return
-	}
-	for r := w.lo; r < w.hi; r++ {
-		c.step(w, r, t)
+		for r := w.lo; r < w.hi; r++ {
+			c.step(w, r, t)
+		}
+		if w.st.moved != m0 {
+			w.lastMove = t + 1
+		}
 	}
 }
 
 // Tick simulates one cycle on all partitions.
-func (p *partitioned) Tick() {
-	for _, ph := range [2]uint8{phaseReceive, phaseStep} {
-		p.wg.Add(p.k - 1)
-		for i := 1; i < p.k; i++ {
-			p.start[i] <- ph
-		}
-		p.phase(&p.c.workers[0], ph)
-		p.wg.Wait()
+func (p *partitioned) Tick() { p.batch(1) }
+
+// TickUpTo simulates up to k ≥ 1 cycles on all partitions in one batch and
+// returns how many: no more than the lookahead, and never past a cycle at
+// which the deadlock watchdog looks (so a batch ends where a serial run
+// would stop).
+func (p *partitioned) TickUpTo(k int) int {
+	c := p.c
+	n := min(k, c.ahead, int(c.dlWindow-c.now%c.dlWindow))
+	p.batch(max(1, n))
+	return max(1, n)
+}
+
+func (p *partitioned) batch(n int) {
+	c := p.c
+	p.t0, p.n = c.now, n
+	p.left.Store(int32(p.k - 1))
+	p.gen.Add(1)
+	p.workers.wake()
+	p.run(&c.workers[0])
+	p.main.wait(func() bool { return p.left.Load() == 0 })
+	c.endBatch(n)
+}
+
+// endBatch advances the clock by the n cycles the partitions ran, takes
+// the last cycle with a flit movement from them and runs the deadlock
+// watchdog where the serial endCycle would.
+func (c *Core) endBatch(n int) {
+	c.now += int64(n)
+	var moved int64
+	for i := range c.workers {
+		w := &c.workers[i]
+		moved += w.st.moved
+		c.lastMoveCycle = max(c.lastMoveCycle, w.lastMove)
 	}
-	p.c.endCycle()
+	c.lastMoved = moved
+	if c.now%c.dlWindow == 0 && c.deadlock == nil {
+		c.checkDeadlock()
+	}
 }
 
 func (p *partitioned) stop() {
-	for i := 1; i < p.k; i++ {
-		p.start[i] <- phaseStop
+	p.quit = true
+	p.gen.Add(1)
+	p.workers.wake()
+	p.wg.Wait()
+}
+
+// parker waits for a condition another goroutine makes true: it spins
+// first (a batch of a few hundred routers takes tens of microseconds, far
+// less than parking and waking a goroutine), then yields, then sleeps
+// until woken.
+type parker struct {
+	spin     int // checks of the condition in a tight loop before yielding
+	mu       sync.Mutex
+	cond     sync.Cond
+	sleepers atomic.Int32
+}
+
+func (k *parker) init(spin int) { k.spin, k.cond.L = spin, &k.mu }
+
+const (
+	spinChecks  = 4000 // checks of the condition in a tight loop
+	yieldChecks = 200  // then checks with a yield to the scheduler between
+)
+
+func (k *parker) wait(ready func() bool) {
+	for i := 0; i < k.spin; i++ {
+		if ready() {
+			return
+		}
 	}
+	for i := 0; i < yieldChecks; i++ {
+		if ready() {
+			return
+		}
+		runtime.Gosched()
+	}
+	k.mu.Lock()
+	k.sleepers.Add(1)
+	for !ready() {
+		k.cond.Wait()
+	}
+	k.sleepers.Add(-1)
+	k.mu.Unlock()
+}
+
+// wake wakes the goroutines asleep in wait; call it after making their
+// condition true. A waiter counts itself asleep before its last check of
+// the condition, so either wake sees it or it sees the condition.
+func (k *parker) wake() {
+	if k.sleepers.Load() > 0 {
+		k.mu.Lock()
+		k.cond.Broadcast()
+		k.mu.Unlock()
+	}
+}
+
+// setAhead lets partitions run up to ahead ≤ L cycles between exchanges:
+// it widens the link slots to L + ahead per port and the credit pipeline
+// to cqDelay + ahead slots, moving what is in flight to its new slot.
+func (c *Core) setAhead(ahead int) {
+	now := c.now
+	ls := c.L + ahead
+	link := make([]flit, len(c.link)/c.ls*ls)
+	lnk := make([]uint16, len(link))
+	for gp := 0; gp < len(c.lnk)/c.ls; gp++ {
+		for t := max(0, now-int64(c.L)); t < now; t++ {
+			o, n := gp*c.ls+int(t%int64(c.ls)), gp*ls+int(t%int64(ls))
+			link[n], lnk[n] = c.link[o], c.lnk[o]
+		}
+	}
+	c.link, c.lnk, c.ls, c.ahead = link, lnk, ls, ahead
+	if c.cq == nil {
+		return
+	}
+	qlen := max(c.cqDelay+int64(ahead), c.ejDelay)
+	cq := make([]uint64, int64(len(c.cq))/c.cqLen*qlen)
+	for gp := int64(0); gp < int64(len(c.cq))/c.cqLen; gp++ {
+		for a := now; a < now+c.cqLen; a++ {
+			cq[gp*qlen+a%qlen] = c.cq[gp*c.cqLen+a%c.cqLen]
+		}
+	}
+	c.cq, c.cqLen = cq, qlen
 }

@@ -106,8 +106,12 @@ func Run(n *Network, cfg Config) (Point, error) {
 	return c.Measure()
 }
 
-// ticker advances a core one cycle (serially or partitioned).
-type ticker interface{ Tick() }
+// ticker advances a core one cycle (serially or partitioned), or up to k
+// cycles where it can run several at once (returning how many).
+type ticker interface {
+	Tick()
+	TickUpTo(k int) int
+}
 
 // Measure runs the warm-up, measurement and drain phases on a fresh core:
 //
@@ -132,10 +136,10 @@ func (c *Core) Measure() (Point, error) {
 	return c.measure(c)
 }
 
-// minRoutersPerPart is the fewest routers a partition needs to pay for the
-// two barriers of every cycle (see BenchmarkPartition: on 8x8 two
-// partitions are slower than one).
-var minRoutersPerPart = 1024
+// minRoutersPerPart is the fewest routers a partition needs to pay for
+// its exchanges with the others (one per cycle, or per batch of up to
+// Core.ahead cycles).
+var minRoutersPerPart = 128
 
 // partitions returns how many goroutines tick this core: Config.Workers,
 // but no more than the network has partitions of minRoutersPerPart
@@ -173,8 +177,8 @@ func (c *Core) measure(tk ticker) (Point, error) {
 
 // runFor ticks k cycles; false if a deadlock stopped it.
 func (c *Core) runFor(tk ticker, k int) bool {
-	for i := 0; i < k; i++ {
-		tk.Tick()
+	for i := 0; i < k; {
+		i += tk.TickUpTo(k - i)
 		if c.deadlock != nil {
 			return false
 		}

@@ -301,7 +301,7 @@ func TestDeterminism(t *testing.T) {
 	}
 	defer func(m int) { minRoutersPerPart = m }(minRoutersPerPart)
 	minRoutersPerPart = 1 // partition even this small network
-	for _, w := range []int{2, 3} {
+	for _, w := range []int{2, 3, 4, 8} {
 		pc := cfg
 		pc.Workers = w
 		c, err := Run(n, pc)
