@@ -189,14 +189,6 @@ func rgDistances(r *Router, active []int, inSet []bool) map[[2]int]int {
 	return out
 }
 
-type bruteCase struct {
-	spec    string
-	order   bool
-	fail    float64
-	subset  bool
-	nodeOut bool
-}
-
 // randomScenario draws failed links, a direction order and a set.
 func randomScenario(t *testing.T, rng *rand.Rand, spec string, failFrac float64, subset, randomOrder, failNode bool) (*topology.Graph, Order, []int, []int, []bool) {
 	g := mustTorus(t, spec)

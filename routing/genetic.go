@@ -165,7 +165,7 @@ func (r *Router) BuildGenetic(active, transit []int, o GeneticOptions) (*Table, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := r.verifyBuilt(nil, tb, o.Workers); err != nil {
+	if err := r.verifyBuilt(context.TODO(), tb, o.Workers); err != nil {
 		return nil, nil, err
 	}
 	if tb.Stats.PiMax > bfs.Stats.PiMax || (bfs.DeadlockFree && !tb.DeadlockFree) {

@@ -2,7 +2,6 @@ package routing
 
 import (
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
 )
 
@@ -423,6 +422,3 @@ func orderOf(rank []int8) []Dir {
 	}
 	return o
 }
-
-// popcount16 counts accepted dependencies in a mask.
-func popcount16(x uint16) int { return bits.OnesCount16(x) }

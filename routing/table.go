@@ -325,7 +325,7 @@ func (r *Router) BuildUnverifiedContext(ctx context.Context, active, transit []i
 }
 
 // Verify verifies a table from BuildUnverified as BuildTable does.
-func (r *Router) Verify(tb *Table) error { return r.verifyBuilt(nil, tb, 0) }
+func (r *Router) Verify(tb *Table) error { return r.verifyBuilt(context.Background(), tb, 0) }
 
 // VerifyContext is Verify stopped when ctx ends (with its error; the
 // table then counts as not verified).

@@ -60,7 +60,7 @@ func Violations(tb *Table) []Violation {
 }
 
 func (r *Router) verifyTable(tb *Table, workers int) *Report {
-	return r.verifyTableContext(nil, tb, workers)
+	return r.verifyTableContext(context.Background(), tb, workers)
 }
 
 // verifyTableContext is verifyTable that stops early when ctx (if not
@@ -374,27 +374,6 @@ func (rc *routeChecker) report(ws []*verifyWorker) *Report {
 	}
 	rep.Cycle = r.deadlockCycle(lc, deps)
 	return rep
-}
-
-// verifyRoutes checks n routes given by get (see routeChecker) on all
-// cores and returns the report.
-func (r *Router) verifyRoutes(n int, get func(i int, buf []Dir) (src, dst int, dirs []Dir), set []int, inSet []bool, workers int) *Report {
-	rc := r.newRouteChecker(set, inSet)
-	nw := par.Workers(workers)
-	if n < 4096 {
-		nw = 1
-	}
-	ws := make([]*verifyWorker, nw)
-	for i := range ws {
-		ws[i] = rc.newWorker()
-	}
-	par.For(n, nw, func(wi, i int) {
-		w := ws[wi]
-		var src, dst int
-		src, dst, w.dirs = get(i, w.dirs[:0])
-		rc.check(w, i, src, dst, w.dirs)
-	})
-	return rc.report(ws)
 }
 
 // checkRoute walks one route; on success w.chans holds its channels.
