@@ -26,7 +26,9 @@ func coreCounts() []int {
 // machine's load hits both alike), and reports the wall seconds of each
 // and the speed-up over one core (and the CPU seconds of each: on a
 // shared machine the wall times only mean something at a load average
-// well below the number of cores). Cases: every node of 16x16x16 under
+// well below the number of cores), the share of the wall time spent
+// outside the pool of workers (the serial steps before and after the
+// rounds) and how many times a pool worker found nothing to do. Cases: every node of 16x16x16 under
 // angara*, and the 32x32x32 job of BenchmarkJobTable (4 096 active, 2 048
 // transit, 10 failed links; the router is built outside the timing). The
 // tables built with each core count must be identical.
@@ -59,6 +61,12 @@ func BenchmarkBuildTableCores(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			wall := make([]time.Duration, len(procs))
 			cpu := make([]time.Duration, len(procs))
+			serial := make([]time.Duration, len(procs))
+			waits := make([]int, len(procs))
+			var poolStart, poolEnd time.Time
+			var poolWaits int
+			poolObserved = func(start, end time.Time, w int) { poolStart, poolEnd, poolWaits = start, end, w }
+			defer func() { poolObserved = nil }()
 			var first *Table
 			iter := 0
 			for b.Loop() {
@@ -74,8 +82,11 @@ func BenchmarkBuildTableCores(b *testing.B) {
 					old := runtime.GOMAXPROCS(procs[k])
 					start, c0 := time.Now(), cpuTime()
 					tb, err := c.r.BuildTableOpts(c.active, c.transit, BFS, TableOptions{})
-					wall[k] += time.Since(start)
+					end := time.Now()
+					wall[k] += end.Sub(start)
 					cpu[k] += cpuTime() - c0
+					serial[k] += poolStart.Sub(start) + end.Sub(poolEnd)
+					waits[k] += poolWaits
 					runtime.GOMAXPROCS(old)
 					if err != nil || !tb.DeadlockFree {
 						b.Fatal(err)
@@ -92,6 +103,8 @@ func BenchmarkBuildTableCores(b *testing.B) {
 			for k, p := range procs {
 				b.ReportMetric(wall[k].Seconds()/float64(iter), fmt.Sprintf("s-%dcore", p))
 				b.ReportMetric(cpu[k].Seconds()/float64(iter), fmt.Sprintf("cpu-s-%dcore", p))
+				b.ReportMetric(100*serial[k].Seconds()/wall[k].Seconds(), fmt.Sprintf("outside-pool-%%-%dcore", p))
+				b.ReportMetric(float64(waits[k])/float64(iter), fmt.Sprintf("idle-waits-%dcore", p))
 				if k > 0 {
 					b.ReportMetric(wall[0].Seconds()/wall[k].Seconds(), fmt.Sprintf("x-%dcore", p))
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/icn-hpc/icn/internal/par"
 )
@@ -92,6 +93,7 @@ type tableJob struct {
 	vHead     int     // next source of verifyQ to verify
 	vOff      int     // next destination (table index) of that source
 	last      bool    // no round after the current one
+	waits     int     // times a worker found nothing to do
 	err       error
 	errSeq    int // the position of the source err belongs to
 }
@@ -105,8 +107,16 @@ func (j *tableJob) fail(seq int, err error) {
 	}
 }
 
+// poolObserved, if set (benchmarks), is told when each pool of workers
+// started and ended and how many times its workers had nothing to do.
+var poolObserved func(start, end time.Time, waits int)
+
 // run runs the rounds from the first one to the end, with nw workers.
 func (j *tableJob) run(first []int, nw int) error {
+	if poolObserved != nil {
+		start := time.Now()
+		defer func() { poolObserved(start, time.Now(), j.waits) }()
+	}
 	j.cond.L = &j.mu
 	j.round = first
 	j.unreached = make([]int, j.B)
@@ -201,6 +211,7 @@ func (j *tableJob) work(wi int) {
 		case (j.last || j.err != nil) && j.inflight == 0 && j.storing == 0 && len(j.stores) == 0:
 			return // a verification task may still run on another worker
 		default:
+			j.waits++
 			j.cond.Wait()
 		}
 	}
