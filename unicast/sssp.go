@@ -2,6 +2,7 @@ package unicast
 
 import (
 	"math"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/icn-hpc/icn/internal/par"
@@ -84,11 +85,13 @@ func routeSSSPWith(f *Fabric, o Options, ds []dest, adj *swAdj, trees []bfsTree,
 			col[lid*S+s] = noPort
 		}
 	})
+	// A team larger than GOMAXPROCS would wait at every barrier for a
+	// member that has no processor.
 	var err error
-	if workers < 2 || S < ssspTeamMinSwitches {
+	if n := min(workers, runtime.GOMAXPROCS(0)); n < 2 || S < ssspTeamMinSwitches {
 		err = st.routeAll(o, ds, col)
 	} else {
-		err = newTeam(workers).run(func(m *member) error { return st.routeAllTeam(m, o, ds, col) })
+		err = newTeam(n).run(func(m *member) error { return st.routeAllTeam(m, o, ds, col) })
 	}
 	if err != nil {
 		return nil, nil, err
