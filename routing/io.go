@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/icn-hpc/icn/internal/par"
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -63,21 +64,34 @@ func putJSONField(bw *bufio.Writer, key string, v any, last bool) {
 	bw.WriteString("\n")
 }
 
-// writeJSONRoutes writes the "routes" array, one route object per line.
+// writeJSONRoutes writes the "routes" array, one route object per line:
+// the routes of a window of sources are encoded on all cores, one buffer
+// per source, and written in order.
 func (tb *Table) writeJSONRoutes(bw *bufio.Writer) {
 	g := tb.Graph()
 	bw.WriteString("  \"routes\": [")
-	var dirs []Dir
-	var b []byte
-	for i := 0; i < tb.NumRoutes(); i++ {
-		src, dst := tb.Pair(i)
-		dirs = tb.AppendDirs(i, dirs[:0])
-		b = b[:0]
-		if i > 0 {
-			b = append(b, ',')
+	m := len(tb.Active)
+	nw := tableWorkers(0, m)
+	window := 4 * nw
+	bufs := make([][]byte, window)
+	dirs := make([][]Dir, nw)
+	for a0 := 0; a0 < m; a0 += window {
+		a1 := min(a0+window, m)
+		par.For(a1-a0, nw, func(wi, k int) {
+			b := bufs[k][:0]
+			for i := (a0 + k) * (m - 1); i < (a0+k+1)*(m-1); i++ {
+				src, dst := tb.Pair(i)
+				dirs[wi] = tb.AppendDirs(i, dirs[wi][:0])
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendRouteJSON(b, g, src, dst, dirs[wi])
+			}
+			bufs[k] = b
+		})
+		for _, b := range bufs[:a1-a0] {
+			bw.Write(b)
 		}
-		b = appendRouteJSON(b, g, src, dst, dirs)
-		bw.Write(b)
 	}
 	if tb.NumRoutes() > 0 {
 		bw.WriteString("\n  ")

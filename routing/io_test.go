@@ -1,8 +1,10 @@
 package routing
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -316,3 +318,38 @@ func FuzzReadNodeTables(f *testing.F) {
 }
 
 var _ = topology.Parse
+
+// TestJSONRoutesParallel checks that the routes array, encoded a window
+// of sources at a time on all cores, is byte for byte the route-by-route
+// encoding, at 1, 2 and 3 cores (8x8x4 has 256 sources: several windows).
+func TestJSONRoutesParallel(t *testing.T) {
+	g := mustTorus(t, "8x8x4")
+	r := mustRouter(t, g, AngaraStar)
+	tb, err := r.BuildTable(allNodes(g.NumNodes()), nil, BFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	want.WriteString("  \"routes\": [")
+	var b []byte
+	for i := 0; i < tb.NumRoutes(); i++ {
+		src, dst := tb.Pair(i)
+		b = b[:0]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		want.Write(appendRouteJSON(b, g, src, dst, tb.AppendDirs(i, nil)))
+	}
+	want.WriteString("\n  ],\n")
+	for _, p := range []int{1, 2, 3} {
+		old := runtime.GOMAXPROCS(p)
+		var got bytes.Buffer
+		bw := bufio.NewWriter(&got)
+		tb.writeJSONRoutes(bw)
+		bw.Flush()
+		runtime.GOMAXPROCS(old)
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("GOMAXPROCS %d: the routes array differs from the route-by-route encoding (%d vs %d bytes)", p, got.Len(), want.Len())
+		}
+	}
+}
