@@ -138,22 +138,24 @@ func benchCores(b *testing.B, spec string, rate float64) {
 		par.Tick()
 	}
 	slice := int(max(1, 1e5/R))
-	var ts, tp time.Duration
+	var ts, tp, cs, cp time.Duration
 	b.ResetTimer()
 	for done := 0; done < b.N; {
 		m := min(slice, b.N-done)
 		runtime.GOMAXPROCS(1)
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		for j := 0; j < m; j++ {
 			serial.Tick()
 		}
 		ts += time.Since(t0)
+		cs += cpuTime() - c0
 		runtime.GOMAXPROCS(P)
-		t0 = time.Now()
+		t0, c0 = time.Now(), cpuTime()
 		for j := 0; j < m; {
 			j += par.TickUpTo(m - j)
 		}
 		tp += time.Since(t0)
+		cp += cpuTime() - c0
 		done += m
 	}
 	b.StopTimer()
@@ -167,6 +169,8 @@ func benchCores(b *testing.B, spec string, rate float64) {
 	b.ReportMetric(S, "speedup")
 	b.ReportMetric(f, "parallel-fraction")
 	b.ReportMetric(1/((1-f)+f/16), "amdahl-speedup@16")
+	b.ReportMetric(cs.Seconds()/ts.Seconds(), "cores-used@1")
+	b.ReportMetric(cp.Seconds()/tp.Seconds(), fmt.Sprintf("cores-used@%d", P))
 }
 
 // BenchmarkSimCores: the speed-up of one run partitioned over all cores

@@ -37,6 +37,8 @@ type partitioned struct {
 	_    [60]byte
 
 	workers, main parker
+	spin          bool // waiters may spin before they sleep
+	mainSpin      spinBudget
 	wg            sync.WaitGroup
 }
 
@@ -55,12 +57,10 @@ func newPartitioned(c *Core, k int) *partitioned {
 	}
 	p := &partitioned{c: c, k: k}
 	// Spinning pays only while every partition has a thread to itself.
-	spin := 0
-	if k <= runtime.GOMAXPROCS(0) {
-		spin = spinChecks
-	}
-	p.workers.init(spin)
-	p.main.init(spin)
+	p.spin = k <= runtime.GOMAXPROCS(0)
+	p.mainSpin = newSpinBudget(p.spin)
+	p.workers.init()
+	p.main.init()
 	p.wg.Add(k - 1)
 	for i := 1; i < k; i++ {
 		go p.loop(i)
@@ -101,8 +101,9 @@ func (p *partitioned) loop(i int) {
 	defer p.wg.Done()
 	w := &p.c.workers[i]
 	var seen uint64
+	sb := newSpinBudget(p.spin)
 	for {
-		p.workers.wait(func() bool { return p.gen.Load() != seen })
+		p.workers.wait(&sb, func() bool { return p.gen.Load() != seen })
 		seen = p.gen.Load()
 		if p.quit {
 			return
@@ -152,7 +153,7 @@ func (p *partitioned) batch(n int) {
 	p.gen.Add(1)
 	p.workers.wake()
 	p.run(&c.workers[0])
-	p.main.wait(func() bool { return p.left.Load() == 0 })
+	p.main.wait(&p.mainSpin, func() bool { return p.left.Load() == 0 })
 	c.endBatch(n)
 }
 
@@ -185,25 +186,40 @@ func (p *partitioned) stop() {
 // less than parking and waking a goroutine), then yields, then sleeps
 // until woken.
 type parker struct {
-	spin     int // checks of the condition in a tight loop before yielding
 	mu       sync.Mutex
 	cond     sync.Cond
 	sleepers atomic.Int32
 }
 
-func (k *parker) init(spin int) { k.spin, k.cond.L = spin, &k.mu }
+func (k *parker) init() { k.cond.L = &k.mu }
+
+// spinBudget is one waiter's number of condition checks in a tight loop
+// before it yields: it doubles (up to maxSpin) after a wait that spinning
+// ended and halves after one that had to yield or sleep, so a waiter
+// whose partner is slow or descheduled (more goroutines than free cores)
+// soon stops burning the time its partner needs.
+type spinBudget struct{ n, max int }
 
 const (
-	spinChecks  = 4000 // checks of the condition in a tight loop
-	yieldChecks = 200  // then checks with a yield to the scheduler between
+	maxSpin     = 4096 // checks of the condition in a tight loop, at most
+	yieldChecks = 50   // then checks with a yield to the scheduler between
 )
 
-func (k *parker) wait(ready func() bool) {
-	for i := 0; i < k.spin; i++ {
+func newSpinBudget(spin bool) spinBudget {
+	if !spin {
+		return spinBudget{}
+	}
+	return spinBudget{n: maxSpin, max: maxSpin}
+}
+
+func (k *parker) wait(sb *spinBudget, ready func() bool) {
+	for i := 0; i < sb.n; i++ {
 		if ready() {
+			sb.n = min(sb.max, 2*sb.n)
 			return
 		}
 	}
+	sb.n = max(min(sb.max, 16), sb.n/2)
 	for i := 0; i < yieldChecks; i++ {
 		if ready() {
 			return
