@@ -191,6 +191,7 @@ type bfsSearch struct {
 	// reached at a node later than the node's first arrival then lies on
 	// no chosen route and is not expanded.
 	geodesic bool
+	tune     *tuning
 }
 
 func (b *bfsSearch) newWorker() *bfsWorker {
@@ -419,9 +420,6 @@ func (b *bfsSearch) encode(w *bfsWorker, j int, a *automaton) routeEnc {
 	return e
 }
 
-// geodesicPrune enables geodesicSet (tests turn it off to compare).
-var geodesicPrune = true
-
 // geodesicSet reports whether the set prepared in s is a fault-free box
 // (it fills a rectangle of the torus without a failed link inside). Then
 // every rule gives each pair of set nodes a legal route as short as their
@@ -433,7 +431,7 @@ var geodesicPrune = true
 // no shortest route and can be left out without changing any route,
 // distance, discovery order or dominance test of the vertices that are.
 func (r *Router) geodesicSet(s *scratch) bool {
-	if !geodesicPrune {
+	if r.tune.noGeodesicPrune {
 		return false
 	}
 	box := make([]int32, 0, len(s.act)+len(s.trans))
@@ -542,7 +540,7 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 	if m < 2 {
 		return nil
 	}
-	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s)}
+	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s), tune: &r.tune}
 	// (every node active: the frame starts at 0, the numbering is by id
 	// as translatedNext needs)
 	if ls.n == r.t.nodes && ls.m == ls.n && ls.tix == nil && !slices.Contains(r.up, false) {
@@ -553,7 +551,7 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 		B = tableBatch(m)
 	}
 	B = min(B, m)
-	nw := tableWorkers(o.workers, m)
+	nw := tableWorkers(o.workers, m, r.tune.poolMinRoutes)
 	if o.verify == nil {
 		nw = min(nw, max(B, 2)) // searches, and storing beside them
 	}
@@ -599,15 +597,6 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 	return nil
 }
 
-// maxOrderNodes bounds the active nodes for which the exact order of
-// heuristic 1 is computed up front (an m×m byte matrix of distances).
-var maxOrderNodes = 8192
-
-// cheapOrderNodes: up to this many active nodes the exact order is
-// computed by default (the distance searches cost about a quarter of the
-// table; above, unless asked for, interleaved chains).
-var cheapOrderNodes = 1024
-
 // orderNext returns the step of the order in which the sequential
 // algorithm takes the sources (heuristic 1 needs only distances, which
 // do not depend on the loads): next(cur, done) is the unprocessed node
@@ -620,7 +609,7 @@ func (bs *bfsSearch) orderNext(workers []*bfsWorker, exact bool) func(cur int, d
 	if bs.translate != nil {
 		return bs.translatedNext(workers[0])
 	}
-	if m > maxOrderNodes || (m > cheapOrderNodes && !exact) {
+	if m > bs.tune.maxOrderNodes || (m > bs.tune.cheapOrderNodes && !exact) {
 		return nil
 	}
 	dist := make([]uint8, m*m)
@@ -742,7 +731,7 @@ func (r *Router) minimalSum(active, transit []int, workers int) (int, error) {
 	// numbered by id: the sum does not depend on the numbering, and the
 	// unreachable source reported is the one with the smallest id
 	ls := r.newLocalSet(s, false)
-	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s)}
+	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s), tune: &r.tune}
 	if ls.n == r.t.nodes && ls.m == ls.n && !slices.Contains(r.up, false) {
 		// a whole fault-free torus: every source sees the same distances
 		// (translated), so one search gives the sum

@@ -90,23 +90,17 @@ func sameTable(t *testing.T, name string, a, b *Table) {
 // for these small sets), and that every such table is verified (minimal,
 // legal, deadlock-free).
 func TestBFSWorkersIndependent(t *testing.T) {
-	oldPool := poolMinRoutes
-	poolMinRoutes = 0
-	defer func() { poolMinRoutes = oldPool }()
-	for _, limit := range []int{maxOrderNodes, 0} { // exact order of heuristic 1, interleaved chains
-		old := maxOrderNodes
-		maxOrderNodes = limit
-		bfsWorkersIndependent(t)
-		maxOrderNodes = old
+	for _, limit := range []int{defaultTuning().maxOrderNodes, 0} { // exact order of heuristic 1, interleaved chains
+		bfsWorkersIndependent(t, func(tu *tuning) { tu.poolMinRoutes, tu.maxOrderNodes = 0, limit })
 	}
 }
 
-func bfsWorkersIndependent(t *testing.T) {
+func bfsWorkersIndependent(t *testing.T, tune func(*tuning)) {
 	rng := rand.New(rand.NewPCG(9, 3))
 	compared := 0
 	for _, spec := range []string{"6x6", "4x4x3", "3x3x2x2", "5x4"} {
 		g, order, active, transit, _ := randomScenario(t, rng, spec, 0.04, true, false, false)
-		r, err := NewRouter(g, Rule{Kind: AngaraStar, Order: order})
+		r, err := newTunedRouter(g, Rule{Kind: AngaraStar, Order: order}, tune)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +151,7 @@ func TestTranslatedOrder(t *testing.T) {
 			if err := r.prepareSet(s, allNodes(g.NumNodes()), nil); err != nil {
 				t.Fatal(err)
 			}
-			bs := &bfsSearch{p: r.plan, ls: r.newLocalSet(s, true)}
+			bs := &bfsSearch{p: r.plan, ls: r.newLocalSet(s, true), tune: &r.tune}
 			r.putScratch(s)
 			ws := []*bfsWorker{bs.newWorker()}
 			searched := chainOrder(bs.ls.m, bs.orderNext(ws, true))

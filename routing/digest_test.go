@@ -66,9 +66,7 @@ func (c digestCase) build(t *testing.T, workers int) *Table {
 	}
 	r := mustRouter(t, g, c.kind)
 	if c.interleaved {
-		old := cheapOrderNodes
-		cheapOrderNodes = 0
-		defer func() { cheapOrderNodes = old }()
+		r.tune.cheapOrderNodes = 0
 	}
 	tb, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Workers: workers, ExactOrder: c.exact})
 	if err != nil {

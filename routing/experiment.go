@@ -214,7 +214,7 @@ func runFaultTrials(o FaultOptions, tori []*torus) []faultTrial {
 	par.For(items, workers, func(w, i int) {
 		if ws[w] == nil {
 			ws[w] = &faultWorker{}
-			ws[w].sb.variant = o.variant
+			ws[w].sb.variant, ws[w].sb.closureLimit = o.variant, defaultTuning().closureLimit
 		}
 		ti, trial := i/o.Trials, i%o.Trials
 		res[i] = ws[w].run(tori[ti], automata[tori[ti].n], o.Seed, uint64(ti), uint64(trial), o.Unit == "channel")

@@ -76,7 +76,7 @@ func testFaultExperiment(t *testing.T, unit string) {
 						for _, c := range perm[:f] {
 							up[c] = false
 						}
-						r, err := newRouter(tt, up, Rule{Kind: kind})
+						r, err := newRouter(tt, up, Rule{Kind: kind}, defaultTuning())
 						if err != nil {
 							t.Fatal(err)
 						}

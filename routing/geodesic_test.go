@@ -78,9 +78,9 @@ func TestGeodesicBoxes(t *testing.T) {
 			ref, errRef := r.buildRef(active, transit)
 			one, errOne := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 1})
 			fast, errFast := r.BuildUnverified(active, transit, BFS)
-			geodesicPrune = false
+			r.tune.noGeodesicPrune = true
 			plain, errPlain := r.BuildUnverified(active, transit, BFS)
-			geodesicPrune = true
+			r.tune.noGeodesicPrune = false
 			if errRef != nil || errOne != nil || errFast != nil || errPlain != nil {
 				var ue *UnreachableError
 				for _, e := range []error{errRef, errOne, errFast, errPlain} {
@@ -105,9 +105,9 @@ func TestGeodesicBoxes(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					geodesicPrune = false
+					r.tune.noGeodesicPrune = true
 					want, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 4, Workers: 2})
-					geodesicPrune = true
+					r.tune.noGeodesicPrune = false
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -71,7 +71,7 @@ func (tb *Table) writeJSONRoutes(bw *bufio.Writer) {
 	g := tb.Graph()
 	bw.WriteString("  \"routes\": [")
 	m := len(tb.Active)
-	nw := tableWorkers(0, m)
+	nw := tableWorkers(0, m, defaultPoolMinRoutes)
 	window := 4 * nw
 	bufs := make([][]byte, window)
 	dirs := make([][]Dir, nw)

@@ -24,12 +24,6 @@ import (
 // vertices its transitive closure is kept as bit sets (O(1) per test,
 // O(V²/64) per accepted edge); otherwise each test is a search.
 
-// closureLimit bounds the condensed vertex count for the bit-set closure
-// (limit² bits: 8 MiB at 8 192). Above it, each candidate is a search:
-// faster when many rings are broken and many dependencies get accepted
-// (16x16x16 with 15 % of the links failed: 3.5 s instead of 14 s).
-var closureLimit = 8192
-
 // starResult is the outcome of the R_A* construction: extra[c] has bit d
 // set when the dependency from channel c to the channel leaving its
 // destination in direction d was accepted.
@@ -57,6 +51,8 @@ type starBuilder struct {
 	// useClosure: the closure rows answer reachability (else searches)
 	useClosure bool
 	variant    starVariant
+	// closureLimit bounds the condensed vertex count for the closure rows
+	closureLimit int
 	// pre, when set, lists dependencies (as in starResult.extra) offered
 	// before all others (incremental variant).
 	pre []uint16
@@ -69,7 +65,7 @@ func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, erro
 	if !sb.topoOrder(nv) {
 		return res, fmt.Errorf("internal error: the direction-order dependency graph has a cycle with a turn")
 	}
-	sb.useClosure = int(nv) <= closureLimit || sb.variant.bTest != "" // the B test reads the closure rows
+	sb.useClosure = int(nv) <= sb.closureLimit || sb.variant.bTest != "" // the B test reads the closure rows
 	if sb.useClosure {
 		sb.closure(nv)
 	} else {

@@ -91,10 +91,7 @@ func TestAngaraStar(t *testing.T) {
 				t.Fatalf("%s: offered %d accepted %d, recount %d rejected %d", name, offered, accepted, seen, rejected)
 			}
 			// the search mode agrees with the closure
-			old := closureLimit
-			closureLimit = 0
-			r2, err := NewRouter(g, Rule{Kind: AngaraStar, Order: order})
-			closureLimit = old
+			r2, err := newTunedRouter(g, Rule{Kind: AngaraStar, Order: order}, func(tu *tuning) { tu.closureLimit = 0 })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,11 +117,8 @@ func toInts(xs []int32) []int {
 // tests against the R_DOR CDG, a subgraph of theirs, and B(uj,Dj) holds
 // the direction of every channel a path from (uj,Dj) reaches).
 func TestStarVariants(t *testing.T) {
-	old := routerStarVariant
-	defer func() { routerStarVariant = old }()
 	build := func(g *topology.Graph, order Order, v starVariant) *Router {
-		routerStarVariant = v
-		r, err := NewRouter(g, Rule{Kind: AngaraStar, Order: order})
+		r, err := newTunedRouter(g, Rule{Kind: AngaraStar, Order: order}, func(tu *tuning) { tu.star = v })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,15 +117,12 @@ func unitName(u string) string {
 // small 2D–4D tori and reports whether any dependency graph has a cycle
 // with a turn.
 func variantHasCycle(t *testing.T, v starVariant) bool {
-	old := routerStarVariant
-	routerStarVariant = v
-	defer func() { routerStarVariant = old }()
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, spec := range []string{"4x4", "5x3", "4x3x2", "3x3x3", "2x2x2x2", "4x2x3x2", "3x3x2x2"} {
 		for rep := 0; rep < 40; rep++ {
 			frac := []float64{0.05, 0.1, 0.2}[rep%3]
 			g, order, _, _, _ := randomScenario(t, rng, spec, frac, false, false, false)
-			r, err := NewRouter(g, Rule{Kind: AngaraStar, Order: order})
+			r, err := newTunedRouter(g, Rule{Kind: AngaraStar, Order: order}, func(tu *tuning) { tu.star = v })
 			if err != nil {
 				t.Fatal(err)
 			}

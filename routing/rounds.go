@@ -434,14 +434,14 @@ func (f *orderFeed) close() {
 	f.mu.Unlock()
 }
 
-// poolMinRoutes: tables of fewer routes are built by one worker (the
-// caller's goroutine).
-var poolMinRoutes = 4096
+// defaultPoolMinRoutes: tables of fewer routes are built by one worker
+// (the caller's goroutine).
+const defaultPoolMinRoutes = 4096
 
 // tableWorkers is the number of workers of a table of m active nodes:
 // one for small tables, else all allowed.
-func tableWorkers(workers, m int) int {
-	if m*(m-1) < poolMinRoutes {
+func tableWorkers(workers, m, minRoutes int) int {
+	if m*(m-1) < minRoutes {
 		return 1
 	}
 	return par.Workers(workers)

@@ -32,6 +32,35 @@ type Router struct {
 	// are sized by the torus, megabytes for thousands of nodes).
 	mu   sync.Mutex
 	free []*scratch
+	// tune holds the thresholds of this router (defaultTuning unless a
+	// test moved them to reach another code path).
+	tune tuning
+}
+
+// tuning holds the thresholds that choose between code paths giving the
+// same tables; tests move them per router (never package-wide) to reach
+// every path.
+type tuning struct {
+	// noGeodesicPrune turns the geodesic pruning of box sets off.
+	noGeodesicPrune bool
+	// maxOrderNodes bounds the active nodes for which the exact order of
+	// heuristic 1 is computed up front (an m×m byte matrix of distances).
+	maxOrderNodes int
+	// cheapOrderNodes: up to this many active nodes the exact order is
+	// computed by default (the distance searches cost about a quarter of
+	// the table; above, unless asked for, interleaved chains).
+	cheapOrderNodes int
+	// poolMinRoutes: tables of fewer routes are built by one worker.
+	poolMinRoutes int
+	// closureLimit bounds the condensed vertex count for the bit-set
+	// closure of the R_A* construction (searches above it).
+	closureLimit int
+	// star is the R_A* construction variant (experiments only).
+	star starVariant
+}
+
+func defaultTuning() tuning {
+	return tuning{maxOrderNodes: 8192, cheapOrderNodes: 1024, poolMinRoutes: defaultPoolMinRoutes, closureLimit: 8192}
 }
 
 // NewRouter prepares routing on g (a torus from topology.Parse, possibly
@@ -41,10 +70,21 @@ func NewRouter(g *topology.Graph, rule Rule) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newRouter(t, t.up, rule)
+	return newRouter(t, t.up, rule, defaultTuning())
 }
 
-func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
+// newTunedRouter is NewRouter with thresholds moved by set (tests).
+func newTunedRouter(g *topology.Graph, rule Rule, set func(*tuning)) (*Router, error) {
+	t, err := newTorus(g)
+	if err != nil {
+		return nil, err
+	}
+	tu := defaultTuning()
+	set(&tu)
+	return newRouter(t, t.up, rule, tu)
+}
+
+func newRouter(t *torus, up []bool, rule Rule, tu tuning) (*Router, error) {
 	order := rule.OrderFor(t.n)
 	if err := order.valid(t.n); err != nil {
 		return nil, err
@@ -52,11 +92,11 @@ func newRouter(t *torus, up []bool, rule Rule) (*Router, error) {
 	if rule.Kind > AngaraStar {
 		return nil, fmt.Errorf("unknown routing rule kind %d", rule.Kind)
 	}
-	r := &Router{t: t, rule: Rule{Kind: rule.Kind, Order: order}, order: order, up: up}
+	r := &Router{t: t, rule: Rule{Kind: rule.Kind, Order: order}, order: order, up: up, tune: tu}
 	r.a = compile(rule.Kind, order, t.n)
 	r.plan = newBFSPlan(r.a)
 	if rule.Kind == AngaraStar {
-		sb := starBuilder{variant: routerStarVariant}
+		sb := starBuilder{variant: tu.star, closureLimit: tu.closureLimit}
 		st, err := sb.build(t, up, r.a.rank)
 		if err != nil {
 			return nil, err
@@ -90,9 +130,6 @@ func (r *Router) compileMoves() {
 	}
 	r.moveStart[a.nstates] = int32(len(r.moves))
 }
-
-// routerStarVariant is the R_A* construction routers use.
-var routerStarVariant = starVariant{}
 
 // Rule returns the router's rule (with its order filled in).
 func (r *Router) Rule() Rule { return r.rule }

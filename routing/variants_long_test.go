@@ -51,14 +51,11 @@ func TestRAStarVariants(t *testing.T) {
 // deadlockFreeTables builds verified BFS tables with the variant on 4D
 // tori with random failed channels.
 func deadlockFreeTables(t *testing.T, v starVariant) {
-	old := routerStarVariant
-	routerStarVariant = v
-	defer func() { routerStarVariant = old }()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, spec := range []string{"3x3x2x2", "4x2x3x2", "2x2x2x4", "4x4x3"} {
 		for rep := 0; rep < 5; rep++ {
 			g, order, active, transit, _ := randomScenario(t, rng, spec, 0.06, rep%2 == 1, false, false)
-			r, err := NewRouter(g, Rule{Kind: AngaraStar, Order: order})
+			r, err := newTunedRouter(g, Rule{Kind: AngaraStar, Order: order}, func(tu *tuning) { tu.star = v })
 			if err != nil {
 				t.Fatal(err)
 			}
