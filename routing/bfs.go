@@ -110,7 +110,7 @@ func (r *Router) newLocalSet(s *scratch, relative bool) *localSet {
 	ls := &localSet{m: m, n: n, nd: t.nd}
 	ls.node = make([]int32, 0, n)
 	ls.node = append(append(ls.node, s.act...), s.trans...)
-	if relative && relativeOrder {
+	if relative && !r.tune.idOrder {
 		if start, identity := r.setFrame(s); !identity {
 			t.sortRelative(ls.node[:m], start)
 			t.sortRelative(ls.node[m:], start)

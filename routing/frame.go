@@ -12,10 +12,6 @@ import "slices"
 // read from where the set starts, so that a translate is numbered in the
 // same order and gets the same table, route for route.
 
-// relativeOrder enables the set-relative numbering of newLocalSet (tests
-// turn it off to compare with id order).
-var relativeOrder = true
-
 // setFrame returns, per dimension, where the frame of the set prepared in
 // s starts: the coordinate right after the longest cyclic run of
 // coordinates its projection on the ring does not use (a connected set's

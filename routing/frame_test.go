@@ -181,7 +181,7 @@ func TestTranslatedTables(t *testing.T) {
 		before := compared
 		for _, kind := range c.kinds {
 			name := fmt.Sprintf("case %d %s %v %s", ci, c.spec, c.size, kind)
-			base, err := translatedTable(t, g0, kind, fails, active, transit, nil)
+			base, err := translatedTable(t, g0, kind, fails, active, transit, nil, nil)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -190,7 +190,7 @@ func TestTranslatedTables(t *testing.T) {
 				if slices.ContainsFunc(c.fixed, func(i int) bool { return sh[i] != 0 }) {
 					continue
 				}
-				other, err := translatedTable(t, g0, kind, fails, active, transit, sh)
+				other, err := translatedTable(t, g0, kind, fails, active, transit, sh, nil)
 				if err != nil {
 					t.Fatalf("%s: reachable, the translate by %v is not: %v", name, sh, err)
 				}
@@ -198,9 +198,7 @@ func TestTranslatedTables(t *testing.T) {
 					t.Fatalf("%s: translate by %v: %v", name, sh, err)
 				}
 				compared++
-				relativeOrder = false
-				byID, err := translatedTable(t, g0, kind, fails, active, transit, sh)
-				relativeOrder = true
+				byID, err := translatedTable(t, g0, kind, fails, active, transit, sh, func(tu *tuning) { tu.idOrder = true })
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -373,7 +371,7 @@ func toInt32(list []int) []int32 {
 
 // translatedTable builds the table of the set translated by sh on g0
 // with the given links failed, also translated.
-func translatedTable(t *testing.T, g0 *topology.Graph, kind Kind, fails, active, transit []int, sh []int) (*Table, error) {
+func translatedTable(t *testing.T, g0 *topology.Graph, kind Kind, fails, active, transit []int, sh []int, tune func(*tuning)) (*Table, error) {
 	t.Helper()
 	dims := g0.Dims()
 	tor, err := newTorus(g0)
@@ -397,7 +395,10 @@ func translatedTable(t *testing.T, g0 *topology.Graph, kind Kind, fails, active,
 			t.Fatal(err)
 		}
 	}
-	r, err := NewRouter(g, Rule{Kind: kind})
+	if tune == nil {
+		tune = func(*tuning) {}
+	}
+	r, err := newTunedRouter(g, Rule{Kind: kind}, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,9 +483,9 @@ func TestRelativeOrderKeepsIdTables(t *testing.T) {
 			_, identity := r.setFrame(s)
 			r.putScratch(s)
 			rel, errRel := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 2})
-			relativeOrder = false
+			r.tune.idOrder = true
 			byID, errID := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 2})
-			relativeOrder = true
+			r.tune.idOrder = false
 			if (errRel == nil) != (errID == nil) {
 				t.Fatalf("%s %s: errors %v / %v", spec, kind, errRel, errID)
 			}

@@ -41,6 +41,9 @@ type Router struct {
 // same tables; tests move them per router (never package-wide) to reach
 // every path.
 type tuning struct {
+	// idOrder numbers a set's nodes by id instead of from where the set
+	// starts (newLocalSet).
+	idOrder bool
 	// noGeodesicPrune turns the geodesic pruning of box sets off.
 	noGeodesicPrune bool
 	// maxOrderNodes bounds the active nodes for which the exact order of
