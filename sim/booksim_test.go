@@ -395,11 +395,9 @@ func checkPartitioned(t *testing.T, spec string, cfg Config) {
 	if !a.Conserved || a.Accepted < 0.9*cfg.Rate {
 		t.Fatalf("serial run: conserved %v, accepted %.3f of %.3f", a.Conserved, a.Accepted, cfg.Rate)
 	}
-	defer func(m int) { minRoutersPerPart = m }(minRoutersPerPart)
-	minRoutersPerPart = 1
 	for _, w := range []int{2, 3, 4, 8} {
 		pc := cfg
-		pc.Workers = w
+		pc.Workers, pc.minRoutersPerPart = w, 1
 		b, err := Run(n, pc)
 		if err != nil {
 			t.Fatal(err)

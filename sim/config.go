@@ -191,6 +191,8 @@ type Config struct {
 	// most one partition per 128 routers; smaller networks run serially,
 	// which is faster there). The result does not depend on it.
 	Workers int
+	// minRoutersPerPart overrides defaultMinRoutersPerPart (tests).
+	minRoutersPerPart int
 }
 
 // DefaultConfig returns the defaults used by `icn sim`.

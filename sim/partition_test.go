@@ -13,9 +13,7 @@ import (
 // (however small the network) and returns the point and the error text.
 func runWorkers(t *testing.T, n *Network, cfg Config, w int) (Point, string) {
 	t.Helper()
-	defer func(m int) { minRoutersPerPart = m }(minRoutersPerPart)
-	minRoutersPerPart = 1
-	cfg.Workers = w
+	cfg.Workers, cfg.minRoutersPerPart = w, 1
 	p, err := Run(n, cfg)
 	msg := ""
 	if err != nil {

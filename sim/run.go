@@ -136,17 +136,22 @@ func (c *Core) Measure() (Point, error) {
 	return c.measure(c)
 }
 
-// minRoutersPerPart is the fewest routers a partition needs to pay for
-// its exchanges with the others (one per cycle, or per batch of up to
-// Core.ahead cycles).
-var minRoutersPerPart = 128
+// defaultMinRoutersPerPart is the fewest routers a partition needs to
+// pay for its exchanges with the others (one per cycle, or per batch of
+// up to Core.ahead cycles); Config.minRoutersPerPart overrides it (tests
+// partition small networks).
+const defaultMinRoutersPerPart = 128
 
 // partitions returns how many goroutines tick this core: Config.Workers,
-// but no more than the network has partitions of minRoutersPerPart
+// but no more than the network has partitions of defaultMinRoutersPerPart
 // routers. The result does not depend on it.
 func (c *Core) partitions() int {
 	R := len(c.n.portStart) - 1
-	return max(1, min(c.cfg.Workers, R/minRoutersPerPart))
+	per := c.cfg.minRoutersPerPart
+	if per <= 0 {
+		per = defaultMinRoutersPerPart
+	}
+	return max(1, min(c.cfg.Workers, R/per))
 }
 
 func (c *Core) measure(tk ticker) (Point, error) {

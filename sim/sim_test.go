@@ -299,11 +299,9 @@ func TestDeterminism(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("same seed differs:\n%+v\n%+v", a, b)
 	}
-	defer func(m int) { minRoutersPerPart = m }(minRoutersPerPart)
-	minRoutersPerPart = 1 // partition even this small network
 	for _, w := range []int{2, 3, 4, 8} {
 		pc := cfg
-		pc.Workers = w
+		pc.Workers, pc.minRoutersPerPart = w, 1 // partition even this small network
 		c, err := Run(n, pc)
 		if err != nil {
 			t.Fatal(err)
