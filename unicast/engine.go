@@ -58,6 +58,8 @@ type Options struct {
 	Progress func(n int)
 	// Context, if set, stops sssp and dfsssp early with its error.
 	Context context.Context
+	// sssp overrides sssp's thresholds (tests; nil: defaultSSSPLimits).
+	sssp *ssspLimits
 }
 
 // Result is the outcome of Route.
@@ -156,7 +158,7 @@ func routeSSSPKeep(f *Fabric, o Options) (*Result, *ssspState, error) {
 	states := make([]*ssspState, len(destOrders))
 	res := &Result{LanesNeeded: 1}
 	adj := switchAdjacency(f)
-	trees := ssspTrees(f, adj, o.Workers)
+	trees := ssspTrees(f, adj, o.Workers, o.ssspLimits().treesMaxBytes)
 	t, kept, err := bestOrderConcurrent(f, o, func(i int, ds []dest, workers int) (*Tables, error) {
 		t, st, err := routeSSSPWith(f, o, ds, adj, trees, workers)
 		states[i] = st

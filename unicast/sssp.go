@@ -41,16 +41,16 @@ func routeSSSP(f *Fabric, o Options, ds []dest) (*Tables, error) {
 // routeSSSPState is routeSSSP, also returning its final state.
 func routeSSSPState(f *Fabric, o Options, ds []dest) (*Tables, *ssspState, error) {
 	adj := switchAdjacency(f)
-	return routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, o.Workers), par.Workers(o.Workers))
+	return routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, o.Workers, o.ssspLimits().treesMaxBytes), par.Workers(o.Workers))
 }
 
 // ssspTrees returns the BFS layers from every live switch, computed on all
 // cores, or nil when they would not fit in memory (routeDest then searches
 // per destination). They depend only on the destination switch, so the
 // destination orders share them.
-func ssspTrees(f *Fabric, adj *swAdj, workers int) []bfsTree {
+func ssspTrees(f *Fabric, adj *swAdj, workers int, maxBytes float64) []bfsTree {
 	S := len(f.switches)
-	if float64(S)*float64(S)*8 > ssspTreesMaxBytes {
+	if float64(S)*float64(S)*8 > maxBytes {
 		return nil
 	}
 	trees := make([]bfsTree, S)
@@ -62,8 +62,26 @@ func ssspTrees(f *Fabric, adj *swAdj, workers int) []bfsTree {
 	return trees
 }
 
-// ssspTreesMaxBytes bounds the memory of the BFS layers kept per switch.
-var ssspTreesMaxBytes = float64(1 << 30)
+// ssspLimits are sssp's thresholds (Options.sssp; nil: the defaults).
+// They choose between code paths that give the same tables; tests move
+// them to reach every path.
+type ssspLimits struct {
+	// teamMinSwitches is the fabric size from which sssp splits each
+	// destination over several workers (below it the barriers cost more
+	// than the work they share).
+	teamMinSwitches int
+	// treesMaxBytes bounds the memory of the BFS layers kept per switch.
+	treesMaxBytes float64
+}
+
+var defaultSSSPLimits = ssspLimits{teamMinSwitches: 64, treesMaxBytes: 1 << 30}
+
+func (o Options) ssspLimits() ssspLimits {
+	if o.sssp != nil {
+		return *o.sssp
+	}
+	return defaultSSSPLimits
+}
 
 // routeSSSPWith routes the destinations ds in order with the given
 // adjacency and BFS layers (nil: searched per destination) on workers
@@ -88,7 +106,7 @@ func routeSSSPWith(f *Fabric, o Options, ds []dest, adj *swAdj, trees []bfsTree,
 	// A team larger than GOMAXPROCS would wait at every barrier for a
 	// member that has no processor.
 	var err error
-	if n := min(workers, runtime.GOMAXPROCS(0)); n < 2 || S < ssspTeamMinSwitches {
+	if n := min(workers, runtime.GOMAXPROCS(0)); n < 2 || S < o.ssspLimits().teamMinSwitches {
 		err = st.routeAll(o, ds, col)
 	} else {
 		err = newTeam(n).run(func(m *member) error { return st.routeAllTeam(m, o, ds, col) })
@@ -107,11 +125,6 @@ func routeSSSPWith(f *Fabric, o Options, ds []dest, adj *swAdj, trees []bfsTree,
 	st.ds, st.trees, st.tmp, st.colT = ds, nil, bfsTree{}, col
 	return t, st, nil
 }
-
-// ssspTeamMinSwitches is the fabric size from which sssp splits each
-// destination over several workers (below it the barriers cost more than
-// the work they share).
-var ssspTeamMinSwitches = 64
 
 // routeAll routes ds one after the other on the calling goroutine.
 func (st *ssspState) routeAll(o Options, ds []dest, col []uint8) error {

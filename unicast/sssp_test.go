@@ -11,14 +11,9 @@ import (
 	"github.com/icn-hpc/icn/internal/par"
 )
 
-// withSSSPLimits runs f with sssp's team threshold and the memory bound of
-// its kept BFS layers set as given, restoring them afterwards.
-// GOMAXPROCS is raised to 8 meanwhile, so that teams of up to 8 workers
-// form on any machine.
-func withSSSPLimits(teamMin int, treesMax float64, f func()) {
-	t0, m0 := ssspTeamMinSwitches, ssspTreesMaxBytes
-	ssspTeamMinSwitches, ssspTreesMaxBytes = teamMin, treesMax
-	defer func() { ssspTeamMinSwitches, ssspTreesMaxBytes = t0, m0 }()
+// withTeams runs f with GOMAXPROCS raised to 8, so that teams of up to 8
+// workers form on any machine.
+func withTeams(f func()) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(8, runtime.GOMAXPROCS(0))))
 	f()
 }
@@ -84,9 +79,9 @@ func TestSSSPWorkersIdentical(t *testing.T) {
 				teamMin  int
 				treesMax float64
 			}{{0, 1 << 30}, {0, 0}, {1 << 30, 0}} {
-				withSSSPLimits(c.teamMin, c.treesMax, func() {
+				withTeams(func() {
 					for _, w := range []int{1, 2, 3, 4, 7} {
-						if got := dumpOf(t, f, Options{Engine: e, Workers: w}); !bytes.Equal(got, want) {
+						if got := dumpOf(t, f, Options{Engine: e, Workers: w, sssp: &ssspLimits{c.teamMin, c.treesMax}}); !bytes.Equal(got, want) {
 							t.Errorf("%s %s, %d workers (team from %d switches, layers kept up to %g bytes): dump differs from 1 worker",
 								f.G.Name(), e, w, c.teamMin, c.treesMax)
 						}
@@ -104,14 +99,14 @@ func TestSSSPTeamState(t *testing.T) {
 	f := fabric(t, "dragonfly:a=6,p=3,h=3")
 	adj := switchAdjacency(f)
 	ds := interleavedDests(f)
-	o := Options{Engine: "sssp", Progress: func(int) {}}
-	t1, s1, err := routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, 1), 1)
+	o := Options{Engine: "sssp", Progress: func(int) {}, sssp: &ssspLimits{0, 1 << 30}}
+	t1, s1, err := routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, 1, 1<<30), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	withSSSPLimits(0, 1<<30, func() {
+	withTeams(func() {
 		for _, w := range []int{2, 3} {
-			t2, s2, err := routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, w), w)
+			t2, s2, err := routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, w, 1<<30), w)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +147,7 @@ func BenchmarkSSSPWorkers(b *testing.B) {
 	}{
 		{"sssp", func(int) error { _, err := Route(f, Options{Engine: "sssp"}); return err }},
 		{"one-order", func(w int) error {
-			_, _, err := routeSSSPWith(f, Options{Engine: "sssp", Progress: func(int) {}}, ds, adj, ssspTrees(f, adj, w), w)
+			_, _, err := routeSSSPWith(f, Options{Engine: "sssp", Progress: func(int) {}}, ds, adj, ssspTrees(f, adj, w, 1<<30), w)
 			return err
 		}},
 		{"control", func(int) error {
