@@ -68,18 +68,22 @@ func newPartitioned(c *Core, k int) *partitioned {
 	return p
 }
 
+// routerCost is the work of router r in a cycle, for balancing
+// partitions: its ports plus its terminal's injection.
+func (n *Network) routerCost(r int) int {
+	w := int(n.portStart[r+1] - n.portStart[r])
+	if n.termOf[r] >= 0 {
+		w++
+	}
+	return w
+}
+
 // balance splits the routers into k contiguous ranges of about equal
 // work: a router costs its ports plus its terminal's injection.
 func (c *Core) balance(k int) {
 	n := c.n
 	R := len(n.portStart) - 1
-	cost := func(r int) int {
-		w := int(n.portStart[r+1] - n.portStart[r])
-		if n.termOf[r] >= 0 {
-			w++
-		}
-		return w
-	}
+	cost := n.routerCost
 	total := 0
 	for r := 0; r < R; r++ {
 		total += cost(r)

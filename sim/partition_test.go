@@ -117,13 +117,7 @@ func TestBalance(t *testing.T) {
 			t.Fatal(err)
 		}
 		R := len(n.portStart) - 1
-		cost := func(r int) int {
-			w := int(n.portStart[r+1] - n.portStart[r])
-			if n.termOf[r] >= 0 {
-				w++
-			}
-			return w
-		}
+		cost := n.routerCost
 		maxCost := 0
 		for r := 0; r < R; r++ {
 			maxCost = max(maxCost, cost(r))
