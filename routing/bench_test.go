@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"syscall"
 	"testing"
@@ -163,6 +165,26 @@ func BenchmarkRouter(b *testing.B) {
 		b.Run(spec, func(b *testing.B) {
 			for b.Loop() {
 				mustRouter(b, g, AngaraStar)
+			}
+		})
+	}
+}
+
+// BenchmarkRouterFailures measures the angara* router (its R_A*
+// construction) on 16x16x16 with 1 %, 5 % and 15 % of the links failed
+// (a fixed random set per share).
+func BenchmarkRouterFailures(b *testing.B) {
+	g := mustTorus(b, "16x16x16")
+	for _, pct := range []int{1, 5, 15} {
+		rng := rand.New(rand.NewPCG(uint64(pct), 7))
+		links := rng.Perm(g.NumLinks())[:g.NumLinks()*pct/100]
+		h, err := g.WithFaults(links, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%d%%", pct), func(b *testing.B) {
+			for b.Loop() {
+				mustRouter(b, h, AngaraStar)
 			}
 		})
 	}
