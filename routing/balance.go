@@ -81,20 +81,30 @@ func BalanceExperiment(o BalanceOptions) (*BalanceReport, error) {
 	return rep, nil
 }
 
-// compareBalance builds the BFS and the baseline table of the whole torus
-// of the given shape and returns both statistics and the loss of balance.
-func compareBalance(shape []int, rule Rule) (BalanceTorus, error) {
+// wholeTorus is a router on the fault-free torus of the given shape and
+// the list of all its nodes (the comparisons' set: every node active).
+func wholeTorus(shape []int, rule Rule) (*Router, []int, error) {
 	g, err := topology.Grid(shape, true, topology.GridOpts{})
 	if err != nil {
-		return BalanceTorus{}, err
+		return nil, nil, err
 	}
 	r, err := NewRouter(g, rule)
 	if err != nil {
-		return BalanceTorus{}, err
+		return nil, nil, err
 	}
 	all := make([]int, g.NumNodes())
 	for v := range all {
 		all[v] = v
+	}
+	return r, all, nil
+}
+
+// compareBalance builds the BFS and the baseline table of the whole torus
+// of the given shape and returns both statistics and the loss of balance.
+func compareBalance(shape []int, rule Rule) (BalanceTorus, error) {
+	r, all, err := wholeTorus(shape, rule)
+	if err != nil {
+		return BalanceTorus{}, err
 	}
 	bt := BalanceTorus{Dims: shape}
 	for k, algo := range []Algo{BFS, Baseline} {

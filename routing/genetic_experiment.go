@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/internal/par"
-	"github.com/icn-hpc/icn/topology"
 )
 
 // SeedGeneticLoss is the seed's figure (001 §5.2): on fault-free tori,
@@ -120,17 +119,9 @@ func GeneticExperiment(o GeneticExperimentOptions) (*GeneticReport, error) {
 
 // compareGenetic builds the three tables of one whole fault-free torus.
 func compareGenetic(shape []int, rule Rule, o GeneticOptions) (GeneticTorus, error) {
-	g, err := topology.Grid(shape, true, topology.GridOpts{})
+	r, all, err := wholeTorus(shape, rule)
 	if err != nil {
 		return GeneticTorus{}, err
-	}
-	r, err := NewRouter(g, rule)
-	if err != nil {
-		return GeneticTorus{}, err
-	}
-	all := make([]int, g.NumNodes())
-	for v := range all {
-		all[v] = v
 	}
 	gt := GeneticTorus{Dims: shape}
 	base, err := r.BuildTable(all, nil, Baseline)
