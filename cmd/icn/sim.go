@@ -182,49 +182,51 @@ func (f *simFlags) build(needRate bool, rate float64) (*sim.Network, sim.Config,
 	return n, n.Config(), nil
 }
 
-// parseRates parses "0.1,0.2" or "0.1:0.9:0.1" (from:to:step).
-func parseRates(s string) ([]float64, error) {
+// parseSeries reads "X1,X2,…" or "FROM:TO:STEP" (at most 1000 values),
+// each in (lo, hi]; what names the values in errors ("injection rate",
+// "--loads fraction").
+func parseSeries(s, what string, lo, hi float64) ([]float64, error) {
 	if parts := strings.Split(s, ":"); len(parts) == 3 {
 		var v [3]float64
 		for i, p := range parts {
 			x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 			if err != nil {
-				return nil, fmt.Errorf("rate range %q: %q is not a number", s, p)
+				return nil, fmt.Errorf("%s range %q: %q is not a number", what, s, p)
 			}
 			v[i] = x
 		}
-		return rateRange(v[0], v[1], v[2])
+		return seriesRange(v[0], v[1], v[2], what, lo, hi)
 	}
 	var out []float64
 	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
+		if p = strings.TrimSpace(p); p == "" {
 			continue
 		}
 		x, err := strconv.ParseFloat(p, 64)
 		if err != nil {
-			return nil, fmt.Errorf("rate %q is not a number", p)
+			return nil, fmt.Errorf("%s %q is not a number", what, p)
 		}
-		if !(x > 0 && x <= 1) {
-			return nil, fmt.Errorf("injection rate %g out of range: want 0 < rate ≤ 1 flits/node/cycle", x)
+		if !(x > lo && x <= hi) {
+			return nil, fmt.Errorf("%s %g out of range: want %g < x ≤ %g", what, x, lo, hi)
 		}
 		out = append(out, x)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no injection rate given")
+		return nil, fmt.Errorf("no %s given", what)
 	}
 	return out, nil
 }
 
-func rateRange(from, to, step float64) ([]float64, error) {
-	if !(from > 0 && from <= 1) || !(to > 0 && to <= 1) {
-		return nil, fmt.Errorf("rates %g..%g out of range: want 0 < rate ≤ 1 flits/node/cycle", from, to)
+// seriesRange lists from, from+step, … up to to, each in (lo, hi].
+func seriesRange(from, to, step float64, what string, lo, hi float64) ([]float64, error) {
+	if !(from > lo && from <= hi) || !(to > lo && to <= hi) {
+		return nil, fmt.Errorf("%s range %g..%g out of range: want %g < x ≤ %g", what, from, to, lo, hi)
 	}
 	if !(step > 0) || to < from {
-		return nil, fmt.Errorf("rate range %g..%g step %g is empty", from, to, step)
+		return nil, fmt.Errorf("%s range %g..%g step %g is empty", what, from, to, step)
 	}
 	if (to-from)/step > 1000 {
-		return nil, fmt.Errorf("rate range %g..%g step %g has more than 1000 points", from, to, step)
+		return nil, fmt.Errorf("%s range %g..%g step %g has more than 1000 points", what, from, to, step)
 	}
 	var out []float64
 	for i := 0; ; i++ {
@@ -236,6 +238,10 @@ func rateRange(from, to, step float64) ([]float64, error) {
 	}
 	return out, nil
 }
+
+// parseRates reads injection rates in flits/node/cycle: "0.1,0.2" or
+// "0.1:0.9:0.1" (from:to:step).
+func parseRates(s string) ([]float64, error) { return parseSeries(s, "injection rate", 0, 1) }
 
 // simExit turns a deadlock into exit status 1 with its message.
 func simExit(err error) error {
@@ -513,7 +519,7 @@ func sweepRates(o simSweepOptions) ([]float64, error) {
 	if o.rates != "" {
 		return parseRates(o.rates)
 	}
-	return rateRange(o.from, o.to, o.step)
+	return seriesRange(o.from, o.to, o.step, "injection rate", 0, 1)
 }
 
 // writeSweep writes the sweep's points and its saturation line.
@@ -766,52 +772,12 @@ func optFloat(v *float64) any {
 }
 
 // parseLoadFractions reads --loads: "none", "X1,X2,…" or "FROM:TO:STEP",
-// every fraction in (0, 2].
+// every fraction of --load-base in (0, 2].
 func parseLoadFractions(s string) ([]float64, error) {
 	if strings.TrimSpace(s) == "none" {
 		return nil, nil
 	}
-	var out []float64
-	if parts := strings.Split(s, ":"); len(parts) == 3 {
-		var v [3]float64
-		for i, p := range parts {
-			x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-			if err != nil {
-				return nil, fmt.Errorf("--loads %q: %q is not a number", s, p)
-			}
-			v[i] = x
-		}
-		if !(v[2] > 0) || v[1] < v[0] || (v[1]-v[0])/v[2] > 1000 {
-			return nil, fmt.Errorf("--loads %q: want FROM ≤ TO and a positive STEP giving at most 1000 loads", s)
-		}
-		for i := 0; ; i++ {
-			x := v[0] + float64(i)*v[2]
-			if x > v[1]+1e-9 {
-				break
-			}
-			out = append(out, math.Round(x*1e9)/1e9)
-		}
-	} else {
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p == "" {
-				continue
-			}
-			x, err := strconv.ParseFloat(p, 64)
-			if err != nil {
-				return nil, fmt.Errorf("--loads: %q is not a number", p)
-			}
-			out = append(out, x)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--loads %q: no loads (use 'none' for no latency table)", s)
-	}
-	for _, x := range out {
-		if !(x > 0 && x <= 2) {
-			return nil, fmt.Errorf("--loads: fraction %g out of range: want 0 < fraction ≤ 2 of --load-base", x)
-		}
-	}
-	return out, nil
+	return parseSeries(s, "--loads fraction", 0, 2)
 }
 
 // ringSchedule is the route schedule --schedule names: shortest paths on
