@@ -128,11 +128,8 @@ func ReplayHost(g *topology.Graph, h *topology.HopTable, groups []Group, trees [
 	if o.Background != 0 {
 		return nil, fmt.Errorf("replay: host overhead and a closed loop do not combine with background traffic")
 	}
-	if _, err := Replay(g, h, nil, nil, o); err != nil { // the same checks of o
+	if err := o.check(g, groups, trees); err != nil {
 		return nil, err
-	}
-	if len(groups) != len(trees) {
-		return nil, fmt.Errorf("replay: %d groups, %d trees", len(groups), len(trees))
 	}
 	rp := newReplayer(g, h, groups, trees, o)
 	res := rp.runHost(false, ho)

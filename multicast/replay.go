@@ -63,24 +63,32 @@ type ReplayResult struct {
 // cycles and waits, first come first served, while another packet holds
 // it (virtual cut-through with unbounded buffers: no credit back-pressure).
 func Replay(g *topology.Graph, h *topology.HopTable, groups []Group, trees []Tree, o ReplayOptions) (*ReplayResult, error) {
-	if o.Background < 0 || o.Background >= 1 || (o.Background > 0 && o.BackgroundCycles < 2) {
-		return nil, fmt.Errorf("replay: background load %v over %d cycles: need 0 ≤ load < 1 and at least 2 cycles", o.Background, o.BackgroundCycles)
-	}
-	if expect := float64(len(g.Endpoints())) * o.Background * float64(o.BackgroundCycles) / float64(max(o.Flits, 1)); expect > maxBackgroundPackets {
-		return nil, fmt.Errorf("replay: background of about %.0f packets, more than %d: lower the load or the cycles", expect, maxBackgroundPackets)
-	}
-	if o.Flits < 1 || o.RouterDelay < 0 || o.LinkDelay < 1 || o.Messages < 1 {
-		return nil, fmt.Errorf("replay: flits %d, router delay %d, link delay %d, messages %d: need flits ≥ 1, delays ≥ 0 and ≥ 1, messages ≥ 1",
-			o.Flits, o.RouterDelay, o.LinkDelay, o.Messages)
-	}
-	if len(groups) != len(trees) {
-		return nil, fmt.Errorf("replay: %d groups, %d trees", len(groups), len(trees))
+	if err := o.check(g, groups, trees); err != nil {
+		return nil, err
 	}
 	rp := newReplayer(g, h, groups, trees, o)
 	res := rp.run(false)
 	free := rp.run(true)
 	res.ZeroLoadMean = free.Mean
 	return res, nil
+}
+
+// check refuses options and inputs a replay cannot run with.
+func (o ReplayOptions) check(g *topology.Graph, groups []Group, trees []Tree) error {
+	if o.Background < 0 || o.Background >= 1 || (o.Background > 0 && o.BackgroundCycles < 2) {
+		return fmt.Errorf("replay: background load %v over %d cycles: need 0 ≤ load < 1 and at least 2 cycles", o.Background, o.BackgroundCycles)
+	}
+	if expect := float64(len(g.Endpoints())) * o.Background * float64(o.BackgroundCycles) / float64(max(o.Flits, 1)); expect > maxBackgroundPackets {
+		return fmt.Errorf("replay: background of about %.0f packets, more than %d: lower the load or the cycles", expect, maxBackgroundPackets)
+	}
+	if o.Flits < 1 || o.RouterDelay < 0 || o.LinkDelay < 1 || o.Messages < 1 {
+		return fmt.Errorf("replay: flits %d, router delay %d, link delay %d, messages %d: need flits ≥ 1, delays ≥ 0 and ≥ 1, messages ≥ 1",
+			o.Flits, o.RouterDelay, o.LinkDelay, o.Messages)
+	}
+	if len(groups) != len(trees) {
+		return fmt.Errorf("replay: %d groups, %d trees", len(groups), len(trees))
+	}
+	return nil
 }
 
 // maxBackgroundPackets bounds the background traffic of one replay.
