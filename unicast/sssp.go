@@ -93,8 +93,23 @@ func routeSSSPWith(f *Fabric, o Options, ds []dest, adj *swAdj, trees []bfsTree,
 	S := len(f.switches)
 	t := NewTables(f, o.Engine)
 	fillLocal(t)
-	st := &ssspState{adj: adj, S: S, weight: make([]int64, f.G.NumChannels()), srcCount: liveEndPortsPerSwitch(f),
-		cost: make([]int64, S), next: make([]int32, S), acc: make([]int64, S), trees: trees}
+	st := &ssspState{adj: adj, S: S, weight: make([]int64, f.G.NumChannels()), srcCount: liveEndPortsPerSwitch(f), trees: trees}
+	// A team larger than GOMAXPROCS would wait at every barrier for a
+	// member that has no processor.
+	// (Members are numbered in a byte.)
+	n := min(workers, runtime.GOMAXPROCS(0), 256)
+	if n < 2 || S < o.ssspLimits().teamMinSwitches {
+		n = 1
+	}
+	st.split(n)
+	st.wE = make([]int64, len(st.in.nb))
+	st.next, st.acc = make([]int32, S), make([]int64, S)
+	for i := range st.cost {
+		st.cost[i] = make([]int64, S)
+		for s := range st.cost[i] {
+			st.cost[i][s] = costUnset
+		}
+	}
 	// Routes are written LID-major (one destination touches every switch)
 	// and transposed at the end.
 	col := make([]uint8, t.stride*S)
@@ -103,16 +118,32 @@ func routeSSSPWith(f *Fabric, o Options, ds []dest, adj *swAdj, trees []bfsTree,
 			col[lid*S+s] = noPort
 		}
 	})
-	// A team larger than GOMAXPROCS would wait at every barrier for a
-	// member that has no processor.
 	var err error
-	if n := min(workers, runtime.GOMAXPROCS(0)); n < 2 || S < o.ssspLimits().teamMinSwitches {
+	if n == 1 {
 		err = st.routeAll(o, ds, col)
 	} else {
-		err = newTeam(n).run(func(m *member) error { return st.routeAllTeam(m, o, ds, col) })
+		err = st.routeAllTeams(o, ds, col)
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	// Back to switch indices: the weights by channel, the columns by
+	// switch.
+	for e, w := range st.wE {
+		st.weight[st.in.ch[e]] = w
+	}
+	if n > 1 {
+		scratch := make([][]uint8, par.Workers(workers))
+		par.For(t.stride, workers, func(w, lid int) {
+			if scratch[w] == nil {
+				scratch[w] = make([]uint8, S)
+			}
+			c := col[lid*S : (lid+1)*S]
+			copy(scratch[w], c)
+			for u, p := range st.perm {
+				c[u] = scratch[w][p]
+			}
+		})
 	}
 	par.For(S, workers, func(_, s int) {
 		row := t.lft[s*t.stride : (s+1)*t.stride]
@@ -123,8 +154,54 @@ func routeSSSPWith(f *Fabric, o Options, ds []dest, adj *swAdj, trees []bfsTree,
 		}
 	})
 	st.ds, st.trees, st.tmp, st.colT = ds, nil, bfsTree{}, col
+	st.in, st.perm, st.src, st.wE, st.cost, st.next, st.acc = nil, nil, nil, nil, [2][]int64{}, nil, nil
 	return t, st, nil
 }
+
+// split deals the switches to n members in blocks of ownBlock, round
+// robin, and numbers them member by member (st.perm), so that what a
+// member writes (its switches' costs, next hops, sources, link weights
+// and table entries) lies in one range of memory that no other member
+// writes. st.in is the adjacency in that numbering, st.src the end ports
+// per switch; with n = 1 the numbering is the switch indices.
+func (st *ssspState) split(n int) {
+	S := st.S
+	st.perm, st.lo = make([]int32, S), make([]int32, n+1)
+	k := int32(0)
+	for w := range n {
+		st.lo[w] = k
+		for b := w * ownBlock; b < S; b += n * ownBlock {
+			for u := b; u < min(b+ownBlock, S); u++ {
+				st.perm[u], k = k, k+1
+			}
+		}
+	}
+	st.lo[n] = k
+	if n == 1 {
+		st.in, st.src = st.adj, st.srcCount
+		return
+	}
+	in := &swAdj{start: make([]int32, S+1)}
+	inv := make([]int32, S)
+	for u, p := range st.perm {
+		inv[p] = int32(u)
+	}
+	st.src = make([]int64, S)
+	for p, u := range inv {
+		st.src[p] = st.srcCount[u]
+		for e := st.adj.start[u]; e < st.adj.start[u+1]; e++ {
+			in.nb = append(in.nb, st.perm[st.adj.nb[e]])
+			in.port = append(in.port, st.adj.port[e])
+			in.ch = append(in.ch, st.adj.ch[e])
+		}
+		in.start[p+1] = int32(len(in.nb))
+	}
+	st.in = in
+}
+
+// ownBlock is how many switches of consecutive index a member owns: a
+// multiple of the int64 entries in a cache line.
+const ownBlock = 16
 
 // routeAll routes ds one after the other on the calling goroutine.
 func (st *ssspState) routeAll(o Options, ds []dest, col []uint8) error {
@@ -134,28 +211,6 @@ func (st *ssspState) routeAll(o Options, ds []dest, col []uint8) error {
 		if k%64 == 63 {
 			o.Progress(64)
 			if o.Context != nil && o.Context.Err() != nil {
-				return o.Context.Err()
-			}
-		}
-	}
-	return nil
-}
-
-// routeAllTeam is routeAll for one member of a team: every member walks
-// the same destinations and takes its share of each.
-func (st *ssspState) routeAllTeam(m *member, o Options, ds []dest, col []uint8) error {
-	S := st.S
-	for k, d := range ds {
-		st.routeDestTeam(m, d, col[d.lid*S:(d.lid+1)*S])
-		if k%64 == 63 {
-			if m.w == 0 {
-				o.Progress(64)
-				if o.Context != nil && o.Context.Err() != nil {
-					st.stop.Store(true)
-				}
-			}
-			m.barrier()
-			if st.stop.Load() {
 				return o.Context.Err()
 			}
 		}
@@ -177,20 +232,31 @@ func liveEndPortsPerSwitch(f *Fabric) []int64 {
 }
 
 // ssspState is routeSSSP's state across destinations: the link weights
-// (routes so far) and per-switch scratch.
+// (routes so far) and, while routing, per-switch scratch. While routing,
+// switches are numbered by st.perm (see split) and the scratch is
+// indexed that way.
 type ssspState struct {
-	adj      *swAdj
+	adj      *swAdj // switch adjacency by switch index
 	S        int
-	weight   []int64
-	srcCount []int64
+	weight   []int64   // per channel (after routing)
+	srcCount []int64   // per switch, its live end ports
 	trees    []bfsTree // per switch: its BFS layers (nil: per destination)
 	tmp      bfsTree   // the layers of the current destination when trees is nil
-	cost     []int64
-	next     []int32 // adjacency index of the chosen link, -1 none
-	acc      []int64
-	stop     atomic.Bool // a team stops (the context ended)
-	ds       []dest      // the destination order used
-	colT     []uint8     // the tables LID-major ([lid*S+s]), for repairs
+	ds       []dest    // the destination order used
+	colT     []uint8   // the tables LID-major ([lid*S+s]), for repairs
+
+	// While routing:
+	perm  []int32    // per switch index, its number
+	lo    []int32    // member w owns numbers lo[w]..lo[w+1]-1
+	in    *swAdj     // the adjacency by number
+	src   []int64    // srcCount by number
+	wE    []int64    // per entry of in: the link's weight
+	cost  [2][]int64 // per number: the cost to the destination, by parity of the hop count
+	next  []int32    // entry of in of the chosen link
+	acc   []int64    // sources routed through the switch
+	boxes []teamBox  // per team member, its messages
+	owner []uint8    // per number, its member
+	stop  atomic.Bool
 }
 
 // tree returns the BFS layers from switch x, searching them into st.tmp
@@ -204,112 +270,68 @@ func (st *ssspState) tree(x int) *bfsTree {
 }
 
 // routeDest routes every switch to destination d (its port into out) and
-// adds the routes' sources to the weights of the links they use.
+// adds the routes' sources to the weights of the links they use. Called
+// with one member, where numbers are switch indices.
 func (st *ssspState) routeDest(d dest, out []uint8) {
 	tr := st.tree(d.sw)
-	order := tr.order
-	st.cost[d.sw], st.next[d.sw] = 0, -1
+	order, b := tr.order, tr.bounds
 	// Cheapest next hop, layer by layer.
-	for _, u := range order[1:] {
-		st.chooseNext(u, tr.hop, out)
+	for h := 1; h < len(b)-1; h++ {
+		for _, u := range order[b[h]:b[h+1]] {
+			st.chooseNext(u, h, int32(d.sw), out)
+		}
 	}
 	// Accumulate sources from the far end of the tree inwards.
-	adj, acc := st.adj, st.acc
+	in, acc := st.in, st.acc
 	for i := len(order) - 1; i >= 1; i-- {
 		u := order[i]
-		acc[u] += st.srcCount[u]
+		acc[u] += st.src[u]
 		e := st.next[u]
-		st.weight[adj.ch[e]] += acc[u]
-		acc[adj.nb[e]] += acc[u]
+		st.wE[e] += acc[u]
+		acc[in.nb[e]] += acc[u]
+		st.cost[tr.hop[u]&1][u] = costUnset
 	}
 	for _, u := range order {
 		acc[u] = 0
 	}
 }
 
-// chooseNext sets switch u's next hop (and its port in out) to the link
-// towards a switch one hop nearer the destination whose cost plus the
-// link's weight is least (the first such link on ties), and u's cost.
-func (st *ssspState) chooseNext(u int32, hop []int32, out []uint8) {
-	adj := st.adj
-	best, bestE := int64(math.MaxInt64), int32(-1)
-	hu := hop[u]
-	for e := adj.start[u]; e < adj.start[u+1]; e++ {
-		x := adj.nb[e]
-		if hop[x] != hu-1 {
-			continue
-		}
-		c := st.weight[adj.ch[e]]
-		if hu > 1 {
-			c += st.cost[x] // the destination's own cost is 0
-		}
-		if c < best {
-			best, bestE = c, e
-		}
-	}
-	st.cost[u], st.next[u] = best, bestE
-	out[u] = adj.port[bestE]
-}
+// costUnset is the cost of a switch not (yet) in the current layer
+// pair: above any real cost plus weight, with room to add a weight.
+const costUnset = math.MaxInt64 / 4
 
-// routeDestTeam is routeDest for one member of a team. Layer by layer
-// outwards, the members share the layer's switches and choose their next
-// hops; then layer by layer inwards they add each switch's sources (its
-// own and those its tree children passed on) to the weight of its link
-// and pass them on to its parent. The farthest layer does both in one
-// step. Each step ends with a barrier.
-func (st *ssspState) routeDestTeam(m *member, d dest, out []uint8) {
-	var tr *bfsTree
-	if st.trees != nil {
-		tr = &st.trees[d.sw]
+// chooseNext sets switch p's next hop (and its port in out) to the link
+// towards a switch one hop nearer the destination dst whose cost plus
+// the link's weight is least (the first such link on ties), and p's
+// cost; p and dst are numbers (st.perm). p is h hops from dst. The costs
+// of layer h are kept in st.cost[h&1], and every other entry of both
+// arrays is costUnset, so the least sum over all of p's links is over
+// the links one hop nearer: the loop needs no test of hop counts, and
+// the switches of layer h, whose costs are being written, are not read.
+func (st *ssspState) chooseNext(p int32, h int, dst int32, out []uint8) {
+	in := st.in
+	e0, e1 := in.start[p], in.start[p+1]
+	nb := in.nb[e0:e1]
+	wE := st.wE[e0:e1]
+	wE = wE[:len(nb)]
+	best, bestI := int64(math.MaxInt64), -1
+	if h == 1 {
+		for i, x := range nb {
+			if x == dst && wE[i] < best {
+				best, bestI = wE[i], i
+			}
+		}
 	} else {
-		if m.w == 0 {
-			st.tree(d.sw)
+		prev := st.cost[(h-1)&1]
+		for i, x := range nb {
+			if c := wE[i] + prev[x]; c < best {
+				best, bestI = c, i
+			}
 		}
-		m.barrier()
-		tr = &st.tmp
 	}
-	order, hop, b := tr.order, tr.hop, tr.bounds
-	L := len(b) - 1 // layers, the destination's included
-	if L < 2 && st.trees == nil {
-		m.barrier() // all have read st.tmp before member 0 searches again
-	}
-	for h := 1; h < L; h++ {
-		layer := order[b[h]:b[h+1]]
-		last := h == L-1
-		m.chunks(len(layer), func(i0, i1 int) {
-			for _, u := range layer[i0:i1] {
-				st.chooseNext(u, hop, out)
-				st.acc[u] = 0
-			}
-			if last {
-				for _, u := range layer[i0:i1] {
-					st.passOn(u, h)
-				}
-			}
-		})
-		m.barrier()
-	}
-	for h := L - 2; h >= 1; h-- {
-		layer := order[b[h]:b[h+1]]
-		m.chunks(len(layer), func(i0, i1 int) {
-			for _, u := range layer[i0:i1] {
-				st.passOn(u, h)
-			}
-		})
-		m.barrier()
-	}
-}
-
-// passOn adds the sources routed through switch u (h hops from the
-// destination) to the weight of u's link and passes them to the next
-// switch, unless that is the destination.
-func (st *ssspState) passOn(u int32, h int) {
-	a := atomic.LoadInt64(&st.acc[u]) + st.srcCount[u]
-	e := st.next[u]
-	st.weight[st.adj.ch[e]] += a
-	if h > 1 {
-		atomic.AddInt64(&st.acc[st.adj.nb[e]], a)
-	}
+	bestE := e0 + int32(bestI)
+	st.cost[h&1][p], st.next[p] = best, bestE
+	out[p] = in.port[bestE]
 }
 
 // bfsTree is the BFS layers from a switch: the switches it reaches in BFS

@@ -3,6 +3,7 @@ package unicast
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"runtime"
 	"testing"
@@ -183,5 +184,33 @@ func BenchmarkSSSPWorkers(b *testing.B) {
 			b.ReportMetric(sec[1]/float64(b.N), "2core-s")
 			b.ReportMetric(sec[0]/sec[1], "speedup")
 		})
+	}
+}
+
+// The sssp and dfsssp tables are pinned: the SHA-256 (first 8 bytes) of
+// their dumps, as written by the strictly sequential
+// loop before it was made branch-free and split over teams (`icn fabric
+// route --topo SPEC --engine E --lft-out F`). A faster
+// implementation must give the same tables.
+func TestSSSPTableDigests(t *testing.T) {
+	for _, c := range []struct{ spec, engine, digest string }{
+		{"fattree:m=8,n=3", "sssp", "3e95a7e0a3a03b7e"},
+		{"fattree:m=8,n=3", "dfsssp", "1e7da7127bbebd56"},
+		{"dragonfly:a=4,p=2,h=2", "sssp", "d722db3af88ad62a"},
+		{"dragonfly:a=4,p=2,h=2", "dfsssp", "fb08fe4376f76ccb"},
+		{"torus:5x4:endpoints=2", "sssp", "dee0eaedd2e1a64b"},
+		{"torus:5x4:endpoints=2", "dfsssp", "84bafbce4e385a2f"},
+	} {
+		res, err := Route(fabric(t, c.spec), Options{Engine: c.engine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		if err := res.Tables.WriteDump(h); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("%x", h.Sum(nil)[:8]); got != c.digest {
+			t.Errorf("%s %s: dump digest %s, want %s", c.spec, c.engine, got, c.digest)
+		}
 	}
 }

@@ -7,9 +7,10 @@ import (
 )
 
 // team is a fixed group of goroutines that work through the same sequence
-// of steps, each step's items shared out in chunks and every step closed
-// by a barrier (sssp routes one destination in a few such steps). Every
-// member runs the same code on the same data, so all agree on the steps.
+// of steps, each member doing its share of every step and every step
+// closed by a barrier (sssp routes one destination in a few such steps).
+// Every member runs the same code on the same data, so all agree on the
+// steps.
 type team struct {
 	n        int32
 	arrived  atomic.Int32
@@ -17,23 +18,15 @@ type team struct {
 	sleepers atomic.Int32
 	mu       sync.Mutex
 	cond     sync.Cond
-	ctr      [4]paddedCounter // chunk counters of steps g, g+1, … (mod 4)
 }
 
-// paddedCounter keeps each counter on its own cache line.
-type paddedCounter struct {
-	atomic.Int64
-	_ [56]byte
-}
-
-// member is one goroutine's view of a team: its index and how many steps
-// it has finished.
+// member is one goroutine's view of a team: its index.
 type member struct {
-	t    *team
-	w    int
-	step int
+	t *team
+	w int
 }
 
+// newTeam returns a team of n members.
 func newTeam(n int) *team {
 	t := &team{n: int32(n)}
 	t.cond.L = &t.mu
@@ -44,20 +37,14 @@ func newTeam(n int) *team {
 // (which let another member run when the goroutines outnumber
 // GOMAXPROCS), then sleeping on the condition variable.
 const (
-	teamSpin  = 256
+	teamSpin  = 1 << 16
 	teamYield = 64
 )
 
 // barrier returns when every member has called it (once per step).
 func (m *member) barrier() {
 	t := m.t
-	if m.w == 0 {
-		// The counter of step+2 was last used two barriers ago and is
-		// next used two barriers on.
-		t.ctr[(m.step+2)%4].Store(0)
-	}
 	g := t.gen.Load()
-	m.step++
 	if t.arrived.Add(1) == t.n {
 		t.arrived.Store(0)
 		t.gen.Add(1)
@@ -86,22 +73,6 @@ func (m *member) barrier() {
 	}
 	t.sleepers.Add(-1)
 	t.mu.Unlock()
-}
-
-// chunks calls f(i0, i1) on successive chunks of [0, n) that this member
-// takes from the step's shared counter; the members together cover every
-// index once. Call barrier after it.
-func (m *member) chunks(n int, f func(i0, i1 int)) {
-	t := m.t
-	chunk := max(8, n/(int(t.n)*8))
-	ctr := &t.ctr[m.step%4]
-	for {
-		i0 := int(ctr.Add(int64(chunk))) - chunk
-		if i0 >= n {
-			return
-		}
-		f(i0, min(i0+chunk, n))
-	}
 }
 
 // run calls body on n goroutines (the caller's is member 0) and returns
