@@ -10,17 +10,21 @@ import (
 // lookahead; it is also min(L, maxAhead) extra slots on every link).
 const maxAhead = 4
 
-// partitioned ticks a core with its routers split into contiguous ranges,
-// one goroutine per range. A flit or credit sent in cycle t is taken off
-// its link L ≥ 1 cycles later and lands in a slot no one reads or writes
-// before then (see Core.ls), so within one cycle a partition may receive
-// and step its routers without waiting for the others, and it may run up
-// to Core.ahead ≤ L cycles before it must see their flits and credits:
-// partitions synchronise once per batch of cycles, not twice per cycle.
-// Every router reads only its own state and the link slots written at
-// least L cycles before, and writes only its own state, so the result is
-// identical to serial ticking whatever the number of partitions. It is a
-// driver around the core, which itself stays free of goroutines.
+// partitioned ticks a core with its routers split into contiguous
+// ranges (chunks), worked through by k goroutines. A flit or credit sent
+// in cycle t is taken off its link L ≥ 1 cycles later and lands in a slot
+// no one reads or writes before then (see Core.ls), so within one cycle a
+// chunk may receive and step its routers without waiting for the others,
+// and it may run up to Core.ahead ≤ L cycles before it must see their
+// flits and credits: goroutines synchronise once per batch of cycles, not
+// twice per cycle. Every router reads only its own state and the link
+// slots written at least L cycles before, and writes only its own state
+// and its chunk's counters, so the result is identical to serial ticking
+// whatever the number of chunks or goroutines, and whichever goroutine
+// runs a chunk. Each goroutine has its own run of chunks and, once done,
+// takes the chunks the others have not started (a goroutine slowed by
+// the machine holds the others up by at most one chunk). It is a driver
+// around the core, which itself stays free of goroutines.
 type partitioned struct {
 	c *Core
 	k int
@@ -33,30 +37,65 @@ type partitioned struct {
 	_    [64]byte
 	gen  atomic.Uint64 // batches released
 	_    [56]byte
-	left atomic.Int32 // partitions still running the current batch
+	left atomic.Int32 // goroutines still running the current batch
 	_    [60]byte
 
+	runs          []chunkRun // per goroutine, its run of chunks
 	workers, main parker
 	spin          bool // waiters may spin before they sleep
 	mainSpin      spinBudget
 	wg            sync.WaitGroup
 }
 
+// chunkRun is one goroutine's chunks, c.workers[lo:hi], and how many of
+// them have been taken in the current batch (by it or by others).
+type chunkRun struct {
+	lo, hi int
+	taken  atomic.Int64
+	_      [48]byte
+}
+
+// chunksPerGoroutine is how many chunks each goroutine's run is cut
+// into, so that a goroutine done early finds work left to take.
+const chunksPerGoroutine = 8
+
 func newPartitioned(c *Core, k int) *partitioned {
+	p := splitCore(c, k)
+	p.start()
+	return p
+}
+
+// splitCore cuts c's routers into chunks for k goroutines and returns
+// the driver, its goroutines not started.
+func splitCore(c *Core, k int) *partitioned {
 	R := len(c.n.portStart) - 1
 	k = max(1, min(k, R))
+	per := c.cfg.minRoutersPerPart
+	if per <= 0 {
+		per = defaultMinRoutersPerPart
+	}
+	nc := max(k, min(k*chunksPerGoroutine, R/per))
 	old := c.workers[0].st
-	c.workers = make([]worker, k)
+	c.workers = make([]worker, nc)
 	c.workers[0].st = old
-	c.balance(k)
+	c.balance(nc)
 	if c.ahead == 0 {
 		c.setAhead(min(c.L, maxAhead))
 	}
 	for i := range c.workers {
 		c.workers[i].lastMove = c.lastMoveCycle
 	}
-	p := &partitioned{c: c, k: k}
-	// Spinning pays only while every partition has a thread to itself.
+	p := &partitioned{c: c, k: k, runs: make([]chunkRun, k)}
+	for i := range p.runs {
+		p.runs[i].lo, p.runs[i].hi = i*nc/k, (i+1)*nc/k
+	}
+	return p
+}
+
+// start starts goroutines 1 … k-1 (the caller's goroutine is 0).
+func (p *partitioned) start() {
+	k := p.k
+	// Spinning pays only while every goroutine has a thread to itself.
 	p.spin = k <= runtime.GOMAXPROCS(0)
 	p.mainSpin = newSpinBudget(p.spin)
 	p.workers.init()
@@ -65,7 +104,6 @@ func newPartitioned(c *Core, k int) *partitioned {
 	for i := 1; i < k; i++ {
 		go p.loop(i)
 	}
-	return p
 }
 
 // routerCost is the work of router r in a cycle, for balancing
@@ -78,7 +116,7 @@ func (n *Network) routerCost(r int) int {
 	return w
 }
 
-// balance splits the routers into k contiguous ranges of about equal
+// balance splits the routers into k contiguous chunks of about equal
 // work: a router costs its ports plus its terminal's injection.
 func (c *Core) balance(k int) {
 	n := c.n
@@ -103,7 +141,6 @@ func (c *Core) balance(k int) {
 
 func (p *partitioned) loop(i int) {
 	defer p.wg.Done()
-	w := &p.c.workers[i]
 	var seen uint64
 	sb := newSpinBudget(p.spin)
 	for {
@@ -112,14 +149,29 @@ func (p *partitioned) loop(i int) {
 		if p.quit {
 			return
 		}
-		p.run(w)
+		p.work(i)
 		if p.left.Add(-1) == 0 {
 			p.main.wake()
 		}
 	}
 }
 
-// run simulates the current batch on one partition's routers.
+// work runs the current batch on goroutine i's chunks, then on the
+// chunks of the others that no one has taken yet.
+func (p *partitioned) work(i int) {
+	for j := range p.k {
+		r := &p.runs[(i+j)%p.k]
+		for {
+			c := r.lo + int(r.taken.Add(1)) - 1
+			if c >= r.hi {
+				break
+			}
+			p.run(&p.c.workers[c])
+		}
+	}
+}
+
+// run simulates the current batch on one chunk's routers.
 func (p *partitioned) run(w *worker) {
 	c := p.c
 	for t := p.t0; t < p.t0+int64(p.n); t++ {
@@ -153,10 +205,13 @@ func (p *partitioned) TickUpTo(k int) int {
 func (p *partitioned) batch(n int) {
 	c := p.c
 	p.t0, p.n = c.now, n
+	for i := range p.runs {
+		p.runs[i].taken.Store(0)
+	}
 	p.left.Store(int32(p.k - 1))
 	p.gen.Add(1)
 	p.workers.wake()
-	p.run(&c.workers[0])
+	p.work(0)
 	p.main.wait(&p.mainSpin, func() bool { return p.left.Load() == 0 })
 	c.endBatch(n)
 }

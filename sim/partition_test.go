@@ -145,3 +145,52 @@ func TestBalance(t *testing.T) {
 		}
 	}
 }
+
+// A goroutine that finds its own chunks done takes the others' chunks:
+// with the other goroutines stalled (never started), goroutine 0 alone
+// runs every chunk of every batch exactly once, and the core ends where
+// a serial core does; any k-1 of k goroutines stalled gives the same.
+func TestChunksTaken(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Rate, cfg.LinkLatency, cfg.minRoutersPerPart = 0.3, 2, 1
+	n := mustNet(t, "torus:6x5", cfg)
+	serial, err := NewCore(n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cycles = 400
+	for range cycles {
+		serial.Tick()
+	}
+	want := serial.sum()
+	for _, k := range []int{2, 3, 5} {
+		for alone := range k {
+			c, err := NewCore(n, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := splitCore(c, k)
+			if len(c.workers) <= k {
+				t.Fatalf("%d goroutines: only %d chunks", k, len(c.workers))
+			}
+			for c.now < cycles {
+				m := min(c.ahead, int(cycles-c.now), int(c.dlWindow-c.now%c.dlWindow))
+				p.t0, p.n = c.now, m
+				for i := range p.runs {
+					p.runs[i].taken.Store(0)
+				}
+				p.work(alone)
+				for i := range p.runs {
+					if r := &p.runs[i]; r.lo+int(r.taken.Load()) < r.hi {
+						t.Fatalf("%d goroutines, %d alone: run %d has chunks left", k, alone, i)
+					}
+				}
+				c.endBatch(m)
+			}
+			if got := c.sum(); got.moved != want.moved || got.ejFlits != want.ejFlits || got.latSum != want.latSum || got.injFlits != want.injFlits {
+				t.Errorf("%d goroutines, goroutine %d alone: %d moves, %d flits ejected, latency sum %d; serial %d, %d, %d",
+					k, alone, got.moved, got.ejFlits, got.latSum, want.moved, want.ejFlits, want.latSum)
+			}
+		}
+	}
+}
