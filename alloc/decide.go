@@ -242,6 +242,7 @@ type workerScratch struct {
 	// blocks caches, per rectangle size of the decision (by its first
 	// element's address), the outcome of reduce for a block of that size.
 	blocks map[*int]blockOutcome
+	_      [64]byte // per worker: keeps what workers write off each other's cache lines
 }
 
 // blockOutcome is reduce's outcome for the blocks of one size.

@@ -220,6 +220,7 @@ type twoHopScratch struct {
 	cnt      []int32
 	swStamp  []int32
 	subStamp []int32
+	_        [64]byte // per worker: keeps what workers write off each other's cache lines
 }
 
 func newTwoHopScratch(ne, n int) *twoHopScratch {

@@ -344,6 +344,7 @@ type worker struct {
 	sets   int64
 	bounds []boundEntry // highest bounds (pass 1), unsorted beyond the minimum
 	best   []Candidate  // sorted best candidates
+	_      [64]byte     // per worker: keeps what workers write off each other's cache lines
 }
 
 func (s *searcher) newWorker() *worker {

@@ -166,6 +166,7 @@ type bent struct {
 
 // bfsWorker is the scratch space of one search.
 type bfsWorker struct {
+	_       [64]byte // workers write their fields for every search: no cache line shared with another worker
 	vis     []uint64
 	ents    []bent
 	keys    []uint64
@@ -177,6 +178,7 @@ type bfsWorker struct {
 	reach   []int32  // per local node: depth+1 of its first arrival (0: none), when geodesic
 	delta   []int32  // per local channel: load added by this worker's sources
 	touched []int32
+	_       [64]byte
 }
 
 // bfsSearch runs searches on one local set.

@@ -144,6 +144,7 @@ type faultWorker struct {
 	sb   starBuilder
 	perm []int
 	up   []bool
+	_    [64]byte // per worker: keeps what workers write off each other's cache lines
 }
 
 // FaultExperiment runs the experiment: for every torus and trial, channels

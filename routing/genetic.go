@@ -562,6 +562,7 @@ type geneticState struct {
 // gaWorker is the scratch space of one goroutine.
 type gaWorker struct {
 	loads []int32
+	_     [64]byte // per worker: keeps what workers write off each other's cache lines
 }
 
 func newGeneticState(r *Router, bfs *Table, sp *geneSpace, o GeneticOptions) *geneticState {

@@ -126,6 +126,7 @@ func (rc *routeChecker) tableReport(ws []*verifyWorker) *Report {
 }
 
 type verifyWorker struct {
+	_     [64]byte // workers write their fields for every route: no cache line shared with another worker
 	dirs  []Dir
 	chans []int32
 	lch   []int32
@@ -138,6 +139,7 @@ type verifyWorker struct {
 	sum   int
 	diam  int
 	n     int
+	_     [64]byte
 }
 
 // localChannels numbers the channels leaving the set nodes: channel

@@ -52,6 +52,7 @@ func EdgeConnectivity(g *Graph, o MetricsOptions) (int, bool, string) {
 		seen    []int32 // BFS stamp
 		stamp   int32
 		queue   []int32
+		_       [64]byte // per worker: keeps what workers write off each other's cache lines
 	}
 	sc := make([]scratch, workers)
 	for i := range sc {

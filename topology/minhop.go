@@ -211,6 +211,7 @@ func MinHops(g *Graph, workers int) (*HopTable, error) {
 	type scratch struct {
 		d     []int32
 		queue []int32
+		_     [64]byte // per worker: keeps what workers write off each other's cache lines
 	}
 	ws := par.Workers(workers)
 	sc := make([]scratch, ws)

@@ -467,6 +467,7 @@ type cdgScratch struct {
 	bits  [][]uint64
 	paths []int64
 	mark  []uint16
+	_     [64]byte // per worker: keeps what workers write off each other's cache lines
 }
 
 func newCDGScratch(lanes, slots, switches int) cdgScratch {
@@ -643,6 +644,7 @@ type permScratch struct {
 	cnt     []int32
 	touched []int32
 	perm    []int
+	_       [64]byte // per worker: keeps what workers write off each other's cache lines
 }
 
 // worstSharing routes live[i] → live[perm[i]] for every i and returns the

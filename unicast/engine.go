@@ -209,6 +209,7 @@ func balanced(t *Tables, ds []dest, cand candFunc, workers int, progress func(in
 		ln  []uint8
 		buf []uint8
 		cnt []int32
+		_   [64]byte // per worker: keeps what workers write off each other's cache lines
 	}
 	scr := make([]scratch, nw)
 	for i := range scr {

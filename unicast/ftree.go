@@ -267,6 +267,7 @@ type ftreeScratch struct {
 	cand  []uint8
 	best  []uint8
 	down  [][]int32 // down routers per level
+	_     [64]byte  // per worker: keeps what workers write off each other's cache lines
 }
 
 // chooseMainPaths picks, sequentially, every end port's main path with

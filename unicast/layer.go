@@ -304,6 +304,7 @@ func (ly *layering) countLane0() {
 		treeScratch
 		cnt []uint32
 		acc []uint64
+		_   [64]byte // per worker: keeps what workers write off each other's cache lines
 	}
 	scr := make([]scratch, ly.nw)
 	for i := range scr {

@@ -196,6 +196,7 @@ func maxSwitchLoad(t *Tables, workers int) int64 {
 		treeScratch
 		sum  []int64
 		load []int64
+		_    [64]byte // per worker: keeps what workers write off each other's cache lines
 	}
 	scr := make([]scratch, nw)
 	for i := range scr {
