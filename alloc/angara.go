@@ -67,12 +67,12 @@ func (a *AngaraRouter) ReachableWithHints(active, transit []int, pairs [][2]int)
 
 // Table implements Router: the table is built and verified (deadlock
 // freedom included) by the routing package.
-func (a *AngaraRouter) Table(ctx context.Context, active, transit []int, algo string) (routing.Stats, error) {
-	al, err := routing.ParseAlgo(algo)
+func (a *AngaraRouter) Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, error) {
+	al, err := routing.ParseAlgo(o.Algo)
 	if err != nil {
 		return routing.Stats{}, err
 	}
-	tb, err := a.R.BuildTableOpts(active, transit, al, routing.TableOptions{Context: ctx})
+	tb, err := a.R.BuildTableOpts(active, transit, al, routing.TableOptions{Context: ctx, Workers: o.Workers})
 	if err != nil {
 		return routing.Stats{}, err
 	}
@@ -81,12 +81,12 @@ func (a *AngaraRouter) Table(ctx context.Context, active, transit []int, algo st
 
 // UnverifiedTable implements Router: the table is built without its
 // verification, which VerifyUnverified does.
-func (a *AngaraRouter) UnverifiedTable(ctx context.Context, active, transit []int, algo string) (routing.Stats, *routing.Table, error) {
-	al, err := routing.ParseAlgo(algo)
+func (a *AngaraRouter) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
+	al, err := routing.ParseAlgo(o.Algo)
 	if err != nil {
 		return routing.Stats{}, nil, err
 	}
-	tb, err := a.R.BuildUnverifiedContext(ctx, active, transit, al)
+	tb, err := a.R.BuildUnverifiedOpts(active, transit, al, routing.TableOptions{Context: ctx, Workers: o.Workers})
 	if err != nil {
 		return routing.Stats{}, nil, err
 	}
@@ -94,9 +94,9 @@ func (a *AngaraRouter) UnverifiedTable(ctx context.Context, active, transit []in
 }
 
 // VerifyUnverified implements Router.
-func (a *AngaraRouter) VerifyUnverified(ctx context.Context, tb *routing.Table) error {
+func (a *AngaraRouter) VerifyUnverified(ctx context.Context, tb *routing.Table, workers int) error {
 	if tb == nil {
 		return nil
 	}
-	return a.R.VerifyContext(ctx, tb)
+	return a.R.VerifyOpts(tb, routing.TableOptions{Context: ctx, Workers: workers})
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/icn-hpc/icn/internal/par"
 	"github.com/icn-hpc/icn/routing"
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -117,31 +119,58 @@ func (b *budget) cutReason() string {
 	return fmt.Sprintf("budget %v", b.total)
 }
 
-// routerTable builds a verified BFS table under ctx, which must not have
-// ended before it starts.
-func routerTable(ctx context.Context, rt Router, active, transit []int) (routing.Stats, error) {
+// routerTable builds a verified BFS table on at most workers goroutines
+// under ctx, which must not have ended before it starts.
+func routerTable(ctx context.Context, rt Router, active, transit []int, workers int) (routing.Stats, error) {
 	if err := ctx.Err(); err != nil {
 		return routing.Stats{}, err
 	}
-	return rt.Table(ctx, active, transit, "bfs")
+	return rt.Table(ctx, active, transit, TableOpts{Algo: "bfs", Workers: workers})
 }
 
 // unverifiedTable is UnverifiedTable under ctx (see routerTable).
-func unverifiedTable(ctx context.Context, rt Router, active, transit []int) (routing.Stats, *routing.Table, error) {
+func unverifiedTable(ctx context.Context, rt Router, active, transit []int, workers int) (routing.Stats, *routing.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return routing.Stats{}, nil, err
 	}
-	return rt.UnverifiedTable(ctx, active, transit, "bfs")
+	return rt.UnverifiedTable(ctx, active, transit, TableOpts{Algo: "bfs", Workers: workers})
 }
 
 // verifyTable is VerifyUnverified under ctx (see routerTable); a table
 // verified when it was built (nil) needs nothing.
-func verifyTable(ctx context.Context, rt Router, tb *routing.Table) error {
+func verifyTable(ctx context.Context, rt Router, tb *routing.Table, workers int) error {
 	if tb == nil {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return rt.VerifyUnverified(ctx, tb)
+	return rt.VerifyUnverified(ctx, tb, workers)
 }
+
+// tableSplit shares a decision's workers goroutines (0: all cores)
+// between n tables to build: at most conc tables at once, each on each
+// goroutines. conc is the choice that takes the least time in all: rounds
+// of conc tables, a round taking a table's time on each cores, which is
+// the time on one core over Amdahl's speed-up with a serial share of
+// tableSerial (a table's build scales nearly as well as tables built
+// side by side). So 3 tables on 2 cores are built one after the other on
+// both, not two at once and then one alone, and 3 on 16 cores side by
+// side on 5 each.
+func tableSplit(workers, n int) (conc, each int) {
+	w := par.Workers(workers)
+	conc, best := 1, math.Inf(1)
+	for c := 1; c <= min(n, w); c++ {
+		k := float64(w / c)
+		t := float64((n+c-1)/c) * (tableSerial + (1-tableSerial)/k)
+		if t <= best*(1+1e-9) {
+			conc, best = c, t
+		}
+	}
+	return conc, max(1, w/conc)
+}
+
+// tableSerial is the share of a table's build that does not run in
+// parallel, for tableSplit: about what BenchmarkBuildTableCores reports
+// outside the pool of workers plus the rounds' idle ends.
+const tableSerial = 0.02

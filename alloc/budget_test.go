@@ -246,12 +246,12 @@ type slowTables struct {
 	calls atomic.Int32
 }
 
-func (r *slowTables) UnverifiedTable(ctx context.Context, active, transit []int, algo string) (routing.Stats, *routing.Table, error) {
+func (r *slowTables) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
 	if r.calls.Add(1) > 1 {
 		<-ctx.Done()
 		return routing.Stats{}, nil, ctx.Err()
 	}
-	return r.AngaraRouter.UnverifiedTable(ctx, active, transit, algo)
+	return r.AngaraRouter.UnverifiedTable(ctx, active, transit, o)
 }
 
 // TestBudgetEndsInTables: when the budget ends while the tie-break
@@ -281,8 +281,36 @@ func TestBudgetEndsInTables(t *testing.T) {
 	}
 	validChoice(t, "4x4x4", s, rt, req, got)
 	// The chosen set has the figures of its own (first) class's table.
-	fig, err := ar.Table(context.Background(), got.Chosen.Active, got.Chosen.Transit, "bfs")
+	fig, err := ar.Table(context.Background(), got.Chosen.Active, got.Chosen.Transit, TableOpts{Algo: "bfs"})
 	if err != nil || fig != *got.Chosen.Figures {
 		t.Fatalf("chosen figures %+v, its table %+v (%v)", got.Chosen.Figures, fig, err)
+	}
+}
+
+// tableSplit never uses more goroutines than the decision has, gives
+// every table at least one, and takes the choice of tables at once with
+// the least modelled time, the most tables at once on ties (checked
+// against every choice).
+func TestTableSplit(t *testing.T) {
+	for w := 1; w <= 17; w++ {
+		for n := 1; n <= 40; n++ {
+			conc, each := tableSplit(w, n)
+			if conc < 1 || conc > min(n, w) || each < 1 || conc*each > w || each != w/conc {
+				t.Fatalf("%d tables on %d workers: %d at once on %d each", n, w, conc, each)
+			}
+			cost := func(c int) float64 {
+				return float64((n+c-1)/c) * (tableSerial + (1-tableSerial)/float64(w/c))
+			}
+			for c := 1; c <= min(n, w); c++ {
+				if cost(c) < cost(conc)*(1-1e-9) || (cost(c) <= cost(conc)*(1+1e-9) && c > conc) {
+					t.Fatalf("%d tables on %d workers: %d at once (%g), %d would be better (%g)", n, w, conc, cost(conc), c, cost(c))
+				}
+			}
+		}
+	}
+	for _, c := range []struct{ w, n, conc, each int }{{2, 3, 1, 2}, {2, 2, 2, 1}, {16, 3, 3, 5}, {2, 1, 1, 2}, {4, 6, 2, 2}, {1, 5, 1, 1}} {
+		if conc, each := tableSplit(c.w, c.n); conc != c.conc || each != c.each {
+			t.Errorf("%d tables on %d workers: %d at once on %d each, want %d on %d", c.n, c.w, conc, each, c.conc, c.each)
+		}
 	}
 }

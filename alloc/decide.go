@@ -924,9 +924,10 @@ func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classe
 			}
 		}
 	} else {
-		par.For(len(build), d.sel.Workers, func(_, k int) {
+		conc, each := tableSplit(d.sel.Workers, len(build))
+		par.For(len(build), conc, func(_, k int) {
 			i := build[k]
-			figs[i], errs[k] = routerTable(ctx, d.rt, reps[i].Active, reps[i].Transit)
+			figs[i], errs[k] = routerTable(ctx, d.rt, reps[i].Active, reps[i].Transit, each)
 		})
 		for k, i := range build {
 			verified[i] = errs[k] == nil
@@ -957,7 +958,7 @@ func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classe
 	}
 	switch ok, known := verified[win]; {
 	case win == bestBuilt:
-		if err := verifyTable(ctx, d.rt, best); err != nil {
+		if err := verifyTable(ctx, d.rt, best, d.sel.Workers); err != nil {
 			if ctx.Err() != nil {
 				// Built in time but not verified: the figures rank
 				// the candidates; the caller verifies the set's table.
@@ -971,7 +972,7 @@ func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classe
 		// Cached figures of a class whose table was never verified.
 		c := reps[win]
 		d.materialize(c)
-		fig, err := routerTable(ctx, d.rt, c.Active, c.Transit)
+		fig, err := routerTable(ctx, d.rt, c.Active, c.Transit, d.sel.Workers)
 		if err != nil && ctx.Err() != nil {
 			d.tableCut = true // the cached figures rank; not verified in time
 			break
@@ -1056,7 +1057,7 @@ func (d *decision) chooseFirst(best []*candidate, res *Result) error {
 	if d.req.NoTable {
 		return nil // no tie to break: the table and φ are only reported
 	}
-	fig, err := d.rt.Table(context.Background(), c.Active, c.Transit, "baseline")
+	fig, err := d.rt.Table(context.Background(), c.Active, c.Transit, TableOpts{Algo: "baseline", Workers: d.sel.Workers})
 	if err != nil {
 		return err
 	}
@@ -1192,9 +1193,10 @@ func (d *decision) buildUnverified(ctx context.Context, reps []*candidate, build
 	bestIdx := -1
 	var best *routing.Table
 	checked := make([]bool, len(build))
-	par.For(len(build), d.sel.Workers, func(_, k int) {
+	conc, each := tableSplit(d.sel.Workers, len(build))
+	par.For(len(build), conc, func(_, k int) {
 		i := build[k]
-		fig, tb, err := unverifiedTable(ctx, d.rt, reps[i].Active, reps[i].Transit)
+		fig, tb, err := unverifiedTable(ctx, d.rt, reps[i].Active, reps[i].Transit, each)
 		mu.Lock()
 		defer mu.Unlock()
 		figs[i], errs[k], checked[k] = fig, err, err == nil && tb == nil

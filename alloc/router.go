@@ -31,18 +31,28 @@ type Router interface {
 	// router without a cheaper path answers with Reachable.
 	ReachableWithHints(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error)
 	// Table builds a verified, deadlock-free routing table for a
-	// reachable set with the given algorithm ("bfs" or "baseline") and
-	// returns its figures; it stops with ctx's error when ctx ends.
-	Table(ctx context.Context, active, transit []int, algo string) (routing.Stats, error)
+	// reachable set as o says and returns its figures; it stops with
+	// ctx's error when ctx ends.
+	Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, error)
 	// UnverifiedTable builds the table Table builds, with the same
 	// figures, but may leave its verification to VerifyUnverified:
 	// Select ranks its tie-break tables this way and verifies only the
 	// winner's. The table is nil when building it verified it already.
-	UnverifiedTable(ctx context.Context, active, transit []int, algo string) (routing.Stats, *routing.Table, error)
+	UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error)
 	// VerifyUnverified verifies a table from UnverifiedTable as Table
-	// would have (nil: nothing to verify); it stops with ctx's error
-	// when ctx ends.
-	VerifyUnverified(ctx context.Context, tb *routing.Table) error
+	// would have (nil: nothing to verify) on at most workers goroutines
+	// (0: all cores); it stops with ctx's error when ctx ends.
+	VerifyUnverified(ctx context.Context, tb *routing.Table, workers int) error
+}
+
+// TableOpts say how Router.Table builds a table. The table does not
+// depend on Workers.
+type TableOpts struct {
+	// Algo is the algorithm: "bfs" or "baseline".
+	Algo string
+	// Workers bounds the goroutines of the build (0: all cores); Select
+	// shares its workers between the tables it builds at once.
+	Workers int
 }
 
 // RouterProps are the guarantees a Router gives about its answers. The

@@ -239,7 +239,7 @@ func TestSelectMatchesReference(t *testing.T) {
 		rank := func(active, transit []int) score {
 			after := s.Clone()
 			after.Occupy(99, append(slices.Clone(active), transit...))
-			f, err := rt.Table(context.Background(), active, transit, "bfs")
+			f, err := rt.Table(context.Background(), active, transit, TableOpts{Algo: "bfs"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -395,8 +395,8 @@ func TestTranslationInvariance(t *testing.T) {
 			continue
 		}
 		reached++
-		f1, err1 := rt.Table(context.Background(), a1, t1, "bfs")
-		f2, err2 := rt.Table(context.Background(), a2, t2, "bfs")
+		f1, err1 := rt.Table(context.Background(), a1, t1, TableOpts{Algo: "bfs"})
+		f2, err2 := rt.Table(context.Background(), a2, t2, TableOpts{Algo: "bfs"})
 		if err1 != nil || err2 != nil {
 			t.Fatal(spec, err1, err2)
 		}

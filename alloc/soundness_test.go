@@ -106,7 +106,7 @@ func blocksAgree(t *testing.T, sel *Selector, rt *AngaraRouter, size []int, m in
 		for i, x := range keep {
 			kept[i] = transit[x]
 		}
-		fig, err := rt.Table(context.Background(), active, kept, "bfs")
+		fig, err := rt.Table(context.Background(), active, kept, TableOpts{Algo: "bfs"})
 		if err != nil {
 			t.Fatalf("block %v of %v: %v", st, size, err)
 		}
@@ -139,17 +139,17 @@ func (v verifiedOnly) ReachableWithHints(active, transit []int, _ [][2]int) (boo
 	return ok, [2]int{-1, -1}, err
 }
 
-func (v verifiedOnly) Table(ctx context.Context, active, transit []int, algo string) (routing.Stats, error) {
-	return v.a.Table(ctx, active, transit, algo)
+func (v verifiedOnly) Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, error) {
+	return v.a.Table(ctx, active, transit, o)
 }
 
 // UnverifiedTable builds and verifies the table (none is left to verify).
-func (v verifiedOnly) UnverifiedTable(ctx context.Context, active, transit []int, algo string) (routing.Stats, *routing.Table, error) {
-	f, err := v.a.Table(ctx, active, transit, algo)
+func (v verifiedOnly) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
+	f, err := v.a.Table(ctx, active, transit, o)
 	return f, nil, err
 }
 
-func (v verifiedOnly) VerifyUnverified(context.Context, *routing.Table) error { return nil }
+func (v verifiedOnly) VerifyUnverified(context.Context, *routing.Table, int) error { return nil }
 
 // TestUnverifiedTieBreak checks that ranking tie-break tables built
 // without verification (only the winner verified) chooses what building

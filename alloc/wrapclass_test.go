@@ -75,7 +75,7 @@ func TestWrapClassesShareFigures(t *testing.T) {
 			if cand.lazy != nil {
 				active, transit = cand.lazy.nodes(dims)
 			}
-			f, err := rt.Table(context.Background(), active, transit, "bfs")
+			f, err := rt.Table(context.Background(), active, transit, TableOpts{Algo: "bfs"})
 			if err != nil {
 				t.Fatalf("%s at %v: %v", name, start, err)
 			}

@@ -318,19 +318,19 @@ func (r *Router) BuildUnverified(active, transit []int, algo Algo) (*Table, erro
 	return r.build(active, transit, algo, tableRun{})
 }
 
-// BuildUnverifiedContext is BuildUnverified stopped when ctx ends (with
-// its error).
-func (r *Router) BuildUnverifiedContext(ctx context.Context, active, transit []int, algo Algo) (*Table, error) {
-	return r.build(active, transit, algo, tableRun{ctx: ctx})
+// BuildUnverifiedOpts is BuildUnverified with BuildTableOpts's options
+// (Progress counts the sources only).
+func (r *Router) BuildUnverifiedOpts(active, transit []int, algo Algo, o TableOptions) (*Table, error) {
+	return r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder, ctx: o.Context})
 }
 
 // Verify verifies a table from BuildUnverified as BuildTable does.
 func (r *Router) Verify(tb *Table) error { return r.verifyBuilt(context.Background(), tb, 0) }
 
-// VerifyContext is Verify stopped when ctx ends (with its error; the
-// table then counts as not verified).
-func (r *Router) VerifyContext(ctx context.Context, tb *Table) error {
-	return r.verifyBuilt(ctx, tb, 0)
+// VerifyOpts is Verify on o.Workers goroutines, stopped when o.Context
+// ends (with its error; the table then counts as not verified).
+func (r *Router) VerifyOpts(tb *Table, o TableOptions) error {
+	return r.verifyBuilt(o.Context, tb, o.Workers)
 }
 
 // Figures builds and verifies the table and returns only its figures; algo

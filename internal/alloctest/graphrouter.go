@@ -60,7 +60,7 @@ func (r GraphRouter) ReachableWithHints(active, transit []int, _ [][2]int) (bool
 
 // Table returns the diameter of shortest paths inside the set; link loads
 // are not modelled (π_max = π_perfect = 0).
-func (r GraphRouter) Table(_ context.Context, active, transit []int, _ string) (routing.Stats, error) {
+func (r GraphRouter) Table(_ context.Context, active, transit []int, _ alloc.TableOpts) (routing.Stats, error) {
 	in, err := r.members(active, transit)
 	if err != nil {
 		return routing.Stats{}, err
@@ -80,13 +80,13 @@ func (r GraphRouter) Table(_ context.Context, active, transit []int, _ string) (
 }
 
 // UnverifiedTable is Table: there is nothing to verify (no table).
-func (r GraphRouter) UnverifiedTable(ctx context.Context, active, transit []int, algo string) (routing.Stats, *routing.Table, error) {
-	f, err := r.Table(ctx, active, transit, algo)
+func (r GraphRouter) UnverifiedTable(ctx context.Context, active, transit []int, o alloc.TableOpts) (routing.Stats, *routing.Table, error) {
+	f, err := r.Table(ctx, active, transit, o)
 	return f, nil, err
 }
 
 // VerifyUnverified has nothing to verify.
-func (GraphRouter) VerifyUnverified(context.Context, *routing.Table) error { return nil }
+func (GraphRouter) VerifyUnverified(context.Context, *routing.Table, int) error { return nil }
 
 func (r GraphRouter) members(active, transit []int) (map[int]bool, error) {
 	in := make(map[int]bool, len(active)+len(transit))
