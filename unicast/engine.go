@@ -158,7 +158,10 @@ func routeSSSPKeep(f *Fabric, o Options) (*Result, *ssspState, error) {
 	states := make([]*ssspState, len(destOrders))
 	res := &Result{LanesNeeded: 1}
 	adj := switchAdjacency(f)
-	trees := ssspTrees(f, adj, o.Workers, o.ssspLimits().treesMaxBytes)
+	// The layers are laid out for the team of the first order (the
+	// other's is the same size or one less).
+	team := o.ssspTeam(len(f.switches), orderWorkers(par.Workers(o.Workers), 0))
+	trees := ssspTrees(f, adj, o.Workers, o.ssspLimits().treesMaxBytes, team)
 	t, kept, err := bestOrderConcurrent(f, o, func(i int, ds []dest, workers int) (*Tables, error) {
 		t, st, err := routeSSSPWith(f, o, ds, adj, trees, workers)
 		states[i] = st

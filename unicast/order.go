@@ -140,7 +140,7 @@ func bestOrderConcurrent(f *Fabric, o Options, route func(i int, ds []dest, work
 	}
 	if nw < n {
 		for i := range n {
-			if one(i, nw); errs[i] != nil {
+			if one(i, orderWorkers(nw, i)); errs[i] != nil {
 				return nil, 0, errs[i]
 			}
 		}
@@ -150,7 +150,7 @@ func bestOrderConcurrent(f *Fabric, o Options, route func(i int, ds []dest, work
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				one(i, nw/n+btoi(i < nw%n))
+				one(i, orderWorkers(nw, i))
 			}()
 		}
 		wg.Wait()
@@ -162,6 +162,17 @@ func bestOrderConcurrent(f *Fabric, o Options, route func(i int, ds []dest, work
 	}
 	i := leastLoaded(loads)
 	return ts[i], i, nil
+}
+
+// orderWorkers is how many of nw workers bestOrderConcurrent gives
+// destination order i: all of them when the orders run one after the
+// other (fewer workers than orders), else a share.
+func orderWorkers(nw, i int) int {
+	n := len(destOrders)
+	if nw < n {
+		return nw
+	}
+	return nw/n + btoi(i < nw%n)
 }
 
 // leastLoaded returns the index of the smallest load, the first on ties.

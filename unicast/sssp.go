@@ -3,6 +3,7 @@ package unicast
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync/atomic"
 
 	"github.com/icn-hpc/icn/internal/par"
@@ -41,25 +42,56 @@ func routeSSSP(f *Fabric, o Options, ds []dest) (*Tables, error) {
 // routeSSSPState is routeSSSP, also returning its final state.
 func routeSSSPState(f *Fabric, o Options, ds []dest) (*Tables, *ssspState, error) {
 	adj := switchAdjacency(f)
-	return routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, o.Workers, o.ssspLimits().treesMaxBytes), par.Workers(o.Workers))
+	w := par.Workers(o.Workers)
+	return routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, o.Workers, o.ssspLimits().treesMaxBytes, o.ssspTeam(len(f.switches), w)), w)
 }
 
 // ssspTrees returns the BFS layers from every live switch, computed on all
 // cores, or nil when they would not fit in memory (routeDest then searches
 // per destination). They depend only on the destination switch, so the
-// destination orders share them.
-func ssspTrees(f *Fabric, adj *swAdj, workers int, maxBytes float64) []bfsTree {
+// destination orders share them. With team ≥ 2 every layer is sorted by
+// the numbers a team of that size gives the switches (teamPerm), so each
+// member's switches of a layer are adjacent; the order within a layer
+// does not change the routes.
+func ssspTrees(f *Fabric, adj *swAdj, workers int, maxBytes float64, team int) []bfsTree {
 	S := len(f.switches)
 	if float64(S)*float64(S)*8 > maxBytes {
 		return nil
+	}
+	var perm []int32
+	if team >= 2 {
+		perm, _ = teamPerm(S, team)
 	}
 	trees := make([]bfsTree, S)
 	par.For(S, workers, func(_, x int) {
 		if f.switchAlive(x) {
 			trees[x] = bfsLayers(adj, x, nil)
+			if perm != nil {
+				trees[x].sortLayers(perm, team)
+			}
 		}
 	})
 	return trees
+}
+
+// sortLayers sorts every layer of tr by perm and records the team size.
+func (tr *bfsTree) sortLayers(perm []int32, team int) {
+	for h := 0; h+1 < len(tr.bounds); h++ {
+		slices.SortFunc(tr.order[tr.bounds[h]:tr.bounds[h+1]], func(a, b int32) int { return int(perm[a]) - int(perm[b]) })
+	}
+	tr.team = int32(team)
+}
+
+// ssspTeam is the size of the team that routes one destination order
+// with workers workers on a fabric of S switches (1: no team).
+func (o Options) ssspTeam(S, workers int) int {
+	// A team larger than GOMAXPROCS would wait at every barrier for a
+	// member that has no processor. (Members are numbered in a byte.)
+	n := min(workers, runtime.GOMAXPROCS(0), 256)
+	if n < 2 || S < o.ssspLimits().teamMinSwitches {
+		return 1
+	}
+	return n
 }
 
 // ssspLimits are sssp's thresholds (Options.sssp; nil: the defaults).
@@ -94,13 +126,7 @@ func routeSSSPWith(f *Fabric, o Options, ds []dest, adj *swAdj, trees []bfsTree,
 	t := NewTables(f, o.Engine)
 	fillLocal(t)
 	st := &ssspState{adj: adj, S: S, weight: make([]int64, f.G.NumChannels()), srcCount: liveEndPortsPerSwitch(f), trees: trees}
-	// A team larger than GOMAXPROCS would wait at every barrier for a
-	// member that has no processor.
-	// (Members are numbered in a byte.)
-	n := min(workers, runtime.GOMAXPROCS(0), 256)
-	if n < 2 || S < o.ssspLimits().teamMinSwitches {
-		n = 1
-	}
+	n := o.ssspTeam(S, workers)
 	st.split(n)
 	st.wE = make([]int64, len(st.in.nb))
 	st.next, st.acc = make([]int32, S), make([]int64, S)
@@ -166,17 +192,7 @@ func routeSSSPWith(f *Fabric, o Options, ds []dest, adj *swAdj, trees []bfsTree,
 // per switch; with n = 1 the numbering is the switch indices.
 func (st *ssspState) split(n int) {
 	S := st.S
-	st.perm, st.lo = make([]int32, S), make([]int32, n+1)
-	k := int32(0)
-	for w := range n {
-		st.lo[w] = k
-		for b := w * ownBlock; b < S; b += n * ownBlock {
-			for u := b; u < min(b+ownBlock, S); u++ {
-				st.perm[u], k = k, k+1
-			}
-		}
-	}
-	st.lo[n] = k
+	st.perm, st.lo = teamPerm(S, n)
 	if n == 1 {
 		st.in, st.src = st.adj, st.srcCount
 		return
@@ -197,6 +213,24 @@ func (st *ssspState) split(n int) {
 		in.start[p+1] = int32(len(in.nb))
 	}
 	st.in = in
+}
+
+// teamPerm numbers S switches for a team of n members: blocks of
+// ownBlock switches dealt round robin, numbered member by member; member
+// w owns numbers lo[w]..lo[w+1]-1.
+func teamPerm(S, n int) (perm, lo []int32) {
+	perm, lo = make([]int32, S), make([]int32, n+1)
+	k := int32(0)
+	for w := range n {
+		lo[w] = k
+		for b := w * ownBlock; b < S; b += n * ownBlock {
+			for u := b; u < min(b+ownBlock, S); u++ {
+				perm[u], k = k, k+1
+			}
+		}
+	}
+	lo[n] = k
+	return perm, lo
 }
 
 // ownBlock is how many switches of consecutive index a member owns: a
@@ -339,6 +373,7 @@ func (st *ssspState) chooseNext(p int32, h int, dst int32, out []uint8) {
 // hop count (-1 unreached).
 type bfsTree struct {
 	order, hop, bounds []int32
+	team               int32 // layers sorted by teamPerm for a team of this size (0: BFS order)
 }
 
 // bfsLayers returns the BFS layers from x, reusing reuse's memory if not

@@ -1,5 +1,7 @@
 package unicast
 
+import "slices"
+
 // sssp with teams: each destination's routes are split over the members
 // of a team, switch by switch.
 
@@ -73,12 +75,25 @@ func (st *ssspState) routeDestTeam(m *member, d dest, out []uint8) {
 	perm, lo, hi := st.perm, st.lo[m.w], st.lo[m.w+1]
 	dst := perm[d.sw]
 	box := &st.boxes[m.w]
+	// mine returns this member's switches of layer h: a range of the
+	// layer when it is sorted for this team, else the whole layer (and
+	// the loops skip the others' switches).
+	sorted := int(tr.team) == len(st.boxes)
+	mine := func(h int) []int32 {
+		layer := order[b[h]:b[h+1]]
+		if !sorted {
+			return layer
+		}
+		i0, _ := slices.BinarySearchFunc(layer, lo, func(u, p int32) int { return int(perm[u]) - int(p) })
+		i1, _ := slices.BinarySearchFunc(layer, hi, func(u, p int32) int { return int(perm[u]) - int(p) })
+		return layer[i0:i1]
+	}
 	for h := 1; h < L; h++ {
 		last := h == L-1
 		if last {
 			box.clear(h)
 		}
-		for _, u := range order[b[h]:b[h+1]] {
+		for _, u := range mine(h) {
 			if p := perm[u]; p >= lo && p < hi {
 				st.chooseNext(p, h, dst, out)
 				if last {
@@ -95,7 +110,7 @@ func (st *ssspState) routeDestTeam(m *member, d dest, out []uint8) {
 			}
 		}
 		box.clear(h)
-		for _, u := range order[b[h]:b[h+1]] {
+		for _, u := range mine(h) {
 			if p := perm[u]; p >= lo && p < hi {
 				st.passOnTeam(box, p, h)
 			}

@@ -94,29 +94,37 @@ func TestSSSPWorkersIdentical(t *testing.T) {
 }
 
 // A team splitting destinations gives the same tables and weights as the
-// sequential loop for one destination order, and a cancelled context
-// stops it with the context's error.
+// sequential loop for one destination order, with the BFS layers in BFS
+// order or sorted for another team or for its own (each member then
+// walks only its range of a layer), and a cancelled context stops it
+// with the context's error.
 func TestSSSPTeamState(t *testing.T) {
 	f := fabric(t, "dragonfly:a=6,p=3,h=3")
 	adj := switchAdjacency(f)
 	ds := interleavedDests(f)
 	o := Options{Engine: "sssp", Progress: func(int) {}, sssp: &ssspLimits{0, 1 << 30}}
-	t1, s1, err := routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, 1, 1<<30), 1)
+	t1, s1, err := routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, 1, 1<<30, 0), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	withTeams(func() {
 		for _, w := range []int{2, 3} {
-			t2, s2, err := routeSSSPWith(f, o, ds, adj, ssspTrees(f, adj, w, 1<<30), w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(t1.lft, t2.lft) || !bytes.Equal(s1.colT, s2.colT) {
-				t.Errorf("%d workers: tables differ from 1 worker", w)
-			}
-			for c := range s1.weight {
-				if s1.weight[c] != s2.weight[c] {
-					t.Fatalf("%d workers: channel %d weight %d, 1 worker %d", w, c, s2.weight[c], s1.weight[c])
+			for _, team := range []int{0, 5 - w, w} {
+				trees := ssspTrees(f, adj, w, 1<<30, team)
+				if team >= 2 && int(trees[0].team) != team {
+					t.Fatalf("layers sorted for a team of %d, want %d", trees[0].team, team)
+				}
+				t2, s2, err := routeSSSPWith(f, o, ds, adj, trees, w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(t1.lft, t2.lft) || !bytes.Equal(s1.colT, s2.colT) {
+					t.Errorf("%d workers, layers for a team of %d: tables differ from 1 worker", w, team)
+				}
+				for c := range s1.weight {
+					if s1.weight[c] != s2.weight[c] {
+						t.Fatalf("%d workers, layers for a team of %d: channel %d weight %d, 1 worker %d", w, team, c, s2.weight[c], s1.weight[c])
+					}
 				}
 			}
 		}
@@ -148,7 +156,7 @@ func BenchmarkSSSPWorkers(b *testing.B) {
 	}{
 		{"sssp", func(int) error { _, err := Route(f, Options{Engine: "sssp"}); return err }},
 		{"one-order", func(w int) error {
-			_, _, err := routeSSSPWith(f, Options{Engine: "sssp", Progress: func(int) {}}, ds, adj, ssspTrees(f, adj, w, 1<<30), w)
+			_, _, err := routeSSSPWith(f, Options{Engine: "sssp", Progress: func(int) {}}, ds, adj, ssspTrees(f, adj, w, 1<<30, w), w)
 			return err
 		}},
 		{"control", func(int) error {
