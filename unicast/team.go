@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // team is a fixed group of goroutines that work through the same sequence
@@ -33,11 +34,14 @@ func newTeam(n int) *team {
 	return t
 }
 
-// Spin limits of the barrier: first busy reads, then reads with yields
-// (which let another member run when the goroutines outnumber
-// GOMAXPROCS), then sleeping on the condition variable.
+// Spin limits of the barrier: first busy reads for up to teamSpin (a
+// step's work is tens of microseconds, and waking a sleeper costs about
+// as much), then reads with yields (which let another member run when
+// the goroutines outnumber GOMAXPROCS), then sleeping on the condition
+// variable. The spin is bounded in time, not in reads, so that it stays
+// short where reads are slow (the race detector).
 const (
-	teamSpin  = 1 << 16
+	teamSpin  = 100 * time.Microsecond
 	teamYield = 64
 )
 
@@ -55,9 +59,12 @@ func (m *member) barrier() {
 		}
 		return
 	}
-	for i := 0; i < teamSpin; i++ {
+	for start, i := time.Now(), 0; ; i++ {
 		if t.gen.Load() != g {
 			return
+		}
+		if i&255 == 255 && time.Since(start) > teamSpin {
+			break
 		}
 	}
 	for i := 0; i < teamYield; i++ {
