@@ -138,10 +138,11 @@ func TestSSSPTeamState(t *testing.T) {
 }
 
 // BenchmarkSSSPWorkers routes the 16 000-node fat tree with sssp at
-// GOMAXPROCS 1 and then 2 in every iteration and reports both times and
-// their ratio (speedup); "one-order" does the same for one destination
-// order alone (each destination split over a team of workers, the part
-// that scales beyond two cores). "control" is two goroutines of integer
+// GOMAXPROCS 1, 2 and (on a larger machine) every core in every
+// iteration and reports the times, the ratio of 1 to 2 cores (speedup)
+// and of 2 to all cores (x-over-2core@N); "one-order" does the same for
+// one destination order alone (each destination split over a team of
+// workers, the part that scales beyond two cores). "control" is two goroutines of integer
 // arithmetic, perfectly parallel: its speedup is what the machine gives
 // two threads at the moment (below 2 when other processes compete).
 //
@@ -174,12 +175,18 @@ func BenchmarkSSSPWorkers(b *testing.B) {
 			return nil
 		}},
 	}
+	// 1 and 2 cores, and every core of a larger machine (the 16-core
+	// target is against 2 cores: x-over-2core).
+	procs := []int{1, 2}
+	if n := runtime.NumCPU(); n > 2 {
+		procs = append(procs, n)
+	}
 	for _, r := range runs {
 		b.Run(r.name, func(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-			var sec [2]float64
+			sec := make([]float64, len(procs))
 			for b.Loop() {
-				for i, p := range []int{1, 2} {
+				for i, p := range procs {
 					runtime.GOMAXPROCS(p)
 					start := time.Now()
 					if err := r.run(p); err != nil {
@@ -188,9 +195,13 @@ func BenchmarkSSSPWorkers(b *testing.B) {
 					sec[i] += time.Since(start).Seconds()
 				}
 			}
-			b.ReportMetric(sec[0]/float64(b.N), "1core-s")
-			b.ReportMetric(sec[1]/float64(b.N), "2core-s")
+			for i, p := range procs {
+				b.ReportMetric(sec[i]/float64(b.N), fmt.Sprintf("%dcore-s", p))
+			}
 			b.ReportMetric(sec[0]/sec[1], "speedup")
+			if len(procs) > 2 {
+				b.ReportMetric(sec[1]/sec[2], fmt.Sprintf("x-over-2core@%d", procs[2]))
+			}
 		})
 	}
 }
