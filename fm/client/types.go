@@ -1,0 +1,293 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/icn-hpc/icn/routing"
+)
+
+// JobRequest asks for an allocation.
+type JobRequest struct {
+	Name    string `json:"name,omitempty"`
+	Nodes   int    `json:"nodes"`
+	Transit int    `json:"transit"`
+	Algo    string `json:"algo,omitempty"`
+	// RequestID, if given, makes the request safe to repeat: a request
+	// with an id already answered gets the first answer again (across
+	// restarts and takeovers) instead of a second placement. At most
+	// MaxRequestID bytes.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// MaxRequestID is the longest request id accepted.
+const MaxRequestID = 128
+
+// JobState is where a job is in its life.
+type JobState string
+
+const (
+	JobRunning  JobState = "running"
+	JobReleased JobState = "released"
+)
+
+// RouteState is how a running job is routed.
+type RouteState string
+
+const (
+	// RouteOriginal: on the table it was placed with, or a fresh one
+	// after a repair.
+	RouteOriginal RouteState = ""
+	// RouteRerouted: a failure gave it a new table on the same nodes.
+	RouteRerouted RouteState = "rerouted"
+	// RouteBroken: no table exists on its nodes (Problem and Unreachable
+	// say why; migrate it).
+	RouteBroken RouteState = "broken"
+	// RouteMigrated: placed anew on other nodes.
+	RouteMigrated RouteState = "migrated"
+)
+
+// JobRecord is a job placed by the service.
+type JobRecord struct {
+	ID           int                `json:"id"`
+	Name         string             `json:"name,omitempty"`
+	State        JobState           `json:"state"`
+	Nodes        int                `json:"nodes"`
+	TransitLimit int                `json:"transit_limit"`
+	Algo         string             `json:"algo"`
+	Active       []string           `json:"active"`
+	TransitNodes []string           `json:"transit"`
+	Rules        string             `json:"rules"`
+	Table        *routing.TableJSON `json:"table,omitempty"` // verified routing table, as icn route --json writes it
+	Stats        TableStats         `json:"stats"`
+	Affected     []string           `json:"affected_by,omitempty"` // failures that broke reachability
+	Created      time.Time          `json:"created"`
+	Released     *time.Time         `json:"released,omitempty"`
+	Reachable    bool               `json:"reachable"`
+	Routing      RouteState         `json:"routing,omitempty"`
+	Problem      string             `json:"problem,omitempty"`
+	Unreachable  *[2]string         `json:"unreachable,omitempty"`
+	// Selection says how the node set was chosen (absent in records
+	// written before it was kept).
+	Selection *Selection `json:"selection,omitempty"`
+}
+
+// Selection is how a job's node set was chosen: whether the selection
+// examined and ranked everything or was cut by the placement budget,
+// and what it was complete for (alloc.Result).
+type Selection struct {
+	Exhaustive bool `json:"exhaustive"`
+	// Settled: the selection stopped once no placement left could beat
+	// the set on criteria 1 and 2 (alloc.Result.Settled).
+	Settled  bool    `json:"settled,omitempty"`
+	Examined int     `json:"placements_examined"`
+	Complete int     `json:"complete_criteria"`
+	Cut      string  `json:"cut,omitempty"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// RoutingName names the routing state of a job ("ok" for RouteOriginal).
+func (j *JobRecord) RoutingName() string {
+	if j.Routing == RouteOriginal {
+		return "ok"
+	}
+	return string(j.Routing)
+}
+
+// TableStats are the figures of a job's routing table and whether its
+// channel dependencies are free of cycles.
+type TableStats struct {
+	routing.Stats
+	DeadlockFree bool `json:"deadlock_free"`
+}
+
+// GroupRecord is a multicast group and its tree.
+type GroupRecord struct {
+	ID          string      `json:"id"`
+	State       string      `json:"state"`
+	MemberCount int         `json:"member_count"`
+	Members     []string    `json:"members"`
+	Left        []string    `json:"left,omitempty"`
+	Root        string      `json:"root,omitempty"`
+	Edges       [][2]string `json:"edges,omitempty"`
+	// Channels are the fabric's channel ids of Edges, in the same order:
+	// they tell apart parallel links between the same two nodes when a
+	// restart or a fabric change keeps the tree.
+	Channels []int32   `json:"channels,omitempty"`
+	Height   int       `json:"height"`
+	Reason   string    `json:"reason,omitempty"`
+	Seq      int       `json:"routed_seq,omitempty"` // order in which trees were computed
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
+	// JoinDeadline and LeaveDeadline are absolute: the group is destroyed
+	// if its joins (leaves) are not all in by then. Restarts and fabric
+	// changes replay the group against them, so they never move.
+	JoinDeadline  *time.Time `json:"join_deadline,omitempty"`
+	LeaveDeadline *time.Time `json:"leave_deadline,omitempty"`
+}
+
+// FabricView is the fabric as the API shows it.
+type FabricView struct {
+	Spec        string     `json:"spec"`
+	Dims        []int      `json:"dims,omitempty"`
+	Nodes       []NodeView `json:"nodes"`
+	Links       []LinkView `json:"links"`
+	FailedLinks []string   `json:"failed_links"`
+	FailedNodes []string   `json:"failed_nodes"`
+	Rules       string     `json:"rules"`
+	// Jobs: the fabric takes jobs (a torus with routing rules); NoJobs
+	// says why not.
+	Jobs   bool   `json:"jobs"`
+	NoJobs string `json:"no_jobs,omitempty"`
+}
+
+// NodeView is one node.
+type NodeView struct {
+	ID     int    `json:"id"`
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Coord  []int  `json:"coord,omitempty"`
+	Failed bool   `json:"failed,omitempty"`
+	Job    int    `json:"job,omitempty"`
+	// Level is a switched fabric's switch level (fat trees: 1 = leaf),
+	// Group its group (dragonflies); both from the generator or the file.
+	Level *int `json:"level,omitempty"`
+	Group *int `json:"group,omitempty"`
+}
+
+// LinkView is one duplex link.
+type LinkView struct {
+	ID     int    `json:"id"`
+	Name   string `json:"name"`
+	A      int    `json:"a"`
+	B      int    `json:"b"`
+	Dim    int    `json:"dim"`
+	Failed bool   `json:"failed,omitempty"`
+}
+
+// FailureChange asks to fail or repair one link or node.
+type FailureChange struct {
+	Link   string `json:"link,omitempty"`
+	Node   string `json:"node,omitempty"`
+	Repair bool   `json:"repair,omitempty"`
+}
+
+// JobEffect is what a failure change did to one running job.
+type JobEffect struct {
+	ID int `json:"id"`
+	// Result is RouteRerouted (a new verified table on the same nodes;
+	// after a repair, possibly the job's original kind of table again) or
+	// RouteBroken (no table possible on its nodes: migrate it).
+	Result      RouteState `json:"result"`
+	Problem     string     `json:"problem,omitempty"`
+	Unreachable *[2]string `json:"unreachable,omitempty"`
+	// TransitAdded names the free nodes a rerouted job gained as transit
+	// nodes because its own nodes had no legal route left (the seed's
+	// remedy, M_t).
+	TransitAdded []string `json:"transit_added,omitempty"`
+}
+
+// FailureResult reports the effect of a failure change.
+type FailureResult struct {
+	Change      FailureChange `json:"change"`
+	FailedLinks []string      `json:"failed_links"`
+	FailedNodes []string      `json:"failed_nodes"`
+	// AffectedJobs lists the jobs left without a working table (broken).
+	AffectedJobs []int       `json:"affected_jobs"`
+	Jobs         []JobEffect `json:"jobs"`
+	// Unicast is the unicast tables' status on the new fabric
+	// (Config.Unicast).
+	Unicast *UnicastStatus `json:"unicast,omitempty"`
+}
+
+// McastRequest is a join or leave. MemberCount travels with every join,
+// as in the seed's HPC protocol; leaves may omit it.
+type McastRequest struct {
+	Group       string `json:"group"`
+	Member      string `json:"member"`
+	MemberCount int    `json:"member_count,omitempty"`
+	// RequestID makes a join safe to repeat (see JobRequest.RequestID).
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// Event is one audit-log entry.
+type Event struct {
+	Seq     uint64          `json:"seq"`
+	Time    time.Time       `json:"time"`
+	Actor   string          `json:"actor"`
+	Action  string          `json:"action"`
+	Subject string          `json:"subject"`
+	Detail  json.RawMessage `json:"detail,omitempty"`
+	// Term is the leadership term of the instance that wrote the entry
+	// (0 on a store of one instance); Instance names it.
+	Term     int64  `json:"term,omitempty"`
+	Instance string `json:"instance,omitempty"`
+}
+
+// UnicastStatus reports the tables of the current fabric.
+type UnicastStatus struct {
+	Engine string `json:"engine"`
+	LFTOut string `json:"lft_out"`
+	// Seconds from the change to the dump replaced (route and write).
+	Seconds float64   `json:"seconds"`
+	Updated time.Time `json:"updated"`
+	// Mode says how the tables were computed: "full", "incremental"
+	// (only what the change affects; equal to a full computation) or
+	// "repair" (only destinations that lost their routes; see Exact).
+	Mode string `json:"mode,omitempty"`
+	// Exact: the dump equals a full computation on the current fabric.
+	// After a repair it is false while Rebalancing (a full computation
+	// runs in the background and replaces the dump when it is done), or
+	// until the next full computation with UnicastConfig.KeepRepairs.
+	Exact       bool `json:"exact"`
+	Rebalancing bool `json:"rebalancing,omitempty"`
+	// Rerouted of Destinations LIDs were routed again; Changed LFT
+	// entries differ from the previous dump.
+	Rerouted     int     `json:"rerouted_destinations"`
+	Destinations int     `json:"destinations"`
+	Changed      int64   `json:"changed_entries"`
+	RouteSeconds float64 `json:"route_seconds"`
+	WriteSeconds float64 `json:"write_seconds"`
+	DumpBytes    int64   `json:"dump_bytes"`
+	// Written: the dump holds the tables of the current fabric.
+	Written bool `json:"written"`
+	// Error says why the tables of the current fabric are not written
+	// (the previous dump is left in place).
+	Error string `json:"error,omitempty"`
+	// HookError is the last hook's failure.
+	HookError string `json:"hook_error,omitempty"`
+	// Disconnected names the hosts no switch reaches any more.
+	Disconnected []string `json:"disconnected_hosts,omitempty"`
+	Reachable    bool     `json:"reachable"`
+}
+
+// Health is the answer of GET /healthz.
+type Health struct {
+	// Status is "ok" while the instance serves (reads at least).
+	Status string `json:"status"`
+	// Role is "leader" (it takes writes) or "standby" (reads; writes
+	// are redirected to Leader).
+	Role string `json:"role"`
+	// Store is "bolt" or "etcd"; Instance names this instance.
+	Store    string `json:"store"`
+	Instance string `json:"instance,omitempty"`
+	// Leader is the leader's address ("" when none is known); Term its
+	// leadership term.
+	Leader string `json:"leader,omitempty"`
+	Term   int64  `json:"term,omitempty"`
+	// Revision is the store revision the instance's state reflects;
+	// Lag how many revisions it is behind the store (standbys).
+	Revision int64 `json:"revision,omitempty"`
+	Lag      int64 `json:"lag,omitempty"`
+	// Stale: the store could not be reached lately; what the instance
+	// answers may be behind. Error says why.
+	Stale bool   `json:"stale,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// VerifyResult is the answer of POST /api/jobs/{id}/verify.
+type VerifyResult struct {
+	ID      int    `json:"id"`
+	OK      bool   `json:"ok"`
+	Problem string `json:"problem"`
+}

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/icn-hpc/icn/fm/client"
+)
+
+// checkRecords checks every record of every bucket, the same way on
+// both backends: the meta bucket (magic, schema, its checksum, the form
+// of its values), then each record's checksum and decoding and the
+// relations between records: keys match ids, no job id at or above the
+// next id in meta (a new job would overwrite it), every stored table
+// belongs to a job with a table and every such job has one, no audit
+// entry beyond the audit sequence (the next entry would overwrite it).
+func checkRecords(kv kvTx) error {
+	schema, err := checkMeta(kv)
+	if err != nil {
+		return err
+	}
+	legacy := schema == 1
+	nextJob, err := readNextJob(kv)
+	if err != nil {
+		return err
+	}
+	if v, err := kv.Get(bFabric, kCurrent); err != nil {
+		return err
+	} else if v != nil {
+		var f FabricRecord
+		data, err := unframeRecord(v, legacy)
+		if err == nil {
+			err = json.Unmarshal(data, &f)
+		}
+		if err != nil {
+			return fmt.Errorf("fabric record: %v", err)
+		}
+	}
+	withTable := map[int]bool{}
+	t := &Tx{kv: kv, legacy: legacy}
+	if err := checkBucket(kv, bJobs, "job", legacy, func(k, data []byte) error {
+		var j client.JobRecord
+		if err := j.UnmarshalJSON(data); err != nil { // one pass less than json.Unmarshal
+			return err
+		}
+		if len(k) != 8 || binary.BigEndian.Uint64(k) != uint64(j.ID) {
+			return fmt.Errorf("key does not match id %d", j.ID)
+		}
+		if uint64(j.ID) >= nextJob {
+			return fmt.Errorf("id %d is not below the next job id %d in meta: a new job would overwrite it", j.ID, nextJob)
+		}
+		if !legacy && j.Table != nil {
+			withTable[j.ID] = true
+			return t.attachRoutes(&j)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if !legacy {
+		if err := checkBucket(kv, bTables, "routes of job", false, func(k, _ []byte) error {
+			if len(k) != 8 || !withTable[int(binary.BigEndian.Uint64(k))] {
+				return fmt.Errorf("no stored job with a table owns them")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if err := checkBucket(kv, bGroups, "group", legacy, func(k, data []byte) error {
+		var g client.GroupRecord
+		if err := json.Unmarshal(data, &g); err != nil {
+			return err
+		}
+		if string(k) != g.ID {
+			return fmt.Errorf("key does not match id %q", g.ID)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	seq, err := kv.Sequence(bAudit)
+	if err != nil {
+		return err
+	}
+	if err := checkBucket(kv, bAudit, "audit entry", legacy, func(k, data []byte) error {
+		var e client.Event
+		if err := json.Unmarshal(data, &e); err != nil {
+			return err
+		}
+		if len(k) != 8 || binary.BigEndian.Uint64(k) != e.Seq {
+			return fmt.Errorf("key does not match seq %d", e.Seq)
+		}
+		if e.Seq > seq {
+			return fmt.Errorf("seq %d beyond the audit sequence %d: the next entry would overwrite it", e.Seq, seq)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if schema >= 3 {
+		return checkBucket(kv, bRequests, "request", false, func(k, data []byte) error {
+			var o Outcome
+			return json.Unmarshal(data, &o)
+		})
+	}
+	return nil
+}
+
+// checkBucket checks every record of a bucket: its checksum (bare JSON
+// only in a schema 1 store), then fn on its JSON.
+func checkBucket(kv kvTx, bucket []byte, what string, legacy bool, fn func(k, data []byte) error) error {
+	return kv.ForEach(bucket, nil, func(k, v []byte) error {
+		data, err := unframeRecord(v, legacy)
+		if err == nil {
+			err = fn(k, data)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %v", what, keyName(k), err)
+		}
+		return nil
+	})
+}
+
+// Check runs every record check (checkRecords) on the open store as it
+// is now, reading only; on a bbolt file also bbolt's own page check
+// (CheckFile checks a file no process holds, its pages first).
+func (s *Store) Check(ctx context.Context) error {
+	_, err := s.View(ctx, func(t *Tx) error {
+		if err := checkRecords(t.kv); err != nil {
+			return err
+		}
+		var first error
+		if b, ok := t.kv.(*boltKV); ok {
+			// Drained to the end, so that the checking goroutine ends.
+			for err := range b.tx.Check() {
+				if first == nil {
+					first = err
+				}
+			}
+		}
+		return first
+	})
+	if errors.Is(err, ErrForeign) || errors.Is(err, ErrUnavailable) {
+		return fmt.Errorf("%s: %w", s.Name(), err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w: %v; nothing was written", s.Name(), ErrDamaged, err)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/icn-hpc/icn/routing"
+)
+
+// A job's routes are stored apart from its record, in the tables bucket,
+// in a binary form about twenty times smaller than their JSON:
+//
+//	uvarint n                      routes
+//	n times:
+//	    varint  source − previous source     (indices into the table's
+//	    varint  destination − previous dest.  active list)
+//	    uvarint r, r run bytes: high nibble the direction (2·dim, +1 if
+//	            negative), low nibble the repeat count − 1
+//
+// The record keeps the table's header (nodes, rule, figures); Job reads
+// both back into one routing.TableJSON.
+
+var dirNames = func() (names [2 * routing.MaxDims]string) {
+	for d := range names {
+		names[d] = routing.Dir(d).String()
+	}
+	return names
+}()
+
+// EncodeRoutes encodes tf's routes (sources and destinations must be
+// active nodes of tf).
+func EncodeRoutes(tf *routing.TableJSON) ([]byte, error) {
+	index := make(map[int]int, len(tf.Active))
+	for i, c := range tf.Active {
+		index[coordID(c, tf.Dims)] = i
+	}
+	dir := make(map[string]byte, len(dirNames))
+	for d, s := range dirNames {
+		dir[s] = byte(d)
+	}
+	b := binary.AppendUvarint(make([]byte, 0, 6*len(tf.Routes)+16), uint64(len(tf.Routes)))
+	prevSrc, prevDst := 0, 0
+	for i := range tf.Routes {
+		r := &tf.Routes[i]
+		src, ok1 := index[coordID(r.Src, tf.Dims)]
+		dst, ok2 := index[coordID(r.Dst, tf.Dims)]
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("route %d joins nodes that are not the table's active nodes", i)
+		}
+		b = binary.AppendVarint(b, int64(src-prevSrc))
+		b = binary.AppendVarint(b, int64(dst-prevDst))
+		prevSrc, prevDst = src, dst
+		at := len(b)
+		b = append(b, 0) // run count, fixed below (routes have < 128 runs)
+		runs := 0
+		for k := 0; k < len(r.Dirs); {
+			d, ok := dir[r.Dirs[k]]
+			if !ok {
+				return nil, fmt.Errorf("route %d: step %q", i, r.Dirs[k])
+			}
+			n := 1
+			for k+n < len(r.Dirs) && n < 16 && r.Dirs[k+n] == r.Dirs[k] {
+				n++
+			}
+			b = append(b, d<<4|byte(n-1))
+			runs++
+			k += n
+		}
+		if runs >= 128 {
+			return nil, fmt.Errorf("route %d has %d runs of steps", i, runs)
+		}
+		b[at] = byte(runs)
+	}
+	return b, nil
+}
+
+// DecodeRoutes reads routes that EncodeRoutes wrote for a table with
+// tf's active nodes into tf.Routes; coordinates and step lists are
+// shared between routes.
+func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
+	bad := func(what string) error { return fmt.Errorf("stored routes damaged: %s", what) }
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return bad("route count")
+	}
+	b = b[k:]
+	routes := make([]routing.RouteJSON, n)
+	shared := map[string][]string{}
+	src, dst := 0, 0
+	for i := range routes {
+		ds, k1 := binary.Varint(b)
+		if k1 <= 0 {
+			return bad("source")
+		}
+		dd, k2 := binary.Varint(b[k1:])
+		if k2 <= 0 {
+			return bad("destination")
+		}
+		src, dst = src+int(ds), dst+int(dd)
+		if src < 0 || src >= len(tf.Active) || dst < 0 || dst >= len(tf.Active) {
+			return bad(fmt.Sprintf("route %d joins node indices %d and %d of %d", i, src, dst, len(tf.Active)))
+		}
+		b = b[k1+k2:]
+		if len(b) == 0 || int(b[0])+1 > len(b) {
+			return bad(fmt.Sprintf("route %d steps", i))
+		}
+		runs := b[1 : 1+int(b[0])]
+		b = b[1+int(b[0]):]
+		l, ok := shared[string(runs)]
+		if !ok {
+			for _, x := range runs {
+				d := int(x >> 4)
+				if d >= len(dirNames) {
+					return bad(fmt.Sprintf("route %d: direction %d", i, d))
+				}
+				for range int(x&15) + 1 {
+					l = append(l, dirNames[d])
+				}
+			}
+			if l == nil {
+				l = []string{}
+			}
+			shared[string(runs)] = l
+		}
+		routes[i] = routing.RouteJSON{Src: tf.Active[src], Dst: tf.Active[dst], Dirs: l}
+	}
+	if len(b) != 0 {
+		return bad(fmt.Sprintf("%d bytes after the last route", len(b)))
+	}
+	tf.Routes = routes
+	return nil
+}
+
+// coordID is the mixed-radix id of coordinates c (X fastest); -1 when c
+// does not fit dims.
+func coordID(c, dims []int) int {
+	if len(c) != len(dims) {
+		return -1
+	}
+	id := 0
+	for i := len(dims) - 1; i >= 0; i-- {
+		if c[i] < 0 || c[i] >= dims[i] {
+			return -1
+		}
+		id = id*dims[i] + c[i]
+	}
+	return id
+}
+
+var errNoRoutes = errors.New("its routes are missing from the tables bucket")
