@@ -326,8 +326,8 @@ func (s *Etcd) splitKey(full []byte) (bucket string, key []byte, ok bool) {
 	return bucket, slices.Clone(k), true
 }
 
-func (s *Etcd) commitKey() string            { return s.pre + "ctl/commit" }
-func (s *Etcd) seqKey(bucket string) string  { return s.pre + "ctl/seq/" + bucket }
+func (s *Etcd) commitKey() string             { return s.pre + "ctl/commit" }
+func (s *Etcd) seqKey(bucket string) string   { return s.pre + "ctl/seq/" + bucket }
 func (s *Etcd) chunkPrefix(set string) string { return s.pre + "chunks/" + set + "/" }
 
 // chunkRef is what a key holds in place of a value kept in chunks.

@@ -263,7 +263,7 @@ func TestEtcdDamageRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range []struct {
 		name, key, want string
-		alter       func(v []byte) []byte
+		alter           func(v []byte) []byte
 	}{
 		{"next job id", "meta/next_job", "meta: checksum mismatch", func(v []byte) []byte { v[7] ^= 0x80; return v }},
 		{"token hash", "meta/token_sha256", "meta: checksum mismatch", func(v []byte) []byte { v[0] ^= 1; return v }},
