@@ -299,10 +299,19 @@ func (s *Service) routeJob(md *model, j *JobRecord) (*routing.TableJSON, TableSt
 }
 
 // commitFailure stores the fabric record and the job changes in one
-// transaction and swaps the model (s.mu held for writing).
+// transaction, then swaps the model in (callers hold commitMu).
+// Everything that can fail is computed before the store commits: the
+// new node state is a copy, on the new fabric, with the transit nodes
+// repairs added; after the commit only values are swapped in, under mu.
 func (s *Service) commitFailure(actor string, ch FailureChange, subject string, md *model, results map[int]recheckResult) (*FailureResult, error) {
 	res := &FailureResult{Change: ch, FailedLinks: md.rec.FailedLinks, FailedNodes: md.rec.FailedNodes,
 		AffectedJobs: []int{}, Jobs: []JobEffect{}}
+	if res.FailedLinks == nil {
+		res.FailedLinks = []string{}
+	}
+	if res.FailedNodes == nil {
+		res.FailedNodes = []string{}
+	}
 	changed := map[int]*JobRecord{}
 	for id, r := range results {
 		// Only jobs still running in the version that was re-checked.
@@ -311,35 +320,12 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 		}
 	}
 	ids := sortedIDs(changed)
-	// Transit nodes added by repairs must still be free (placements went
-	// on meanwhile, and two jobs may have chosen the same node); a job
-	// that lost one is broken after all.
-	claimed := map[int]int{} // node → job
-	for _, id := range ids {
-		e := results[id].effect
-		if len(e.TransitAdded) == 0 {
-			continue
-		}
-		added, err := nodesByName(md.g, e.TransitAdded)
-		lost := err != nil
-		for _, v := range added {
-			if lost = lost || !s.state.Available(v) || claimed[v] != 0; lost {
-				break
-			}
-		}
-		if !lost {
-			for _, v := range added {
-				claimed[v] = id
-			}
-			continue
-		}
-		old := results[id].old
-		c := *old
-		c.Reachable, c.Routing = false, RouteBroken
-		c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
-		c.Affected = append(slices.Clone(old.Affected), actionName(ch)+" "+subject)
-		changed[id] = &c
-		results[id] = recheckResult{old: old, new: &c, effect: JobEffect{ID: id, Result: RouteBroken, Problem: c.Problem}}
+	// Callers hold commitMu: jobs, nodes and fabric change only under it,
+	// so they are read here without mu, which is taken only to swap the
+	// committed change in (reads wait for that, not for the disk).
+	next, err := s.nextFailureState(ch, subject, md, ids, changed, results)
+	if err != nil {
+		return nil, err
 	}
 	for _, id := range ids {
 		e := results[id].effect
@@ -348,10 +334,7 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 			res.AffectedJobs = append(res.AffectedJobs, id)
 		}
 	}
-	// Callers hold commitMu: jobs, nodes and fabric change only under it,
-	// so they are read above without mu, which is taken only to apply
-	// the committed change (reads wait for that, not for the disk).
-	err := s.store.Update(actor, func(tx *Tx) error {
+	err = s.store.Update(actor, func(tx *Tx) error {
 		if err := tx.PutFabric(md.rec); err != nil {
 			return err
 		}
@@ -376,36 +359,56 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 	if err != nil {
 		return nil, fmt.Errorf("storage: %v (nothing changed)", err)
 	}
+	// Committed: from here on nothing may fail.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fabric, s.g, s.routing, s.noJobs = md.rec, md.g, md.routing, md.noJobs
-	for _, id := range ids {
-		if added := results[id].effect.TransitAdded; len(added) > 0 {
-			nodes, _ := nodesByName(md.g, added)
-			if err := s.state.Occupy(id, nodes); err != nil {
-				return nil, fmt.Errorf("internal error: repair transit nodes of job %d: %v", id, err)
-			}
-		}
-	}
-	if s.state != nil {
-		st, err := s.state.WithGraph(md.g)
-		if err != nil {
-			return nil, fmt.Errorf("internal error: %v", err)
-		}
-		s.state = st
+	if next != nil {
+		s.state = next
 	}
 	s.fabricVer++
 	for _, id := range ids {
 		s.jobs[id] = changed[id]
 		s.jobsVer++
 	}
-	if res.FailedLinks == nil {
-		res.FailedLinks = []string{}
-	}
-	if res.FailedNodes == nil {
-		res.FailedNodes = []string{}
-	}
 	return res, nil
+}
+
+// nextFailureState returns the node state after a failure change (nil on
+// a fabric that takes no jobs): a copy of the current one on the new
+// fabric, holding the transit nodes that repairs added. Those must still
+// be free (placements went on meanwhile, and two jobs may have chosen
+// the same node): a job that lost one is broken after all, in changed
+// and results. Callers hold commitMu.
+func (s *Service) nextFailureState(ch FailureChange, subject string, md *model, ids []int, changed map[int]*JobRecord, results map[int]recheckResult) (*alloc.State, error) {
+	var next *alloc.State
+	if s.state != nil {
+		var err error
+		if next, err = s.state.WithGraph(md.g); err != nil {
+			return nil, fmt.Errorf("%w: the new fabric does not fit the nodes' state: %v (nothing changed)", ErrConflict, err)
+		}
+	}
+	for _, id := range ids {
+		e := results[id].effect
+		if len(e.TransitAdded) == 0 {
+			continue
+		}
+		added, err := nodesByName(md.g, e.TransitAdded)
+		if err == nil && next != nil {
+			err = next.Occupy(id, added) // changes nothing if it fails
+		}
+		if err == nil && next != nil {
+			continue
+		}
+		old := results[id].old
+		c := *old
+		c.Reachable, c.Routing = false, RouteBroken
+		c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
+		c.Affected = append(slices.Clone(old.Affected), actionName(ch)+" "+subject)
+		changed[id] = &c
+		results[id] = recheckResult{old: old, new: &c, effect: JobEffect{ID: id, Result: RouteBroken, Problem: c.Problem}}
+	}
+	return next, nil
 }
 
 // applyChange updates the failure lists of rec and returns the canonical

@@ -307,8 +307,11 @@ func (s *Service) stillValid(p *plan) (uint64, bool) {
 // still the one it was planned on and the caller still waits (ctx).
 //
 // It holds commitMu: jobs, nodes and the fabric change only under it, so
-// the checks read them without mu, and mu is held only to apply the
-// stored change; reads wait for that, never for the disk.
+// the checks read them without mu, and mu is held only to swap the
+// stored change in; reads wait for that, never for the disk. The new
+// node state is computed on a copy before the store commits (inside the
+// transaction, which gives the job its id): after the commit nothing
+// can fail.
 func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *JobRecord, p *plan) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
@@ -326,10 +329,15 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 			return errStale
 		}
 	}
+	next := s.state.Clone()
+	var occupied error
 	err := s.store.Update(actor, func(tx *Tx) error {
 		id, err := tx.NextJobID()
 		if err != nil {
 			return err
+		}
+		if occupied = next.Occupy(id, nodes); occupied != nil {
+			return occupied // rolls the transaction back
 		}
 		j.ID = id
 		if err := tx.PutJobRoutes(j, p.routes); err != nil {
@@ -338,14 +346,15 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 		return tx.Log("job.submit", fmt.Sprintf("job %d", id), map[string]any{"nodes": j.Nodes, "transit": j.TransitLimit,
 			"active": j.Active, "transit_nodes": j.TransitNodes, "candidates": p.res.Found, "placements_examined": p.res.Examined})
 	})
+	if occupied != nil {
+		return fmt.Errorf("%w: %v (the job was not placed)", ErrConflict, occupied)
+	}
 	if err != nil {
 		return fmt.Errorf("storage: %v (the job was not placed)", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.state.Occupy(j.ID, nodes); err != nil {
-		return fmt.Errorf("internal error: %v", err)
-	}
+	s.state = next
 	s.jobs[j.ID] = j
 	s.jobsVer++
 	return nil
@@ -428,6 +437,13 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 			return errStale
 		}
 	}
+	// The new node state, on a copy, before the commit: after it nothing
+	// can fail.
+	next := s.state.Clone()
+	next.ReleaseNodes(j.ID, oldNodes)
+	if err := next.Occupy(j.ID, nodes); err != nil {
+		return fmt.Errorf("%w: job %d: %v (the job keeps its nodes)", ErrConflict, j.ID, err)
+	}
 	err := s.store.Update(actor, func(tx *Tx) error {
 		if err := tx.PutJobRoutes(j, p.routes); err != nil {
 			return err
@@ -440,10 +456,7 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.state.ReleaseNodes(j.ID, oldNodes)
-	if err := s.state.Occupy(j.ID, nodes); err != nil {
-		return fmt.Errorf("internal error: %v", err)
-	}
+	s.state = next
 	s.jobs[j.ID] = j
 	s.jobsVer++
 	return nil
@@ -457,6 +470,12 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 	j, ok := s.jobs[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
+	}
+	next := s.state.Clone()
+	if nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...)); err == nil {
+		next.ReleaseNodes(id, nodes)
+	} else {
+		next.Release(id)
 	}
 	c := *j
 	now := s.cfg.Now().UTC()
@@ -476,11 +495,7 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...)); err == nil {
-		s.state.ReleaseNodes(id, nodes)
-	} else {
-		s.state.Release(id)
-	}
+	s.state = next
 	delete(s.jobs, id)
 	s.jobsVer++
 	return &c, nil

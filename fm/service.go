@@ -87,14 +87,14 @@ type Service struct {
 	store *Store
 
 	// mu guards the model below. It is held only to copy or swap parts
-	// of it and around the store commit of a change, never across a
-	// placement, a routing-table computation or a re-routing: those run
-	// on a snapshot and commit with a check of fabricVer.
+	// of it, never across the store's I/O, a placement, a routing-table
+	// computation or a re-routing: those run on a snapshot and commit
+	// with a check of fabricVer.
 	mu        sync.RWMutex
 	fabric    FabricRecord
 	base      *topology.Graph // structure, no failures
 	g         *topology.Graph // with current failures
-	state     *alloc.State    // mutated in place only under mu (write)
+	state     *alloc.State    // replaced by each commit, never changed in place after Open
 	routing   Routing
 	jobs      map[int]*JobRecord // records are never modified in place
 	noJobs    string             // why this fabric takes no jobs ("" if it does)
