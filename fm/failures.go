@@ -59,12 +59,26 @@ type FailureResult struct {
 // re-balances rerouted ones. The failure record and every job change are
 // one transaction. The routing work runs on a snapshot, concurrently per
 // job, without the service lock; reads and placements go on meanwhile.
-func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult, error) {
+//
+// The re-routing stops when ctx ends or the service closes, and nothing
+// is committed then (the error says which; ErrClosing for the latter).
+// The multicast trees and the unicast tables follow the committed change
+// before ChangeFailure returns; the unicast hook runs in the background
+// and is not waited for.
+func (s *Service) ChangeFailure(ctx context.Context, actor string, ch FailureChange) (*FailureResult, error) {
 	if (ch.Link == "") == (ch.Node == "") {
 		return nil, badRequest("give exactly one of link or node")
 	}
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the failure change was not made", err)
+	}
+	defer end()
 	s.changeMu.Lock()
 	defer s.changeMu.Unlock()
+	if ctx.Err() != nil {
+		return nil, stopped(ctx, "the failure change was not made")
+	}
 	s.mu.RLock()
 	rec, base := s.fabric, s.base
 	s.mu.RUnlock()
@@ -79,6 +93,7 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 	if err != nil {
 		return nil, err
 	}
+	md.ctx = ctx
 	s.mu.RLock()
 	placing := s.state != nil
 	s.mu.RUnlock()
@@ -95,6 +110,11 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 	}
 	touches := s.touchedBy(md, ch, subject)
 	results := s.recheckRounds(md, ch.Repair, label, free, touches) // returns holding commitMu
+	if ctx.Err() != nil {
+		// The re-routing may have stopped half way: commit nothing.
+		s.commitMu.Unlock()
+		return nil, stopped(ctx, "the failure change was not made")
+	}
 	res, err := s.commitFailure(actor, ch, subject, md, results)
 	s.commitMu.Unlock()
 	if err == nil {
@@ -137,8 +157,11 @@ func (s *Service) recheckRounds(md *model, repair bool, label string, free *allo
 	}
 	// Jobs placed or migrated meanwhile are re-checked in another round,
 	// without any lock; the last round holds commitMu, so that nothing
-	// commits between it and the failure's commit (reads go on).
-	for round := 0; round < 3; round++ {
+	// commits between it and the failure's commit (reads go on). When
+	// the change's context ends, no further round runs (the caller then
+	// commits nothing).
+	ctx := md.context()
+	for round := 0; round < 3 && ctx.Err() == nil; round++ {
 		todo := pending()
 		if len(todo) == 0 {
 			break
@@ -149,7 +172,7 @@ func (s *Service) recheckRounds(md *model, repair bool, label string, free *allo
 		check(todo)
 	}
 	s.commitMu.Lock()
-	if todo := pending(); len(todo) > 0 {
+	if todo := pending(); len(todo) > 0 && ctx.Err() == nil {
 		check(todo)
 	}
 	return results
@@ -179,6 +202,11 @@ func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label strin
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if md.context().Err() != nil {
+					// The change stopped: it commits nothing.
+					out[i] = recheckResult{old: jobs[i]}
+					continue
+				}
 				r := s.recheckJob(md, jobs[i], repair, label, free, touches)
 				if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table {
 					// Work the commit and the next read of the link
@@ -295,7 +323,7 @@ func (s *Service) routeJob(md *model, j *JobRecord) (*routing.TableJSON, TableSt
 	} else if !ok {
 		return nil, TableStats{}, &unreachableError{[2]string{md.g.NodeName(pair[0]), md.g.NodeName(pair[1])}}
 	}
-	return md.routing.Routes(context.Background(), active, transit)
+	return md.routing.Routes(md.context(), active, transit)
 }
 
 // commitFailure stores the fabric record and the job changes in one
@@ -501,6 +529,9 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 	}
 	var added []int
 	for {
+		if err := md.context().Err(); err != nil {
+			return nil, nil, TableStats{}, err
+		}
 		ok, pair, err := reachable(added)
 		if err != nil {
 			return nil, nil, TableStats{}, err
@@ -547,7 +578,7 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 			kept = try
 		}
 	}
-	table, stats, err := md.routing.Routes(context.Background(), active, append(slices.Clone(transit), kept...))
+	table, stats, err := md.routing.Routes(md.context(), active, append(slices.Clone(transit), kept...))
 	if err != nil {
 		return nil, nil, TableStats{}, err
 	}

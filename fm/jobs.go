@@ -161,9 +161,13 @@ func (s *Service) acquirePlacement(ctx context.Context) error {
 
 func (s *Service) releasePlacement() { <-s.placeSem }
 
-// placementCut is the error of a placement whose context ended: over
-// budget, or the client gave up (context.Canceled).
+// placementCut is the error of a placement whose context ended: the
+// service is closing (ErrClosing), over budget, or the client gave up
+// (context.Canceled).
 func placementCut(ctx context.Context, budget time.Duration) error {
+	if errors.Is(context.Cause(ctx), ErrClosing) {
+		return stopped(ctx, "nothing was placed")
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: the placement did not finish within the budget of %v (+10%%); nothing was placed", ErrBudget, budget)
 	}
@@ -218,12 +222,18 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats, routes: routes}, nil
 }
 
-// startPlacement gives a placement of a job of m nodes its deadline
-// (placementBudgets) and the placement slot; done releases both.
+// startPlacement registers a placement of a job of m nodes as a change
+// in flight (Close cancels it and waits for it) and gives it its
+// deadline (placementBudgets) and the placement slot; done releases all
+// three.
 func (s *Service) startPlacement(ctx context.Context, m int) (_ context.Context, done func(), err error) {
 	_, whole, err := s.placementBudgets(m)
 	if err != nil {
 		return nil, nil, err
+	}
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: nothing was placed", err)
 	}
 	cancel := context.CancelFunc(func() {})
 	if whole > 0 {
@@ -231,9 +241,10 @@ func (s *Service) startPlacement(ctx context.Context, m int) (_ context.Context,
 	}
 	if err := s.acquirePlacement(ctx); err != nil {
 		cancel()
+		end()
 		return nil, nil, err
 	}
-	return ctx, func() { s.releasePlacement(); cancel() }, nil
+	return ctx, func() { s.releasePlacement(); cancel(); end() }, nil
 }
 
 // Submit places a job: it selects a node set and builds and verifies its
@@ -463,10 +474,25 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 }
 
 // Release ends a running job and frees its nodes.
-// (Under commitMu, as commitJob.)
 func (s *Service) Release(actor string, id int) (*JobRecord, error) {
+	return s.ReleaseContext(context.Background(), actor, id)
+}
+
+// ReleaseContext is Release for a caller that may give up: when ctx ends
+// (or the service closes) before the release commits, the job keeps its
+// nodes. (Under commitMu, as commitJob; the new node state is computed
+// before the commit.)
+func (s *Service) ReleaseContext(ctx context.Context, actor string, id int) (*JobRecord, error) {
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the job keeps its nodes", err)
+	}
+	defer end()
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
+	if ctx.Err() != nil {
+		return nil, stopped(ctx, "the job keeps its nodes")
+	}
 	j, ok := s.jobs[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
@@ -484,7 +510,7 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 	// the table itself, megabytes for large jobs, is dropped, and its
 	// pages are given back by the next compaction.
 	c.Table = nil
-	err := s.store.Update(actor, func(tx *Tx) error {
+	err = s.store.Update(actor, func(tx *Tx) error {
 		if err := tx.PutJob(&c); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package fm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -395,14 +396,14 @@ func refreshRecord(fg *topology.Graph, mgr *multicast.Manager, g *GroupRecord) {
 }
 
 // join handles a join request.
-func (m *mcast) join(actor string, req McastRequest) (*GroupRecord, error) {
+func (m *mcast) join(ctx context.Context, actor string, req McastRequest) (*GroupRecord, error) {
 	if req.Group == "" || len(req.Group) > 128 {
 		return nil, badRequest("group id must be 1..128 characters")
 	}
 	if req.MemberCount < 1 {
 		return nil, badRequest("member_count must be at least 1 (every join carries the group's member count)")
 	}
-	return m.change(actor, "mcast.join", req, func(g *GroupRecord, v int) error {
+	return m.change(ctx, actor, "mcast.join", req, func(g *GroupRecord, v int) error {
 		rec, err := m.mgr.Join(req.Group, v, req.MemberCount)
 		if err != nil {
 			return err
@@ -416,11 +417,11 @@ func (m *mcast) join(actor string, req McastRequest) (*GroupRecord, error) {
 }
 
 // leave handles a leave request.
-func (m *mcast) leave(actor string, req McastRequest) (*GroupRecord, error) {
+func (m *mcast) leave(ctx context.Context, actor string, req McastRequest) (*GroupRecord, error) {
 	if req.Group == "" {
 		return nil, badRequest("group id missing")
 	}
-	return m.change(actor, "mcast.leave", req, func(g *GroupRecord, v int) error {
+	return m.change(ctx, actor, "mcast.leave", req, func(g *GroupRecord, v int) error {
 		if _, err := m.mgr.Leave(req.Group, v); err != nil {
 			return err
 		}
@@ -438,13 +439,23 @@ func (m *mcast) leave(actor string, req McastRequest) (*GroupRecord, error) {
 // change applies one protocol request and persists every group it (or an
 // expiry found on the way) changed, in one transaction. If the store fails,
 // the manager is rebuilt from the stored records so memory never runs
-// ahead of the disk.
-func (m *mcast) change(actor, action string, req McastRequest, apply func(*GroupRecord, int) error) (*GroupRecord, error) {
+// ahead of the disk. Readers see the change once it is stored (publish).
+// A request whose ctx ends (or whose service closes) before it is
+// applied does nothing.
+func (m *mcast) change(ctx context.Context, actor, action string, req McastRequest, apply func(*GroupRecord, int) error) (*GroupRecord, error) {
+	ctx, end, err := m.s.begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the request was not applied", err)
+	}
+	defer end()
 	if err := m.ensureManager(); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, stopped(ctx, "the request was not applied")
+	}
 	v := m.g.NodeByName(req.Member)
 	if v < 0 {
 		return nil, fmt.Errorf("%w: unknown member node %q", ErrNotFound, req.Member)
@@ -583,7 +594,8 @@ func protocolError(err error) error {
 	return err
 }
 
-// tick enforces timeouts and persists what they changed.
+// tick enforces timeouts and persists what they changed (callers
+// register it as a change: Service.Tick).
 func (m *mcast) tick() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -719,5 +731,12 @@ func linkEFI(g *topology.Graph, groups map[string]*GroupRecord) []int {
 }
 
 // Tick runs periodic work (multicast timeouts); Serve calls it every
-// second.
-func (s *Service) Tick() { s.mc.tick() }
+// second. It is a change: after Close it does nothing.
+func (s *Service) Tick() {
+	_, end, err := s.begin(context.Background())
+	if err != nil {
+		return
+	}
+	defer end()
+	s.mc.tick()
+}

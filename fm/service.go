@@ -82,9 +82,29 @@ const DefaultTopo = "torus:4x4x4x2"
 
 // Service is the fabric manager: persistent state plus the in-memory model
 // derived from it. All methods are safe for concurrent use.
+//
+// The rules it keeps (and changes to it must keep):
+//
+//   - No lock that a read needs is held across I/O (a store write, a file,
+//     the unicast hook): reads use values swapped in after each commit,
+//     and writers are serialised among themselves by locks reads never
+//     take.
+//   - A commit computes everything that can fail before the store
+//     commits (on copies); after the commit it only swaps in values,
+//     which cannot fail, so memory never disagrees with the store.
+//   - Every change takes a context: it stops, committing nothing, when
+//     the context ends or the service closes.
+//   - Every goroutine the service starts stops on Close. Close refuses
+//     new changes (ErrClosing), cancels those in flight and the
+//     service's goroutines, waits for all of them, then closes the store.
 type Service struct {
 	cfg   Config
 	store *Store
+	// life tracks the changes in flight and the service's goroutines,
+	// for Close (lifecycle.go).
+	life      lifecycle
+	closeOnce sync.Once
+	closeErr  error
 
 	// mu guards the model below. It is held only to copy or swap parts
 	// of it, never across the store's I/O, a placement, a routing-table
@@ -183,6 +203,7 @@ func Open(cfg Config) (*Service, string, error) {
 	}
 	s := &Service{cfg: cfg, store: st, jobs: map[int]*JobRecord{}, placeSem: make(chan struct{}, 1)}
 	fail := func(err error) (*Service, string, error) {
+		s.shutdown()
 		st.Close()
 		return nil, "", err
 	}
@@ -354,14 +375,24 @@ func (s *Service) TokenShown() error {
 	return s.store.Update("system", func(tx *Tx) error { return tx.SetTokenShown(true) })
 }
 
-// Close closes the database.
+// Close stops the service and closes the database: new changes are
+// refused with ErrClosing from the moment it begins, the changes in
+// flight are cancelled (those that reached their commit finish it, the
+// others commit nothing) and the service's goroutines (the unicast
+// rebalance and hook) are stopped; Close waits for all of them before it
+// closes the store, so nothing writes after it and no goroutine of the
+// service is left when it returns. Later calls return the first one's
+// result.
 func (s *Service) Close() error {
-	s.stopRebalance()
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.store.Close()
+	s.closeOnce.Do(func() {
+		s.shutdown()
+		s.commitMu.Lock()
+		defer s.commitMu.Unlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closeErr = s.store.Close()
+	})
+	return s.closeErr
 }
 
 // initFabric stores the fabric record of a new database, or replaces the
@@ -451,6 +482,17 @@ type model struct {
 	base, g *topology.Graph
 	routing Routing
 	noJobs  string
+	// ctx is the context of the failure change the model was built for
+	// (nil: none): the re-routing done for it stops when ctx ends.
+	ctx context.Context
+}
+
+// context returns the context of the change the model was built for.
+func (md *model) context() context.Context {
+	if md.ctx == nil {
+		return context.Background()
+	}
+	return md.ctx
 }
 
 // buildModel builds graph and routing of a fabric record (no locks; the

@@ -116,8 +116,7 @@ func (s *Service) refreshUnicast(g *topology.Graph) *UnicastStatus {
 	} else {
 		st.Written = true
 		if !st.Exact && !u.KeepRepairs {
-			st.Rebalancing = true
-			s.startRebalance()
+			st.Rebalancing = s.startRebalance()
 		}
 	}
 	s.uniMu.Lock()
@@ -155,17 +154,24 @@ func (s *Service) writeDump(res *unicast.Result, st *UnicastStatus) error {
 	return nil
 }
 
-// startRebalance computes the tables of the current fabric in full in the
-// background and writes them when done, unless a change stops it first
-// (rrMu held by the caller, who releases it).
-func (s *Service) startRebalance() {
-	ctx, cancel := context.WithCancel(context.Background())
+// startRebalance computes the tables of the current fabric in full in a
+// goroutine of the service and writes them when done, unless a change
+// or Close stops it first (rrMu held by the caller, who releases it). It
+// reports false, starting nothing, once Close has begun.
+func (s *Service) startRebalance() bool {
+	ctx, end, err := s.begin(context.Background())
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	s.bgMu.Lock()
 	s.bgCancel, s.bgDone = cancel, done
 	s.bgMu.Unlock()
 	go func() {
+		defer end()
 		defer close(done)
+		defer cancel()
 		s.rrMu.Lock()
 		defer s.rrMu.Unlock()
 		start := time.Now()
@@ -193,6 +199,7 @@ func (s *Service) startRebalance() {
 		s.uni = &st
 		s.uniMu.Unlock()
 	}()
+	return true
 }
 
 // stopRebalance stops a background rebalance and waits for it.

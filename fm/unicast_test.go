@@ -67,7 +67,7 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 				link = s.g.LinkName(l)
 			}
 		}
-		res, err := s.ChangeFailure("t", FailureChange{Link: link})
+		res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link})
 		if err != nil || res.Unicast == nil || !res.Unicast.Written || !res.Unicast.Reachable {
 			t.Fatalf("%s: failure: %v %+v", engine, err, res)
 		}
@@ -89,7 +89,7 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 		if bytes.Equal(after, first) || !bytes.Equal(after, dumpOf(t, s.g, engine)) {
 			t.Fatalf("%s: the dump after the failure is not a full recomputation on the failed fabric", engine)
 		}
-		if _, err := s.ChangeFailure("t", FailureChange{Link: link, Repair: true}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link, Repair: true}); err != nil {
 			t.Fatal(err)
 		}
 		waitExact(t, s)
@@ -105,7 +105,7 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 		}
 		var last *FailureResult
 		for _, c := range s.g.Out(host) {
-			if last, err = s.ChangeFailure("t", FailureChange{Link: s.g.LinkName(int(c) >> 1)}); err != nil {
+			if last, err = s.ChangeFailure(context.Background(), "t", FailureChange{Link: s.g.LinkName(int(c) >> 1)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -199,7 +199,7 @@ func TestUnicastKeepRepairs(t *testing.T) {
 			link = s.g.LinkName(l)
 		}
 	}
-	res, err := s.ChangeFailure("t", FailureChange{Link: link})
+	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestUnicastDumpNotWritten(t *testing.T) {
 			links = append(links, s.g.LinkName(l))
 		}
 	}
-	res, err := s.ChangeFailure("t", FailureChange{Link: links[0]})
+	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: links[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestUnicastDumpNotWritten(t *testing.T) {
 	// The disk has room again; OpenSM is not running.
 	s.writeFile = nil
 	hookErr = fmt.Errorf("kill: no process found")
-	res, err = s.ChangeFailure("t", FailureChange{Link: links[1]})
+	res, err = s.ChangeFailure(context.Background(), "t", FailureChange{Link: links[1]})
 	if err != nil {
 		t.Fatal(err)
 	}
