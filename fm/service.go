@@ -157,7 +157,8 @@ type Service struct {
 	uni   *UnicastStatus
 	// rr keeps the unicast tables (rrMu serialises its use: changes and
 	// the background rebalance); bgCancel stops the rebalance, which
-	// closes bgDone when it ends.
+	// closes bgDone when it ends. hook runs UnicastConfig.Hook in the
+	// background, outside these locks.
 	rrMu     sync.Mutex
 	rr       *unicast.Rerouter
 	bgMu     sync.Mutex
@@ -167,6 +168,7 @@ type Service struct {
 	// fail as a full disk does).
 	writeFile func(path string, write func(io.Writer) error) error
 	uniAnn    *unicast.Annotations
+	hook      hookRunner
 }
 
 // Compacted returns the database file's size before and after Open
@@ -239,6 +241,7 @@ func Open(cfg Config) (*Service, string, error) {
 		if s.uniAnn, err = unicast.AnnotationsOf(spec); err != nil {
 			return fail(fmt.Errorf("unicast tables: %v", err))
 		}
+		s.startHook()
 		if u := s.refreshUnicast(g); u.Error != "" && !u.Written {
 			// The start refuses what it cannot route (an unknown engine,
 			// a fabric without switches, an unwritable dump).
