@@ -145,12 +145,12 @@ func BenchmarkFailureReroute20Jobs(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		l := links[i%len(links)]
-		res, err := s.ChangeFailure("bench", FailureChange{Link: l})
+		res, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: l})
 		if err != nil {
 			b.Fatal(err)
 		}
 		rerouted += len(res.Jobs)
-		if _, err := s.ChangeFailure("bench", FailureChange{Link: l, Repair: true}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: l, Repair: true}); err != nil {
 			b.Fatal(err)
 		}
 		i++

@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -104,12 +105,12 @@ func BenchmarkFailureLarge(b *testing.B) {
 		link := s.g.LinkName(used[(k*7919)%len(used)])
 		k++
 		start := time.Now()
-		if _, err := s.ChangeFailure("bench", FailureChange{Link: link}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: link}); err != nil {
 			b.Fatal(err)
 		}
 		took = append(took, time.Since(start))
 		b.StopTimer()
-		if _, err := s.ChangeFailure("bench", FailureChange{Link: link, Repair: true}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: link, Repair: true}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -174,7 +175,7 @@ func BenchmarkGroupJoinLarge(b *testing.B) {
 		var first time.Duration
 		for i := 0; i < 64; i++ {
 			member := fmt.Sprintf("%d.%d.%d", (i+k)%32, (i/32)*5, (i*7)%32)
-			if _, err := s.mc.join("bench", McastRequest{Group: "g", Member: member, MemberCount: 64}); err != nil {
+			if _, err := s.mc.join(context.Background(), "bench", McastRequest{Group: "g", Member: member, MemberCount: 64}); err != nil {
 				b.Fatal(err)
 			}
 			if i == 0 {
@@ -277,7 +278,7 @@ func BenchmarkServiceTargets(b *testing.B) {
 			for k := 0; k < 8; k++ {
 				member := fmt.Sprintf("%d.%d.%d", r.IntN(32), r.IntN(32), r.IntN(32))
 				t0 := time.Now()
-				_, err := s.mc.join("bench", McastRequest{Group: fmt.Sprintf("g%03d", gi), Member: member, MemberCount: 8})
+				_, err := s.mc.join(context.Background(), "bench", McastRequest{Group: fmt.Sprintf("g%03d", gi), Member: member, MemberCount: 8})
 				if err != nil && !errors.Is(err, ErrConflict) { // a member drawn twice
 					b.Fatal(err)
 				}
@@ -312,7 +313,7 @@ func BenchmarkServiceTargets(b *testing.B) {
 			got := make(chan map[string][]time.Duration)
 			go func() { got <- pollGETs(b, srv.URL, tok, stop) }()
 			t0 := time.Now()
-			res, err := s.ChangeFailure("bench", FailureChange{Link: link})
+			res, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: link})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -327,7 +328,7 @@ func BenchmarkServiceTargets(b *testing.B) {
 					jobsHit++
 				}
 			}
-			if _, err := s.ChangeFailure("bench", FailureChange{Link: link, Repair: true}); err != nil {
+			if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: link, Repair: true}); err != nil {
 				b.Fatal(err)
 			}
 		}

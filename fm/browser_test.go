@@ -228,7 +228,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			srv := httptest.NewServer(s.Handler(HandlerOptions{}))
 			defer srv.Close()
 			if c.fail != "" {
-				if _, err := s.ChangeFailure("t", FailureChange{Link: c.fail}); err != nil {
+				if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: c.fail}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -237,7 +237,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 				hosts = s.g.Switches()
 			}
 			for _, h := range hosts[:3] {
-				if _, err := s.mc.join("t", McastRequest{Group: "g1", Member: s.g.NodeName(h), MemberCount: 3}); err != nil {
+				if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: "g1", Member: s.g.NodeName(h), MemberCount: 3}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -23,7 +24,7 @@ func damagedDB(t *testing.T, dir string) (string, []byte) {
 		}
 	}
 	for i := 0; i < 300; i++ {
-		if _, err := s.mc.join("test", McastRequest{Group: fmt.Sprintf("g%03d", i), Member: "0.0.0", MemberCount: 3}); err != nil {
+		if _, err := s.mc.join(context.Background(), "test", McastRequest{Group: fmt.Sprintf("g%03d", i), Member: "0.0.0", MemberCount: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package fm_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ func Example() {
 		return
 	}
 	fmt.Println(j.Name, len(j.Active), "nodes, deadlock-free:", j.Stats.DeadlockFree)
-	res, err := s.ChangeFailure("example", fm.FailureChange{Link: j.Active[0] + "+Y"})
+	res, err := s.ChangeFailure(context.Background(), "example", fm.FailureChange{Link: j.Active[0] + "+Y"})
 	if err != nil {
 		fmt.Println(err)
 		return

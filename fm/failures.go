@@ -59,12 +59,26 @@ type FailureResult struct {
 // re-balances rerouted ones. The failure record and every job change are
 // one transaction. The routing work runs on a snapshot, concurrently per
 // job, without the service lock; reads and placements go on meanwhile.
-func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult, error) {
+//
+// The re-routing stops when ctx ends or the service closes, and nothing
+// is committed then (the error says which; ErrClosing for the latter).
+// The multicast trees and the unicast tables follow the committed change
+// before ChangeFailure returns; the unicast hook runs in the background
+// and is not waited for.
+func (s *Service) ChangeFailure(ctx context.Context, actor string, ch FailureChange) (*FailureResult, error) {
 	if (ch.Link == "") == (ch.Node == "") {
 		return nil, badRequest("give exactly one of link or node")
 	}
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the failure change was not made", err)
+	}
+	defer end()
 	s.changeMu.Lock()
 	defer s.changeMu.Unlock()
+	if ctx.Err() != nil {
+		return nil, stopped(ctx, "the failure change was not made")
+	}
 	s.mu.RLock()
 	rec, base := s.fabric, s.base
 	s.mu.RUnlock()
@@ -79,6 +93,7 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 	if err != nil {
 		return nil, err
 	}
+	md.ctx = ctx
 	s.mu.RLock()
 	placing := s.state != nil
 	s.mu.RUnlock()
@@ -95,6 +110,11 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 	}
 	touches := s.touchedBy(md, ch, subject)
 	results := s.recheckRounds(md, ch.Repair, label, free, touches) // returns holding commitMu
+	if ctx.Err() != nil {
+		// The re-routing may have stopped half way: commit nothing.
+		s.commitMu.Unlock()
+		return nil, stopped(ctx, "the failure change was not made")
+	}
 	res, err := s.commitFailure(actor, ch, subject, md, results)
 	s.commitMu.Unlock()
 	if err == nil {
@@ -137,8 +157,11 @@ func (s *Service) recheckRounds(md *model, repair bool, label string, free *allo
 	}
 	// Jobs placed or migrated meanwhile are re-checked in another round,
 	// without any lock; the last round holds commitMu, so that nothing
-	// commits between it and the failure's commit (reads go on).
-	for round := 0; round < 3; round++ {
+	// commits between it and the failure's commit (reads go on). When
+	// the change's context ends, no further round runs (the caller then
+	// commits nothing).
+	ctx := md.context()
+	for round := 0; round < 3 && ctx.Err() == nil; round++ {
 		todo := pending()
 		if len(todo) == 0 {
 			break
@@ -149,7 +172,7 @@ func (s *Service) recheckRounds(md *model, repair bool, label string, free *allo
 		check(todo)
 	}
 	s.commitMu.Lock()
-	if todo := pending(); len(todo) > 0 {
+	if todo := pending(); len(todo) > 0 && ctx.Err() == nil {
 		check(todo)
 	}
 	return results
@@ -179,6 +202,11 @@ func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label strin
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if md.context().Err() != nil {
+					// The change stopped: it commits nothing.
+					out[i] = recheckResult{old: jobs[i]}
+					continue
+				}
 				r := s.recheckJob(md, jobs[i], repair, label, free, touches)
 				if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table {
 					// Work the commit and the next read of the link
@@ -295,14 +323,23 @@ func (s *Service) routeJob(md *model, j *JobRecord) (*routing.TableJSON, TableSt
 	} else if !ok {
 		return nil, TableStats{}, &unreachableError{[2]string{md.g.NodeName(pair[0]), md.g.NodeName(pair[1])}}
 	}
-	return md.routing.Routes(context.Background(), active, transit)
+	return md.routing.Routes(md.context(), active, transit)
 }
 
 // commitFailure stores the fabric record and the job changes in one
-// transaction and swaps the model (s.mu held for writing).
+// transaction, then swaps the model in (callers hold commitMu).
+// Everything that can fail is computed before the store commits: the
+// new node state is a copy, on the new fabric, with the transit nodes
+// repairs added; after the commit only values are swapped in, under mu.
 func (s *Service) commitFailure(actor string, ch FailureChange, subject string, md *model, results map[int]recheckResult) (*FailureResult, error) {
 	res := &FailureResult{Change: ch, FailedLinks: md.rec.FailedLinks, FailedNodes: md.rec.FailedNodes,
 		AffectedJobs: []int{}, Jobs: []JobEffect{}}
+	if res.FailedLinks == nil {
+		res.FailedLinks = []string{}
+	}
+	if res.FailedNodes == nil {
+		res.FailedNodes = []string{}
+	}
 	changed := map[int]*JobRecord{}
 	for id, r := range results {
 		// Only jobs still running in the version that was re-checked.
@@ -311,35 +348,12 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 		}
 	}
 	ids := sortedIDs(changed)
-	// Transit nodes added by repairs must still be free (placements went
-	// on meanwhile, and two jobs may have chosen the same node); a job
-	// that lost one is broken after all.
-	claimed := map[int]int{} // node → job
-	for _, id := range ids {
-		e := results[id].effect
-		if len(e.TransitAdded) == 0 {
-			continue
-		}
-		added, err := nodesByName(md.g, e.TransitAdded)
-		lost := err != nil
-		for _, v := range added {
-			if lost = lost || !s.state.Available(v) || claimed[v] != 0; lost {
-				break
-			}
-		}
-		if !lost {
-			for _, v := range added {
-				claimed[v] = id
-			}
-			continue
-		}
-		old := results[id].old
-		c := *old
-		c.Reachable, c.Routing = false, RouteBroken
-		c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
-		c.Affected = append(slices.Clone(old.Affected), actionName(ch)+" "+subject)
-		changed[id] = &c
-		results[id] = recheckResult{old: old, new: &c, effect: JobEffect{ID: id, Result: RouteBroken, Problem: c.Problem}}
+	// Callers hold commitMu: jobs, nodes and fabric change only under it,
+	// so they are read here without mu, which is taken only to swap the
+	// committed change in (reads wait for that, not for the disk).
+	next, err := s.nextFailureState(ch, subject, md, ids, changed, results)
+	if err != nil {
+		return nil, err
 	}
 	for _, id := range ids {
 		e := results[id].effect
@@ -348,10 +362,7 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 			res.AffectedJobs = append(res.AffectedJobs, id)
 		}
 	}
-	// Callers hold commitMu: jobs, nodes and fabric change only under it,
-	// so they are read above without mu, which is taken only to apply
-	// the committed change (reads wait for that, not for the disk).
-	err := s.store.Update(actor, func(tx *Tx) error {
+	err = s.store.Update(actor, func(tx *Tx) error {
 		if err := tx.PutFabric(md.rec); err != nil {
 			return err
 		}
@@ -376,36 +387,56 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 	if err != nil {
 		return nil, fmt.Errorf("storage: %v (nothing changed)", err)
 	}
+	// Committed: from here on nothing may fail.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fabric, s.g, s.routing, s.noJobs = md.rec, md.g, md.routing, md.noJobs
-	for _, id := range ids {
-		if added := results[id].effect.TransitAdded; len(added) > 0 {
-			nodes, _ := nodesByName(md.g, added)
-			if err := s.state.Occupy(id, nodes); err != nil {
-				return nil, fmt.Errorf("internal error: repair transit nodes of job %d: %v", id, err)
-			}
-		}
-	}
-	if s.state != nil {
-		st, err := s.state.WithGraph(md.g)
-		if err != nil {
-			return nil, fmt.Errorf("internal error: %v", err)
-		}
-		s.state = st
+	if next != nil {
+		s.state = next
 	}
 	s.fabricVer++
 	for _, id := range ids {
 		s.jobs[id] = changed[id]
 		s.jobsVer++
 	}
-	if res.FailedLinks == nil {
-		res.FailedLinks = []string{}
-	}
-	if res.FailedNodes == nil {
-		res.FailedNodes = []string{}
-	}
 	return res, nil
+}
+
+// nextFailureState returns the node state after a failure change (nil on
+// a fabric that takes no jobs): a copy of the current one on the new
+// fabric, holding the transit nodes that repairs added. Those must still
+// be free (placements went on meanwhile, and two jobs may have chosen
+// the same node): a job that lost one is broken after all, in changed
+// and results. Callers hold commitMu.
+func (s *Service) nextFailureState(ch FailureChange, subject string, md *model, ids []int, changed map[int]*JobRecord, results map[int]recheckResult) (*alloc.State, error) {
+	var next *alloc.State
+	if s.state != nil {
+		var err error
+		if next, err = s.state.WithGraph(md.g); err != nil {
+			return nil, fmt.Errorf("%w: the new fabric does not fit the nodes' state: %v (nothing changed)", ErrConflict, err)
+		}
+	}
+	for _, id := range ids {
+		e := results[id].effect
+		if len(e.TransitAdded) == 0 {
+			continue
+		}
+		added, err := nodesByName(md.g, e.TransitAdded)
+		if err == nil && next != nil {
+			err = next.Occupy(id, added) // changes nothing if it fails
+		}
+		if err == nil && next != nil {
+			continue
+		}
+		old := results[id].old
+		c := *old
+		c.Reachable, c.Routing = false, RouteBroken
+		c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
+		c.Affected = append(slices.Clone(old.Affected), actionName(ch)+" "+subject)
+		changed[id] = &c
+		results[id] = recheckResult{old: old, new: &c, effect: JobEffect{ID: id, Result: RouteBroken, Problem: c.Problem}}
+	}
+	return next, nil
 }
 
 // applyChange updates the failure lists of rec and returns the canonical
@@ -498,6 +529,9 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 	}
 	var added []int
 	for {
+		if err := md.context().Err(); err != nil {
+			return nil, nil, TableStats{}, err
+		}
 		ok, pair, err := reachable(added)
 		if err != nil {
 			return nil, nil, TableStats{}, err
@@ -544,7 +578,7 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 			kept = try
 		}
 	}
-	table, stats, err := md.routing.Routes(context.Background(), active, append(slices.Clone(transit), kept...))
+	table, stats, err := md.routing.Routes(md.context(), active, append(slices.Clone(transit), kept...))
 	if err != nil {
 		return nil, nil, TableStats{}, err
 	}

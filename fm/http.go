@@ -134,7 +134,7 @@ func (s *Service) handleFailure(w http.ResponseWriter, r *http.Request) (any, in
 	if err := decode(r, &ch); err != nil {
 		return nil, 0, err
 	}
-	res, err := s.ChangeFailure(actor(r), ch)
+	res, err := s.ChangeFailure(r.Context(), actor(r), ch)
 	return res, 200, err
 }
 
@@ -181,7 +181,7 @@ func (s *Service) handleRelease(w http.ResponseWriter, r *http.Request) (any, in
 	if err != nil {
 		return nil, 0, err
 	}
-	j, err := s.Release(actor(r), id)
+	j, err := s.ReleaseContext(r.Context(), actor(r), id)
 	return j, 200, err
 }
 
@@ -256,7 +256,7 @@ func (s *Service) handleJoin(w http.ResponseWriter, r *http.Request) (any, int, 
 	if err := decode(r, &req); err != nil {
 		return nil, 0, err
 	}
-	res, err := s.mc.join(actor(r), req)
+	res, err := s.mc.join(r.Context(), actor(r), req)
 	return res, 200, err
 }
 
@@ -266,7 +266,7 @@ func (s *Service) handleLeave(w http.ResponseWriter, r *http.Request) (any, int,
 	if err := decode(r, &req); err != nil {
 		return nil, 0, err
 	}
-	res, err := s.mc.leave(actor(r), req)
+	res, err := s.mc.leave(r.Context(), actor(r), req)
 	return res, 200, err
 }
 
@@ -362,7 +362,7 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrConflict):
 		return http.StatusConflict
-	case errors.Is(err, ErrBudget):
+	case errors.Is(err, ErrBudget), errors.Is(err, ErrClosing):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, context.Canceled):
 		return 499 // the client closed the request (nginx's code); nobody reads it
@@ -551,13 +551,17 @@ func actor(r *http.Request) string {
 	return "api@" + r.RemoteAddr
 }
 
-// RunTicker calls Tick every interval until stop is closed.
+// RunTicker calls Tick every interval until stop is closed or the
+// service closes.
 func (s *Service) RunTicker(interval time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	closing := s.closing()
 	for {
 		select {
 		case <-stop:
+			return
+		case <-closing:
 			return
 		case <-t.C:
 			s.Tick()

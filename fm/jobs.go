@@ -161,9 +161,13 @@ func (s *Service) acquirePlacement(ctx context.Context) error {
 
 func (s *Service) releasePlacement() { <-s.placeSem }
 
-// placementCut is the error of a placement whose context ended: over
-// budget, or the client gave up (context.Canceled).
+// placementCut is the error of a placement whose context ended: the
+// service is closing (ErrClosing), over budget, or the client gave up
+// (context.Canceled).
 func placementCut(ctx context.Context, budget time.Duration) error {
+	if errors.Is(context.Cause(ctx), ErrClosing) {
+		return stopped(ctx, "nothing was placed")
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: the placement did not finish within the budget of %v (+10%%); nothing was placed", ErrBudget, budget)
 	}
@@ -218,12 +222,18 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats, routes: routes}, nil
 }
 
-// startPlacement gives a placement of a job of m nodes its deadline
-// (placementBudgets) and the placement slot; done releases both.
+// startPlacement registers a placement of a job of m nodes as a change
+// in flight (Close cancels it and waits for it) and gives it its
+// deadline (placementBudgets) and the placement slot; done releases all
+// three.
 func (s *Service) startPlacement(ctx context.Context, m int) (_ context.Context, done func(), err error) {
 	_, whole, err := s.placementBudgets(m)
 	if err != nil {
 		return nil, nil, err
+	}
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: nothing was placed", err)
 	}
 	cancel := context.CancelFunc(func() {})
 	if whole > 0 {
@@ -231,9 +241,10 @@ func (s *Service) startPlacement(ctx context.Context, m int) (_ context.Context,
 	}
 	if err := s.acquirePlacement(ctx); err != nil {
 		cancel()
+		end()
 		return nil, nil, err
 	}
-	return ctx, func() { s.releasePlacement(); cancel() }, nil
+	return ctx, func() { s.releasePlacement(); cancel(); end() }, nil
 }
 
 // Submit places a job: it selects a node set and builds and verifies its
@@ -307,8 +318,11 @@ func (s *Service) stillValid(p *plan) (uint64, bool) {
 // still the one it was planned on and the caller still waits (ctx).
 //
 // It holds commitMu: jobs, nodes and the fabric change only under it, so
-// the checks read them without mu, and mu is held only to apply the
-// stored change; reads wait for that, never for the disk.
+// the checks read them without mu, and mu is held only to swap the
+// stored change in; reads wait for that, never for the disk. The new
+// node state is computed on a copy before the store commits (inside the
+// transaction, which gives the job its id): after the commit nothing
+// can fail.
 func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *JobRecord, p *plan) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
@@ -326,10 +340,15 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 			return errStale
 		}
 	}
+	next := s.state.Clone()
+	var occupied error
 	err := s.store.Update(actor, func(tx *Tx) error {
 		id, err := tx.NextJobID()
 		if err != nil {
 			return err
+		}
+		if occupied = next.Occupy(id, nodes); occupied != nil {
+			return occupied // rolls the transaction back
 		}
 		j.ID = id
 		if err := tx.PutJobRoutes(j, p.routes); err != nil {
@@ -338,14 +357,15 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 		return tx.Log("job.submit", fmt.Sprintf("job %d", id), map[string]any{"nodes": j.Nodes, "transit": j.TransitLimit,
 			"active": j.Active, "transit_nodes": j.TransitNodes, "candidates": p.res.Found, "placements_examined": p.res.Examined})
 	})
+	if occupied != nil {
+		return fmt.Errorf("%w: %v (the job was not placed)", ErrConflict, occupied)
+	}
 	if err != nil {
 		return fmt.Errorf("storage: %v (the job was not placed)", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.state.Occupy(j.ID, nodes); err != nil {
-		return fmt.Errorf("internal error: %v", err)
-	}
+	s.state = next
 	s.jobs[j.ID] = j
 	s.jobsVer++
 	return nil
@@ -428,6 +448,13 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 			return errStale
 		}
 	}
+	// The new node state, on a copy, before the commit: after it nothing
+	// can fail.
+	next := s.state.Clone()
+	next.ReleaseNodes(j.ID, oldNodes)
+	if err := next.Occupy(j.ID, nodes); err != nil {
+		return fmt.Errorf("%w: job %d: %v (the job keeps its nodes)", ErrConflict, j.ID, err)
+	}
 	err := s.store.Update(actor, func(tx *Tx) error {
 		if err := tx.PutJobRoutes(j, p.routes); err != nil {
 			return err
@@ -440,23 +467,41 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.state.ReleaseNodes(j.ID, oldNodes)
-	if err := s.state.Occupy(j.ID, nodes); err != nil {
-		return fmt.Errorf("internal error: %v", err)
-	}
+	s.state = next
 	s.jobs[j.ID] = j
 	s.jobsVer++
 	return nil
 }
 
 // Release ends a running job and frees its nodes.
-// (Under commitMu, as commitJob.)
 func (s *Service) Release(actor string, id int) (*JobRecord, error) {
+	return s.ReleaseContext(context.Background(), actor, id)
+}
+
+// ReleaseContext is Release for a caller that may give up: when ctx ends
+// (or the service closes) before the release commits, the job keeps its
+// nodes. (Under commitMu, as commitJob; the new node state is computed
+// before the commit.)
+func (s *Service) ReleaseContext(ctx context.Context, actor string, id int) (*JobRecord, error) {
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the job keeps its nodes", err)
+	}
+	defer end()
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
+	if ctx.Err() != nil {
+		return nil, stopped(ctx, "the job keeps its nodes")
+	}
 	j, ok := s.jobs[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
+	}
+	next := s.state.Clone()
+	if nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...)); err == nil {
+		next.ReleaseNodes(id, nodes)
+	} else {
+		next.Release(id)
 	}
 	c := *j
 	now := s.cfg.Now().UTC()
@@ -465,7 +510,7 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 	// the table itself, megabytes for large jobs, is dropped, and its
 	// pages are given back by the next compaction.
 	c.Table = nil
-	err := s.store.Update(actor, func(tx *Tx) error {
+	err = s.store.Update(actor, func(tx *Tx) error {
 		if err := tx.PutJob(&c); err != nil {
 			return err
 		}
@@ -476,11 +521,7 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...)); err == nil {
-		s.state.ReleaseNodes(id, nodes)
-	} else {
-		s.state.Release(id)
-	}
+	s.state = next
 	delete(s.jobs, id)
 	s.jobsVer++
 	return &c, nil

@@ -1,12 +1,15 @@
 package fm
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/icn-hpc/icn/multicast"
@@ -29,10 +32,17 @@ type McastRequest struct {
 // moves only the trees that used the failed link or node, and a restart
 // moves none; the others are routed again, in the order their trees were
 // first computed, balanced against the trees kept.
+//
+// Writers (requests, ticks, fabric changes) are serialised by mu, which
+// they hold across the store write of their change; reads never take it:
+// they answer from view, an immutable snapshot of the groups published
+// after every committed change.
 type mcast struct {
 	s *Service
 
-	mu     sync.Mutex      // serialises protocol calls with their persistence
+	view atomic.Pointer[groupsView]
+
+	mu     sync.Mutex      // serialises writers: protocol calls with their persistence
 	g      *topology.Graph // the fabric the manager routes on
 	mgr    *multicast.Manager
 	clk    *replayClock // mgr's clock
@@ -149,10 +159,56 @@ type rebuilt struct {
 	check  multicast.AdoptCheck
 }
 
-// install makes rb the current state (callers hold mu).
+// install makes rb the current state and publishes it (callers hold
+// mu).
 func (m *mcast) install(rb *rebuilt) {
 	m.g, m.mgr, m.clk, m.groups, m.seq = rb.g, rb.mgr, rb.clk, rb.groups, max(m.seq, rb.seq)
 	m.ver++
+	m.publish()
+}
+
+// groupsView is what reads of the groups answer from: a snapshot of the
+// groups, published after every committed change and never changed
+// afterwards, so readers use it without any lock.
+type groupsView struct {
+	list    []GroupRecord  // by id
+	index   map[string]int // id → position in list
+	byState map[string]int
+	efi     []int // per link: the groups whose tree uses it
+	maxEFI  int
+}
+
+// publish replaces the readers' view with the current groups (callers
+// hold mu, once the change is stored; after a fabric change, once its
+// rebuild is installed: see fabricChanged). Group records are never
+// changed in place, so the view shares their slices.
+func (m *mcast) publish() {
+	v := &groupsView{list: make([]GroupRecord, 0, len(m.groups)), index: make(map[string]int, len(m.groups)),
+		byState: map[string]int{}}
+	for _, g := range m.groups {
+		v.list = append(v.list, *g)
+		v.byState[g.State]++
+	}
+	sort.Slice(v.list, func(i, j int) bool { return v.list[i].ID < v.list[j].ID })
+	for i, g := range v.list {
+		v.index[g.ID] = i
+	}
+	if m.g != nil {
+		v.efi = linkEFI(m.g, m.groups)
+	}
+	for _, x := range v.efi {
+		v.maxEFI = max(v.maxEFI, x)
+	}
+	m.view.Store(v)
+}
+
+// current returns the readers' view (empty before the groups are
+// loaded).
+func (m *mcast) current() *groupsView {
+	if v := m.view.Load(); v != nil {
+		return v
+	}
+	return &groupsView{}
 }
 
 // replay rebuilds the protocol state on g from m.groups and installs it
@@ -340,14 +396,14 @@ func refreshRecord(fg *topology.Graph, mgr *multicast.Manager, g *GroupRecord) {
 }
 
 // join handles a join request.
-func (m *mcast) join(actor string, req McastRequest) (*GroupRecord, error) {
+func (m *mcast) join(ctx context.Context, actor string, req McastRequest) (*GroupRecord, error) {
 	if req.Group == "" || len(req.Group) > 128 {
 		return nil, badRequest("group id must be 1..128 characters")
 	}
 	if req.MemberCount < 1 {
 		return nil, badRequest("member_count must be at least 1 (every join carries the group's member count)")
 	}
-	return m.change(actor, "mcast.join", req, func(g *GroupRecord, v int) error {
+	return m.change(ctx, actor, "mcast.join", req, func(g *GroupRecord, v int) error {
 		rec, err := m.mgr.Join(req.Group, v, req.MemberCount)
 		if err != nil {
 			return err
@@ -361,11 +417,11 @@ func (m *mcast) join(actor string, req McastRequest) (*GroupRecord, error) {
 }
 
 // leave handles a leave request.
-func (m *mcast) leave(actor string, req McastRequest) (*GroupRecord, error) {
+func (m *mcast) leave(ctx context.Context, actor string, req McastRequest) (*GroupRecord, error) {
 	if req.Group == "" {
 		return nil, badRequest("group id missing")
 	}
-	return m.change(actor, "mcast.leave", req, func(g *GroupRecord, v int) error {
+	return m.change(ctx, actor, "mcast.leave", req, func(g *GroupRecord, v int) error {
 		if _, err := m.mgr.Leave(req.Group, v); err != nil {
 			return err
 		}
@@ -383,13 +439,23 @@ func (m *mcast) leave(actor string, req McastRequest) (*GroupRecord, error) {
 // change applies one protocol request and persists every group it (or an
 // expiry found on the way) changed, in one transaction. If the store fails,
 // the manager is rebuilt from the stored records so memory never runs
-// ahead of the disk.
-func (m *mcast) change(actor, action string, req McastRequest, apply func(*GroupRecord, int) error) (*GroupRecord, error) {
+// ahead of the disk. Readers see the change once it is stored (publish).
+// A request whose ctx ends (or whose service closes) before it is
+// applied does nothing.
+func (m *mcast) change(ctx context.Context, actor, action string, req McastRequest, apply func(*GroupRecord, int) error) (*GroupRecord, error) {
+	ctx, end, err := m.s.begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the request was not applied", err)
+	}
+	defer end()
 	if err := m.ensureManager(); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, stopped(ctx, "the request was not applied")
+	}
 	v := m.g.NodeByName(req.Member)
 	if v < 0 {
 		return nil, fmt.Errorf("%w: unknown member node %q", ErrNotFound, req.Member)
@@ -443,6 +509,7 @@ func (m *mcast) change(actor, action string, req McastRequest, apply func(*Group
 		m.groups[id] = c
 	}
 	m.ver++
+	m.publish()
 	out := *g
 	return &out, nil
 }
@@ -527,7 +594,8 @@ func protocolError(err error) error {
 	return err
 }
 
-// tick enforces timeouts and persists what they changed.
+// tick enforces timeouts and persists what they changed (callers
+// register it as a change: Service.Tick).
 func (m *mcast) tick() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -551,6 +619,7 @@ func (m *mcast) tick() {
 		m.groups[id] = c
 	}
 	m.ver++
+	m.publish()
 }
 
 // fabricChanged rebuilds the protocol state on the new fabric: trees that
@@ -594,52 +663,41 @@ func (m *mcast) fabricChanged(g *topology.Graph, lost bool) {
 	}
 }
 
+// list returns the groups by id (from the published view: no lock).
 func (m *mcast) list() []GroupRecord {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]GroupRecord, 0, len(m.groups))
-	for _, g := range m.groups {
-		out = append(out, *g)
+	out := slices.Clone(m.current().list)
+	if out == nil {
+		out = []GroupRecord{}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
+// get returns one group (from the published view: no lock).
 func (m *mcast) get(id string) (*GroupRecord, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	g, ok := m.groups[id]
+	v := m.current()
+	i, ok := v.index[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: no multicast group %q", ErrNotFound, id)
 	}
-	c := *g
+	c := v.list[i]
 	return &c, nil
 }
 
-func (m *mcast) count() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.groups)
-}
+func (m *mcast) count() int { return len(m.current().list) }
 
-func (m *mcast) byState() map[string]int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string]int{}
-	for _, g := range m.groups {
-		out[g.State]++
-	}
-	return out
-}
+func (m *mcast) byState() map[string]int { return maps.Clone(m.current().byState) }
 
-// linkEFI counts, per link, the groups whose tree uses it (computed from
-// the trees).
-func (m *mcast) linkEFI() []int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	g := m.g
+// linkEFI returns, per link, the groups whose tree uses it (from the
+// published view: no lock; callers must not change it).
+func (m *mcast) linkEFI() []int { return m.current().efi }
+
+func (m *mcast) maxEFI() int { return m.current().maxEFI }
+
+// linkEFI counts, per link of g, the groups whose tree uses it (computed
+// from the trees).
+func linkEFI(g *topology.Graph, groups map[string]*GroupRecord) []int {
 	efi := make([]int, g.NumLinks())
-	for _, gr := range m.groups {
+	for _, gr := range groups {
 		if gr.State == "Destroying" {
 			continue
 		}
@@ -672,14 +730,13 @@ func (m *mcast) linkEFI() []int {
 	return efi
 }
 
-func (m *mcast) maxEFI() int {
-	best := 0
-	for _, x := range m.linkEFI() {
-		best = max(best, x)
-	}
-	return best
-}
-
 // Tick runs periodic work (multicast timeouts); Serve calls it every
-// second.
-func (s *Service) Tick() { s.mc.tick() }
+// second. It is a change: after Close it does nothing.
+func (s *Service) Tick() {
+	_, end, err := s.begin(context.Background())
+	if err != nil {
+		return
+	}
+	defer end()
+	s.mc.tick()
+}

@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -36,7 +37,7 @@ func failBetween(t *testing.T, extra int) (*Service, *JobRecord, *FailureResult,
 	if link == "" {
 		t.Fatalf("job nodes %v are not neighbours", j.Active)
 	}
-	res, err := s.ChangeFailure("test", FailureChange{Link: link})
+	res, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: link})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 		t.Fatal("no idle or no busy link")
 	}
 	checks.Store(0)
-	res, err := s.ChangeFailure("test", FailureChange{Link: s.g.LinkName(idle)})
+	res, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: s.g.LinkName(idle)})
 	if err != nil || len(res.Jobs) != 0 || checks.Load() != 0 {
 		t.Fatalf("idle link: %v, %+v, %d tables re-checked", err, res, checks.Load())
 	}
@@ -164,7 +165,7 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 		before[id] = j.Table
 	}
 	checks.Store(0)
-	res, err = s.ChangeFailure("test", FailureChange{Link: s.g.LinkName(busy)})
+	res, err = s.ChangeFailure(context.Background(), "test", FailureChange{Link: s.g.LinkName(busy)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func TestReadsCachedPerVersion(t *testing.T) {
 		t.Errorf("link loads after the release: %d routes", sum(c))
 	}
 	m1 := s.Metrics()
-	if _, err := s.ChangeFailure("test", FailureChange{Link: "0.0.0+X"}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: "0.0.0+X"}); err != nil {
 		t.Fatal(err)
 	}
 	if m2 := s.Metrics(); reflect.DeepEqual(m1, m2) {

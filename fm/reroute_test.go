@@ -1,6 +1,7 @@
 package fm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -62,7 +63,7 @@ func TestFailureReroutesJobs(t *testing.T) {
 		jobs = append(jobs, j)
 	}
 	link := firstLink(t, jobs[0])
-	res, err := s.ChangeFailure("t", FailureChange{Link: link})
+	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestFailureReroutesJobs(t *testing.T) {
 
 	// A failed active node breaks its job; migrate moves it.
 	victim := jobs[1]
-	res, err = s.ChangeFailure("t", FailureChange{Node: victim.Active[0]})
+	res, err = s.ChangeFailure(context.Background(), "t", FailureChange{Node: victim.Active[0]})
 	if err != nil || !slices.Contains(res.AffectedJobs, victim.ID) {
 		t.Fatalf("node failure: %+v %v", res, err)
 	}
@@ -125,10 +126,10 @@ func TestFailureReroutesJobs(t *testing.T) {
 
 	// Break another job, then repair: it is routed again first.
 	other := jobs[2]
-	if res, err := s.ChangeFailure("t", FailureChange{Node: other.Active[1]}); err != nil || !slices.Contains(res.AffectedJobs, other.ID) {
+	if res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Node: other.Active[1]}); err != nil || !slices.Contains(res.AffectedJobs, other.ID) {
 		t.Fatalf("%+v %v", res, err)
 	}
-	res, err = s.ChangeFailure("t", FailureChange{Node: other.Active[1], Repair: true})
+	res, err = s.ChangeFailure(context.Background(), "t", FailureChange{Node: other.Active[1], Repair: true})
 	if err != nil || len(res.Jobs) == 0 || res.Jobs[0].ID != other.ID || res.Jobs[0].Result != "rerouted" {
 		t.Fatalf("repair did not re-route the broken job first: %+v %v", res, err)
 	}
@@ -138,7 +139,7 @@ func TestFailureReroutesJobs(t *testing.T) {
 	checkJobsRouted(t, s)
 	// Leave one job broken on a failed node across the restart.
 	kept := jobs[3]
-	if res, err := s.ChangeFailure("t", FailureChange{Node: kept.Active[0]}); err != nil || !slices.Contains(res.AffectedJobs, kept.ID) {
+	if res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Node: kept.Active[0]}); err != nil || !slices.Contains(res.AffectedJobs, kept.ID) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	s.Close()

@@ -82,19 +82,39 @@ const DefaultTopo = "torus:4x4x4x2"
 
 // Service is the fabric manager: persistent state plus the in-memory model
 // derived from it. All methods are safe for concurrent use.
+//
+// The rules it keeps (and changes to it must keep):
+//
+//   - No lock that a read needs is held across I/O (a store write, a file,
+//     the unicast hook): reads use values swapped in after each commit,
+//     and writers are serialised among themselves by locks reads never
+//     take.
+//   - A commit computes everything that can fail before the store
+//     commits (on copies); after the commit it only swaps in values,
+//     which cannot fail, so memory never disagrees with the store.
+//   - Every change takes a context: it stops, committing nothing, when
+//     the context ends or the service closes.
+//   - Every goroutine the service starts stops on Close. Close refuses
+//     new changes (ErrClosing), cancels those in flight and the
+//     service's goroutines, waits for all of them, then closes the store.
 type Service struct {
 	cfg   Config
 	store *Store
+	// life tracks the changes in flight and the service's goroutines,
+	// for Close (lifecycle.go).
+	life      lifecycle
+	closeOnce sync.Once
+	closeErr  error
 
 	// mu guards the model below. It is held only to copy or swap parts
-	// of it and around the store commit of a change, never across a
-	// placement, a routing-table computation or a re-routing: those run
-	// on a snapshot and commit with a check of fabricVer.
+	// of it, never across the store's I/O, a placement, a routing-table
+	// computation or a re-routing: those run on a snapshot and commit
+	// with a check of fabricVer.
 	mu        sync.RWMutex
 	fabric    FabricRecord
 	base      *topology.Graph // structure, no failures
 	g         *topology.Graph // with current failures
-	state     *alloc.State    // mutated in place only under mu (write)
+	state     *alloc.State    // replaced by each commit, never changed in place after Open
 	routing   Routing
 	jobs      map[int]*JobRecord // records are never modified in place
 	noJobs    string             // why this fabric takes no jobs ("" if it does)
@@ -137,7 +157,8 @@ type Service struct {
 	uni   *UnicastStatus
 	// rr keeps the unicast tables (rrMu serialises its use: changes and
 	// the background rebalance); bgCancel stops the rebalance, which
-	// closes bgDone when it ends.
+	// closes bgDone when it ends. hook runs UnicastConfig.Hook in the
+	// background, outside these locks.
 	rrMu     sync.Mutex
 	rr       *unicast.Rerouter
 	bgMu     sync.Mutex
@@ -147,6 +168,7 @@ type Service struct {
 	// fail as a full disk does).
 	writeFile func(path string, write func(io.Writer) error) error
 	uniAnn    *unicast.Annotations
+	hook      hookRunner
 }
 
 // Compacted returns the database file's size before and after Open
@@ -183,6 +205,7 @@ func Open(cfg Config) (*Service, string, error) {
 	}
 	s := &Service{cfg: cfg, store: st, jobs: map[int]*JobRecord{}, placeSem: make(chan struct{}, 1)}
 	fail := func(err error) (*Service, string, error) {
+		s.shutdown()
 		st.Close()
 		return nil, "", err
 	}
@@ -218,6 +241,7 @@ func Open(cfg Config) (*Service, string, error) {
 		if s.uniAnn, err = unicast.AnnotationsOf(spec); err != nil {
 			return fail(fmt.Errorf("unicast tables: %v", err))
 		}
+		s.startHook()
 		if u := s.refreshUnicast(g); u.Error != "" && !u.Written {
 			// The start refuses what it cannot route (an unknown engine,
 			// a fabric without switches, an unwritable dump).
@@ -354,14 +378,24 @@ func (s *Service) TokenShown() error {
 	return s.store.Update("system", func(tx *Tx) error { return tx.SetTokenShown(true) })
 }
 
-// Close closes the database.
+// Close stops the service and closes the database: new changes are
+// refused with ErrClosing from the moment it begins, the changes in
+// flight are cancelled (those that reached their commit finish it, the
+// others commit nothing) and the service's goroutines (the unicast
+// rebalance and hook) are stopped; Close waits for all of them before it
+// closes the store, so nothing writes after it and no goroutine of the
+// service is left when it returns. Later calls return the first one's
+// result.
 func (s *Service) Close() error {
-	s.stopRebalance()
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.store.Close()
+	s.closeOnce.Do(func() {
+		s.shutdown()
+		s.commitMu.Lock()
+		defer s.commitMu.Unlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closeErr = s.store.Close()
+	})
+	return s.closeErr
 }
 
 // initFabric stores the fabric record of a new database, or replaces the
@@ -451,6 +485,17 @@ type model struct {
 	base, g *topology.Graph
 	routing Routing
 	noJobs  string
+	// ctx is the context of the failure change the model was built for
+	// (nil: none): the re-routing done for it stops when ctx ends.
+	ctx context.Context
+}
+
+// context returns the context of the change the model was built for.
+func (md *model) context() context.Context {
+	if md.ctx == nil {
+		return context.Background()
+	}
+	return md.ctx
 }
 
 // buildModel builds graph and routing of a fabric record (no locks; the

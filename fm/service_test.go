@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,7 +121,7 @@ func TestJobsPersistAcrossRestart(t *testing.T) {
 		t.Fatalf("job that does not fit now: %v", err)
 	}
 	checkDisjoint(t, s)
-	res, err := s.ChangeFailure("test", FailureChange{Link: "0.0.0+X"})
+	res, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: "0.0.0+X"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestFailureAffectsJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Fail a node of the job: its table can no longer be valid.
-	res, err := s.ChangeFailure("t", FailureChange{Node: j.Active[1]})
+	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Node: j.Active[1]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestFailureAffectsJobs(t *testing.T) {
 		t.Fatal("verify passed on a failed node")
 	}
 	// Repair: reachable again.
-	res, err = s.ChangeFailure("t", FailureChange{Node: j.Active[1], Repair: true})
+	res, err = s.ChangeFailure(context.Background(), "t", FailureChange{Node: j.Active[1], Repair: true})
 	if err != nil || len(res.AffectedJobs) != 0 {
 		t.Fatalf("repair: %v %v", res, err)
 	}
@@ -187,7 +188,7 @@ func TestFailureAffectsJobs(t *testing.T) {
 		t.Fatal("job not marked reachable after repair")
 	}
 	for _, bad := range []FailureChange{{}, {Link: "9.9+X"}, {Node: "nosuch"}, {Link: "0.0+X", Node: "0.0"}} {
-		if _, err := s.ChangeFailure("t", bad); err == nil {
+		if _, err := s.ChangeFailure(context.Background(), "t", bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
@@ -207,10 +208,10 @@ func TestStorageFailureKeepsStateConsistent(t *testing.T) {
 	if _, err := s.Release("t", j.ID); err == nil {
 		t.Fatal("release on a full disk succeeded")
 	}
-	if _, err := s.ChangeFailure("t", FailureChange{Link: "0.0+X"}); err == nil {
+	if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: "0.0+X"}); err == nil {
 		t.Fatal("failure change on a full disk succeeded")
 	}
-	if _, err := s.mc.join("t", McastRequest{Group: "g", Member: "0.0", MemberCount: 2}); err == nil {
+	if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: "g", Member: "0.0", MemberCount: 2}); err == nil {
 		t.Fatal("join on a full disk succeeded")
 	}
 	if len(s.mc.list()) != 0 {
@@ -225,7 +226,7 @@ func TestStorageFailureKeepsStateConsistent(t *testing.T) {
 	}
 	s.store.failWrites = nil
 	checkDisjoint(t, s)
-	if _, err := s.mc.join("t", McastRequest{Group: "g", Member: "0.0", MemberCount: 2}); err != nil {
+	if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: "g", Member: "0.0", MemberCount: 2}); err != nil {
 		t.Fatalf("join after the disk recovered: %v", err)
 	}
 }
@@ -235,7 +236,7 @@ func TestMulticastProtocolAndRestart(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	s, _ := openTest(t, dir, "torus:4x4x2", clk)
 	join := func(g, m string, n int) (*GroupRecord, error) {
-		return s.mc.join("t", McastRequest{Group: g, Member: m, MemberCount: n})
+		return s.mc.join(context.Background(), "t", McastRequest{Group: g, Member: m, MemberCount: n})
 	}
 	if g, err := join("a", "0.0.0", 3); err != nil || g.State != "ReceivingJoinReq" {
 		t.Fatalf("%v %v", g, err)
@@ -248,13 +249,13 @@ func TestMulticastProtocolAndRestart(t *testing.T) {
 	if _, err := join("a", "3.3.1", 3); !errors.Is(err, ErrConflict) {
 		t.Fatalf("duplicate join: %v", err)
 	}
-	if _, err := s.mc.leave("t", McastRequest{Group: "a", Member: "1.1.1"}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.mc.leave(context.Background(), "t", McastRequest{Group: "a", Member: "1.1.1"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("leave by non-member: %v", err)
 	}
 	if _, err := join("a", "nosuch", 3); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown member: %v", err)
 	}
-	g, err = s.mc.leave("t", McastRequest{Group: "a", Member: "0.0.0"})
+	g, err = s.mc.leave(context.Background(), "t", McastRequest{Group: "a", Member: "0.0.0"})
 	if err != nil || g.State != "ReceivingLeaveReq" || len(g.Edges) == 0 {
 		t.Fatalf("after a leave (no re-routing): %+v %v", g, err)
 	}
@@ -526,7 +527,7 @@ func TestSwitchedFabric(t *testing.T) {
 		t.Fatalf("job on a fat tree: %v", err)
 	}
 	for _, m := range []string{"h0", "h17", "h63"} {
-		if _, err := s.mc.join("t", McastRequest{Group: "g", Member: m, MemberCount: 3}); err != nil {
+		if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: "g", Member: m, MemberCount: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -534,7 +535,7 @@ func TestSwitchedFabric(t *testing.T) {
 	if g.State != "Ready" || g.Height < 2 {
 		t.Fatalf("group on a fat tree: %+v", g)
 	}
-	if _, err := s.ChangeFailure("t", FailureChange{Link: "L1-0[3]"}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: "L1-0[3]"}); err != nil {
 		t.Fatal(err)
 	}
 }

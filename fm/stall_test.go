@@ -80,7 +80,7 @@ func TestNoStallDuringPlacement(t *testing.T) {
 	}
 	// A failure report commits while the placement still waits (its own
 	// re-check has no jobs to route, so it does not touch the gate).
-	res, err := s.ChangeFailure("t", FailureChange{Node: victim})
+	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Node: victim})
 	if err != nil || len(res.FailedNodes) != 1 {
 		t.Fatalf("failure during placement: %+v %v", res, err)
 	}
@@ -147,7 +147,7 @@ func TestReadsDuringPlacementRace(t *testing.T) {
 		}()
 	}
 	for _, l := range []string{"1.1.1+X", "2.2.2+Y", "3.0.1+Z"} {
-		if _, err := s.ChangeFailure("t", FailureChange{Link: l}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: l}); err != nil {
 			t.Error(err)
 		}
 	}

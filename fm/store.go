@@ -62,8 +62,12 @@ type Store struct {
 	// read-only (a service migrates it at open).
 	legacy bool
 	// failWrites, when set, makes every write transaction fail after fn
-	// ran (as a full or read-only disk would), for tests.
+	// ran (as a full or read-only disk would), for tests; a failWrites
+	// that blocks holds the transaction open (nil lets it commit).
 	failWrites func() error
+	// beforeWrite, when set, runs at the start of every write
+	// transaction, before bbolt's (tests: to notice a write after Close).
+	beforeWrite func()
 }
 
 // ErrLocked is returned when another process holds the database.
@@ -287,6 +291,9 @@ func (t *Tx) record(v []byte) ([]byte, error) { return unframeRecord(v, t.legacy
 // Update runs fn in one write transaction on behalf of actor; the change
 // is durable when Update returns nil.
 func (s *Store) Update(actor string, fn func(*Tx) error) (err error) {
+	if s.beforeWrite != nil {
+		s.beforeWrite()
+	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverStore(&err)
 	return s.db.Update(func(btx *bolt.Tx) error {

@@ -2,9 +2,11 @@ package fm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/icn-hpc/icn/internal/atomicfile"
@@ -31,7 +33,10 @@ type UnicastConfig struct {
 	// upload; a repair moves only the broken ones.
 	KeepRepairs bool
 	// Hook, if set, runs after every replacement of LFTOut (to make
-	// OpenSM load it); its error is reported in the status.
+	// OpenSM load it), in the background: a change does not wait for
+	// it, dumps written while it runs make it run once more afterwards
+	// for the newest, and its ctx ends when the service closes (or after
+	// a minute). Its result is reported in the status.
 	Hook func(ctx context.Context, path string) error
 }
 
@@ -65,8 +70,14 @@ type UnicastStatus struct {
 	// Error says why the tables of the current fabric are not written
 	// (the previous dump is left in place).
 	Error string `json:"error,omitempty"`
-	// HookError is the last hook's failure.
-	HookError string `json:"hook_error,omitempty"`
+	// HookError is the failure of the hook's last run ("" if it
+	// succeeded). The hook runs in the background after each dump is
+	// written: HookPending says a dump was written that it has not
+	// finished running for yet, HookRan when its last run ended (nil:
+	// none yet).
+	HookError   string     `json:"hook_error,omitempty"`
+	HookPending bool       `json:"hook_pending,omitempty"`
+	HookRan     *time.Time `json:"hook_ran,omitempty"`
 	// Disconnected names the hosts no switch reaches any more.
 	Disconnected []string `json:"disconnected_hosts,omitempty"`
 	Reachable    bool     `json:"reachable"`
@@ -75,7 +86,8 @@ type UnicastStatus struct {
 // refreshUnicast brings the tables to fabric g (incrementally after the
 // first time) and writes the dump; callers serialise (Open, and
 // ChangeFailure under changeMu). A background rebalance still running is
-// stopped first.
+// stopped first. The hook is only asked to run (kickHook): it runs
+// outside rrMu and changeMu, and nobody waits for it.
 func (s *Service) refreshUnicast(g *topology.Graph) *UnicastStatus {
 	u := s.cfg.Unicast
 	if u == nil {
@@ -116,17 +128,18 @@ func (s *Service) refreshUnicast(g *topology.Graph) *UnicastStatus {
 	} else {
 		st.Written = true
 		if !st.Exact && !u.KeepRepairs {
-			st.Rebalancing = true
-			s.startRebalance()
+			st.Rebalancing = s.startRebalance()
 		}
 	}
+	s.hookStatus(st)
 	s.uniMu.Lock()
 	s.uni = st
 	s.uniMu.Unlock()
 	return st
 }
 
-// writeDump replaces the dump with res's tables and runs the hook.
+// writeDump replaces the dump with res's tables and asks for a run of
+// the hook (in the background: kickHook).
 func (s *Service) writeDump(res *unicast.Result, st *UnicastStatus) error {
 	u := s.cfg.Unicast
 	w0 := time.Now()
@@ -145,27 +158,136 @@ func (s *Service) writeDump(res *unicast.Result, st *UnicastStatus) error {
 	if fi, err := os.Stat(u.LFTOut); err == nil {
 		st.DumpBytes = fi.Size()
 	}
-	if u.Hook != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := u.Hook(ctx, u.LFTOut); err != nil {
-			st.HookError = err.Error()
-		}
-	}
+	s.kickHook()
 	return nil
 }
 
-// startRebalance computes the tables of the current fabric in full in the
-// background and writes them when done, unless a change stops it first
-// (rrMu held by the caller, who releases it).
-func (s *Service) startRebalance() {
-	ctx, cancel := context.WithCancel(context.Background())
+// hookTimeout bounds one run of the hook.
+const hookTimeout = time.Minute
+
+// hookRunner runs UnicastConfig.Hook in one goroutine of the service,
+// outside every lock, for the latest dump written: dumps written while
+// the hook runs make it run once more afterwards (however many there
+// were), and no change waits for it. Close ends a run's context and
+// waits for the goroutine.
+type hookRunner struct {
+	mu      sync.Mutex
+	cond    *sync.Cond    // broadcast whenever pending or running changes
+	wake    chan struct{} // capacity 1: a dump was written (nil: no hook)
+	pending bool          // a dump was written that no run has started for
+	running bool
+	ran     time.Time // when the last run ended (zero: none yet)
+	err     string    // the last run's failure ("" if it succeeded)
+}
+
+// startHook starts the hook's goroutine (Open; nothing without a hook).
+func (s *Service) startHook() {
+	u := s.cfg.Unicast
+	if u == nil || u.Hook == nil {
+		return
+	}
+	h := &s.hook
+	h.cond = sync.NewCond(&h.mu)
+	h.wake = make(chan struct{}, 1)
+	s.spawn(s.runHooks)
+}
+
+// kickHook asks for a run of the hook for the dump just written.
+func (s *Service) kickHook() {
+	h := &s.hook
+	if h.wake == nil {
+		return
+	}
+	h.mu.Lock()
+	h.pending = true
+	h.cond.Broadcast()
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default: // a wake-up is waiting already
+	}
+}
+
+// runHooks is the hook's goroutine: it runs the hook while a dump is
+// pending, until ctx ends (Close).
+func (s *Service) runHooks(ctx context.Context) {
+	h := &s.hook
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.wake:
+		}
+		for h.take(ctx) {
+			err := s.runHook(ctx)
+			h.mu.Lock()
+			h.running, h.ran, h.err = false, s.cfg.Now().UTC(), ""
+			if err != nil {
+				h.err = err.Error()
+			}
+			h.cond.Broadcast()
+			h.mu.Unlock()
+		}
+	}
+}
+
+// take starts a run if a dump is pending (and ctx has not ended).
+func (h *hookRunner) take(ctx context.Context) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.pending || ctx.Err() != nil {
+		return false
+	}
+	h.pending, h.running = false, true
+	h.cond.Broadcast()
+	return true
+}
+
+// runHook runs the hook once on the dump, for at most hookTimeout.
+func (s *Service) runHook(ctx context.Context) error {
+	u := s.cfg.Unicast
+	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
+	defer cancel()
+	err := u.Hook(ctx, u.LFTOut)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%v (stopped after %v)", err, hookTimeout)
+	}
+	return err
+}
+
+// hookStatus copies the hook's state into a status.
+func (s *Service) hookStatus(st *UnicastStatus) {
+	h := &s.hook
+	if h.wake == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st.HookError, st.HookPending, st.HookRan = h.err, h.pending || h.running, nil
+	if !h.ran.IsZero() {
+		t := h.ran
+		st.HookRan = &t
+	}
+}
+
+// startRebalance computes the tables of the current fabric in full in a
+// goroutine of the service and writes them when done, unless a change
+// or Close stops it first (rrMu held by the caller, who releases it). It
+// reports false, starting nothing, once Close has begun.
+func (s *Service) startRebalance() bool {
+	ctx, end, err := s.begin(context.Background())
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	s.bgMu.Lock()
 	s.bgCancel, s.bgDone = cancel, done
 	s.bgMu.Unlock()
 	go func() {
+		defer end()
 		defer close(done)
+		defer cancel()
 		s.rrMu.Lock()
 		defer s.rrMu.Unlock()
 		start := time.Now()
@@ -193,6 +315,7 @@ func (s *Service) startRebalance() {
 		s.uni = &st
 		s.uniMu.Unlock()
 	}()
+	return true
 }
 
 // stopRebalance stops a background rebalance and waits for it.
@@ -215,6 +338,7 @@ func (s *Service) Unicast() *UnicastStatus {
 		return nil
 	}
 	c := *s.uni
+	s.hookStatus(&c)
 	return &c
 }
 

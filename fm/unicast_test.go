@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 				link = s.g.LinkName(l)
 			}
 		}
-		res, err := s.ChangeFailure("t", FailureChange{Link: link})
+		res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link})
 		if err != nil || res.Unicast == nil || !res.Unicast.Written || !res.Unicast.Reachable {
 			t.Fatalf("%s: failure: %v %+v", engine, err, res)
 		}
@@ -89,7 +90,7 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 		if bytes.Equal(after, first) || !bytes.Equal(after, dumpOf(t, s.g, engine)) {
 			t.Fatalf("%s: the dump after the failure is not a full recomputation on the failed fabric", engine)
 		}
-		if _, err := s.ChangeFailure("t", FailureChange{Link: link, Repair: true}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link, Repair: true}); err != nil {
 			t.Fatal(err)
 		}
 		waitExact(t, s)
@@ -105,7 +106,7 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 		}
 		var last *FailureResult
 		for _, c := range s.g.Out(host) {
-			if last, err = s.ChangeFailure("t", FailureChange{Link: s.g.LinkName(int(c) >> 1)}); err != nil {
+			if last, err = s.ChangeFailure(context.Background(), "t", FailureChange{Link: s.g.LinkName(int(c) >> 1)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -178,11 +179,6 @@ func (f *failAfter) Write(p []byte) (int, error) {
 	return f.w.Write(p)
 }
 
-// TestUnicastDumpNotWritten: when the dump cannot be written (the disk
-// fills midway) the change still lands, the status says why, the previous
-// dump is left whole and no temporary file stays; the next change writes
-// again. The hook runs after every replacement and its failure (OpenSM
-// not running) is reported.
 // KeepRepairs: the repaired tables stay; no rebalance follows.
 func TestUnicastKeepRepairs(t *testing.T) {
 	dir := t.TempDir()
@@ -199,7 +195,7 @@ func TestUnicastKeepRepairs(t *testing.T) {
 			link = s.g.LinkName(l)
 		}
 	}
-	res, err := s.ChangeFailure("t", FailureChange{Link: link})
+	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,13 +210,36 @@ func TestUnicastKeepRepairs(t *testing.T) {
 	checkDumpDelivers(t, s.g, out)
 }
 
+// waitHook waits until the hook has run for every dump written so far.
+func waitHook(s *Service) {
+	h := &s.hook
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for h.pending || h.running {
+		h.cond.Wait()
+	}
+}
+
+// TestUnicastDumpNotWritten: when the dump cannot be written (the disk
+// fills midway) the change still lands, the status says why, the previous
+// dump is left whole and no temporary file stays; the next change writes
+// again. The hook runs after every replacement and its failure (OpenSM
+// not running) is reported.
 func TestUnicastDumpNotWritten(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "lfts.dump")
+	var mu sync.Mutex // the hook runs in the service's goroutine
 	var hooks []string
 	hookErr := error(nil)
+	calls := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(hooks)
+	}
 	s, _, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), Topo: "fattree:k=4,n=3", NewRouting: AngaraRouting("angara*"),
 		Unicast: &UnicastConfig{Engine: "ftree", LFTOut: out, Hook: func(_ context.Context, path string) error {
+			mu.Lock()
+			defer mu.Unlock()
 			hooks = append(hooks, path)
 			return hookErr
 		}}})
@@ -229,8 +248,12 @@ func TestUnicastDumpNotWritten(t *testing.T) {
 	}
 	defer s.Close()
 	first, _ := os.ReadFile(out)
-	if len(hooks) != 1 || hooks[0] != out {
+	waitHook(s)
+	if hooks := calls(); len(hooks) != 1 || hooks[0] != out {
 		t.Fatalf("hook calls at start: %v", hooks)
+	}
+	if u := s.Unicast(); u.HookPending || u.HookRan == nil || u.HookError != "" {
+		t.Fatalf("hook status after the start: %+v", u)
 	}
 	s.writeFile = func(path string, write func(io.Writer) error) error {
 		return atomicfile.Write(path, func(w io.Writer) error { return write(&failAfter{w: w, n: 1000}) })
@@ -241,7 +264,7 @@ func TestUnicastDumpNotWritten(t *testing.T) {
 			links = append(links, s.g.LinkName(l))
 		}
 	}
-	res, err := s.ChangeFailure("t", FailureChange{Link: links[0]})
+	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: links[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,18 +277,28 @@ func TestUnicastDumpNotWritten(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), ".icn-") }) {
 		t.Fatal("a temporary file stayed")
 	}
-	if len(hooks) != 1 {
+	if u := res.Unicast; u.HookPending {
+		t.Fatalf("a hook run is pending without a new dump: %+v", u)
+	}
+	waitHook(s)
+	if hooks := calls(); len(hooks) != 1 {
 		t.Fatalf("the hook ran without a new dump: %v", hooks)
 	}
 	// The disk has room again; OpenSM is not running.
 	s.writeFile = nil
+	mu.Lock()
 	hookErr = fmt.Errorf("kill: no process found")
-	res, err = s.ChangeFailure("t", FailureChange{Link: links[1]})
+	mu.Unlock()
+	res, err = s.ChangeFailure(context.Background(), "t", FailureChange{Link: links[1]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := res.Unicast; !u.Written || !strings.Contains(u.HookError, "no process") || len(hooks) != 2 {
-		t.Fatalf("status after the next change: %+v (hooks %v)", u, hooks)
+	if u := res.Unicast; !u.Written {
+		t.Fatalf("status after the next change: %+v", u)
+	}
+	waitHook(s)
+	if u, hooks := s.Unicast(), calls(); !strings.Contains(u.HookError, "no process") || u.HookPending || len(hooks) != 2 {
+		t.Fatalf("status after the next change's hook: %+v (hooks %v)", u, hooks)
 	}
 	if now, _ := os.ReadFile(out); !bytes.Equal(now, dumpOf(t, s.g, "ftree")) {
 		t.Fatal("the next change did not write the tables of the fabric")

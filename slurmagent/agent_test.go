@@ -173,7 +173,7 @@ func TestAgentRounds(t *testing.T) {
 	// Failures: a node Slurm drains fails in icn; a node icn fails is
 	// drained in Slurm.
 	sl.nodes[names[15]].State, sl.nodes[names[15]].Reason = "down*", "Not responding"
-	if _, err := svc.ChangeFailure("test", fm.FailureChange{Node: svc.Fabric().Nodes[14].Name}); err != nil {
+	if _, err := svc.ChangeFailure(context.Background(), "test", fm.FailureChange{Node: svc.Fabric().Nodes[14].Name}); err != nil {
 		t.Fatal(err)
 	}
 	a2.Round(ctx)

@@ -133,6 +133,10 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 			uni.Hook = func(ctx context.Context, path string) error {
 				cmd := exec.CommandContext(ctx, "sh", "-c", hook)
 				cmd.Env = append(os.Environ(), "ICN_LFT="+path)
+				// When ctx ends (the service closes, or the hook's
+				// minute is up) the shell is killed; a child it left
+				// holding the output must not keep the service waiting.
+				cmd.WaitDelay = 5 * time.Second
 				if out, err := cmd.CombinedOutput(); err != nil {
 					return fmt.Errorf("--lft-hook: %v: %s", err, strings.TrimSpace(string(out)))
 				}
