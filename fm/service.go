@@ -38,6 +38,12 @@ type Routing interface {
 	// through the nodes of set and extra (src first, dst last) with the
 	// fewest nodes of extra, then the fewest hops; nil if there is none.
 	LegalPath(src, dst int, set, extra []int) ([]int, error)
+	// ExtraTurns returns the order-violating turns the rule admits after
+	// channel c (bit d set: a packet that arrived through c may go on in
+	// direction d). Under angara* they depend on every failure of the
+	// fabric, so a table that obeys the rule on one fabric state may break
+	// it on another; other rules admit none (0).
+	ExtraTurns(c int) uint16
 }
 
 // RoutingFactory builds the routing of a fabric state (failures included).
