@@ -57,7 +57,7 @@ func TestPlacementCancelledCommitsNothing(t *testing.T) {
 }
 
 // TestPlacementBudget: a placement that outlives the service's budget
-// ends with a 503 naming the budget and commits nothing; a request
+// ends with a 409 naming the budget and commits nothing; a request
 // waiting behind it gives up when its own client does, without waiting
 // for the first to finish.
 func TestPlacementBudget(t *testing.T) {
@@ -88,7 +88,7 @@ func TestPlacementBudget(t *testing.T) {
 		t.Fatal("the waiting request waited for the first placement to end")
 	}
 	w := <-first
-	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "budget of 200ms") {
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "budget of 200ms") {
 		t.Fatalf("over-budget placement: %d %s", w.Code, w.Body)
 	}
 	if jobs, _ := s.Jobs(true); len(jobs) != 0 {
@@ -97,20 +97,28 @@ func TestPlacementBudget(t *testing.T) {
 }
 
 // TestPlacementBudgetTooSmallForTable: a job whose routing table alone
-// is expected to take most of the budget is refused at once, with the
-// estimate and the budget named, before it takes the placement slot.
+// is expected to take most of the budget is refused at once (409), with
+// the estimate and the budget named, before it takes the placement slot;
+// a job larger than the fabric is refused at once as a bad request
+// (400), before any estimate.
 func TestPlacementBudgetTooSmallForTable(t *testing.T) {
 	s, _, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "fm.db"), Topo: "torus:8x8x8", NewRouting: AngaraRouting("angara*"), PlacementBudget: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.placeSem <- struct{}{} // the slot is taken: a refusal must not wait for it
+	if s.places.join(0) != nil { // the slot is taken: a refusal must not wait for it
+		t.Fatal("the placement slot of a new service is taken")
+	}
 	_, err = s.Submit("t", JobRequest{Nodes: 256})
-	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "256-node job") || !strings.Contains(err.Error(), "budget of 10ms") {
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "256-node job") || !strings.Contains(err.Error(), "budget of 10ms") || statusOf(err) != http.StatusConflict {
 		t.Fatalf("256 nodes in 10 ms: %v", err)
 	}
-	<-s.placeSem
+	_, err = s.Submit("t", JobRequest{Nodes: 100000})
+	if !errors.Is(err, ErrBadRequest) || errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "the fabric has only 512") || statusOf(err) != http.StatusBadRequest {
+		t.Fatalf("100 000 nodes on 512: %v", err)
+	}
+	s.places.release()
 	if jobs, _ := s.Jobs(true); len(jobs) != 0 {
 		t.Fatalf("committed %+v", jobs)
 	}

@@ -80,24 +80,14 @@ func checkTx(tx *bolt.Tx) error {
 // checkRecordsTx decodes every record of every bucket.
 func checkRecordsTx(tx *bolt.Tx) error {
 	m := tx.Bucket(bMeta)
-	if m == nil || !bytes.Equal(m.Get(kMagic), magic) {
+	if m == nil {
 		return ErrForeign
 	}
-	schema, err := storeSchema(m)
+	nextJob, schema, err := checkMeta(m)
 	if err != nil {
 		return err
 	}
 	legacy := schema == 1
-	if v := m.Get(kToken); v != nil && len(v) != 32 {
-		return fmt.Errorf("meta: token hash has %d bytes, want 32", len(v))
-	}
-	nextJob := uint64(1)
-	if v := m.Get(kNextJob); v != nil {
-		if len(v) != 8 {
-			return fmt.Errorf("meta: next job id has %d bytes, want 8", len(v))
-		}
-		nextJob = binary.BigEndian.Uint64(v)
-	}
 	for _, b := range storeBuckets(schema) {
 		if tx.Bucket(b) == nil {
 			return fmt.Errorf("bucket %s missing", b)
@@ -165,6 +155,44 @@ func checkRecordsTx(tx *bolt.Tx) error {
 		}
 		return nil
 	})
+}
+
+// checkMeta checks the meta bucket m: its values against their
+// checksums (schema 3) first, so that an altered magic or schema version
+// is named as such, then each value. It returns the next job id and the
+// schema version; a bucket without icn's magic is ErrForeign.
+func checkMeta(m *bolt.Bucket) (nextJob, schema uint64, err error) {
+	if err := checkMetaSums(m); err != nil {
+		return 0, 0, err
+	}
+	if !bytes.Equal(m.Get(kMagic), magic) {
+		return 0, 0, ErrForeign
+	}
+	if schema, err = storeSchema(m); err != nil {
+		return 0, 0, err
+	}
+	if schema >= metaSumsSchema && m.Get(kMetaSum) == nil {
+		return 0, 0, fmt.Errorf("meta schema: the store claims schema %d but has no meta checksums (%s): the schema or the meta bucket was altered", schema, kMetaSum)
+	}
+	if v := m.Get(kToken); v != nil && len(v) != 32 {
+		return 0, 0, fmt.Errorf("meta %s: the token hash has %d bytes, want 32", kToken, len(v))
+	}
+	if v := m.Get(kCreated); v != nil {
+		if _, err := time.Parse(time.RFC3339, string(v)); err != nil {
+			return 0, 0, fmt.Errorf("meta %s: %q is not a creation time", kCreated, v)
+		}
+	}
+	nextJob = 1
+	if v := m.Get(kNextJob); v != nil {
+		if len(v) != 8 {
+			return 0, 0, fmt.Errorf("meta %s: the next job id has %d bytes, want 8", kNextJob, len(v))
+		}
+		nextJob = binary.BigEndian.Uint64(v)
+		if nextJob < 1 || nextJob > maxNextJob {
+			return 0, 0, fmt.Errorf("meta %s: the next job id %d is outside 1..%d (2^53−1, the largest id a client's JSON number holds exactly)", kNextJob, nextJob, uint64(maxNextJob))
+		}
+	}
+	return nextJob, schema, nil
 }
 
 // checkPages validates the two meta pages (checksum), the high-water mark

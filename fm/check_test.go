@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // damagedDB builds a database with jobs, groups and enough audit entries
@@ -59,9 +61,48 @@ func leafPages(b []byte, ps int) []int {
 	return out
 }
 
+// liveValue returns the offset in the database file at path of the value
+// of key in bucket as the file's current state holds it (not an older
+// copy in a freed page): in the bucket's leaf page, or, for an inline
+// bucket, in its parent's, the root's, where a key is followed by its
+// value.
+func liveValue(t *testing.T, path string, bucket, key []byte) int {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := db.Info().PageSize
+	off := -1
+	db.View(func(tx *bolt.Tx) error {
+		pg := tx.Bucket(bucket).Root()
+		if pg == 0 { // inline
+			pg = tx.Cursor().Bucket().Root()
+		}
+		page := b[int(pg)*ps : int(pg+1)*ps]
+		if binary.LittleEndian.Uint16(page[8:]) != 0x02 {
+			t.Fatalf("page %d is not a leaf page", pg)
+		}
+		// The last occurrence: meta's checksum record, which names the
+		// keys, comes first.
+		off = int(pg)*ps + bytes.LastIndex(page, key) + len(key)
+		if v := tx.Bucket(bucket).Get(key); !bytes.Equal(b[off:off+len(v)], v) {
+			t.Fatalf("%s %s not found in page %d", bucket, key, pg)
+		}
+		return nil
+	})
+	return off
+}
+
 // TestDamagedStoresRefused applies each damage of issue 15 to a copy of a
 // real database: the check and Open must fail with an error (no panic),
-// and the file must stay byte-identical.
+// and the file must stay byte-identical. A bit flipped in a value of the
+// meta bucket is refused with the key named.
 func TestDamagedStoresRefused(t *testing.T) {
 	dir := t.TempDir()
 	p, orig := damagedDB(t, dir)
@@ -89,7 +130,26 @@ func TestDamagedStoresRefused(t *testing.T) {
 	if audit < 0 {
 		t.Fatal("no damaged audit record was detected")
 	}
+	flip := func(key []byte, at int, bit byte) func([]byte) []byte {
+		off := liveValue(t, p, bMeta, key) + at
+		return func(b []byte) []byte {
+			b[off] ^= bit
+			return b
+		}
+	}
+	// What the message of a damage must say (others: only that it is one
+	// line without a panic).
+	wants := map[string]string{
+		"a bit of meta next_job flipped (2^56 added)":  "meta next_job: checksum mismatch",
+		"a bit of meta token_sha256 flipped":           "meta token_sha256: checksum mismatch",
+		"a bit of meta schema flipped (3 to 2)":        "meta schema: checksum mismatch",
+		"a bit of meta created flipped (still a time)": "meta created: checksum mismatch",
+	}
 	damages := map[string]func([]byte) []byte{
+		"a bit of meta next_job flipped (2^56 added)":  flip(kNextJob, 0, 0x01),
+		"a bit of meta token_sha256 flipped":           flip(kToken, 0, 0x01),
+		"a bit of meta schema flipped (3 to 2)":        flip(kVersion, 7, 0x01),
+		"a bit of meta created flipped (still a time)": flip(kCreated, 3, 0x01), // the year's last digit
 		"16 bytes flipped in the middle": func(b []byte) []byte {
 			mid := (len(b) / 2 / ps) * ps
 			for i := 0; i < 16; i++ {
@@ -162,10 +222,15 @@ func TestDamagedStoresRefused(t *testing.T) {
 						t.Errorf("message %q contains %q", err, bad)
 					}
 				}
+				if !strings.Contains(err.Error(), wants[name]) {
+					t.Errorf("check: %v, want %q", err, wants[name])
+				}
 			}
 			if s, _, err := Open(Config{DBPath: q, NewRouting: AngaraRouting("angara*")}); err == nil {
 				s.Close()
 				t.Error("damaged database opened")
+			} else if !strings.Contains(err.Error(), wants[name]) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("open: %v, want one line with %q", err, wants[name])
 			}
 			after, _ := os.ReadFile(q)
 			if sha256.Sum256(after) != sum {

@@ -26,7 +26,8 @@ type FailureChange struct {
 type JobEffect struct {
 	ID int `json:"id"`
 	// Result is RouteRerouted (a new verified table on the same nodes;
-	// after a repair, possibly the job's original kind of table again) or
+	// after a repair, the job's original kind of table again once no
+	// failure is left among its nodes: JobRecord.Routing says which) or
 	// RouteBroken (no table possible on its nodes: migrate it).
 	Result      RouteState `json:"result"`
 	Problem     string     `json:"problem,omitempty"`
@@ -56,9 +57,12 @@ type FailureResult struct {
 // as transit nodes, within its transit allowance plus Config.RepairExtra
 // (rerouted, TransitAdded), or, if neither exists, is marked broken with
 // the unreachable pair; a repair first re-routes broken jobs, then
-// re-balances rerouted ones. The failure record and every job change are
-// one transaction. The routing work runs on a snapshot, concurrently per
-// job, without the service lock; reads and placements go on meanwhile.
+// re-balances rerouted ones (back to RouteOriginal once no failure is
+// left among their nodes). A table is verified again only where the
+// change can affect it (recheckJob). The failure record and every job
+// change are one transaction. The routing work runs on a snapshot,
+// concurrently per job, without the service lock; reads and placements
+// go on meanwhile.
 //
 // The re-routing stops when ctx ends or the service closes, and nothing
 // is committed then (the error says which; ErrClosing for the latter).
@@ -80,7 +84,7 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch FailureCha
 		return nil, stopped(ctx, "the failure change was not made")
 	}
 	s.mu.RLock()
-	rec, base := s.fabric, s.base
+	rec, base, before := s.fabric, s.base, s.routing
 	s.mu.RUnlock()
 	rec.FailedLinks = slices.Clone(rec.FailedLinks)
 	rec.FailedNodes = slices.Clone(rec.FailedNodes)
@@ -101,15 +105,14 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch FailureCha
 		// A torus that takes jobs must stay so (running jobs need it).
 		return nil, fmt.Errorf("%w: after this change the fabric could not route jobs: %s", ErrConflict, md.noJobs)
 	}
-	label := actionName(ch) + " " + subject
-	var free *alloc.State // nodes repairs may add as transit (checked again at commit)
-	if placing && !ch.Repair && s.cfg.RepairExtra >= 0 {
+	rc := &recheckSpec{md: md, repair: ch.Repair, label: actionName(ch) + " " + subject,
+		touches: s.touchedBy(md, ch, subject), reaches: reachedBy(before, md, ch, subject)}
+	if placing && s.cfg.RepairExtra >= 0 {
 		s.mu.RLock()
-		free = s.state.Clone()
+		rc.free = s.state.Clone()
 		s.mu.RUnlock()
 	}
-	touches := s.touchedBy(md, ch, subject)
-	results := s.recheckRounds(md, ch.Repair, label, free, touches) // returns holding commitMu
+	results := s.recheckRounds(rc) // returns holding commitMu
 	if ctx.Err() != nil {
 		// The re-routing may have stopped half way: commit nothing.
 		s.commitMu.Unlock()
@@ -135,7 +138,7 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch FailureCha
 // and releases go on. It returns holding commitMu, after a last round
 // under it: nothing commits between that round and the caller's commit,
 // which must unlock commitMu.
-func (s *Service) recheckRounds(md *model, repair bool, label string, free *alloc.State, touches func(*JobRecord) bool) map[int]recheckResult {
+func (s *Service) recheckRounds(rc *recheckSpec) map[int]recheckResult {
 	done := map[int]*JobRecord{} // job version re-checked
 	results := map[int]recheckResult{}
 	pending := func() []*JobRecord {
@@ -150,7 +153,7 @@ func (s *Service) recheckRounds(md *model, repair bool, label string, free *allo
 		return todo
 	}
 	check := func(todo []*JobRecord) {
-		for _, r := range s.recheck(md, todo, repair, label, free, touches) {
+		for _, r := range s.recheck(rc, todo) {
 			done[r.old.ID] = r.old
 			results[r.old.ID] = r
 		}
@@ -160,7 +163,7 @@ func (s *Service) recheckRounds(md *model, repair bool, label string, free *allo
 	// commits between it and the failure's commit (reads go on). When
 	// the change's context ends, no further round runs (the caller then
 	// commits nothing).
-	ctx := md.context()
+	ctx := rc.md.context()
 	for round := 0; round < 3 && ctx.Err() == nil; round++ {
 		todo := pending()
 		if len(todo) == 0 {
@@ -178,6 +181,18 @@ func (s *Service) recheckRounds(md *model, repair bool, label string, free *allo
 	return results
 }
 
+// recheckSpec is one failure change as the re-check of the jobs sees it.
+type recheckSpec struct {
+	md     *model // the fabric after the change
+	repair bool
+	label  string       // the change, as the jobs' Affected lists name it
+	free   *alloc.State // nodes a job may gain as transit (checked again at commit); nil: none
+	// touches: a route of the job crosses the failure, or the job holds
+	// the failed node (touchedBy); reaches: the change lies among the
+	// job's nodes or changes the rule's turns there (reachedBy).
+	touches, reaches func(*JobRecord) bool
+}
+
 type recheckResult struct {
 	old, new *JobRecord // new is nil if the job is unchanged
 	effect   JobEffect
@@ -186,7 +201,7 @@ type recheckResult struct {
 
 // recheck re-verifies jobs on the new model and re-routes those that need
 // it, concurrently; broken jobs go first.
-func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label string, free *alloc.State, touches func(*JobRecord) bool) []recheckResult {
+func (s *Service) recheck(rc *recheckSpec, jobs []*JobRecord) []recheckResult {
 	sort.Slice(jobs, func(a, b int) bool {
 		ba, bb := jobs[a].Routing == RouteBroken, jobs[b].Routing == RouteBroken
 		if ba != bb {
@@ -202,18 +217,18 @@ func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label strin
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if md.context().Err() != nil {
+				if rc.md.context().Err() != nil {
 					// The change stopped: it commits nothing.
 					out[i] = recheckResult{old: jobs[i]}
 					continue
 				}
-				r := s.recheckJob(md, jobs[i], repair, label, free, touches)
+				r := s.recheckJob(rc, jobs[i])
 				if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table {
 					// Work the commit and the next read of the link
 					// loads would do, done here, in parallel and
 					// without locks.
 					r.routes, _ = encodeRoutes(r.new.Table)
-					s.tableLinks(md.g, r.new)
+					s.tableLinks(rc.md.g, r.new)
 				}
 				out[i] = r
 			}
@@ -227,73 +242,207 @@ func (s *Service) recheck(md *model, jobs []*JobRecord, repair bool, label strin
 	return out
 }
 
-// recheckJob re-verifies one job's table on the new model; if it fails
-// (or, on a repair, if the job runs on a detour table or none), it builds
-// a new table on the job's own nodes, or marks the job broken with the
-// pair that has no legal route.
-func (s *Service) recheckJob(md *model, j *JobRecord, repair bool, label string, free *alloc.State, touches func(*JobRecord) bool) recheckResult {
+// recheckJob re-checks one job on the new model and gives it a new
+// table where it needs one: on its own nodes, else (a pair without a
+// legal route) with free nodes added as transit, else it is broken with
+// the pair that has no legal route.
+//
+// A table holds on a fabric when its routes avoid the failed links and
+// nodes and every turn they take is one the fabric's rule admits: the
+// order-violating turns angara* admits depend on all failures of the
+// fabric (a repair can withdraw a turn a detour took, a failure
+// elsewhere one any table took), and so do the minimal lengths its
+// figures are measured against. A table that held before the change
+// therefore still holds unless a route crosses the failure (touches: it
+// is re-routed without verifying it again) or the change reaches inside
+// the job's nodes (reaches: the changed link or node is among them, or
+// the rule's turns changed between two of its links); only then is it
+// verified again, so a job that no change reaches (placed on a healthy
+// fabric, away from the failures) is never verified again.
+func (s *Service) recheckJob(rc *recheckSpec, j *JobRecord) recheckResult {
 	r := recheckResult{old: j}
+	md := rc.md
 	if md.routing == nil {
 		return r
 	}
-	detour := j.Routing == RouteRerouted || j.Routing == RouteBroken
+	reached := sync.OnceValue(func() bool { return rc.reaches(j) })
+	holds := func() bool { return !reached() || md.routing.VerifyTable(j.Table) == nil }
+	works := func() bool { return false } // whether the job may keep its table if no new one is found
 	switch {
-	case repair && !detour && j.Table != nil:
-		// A repair only adds a link or node: a table that worked works.
-		return r
-	case !repair && !touches(j):
-		// A failure no route of the job uses and outside its nodes.
-		return r
-	}
-	// Whether the job's table still works, without re-verifying it where
-	// the answer is known: after a failure the job is touched (a route
-	// crosses a failed link, or it holds a failed node), so it does not;
-	// a repair only adds links and nodes, so a table that worked before
-	// still does; only a broken job's table is verified again.
-	var works bool
-	switch {
-	case !repair || j.Table == nil:
+	case j.Table == nil:
 	case j.Routing == RouteBroken:
-		works = md.routing.VerifyTable(j.Table) == nil
-	default:
-		works = true
-	}
-	if works && !(repair && detour) {
+		if !rc.repair && !rc.touches(j) {
+			return r // a failure elsewhere gives it no route back
+		}
+	case !rc.repair && rc.touches(j):
+		// A route crosses the failure: the table does not hold.
+	case rc.repair && j.Routing == RouteRerouted && (reached() || !failureAmong(md.g, j)):
+		// A detour: re-balanced on the repaired fabric, and back to a
+		// table of the original kind once no failure is left among its
+		// nodes.
+		works = holds
+	case holds():
 		return r
 	}
 	c := *j
 	c.Problem, c.Unreachable = "", nil
 	table, stats, err := s.routeJob(md, j)
 	if err == nil {
-		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, RouteRerouted
-		if repair {
-			c.Routing = RouteOriginal // back on a table of the repaired fabric
-		}
+		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
 		r.new, r.effect = &c, JobEffect{ID: j.ID, Result: RouteRerouted}
 		return r
 	}
-	if works || j.Routing == RouteBroken && repair {
-		return r // keeps its detour table, or stays broken
+	if works() {
+		return r // keeps its detour table, which still holds
 	}
 	var unreachable *unreachableError
-	if errors.As(err, &unreachable) && free != nil {
-		added, table, stats, xerr := s.extendTransit(md, j, free)
+	if errors.As(err, &unreachable) && rc.free != nil {
+		added, table, stats, xerr := s.extendTransit(md, j, rc.free)
 		if xerr == nil {
 			c.TransitNodes = append(slices.Clone(j.TransitNodes), names(md.g, added)...)
-			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, RouteRerouted
-			c.Affected = append(slices.Clone(j.Affected), label)
+			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
+			c.Affected = append(slices.Clone(j.Affected), rc.label)
 			r.new, r.effect = &c, JobEffect{ID: j.ID, Result: RouteRerouted, TransitAdded: names(md.g, added)}
 			return r
 		}
+	}
+	if j.Routing == RouteBroken && rc.repair {
+		return r // stays broken
 	}
 	c.Problem = err.Error()
 	if up, ok := err.(*unreachableError); ok {
 		c.Unreachable = &up.pair
 	}
 	c.Reachable, c.Routing = false, RouteBroken
-	c.Affected = append(slices.Clone(j.Affected), label)
+	c.Affected = append(slices.Clone(j.Affected), rc.label)
 	r.new, r.effect = &c, JobEffect{ID: j.ID, Result: RouteBroken, Problem: c.Problem, Unreachable: c.Unreachable}
 	return r
+}
+
+// rerouted is the routing state of job j on the new table the change
+// gave it. A failure puts it on a detour (RouteRerouted). A repair puts a
+// job that was on a detour (rerouted or broken) back on a table of its
+// original kind only when no failure is left among its nodes (the table
+// is built around those), and leaves the state of a job that was not
+// (its table only follows the rule of the repaired fabric).
+func (rc *recheckSpec) rerouted(j *JobRecord) RouteState {
+	switch {
+	case !rc.repair:
+		return RouteRerouted
+	case j.Routing != RouteRerouted && j.Routing != RouteBroken:
+		return j.Routing
+	case failureAmong(rc.md.g, j):
+		return RouteRerouted
+	}
+	return RouteOriginal
+}
+
+// jobNodes marks the nodes job j holds (active and transit) on g; ok is
+// false if one has no such name.
+func jobNodes(g *topology.Graph, j *JobRecord) (in []bool, nodes []int, ok bool) {
+	nodes, err := nodesByName(g, append(slices.Clone(j.Active), j.TransitNodes...))
+	if err != nil {
+		return nil, nil, false
+	}
+	in = make([]bool, g.NumNodes())
+	for _, v := range nodes {
+		in[v] = true
+	}
+	return in, nodes, true
+}
+
+// failureAmong reports whether a failed link of g joins two of job j's
+// nodes or one of its nodes has failed: the failures a table on the
+// job's nodes is built around.
+func failureAmong(g *topology.Graph, j *JobRecord) bool {
+	in, nodes, ok := jobNodes(g, j)
+	if !ok {
+		return true
+	}
+	for _, v := range nodes {
+		if g.NodeFailed(v) {
+			return true
+		}
+	}
+	for _, l := range g.FailedLinks() {
+		if lk := g.Link(l); in[lk.A] && in[lk.B] {
+			return true
+		}
+	}
+	return false
+}
+
+// reachedBy returns whether the change (of the link or node named
+// subject) reaches inside a job's nodes, where it could make a table
+// that held on the fabric before (routing before) fail on md: the
+// changed link joins two of its nodes, the changed node is one of them,
+// or the rule admits other order-violating turns than before at one of
+// its nodes between two of its links (a route's first and last turns
+// and the minimal lengths inside the set depend on those, nothing else
+// outside the set does).
+func reachedBy(before Routing, md *model, ch FailureChange, subject string) func(*JobRecord) bool {
+	g := md.g
+	var ends []int // the changed link's two nodes, or the changed node
+	if ch.Link != "" {
+		if ls, err := g.ParseLinks(subject); err == nil && len(ls) == 1 {
+			lk := g.Link(ls[0])
+			ends = []int{int(lk.A), int(lk.B)}
+		}
+	} else if vs, err := g.ParseNodes(subject); err == nil && len(vs) == 1 {
+		ends = []int{vs[0]}
+	}
+	return func(j *JobRecord) bool {
+		in, nodes, ok := jobNodes(g, j)
+		if !ok {
+			return true
+		}
+		if len(ends) > 0 && (ch.Link == "" || len(ends) == 2) {
+			among := true
+			for _, v := range ends {
+				among = among && in[v]
+			}
+			if among {
+				return true
+			}
+		}
+		if before == nil || md.routing == nil {
+			return false
+		}
+		return turnsDiffer(g, before, md.routing, in, nodes)
+	}
+}
+
+// turnsDiffer reports whether routings a and b admit different
+// order-violating turns at a node of the set (in, nodes) between two of
+// its links: from a channel that comes from a node of the set into a
+// direction that leads to one.
+func turnsDiffer(g *topology.Graph, a, b Routing, in []bool, nodes []int) bool {
+	for _, u := range nodes {
+		for _, o := range g.Out(u) {
+			if !in[g.Dst(int(o))] {
+				continue
+			}
+			c := int(o) ^ 1 // the channel into u from that neighbour
+			diff := a.ExtraTurns(c) ^ b.ExtraTurns(c)
+			if diff == 0 {
+				continue
+			}
+			for _, next := range g.Out(u) {
+				dim, sign := g.Dir(int(next))
+				if dim < 0 {
+					continue
+				}
+				d := 2 * dim
+				if sign < 0 {
+					d++
+				}
+				if diff&(1<<d) != 0 && in[g.Dst(int(next))] {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // unreachableError names a pair of active nodes with no legal route.

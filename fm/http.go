@@ -360,9 +360,11 @@ func statusOf(err error) int {
 		return http.StatusRequestTimeout
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrBudget):
+		// Not now (no room, or not within the placement budget): the
+		// request is refused, the service is fine.
 		return http.StatusConflict
-	case errors.Is(err, ErrBudget), errors.Is(err, ErrClosing):
+	case errors.Is(err, ErrClosing):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, context.Canceled):
 		return 499 // the client closed the request (nginx's code); nobody reads it

@@ -117,8 +117,51 @@ func TestAlteredStoresRefused(t *testing.T) {
 		{"routes without their job", "routes of job 9: no stored job with a table owns them", func(t *testing.T, tx *bolt.Tx) error {
 			return tx.Bucket(bTables).Put(u64(9), tx.Bucket(bTables).Get(u64(1)))
 		}},
-		{"next job id below a stored job", "next job id", func(t *testing.T, tx *bolt.Tx) error {
-			return tx.Bucket(bMeta).Put(kNextJob, u64(2))
+		{"next job id below a stored job, meta checksums recomputed", "next job id", func(t *testing.T, tx *bolt.Tx) error {
+			if err := tx.Bucket(bMeta).Put(kNextJob, u64(2)); err != nil {
+				return err
+			}
+			return putMetaSums(tx.Bucket(bMeta))
+		}},
+		{"a bit of next_job flipped, checksum kept", "meta next_job: checksum mismatch", func(t *testing.T, tx *bolt.Tx) error {
+			return flipMeta(tx, kNextJob, 0, 0x01) // 4 → 2^56 + 4
+		}},
+		{"a bit of token_sha256 flipped, checksum kept", "meta token_sha256: checksum mismatch", func(t *testing.T, tx *bolt.Tx) error {
+			return flipMeta(tx, kToken, 31, 0x80)
+		}},
+		{"a bit of schema flipped (3 to 1), checksum kept", "meta schema: checksum mismatch", func(t *testing.T, tx *bolt.Tx) error {
+			return flipMeta(tx, kVersion, 7, 0x02)
+		}},
+		{"a bit of created flipped, checksum kept", "meta created: checksum mismatch", func(t *testing.T, tx *bolt.Tx) error {
+			return flipMeta(tx, kCreated, 6, 0x01) // the month
+		}},
+		{"next job id 2^53, meta checksums recomputed", "meta next_job: the next job id 9007199254740992 is outside 1..9007199254740991", func(t *testing.T, tx *bolt.Tx) error {
+			if err := tx.Bucket(bMeta).Put(kNextJob, u64(1<<53)); err != nil {
+				return err
+			}
+			return putMetaSums(tx.Bucket(bMeta))
+		}},
+		{"next_job renamed next_jov", "meta next_jov: a key without a checksum", func(t *testing.T, tx *bolt.Tx) error {
+			m := tx.Bucket(bMeta)
+			if err := m.Put([]byte("next_jov"), bytes.Clone(m.Get(kNextJob))); err != nil {
+				return err
+			}
+			return m.Delete(kNextJob)
+		}},
+		{"created deleted", "meta created: missing", func(t *testing.T, tx *bolt.Tx) error {
+			return tx.Bucket(bMeta).Delete(kCreated)
+		}},
+		{"meta checksum record altered", "meta crc32c: the checksum record was altered", func(t *testing.T, tx *bolt.Tx) error {
+			return flipMeta(tx, kMetaSum, 0, 0x01)
+		}},
+		{"meta checksum record deleted", "meta schema: the store claims schema 3 but has no meta checksums", func(t *testing.T, tx *bolt.Tx) error {
+			return tx.Bucket(bMeta).Delete(kMetaSum)
+		}},
+		{"schema 2 store (no meta checksums) with next job id 2^56 + 4", "meta next_job: the next job id 72057594037927940 is outside", func(t *testing.T, tx *bolt.Tx) error {
+			if err := toSchema2(tx); err != nil {
+				return err
+			}
+			return flipMeta(tx, kNextJob, 0, 0x01)
 		}},
 		{"fabric record altered, checksum kept", "fabric record: checksum mismatch", func(t *testing.T, tx *bolt.Tx) error {
 			v := bytes.Clone(tx.Bucket(bFabric).Get(kCurrent))
@@ -151,6 +194,67 @@ func TestAlteredStoresRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// flipMeta flips bits of byte i of the meta value of key (its checksum
+// left as it was).
+func flipMeta(tx *bolt.Tx, key []byte, i int, bits byte) error {
+	v := bytes.Clone(tx.Bucket(bMeta).Get(key))
+	v[i] ^= bits
+	return tx.Bucket(bMeta).Put(key, v)
+}
+
+// toSchema2 makes a store what schema 2 wrote: no meta checksums.
+func toSchema2(tx *bolt.Tx) error {
+	if err := tx.Bucket(bMeta).Delete(kMetaSum); err != nil {
+		return err
+	}
+	return tx.Bucket(bMeta).Put(kVersion, u64(2))
+}
+
+// TestSchema2Migrated: a database of schema 2 (no meta checksums) passes
+// the check unchanged, and Open serves it after adding the checksums of
+// its meta values in one transaction; every later write keeps them.
+func TestSchema2Migrated(t *testing.T) {
+	_, orig := storeWithJobs(t)
+	q, old := editStore(t, orig, toSchema2)
+	cfg := Config{DBPath: q, NewRouting: AngaraRouting("angara*")}
+	if err := Check(cfg); err != nil {
+		t.Fatalf("schema 2 store: %v", err)
+	}
+	if after, _ := os.ReadFile(q); !bytes.Equal(after, old) {
+		t.Fatal("the check modified the file")
+	}
+	s, _, err := Open(Config{DBPath: q, NewRouting: AngaraRouting("angara*"), RotateToken: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs, _ := s.Jobs(false); len(jobs) != 3 {
+		t.Fatalf("%d jobs after the migration", len(jobs))
+	}
+	j, err := s.Submit("t", JobRequest{Nodes: 2}) // writes next_job
+	if err != nil || j.ID != 4 {
+		t.Fatalf("submit after the migration: %+v %v", j, err)
+	}
+	s.Close()
+	if err := Check(cfg); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(q, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bMeta)
+		if v, _ := storeSchema(m); v != schemaVersion || m.Get(kMetaSum) == nil {
+			t.Errorf("schema %d after Open, checksums %x", v, m.Get(kMetaSum))
+		}
+		if err := checkMetaSums(m); err != nil {
+			t.Error(err)
+		}
+		return nil
+	})
 }
 
 // TestSchema1Migrated: a database of schema 1 (bare JSON records) passes
@@ -193,6 +297,9 @@ func TestSchema1Migrated(t *testing.T) {
 					return err
 				}
 			}
+		}
+		if err := tx.Bucket(bMeta).Delete(kMetaSum); err != nil {
+			return err
 		}
 		return tx.Bucket(bMeta).Put(kVersion, u64(1))
 	})

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/icn-hpc/icn/alloc"
@@ -82,7 +83,9 @@ func checkRequest(req JobRequest) (alloc.Algo, error) {
 }
 
 // ErrBudget reports a placement that did not finish within the service's
-// placement budget (nothing was committed).
+// placement budget, or whose table alone would take most of it (nothing
+// was committed). It is a refusal, not a failure of the service: the API
+// answers 409 Conflict, like a placement that finds no room.
 var ErrBudget = errors.New("over budget")
 
 // Placement budget. Node selection and the job's table answer together
@@ -104,6 +107,10 @@ const (
 	// measuredRoutes: tables smaller than this (routes) are dominated by
 	// fixed costs and do not update the estimate.
 	measuredRoutes = 1 << 16
+	// defaultSelectionSeconds is the first estimate of a node selection
+	// per node requested (about 0.5 s for 1 024 nodes of an empty
+	// torus:32x32x32 on 2 cores, docs/fm.md).
+	defaultSelectionSeconds = 0.5e-3
 )
 
 // tableEstimate is the expected time of the verified table of a job of
@@ -130,6 +137,41 @@ func (s *Service) measuredTable(m int, d time.Duration) {
 	s.routeSeconds.Store(math.Float64bits(now))
 }
 
+// selectionEstimate is the expected time of the node selection for a
+// job of m nodes: the mean time per node requested of the selections so
+// far (a running mean), times m, and at most the selection's budget.
+func (s *Service) selectionEstimate(m int) time.Duration {
+	perNode := math.Float64frombits(s.selectSeconds.Load())
+	if perNode == 0 {
+		perNode = defaultSelectionSeconds
+	}
+	d := time.Duration(perNode * float64(m) * float64(time.Second))
+	if sel, _, err := s.placementBudgets(m); err == nil && sel > 0 {
+		d = min(d, sel)
+	}
+	return d
+}
+
+// measuredSelection updates the selection estimate from a selection for
+// m nodes that took seconds (the mean of the estimate and the new
+// figure).
+func (s *Service) measuredSelection(m int, seconds float64) {
+	if m < 1 || seconds <= 0 {
+		return
+	}
+	now := seconds / float64(m)
+	if old := math.Float64frombits(s.selectSeconds.Load()); old != 0 {
+		now = (old + now) / 2
+	}
+	s.selectSeconds.Store(math.Float64bits(now))
+}
+
+// placementEstimate is the expected duration of a placement of m nodes
+// once it has the placement slot: its selection and its table.
+func (s *Service) placementEstimate(m int) time.Duration {
+	return s.selectionEstimate(m) + s.tableEstimate(m)
+}
+
 // placementBudgets splits the service's budget for a job of m nodes:
 // the selection's budget and the deadline of the whole placement (0, 0
 // when there is no budget). It fails with ErrBudget when the job's table
@@ -148,28 +190,120 @@ func (s *Service) placementBudgets(m int) (selection, whole time.Duration, err e
 	return selection, b + b/10, nil
 }
 
-// acquirePlacement waits for the placement slot; it gives up when ctx
-// ends, so no request waits behind one whose client is gone.
-func (s *Service) acquirePlacement(ctx context.Context) error {
-	select {
-	case s.placeSem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return placementCut(ctx, s.cfg.PlacementBudget)
-	}
+// placeQueue hands the placement slot (placements and migrations run
+// one at a time) to one request at a time. Waiting requests are served
+// by virtual deadline, their arrival plus the expected duration of their
+// placement (expected, evaluated when the slot is handed on, so requests
+// of one size keep their order), earliest first, in arrival order among
+// equals: a small request overtakes a big one that waits, and a big one
+// is served once its deadline is the earliest, which the requests that
+// arrive after it pass sooner or later. A request whose client leaves
+// is removed from the queue.
+type placeQueue struct {
+	now      func() time.Time          // the arrival clock
+	expected func(m int) time.Duration // expected duration of a placement of m nodes
+
+	mu      sync.Mutex
+	busy    bool // the slot is held
+	seq     uint64
+	waiting []*placeWaiter
+	// queued, if set, is called after a request joined the queue (tests).
+	queued func()
 }
 
-func (s *Service) releasePlacement() { <-s.placeSem }
+// placeWaiter is one request waiting for the slot.
+type placeWaiter struct {
+	m       int
+	arrival time.Time
+	seq     uint64
+	ready   chan struct{} // closed when the slot is handed to it
+}
+
+// join takes the slot for a placement of m nodes if it is free and
+// nobody waits (nil), or queues a waiter.
+func (q *placeQueue) join(m int) *placeWaiter {
+	q.mu.Lock()
+	if !q.busy && len(q.waiting) == 0 {
+		q.busy = true
+		q.mu.Unlock()
+		return nil
+	}
+	q.seq++
+	w := &placeWaiter{m: m, arrival: q.now(), seq: q.seq, ready: make(chan struct{})}
+	q.waiting = append(q.waiting, w)
+	hook := q.queued
+	q.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return w
+}
+
+// acquire waits for the slot for a placement of m nodes; it gives up
+// only when ctx ends (its client left) and then leaves the queue.
+func (q *placeQueue) acquire(ctx context.Context, m int) error {
+	w := q.join(m)
+	if w == nil {
+		return nil
+	}
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	if !q.leave(w) {
+		q.release() // it was handed the slot meanwhile: hand it on
+	}
+	return ctx.Err()
+}
+
+// leave removes w from the queue; false if the slot was handed to it
+// already.
+func (q *placeQueue) leave(w *placeWaiter) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := slices.Index(q.waiting, w)
+	if i < 0 {
+		return false
+	}
+	q.waiting = slices.Delete(q.waiting, i, i+1)
+	return true
+}
+
+// release hands the slot to the waiter with the earliest virtual
+// deadline, or frees it.
+func (q *placeQueue) release() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiting) == 0 {
+		q.busy = false
+		return
+	}
+	best, bestDeadline := -1, time.Time{}
+	for i, w := range q.waiting {
+		d := w.arrival.Add(q.expected(w.m))
+		if best < 0 || d.Before(bestDeadline) || d.Equal(bestDeadline) && w.seq < q.waiting[best].seq {
+			best, bestDeadline = i, d
+		}
+	}
+	w := q.waiting[best]
+	q.waiting = slices.Delete(q.waiting, best, best+1)
+	close(w.ready)
+}
+
+// errOverBudget is the cause of a placement's context that ran out of
+// budget (startPlacement).
+var errOverBudget = errors.New("over budget")
 
 // placementCut is the error of a placement whose context ended: the
 // service is closing (ErrClosing), over budget, or the client gave up
-// (context.Canceled).
+// (its context's error).
 func placementCut(ctx context.Context, budget time.Duration) error {
 	if errors.Is(context.Cause(ctx), ErrClosing) {
 		return stopped(ctx, "nothing was placed")
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w: the placement did not finish within the budget of %v (+10%%); nothing was placed", ErrBudget, budget)
+	if errors.Is(context.Cause(ctx), errOverBudget) {
+		return fmt.Errorf("%w: the placement did not finish within the budget of %v (+10%%) from its turn; nothing was placed", ErrBudget, budget)
 	}
 	return ctx.Err()
 }
@@ -195,6 +329,7 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 	if err != nil {
 		return nil, err
 	}
+	s.measuredSelection(req.Nodes, res.Seconds)
 	s.m.allocation.Observe(res.Seconds)
 	if res.Cut != "" {
 		s.m.allocationCut.Inc()
@@ -223,9 +358,13 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 }
 
 // startPlacement registers a placement of a job of m nodes as a change
-// in flight (Close cancels it and waits for it) and gives it its
-// deadline (placementBudgets) and the placement slot; done releases all
-// three.
+// in flight (Close cancels it and waits for it), gives it the placement
+// slot, then its deadline (placementBudgets): waiting for the slot is not
+// work, so the budget's clock starts at the placement's turn, and a
+// waiting request gives up only when its client does (ctx) or the
+// service closes. A job whose table alone would take most of the budget
+// is refused at once, without waiting. done releases the slot and the
+// registration.
 func (s *Service) startPlacement(ctx context.Context, m int) (_ context.Context, done func(), err error) {
 	_, whole, err := s.placementBudgets(m)
 	if err != nil {
@@ -235,16 +374,32 @@ func (s *Service) startPlacement(ctx context.Context, m int) (_ context.Context,
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: nothing was placed", err)
 	}
+	if err := s.places.acquire(ctx, m); err != nil {
+		end()
+		if errors.Is(context.Cause(ctx), ErrClosing) {
+			return nil, nil, stopped(ctx, "nothing was placed")
+		}
+		return nil, nil, fmt.Errorf("%w: the client left while the placement waited for its turn; nothing was placed", err)
+	}
 	cancel := context.CancelFunc(func() {})
 	if whole > 0 {
-		ctx, cancel = context.WithTimeout(ctx, whole)
+		ctx, cancel = context.WithTimeoutCause(ctx, whole, errOverBudget)
 	}
-	if err := s.acquirePlacement(ctx); err != nil {
-		cancel()
-		end()
-		return nil, nil, err
+	return ctx, func() { s.places.release(); cancel(); end() }, nil
+}
+
+// checkSize refuses at once (400) a job larger than the fabric, or any
+// job on a fabric that takes none, before any estimate or wait.
+func (s *Service) checkSize(m int) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	switch {
+	case s.state == nil || s.routing == nil:
+		return badRequest("this fabric takes no jobs: %s", s.noJobs)
+	case m > s.state.N():
+		return badRequest("the job asks for %d nodes, the fabric has only %d nodes", m, s.state.N())
 	}
-	return ctx, func() { s.releasePlacement(); cancel(); end() }, nil
+	return nil
 }
 
 // Submit places a job: it selects a node set and builds and verifies its
@@ -258,12 +413,20 @@ func (s *Service) Submit(actor string, req JobRequest) (*JobRecord, error) {
 }
 
 // SubmitContext is Submit for a caller that may give up: the placement
-// has the service's budget (Config.PlacementBudget), stops when ctx ends
-// and commits nothing then, and a request waiting for an earlier
-// placement stops waiting when its own ctx ends.
+// has the service's budget (Config.PlacementBudget) from its turn, stops
+// when ctx ends and commits nothing then; a request waits for its turn
+// (placeQueue: small requests before a big one that waits, none
+// starved) until its own ctx ends. A job larger than the fabric is
+// refused at once (ErrBadRequest), before any estimate or wait.
 func (s *Service) SubmitContext(ctx context.Context, actor string, req JobRequest) (*JobRecord, error) {
 	algo, err := checkRequest(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.refuse("nothing was placed"); err != nil {
+		return nil, err
+	}
+	if err := s.checkSize(req.Nodes); err != nil {
 		return nil, err
 	}
 	ctx, done, err := s.startPlacement(ctx, req.Nodes)
@@ -381,13 +544,13 @@ func (s *Service) Migrate(actor string, id int) (*JobRecord, error) {
 // MigrateContext is Migrate with the placement budget and ctx of
 // SubmitContext: when either ends, the job stays where it was.
 func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*JobRecord, error) {
-	var m int // the job's size, for its budget (0 if there is no such job)
 	s.mu.RLock()
-	if j, ok := s.jobs[id]; ok {
-		m = j.Nodes
-	}
+	j, ok := s.jobs[id]
 	s.mu.RUnlock()
-	ctx, done, err := s.startPlacement(ctx, m)
+	if !ok {
+		return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
+	}
+	ctx, done, err := s.startPlacement(ctx, j.Nodes)
 	if err != nil {
 		return nil, err
 	}

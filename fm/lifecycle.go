@@ -110,3 +110,15 @@ func stopped(ctx context.Context, what string) error {
 	}
 	return fmt.Errorf("%w: %s", ctx.Err(), what)
 }
+
+// refuse returns ErrClosing once Close has begun (what says what was not
+// done), so that a change is refused as such before its other checks.
+func (s *Service) refuse(what string) error {
+	l := &s.life
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		return fmt.Errorf("%w: %s", ErrClosing, what)
+	}
+	return nil
+}

@@ -29,9 +29,10 @@ type RouteState string
 
 const (
 	// RouteOriginal: on the table it was placed with, or a fresh one
-	// after a repair.
+	// after a repair left no failure among its nodes.
 	RouteOriginal RouteState = ""
-	// RouteRerouted: a failure gave it a new table on the same nodes.
+	// RouteRerouted: a failure gave it a new table on the same nodes (a
+	// detour); it stays so while a failure is left among its nodes.
 	RouteRerouted RouteState = "rerouted"
 	// RouteBroken: no table exists on its nodes (Problem and Unreachable
 	// say why; migrate it).

@@ -53,6 +53,16 @@ func (a *angaraRouting) LegalPath(src, dst int, set, extra []int) ([]int, error)
 	return a.R.LegalPath(src, dst, set, extra)
 }
 
+func (a *angaraRouting) ExtraTurns(c int) uint16 {
+	var turns uint16
+	for d := range 2 * len(a.R.Dims()) {
+		if a.R.ExtraAllowed(c, routing.Dir(d)) {
+			turns |= 1 << d
+		}
+	}
+	return turns
+}
+
 func (a *angaraRouting) VerifyTable(tf *routing.TableJSON) error {
 	c := *tf
 	// The failures recorded with the table are those of its creation; the

@@ -38,6 +38,12 @@ type Routing interface {
 	// through the nodes of set and extra (src first, dst last) with the
 	// fewest nodes of extra, then the fewest hops; nil if there is none.
 	LegalPath(src, dst int, set, extra []int) ([]int, error)
+	// ExtraTurns returns the order-violating turns the rule admits after
+	// channel c (bit d set: a packet that arrived through c may go on in
+	// direction d). Under angara* they depend on every failure of the
+	// fabric, so a table that obeys the rule on one fabric state may break
+	// it on another; other rules admit none (0).
+	ExtraTurns(c int) uint16
 }
 
 // RoutingFactory builds the routing of a fabric state (failures included).
@@ -124,15 +130,18 @@ type Service struct {
 	// version of them (readCache).
 	reads readCache
 
-	// placeSem (capacity 1) serialises placements and migrations; a
-	// request waiting for it gives up when its context ends.
-	placeSem chan struct{}
-	sel      *alloc.Selector // used while holding placeSem only
+	// places serialises placements and migrations: it hands the slot to
+	// the waiting request with the earliest virtual deadline; a request
+	// waiting for it gives up when its context ends.
+	places placeQueue
+	sel    *alloc.Selector // used while holding the placement slot only
 	// routeSeconds (float64 bits) is the measured time of a job's table
 	// per route on this host (0: not measured yet), for the placement
-	// budget.
-	routeSeconds atomic.Uint64
-	changeMu     sync.Mutex // serialises failure changes
+	// budget; selectSeconds likewise the time of a node selection per
+	// node requested, for the placement queue.
+	routeSeconds  atomic.Uint64
+	selectSeconds atomic.Uint64
+	changeMu      sync.Mutex // serialises failure changes
 	// commitMu serialises every change of jobs, nodes and the fabric
 	// (taken before mu): a commit checks its preconditions and writes
 	// the store under commitMu alone, then takes mu only to apply the
@@ -203,7 +212,8 @@ func Open(cfg Config) (*Service, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	s := &Service{cfg: cfg, store: st, jobs: map[int]*JobRecord{}, placeSem: make(chan struct{}, 1)}
+	s := &Service{cfg: cfg, store: st, jobs: map[int]*JobRecord{}}
+	s.places.now, s.places.expected = cfg.Now, s.placementEstimate
 	fail := func(err error) (*Service, string, error) {
 		s.shutdown()
 		st.Close()

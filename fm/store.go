@@ -20,7 +20,8 @@ import (
 //
 // Buckets:
 //
-//	meta    magic, schema version, token hash, creation time
+//	meta    magic, schema version, token hash, creation time, next job
+//	        id, and (schema 3) the checksums of all of them (record.go)
 //	fabric  "current": the fabric record (spec and failures)
 //	jobs    job id (8-byte big endian) → JobRecord JSON, its table's
 //	        routes left out
@@ -42,14 +43,24 @@ var (
 	kCurrent = []byte("current")
 	kNextJob = []byte("next_job")
 	kShown   = []byte("token_shown")
+	kMetaSum = []byte("crc32c")
 
 	magic = []byte("icn-fabric-manager")
 )
 
 // schemaVersion 2 frames every record with a checksum (record.go) and
-// keeps job tables' routes in the tables bucket; schema 1 stores are
-// still read and are migrated when served.
-const schemaVersion = 2
+// keeps job tables' routes in the tables bucket; schema 3 adds the
+// checksums of the meta bucket's values (metaSums). Stores of schema 1
+// and 2 are still read and are migrated when served.
+const schemaVersion = 3
+
+// metaSumsSchema is the first schema whose meta bucket is checksummed.
+const metaSumsSchema = 3
+
+// maxNextJob is the largest next job id a store may hold: ids stay
+// within 2^53−1, the largest integer a JSON number holds exactly in the
+// clients (the web page's JavaScript).
+const maxNextJob = 1<<53 - 1
 
 // oldestSchema is the oldest schema version the store still reads.
 const oldestSchema = 1
@@ -61,6 +72,9 @@ type Store struct {
 	// legacy: the file is of schema 1 (bare JSON records), opened
 	// read-only (a service migrates it at open).
 	legacy bool
+	// sums: the meta bucket keeps checksums (schema 3), which every write
+	// transaction that changes meta recomputes.
+	sums bool
 	// failWrites, when set, makes every write transaction fail after fn
 	// ran (as a full or read-only disk would), for tests; a failWrites
 	// that blocks holds the transaction open (nil lets it commit).
@@ -113,13 +127,17 @@ func OpenStore(path string) (s *Store, created bool, err error) {
 			if err := m.Put(kVersion, u64(schemaVersion)); err != nil {
 				return err
 			}
-			return m.Put(kCreated, []byte(time.Now().UTC().Format(time.RFC3339)))
+			if err := m.Put(kCreated, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+				return err
+			}
+			return putMetaSums(m)
 		})
 		if err != nil {
 			db.Close()
 			os.Remove(path)
 			return nil, false, fmt.Errorf("cannot initialise database %s: %v", path, err)
 		}
+		s.sums = true
 		return s, true, nil
 	}
 	err = db.View(func(tx *bolt.Tx) error {
@@ -131,7 +149,7 @@ func OpenStore(path string) (s *Store, created bool, err error) {
 		if err != nil {
 			return fmt.Errorf("%s: %v", path, err)
 		}
-		s.legacy = v == 1
+		s.legacy, s.sums = v == 1, v >= metaSumsSchema
 		for _, b := range storeBuckets(v) {
 			if tx.Bucket(b) == nil {
 				return fmt.Errorf("%s: bucket %s missing: database damaged", path, b)
@@ -158,67 +176,83 @@ func storeBuckets(v uint64) [][]byte {
 func storeSchema(m *bolt.Bucket) (uint64, error) {
 	v := m.Get(kVersion)
 	if len(v) != 8 {
-		return 0, fmt.Errorf("meta: schema version has %d bytes, want 8", len(v))
+		return 0, fmt.Errorf("meta schema: the schema version has %d bytes, want 8", len(v))
 	}
 	n := binary.BigEndian.Uint64(v)
 	if n < oldestSchema || n > schemaVersion {
-		return 0, fmt.Errorf("unsupported schema version %d (this icn reads %d to %d)", n, oldestSchema, schemaVersion)
+		return 0, fmt.Errorf("meta schema: unsupported schema version %d (this icn reads %d to %d)", n, oldestSchema, schemaVersion)
 	}
 	return n, nil
 }
 
-// migrate rewrites a schema 1 store (checked by CheckFile) with every
-// record framed, in one transaction: after a crash the file is either
-// still schema 1 or wholly schema 2.
+// migrate brings a store of an older schema (checked by CheckFile) to
+// the current one in one transaction: after a crash the file is either
+// still of its schema or wholly of the new one. Schema 1 records are
+// framed with their checksums and jobs' routes move to the tables
+// bucket; the meta bucket gets its checksums (schema 3).
 func (s *Store) migrate() error {
-	if !s.legacy {
+	if s.sums {
 		return nil
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		m := tx.Bucket(bMeta)
-		if v, _ := storeSchema(m); v != 1 {
-			return nil
-		}
-		for _, name := range [][]byte{bFabric, bGroups, bAudit} {
-			b := tx.Bucket(name)
-			var keys, vals [][]byte
-			if err := b.ForEach(func(k, v []byte) error {
-				data, err := unframeRecord(v, true)
-				if err != nil {
-					return fmt.Errorf("%s %s: %v", name, keyName(k), err)
-				}
-				keys, vals = append(keys, append([]byte(nil), k...)), append(vals, frameRecord(data))
-				return nil
-			}); err != nil {
-				return err
-			}
-			for i, k := range keys {
-				if err := b.Put(k, vals[i]); err != nil {
-					return err
-				}
-			}
-		}
-		// Jobs: their routes move to the tables bucket.
-		if _, err := tx.CreateBucketIfNotExists(bTables); err != nil {
+		v, err := storeSchema(m)
+		if err != nil || v >= metaSumsSchema {
 			return err
 		}
-		t := &Tx{tx: tx, legacy: true}
-		var jobs []*JobRecord
-		if err := t.Jobs(func(j *JobRecord) error { jobs = append(jobs, j); return nil }); err != nil {
-			return err
-		}
-		t.legacy = false
-		for _, j := range jobs {
-			if err := t.PutJob(j); err != nil {
+		if v == 1 {
+			if err := frameSchema1(tx); err != nil {
 				return err
 			}
 		}
-		return m.Put(kVersion, u64(schemaVersion))
+		if err := m.Put(kVersion, u64(schemaVersion)); err != nil {
+			return err
+		}
+		return putMetaSums(m)
 	})
 	if err == nil {
-		s.legacy = false
+		s.legacy, s.sums = false, true
 	}
 	return err
+}
+
+// frameSchema1 rewrites the records of a schema 1 store framed with
+// their checksums, and moves jobs' routes to the tables bucket.
+func frameSchema1(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bFabric, bGroups, bAudit} {
+		b := tx.Bucket(name)
+		var keys, vals [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			data, err := unframeRecord(v, true)
+			if err != nil {
+				return fmt.Errorf("%s %s: %v", name, keyName(k), err)
+			}
+			keys, vals = append(keys, append([]byte(nil), k...)), append(vals, frameRecord(data))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for i, k := range keys {
+			if err := b.Put(k, vals[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := tx.CreateBucketIfNotExists(bTables); err != nil {
+		return err
+	}
+	t := &Tx{tx: tx, legacy: true}
+	var jobs []*JobRecord
+	if err := t.Jobs(func(j *JobRecord) error { jobs = append(jobs, j); return nil }); err != nil {
+		return err
+	}
+	t.legacy = false
+	for _, j := range jobs {
+		if err := t.PutJob(j); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // OpenStoreReadOnly checks an existing database and opens it read-only
@@ -238,7 +272,7 @@ func OpenStoreReadOnly(path string) (s *Store, err error) {
 	s = &Store{db: db, path: path}
 	err = db.View(func(tx *bolt.Tx) error {
 		v, err := storeSchema(tx.Bucket(bMeta))
-		s.legacy = v == 1
+		s.legacy, s.sums = v == 1, v >= metaSumsSchema
 		return err
 	})
 	if err != nil {
@@ -282,6 +316,9 @@ type Tx struct {
 	now   time.Time
 	// legacy: records may be bare JSON (a schema 1 store read-only).
 	legacy bool
+	// metaChanged: the transaction wrote to the meta bucket (its
+	// checksums are recomputed before it commits).
+	metaChanged bool
 }
 
 // record returns the JSON of a stored record after checking its
@@ -297,8 +334,14 @@ func (s *Store) Update(actor string, fn func(*Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverStore(&err)
 	return s.db.Update(func(btx *bolt.Tx) error {
-		if err := fn(&Tx{tx: btx, actor: actor, now: time.Now().UTC(), legacy: s.legacy}); err != nil {
+		t := &Tx{tx: btx, actor: actor, now: time.Now().UTC(), legacy: s.legacy}
+		if err := fn(t); err != nil {
 			return err
+		}
+		if t.metaChanged && s.sums {
+			if err := putMetaSums(btx.Bucket(bMeta)); err != nil {
+				return err
+			}
 		}
 		if s.failWrites != nil {
 			return s.failWrites() // rolls the transaction back
@@ -379,13 +422,18 @@ func (t *Tx) Fabric() (f FabricRecord, ok bool, err error) {
 	return f, true, err
 }
 
-// NextJobID allocates a job id.
+// NextJobID allocates a job id (at most maxNextJob−1: the next id stays
+// within 2^53−1).
 func (t *Tx) NextJobID() (int, error) {
 	m := t.tx.Bucket(bMeta)
 	id := uint64(1)
 	if v := m.Get(kNextJob); len(v) == 8 {
 		id = binary.BigEndian.Uint64(v)
 	}
+	if id >= maxNextJob {
+		return 0, fmt.Errorf("job ids exhausted: the next id %d would pass 2^53−1", id)
+	}
+	t.metaChanged = true
 	if err := m.Put(kNextJob, u64(id+1)); err != nil {
 		return 0, err
 	}
@@ -527,10 +575,14 @@ func (t *Tx) Events(after uint64, limit int) ([]Event, error) {
 }
 
 // SetTokenHash stores the hash of the API token.
-func (t *Tx) SetTokenHash(h []byte) error { return t.tx.Bucket(bMeta).Put(kToken, h) }
+func (t *Tx) SetTokenHash(h []byte) error {
+	t.metaChanged = true
+	return t.tx.Bucket(bMeta).Put(kToken, h)
+}
 
 // SetTokenShown records whether the token was shown by a serving start.
 func (t *Tx) SetTokenShown(shown bool) error {
+	t.metaChanged = true
 	if !shown {
 		return t.tx.Bucket(bMeta).Delete(kShown)
 	}

@@ -29,10 +29,10 @@ type Manager interface {
 	FailNode(ctx context.Context, name string) error
 }
 
-// ErrNoRoom marks a placement the fabric cannot take now (HTTP 409 or
-// 503: no reachable set free, or over the placement budget); the job
-// waits. Other errors (400: more nodes than the fabric has) are the
-// job's own.
+// ErrNoRoom marks a placement the fabric cannot take now (HTTP 409: no
+// reachable set free, or over the placement budget; 503: the service
+// could not store it now); the job waits. Other errors (400: more nodes
+// than the fabric has) are the job's own.
 var ErrNoRoom = errors.New("no room now")
 
 // ErrUnreachable marks a request that did not reach the fabric manager

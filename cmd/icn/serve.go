@@ -79,7 +79,7 @@ and left unmodified (--check runs only the check). A non-loopback address needs 
 		},
 	}
 	f := c.Flags()
-	registerBudget(c, &o.budget, "time one job placement may take, node selection and the job's verified table together (a job whose table alone needs most of it is refused at once)")
+	registerBudget(c, &o.budget, "time one job placement may take from its turn, node selection and the job's verified table together (a job whose table alone needs most of it is refused at once; over budget answers 409)")
 	f.StringVar(&o.db, "db", defaultDBPath(), "database file")
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (loopback by default; others need TLS or --insecure)")
 	f.StringVar(&o.topo, "topo", "", "fabric of a new database (default "+fm.DefaultTopo+"); an existing database keeps its own unless --replace-topo")
@@ -792,8 +792,8 @@ func (cl *client) do(ctx context.Context, method, path string, body, out any) er
 }
 
 // exitFor maps the service's HTTP status to an exit status: a conflict
-// (no room, a fabric that refuses) is a no, other 4xx an invalid
-// request, 5xx the environment.
+// (no room, over the placement budget, a fabric that refuses) is a no,
+// other 4xx an invalid request, 5xx the environment.
 func exitFor(code int) int {
 	switch {
 	case code == http.StatusConflict:

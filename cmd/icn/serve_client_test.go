@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/icn-hpc/icn/fm"
@@ -48,6 +49,11 @@ func TestJobClientCommands(t *testing.T) {
 	run(&m, "job", "migrate", "1")
 	if m.Routing != "migrated" || slices.Contains(m.Active, j.Active[0]) || slices.Contains(m.TransitNodes, j.Active[0]) {
 		t.Fatalf("migrate: %+v", m)
+	}
+	// Larger than the fabric: the answer is a bad request (exit 2), at
+	// once, with no budget estimate.
+	if _, e, code := runICN(t, dir, append([]string{"job", "submit", "--nodes", "100000"}, cl...)...); code != 2 || !strings.Contains(e, "the fabric has only 16") || strings.Contains(e, "budget") {
+		t.Fatalf("100 000 nodes on 16: exit %d: %s", code, e)
 	}
 	var j2 fm.JobRecord
 	run(&j2, "job", "submit", "--nodes", "2")
