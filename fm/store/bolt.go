@@ -277,7 +277,7 @@ func (s *Store) Migrate() error {
 		if err := t.putMeta(kVersion, u64(schemaVersion)); err != nil {
 			return err
 		}
-		return t.putMetaChecksum()
+		return putMetaSums(t.kv)
 	})
 	if err == nil {
 		s.schema, s.legacy = schemaVersion, false

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/icn-hpc/icn/fm/client"
@@ -22,7 +23,7 @@ import (
 // holds either all of it or none of it.
 //
 //	meta      magic, schema version, token hash, creation time, next job
-//	          id, … and a checksum over all of them (metaChecksum)
+//	          id, … and the checksums of all of them (metaSums)
 //	fabric    "current": the fabric record (spec and failures)
 //	jobs      job id (8-byte big endian) → job record, its table's
 //	          routes left out
@@ -32,7 +33,7 @@ import (
 //	requests  request id → the answer given to it (safe retries)
 //
 // Every record (meta values apart) is framed with its checksum
-// (record.go); the meta values are covered by the meta checksum.
+// (record.go); the meta values are covered by the meta checksums.
 var (
 	bMeta     = []byte("meta")
 	bFabric   = []byte("fabric")
@@ -50,7 +51,7 @@ var (
 	kNextJob  = []byte("next_job")
 	kShown    = []byte("token_shown")
 	kRules    = []byte("rules")
-	kChecksum = []byte("checksum")
+	kMetaSum  = []byte("crc32c")
 
 	magic = []byte("icn-fabric-manager")
 )
@@ -197,8 +198,8 @@ func (s *Store) Update(ctx context.Context, actor string, fn func(*Tx) error) (i
 		if err := fn(t); err != nil {
 			return err
 		}
-		if t.metaChanged && s.schema >= 3 {
-			if err := t.putMetaChecksum(); err != nil {
+		if t.metaChanged && s.schema >= metaSumsSchema {
+			if err := putMetaSums(t.kv); err != nil {
 				return err
 			}
 		}
@@ -221,38 +222,114 @@ func (t *Tx) deleteMeta(k []byte) error {
 	return t.kv.Delete(bMeta, k)
 }
 
-// metaChecksum is the CRC-32C over every meta key but the checksum
-// itself, in key order, each as its length, its bytes, its value's
-// length and its value.
-func metaChecksum(kv kvTx) ([]byte, error) {
-	h := crc32.New(castagnoli)
-	var n [8]byte
+// The meta bucket's values are not framed (they are read by bbolt
+// tools and by older versions); from schema 3 on, the meta key "crc32c"
+// holds their checksums instead: for every other meta key in key order,
+// the key's length (1 byte), the key and the CRC-32C of its value (4
+// bytes, big endian), then the CRC-32C of all of that (4 bytes), so that
+// an altered value, an altered, added or deleted key and an altered
+// checksum record are each refused with the key named.
+
+// metaSumsSchema is the first schema whose meta bucket is checksummed.
+const metaSumsSchema = 3
+
+// metaSums computes the checksum record of the meta bucket.
+func metaSums(kv kvTx) ([]byte, error) {
+	var out []byte
 	err := kv.ForEach(bMeta, nil, func(k, v []byte) error {
-		if bytes.Equal(k, kChecksum) {
+		switch {
+		case bytes.Equal(k, kMetaSum):
 			return nil
+		case len(k) > 255:
+			return fmt.Errorf("meta key of %d bytes", len(k))
 		}
-		binary.BigEndian.PutUint32(n[:4], uint32(len(k)))
-		binary.BigEndian.PutUint32(n[4:], uint32(len(v)))
-		h.Write(n[:4])
-		h.Write(k)
-		h.Write(n[4:])
-		h.Write(v)
+		out = append(out, byte(len(k)))
+		out = append(out, k...)
+		out = binary.BigEndian.AppendUint32(out, crc32.Checksum(v, castagnoli))
 		return nil
 	})
-	return h.Sum(nil), err
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), err
 }
 
-func (t *Tx) putMetaChecksum() error {
-	sum, err := metaChecksum(t.kv)
+// putMetaSums stores the checksum record of the meta bucket.
+func putMetaSums(kv kvTx) error {
+	sums, err := metaSums(kv)
 	if err != nil {
 		return err
 	}
-	return t.kv.Put(bMeta, kChecksum, sum)
+	return kv.Put(bMeta, kMetaSum, sums)
 }
 
-// checkMeta checks the meta bucket: magic, schema, the checksum (schema
-// 3 on), and the form of each value. It returns the schema.
+// checkMetaSums checks every value of the meta bucket against its
+// checksum record (a store without one passes: the caller knows whether
+// its schema needs one).
+func checkMetaSums(kv kvTx) error {
+	stored, err := kv.Get(bMeta, kMetaSum)
+	if err != nil || stored == nil {
+		return err
+	}
+	altered := fmt.Errorf("meta %s: the checksum record was altered", metaKey(kMetaSum))
+	n := len(stored) - 4
+	if n < 0 || crc32.Checksum(stored[:n], castagnoli) != binary.BigEndian.Uint32(stored[n:]) {
+		return altered
+	}
+	want := map[string]uint32{}
+	var keys []string
+	for rest := stored[:n]; len(rest) > 0; {
+		l := int(rest[0])
+		if len(rest) < 1+l+4 {
+			return altered
+		}
+		k := string(rest[1 : 1+l])
+		want[k] = binary.BigEndian.Uint32(rest[1+l:])
+		keys = append(keys, k)
+		rest = rest[1+l+4:]
+	}
+	seen := map[string]bool{}
+	err = kv.ForEach(bMeta, nil, func(k, v []byte) error {
+		if bytes.Equal(k, kMetaSum) {
+			return nil
+		}
+		sum, ok := want[string(k)]
+		if !ok {
+			return fmt.Errorf("meta %s: a key without a checksum: the key was altered or added", metaKey(k))
+		}
+		if got := crc32.Checksum(v, castagnoli); got != sum {
+			return fmt.Errorf("meta %s: checksum mismatch (stored %08x, computed %08x): the value was altered", metaKey(k), sum, got)
+		}
+		seen[string(k)] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if !seen[k] {
+			return fmt.Errorf("meta %s: missing, though its checksum is stored: the key was altered or deleted", metaKey([]byte(k)))
+		}
+	}
+	return nil
+}
+
+// metaKey names a meta key: as it is when it is plain ASCII, else
+// quoted.
+func metaKey(k []byte) string {
+	for _, c := range k {
+		if c <= ' ' || c > '~' || c == '"' {
+			return strconv.Quote(string(k))
+		}
+	}
+	return string(k)
+}
+
+// checkMeta checks the meta bucket: its values against their checksums
+// (schema 3) first, so that an altered magic or schema version is named
+// as such, then each value. It returns the schema version; a bucket
+// without icn's magic is ErrForeign.
 func checkMeta(kv kvTx) (uint64, error) {
+	if err := checkMetaSums(kv); err != nil {
+		return 0, err
+	}
 	m, err := kv.Get(bMeta, kMagic)
 	if err != nil {
 		return 0, err
@@ -264,28 +341,22 @@ func checkMeta(kv kvTx) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// The checksum is checked wherever it is (a schema flipped to an
-	// older one must not escape it); from schema 3 on it must be there.
-	stored, err := kv.Get(bMeta, kChecksum)
-	if err != nil {
+	if sums, err := kv.Get(bMeta, kMetaSum); err != nil {
 		return 0, err
-	}
-	if schema >= 3 || stored != nil {
-		sum, err := metaChecksum(kv)
-		if err != nil {
-			return 0, err
-		}
-		if len(stored) != 4 {
-			return 0, fmt.Errorf("meta: checksum missing or %d bytes: the meta bucket was altered", len(stored))
-		}
-		if !bytes.Equal(stored, sum) {
-			return 0, fmt.Errorf("meta: checksum mismatch (stored %x, computed %x): a meta value (next job id, token hash, schema, …) was altered", stored, sum)
-		}
+	} else if schema >= metaSumsSchema && sums == nil {
+		return 0, fmt.Errorf("meta schema: the store claims schema %d but has no meta checksums (%s): the schema or the meta bucket was altered", schema, kMetaSum)
 	}
 	if v, err := kv.Get(bMeta, kToken); err != nil {
 		return 0, err
 	} else if v != nil && len(v) != 32 {
-		return 0, fmt.Errorf("meta: token hash has %d bytes, want 32", len(v))
+		return 0, fmt.Errorf("meta %s: the token hash has %d bytes, want 32", kToken, len(v))
+	}
+	if v, err := kv.Get(bMeta, kCreated); err != nil {
+		return 0, err
+	} else if v != nil {
+		if _, err := time.Parse(time.RFC3339, string(v)); err != nil {
+			return 0, fmt.Errorf("meta %s: %q is not a creation time", kCreated, v)
+		}
 	}
 	if _, err := readNextJob(kv); err != nil {
 		return 0, err
@@ -300,11 +371,11 @@ func readSchema(kv kvTx) (uint64, error) {
 		return 0, err
 	}
 	if len(v) != 8 {
-		return 0, fmt.Errorf("meta: schema version has %d bytes, want 8", len(v))
+		return 0, fmt.Errorf("meta schema: the schema version has %d bytes, want 8", len(v))
 	}
 	n := binary.BigEndian.Uint64(v)
 	if n < oldestSchema || n > schemaVersion {
-		return 0, fmt.Errorf("unsupported schema version %d (this icn reads %d to %d)", n, oldestSchema, schemaVersion)
+		return 0, fmt.Errorf("meta schema: unsupported schema version %d (this icn reads %d to %d)", n, oldestSchema, schemaVersion)
 	}
 	return n, nil
 }
@@ -316,11 +387,11 @@ func readNextJob(kv kvTx) (uint64, error) {
 		return 1, err
 	}
 	if len(v) != 8 {
-		return 0, fmt.Errorf("meta: next job id has %d bytes, want 8", len(v))
+		return 0, fmt.Errorf("meta %s: the next job id has %d bytes, want 8", kNextJob, len(v))
 	}
 	n := binary.BigEndian.Uint64(v)
-	if n < 1 || n > maxJobID+1 {
-		return 0, fmt.Errorf("meta: next job id %d outside 1..2^53", n)
+	if n < 1 || n > maxJobID {
+		return 0, fmt.Errorf("meta %s: the next job id %d is outside 1..%d (2^53−1, the largest id a client's JSON number holds exactly)", kNextJob, n, uint64(maxJobID))
 	}
 	return n, nil
 }
@@ -341,8 +412,8 @@ func (t *Tx) NextJobID() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if id > maxJobID {
-		return 0, fmt.Errorf("job ids exhausted (%d)", id)
+	if id >= maxJobID {
+		return 0, fmt.Errorf("job ids exhausted: the next id would pass %d (2^53−1)", uint64(maxJobID))
 	}
 	if err := t.putMeta(kNextJob, u64(id+1)); err != nil {
 		return 0, err
@@ -708,6 +779,6 @@ func (s *Store) Init(ctx context.Context, fn func(*Tx) error) (created bool, err
 		if err := fn(t); err != nil {
 			return err
 		}
-		return t.putMetaChecksum()
+		return putMetaSums(t.kv)
 	})
 }

@@ -265,9 +265,9 @@ func TestEtcdDamageRefused(t *testing.T) {
 		name, key, want string
 		alter           func(v []byte) []byte
 	}{
-		{"next job id", "meta/next_job", "meta: checksum mismatch", func(v []byte) []byte { v[7] ^= 0x80; return v }},
-		{"token hash", "meta/token_sha256", "meta: checksum mismatch", func(v []byte) []byte { v[0] ^= 1; return v }},
-		{"schema", "meta/schema", "meta: checksum mismatch", func(v []byte) []byte { v[7] = 2; return v }},
+		{"next job id", "meta/next_job", "meta next_job: checksum mismatch", func(v []byte) []byte { v[7] ^= 0x80; return v }},
+		{"token hash", "meta/token_sha256", "meta token_sha256: checksum mismatch", func(v []byte) []byte { v[0] ^= 1; return v }},
+		{"schema", "meta/schema", "meta schema: checksum mismatch", func(v []byte) []byte { v[7] = 2; return v }},
 		{"job record", "jobs/0000000000000001", "job 1: checksum mismatch", func(v []byte) []byte { v[20] ^= 1; return v }},
 		{"audit entry", "audit/0000000000000002", "audit entry 2: checksum mismatch", func(v []byte) []byte { v[len(v)-3] ^= 1; return v }},
 		{"fabric", "fabric/current", "fabric record: checksum mismatch", func(v []byte) []byte { v[10] ^= 1; return v }},
