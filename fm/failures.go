@@ -98,6 +98,8 @@ func (s *Service) ChangeFailure(actor string, ch FailureChange) (*FailureResult,
 	res, err := s.commitFailure(actor, ch, subject, md, results)
 	s.commitMu.Unlock()
 	if err == nil {
+		// The new fabric's metrics, in the background.
+		s.refreshMetrics()
 		// Multicast trees follow the fabric (under changeMu, so in order).
 		s.mc.fabricChanged(md.g, !ch.Repair)
 		res.Unicast = s.refreshUnicast(md.g)

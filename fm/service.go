@@ -101,8 +101,10 @@ type Service struct {
 	fabricVer uint64             // bumped by every committed failure change
 	jobsVer   uint64             // bumped by every change of jobs
 	// reads caches answers computed from the fabric and the jobs, per
-	// version of them (readCache).
+	// version of them (readCache); fm computes the fabric's metrics in
+	// the background per fabric version.
 	reads readCache
+	fm    fabricMetrics
 
 	// placeSem (capacity 1) serialises placements and migrations; a
 	// request waiting for it gives up when its context ends.
@@ -225,6 +227,8 @@ func Open(cfg Config) (*Service, string, error) {
 		}
 	}
 	s.m = newMetrics(s)
+	s.fm.measure = measureFabric
+	s.refreshMetrics()
 	return s, token, nil
 }
 
@@ -357,6 +361,7 @@ func (s *Service) TokenShown() error {
 // Close closes the database.
 func (s *Service) Close() error {
 	s.stopRebalance()
+	s.stopMetrics()
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.mu.Lock()
@@ -594,11 +599,178 @@ func (s *Service) Spec() string {
 	return s.fabric.Spec
 }
 
-// Metrics returns the topology metrics of the current fabric.
-func (s *Service) Metrics() topology.Metrics {
-	e := s.readEntry(&s.reads.metrics, false)
-	e.once.Do(func() { e.value = topology.Measure(e.key.g, topology.MetricsOptions{}) })
-	return e.value.(topology.Metrics)
+// MetricsView is the answer of GET /api/fabric/metrics: the topology
+// metrics last computed, the fabric they were computed for, and whether
+// they are the current fabric's. The metrics are computed in the
+// background for every fabric version (a failure change makes a new one),
+// so a read never waits for them more than metricsWait.
+type MetricsView struct {
+	// Metrics are the figures of fabric For (nil: none computed yet).
+	*topology.Metrics
+	// For names the fabric the figures were computed for (nil with them).
+	For *MetricsFabric `json:"for"`
+	// FabricVersion is the version of the fabric now: 0 at the start,
+	// one more with every failure or repair since.
+	FabricVersion uint64 `json:"fabric_version"`
+	// Current reports that the figures are the current fabric's.
+	Current bool `json:"current"`
+	// Pending reports that the figures of the current fabric are being
+	// computed; they replace these when done.
+	Pending bool `json:"pending"`
+}
+
+// MetricsFabric names the fabric a MetricsView's figures are of.
+type MetricsFabric struct {
+	// Version is the fabric version they were computed for.
+	Version     uint64   `json:"version"`
+	FailedLinks []string `json:"failed_links"`
+	FailedNodes []string `json:"failed_nodes"`
+	// Seconds is how long the computation took.
+	Seconds float64 `json:"seconds"`
+}
+
+// metricsWait is how long a read of the metrics waits for a computation
+// of the current fabric before it answers with the figures it has.
+const metricsWait = 50 * time.Millisecond
+
+// fabricMetrics keeps the latest computed metrics and the background
+// computation of the current fabric's.
+type fabricMetrics struct {
+	mu     sync.Mutex
+	latest MetricsView // Metrics and For only
+	// The computation running (cancel nil: none), for fabric version
+	// runVer; done is closed when it ends.
+	runVer uint64
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed bool
+	// measure computes the metrics of a fabric (Open sets it; tests
+	// replace it).
+	measure func(ctx context.Context, g *topology.Graph) (topology.Metrics, error)
+}
+
+// measureFabric is the default fabricMetrics.measure: every metric on
+// all cores but one, which stays free for requests.
+func measureFabric(ctx context.Context, g *topology.Graph) (topology.Metrics, error) {
+	return topology.MeasureContext(ctx, g, topology.MetricsOptions{Workers: computeWorkers()})
+}
+
+// refreshMetrics starts the computation of the current fabric's metrics
+// unless they are computed or being computed; one of an older fabric is
+// stopped.
+func (s *Service) refreshMetrics() {
+	s.mu.RLock()
+	ver, g := s.fabricVer, s.g
+	links, nodes := slices.Clone(s.fabric.FailedLinks), slices.Clone(s.fabric.FailedNodes)
+	s.mu.RUnlock()
+	m := &s.fm
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || (m.latest.For != nil && m.latest.For.Version >= ver) || (m.cancel != nil && m.runVer >= ver) {
+		return
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	m.runVer, m.cancel, m.done = ver, cancel, done
+	measure := m.measure
+	go func() {
+		defer close(done)
+		defer cancel()
+		start := time.Now()
+		v, err := measure(ctx, g)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.done == done {
+			m.cancel, m.done = nil, nil
+		}
+		if err != nil || (m.latest.For != nil && m.latest.For.Version >= ver) {
+			return
+		}
+		if links == nil {
+			links = []string{}
+		}
+		if nodes == nil {
+			nodes = []string{}
+		}
+		m.latest = MetricsView{Metrics: &v, For: &MetricsFabric{Version: ver, FailedLinks: links, FailedNodes: nodes,
+			Seconds: time.Since(start).Seconds()}}
+	}()
+}
+
+// stopMetrics stops the background computation and waits for it (Close).
+func (s *Service) stopMetrics() {
+	m := &s.fm
+	m.mu.Lock()
+	m.closed = true
+	cancel, done := m.cancel, m.done
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// Metrics returns the topology metrics last computed and says for which
+// fabric: if those of the current fabric are being computed, it waits for
+// them at most metricsWait, then answers with the latest (Pending).
+func (s *Service) Metrics() MetricsView {
+	return s.metricsWithin(metricsWait)
+}
+
+// metricsWithin is Metrics waiting at most wait.
+func (s *Service) metricsWithin(wait time.Duration) MetricsView {
+	s.refreshMetrics()
+	v, done := s.metricsNow()
+	if done != nil && wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+		v, _ = s.metricsNow()
+	}
+	return v
+}
+
+// WaitMetrics returns the current fabric's metrics once computed, or the
+// latest with ctx's error when ctx ends first.
+func (s *Service) WaitMetrics(ctx context.Context) (MetricsView, error) {
+	for {
+		s.refreshMetrics()
+		v, done := s.metricsNow()
+		if v.Current || done == nil {
+			// done nil and not current: the service is closed.
+			return v, nil
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return v, ctx.Err()
+		}
+	}
+}
+
+// metricsNow returns the latest metrics and, while those of the current
+// fabric are being computed, a channel closed when that ends.
+func (s *Service) metricsNow() (MetricsView, <-chan struct{}) {
+	s.mu.RLock()
+	ver := s.fabricVer
+	s.mu.RUnlock()
+	m := &s.fm
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := m.latest
+	v.FabricVersion = ver
+	v.Current = v.For != nil && v.For.Version == ver
+	if !v.Current && m.cancel != nil && m.runVer == ver {
+		v.Pending = true
+		return v, m.done
+	}
+	return v, nil
 }
 
 // readEntry returns the read cache's entry in slot for the current
@@ -625,8 +797,8 @@ type readCacheKey struct {
 // same version share one computation (the first computes, the others
 // wait for it), and a new version replaces the entry.
 type readCache struct {
-	mu                     sync.Mutex
-	metrics, loads, fabric *readEntry
+	mu            sync.Mutex
+	loads, fabric *readEntry
 }
 
 type readEntry struct {
