@@ -561,3 +561,39 @@ func BenchmarkReadsAfterRestartLarge(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkRestartLarge: restarts of the ServiceTargets state (as
+// BenchmarkReadsAfterRestartLarge: ICN_FM_STATE=DIR reuses it) with the
+// busiest link failed; each iteration opens the database (whole-file
+// check, jobs and tables read back, routing built) and closes it. It
+// reports the first link-load read after each start. Runs only with
+// ICN_FM_LARGE=1.
+func BenchmarkRestartLarge(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	dir := b.TempDir()
+	s, _ := fillTargets(b, dir, os.Getenv("ICN_FM_STATE"))
+	loads := s.LinkLoads()
+	link := 0
+	for l, n := range loads {
+		if n > loads[link] {
+			link = l
+		}
+	}
+	if _, err := s.ChangeFailure("bench", FailureChange{Link: s.g.LinkName(link)}); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	var load time.Duration
+	for b.Loop() {
+		s, _ := openTest(b, dir, "", nil)
+		b.StopTimer()
+		t0 := time.Now()
+		s.LinkLoads()
+		load += time.Since(t0)
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(load.Seconds()*1e3/float64(b.N), "first-load-ms")
+}

@@ -2,6 +2,7 @@ package fm
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -156,5 +158,122 @@ func TestMetricsComputationStops(t *testing.T) {
 	}
 	if v := s.metricsWithin(time.Second); v.Pending || v.Current {
 		t.Errorf("after Close: %+v", v)
+	}
+}
+
+// TestStoredLinkCountsMatchWalk: the link loads counted from a table's
+// stored routes equal those counted from its steps, on 3D and 4D tori.
+func TestStoredLinkCountsMatchWalk(t *testing.T) {
+	for _, topo := range []string{"torus:4x4x4", "torus:6x4x2x2"} {
+		s, _ := openTest(t, t.TempDir(), topo, nil)
+		for _, m := range []int{5, 12, 16} {
+			j, err := s.Submit("test", JobRequest{Nodes: m, Transit: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			routes, err := encodeRoutes(j.Table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ld := newLinkDirs(s.g)
+			var lc linkCounter
+			stored := lc.count(ld, j.Table, routes)
+			walked := lc.count(ld, j.Table, nil)
+			if len(stored.links) == 0 || !reflect.DeepEqual(stored, walked) {
+				t.Errorf("%s job %d: counted from the stored routes %v %v, from the steps %v %v", topo, j.ID, stored.links, stored.routes, walked.links, walked.routes)
+			}
+		}
+		s.Close()
+	}
+}
+
+// TestLoadsAfterRestart: a start counts every running job's link loads
+// while it reads the jobs back (the first read only sums them), and they
+// equal the loads counted from the tables' steps, with failed links and
+// re-routed jobs too.
+func TestLoadsAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openTest(t, dir, "torus:6x6x4", nil)
+	for _, m := range []int{6, 9, 14, 20} {
+		if _, err := s.Submit("test", JobRequest{Nodes: m, Transit: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loads := s.LinkLoads()
+	busiest := 0
+	for l, n := range loads {
+		if n > loads[busiest] {
+			busiest = l
+		}
+	}
+	res, err := s.ChangeFailure("test", FailureChange{Link: s.g.LinkName(busiest)})
+	if err != nil || len(res.Jobs) == 0 {
+		t.Fatalf("failing the busiest link: %v %+v", err, res)
+	}
+	if _, err := s.Release("test", 1); err != nil {
+		t.Fatal(err)
+	}
+	before := s.LinkLoads()
+	s.Close()
+
+	s, _ = openTest(t, dir, "", nil)
+	defer s.Close()
+	if len(s.jobs) != 3 {
+		t.Fatalf("%d running jobs after the restart, want 3", len(s.jobs))
+	}
+	want := make([]int, s.g.NumLinks())
+	for id, j := range s.jobs {
+		if e, ok := s.links[id]; !ok || e.tb != j.Table {
+			t.Errorf("job %d: link loads not counted by the start", id)
+		}
+		walkTableLinks(s.g, j.Table, func(l int) { want[l]++ })
+	}
+	if got := s.LinkLoads(); !slices.Equal(got, want) || !slices.Equal(got, before) {
+		t.Error("link loads after the restart differ from those counted from the tables' steps or from those before it")
+	}
+}
+
+// TestStoredLinkCountsRandomRoutes: on tori with rings of 2 to 6 nodes
+// (parallel rings too), random routes whose runs wrap around rings and
+// run longer than a ring are counted from their stored form exactly as
+// walk counts their steps.
+func TestStoredLinkCountsRandomRoutes(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	for _, spec := range []string{"torus:5x4x3", "torus:4x4x2x2", "torus:6x3:rings=2,1", "torus:2x2x2"} {
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nd := len(g.Dims())
+		tf := &routing.TableJSON{Dims: g.Dims()}
+		for v := range g.NumNodes() {
+			tf.Active = append(tf.Active, g.Coord(v))
+		}
+		for range 400 {
+			var dirs []string
+			for range r.IntN(6) {
+				d := r.IntN(2 * nd)
+				for range 1 + r.IntN(9) {
+					dirs = append(dirs, dirNames[d])
+				}
+			}
+			tf.Routes = append(tf.Routes, routing.RouteJSON{Src: tf.Active[r.IntN(len(tf.Active))], Dst: tf.Active[r.IntN(len(tf.Active))], Dirs: dirs})
+		}
+		routes, err := encodeRoutes(tf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ld := newLinkDirs(g)
+		if !ld.rings {
+			t.Errorf("%s: not seen as a plain torus", spec)
+		}
+		var lc linkCounter
+		stored, walked := lc.count(ld, tf, routes), lc.count(ld, tf, nil)
+		if len(walked.links) == 0 || !reflect.DeepEqual(stored, walked) {
+			t.Errorf("%s (rings %v): counted from the stored routes %v %v, from the steps %v %v", spec, ld.rings, stored.links, stored.routes, walked.links, walked.routes)
+		}
+		if again := lc.count(ld, tf, routes); !reflect.DeepEqual(again, stored) {
+			t.Errorf("%s: a second count differs (scratch not cleared)", spec)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/internal/par"
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/icn-hpc/icn/unicast"
@@ -417,29 +418,27 @@ func (s *Service) initFabric(rec FabricRecord, have, created bool) (FabricRecord
 // loadJobs gives the running jobs their nodes again: occupied on the
 // structure without failures (a broken job may hold a failed node), then
 // the failures are applied.
+//
+// The stored jobs are read in id order; their tables' routes are decoded,
+// and the running jobs' link loads counted from the stored routes, on all
+// cores (decodeStored), so that the first read of the link loads after a
+// start finds them; then the jobs are checked and given their nodes in id
+// order. Errors are those of reading, decoding and checking the jobs one
+// after the other: the first in id order.
 func (s *Service) loadJobs() error {
 	err := s.store.View(func(tx *Tx) error {
-		return tx.Jobs(func(j *JobRecord) error {
-			if j.State != JobRunning {
-				return nil
-			}
-			nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...))
-			if err != nil {
-				return fmt.Errorf("job %d: %v", j.ID, err)
-			}
-			if s.state == nil {
-				return fmt.Errorf("job %d is running on a fabric that takes no jobs", j.ID)
-			}
-			if err := tableMatchesJob(s.g, j); err != nil {
-				return fmt.Errorf("job %d: %v", j.ID, err)
-			}
-			if err := s.state.Occupy(j.ID, nodes); err != nil {
-				return fmt.Errorf("job %d: %v", j.ID, err)
-			}
-			s.jobs[j.ID] = j
-			s.jobsVer++
+		var stored []storedJob
+		readErr := tx.jobsStored(func(key []byte, j *JobRecord, routes []byte) error {
+			stored = append(stored, storedJob{key: key, j: j, routes: routes})
 			return nil
 		})
+		s.decodeStored(stored)
+		for i := range stored {
+			if err := s.loadJob(&stored[i]); err != nil {
+				return err
+			}
+		}
+		return readErr
 	})
 	if err != nil {
 		return fmt.Errorf("stored jobs: %v", err)
@@ -448,6 +447,85 @@ func (s *Service) loadJobs() error {
 		s.state, err = s.state.WithGraph(s.g)
 	}
 	return err
+}
+
+// storedJob is a job read back from the store by loadJobs.
+type storedJob struct {
+	key    []byte
+	j      *JobRecord
+	routes []byte // stored routes, valid during the read transaction
+	err    error  // decoding the routes
+	links  *jobLinks
+}
+
+// decodeStored decodes the stored jobs' routes into their tables and
+// counts the running jobs' link loads from the stored routes, on all
+// cores (nothing is served yet).
+func (s *Service) decodeStored(stored []storedJob) {
+	var ld *linkDirs
+	for _, sj := range stored {
+		if sj.j.State == JobRunning && sj.j.Table != nil {
+			ld = newLinkDirs(s.g)
+			break
+		}
+	}
+	workers := par.Workers(0)
+	scratch := make([]linkCounter, workers)
+	par.For(len(stored), workers, func(w, i int) {
+		sj := &stored[i]
+		if sj.routes != nil {
+			if err := decodeRoutes(sj.routes, sj.j.Table); err != nil {
+				sj.err = fmt.Errorf("job %s: %v", keyName(sj.key), err)
+				return
+			}
+		}
+		if ld != nil && sj.j.State == JobRunning && sj.j.Table != nil {
+			jl := scratch[w].count(ld, sj.j.Table, sj.routes)
+			sj.links = &jl
+		}
+	})
+	if ld == nil {
+		return
+	}
+	s.linksMu.Lock()
+	defer s.linksMu.Unlock()
+	s.linkDirs = ld
+	if s.links == nil {
+		s.links = map[int]jobLinks{}
+	}
+	for _, sj := range stored {
+		if sj.links != nil && sj.err == nil {
+			s.links[sj.j.ID] = *sj.links
+		}
+	}
+}
+
+// loadJob checks a running job read back by loadJobs and gives it its
+// nodes.
+func (s *Service) loadJob(sj *storedJob) error {
+	j := sj.j
+	if sj.err != nil {
+		return sj.err
+	}
+	if j.State != JobRunning {
+		return nil
+	}
+	nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...))
+	if err != nil {
+		return fmt.Errorf("job %d: %v", j.ID, err)
+	}
+	if s.state == nil {
+		return fmt.Errorf("job %d is running on a fabric that takes no jobs", j.ID)
+	}
+	if err := tableMatchesJob(s.g, j); err != nil {
+		return fmt.Errorf("job %d: %v", j.ID, err)
+	}
+	if err := s.state.Occupy(j.ID, nodes); err != nil {
+		return fmt.Errorf("job %d: %v", j.ID, err)
+	}
+	s.jobs[j.ID] = j
+	s.jobsVer++
+	return nil
 }
 
 // model is the fabric-derived part of the service state.
