@@ -192,20 +192,38 @@ func BenchmarkGroupJoinLarge(b *testing.B) {
 }
 
 // BenchmarkGETDuringLargePlacement: on torus:32x32x32 with 8 running
-// jobs, GET /api/jobs, /api/fabric/load and /api/fabric latency (every
-// 20 ms) while a 512-node placement with 128 transit nodes runs (node
-// selection and its table on all cores). Runs only with ICN_FM_LARGE=1.
+// jobs (8-jobs) and, with ICN_FM_STATE=DIR, on the filled state of
+// ServiceTargets kept there (filled: 197 jobs, 58.5 % busy), GET
+// /api/jobs, /api/fabric/load and /api/fabric latency (every 20 ms) while
+// a 512-node placement with 128 transit nodes runs (node selection and
+// its table on all cores but one) and is released. Runs only with
+// ICN_FM_LARGE=1.
 func BenchmarkGETDuringLargePlacement(b *testing.B) {
 	if os.Getenv("ICN_FM_LARGE") == "" {
 		b.Skip("set ICN_FM_LARGE=1")
 	}
-	s, tok := openTest(b, b.TempDir(), "torus:32x32x32", nil)
-	defer s.Close()
-	for i := 0; i < 8; i++ {
-		if _, err := s.Submit("bench", JobRequest{Nodes: 256, Transit: 64}); err != nil {
-			b.Fatal(err)
+	b.Run("8-jobs", func(b *testing.B) {
+		s, tok := openTest(b, b.TempDir(), "torus:32x32x32", nil)
+		defer s.Close()
+		for i := 0; i < 8; i++ {
+			if _, err := s.Submit("bench", JobRequest{Nodes: 256, Transit: 64}); err != nil {
+				b.Fatal(err)
+			}
 		}
+		getsDuringPlacement(b, s, tok)
+	})
+	if keep := os.Getenv("ICN_FM_STATE"); keep != "" {
+		b.Run("filled", func(b *testing.B) {
+			s, tok := fillTargets(b, b.TempDir(), keep)
+			defer s.Close()
+			getsDuringPlacement(b, s, tok)
+		})
 	}
+}
+
+// getsDuringPlacement times GETs over HTTP while 512 + 128 placements run
+// (BenchmarkGETDuringLargePlacement).
+func getsDuringPlacement(b *testing.B, s *Service, tok string) {
 	s.LinkLoads()
 	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
 	defer srv.Close()

@@ -563,6 +563,12 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 // LinkLoads returns, per link, the number of routes of running jobs that
 // cross it (either direction).
 func (s *Service) LinkLoads() []int {
+	return s.loadsEntry().value.([]int)
+}
+
+// loadsEntry is the read cache's entry of the link loads of the current
+// fabric and jobs, computed.
+func (s *Service) loadsEntry() *readEntry {
 	e := s.readEntry(&s.reads.loads, true)
 	e.once.Do(func() {
 		// The sum of each job's loads, kept per job and table
@@ -585,7 +591,7 @@ func (s *Service) LinkLoads() []int {
 		}
 		e.value = loads
 	})
-	return e.value.([]int)
+	return e
 }
 
 // walkTableLinks calls fn with the link of every step of every route of

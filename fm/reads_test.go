@@ -1,12 +1,14 @@
 package fm
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,6 +276,167 @@ func TestStoredLinkCountsRandomRoutes(t *testing.T) {
 		}
 		if again := lc.count(ld, tf, routes); !reflect.DeepEqual(again, stored) {
 			t.Errorf("%s: a second count differs (scratch not cleared)", spec)
+		}
+	}
+}
+
+// TestFabricAnswerBytesUnchanged: GET /api/fabric's answer assembled from
+// pieces is byte for byte the encoding of Service.Fabric, on tori with
+// jobs and failed links and nodes (indented below 1 MiB, compact above),
+// switched fabrics with levels and groups, and after every change.
+func TestFabricAnswerBytesUnchanged(t *testing.T) {
+	for _, tc := range []struct {
+		topo  string
+		jobs  []int
+		links []string
+		nodes []string
+	}{
+		{"torus:4x4x4x2", []int{5, 9}, []string{"0.0.0.0+X", "1.2.3.1+Z"}, []string{"3.3.3.1"}},
+		{"torus:8x8x8", []int{12, 30, 7}, []string{"2.2.2+Y"}, []string{"7.0.0"}},
+		{"torus:16x16x16", []int{40, 100}, []string{"0.0.0+X", "5.5.5+Z"}, []string{"9.9.9"}},
+		{"torus:12", []int{3}, []string{"0+X"}, nil},
+		{"fattree:k=4,n=3", nil, nil, nil},
+		{"dragonfly:a=4,p=2,h=2", nil, nil, nil},
+	} {
+		s, _ := openTest(t, t.TempDir(), tc.topo, nil)
+		check := func(when string) {
+			t.Helper()
+			want, err := encodeJSON(s.Fabric())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.fabricJSON(); !bytes.Equal(got, want) {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("%s %s: %d bytes differ from encodeJSON(Fabric())'s %d at byte %d: %q vs %q", tc.topo, when,
+					len(got), len(want), i, got[max(0, i-40):min(len(got), i+40)], want[max(0, i-40):min(len(want), i+40)])
+			}
+		}
+		check("new")
+		for _, m := range tc.jobs {
+			if _, err := s.Submit("test", JobRequest{Nodes: m, Transit: 2}); err != nil {
+				t.Fatal(err)
+			}
+			check("after a placement")
+		}
+		if !strings.HasPrefix(tc.topo, "torus") {
+			// Switched fabrics: a failed link and a failed switch.
+			s.mu.RLock()
+			tc.links = []string{s.g.LinkName(s.g.NumLinks() / 2)}
+			tc.nodes = []string{s.g.NodeName(s.g.Switches()[0])}
+			s.mu.RUnlock()
+		}
+		for _, l := range tc.links {
+			if _, err := s.ChangeFailure("test", FailureChange{Link: l}); err != nil {
+				t.Fatal(err)
+			}
+			check("after a link failure")
+		}
+		for _, n := range tc.nodes {
+			if _, err := s.ChangeFailure("test", FailureChange{Node: n}); err != nil {
+				t.Fatal(err)
+			}
+			check("after a node failure")
+		}
+		if len(tc.jobs) > 0 {
+			if _, err := s.Release("test", 1); err != nil {
+				t.Fatal(err)
+			}
+			check("after a release")
+		}
+		if len(tc.links) > 0 {
+			if _, err := s.ChangeFailure("test", FailureChange{Link: tc.links[0], Repair: true}); err != nil {
+				t.Fatal(err)
+			}
+			check("after a repair")
+		}
+		if tc.topo == "torus:16x16x16" && len(s.fabricJSON()) <= indentLimit {
+			t.Errorf("%s: %d bytes, want an answer above the indent limit", tc.topo, len(s.fabricJSON()))
+		}
+		s.Close()
+	}
+}
+
+// TestLoadAnswerFollowsChanges: GET /api/fabric/load's answer is the
+// encoding of the current link loads and EFI, shared while neither
+// changes, and renewed by a placement, a failure and a routed multicast
+// group; GET /api/jobs's is the encoding of the running jobs.
+func TestLoadAnswerFollowsChanges(t *testing.T) {
+	s, _ := openTest(t, t.TempDir(), "torus:4x4x4", nil)
+	defer s.Close()
+	var last []byte
+	check := func(when string, renewed bool) {
+		t.Helper()
+		want, err := encodeJSON(map[string]any{"routes": s.LinkLoads(), "efi": s.mc.linkEFI()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, again := s.loadJSON(), s.loadJSON()
+		if !bytes.Equal(got, want) || &got[0] != &again[0] {
+			t.Fatalf("%s: the load answer differs from the encoding of the loads, or is encoded twice", when)
+		}
+		jobs, _ := s.Jobs(false)
+		if want, err := encodeJSON(jobs); err != nil || !bytes.Equal(s.jobsJSON(), want) {
+			t.Fatalf("%s: the jobs answer differs from the encoding of the running jobs (%v)", when, err)
+		}
+		if last != nil && (&got[0] != &last[0]) != renewed {
+			t.Fatalf("%s: answer renewed %v, want %v", when, &got[0] != &last[0], renewed)
+		}
+		last = got
+	}
+	check("new", true)
+	check("unchanged", false)
+	if _, err := s.Submit("test", JobRequest{Nodes: 10, Transit: 2}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a placement", true)
+	for _, m := range []string{"0.0.0", "2.2.2", "3.1.0"} {
+		if _, err := s.mc.join("test", McastRequest{Group: "g", Member: m, MemberCount: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after a group was routed", true)
+	if _, err := s.ChangeFailure("test", FailureChange{Link: "3.3.3+Z"}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a failure", true)
+	if _, err := s.Release("test", 1); err != nil {
+		t.Fatal(err)
+	}
+	check("after a release", true)
+}
+
+// TestLoadsJSONMatchesEncoder: the hand-written encoding of the load
+// answer is byte for byte encodeJSON's, with empty, short, negative and
+// long lists, indented and (past the indent limit) compact.
+func TestLoadsJSONMatchesEncoder(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 1))
+	long := func(n, span int) []int {
+		l := make([]int, n)
+		for i := range l {
+			l[i] = r.IntN(span)
+		}
+		return l
+	}
+	for _, tc := range []struct{ routes, efi []int }{
+		{[]int{}, []int{}},
+		{nil, nil},
+		{[]int{0}, []int{}},
+		{[]int{3, 0, 12}, []int{1, -1, 0}},
+		{long(98304, 3000), long(98304, 3)},
+		{long(150000, 1<<30), long(150000, 1<<20)},
+		// Compact, exactly the indent limit and one byte past it.
+		{append(long(524276, 10), 10), []int{}},
+		{long(524278, 10), []int{}},
+	} {
+		want, err := encodeJSON(map[string]any{"routes": tc.routes, "efi": tc.efi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendLoadsJSON(nil, tc.routes, tc.efi); !bytes.Equal(got, want) {
+			t.Errorf("%d and %d entries: %q…, want %q…", len(tc.routes), len(tc.efi), got[:min(len(got), 60)], want[:min(len(want), 60)])
 		}
 	}
 }

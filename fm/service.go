@@ -106,6 +106,10 @@ type Service struct {
 	// the background per fabric version.
 	reads readCache
 	fm    fabricMetrics
+	// pieces are GET /api/fabric's pieces that no version changes
+	// (fabricJSON).
+	piecesOnce sync.Once
+	pieces     *fabricPieces
 
 	// placeSem (capacity 1) serialises placements and migrations; a
 	// request waiting for it gives up when its context ends.
@@ -230,6 +234,10 @@ func Open(cfg Config) (*Service, string, error) {
 	s.m = newMetrics(s)
 	s.fm.measure = measureFabric
 	s.refreshMetrics()
+	// GET /api/fabric's pieces, built meanwhile (a first read waits for
+	// them).
+	g := s.g
+	go s.piecesOnce.Do(func() { s.pieces = newFabricPieces(g) })
 	return s, token, nil
 }
 
@@ -875,8 +883,9 @@ type readCacheKey struct {
 // same version share one computation (the first computes, the others
 // wait for it), and a new version replaces the entry.
 type readCache struct {
-	mu            sync.Mutex
-	loads, fabric *readEntry
+	mu                  sync.Mutex
+	loads, fabric, jobs *readEntry
+	loadAnswer          *loadAnswer // the encoded answer of GET /api/fabric/load
 }
 
 type readEntry struct {
