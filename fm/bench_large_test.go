@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -192,20 +193,38 @@ func BenchmarkGroupJoinLarge(b *testing.B) {
 }
 
 // BenchmarkGETDuringLargePlacement: on torus:32x32x32 with 8 running
-// jobs, GET /api/jobs, /api/fabric/load and /api/fabric latency (every
-// 20 ms) while a 512-node placement with 128 transit nodes runs (node
-// selection and its table on all cores). Runs only with ICN_FM_LARGE=1.
+// jobs (8-jobs) and, with ICN_FM_STATE=DIR, on the filled state of
+// ServiceTargets kept there (filled: 197 jobs, 58.5 % busy), GET
+// /api/jobs, /api/fabric/load and /api/fabric latency (every 20 ms) while
+// a 512-node placement with 128 transit nodes runs (node selection and
+// its table on all cores but one) and is released. Runs only with
+// ICN_FM_LARGE=1.
 func BenchmarkGETDuringLargePlacement(b *testing.B) {
 	if os.Getenv("ICN_FM_LARGE") == "" {
 		b.Skip("set ICN_FM_LARGE=1")
 	}
-	s, tok := openTest(b, b.TempDir(), "torus:32x32x32", nil)
-	defer s.Close()
-	for i := 0; i < 8; i++ {
-		if _, err := s.Submit("bench", JobRequest{Nodes: 256, Transit: 64}); err != nil {
-			b.Fatal(err)
+	b.Run("8-jobs", func(b *testing.B) {
+		s, tok := openTest(b, b.TempDir(), "torus:32x32x32", nil)
+		defer s.Close()
+		for i := 0; i < 8; i++ {
+			if _, err := s.Submit("bench", JobRequest{Nodes: 256, Transit: 64}); err != nil {
+				b.Fatal(err)
+			}
 		}
+		getsDuringPlacement(b, s, tok)
+	})
+	if keep := os.Getenv("ICN_FM_STATE"); keep != "" {
+		b.Run("filled", func(b *testing.B) {
+			s, tok := fillTargets(b, b.TempDir(), keep)
+			defer s.Close()
+			getsDuringPlacement(b, s, tok)
+		})
 	}
+}
+
+// getsDuringPlacement times GETs over HTTP while 512 + 128 placements run
+// (BenchmarkGETDuringLargePlacement).
+func getsDuringPlacement(b *testing.B, s *Service, tok string) {
 	s.LinkLoads()
 	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
 	defer srv.Close()
@@ -450,4 +469,150 @@ func pollGETs(b *testing.B, url, tok string, stop <-chan struct{}) map[string][]
 		lat[path] = append(lat[path], time.Since(t0))
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// getTimed sends one GET and returns its time to the last byte and the
+// answer.
+func getTimed(b *testing.B, url, tok, path string) (time.Duration, []byte) {
+	req, _ := http.NewRequest("GET", url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	t0 := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took := time.Since(t0)
+	if err != nil || resp.StatusCode != 200 {
+		b.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+	}
+	return took, data
+}
+
+// firstReads times the first GET of each large read over HTTP and
+// reports them as PREFIX-metrics-ms and so on; PREFIX-metrics-current is
+// 1 when the metrics answered are the current fabric's (an answer
+// without the field, from a service that computes them on the read,
+// counts as current).
+func firstReads(b *testing.B, url, tok, prefix string) {
+	for _, r := range []struct{ name, path string }{
+		{"metrics", "/api/fabric/metrics"}, {"load", "/api/fabric/load"},
+		{"fabric", "/api/fabric"}, {"jobs-all", "/api/jobs?all=1"},
+	} {
+		took, data := getTimed(b, url, tok, r.path)
+		b.ReportMetric(took.Seconds()*1e3, prefix+r.name+"-ms")
+		if r.name == "metrics" {
+			current := 1.0
+			if bytes.Contains(data, []byte(`"current": false`)) {
+				current = 0
+			}
+			b.ReportMetric(current, prefix+"metrics-current")
+		}
+	}
+}
+
+// metricsCurrentAfter polls GET /api/fabric/metrics every 10 ms until it
+// answers the current fabric's figures and returns the time since start.
+func metricsCurrentAfter(b *testing.B, url, tok string, start time.Time) time.Duration {
+	for {
+		_, data := getTimed(b, url, tok, "/api/fabric/metrics")
+		if !bytes.Contains(data, []byte(`"current": false`)) {
+			return time.Since(start)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkReadsAfterRestartLarge: on the state of ServiceTargets
+// (torus:32x32x32, 197 jobs; ICN_FM_STATE=DIR reuses the store that
+// ServiceTargets kept there, else the fill takes minutes), the link
+// carrying the most routes fails; then the first GET of the metrics, the
+// link loads, the fabric and all jobs over HTTP after the failure, after
+// a restart of the service (and the restart's time to a served
+// service), and after the link's repair; and how long after each change
+// the metrics answered are the current fabric's. Runs only with
+// ICN_FM_LARGE=1.
+func BenchmarkReadsAfterRestartLarge(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	for b.Loop() {
+		b.StopTimer()
+		dir := b.TempDir()
+		s, tok := fillTargets(b, dir, os.Getenv("ICN_FM_STATE"))
+		loads := s.LinkLoads()
+		link := 0
+		for l, n := range loads {
+			if n > loads[link] {
+				link = l
+			}
+		}
+		name := s.g.LinkName(link)
+		srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+		t0 := time.Now()
+		if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: name}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(t0).Seconds(), "failure-s")
+		t0 = time.Now()
+		firstReads(b, srv.URL, tok, "after-failure-")
+		b.ReportMetric(metricsCurrentAfter(b, srv.URL, tok, t0).Seconds()*1e3, "after-failure-metrics-current-after-ms")
+		srv.Close()
+		s.Close()
+
+		t0 = time.Now()
+		s, _ = openTest(b, dir, "", nil)
+		srv = httptest.NewServer(s.Handler(HandlerOptions{}))
+		b.ReportMetric(time.Since(t0).Seconds(), "restart-s")
+		t0 = time.Now()
+		firstReads(b, srv.URL, tok, "after-restart-")
+		b.ReportMetric(metricsCurrentAfter(b, srv.URL, tok, t0).Seconds()*1e3, "after-restart-metrics-current-after-ms")
+
+		if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: name, Repair: true}); err != nil {
+			b.Fatal(err)
+		}
+		t0 = time.Now()
+		firstReads(b, srv.URL, tok, "after-repair-")
+		b.ReportMetric(metricsCurrentAfter(b, srv.URL, tok, t0).Seconds()*1e3, "after-repair-metrics-current-after-ms")
+		srv.Close()
+		s.Close()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkRestartLarge: restarts of the ServiceTargets state (as
+// BenchmarkReadsAfterRestartLarge: ICN_FM_STATE=DIR reuses it) with the
+// busiest link failed; each iteration opens the database (whole-file
+// check, jobs and tables read back, routing built) and closes it. It
+// reports the first link-load read after each start. Runs only with
+// ICN_FM_LARGE=1.
+func BenchmarkRestartLarge(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	dir := b.TempDir()
+	s, _ := fillTargets(b, dir, os.Getenv("ICN_FM_STATE"))
+	loads := s.LinkLoads()
+	link := 0
+	for l, n := range loads {
+		if n > loads[link] {
+			link = l
+		}
+	}
+	if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: s.g.LinkName(link)}); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	var load time.Duration
+	for b.Loop() {
+		s, _ := openTest(b, dir, "", nil)
+		b.StopTimer()
+		t0 := time.Now()
+		s.LinkLoads()
+		load += time.Since(t0)
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(load.Seconds()*1e3/float64(b.N), "first-load-ms")
 }

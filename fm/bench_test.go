@@ -1,9 +1,12 @@
 package fm
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -100,4 +103,46 @@ func BenchmarkRestart10kJobs(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(all)), "jobs")
 	b.ReportMetric(float64(len(running)), "running")
+}
+
+// BenchmarkMetricsAfterFailure: on a new torus:16x16x16 service (and
+// torus:32x32x32 with ICN_FM_LARGE=1), each iteration fails a link and
+// times the first GET /api/fabric/metrics after it and how long until
+// the metrics answered are the new fabric's (polled every 10 ms), then
+// repairs the link.
+func BenchmarkMetricsAfterFailure(b *testing.B) {
+	specs := []string{"torus:16x16x16"}
+	if os.Getenv("ICN_FM_LARGE") != "" {
+		specs = append(specs, "torus:32x32x32")
+	}
+	for _, spec := range specs {
+		b.Run(spec, func(b *testing.B) {
+			s, tok := openTest(b, b.TempDir(), spec, nil)
+			defer s.Close()
+			srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+			defer srv.Close()
+			var first, current []time.Duration
+			for k := 0; b.Loop(); k++ {
+				name := s.base.LinkName((k * 7919) % s.base.NumLinks())
+				if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: name}); err != nil {
+					b.Fatal(err)
+				}
+				t0 := time.Now()
+				took, _ := getTimed(b, srv.URL, tok, "/api/fabric/metrics")
+				first = append(first, took)
+				current = append(current, metricsCurrentAfter(b, srv.URL, tok, t0))
+				b.StopTimer()
+				if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: name, Repair: true}); err != nil {
+					b.Fatal(err)
+				}
+				metricsCurrentAfter(b, srv.URL, tok, time.Now())
+				b.StartTimer()
+			}
+			slices.Sort(first)
+			slices.Sort(current)
+			b.ReportMetric(first[len(first)-1].Seconds()*1e3, "first-read-max-ms")
+			b.ReportMetric(current[len(current)/2].Seconds()*1e3, "current-after-p50-ms")
+			b.ReportMetric(current[len(current)-1].Seconds()*1e3, "current-after-max-ms")
+		})
+	}
 }

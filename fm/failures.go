@@ -121,6 +121,8 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch FailureCha
 	res, err := s.commitFailure(actor, ch, subject, md, results)
 	s.commitMu.Unlock()
 	if err == nil {
+		// The new fabric's metrics, in the background.
+		s.refreshMetrics()
 		// Multicast trees follow the fabric (under changeMu, so in order).
 		s.mc.fabricChanged(md.g, !ch.Repair)
 		res.Unicast = s.refreshUnicast(md.g)
@@ -228,7 +230,7 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*JobRecord) []recheckResult {
 					// loads would do, done here, in parallel and
 					// without locks.
 					r.routes, _ = encodeRoutes(r.new.Table)
-					s.tableLinks(rc.md.g, r.new)
+					s.tableLinksStored(rc.md.g, r.new, r.routes)
 				}
 				out[i] = r
 			}
@@ -779,34 +781,42 @@ type jobLinks struct {
 // tableLinks returns the links of job j's table (cached per job and
 // table).
 func (s *Service) tableLinks(g *topology.Graph, j *JobRecord) jobLinks {
+	return s.tableLinksStored(g, j, nil)
+}
+
+// tableLinksStored is tableLinks counting from the table's stored routes
+// (tablebin.go; nil: from its steps) when they are not cached.
+func (s *Service) tableLinksStored(g *topology.Graph, j *JobRecord, routes []byte) jobLinks {
 	s.linksMu.Lock()
 	e, ok := s.links[j.ID]
 	s.linksMu.Unlock()
 	if ok && e.tb == j.Table {
 		return e
 	}
+	var lc linkCounter
+	e = lc.count(s.dirsOf(g), j.Table, routes)
+	s.keepLinks(j.ID, e)
+	return e
+}
+
+// dirsOf returns the service's linkDirs, built from g the first time.
+func (s *Service) dirsOf(g *topology.Graph) *linkDirs {
 	s.linksMu.Lock()
+	defer s.linksMu.Unlock()
 	if s.linkDirs == nil {
 		s.linkDirs = newLinkDirs(g)
 	}
-	ld := s.linkDirs
-	s.linksMu.Unlock()
-	count := make([]int32, g.NumLinks())
-	ld.walk(j.Table, func(l int) { count[l]++ })
-	e = jobLinks{tb: j.Table, set: make([]uint64, (g.NumLinks()+63)/64)}
-	for l, n := range count {
-		if n > 0 {
-			e.set[l>>6] |= 1 << (l & 63)
-			e.links, e.routes = append(e.links, int32(l)), append(e.routes, n)
-		}
-	}
+	return s.linkDirs
+}
+
+// keepLinks caches the links of job id's table.
+func (s *Service) keepLinks(id int, e jobLinks) {
 	s.linksMu.Lock()
+	defer s.linksMu.Unlock()
 	if s.links == nil {
 		s.links = map[int]jobLinks{}
 	}
-	s.links[j.ID] = e
-	s.linksMu.Unlock()
-	return e
+	s.links[id] = e
 }
 
 // pruneLinks forgets the link sets of jobs no longer running.

@@ -2,6 +2,7 @@ package fm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -59,7 +60,8 @@ type plan struct {
 	transit []int
 	table   *routing.TableJSON
 	stats   TableStats
-	routes  []byte // table's routes encoded for the store, before the commit
+	routes  []byte   // table's routes encoded for the store, before the commit
+	links   jobLinks // what the table puts on the links, kept at the commit
 }
 
 func checkRequest(req JobRequest) (alloc.Algo, error) {
@@ -354,7 +356,10 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 	if err != nil {
 		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
 	}
-	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats, routes: routes}, nil
+	// Its link loads too: the next read of the loads only sums.
+	var lc linkCounter
+	links := lc.count(s.dirsOf(sn.g), table, routes)
+	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats, routes: routes, links: links}, nil
 }
 
 // startPlacement registers a placement of a job of m nodes as a change
@@ -531,6 +536,7 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 	s.state = next
 	s.jobs[j.ID] = j
 	s.jobsVer++
+	s.keepLinks(j.ID, p.links) // (lock order: mu, then linksMu)
 	return nil
 }
 
@@ -633,6 +639,7 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 	s.state = next
 	s.jobs[j.ID] = j
 	s.jobsVer++
+	s.keepLinks(j.ID, p.links) // (lock order: mu, then linksMu)
 	return nil
 }
 
@@ -760,6 +767,12 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 // LinkLoads returns, per link, the number of routes of running jobs that
 // cross it (either direction).
 func (s *Service) LinkLoads() []int {
+	return s.loadsEntry().value.([]int)
+}
+
+// loadsEntry is the read cache's entry of the link loads of the current
+// fabric and jobs, computed.
+func (s *Service) loadsEntry() *readEntry {
 	e := s.readEntry(&s.reads.loads, true)
 	e.once.Do(func() {
 		// The sum of each job's loads, kept per job and table
@@ -782,7 +795,7 @@ func (s *Service) LinkLoads() []int {
 		}
 		e.value = loads
 	})
-	return e.value.([]int)
+	return e
 }
 
 // walkTableLinks calls fn with the link of every step of every route of
@@ -796,13 +809,19 @@ func walkTableLinks(g *topology.Graph, tf *routing.TableJSON, fn func(link int))
 // structure (failures do not renumber links), so a service builds it once.
 type linkDirs struct {
 	dims, stride []int
+	links        int     // links of the fabric
 	out          []int32 // node·2·dims + direction → link, or -1
+	// rings: every node has a link in each direction, a step back is the
+	// previous node's step forward, and no two nodes share a link
+	// forward (a plain torus): then the links a run of steps crosses lie
+	// side by side on one ring (linkCounter.countStored).
+	rings bool
 }
 
 func newLinkDirs(g *topology.Graph) *linkDirs {
 	dims := g.Dims()
 	nd := len(dims)
-	ld := &linkDirs{dims: dims}
+	ld := &linkDirs{dims: dims, links: g.NumLinks()}
 	if nd > routing.MaxDims {
 		return ld // walks nothing
 	}
@@ -832,7 +851,235 @@ func newLinkDirs(g *topology.Graph) *linkDirs {
 		stride[i], n = n, n*dims[i]
 	}
 	ld.stride, ld.out = stride, out
+	ld.rings = ld.plainRings()
 	return ld
+}
+
+// plainRings reports whether ld's fabric is a plain torus as linkDirs.rings
+// says.
+func (ld *linkDirs) plainRings() bool {
+	nd := len(ld.dims)
+	n := len(ld.out) / (2 * nd)
+	forward := make([]bool, ld.links)
+	for v := range n {
+		for dim := range nd {
+			x := (v / ld.stride[dim]) % ld.dims[dim]
+			prev := v - ld.stride[dim]
+			if x == 0 {
+				prev = v + (ld.dims[dim]-1)*ld.stride[dim]
+			}
+			l := ld.out[v*2*nd+2*dim]
+			if l < 0 || forward[l] || ld.out[v*2*nd+2*dim+1] != ld.out[prev*2*nd+2*dim] {
+				return false
+			}
+			forward[l] = true
+		}
+	}
+	return true
+}
+
+// linkCounter computes tables' jobLinks one after the other, reusing its
+// per-link counts.
+type linkCounter struct {
+	n       []int32 // routes per link, zero between tables
+	touched []int32 // links counted
+	// Run mode (linkDirs.rings): diff holds, per forward link, the
+	// routes whose runs start there less those that end before it; each
+	// ring with a run (rings: base node·dims + dimension, marked in
+	// ringSeen) is summed along once at the end.
+	diff     []int32
+	ringSeen []bool
+	rings    []int32
+}
+
+// count returns what table tb puts on the links: counted from its stored
+// routes (tablebin.go) when given, else from its steps.
+func (lc *linkCounter) count(ld *linkDirs, tb *routing.TableJSON, routes []byte) jobLinks {
+	if len(lc.n) < ld.links {
+		lc.n = make([]int32, ld.links)
+	}
+	lc.touched = lc.touched[:0]
+	if routes != nil {
+		lc.countStored(ld, routes, tb.Active)
+	} else {
+		ld.walk(tb, lc.add)
+	}
+	touched := lc.touched
+	slices.Sort(touched)
+	e := jobLinks{tb: tb, set: make([]uint64, (ld.links+63)/64), links: slices.Clone(touched), routes: make([]int32, len(touched))}
+	for i, l := range touched {
+		e.set[l>>6] |= 1 << (l & 63)
+		e.routes[i] = lc.n[l]
+		lc.n[l] = 0
+	}
+	return e
+}
+
+// add counts one route's step over link l.
+func (lc *linkCounter) add(l int) {
+	if lc.n[l] == 0 {
+		lc.touched = append(lc.touched, int32(l))
+	}
+	lc.n[l]++
+}
+
+// countStored counts the routes of a table stored as b (tablebin.go) that
+// cross each link, walking the stored runs of steps from each route's
+// source among active (the table's active nodes): on a plain torus a run
+// of k steps adds one to a stretch of k links of one ring, two entries of
+// lc.diff, summed along the ring at the end; else step by step. It counts
+// what walk counts for the decoded table (and stops at damaged data).
+func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
+	const none = -1
+	nd := len(ld.dims)
+	if ld.out == nil {
+		return
+	}
+	if ld.rings && len(lc.diff) < ld.links {
+		lc.diff = make([]int32, ld.links)
+		lc.ringSeen = make([]bool, len(ld.out)/2)
+	}
+	ids := make([]int32, len(active))
+	for i, c := range active {
+		ids[i] = none
+		if len(c) == nd {
+			if v := coordID(c, ld.dims); v >= 0 {
+				ids[i] = int32(v)
+			}
+		}
+	}
+	var c, dims, stride [routing.MaxDims]int32
+	for i := range nd {
+		dims[i], stride[i] = int32(ld.dims[i]), int32(ld.stride[i])
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return
+	}
+	b = b[k:]
+	src := 0
+	for range n {
+		ds, k1 := binary.Varint(b)
+		if k1 <= 0 {
+			break
+		}
+		_, k2 := binary.Varint(b[k1:]) // the destination: the steps lead there
+		if k2 <= 0 {
+			break
+		}
+		b = b[k1+k2:]
+		if src += int(ds); src < 0 || src >= len(ids) || len(b) == 0 || int(b[0])+1 > len(b) {
+			break
+		}
+		runs := b[1 : 1+int(b[0])]
+		b = b[1+int(b[0]):]
+		v := ids[src]
+		if v >= 0 {
+			for i, x := range active[src] {
+				c[i] = int32(x)
+			}
+		}
+		for _, x := range runs {
+			d := int32(x >> 4)
+			if v < 0 || int(d) >= 2*nd {
+				break
+			}
+			dim, steps := d>>1, int32(x&15)+1
+			if ld.rings && steps < dims[dim] {
+				v = lc.run(ld, v, &c, d, steps, dims[dim], stride[dim])
+				continue
+			}
+			for range steps {
+				if l := ld.out[v*int32(2*nd)+d]; l != none {
+					lc.add(int(l))
+				}
+				if d&1 == 0 {
+					if c[dim]++; c[dim] == dims[dim] {
+						c[dim] = 0
+						v -= (dims[dim] - 1) * stride[dim]
+					} else {
+						v += stride[dim]
+					}
+				} else {
+					if c[dim]--; c[dim] < 0 {
+						c[dim] = dims[dim] - 1
+						v += (dims[dim] - 1) * stride[dim]
+					} else {
+						v -= stride[dim]
+					}
+				}
+			}
+		}
+	}
+	if ld.rings {
+		lc.sumRings(ld)
+	}
+}
+
+// run counts a run of steps (< size) in direction d from node v at
+// coordinates c along a ring of size nodes and id stride (a plain torus):
+// the forward links of positions [x, x+steps) going forward from
+// position x, [x−steps, x) going back, as differences in lc.diff. It
+// returns the node the run ends at (c updated).
+func (lc *linkCounter) run(ld *linkDirs, v int32, c *[routing.MaxDims]int32, d, steps, size, stride int32) int32 {
+	nd := int32(len(ld.dims))
+	dim := d >> 1
+	x := c[dim]
+	base := v - x*stride
+	forward := func(p int32) int32 { return ld.out[(base+p*stride)*2*nd+2*dim] }
+	if r := base*nd + dim; !lc.ringSeen[r] {
+		lc.ringSeen[r] = true
+		lc.rings = append(lc.rings, r)
+	}
+	from, end := x, x+steps
+	if d&1 == 1 {
+		from, end = x-steps, x
+		if from < 0 {
+			from, end = from+size, end+size
+		}
+	}
+	lc.diff[forward(from)]++
+	switch {
+	case end < size:
+		lc.diff[forward(end)]--
+	case end > size:
+		lc.diff[forward(0)]++
+		lc.diff[forward(end-size)]--
+	}
+	y := x + steps
+	if d&1 == 1 {
+		y = x - steps
+	}
+	if y >= size {
+		y -= size
+	} else if y < 0 {
+		y += size
+	}
+	c[dim] = y
+	return base + y*stride
+}
+
+// sumRings turns the differences of the rings with runs into counts.
+func (lc *linkCounter) sumRings(ld *linkDirs) {
+	nd := int32(len(ld.dims))
+	for _, r := range lc.rings {
+		lc.ringSeen[r] = false
+		base, dim := r/nd, r%nd
+		stride, size := int32(ld.stride[dim]), int32(ld.dims[dim])
+		sum := int32(0)
+		for p := range size {
+			l := ld.out[(base+p*stride)*2*nd+2*dim]
+			sum += lc.diff[l]
+			lc.diff[l] = 0
+			if sum > 0 {
+				if lc.n[l] == 0 {
+					lc.touched = append(lc.touched, l)
+				}
+				lc.n[l] += sum
+			}
+		}
+	}
+	lc.rings = lc.rings[:0]
 }
 
 // walk calls fn with the link of every step of every route of tf; each

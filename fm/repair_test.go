@@ -227,12 +227,15 @@ func TestReadsCachedPerVersion(t *testing.T) {
 	if c := s.LinkLoads(); &c[0] == &a[0] || sum(c) != 0 {
 		t.Errorf("link loads after the release: %d routes", sum(c))
 	}
-	m1 := s.Metrics()
+	m1, err := s.WaitMetrics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: "0.0.0+X"}); err != nil {
 		t.Fatal(err)
 	}
-	if m2 := s.Metrics(); reflect.DeepEqual(m1, m2) {
-		t.Error("metrics unchanged by a failed link")
+	if m2, err := s.WaitMetrics(context.Background()); err != nil || reflect.DeepEqual(m1.Metrics, m2.Metrics) {
+		t.Errorf("metrics unchanged by a failed link (%v)", err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/internal/par"
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/icn-hpc/icn/unicast"
@@ -127,8 +128,14 @@ type Service struct {
 	fabricVer uint64             // bumped by every committed failure change
 	jobsVer   uint64             // bumped by every change of jobs
 	// reads caches answers computed from the fabric and the jobs, per
-	// version of them (readCache).
+	// version of them (readCache); fm computes the fabric's metrics in
+	// the background per fabric version.
 	reads readCache
+	fm    fabricMetrics
+	// pieces are GET /api/fabric's pieces that no version changes
+	// (fabricJSON).
+	piecesOnce sync.Once
+	pieces     *fabricPieces
 
 	// places serialises placements and migrations: it hands the slot to
 	// the waiting request with the earliest virtual deadline; a request
@@ -259,6 +266,12 @@ func Open(cfg Config) (*Service, string, error) {
 		}
 	}
 	s.m = newMetrics(s)
+	s.fm.measure = measureFabric
+	s.refreshMetrics()
+	// GET /api/fabric's pieces, built meanwhile (a first read waits for
+	// them).
+	g := s.g
+	go s.piecesOnce.Do(func() { s.pieces = newFabricPieces(g) })
 	return s, token, nil
 }
 
@@ -399,6 +412,7 @@ func (s *Service) TokenShown() error {
 func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		s.shutdown()
+		s.stopMetrics()
 		s.commitMu.Lock()
 		defer s.commitMu.Unlock()
 		s.mu.Lock()
@@ -456,29 +470,27 @@ func (s *Service) initFabric(rec FabricRecord, have, created bool) (FabricRecord
 // loadJobs gives the running jobs their nodes again: occupied on the
 // structure without failures (a broken job may hold a failed node), then
 // the failures are applied.
+//
+// The stored jobs are read in id order; their tables' routes are decoded,
+// and the running jobs' link loads counted from the stored routes, on all
+// cores (decodeStored), so that the first read of the link loads after a
+// start finds them; then the jobs are checked and given their nodes in id
+// order. Errors are those of reading, decoding and checking the jobs one
+// after the other: the first in id order.
 func (s *Service) loadJobs() error {
 	err := s.store.View(func(tx *Tx) error {
-		return tx.Jobs(func(j *JobRecord) error {
-			if j.State != JobRunning {
-				return nil
-			}
-			nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...))
-			if err != nil {
-				return fmt.Errorf("job %d: %v", j.ID, err)
-			}
-			if s.state == nil {
-				return fmt.Errorf("job %d is running on a fabric that takes no jobs", j.ID)
-			}
-			if err := tableMatchesJob(s.g, j); err != nil {
-				return fmt.Errorf("job %d: %v", j.ID, err)
-			}
-			if err := s.state.Occupy(j.ID, nodes); err != nil {
-				return fmt.Errorf("job %d: %v", j.ID, err)
-			}
-			s.jobs[j.ID] = j
-			s.jobsVer++
+		var stored []storedJob
+		readErr := tx.jobsStored(func(key []byte, j *JobRecord, routes []byte) error {
+			stored = append(stored, storedJob{key: key, j: j, routes: routes})
 			return nil
 		})
+		s.decodeStored(stored)
+		for i := range stored {
+			if err := s.loadJob(&stored[i]); err != nil {
+				return err
+			}
+		}
+		return readErr
 	})
 	if err != nil {
 		return fmt.Errorf("stored jobs: %v", err)
@@ -487,6 +499,85 @@ func (s *Service) loadJobs() error {
 		s.state, err = s.state.WithGraph(s.g)
 	}
 	return err
+}
+
+// storedJob is a job read back from the store by loadJobs.
+type storedJob struct {
+	key    []byte
+	j      *JobRecord
+	routes []byte // stored routes, valid during the read transaction
+	err    error  // decoding the routes
+	links  *jobLinks
+}
+
+// decodeStored decodes the stored jobs' routes into their tables and
+// counts the running jobs' link loads from the stored routes, on all
+// cores (nothing is served yet).
+func (s *Service) decodeStored(stored []storedJob) {
+	var ld *linkDirs
+	for _, sj := range stored {
+		if sj.j.State == JobRunning && sj.j.Table != nil {
+			ld = newLinkDirs(s.g)
+			break
+		}
+	}
+	workers := par.Workers(0)
+	scratch := make([]linkCounter, workers)
+	par.For(len(stored), workers, func(w, i int) {
+		sj := &stored[i]
+		if sj.routes != nil {
+			if err := decodeRoutes(sj.routes, sj.j.Table); err != nil {
+				sj.err = fmt.Errorf("job %s: %v", keyName(sj.key), err)
+				return
+			}
+		}
+		if ld != nil && sj.j.State == JobRunning && sj.j.Table != nil {
+			jl := scratch[w].count(ld, sj.j.Table, sj.routes)
+			sj.links = &jl
+		}
+	})
+	if ld == nil {
+		return
+	}
+	s.linksMu.Lock()
+	defer s.linksMu.Unlock()
+	s.linkDirs = ld
+	if s.links == nil {
+		s.links = map[int]jobLinks{}
+	}
+	for _, sj := range stored {
+		if sj.links != nil && sj.err == nil {
+			s.links[sj.j.ID] = *sj.links
+		}
+	}
+}
+
+// loadJob checks a running job read back by loadJobs and gives it its
+// nodes.
+func (s *Service) loadJob(sj *storedJob) error {
+	j := sj.j
+	if sj.err != nil {
+		return sj.err
+	}
+	if j.State != JobRunning {
+		return nil
+	}
+	nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...))
+	if err != nil {
+		return fmt.Errorf("job %d: %v", j.ID, err)
+	}
+	if s.state == nil {
+		return fmt.Errorf("job %d is running on a fabric that takes no jobs", j.ID)
+	}
+	if err := tableMatchesJob(s.g, j); err != nil {
+		return fmt.Errorf("job %d: %v", j.ID, err)
+	}
+	if err := s.state.Occupy(j.ID, nodes); err != nil {
+		return fmt.Errorf("job %d: %v", j.ID, err)
+	}
+	s.jobs[j.ID] = j
+	s.jobsVer++
+	return nil
 }
 
 // model is the fabric-derived part of the service state.
@@ -649,11 +740,178 @@ func (s *Service) Spec() string {
 	return s.fabric.Spec
 }
 
-// Metrics returns the topology metrics of the current fabric.
-func (s *Service) Metrics() topology.Metrics {
-	e := s.readEntry(&s.reads.metrics, false)
-	e.once.Do(func() { e.value = topology.Measure(e.key.g, topology.MetricsOptions{}) })
-	return e.value.(topology.Metrics)
+// MetricsView is the answer of GET /api/fabric/metrics: the topology
+// metrics last computed, the fabric they were computed for, and whether
+// they are the current fabric's. The metrics are computed in the
+// background for every fabric version (a failure change makes a new one),
+// so a read never waits for them more than metricsWait.
+type MetricsView struct {
+	// Metrics are the figures of fabric For (nil: none computed yet).
+	*topology.Metrics
+	// For names the fabric the figures were computed for (nil with them).
+	For *MetricsFabric `json:"for"`
+	// FabricVersion is the version of the fabric now: 0 at the start,
+	// one more with every failure or repair since.
+	FabricVersion uint64 `json:"fabric_version"`
+	// Current reports that the figures are the current fabric's.
+	Current bool `json:"current"`
+	// Pending reports that the figures of the current fabric are being
+	// computed; they replace these when done.
+	Pending bool `json:"pending"`
+}
+
+// MetricsFabric names the fabric a MetricsView's figures are of.
+type MetricsFabric struct {
+	// Version is the fabric version they were computed for.
+	Version     uint64   `json:"version"`
+	FailedLinks []string `json:"failed_links"`
+	FailedNodes []string `json:"failed_nodes"`
+	// Seconds is how long the computation took.
+	Seconds float64 `json:"seconds"`
+}
+
+// metricsWait is how long a read of the metrics waits for a computation
+// of the current fabric before it answers with the figures it has.
+const metricsWait = 50 * time.Millisecond
+
+// fabricMetrics keeps the latest computed metrics and the background
+// computation of the current fabric's.
+type fabricMetrics struct {
+	mu     sync.Mutex
+	latest MetricsView // Metrics and For only
+	// The computation running (cancel nil: none), for fabric version
+	// runVer; done is closed when it ends.
+	runVer uint64
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed bool
+	// measure computes the metrics of a fabric (Open sets it; tests
+	// replace it).
+	measure func(ctx context.Context, g *topology.Graph) (topology.Metrics, error)
+}
+
+// measureFabric is the default fabricMetrics.measure: every metric on
+// all cores but one, which stays free for requests.
+func measureFabric(ctx context.Context, g *topology.Graph) (topology.Metrics, error) {
+	return topology.MeasureContext(ctx, g, topology.MetricsOptions{Workers: computeWorkers()})
+}
+
+// refreshMetrics starts the computation of the current fabric's metrics
+// unless they are computed or being computed; one of an older fabric is
+// stopped.
+func (s *Service) refreshMetrics() {
+	s.mu.RLock()
+	ver, g := s.fabricVer, s.g
+	links, nodes := slices.Clone(s.fabric.FailedLinks), slices.Clone(s.fabric.FailedNodes)
+	s.mu.RUnlock()
+	m := &s.fm
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || (m.latest.For != nil && m.latest.For.Version >= ver) || (m.cancel != nil && m.runVer >= ver) {
+		return
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	m.runVer, m.cancel, m.done = ver, cancel, done
+	measure := m.measure
+	go func() {
+		defer close(done)
+		defer cancel()
+		start := time.Now()
+		v, err := measure(ctx, g)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.done == done {
+			m.cancel, m.done = nil, nil
+		}
+		if err != nil || (m.latest.For != nil && m.latest.For.Version >= ver) {
+			return
+		}
+		if links == nil {
+			links = []string{}
+		}
+		if nodes == nil {
+			nodes = []string{}
+		}
+		m.latest = MetricsView{Metrics: &v, For: &MetricsFabric{Version: ver, FailedLinks: links, FailedNodes: nodes,
+			Seconds: time.Since(start).Seconds()}}
+	}()
+}
+
+// stopMetrics stops the background computation and waits for it (Close).
+func (s *Service) stopMetrics() {
+	m := &s.fm
+	m.mu.Lock()
+	m.closed = true
+	cancel, done := m.cancel, m.done
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// Metrics returns the topology metrics last computed and says for which
+// fabric: if those of the current fabric are being computed, it waits for
+// them at most metricsWait, then answers with the latest (Pending).
+func (s *Service) Metrics() MetricsView {
+	return s.metricsWithin(metricsWait)
+}
+
+// metricsWithin is Metrics waiting at most wait.
+func (s *Service) metricsWithin(wait time.Duration) MetricsView {
+	s.refreshMetrics()
+	v, done := s.metricsNow()
+	if done != nil && wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+		v, _ = s.metricsNow()
+	}
+	return v
+}
+
+// WaitMetrics returns the current fabric's metrics once computed, or the
+// latest with ctx's error when ctx ends first.
+func (s *Service) WaitMetrics(ctx context.Context) (MetricsView, error) {
+	for {
+		s.refreshMetrics()
+		v, done := s.metricsNow()
+		if v.Current || done == nil {
+			// done nil and not current: the service is closed.
+			return v, nil
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return v, ctx.Err()
+		}
+	}
+}
+
+// metricsNow returns the latest metrics and, while those of the current
+// fabric are being computed, a channel closed when that ends.
+func (s *Service) metricsNow() (MetricsView, <-chan struct{}) {
+	s.mu.RLock()
+	ver := s.fabricVer
+	s.mu.RUnlock()
+	m := &s.fm
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := m.latest
+	v.FabricVersion = ver
+	v.Current = v.For != nil && v.For.Version == ver
+	if !v.Current && m.cancel != nil && m.runVer == ver {
+		v.Pending = true
+		return v, m.done
+	}
+	return v, nil
 }
 
 // readEntry returns the read cache's entry in slot for the current
@@ -680,8 +938,9 @@ type readCacheKey struct {
 // same version share one computation (the first computes, the others
 // wait for it), and a new version replaces the entry.
 type readCache struct {
-	mu                     sync.Mutex
-	metrics, loads, fabric *readEntry
+	mu                  sync.Mutex
+	loads, fabric, jobs *readEntry
+	loadAnswer          *loadAnswer // the encoded answer of GET /api/fabric/load
 }
 
 type readEntry struct {

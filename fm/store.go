@@ -482,15 +482,48 @@ func (t *Tx) attachRoutes(j *JobRecord) error {
 	if j.Table == nil || t.legacy {
 		return nil
 	}
+	data, err := t.storedRoutes(j)
+	if err != nil {
+		return err
+	}
+	return decodeRoutes(data, j.Table)
+}
+
+// storedRoutes returns the stored routes of a job's table (tablebin.go),
+// checksum checked; they are valid only during the transaction.
+func (t *Tx) storedRoutes(j *JobRecord) ([]byte, error) {
 	v := t.tx.Bucket(bTables).Get(u64(uint64(j.ID)))
 	if v == nil {
-		return errNoRoutes
+		return nil, errNoRoutes
 	}
 	data, err := t.record(v)
 	if err != nil {
-		return fmt.Errorf("routes: %v", err)
+		return nil, fmt.Errorf("routes: %v", err)
 	}
-	return decodeRoutes(data, j.Table)
+	return data, nil
+}
+
+// jobsStored calls fn for every stored job in id order with its key, its
+// record (its table's header only: no routes) and its table's stored
+// routes, checksum checked and not yet decoded (nil when the job has no
+// table, and in a schema 1 store, whose records hold the routes); the
+// routes are valid only during the transaction.
+func (t *Tx) jobsStored(fn func(key []byte, j *JobRecord, routes []byte) error) error {
+	return t.tx.Bucket(bJobs).ForEach(func(k, v []byte) error {
+		var j JobRecord
+		data, err := t.record(v)
+		if err == nil {
+			err = j.UnmarshalJSON(data)
+		}
+		var routes []byte
+		if err == nil && j.Table != nil && !t.legacy {
+			routes, err = t.storedRoutes(&j)
+		}
+		if err != nil {
+			return fmt.Errorf("job %s: %v", keyName(k), err)
+		}
+		return fn(k, &j, routes)
+	})
 }
 
 // Job reads one stored job (nil if there is none).

@@ -86,6 +86,10 @@ func decodeRoutes(b []byte, tf *routing.TableJSON) error {
 	}
 	b = b[k:]
 	routes := make([]routing.RouteJSON, n)
+	// Step lists shared by their run bytes: up to 7 run bytes (most
+	// routes) packed with their count into one word, longer ones by
+	// string.
+	short := map[uint64][]string{}
 	shared := map[string][]string{}
 	src, dst := 0, 0
 	for i := range routes {
@@ -107,7 +111,17 @@ func decodeRoutes(b []byte, tf *routing.TableJSON) error {
 		}
 		runs := b[1 : 1+int(b[0])]
 		b = b[1+int(b[0]):]
-		l, ok := shared[string(runs)]
+		var l []string
+		var ok bool
+		key := uint64(len(runs)) << 56
+		if len(runs) <= 7 {
+			for k, x := range runs {
+				key |= uint64(x) << (8 * k)
+			}
+			l, ok = short[key]
+		} else {
+			l, ok = shared[string(runs)]
+		}
 		if !ok {
 			for _, x := range runs {
 				d := int(x >> 4)
@@ -121,7 +135,11 @@ func decodeRoutes(b []byte, tf *routing.TableJSON) error {
 			if l == nil {
 				l = []string{}
 			}
-			shared[string(runs)] = l
+			if len(runs) <= 7 {
+				short[key] = l
+			} else {
+				shared[string(runs)] = l
+			}
 		}
 		routes[i] = routing.RouteJSON{Src: tf.Active[src], Dst: tf.Active[dst], Dirs: l}
 	}

@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 func BenchmarkGenerate(b *testing.B) {
@@ -72,6 +73,53 @@ func BenchmarkScale(b *testing.B) {
 		}
 		if g.NumNodes() != 100000 || g.NumChannels() != 1000000 {
 			b.Fatalf("%d nodes %d channels", g.NumNodes(), g.NumChannels())
+		}
+	}
+}
+
+// BenchmarkMeasureFailures: every metric of torus:32x32x32 and
+// torus:16x16x16 with one and with ten failed links (and a failed node),
+// as the fabric manager computes them after a failure; the distance,
+// connectivity and bisection steps are timed apart.
+func BenchmarkMeasureFailures(b *testing.B) {
+	for _, spec := range []string{"torus:16x16x16", "torus:32x32x32"} {
+		base, err := Parse(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range []struct {
+			name  string
+			links []int
+			nodes []int
+		}{
+			{"1-link", []int{base.NumLinks() / 3}, nil},
+			{"10-links", []int{5, 1000, 2001, 3007, 4099, 5003, 6007, 7001, 8009, 9001}, nil},
+			{"1-node", nil, []int{base.NumNodes() / 2}},
+		} {
+			g, err := base.WithFaults(f.links, f.nodes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(spec+"/"+f.name, func(b *testing.B) {
+				var m Metrics
+				for b.Loop() {
+					m = Measure(g, MetricsOptions{})
+				}
+				b.ReportMetric(m.AvgDistance, "avg-distance")
+				b.ReportMetric(float64(m.Diameter), "diameter")
+				for _, part := range []struct {
+					name string
+					run  func()
+				}{
+					{"distances", func() { Distances(g, MetricsOptions{}) }},
+					{"connectivity", func() { EdgeConnectivity(g, MetricsOptions{}) }},
+					{"bisection", func() { Bisection(g, MetricsOptions{}) }},
+				} {
+					start := time.Now()
+					part.run()
+					b.ReportMetric(float64(time.Since(start).Microseconds())/1000, part.name+"-ms")
+				}
+			})
 		}
 	}
 }

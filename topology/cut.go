@@ -2,6 +2,7 @@ package topology
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/icn-hpc/icn/internal/par"
@@ -35,6 +36,9 @@ func EdgeConnectivity(g *Graph, o MetricsOptions) (int, bool, string) {
 	}
 	if !o.ForceGeneric && g.Shape().VertexTransitive && !g.HasFaults() {
 		return delta, true, "degree (vertex-transitive graph, Mader's theorem)"
+	}
+	if !o.ForceGeneric && torusFewFaults(g, delta) {
+		return delta, true, "minimum degree (a torus with few failures: no cut of two or more nodes a side is smaller)"
 	}
 	budget := o.ConnectivityBudget
 	if budget == 0 {
@@ -71,7 +75,7 @@ func EdgeConnectivity(g *Graph, o MetricsOptions) (int, bool, string) {
 	}
 	par.For(len(live), workers, func(w, i int) {
 		t := live[i]
-		if t == s {
+		if t == s || o.cancelled() {
 			return
 		}
 		x := &sc[w]
@@ -86,6 +90,62 @@ func EdgeConnectivity(g *Graph, o MetricsOptions) (int, bool, string) {
 		}
 	})
 	return int(best), true, "max-flow from a minimum-degree node to every node"
+}
+
+// torusFewFaults reports whether the failures of a plain torus (one ring
+// per dimension, every size ≥ 3) are too few to make any cut with two or
+// more live nodes on each side smaller than delta, the minimum live
+// degree; the edge connectivity is then delta.
+//
+// In such a torus of d dimensions every set S with |S| ≥ 2 and
+// |V∖S| ≥ 2 has at least 4d−2 links leaving it. By induction on d (the
+// ring, d = 1, has 2): cut the torus into n ≥ 3 layers (copies of the
+// (d−1)-torus H, whose edge connectivity is its degree 2(d−1)) crossed by
+// |H| rings. A layer S cuts partly costs ≥ 2(d−1), a ring it cuts partly
+// ≥ 2. Three partial layers cost ≥ 6(d−1) ≥ 4d−2; two, plus a partial
+// ring, ≥ 4d−2 (two partial layers and no partial ring would make S a
+// union of rings, cutting all n layers); none makes S a union of layers,
+// cutting all |H| ≥ 2d−1 rings; one, with a full and an empty layer
+// elsewhere, cuts all |H| rings; one with all other layers empty holds
+// S: 2 ≤ |S| ≤ |H|−2 costs 4d−6 in the layer (induction) and 2 for each
+// of |S| ≥ 2 rings, |S| = |H|−1 costs 2(d−1) + 2(|H|−1) ≥ 4d−2 (all
+// other layers full: the same for V∖S).
+//
+// A cut of the live nodes with two or more on each side, with every
+// failed node put on the side of most of its live neighbours, is such a
+// set: the failures remove at most the failed links between live nodes,
+// half the live links of each failed node and the links between failed
+// nodes from its 4d−2, so it keeps at least 4d−2 − that.
+func torusFewFaults(g *Graph, delta int) bool {
+	dims := g.Dims()
+	if g.Shape().Family != "torus" || !g.Direct() {
+		return false
+	}
+	for _, n := range dims {
+		if n < 3 {
+			return false
+		}
+	}
+	lost := 0
+	for _, l := range g.FailedLinks() {
+		if lk := g.Link(l); !g.NodeFailed(int(lk.A)) && !g.NodeFailed(int(lk.B)) {
+			lost++
+		}
+	}
+	for _, x := range g.FailedNodes() {
+		live := 0
+		for _, c := range g.Out(x) {
+			if w := g.Dst(int(c)); g.NodeFailed(w) {
+				if w > x {
+					lost++ // a link between failed nodes, counted once
+				}
+			} else {
+				live++
+			}
+		}
+		lost += live / 2
+	}
+	return 4*len(dims)-2-lost >= delta
 }
 
 // maxFlowUnit computes min(limit, maxflow(s,t)) with unit link capacities
@@ -203,15 +263,71 @@ func Bisection(g *Graph, o MetricsOptions) (int, bool, string) {
 			return w, true, "closed form"
 		}
 	}
+	var straight int
+	straightOK := false
+	if !o.ForceGeneric && g.HasFaults() {
+		var exact bool
+		if straight, exact, straightOK = straightCutThroughFailures(g); exact {
+			return straight, true, "closed form less the failed links (a straight cut crosses them all)"
+		}
+	}
 	ub, side := heuristicBisection(g, terms, o)
+	if straightOK && straight < ub {
+		ub, side = straight, nil
+	}
 	budget := o.BisectionBudget
 	if budget == 0 {
 		budget = defaultBisectionBudget
 	}
-	if w, ok := exactBisection(g, terms, ub, side, budget); ok {
+	if w, ok := exactBisection(g, terms, ub, side, budget, o.cancelled); ok {
 		return w, true, "branch and bound"
 	}
 	return ub, false, "upper bound (heuristic partition with local search)"
+}
+
+// straightCutThroughFailures: in a plain torus with failed links (no
+// failed node) whose bisection width w0 without failures has a closed
+// form, every balanced cut keeps at least w0 − k of its links (k failed
+// links), and a straight cut across a largest dimension keeps w0 less the
+// failed links it crosses. It returns the best such cut placed through a
+// failed link, whether it meets the bound w0 − k (then it is the
+// bisection width), and ok false where none applies.
+func straightCutThroughFailures(g *Graph) (width int, exact, ok bool) {
+	failed := g.FailedLinks()
+	if g.Shape().Family != "torus" || len(g.FailedNodes()) > 0 || len(failed) == 0 {
+		return 0, false, false
+	}
+	w0, ok := closedBisection(g)
+	if !ok {
+		return 0, false, false
+	}
+	dims := g.Dims()
+	dmax := slices.Max(dims)
+	best := 0
+	for _, l := range failed {
+		lk := g.Link(l)
+		i := int(lk.Dim)
+		if i < 0 || dims[i] != dmax {
+			continue
+		}
+		// The cut between x0−1 and x0 and between x0+n/2−1 and x0+n/2
+		// along dimension i.
+		x0, crossing := g.CoordAt(int(lk.B), i), 0
+		for _, f := range failed {
+			fk := g.Link(f)
+			if int(fk.Dim) != i {
+				continue
+			}
+			if rel := (g.CoordAt(int(fk.B), i) - x0 + dmax) % dmax; rel == 0 || rel == dmax/2 {
+				crossing++
+			}
+		}
+		best = max(best, crossing)
+	}
+	if best == 0 {
+		return 0, false, false
+	}
+	return w0 - best, best == len(failed), true
 }
 
 func closedBisection(g *Graph) (int, bool) {
@@ -420,20 +536,22 @@ func refine(g *Graph, side []int8, terms []int, enabled bool) {
 }
 
 // exactBisection runs branch and bound with the given upper bound. It gives
-// up (ok=false) when the search exceeds budget node expansions.
-func exactBisection(g *Graph, terms []int, ub int, _ []int8, budget float64) (int, bool) {
+// up (ok=false) when the search exceeds budget node expansions or when
+// cancelled says so.
+func exactBisection(g *Graph, terms []int, ub int, _ []int8, budget float64, cancelled func() bool) (int, bool) {
 	live := liveNodes(g)
 	if len(live) > 64 {
 		return 0, false
 	}
 	n := g.NumNodes()
 	s := &bisectionSearch{
-		isTerm: make([]bool, n),
-		side:   make([]int8, n),
-		lo:     len(terms) / 2,
-		hi:     (len(terms) + 1) / 2,
-		best:   ub + 1, // find anything ≤ ub
-		budget: budget,
+		isTerm:    make([]bool, n),
+		side:      make([]int8, n),
+		lo:        len(terms) / 2,
+		hi:        (len(terms) + 1) / 2,
+		best:      ub + 1, // find anything ≤ ub
+		budget:    budget,
+		cancelled: cancelled,
 	}
 	for _, t := range terms {
 		s.isTerm[t] = true
@@ -513,6 +631,7 @@ type bisectionSearch struct {
 	budget     float64
 	expansions float64
 	aborted    bool
+	cancelled  func() bool // asked every 4 096 expansions
 }
 
 // branch assigns order[i] to each side in turn, given the cut so far and
@@ -523,7 +642,7 @@ func (s *bisectionSearch) branch(i, cut, t0, t1 int) {
 		return
 	}
 	s.expansions++
-	if s.expansions > s.budget {
+	if s.expansions > s.budget || (int64(s.expansions)%4096 == 0 && s.cancelled()) {
 		s.aborted = true
 		return
 	}

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -66,7 +67,12 @@ type MetricsOptions struct {
 	Seed               uint64
 	// Progress, if set, is called with (done, total) source counts.
 	Progress func(done, total int)
+	// ctx, set by MeasureContext, stops the work when it ends.
+	ctx context.Context
 }
+
+// cancelled reports whether the work was asked to stop (MeasureContext).
+func (o MetricsOptions) cancelled() bool { return o.ctx != nil && o.ctx.Err() != nil }
 
 const (
 	defaultDistanceBudget     = 4e9
@@ -76,6 +82,14 @@ const (
 
 // Measure computes all metrics of g.
 func Measure(g *Graph, o MetricsOptions) Metrics {
+	m, _ := MeasureContext(context.Background(), g, o)
+	return m
+}
+
+// MeasureContext is Measure that stops early, with ctx's error, when ctx
+// ends (the figures are then incomplete and must not be used).
+func MeasureContext(ctx context.Context, g *Graph, o MetricsOptions) (Metrics, error) {
+	o.ctx = ctx
 	m := Metrics{
 		Nodes:     g.NumNodes(),
 		Endpoints: g.Count(Endpoint),
@@ -116,7 +130,7 @@ func Measure(g *Graph, o MetricsOptions) Metrics {
 	}
 	m.Connectivity, m.ConnectivityExact, m.ConnectivityMethod = EdgeConnectivity(g, o)
 	m.BisectionWidth, m.BisectionExact, m.BisectionMethod = Bisection(g, o)
-	return m
+	return m, ctx.Err()
 }
 
 func liveDegree(g *Graph, v int) int {
@@ -189,9 +203,10 @@ type DistanceStats struct {
 
 // Distances computes the diameter and average distance between terminals.
 // Exact methods, cheapest first: one BFS for vertex-transitive fault-free
-// graphs; all-pairs BFS where end nodes hanging off the same switch share
-// one BFS from that switch; beyond the work budget, a labelled sample of
-// sources.
+// graphs; for a torus with failures, that BFS translated to every source
+// and repaired around the failures (translate.go); all-pairs BFS where end
+// nodes hanging off the same switch share one BFS from that switch; beyond
+// the work budget, a labelled sample of sources.
 func Distances(g *Graph, o MetricsOptions) DistanceStats {
 	terms := Terminals(g)
 	if len(terms) < 2 {
@@ -199,6 +214,11 @@ func Distances(g *Graph, o MetricsOptions) DistanceStats {
 	}
 	if !o.ForceGeneric && g.Shape().VertexTransitive && !g.HasFaults() && g.Direct() {
 		return oneSourceDistances(g, terms)
+	}
+	if !o.ForceGeneric && g.HasFaults() {
+		if st, ok := translationDistances(g, terms, o); ok {
+			return st
+		}
 	}
 	sources, weight := groupSources(g, terms)
 	st := DistanceStats{Terminals: len(terms)}
@@ -334,6 +354,9 @@ func bfsFromSources(g *Graph, sources []distSource, order []int, weight []int64,
 	var mu sync.Mutex
 	done := 0
 	par.For(len(order), workers, func(w, i int) {
+		if o.cancelled() {
+			return
+		}
 		a := &accs[w]
 		s := sources[order[i]]
 		a.queue = BFS(g, s.node, a.dist, a.queue)

@@ -1,0 +1,612 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	fmc "github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/internal/etcdtest"
+)
+
+// haInstance is one `icn serve` process of a replicated fabric manager
+// (the test binary run as icn), on a fixed address so that a restart
+// comes back where clients look for it.
+type haInstance struct {
+	t    *testing.T
+	name string
+	args []string
+	url  string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newHAInstance prepares an instance serving the store at storeURL on a
+// free loopback port; extra flags follow the common ones.
+func newHAInstance(t *testing.T, name, storeURL, tokenFile string, extra ...string) *haInstance {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := append([]string{"serve", "--store", storeURL, "--token-file", tokenFile, "--addr", addr, "--name", name}, extra...)
+	in := &haInstance{t: t, name: name, args: args, url: "http://" + addr}
+	t.Cleanup(in.kill)
+	return in
+}
+
+// start runs the instance and waits until it answers /healthz.
+func (in *haInstance) start() {
+	in.t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "ICN_CLI_ARGS="+strings.Join(in.args, "\x1f"), "ICN_PROGRESS=0")
+	log := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		in.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	in.mu.Lock()
+	in.cmd, in.done, in.log = cmd, done, log
+	in.mu.Unlock()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := in.health(); err == nil {
+			return
+		}
+		select {
+		case <-done:
+			in.t.Fatalf("%s exited at start: %s", in.name, log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			in.t.Fatalf("%s does not answer: %s", in.name, log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// kill kills the instance with SIGKILL (no-op if it is not running).
+func (in *haInstance) kill() {
+	in.mu.Lock()
+	cmd, done := in.cmd, in.done
+	in.cmd = nil
+	in.mu.Unlock()
+	if cmd != nil {
+		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+}
+
+func (in *haInstance) signal(sig syscall.Signal) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.cmd != nil {
+		in.cmd.Process.Signal(sig)
+	}
+}
+
+func (in *haInstance) output() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.log == nil {
+		return ""
+	}
+	return in.log.String()
+}
+
+var healthHTTP = &http.Client{Timeout: 2 * time.Second}
+
+// health asks the instance's /healthz.
+func (in *haInstance) health() (fmc.Health, error) {
+	var h fmc.Health
+	resp, err := healthHTTP.Get(in.url + "/healthz")
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		return h, err
+	}
+	if resp.StatusCode != 200 {
+		return h, fmt.Errorf("healthz: HTTP %d", resp.StatusCode)
+	}
+	return h, nil
+}
+
+// leaderOf waits until exactly one instance reports itself leader and
+// every other answering instance names it; it returns its index.
+func leaderOf(t *testing.T, ins []*haInstance, timeout time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		lead, agree := -1, true
+		var leaders []string
+		for i, in := range ins {
+			h, err := in.health()
+			if err != nil {
+				continue
+			}
+			if h.Role == "leader" {
+				if lead >= 0 {
+					agree = false
+				}
+				lead = i
+			}
+			leaders = append(leaders, h.Leader)
+		}
+		if lead >= 0 && agree {
+			all := true
+			for _, l := range leaders {
+				all = all && l == ins[lead].url
+			}
+			if all {
+				return lead
+			}
+		}
+		if time.Now().After(deadline) {
+			var states []string
+			for _, in := range ins {
+				h, err := in.health()
+				states = append(states, fmt.Sprintf("%s: %+v %v", in.name, h, err))
+			}
+			t.Fatalf("no single leader after %v: %s", timeout, strings.Join(states, "; "))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startHA starts an etcd cluster of 3 and n instances on it (the first
+// creates the store and the token file); it returns them and a client of
+// all of them.
+func startHA(t *testing.T, n int, extra ...string) (*etcdtest.Cluster, []*haInstance, *fmc.Client, string) {
+	t.Helper()
+	ec := etcdtest.Start(t, 3)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "icn.token")
+	var ins []*haInstance
+	var urls []string
+	for i := 0; i < n; i++ {
+		in := newHAInstance(t, fmt.Sprintf("fm%d", i), ec.URL("icn/test"), tokenFile, extra...)
+		in.start()
+		ins = append(ins, in)
+		urls = append(urls, in.url)
+	}
+	tok, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := fmc.New(strings.Join(urls, ","), strings.TrimSpace(string(tok)))
+	cl.Actor = "test"
+	return ec, ins, cl, tokenFile
+}
+
+// haLedger is what the clients of a crash test were told: the last
+// acknowledged state of each job, each link they own and each join.
+type haLedger struct {
+	mu    sync.Mutex
+	jobs  map[int]fmc.JobState
+	links map[string]bool // true: failed; absent: last outcome unknown
+	joins map[[2]string]bool
+	reqs  map[string]int // request id → job id
+}
+
+// TestServeHACrash runs three instances on a three-member etcd cluster
+// while ten clients submit, release, fail and repair links and join
+// multicast groups for a minute; meanwhile the leader is killed five
+// times (kill -9, then started again) and one etcd member twice. Every
+// change a client was told of must be there afterwards, no node may be
+// held twice, every running table must verify, the audit log must be one
+// sequence without gaps or repeats, and every entry of it must come from
+// the one leader of its term.
+func TestServeHACrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of processes")
+	}
+	ec, ins, cl, _ := startHA(t, 3, "--lease", "2s", "--topo", "torus:4x4x4", "--mcast-timeout", "10m")
+	cl.Retry = 20 * time.Second
+	ctx := context.Background()
+	var fv fmc.FabricView
+	if err := cl.Get(ctx, "/api/fabric", &fv); err != nil {
+		t.Fatal(err)
+	}
+	led := &haLedger{jobs: map[int]fmc.JobState{}, links: map[string]bool{}, joins: map[[2]string]bool{}, reqs: map[string]int{}}
+	const workers = 10
+	run := 60 * time.Second
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var writes, unknown sync.Map
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			haWorker(t, w, cl, &fv, led, stop, &writes, &unknown)
+		}(w)
+	}
+	// The killer: five leaders, two etcd members.
+	var takeovers []time.Duration
+	for k := 0; k < 5; k++ {
+		time.Sleep(run / 6)
+		lead := leaderOf(t, ins, 30*time.Second)
+		killed := time.Now()
+		ins[lead].kill()
+		if k == 1 || k == 3 {
+			m := ec.Members[k%3]
+			m.Kill()
+			defer func() {}()
+			time.AfterFunc(3*time.Second, func() { m.Restart() })
+		}
+		next := leaderOf(t, ins, 30*time.Second)
+		takeovers = append(takeovers, time.Since(killed))
+		if next == lead {
+			t.Fatalf("the killed instance %s still leads", ins[lead].name)
+		}
+		ins[lead].start()
+	}
+	time.Sleep(run / 6)
+	close(stop)
+	wg.Wait()
+	ec.WaitHealthy(30 * time.Second)
+	t.Logf("takeovers after kill -9 (lease 2s): %v", takeovers)
+	leaderOf(t, ins, 30*time.Second)
+	checkHALedger(t, cl, led)
+	checkHAAudit(t, cl)
+	n := 0
+	writes.Range(func(_, _ any) bool { n++; return true })
+	u := 0
+	unknown.Range(func(_, _ any) bool { u++; return true })
+	t.Logf("%d changes acknowledged, %d with unknown outcome", n, u)
+}
+
+// haWorker is one client of the crash test.
+func haWorker(t *testing.T, w int, cl *fmc.Client, fv *fmc.FabricView, led *haLedger, stop chan struct{}, writes, unknown *sync.Map) {
+	r := rand.New(rand.NewPCG(uint64(w), 42))
+	ctx := context.Background()
+	var mine []int // running jobs this worker placed
+	var links []string
+	for i, l := range fv.Links {
+		if i%7 == 0 && (i/7)%10 == w {
+			links = append(links, l.Name)
+		}
+	}
+	group, joined := 0, 0
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		key := fmt.Sprintf("w%d-%d", w, i)
+		switch op := r.IntN(20); {
+		case op < 8 || len(mine) == 0 && op < 12:
+			rid := "req-" + key
+			var j fmc.JobRecord
+			err := cl.Do(ctx, "POST", "/api/jobs", fmc.JobRequest{Nodes: 1 + r.IntN(4), Transit: 1, RequestID: rid}, &j, true)
+			if err == nil {
+				led.mu.Lock()
+				led.jobs[j.ID] = fmc.JobRunning
+				led.reqs[rid] = j.ID
+				led.mu.Unlock()
+				mine = append(mine, j.ID)
+				writes.Store(key, true)
+			}
+		case op < 12:
+			k := r.IntN(len(mine))
+			id := mine[k]
+			err := cl.Do(ctx, "DELETE", fmt.Sprintf("/api/jobs/%d", id), nil, nil, false)
+			switch {
+			case err == nil:
+				led.mu.Lock()
+				led.jobs[id] = fmc.JobReleased
+				led.mu.Unlock()
+				mine = slices.Delete(mine, k, k+1)
+				writes.Store(key, true)
+			case fmc.StatusOf(err) == 404:
+				mine = slices.Delete(mine, k, k+1) // released by an attempt whose answer was lost
+			case fmc.StatusOf(err) == 0:
+				unknown.Store(key, true)
+				mine = slices.Delete(mine, k, k+1)
+				led.mu.Lock()
+				delete(led.jobs, id) // either state is right now
+				led.mu.Unlock()
+			}
+		case op < 15 && len(links) > 0:
+			l := links[r.IntN(len(links))]
+			led.mu.Lock()
+			failed, known := led.links[l]
+			led.mu.Unlock()
+			if !known {
+				failed = false
+			}
+			err := cl.Do(ctx, "POST", "/api/fabric/failures", fmc.FailureChange{Link: l, Repair: failed}, nil, false)
+			led.mu.Lock()
+			switch {
+			case err == nil:
+				led.links[l] = !failed
+				writes.Store(key, true)
+			case fmc.StatusOf(err) == 0 || fmc.StatusOf(err) >= 500:
+				delete(led.links, l)
+				unknown.Store(key, true)
+			}
+			led.mu.Unlock()
+		default:
+			g := fmt.Sprintf("g%d-%d", w, group)
+			member := fv.Nodes[(w*4+joined*17+group*5)%len(fv.Nodes)].Name
+			var gr fmc.GroupRecord
+			err := cl.Do(ctx, "POST", "/api/mcast/join", fmc.McastRequest{Group: g, Member: member, MemberCount: 4, RequestID: "join-" + key}, &gr, true)
+			if err == nil {
+				led.mu.Lock()
+				led.joins[[2]string{g, member}] = true
+				led.mu.Unlock()
+				writes.Store(key, true)
+			}
+			if err == nil || fmc.StatusOf(err) == 409 {
+				if joined++; joined == 4 {
+					group, joined = group+1, 0
+				}
+			}
+		}
+	}
+}
+
+// checkHALedger compares the service's state with what clients were
+// told, and checks that no node is held twice and every running table
+// verifies.
+func checkHALedger(t *testing.T, cl *fmc.Client, led *haLedger) {
+	t.Helper()
+	ctx := context.Background()
+	var jobs []fmc.JobRecord
+	if err := cl.Get(ctx, "/api/jobs?all=1", &jobs); err != nil {
+		t.Fatal(err)
+	}
+	state := map[int]fmc.JobState{}
+	holder := map[string]int{}
+	for _, j := range jobs {
+		state[j.ID] = j.State
+		if j.State != fmc.JobRunning {
+			continue
+		}
+		for _, n := range append(slices.Clone(j.Active), j.TransitNodes...) {
+			if o, ok := holder[n]; ok {
+				t.Errorf("node %s held by jobs %d and %d", n, o, j.ID)
+			}
+			holder[n] = j.ID
+		}
+		var v fmc.VerifyResult
+		if err := cl.Do(ctx, "POST", fmt.Sprintf("/api/jobs/%d/verify", j.ID), nil, &v, true); err != nil {
+			t.Errorf("verify job %d: %v", j.ID, err)
+		} else if !v.OK && j.Routing != fmc.RouteBroken {
+			t.Errorf("job %d (%s) does not verify: %s", j.ID, j.RoutingName(), v.Problem)
+		}
+	}
+	for id, want := range led.jobs {
+		if got, ok := state[id]; !ok || got != want {
+			t.Errorf("job %d: acknowledged %s, stored %q (present %v)", id, want, got, ok)
+		}
+	}
+	var fv fmc.FabricView
+	if err := cl.Get(ctx, "/api/fabric", &fv); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range fv.Nodes {
+		if h := holder[n.Name]; h != n.Job {
+			t.Errorf("node %s: the fabric says job %d, the jobs say %d", n.Name, n.Job, h)
+		}
+	}
+	failed := map[string]bool{}
+	for _, l := range fv.FailedLinks {
+		failed[l] = true
+	}
+	for l, want := range led.links {
+		if failed[l] != want {
+			t.Errorf("link %s: acknowledged failed=%v, stored %v", l, want, failed[l])
+		}
+	}
+	var groups []fmc.GroupRecord
+	if err := cl.Get(ctx, "/api/mcast", &groups); err != nil {
+		t.Fatal(err)
+	}
+	members := map[[2]string]bool{}
+	for _, g := range groups {
+		for _, m := range g.Members {
+			members[[2]string{g.ID, m}] = true
+		}
+	}
+	for j := range led.joins {
+		if !members[j] {
+			t.Errorf("join of %s to %s acknowledged, not stored", j[1], j[0])
+		}
+	}
+	// A request id answered before gets the same job again.
+	n := 0
+	for rid, id := range led.reqs {
+		if n++; n > 5 {
+			break
+		}
+		var j fmc.JobRecord
+		if err := cl.Do(ctx, "POST", "/api/jobs", fmc.JobRequest{Nodes: 1, Transit: 1, RequestID: rid}, &j, true); err != nil || j.ID != id {
+			t.Errorf("request %s repeated: job %d (%v), first answer job %d", rid, j.ID, err, id)
+		}
+	}
+}
+
+// checkHAAudit reads the whole audit log: one sequence from 1 without
+// gaps or repeats, terms that never go back, one instance per term.
+func checkHAAudit(t *testing.T, cl *fmc.Client) {
+	t.Helper()
+	var all []fmc.Event
+	for after := uint64(0); ; {
+		var page []fmc.Event
+		if err := cl.Get(context.Background(), fmt.Sprintf("/api/audit?after=%d&limit=1000", after), &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].Seq
+	}
+	byTerm := map[int64]string{}
+	var last int64
+	for i, e := range all {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("audit entry %d has seq %d", i+1, e.Seq)
+		}
+		if e.Term < last {
+			t.Errorf("audit entry %d of term %d after term %d", e.Seq, e.Term, last)
+		}
+		last = e.Term
+		if o, ok := byTerm[e.Term]; ok && o != e.Instance {
+			t.Errorf("term %d written by %s and %s", e.Term, o, e.Instance)
+		}
+		byTerm[e.Term] = e.Instance
+	}
+	terms := make([]int64, 0, len(byTerm))
+	for term := range byTerm {
+		terms = append(terms, term)
+	}
+	sort.Slice(terms, func(i, j int) bool { return terms[i] < terms[j] })
+	t.Logf("audit: %d entries, terms %v", len(all), terms)
+}
+
+// TestServeHAFreeze freezes the leader (SIGSTOP) for three times its
+// lease: a standby takes over and works; when the old leader is thawed it
+// reports itself standby, and nothing it held in memory is written: a
+// failure report it was handling when it froze is either in the store
+// before the new leader's first entry (and was acknowledged) or not at
+// all.
+func TestServeHAFreeze(t *testing.T) {
+	if testing.Short() {
+		t.Skip("processes")
+	}
+	const lease = 2 * time.Second
+	_, ins, cl, _ := startHA(t, 2, "--lease", "2s", "--topo", "torus:4x4x4")
+	ctx := context.Background()
+	if lead := leaderOf(t, ins, 30*time.Second); lead != 0 {
+		t.Fatalf("the first instance does not lead (%d)", lead)
+	}
+	var j fmc.JobRecord
+	if err := cl.Do(ctx, "POST", "/api/jobs", fmc.JobRequest{Nodes: 4, Transit: 1, RequestID: "before"}, &j, true); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := ins[0].health()
+	// A failure report in flight as the leader freezes.
+	direct := fmc.New(ins[0].url, cl.Token)
+	direct.Retry = -1
+	direct.HTTP = &http.Client{Timeout: 20 * time.Second}
+	inflight := make(chan error, 1)
+	go func() {
+		inflight <- direct.Do(ctx, "POST", "/api/fabric/failures", fmc.FailureChange{Link: "1.1.1+X"}, nil, false)
+	}()
+	time.Sleep(5 * time.Millisecond)
+	ins[0].signal(syscall.SIGSTOP)
+	frozen := time.Now()
+	lead := leaderOf(t, ins[1:], 10*lease)
+	t.Logf("standby took over %v after the freeze", time.Since(frozen))
+	if lead != 0 {
+		t.Fatal("no takeover")
+	}
+	// The new leader works.
+	var j2 fmc.JobRecord
+	cl2 := fmc.New(ins[1].url, cl.Token)
+	if err := cl2.Do(ctx, "POST", "/api/jobs", fmc.JobRequest{Nodes: 4, Transit: 1, RequestID: "after"}, &j2, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl2.Do(ctx, "POST", "/api/fabric/failures", fmc.FailureChange{Link: "2.2.2+Y"}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3*lease - time.Since(frozen))
+	ins[0].signal(syscall.SIGCONT)
+	inErr := <-inflight
+	// The thawed instance steps down and follows the new leader.
+	deadline := time.Now().Add(10 * time.Second)
+	var h fmc.Health
+	for {
+		var err error
+		h, err = ins[0].health()
+		if err == nil && h.Role == "standby" && h.Leader == ins[1].url && !h.Stale {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thawed instance: %+v %v", h, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	newH, _ := ins[1].health()
+	if newH.Term <= old.Term {
+		t.Fatalf("term %d after %d", newH.Term, old.Term)
+	}
+	// The audit log: every entry of the old term comes before the new
+	// leader's first; the frozen report is there only if it was
+	// acknowledged... or stored before the freeze and its answer lost.
+	var events []fmc.Event
+	if err := cl2.Get(ctx, "/api/audit?limit=1000", &events); err != nil {
+		t.Fatal(err)
+	}
+	newSeen, frozenReport := false, false
+	for _, e := range events {
+		switch e.Term {
+		case newH.Term:
+			newSeen = true
+		case old.Term:
+			if newSeen {
+				t.Errorf("entry %d (%s %s) of the deposed leader's term after the new leader's", e.Seq, e.Action, e.Subject)
+			}
+			if e.Action == "link.fail" {
+				frozenReport = true
+			}
+		default:
+			t.Errorf("entry %d of term %d (terms %d and %d)", e.Seq, e.Term, old.Term, newH.Term)
+		}
+	}
+	if inErr == nil && !frozenReport {
+		t.Error("the frozen leader acknowledged a failure report that is not stored")
+	}
+	t.Logf("the report in flight at the freeze: %v (stored: %v)", inErr, frozenReport)
+	// Writes sent to the old leader now reach the new one.
+	var j3 fmc.JobRecord
+	if err := direct.Do(ctx, "POST", "/api/jobs", fmc.JobRequest{Nodes: 2, RequestID: "redirected"}, &j3, true); err != nil {
+		t.Fatalf("write through the thawed standby: %v", err)
+	}
+	if direct.Leader() != ins[1].url {
+		t.Errorf("the write was not redirected to %s (%s)", ins[1].url, direct.Leader())
+	}
+}
