@@ -98,3 +98,29 @@ func checkToken(header string, want []byte) bool {
 	}
 	return subtle.ConstantTimeCompare(hashToken(tok), want) == 1
 }
+
+// tokenForNewStore returns the token of a store being created: the
+// token file's (refused when others can read it), or a new one written
+// to a new file (fresh).
+func tokenForNewStore(path string) (tok string, fresh bool, err error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		tok, err := newToken(path)
+		return tok, err == nil, err
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return "", false, fmt.Errorf("token file %s can be read by others (mode %04o): run chmod 600 %s", path, perm, path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", false, err
+	}
+	tok = strings.TrimSpace(string(b))
+	if len(tok) < 16 {
+		return "", false, fmt.Errorf("token file %s holds %d characters, too short for a token (at least 16)", path, len(tok))
+	}
+	return tok, false, nil
+}

@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
@@ -51,7 +55,7 @@ func BenchmarkPlacement50Clients(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+			srv := httptest.NewServer(api.New(s, api.Options{}))
 			defer srv.Close()
 			var mu sync.Mutex
 			var lat []time.Duration
@@ -96,7 +100,7 @@ type slowRouting struct {
 	d time.Duration
 }
 
-func (r *slowRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error) {
+func (r *slowRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, client.TableStats, error) {
 	time.Sleep(r.d)
 	return r.Routing.Routes(ctx, active, transit)
 }
@@ -116,12 +120,12 @@ func BenchmarkGETDuringPlacement(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	var lat []time.Duration
 	for b.Loop() {
 		done := make(chan struct{})
-		go func() { s.Submit("bench", JobRequest{Nodes: 8, Transit: 2}); close(done) }()
+		go func() { s.Submit("bench", client.JobRequest{Nodes: 8, Transit: 2}); close(done) }()
 		time.Sleep(100 * time.Millisecond)
 		for running := true; running; {
 			select {
@@ -152,7 +156,7 @@ func BenchmarkFailureReroute20Jobs(b *testing.B) {
 	defer s.Close()
 	var links []string
 	for i := 0; i < 20; i++ {
-		j, err := s.Submit("bench", JobRequest{Nodes: 8, Transit: 4})
+		j, err := s.Submit("bench", client.JobRequest{Nodes: 8, Transit: 4})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -167,12 +171,12 @@ func BenchmarkFailureReroute20Jobs(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		l := links[i%len(links)]
-		res, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: l})
+		res, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: l})
 		if err != nil {
 			b.Fatal(err)
 		}
 		rerouted += len(res.Jobs)
-		if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: l, Repair: true}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: l, Repair: true}); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -186,7 +190,7 @@ func BenchmarkRestart100kAudit(b *testing.B) {
 	dir := b.TempDir()
 	s, _ := openTest(b, dir, "torus:8x8x8", nil)
 	for k := 0; k < 100000; k += 5000 {
-		err := s.store.Update("bench", func(tx *Tx) error {
+		_, err := s.store.Update(context.Background(), "bench", func(tx *store.Tx) error {
 			for n := 0; n < 5000; n++ {
 				if err := tx.Log("link.fail", "0.0.0+X", map[string]any{"affected_jobs": []int{}}); err != nil {
 					return err

@@ -17,6 +17,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
 )
 
 // BenchmarkPlace1024Large: one 1 024-node job with transit 0 posted over
@@ -29,14 +32,14 @@ func BenchmarkPlace1024Large(b *testing.B) {
 	}
 	s, tok := openTest(b, b.TempDir(), "torus:32x32x32", nil)
 	defer s.Close()
-	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	b.ReportAllocs()
 	for b.Loop() {
 		id, n := postJobRaw(b, srv.URL, tok, `{"nodes":1024,"transit":0}`)
 		b.ReportMetric(float64(n)/1e6, "answer-MB")
 		b.StopTimer()
-		if fi, err := os.Stat(s.store.Path()); err == nil {
+		if fi, err := os.Stat(s.store.Name()); err == nil {
 			b.ReportMetric(float64(fi.Size())/1e6, "db-MB")
 		}
 		req, _ := http.NewRequest("DELETE", fmt.Sprintf("%s/api/jobs/%d", srv.URL, id), nil)
@@ -89,7 +92,7 @@ func BenchmarkFailureLarge(b *testing.B) {
 	sizes := []int{64, 128, 256, 512, 96, 192, 384}
 	for i := 0; i < 40; i++ {
 		m := sizes[i%len(sizes)]
-		if _, err := s.Submit("bench", JobRequest{Nodes: m, Transit: m / 4}); err != nil {
+		if _, err := s.Submit("bench", client.JobRequest{Nodes: m, Transit: m / 4}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -106,12 +109,12 @@ func BenchmarkFailureLarge(b *testing.B) {
 		link := s.g.LinkName(used[(k*7919)%len(used)])
 		k++
 		start := time.Now()
-		if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: link}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: link}); err != nil {
 			b.Fatal(err)
 		}
 		took = append(took, time.Since(start))
 		b.StopTimer()
-		if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: link, Repair: true}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: link, Repair: true}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -148,7 +151,7 @@ func BenchmarkFailureLarge(b *testing.B) {
 	slices.Sort(took)
 	b.ReportMetric(took[len(took)/2].Seconds(), "failure-p50-s")
 	b.ReportMetric(took[len(took)-1].Seconds(), "failure-max-s")
-	if fi, err := os.Stat(s.store.Path()); err == nil {
+	if fi, err := os.Stat(s.store.Name()); err == nil {
 		b.ReportMetric(float64(fi.Size())/1e6, "db-MB")
 	}
 	// A restart of that database: the whole-file check, the jobs and
@@ -176,7 +179,7 @@ func BenchmarkGroupJoinLarge(b *testing.B) {
 		var first time.Duration
 		for i := 0; i < 64; i++ {
 			member := fmt.Sprintf("%d.%d.%d", (i+k)%32, (i/32)*5, (i*7)%32)
-			if _, err := s.mc.join(context.Background(), "bench", McastRequest{Group: "g", Member: member, MemberCount: 64}); err != nil {
+			if _, err := s.mc.join(context.Background(), "bench", client.McastRequest{Group: "g", Member: member, MemberCount: 64}); err != nil {
 				b.Fatal(err)
 			}
 			if i == 0 {
@@ -207,7 +210,7 @@ func BenchmarkGETDuringLargePlacement(b *testing.B) {
 		s, tok := openTest(b, b.TempDir(), "torus:32x32x32", nil)
 		defer s.Close()
 		for i := 0; i < 8; i++ {
-			if _, err := s.Submit("bench", JobRequest{Nodes: 256, Transit: 64}); err != nil {
+			if _, err := s.Submit("bench", client.JobRequest{Nodes: 256, Transit: 64}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -226,14 +229,14 @@ func BenchmarkGETDuringLargePlacement(b *testing.B) {
 // (BenchmarkGETDuringLargePlacement).
 func getsDuringPlacement(b *testing.B, s *Service, tok string) {
 	s.LinkLoads()
-	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	var lat []time.Duration
 	byPath := map[string][]time.Duration{}
 	for b.Loop() {
 		done := make(chan error, 1)
 		go func() {
-			j, err := s.Submit("bench", JobRequest{Nodes: 512, Transit: 128})
+			j, err := s.Submit("bench", client.JobRequest{Nodes: 512, Transit: 128})
 			if err == nil {
 				_, err = s.Release("bench", j.ID)
 			}
@@ -297,8 +300,8 @@ func BenchmarkServiceTargets(b *testing.B) {
 			for k := 0; k < 8; k++ {
 				member := fmt.Sprintf("%d.%d.%d", r.IntN(32), r.IntN(32), r.IntN(32))
 				t0 := time.Now()
-				_, err := s.mc.join(context.Background(), "bench", McastRequest{Group: fmt.Sprintf("g%03d", gi), Member: member, MemberCount: 8})
-				if err != nil && !errors.Is(err, ErrConflict) { // a member drawn twice
+				_, err := s.mc.join(context.Background(), "bench", client.McastRequest{Group: fmt.Sprintf("g%03d", gi), Member: member, MemberCount: 8})
+				if err != nil && !errors.Is(err, client.ErrConflict) { // a member drawn twice
 					b.Fatal(err)
 				}
 				joins = append(joins, time.Since(t0))
@@ -320,7 +323,7 @@ func BenchmarkServiceTargets(b *testing.B) {
 			}
 		}
 		slices.SortStableFunc(cand, func(a, c int) int { return efi[c] - efi[a] })
-		srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+		srv := httptest.NewServer(api.New(s, api.Options{}))
 		var took []time.Duration
 		var lat []time.Duration
 		byPath := map[string][]time.Duration{}
@@ -332,7 +335,7 @@ func BenchmarkServiceTargets(b *testing.B) {
 			got := make(chan map[string][]time.Duration)
 			go func() { got <- pollGETs(b, srv.URL, tok, stop) }()
 			t0 := time.Now()
-			res, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: link})
+			res, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: link})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -347,7 +350,7 @@ func BenchmarkServiceTargets(b *testing.B) {
 					jobsHit++
 				}
 			}
-			if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: link, Repair: true}); err != nil {
+			if _, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: link, Repair: true}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -369,7 +372,7 @@ func BenchmarkServiceTargets(b *testing.B) {
 		}{
 			{"metrics", func() { s.Metrics() }},
 			{"load", func() { s.LinkLoads() }},
-			{"fabric", func() { s.fabricJSON() }},
+			{"fabric", func() { s.FabricJSON() }},
 			{"jobs-all", func() { s.Jobs(true) }},
 		} {
 			t0 := time.Now()
@@ -415,7 +418,7 @@ func fillTargets(b *testing.B, dir, keep string) (*Service, string) {
 	// stops after 10 in a row.
 	for jobs < 197 && refused < 10 && float64(s.state.Busy()) < 0.6*float64(s.state.N()) {
 		m := int(8 * math.Pow(128, math.Pow(r.Float64(), 2.3)))
-		if _, err := s.Submit("bench", JobRequest{Nodes: m, Transit: m / 4}); err != nil {
+		if _, err := s.Submit("bench", client.JobRequest{Nodes: m, Transit: m / 4}); err != nil {
 			refused++
 			continue
 		}
@@ -549,9 +552,9 @@ func BenchmarkReadsAfterRestartLarge(b *testing.B) {
 			}
 		}
 		name := s.g.LinkName(link)
-		srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+		srv := httptest.NewServer(api.New(s, api.Options{}))
 		t0 := time.Now()
-		if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: name}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: name}); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(time.Since(t0).Seconds(), "failure-s")
@@ -563,13 +566,13 @@ func BenchmarkReadsAfterRestartLarge(b *testing.B) {
 
 		t0 = time.Now()
 		s, _ = openTest(b, dir, "", nil)
-		srv = httptest.NewServer(s.Handler(HandlerOptions{}))
+		srv = httptest.NewServer(api.New(s, api.Options{}))
 		b.ReportMetric(time.Since(t0).Seconds(), "restart-s")
 		t0 = time.Now()
 		firstReads(b, srv.URL, tok, "after-restart-")
 		b.ReportMetric(metricsCurrentAfter(b, srv.URL, tok, t0).Seconds()*1e3, "after-restart-metrics-current-after-ms")
 
-		if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: name, Repair: true}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: name, Repair: true}); err != nil {
 			b.Fatal(err)
 		}
 		t0 = time.Now()
@@ -600,7 +603,7 @@ func BenchmarkRestartLarge(b *testing.B) {
 			link = l
 		}
 	}
-	if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: s.g.LinkName(link)}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: s.g.LinkName(link)}); err != nil {
 		b.Fatal(err)
 	}
 	s.Close()

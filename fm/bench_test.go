@@ -10,6 +10,10 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
 )
 
 // BenchmarkAllocationHTTP measures allocation requests over loopback HTTP
@@ -19,7 +23,7 @@ import (
 func BenchmarkAllocationHTTP(b *testing.B) {
 	s, tok := openTest(b, b.TempDir(), "torus:8x8x4x4", nil)
 	defer s.Close()
-	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	c := &apiClient{t: b, url: srv.URL, token: tok}
 	var live []int
@@ -63,9 +67,9 @@ func BenchmarkAllocationHTTP(b *testing.B) {
 func BenchmarkRestart10kJobs(b *testing.B) {
 	dir := b.TempDir()
 	s, _ := openTest(b, dir, "torus:8x8x4x4", nil)
-	var sample *JobRecord
+	var sample *client.JobRecord
 	for i := 0; s.state.Busy() < s.state.N()*3/4 && i < 2000; i++ {
-		j, err := s.Submit("bench", JobRequest{Nodes: []int{4, 8, 16, 2, 32}[i%5], Transit: 4})
+		j, err := s.Submit("bench", client.JobRequest{Nodes: []int{4, 8, 16, 2, 32}[i%5], Transit: 4})
 		if err == nil && sample == nil {
 			sample = j
 		}
@@ -73,7 +77,7 @@ func BenchmarkRestart10kJobs(b *testing.B) {
 	running, _ := s.Jobs(false)
 	now := time.Now().UTC()
 	for k := 0; k < 10000-len(running); {
-		err := s.store.Update("bench", func(tx *Tx) error {
+		_, err := s.store.Update(context.Background(), "bench", func(tx *store.Tx) error {
 			for n := 0; n < 500 && k < 10000-len(running); n, k = n+1, k+1 {
 				id, err := tx.NextJobID()
 				if err != nil {
@@ -81,7 +85,7 @@ func BenchmarkRestart10kJobs(b *testing.B) {
 				}
 				j := *sample
 				j.ID, j.State, j.Released = id, "released", &now
-				if err := tx.PutJob(&j); err != nil {
+				if err := tx.PutJob(&j, nil); err != nil {
 					return err
 				}
 			}
@@ -119,12 +123,12 @@ func BenchmarkMetricsAfterFailure(b *testing.B) {
 		b.Run(spec, func(b *testing.B) {
 			s, tok := openTest(b, b.TempDir(), spec, nil)
 			defer s.Close()
-			srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+			srv := httptest.NewServer(api.New(s, api.Options{}))
 			defer srv.Close()
 			var first, current []time.Duration
 			for k := 0; b.Loop(); k++ {
 				name := s.base.LinkName((k * 7919) % s.base.NumLinks())
-				if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: name}); err != nil {
+				if _, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: name}); err != nil {
 					b.Fatal(err)
 				}
 				t0 := time.Now()
@@ -132,7 +136,7 @@ func BenchmarkMetricsAfterFailure(b *testing.B) {
 				first = append(first, took)
 				current = append(current, metricsCurrentAfter(b, srv.URL, tok, t0))
 				b.StopTimer()
-				if _, err := s.ChangeFailure(context.Background(), "bench", FailureChange{Link: name, Repair: true}); err != nil {
+				if _, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: name, Repair: true}); err != nil {
 					b.Fatal(err)
 				}
 				metricsCurrentAfter(b, srv.URL, tok, time.Now())

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/chromedp/chromedp"
 )
 
@@ -50,7 +53,7 @@ func TestWebPageAllocates(t *testing.T) {
 	browser := needChromium(t)
 	s, tok := openTest(t, t.TempDir(), "torus:4x4x2", nil)
 	defer s.Close()
-	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 
 	ctx, cancel := newBrowser(t, browser)
@@ -137,7 +140,7 @@ func TestWebPageTokenFlow(t *testing.T) {
 	defer s.Close()
 	var mu sync.Mutex
 	unauthorized := 0
-	h := s.Handler(HandlerOptions{})
+	h := api.New(s, api.Options{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") && r.Header.Get("Authorization") != "Bearer "+tok {
 			mu.Lock()
@@ -225,10 +228,10 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 		t.Run(c.spec, func(t *testing.T) {
 			s, tok := openTest(t, t.TempDir(), c.spec, nil)
 			defer s.Close()
-			srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+			srv := httptest.NewServer(api.New(s, api.Options{}))
 			defer srv.Close()
 			if c.fail != "" {
-				if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: c.fail}); err != nil {
+				if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: c.fail}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -237,7 +240,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 				hosts = s.g.Switches()
 			}
 			for _, h := range hosts[:3] {
-				if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: "g1", Member: s.g.NodeName(h), MemberCount: 3}); err != nil {
+				if _, err := s.mc.join(context.Background(), "t", client.McastRequest{Group: "g1", Member: s.g.NodeName(h), MemberCount: 3}); err != nil {
 					t.Fatal(err)
 				}
 			}

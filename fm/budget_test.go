@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -37,7 +40,7 @@ func TestPlacementCancelledCommitsNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.SubmitContext(ctx, "t", JobRequest{Nodes: 8, Transit: 2})
+		_, err := s.SubmitContext(ctx, "t", client.JobRequest{Nodes: 8, Transit: 2})
 		done <- err
 	}()
 	<-held.entered
@@ -49,7 +52,7 @@ func TestPlacementCancelledCommitsNothing(t *testing.T) {
 		t.Fatalf("a cancelled placement committed %+v", jobs)
 	}
 	close(held.gate)
-	j, err := s.Submit("t", JobRequest{Nodes: 8, Transit: 2})
+	j, err := s.Submit("t", client.JobRequest{Nodes: 8, Transit: 2})
 	if err != nil || j.ID != 1 {
 		t.Fatalf("next placement: %+v %v", j, err)
 	}
@@ -62,7 +65,7 @@ func TestPlacementCancelledCommitsNothing(t *testing.T) {
 // for the first to finish.
 func TestPlacementBudget(t *testing.T) {
 	s, held, tok := openHeld(t, 200*time.Millisecond)
-	h := s.Handler(HandlerOptions{})
+	h := api.New(s, api.Options{})
 	post := func(ctx context.Context) *httptest.ResponseRecorder {
 		req := httptest.NewRequestWithContext(ctx, "POST", "/api/jobs", strings.NewReader(`{"nodes":8,"transit":2}`))
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -110,12 +113,12 @@ func TestPlacementBudgetTooSmallForTable(t *testing.T) {
 	if s.places.join(0) != nil { // the slot is taken: a refusal must not wait for it
 		t.Fatal("the placement slot of a new service is taken")
 	}
-	_, err = s.Submit("t", JobRequest{Nodes: 256})
-	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "256-node job") || !strings.Contains(err.Error(), "budget of 10ms") || statusOf(err) != http.StatusConflict {
+	_, err = s.Submit("t", client.JobRequest{Nodes: 256})
+	if !errors.Is(err, client.ErrBudget) || !strings.Contains(err.Error(), "256-node job") || !strings.Contains(err.Error(), "budget of 10ms") || api.StatusOf(err) != http.StatusConflict {
 		t.Fatalf("256 nodes in 10 ms: %v", err)
 	}
-	_, err = s.Submit("t", JobRequest{Nodes: 100000})
-	if !errors.Is(err, ErrBadRequest) || errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "the fabric has only 512") || statusOf(err) != http.StatusBadRequest {
+	_, err = s.Submit("t", client.JobRequest{Nodes: 100000})
+	if !errors.Is(err, client.ErrBadRequest) || errors.Is(err, client.ErrBudget) || !strings.Contains(err.Error(), "the fabric has only 512") || api.StatusOf(err) != http.StatusBadRequest {
 		t.Fatalf("100 000 nodes on 512: %v", err)
 	}
 	s.places.release()

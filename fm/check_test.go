@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -21,12 +24,12 @@ func damagedDB(t *testing.T, dir string) (string, []byte) {
 	t.Helper()
 	s, _ := openTest(t, dir, "torus:4x4x4", nil)
 	for i := 0; i < 6; i++ {
-		if _, err := s.Submit("test", JobRequest{Nodes: 2}); err != nil {
+		if _, err := s.Submit("test", client.JobRequest{Nodes: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 0; i < 300; i++ {
-		if _, err := s.mc.join(context.Background(), "test", McastRequest{Group: fmt.Sprintf("g%03d", i), Member: "0.0.0", MemberCount: 3}); err != nil {
+		if _, err := s.mc.join(context.Background(), "test", client.McastRequest{Group: fmt.Sprintf("g%03d", i), Member: "0.0.0", MemberCount: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -43,7 +46,7 @@ func closedStore(t *testing.T, s *Service, dir string) (string, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckFile(p); err != nil {
+	if err := store.CheckFile(p); err != nil {
 		t.Fatalf("undamaged file fails the check: %v", err)
 	}
 	return p, b
@@ -123,7 +126,7 @@ func TestDamagedStoresRefused(t *testing.T) {
 		}
 		q := filepath.Join(t.TempDir(), "probe.db")
 		os.WriteFile(q, b, 0o600)
-		if CheckFile(q) != nil {
+		if store.CheckFile(q) != nil {
 			audit = off
 		}
 	}
@@ -213,7 +216,7 @@ func TestDamagedStoresRefused(t *testing.T) {
 			}
 			os.WriteFile(TokenFile(q), []byte("x\n"), 0o600)
 			sum := sha256.Sum256(bad)
-			if err := CheckFile(q); err == nil {
+			if err := store.CheckFile(q); err == nil {
 				t.Error("check passed")
 			} else {
 				t.Log(err)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/fm/client"
 )
 
 // TestKill9Large is the crash test at the size of the service's targets:
@@ -148,9 +150,9 @@ func TestKill9Large(t *testing.T) {
 // collecting joins it holds every acknowledged one.
 func checkJoined(t *testing.T, c *apiClient, joined map[string][]string) {
 	t.Helper()
-	var groups []GroupRecord
+	var groups []client.GroupRecord
 	getJSON(t, c, "/api/mcast", &groups)
-	byID := map[string]GroupRecord{}
+	byID := map[string]client.GroupRecord{}
 	for _, g := range groups {
 		byID[g.ID] = g
 	}

@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
 )
 
 // When the test binary runs with ICN_FM_CHILD set it becomes a bare
@@ -45,7 +48,7 @@ func runChild(db string) {
 	fmt.Println(ln.Addr().String())
 	// Exit on our own if the parent forgets us.
 	go func() { time.Sleep(life); os.Exit(3) }()
-	http.Serve(ln, s.Handler(HandlerOptions{}))
+	http.Serve(ln, api.New(s, api.Options{}))
 }
 
 func startChild(t *testing.T, db string, env ...string) (*exec.Cmd, string) {
@@ -177,9 +180,9 @@ func checkAcked(t *testing.T, c *apiClient, acked map[int]string) {
 	if code != 200 {
 		t.Fatalf("list jobs: %d", code)
 	}
-	var jobs []JobRecord
+	var jobs []client.JobRecord
 	getJSON(t, c, "/api/jobs?all=1", &jobs)
-	byID := map[int]JobRecord{}
+	byID := map[int]client.JobRecord{}
 	owner := map[string]int{}
 	for _, j := range jobs {
 		byID[j.ID] = j
@@ -205,7 +208,7 @@ func checkAcked(t *testing.T, c *apiClient, acked map[int]string) {
 	// release event: no change is half applied.
 	req, _ := http.NewRequest("GET", c.url+"/api/audit?limit=1000", nil)
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	var events []Event
+	var events []client.Event
 	after := uint64(0)
 	for {
 		req.URL.RawQuery = fmt.Sprintf("after=%d&limit=1000", after)
@@ -213,7 +216,7 @@ func checkAcked(t *testing.T, c *apiClient, acked map[int]string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var page []Event
+		var page []client.Event
 		jsonDecode(resp, &page)
 		resp.Body.Close()
 		if len(page) == 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/fm/client"
 )
 
 // TestMulticastDeadlinesAbsolute: a group waiting for joins dies at its
@@ -13,12 +15,12 @@ func TestMulticastDeadlinesAbsolute(t *testing.T) {
 	dir := t.TempDir()
 	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	s, _ := openTest(t, dir, "torus:4x4x2", clk)
-	g, err := s.mc.join(context.Background(), "t", McastRequest{Group: "w", Member: "0.0.0", MemberCount: 3})
+	g, err := s.mc.join(context.Background(), "t", client.McastRequest{Group: "w", Member: "0.0.0", MemberCount: 3})
 	if err != nil || g.JoinDeadline == nil || !g.JoinDeadline.Equal(clk.Now().Add(5*time.Second)) {
 		t.Fatalf("join: %+v %v", g, err)
 	}
 	clk.Add(3 * time.Second)
-	if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: "1.1.1+X"}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: "1.1.1+X"}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -39,15 +41,15 @@ func TestMulticastDeadlinesAbsolute(t *testing.T) {
 
 	// Leave deadlines likewise.
 	for _, m := range []string{"0.0.0", "1.0.0"} {
-		if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: "l", Member: m, MemberCount: 2}); err != nil {
+		if _, err := s.mc.join(context.Background(), "t", client.McastRequest{Group: "l", Member: m, MemberCount: 2}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.mc.leave(context.Background(), "t", McastRequest{Group: "l", Member: "0.0.0"}); err != nil {
+	if _, err := s.mc.leave(context.Background(), "t", client.McastRequest{Group: "l", Member: "0.0.0"}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(4 * time.Second)
-	if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: "1.1.1+X", Repair: true}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: "1.1.1+X", Repair: true}); err != nil {
 		t.Fatal(err)
 	}
 	s.Tick()

@@ -9,13 +9,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
 
 // usedLinks names the links a job's routes use, in link order.
-func usedLinks(s *Service, j *JobRecord) []string {
+func usedLinks(s *Service, j *client.JobRecord) []string {
 	seen := map[int]bool{}
 	walkTableLinks(s.g, j.Table, func(l int) { seen[l] = true })
 	var ls []int
@@ -41,7 +43,7 @@ func idleLinks(s *Service) []int {
 	return out
 }
 
-func change(t *testing.T, s *Service, ch FailureChange) *FailureResult {
+func change(t *testing.T, s *Service, ch client.FailureChange) *client.FailureResult {
 	t.Helper()
 	res, err := s.ChangeFailure(context.Background(), "t", ch)
 	if err != nil {
@@ -59,35 +61,35 @@ func change(t *testing.T, s *Service, ch FailureChange) *FailureResult {
 func TestRepairKeepsDetour(t *testing.T) {
 	s, _ := openTest(t, t.TempDir(), "torus:8x8x8", nil)
 	defer s.Close()
-	j, err := s.Submit("t", JobRequest{Nodes: 40})
+	j, err := s.Submit("t", client.JobRequest{Nodes: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
 	own := ""
 	for _, l := range usedLinks(s, j) {
-		change(t, s, FailureChange{Link: l})
-		if s.jobs[j.ID].Routing == RouteRerouted {
+		change(t, s, client.FailureChange{Link: l})
+		if s.jobs[j.ID].Routing == client.RouteRerouted {
 			own = l
 			break
 		}
-		change(t, s, FailureChange{Link: l, Repair: true}) // it broke the job: try the next
+		change(t, s, client.FailureChange{Link: l, Repair: true}) // it broke the job: try the next
 	}
 	if own == "" {
 		t.Fatal("no failed link of the job leaves it rerouted")
 	}
 	other := s.g.LinkName(idleLinks(s)[0])
-	change(t, s, FailureChange{Link: other})
-	change(t, s, FailureChange{Link: other, Repair: true})
-	if got := s.jobs[j.ID]; got.Routing != RouteRerouted {
+	change(t, s, client.FailureChange{Link: other})
+	change(t, s, client.FailureChange{Link: other, Repair: true})
+	if got := s.jobs[j.ID]; got.Routing != client.RouteRerouted {
 		t.Fatalf("after a repair elsewhere, with its link %s still failed, the job is %q", own, got.RoutingName())
 	}
 	checkJobsRouted(t, s)
-	change(t, s, FailureChange{Link: own, Repair: true})
+	change(t, s, client.FailureChange{Link: own, Repair: true})
 	ok, problem, err := s.VerifyJob(j.ID)
 	if err != nil || !ok {
 		t.Fatalf("after the repair of its link %s the job does not verify: %s %v", own, problem, err)
 	}
-	if got := s.jobs[j.ID]; got.Routing != RouteOriginal || len(got.Table.FailedLinks) != 0 {
+	if got := s.jobs[j.ID]; got.Routing != client.RouteOriginal || len(got.Table.FailedLinks) != 0 {
 		t.Fatalf("after every repair the job is %q on a table built around %v", got.RoutingName(), got.Table.FailedLinks)
 	}
 }
@@ -105,13 +107,13 @@ func TestRandomFailuresKeepTablesValid(t *testing.T) {
 			s, _ := openTest(t, t.TempDir(), topo, nil)
 			defer s.Close()
 			for range 4 {
-				if _, err := s.Submit("t", JobRequest{Nodes: 3 + rng.IntN(5), Transit: 1}); err != nil {
+				if _, err := s.Submit("t", client.JobRequest{Nodes: 3 + rng.IntN(5), Transit: 1}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var links, nodes []string // failed now
 			for step := 0; step < 30; step++ {
-				var ch FailureChange
+				var ch client.FailureChange
 				switch k := rng.IntN(10); {
 				case k < 4 || len(links)+len(nodes) == 0:
 					ch.Link = s.g.LinkName(rng.IntN(s.g.NumLinks()))
@@ -127,11 +129,11 @@ func TestRandomFailuresKeepTablesValid(t *testing.T) {
 					nodes = append(nodes, ch.Node)
 				case len(links) > 0 && (k < 8 || len(nodes) == 0):
 					i := rng.IntN(len(links))
-					ch = FailureChange{Link: links[i], Repair: true}
+					ch = client.FailureChange{Link: links[i], Repair: true}
 					links = slices.Delete(links, i, i+1)
 				default:
 					i := rng.IntN(len(nodes))
-					ch = FailureChange{Node: nodes[i], Repair: true}
+					ch = client.FailureChange{Node: nodes[i], Repair: true}
 					nodes = slices.Delete(nodes, i, i+1)
 				}
 				res := change(t, s, ch)
@@ -142,15 +144,15 @@ func TestRandomFailuresKeepTablesValid(t *testing.T) {
 				}
 			}
 			for _, l := range links {
-				change(t, s, FailureChange{Link: l, Repair: true})
+				change(t, s, client.FailureChange{Link: l, Repair: true})
 				checkJobsRouted(t, s)
 			}
 			for _, n := range nodes {
-				change(t, s, FailureChange{Node: n, Repair: true})
+				change(t, s, client.FailureChange{Node: n, Repair: true})
 				checkJobsRouted(t, s)
 			}
 			for id, j := range s.jobs {
-				if ok, problem, _ := s.VerifyJob(id); !ok || j.Routing != RouteOriginal {
+				if ok, problem, _ := s.VerifyJob(id); !ok || j.Routing != client.RouteOriginal {
 					t.Errorf("everything repaired: job %d is %q, verifies %v %s", id, j.RoutingName(), ok, problem)
 				}
 			}
@@ -175,7 +177,7 @@ func (r recordingRouting) VerifyTable(tf *routing.TableJSON) error {
 // turnsChangedAmong reports, by brute force over every pair of links
 // that meet at a node of the job, whether angara* on g and on h admit a
 // different order-violating turn between two of the job's links.
-func turnsChangedAmong(t *testing.T, g, h *topology.Graph, j *JobRecord) bool {
+func turnsChangedAmong(t *testing.T, g, h *topology.Graph, j *client.JobRecord) bool {
 	t.Helper()
 	a, err := alloc.NewAngaraRouter(g, "angara*")
 	if err != nil {
@@ -229,7 +231,7 @@ func TestFailureVerifiesOnlyWhereItReaches(t *testing.T) {
 	}
 	defer s.Close()
 	for range 8 {
-		if _, err := s.Submit("t", JobRequest{Nodes: 16, Transit: 4}); err != nil {
+		if _, err := s.Submit("t", client.JobRequest{Nodes: 16, Transit: 4}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -239,7 +241,7 @@ func TestFailureVerifiesOnlyWhereItReaches(t *testing.T) {
 		for _, repair := range []bool{false, true} {
 			before := s.g
 			clear(verified)
-			res := change(t, s, FailureChange{Link: s.g.LinkName(l), Repair: repair})
+			res := change(t, s, client.FailureChange{Link: s.g.LinkName(l), Repair: repair})
 			if len(res.Jobs) != 0 {
 				t.Fatalf("%s (repair %v) between free nodes re-routed %+v", s.g.LinkName(l), repair, res.Jobs)
 			}

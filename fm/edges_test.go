@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/fm/api"
 )
 
 // rawPost sends a POST /api/jobs announcing 100 bytes of body but sending
@@ -46,7 +48,7 @@ func rawPost(t *testing.T, addr, tok string, closeWrite bool, wait time.Duration
 func TestRequestBodyEdges(t *testing.T) {
 	s, tok := openTest(t, t.TempDir(), "torus:4x4x2", nil)
 	defer s.Close()
-	srv := httptest.NewUnstartedServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewUnstartedServer(api.New(s, api.Options{}))
 	srv.Config.ReadTimeout = 300 * time.Millisecond
 	srv.Start()
 	defer srv.Close()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/icn-hpc/icn/fm"
+	"github.com/icn-hpc/icn/fm/client"
 )
 
 // A service on a 4x4x4 torus places a job, loses a link inside the job's
@@ -20,13 +21,13 @@ func Example() {
 		return
 	}
 	defer s.Close()
-	j, err := s.Submit("example", fm.JobRequest{Name: "cg", Nodes: 8, Transit: 2})
+	j, err := s.Submit("example", client.JobRequest{Name: "cg", Nodes: 8, Transit: 2})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(j.Name, len(j.Active), "nodes, deadlock-free:", j.Stats.DeadlockFree)
-	res, err := s.ChangeFailure(context.Background(), "example", fm.FailureChange{Link: j.Active[0] + "+Y"})
+	res, err := s.ChangeFailure(context.Background(), "example", client.FailureChange{Link: j.Active[0] + "+Y"})
 	if err != nil {
 		fmt.Println(err)
 		return

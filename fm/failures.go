@@ -5,51 +5,19 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+
 	"github.com/icn-hpc/icn/alloc"
 
-	"github.com/icn-hpc/icn/routing"
-	"github.com/icn-hpc/icn/topology"
 	"runtime"
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/icn-hpc/icn/routing"
+	"github.com/icn-hpc/icn/topology"
 )
-
-// FailureChange asks to fail or repair one link or node.
-type FailureChange struct {
-	Link   string `json:"link,omitempty"`
-	Node   string `json:"node,omitempty"`
-	Repair bool   `json:"repair,omitempty"`
-}
-
-// JobEffect is what a failure change did to one running job.
-type JobEffect struct {
-	ID int `json:"id"`
-	// Result is RouteRerouted (a new verified table on the same nodes;
-	// after a repair, the job's original kind of table again once no
-	// failure is left among its nodes: JobRecord.Routing says which) or
-	// RouteBroken (no table possible on its nodes: migrate it).
-	Result      RouteState `json:"result"`
-	Problem     string     `json:"problem,omitempty"`
-	Unreachable *[2]string `json:"unreachable,omitempty"`
-	// TransitAdded names the free nodes a rerouted job gained as transit
-	// nodes because its own nodes had no legal route left (the seed's
-	// remedy, M_t).
-	TransitAdded []string `json:"transit_added,omitempty"`
-}
-
-// FailureResult reports the effect of a failure change.
-type FailureResult struct {
-	Change      FailureChange `json:"change"`
-	FailedLinks []string      `json:"failed_links"`
-	FailedNodes []string      `json:"failed_nodes"`
-	// AffectedJobs lists the jobs left without a working table (broken).
-	AffectedJobs []int       `json:"affected_jobs"`
-	Jobs         []JobEffect `json:"jobs"`
-	// Unicast is the unicast tables' status on the new fabric
-	// (Config.Unicast).
-	Unicast *UnicastStatus `json:"unicast,omitempty"`
-}
 
 // ChangeFailure fails or repairs a link or node. Every running job whose
 // table no longer verifies on the new fabric gets a new verified table on
@@ -69,13 +37,13 @@ type FailureResult struct {
 // The multicast trees and the unicast tables follow the committed change
 // before ChangeFailure returns; the unicast hook runs in the background
 // and is not waited for.
-func (s *Service) ChangeFailure(ctx context.Context, actor string, ch FailureChange) (*FailureResult, error) {
+func (s *Service) ChangeFailure(ctx context.Context, actor string, ch client.FailureChange) (*client.FailureResult, error) {
 	if (ch.Link == "") == (ch.Node == "") {
 		return nil, badRequest("give exactly one of link or node")
 	}
-	ctx, end, err := s.begin(ctx)
+	ctx, end, err := s.beginWrite(ctx, "the failure change was not made")
 	if err != nil {
-		return nil, fmt.Errorf("%w: the failure change was not made", err)
+		return nil, err
 	}
 	defer end()
 	s.changeMu.Lock()
@@ -103,7 +71,7 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch FailureCha
 	s.mu.RUnlock()
 	if placing && md.routing == nil {
 		// A torus that takes jobs must stay so (running jobs need it).
-		return nil, fmt.Errorf("%w: after this change the fabric could not route jobs: %s", ErrConflict, md.noJobs)
+		return nil, fmt.Errorf("%w: after this change the fabric could not route jobs: %s", client.ErrConflict, md.noJobs)
 	}
 	rc := &recheckSpec{md: md, repair: ch.Repair, label: actionName(ch) + " " + subject,
 		touches: s.touchedBy(md, ch, subject), reaches: reachedBy(before, md, ch, subject)}
@@ -118,7 +86,7 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch FailureCha
 		s.commitMu.Unlock()
 		return nil, stopped(ctx, "the failure change was not made")
 	}
-	res, err := s.commitFailure(actor, ch, subject, md, results)
+	res, err := s.commitFailure(ctx, actor, ch, subject, md, results)
 	s.commitMu.Unlock()
 	if err == nil {
 		// The new fabric's metrics, in the background.
@@ -141,12 +109,12 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch FailureCha
 // under it: nothing commits between that round and the caller's commit,
 // which must unlock commitMu.
 func (s *Service) recheckRounds(rc *recheckSpec) map[int]recheckResult {
-	done := map[int]*JobRecord{} // job version re-checked
+	done := map[int]*client.JobRecord{} // job version re-checked
 	results := map[int]recheckResult{}
-	pending := func() []*JobRecord {
+	pending := func() []*client.JobRecord {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
-		var todo []*JobRecord
+		var todo []*client.JobRecord
 		for id, j := range s.jobs {
 			if done[id] != j {
 				todo = append(todo, j)
@@ -154,7 +122,7 @@ func (s *Service) recheckRounds(rc *recheckSpec) map[int]recheckResult {
 		}
 		return todo
 	}
-	check := func(todo []*JobRecord) {
+	check := func(todo []*client.JobRecord) {
 		for _, r := range s.recheck(rc, todo) {
 			done[r.old.ID] = r.old
 			results[r.old.ID] = r
@@ -192,20 +160,20 @@ type recheckSpec struct {
 	// touches: a route of the job crosses the failure, or the job holds
 	// the failed node (touchedBy); reaches: the change lies among the
 	// job's nodes or changes the rule's turns there (reachedBy).
-	touches, reaches func(*JobRecord) bool
+	touches, reaches func(*client.JobRecord) bool
 }
 
 type recheckResult struct {
-	old, new *JobRecord // new is nil if the job is unchanged
-	effect   JobEffect
+	old, new *client.JobRecord // new is nil if the job is unchanged
+	effect   client.JobEffect
 	routes   []byte // new's routes encoded for the store (nil: none, or encode at commit)
 }
 
 // recheck re-verifies jobs on the new model and re-routes those that need
 // it, concurrently; broken jobs go first.
-func (s *Service) recheck(rc *recheckSpec, jobs []*JobRecord) []recheckResult {
+func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckResult {
 	sort.Slice(jobs, func(a, b int) bool {
-		ba, bb := jobs[a].Routing == RouteBroken, jobs[b].Routing == RouteBroken
+		ba, bb := jobs[a].Routing == client.RouteBroken, jobs[b].Routing == client.RouteBroken
 		if ba != bb {
 			return ba
 		}
@@ -229,7 +197,7 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*JobRecord) []recheckResult {
 					// Work the commit and the next read of the link
 					// loads would do, done here, in parallel and
 					// without locks.
-					r.routes, _ = encodeRoutes(r.new.Table)
+					r.routes, _ = store.EncodeRoutes(r.new.Table)
 					s.tableLinksStored(rc.md.g, r.new, r.routes)
 				}
 				out[i] = r
@@ -261,7 +229,7 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*JobRecord) []recheckResult {
 // the rule's turns changed between two of its links); only then is it
 // verified again, so a job that no change reaches (placed on a healthy
 // fabric, away from the failures) is never verified again.
-func (s *Service) recheckJob(rc *recheckSpec, j *JobRecord) recheckResult {
+func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult {
 	r := recheckResult{old: j}
 	md := rc.md
 	if md.routing == nil {
@@ -272,13 +240,13 @@ func (s *Service) recheckJob(rc *recheckSpec, j *JobRecord) recheckResult {
 	works := func() bool { return false } // whether the job may keep its table if no new one is found
 	switch {
 	case j.Table == nil:
-	case j.Routing == RouteBroken:
+	case j.Routing == client.RouteBroken:
 		if !rc.repair && !rc.touches(j) {
 			return r // a failure elsewhere gives it no route back
 		}
 	case !rc.repair && rc.touches(j):
 		// A route crosses the failure: the table does not hold.
-	case rc.repair && j.Routing == RouteRerouted && (reached() || !failureAmong(md.g, j)):
+	case rc.repair && j.Routing == client.RouteRerouted && (reached() || !failureAmong(md.g, j)):
 		// A detour: re-balanced on the repaired fabric, and back to a
 		// table of the original kind once no failure is left among its
 		// nodes.
@@ -291,7 +259,7 @@ func (s *Service) recheckJob(rc *recheckSpec, j *JobRecord) recheckResult {
 	table, stats, err := s.routeJob(md, j)
 	if err == nil {
 		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
-		r.new, r.effect = &c, JobEffect{ID: j.ID, Result: RouteRerouted}
+		r.new, r.effect = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted}
 		return r
 	}
 	if works() {
@@ -304,20 +272,20 @@ func (s *Service) recheckJob(rc *recheckSpec, j *JobRecord) recheckResult {
 			c.TransitNodes = append(slices.Clone(j.TransitNodes), names(md.g, added)...)
 			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
 			c.Affected = append(slices.Clone(j.Affected), rc.label)
-			r.new, r.effect = &c, JobEffect{ID: j.ID, Result: RouteRerouted, TransitAdded: names(md.g, added)}
+			r.new, r.effect = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, TransitAdded: names(md.g, added)}
 			return r
 		}
 	}
-	if j.Routing == RouteBroken && rc.repair {
+	if j.Routing == client.RouteBroken && rc.repair {
 		return r // stays broken
 	}
 	c.Problem = err.Error()
 	if up, ok := err.(*unreachableError); ok {
 		c.Unreachable = &up.pair
 	}
-	c.Reachable, c.Routing = false, RouteBroken
+	c.Reachable, c.Routing = false, client.RouteBroken
 	c.Affected = append(slices.Clone(j.Affected), rc.label)
-	r.new, r.effect = &c, JobEffect{ID: j.ID, Result: RouteBroken, Problem: c.Problem, Unreachable: c.Unreachable}
+	r.new, r.effect = &c, client.JobEffect{ID: j.ID, Result: client.RouteBroken, Problem: c.Problem, Unreachable: c.Unreachable}
 	return r
 }
 
@@ -327,21 +295,21 @@ func (s *Service) recheckJob(rc *recheckSpec, j *JobRecord) recheckResult {
 // original kind only when no failure is left among its nodes (the table
 // is built around those), and leaves the state of a job that was not
 // (its table only follows the rule of the repaired fabric).
-func (rc *recheckSpec) rerouted(j *JobRecord) RouteState {
+func (rc *recheckSpec) rerouted(j *client.JobRecord) client.RouteState {
 	switch {
 	case !rc.repair:
-		return RouteRerouted
-	case j.Routing != RouteRerouted && j.Routing != RouteBroken:
+		return client.RouteRerouted
+	case j.Routing != client.RouteRerouted && j.Routing != client.RouteBroken:
 		return j.Routing
 	case failureAmong(rc.md.g, j):
-		return RouteRerouted
+		return client.RouteRerouted
 	}
-	return RouteOriginal
+	return client.RouteOriginal
 }
 
 // jobNodes marks the nodes job j holds (active and transit) on g; ok is
 // false if one has no such name.
-func jobNodes(g *topology.Graph, j *JobRecord) (in []bool, nodes []int, ok bool) {
+func jobNodes(g *topology.Graph, j *client.JobRecord) (in []bool, nodes []int, ok bool) {
 	nodes, err := nodesByName(g, append(slices.Clone(j.Active), j.TransitNodes...))
 	if err != nil {
 		return nil, nil, false
@@ -356,7 +324,7 @@ func jobNodes(g *topology.Graph, j *JobRecord) (in []bool, nodes []int, ok bool)
 // failureAmong reports whether a failed link of g joins two of job j's
 // nodes or one of its nodes has failed: the failures a table on the
 // job's nodes is built around.
-func failureAmong(g *topology.Graph, j *JobRecord) bool {
+func failureAmong(g *topology.Graph, j *client.JobRecord) bool {
 	in, nodes, ok := jobNodes(g, j)
 	if !ok {
 		return true
@@ -382,7 +350,7 @@ func failureAmong(g *topology.Graph, j *JobRecord) bool {
 // its nodes between two of its links (a route's first and last turns
 // and the minimal lengths inside the set depend on those, nothing else
 // outside the set does).
-func reachedBy(before Routing, md *model, ch FailureChange, subject string) func(*JobRecord) bool {
+func reachedBy(before Routing, md *model, ch client.FailureChange, subject string) func(*client.JobRecord) bool {
 	g := md.g
 	var ends []int // the changed link's two nodes, or the changed node
 	if ch.Link != "" {
@@ -393,7 +361,7 @@ func reachedBy(before Routing, md *model, ch FailureChange, subject string) func
 	} else if vs, err := g.ParseNodes(subject); err == nil && len(vs) == 1 {
 		ends = []int{vs[0]}
 	}
-	return func(j *JobRecord) bool {
+	return func(j *client.JobRecord) bool {
 		in, nodes, ok := jobNodes(g, j)
 		if !ok {
 			return true
@@ -455,24 +423,24 @@ func (e *unreachableError) Error() string {
 }
 
 // routeJob builds a verified table for a job's node set on a model.
-func (s *Service) routeJob(md *model, j *JobRecord) (*routing.TableJSON, TableStats, error) {
+func (s *Service) routeJob(md *model, j *client.JobRecord) (*routing.TableJSON, client.TableStats, error) {
 	active, err := nodesByName(md.g, j.Active)
 	if err != nil {
-		return nil, TableStats{}, err
+		return nil, client.TableStats{}, err
 	}
 	transit, err := nodesByName(md.g, j.TransitNodes)
 	if err != nil {
-		return nil, TableStats{}, err
+		return nil, client.TableStats{}, err
 	}
 	for _, v := range append(slices.Clone(active), transit...) {
 		if md.g.NodeFailed(v) {
-			return nil, TableStats{}, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
+			return nil, client.TableStats{}, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
 		}
 	}
 	if ok, pair, err := md.routing.ReachableFirst(active, transit); err != nil {
-		return nil, TableStats{}, err
+		return nil, client.TableStats{}, err
 	} else if !ok {
-		return nil, TableStats{}, &unreachableError{[2]string{md.g.NodeName(pair[0]), md.g.NodeName(pair[1])}}
+		return nil, client.TableStats{}, &unreachableError{[2]string{md.g.NodeName(pair[0]), md.g.NodeName(pair[1])}}
 	}
 	return md.routing.Routes(md.context(), active, transit)
 }
@@ -482,16 +450,16 @@ func (s *Service) routeJob(md *model, j *JobRecord) (*routing.TableJSON, TableSt
 // Everything that can fail is computed before the store commits: the
 // new node state is a copy, on the new fabric, with the transit nodes
 // repairs added; after the commit only values are swapped in, under mu.
-func (s *Service) commitFailure(actor string, ch FailureChange, subject string, md *model, results map[int]recheckResult) (*FailureResult, error) {
-	res := &FailureResult{Change: ch, FailedLinks: md.rec.FailedLinks, FailedNodes: md.rec.FailedNodes,
-		AffectedJobs: []int{}, Jobs: []JobEffect{}}
+func (s *Service) commitFailure(ctx context.Context, actor string, ch client.FailureChange, subject string, md *model, results map[int]recheckResult) (*client.FailureResult, error) {
+	res := &client.FailureResult{Change: ch, FailedLinks: md.rec.FailedLinks, FailedNodes: md.rec.FailedNodes,
+		AffectedJobs: []int{}, Jobs: []client.JobEffect{}}
 	if res.FailedLinks == nil {
 		res.FailedLinks = []string{}
 	}
 	if res.FailedNodes == nil {
 		res.FailedNodes = []string{}
 	}
-	changed := map[int]*JobRecord{}
+	changed := map[int]*client.JobRecord{}
 	for id, r := range results {
 		// Only jobs still running in the version that was re-checked.
 		if r.new != nil && s.jobs[id] == r.old {
@@ -509,11 +477,11 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 	for _, id := range ids {
 		e := results[id].effect
 		res.Jobs = append(res.Jobs, e)
-		if e.Result == RouteBroken {
+		if e.Result == client.RouteBroken {
 			res.AffectedJobs = append(res.AffectedJobs, id)
 		}
 	}
-	err = s.store.Update(actor, func(tx *Tx) error {
+	_, err = s.commit(ctx, actor, func(tx *store.Tx) error {
 		if err := tx.PutFabric(md.rec); err != nil {
 			return err
 		}
@@ -523,11 +491,11 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 			switch {
 			case j.Table != nil && j.Table == r.old.Table:
 				// A job left on its table (broken): its routes are stored.
-				err = tx.putJobHead(j)
+				err = tx.PutJobHead(j)
 			case r.new == j:
-				err = tx.PutJobRoutes(j, r.routes)
+				err = tx.PutJob(j, r.routes)
 			default:
-				err = tx.PutJobRoutes(j, nil)
+				err = tx.PutJob(j, nil)
 			}
 			if err != nil {
 				return err
@@ -536,7 +504,7 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 		return tx.Log(actionName(ch), subject, map[string]any{"affected_jobs": res.AffectedJobs, "jobs": res.Jobs})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("storage: %v (nothing changed)", err)
+		return nil, fmt.Errorf("storage: %w (nothing changed)", err)
 	}
 	// Committed: from here on nothing may fail.
 	s.mu.Lock()
@@ -559,12 +527,12 @@ func (s *Service) commitFailure(actor string, ch FailureChange, subject string, 
 // be free (placements went on meanwhile, and two jobs may have chosen
 // the same node): a job that lost one is broken after all, in changed
 // and results. Callers hold commitMu.
-func (s *Service) nextFailureState(ch FailureChange, subject string, md *model, ids []int, changed map[int]*JobRecord, results map[int]recheckResult) (*alloc.State, error) {
+func (s *Service) nextFailureState(ch client.FailureChange, subject string, md *model, ids []int, changed map[int]*client.JobRecord, results map[int]recheckResult) (*alloc.State, error) {
 	var next *alloc.State
 	if s.state != nil {
 		var err error
 		if next, err = s.state.WithGraph(md.g); err != nil {
-			return nil, fmt.Errorf("%w: the new fabric does not fit the nodes' state: %v (nothing changed)", ErrConflict, err)
+			return nil, fmt.Errorf("%w: the new fabric does not fit the nodes' state: %v (nothing changed)", client.ErrConflict, err)
 		}
 	}
 	for _, id := range ids {
@@ -581,30 +549,30 @@ func (s *Service) nextFailureState(ch FailureChange, subject string, md *model, 
 		}
 		old := results[id].old
 		c := *old
-		c.Reachable, c.Routing = false, RouteBroken
+		c.Reachable, c.Routing = false, client.RouteBroken
 		c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
 		c.Affected = append(slices.Clone(old.Affected), actionName(ch)+" "+subject)
 		changed[id] = &c
-		results[id] = recheckResult{old: old, new: &c, effect: JobEffect{ID: id, Result: RouteBroken, Problem: c.Problem}}
+		results[id] = recheckResult{old: old, new: &c, effect: client.JobEffect{ID: id, Result: client.RouteBroken, Problem: c.Problem}}
 	}
 	return next, nil
 }
 
 // applyChange updates the failure lists of rec and returns the canonical
 // name of the link or node.
-func applyChange(rec *FabricRecord, base interface {
+func applyChange(rec *store.FabricRecord, base interface {
 	ParseLinks(string) ([]int, error)
 	ParseNodes(string) ([]int, error)
 	LinkName(int) string
 	NodeName(int) string
-}, ch FailureChange) (string, error) {
+}, ch client.FailureChange) (string, error) {
 	if ch.Link != "" {
 		ls, err := base.ParseLinks(ch.Link)
 		if err != nil || len(ls) != 1 {
 			if err == nil {
 				err = fmt.Errorf("%q names %d links", ch.Link, len(ls))
 			}
-			return "", fmt.Errorf("%w: %v", ErrNotFound, err)
+			return "", fmt.Errorf("%w: %v", client.ErrNotFound, err)
 		}
 		subject := base.LinkName(ls[0])
 		rec.FailedLinks = toggle(rec.FailedLinks, subject, !ch.Repair)
@@ -615,14 +583,14 @@ func applyChange(rec *FabricRecord, base interface {
 		if err == nil {
 			err = fmt.Errorf("%q names %d nodes", ch.Node, len(vs))
 		}
-		return "", fmt.Errorf("%w: %v", ErrNotFound, err)
+		return "", fmt.Errorf("%w: %v", client.ErrNotFound, err)
 	}
 	subject := base.NodeName(vs[0])
 	rec.FailedNodes = toggle(rec.FailedNodes, subject, !ch.Repair)
 	return subject, nil
 }
 
-func actionName(ch FailureChange) string {
+func actionName(ch client.FailureChange) string {
 	kind := "link"
 	if ch.Node != "" {
 		kind = "node"
@@ -654,15 +622,15 @@ func toggle(list []string, name string, on bool) []string {
 // transit allowance left plus Config.RepairExtra would be exceeded. Added
 // nodes the routes do not need are dropped again, last first. It returns
 // the nodes added and the set's verified table.
-func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]int, *routing.TableJSON, TableStats, error) {
+func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.State) ([]int, *routing.TableJSON, client.TableStats, error) {
 	budget := max(0, j.TransitLimit-len(j.TransitNodes)) + max(0, s.cfg.RepairExtra)
 	active, err := nodesByName(md.g, j.Active)
 	if err != nil {
-		return nil, nil, TableStats{}, err
+		return nil, nil, client.TableStats{}, err
 	}
 	transit, err := nodesByName(md.g, j.TransitNodes)
 	if err != nil {
-		return nil, nil, TableStats{}, err
+		return nil, nil, client.TableStats{}, err
 	}
 	reachable := func(extra []int) (bool, [2]int, error) {
 		return md.routing.ReachableFirst(active, append(slices.Clone(transit), extra...))
@@ -681,11 +649,11 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 	var added []int
 	for {
 		if err := md.context().Err(); err != nil {
-			return nil, nil, TableStats{}, err
+			return nil, nil, client.TableStats{}, err
 		}
 		ok, pair, err := reachable(added)
 		if err != nil {
-			return nil, nil, TableStats{}, err
+			return nil, nil, client.TableStats{}, err
 		}
 		if ok {
 			break
@@ -702,7 +670,7 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 			for _, ends := range [2][2]int{order, {order[1], order[0]}} {
 				nodes, ok, err := freeRoute(md, ends, set, append(slices.Clone(added), f...), pool)
 				if err != nil {
-					return nil, nil, TableStats{}, err
+					return nil, nil, client.TableStats{}, err
 				}
 				routed = routed && ok
 				f = append(f, nodes...)
@@ -713,9 +681,9 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 		}
 		switch {
 		case len(fresh) == 0:
-			return nil, nil, TableStats{}, fmt.Errorf("no legal route from %s to %s even through every free node", a, b)
+			return nil, nil, client.TableStats{}, fmt.Errorf("no legal route from %s to %s even through every free node", a, b)
 		case len(added)+len(fresh) > budget:
-			return nil, nil, TableStats{}, fmt.Errorf("legal routes need more than %d free nodes as transit (the allowance left plus the repair's extra)", budget)
+			return nil, nil, client.TableStats{}, fmt.Errorf("legal routes need more than %d free nodes as transit (the allowance left plus the repair's extra)", budget)
 		}
 		for _, v := range fresh {
 			in[v] = true
@@ -731,7 +699,7 @@ func (s *Service) extendTransit(md *model, j *JobRecord, free *alloc.State) ([]i
 	}
 	table, stats, err := md.routing.Routes(md.context(), active, append(slices.Clone(transit), kept...))
 	if err != nil {
-		return nil, nil, TableStats{}, err
+		return nil, nil, client.TableStats{}, err
 	}
 	return kept, table, stats, nil
 }
@@ -780,13 +748,13 @@ type jobLinks struct {
 
 // tableLinks returns the links of job j's table (cached per job and
 // table).
-func (s *Service) tableLinks(g *topology.Graph, j *JobRecord) jobLinks {
+func (s *Service) tableLinks(g *topology.Graph, j *client.JobRecord) jobLinks {
 	return s.tableLinksStored(g, j, nil)
 }
 
 // tableLinksStored is tableLinks counting from the table's stored routes
 // (tablebin.go; nil: from its steps) when they are not cached.
-func (s *Service) tableLinksStored(g *topology.Graph, j *JobRecord, routes []byte) jobLinks {
+func (s *Service) tableLinksStored(g *topology.Graph, j *client.JobRecord, routes []byte) jobLinks {
 	s.linksMu.Lock()
 	e, ok := s.links[j.ID]
 	s.linksMu.Unlock()
@@ -820,7 +788,7 @@ func (s *Service) keepLinks(id int, e jobLinks) {
 }
 
 // pruneLinks forgets the link sets of jobs no longer running.
-func (s *Service) pruneLinks(running []*JobRecord) {
+func (s *Service) pruneLinks(running []*client.JobRecord) {
 	keep := map[int]bool{}
 	for _, j := range running {
 		keep[j.ID] = true
@@ -838,7 +806,7 @@ func (s *Service) pruneLinks(running []*JobRecord) {
 // can affect a job: a job without a table, a job holding the failed
 // node, or one whose routes use a failed link (a node's failure fails
 // its links). Other jobs' tables still verify and are not re-checked.
-func (s *Service) touchedBy(md *model, ch FailureChange, subject string) func(*JobRecord) bool {
+func (s *Service) touchedBy(md *model, ch client.FailureChange, subject string) func(*client.JobRecord) bool {
 	var links []int
 	node := -1
 	if ch.Link != "" {
@@ -853,7 +821,7 @@ func (s *Service) touchedBy(md *model, ch FailureChange, subject string) func(*J
 	if node >= 0 {
 		nodeName = md.g.NodeName(node)
 	}
-	return func(j *JobRecord) bool {
+	return func(j *client.JobRecord) bool {
 		if j.Table == nil || len(links) == 0 {
 			return true
 		}

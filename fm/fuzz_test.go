@@ -2,30 +2,13 @@ package fm
 
 import (
 	"bytes"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-// FuzzDecodeJobRequest: the strict request decoder never panics, and what
-// it accepts has only known keys, each once, and round-trips.
-func FuzzDecodeJobRequest(f *testing.F) {
-	for _, s := range []string{`{"nodes":1}`, `{"NODES":1}`, `{"nodes":1,"nodes":2}`, `{"nodes":1,"transit":2,"algo":"improved","name":"x"}`,
-		`[]`, `{}`, `{"nodes":1}{}`, `{"nodes":"1"}`, ``, `{"a":{"b":[1,2,{"c":3}]}}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r, _ := http.NewRequest("POST", "/", bytes.NewReader(data))
-		var req JobRequest
-		if err := decode(r, &req); err != nil {
-			return
-		}
-		if err := checkKeys(data, &req); err != nil {
-			t.Fatalf("accepted %q but its keys fail: %v", data, err)
-		}
-	})
-}
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+)
 
 // FuzzCheckFile: damaged database files are refused without a panic or a
 // fault, and never modified.
@@ -35,7 +18,7 @@ func FuzzCheckFile(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s.Submit("f", JobRequest{Nodes: 2})
+	s.Submit("f", client.JobRequest{Nodes: 2})
 	s.Close()
 	seed, _ := os.ReadFile(filepath.Join(dir, "seed.db"))
 	f.Add(uint32(0), uint64(0), uint8(0))
@@ -55,7 +38,7 @@ func FuzzCheckFile(f *testing.F) {
 		}
 		p := filepath.Join(t.TempDir(), "fm.db")
 		os.WriteFile(p, b, 0o600)
-		CheckFile(p)
+		store.CheckFile(p)
 		if after, _ := os.ReadFile(p); !bytes.Equal(after, b) {
 			t.Fatal("the file was modified")
 		}

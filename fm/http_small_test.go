@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/store"
+
 	"github.com/icn-hpc/icn/routing"
 )
 
@@ -19,7 +22,7 @@ func TestHTTPSmallPoints(t *testing.T) {
 	dir := t.TempDir()
 	s, tok := openTest(t, dir, "torus:4x4x2", nil)
 	defer s.Close()
-	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	c := &apiClient{t: t, url: srv.URL, token: tok}
 
@@ -107,7 +110,7 @@ func TestHTTPSmallPoints(t *testing.T) {
 	cp := filepath.Join(t.TempDir(), "copy.db")
 	os.WriteFile(cp, data, 0o600)
 	os.WriteFile(TokenFile(cp), []byte(tok+"\n"), 0o600)
-	if err := CheckFile(cp); err != nil {
+	if err := store.CheckFile(cp); err != nil {
 		t.Fatal(err)
 	}
 	s2, _, err := Open(Config{DBPath: cp, NewRouting: AngaraRouting("angara*")})
@@ -120,14 +123,14 @@ func TestHTTPSmallPoints(t *testing.T) {
 	}
 	// BackupFile writes a checked copy.
 	var buf bytes.Buffer
-	if _, err := s.Backup(&buf); err != nil || buf.Len() == 0 {
+	if _, err := s.Backup(&buf, nil); err != nil || buf.Len() == 0 {
 		t.Fatal(err)
 	}
 	out2 := filepath.Join(t.TempDir(), "b.db")
-	if _, err := BackupFile(s.Backup, out2); err != nil {
+	if _, err := store.BackupFile(func(w io.Writer) (int64, error) { return s.Backup(w, nil) }, out2); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckFile(out2); err != nil {
+	if err := store.CheckFile(out2); err != nil {
 		t.Fatal(err)
 	}
 }

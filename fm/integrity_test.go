@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -19,7 +23,7 @@ func storeWithJobs(t *testing.T) (string, []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	s, _ := openTest(t, dir, "torus:4x4x4", nil)
-	for _, req := range []JobRequest{{Nodes: 4}, {Nodes: 6, Transit: 2}, {Nodes: 3}} {
+	for _, req := range []client.JobRequest{{Nodes: 4}, {Nodes: 6, Transit: 2}, {Nodes: 3}} {
 		if _, err := s.Submit("test", req); err != nil {
 			t.Fatal(err)
 		}
@@ -204,9 +208,13 @@ func flipMeta(tx *bolt.Tx, key []byte, i int, bits byte) error {
 	return tx.Bucket(bMeta).Put(key, v)
 }
 
-// toSchema2 makes a store what schema 2 wrote: no meta checksums.
+// toSchema2 makes a store what schema 2 wrote: no meta checksums, no
+// requests bucket.
 func toSchema2(tx *bolt.Tx) error {
 	if err := tx.Bucket(bMeta).Delete(kMetaSum); err != nil {
+		return err
+	}
+	if err := tx.DeleteBucket(bRequests); err != nil {
 		return err
 	}
 	return tx.Bucket(bMeta).Put(kVersion, u64(2))
@@ -232,7 +240,7 @@ func TestSchema2Migrated(t *testing.T) {
 	if jobs, _ := s.Jobs(false); len(jobs) != 3 {
 		t.Fatalf("%d jobs after the migration", len(jobs))
 	}
-	j, err := s.Submit("t", JobRequest{Nodes: 2}) // writes next_job
+	j, err := s.Submit("t", client.JobRequest{Nodes: 2}) // writes next_job
 	if err != nil || j.ID != 4 {
 		t.Fatalf("submit after the migration: %+v %v", j, err)
 	}
@@ -261,16 +269,30 @@ func TestSchema2Migrated(t *testing.T) {
 // the check unchanged, and Open serves it after rewriting every record
 // with its checksum, keeping the jobs.
 func TestSchema1Migrated(t *testing.T) {
-	_, orig := storeWithJobs(t)
-	var want []*JobRecord
+	path, orig := storeWithJobs(t)
+	var want []*client.JobRecord
+	ro, err := store.OpenBoltReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.View(context.Background(), func(tx *store.Tx) error {
+		return tx.Jobs(true, func(j *client.JobRecord) error { want = append(want, j); return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ro.Close()
 	q, old := editStore(t, orig, func(tx *bolt.Tx) error {
 		// Schema 1 kept each job's routes in its record and had no
-		// tables bucket.
-		if err := (&Tx{tx: tx}).Jobs(func(j *JobRecord) error { want = append(want, j); return nil }); err != nil {
+		// tables bucket (nor the requests bucket and meta checksums of
+		// schema 3).
+		if err := tx.DeleteBucket(bRequests); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bMeta).Delete(kMetaSum); err != nil {
 			return err
 		}
 		for _, j := range want {
-			data, err := marshalJSON(j)
+			data, err := client.MarshalJSON(j)
 			if err != nil {
 				return err
 			}
@@ -353,14 +375,14 @@ func TestStoredRoutesRoundTrip(t *testing.T) {
 	s, _ := openTest(t, t.TempDir(), "torus:8x8x4", nil)
 	defer s.Close()
 	var ids []int
-	for _, req := range []JobRequest{{Nodes: 1}, {Nodes: 2}, {Nodes: 24, Transit: 6}, {Nodes: 64, Transit: 8}} {
+	for _, req := range []client.JobRequest{{Nodes: 1}, {Nodes: 2}, {Nodes: 24, Transit: 6}, {Nodes: 64, Transit: 8}} {
 		j, err := s.Submit("test", req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, j.ID)
 	}
-	err := s.store.View(func(tx *Tx) error {
+	_, err := s.store.View(context.Background(), func(tx *store.Tx) error {
 		for _, id := range ids {
 			got, err := tx.Job(id)
 			if err != nil {
@@ -370,7 +392,11 @@ func TestStoredRoutesRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(got.Table, want.Table) {
 				t.Errorf("job %d: table read back differs", id)
 			}
-			stored := len(tx.tx.Bucket(bTables).Get(u64(uint64(id))))
+			enc, err := store.EncodeRoutes(want.Table)
+			if err != nil {
+				return err
+			}
+			stored := len(frameRecord(enc))
 			js, _ := json.Marshal(want.Table.Routes)
 			t.Logf("job %d: %d routes, %d bytes stored, %d bytes of JSON", id, len(want.Table.Routes), stored, len(js))
 			if len(want.Table.Routes) > 100 && stored*8 > len(js) {
@@ -391,9 +417,9 @@ func TestStoredRoutesRoundTrip(t *testing.T) {
 func TestStartCompactsSparseStore(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := openTest(t, dir, "torus:16x16x8", nil)
-	var placed []*JobRecord
+	var placed []*client.JobRecord
 	for i := 0; i < 8; i++ { // about 6 MB of tables, more than compactMin
-		j, err := s.Submit("test", JobRequest{Nodes: 256})
+		j, err := s.Submit("test", client.JobRequest{Nodes: 256})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -417,11 +443,11 @@ func TestStartCompactsSparseStore(t *testing.T) {
 	if got := s.jobs[keep.ID]; got == nil || !reflect.DeepEqual(got.Table, keep.Table) {
 		t.Fatal("the running job did not survive the compaction")
 	}
-	if _, err := s.Submit("test", JobRequest{Nodes: 8, Transit: 2}); err != nil {
+	if _, err := s.Submit("test", client.JobRequest{Nodes: 8, Transit: 2}); err != nil {
 		t.Fatalf("submit after compaction: %v", err)
 	}
 	s.Close()
-	if err := CheckFile(db); err != nil {
+	if err := store.CheckFile(db); err != nil {
 		t.Fatal(err)
 	}
 	s, _ = openTest(t, dir, "", nil)

@@ -11,18 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
-
-// JobRequest asks for an allocation.
-type JobRequest struct {
-	Name    string `json:"name,omitempty"`
-	Nodes   int    `json:"nodes"`
-	Transit int    `json:"transit"`
-	Algo    string `json:"algo,omitempty"`
-}
 
 // snapshot is a consistent copy of what a placement needs; computations
 // run on it without any lock.
@@ -32,14 +27,14 @@ type snapshot struct {
 	state   *alloc.State // private copy
 	routing Routing
 	noJobs  string
-	jobs    map[int]*JobRecord
+	jobs    map[int]*client.JobRecord
 }
 
 func (s *Service) snapshot(withState bool) *snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	sn := &snapshot{ver: s.fabricVer, g: s.g, routing: s.routing, noJobs: s.noJobs,
-		jobs: make(map[int]*JobRecord, len(s.jobs))}
+		jobs: make(map[int]*client.JobRecord, len(s.jobs))}
 	if withState && s.state != nil && s.routing != nil {
 		sn.state = s.state.Clone()
 	}
@@ -59,12 +54,12 @@ type plan struct {
 	active  []int
 	transit []int
 	table   *routing.TableJSON
-	stats   TableStats
+	stats   client.TableStats
 	routes  []byte   // table's routes encoded for the store, before the commit
 	links   jobLinks // what the table puts on the links, kept at the commit
 }
 
-func checkRequest(req JobRequest) (alloc.Algo, error) {
+func checkRequest(req client.JobRequest) (alloc.Algo, error) {
 	if req.Nodes < 1 {
 		return "", badRequest("nodes must be at least 1")
 	}
@@ -73,6 +68,9 @@ func checkRequest(req JobRequest) (alloc.Algo, error) {
 	}
 	if len(req.Name) > 200 {
 		return "", badRequest("name longer than 200 characters")
+	}
+	if err := checkRequestID(req.RequestID); err != nil {
+		return "", err
 	}
 	if req.Algo == "" {
 		return alloc.Improved, nil
@@ -83,12 +81,6 @@ func checkRequest(req JobRequest) (alloc.Algo, error) {
 	}
 	return a, nil
 }
-
-// ErrBudget reports a placement that did not finish within the service's
-// placement budget, or whose table alone would take most of it (nothing
-// was committed). It is a refusal, not a failure of the service: the API
-// answers 409 Conflict, like a placement that finds no room.
-var ErrBudget = errors.New("over budget")
 
 // Placement budget. Node selection and the job's table answer together
 // within the budget: the selection gets the budget less what the table
@@ -186,7 +178,7 @@ func (s *Service) placementBudgets(m int) (selection, whole time.Duration, err e
 	table := s.tableEstimate(m)
 	if table > time.Duration(tableShareMax*float64(b)) {
 		return 0, 0, fmt.Errorf("%w: the routing table of a %d-node job takes about %v on this host, more than the placement budget of %v allows; nothing was placed (raise icn serve --budget, or 0 for none)",
-			ErrBudget, m, table.Round(100*time.Millisecond), b)
+			client.ErrBudget, m, table.Round(100*time.Millisecond), b)
 	}
 	selection = max(b-table, time.Duration(selectionShare*float64(b)))
 	return selection, b + b/10, nil
@@ -301,11 +293,11 @@ var errOverBudget = errors.New("over budget")
 // service is closing (ErrClosing), over budget, or the client gave up
 // (its context's error).
 func placementCut(ctx context.Context, budget time.Duration) error {
-	if errors.Is(context.Cause(ctx), ErrClosing) {
+	if errors.Is(context.Cause(ctx), client.ErrClosing) {
 		return stopped(ctx, "nothing was placed")
 	}
 	if errors.Is(context.Cause(ctx), errOverBudget) {
-		return fmt.Errorf("%w: the placement did not finish within the budget of %v (+10%%) from its turn; nothing was placed", ErrBudget, budget)
+		return fmt.Errorf("%w: the placement did not finish within the budget of %v (+10%%) from its turn; nothing was placed", client.ErrBudget, budget)
 	}
 	return ctx.Err()
 }
@@ -313,7 +305,7 @@ func placementCut(ctx context.Context, budget time.Duration) error {
 // place selects a node set and builds its verified table on a snapshot
 // (callers hold the placement slot: the selector is single-threaded).
 // ctx carries the placement's deadline (see placementBudgets).
-func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo alloc.Algo) (*plan, error) {
+func (s *Service) place(ctx context.Context, sn *snapshot, req client.JobRequest, algo alloc.Algo) (*plan, error) {
 	if sn.state == nil {
 		return nil, badRequest("this fabric takes no jobs: %s", sn.noJobs)
 	}
@@ -332,12 +324,11 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 		return nil, err
 	}
 	s.measuredSelection(req.Nodes, res.Seconds)
-	s.m.allocation.Observe(res.Seconds)
-	if res.Cut != "" {
-		s.m.allocationCut.Inc()
+	if fn := s.observe.Load(); fn != nil {
+		(*fn)(res.Seconds, res.Cut != "")
 	}
 	if res.Chosen == nil {
-		return nil, fmt.Errorf("%w: cannot place now: %s", ErrConflict, res.Reason)
+		return nil, fmt.Errorf("%w: cannot place now: %s", client.ErrConflict, res.Reason)
 	}
 	c := res.Chosen
 	start := time.Now()
@@ -352,7 +343,7 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req JobRequest, algo 
 		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
 	}
 	// Encoded here, outside the commit, which holds commitMu.
-	routes, err := encodeRoutes(table)
+	routes, err := store.EncodeRoutes(table)
 	if err != nil {
 		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
 	}
@@ -375,13 +366,13 @@ func (s *Service) startPlacement(ctx context.Context, m int) (_ context.Context,
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, end, err := s.begin(ctx)
+	ctx, end, err := s.beginWrite(ctx, "nothing was placed")
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: nothing was placed", err)
+		return nil, nil, err
 	}
 	if err := s.places.acquire(ctx, m); err != nil {
 		end()
-		if errors.Is(context.Cause(ctx), ErrClosing) {
+		if context.Cause(ctx) != ctx.Err() {
 			return nil, nil, stopped(ctx, "nothing was placed")
 		}
 		return nil, nil, fmt.Errorf("%w: the client left while the placement waited for its turn; nothing was placed", err)
@@ -413,7 +404,7 @@ func (s *Service) checkSize(m int) error {
 // a fresh snapshot if it did). Placements run one at a time, so no node
 // is ever given to two jobs. If the job cannot be placed now the error
 // wraps ErrConflict and says why.
-func (s *Service) Submit(actor string, req JobRequest) (*JobRecord, error) {
+func (s *Service) Submit(actor string, req client.JobRequest) (*client.JobRecord, error) {
 	return s.SubmitContext(context.Background(), actor, req)
 }
 
@@ -423,12 +414,12 @@ func (s *Service) Submit(actor string, req JobRequest) (*JobRecord, error) {
 // (placeQueue: small requests before a big one that waits, none
 // starved) until its own ctx ends. A job larger than the fabric is
 // refused at once (ErrBadRequest), before any estimate or wait.
-func (s *Service) SubmitContext(ctx context.Context, actor string, req JobRequest) (*JobRecord, error) {
+func (s *Service) SubmitContext(ctx context.Context, actor string, req client.JobRequest) (*client.JobRecord, error) {
 	algo, err := checkRequest(req)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.refuse("nothing was placed"); err != nil {
+	if err := s.writable("nothing was placed"); err != nil {
 		return nil, err
 	}
 	if err := s.checkSize(req.Nodes); err != nil {
@@ -439,29 +430,41 @@ func (s *Service) SubmitContext(ctx context.Context, actor string, req JobReques
 		return nil, err
 	}
 	defer done()
+	if req.RequestID != "" {
+		// A repeated request gets its first answer again (placements run
+		// one at a time: no other with this id is in flight).
+		var first client.JobRecord
+		if ok, err := s.answered(req.RequestID, "job.submit", &first); err != nil || ok {
+			if ok {
+				first.Replayed = true
+				return &first, nil
+			}
+			return nil, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		sn := s.snapshot(true)
 		p, err := s.place(ctx, sn, req, algo)
 		if err != nil {
 			return nil, err
 		}
-		j := &JobRecord{Name: req.Name, State: JobRunning, Nodes: req.Nodes, TransitLimit: req.Transit, Algo: string(algo),
+		j := &client.JobRecord{Name: req.Name, State: client.JobRunning, Nodes: req.Nodes, TransitLimit: req.Transit, Algo: string(algo),
 			Active: names(sn.g, p.active), TransitNodes: names(sn.g, p.transit), Rules: sn.routing.Rules(), Table: p.table,
 			Stats: p.stats, Created: s.cfg.Now().UTC(), Reachable: true, Selection: selectionOf(p.res)}
-		err = s.commitJob(ctx, actor, sn.ver, j, p)
+		err = s.commitJob(ctx, actor, sn.ver, j, p, req.RequestID)
 		if errors.Is(err, errStale) {
 			// The fabric changed meanwhile: if the plan still holds on
 			// the new one (nodes up, table verifies), commit it; else
 			// place once more.
 			if ver, ok := s.stillValid(p); ok {
-				err = s.commitJob(ctx, actor, ver, j, p)
+				err = s.commitJob(ctx, actor, ver, j, p, req.RequestID)
 			}
 		}
 		if errors.Is(err, errStale) && attempt == 0 {
 			continue
 		}
 		if errors.Is(err, errStale) {
-			return nil, fmt.Errorf("%w: the fabric changed twice while the job was being placed; submit it again", ErrConflict)
+			return nil, fmt.Errorf("%w: the fabric changed twice while the job was being placed; submit it again", client.ErrConflict)
 		}
 		return j, err
 	}
@@ -491,7 +494,10 @@ func (s *Service) stillValid(p *plan) (uint64, bool) {
 // node state is computed on a copy before the store commits (inside the
 // transaction, which gives the job its id): after the commit nothing
 // can fail.
-func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *JobRecord, p *plan) error {
+//
+// A request id (rid) gets the job's record, its answer, stored in the
+// same transaction.
+func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *client.JobRecord, p *plan, rid string) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	if ctx.Err() != nil {
@@ -510,7 +516,7 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 	}
 	next := s.state.Clone()
 	var occupied error
-	err := s.store.Update(actor, func(tx *Tx) error {
+	_, err := s.commit(ctx, actor, func(tx *store.Tx) error {
 		id, err := tx.NextJobID()
 		if err != nil {
 			return err
@@ -519,17 +525,28 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 			return occupied // rolls the transaction back
 		}
 		j.ID = id
-		if err := tx.PutJobRoutes(j, p.routes); err != nil {
+		if err := tx.PutJob(j, p.routes); err != nil {
 			return err
+		}
+		if rid != "" {
+			head := *j
+			head.Table = nil
+			o, err := outcomeOf("job.submit", http201, &head)
+			if err != nil {
+				return err
+			}
+			if err := tx.PutRequest(rid, *o); err != nil {
+				return err
+			}
 		}
 		return tx.Log("job.submit", fmt.Sprintf("job %d", id), map[string]any{"nodes": j.Nodes, "transit": j.TransitLimit,
 			"active": j.Active, "transit_nodes": j.TransitNodes, "candidates": p.res.Found, "placements_examined": p.res.Examined})
 	})
 	if occupied != nil {
-		return fmt.Errorf("%w: %v (the job was not placed)", ErrConflict, occupied)
+		return fmt.Errorf("%w: %v (the job was not placed)", client.ErrConflict, occupied)
 	}
 	if err != nil {
-		return fmt.Errorf("storage: %v (the job was not placed)", err)
+		return fmt.Errorf("storage: %w (the job was not placed)", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -543,18 +560,18 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *Jo
 // Migrate places a running job anew (a new node set and table on the
 // current fabric; its own nodes may be reused), freeing the old nodes in
 // the same transaction. It is how a broken job is brought back.
-func (s *Service) Migrate(actor string, id int) (*JobRecord, error) {
+func (s *Service) Migrate(actor string, id int) (*client.JobRecord, error) {
 	return s.MigrateContext(context.Background(), actor, id)
 }
 
 // MigrateContext is Migrate with the placement budget and ctx of
 // SubmitContext: when either ends, the job stays where it was.
-func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*JobRecord, error) {
+func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*client.JobRecord, error) {
 	s.mu.RLock()
 	j, ok := s.jobs[id]
 	s.mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: no running job %d", client.ErrNotFound, id)
 	}
 	ctx, done, err := s.startPlacement(ctx, j.Nodes)
 	if err != nil {
@@ -565,7 +582,7 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*Jo
 		sn := s.snapshot(true)
 		old, ok := sn.jobs[id]
 		if !ok {
-			return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
+			return nil, fmt.Errorf("%w: no running job %d", client.ErrNotFound, id)
 		}
 		if sn.state == nil {
 			return nil, badRequest("this fabric takes no jobs: %s", sn.noJobs)
@@ -579,20 +596,20 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*Jo
 		if _, err := alloc.ParseAlgo(old.Algo); err != nil {
 			algo = alloc.Improved
 		}
-		p, err := s.place(ctx, sn, JobRequest{Nodes: old.Nodes, Transit: old.TransitLimit}, algo)
+		p, err := s.place(ctx, sn, client.JobRequest{Nodes: old.Nodes, Transit: old.TransitLimit}, algo)
 		if err != nil {
 			return nil, err
 		}
 		j := *old
 		j.Active, j.TransitNodes, j.Table, j.Stats = names(sn.g, p.active), names(sn.g, p.transit), p.table, p.stats
-		j.Rules, j.Reachable, j.Routing, j.Problem, j.Unreachable = sn.routing.Rules(), true, RouteMigrated, "", nil
+		j.Rules, j.Reachable, j.Routing, j.Problem, j.Unreachable = sn.routing.Rules(), true, client.RouteMigrated, "", nil
 		j.Selection = selectionOf(p.res)
 		err = s.commitMigration(ctx, actor, sn.ver, old, &j, oldNodes, p)
 		if errors.Is(err, errStale) && attempt == 0 {
 			continue
 		}
 		if errors.Is(err, errStale) {
-			return nil, fmt.Errorf("%w: the fabric or the job changed twice during the migration; try again", ErrConflict)
+			return nil, fmt.Errorf("%w: the fabric or the job changed twice during the migration; try again", client.ErrConflict)
 		}
 		if err != nil {
 			return nil, err
@@ -602,7 +619,7 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*Jo
 }
 
 // commitMigration stores a migrated job (under commitMu, as commitJob).
-func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64, old, j *JobRecord, oldNodes []int, p *plan) error {
+func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64, old, j *client.JobRecord, oldNodes []int, p *plan) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	if ctx.Err() != nil {
@@ -622,17 +639,17 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 	next := s.state.Clone()
 	next.ReleaseNodes(j.ID, oldNodes)
 	if err := next.Occupy(j.ID, nodes); err != nil {
-		return fmt.Errorf("%w: job %d: %v (the job keeps its nodes)", ErrConflict, j.ID, err)
+		return fmt.Errorf("%w: job %d: %v (the job keeps its nodes)", client.ErrConflict, j.ID, err)
 	}
-	err := s.store.Update(actor, func(tx *Tx) error {
-		if err := tx.PutJobRoutes(j, p.routes); err != nil {
+	_, err := s.commit(ctx, actor, func(tx *store.Tx) error {
+		if err := tx.PutJob(j, p.routes); err != nil {
 			return err
 		}
 		return tx.Log("job.migrate", fmt.Sprintf("job %d", j.ID), map[string]any{"from_active": old.Active,
 			"from_transit": old.TransitNodes, "active": j.Active, "transit_nodes": j.TransitNodes, "was": old.RoutingName()})
 	})
 	if err != nil {
-		return fmt.Errorf("storage: %v (the job keeps its nodes)", err)
+		return fmt.Errorf("storage: %w (the job keeps its nodes)", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -644,7 +661,7 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 }
 
 // Release ends a running job and frees its nodes.
-func (s *Service) Release(actor string, id int) (*JobRecord, error) {
+func (s *Service) Release(actor string, id int) (*client.JobRecord, error) {
 	return s.ReleaseContext(context.Background(), actor, id)
 }
 
@@ -652,10 +669,10 @@ func (s *Service) Release(actor string, id int) (*JobRecord, error) {
 // (or the service closes) before the release commits, the job keeps its
 // nodes. (Under commitMu, as commitJob; the new node state is computed
 // before the commit.)
-func (s *Service) ReleaseContext(ctx context.Context, actor string, id int) (*JobRecord, error) {
-	ctx, end, err := s.begin(ctx)
+func (s *Service) ReleaseContext(ctx context.Context, actor string, id int) (*client.JobRecord, error) {
+	ctx, end, err := s.beginWrite(ctx, "the job keeps its nodes")
 	if err != nil {
-		return nil, fmt.Errorf("%w: the job keeps its nodes", err)
+		return nil, err
 	}
 	defer end()
 	s.commitMu.Lock()
@@ -665,7 +682,7 @@ func (s *Service) ReleaseContext(ctx context.Context, actor string, id int) (*Jo
 	}
 	j, ok := s.jobs[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: no running job %d", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: no running job %d", client.ErrNotFound, id)
 	}
 	next := s.state.Clone()
 	if nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...)); err == nil {
@@ -675,19 +692,19 @@ func (s *Service) ReleaseContext(ctx context.Context, actor string, id int) (*Jo
 	}
 	c := *j
 	now := s.cfg.Now().UTC()
-	c.State, c.Released = JobReleased, &now
+	c.State, c.Released = client.JobReleased, &now
 	// A released job keeps its record and its table's figures (Stats);
 	// the table itself, megabytes for large jobs, is dropped, and its
 	// pages are given back by the next compaction.
 	c.Table = nil
-	err = s.store.Update(actor, func(tx *Tx) error {
-		if err := tx.PutJob(&c); err != nil {
+	_, err = s.commit(ctx, actor, func(tx *store.Tx) error {
+		if err := tx.PutJob(&c, nil); err != nil {
 			return err
 		}
 		return tx.Log("job.release", fmt.Sprintf("job %d", id), nil)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("storage: %v (the job keeps its nodes)", err)
+		return nil, fmt.Errorf("storage: %w (the job keeps its nodes)", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -698,7 +715,7 @@ func (s *Service) ReleaseContext(ctx context.Context, actor string, id int) (*Jo
 }
 
 // Job returns a job (running or released).
-func (s *Service) Job(id int) (*JobRecord, error) {
+func (s *Service) Job(id int) (*client.JobRecord, error) {
 	s.mu.RLock()
 	if j, ok := s.jobs[id]; ok {
 		c := *j
@@ -706,8 +723,8 @@ func (s *Service) Job(id int) (*JobRecord, error) {
 		return &c, nil
 	}
 	s.mu.RUnlock()
-	var out *JobRecord
-	err := s.store.View(func(tx *Tx) error {
+	var out *client.JobRecord
+	_, err := s.store.View(context.Background(), func(tx *store.Tx) error {
 		var err error
 		out, err = tx.Job(id)
 		return err
@@ -716,17 +733,17 @@ func (s *Service) Job(id int) (*JobRecord, error) {
 		return nil, err
 	}
 	if out == nil {
-		return nil, fmt.Errorf("%w: no job %d", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: no job %d", client.ErrNotFound, id)
 	}
 	return out, nil
 }
 
 // Jobs lists running jobs (all jobs, including released ones, if all).
-func (s *Service) Jobs(all bool) ([]*JobRecord, error) {
+func (s *Service) Jobs(all bool) ([]*client.JobRecord, error) {
 	if !all {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
-		out := make([]*JobRecord, 0, len(s.jobs))
+		out := make([]*client.JobRecord, 0, len(s.jobs))
 		for _, id := range sortedIDs(s.jobs) {
 			c := *s.jobs[id]
 			c.Table = nil
@@ -734,9 +751,9 @@ func (s *Service) Jobs(all bool) ([]*JobRecord, error) {
 		}
 		return out, nil
 	}
-	var out []*JobRecord
-	err := s.store.View(func(tx *Tx) error {
-		return tx.jobs(false, func(j *JobRecord) error {
+	var out []*client.JobRecord
+	_, err := s.store.View(context.Background(), func(tx *store.Tx) error {
+		return tx.Jobs(false, func(j *client.JobRecord) error {
 			j.Table = nil
 			out = append(out, j)
 			return nil
@@ -750,7 +767,7 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 	sn := s.snapshot(false)
 	j, found := sn.jobs[id]
 	if !found {
-		return false, "", fmt.Errorf("%w: no running job %d", ErrNotFound, id)
+		return false, "", fmt.Errorf("%w: no running job %d", client.ErrNotFound, id)
 	}
 	if j.Table == nil {
 		return false, "the job has no stored routing table", nil
@@ -780,7 +797,7 @@ func (s *Service) loadsEntry() *readEntry {
 		sn := s.snapshot(false)
 		g := sn.g
 		loads := make([]int, g.NumLinks())
-		running := make([]*JobRecord, 0, len(sn.jobs))
+		running := make([]*client.JobRecord, 0, len(sn.jobs))
 		for _, j := range sn.jobs {
 			running = append(running, j)
 		}
@@ -943,7 +960,7 @@ func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
 	for i, c := range active {
 		ids[i] = none
 		if len(c) == nd {
-			if v := coordID(c, ld.dims); v >= 0 {
+			if v := store.CoordID(c, ld.dims); v >= 0 {
 				ids[i] = int32(v)
 			}
 		}
@@ -1160,7 +1177,7 @@ func nodesByName(g *topology.Graph, list []string) ([]int, error) {
 	for i, n := range list {
 		v := g.NodeByName(n)
 		if v < 0 {
-			return nil, fmt.Errorf("%w: unknown node %q", ErrNotFound, n)
+			return nil, fmt.Errorf("%w: unknown node %q", client.ErrNotFound, n)
 		}
 		out[i] = v
 	}
@@ -1175,7 +1192,7 @@ func names(g *topology.Graph, nodes []int) []string {
 	return out
 }
 
-func sortedIDs(m map[int]*JobRecord) []int {
+func sortedIDs(m map[int]*client.JobRecord) []int {
 	ids := make([]int, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)

@@ -2,14 +2,14 @@ package fm
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
 	"sync"
-)
 
-// ErrClosing marks a change refused or stopped because the service is
-// closing (nothing of it was committed).
-var ErrClosing = errors.New("the service is closing")
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+)
 
 // lifecycle tracks what runs on behalf of the service: changes in flight
 // (failure reports, placements, releases, multicast requests, ticks) and
@@ -32,11 +32,16 @@ type lifecycle struct {
 // is then ErrClosing), and end, which the caller calls when the work is
 // done (Close waits for that).
 func (s *Service) begin(ctx context.Context) (context.Context, func(), error) {
-	l := &s.life
+	return s.life.begin(ctx, client.ErrClosing)
+}
+
+// begin registers one piece of work, or fails with refused once stop has
+// begun.
+func (l *lifecycle) begin(ctx context.Context, refused error) (context.Context, func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closing {
-		return nil, nil, fmt.Errorf("%w", ErrClosing)
+		return nil, nil, fmt.Errorf("%w", refused)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	if l.cancels == nil {
@@ -84,12 +89,18 @@ func (s *Service) closing() <-chan struct{} {
 // shutdown refuses new work, cancels the work running (cause ErrClosing)
 // and waits until it has ended.
 func (s *Service) shutdown() {
-	l := &s.life
+	s.life.stop(client.ErrClosing)
+	s.unlead()
+}
+
+// stop refuses new work, cancels the work running (with cause) and waits
+// until it has ended.
+func (l *lifecycle) stop(cause error) {
 	l.mu.Lock()
 	if !l.closing {
 		l.closing = true
 		for _, cancel := range l.cancels {
-			cancel(ErrClosing)
+			cancel(cause)
 		}
 		if l.closed == nil {
 			l.closed = make(chan struct{})
@@ -105,8 +116,11 @@ func (s *Service) shutdown() {
 // context's own error (the caller gave up, or its time ran out); what
 // says what was not done.
 func stopped(ctx context.Context, what string) error {
-	if errors.Is(context.Cause(ctx), ErrClosing) {
-		return fmt.Errorf("%w: %s", ErrClosing, what)
+	if errors.Is(context.Cause(ctx), client.ErrClosing) {
+		return fmt.Errorf("%w: %s", client.ErrClosing, what)
+	}
+	if errors.Is(context.Cause(ctx), client.ErrNotLeader) {
+		return fmt.Errorf("%w: this instance lost the leadership; %s", client.ErrNotLeader, what)
 	}
 	return fmt.Errorf("%w: %s", ctx.Err(), what)
 }
@@ -118,7 +132,113 @@ func (s *Service) refuse(what string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closing {
-		return fmt.Errorf("%w: %s", ErrClosing, what)
+		return fmt.Errorf("%w: %s", client.ErrClosing, what)
 	}
 	return nil
+}
+
+// term is one leadership of this instance over the store: the changes
+// it admits register with it (beginWrite), and a step-down cancels them
+// (cause ErrNotLeader) and waits for them before the instance follows
+// the new leader.
+type term struct {
+	life lifecycle
+	l    *store.Leadership // nil: the only instance of a bbolt store, which leads for good
+}
+
+// lead starts a term of leadership l (nil: for good).
+func (s *Service) lead(l *store.Leadership) { s.term.Store(&term{l: l}) }
+
+// leading returns the current term, or nil when the instance does not
+// lead, or its lease may have run out (it no longer trusts it: a
+// standby may have taken over).
+func (s *Service) leading() *term {
+	t := s.term.Load()
+	if t == nil || t.l != nil && !t.l.Valid() {
+		return nil
+	}
+	return t
+}
+
+// unlead ends the current term: new changes are refused, those in
+// flight cancelled (ErrNotLeader), and it waits for them. It returns the
+// term ended (nil if there was none).
+func (s *Service) unlead() *term {
+	t := s.term.Swap(nil)
+	if t != nil {
+		t.life.stop(client.ErrNotLeader)
+	}
+	return t
+}
+
+// beginWrite registers a change of the store: with the service (Close
+// waits for it) and with the current term of leadership (a step-down
+// cancels it). It fails with ErrNotLeader when the instance does not
+// lead, and with ErrClosing once Close has begun; what says what was not
+// done.
+func (s *Service) beginWrite(ctx context.Context, what string) (context.Context, func(), error) {
+	t := s.leading()
+	if t == nil {
+		if err := s.refuse(what); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, s.notLeader(what)
+	}
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s", err, what)
+	}
+	ctx, tend, err := t.life.begin(ctx, client.ErrNotLeader)
+	if err != nil {
+		end()
+		return nil, nil, s.notLeader(what)
+	}
+	return ctx, func() { tend(); end() }, nil
+}
+
+// spawnLeader runs fn in a goroutine of the current term: its ctx ends
+// when the term ends or the service closes, and both wait for it. It
+// reports false, and fn does not run, when the instance does not lead.
+func (s *Service) spawnLeader(fn func(ctx context.Context)) bool {
+	ctx, end, err := s.beginWrite(context.Background(), "")
+	if err != nil {
+		return false
+	}
+	go func() {
+		defer end()
+		fn(ctx)
+	}()
+	return true
+}
+
+// writable returns nil when the instance may change the store now:
+// ErrClosing once Close has begun, ErrNotLeader when it does not lead.
+func (s *Service) writable(what string) error {
+	if err := s.refuse(what); err != nil {
+		return err
+	}
+	if s.leading() == nil {
+		return s.notLeader(what)
+	}
+	return nil
+}
+
+// commit writes one change to the store (store.Update) and tells the
+// replica when the store says the instance no longer leads or cannot be
+// reached (it steps down and reads the store again). A refused change
+// wraps client.ErrNotLeader: nothing of it was stored.
+func (s *Service) commit(ctx context.Context, actor string, fn func(*store.Tx) error) (int64, error) {
+	rev, err := s.store.Update(ctx, actor, fn)
+	if err == nil {
+		return rev, nil
+	}
+	if errors.Is(err, store.ErrNotLeader) || errors.Is(err, store.ErrUnavailable) {
+		if s.rep != nil {
+			s.rep.lost(err)
+		}
+	}
+	if errors.Is(err, store.ErrNotLeader) {
+		return 0, fmt.Errorf("%w: %v", client.ErrNotLeader, err)
+	}
+	return 0, err
 }

@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
@@ -84,12 +87,12 @@ func TestHookRunsOutsideChanges(t *testing.T) {
 	}
 	defer s.Close()
 	<-entered // the start's dump: the hook blocks now
-	h := s.Handler(HandlerOptions{OpenRead: true})
+	h := api.New(s, api.Options{OpenRead: true})
 	links := switchLinks(s.g)
-	var last *FailureResult
+	var last *client.FailureResult
 	for _, l := range links[:2] {
 		// If the report waited for the hook, this would never return.
-		if last, err = s.ChangeFailure(t.Context(), "t", FailureChange{Link: l}); err != nil {
+		if last, err = s.ChangeFailure(t.Context(), "t", client.FailureChange{Link: l}); err != nil {
 			t.Fatal(err)
 		}
 		if u := last.Unicast; !u.Written || !u.HookPending || u.HookRan != nil {
@@ -145,14 +148,14 @@ func TestCloseStopsEverything(t *testing.T) {
 	}()
 	<-entered
 	// An sssp repair: a rebalance starts in the background.
-	if res, err := s.ChangeFailure(t.Context(), "t", FailureChange{Link: switchLinks(s.g)[0]}); err != nil || res.Unicast.Mode != "repair" {
+	if res, err := s.ChangeFailure(t.Context(), "t", client.FailureChange{Link: switchLinks(s.g)[0]}); err != nil || res.Unicast.Mode != "repair" {
 		t.Fatalf("failure: %v %+v", err, res)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	<-ticked
-	if c, _ := cause.Load().(error); !errors.Is(c, ErrClosing) {
+	if c, _ := cause.Load().(error); !errors.Is(c, client.ErrClosing) {
 		t.Fatalf("the blocked hook's context ended with %v, want ErrClosing", c)
 	}
 	settleGoroutines(t, before)
@@ -162,17 +165,17 @@ func TestCloseStopsEverything(t *testing.T) {
 	ctx := t.Context()
 	for what, err := range map[string]error{
 		"failure": func() error {
-			_, err := s.ChangeFailure(ctx, "t", FailureChange{Link: switchLinks(s.g)[1]})
+			_, err := s.ChangeFailure(ctx, "t", client.FailureChange{Link: switchLinks(s.g)[1]})
 			return err
 		}(),
-		"submit":  func() error { _, err := s.SubmitContext(ctx, "t", JobRequest{Nodes: 1}); return err }(),
+		"submit":  func() error { _, err := s.SubmitContext(ctx, "t", client.JobRequest{Nodes: 1}); return err }(),
 		"release": func() error { _, err := s.ReleaseContext(ctx, "t", 1); return err }(),
 		"join": func() error {
-			_, err := s.mc.join(ctx, "t", McastRequest{Group: "g", Member: s.g.NodeName(0), MemberCount: 2})
+			_, err := s.mc.join(ctx, "t", client.McastRequest{Group: "g", Member: s.g.NodeName(0), MemberCount: 2})
 			return err
 		}(),
 	} {
-		if !errors.Is(err, ErrClosing) || statusOf(err) != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "closing") {
+		if !errors.Is(err, client.ErrClosing) || api.StatusOf(err) != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "closing") {
 			t.Errorf("%s after Close: %v", what, err)
 		}
 	}
@@ -186,14 +189,14 @@ type holdRouting struct {
 	entered chan struct{}
 }
 
-func (r *holdRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error) {
+func (r *holdRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, client.TableStats, error) {
 	if r.hold.Load() {
 		select {
 		case r.entered <- struct{}{}:
 		default:
 		}
 		<-ctx.Done()
-		return nil, TableStats{}, ctx.Err()
+		return nil, client.TableStats{}, ctx.Err()
 	}
 	return r.Routing.Routes(ctx, active, transit)
 }
@@ -208,7 +211,7 @@ func storedState(t *testing.T, s *Service) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Backup(f); err != nil {
+	if _, err := s.Backup(f, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -228,7 +231,7 @@ func memoryState(t *testing.T, s *Service) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "failed links %v nodes %v\n", s.fabric.FailedLinks, s.fabric.FailedNodes)
 	for _, id := range sortedIDs(s.jobs) {
-		data, err := marshalJSON(s.jobs[id])
+		data, err := client.MarshalJSON(s.jobs[id])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,21 +276,21 @@ func TestChangeFailureRacingClose(t *testing.T) {
 	// gains transit nodes, and its table on them is held.
 	dir := t.TempDir()
 	s := open(dir, "torus:4x4")
-	if _, err := s.Submit("t", JobRequest{Nodes: 2}); err != nil {
+	if _, err := s.Submit("t", client.JobRequest{Nodes: 2}); err != nil {
 		t.Fatal(err)
 	}
 	var closed atomic.Bool
-	s.store.beforeWrite = func() {
+	s.store.SetBeforeWrite(func() {
 		if closed.Load() {
 			t.Error("a write began after Close returned")
 		}
-	}
+	})
 	want := memoryState(t, s)
 	link := firstLink(t, s.jobs[1])
 	hold.Store(true)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link})
+		_, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link})
 		errc <- err
 	}()
 	select {
@@ -299,7 +302,7 @@ func TestChangeFailureRacingClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed.Store(true)
-	if err := <-errc; !errors.Is(err, ErrClosing) {
+	if err := <-errc; !errors.Is(err, client.ErrClosing) {
 		t.Fatalf("failure report stopped by Close: %v", err)
 	}
 	hold.Store(false)
@@ -314,20 +317,20 @@ func TestChangeFailureRacingClose(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		dir := t.TempDir()
 		s := open(dir, "torus:4x4x2")
-		if _, err := s.Submit("t", JobRequest{Nodes: 4, Transit: 1}); err != nil {
+		if _, err := s.Submit("t", client.JobRequest{Nodes: 4, Transit: 1}); err != nil {
 			t.Fatal(err)
 		}
 		link := firstLink(t, s.jobs[1])
 		var closed atomic.Bool
-		s.store.beforeWrite = func() {
+		s.store.SetBeforeWrite(func() {
 			if closed.Load() {
 				t.Error("a write began after Close returned")
 			}
-		}
+		})
 		start, errc := make(chan struct{}), make(chan error, 1)
 		go func() {
 			<-start
-			_, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link})
+			_, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link})
 			errc <- err
 		}()
 		close(start)
@@ -339,7 +342,7 @@ func TestChangeFailureRacingClose(t *testing.T) {
 		}
 		closed.Store(true)
 		err := <-errc
-		if err != nil && !errors.Is(err, ErrClosing) {
+		if err != nil && !errors.Is(err, client.ErrClosing) {
 			t.Fatalf("failure report racing Close: %v", err)
 		}
 		s = open(dir, "")
@@ -361,20 +364,20 @@ func TestGroupReadsDuringJoinWrite(t *testing.T) {
 	defer s.Close()
 	ctx := t.Context()
 	for _, m := range []string{"0.0.0", "2.1.0", "3.3.1"} {
-		if _, err := s.mc.join(ctx, "t", McastRequest{Group: "a", Member: m, MemberCount: 3}); err != nil {
+		if _, err := s.mc.join(ctx, "t", client.McastRequest{Group: "a", Member: m, MemberCount: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	wantEFI := slices.Clone(s.mc.linkEFI())
 	entered, release := make(chan struct{}), make(chan struct{})
-	s.store.failWrites = func() error {
+	s.store.SetFailWrites(func() error {
 		entered <- struct{}{}
 		<-release
 		return nil // the write commits once released
-	}
+	})
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.mc.join(ctx, "t", McastRequest{Group: "b", Member: "1.1.0", MemberCount: 2})
+		_, err := s.mc.join(ctx, "t", client.McastRequest{Group: "b", Member: "1.1.0", MemberCount: 2})
 		done <- err
 	}()
 	<-entered // the join holds the group writers' lock and its write is open
@@ -383,7 +386,7 @@ func TestGroupReadsDuringJoinWrite(t *testing.T) {
 	if gs := s.mc.list(); len(gs) != 1 || gs[0].ID != "a" || gs[0].State != "Ready" {
 		t.Fatalf("groups while a join is written: %+v", gs)
 	}
-	if _, err := s.mc.get("b"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.mc.get("b"); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("group b visible before its join was stored: %v", err)
 	}
 	if g, err := s.mc.get("a"); err != nil || len(g.Edges) == 0 {
@@ -395,7 +398,7 @@ func TestGroupReadsDuringJoinWrite(t *testing.T) {
 	if !slices.Equal(s.mc.linkEFI(), wantEFI) || s.mc.maxEFI() != 1 {
 		t.Fatalf("EFI while a join is written: max %d", s.mc.maxEFI())
 	}
-	h := s.Handler(HandlerOptions{OpenRead: true})
+	h := api.New(s, api.Options{OpenRead: true})
 	for _, path := range []string{"/api/mcast", "/api/mcast/a", "/api/fabric/load", "/metrics"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -410,7 +413,7 @@ func TestGroupReadsDuringJoinWrite(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	s.store.failWrites = nil
+	s.store.SetFailWrites(nil)
 	if gs := s.mc.list(); len(gs) != 2 || gs[1].ID != "b" {
 		t.Fatalf("groups after the join was stored: %+v", gs)
 	}
@@ -435,10 +438,10 @@ func TestMemoryMatchesStore(t *testing.T) {
 				before := memoryState(t, s)
 				full := rng.IntN(8) == 0
 				if full {
-					s.store.failWrites = func() error { return errors.New("no space left on device") }
+					s.store.SetFailWrites(func() error { return errors.New("no space left on device") })
 				}
 				what, err := randomChange(s, rng, cancelled)
-				s.store.failWrites = nil
+				s.store.SetFailWrites(nil)
 				if what == "cancelled failure" && !errors.Is(err, context.Canceled) {
 					t.Fatalf("step %d: a failure change whose context had ended returned %v", step, err)
 				}
@@ -470,7 +473,7 @@ func TestMemoryMatchesStore(t *testing.T) {
 func randomChange(s *Service, rng *rand.Rand, cancelled context.Context) (string, error) {
 	ctx := context.Background()
 	s.mu.RLock()
-	jobs := make([]*JobRecord, 0, len(s.jobs))
+	jobs := make([]*client.JobRecord, 0, len(s.jobs))
 	for _, id := range sortedIDs(s.jobs) {
 		jobs = append(jobs, s.jobs[id])
 	}
@@ -478,8 +481,8 @@ func randomChange(s *Service, rng *rand.Rand, cancelled context.Context) (string
 	s.mu.RUnlock()
 	switch k := rng.IntN(10); {
 	case k < 3:
-		_, err := s.SubmitContext(ctx, "t", JobRequest{Nodes: 2 + rng.IntN(4), Transit: rng.IntN(3)})
-		if errors.Is(err, ErrConflict) {
+		_, err := s.SubmitContext(ctx, "t", client.JobRequest{Nodes: 2 + rng.IntN(4), Transit: rng.IntN(3)})
+		if errors.Is(err, client.ErrConflict) {
 			return "none", nil // does not fit now
 		}
 		return "submit", err
@@ -488,23 +491,23 @@ func randomChange(s *Service, rng *rand.Rand, cancelled context.Context) (string
 		return "release", err
 	case k == 4 && len(jobs) > 0:
 		_, err := s.MigrateContext(ctx, "t", jobs[rng.IntN(len(jobs))].ID)
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, client.ErrConflict) {
 			return "none", nil
 		}
 		return "migrate", err
 	case k == 5 && len(failedLinks)+len(failedNodes) > 0:
 		if i := rng.IntN(len(failedLinks) + len(failedNodes)); i < len(failedLinks) {
-			_, err := s.ChangeFailure(ctx, "t", FailureChange{Link: failedLinks[i], Repair: true})
+			_, err := s.ChangeFailure(ctx, "t", client.FailureChange{Link: failedLinks[i], Repair: true})
 			return "repair link", err
 		} else {
-			_, err := s.ChangeFailure(ctx, "t", FailureChange{Node: failedNodes[i-len(failedLinks)], Repair: true})
+			_, err := s.ChangeFailure(ctx, "t", client.FailureChange{Node: failedNodes[i-len(failedLinks)], Repair: true})
 			return "repair node", err
 		}
 	case k == 6:
-		_, err := s.ChangeFailure(cancelled, "t", FailureChange{Link: g.LinkName(rng.IntN(g.NumLinks()))})
+		_, err := s.ChangeFailure(cancelled, "t", client.FailureChange{Link: g.LinkName(rng.IntN(g.NumLinks()))})
 		return "cancelled failure", err
 	case k == 7:
-		_, err := s.ChangeFailure(ctx, "t", FailureChange{Node: g.NodeName(rng.IntN(g.NumNodes()))})
+		_, err := s.ChangeFailure(ctx, "t", client.FailureChange{Node: g.NodeName(rng.IntN(g.NumNodes()))})
 		return "fail node", err
 	default:
 		link := g.LinkName(rng.IntN(g.NumLinks()))
@@ -520,7 +523,7 @@ func randomChange(s *Service, rng *rand.Rand, cancelled context.Context) (string
 				}
 			}
 		}
-		_, err := s.ChangeFailure(ctx, "t", FailureChange{Link: link})
+		_, err := s.ChangeFailure(ctx, "t", client.FailureChange{Link: link})
 		return "fail link", err
 	}
 }

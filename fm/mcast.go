@@ -12,17 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+
 	"github.com/icn-hpc/icn/multicast"
 	"github.com/icn-hpc/icn/topology"
 )
-
-// McastRequest is a join or leave. MemberCount travels with every join,
-// as in the seed's HPC protocol; leaves may omit it.
-type McastRequest struct {
-	Group       string `json:"group"`
-	Member      string `json:"member"`
-	MemberCount int    `json:"member_count,omitempty"`
-}
 
 // mcast runs the multicast join/leave protocol of the multicast package
 // (FULB-MC routing) for the service and persists every group after every
@@ -46,9 +41,14 @@ type mcast struct {
 	g      *topology.Graph // the fabric the manager routes on
 	mgr    *multicast.Manager
 	clk    *replayClock // mgr's clock
-	groups map[string]*GroupRecord
+	groups map[string]*client.GroupRecord
 	seq    int    // completion order of routed groups
 	ver    uint64 // counts changes of groups, so a rebuild done without mu can tell it is stale
+	// stale: the groups were changed by the store's leader (a standby
+	// applies its records) or the fabric changed under them, and the
+	// manager must be rebuilt from them before the next protocol call
+	// (takeOver, ensureManager).
+	stale bool
 }
 
 // replayClock is the clock of one protocol manager: the service's clock,
@@ -81,7 +81,7 @@ func (c *replayClock) replayAt(d *time.Time) {
 const mcastAlgo = "fulb"
 
 func newMcast(s *Service) *mcast {
-	return &mcast{s: s, groups: map[string]*GroupRecord{}}
+	return &mcast{s: s, groups: map[string]*client.GroupRecord{}}
 }
 
 // newManager builds a protocol manager on g with its own clock (no lock
@@ -107,6 +107,10 @@ func (m *mcast) newManager(g *topology.Graph) (*multicast.Manager, *replayClock,
 func (m *mcast) ensureManager() error {
 	m.mu.Lock()
 	g, have := m.g, m.mgr != nil
+	if m.stale {
+		defer m.mu.Unlock()
+		return m.rebuildStale()
+	}
 	m.mu.Unlock()
 	if have {
 		return nil
@@ -123,14 +127,77 @@ func (m *mcast) ensureManager() error {
 	return nil
 }
 
-// load reads the stored groups and rebuilds the protocol state from them.
-func (m *mcast) load() error {
-	groups := map[string]*GroupRecord{}
-	err := m.s.store.View(func(tx *Tx) error {
-		return tx.Groups(func(g *GroupRecord) error {
-			groups[g.ID] = g
-			return nil
-		})
+// rebuildStale rebuilds a stale manager from the groups (callers hold
+// mu).
+func (m *mcast) rebuildStale() error {
+	if !m.stale {
+		return nil
+	}
+	if err := m.replay(m.g); err != nil {
+		return err
+	}
+	m.stale = false
+	return nil
+}
+
+// takeOver readies the protocol for the leader: the manager rebuilt from
+// the stored groups the instance followed (routed trees kept, deadlines
+// as stored).
+func (m *mcast) takeOver(ctx context.Context) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rebuildStale()
+}
+
+// applyRecords applies group records written by the store's leader (a
+// nil record: deleted) and, if g is not nil, the fabric they now lie on;
+// the manager is rebuilt when this instance next needs it.
+func (m *mcast) applyRecords(changed map[string]*client.GroupRecord, g *topology.Graph) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	groups := m.snapshot()
+	for id, gr := range changed {
+		if gr == nil {
+			delete(groups, id)
+			continue
+		}
+		groups[id] = gr
+		if gr.Seq > m.seq {
+			m.seq = gr.Seq
+		}
+	}
+	m.groups = groups
+	if g != nil {
+		m.g = g
+	}
+	m.mgr, m.clk, m.stale = nil, nil, true
+	m.ver++
+	m.publish()
+}
+
+// installFrom makes the groups and manager of t (loaded from the store
+// by another service value: a reload) those of m.
+func (m *mcast) installFrom(t *mcast) {
+	t.mu.Lock()
+	g, mgr, clk, groups, seq := t.g, t.mgr, t.clk, t.groups, t.seq
+	t.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.g, m.mgr, m.clk, m.groups, m.seq, m.stale = g, mgr, clk, groups, seq, false
+	if clk != nil {
+		clk.now = m.s.cfg.Now
+	}
+	m.ver++
+	m.publish()
+}
+
+// load reads the stored groups (in tx) and rebuilds the protocol state
+// from them.
+func (m *mcast) load(tx *store.Tx) error {
+	groups := map[string]*client.GroupRecord{}
+	err := tx.Groups(func(g *client.GroupRecord) error {
+		groups[g.ID] = g
+		return nil
 	})
 	if err != nil {
 		return err
@@ -153,9 +220,9 @@ type rebuilt struct {
 	g      *topology.Graph
 	mgr    *multicast.Manager // nil when there are no groups (built on demand)
 	clk    *replayClock
-	groups map[string]*GroupRecord
+	groups map[string]*client.GroupRecord
 	seq    int
-	moved  []*GroupRecord // groups whose tree or state differs from their record
+	moved  []*client.GroupRecord // groups whose tree or state differs from their record
 	check  multicast.AdoptCheck
 }
 
@@ -171,8 +238,8 @@ func (m *mcast) install(rb *rebuilt) {
 // groups, published after every committed change and never changed
 // afterwards, so readers use it without any lock.
 type groupsView struct {
-	list    []GroupRecord  // by id
-	index   map[string]int // id → position in list
+	list    []client.GroupRecord // by id
+	index   map[string]int       // id → position in list
 	byState map[string]int
 	efi     []int // per link: the groups whose tree uses it
 	maxEFI  int
@@ -183,7 +250,7 @@ type groupsView struct {
 // rebuild is installed: see fabricChanged). Group records are never
 // changed in place, so the view shares their slices.
 func (m *mcast) publish() {
-	v := &groupsView{list: make([]GroupRecord, 0, len(m.groups)), index: make(map[string]int, len(m.groups)),
+	v := &groupsView{list: make([]client.GroupRecord, 0, len(m.groups)), index: make(map[string]int, len(m.groups)),
 		byState: map[string]int{}}
 	for _, g := range m.groups {
 		v.list = append(v.list, *g)
@@ -232,8 +299,8 @@ func (m *mcast) replay(g *topology.Graph) error {
 // lost says the fabric only lost links or nodes since the trees were
 // verified: kept trees are then checked for their shape only
 // (multicast.CheckShape), without hop counts.
-func (m *mcast) rebuild(g *topology.Graph, records map[string]*GroupRecord, lost bool) (*rebuilt, error) {
-	rb := &rebuilt{g: g, groups: make(map[string]*GroupRecord, len(records)), check: multicast.CheckAll}
+func (m *mcast) rebuild(g *topology.Graph, records map[string]*client.GroupRecord, lost bool) (*rebuilt, error) {
+	rb := &rebuilt{g: g, groups: make(map[string]*client.GroupRecord, len(records)), check: multicast.CheckAll}
 	if lost {
 		rb.check = multicast.CheckShape
 	}
@@ -304,7 +371,7 @@ func (m *mcast) rebuild(g *topology.Graph, records map[string]*GroupRecord, lost
 // adopt installs a routed group with its stored tree if the tree holds on
 // the fabric, and replays its leaves; false if the group has to be
 // routed again.
-func (rb *rebuilt) adopt(gr *GroupRecord) bool {
+func (rb *rebuilt) adopt(gr *client.GroupRecord) bool {
 	if gr.Root == "" || len(gr.Edges) == 0 || gr.State == "Destroying" {
 		return false
 	}
@@ -347,7 +414,7 @@ func (rb *rebuilt) adopt(gr *GroupRecord) bool {
 }
 
 // leaves replays the leaves of a group at the time they were received.
-func (rb *rebuilt) leaves(gr *GroupRecord) {
+func (rb *rebuilt) leaves(gr *client.GroupRecord) {
 	rb.clk.replayAt(gr.LeaveDeadline)
 	for _, name := range gr.Left {
 		if v := rb.g.NodeByName(name); v >= 0 {
@@ -358,7 +425,7 @@ func (rb *rebuilt) leaves(gr *GroupRecord) {
 
 // refreshRecord copies manager mgr's view of a group on fabric fg into
 // its record.
-func refreshRecord(fg *topology.Graph, mgr *multicast.Manager, g *GroupRecord) {
+func refreshRecord(fg *topology.Graph, mgr *multicast.Manager, g *client.GroupRecord) {
 	rec, err := mgr.Query(g.ID)
 	if err != nil {
 		if g.State != "Destroying" {
@@ -396,14 +463,17 @@ func refreshRecord(fg *topology.Graph, mgr *multicast.Manager, g *GroupRecord) {
 }
 
 // join handles a join request.
-func (m *mcast) join(ctx context.Context, actor string, req McastRequest) (*GroupRecord, error) {
+func (m *mcast) join(ctx context.Context, actor string, req client.McastRequest) (*client.GroupRecord, error) {
 	if req.Group == "" || len(req.Group) > 128 {
 		return nil, badRequest("group id must be 1..128 characters")
 	}
 	if req.MemberCount < 1 {
 		return nil, badRequest("member_count must be at least 1 (every join carries the group's member count)")
 	}
-	return m.change(ctx, actor, "mcast.join", req, func(g *GroupRecord, v int) error {
+	if err := checkRequestID(req.RequestID); err != nil {
+		return nil, err
+	}
+	return m.change(ctx, actor, "mcast.join", req, func(g *client.GroupRecord, v int) error {
 		rec, err := m.mgr.Join(req.Group, v, req.MemberCount)
 		if err != nil {
 			return err
@@ -417,11 +487,11 @@ func (m *mcast) join(ctx context.Context, actor string, req McastRequest) (*Grou
 }
 
 // leave handles a leave request.
-func (m *mcast) leave(ctx context.Context, actor string, req McastRequest) (*GroupRecord, error) {
+func (m *mcast) leave(ctx context.Context, actor string, req client.McastRequest) (*client.GroupRecord, error) {
 	if req.Group == "" {
 		return nil, badRequest("group id missing")
 	}
-	return m.change(ctx, actor, "mcast.leave", req, func(g *GroupRecord, v int) error {
+	return m.change(ctx, actor, "mcast.leave", req, func(g *client.GroupRecord, v int) error {
 		if _, err := m.mgr.Leave(req.Group, v); err != nil {
 			return err
 		}
@@ -442,10 +512,10 @@ func (m *mcast) leave(ctx context.Context, actor string, req McastRequest) (*Gro
 // ahead of the disk. Readers see the change once it is stored (publish).
 // A request whose ctx ends (or whose service closes) before it is
 // applied does nothing.
-func (m *mcast) change(ctx context.Context, actor, action string, req McastRequest, apply func(*GroupRecord, int) error) (*GroupRecord, error) {
-	ctx, end, err := m.s.begin(ctx)
+func (m *mcast) change(ctx context.Context, actor, action string, req client.McastRequest, apply func(*client.GroupRecord, int) error) (*client.GroupRecord, error) {
+	ctx, end, err := m.s.beginWrite(ctx, "the request was not applied")
 	if err != nil {
-		return nil, fmt.Errorf("%w: the request was not applied", err)
+		return nil, err
 	}
 	defer end()
 	if err := m.ensureManager(); err != nil {
@@ -456,9 +526,23 @@ func (m *mcast) change(ctx context.Context, actor, action string, req McastReque
 	if ctx.Err() != nil {
 		return nil, stopped(ctx, "the request was not applied")
 	}
+	if err := m.rebuildStale(); err != nil {
+		return nil, err
+	}
+	if req.RequestID != "" {
+		// A repeated request gets its first answer again.
+		var first client.GroupRecord
+		if ok, err := m.s.answered(req.RequestID, action, &first); err != nil || ok {
+			if ok {
+				first.Replayed = true
+				return &first, nil
+			}
+			return nil, err
+		}
+	}
 	v := m.g.NodeByName(req.Member)
 	if v < 0 {
-		return nil, fmt.Errorf("%w: unknown member node %q", ErrNotFound, req.Member)
+		return nil, fmt.Errorf("%w: unknown member node %q", client.ErrNotFound, req.Member)
 	}
 	if m.mgr == nil {
 		mgr, clk, err := m.newManager(m.g)
@@ -472,11 +556,11 @@ func (m *mcast) change(ctx context.Context, actor, action string, req McastReque
 	fresh := g == nil || g.State == "Destroying"
 	if fresh {
 		if action == "mcast.leave" {
-			return nil, fmt.Errorf("%w: no multicast group %q", ErrNotFound, req.Group)
+			return nil, fmt.Errorf("%w: no multicast group %q", client.ErrNotFound, req.Group)
 		}
 		now := m.s.cfg.Now().UTC()
 		d := now.Add(m.s.cfg.MulticastTimeout)
-		g = &GroupRecord{ID: req.Group, Created: now, JoinDeadline: &d}
+		g = &client.GroupRecord{ID: req.Group, Created: now, JoinDeadline: &d}
 	} else {
 		c := *g
 		c.Members, c.Left, c.Edges, c.Channels = slices.Clone(g.Members), slices.Clone(g.Left), slices.Clone(g.Edges), slices.Clone(g.Channels)
@@ -492,31 +576,47 @@ func (m *mcast) change(ctx context.Context, actor, action string, req McastReque
 		m.seq++
 		g.Seq = m.seq
 	}
-	changed := map[string]*GroupRecord{g.ID: g}
-	m.collectExpired(changed)
-	if err := m.persist(actor, action, req, changed); err != nil {
+	changed, gone := map[string]*client.GroupRecord{g.ID: g}, map[string]bool{}
+	m.collectExpired(changed, gone)
+	var answer *store.Outcome
+	if req.RequestID != "" {
+		o, err := outcomeOf(action, http200, g)
+		if err != nil {
+			return nil, err
+		}
+		answer = o
+	}
+	if err := m.persist(ctx, actor, action, req, changed, gone, answer); err != nil {
 		m.groups = before
 		if rerr := m.replay(m.g); rerr != nil {
-			return nil, fmt.Errorf("storage: %v; rebuilding multicast state also failed: %v", err, rerr)
+			return nil, fmt.Errorf("storage: %w; rebuilding multicast state also failed: %v", err, rerr)
 		}
-		return nil, fmt.Errorf("storage: %v (the request was not applied)", err)
+		return nil, fmt.Errorf("storage: %w (the request was not applied)", err)
 	}
-	for id, c := range changed {
-		if c.gone {
-			delete(m.groups, id)
-			continue
-		}
-		m.groups[id] = c
-	}
-	m.ver++
-	m.publish()
+	m.applyChanged(changed, gone)
 	out := *g
 	return &out, nil
 }
 
+// applyChanged puts the stored changes of groups into m.groups and
+// publishes them (callers hold mu).
+func (m *mcast) applyChanged(changed map[string]*client.GroupRecord, gone map[string]bool) {
+	groups := m.snapshot()
+	for id, c := range changed {
+		if gone[id] {
+			delete(groups, id)
+			continue
+		}
+		groups[id] = c
+	}
+	m.groups = groups
+	m.ver++
+	m.publish()
+}
+
 // collectExpired adds groups whose state the manager changed on its own
-// (timeouts) to changed.
-func (m *mcast) collectExpired(changed map[string]*GroupRecord) {
+// (timeouts) to changed; those it forgot are also in gone.
+func (m *mcast) collectExpired(changed map[string]*client.GroupRecord, gone map[string]bool) {
 	if m.mgr == nil {
 		return
 	}
@@ -531,7 +631,8 @@ func (m *mcast) collectExpired(changed map[string]*GroupRecord) {
 		r, ok := live[id]
 		if !ok {
 			c := *g
-			c.State, c.gone = "Destroying", true
+			c.State = "Destroying"
+			gone[id] = true
 			if c.Reason == "" {
 				c.Reason = "timed out"
 			}
@@ -547,10 +648,15 @@ func (m *mcast) collectExpired(changed map[string]*GroupRecord) {
 	}
 }
 
-func (m *mcast) persist(actor, action string, req McastRequest, changed map[string]*GroupRecord) error {
-	return m.s.store.Update(actor, func(tx *Tx) error {
+func (m *mcast) persist(ctx context.Context, actor, action string, req client.McastRequest, changed map[string]*client.GroupRecord, gone map[string]bool, answer *store.Outcome) error {
+	_, err := m.s.commit(ctx, actor, func(tx *store.Tx) error {
+		if answer != nil {
+			if err := tx.PutRequest(req.RequestID, *answer); err != nil {
+				return err
+			}
+		}
 		for _, g := range changed {
-			if g.gone {
+			if gone[g.ID] {
 				// Forgotten by the protocol: keep the history in the
 				// audit log only.
 				if err := tx.DeleteGroup(g.ID); err != nil {
@@ -570,10 +676,11 @@ func (m *mcast) persist(actor, action string, req McastRequest, changed map[stri
 		}
 		return tx.Log(action, req.Group, map[string]any{"member": req.Member, "member_count": req.MemberCount})
 	})
+	return err
 }
 
-func (m *mcast) snapshot() map[string]*GroupRecord {
-	out := make(map[string]*GroupRecord, len(m.groups))
+func (m *mcast) snapshot() map[string]*client.GroupRecord {
+	out := make(map[string]*client.GroupRecord, len(m.groups))
 	for k, v := range m.groups {
 		out[k] = v
 	}
@@ -583,43 +690,38 @@ func (m *mcast) snapshot() map[string]*GroupRecord {
 func protocolError(err error) error {
 	switch {
 	case errors.Is(err, multicast.ErrNoGroup), errors.Is(err, multicast.ErrNotMember):
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
+		return fmt.Errorf("%w: %v", client.ErrNotFound, err)
 	case errors.Is(err, multicast.ErrDuplicateJoin), errors.Is(err, multicast.ErrDuplicateLeave),
 		errors.Is(err, multicast.ErrCountMismatch), errors.Is(err, multicast.ErrWrongState):
-		return fmt.Errorf("%w: %v", ErrConflict, err)
+		return fmt.Errorf("%w: %v", client.ErrConflict, err)
 	case errors.Is(err, multicast.ErrBadRequest):
 		// The protocol's own message already starts with "bad request".
-		return fmt.Errorf("%w: %s", ErrBadRequest, strings.TrimPrefix(err.Error(), multicast.ErrBadRequest.Error()+": "))
+		return fmt.Errorf("%w: %s", client.ErrBadRequest, strings.TrimPrefix(err.Error(), multicast.ErrBadRequest.Error()+": "))
 	}
 	return err
 }
 
 // tick enforces timeouts and persists what they changed (callers
-// register it as a change: Service.Tick).
-func (m *mcast) tick() {
+// register it as a change: Service.Tick). If the store refuses the
+// change, the manager is rebuilt from the stored groups, so that memory
+// never runs ahead of the store.
+func (m *mcast) tick(ctx context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.mgr == nil {
+	if m.rebuildStale() != nil || m.mgr == nil {
 		return
 	}
 	m.mgr.Expire()
-	changed := map[string]*GroupRecord{}
-	m.collectExpired(changed)
+	changed, gone := map[string]*client.GroupRecord{}, map[string]bool{}
+	m.collectExpired(changed, gone)
 	if len(changed) == 0 {
 		return
 	}
-	if err := m.persist("system", "", McastRequest{}, changed); err != nil {
-		return // retried on the next tick
+	if err := m.persist(ctx, "system", "", client.McastRequest{}, changed, gone, nil); err != nil {
+		m.stale = true // rebuilt from the stored groups, expired again next time
+		return
 	}
-	for id, c := range changed {
-		if c.gone {
-			delete(m.groups, id)
-			continue
-		}
-		m.groups[id] = c
-	}
-	m.ver++
-	m.publish()
+	m.applyChanged(changed, gone)
 }
 
 // fabricChanged rebuilds the protocol state on the new fabric: trees that
@@ -649,13 +751,13 @@ func (m *mcast) fabricChanged(g *topology.Graph, lost bool) {
 			rb = &rebuilt{g: g, groups: groups}
 		}
 		if len(rb.moved) > 0 {
-			changed := make(map[string]*GroupRecord, len(rb.moved))
+			changed := make(map[string]*client.GroupRecord, len(rb.moved))
 			for _, gr := range rb.moved {
 				changed[gr.ID] = gr
 			}
 			// A failed write leaves the old trees stored: a restart
 			// rebuilds the same state from them on this fabric.
-			m.persist("system", "", McastRequest{}, changed)
+			m.persist(context.Background(), "system", "", client.McastRequest{}, changed, nil, nil)
 		}
 		m.install(rb)
 		m.mu.Unlock()
@@ -664,20 +766,20 @@ func (m *mcast) fabricChanged(g *topology.Graph, lost bool) {
 }
 
 // list returns the groups by id (from the published view: no lock).
-func (m *mcast) list() []GroupRecord {
+func (m *mcast) list() []client.GroupRecord {
 	out := slices.Clone(m.current().list)
 	if out == nil {
-		out = []GroupRecord{}
+		out = []client.GroupRecord{}
 	}
 	return out
 }
 
 // get returns one group (from the published view: no lock).
-func (m *mcast) get(id string) (*GroupRecord, error) {
+func (m *mcast) get(id string) (*client.GroupRecord, error) {
 	v := m.current()
 	i, ok := v.index[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: no multicast group %q", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: no multicast group %q", client.ErrNotFound, id)
 	}
 	c := v.list[i]
 	return &c, nil
@@ -695,7 +797,7 @@ func (m *mcast) maxEFI() int { return m.current().maxEFI }
 
 // linkEFI counts, per link of g, the groups whose tree uses it (computed
 // from the trees).
-func linkEFI(g *topology.Graph, groups map[string]*GroupRecord) []int {
+func linkEFI(g *topology.Graph, groups map[string]*client.GroupRecord) []int {
 	efi := make([]int, g.NumLinks())
 	for _, gr := range groups {
 		if gr.State == "Destroying" {
@@ -733,10 +835,11 @@ func linkEFI(g *topology.Graph, groups map[string]*GroupRecord) []int {
 // Tick runs periodic work (multicast timeouts); Serve calls it every
 // second. It is a change: after Close it does nothing.
 func (s *Service) Tick() {
-	_, end, err := s.begin(context.Background())
+	ctx, end, err := s.beginWrite(context.Background(), "")
 	if err != nil {
 		return
 	}
 	defer end()
-	s.mc.tick()
+	s.mc.tick(ctx)
+	s.expireRequestsEvery(ctx, 10*time.Minute)
 }

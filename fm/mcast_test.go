@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -23,7 +25,7 @@ func TestFailureMovesOnlyTreesThatUsedIt(t *testing.T) {
 		members := []string{fmt.Sprintf("%d.%d.%d", k%8, (3*k)%8, k%4), fmt.Sprintf("%d.%d.%d", (k+4)%8, (k+1)%8, (k+2)%4),
 			fmt.Sprintf("%d.%d.%d", (5*k+1)%8, (k+6)%8, (k+1)%4)}
 		for _, mb := range members {
-			if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: gid, Member: mb, MemberCount: 3}); err != nil {
+			if _, err := s.mc.join(context.Background(), "t", client.McastRequest{Group: gid, Member: mb, MemberCount: 3}); err != nil {
 				t.Fatalf("join %s %s: %v", gid, mb, err)
 			}
 		}
@@ -47,7 +49,7 @@ func TestFailureMovesOnlyTreesThatUsedIt(t *testing.T) {
 	if len(hit) < 2 {
 		t.Fatalf("busiest link %s is in %d trees", link, len(hit))
 	}
-	if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link}); err != nil {
 		t.Fatal(err)
 	}
 	after := s.mc.list()
@@ -77,7 +79,7 @@ func TestFailureMovesOnlyTreesThatUsedIt(t *testing.T) {
 	if got := s.mc.list(); fmt.Sprint(got) != fmt.Sprint(after) {
 		t.Fatalf("restart changed the groups:\n%v\n%v", got, after)
 	}
-	if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link, Repair: true}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link, Repair: true}); err != nil {
 		t.Fatal(err)
 	}
 	for i, g := range s.mc.list() {
@@ -104,7 +106,7 @@ func TestFailureMovesOnlyTreesThatUsedItFatTree(t *testing.T) {
 		gid := fmt.Sprintf("f%d", k)
 		for i := 0; i < 3; i++ {
 			m := s.g.NodeName(hosts[(k*5+i*7)%len(hosts)])
-			if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: gid, Member: m, MemberCount: 3}); err != nil {
+			if _, err := s.mc.join(context.Background(), "t", client.McastRequest{Group: gid, Member: m, MemberCount: 3}); err != nil {
 				t.Fatalf("join %s %s: %v", gid, m, err)
 			}
 		}
@@ -127,7 +129,7 @@ func TestFailureMovesOnlyTreesThatUsedItFatTree(t *testing.T) {
 	if link < 0 {
 		t.Fatal("no switch link in any tree")
 	}
-	if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: s.g.LinkName(link)}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: s.g.LinkName(link)}); err != nil {
 		t.Fatal(err)
 	}
 	for i, g := range s.mc.list() {

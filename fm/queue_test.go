@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -42,7 +45,7 @@ func TestPlacementQueue(t *testing.T) {
 	s.places.mu.Lock()
 	s.places.queued = func() { queued <- struct{}{} }
 	s.places.mu.Unlock()
-	h := s.Handler(HandlerOptions{})
+	h := api.New(s, api.Options{})
 	post := func(ctx context.Context, nodes int) *httptest.ResponseRecorder {
 		req := httptest.NewRequestWithContext(ctx, "POST", "/api/jobs", strings.NewReader(fmt.Sprintf(`{"nodes":%d,"name":"n%d"}`, nodes, nodes)))
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -93,7 +96,7 @@ func TestPlacementQueue(t *testing.T) {
 		if w.Code != http.StatusCreated {
 			t.Fatalf("%s, after waiting longer than the budget: %d %s", r.name, w.Code, w.Body)
 		}
-		var j JobRecord
+		var j client.JobRecord
 		if err := json.Unmarshal(w.Body.Bytes(), &j); err != nil {
 			t.Fatal(err)
 		}

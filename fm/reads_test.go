@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
@@ -54,7 +58,7 @@ func TestMetricsPerFabricVersion(t *testing.T) {
 	s, tok := openTest(t, t.TempDir(), "torus:4x4x4", nil)
 	defer s.Close()
 	ctx := context.Background()
-	check := func(v MetricsView, ver uint64, links []string) {
+	check := func(v client.MetricsView, ver uint64, links []string) {
 		t.Helper()
 		if !v.Current || v.Pending || v.For == nil || v.Metrics == nil || v.For.Version != ver || v.FabricVersion != ver ||
 			!slices.Equal(v.For.FailedLinks, links) || len(v.For.FailedNodes) != 0 {
@@ -74,18 +78,18 @@ func TestMetricsPerFabricVersion(t *testing.T) {
 	check(v0, 0, []string{})
 
 	gm := gateMetrics(s)
-	if _, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: "0.0.0+X"}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: "0.0.0+X"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := <-gm.started; n != 1 {
 		t.Fatalf("computing a fabric with %d failed links, want 1", n)
 	}
-	for _, v := range []MetricsView{s.Metrics(), s.metricsWithin(0)} {
+	for _, v := range []client.MetricsView{s.Metrics(), s.metricsWithin(0)} {
 		if v.Current || !v.Pending || v.FabricVersion != 1 || v.For == nil || v.For.Version != 0 || !reflect.DeepEqual(v.Metrics, v0.Metrics) {
 			t.Fatalf("during the computation: %+v (for %+v), want pending with version 0's figures", v, v.For)
 		}
 	}
-	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	c := &apiClient{t: t, url: srv.URL, token: tok}
 	code, body := c.do("GET", "/api/fabric/metrics", nil)
@@ -109,7 +113,7 @@ func TestMetricsPerFabricVersion(t *testing.T) {
 	}
 
 	// A restart with the link failed computes that fabric's metrics.
-	dir := filepath.Dir(s.store.Path())
+	dir := filepath.Dir(s.store.Name())
 	s.Close()
 	s, _ = openTest(t, dir, "", nil)
 	defer s.Close()
@@ -129,11 +133,11 @@ func TestMetricsComputationStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	gm := gateMetrics(s)
-	if _, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: "0.0.0+X"}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: "0.0.0+X"}); err != nil {
 		t.Fatal(err)
 	}
 	<-gm.started
-	if _, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: "1.0.0+Y"}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: "1.0.0+Y"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-gm.ended; err != context.Canceled {
@@ -169,11 +173,11 @@ func TestStoredLinkCountsMatchWalk(t *testing.T) {
 	for _, topo := range []string{"torus:4x4x4", "torus:6x4x2x2"} {
 		s, _ := openTest(t, t.TempDir(), topo, nil)
 		for _, m := range []int{5, 12, 16} {
-			j, err := s.Submit("test", JobRequest{Nodes: m, Transit: 3})
+			j, err := s.Submit("test", client.JobRequest{Nodes: m, Transit: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
-			routes, err := encodeRoutes(j.Table)
+			routes, err := store.EncodeRoutes(j.Table)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +201,7 @@ func TestLoadsAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := openTest(t, dir, "torus:6x6x4", nil)
 	for _, m := range []int{6, 9, 14, 20} {
-		if _, err := s.Submit("test", JobRequest{Nodes: m, Transit: 4}); err != nil {
+		if _, err := s.Submit("test", client.JobRequest{Nodes: m, Transit: 4}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,7 +212,7 @@ func TestLoadsAfterRestart(t *testing.T) {
 			busiest = l
 		}
 	}
-	res, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: s.g.LinkName(busiest)})
+	res, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: s.g.LinkName(busiest)})
 	if err != nil || len(res.Jobs) == 0 {
 		t.Fatalf("failing the busiest link: %v %+v", err, res)
 	}
@@ -256,12 +260,12 @@ func TestStoredLinkCountsRandomRoutes(t *testing.T) {
 			for range r.IntN(6) {
 				d := r.IntN(2 * nd)
 				for range 1 + r.IntN(9) {
-					dirs = append(dirs, dirNames[d])
+					dirs = append(dirs, routing.Dir(d).String())
 				}
 			}
 			tf.Routes = append(tf.Routes, routing.RouteJSON{Src: tf.Active[r.IntN(len(tf.Active))], Dst: tf.Active[r.IntN(len(tf.Active))], Dirs: dirs})
 		}
-		routes, err := encodeRoutes(tf)
+		routes, err := store.EncodeRoutes(tf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,22 +305,22 @@ func TestFabricAnswerBytesUnchanged(t *testing.T) {
 		s, _ := openTest(t, t.TempDir(), tc.topo, nil)
 		check := func(when string) {
 			t.Helper()
-			want, err := encodeJSON(s.Fabric())
+			want, err := client.Encode(s.Fabric())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := s.fabricJSON(); !bytes.Equal(got, want) {
+			if got := s.FabricJSON(); !bytes.Equal(got, want) {
 				i := 0
 				for i < min(len(got), len(want)) && got[i] == want[i] {
 					i++
 				}
-				t.Fatalf("%s %s: %d bytes differ from encodeJSON(Fabric())'s %d at byte %d: %q vs %q", tc.topo, when,
+				t.Fatalf("%s %s: %d bytes differ from client.Encode(Fabric())'s %d at byte %d: %q vs %q", tc.topo, when,
 					len(got), len(want), i, got[max(0, i-40):min(len(got), i+40)], want[max(0, i-40):min(len(want), i+40)])
 			}
 		}
 		check("new")
 		for _, m := range tc.jobs {
-			if _, err := s.Submit("test", JobRequest{Nodes: m, Transit: 2}); err != nil {
+			if _, err := s.Submit("test", client.JobRequest{Nodes: m, Transit: 2}); err != nil {
 				t.Fatal(err)
 			}
 			check("after a placement")
@@ -329,13 +333,13 @@ func TestFabricAnswerBytesUnchanged(t *testing.T) {
 			s.mu.RUnlock()
 		}
 		for _, l := range tc.links {
-			if _, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: l}); err != nil {
+			if _, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: l}); err != nil {
 				t.Fatal(err)
 			}
 			check("after a link failure")
 		}
 		for _, n := range tc.nodes {
-			if _, err := s.ChangeFailure(context.Background(), "test", FailureChange{Node: n}); err != nil {
+			if _, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Node: n}); err != nil {
 				t.Fatal(err)
 			}
 			check("after a node failure")
@@ -347,13 +351,13 @@ func TestFabricAnswerBytesUnchanged(t *testing.T) {
 			check("after a release")
 		}
 		if len(tc.links) > 0 {
-			if _, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: tc.links[0], Repair: true}); err != nil {
+			if _, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: tc.links[0], Repair: true}); err != nil {
 				t.Fatal(err)
 			}
 			check("after a repair")
 		}
-		if tc.topo == "torus:16x16x16" && len(s.fabricJSON()) <= indentLimit {
-			t.Errorf("%s: %d bytes, want an answer above the indent limit", tc.topo, len(s.fabricJSON()))
+		if tc.topo == "torus:16x16x16" && len(s.FabricJSON()) <= client.IndentLimit {
+			t.Errorf("%s: %d bytes, want an answer above the indent limit", tc.topo, len(s.FabricJSON()))
 		}
 		s.Close()
 	}
@@ -369,16 +373,16 @@ func TestLoadAnswerFollowsChanges(t *testing.T) {
 	var last []byte
 	check := func(when string, renewed bool) {
 		t.Helper()
-		want, err := encodeJSON(map[string]any{"routes": s.LinkLoads(), "efi": s.mc.linkEFI()})
+		want, err := client.Encode(map[string]any{"routes": s.LinkLoads(), "efi": s.mc.linkEFI()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, again := s.loadJSON(), s.loadJSON()
+		got, again := s.LoadsJSON(), s.LoadsJSON()
 		if !bytes.Equal(got, want) || &got[0] != &again[0] {
 			t.Fatalf("%s: the load answer differs from the encoding of the loads, or is encoded twice", when)
 		}
 		jobs, _ := s.Jobs(false)
-		if want, err := encodeJSON(jobs); err != nil || !bytes.Equal(s.jobsJSON(), want) {
+		if want, err := client.Encode(jobs); err != nil || !bytes.Equal(s.JobsJSON(), want) {
 			t.Fatalf("%s: the jobs answer differs from the encoding of the running jobs (%v)", when, err)
 		}
 		if last != nil && (&got[0] != &last[0]) != renewed {
@@ -388,17 +392,17 @@ func TestLoadAnswerFollowsChanges(t *testing.T) {
 	}
 	check("new", true)
 	check("unchanged", false)
-	if _, err := s.Submit("test", JobRequest{Nodes: 10, Transit: 2}); err != nil {
+	if _, err := s.Submit("test", client.JobRequest{Nodes: 10, Transit: 2}); err != nil {
 		t.Fatal(err)
 	}
 	check("after a placement", true)
 	for _, m := range []string{"0.0.0", "2.2.2", "3.1.0"} {
-		if _, err := s.mc.join(context.Background(), "test", McastRequest{Group: "g", Member: m, MemberCount: 3}); err != nil {
+		if _, err := s.mc.join(context.Background(), "test", client.McastRequest{Group: "g", Member: m, MemberCount: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	check("after a group was routed", true)
-	if _, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: "3.3.3+Z"}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: "3.3.3+Z"}); err != nil {
 		t.Fatal(err)
 	}
 	check("after a failure", true)
@@ -431,7 +435,7 @@ func TestLoadsJSONMatchesEncoder(t *testing.T) {
 		{append(long(524276, 10), 10), []int{}},
 		{long(524278, 10), []int{}},
 	} {
-		want, err := encodeJSON(map[string]any{"routes": tc.routes, "efi": tc.efi})
+		want, err := client.Encode(map[string]any{"routes": tc.routes, "efi": tc.efi})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,8 @@ package fm
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/icn-hpc/icn/fm/client"
 )
 
 // TestTableStatsJSON: a job's figures are stored under the names and
@@ -13,7 +15,7 @@ func TestTableStatsJSON(t *testing.T) {
 		`{"diameter":4,"pi_max":10,"pi_perfect":8.48,"balance_factor":17.92452830188679,"deadlock_free":true}`,
 		`{"diameter":0,"pi_max":0,"pi_perfect":0,"balance_factor":0,"deadlock_free":false}`,
 	} {
-		var st TableStats
+		var st client.TableStats
 		if err := json.Unmarshal([]byte(stored), &st); err != nil {
 			t.Fatalf("%s: %v", stored, err)
 		}
@@ -22,7 +24,7 @@ func TestTableStatsJSON(t *testing.T) {
 			t.Errorf("%s encodes to %s (%v)", stored, b, err)
 		}
 	}
-	st := TableStats{DeadlockFree: true}
+	st := client.TableStats{DeadlockFree: true}
 	st.Diameter, st.PiMax, st.PiPerfect, st.BalanceFactor = 3, 5, 4, 25
 	if b, _ := json.Marshal(st); string(b) != `{"diameter":3,"pi_max":5,"pi_perfect":4,"balance_factor":25,"deadlock_free":true}` {
 		t.Errorf("figures encode to %s", b)

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
@@ -16,14 +18,14 @@ import (
 // failBetween places a 2-node job on torus:4x4 and fails the link
 // between its nodes, which leaves the pair without a legal route inside
 // the job's nodes.
-func failBetween(t *testing.T, extra int) (*Service, *JobRecord, *FailureResult, string) {
+func failBetween(t *testing.T, extra int) (*Service, *client.JobRecord, *client.FailureResult, string) {
 	t.Helper()
 	dir := t.TempDir()
 	s, _, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), Topo: "torus:4x4", NewRouting: AngaraRouting("angara*"), RepairExtra: extra})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := s.Submit("test", JobRequest{Nodes: 2})
+	j, err := s.Submit("test", client.JobRequest{Nodes: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,7 @@ func failBetween(t *testing.T, extra int) (*Service, *JobRecord, *FailureResult,
 	if link == "" {
 		t.Fatalf("job nodes %v are not neighbours", j.Active)
 	}
-	res, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: link})
+	res, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: link})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 	}
 	defer s.Close()
 	for range 4 {
-		if _, err := s.Submit("test", JobRequest{Nodes: 16, Transit: 4}); err != nil {
+		if _, err := s.Submit("test", client.JobRequest{Nodes: 16, Transit: 4}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,7 +157,7 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 		t.Fatal("no idle or no busy link")
 	}
 	checks.Store(0)
-	res, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: s.g.LinkName(idle)})
+	res, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: s.g.LinkName(idle)})
 	if err != nil || len(res.Jobs) != 0 || checks.Load() != 0 {
 		t.Fatalf("idle link: %v, %+v, %d tables re-checked", err, res, checks.Load())
 	}
@@ -165,7 +167,7 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 		before[id] = j.Table
 	}
 	checks.Store(0)
-	res, err = s.ChangeFailure(context.Background(), "test", FailureChange{Link: s.g.LinkName(busy)})
+	res, err = s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: s.g.LinkName(busy)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +178,7 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 		t.Fatalf("link used by %d jobs: %d re-routed, %d old tables re-checked", want, len(res.Jobs), checks.Load())
 	}
 	for id, j := range s.jobs {
-		i := slices.IndexFunc(res.Jobs, func(e JobEffect) bool { return e.ID == id })
+		i := slices.IndexFunc(res.Jobs, func(e client.JobEffect) bool { return e.ID == id })
 		switch {
 		case i < 0 && j.Table != before[id]:
 			t.Fatalf("job %d: not touched, table replaced", id)
@@ -199,12 +201,12 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 func TestReadsCachedPerVersion(t *testing.T) {
 	s, _ := openTest(t, t.TempDir(), "torus:4x4x4", nil)
 	defer s.Close()
-	f0 := s.fabricJSON()
-	j, err := s.Submit("test", JobRequest{Nodes: 8})
+	f0 := s.FabricJSON()
+	j, err := s.Submit("test", client.JobRequest{Nodes: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f1, f2 := s.fabricJSON(), s.fabricJSON()
+	f1, f2 := s.FabricJSON(), s.FabricJSON()
 	if &f1[0] != &f2[0] || bytes.Equal(f0, f1) || !bytes.Contains(f1, []byte(`"job": 1`)) {
 		t.Error("fabric answer not shared within a version, or not renewed by a placement")
 	}
@@ -231,7 +233,7 @@ func TestReadsCachedPerVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: "0.0.0+X"}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: "0.0.0+X"}); err != nil {
 		t.Fatal(err)
 	}
 	if m2, err := s.WaitMetrics(context.Background()); err != nil || reflect.DeepEqual(m1.Metrics, m2.Metrics) {
@@ -246,7 +248,7 @@ func TestWalkTableLinksMatchesSteps(t *testing.T) {
 	for _, topo := range []string{"torus:4x4x4", "torus:6x4x2x2"} {
 		s, _ := openTest(t, t.TempDir(), topo, nil)
 		for _, m := range []int{5, 12, 16} {
-			if _, err := s.Submit("test", JobRequest{Nodes: m, Transit: 3}); err != nil {
+			if _, err := s.Submit("test", client.JobRequest{Nodes: m, Transit: 3}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -10,10 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
 )
 
 // firstLink names the link a job's first route leaves its source on.
-func firstLink(t *testing.T, j *JobRecord) string {
+func firstLink(t *testing.T, j *client.JobRecord) string {
 	t.Helper()
 	for _, r := range j.Table.Routes {
 		if len(r.Dirs) > 0 {
@@ -54,20 +57,20 @@ func checkJobsRouted(t *testing.T, s *Service) {
 func TestFailureReroutesJobs(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := openTest(t, dir, "torus:4x4x4", nil)
-	var jobs []*JobRecord
+	var jobs []*client.JobRecord
 	for i := 0; i < 6; i++ {
-		j, err := s.Submit("t", JobRequest{Nodes: 6, Transit: 3})
+		j, err := s.Submit("t", client.JobRequest{Nodes: 6, Transit: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		jobs = append(jobs, j)
 	}
 	link := firstLink(t, jobs[0])
-	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link})
+	res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e0 *JobEffect
+	var e0 *client.JobEffect
 	for i := range res.Jobs {
 		if res.Jobs[i].ID == jobs[0].ID {
 			e0 = &res.Jobs[i]
@@ -92,7 +95,7 @@ func TestFailureReroutesJobs(t *testing.T) {
 
 	// A failed active node breaks its job; migrate moves it.
 	victim := jobs[1]
-	res, err = s.ChangeFailure(context.Background(), "t", FailureChange{Node: victim.Active[0]})
+	res, err = s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: victim.Active[0]})
 	if err != nil || !slices.Contains(res.AffectedJobs, victim.ID) {
 		t.Fatalf("node failure: %+v %v", res, err)
 	}
@@ -126,10 +129,10 @@ func TestFailureReroutesJobs(t *testing.T) {
 
 	// Break another job, then repair: it is routed again first.
 	other := jobs[2]
-	if res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Node: other.Active[1]}); err != nil || !slices.Contains(res.AffectedJobs, other.ID) {
+	if res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: other.Active[1]}); err != nil || !slices.Contains(res.AffectedJobs, other.ID) {
 		t.Fatalf("%+v %v", res, err)
 	}
-	res, err = s.ChangeFailure(context.Background(), "t", FailureChange{Node: other.Active[1], Repair: true})
+	res, err = s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: other.Active[1], Repair: true})
 	if err != nil || len(res.Jobs) == 0 || res.Jobs[0].ID != other.ID || res.Jobs[0].Result != "rerouted" {
 		t.Fatalf("repair did not re-route the broken job first: %+v %v", res, err)
 	}
@@ -139,7 +142,7 @@ func TestFailureReroutesJobs(t *testing.T) {
 	checkJobsRouted(t, s)
 	// Leave one job broken on a failed node across the restart.
 	kept := jobs[3]
-	if res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Node: kept.Active[0]}); err != nil || !slices.Contains(res.AffectedJobs, kept.ID) {
+	if res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: kept.Active[0]}); err != nil || !slices.Contains(res.AffectedJobs, kept.ID) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	s.Close()
@@ -152,7 +155,7 @@ func TestFailureReroutesJobs(t *testing.T) {
 	if j, _ := s2.Job(kept.ID); j.Routing != "broken" {
 		t.Fatalf("broken job after restart: %+v", j)
 	}
-	if _, err := s2.Submit("t", JobRequest{Nodes: 60}); err == nil {
+	if _, err := s2.Submit("t", client.JobRequest{Nodes: 60}); err == nil {
 		t.Fatal("placed a job over a failed node")
 	}
 	b, _ := json.Marshal(res)
@@ -164,7 +167,7 @@ func TestFailureReroutesJobs(t *testing.T) {
 // metricValue scrapes one unlabelled metric from the service's /metrics.
 func metricValue(t *testing.T, s *Service, name string) string {
 	t.Helper()
-	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/metrics")
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
@@ -33,16 +35,16 @@ type angaraRouting struct {
 
 func (a *angaraRouting) Rules() string { return a.R.Rule().String() }
 
-func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error) {
+func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, client.TableStats, error) {
 	tb, err := a.R.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Context: ctx, Workers: computeWorkers()})
 	if err != nil {
-		return nil, TableStats{}, err
+		return nil, client.TableStats{}, err
 	}
 	tf, err := tableJSONContext(ctx, tb)
 	if err != nil {
-		return nil, TableStats{}, err
+		return nil, client.TableStats{}, err
 	}
-	return tf, TableStats{Stats: tb.Stats, DeadlockFree: tb.DeadlockFree}, nil
+	return tf, client.TableStats{Stats: tb.Stats, DeadlockFree: tb.DeadlockFree}, nil
 }
 
 func (a *angaraRouting) ReachableFirst(active, transit []int) (bool, [2]int, error) {

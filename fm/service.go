@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/internal/par"
 	"github.com/icn-hpc/icn/routing"
@@ -25,7 +28,7 @@ type Routing interface {
 	alloc.Router
 	// Routes builds the verified, deadlock-free table of a placed job; it
 	// stops with ctx's error when ctx ends.
-	Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error)
+	Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, client.TableStats, error)
 	// VerifyTable re-verifies a stored table on the current fabric: every route
 	// arrives, obeys the rule, avoids failed links and nodes, stays inside
 	// the set, and the dependencies stay deadlock-free.
@@ -52,7 +55,24 @@ type RoutingFactory func(g *topology.Graph) (Routing, error)
 
 // Config configures a Service.
 type Config struct {
+	// DBPath is the bbolt file of a service that runs alone; Etcd, the
+	// etcd store of one instance of several (exactly one of them).
 	DBPath string
+	Etcd   *store.EtcdConfig
+	// TokenFile holds the API token (default DBPath + ".token"; an etcd
+	// store needs one, shared by its instances). It is created with mode
+	// 0600 on the first start and refused when others can read it.
+	TokenFile string
+	// Lease is how long an instance of an etcd store leads without
+	// renewing its lease (whole seconds; default DefaultLease): a standby
+	// takes over within it after the leader dies or freezes.
+	Lease time.Duration
+	// Name names the instance (audit log, /healthz); URL is where clients
+	// reach it, which standbys send writers to (307).
+	Name, URL string
+	// Rules names the torus routing rule (NewRouting's); the instances of
+	// an etcd store must agree on it.
+	Rules string
 	// Topo is the fabric spec used when the database is created (default
 	// DefaultTopo); an existing database keeps its own fabric unless
 	// ReplaceTopo is set.
@@ -81,6 +101,9 @@ type Config struct {
 	RepairExtra int
 }
 
+// DefaultLease is the default Config.Lease.
+const DefaultLease = 3 * time.Second
+
 // DefaultRepairExtra is the default Config.RepairExtra.
 const DefaultRepairExtra = 2
 
@@ -106,10 +129,15 @@ const DefaultTopo = "torus:4x4x4x2"
 //     service's goroutines, waits for all of them, then closes the store.
 type Service struct {
 	cfg   Config
-	store *Store
+	store *store.Store
+	// loaded is the store revision the state was loaded from (etcd).
+	loaded int64
 	// life tracks the changes in flight and the service's goroutines,
 	// for Close (lifecycle.go).
 	life      lifecycle
+	term      atomic.Pointer[term] // the leadership in force (nil: a standby)
+	rep       *replica             // an etcd store's instance (nil: bbolt)
+	expired   atomic.Int64         // when answers to old request ids were last forgotten (unix ns)
 	closeOnce sync.Once
 	closeErr  error
 
@@ -118,15 +146,15 @@ type Service struct {
 	// computation or a re-routing: those run on a snapshot and commit
 	// with a check of fabricVer.
 	mu        sync.RWMutex
-	fabric    FabricRecord
+	fabric    store.FabricRecord
 	base      *topology.Graph // structure, no failures
 	g         *topology.Graph // with current failures
 	state     *alloc.State    // replaced by each commit, never changed in place after Open
 	routing   Routing
-	jobs      map[int]*JobRecord // records are never modified in place
-	noJobs    string             // why this fabric takes no jobs ("" if it does)
-	fabricVer uint64             // bumped by every committed failure change
-	jobsVer   uint64             // bumped by every change of jobs
+	jobs      map[int]*client.JobRecord // records are never modified in place
+	noJobs    string                    // why this fabric takes no jobs ("" if it does)
+	fabricVer uint64                    // bumped by every committed failure change
+	jobsVer   uint64                    // bumped by every change of jobs
 	// reads caches answers computed from the fabric and the jobs, per
 	// version of them (readCache); fm computes the fabric's metrics in
 	// the background per fabric version.
@@ -155,9 +183,11 @@ type Service struct {
 	// change in memory, so reads never wait for the disk.
 	commitMu sync.Mutex
 
-	token []byte
+	token atomic.Pointer[[]byte] // the API token's hash (setToken)
 	mc    *mcast
-	m     *metrics
+	// observe, if set, learns the time of every node selection and
+	// whether the budget cut it (ObserveAllocations).
+	observe atomic.Pointer[func(seconds float64, cut bool)]
 	// compacted: the database's size before and after Open compacted it
 	// (equal when it did not).
 	compacted [2]int64
@@ -170,7 +200,7 @@ type Service struct {
 	// uni is the status of the unicast tables (Config.Unicast); uniAnn
 	// the LIDs and GUIDs of the fabric's file.
 	uniMu sync.Mutex
-	uni   *UnicastStatus
+	uni   *client.UnicastStatus
 	// rr keeps the unicast tables (rrMu serialises its use: changes and
 	// the background rebalance); bgCancel stops the rebalance, which
 	// closes bgDone when it ends. hook runs UnicastConfig.Hook in the
@@ -192,35 +222,31 @@ type Service struct {
 // free).
 func (s *Service) Compacted() (before, after int64) { return s.compacted[0], s.compacted[1] }
 
-// ErrConflict marks requests that are valid but cannot be satisfied now.
-var ErrConflict = errors.New("conflict")
-
-// ErrNotFound marks unknown jobs, groups, nodes or links.
-var ErrNotFound = errors.New("not found")
-
-// ErrBadRequest marks invalid requests.
-var ErrBadRequest = errors.New("bad request")
-
 func badRequest(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: %s", client.ErrBadRequest, fmt.Sprintf(format, a...))
 }
 
-// Open opens or creates the database and rebuilds the in-memory state.
-// On first run it generates the API token and returns it (once); later
-// runs return "". An existing database is checked first exactly as Check
-// does, reading only: a database it refuses is left byte for byte as it
-// was; only a database that passes is migrated (schema 1) and written.
+// Open opens or creates the store and rebuilds the in-memory state: a
+// bbolt file (Config.DBPath), or an etcd cluster shared with other
+// instances (Config.Etcd), of which one leads and the others stand by
+// (replica.go). On first run it generates the API token and returns it
+// (once); later runs return "". An existing store is checked first
+// exactly as Check does, reading only: a store it refuses is left as it
+// was; only a store that passes is migrated (older bbolt schemas) and
+// written.
 func Open(cfg Config) (*Service, string, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, "", err
 	}
-	st, created, err := OpenStore(cfg.DBPath)
+	if cfg.Etcd != nil {
+		return openEtcd(cfg)
+	}
+	st, created, err := store.OpenBolt(cfg.DBPath)
 	if err != nil {
 		return nil, "", err
 	}
-	s := &Service{cfg: cfg, store: st, jobs: map[int]*JobRecord{}}
-	s.places.now, s.places.expected = cfg.Now, s.placementEstimate
+	s := newService(cfg, st)
 	fail := func(err error) (*Service, string, error) {
 		s.shutdown()
 		st.Close()
@@ -236,43 +262,63 @@ func Open(cfg Config) (*Service, string, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if err := st.migrate(); err != nil {
+	if err := st.Migrate(); err != nil {
 		return fail(err)
 	}
-	if s.compacted[0], s.compacted[1], err = st.compactIfSparse(); err != nil {
+	if s.compacted[0], s.compacted[1], err = st.CompactIfSparse(); err != nil {
 		return fail(err)
 	}
 	if !have || cfg.ReplaceTopo {
 		if rec, err = s.initFabric(rec, have, created); err != nil {
 			return fail(err)
 		}
-		s.jobs = map[int]*JobRecord{}
-		if err := s.loadState(rec); err != nil {
+		s.jobs = map[int]*client.JobRecord{}
+		if err := s.loadState(nil, rec); err != nil {
 			return fail(err)
 		}
 	}
-	if cfg.Unicast != nil {
+	s.lead(nil) // the only instance: it leads for good
+	if err := s.startServing(); err != nil {
+		return fail(err)
+	}
+	return s, token, nil
+}
+
+// newService is a service on an open store, its state not loaded yet.
+func newService(cfg Config, st *store.Store) *Service {
+	s := &Service{cfg: cfg, store: st, jobs: map[int]*client.JobRecord{}}
+	s.places.now, s.places.expected = cfg.Now, s.placementEstimate
+	s.fm.measure = measureFabric
+	return s
+}
+
+// startServing starts what a service runs once its state is loaded: the
+// unicast tables (Config.Unicast; on a replicated store only the leader
+// writes them), the metrics, and GET /api/fabric's pieces.
+func (s *Service) startServing() error {
+	if s.cfg.Unicast != nil {
 		s.mu.RLock()
 		g, spec := s.g, s.fabric.Spec
 		s.mu.RUnlock()
+		var err error
 		if s.uniAnn, err = unicast.AnnotationsOf(spec); err != nil {
-			return fail(fmt.Errorf("unicast tables: %v", err))
+			return fmt.Errorf("unicast tables: %v", err)
 		}
 		s.startHook()
-		if u := s.refreshUnicast(g); u.Error != "" && !u.Written {
-			// The start refuses what it cannot route (an unknown engine,
-			// a fabric without switches, an unwritable dump).
-			return fail(fmt.Errorf("unicast tables: %s", u.Error))
+		if s.leading() != nil {
+			if u := s.refreshUnicast(g); u.Error != "" && !u.Written {
+				// The start refuses what it cannot route (an unknown
+				// engine, a fabric without switches, an unwritable dump).
+				return fmt.Errorf("unicast tables: %s", u.Error)
+			}
 		}
 	}
-	s.m = newMetrics(s)
-	s.fm.measure = measureFabric
 	s.refreshMetrics()
 	// GET /api/fabric's pieces, built meanwhile (a first read waits for
 	// them).
 	g := s.g
 	go s.piecesOnce.Do(func() { s.pieces = newFabricPieces(g) })
-	return s, token, nil
+	return nil
 }
 
 // withDefaults fills in the configuration's defaults.
@@ -292,59 +338,115 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.RepairExtra == 0 {
 		cfg.RepairExtra = DefaultRepairExtra
 	}
+	if cfg.TokenFile == "" && cfg.DBPath != "" {
+		cfg.TokenFile = TokenFile(cfg.DBPath)
+	}
+	if cfg.Etcd != nil {
+		if cfg.DBPath != "" {
+			return cfg, fmt.Errorf("give a bbolt file or an etcd store, not both")
+		}
+		if cfg.TokenFile == "" {
+			return cfg, fmt.Errorf("an etcd store needs a token file shared by its instances (icn serve --token-file FILE)")
+		}
+		if cfg.Lease == 0 {
+			cfg.Lease = DefaultLease
+		}
+		if cfg.Lease < time.Second || cfg.Lease%time.Second != 0 {
+			return cfg, fmt.Errorf("lease %v: give whole seconds, at least 1s (etcd leases count seconds)", cfg.Lease)
+		}
+	}
 	return cfg, nil
 }
 
-// Check runs on the database at cfg.DBPath every check Open runs before
-// it serves (the file's pages and records, then the stored fabric, jobs
-// and multicast groups as the service rebuilds them, cross-record checks
-// included), reading only: nil means Open will serve the file.
+// Check runs on the store every check Open runs before it serves (a
+// bbolt file's pages, every record, then the stored fabric, jobs and
+// multicast groups as the service rebuilds them, cross-record checks
+// included), reading only: nil means Open will serve the store.
 func Check(cfg Config) error {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return err
 	}
-	st, err := OpenStoreReadOnly(cfg.DBPath)
+	var st *store.Store
+	if cfg.Etcd != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var empty bool
+		st, empty, err = store.OpenEtcdStore(ctx, *cfg.Etcd)
+		if err == nil && empty {
+			st.Close()
+			return fmt.Errorf("%s holds no icn store yet (icn serve creates one)", cfg.Etcd.URL())
+		}
+		if err == nil {
+			if err = st.Check(ctx); err != nil {
+				st.Close()
+			}
+		}
+	} else {
+		st, err = store.OpenBoltReadOnly(cfg.DBPath)
+	}
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	s := &Service{cfg: cfg, store: st, jobs: map[int]*JobRecord{}}
+	s := newService(cfg, st)
 	_, _, err = s.loadStored(false)
 	return err
 }
 
 // loadStored reads the token hash and the fabric record and, unless the
 // fabric is missing or about to be replaced, rebuilds the fabric, the
-// running jobs and the multicast groups from the store. It only reads;
-// an error names the record at fault and says that the file was not
-// modified.
-func (s *Service) loadStored(replace bool) (rec FabricRecord, have bool, err error) {
-	err = s.store.View(func(tx *Tx) error {
-		s.token = tx.TokenHash()
+// running jobs and the multicast groups from the store, in one read
+// transaction (one revision of an etcd store, which it returns in
+// s.loaded). It only reads; an error names the record at fault and says
+// that the store was not modified.
+func (s *Service) loadStored(replace bool) (rec store.FabricRecord, have bool, err error) {
+	s.loaded, err = s.store.View(context.Background(), func(tx *store.Tx) error {
 		var err error
+		h, err := tx.TokenHash()
+		if err != nil {
+			return err
+		}
+		s.setToken(h)
 		rec, have, err = tx.Fabric()
+		if err == nil && have && !replace {
+			err = s.loadState(tx, rec)
+		}
 		return err
 	})
-	if err == nil && have && !replace {
-		err = s.loadState(rec)
+	if errors.Is(err, store.ErrUnavailable) {
+		return rec, have, err
 	}
 	if err != nil {
-		return rec, have, fmt.Errorf("%s: %w: %v; the file was not modified", s.cfg.DBPath, ErrDamaged, err)
+		return rec, have, fmt.Errorf("%s: %w: %v; %s", s.store.Name(), store.ErrDamaged, err, unmodified(s.store))
 	}
 	return rec, have, nil
 }
 
-// loadState rebuilds fabric, jobs and multicast groups from the store.
-func (s *Service) loadState(rec FabricRecord) error {
+// unmodified says that a store was left as it was.
+func unmodified(st *store.Store) string {
+	if st.Kind() == "bolt" {
+		return "the file was not modified"
+	}
+	return "nothing was written"
+}
+
+// loadState rebuilds fabric, jobs and multicast groups from the store
+// (tx; nil: a read transaction of its own).
+func (s *Service) loadState(tx *store.Tx, rec store.FabricRecord) error {
+	if tx == nil {
+		var err error
+		s.loaded, err = s.store.View(context.Background(), func(tx *store.Tx) error { return s.loadState(tx, rec) })
+		return err
+	}
 	if err := s.loadFabric(rec); err != nil {
 		return fmt.Errorf("stored fabric: %v", err)
 	}
-	if err := s.loadJobs(); err != nil {
+	if err := s.loadJobs(tx); err != nil {
 		return err
 	}
 	s.mc = newMcast(s)
-	if err := s.mc.load(); err != nil {
+	if err := s.mc.load(tx); err != nil {
 		return fmt.Errorf("stored multicast groups: %v", err)
 	}
 	return nil
@@ -354,11 +456,11 @@ func (s *Service) loadState(rec FabricRecord) error {
 // the token file still holds the stored one. It returns the token while it
 // has not been shown by a start that served (see TokenShown), else "".
 func (s *Service) openToken(created bool) (string, error) {
-	path := TokenFile(s.cfg.DBPath)
+	path := s.cfg.TokenFile
 	var token string
 	var err error
 	switch {
-	case s.token == nil && !s.cfg.RotateToken:
+	case s.tokenHash() == nil && !s.cfg.RotateToken:
 		if token, err = newToken(path); err != nil {
 			return "", err
 		}
@@ -367,14 +469,14 @@ func (s *Service) openToken(created bool) (string, error) {
 			return "", err
 		}
 	default:
-		if token, err = readToken(path, s.token); err != nil {
+		if token, err = readToken(path, s.tokenHash()); err != nil {
 			return "", err
 		}
 	}
 	shown := false
-	err = s.store.Update("system", func(tx *Tx) error {
-		if h := hashToken(token); !slices.Equal(h, s.token) {
-			s.token = h
+	_, err = s.store.Update(context.Background(), "system", func(tx *store.Tx) error {
+		if h := hashToken(token); !slices.Equal(h, s.tokenHash()) {
+			s.setToken(h)
 			if err := tx.SetTokenHash(h); err != nil {
 				return err
 			}
@@ -386,8 +488,9 @@ func (s *Service) openToken(created bool) (string, error) {
 			}
 			return nil
 		}
-		shown = tx.TokenShown()
-		return nil
+		var err error
+		shown, err = tx.TokenShown()
+		return err
 	})
 	if err != nil || shown {
 		return "", err
@@ -396,19 +499,25 @@ func (s *Service) openToken(created bool) (string, error) {
 }
 
 // TokenShown records that the token was shown by a start that serves, so
-// later starts do not print it again.
+// later starts do not print it again (a bbolt store; the token of an
+// etcd store is shown by the start that creates its file).
 func (s *Service) TokenShown() error {
-	return s.store.Update("system", func(tx *Tx) error { return tx.SetTokenShown(true) })
+	if s.store.Kind() != "bolt" {
+		return nil
+	}
+	_, err := s.store.Update(context.Background(), "system", func(tx *store.Tx) error { return tx.SetTokenShown(true) })
+	return err
 }
 
-// Close stops the service and closes the database: new changes are
-// refused with ErrClosing from the moment it begins, the changes in
-// flight are cancelled (those that reached their commit finish it, the
-// others commit nothing) and the service's goroutines (the unicast
-// rebalance and hook) are stopped; Close waits for all of them before it
-// closes the store, so nothing writes after it and no goroutine of the
-// service is left when it returns. Later calls return the first one's
-// result.
+// Close stops the service and closes the store: new changes are refused
+// with ErrClosing from the moment it begins, the changes in flight are
+// cancelled (those that reached their commit finish it, the others
+// commit nothing) and the service's goroutines (the unicast rebalance
+// and hook, the replica's follower and campaign) are stopped; Close
+// waits for all of them before it closes the store, so nothing writes
+// after it and no goroutine of the service is left when it returns. A
+// leader of a replicated store gives its leadership up, so that a
+// standby takes over at once. Later calls return the first one's result.
 func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		s.shutdown()
@@ -424,7 +533,7 @@ func (s *Service) Close() error {
 
 // initFabric stores the fabric record of a new database, or replaces the
 // fabric of an existing one (refused while jobs run).
-func (s *Service) initFabric(rec FabricRecord, have, created bool) (FabricRecord, error) {
+func (s *Service) initFabric(rec store.FabricRecord, have, created bool) (store.FabricRecord, error) {
 	spec := s.cfg.Topo
 	if spec == "" {
 		spec = rec.Spec
@@ -436,25 +545,25 @@ func (s *Service) initFabric(rec FabricRecord, have, created bool) (FabricRecord
 		// Replacing the fabric of a database with running jobs would
 		// orphan their node sets.
 		running := 0
-		s.store.View(func(tx *Tx) error {
-			return tx.Jobs(func(j *JobRecord) error {
-				if j.State == JobRunning {
+		s.store.View(context.Background(), func(tx *store.Tx) error {
+			return tx.Jobs(false, func(j *client.JobRecord) error {
+				if j.State == client.JobRunning {
 					running++
 				}
 				return nil
 			})
 		})
 		if running > 0 {
-			return rec, fmt.Errorf("cannot replace the fabric: %d jobs are still running in %s", running, s.cfg.DBPath)
+			return rec, fmt.Errorf("cannot replace the fabric: %d jobs are still running in %s", running, s.store.Name())
 		}
 	}
 	if !have || spec != rec.Spec {
-		rec = FabricRecord{Spec: spec, Updated: s.cfg.Now().UTC()}
+		rec = store.FabricRecord{Spec: spec, Updated: s.cfg.Now().UTC()}
 	}
 	if _, err := topology.Parse(spec); err != nil {
 		return rec, err
 	}
-	err := s.store.Update("system", func(tx *Tx) error {
+	_, err := s.store.Update(context.Background(), "system", func(tx *store.Tx) error {
 		if err := tx.PutFabric(rec); err != nil {
 			return err
 		}
@@ -477,21 +586,22 @@ func (s *Service) initFabric(rec FabricRecord, have, created bool) (FabricRecord
 // start finds them; then the jobs are checked and given their nodes in id
 // order. Errors are those of reading, decoding and checking the jobs one
 // after the other: the first in id order.
-func (s *Service) loadJobs() error {
-	err := s.store.View(func(tx *Tx) error {
-		var stored []storedJob
-		readErr := tx.jobsStored(func(key []byte, j *JobRecord, routes []byte) error {
-			stored = append(stored, storedJob{key: key, j: j, routes: routes})
-			return nil
-		})
-		s.decodeStored(stored)
-		for i := range stored {
-			if err := s.loadJob(&stored[i]); err != nil {
-				return err
-			}
-		}
-		return readErr
+func (s *Service) loadJobs(tx *store.Tx) error {
+	var stored []storedJob
+	readErr := tx.JobsStored(func(j *client.JobRecord, routes []byte) error {
+		stored = append(stored, storedJob{j: j, routes: routes})
+		return nil
 	})
+	s.decodeStored(stored)
+	var err error
+	for i := range stored {
+		if err = s.loadJob(&stored[i]); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = readErr
+	}
 	if err != nil {
 		return fmt.Errorf("stored jobs: %v", err)
 	}
@@ -503,8 +613,7 @@ func (s *Service) loadJobs() error {
 
 // storedJob is a job read back from the store by loadJobs.
 type storedJob struct {
-	key    []byte
-	j      *JobRecord
+	j      *client.JobRecord
 	routes []byte // stored routes, valid during the read transaction
 	err    error  // decoding the routes
 	links  *jobLinks
@@ -516,7 +625,7 @@ type storedJob struct {
 func (s *Service) decodeStored(stored []storedJob) {
 	var ld *linkDirs
 	for _, sj := range stored {
-		if sj.j.State == JobRunning && sj.j.Table != nil {
+		if sj.j.State == client.JobRunning && sj.j.Table != nil {
 			ld = newLinkDirs(s.g)
 			break
 		}
@@ -526,12 +635,12 @@ func (s *Service) decodeStored(stored []storedJob) {
 	par.For(len(stored), workers, func(w, i int) {
 		sj := &stored[i]
 		if sj.routes != nil {
-			if err := decodeRoutes(sj.routes, sj.j.Table); err != nil {
-				sj.err = fmt.Errorf("job %s: %v", keyName(sj.key), err)
+			if err := store.DecodeRoutes(sj.routes, sj.j.Table); err != nil {
+				sj.err = fmt.Errorf("job %d: %v", sj.j.ID, err)
 				return
 			}
 		}
-		if ld != nil && sj.j.State == JobRunning && sj.j.Table != nil {
+		if ld != nil && sj.j.State == client.JobRunning && sj.j.Table != nil {
 			jl := scratch[w].count(ld, sj.j.Table, sj.routes)
 			sj.links = &jl
 		}
@@ -559,7 +668,7 @@ func (s *Service) loadJob(sj *storedJob) error {
 	if sj.err != nil {
 		return sj.err
 	}
-	if j.State != JobRunning {
+	if j.State != client.JobRunning {
 		return nil
 	}
 	nodes, err := nodesByName(s.g, append(slices.Clone(j.Active), j.TransitNodes...))
@@ -582,7 +691,7 @@ func (s *Service) loadJob(sj *storedJob) error {
 
 // model is the fabric-derived part of the service state.
 type model struct {
-	rec     FabricRecord
+	rec     store.FabricRecord
 	base, g *topology.Graph
 	routing Routing
 	noJobs  string
@@ -601,7 +710,7 @@ func (md *model) context() context.Context {
 
 // buildModel builds graph and routing of a fabric record (no locks; the
 // result is not yet the service's).
-func (s *Service) buildModel(rec FabricRecord, base *topology.Graph) (*model, error) {
+func (s *Service) buildModel(rec store.FabricRecord, base *topology.Graph) (*model, error) {
 	var err error
 	if base == nil {
 		if base, err = topology.Parse(rec.Spec); err != nil {
@@ -626,7 +735,7 @@ func (s *Service) buildModel(rec FabricRecord, base *topology.Graph) (*model, er
 }
 
 // loadFabric installs the first model (Open).
-func (s *Service) loadFabric(rec FabricRecord) error {
+func (s *Service) loadFabric(rec store.FabricRecord) error {
 	md, err := s.buildModel(rec, nil)
 	if err != nil {
 		return err
@@ -656,58 +765,19 @@ func (s *Service) rules() string {
 
 // ---- fabric ----
 
-// FabricView is the fabric as the API shows it.
-type FabricView struct {
-	Spec        string     `json:"spec"`
-	Dims        []int      `json:"dims,omitempty"`
-	Nodes       []NodeView `json:"nodes"`
-	Links       []LinkView `json:"links"`
-	FailedLinks []string   `json:"failed_links"`
-	FailedNodes []string   `json:"failed_nodes"`
-	Rules       string     `json:"rules"`
-	// Jobs: the fabric takes jobs (a torus with routing rules); NoJobs
-	// says why not.
-	Jobs   bool   `json:"jobs"`
-	NoJobs string `json:"no_jobs,omitempty"`
-}
-
-// NodeView is one node.
-type NodeView struct {
-	ID     int    `json:"id"`
-	Name   string `json:"name"`
-	Kind   string `json:"kind"`
-	Coord  []int  `json:"coord,omitempty"`
-	Failed bool   `json:"failed,omitempty"`
-	Job    int    `json:"job,omitempty"`
-	// Level is a switched fabric's switch level (fat trees: 1 = leaf),
-	// Group its group (dragonflies); both from the generator or the file.
-	Level *int `json:"level,omitempty"`
-	Group *int `json:"group,omitempty"`
-}
-
-// LinkView is one duplex link.
-type LinkView struct {
-	ID     int    `json:"id"`
-	Name   string `json:"name"`
-	A      int    `json:"a"`
-	B      int    `json:"b"`
-	Dim    int    `json:"dim"`
-	Failed bool   `json:"failed,omitempty"`
-}
-
 // Fabric returns the current fabric.
-func (s *Service) Fabric() FabricView {
+func (s *Service) Fabric() client.FabricView {
 	s.mu.RLock()
 	g, state := s.g, s.state
 	if state != nil {
 		state = state.Clone()
 	}
-	v := FabricView{Spec: s.fabric.Spec, Dims: g.Dims(), FailedLinks: slices.Clone(s.fabric.FailedLinks),
+	v := client.FabricView{Spec: s.fabric.Spec, Dims: g.Dims(), FailedLinks: slices.Clone(s.fabric.FailedLinks),
 		FailedNodes: slices.Clone(s.fabric.FailedNodes), Rules: s.rules(), Jobs: s.noJobs == "", NoJobs: s.noJobs}
 	s.mu.RUnlock()
-	v.Nodes = make([]NodeView, g.NumNodes())
+	v.Nodes = make([]client.NodeView, g.NumNodes())
 	for i := range v.Nodes {
-		v.Nodes[i] = NodeView{ID: i, Name: g.NodeName(i), Kind: g.Kind(i).String(), Coord: g.Coord(i),
+		v.Nodes[i] = client.NodeView{ID: i, Name: g.NodeName(i), Kind: g.Kind(i).String(), Coord: g.Coord(i),
 			Failed: g.NodeFailed(i)}
 		if l := g.Level(i); l >= 0 {
 			v.Nodes[i].Level = &l
@@ -719,10 +789,10 @@ func (s *Service) Fabric() FabricView {
 			v.Nodes[i].Job = state.Owner(i)
 		}
 	}
-	v.Links = make([]LinkView, g.NumLinks())
+	v.Links = make([]client.LinkView, g.NumLinks())
 	for l := range v.Links {
 		lk := g.Link(l)
-		v.Links[l] = LinkView{ID: l, Name: g.LinkName(l), A: int(lk.A), B: int(lk.B), Dim: int(lk.Dim), Failed: g.LinkFailed(l)}
+		v.Links[l] = client.LinkView{ID: l, Name: g.LinkName(l), A: int(lk.A), B: int(lk.B), Dim: int(lk.Dim), Failed: g.LinkFailed(l)}
 	}
 	if v.FailedLinks == nil {
 		v.FailedLinks = []string{}
@@ -740,36 +810,6 @@ func (s *Service) Spec() string {
 	return s.fabric.Spec
 }
 
-// MetricsView is the answer of GET /api/fabric/metrics: the topology
-// metrics last computed, the fabric they were computed for, and whether
-// they are the current fabric's. The metrics are computed in the
-// background for every fabric version (a failure change makes a new one),
-// so a read never waits for them more than metricsWait.
-type MetricsView struct {
-	// Metrics are the figures of fabric For (nil: none computed yet).
-	*topology.Metrics
-	// For names the fabric the figures were computed for (nil with them).
-	For *MetricsFabric `json:"for"`
-	// FabricVersion is the version of the fabric now: 0 at the start,
-	// one more with every failure or repair since.
-	FabricVersion uint64 `json:"fabric_version"`
-	// Current reports that the figures are the current fabric's.
-	Current bool `json:"current"`
-	// Pending reports that the figures of the current fabric are being
-	// computed; they replace these when done.
-	Pending bool `json:"pending"`
-}
-
-// MetricsFabric names the fabric a MetricsView's figures are of.
-type MetricsFabric struct {
-	// Version is the fabric version they were computed for.
-	Version     uint64   `json:"version"`
-	FailedLinks []string `json:"failed_links"`
-	FailedNodes []string `json:"failed_nodes"`
-	// Seconds is how long the computation took.
-	Seconds float64 `json:"seconds"`
-}
-
 // metricsWait is how long a read of the metrics waits for a computation
 // of the current fabric before it answers with the figures it has.
 const metricsWait = 50 * time.Millisecond
@@ -778,7 +818,7 @@ const metricsWait = 50 * time.Millisecond
 // computation of the current fabric's.
 type fabricMetrics struct {
 	mu     sync.Mutex
-	latest MetricsView // Metrics and For only
+	latest client.MetricsView // Metrics and For only
 	// The computation running (cancel nil: none), for fabric version
 	// runVer; done is closed when it ends.
 	runVer uint64
@@ -836,7 +876,7 @@ func (s *Service) refreshMetrics() {
 		if nodes == nil {
 			nodes = []string{}
 		}
-		m.latest = MetricsView{Metrics: &v, For: &MetricsFabric{Version: ver, FailedLinks: links, FailedNodes: nodes,
+		m.latest = client.MetricsView{Metrics: &v, For: &client.MetricsFabric{Version: ver, FailedLinks: links, FailedNodes: nodes,
 			Seconds: time.Since(start).Seconds()}}
 	}()
 }
@@ -857,12 +897,12 @@ func (s *Service) stopMetrics() {
 // Metrics returns the topology metrics last computed and says for which
 // fabric: if those of the current fabric are being computed, it waits for
 // them at most metricsWait, then answers with the latest (Pending).
-func (s *Service) Metrics() MetricsView {
+func (s *Service) Metrics() client.MetricsView {
 	return s.metricsWithin(metricsWait)
 }
 
 // metricsWithin is Metrics waiting at most wait.
-func (s *Service) metricsWithin(wait time.Duration) MetricsView {
+func (s *Service) metricsWithin(wait time.Duration) client.MetricsView {
 	s.refreshMetrics()
 	v, done := s.metricsNow()
 	if done != nil && wait > 0 {
@@ -879,7 +919,7 @@ func (s *Service) metricsWithin(wait time.Duration) MetricsView {
 
 // WaitMetrics returns the current fabric's metrics once computed, or the
 // latest with ctx's error when ctx ends first.
-func (s *Service) WaitMetrics(ctx context.Context) (MetricsView, error) {
+func (s *Service) WaitMetrics(ctx context.Context) (client.MetricsView, error) {
 	for {
 		s.refreshMetrics()
 		v, done := s.metricsNow()
@@ -897,7 +937,7 @@ func (s *Service) WaitMetrics(ctx context.Context) (MetricsView, error) {
 
 // metricsNow returns the latest metrics and, while those of the current
 // fabric are being computed, a channel closed when that ends.
-func (s *Service) metricsNow() (MetricsView, <-chan struct{}) {
+func (s *Service) metricsNow() (client.MetricsView, <-chan struct{}) {
 	s.mu.RLock()
 	ver := s.fabricVer
 	s.mu.RUnlock()
@@ -960,28 +1000,39 @@ func (c *readCache) entry(slot **readEntry, key readCacheKey) *readEntry {
 }
 
 // Audit returns audit-log events after seq (at most limit).
-func (s *Service) Audit(after uint64, limit int) ([]Event, error) {
+func (s *Service) Audit(after uint64, limit int) ([]client.Event, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
 	}
-	var out []Event
-	err := s.store.View(func(tx *Tx) error {
+	var out []client.Event
+	_, err := s.store.View(context.Background(), func(tx *store.Tx) error {
 		var err error
 		out, err = tx.Events(after, limit)
 		return err
 	})
 	if out == nil {
-		out = []Event{}
+		out = []client.Event{}
 	}
 	return out, err
 }
 
 // Authorized reports whether an Authorization header carries the token.
-func (s *Service) Authorized(header string) bool { return checkToken(header, s.token) }
+func (s *Service) Authorized(header string) bool { return checkToken(header, s.tokenHash()) }
+
+// setToken makes h the API token's hash.
+func (s *Service) setToken(h []byte) { s.token.Store(&h) }
+
+// tokenHash is the API token's hash (nil: none yet).
+func (s *Service) tokenHash() []byte {
+	if h := s.token.Load(); h != nil {
+		return *h
+	}
+	return nil
+}
 
 // tableMatchesJob reports an error when the job's stored table routes
 // between other nodes than the job holds (active and transit).
-func tableMatchesJob(g *topology.Graph, j *JobRecord) error {
+func tableMatchesJob(g *topology.Graph, j *client.JobRecord) error {
 	if j.Table == nil {
 		return nil
 	}

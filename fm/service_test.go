@@ -16,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -102,7 +106,7 @@ func TestJobsPersistAcrossRestart(t *testing.T) {
 	}
 	var ids []int
 	for i := 0; i < 3; i++ {
-		j, err := s.Submit("test", JobRequest{Nodes: 4, Transit: 2})
+		j, err := s.Submit("test", client.JobRequest{Nodes: 4, Transit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,14 +118,14 @@ func TestJobsPersistAcrossRestart(t *testing.T) {
 	if _, err := s.Release("test", ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Submit("test", JobRequest{Nodes: 33}); !errors.Is(err, ErrBadRequest) {
+	if _, err := s.Submit("test", client.JobRequest{Nodes: 33}); !errors.Is(err, client.ErrBadRequest) {
 		t.Fatalf("oversized job: %v", err)
 	}
-	if _, err := s.Submit("test", JobRequest{Nodes: 30}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "cannot place now") {
+	if _, err := s.Submit("test", client.JobRequest{Nodes: 30}); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "cannot place now") {
 		t.Fatalf("job that does not fit now: %v", err)
 	}
 	checkDisjoint(t, s)
-	res, err := s.ChangeFailure(context.Background(), "test", FailureChange{Link: "0.0.0+X"})
+	res, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: "0.0.0+X"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +154,7 @@ func TestJobsPersistAcrossRestart(t *testing.T) {
 		t.Fatalf("audit log %v, want %s", actions, want)
 	}
 	// A new job id never repeats an old one.
-	j, err := s2.Submit("test", JobRequest{Nodes: 2})
+	j, err := s2.Submit("test", client.JobRequest{Nodes: 2})
 	if err != nil || j.ID != 4 {
 		t.Fatalf("next job %v %v", j, err)
 	}
@@ -159,12 +163,12 @@ func TestJobsPersistAcrossRestart(t *testing.T) {
 func TestFailureAffectsJobs(t *testing.T) {
 	s, _ := openTest(t, t.TempDir(), "torus:4x4", nil)
 	defer s.Close()
-	j, err := s.Submit("t", JobRequest{Nodes: 4})
+	j, err := s.Submit("t", client.JobRequest{Nodes: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Fail a node of the job: its table can no longer be valid.
-	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Node: j.Active[1]})
+	res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: j.Active[1]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +180,7 @@ func TestFailureAffectsJobs(t *testing.T) {
 		t.Fatal("verify passed on a failed node")
 	}
 	// Repair: reachable again.
-	res, err = s.ChangeFailure(context.Background(), "t", FailureChange{Node: j.Active[1], Repair: true})
+	res, err = s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: j.Active[1], Repair: true})
 	if err != nil || len(res.AffectedJobs) != 0 {
 		t.Fatalf("repair: %v %v", res, err)
 	}
@@ -187,7 +191,7 @@ func TestFailureAffectsJobs(t *testing.T) {
 	if !jj.Reachable {
 		t.Fatal("job not marked reachable after repair")
 	}
-	for _, bad := range []FailureChange{{}, {Link: "9.9+X"}, {Node: "nosuch"}, {Link: "0.0+X", Node: "0.0"}} {
+	for _, bad := range []client.FailureChange{{}, {Link: "9.9+X"}, {Node: "nosuch"}, {Link: "0.0+X", Node: "0.0"}} {
 		if _, err := s.ChangeFailure(context.Background(), "t", bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
@@ -197,21 +201,21 @@ func TestFailureAffectsJobs(t *testing.T) {
 func TestStorageFailureKeepsStateConsistent(t *testing.T) {
 	s, _ := openTest(t, t.TempDir(), "torus:4x4", nil)
 	defer s.Close()
-	j, err := s.Submit("t", JobRequest{Nodes: 4})
+	j, err := s.Submit("t", client.JobRequest{Nodes: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.store.failWrites = func() error { return errors.New("no space left on device") }
-	if _, err := s.Submit("t", JobRequest{Nodes: 4}); err == nil || statusOf(err) != http.StatusServiceUnavailable {
+	s.store.SetFailWrites(func() error { return errors.New("no space left on device") })
+	if _, err := s.Submit("t", client.JobRequest{Nodes: 4}); err == nil || api.StatusOf(err) != http.StatusServiceUnavailable {
 		t.Fatalf("submit on a full disk: %v", err)
 	}
 	if _, err := s.Release("t", j.ID); err == nil {
 		t.Fatal("release on a full disk succeeded")
 	}
-	if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: "0.0+X"}); err == nil {
+	if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: "0.0+X"}); err == nil {
 		t.Fatal("failure change on a full disk succeeded")
 	}
-	if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: "g", Member: "0.0", MemberCount: 2}); err == nil {
+	if _, err := s.mc.join(context.Background(), "t", client.McastRequest{Group: "g", Member: "0.0", MemberCount: 2}); err == nil {
 		t.Fatal("join on a full disk succeeded")
 	}
 	if len(s.mc.list()) != 0 {
@@ -224,9 +228,9 @@ func TestStorageFailureKeepsStateConsistent(t *testing.T) {
 	if len(jobs) != 1 || s.state.Busy() != 4 {
 		t.Fatalf("jobs %d busy %d after failed writes", len(jobs), s.state.Busy())
 	}
-	s.store.failWrites = nil
+	s.store.SetFailWrites(nil)
 	checkDisjoint(t, s)
-	if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: "g", Member: "0.0", MemberCount: 2}); err != nil {
+	if _, err := s.mc.join(context.Background(), "t", client.McastRequest{Group: "g", Member: "0.0", MemberCount: 2}); err != nil {
 		t.Fatalf("join after the disk recovered: %v", err)
 	}
 }
@@ -235,8 +239,8 @@ func TestMulticastProtocolAndRestart(t *testing.T) {
 	dir := t.TempDir()
 	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	s, _ := openTest(t, dir, "torus:4x4x2", clk)
-	join := func(g, m string, n int) (*GroupRecord, error) {
-		return s.mc.join(context.Background(), "t", McastRequest{Group: g, Member: m, MemberCount: n})
+	join := func(g, m string, n int) (*client.GroupRecord, error) {
+		return s.mc.join(context.Background(), "t", client.McastRequest{Group: g, Member: m, MemberCount: n})
 	}
 	if g, err := join("a", "0.0.0", 3); err != nil || g.State != "ReceivingJoinReq" {
 		t.Fatalf("%v %v", g, err)
@@ -246,16 +250,16 @@ func TestMulticastProtocolAndRestart(t *testing.T) {
 	if err != nil || g.State != "Ready" || g.Root == "" || len(g.Edges) < 3 {
 		t.Fatalf("group a after all joins: %+v %v", g, err)
 	}
-	if _, err := join("a", "3.3.1", 3); !errors.Is(err, ErrConflict) {
+	if _, err := join("a", "3.3.1", 3); !errors.Is(err, client.ErrConflict) {
 		t.Fatalf("duplicate join: %v", err)
 	}
-	if _, err := s.mc.leave(context.Background(), "t", McastRequest{Group: "a", Member: "1.1.1"}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.mc.leave(context.Background(), "t", client.McastRequest{Group: "a", Member: "1.1.1"}); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("leave by non-member: %v", err)
 	}
-	if _, err := join("a", "nosuch", 3); !errors.Is(err, ErrNotFound) {
+	if _, err := join("a", "nosuch", 3); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("unknown member: %v", err)
 	}
-	g, err = s.mc.leave(context.Background(), "t", McastRequest{Group: "a", Member: "0.0.0"})
+	g, err = s.mc.leave(context.Background(), "t", client.McastRequest{Group: "a", Member: "0.0.0"})
 	if err != nil || g.State != "ReceivingLeaveReq" || len(g.Edges) == 0 {
 		t.Fatalf("after a leave (no re-routing): %+v %v", g, err)
 	}
@@ -312,14 +316,14 @@ func TestRefuseForeignAndCorruptDatabases(t *testing.T) {
 	}
 	// A valid bbolt file that is not ours.
 	p := filepath.Join(dir, "other.db")
-	st, _, err := OpenStore(p)
+	db, err := bolt.Open(p, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bMeta) })
-	st.Close()
+	db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("other")); return err })
+	db.Close()
 	before, _ := os.ReadFile(p)
-	if _, _, err := Open(Config{DBPath: p, NewRouting: AngaraRouting("angara*")}); err == nil || !errors.Is(err, ErrForeign) {
+	if _, _, err := Open(Config{DBPath: p, NewRouting: AngaraRouting("angara*")}); err == nil || !errors.Is(err, store.ErrForeign) {
 		t.Errorf("foreign bbolt file: %v", err)
 	}
 	if after, _ := os.ReadFile(p); !bytes.Equal(before, after) {
@@ -367,7 +371,7 @@ func (c *apiClient) do(method, path string, body any) (int, map[string]any) {
 func TestHTTPAPI(t *testing.T) {
 	s, tok := openTest(t, t.TempDir(), "torus:4x4x2", nil)
 	defer s.Close()
-	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	c := &apiClient{t: t, url: srv.URL, token: tok}
 	anon := &apiClient{t: t, url: srv.URL}
@@ -400,7 +404,7 @@ func TestHTTPAPI(t *testing.T) {
 		{"POST", "/api/jobs", `{"nodes": 2, "algo": "magic"}`, 400},
 		{"POST", "/api/jobs", `{"nodes": 1000}`, 400},
 		{"POST", "/api/jobs", `{"nodes": 30}`, 409},
-		{"POST", "/api/jobs", `{"nodes": 2, "name": "` + strings.Repeat("x", MaxBody) + `"}`, 413},
+		{"POST", "/api/jobs", `{"nodes": 2, "name": "` + strings.Repeat("x", api.MaxBody) + `"}`, 413},
 		{"GET", "/api/jobs/abc", nil, 400},
 		{"GET", "/api/jobs/999", nil, 404},
 		{"DELETE", "/api/jobs/999", nil, 404},
@@ -436,14 +440,14 @@ func TestHTTPAPI(t *testing.T) {
 		}
 	}
 	// The web page loads nothing from the internet.
-	for _, name := range []string{"web/index.html", "web/app.js", "web/app.css"} {
-		b, _ := webFS.ReadFile(name)
+	for _, name := range []string{"api/web/index.html", "api/web/app.js", "api/web/app.css"} {
+		b, _ := os.ReadFile(name)
 		if strings.Contains(string(b), "https://") || strings.Contains(string(b), "//cdn") {
 			t.Errorf("%s loads an external asset", name)
 		}
 	}
 	// Open reads.
-	open := httptest.NewServer(s.Handler(HandlerOptions{OpenRead: true}))
+	open := httptest.NewServer(api.New(s, api.Options{OpenRead: true}))
 	defer open.Close()
 	oc := &apiClient{t: t, url: open.URL}
 	if code, _ := oc.do("GET", "/api/fabric", nil); code != 200 {
@@ -463,7 +467,7 @@ func TestHTTPAPI(t *testing.T) {
 func TestConcurrentClients(t *testing.T) {
 	s, tok := openTest(t, t.TempDir(), "torus:4x4x4", nil)
 	defer s.Close()
-	srv := httptest.NewServer(s.Handler(HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	deadline := time.Now().Add(2 * time.Second)
 	if testing.Short() {
@@ -523,11 +527,11 @@ func TestSwitchedFabric(t *testing.T) {
 	if f := s.Fabric(); f.Rules != "none" || len(f.Nodes) != 64+48 {
 		t.Fatalf("fabric %s rules %s nodes %d", f.Spec, f.Rules, len(f.Nodes))
 	}
-	if _, err := s.Submit("t", JobRequest{Nodes: 2}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "takes no jobs") {
+	if _, err := s.Submit("t", client.JobRequest{Nodes: 2}); !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "takes no jobs") {
 		t.Fatalf("job on a fat tree: %v", err)
 	}
 	for _, m := range []string{"h0", "h17", "h63"} {
-		if _, err := s.mc.join(context.Background(), "t", McastRequest{Group: "g", Member: m, MemberCount: 3}); err != nil {
+		if _, err := s.mc.join(context.Background(), "t", client.McastRequest{Group: "g", Member: m, MemberCount: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -535,7 +539,7 @@ func TestSwitchedFabric(t *testing.T) {
 	if g.State != "Ready" || g.Height < 2 {
 		t.Fatalf("group on a fat tree: %+v", g)
 	}
-	if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: "L1-0[3]"}); err != nil {
+	if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: "L1-0[3]"}); err != nil {
 		t.Fatal(err)
 	}
 }

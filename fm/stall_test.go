@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
@@ -21,7 +23,7 @@ type gatedRouting struct {
 	gate    chan struct{}
 }
 
-func (r *gatedRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, TableStats, error) {
+func (r *gatedRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, client.TableStats, error) {
 	select {
 	case r.entered <- struct{}{}:
 	default:
@@ -29,7 +31,7 @@ func (r *gatedRouting) Routes(ctx context.Context, active, transit []int) (*rout
 	select {
 	case <-r.gate:
 	case <-ctx.Done():
-		return nil, TableStats{}, ctx.Err()
+		return nil, client.TableStats{}, ctx.Err()
 	}
 	return r.Routing.Routes(ctx, active, transit)
 }
@@ -42,7 +44,7 @@ func TestNoStallDuringPlacement(t *testing.T) {
 	// deterministic): failing one of them during the placement forces
 	// the recomputation.
 	ref, _ := openTest(t, t.TempDir(), "torus:4x4x4", nil)
-	rj, err := ref.Submit("t", JobRequest{Nodes: 8, Transit: 2})
+	rj, err := ref.Submit("t", client.JobRequest{Nodes: 8, Transit: 2})
 	ref.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -63,10 +65,10 @@ func TestNoStallDuringPlacement(t *testing.T) {
 	}
 	defer s.Close()
 	done := make(chan error, 1)
-	var placed *JobRecord
+	var placed *client.JobRecord
 	go func() {
 		var err error
-		placed, err = s.Submit("t", JobRequest{Nodes: 8, Transit: 2})
+		placed, err = s.Submit("t", client.JobRequest{Nodes: 8, Transit: 2})
 		done <- err
 	}()
 	<-entered // the placement is computing its table now
@@ -80,7 +82,7 @@ func TestNoStallDuringPlacement(t *testing.T) {
 	}
 	// A failure report commits while the placement still waits (its own
 	// re-check has no jobs to route, so it does not touch the gate).
-	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Node: victim})
+	res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: victim})
 	if err != nil || len(res.FailedNodes) != 1 {
 		t.Fatalf("failure during placement: %+v %v", res, err)
 	}
@@ -135,8 +137,8 @@ func TestReadsDuringPlacementRace(t *testing.T) {
 		go func() {
 			defer pw.Done()
 			for i := 0; i < 6; i++ {
-				j, err := s.Submit("t", JobRequest{Nodes: 3 + i%3, Transit: 2})
-				if err != nil && !errors.Is(err, ErrConflict) {
+				j, err := s.Submit("t", client.JobRequest{Nodes: 3 + i%3, Transit: 2})
+				if err != nil && !errors.Is(err, client.ErrConflict) {
 					t.Error(err)
 					return
 				}
@@ -147,7 +149,7 @@ func TestReadsDuringPlacementRace(t *testing.T) {
 		}()
 	}
 	for _, l := range []string{"1.1.1+X", "2.2.2+Y", "3.0.1+Z"} {
-		if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: l}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: l}); err != nil {
 			t.Error(err)
 		}
 	}

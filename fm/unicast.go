@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/icn-hpc/icn/unicast"
@@ -40,55 +42,12 @@ type UnicastConfig struct {
 	Hook func(ctx context.Context, path string) error
 }
 
-// UnicastStatus reports the tables of the current fabric.
-type UnicastStatus struct {
-	Engine string `json:"engine"`
-	LFTOut string `json:"lft_out"`
-	// Seconds from the change to the dump replaced (route and write).
-	Seconds float64   `json:"seconds"`
-	Updated time.Time `json:"updated"`
-	// Mode says how the tables were computed: "full", "incremental"
-	// (only what the change affects; equal to a full computation) or
-	// "repair" (only destinations that lost their routes; see Exact).
-	Mode string `json:"mode,omitempty"`
-	// Exact: the dump equals a full computation on the current fabric.
-	// After a repair it is false while Rebalancing (a full computation
-	// runs in the background and replaces the dump when it is done), or
-	// until the next full computation with UnicastConfig.KeepRepairs.
-	Exact       bool `json:"exact"`
-	Rebalancing bool `json:"rebalancing,omitempty"`
-	// Rerouted of Destinations LIDs were routed again; Changed LFT
-	// entries differ from the previous dump.
-	Rerouted     int     `json:"rerouted_destinations"`
-	Destinations int     `json:"destinations"`
-	Changed      int64   `json:"changed_entries"`
-	RouteSeconds float64 `json:"route_seconds"`
-	WriteSeconds float64 `json:"write_seconds"`
-	DumpBytes    int64   `json:"dump_bytes"`
-	// Written: the dump holds the tables of the current fabric.
-	Written bool `json:"written"`
-	// Error says why the tables of the current fabric are not written
-	// (the previous dump is left in place).
-	Error string `json:"error,omitempty"`
-	// HookError is the failure of the hook's last run ("" if it
-	// succeeded). The hook runs in the background after each dump is
-	// written: HookPending says a dump was written that it has not
-	// finished running for yet, HookRan when its last run ended (nil:
-	// none yet).
-	HookError   string     `json:"hook_error,omitempty"`
-	HookPending bool       `json:"hook_pending,omitempty"`
-	HookRan     *time.Time `json:"hook_ran,omitempty"`
-	// Disconnected names the hosts no switch reaches any more.
-	Disconnected []string `json:"disconnected_hosts,omitempty"`
-	Reachable    bool     `json:"reachable"`
-}
-
 // refreshUnicast brings the tables to fabric g (incrementally after the
 // first time) and writes the dump; callers serialise (Open, and
 // ChangeFailure under changeMu). A background rebalance still running is
 // stopped first. The hook is only asked to run (kickHook): it runs
 // outside rrMu and changeMu, and nobody waits for it.
-func (s *Service) refreshUnicast(g *topology.Graph) *UnicastStatus {
+func (s *Service) refreshUnicast(g *topology.Graph) *client.UnicastStatus {
 	u := s.cfg.Unicast
 	if u == nil {
 		return nil
@@ -96,7 +55,7 @@ func (s *Service) refreshUnicast(g *topology.Graph) *UnicastStatus {
 	s.stopRebalance()
 	s.rrMu.Lock()
 	defer s.rrMu.Unlock()
-	st := &UnicastStatus{Engine: u.Engine, LFTOut: u.LFTOut, Updated: s.cfg.Now().UTC(), Disconnected: disconnectedHosts(g)}
+	st := &client.UnicastStatus{Engine: u.Engine, LFTOut: u.LFTOut, Updated: s.cfg.Now().UTC(), Disconnected: disconnectedHosts(g)}
 	start := time.Now()
 	var res *unicast.Result
 	ust := unicast.UpdateStats{Mode: "full", Exact: true}
@@ -140,7 +99,7 @@ func (s *Service) refreshUnicast(g *topology.Graph) *UnicastStatus {
 
 // writeDump replaces the dump with res's tables and asks for a run of
 // the hook (in the background: kickHook).
-func (s *Service) writeDump(res *unicast.Result, st *UnicastStatus) error {
+func (s *Service) writeDump(res *unicast.Result, st *client.UnicastStatus) error {
 	u := s.cfg.Unicast
 	w0 := time.Now()
 	write := s.writeFile
@@ -256,7 +215,7 @@ func (s *Service) runHook(ctx context.Context) error {
 }
 
 // hookStatus copies the hook's state into a status.
-func (s *Service) hookStatus(st *UnicastStatus) {
+func (s *Service) hookStatus(st *client.UnicastStatus) {
 	h := &s.hook
 	if h.wake == nil {
 		return
@@ -275,7 +234,7 @@ func (s *Service) hookStatus(st *UnicastStatus) {
 // or Close stops it first (rrMu held by the caller, who releases it). It
 // reports false, starting nothing, once Close has begun.
 func (s *Service) startRebalance() bool {
-	ctx, end, err := s.begin(context.Background())
+	ctx, end, err := s.beginWrite(context.Background(), "")
 	if err != nil {
 		return false
 	}
@@ -331,7 +290,7 @@ func (s *Service) stopRebalance() {
 }
 
 // Unicast returns the status of the unicast tables (nil: not kept).
-func (s *Service) Unicast() *UnicastStatus {
+func (s *Service) Unicast() *client.UnicastStatus {
 	s.uniMu.Lock()
 	defer s.uniMu.Unlock()
 	if s.uni == nil {

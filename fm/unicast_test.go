@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/icn-hpc/icn/unicast"
@@ -68,7 +70,7 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 				link = s.g.LinkName(l)
 			}
 		}
-		res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link})
+		res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link})
 		if err != nil || res.Unicast == nil || !res.Unicast.Written || !res.Unicast.Reachable {
 			t.Fatalf("%s: failure: %v %+v", engine, err, res)
 		}
@@ -90,7 +92,7 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 		if bytes.Equal(after, first) || !bytes.Equal(after, dumpOf(t, s.g, engine)) {
 			t.Fatalf("%s: the dump after the failure is not a full recomputation on the failed fabric", engine)
 		}
-		if _, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link, Repair: true}); err != nil {
+		if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link, Repair: true}); err != nil {
 			t.Fatal(err)
 		}
 		waitExact(t, s)
@@ -104,9 +106,9 @@ func TestUnicastTablesFollowFailures(t *testing.T) {
 				host = v
 			}
 		}
-		var last *FailureResult
+		var last *client.FailureResult
 		for _, c := range s.g.Out(host) {
-			if last, err = s.ChangeFailure(context.Background(), "t", FailureChange{Link: s.g.LinkName(int(c) >> 1)}); err != nil {
+			if last, err = s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: s.g.LinkName(int(c) >> 1)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -195,7 +197,7 @@ func TestUnicastKeepRepairs(t *testing.T) {
 			link = s.g.LinkName(l)
 		}
 	}
-	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: link})
+	res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +266,7 @@ func TestUnicastDumpNotWritten(t *testing.T) {
 			links = append(links, s.g.LinkName(l))
 		}
 	}
-	res, err := s.ChangeFailure(context.Background(), "t", FailureChange{Link: links[0]})
+	res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: links[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +291,7 @@ func TestUnicastDumpNotWritten(t *testing.T) {
 	mu.Lock()
 	hookErr = fmt.Errorf("kill: no process found")
 	mu.Unlock()
-	res, err = s.ChangeFailure(context.Background(), "t", FailureChange{Link: links[1]})
+	res, err = s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: links[1]})
 	if err != nil {
 		t.Fatal(err)
 	}

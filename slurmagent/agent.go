@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icn-hpc/icn/fm"
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/sched"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -136,7 +137,7 @@ func (a *Agent) Round(ctx context.Context) error {
 	for _, j := range jobs {
 		live[j.ID] = j
 	}
-	held := map[int]*fm.JobRecord{} // Slurm id → its placement
+	held := map[int]*client.JobRecord{} // Slurm id → its placement
 	for i := range placed {
 		r := &placed[i]
 		id, ok := slurmID(r.Name)
@@ -198,7 +199,19 @@ func slurmID(name string) (int, bool) {
 func (a *Agent) place(ctx context.Context, j Job) error {
 	transit := int(math.Floor(a.cfg.Transit * float64(j.Nodes)))
 	start := time.Now()
-	r, err := a.fm.Submit(ctx, fm.JobRequest{Name: fmt.Sprintf("%s%d", jobPrefix, j.ID), Nodes: j.Nodes, Transit: transit})
+	// The request id makes a placement whose answer was lost (a
+	// takeover of the fabric manager) safe to ask again: the same job
+	// comes back, not a second one. A job whose earlier placement was
+	// released since (requeued by Slurm) is placed anew under a new id.
+	req := client.JobRequest{Name: fmt.Sprintf("%s%d", jobPrefix, j.ID), Nodes: j.Nodes, Transit: transit,
+		RequestID: fmt.Sprintf("slurm-%d", j.ID)}
+	r, err := a.fm.Submit(ctx, req)
+	if err == nil && r.Replayed {
+		if now, jerr := a.fm.Job(ctx, r.ID); jerr == nil && now.State != client.JobRunning {
+			req.RequestID = fmt.Sprintf("slurm-%d-%d", j.ID, time.Now().UnixNano())
+			r, err = a.fm.Submit(ctx, req)
+		}
+	}
 	a.seconds.Observe(time.Since(start).Seconds())
 	// Not placed: the job keeps its hold, and its comment says why
 	// (written once per reason).
@@ -237,7 +250,7 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 // unpinnable handles a placement Slurm would not take: the nodes are
 // freed in the fabric manager (nothing stays held for a job that cannot
 // run on them) and the job's comment says why; it stays held.
-func (a *Agent) unpinnable(ctx context.Context, j Job, r *fm.JobRecord, err error) {
+func (a *Agent) unpinnable(ctx context.Context, j Job, r *client.JobRecord, err error) {
 	a.logf("job %d: Slurm refused its nodes: %v; released them in icn", j.ID, err)
 	if rerr := a.fm.Release(ctx, r.ID); rerr != nil {
 		a.logf("job %d: releasing icn job %d: %v", j.ID, r.ID, rerr)
@@ -248,7 +261,7 @@ func (a *Agent) unpinnable(ctx context.Context, j Job, r *fm.JobRecord, err erro
 }
 
 // pin makes Slurm run job j on the nodes of placement r.
-func (a *Agent) pin(ctx context.Context, j Job, r *fm.JobRecord) error {
+func (a *Agent) pin(ctx context.Context, j Job, r *client.JobRecord) error {
 	var names []string
 	for _, c := range append(append([]string(nil), r.Active...), r.TransitNodes...) {
 		id, ok := a.byCoord[c]

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/fm"
 	"github.com/icn-hpc/icn/sched"
 )
@@ -83,9 +86,9 @@ func testService(t *testing.T, topo string) (*fm.Service, *Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(svc.Handler(fm.HandlerOptions{}))
+	srv := httptest.NewServer(api.New(svc, api.Options{}))
 	t.Cleanup(func() { srv.Close(); svc.Close() })
-	return svc, &Client{URL: srv.URL, Token: tok}
+	return svc, &Client{C: client.New(srv.URL, tok)}
 }
 
 // The agent's rounds against a partition in memory and a real fabric
@@ -157,7 +160,7 @@ func TestAgentRounds(t *testing.T) {
 	// A placement made before a restart (here: directly in icn) is
 	// pinned by the next agent to the same nodes.
 	sl.submit(7, 1)
-	r, err := cl.Submit(ctx, fm.JobRequest{Name: "slurm-7", Nodes: 1})
+	r, err := cl.Submit(ctx, client.JobRequest{Name: "slurm-7", Nodes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +176,7 @@ func TestAgentRounds(t *testing.T) {
 	// Failures: a node Slurm drains fails in icn; a node icn fails is
 	// drained in Slurm.
 	sl.nodes[names[15]].State, sl.nodes[names[15]].Reason = "down*", "Not responding"
-	if _, err := svc.ChangeFailure(context.Background(), "test", fm.FailureChange{Node: svc.Fabric().Nodes[14].Name}); err != nil {
+	if _, err := svc.ChangeFailure(context.Background(), "test", client.FailureChange{Node: svc.Fabric().Nodes[14].Name}); err != nil {
 		t.Fatal(err)
 	}
 	a2.Round(ctx)

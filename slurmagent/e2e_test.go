@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/fm"
 	"github.com/icn-hpc/icn/sched"
 )
@@ -215,7 +218,7 @@ func TestSlurmPlacesThroughICN(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var logBuf syncBuffer
-	a, err := New(ctx, Config{Partition: "torus", Prefix: "nid", Window: 4, Transit: 0.6, Log: &logBuf}, CLI{Conf: c.conf}, &Client{URL: srvURL, Token: tok})
+	a, err := New(ctx, Config{Partition: "torus", Prefix: "nid", Window: 4, Transit: 0.6, Log: &logBuf}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +255,7 @@ func TestSlurmPlacesThroughICN(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	stopAgent()
 	<-first
-	a, err = New(ctx, Config{Partition: "torus", Prefix: "nid", Window: 4, Transit: 0.6, Log: &logBuf}, CLI{Conf: c.conf}, &Client{URL: srvURL, Token: tok})
+	a, err = New(ctx, Config{Partition: "torus", Prefix: "nid", Window: 4, Transit: 0.6, Log: &logBuf}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +275,7 @@ func TestSlurmPlacesThroughICN(t *testing.T) {
 			t.Fatal(err)
 		}
 		placed, _ := svc.Jobs(false)
-		byName := map[string]*fm.JobRecord{}
+		byName := map[string]*client.JobRecord{}
 		for _, r := range placed {
 			byName[r.Name] = r
 		}
@@ -339,7 +342,7 @@ func startTorus(t *testing.T) (*fm.Service, string, string, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(svc.Handler(fm.HandlerOptions{}))
+	srv := httptest.NewServer(api.New(svc, api.Options{}))
 	t.Cleanup(func() { srv.Close(); svc.Close() })
 	nn := sched.NewNodeNamer("nid", 32)
 	var names []string

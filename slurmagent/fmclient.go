@@ -1,28 +1,26 @@
 package slurmagent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 
-	"github.com/icn-hpc/icn/fm"
+	"github.com/icn-hpc/icn/fm/client"
 )
 
 // Manager is what the agent needs of the fabric manager.
 type Manager interface {
 	// Fabric returns the fabric: node names (coordinates) by id and the
 	// failed nodes.
-	Fabric(ctx context.Context) (*fm.FabricView, error)
+	Fabric(ctx context.Context) (*client.FabricView, error)
 	// Jobs lists the running jobs.
-	Jobs(ctx context.Context) ([]fm.JobRecord, error)
+	Jobs(ctx context.Context) ([]client.JobRecord, error)
+	// Job returns one job as it is now (running or released).
+	Job(ctx context.Context, id int) (*client.JobRecord, error)
 	// Submit places a job; an error wraps ErrNoRoom when the fabric
-	// cannot take it now.
-	Submit(ctx context.Context, req fm.JobRequest) (*fm.JobRecord, error)
+	// cannot take it now. A request id makes it safe to repeat.
+	Submit(ctx context.Context, req client.JobRequest) (*client.JobRecord, error)
 	// Release frees a job's nodes.
 	Release(ctx context.Context, id int) error
 	// FailNode records a node failure.
@@ -30,85 +28,59 @@ type Manager interface {
 }
 
 // ErrNoRoom marks a placement the fabric cannot take now (HTTP 409: no
-// reachable set free, or over the placement budget; 503: the service
-// could not store it now); the job waits. Other errors (400: more nodes
-// than the fabric has) are the job's own.
+// reachable set free, or not within the placement budget; or 503: the
+// service cannot change anything now); the job waits. Other errors (400:
+// more nodes than the fabric has) are the job's own.
 var ErrNoRoom = errors.New("no room now")
 
 // ErrUnreachable marks a request that did not reach the fabric manager
 // (retried next round; not the job's fault).
 var ErrUnreachable = errors.New("fabric manager unreachable")
 
-// Client is the fabric manager's HTTP API.
+// Client is the fabric manager's HTTP API (one instance, or a leader and
+// its standbys: fm/client follows a standby's redirect to the leader).
 type Client struct {
-	URL   string
-	Token string
-	HTTP  *http.Client // nil: http.DefaultClient
+	C *client.Client
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.URL, "/")+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("X-ICN-Actor", "slurm-agent")
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, c.URL, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		msg := strings.TrimSpace(string(data))
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		if resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusServiceUnavailable {
-			return fmt.Errorf("%w: %s", ErrNoRoom, msg)
-		}
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, msg)
-	}
-	if out == nil {
+func (c *Client) do(ctx context.Context, method, path string, body, out any, safe bool) error {
+	err := c.C.Do(ctx, method, path, body, out, safe)
+	switch code := client.StatusOf(err); {
+	case err == nil:
 		return nil
+	case code == http.StatusConflict || code == http.StatusServiceUnavailable:
+		return fmt.Errorf("%w: %v", ErrNoRoom, err)
+	case code == 0 && errors.Is(err, client.ErrUnreachable):
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
-	return json.Unmarshal(data, out)
+	return fmt.Errorf("%s %s: %v", method, path, err)
 }
 
 // Fabric implements Manager.
-func (c *Client) Fabric(ctx context.Context) (*fm.FabricView, error) {
-	var v fm.FabricView
-	return &v, c.do(ctx, "GET", "/api/fabric", nil, &v)
+func (c *Client) Fabric(ctx context.Context) (*client.FabricView, error) {
+	var v client.FabricView
+	return &v, c.do(ctx, "GET", "/api/fabric", nil, &v, true)
 }
 
 // Jobs implements Manager.
-func (c *Client) Jobs(ctx context.Context) ([]fm.JobRecord, error) {
-	var v []fm.JobRecord
-	return v, c.do(ctx, "GET", "/api/jobs", nil, &v)
+func (c *Client) Jobs(ctx context.Context) ([]client.JobRecord, error) {
+	var v []client.JobRecord
+	return v, c.do(ctx, "GET", "/api/jobs", nil, &v, true)
+}
+
+// Job implements Manager.
+func (c *Client) Job(ctx context.Context, id int) (*client.JobRecord, error) {
+	var v client.JobRecord
+	if err := c.do(ctx, "GET", fmt.Sprintf("/api/jobs/%d", id), nil, &v, true); err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
 
 // Submit implements Manager.
-func (c *Client) Submit(ctx context.Context, req fm.JobRequest) (*fm.JobRecord, error) {
-	var v fm.JobRecord
-	if err := c.do(ctx, "POST", "/api/jobs", req, &v); err != nil {
+func (c *Client) Submit(ctx context.Context, req client.JobRequest) (*client.JobRecord, error) {
+	var v client.JobRecord
+	if err := c.do(ctx, "POST", "/api/jobs", req, &v, req.RequestID != ""); err != nil {
 		return nil, err
 	}
 	return &v, nil
@@ -116,10 +88,10 @@ func (c *Client) Submit(ctx context.Context, req fm.JobRequest) (*fm.JobRecord, 
 
 // Release implements Manager.
 func (c *Client) Release(ctx context.Context, id int) error {
-	return c.do(ctx, "DELETE", fmt.Sprintf("/api/jobs/%d", id), nil, nil)
+	return c.do(ctx, "DELETE", fmt.Sprintf("/api/jobs/%d", id), nil, nil, false)
 }
 
 // FailNode implements Manager.
 func (c *Client) FailNode(ctx context.Context, name string) error {
-	return c.do(ctx, "POST", "/api/fabric/failures", fm.FailureChange{Node: name}, nil)
+	return c.do(ctx, "POST", "/api/fabric/failures", client.FailureChange{Node: name}, nil, false)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/fm/client"
 	"github.com/icn-hpc/icn/sched"
 	"github.com/icn-hpc/icn/topology"
 )
@@ -65,7 +66,7 @@ func TestReplayModelVsSlurm(t *testing.T) {
 	for _, part := range []string{"plain", "torus"} {
 		ctx, cancel := context.WithCancel(context.Background())
 		if part == "torus" {
-			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6}, CLI{Conf: c.conf}, &Client{URL: srvURL, Token: tok})
+			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,14 +14,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icn-hpc/icn/fm"
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/topology"
 	"github.com/spf13/cobra"
 )
 
 // fabricWatchOptions are the flags of icn fabric watch.
 type fabricWatchOptions struct {
-	cl        client
+	cl        clientFlags
 	fabric    string
 	discover  string
 	onChange  string
@@ -156,7 +157,7 @@ func watchRound(ctx context.Context, o fabricWatchOptions, base *topology.Graph,
 // failed link not in missing as repaired; how says how the state was
 // learnt. It returns how many changes it reported.
 func reportChanges(ctx context.Context, o fabricWatchOptions, missing, scope map[string]bool, how string, log io.Writer) (int, error) {
-	var fv fm.FabricView
+	var fv client.FabricView
 	if err := o.cl.do(ctx, "GET", "/api/fabric", nil, &fv); err != nil {
 		return 0, err
 	}
@@ -168,8 +169,8 @@ func reportChanges(ctx context.Context, o fabricWatchOptions, missing, scope map
 	}
 	changes := 0
 	report := func(link string, repair bool) error {
-		var res fm.FailureResult
-		if err := o.cl.do(ctx, "POST", "/api/fabric/failures", fm.FailureChange{Link: link, Repair: repair}, &res); err != nil {
+		var res client.FailureResult
+		if err := o.cl.do(ctx, "POST", "/api/fabric/failures", client.FailureChange{Link: link, Repair: repair}, &res); err != nil {
 			return err
 		}
 		changes++

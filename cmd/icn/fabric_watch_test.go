@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/fm"
+	"github.com/icn-hpc/icn/fm/api"
 	"github.com/icn-hpc/icn/internal/ibsimtest"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/icn-hpc/icn/unicast"
@@ -62,7 +63,7 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	srv := httptest.NewServer(svc.Handler(fm.HandlerOptions{}))
+	srv := httptest.NewServer(api.New(svc, api.Options{}))
 	defer srv.Close()
 	first, _ := os.ReadFile(lft)
 
@@ -151,7 +152,7 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 	var log bytes.Buffer
 	o := fabricWatchOptions{fabric: net, discover: pre.String() + "ibnetdiscover -o 16", interval: time.Second, once: true,
 		onChange: fmt.Sprintf("kill -HUP %d", osm.Process.Pid)}
-	o.cl = client{server: srv.URL, tokenFile: filepath.Join(dir, "tok")}
+	o.cl = clientFlags{server: srv.URL, tokenFile: filepath.Join(dir, "tok")}
 	os.WriteFile(o.cl.tokenFile, []byte(tok), 0o600)
 
 	// A spine link goes.
@@ -313,7 +314,7 @@ func TestWatchRefusesForeignDiscovery(t *testing.T) {
 	}
 	for _, discover := range []string{"cat " + other, "false", "echo garbage"} {
 		o := fabricWatchOptions{fabric: own, discover: discover, interval: time.Second, once: true}
-		o.cl = client{server: "http://127.0.0.1:1"} // never reached
+		o.cl = clientFlags{server: "http://127.0.0.1:1"} // never reached
 		n, err := watchRound(context.Background(), o, base, &bytes.Buffer{})
 		if err == nil || n != 0 || strings.Contains(err.Error(), "127.0.0.1:1") {
 			t.Fatalf("discovery %q: %d changes, %v", discover, n, err)

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +17,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
 
 	"github.com/icn-hpc/icn/fm"
 	"github.com/icn-hpc/icn/internal/cli"
@@ -55,6 +56,12 @@ type serveOptions struct {
 	lftHook               string
 	lftCompact            bool
 	lftKeepRepairs        bool
+	// A store shared by several instances (--store etcd://…).
+	store, tokenFile          string
+	etcdCA, etcdCert, etcdKey string
+	lease                     time.Duration
+	name, advertise           string
+	dbGiven                   bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -67,14 +74,25 @@ database (default ` + defaultDBPath() + `) with a demo 4x4x4x2 Angara torus, gen
 API token, stores it next to the database with mode 0600 and prints it on the first start
 that serves. Before serving, the whole database file is checked; a damaged file is refused
 and left unmodified (--check runs only the check). A non-loopback address needs TLS
-(--tls-cert/--tls-key) or --insecure.`,
+(--tls-cert/--tls-key) or --insecure.
+
+With --store etcd://HOST:PORT[,HOST:PORT…]/PREFIX the state lives on an etcd cluster
+instead, and any number of instances started on the same store form one fabric manager:
+one leads (it alone changes the store, every write fenced by its leadership), the others
+stand by with the whole state in memory, answer reads, and redirect writes to the leader
+(307). When the leader dies, freezes or is cut off, a standby takes over within --lease
+plus about two seconds. The instances share one token file (--token-file, created with
+mode 0600 by the first start) and must be started with the same --topo and --rules.`,
 		Example: `  icn serve
   icn serve --db /var/lib/icn/fm.db --addr 127.0.0.1:9090 --topo torus:8x8x4x4
   icn serve --db fm.db --check
   icn serve --db fm.db --addr 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem
-  icn serve backup --db fm.db copy.db`,
+  icn serve backup --db fm.db copy.db
+  icn serve --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/icn --token-file /etc/icn/token --addr 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem
+  icn serve store copy --from bolt:fm.db --to etcd://127.0.0.1:2379/icn`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			o.dbGiven = c.Flags().Changed("db")
 			return runServe(c.Context(), o, c.ErrOrStderr())
 		},
 	}
@@ -98,16 +116,91 @@ and left unmodified (--check runs only the check). A non-loopback address needs 
 	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS")
 	f.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	f.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP on a non-loopback address")
-	c.AddCommand(newServeBackupCmd())
+	f.StringVar(&o.store, "store", "", "store: bolt:FILE (as --db), or etcd://HOST:PORT[,HOST:PORT…]/PREFIX, shared by several instances of which one leads (not with --db)")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding the API token, created with mode 0600 on the first start (default: the database file with .token; required with an etcd store, the same file for every instance)")
+	f.DurationVar(&o.lease, "lease", fm.DefaultLease, "etcd store: how long the leader leads without renewing its lease (whole seconds); a standby takes over within it after the leader dies or freezes")
+	f.StringVar(&o.name, "name", "", "etcd store: this instance's name in the audit log and /healthz (default: its address)")
+	f.StringVar(&o.advertise, "advertise", "", "etcd store: the URL clients reach this instance at, where standbys send writes (default: from --addr)")
+	f.StringVar(&o.etcdCA, "etcd-cacert", "", "etcd store: PEM file of the CA that signs the etcd members' certificates (TLS)")
+	f.StringVar(&o.etcdCert, "etcd-cert", "", "etcd store: this instance's client certificate (PEM) for etcd")
+	f.StringVar(&o.etcdKey, "etcd-key", "", "etcd store: the client certificate's key (PEM)")
+	c.AddCommand(newServeBackupCmd(), newServeStoreCmd())
 	return c
 }
 
-func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
-	if o.check {
-		if err := fm.Check(fm.Config{DBPath: o.db, NewRouting: fm.AngaraRouting(o.rules)}); err != nil {
-			return err
+// storeOf reads --db/--store: a bbolt file, or an etcd store.
+func storeOf(o serveOptions) (db string, etcd *store.EtcdConfig, err error) {
+	switch {
+	case o.store == "":
+		return o.db, nil, nil
+	case o.dbGiven:
+		return "", nil, &exitError{code: 2, err: fmt.Errorf("--db and --store are exclusive: give one store")}
+	case strings.HasPrefix(o.store, "bolt:"):
+		if o.store == "bolt:" {
+			return "", nil, &exitError{code: 2, err: fmt.Errorf("--store bolt: names no file")}
 		}
-		fmt.Fprintf(w, "%s: ok (every page and record checked, and the stored fabric, jobs and groups rebuilt as serve does)\n", o.db)
+		return strings.TrimPrefix(o.store, "bolt:"), nil, nil
+	}
+	cfg, err := parseEtcdStore(o.store, o.etcdCA, o.etcdCert, o.etcdKey)
+	if err != nil {
+		return "", nil, err
+	}
+	return "", &cfg, nil
+}
+
+// parseEtcdStore reads an etcd:// store address and its TLS files.
+func parseEtcdStore(u, ca, cert, key string) (store.EtcdConfig, error) {
+	cfg, err := store.ParseEtcdURL(u)
+	if err != nil {
+		return cfg, &exitError{code: 2, err: err}
+	}
+	if (cert == "") != (key == "") {
+		return cfg, &exitError{code: 2, err: fmt.Errorf("give both --etcd-cert and --etcd-key, or neither")}
+	}
+	for _, f := range []string{ca, cert, key} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			return cfg, &exitError{code: 2, err: fmt.Errorf("etcd TLS file: %v", err)}
+		}
+	}
+	cfg.CACert, cfg.Cert, cfg.Key = ca, cert, key
+	return cfg, nil
+}
+
+// storeExit gives errors of opening or checking a store their exit
+// status: the store unreachable or held by another process is the
+// environment (3), a request that disagrees with the store invalid (2).
+func storeExit(err error, check bool) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrLocked):
+		return &exitError{code: 3, err: err}
+	case check && (errors.Is(err, store.ErrDamaged) || errors.Is(err, store.ErrForeign)):
+		return &exitError{code: 1, err: err}
+	}
+	return &exitError{code: 2, err: err}
+}
+
+func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
+	db, etcd, err := storeOf(o)
+	if err != nil {
+		return err
+	}
+	where := db
+	if etcd != nil {
+		where = etcd.URL()
+		if o.tokenFile == "" {
+			return &exitError{code: 2, err: fmt.Errorf("--store %s needs --token-file FILE: one token file shared by every instance of the store (created with mode 0600 by the first start)", where)}
+		}
+	}
+	if o.check {
+		if err := fm.Check(fm.Config{DBPath: db, Etcd: etcd, TokenFile: o.tokenFile, NewRouting: fm.AngaraRouting(o.rules)}); err != nil {
+			return storeExit(err, true)
+		}
+		fmt.Fprintf(w, "%s: ok (every record checked, and the stored fabric, jobs and groups rebuilt as serve does)\n", where)
 		return nil
 	}
 	if o.repairExtra < 0 {
@@ -122,6 +215,9 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 	}
 	if (o.engine == "") != (o.lftOut == "") {
 		return &exitError{code: 2, err: fmt.Errorf("give both --engine and --lft-out, or neither")}
+	}
+	if etcd != nil && (o.lease < time.Second || o.lease%time.Second != 0) {
+		return &exitError{code: 2, err: fmt.Errorf("--lease %v: give whole seconds, at least 1s (etcd leases count seconds)", o.lease)}
 	}
 	var uni *fm.UnicastConfig
 	if o.lftHook != "" && o.lftOut == "" {
@@ -144,43 +240,63 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 			}
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(o.db), 0o700); err != nil {
-		return err
+	if etcd == nil {
+		if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
+			return err
+		}
 	}
-	svc, token, err := fm.Open(fm.Config{DBPath: o.db, Topo: o.topo, ReplaceTopo: o.replace && o.topo != "",
+	// The address first: standbys send writers to it.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return &exitError{code: 3, err: fmt.Errorf("--addr %s: %v", o.addr, err)}
+	}
+	base := serviceURL(ln.Addr(), tls)
+	url := strings.TrimRight(base, "/")
+	if o.advertise != "" {
+		url = strings.TrimRight(o.advertise, "/")
+	}
+	name := o.name
+	if name == "" {
+		name = strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://")
+	}
+	tokenFile := o.tokenFile
+	if tokenFile == "" {
+		tokenFile = fm.TokenFile(db)
+	}
+	svc, token, err := fm.Open(fm.Config{DBPath: db, Etcd: etcd, TokenFile: tokenFile, Lease: o.lease, Name: name, URL: url,
+		Rules: o.rules, Topo: o.topo, ReplaceTopo: o.replace && o.topo != "",
 		NewRouting: fm.AngaraRouting(o.rules), MulticastTimeout: o.mcastTimeout, RotateToken: o.rotateToken, RepairExtra: repairExtra(o.repairExtra),
 		PlacementBudget: placementBudget(o.budget.d), Unicast: uni})
 	if err != nil {
-		return err
+		ln.Close()
+		return storeExit(err, false)
 	}
 	defer svc.Close()
-	if o.topo != "" && !o.replace && svc.Spec() != o.topo {
+	if etcd == nil && o.topo != "" && !o.replace && svc.Spec() != o.topo {
 		fmt.Fprintf(w, "icn: note: --topo %s ignored: the database already holds fabric %s (give --replace-topo to replace it)\n", o.topo, svc.Spec())
 	}
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return err
+	fmt.Fprintf(w, "icn fabric manager on %s (%s %s, fabric %s)\n", base, map[bool]string{false: "database", true: "store"}[etcd != nil], where, svc.Spec())
+	if etcd != nil {
+		fmt.Fprintf(w, "instance %s of %s: leader or standby as elected (lease %v); GET /healthz says which\n", name, where, o.lease)
 	}
-	base := serviceURL(ln.Addr(), tls)
-	fmt.Fprintf(w, "icn fabric manager on %s (database %s, fabric %s)\n", base, o.db, svc.Spec())
 	if u := svc.Unicast(); u != nil {
 		fmt.Fprintf(w, "unicast tables (%s) written to %s in %.1f s; rewritten after every failure or repair\n", u.Engine, u.LFTOut, u.Seconds)
 	}
 	if before, after := svc.Compacted(); after < before {
-		fmt.Fprintf(w, "icn: compacted %s from %.1f MB to %.1f MB (more than half of it was free pages)\n", o.db, float64(before)/1e6, float64(after)/1e6)
+		fmt.Fprintf(w, "icn: compacted %s from %.1f MB to %.1f MB (more than half of it was free pages)\n", db, float64(before)/1e6, float64(after)/1e6)
 	}
 	if token == "" {
-		fmt.Fprintf(w, "API token: in %s (printed when it was created; --rotate-token makes a new one)\n", fm.TokenFile(o.db))
+		fmt.Fprintf(w, "API token: in %s (printed when it was created; --rotate-token makes a new one)\n", tokenFile)
 	}
 	if token != "" {
-		fmt.Fprintf(w, "API token (shown once; also in %s): %s\n", fm.TokenFile(o.db), token)
+		fmt.Fprintf(w, "API token (shown once; also in %s): %s\n", tokenFile, token)
 		fmt.Fprintf(w, "web page: %s#token=%s\n", base, token)
 		if err := svc.TokenShown(); err != nil {
 			ln.Close()
 			return err
 		}
 	}
-	srv := &http.Server{Handler: svc.Handler(fm.HandlerOptions{OpenRead: o.openRead}),
+	srv := &http.Server{Handler: api.New(svc, api.Options{OpenRead: o.openRead}),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	return serveUntilSignal(ctx, svc, srv, ln, o)
 }
@@ -276,13 +392,13 @@ file). The copy is written to a temporary file, checked, then renamed to FILE.`,
 }
 
 func runServeBackup(ctx context.Context, o serveBackupOptions, file string, w io.Writer) error {
-	n, err := fm.BackupFile(func(out io.Writer) (int64, error) {
-		st, err := fm.OpenStoreReadOnly(o.db)
+	n, err := store.BackupFile(func(out io.Writer) (int64, error) {
+		st, err := store.OpenBoltReadOnly(o.db)
 		if err == nil {
 			defer st.Close()
 			return st.Backup(out, nil)
 		}
-		if !errors.Is(err, fm.ErrLocked) {
+		if !errors.Is(err, store.ErrLocked) {
 			return 0, err
 		}
 		return backupFromServer(ctx, o, out)
@@ -351,7 +467,7 @@ func fabricClientCmds() []*cobra.Command {
 // fabricFailureOptions are the flags and argument of icn fabric
 // fail-link, repair-link, fail-node and repair-node.
 type fabricFailureOptions struct {
-	cl     client
+	cl     clientFlags
 	kind   string // link or node
 	repair bool
 	name   string // the link or node
@@ -376,7 +492,7 @@ func newFabricFailureCmd(use, kind string, repair bool) *cobra.Command {
 // failures and the jobs affected and rerouted.
 func runFabricFailure(ctx context.Context, o fabricFailureOptions, w io.Writer) error {
 	body := map[string]any{o.kind: o.name, "repair": o.repair}
-	var res fm.FailureResult
+	var res client.FailureResult
 	if err := o.cl.do(ctx, http.MethodPost, "/api/fabric/failures", body, &res); err != nil {
 		return err
 	}
@@ -384,9 +500,9 @@ func runFabricFailure(ctx context.Context, o fabricFailureOptions, w io.Writer) 
 		var rerouted []string
 		for _, e := range res.Jobs {
 			switch {
-			case e.Result == fm.RouteRerouted && len(e.TransitAdded) > 0:
+			case e.Result == client.RouteRerouted && len(e.TransitAdded) > 0:
 				rerouted = append(rerouted, fmt.Sprintf("%d (transit +%d: %s)", e.ID, len(e.TransitAdded), strings.Join(e.TransitAdded, " ")))
-			case e.Result == fm.RouteRerouted:
+			case e.Result == client.RouteRerouted:
 				rerouted = append(rerouted, strconv.Itoa(e.ID))
 			}
 		}
@@ -397,7 +513,7 @@ func runFabricFailure(ctx context.Context, o fabricFailureOptions, w io.Writer) 
 
 // fabricStatusOptions are the flags of icn fabric status.
 type fabricStatusOptions struct {
-	cl client
+	cl clientFlags
 }
 
 func newFabricStatusCmd() *cobra.Command {
@@ -417,7 +533,7 @@ func newFabricStatusCmd() *cobra.Command {
 // runFabricStatus prints the service's fabric, its failures and how many
 // nodes jobs hold.
 func runFabricStatus(ctx context.Context, o fabricStatusOptions, w io.Writer) error {
-	var f fm.FabricView
+	var f client.FabricView
 	if err := o.cl.do(ctx, http.MethodGet, "/api/fabric", nil, &f); err != nil {
 		return err
 	}
@@ -442,7 +558,7 @@ func newJobCmd() *cobra.Command {
 
 // jobSubmitOptions are the flags of icn job submit.
 type jobSubmitOptions struct {
-	cl      client
+	cl      clientFlags
 	nodes   int
 	transit int
 	algo    string
@@ -470,8 +586,11 @@ func newJobSubmitCmd() *cobra.Command {
 
 // runJobSubmit places a job and prints its record without the table.
 func runJobSubmit(ctx context.Context, o jobSubmitOptions, w io.Writer) error {
-	var j fm.JobRecord
-	req := fm.JobRequest{Nodes: o.nodes, Transit: o.transit, Algo: o.algo, Name: o.name}
+	var j client.JobRecord
+	// A request id: if the fabric manager's leader dies before it answers,
+	// the request is sent again to the next leader without a second
+	// placement.
+	req := client.JobRequest{Nodes: o.nodes, Transit: o.transit, Algo: o.algo, Name: o.name, RequestID: requestID()}
 	if err := o.cl.do(ctx, http.MethodPost, "/api/jobs", req, &j); err != nil {
 		return err
 	}
@@ -482,7 +601,7 @@ func runJobSubmit(ctx context.Context, o jobSubmitOptions, w io.Writer) error {
 // jobIDOptions are the flags and the job id of the icn job commands that
 // act on one job.
 type jobIDOptions struct {
-	cl client
+	cl clientFlags
 	id string
 }
 
@@ -523,7 +642,7 @@ func runJobMigrate(ctx context.Context, o jobIDOptions, w io.Writer) error {
 // jobAction sends method to the job's URL (plus suffix) and prints the
 // job record it answers, without the table.
 func jobAction(ctx context.Context, o jobIDOptions, method, suffix string, w io.Writer) error {
-	var j fm.JobRecord
+	var j client.JobRecord
 	if err := o.cl.do(ctx, method, "/api/jobs/"+url.PathEscape(o.id)+suffix, nil, &j); err != nil {
 		return err
 	}
@@ -573,7 +692,7 @@ func runJobVerify(ctx context.Context, o jobIDOptions, w io.Writer) error {
 
 // jobListOptions are the flags of icn job list.
 type jobListOptions struct {
-	cl  client
+	cl  clientFlags
 	all bool
 }
 
@@ -594,7 +713,7 @@ func newJobListCmd() *cobra.Command {
 
 // runJobList prints the running jobs (with --all the released ones too).
 func runJobList(ctx context.Context, o jobListOptions, w io.Writer) error {
-	var jobs []fm.JobRecord
+	var jobs []client.JobRecord
 	path := "/api/jobs"
 	if o.all {
 		path += "?all=1"
@@ -619,7 +738,7 @@ func mcastClientCmds() []*cobra.Command {
 
 // mcastMemberOptions are the flags of icn mcast join and leave.
 type mcastMemberOptions struct {
-	cl     client
+	cl     clientFlags
 	op     string // join or leave
 	group  string
 	member string
@@ -647,8 +766,11 @@ func newMcastMemberCmd(op string) *cobra.Command {
 
 // runMcastMember joins or leaves a group and prints the group's record.
 func runMcastMember(ctx context.Context, o mcastMemberOptions, w io.Writer) error {
-	var g fm.GroupRecord
-	req := fm.McastRequest{Group: o.group, Member: o.member, MemberCount: o.count}
+	var g client.GroupRecord
+	req := client.McastRequest{Group: o.group, Member: o.member, MemberCount: o.count}
+	if o.op == "join" {
+		req.RequestID = requestID() // safe to send again after a takeover
+	}
 	if err := o.cl.do(ctx, http.MethodPost, "/api/mcast/"+o.op, req, &g); err != nil {
 		return err
 	}
@@ -657,7 +779,7 @@ func runMcastMember(ctx context.Context, o mcastMemberOptions, w io.Writer) erro
 
 // mcastGroupsOptions are the flags of icn mcast groups.
 type mcastGroupsOptions struct {
-	cl client
+	cl clientFlags
 }
 
 func newMcastGroupsCmd() *cobra.Command {
@@ -676,7 +798,7 @@ func newMcastGroupsCmd() *cobra.Command {
 
 // runMcastGroups prints the service's multicast groups.
 func runMcastGroups(ctx context.Context, o mcastGroupsOptions, w io.Writer) error {
-	var gs []fm.GroupRecord
+	var gs []client.GroupRecord
 	if err := o.cl.do(ctx, http.MethodGet, "/api/mcast", nil, &gs); err != nil {
 		return err
 	}
@@ -689,128 +811,6 @@ func runMcastGroups(ctx context.Context, o mcastGroupsOptions, w io.Writer) erro
 	})
 }
 
-// client talks to a running service.
-type client struct {
-	server    string
-	tokenFile string
-	cacert    string
-	json      bool
-}
-
-func (cl *client) register(c *cobra.Command) {
-	def := os.Getenv("ICN_SERVER")
-	if def == "" {
-		def = "http://127.0.0.1:8080"
-	}
-	c.Flags().StringVar(&cl.server, "server", def, "fabric manager URL (env ICN_SERVER); the token comes from ICN_TOKEN or --token-file")
-	c.Flags().StringVar(&cl.tokenFile, "token-file", "", "file holding the API token (default: ICN_TOKEN, else the token file of the default database)")
-	c.Flags().StringVar(&cl.cacert, "cacert", os.Getenv("ICN_CACERT"), "PEM file of the certificate authority (or the self-signed certificate) that an https server's certificate must chain to (env ICN_CACERT)")
-	c.Flags().BoolVar(&cl.json, "json", false, "print exact JSON instead of a table")
-}
-
-// newHTTPClient is the clients' HTTP client (timeout 0: none): with a
-// cacert file, TLS trusts that file's certificates instead of the
-// system's.
-func newHTTPClient(cacert string, timeout time.Duration) (*http.Client, error) {
-	hc := &http.Client{Timeout: timeout}
-	if cacert == "" {
-		return hc, nil
-	}
-	pem, err := os.ReadFile(cacert)
-	if err != nil {
-		return nil, &exitError{code: 2, err: fmt.Errorf("--cacert: %v", err)}
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, &exitError{code: 2, err: fmt.Errorf("--cacert %s: no PEM certificate in the file", cacert)}
-	}
-	hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-	return hc, nil
-}
-
-func (cl *client) token() string {
-	if cl.tokenFile != "" {
-		b, _ := os.ReadFile(cl.tokenFile)
-		return strings.TrimSpace(string(b))
-	}
-	if t := os.Getenv("ICN_TOKEN"); t != "" {
-		return t
-	}
-	b, _ := os.ReadFile(fm.TokenFile(defaultDBPath()))
-	return strings.TrimSpace(string(b))
-}
-
-func (cl *client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	u := strings.TrimRight(cl.server, "/") + path
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return fmt.Errorf("--server %q: %v", cl.server, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+cl.token())
-	req.Header.Set("X-ICN-Actor", "cli@"+hostname())
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	hc, err := newHTTPClient(cl.cacert, 60*time.Second)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			return &exitError{3, fmt.Errorf("cannot reach the fabric manager at %s: %v", cl.server, ue.Err)}
-		}
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return &exitError{code: exitFor(resp.StatusCode), err: fmt.Errorf("%s (HTTP %d)", e.Error, resp.StatusCode)}
-		}
-		return &exitError{code: exitFor(resp.StatusCode), err: fmt.Errorf("HTTP %d from %s", resp.StatusCode, u)}
-	}
-	return json.Unmarshal(data, out)
-}
-
-// exitFor maps the service's HTTP status to an exit status: a conflict
-// (no room, over the placement budget, a fabric that refuses) is a no,
-// other 4xx an invalid request, 5xx the environment.
-func exitFor(code int) int {
-	switch {
-	case code == http.StatusConflict:
-		return 1
-	case code >= 500:
-		return 3
-	}
-	return 2
-}
-
-func (cl *client) print(w io.Writer, v any, table func(io.Writer) error) error {
-	if cl.json {
-		return cli.JSON(w, v)
-	}
-	return table(w)
-}
-
 func hostname() string {
 	h, err := os.Hostname()
 	if err != nil {
@@ -819,7 +819,7 @@ func hostname() string {
 	return h
 }
 
-func writeJob(w io.Writer, j *fm.JobRecord) error {
+func writeJob(w io.Writer, j *client.JobRecord) error {
 	kv := []any{"job", strconv.Itoa(j.ID), "state", j.State, "routing", j.RoutingName(), "active", strings.Join(j.Active, " "),
 		"transit", strings.Join(j.TransitNodes, " "), "rules", j.Rules, "diameter", j.Stats.Diameter,
 		"pi_max / pi_perfect", fmt.Sprintf("%d / %.3f", j.Stats.PiMax, j.Stats.PiPerfect), "deadlock free", j.Stats.DeadlockFree}
@@ -829,7 +829,7 @@ func writeJob(w io.Writer, j *fm.JobRecord) error {
 	return cli.KV(w, kv...)
 }
 
-func writeGroup(w io.Writer, g *fm.GroupRecord) error {
+func writeGroup(w io.Writer, g *client.GroupRecord) error {
 	return cli.KV(w, "group", g.ID, "state", g.State, "members", fmt.Sprintf("%d of %d", len(g.Members), g.MemberCount),
 		"root", g.Root, "tree height", g.Height, "tree edges", len(g.Edges))
 }

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
+
 	"github.com/icn-hpc/icn/fm"
 )
 
@@ -25,7 +28,7 @@ func TestJobClientCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	srv := httptest.NewServer(s.Handler(fm.HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	cl := []string{"--server", srv.URL, "--token-file", fm.TokenFile(db), "--json"}
 	run := func(v any, args ...string) {
@@ -38,14 +41,14 @@ func TestJobClientCommands(t *testing.T) {
 			t.Fatalf("%v: %v in %q", args, err, o)
 		}
 	}
-	var j fm.JobRecord
+	var j client.JobRecord
 	run(&j, "job", "submit", "--nodes", "3")
-	var res fm.FailureResult
+	var res client.FailureResult
 	run(&res, "fabric", "fail-node", j.Active[0])
 	if len(res.AffectedJobs) != 1 || res.Jobs[0].Result != "broken" {
 		t.Fatalf("failure: %+v", res)
 	}
-	var m fm.JobRecord
+	var m client.JobRecord
 	run(&m, "job", "migrate", "1")
 	if m.Routing != "migrated" || slices.Contains(m.Active, j.Active[0]) || slices.Contains(m.TransitNodes, j.Active[0]) {
 		t.Fatalf("migrate: %+v", m)
@@ -55,10 +58,10 @@ func TestJobClientCommands(t *testing.T) {
 	if _, e, code := runICN(t, dir, append([]string{"job", "submit", "--nodes", "100000"}, cl...)...); code != 2 || !strings.Contains(e, "the fabric has only 16") || strings.Contains(e, "budget") {
 		t.Fatalf("100 000 nodes on 16: exit %d: %s", code, e)
 	}
-	var j2 fm.JobRecord
+	var j2 client.JobRecord
 	run(&j2, "job", "submit", "--nodes", "2")
 	run(&j2, "job", "release", "2")
-	var all, running []fm.JobRecord
+	var all, running []client.JobRecord
 	run(&all, "job", "list", "--all")
 	run(&running, "job", "list")
 	if len(all) != 2 || len(running) != 1 || running[0].ID != 1 {
@@ -78,15 +81,15 @@ func TestJobRoutesInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	srv := httptest.NewServer(s.Handler(fm.HandlerOptions{}))
+	srv := httptest.NewServer(api.New(s, api.Options{}))
 	defer srv.Close()
 	ctx := context.Background()
-	cl := client{server: srv.URL, tokenFile: fm.TokenFile(db), json: true}
+	cl := clientFlags{server: srv.URL, tokenFile: fm.TokenFile(db), json: true}
 	var out bytes.Buffer
 	if err := runJobSubmit(ctx, jobSubmitOptions{cl: cl, nodes: 5, transit: 2, algo: "improved"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	var j fm.JobRecord
+	var j client.JobRecord
 	if err := json.Unmarshal(out.Bytes(), &j); err != nil || len(j.Active) != 5 {
 		t.Fatalf("submit: %v, %q", err, out.String())
 	}

@@ -124,15 +124,6 @@ func (in *haInstance) signal(sig syscall.Signal) {
 	}
 }
 
-func (in *haInstance) output() string {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.log == nil {
-		return ""
-	}
-	return in.log.String()
-}
-
 var healthHTTP = &http.Client{Timeout: 2 * time.Second}
 
 // health asks the instance's /healthz.
@@ -271,7 +262,6 @@ func TestServeHACrash(t *testing.T) {
 		if k == 1 || k == 3 {
 			m := ec.Members[k%3]
 			m.Kill()
-			defer func() {}()
 			time.AfterFunc(3*time.Second, func() { m.Restart() })
 		}
 		next := leaderOf(t, ins, 30*time.Second)
@@ -493,6 +483,9 @@ func checkHAAudit(t *testing.T, cl *fmc.Client) {
 		if e.Term < last {
 			t.Errorf("audit entry %d of term %d after term %d", e.Seq, e.Term, last)
 		}
+		if e.Term == 0 && e.Action != "fabric.create" {
+			t.Errorf("audit entry %d (%s) written outside a leadership", e.Seq, e.Action)
+		}
 		last = e.Term
 		if o, ok := byTerm[e.Term]; ok && o != e.Instance {
 			t.Errorf("term %d written by %s and %s", e.Term, o, e.Instance)
@@ -592,6 +585,10 @@ func TestServeHAFreeze(t *testing.T) {
 			}
 			if e.Action == "link.fail" {
 				frozenReport = true
+			}
+		case 0:
+			if e.Action != "fabric.create" {
+				t.Errorf("entry %d (%s) written outside a leadership", e.Seq, e.Action)
 			}
 		default:
 			t.Errorf("entry %d of term %d (terms %d and %d)", e.Seq, e.Term, old.Term, newH.Term)

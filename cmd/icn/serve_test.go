@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+
 	"github.com/icn-hpc/icn/fm"
 )
 
@@ -22,7 +25,7 @@ func TestServeCheckBackupAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Submit("t", fm.JobRequest{Nodes: 3}); err != nil {
+	if _, err := s.Submit("t", client.JobRequest{Nodes: 3}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -32,7 +35,7 @@ func TestServeCheckBackupAndRefusals(t *testing.T) {
 	if _, e, code := runICN(t, dir, "serve", "backup", "--db", db, "copy.db"); code != 0 {
 		t.Fatalf("backup: %d %q", code, e)
 	}
-	if err := fm.CheckFile(filepath.Join(dir, "copy.db")); err != nil {
+	if err := store.CheckFile(filepath.Join(dir, "copy.db")); err != nil {
 		t.Fatalf("backup copy: %v", err)
 	}
 

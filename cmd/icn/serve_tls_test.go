@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"github.com/icn-hpc/icn/fm"
 	"io"
 	"math/big"
 	"net"
@@ -20,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/fm"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key.
@@ -78,7 +79,7 @@ func TestServeTLS(t *testing.T) {
 	}
 	// icn's clients trust the self-signed certificate given by --cacert,
 	// and refuse the server without it.
-	cl := client{server: f[4], tokenFile: fm.TokenFile(filepath.Join(dir, "fm.db")), cacert: cert}
+	cl := clientFlags{server: f[4], tokenFile: fm.TokenFile(filepath.Join(dir, "fm.db")), cacert: cert}
 	var fab map[string]any
 	if err := cl.do(ctx, http.MethodGet, "/api/fabric", nil, &fab); err != nil || fab["spec"] != "torus:4x4" {
 		t.Errorf("client with --cacert: %v %v", err, fab)

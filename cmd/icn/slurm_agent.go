@@ -19,7 +19,7 @@ import (
 
 // slurmAgentOptions are the flags of icn slurm agent.
 type slurmAgentOptions struct {
-	cl          client
+	cl          clientFlags
 	partition   string
 	prefix      string
 	window      int
@@ -75,11 +75,12 @@ func runSlurmAgent(ctx context.Context, o slurmAgentOptions, log io.Writer) erro
 	if o.interval <= 0 {
 		return fmt.Errorf("--interval must be positive")
 	}
-	hc, err := newHTTPClient(o.cl.cacert, 60*time.Second)
+	cl, err := o.cl.client()
 	if err != nil {
 		return err
 	}
-	m := &slurmagent.Client{URL: o.cl.server, Token: o.cl.token(), HTTP: hc}
+	cl.Actor = "slurm-agent@" + hostname()
+	m := &slurmagent.Client{C: cl}
 	reg := prometheus.NewRegistry()
 	a, err := slurmagent.New(ctx, slurmagent.Config{Partition: o.partition, Prefix: o.prefix, Window: o.window,
 		Transit: o.transit, Log: log, Registry: reg}, slurmagent.CLI{Conf: o.slurmConf}, m)

@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -194,8 +196,9 @@ func (c *Client) try(ctx context.Context, base, method, path string, payload []b
 				return nil, ctx.Err(), false
 			}
 			// A request that surely did not arrive may go elsewhere; one
-			// that may have been applied only if it is safe to repeat.
-			again := safe || notSent(err)
+			// that may have been applied only if it is safe to repeat. A
+			// certificate that does not verify does not get better.
+			again := (safe || notSent(err)) && !badCertificate(err)
 			return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, base, cause(err)), again
 		}
 		switch {
@@ -280,6 +283,17 @@ func errorOf(resp *http.Response, u string) error {
 		msg = e.Error
 	}
 	return &Error{Status: resp.StatusCode, Message: msg, URL: u}
+}
+
+// badCertificate reports whether a transport error is a TLS certificate
+// that does not verify (no retry helps).
+func badCertificate(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	var rh tls.RecordHeaderError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &rh)
 }
 
 // notSent reports whether a transport error means the request never

@@ -402,3 +402,24 @@ func (p *wireParser) strList() ([]string, bool) {
 	p.strs[string(raw)] = l
 	return l, true
 }
+
+// IndentLimit is the size up to which answers are indented; larger ones
+// (a job with a million routes) are sent compact: indenting them costs
+// seconds and gigabytes for whitespace.
+const IndentLimit = 1 << 20
+
+// Encode encodes an answer as writeJSON sends it: indented up to
+// IndentLimit, with a final newline.
+func Encode(v any) ([]byte, error) {
+	data, err := MarshalJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) <= IndentLimit {
+		var buf bytes.Buffer
+		if json.Indent(&buf, data, "", " ") == nil {
+			data = buf.Bytes()
+		}
+	}
+	return append(data, '\n'), nil
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/routing"
+	"github.com/icn-hpc/icn/topology"
 )
 
 // JobRequest asks for an allocation.
@@ -14,9 +15,9 @@ type JobRequest struct {
 	Transit int    `json:"transit"`
 	Algo    string `json:"algo,omitempty"`
 	// RequestID, if given, makes the request safe to repeat: a request
-	// with an id already answered gets the first answer again (across
-	// restarts and takeovers) instead of a second placement. At most
-	// MaxRequestID bytes.
+	// with an id already answered gets the job it placed (as it is now,
+	// with Replayed set) instead of a second placement, across restarts
+	// and takeovers. At most MaxRequestID bytes.
 	RequestID string `json:"request_id,omitempty"`
 }
 
@@ -36,9 +37,10 @@ type RouteState string
 
 const (
 	// RouteOriginal: on the table it was placed with, or a fresh one
-	// after a repair.
+	// after a repair left no failure among its nodes.
 	RouteOriginal RouteState = ""
-	// RouteRerouted: a failure gave it a new table on the same nodes.
+	// RouteRerouted: a failure gave it a new table on the same nodes (a
+	// detour); it stays so while a failure is left among its nodes.
 	RouteRerouted RouteState = "rerouted"
 	// RouteBroken: no table exists on its nodes (Problem and Unreachable
 	// say why; migrate it).
@@ -70,6 +72,9 @@ type JobRecord struct {
 	// Selection says how the node set was chosen (absent in records
 	// written before it was kept).
 	Selection *Selection `json:"selection,omitempty"`
+	// Replayed is set on the answer to a repeated request id: the job
+	// was placed by the first request with that id (RequestID).
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // Selection is how a job's node set was chosen: whether the selection
@@ -124,6 +129,8 @@ type GroupRecord struct {
 	// changes replay the group against them, so they never move.
 	JoinDeadline  *time.Time `json:"join_deadline,omitempty"`
 	LeaveDeadline *time.Time `json:"leave_deadline,omitempty"`
+	// Replayed is set on the answer to a repeated join request id.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // FabricView is the fabric as the API shows it.
@@ -165,6 +172,36 @@ type LinkView struct {
 	Failed bool   `json:"failed,omitempty"`
 }
 
+// MetricsView is the answer of GET /api/fabric/metrics: the topology
+// metrics last computed, the fabric they were computed for, and whether
+// they are the current fabric's. The metrics are computed in the
+// background for every fabric version (a failure change makes a new one),
+// so a read never waits for them more than metricsWait.
+type MetricsView struct {
+	// Metrics are the figures of fabric For (nil: none computed yet).
+	*topology.Metrics
+	// For names the fabric the figures were computed for (nil with them).
+	For *MetricsFabric `json:"for"`
+	// FabricVersion is the version of the fabric now: 0 at the start,
+	// one more with every failure or repair since.
+	FabricVersion uint64 `json:"fabric_version"`
+	// Current reports that the figures are the current fabric's.
+	Current bool `json:"current"`
+	// Pending reports that the figures of the current fabric are being
+	// computed; they replace these when done.
+	Pending bool `json:"pending"`
+}
+
+// MetricsFabric names the fabric a MetricsView's figures are of.
+type MetricsFabric struct {
+	// Version is the fabric version they were computed for.
+	Version     uint64   `json:"version"`
+	FailedLinks []string `json:"failed_links"`
+	FailedNodes []string `json:"failed_nodes"`
+	// Seconds is how long the computation took.
+	Seconds float64 `json:"seconds"`
+}
+
 // FailureChange asks to fail or repair one link or node.
 type FailureChange struct {
 	Link   string `json:"link,omitempty"`
@@ -176,7 +213,8 @@ type FailureChange struct {
 type JobEffect struct {
 	ID int `json:"id"`
 	// Result is RouteRerouted (a new verified table on the same nodes;
-	// after a repair, possibly the job's original kind of table again) or
+	// after a repair, the job's original kind of table again once no
+	// failure is left among its nodes: JobRecord.Routing says which) or
 	// RouteBroken (no table possible on its nodes: migrate it).
 	Result      RouteState `json:"result"`
 	Problem     string     `json:"problem,omitempty"`
@@ -254,8 +292,14 @@ type UnicastStatus struct {
 	// Error says why the tables of the current fabric are not written
 	// (the previous dump is left in place).
 	Error string `json:"error,omitempty"`
-	// HookError is the last hook's failure.
-	HookError string `json:"hook_error,omitempty"`
+	// HookError is the failure of the hook's last run ("" if it
+	// succeeded). The hook runs in the background after each dump is
+	// written: HookPending says a dump was written that it has not
+	// finished running for yet, HookRan when its last run ended (nil:
+	// none yet).
+	HookError   string     `json:"hook_error,omitempty"`
+	HookPending bool       `json:"hook_pending,omitempty"`
+	HookRan     *time.Time `json:"hook_ran,omitempty"`
 	// Disconnected names the hosts no switch reaches any more.
 	Disconnected []string `json:"disconnected_hosts,omitempty"`
 	Reachable    bool     `json:"reachable"`
@@ -268,9 +312,11 @@ type Health struct {
 	// Role is "leader" (it takes writes) or "standby" (reads; writes
 	// are redirected to Leader).
 	Role string `json:"role"`
-	// Store is "bolt" or "etcd"; Instance names this instance.
+	// Store is "bolt" or "etcd"; Instance names this instance and URL
+	// is where its clients reach it.
 	Store    string `json:"store"`
 	Instance string `json:"instance,omitempty"`
+	URL      string `json:"url,omitempty"`
 	// Leader is the leader's address ("" when none is known); Term its
 	// leadership term.
 	Leader string `json:"leader,omitempty"`
@@ -290,4 +336,16 @@ type VerifyResult struct {
 	ID      int    `json:"id"`
 	OK      bool   `json:"ok"`
 	Problem string `json:"problem"`
+}
+
+// ServiceStats are the counts the service's Prometheus metrics report.
+type ServiceStats struct {
+	Groups        int
+	GroupsByState map[string]int
+	MaxEFI        int
+	FailedLinks   int
+	FailedNodes   int
+	JobsRunning   int
+	JobsBroken    int
+	NodesBusy     int
 }

@@ -33,7 +33,7 @@ var dirNames = func() (names [2 * routing.MaxDims]string) {
 func EncodeRoutes(tf *routing.TableJSON) ([]byte, error) {
 	index := make(map[int]int, len(tf.Active))
 	for i, c := range tf.Active {
-		index[coordID(c, tf.Dims)] = i
+		index[CoordID(c, tf.Dims)] = i
 	}
 	dir := make(map[string]byte, len(dirNames))
 	for d, s := range dirNames {
@@ -43,8 +43,8 @@ func EncodeRoutes(tf *routing.TableJSON) ([]byte, error) {
 	prevSrc, prevDst := 0, 0
 	for i := range tf.Routes {
 		r := &tf.Routes[i]
-		src, ok1 := index[coordID(r.Src, tf.Dims)]
-		dst, ok2 := index[coordID(r.Dst, tf.Dims)]
+		src, ok1 := index[CoordID(r.Src, tf.Dims)]
+		dst, ok2 := index[CoordID(r.Dst, tf.Dims)]
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("route %d joins nodes that are not the table's active nodes", i)
 		}
@@ -86,6 +86,10 @@ func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
 	}
 	b = b[k:]
 	routes := make([]routing.RouteJSON, n)
+	// Step lists shared by their run bytes: up to 7 run bytes (most
+	// routes) packed with their count into one word, longer ones by
+	// string.
+	short := map[uint64][]string{}
 	shared := map[string][]string{}
 	src, dst := 0, 0
 	for i := range routes {
@@ -107,7 +111,17 @@ func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
 		}
 		runs := b[1 : 1+int(b[0])]
 		b = b[1+int(b[0]):]
-		l, ok := shared[string(runs)]
+		var l []string
+		var ok bool
+		key := uint64(len(runs)) << 56
+		if len(runs) <= 7 {
+			for k, x := range runs {
+				key |= uint64(x) << (8 * k)
+			}
+			l, ok = short[key]
+		} else {
+			l, ok = shared[string(runs)]
+		}
 		if !ok {
 			for _, x := range runs {
 				d := int(x >> 4)
@@ -121,7 +135,11 @@ func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
 			if l == nil {
 				l = []string{}
 			}
-			shared[string(runs)] = l
+			if len(runs) <= 7 {
+				short[key] = l
+			} else {
+				shared[string(runs)] = l
+			}
 		}
 		routes[i] = routing.RouteJSON{Src: tf.Active[src], Dst: tf.Active[dst], Dirs: l}
 	}
@@ -132,9 +150,9 @@ func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
 	return nil
 }
 
-// coordID is the mixed-radix id of coordinates c (X fastest); -1 when c
+// CoordID is the mixed-radix id of coordinates c (X fastest); -1 when c
 // does not fit dims.
-func coordID(c, dims []int) int {
+func CoordID(c, dims []int) int {
 	if len(c) != len(dims) {
 		return -1
 	}

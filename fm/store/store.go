@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/icn-hpc/icn/fm/client"
@@ -126,8 +126,12 @@ type Store struct {
 	// Now is the clock of the audit log (nil: time.Now).
 	Now func() time.Time
 	// failWrites, when set, makes every write transaction fail after fn
-	// ran (as a full or read-only disk would), for tests.
-	failWrites func() error
+	// ran (as a full or read-only disk would), for tests; one that blocks
+	// holds the transaction open (nil lets it commit). beforeWrite, when
+	// set, runs at the start of every write transaction (tests: to
+	// notice a write after Close).
+	failWrites  atomic.Pointer[func() error]
+	beforeWrite atomic.Pointer[func()]
 }
 
 func (s *Store) now() time.Time {
@@ -164,7 +168,23 @@ func (s *Store) Schema() uint64 { return s.schema }
 
 // SetFailWrites makes every later write transaction fail with fn's
 // error after its function ran (nil: writes work again); for tests.
-func (s *Store) SetFailWrites(fn func() error) { s.failWrites = fn }
+func (s *Store) SetFailWrites(fn func() error) {
+	if fn == nil {
+		s.failWrites.Store(nil)
+		return
+	}
+	s.failWrites.Store(&fn)
+}
+
+// SetBeforeWrite has fn run at the start of every later write
+// transaction (nil: nothing); for tests.
+func (s *Store) SetBeforeWrite(fn func()) {
+	if fn == nil {
+		s.beforeWrite.Store(nil)
+		return
+	}
+	s.beforeWrite.Store(&fn)
+}
 
 // Close closes the store.
 func (s *Store) Close() error { return s.b.close() }
@@ -193,6 +213,9 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) (int64, error) {
 // the revision of the commit; the change is durable when Update returns
 // nil. On etcd only the leader writes (ErrNotLeader otherwise).
 func (s *Store) Update(ctx context.Context, actor string, fn func(*Tx) error) (int64, error) {
+	if before := s.beforeWrite.Load(); before != nil {
+		(*before)()
+	}
 	return s.b.update(ctx, func(kv kvTx) error {
 		t := &Tx{kv: kv, write: true, actor: actor, now: s.now(), legacy: s.legacy, term: kv.Term(), inst: s.Instance}
 		if err := fn(t); err != nil {
@@ -203,8 +226,10 @@ func (s *Store) Update(ctx context.Context, actor string, fn func(*Tx) error) (i
 				return err
 			}
 		}
-		if s.failWrites != nil {
-			return s.failWrites() // rolls the transaction back
+		if fail := s.failWrites.Load(); fail != nil {
+			if err := (*fail)(); err != nil {
+				return err // rolls the transaction back
+			}
 		}
 		return nil
 	})
@@ -565,18 +590,47 @@ func (t *Tx) attachRoutes(j *client.JobRecord) error {
 	if j.Table == nil || t.legacy {
 		return nil
 	}
-	v, err := t.kv.Get(bTables, u64(uint64(j.ID)))
+	data, err := t.storedRoutes(j)
 	if err != nil {
 		return err
 	}
+	return DecodeRoutes(data, j.Table)
+}
+
+// JobsStored calls fn for every stored job in id order with its record
+// (its table's header only: no routes) and its table's stored routes,
+// checksum checked and not yet decoded (DecodeRoutes; nil when the job
+// has no table, and in a schema 1 store, whose records hold the routes);
+// the routes are valid only during the call.
+func (t *Tx) JobsStored(fn func(j *client.JobRecord, routes []byte) error) error {
+	return t.kv.ForEach(bJobs, nil, func(k, v []byte) error {
+		j, err := t.decodeJob(v)
+		var routes []byte
+		if err == nil && j.Table != nil && !t.legacy {
+			routes, err = t.storedRoutes(j)
+		}
+		if err != nil {
+			return fmt.Errorf("job %s: %v", keyName(k), err)
+		}
+		return fn(j, routes)
+	})
+}
+
+// storedRoutes returns the stored routes of a job's table, checksum
+// checked.
+func (t *Tx) storedRoutes(j *client.JobRecord) ([]byte, error) {
+	v, err := t.kv.Get(bTables, u64(uint64(j.ID)))
+	if err != nil {
+		return nil, err
+	}
 	if v == nil {
-		return errNoRoutes
+		return nil, errNoRoutes
 	}
 	data, err := t.record(v)
 	if err != nil {
-		return fmt.Errorf("routes: %v", err)
+		return nil, fmt.Errorf("routes: %v", err)
 	}
-	return DecodeRoutes(data, j.Table)
+	return data, nil
 }
 
 // Job reads one stored job with its routes (nil if there is none).
@@ -697,8 +751,6 @@ func (t *Tx) ExpireRequests(before time.Time, limit int) (int, error) {
 	return len(old), nil
 }
 
-// Revision-free helpers.
-
 // keyName names a record by its key: ids and sequence numbers (8 bytes,
 // big endian) in decimal, other keys quoted.
 func keyName(k []byte) string {
@@ -706,16 +758,6 @@ func keyName(k []byte) string {
 		return fmt.Sprint(binary.BigEndian.Uint64(k))
 	}
 	return fmt.Sprintf("%q", k)
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // OpenEtcdStore connects to the store at cfg. empty reports that the
@@ -781,4 +823,96 @@ func (s *Store) Init(ctx context.Context, fn func(*Tx) error) (created bool, err
 		}
 		return putMetaSums(t.kv)
 	})
+}
+
+// Change is what one committed transaction changed, as a follower of an
+// etcd store sees it (DecodeEvents).
+type Change struct {
+	// Fabric is the new fabric record (nil: unchanged).
+	Fabric *FabricRecord
+	// Jobs are the job records written (tables with their headers only).
+	Jobs map[int]*client.JobRecord
+	// Routes are the tables' routes written (decoded with DecodeRoutes
+	// into the job's table); a nil value: the job's routes were deleted.
+	Routes map[int][]byte
+	// Groups are the group records written; a nil value: deleted.
+	Groups map[string]*client.GroupRecord
+	// Token is the token hash when it changed.
+	Token []byte
+}
+
+// DecodeEvents checks and decodes the events of one revision of an etcd
+// store (Etcd.Follow) into the records they change.
+func DecodeEvents(evs []Event) (*Change, error) {
+	ch := &Change{}
+	t := &Tx{}
+	for _, e := range evs {
+		key := []byte(e.Key)
+		switch e.Bucket {
+		case string(bFabric):
+			if e.Value == nil || string(key) != string(kCurrent) {
+				return nil, fmt.Errorf("fabric record deleted or misnamed (%q)", key)
+			}
+			data, err := unframeRecord(e.Value, false)
+			if err != nil {
+				return nil, fmt.Errorf("fabric record: %v", err)
+			}
+			var f FabricRecord
+			if err := json.Unmarshal(data, &f); err != nil {
+				return nil, fmt.Errorf("fabric record: %v", err)
+			}
+			ch.Fabric = &f
+		case string(bJobs):
+			if e.Value == nil {
+				return nil, fmt.Errorf("job %s deleted", keyName(key))
+			}
+			j, err := t.decodeJob(e.Value)
+			if err != nil {
+				return nil, fmt.Errorf("job %s: %v", keyName(key), err)
+			}
+			if ch.Jobs == nil {
+				ch.Jobs = map[int]*client.JobRecord{}
+			}
+			ch.Jobs[j.ID] = j
+		case string(bTables):
+			if len(key) != 8 {
+				return nil, fmt.Errorf("routes under key %q", key)
+			}
+			id := int(binary.BigEndian.Uint64(key))
+			if ch.Routes == nil {
+				ch.Routes = map[int][]byte{}
+			}
+			if e.Value == nil {
+				ch.Routes[id] = nil
+				continue
+			}
+			data, err := unframeRecord(e.Value, false)
+			if err != nil {
+				return nil, fmt.Errorf("routes of job %d: %v", id, err)
+			}
+			ch.Routes[id] = data
+		case string(bGroups):
+			if ch.Groups == nil {
+				ch.Groups = map[string]*client.GroupRecord{}
+			}
+			if e.Value == nil {
+				ch.Groups[string(key)] = nil
+				continue
+			}
+			data, err := unframeRecord(e.Value, false)
+			if err != nil {
+				return nil, fmt.Errorf("group %q: %v", key, err)
+			}
+			var g client.GroupRecord
+			if err := json.Unmarshal(data, &g); err != nil {
+				return nil, fmt.Errorf("group %q: %v", key, err)
+			}
+			ch.Groups[g.ID] = &g
+		case string(bMeta):
+			if string(key) == string(kToken) && e.Value != nil {
+				ch.Token = e.Value
+			}
+		}
+	}
+	return ch, nil
 }
