@@ -230,6 +230,9 @@ func (s *Service) writable(what string) error {
 func (s *Service) commit(ctx context.Context, actor string, fn func(*store.Tx) error) (int64, error) {
 	rev, err := s.store.Update(ctx, actor, fn)
 	if err == nil {
+		if s.rep != nil {
+			s.rep.committed(rev)
+		}
 		return rev, nil
 	}
 	if errors.Is(err, store.ErrNotLeader) || errors.Is(err, store.ErrUnavailable) {

@@ -325,6 +325,24 @@ func (r *replica) lost(err error) {
 	}
 }
 
+// committed records a commit of the leader at rev: its state reflects
+// the store up to there.
+func (r *replica) committed(rev int64) {
+	r.contact.Store(time.Now().UnixNano())
+	for {
+		old := r.applied.Load()
+		if rev <= old || r.applied.CompareAndSwap(old, rev) {
+			break
+		}
+	}
+	for {
+		old := r.latest.Load()
+		if rev <= old || r.latest.CompareAndSwap(old, rev) {
+			break
+		}
+	}
+}
+
 // note records why the store could not be used.
 func (r *replica) note(err error) {
 	if err != nil && !errors.Is(err, context.Canceled) {
@@ -444,12 +462,17 @@ func (r *replica) stale() (bool, string) {
 	return true, fmt.Sprintf("the store did not answer for %.1f s: %s", since.Seconds(), why)
 }
 
-// currentLeader is the leader as last seen (empty when none is known).
+// currentLeader is the leader as last seen (empty when none is known:
+// also when the store has not answered for a lease, or names this
+// instance, which does not lead).
 func (r *replica) currentLeader() leaderInfo {
 	if t := r.s.leading(); t != nil {
 		return leaderInfo{Name: r.self.Name, URL: r.self.URL, Term: t.l.Term()}
 	}
 	info, _ := r.leader.Load().(leaderInfo)
+	if stale, _ := r.stale(); stale || info.URL == r.self.URL {
+		return leaderInfo{}
+	}
 	return info
 }
 
@@ -502,11 +525,11 @@ func (s *Service) notLeader(what string) error {
 	if s.rep == nil {
 		return fmt.Errorf("%w: %s", client.ErrNotLeader, what)
 	}
-	if l := s.rep.currentLeader(); l.URL != "" {
-		return fmt.Errorf("%w: this instance (%s) is a standby; the leader is %s at %s; %s", client.ErrNotLeader, s.cfg.Name, l.Name, l.URL, what)
-	}
 	if stale, why := s.rep.stale(); stale {
 		return fmt.Errorf("%w: no leader: %s; %s", client.ErrNotLeader, why, what)
+	}
+	if l := s.rep.currentLeader(); l.URL != "" {
+		return fmt.Errorf("%w: this instance (%s) is a standby; the leader is %s at %s; %s", client.ErrNotLeader, s.cfg.Name, l.Name, l.URL, what)
 	}
 	return fmt.Errorf("%w: no leader elected yet (a takeover is in progress); %s", client.ErrNotLeader, what)
 }

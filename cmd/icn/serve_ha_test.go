@@ -21,6 +21,8 @@ import (
 
 	fmc "github.com/icn-hpc/icn/fm/client"
 	"github.com/icn-hpc/icn/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // haInstance is one `icn serve` process of a replicated fabric manager
@@ -605,5 +607,154 @@ func TestServeHAFreeze(t *testing.T) {
 	}
 	if direct.Leader() != ins[1].url {
 		t.Errorf("the write was not redirected to %s (%s)", ins[1].url, direct.Leader())
+	}
+}
+
+// TestServeHABadInput: what goes wrong when instances are started on an
+// etcd store gets one line and the exit status of README's rule, and
+// writes nothing: etcd unreachable (3), flags that contradict each other
+// or the store (2: --db with --store, no token file, another fabric,
+// another rule, another token, a token file others can read, a prefix
+// holding other keys), a damaged record (the check says 1, a start
+// refuses with 2, and the store's revision does not move).
+func TestServeHABadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("processes")
+	}
+	ec := etcdtest.Start(t, 1)
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "icn.token")
+	url := ec.URL("icn/bad")
+	first := newHAInstance(t, "first", url, tok, "--topo", "torus:4x4x4", "--lease", "2s")
+	first.start()
+	// A job, so that there is a record to damage.
+	b, _ := os.ReadFile(tok)
+	cl := fmc.New(first.url, strings.TrimSpace(string(b)))
+	var j fmc.JobRecord
+	if err := cl.Do(context.Background(), "POST", "/api/jobs", fmc.JobRequest{Nodes: 3, RequestID: "r1"}, &j, true); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.token")
+	os.WriteFile(other, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
+	loose := filepath.Join(dir, "loose.token")
+	os.WriteFile(loose, b, 0o644)
+	os.Chmod(loose, 0o644)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: ec.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(context.Background(), "someone/else/key", "x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"serve", "--store", "etcd://127.0.0.1:1/icn", "--token-file", tok, "--addr", "127.0.0.1:0"}, 3, "etcd at 127.0.0.1:1"},
+		{[]string{"serve", "--store", url, "--db", filepath.Join(dir, "x.db"), "--token-file", tok, "--addr", "127.0.0.1:0"}, 2, "--db and --store are exclusive"},
+		{[]string{"serve", "--store", url, "--addr", "127.0.0.1:0"}, 2, "needs --token-file"},
+		{[]string{"serve", "--store", "etcd://127.0.0.1:2379", "--token-file", tok}, 2, "no key prefix"},
+		{[]string{"serve", "--store", url, "--token-file", tok, "--addr", "127.0.0.1:0", "--topo", "torus:4x4"}, 2, "holds fabric torus:4x4x4"},
+		{[]string{"serve", "--store", url, "--token-file", tok, "--addr", "127.0.0.1:0", "--rules", "dirbit"}, 2, "route jobs under angara*"},
+		{[]string{"serve", "--store", url, "--token-file", other, "--addr", "127.0.0.1:0"}, 2, "needs the token file the first one created"},
+		{[]string{"serve", "--store", url, "--token-file", loose, "--addr", "127.0.0.1:0"}, 2, "can be read by others"},
+		{[]string{"serve", "--store", url, "--token-file", tok, "--addr", "127.0.0.1:0", "--lease", "1500ms"}, 2, "whole seconds"},
+		{[]string{"serve", "--store", ec.URL("someone"), "--token-file", tok, "--addr", "127.0.0.1:0"}, 2, "holds 1 keys but no icn store"},
+		{[]string{"serve", "--store", url, "--token-file", tok, "--check"}, 0, "ok"},
+	} {
+		_, e, code := runICN(t, dir, tc.args...)
+		if code != tc.code || !strings.Contains(e, tc.want) || (code != 0 && strings.Count(e, "\n") != 1) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args[1:], code, e, tc.code, tc.want)
+		}
+	}
+	// A record altered behind the store's back.
+	first.kill()
+	key := "icn/bad/jobs/" + fmt.Sprintf("%016x", j.ID)
+	resp, err := cli.Get(context.Background(), key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("%s: %v", key, err)
+	}
+	v := []byte(string(resp.Kvs[0].Value))
+	v[len(v)/2] ^= 1
+	if _, err := cli.Put(context.Background(), key, string(v)); err != nil {
+		t.Fatal(err)
+	}
+	// (a candidacy the killed instance left runs out with its lease)
+	time.Sleep(3 * time.Second)
+	before, _ := cli.Get(context.Background(), "icn/bad/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"serve", "--store", url, "--token-file", tok, "--check"}, 1},
+		{[]string{"serve", "--store", url, "--token-file", tok, "--addr", "127.0.0.1:0"}, 2},
+	} {
+		_, e, code := runICN(t, dir, tc.args...)
+		if code != tc.code || !strings.Contains(e, fmt.Sprintf("job %d: checksum mismatch", j.ID)) || strings.Count(e, "\n") != 1 {
+			t.Errorf("%v on a damaged store: exit %d, stderr %q", tc.args[1:], code, e)
+		}
+	}
+	after, _ := cli.Get(context.Background(), "icn/bad/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if after.Header.Revision != before.Header.Revision {
+		t.Errorf("the store's revision moved from %d to %d: something was written", before.Header.Revision, after.Header.Revision)
+	}
+}
+
+// TestServeHAStoreLost cuts a leader off its store (every etcd member
+// killed): it steps down, reads go on with the stale flag, changes get
+// 503 with the reason; when etcd comes back it leads again by itself.
+func TestServeHAStoreLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("processes")
+	}
+	ec, ins, cl, _ := startHA(t, 1, "--lease", "2s", "--topo", "torus:4x4x4")
+	ctx := context.Background()
+	leaderOf(t, ins, 30*time.Second)
+	var j fmc.JobRecord
+	if err := cl.Do(ctx, "POST", "/api/jobs", fmc.JobRequest{Nodes: 3, RequestID: "before"}, &j, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ec.Members {
+		m.Kill()
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		h, err := ins[0].health()
+		if err == nil && h.Role == "standby" && h.Stale {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cut-off leader: %+v %v", h, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	req, _ := http.NewRequest("GET", ins[0].url+"/api/jobs", nil)
+	req.Header.Set("Authorization", "Bearer "+cl.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-ICN-Stale") != "true" {
+		t.Fatalf("read while the store is lost: %v %v", err, resp.Header)
+	}
+	nr := fmc.New(ins[0].url, cl.Token)
+	nr.Retry = -1
+	err = nr.Do(ctx, "POST", "/api/jobs", fmc.JobRequest{Nodes: 2}, nil, false)
+	if fmc.StatusOf(err) != 503 || !strings.Contains(err.Error(), "store did not answer") {
+		t.Fatalf("write while the store is lost: %v", err)
+	}
+	for _, m := range ec.Members {
+		m.Restart()
+	}
+	ec.WaitHealthy(30 * time.Second)
+	leaderOf(t, ins, 30*time.Second)
+	var j2 fmc.JobRecord
+	if err := cl.Do(ctx, "POST", "/api/jobs", fmc.JobRequest{Nodes: 2, RequestID: "after"}, &j2, true); err != nil {
+		t.Fatalf("write after the store came back: %v", err)
+	}
+	if j2.ID != j.ID+1 {
+		t.Errorf("job %d after job %d", j2.ID, j.ID)
 	}
 }
