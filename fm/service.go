@@ -286,6 +286,9 @@ func Open(cfg Config) (*Service, string, error) {
 
 // newService is a service on an open store, its state not loaded yet.
 func newService(cfg Config, st *store.Store) *Service {
+	if st.Now == nil {
+		st.Now = cfg.Now // the audit log's and the request answers' clock
+	}
 	s := &Service{cfg: cfg, store: st, jobs: map[int]*client.JobRecord{}}
 	s.places.now, s.places.expected = cfg.Now, s.placementEstimate
 	s.fm.measure = measureFabric
