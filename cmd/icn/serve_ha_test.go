@@ -29,7 +29,7 @@ import (
 // (the test binary run as icn), on a fixed address so that a restart
 // comes back where clients look for it.
 type haInstance struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 	args []string
 	url  string
@@ -59,21 +59,31 @@ func (s *syncBuffer) String() string {
 
 // newHAInstance prepares an instance serving the store at storeURL on a
 // free loopback port; extra flags follow the common ones.
-func newHAInstance(t *testing.T, name, storeURL, tokenFile string, extra ...string) *haInstance {
+func newHAInstance(t testing.TB, name, storeURL, tokenFile string, extra ...string) *haInstance {
+	return newServeInstance(t, name, append([]string{"--store", storeURL, "--token-file", tokenFile, "--name", name}, extra...)...)
+}
+
+// newServeInstance prepares `icn serve FLAGS --addr` on a free loopback
+// port.
+func newServeInstance(t testing.TB, name string, flags ...string) *haInstance {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	args := append([]string{"serve", "--store", storeURL, "--token-file", tokenFile, "--addr", addr, "--name", name}, extra...)
+	args := append([]string{"serve", "--addr", addr}, flags...)
 	in := &haInstance{t: t, name: name, args: args, url: "http://" + addr}
 	t.Cleanup(in.kill)
 	return in
 }
 
 // start runs the instance and waits until it answers /healthz.
-func (in *haInstance) start() {
+func (in *haInstance) start() { in.startWithin(60 * time.Second) }
+
+// startWithin runs the instance and waits at most d until it answers
+// /healthz.
+func (in *haInstance) startWithin(d time.Duration) {
 	in.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "ICN_CLI_ARGS="+strings.Join(in.args, "\x1f"), "ICN_PROGRESS=0")
@@ -88,7 +98,7 @@ func (in *haInstance) start() {
 	in.mu.Lock()
 	in.cmd, in.done, in.log = cmd, done, log
 	in.mu.Unlock()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(d)
 	for {
 		if _, err := in.health(); err == nil {
 			return
@@ -147,7 +157,7 @@ func (in *haInstance) health() (fmc.Health, error) {
 
 // leaderOf waits until exactly one instance reports itself leader and
 // every other answering instance names it; it returns its index.
-func leaderOf(t *testing.T, ins []*haInstance, timeout time.Duration) int {
+func leaderOf(t testing.TB, ins []*haInstance, timeout time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -190,7 +200,7 @@ func leaderOf(t *testing.T, ins []*haInstance, timeout time.Duration) int {
 // startHA starts an etcd cluster of 3 and n instances on it (the first
 // creates the store and the token file); it returns them and a client of
 // all of them.
-func startHA(t *testing.T, n int, extra ...string) (*etcdtest.Cluster, []*haInstance, *fmc.Client, string) {
+func startHA(t testing.TB, n int, extra ...string) (*etcdtest.Cluster, []*haInstance, *fmc.Client, string) {
 	t.Helper()
 	ec := etcdtest.Start(t, 3)
 	dir := t.TempDir()
