@@ -512,12 +512,16 @@ func firstReads(b *testing.B, url, tok, prefix string) {
 }
 
 // metricsCurrentAfter polls GET /api/fabric/metrics every 10 ms until it
-// answers the current fabric's figures and returns the time since start.
+// answers the current fabric's figures and returns the time since start;
+// it gives up after 5 minutes.
 func metricsCurrentAfter(b *testing.B, url, tok string, start time.Time) time.Duration {
 	for {
 		_, data := getTimed(b, url, tok, "/api/fabric/metrics")
 		if !bytes.Contains(data, []byte(`"current": false`)) {
 			return time.Since(start)
+		}
+		if time.Since(start) > 5*time.Minute {
+			b.Fatalf("the metrics answered after 5 minutes are not the current fabric's: %s", data)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
