@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/routing"
 )
 
 // BenchmarkPlace1024Large: one 1 024-node job with transit 0 posted over
@@ -618,4 +620,61 @@ func BenchmarkRestartLarge(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(load.Seconds()*1e3/float64(b.N), "first-load-ms")
+}
+
+// BenchmarkCountLinkLoadsLarge: every running job's link loads on the
+// ServiceTargets state (ICN_FM_STATE=DIR reuses it), counted on one core
+// from the stored routes as a start counts them, against walking the
+// decoded tables' steps; it reports the routes and steps. Runs only with
+// ICN_FM_LARGE=1.
+func BenchmarkCountLinkLoadsLarge(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	s, _ := fillTargets(b, b.TempDir(), os.Getenv("ICN_FM_STATE"))
+	defer s.Close()
+	type table struct {
+		tb     *routing.TableJSON
+		routes []byte
+	}
+	var tables []table
+	routes, steps := 0, 0
+	err := s.store.View(func(tx *Tx) error {
+		return tx.jobsStored(func(_ []byte, j *JobRecord, stored []byte) error {
+			if j.State != JobRunning || stored == nil {
+				return nil
+			}
+			tables = append(tables, table{s.jobs[j.ID].Table, slices.Clone(stored)})
+			return nil
+		})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range tables {
+		routes += len(t.tb.Routes)
+		for _, r := range t.tb.Routes {
+			steps += len(r.Dirs)
+		}
+	}
+	ld := newLinkDirs(s.g)
+	for _, c := range []struct {
+		name   string
+		stored bool
+	}{{"stored-routes", true}, {"decoded-steps", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			var lc linkCounter
+			for b.Loop() {
+				for _, t := range tables {
+					r := t.routes
+					if !c.stored {
+						r = nil
+					}
+					lc.count(ld, t.tb, r)
+				}
+			}
+			b.ReportMetric(float64(routes), "routes")
+			b.ReportMetric(float64(steps), "steps")
+		})
+	}
 }
