@@ -20,6 +20,8 @@ import (
 
 	"github.com/icn-hpc/icn/fm/api"
 	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+	"github.com/icn-hpc/icn/routing"
 )
 
 // BenchmarkPlace1024Large: one 1 024-node job with transit 0 posted over
@@ -516,12 +518,16 @@ func firstReads(b *testing.B, url, tok, prefix string) {
 }
 
 // metricsCurrentAfter polls GET /api/fabric/metrics every 10 ms until it
-// answers the current fabric's figures and returns the time since start.
+// answers the current fabric's figures and returns the time since start;
+// it gives up after 5 minutes.
 func metricsCurrentAfter(b *testing.B, url, tok string, start time.Time) time.Duration {
 	for {
 		_, data := getTimed(b, url, tok, "/api/fabric/metrics")
 		if !bytes.Contains(data, []byte(`"current": false`)) {
 			return time.Since(start)
+		}
+		if time.Since(start) > 5*time.Minute {
+			b.Fatalf("the metrics answered after 5 minutes are not the current fabric's: %s", data)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -618,4 +624,61 @@ func BenchmarkRestartLarge(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(load.Seconds()*1e3/float64(b.N), "first-load-ms")
+}
+
+// BenchmarkCountLinkLoadsLarge: every running job's link loads on the
+// ServiceTargets state (ICN_FM_STATE=DIR reuses it), counted on one core
+// from the stored routes as a start counts them, against walking the
+// decoded tables' steps; it reports the routes and steps. Runs only with
+// ICN_FM_LARGE=1.
+func BenchmarkCountLinkLoadsLarge(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	s, _ := fillTargets(b, b.TempDir(), os.Getenv("ICN_FM_STATE"))
+	defer s.Close()
+	type table struct {
+		tb     *routing.TableJSON
+		routes []byte
+	}
+	var tables []table
+	routes, steps := 0, 0
+	_, err := s.store.View(context.Background(), func(tx *store.Tx) error {
+		return tx.JobsStored(func(j *client.JobRecord, stored []byte) error {
+			if j.State != client.JobRunning || stored == nil {
+				return nil
+			}
+			tables = append(tables, table{s.jobs[j.ID].Table, slices.Clone(stored)})
+			return nil
+		})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range tables {
+		routes += len(t.tb.Routes)
+		for _, r := range t.tb.Routes {
+			steps += len(r.Dirs)
+		}
+	}
+	ld := newLinkDirs(s.g)
+	for _, c := range []struct {
+		name   string
+		stored bool
+	}{{"stored-routes", true}, {"decoded-steps", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			var lc linkCounter
+			for b.Loop() {
+				for _, t := range tables {
+					r := t.routes
+					if !c.stored {
+						r = nil
+					}
+					lc.count(ld, t.tb, r)
+				}
+			}
+			b.ReportMetric(float64(routes), "routes")
+			b.ReportMetric(float64(steps), "steps")
+		})
+	}
 }

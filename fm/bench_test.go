@@ -150,3 +150,45 @@ func BenchmarkMetricsAfterFailure(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadAnswers: encoding the large read answers once per version
+// on torus:16x16x16 (and torus:32x32x32 with ICN_FM_LARGE=1) with 8 jobs
+// and a failed link: GET /api/fabric assembled from its pieces against
+// encoding Service.Fabric, and GET /api/fabric/load written by hand
+// against encodeJSON; both give the same bytes.
+func BenchmarkReadAnswers(b *testing.B) {
+	specs := []string{"torus:16x16x16"}
+	if os.Getenv("ICN_FM_LARGE") != "" {
+		specs = append(specs, "torus:32x32x32")
+	}
+	for _, spec := range specs {
+		s, _ := openTest(b, b.TempDir(), spec, nil)
+		for range 8 {
+			if _, err := s.Submit("bench", client.JobRequest{Nodes: 64, Transit: 16}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := s.ChangeFailure(context.Background(), "bench", client.FailureChange{Link: s.g.LinkName(7)}); err != nil {
+			b.Fatal(err)
+		}
+		loads, efi := s.LinkLoads(), s.mc.linkEFI()
+		for _, c := range []struct {
+			name string
+			run  func() []byte
+		}{
+			{"fabric/pieces", func() []byte { s.reads.fabric = nil; return s.FabricJSON() }},
+			{"fabric/encodeJSON", func() []byte { d, _ := client.Encode(s.Fabric()); return d }},
+			{"load/by-hand", func() []byte { return appendLoadsJSON(nil, loads, efi) }},
+			{"load/encodeJSON", func() []byte { d, _ := client.Encode(map[string]any{"routes": loads, "efi": efi}); return d }},
+		} {
+			b.Run(spec+"/"+c.name, func(b *testing.B) {
+				var n int
+				for b.Loop() {
+					n = len(c.run())
+				}
+				b.ReportMetric(float64(n)/1e6, "answer-MB")
+			})
+		}
+		s.Close()
+	}
+}

@@ -823,11 +823,13 @@ type fabricMetrics struct {
 	mu     sync.Mutex
 	latest client.MetricsView // Metrics and For only
 	// The computation running (cancel nil: none), for fabric version
-	// runVer; done is closed when it ends.
-	runVer uint64
-	cancel context.CancelFunc
-	done   chan struct{}
-	closed bool
+	// runVer; done is closed when it ends. running counts computations
+	// not ended yet, stopped ones included.
+	runVer  uint64
+	cancel  context.CancelFunc
+	done    chan struct{}
+	running sync.WaitGroup
+	closed  bool
 	// measure computes the metrics of a fabric (Open sets it; tests
 	// replace it).
 	measure func(ctx context.Context, g *topology.Graph) (topology.Metrics, error)
@@ -860,7 +862,9 @@ func (s *Service) refreshMetrics() {
 	done := make(chan struct{})
 	m.runVer, m.cancel, m.done = ver, cancel, done
 	measure := m.measure
+	m.running.Add(1)
 	go func() {
+		defer m.running.Done()
 		defer close(done)
 		defer cancel()
 		start := time.Now()
@@ -884,17 +888,17 @@ func (s *Service) refreshMetrics() {
 	}()
 }
 
-// stopMetrics stops the background computation and waits for it (Close).
+// stopMetrics stops the background computation and waits for it, and
+// for any stopped one still ending (Close).
 func (s *Service) stopMetrics() {
 	m := &s.fm
 	m.mu.Lock()
 	m.closed = true
-	cancel, done := m.cancel, m.done
-	m.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
+	if m.cancel != nil {
+		m.cancel()
 	}
+	m.mu.Unlock()
+	m.running.Wait()
 }
 
 // Metrics returns the topology metrics last computed and says for which
