@@ -46,8 +46,7 @@ func BenchmarkHATargets(b *testing.B) {
 	if os.Getenv("ICN_FM_LARGE") == "" || keep == "" {
 		b.Skip("set ICN_FM_LARGE=1 and ICN_FM_STATE=DIR (after BenchmarkServiceTargets in fm kept its state there)")
 	}
-	for b.Loop() {
-		b.StopTimer()
+	for i := 0; i < b.N; i++ {
 		haTargets(b, keep)
 	}
 }

@@ -30,7 +30,14 @@ function takeTokenFromHash() {
 async function api(method, path, body) {
   const headers = { "Authorization": "Bearer " + ($("#token").value || "").trim() };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  // A standby of a replicated store answers changes with a redirect to
+  // its leader, which a page cannot follow with its token: it says where
+  // the leader is instead.
+  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "manual" });
+  if (r.type === "opaqueredirect" || r.status === 307) {
+    const h = await fetch("/healthz").then((x) => x.json()).catch(() => ({}));
+    throw new Error(`this instance is a standby: changes go to the leader, ${h.leader || "elected in a moment"} (open its page)`);
+  }
   const data = await r.json().catch(() => ({ error: "HTTP " + r.status }));
   if (r.status === 401) {
     unauthorized = true;
@@ -517,7 +524,13 @@ async function refresh() {
   try {
     [fabric, jobs, groups, loads] = await Promise.all([api("GET", "/api/fabric"), api("GET", "/api/jobs"), api("GET", "/api/mcast"), api("GET", "/api/fabric/load")]);
     const busy = fabric.nodes.filter((n) => n.job).length;
-    $("#summary").textContent = `${fabric.spec} · ${fabric.rules} · ${fabric.nodes.length} nodes, ${busy} busy · ${jobs.length} jobs · ${groups.length} groups`;
+    const health = await fetch("/healthz").then((x) => x.json()).catch(() => ({}));
+    let role = "";
+    if (health.store === "etcd") {
+      role = health.role === "leader" ? " · leader" : ` · standby of ${health.leader || "(no leader now)"}`;
+      if (health.stale) role += " · store unreachable: " + (health.error || "");
+    }
+    $("#summary").textContent = `${fabric.spec} · ${fabric.rules} · ${fabric.nodes.length} nodes, ${busy} busy · ${jobs.length} jobs · ${groups.length} groups${role}`;
     // Forms only for what the fabric supports: a fabric that refuses jobs
     // shows why instead of the job form.
     $("#alloc-form").hidden = !fabric.jobs;
