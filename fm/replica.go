@@ -401,14 +401,13 @@ func (r *replica) reload(ctx context.Context) error {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	t := newService(r.s.cfg, r.s.store)
-	rec, have, err := t.loadStored(false)
+	_, have, err := t.loadStored(false)
 	if err != nil {
 		return err
 	}
 	if !have {
 		return fmt.Errorf("%s: the store has no fabric record", r.s.store.Name())
 	}
-	_ = rec
 	r.s.install(t)
 	r.applied.Store(t.loaded)
 	if t.loaded > r.latest.Load() {

@@ -427,23 +427,20 @@ func backupFromServer(ctx context.Context, o serveBackupOptions, out io.Writer) 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(o.server, "/")+"/api/backup", nil)
-	if err != nil {
-		return 0, fmt.Errorf("--server %q: %v", o.server, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
 	hc, err := newHTTPClient(o.cacert, 0)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
+	cl := client.New(o.server, tok)
+	cl.HTTP, cl.Actor = hc, "cli@"+hostname()
+	resp, err := cl.Send(ctx, http.MethodGet, "/api/backup", nil, true)
+	if client.StatusOf(err) == 0 && err != nil {
 		return 0, fmt.Errorf("the database is held by a running service, which cannot be reached at %s: %v", o.server, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s/api/backup: HTTP %d", o.server, resp.StatusCode)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s/api/backup: %v", o.server, err)
 	}
+	defer resp.Body.Close()
 	n, err := io.Copy(out, resp.Body)
 	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
 		err = fmt.Errorf("short backup: %d of %d bytes", n, resp.ContentLength)

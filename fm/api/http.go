@@ -85,9 +85,6 @@ type apiError struct {
 	Leader string `json:"leader,omitempty"`
 }
 
-// Handler returns the HTTP handler of a fabric manager.
-func Handler(svc Backend, o Options) http.Handler { return New(svc, o) }
-
 // New builds the HTTP API of a fabric manager.
 func New(svc Backend, o Options) *API {
 	a := &API{svc: svc, o: o, mux: http.NewServeMux()}
