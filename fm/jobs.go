@@ -1010,21 +1010,7 @@ func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
 				if l := ld.out[v*int32(2*nd)+d]; l != none {
 					lc.add(int(l))
 				}
-				if d&1 == 0 {
-					if c[dim]++; c[dim] == dims[dim] {
-						c[dim] = 0
-						v -= (dims[dim] - 1) * stride[dim]
-					} else {
-						v += stride[dim]
-					}
-				} else {
-					if c[dim]--; c[dim] < 0 {
-						c[dim] = dims[dim] - 1
-						v += (dims[dim] - 1) * stride[dim]
-					} else {
-						v -= stride[dim]
-					}
-				}
+				v = ringStep(v, c[:], dim, d&1 != 0, dims[:], stride[:])
 			}
 		}
 	}
@@ -1152,22 +1138,7 @@ func (ld *linkDirs) walk(tf *routing.TableJSON, fn func(link int)) {
 			if l := out[v*2*nd+int(k)]; l != none {
 				fn(int(l))
 			}
-			dim := int(k) / 2
-			if k%2 == 0 {
-				if c[dim]++; c[dim] == dims[dim] {
-					c[dim] = 0
-					v -= (dims[dim] - 1) * stride[dim]
-				} else {
-					v += stride[dim]
-				}
-			} else {
-				if c[dim]--; c[dim] < 0 {
-					c[dim] = dims[dim] - 1
-					v += (dims[dim] - 1) * stride[dim]
-				} else {
-					v -= stride[dim]
-				}
-			}
+			v = ringStep(v, c, int(k)/2, k%2 != 0, dims, stride)
 		}
 	}
 }
@@ -1199,4 +1170,21 @@ func sortedIDs(m map[int]*client.JobRecord) []int {
 	}
 	sort.Ints(ids)
 	return ids
+}
+
+// ringStep moves node v, at coordinates c, one hop in dimension dim
+// (negative if neg) around its ring, and returns the new node id.
+func ringStep[T int | int32](v T, c []T, dim T, neg bool, dims, stride []T) T {
+	if !neg {
+		if c[dim]++; c[dim] == dims[dim] {
+			c[dim] = 0
+			return v - (dims[dim]-1)*stride[dim]
+		}
+		return v + stride[dim]
+	}
+	if c[dim]--; c[dim] < 0 {
+		c[dim] = dims[dim] - 1
+		return v + (dims[dim]-1)*stride[dim]
+	}
+	return v - stride[dim]
 }

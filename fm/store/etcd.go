@@ -53,8 +53,10 @@ const (
 	inlineMax = 256 << 10
 	chunkSize = 1000 << 10
 	refMark   = 0x02
-	// pageSize is how many keys a range read asks for at once.
-	pageSize = 256
+	// pageSize is how many keys a range read asks for at once;
+	// chunksPerRead how many chunks.
+	pageSize      = 256
+	chunksPerRead = 8
 	// commitTimeout bounds a commit, its retries and the resolution of
 	// an ambiguous outcome, whatever the caller's context.
 	commitTimeout = 15 * time.Second
@@ -360,20 +362,32 @@ func (s *Etcd) resolve(ctx context.Context, bucket string, v []byte, rev int64) 
 	if err != nil || ref == nil {
 		return v, err
 	}
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
-	if rev > 0 {
-		opts = append(opts, clientv3.WithRev(rev))
-	}
-	resp, err := s.cli.Get(ctx, s.chunkPrefix(ref.Set), opts...)
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	if len(resp.Kvs) != ref.Chunks {
-		return nil, fmt.Errorf("chunk set %s: %d of %d chunks present", ref.Set, len(resp.Kvs), ref.Chunks)
-	}
+	// A few chunks per request: a 4 096-node job's routes are 80 MB.
+	prefix := s.chunkPrefix(ref.Set)
+	start, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
 	out := make([]byte, 0, ref.Bytes)
-	for _, kv := range resp.Kvs {
-		out = append(out, kv.Value...)
+	n := 0
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(chunksPerRead),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := s.cli.Get(ctx, start, opts...)
+		if err != nil {
+			return nil, s.wrap(err)
+		}
+		for _, kv := range resp.Kvs {
+			out = append(out, kv.Value...)
+		}
+		n += len(resp.Kvs)
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	if n != ref.Chunks {
+		return nil, fmt.Errorf("chunk set %s: %d of %d chunks present", ref.Set, n, ref.Chunks)
 	}
 	if len(out) != ref.Bytes || crc32.Checksum(out, castagnoli) != ref.CRC {
 		return nil, fmt.Errorf("chunk set %s: %d bytes, checksum mismatch against its reference (%d bytes): the chunks were altered", ref.Set, len(out), ref.Bytes)

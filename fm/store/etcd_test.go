@@ -390,7 +390,8 @@ func TestEtcdFollow(t *testing.T) {
 			t.Errorf("follow: %v", err)
 		}
 	}()
-	big := bytes.Repeat([]byte("0123456789"), 3*chunkSize/10)
+	// More chunks than one read asks for.
+	big := bytes.Repeat([]byte("0123456789"), (chunksPerRead+2)*chunkSize/10)
 	var revs []int64
 	for i := 0; i < 5; i++ {
 		rev, err := s.update(ctx, func(tx kvTx) error {
