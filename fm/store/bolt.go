@@ -328,8 +328,15 @@ func checkHeader(path string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s is not an icn database (not a bbolt file); refusing to open it, the file was not modified", path)
+	return &foreignError{fmt.Sprintf("%s is not an icn database (not a bbolt file); refusing to open it, the file was not modified", path)}
 }
+
+// foreignError is a file that is not an icn database (errors.Is
+// ErrForeign), with its own message.
+type foreignError struct{ msg string }
+
+func (e *foreignError) Error() string        { return e.msg }
+func (e *foreignError) Is(target error) bool { return target == ErrForeign }
 
 // compactShare is the share of free pages above which a start compacts
 // the database (a file under compactMin is left as it is).
