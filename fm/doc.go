@@ -1,5 +1,5 @@
 // Package fm is the fabric manager: a service that keeps the fabric, its
 // failures, placed jobs with their routing tables and multicast groups in
-// an embedded transactional store, and serves them over an HTTP JSON API,
-// Prometheus metrics and a web page.
+// a transactional store (fm/store: a bbolt file, or an etcd cluster shared
+// by a leader and its standbys), and that fm/api serves over HTTP.
 package fm
