@@ -44,6 +44,10 @@ func (s *Service) snapshot(withState bool) *snapshot {
 	return sn
 }
 
+// errAnswered reports that a placement's request id was answered
+// already (the commit wrote nothing).
+var errAnswered = errors.New("request answered already")
+
 // errStale reports that the fabric changed while a computation ran on a
 // snapshot of it.
 var errStale = errors.New("the fabric changed during the computation")
@@ -466,6 +470,15 @@ func (s *Service) SubmitContext(ctx context.Context, actor string, req client.Jo
 		if errors.Is(err, errStale) {
 			return nil, fmt.Errorf("%w: the fabric changed twice while the job was being placed; submit it again", client.ErrConflict)
 		}
+		if errors.Is(err, errAnswered) {
+			// Another instance answered the id before this one led.
+			var first client.JobRecord
+			if ok, aerr := s.answered(req.RequestID, "job.submit", &first); aerr != nil || !ok {
+				return nil, fmt.Errorf("storage: request %q: %v", req.RequestID, aerr)
+			}
+			first.Replayed = true
+			return &first, nil
+		}
 		return j, err
 	}
 }
@@ -544,6 +557,9 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *cl
 	})
 	if occupied != nil {
 		return fmt.Errorf("%w: %v (the job was not placed)", client.ErrConflict, occupied)
+	}
+	if errors.Is(err, store.ErrExists) {
+		return errAnswered
 	}
 	if err != nil {
 		return fmt.Errorf("storage: %w (the job was not placed)", err)

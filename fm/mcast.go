@@ -529,17 +529,6 @@ func (m *mcast) change(ctx context.Context, actor, action string, req client.Mca
 	if err := m.rebuildStale(); err != nil {
 		return nil, err
 	}
-	if req.RequestID != "" {
-		// A repeated request gets its first answer again.
-		var first client.GroupRecord
-		if ok, err := m.s.answered(req.RequestID, action, &first); err != nil || ok {
-			if ok {
-				first.Replayed = true
-				return &first, nil
-			}
-			return nil, err
-		}
-	}
 	v := m.g.NodeByName(req.Member)
 	if v < 0 {
 		return nil, fmt.Errorf("%w: unknown member node %q", client.ErrNotFound, req.Member)
@@ -567,6 +556,12 @@ func (m *mcast) change(ctx context.Context, actor, action string, req client.Mca
 		g = &c
 	}
 	if err := apply(g, v); err != nil {
+		// A repeated request (its member joined already) gets its first
+		// answer; its id is looked up only then, so a join costs no read
+		// of the store.
+		if first, ok, rerr := m.replayed(req, action); rerr != nil || ok {
+			return first, rerr
+		}
 		return nil, protocolError(err)
 	}
 	g.Updated = m.s.cfg.Now().UTC()
@@ -588,6 +583,17 @@ func (m *mcast) change(ctx context.Context, actor, action string, req client.Mca
 	}
 	if err := m.persist(ctx, actor, action, req, changed, gone, answer); err != nil {
 		m.groups = before
+		if errors.Is(err, store.ErrExists) {
+			// The id was answered already (its group since ended): the
+			// protocol state goes back to the stored one, and the first
+			// answer is given again.
+			if rerr := m.replay(m.g); rerr != nil {
+				return nil, rerr
+			}
+			if first, ok, rerr := m.replayed(req, action); rerr != nil || ok {
+				return first, rerr
+			}
+		}
 		if rerr := m.replay(m.g); rerr != nil {
 			return nil, fmt.Errorf("storage: %w; rebuilding multicast state also failed: %v", err, rerr)
 		}
@@ -612,6 +618,21 @@ func (m *mcast) applyChanged(changed map[string]*client.GroupRecord, gone map[st
 	m.groups = groups
 	m.ver++
 	m.publish()
+}
+
+// replayed returns the first answer to a repeated request id (ok false
+// when the id is new or none was given).
+func (m *mcast) replayed(req client.McastRequest, action string) (*client.GroupRecord, bool, error) {
+	if req.RequestID == "" {
+		return nil, false, nil
+	}
+	var first client.GroupRecord
+	ok, err := m.s.answered(req.RequestID, action, &first)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	first.Replayed = true
+	return &first, true, nil
 }
 
 // collectExpired adds groups whose state the manager changed on its own

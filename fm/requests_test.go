@@ -46,6 +46,27 @@ func TestRequestIDs(t *testing.T) {
 	if _, err := s.Join(ctx, "t", client.McastRequest{Group: "g", Member: "0.0.0", MemberCount: 2}); !errors.Is(err, client.ErrConflict) {
 		t.Fatalf("duplicate join without an id: %v", err)
 	}
+	// A join whose group has ended since: repeated, it gets its first
+	// answer, not a new group.
+	first, err := s.Join(ctx, "t", client.McastRequest{Group: "h", Member: "1.1.0", MemberCount: 1, RequestID: "join-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Leave(ctx, "t", client.McastRequest{Group: "h", Member: "1.1.0"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Minute) // the group lingers, then goes
+	s.Tick()
+	if _, err := s.Group("h"); err == nil {
+		t.Fatal("group h still there")
+	}
+	again2, err := s.Join(ctx, "t", client.McastRequest{Group: "h", Member: "1.1.0", MemberCount: 1, RequestID: "join-b"})
+	if err != nil || !again2.Replayed || again2.Created != first.Created {
+		t.Fatalf("a join repeated after its group ended: %+v %v", again2, err)
+	}
+	if _, err := s.Group("h"); err == nil {
+		t.Fatal("the repeated join made a new group")
+	}
 	if _, err := s.SubmitContext(ctx, "t", client.JobRequest{Nodes: 1, RequestID: "join-a"}); !errors.Is(err, client.ErrConflict) {
 		t.Fatalf("an id used for a join, sent with a submit: %v", err)
 	}
@@ -56,7 +77,7 @@ func TestRequestIDs(t *testing.T) {
 	s.expireRequests(ctx)
 	var left int
 	s.store.View(ctx, func(tx *store.Tx) error {
-		for _, id := range []string{"job-a", "join-a"} {
+		for _, id := range []string{"job-a", "join-a", "join-b"} {
 			if o, _ := tx.Request(id); o != nil {
 				left++
 			}

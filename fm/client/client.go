@@ -162,7 +162,9 @@ func (c *Client) Send(ctx context.Context, method, path string, body any, safe b
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(min(time.Duration(round+1)*200*time.Millisecond, time.Second)):
+		// A takeover ends within the lease plus a second or two: ask
+		// again soon.
+		case <-time.After(min(time.Duration(round+1)*100*time.Millisecond, 250*time.Millisecond)):
 		}
 	}
 }

@@ -148,6 +148,17 @@ func (k *boltKV) SetSequence(bucket []byte, n uint64) error {
 
 func (k *boltKV) Term() int64 { return 0 }
 
+func (k *boltKV) Absent(bucket, key []byte) error {
+	b, err := k.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	if b.Get(key) != nil {
+		return fmt.Errorf("%w: %s %q", ErrExists, bucket, key)
+	}
+	return nil
+}
+
 // OpenBolt opens (or creates) a bbolt store. An existing file that is
 // not a valid bbolt database, or is one written by something else, or
 // fails the check (CheckFile), is refused and never modified. created

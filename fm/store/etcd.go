@@ -411,8 +411,9 @@ type etcdTx struct {
 
 	puts  map[string][]byte // full key → value (nil value: delete)
 	order []string          // keys in the order first written
-	seqs  map[string]uint64 // sequences advanced in this transaction
-	blobs map[string][]byte // full key → value to be written as chunks
+	seqs   map[string]uint64 // sequences advanced in this transaction
+	blobs  map[string][]byte // full key → value to be written as chunks
+	absent []string          // full keys the commit requires absent
 }
 
 func (t *etcdTx) readOpts(opts ...clientv3.OpOption) []clientv3.OpOption {
@@ -563,6 +564,14 @@ func (t *etcdTx) ForEach(bucket, from []byte, fn func(k, v []byte) error) error 
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	return flushBelow("", true)
+}
+
+func (t *etcdTx) Absent(bucket, key []byte) error {
+	if !t.write {
+		return fmt.Errorf("write in a read transaction")
+	}
+	t.absent = append(t.absent, t.s.key(bucket, key))
+	return nil
 }
 
 func (t *etcdTx) Term() int64 {
@@ -738,13 +747,26 @@ func (s *Etcd) commit(ctx context.Context, t *etcdTx) (int64, error) {
 		return 0, err
 	}
 	cmp := []clientv3.Cmp{s.fence(), clientv3.Compare(clientv3.ModRevision(s.commitKey()), "=", s.last)}
+	var orElse []clientv3.Op
+	for _, k := range t.absent {
+		cmp = append(cmp, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
+		orElse = append(orElse, clientv3.OpGet(k, clientv3.WithCountOnly()))
+	}
 	for attempt := 0; ; attempt++ {
-		resp, err := s.cli.Txn(ctx).If(cmp...).Then(ops...).Commit()
+		resp, err := s.cli.Txn(ctx).If(cmp...).Then(ops...).Else(orElse...).Commit()
 		if err == nil && resp.Succeeded {
 			s.committed(t, resp.Header.Revision)
 			return resp.Header.Revision, nil
 		}
 		if err == nil {
+			for i, r := range resp.Responses {
+				if rr := r.GetResponseRange(); rr != nil && rr.Count > 0 {
+					// A key required absent is there: a refusal, not a
+					// lost leadership.
+					s.dropChunks(sets)
+					return 0, fmt.Errorf("%w: %s", ErrExists, strings.TrimPrefix(t.absent[i], s.pre))
+				}
+			}
 			// A condition failed: the leadership or the marker moved.
 			s.lost()
 			s.dropChunks(sets)

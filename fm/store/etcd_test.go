@@ -323,6 +323,26 @@ func TestEtcdFencing(t *testing.T) {
 	if err := write(a, "a3"); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("second write of the deposed leader: %v", err)
 	}
+	// A key required absent refuses the transaction without costing
+	// the leadership.
+	absent := func(v string) error {
+		_, err := b.update(ctx, func(tx kvTx) error {
+			if err := tx.Absent([]byte("requests"), []byte("r")); err != nil {
+				return err
+			}
+			return tx.Put([]byte("requests"), []byte("r"), []byte(v))
+		})
+		return err
+	}
+	if err := absent("first"); err != nil {
+		t.Fatal(err)
+	}
+	if err := absent("second"); !errors.Is(err, ErrExists) {
+		t.Fatalf("a second write of a key required absent: %v", err)
+	}
+	if err := write(b, "b1"); err != nil {
+		t.Fatalf("write after a refused one: %v", err)
+	}
 	var got []byte
 	b.view(ctx, func(tx kvTx) error { var err error; got, err = tx.Get([]byte("groups"), []byte("g")); return err })
 	if string(got) != "b1" {

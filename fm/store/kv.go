@@ -29,6 +29,10 @@ type kvTx interface {
 	// Term is the leadership term a write transaction commits under (0
 	// on a store of one instance).
 	Term() int64
+	// Absent makes the transaction commit only if key is absent from
+	// bucket when it commits; it fails with ErrExists otherwise (at once,
+	// or at the commit).
+	Absent(bucket, key []byte) error
 }
 
 // ErrNotLeader is returned by writes of a replicated store whose
@@ -39,6 +43,10 @@ var ErrNotLeader = errors.New("not the leader")
 // ErrUnavailable is returned when the replicated store cannot be reached;
 // for a write, whether it was applied is unknown.
 var ErrUnavailable = errors.New("store unavailable")
+
+// ErrExists is returned by a transaction that requires a key to be
+// absent (Tx.PutRequest) when it is there; nothing was written.
+var ErrExists = errors.New("already stored")
 
 // ErrTooLarge is returned for a change larger than the store accepts in
 // one transaction.

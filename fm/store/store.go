@@ -714,8 +714,13 @@ func (t *Tx) Request(id string) (*Outcome, error) {
 	return &o, nil
 }
 
-// PutRequest keeps the answer to a request id.
+// PutRequest keeps the answer to a request id; the transaction fails
+// with ErrExists (writing nothing) if one is kept for id already: a
+// repeated request must get the first answer, not make a second change.
 func (t *Tx) PutRequest(id string, o Outcome) error {
+	if err := t.kv.Absent(bRequests, []byte(id)); err != nil {
+		return err
+	}
 	if o.Time.IsZero() {
 		o.Time = t.now
 	}
