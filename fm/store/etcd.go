@@ -409,8 +409,8 @@ type etcdTx struct {
 	create bool
 	rev    int64 // read revision (0 until the first read of a read transaction)
 
-	puts  map[string][]byte // full key → value (nil value: delete)
-	order []string          // keys in the order first written
+	puts   map[string][]byte // full key → value (nil value: delete)
+	order  []string          // keys in the order first written
 	seqs   map[string]uint64 // sequences advanced in this transaction
 	blobs  map[string][]byte // full key → value to be written as chunks
 	absent []string          // full keys the commit requires absent
