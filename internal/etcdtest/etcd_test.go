@@ -44,7 +44,7 @@ func TestClusterServesClient(t *testing.T) {
 		}
 		got += len(wr.Events)
 	}
-	lease, err := cli.Grant(ctx, 2)
+	lease, err := cli.Grant(ctx, 30) // outlives the member killed and restarted below
 	if err != nil {
 		t.Fatal(err)
 	}
