@@ -200,6 +200,9 @@ func (c *cluster) stop() {
 func (c *cluster) cmd(ctx context.Context, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	// sbatch writes each job's slurm-N.out where it was called: in the
+	// cluster's temporary directory, not the package's.
+	cmd.Dir = c.dir
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
