@@ -544,7 +544,7 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *cl
 		if rid != "" {
 			head := *j
 			head.Table = nil
-			o, err := outcomeOf("job.submit", http201, &head)
+			o, err := outcomeOf("job.submit", &head)
 			if err != nil {
 				return err
 			}

@@ -575,7 +575,7 @@ func (m *mcast) change(ctx context.Context, actor, action string, req client.Mca
 	m.collectExpired(changed, gone)
 	var answer *store.Outcome
 	if req.RequestID != "" {
-		o, err := outcomeOf(action, http200, g)
+		o, err := outcomeOf(action, g)
 		if err != nil {
 			return nil, err
 		}

@@ -17,11 +17,6 @@ import (
 // kept for requestTTL.
 const requestTTL = 24 * time.Hour
 
-const (
-	http200 = 200
-	http201 = 201
-)
-
 // checkRequestID refuses a request id that is too long or not text.
 func checkRequestID(id string) error {
 	if len(id) > client.MaxRequestID {
@@ -36,12 +31,12 @@ func checkRequestID(id string) error {
 }
 
 // outcomeOf is the stored answer of a request.
-func outcomeOf(action string, status int, answer any) (*store.Outcome, error) {
+func outcomeOf(action string, answer any) (*store.Outcome, error) {
 	body, err := json.Marshal(answer)
 	if err != nil {
 		return nil, err
 	}
-	return &store.Outcome{Action: action, Status: status, Body: body}, nil
+	return &store.Outcome{Action: action, Body: body}, nil
 }
 
 // answered reports whether a request with this id was answered already,

@@ -24,9 +24,6 @@ type Bolt struct {
 	path string
 }
 
-// Path returns the database file name.
-func (b *Bolt) Path() string { return b.path }
-
 func (b *Bolt) close() error { return b.db.Close() }
 
 func (b *Bolt) view(ctx context.Context, fn func(kvTx) error) (rev int64, err error) {

@@ -174,13 +174,6 @@ func (l *Leadership) Valid() bool {
 	return time.Now().Before(l.deadline)
 }
 
-// Deadline is when the leadership runs out unless renewed.
-func (l *Leadership) Deadline() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.deadline
-}
-
 // Done is closed when the lease is lost (expired, revoked, or its
 // keep-alives ended).
 func (l *Leadership) Done() <-chan struct{} { return l.done }

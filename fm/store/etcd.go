@@ -245,9 +245,6 @@ func (s *Etcd) Close() error {
 // Config returns the store's configuration.
 func (s *Etcd) Config() EtcdConfig { return s.cfg }
 
-// Client is the etcd client (tests).
-func (s *Etcd) Client() *clientv3.Client { return s.cli }
-
 // describe shortens etcd client errors to their message.
 func describe(err error) string {
 	if st, ok := status.FromError(err); ok {

@@ -93,7 +93,6 @@ type FabricRecord struct {
 // repeated request gets it again.
 type Outcome struct {
 	Action string          `json:"action"`
-	Status int             `json:"status"`
 	Body   json.RawMessage `json:"body"`
 	Time   time.Time       `json:"time"`
 }
@@ -141,9 +140,6 @@ func (s *Store) now() time.Time {
 	return time.Now().UTC()
 }
 
-// Bolt returns the bbolt backend (nil on etcd).
-func (s *Store) Bolt() *Bolt { return s.bolt }
-
 // Etcd returns the etcd backend (nil on bbolt).
 func (s *Store) Etcd() *Etcd { return s.etcd }
 
@@ -162,9 +158,6 @@ func (s *Store) Kind() string {
 	}
 	return "etcd"
 }
-
-// Schema is the store's schema version.
-func (s *Store) Schema() uint64 { return s.schema }
 
 // SetFailWrites makes every later write transaction fail with fn's
 // error after its function ran (nil: writes work again); for tests.
