@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -367,4 +368,43 @@ func selectFill(tb testing.TB, spec string, frac float64, seed uint64) (*State, 
 		}
 	}
 	return s, rt, jobs - 1
+}
+
+// BenchmarkSelectEmpty times one decision with the default budget on the
+// empty largest tori built (Sequoia's 16x16x16x12x2), m = 8 … 16 384 and
+// T = m/4, with a fresh selector per decision as `icn alloc` makes it
+// (issue 43); it reports the criteria the answer is complete for and the
+// live heap after the decision. `-bench SelectEmpty/enumeration` is the
+// direct enumeration of the same decisions (the same-run baseline; it
+// finishes only for the small jobs).
+func BenchmarkSelectEmpty(b *testing.B) {
+	for _, spec := range []string{"torus:16x16x16x12x2"} {
+		s, rt := busyPattern(b, spec, "idle")
+		for _, path := range []string{"uniform", "enumeration"} {
+			for _, m := range []int{8, 64, 256, 1024, 4096, 16384} {
+				if path == "enumeration" && m > 64 {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/%s/m=%d,T=%d", path, spec, m, m/4), func(b *testing.B) {
+					var res *Result
+					cpu := processCPU()
+					for b.Loop() {
+						sel := NewSelector(s)
+						sel.tune.noUniform = path == "enumeration"
+						var err error
+						res, err = sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Budget: DefaultBudget})
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(processCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+					b.ReportMetric(float64(res.Complete), "complete")
+					b.ReportMetric(float64(res.Tables), "tables")
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+				})
+			}
+		}
+	}
 }

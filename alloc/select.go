@@ -197,6 +197,12 @@ type tuning struct {
 	// checkSettledAfter, when positive, replaces anytimeAfter (small
 	// tori, whose decisions examine fewer placements).
 	checkSettledAfter int
+	// forceUniform takes the uniform path on an empty torus whatever its
+	// size (small tori, to compare it with the enumeration).
+	forceUniform bool
+	// noUniform keeps the direct enumeration on an empty torus (the
+	// baseline of the benchmarks).
+	noUniform bool
 }
 
 // NewSelector prepares a selector for the state's torus.

@@ -358,16 +358,13 @@ func searchSummary(exhaustive, settled bool, examined, complete int, cut string)
 	if settled && cut == "" {
 		return fmt.Sprintf("settled after %d placements: no placement left could beat the set on criteria 1–2; ties ranked among the sets found", examined)
 	}
-	var best string
 	switch complete {
 	case alloc.CompleteNone:
-		best = "best of those examined"
+		return fmt.Sprintf("cut (%s) after %d placements: best of those examined", cut, examined)
 	case alloc.CompleteTransit:
-		best = "fewest transit nodes (criterion 1); φ not computed for every candidate"
-	default:
-		best = "best under criteria 1–2; tie-break tables not all built"
+		return fmt.Sprintf("cut (%s) after all %d placements: fewest transit nodes (criterion 1); φ not computed for every candidate", cut, examined)
 	}
-	return fmt.Sprintf("cut (%s) after %d placements: %s", cut, examined, best)
+	return fmt.Sprintf("cut (%s) after all %d placements: best under criteria 1–2; ties not all broken by tables", cut, examined)
 }
 
 // schedSimulateOptions are the flags of icn sched simulate.
