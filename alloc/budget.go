@@ -26,6 +26,7 @@ const (
 	enumShare  = 0.70
 	rankShare  = 0.85
 	tableShare = 0.93
+	hardShare  = 0.95
 )
 
 // With a budget the routing tables of a decision (the tie-breaks, or the
@@ -86,6 +87,10 @@ type budget struct {
 	// enum and rank are set when their phase must end; ctxDone when the
 	// caller gave up (then the decision returns ctx.Err()).
 	enum, rank, ctxDone atomic.Bool
+	// hard is set when even work that is usually left to finish must
+	// stop (listing free rectangles for φ), so that the answer comes
+	// within the budget.
+	hard atomic.Bool
 	stops               []func() bool
 }
 
@@ -95,6 +100,7 @@ func newBudget(ctx context.Context, total time.Duration, start time.Time) *budge
 		b.ctxDone.Store(true)
 		b.enum.Store(true)
 		b.rank.Store(true)
+		b.hard.Store(true)
 	}))
 	if total > 0 {
 		at := func(share float64, f func()) {
@@ -108,6 +114,7 @@ func newBudget(ctx context.Context, total time.Duration, start time.Time) *budge
 		}
 		at(enumShare, func() { b.enum.Store(true) })
 		at(rankShare, func() { b.rank.Store(true) })
+		at(hardShare, func() { b.hard.Store(true) })
 	}
 	return b
 }

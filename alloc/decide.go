@@ -63,11 +63,22 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 	d := sel.newDecision(s, rt, req)
 	d.clock = newBudget(ctx, req.Budget, start)
 	defer d.clock.release()
+	defer func() {
+		if d.levels != nil {
+			sel.keepNoFit(s, d.levels.fit)
+		}
+	}()
 	d.changed = sel.retry.since(s, req)
 	var results []sizeResult
-	if d.empty = d.uniform(); d.empty {
-		results = d.enumerateUniform()
-	} else {
+	ok := false
+	switch {
+	case d.uniform():
+		d.empty = true
+		results, ok = d.enumerateUniform(), true
+	case d.bounded():
+		results, ok = d.enumerateBounded()
+	}
+	if !ok {
 		results = d.enumerate()
 	}
 	cands, err := d.collect(results, res)
@@ -114,6 +125,11 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		res.Ranked = res.Distinct
 	}
 	tied := d.leastFragmenting(best)
+	if len(tied) == 0 {
+		// φ of no candidate was finished in time.
+		tied = best[:1]
+		d.rankCut.Store(true)
+	}
 	if d.clock.ctxDone.Load() {
 		return nil, context.Cause(ctx)
 	}

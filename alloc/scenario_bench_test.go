@@ -408,3 +408,53 @@ func BenchmarkSelectEmpty(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSelectFill fills the largest tori built to 60 % as `icn serve`
+// fills them (issue 43): jobs of 64·256^(u^2.3) nodes (64–16 384, seed
+// 1), T = m/4, placed one after another by one selector with the default
+// budget and without the chosen set's table (the service builds it). It
+// reports the decisions' p50, p99 and slowest wall time, how many were
+// cut before criterion 2 (all, and those of m ≤ 4 096) and the jobs
+// placed.
+func BenchmarkSelectFill(b *testing.B) {
+	for _, spec := range []string{"torus:16x16x16x12x2"} {
+		b.Run(spec, func(b *testing.B) {
+			for b.Loop() {
+				s, rt := busyPattern(b, spec, "idle")
+				sel := NewSelector(s)
+				r := rand.New(rand.NewPCG(1, 43))
+				var times []float64
+				cut, cutSmall, jobs := 0, 0, 0
+				for job := 1; s.Busy() < s.N()*6/10; job++ {
+					m := int(64 * math.Pow(256, math.Pow(r.Float64(), 2.3)))
+					start := time.Now()
+					res, err := sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Budget: DefaultBudget, NoTable: true})
+					if err != nil {
+						b.Fatal(err)
+					}
+					times = append(times, time.Since(start).Seconds())
+					if res.Complete < CompletePhi {
+						cut++
+						if m <= 4096 {
+							cutSmall++
+						}
+					}
+					if c := res.Chosen; c != nil {
+						if err := s.Occupy(job, append(slices.Clone(c.Active), c.Transit...)); err != nil {
+							b.Fatal(err)
+						}
+						jobs++
+					}
+					b.Logf("job %d: m=%d %.3fs complete %d settled %v examined %d busy %.1f%%", job, m, times[len(times)-1], res.Complete, res.Settled, res.Examined, 100*float64(s.Busy())/float64(s.N()))
+				}
+				slices.Sort(times)
+				b.ReportMetric(times[len(times)/2], "p50-s")
+				b.ReportMetric(times[(len(times)*99)/100], "p99-s")
+				b.ReportMetric(times[len(times)-1], "max-s")
+				b.ReportMetric(float64(cut), "cut<2")
+				b.ReportMetric(float64(cutSmall), "cut<2,m≤4096")
+				b.ReportMetric(float64(jobs), "jobs")
+			}
+		})
+	}
+}
