@@ -90,8 +90,8 @@ type budget struct {
 	// hard is set when even work that is usually left to finish must
 	// stop (listing free rectangles for φ), so that the answer comes
 	// within the budget.
-	hard atomic.Bool
-	stops               []func() bool
+	hard  atomic.Bool
+	stops []func() bool
 }
 
 func newBudget(ctx context.Context, total time.Duration, start time.Time) *budget {
