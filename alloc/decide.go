@@ -258,6 +258,9 @@ type decision struct {
 	// settled: the anytime order stopped once no placement left could
 	// beat the best set on criteria 1 and 2 (see anytime).
 	settled bool
+	// ringInvariant: the router's answers on an empty machine are
+	// invariant under translations along the rings (RouterProps).
+	ringInvariant bool
 	// held counts the candidates kept (see maxHeld).
 	held atomic.Int64
 	// empty: the uniform path (an empty torus; see uniform.go);
@@ -344,6 +347,7 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 	d.bestT.Store(int64(d.T))
 	props := rt.Props()
 	d.invariant, d.shareBlocks, d.boxes = props.TranslationInvariant, props.BlocksLocal, props.BoxesReachable
+	d.ringInvariant = props.RingInvariant || d.invariant && d.shareBlocks
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
 	if len(sel.arenas) < len(d.work) {
 		sel.arenas = make([]candArena, len(d.work))

@@ -16,8 +16,9 @@ import (
 // tori: the same set, rectangle, counts, φ and table figures.
 func TestUniformMatchesEnumeration(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 1))
-	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2"}
-	for trial := 0; trial < 60; trial++ {
+	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2",
+		"torus:4x3x2:mesh=Z", "torus:4x4x3:mesh=Y", "torus:3x2x2x3:mesh=Y,W", "torus:5x4x2:mesh=X,Z"}
+	for trial := 0; trial < 100; trial++ {
 		spec := specs[trial%len(specs)]
 		g, err := topology.Parse(spec)
 		if err != nil {
@@ -80,7 +81,8 @@ func TestUniformMatchesEnumeration(t *testing.T) {
 func TestEmptyPhiMatchesPhi(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 2))
 	for trial := 0; trial < 200; trial++ {
-		spec := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x3x2x2"}[trial%5]
+		spec := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x3x2x2",
+			"torus:4x3x2:mesh=Z", "torus:4x4x3:mesh=Y", "torus:3x2x2x3:mesh=Y,W"}[trial%8]
 		g, err := topology.Parse(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -91,8 +93,12 @@ func TestEmptyPhiMatchesPhi(t *testing.T) {
 		start := make([]int, len(dims))
 		for i, d := range dims {
 			size[i] = 1 + r.IntN(d)
-			if size[i] < d {
+			switch {
+			case size[i] == d:
+			case s.wrap[i]:
 				start[i] = r.IntN(d)
+			default:
+				start[i] = r.IntN(d - size[i] + 1)
 			}
 		}
 		v := vol(size)
@@ -139,7 +145,8 @@ func TestEmptyPhiMatchesPhi(t *testing.T) {
 // transit count.
 func TestBoundedMatchesEnumeration(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 3))
-	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2"}
+	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2",
+		"torus:4x3x2:mesh=Z", "torus:3x2x2x3:mesh=Y,W"}
 	bounded := 0
 	for trial := 0; trial < 120; trial++ {
 		spec := specs[trial%len(specs)]
