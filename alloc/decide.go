@@ -391,20 +391,7 @@ func (d *decision) lowerBest(t int) {
 func (d *decision) enumerate() []sizeResult {
 	results := make([]sizeResult, len(d.sizes))
 	order := d.sizeOrder()
-	run := func(group []int) {
-		par.For(len(group), d.sel.Workers, func(w, k int) {
-			si := group[k]
-			size := d.sizes[si]
-			out := &results[si]
-			var blocks *blockScan
-			if d.blockShortcut() {
-				blocks = &blockScan{}
-			}
-			placements(d.sel.dims, d.sel.wrap, size, func(st []int) bool {
-				return d.examine(w, size, st, out, blocks)
-			})
-		})
-	}
+	run := func(group []int) { d.examineSizes(group, results) }
 	if !d.anytime() {
 		run(order)
 		return results

@@ -179,7 +179,8 @@ type scratch struct {
 	// openStamp[v] == setEpoch when open[v] is computed for the set
 	openStamp []uint32
 	isAct     []uint32
-	// per RG vertex (reachability)
+	// per RG vertex (reachability), in state-major order (vertex (v, q)
+	// at q·nodes + v)
 	mask []uint64
 	// live[q]: the set nodes whose mask in state q is not zero, in the
 	// order they got their first bit (reachability)
@@ -353,6 +354,7 @@ func (r *Router) ReachableFirst(active, transit []int) (ok bool, bad [2]int, err
 func (r *Router) reachSet(s *scratch) (bool, [2]int) {
 	act := s.act
 	S := int32(r.a.nstates)
+	N := r.t.nodes
 	if len(s.live) < int(S) {
 		s.live = make([][]int32, S)
 	}
@@ -370,8 +372,9 @@ func (r *Router) reachSet(s *scratch) (bool, [2]int) {
 		}
 		missSrc, missDst := r.firstMiss(s, b0, b1)
 		for q, list := range s.live[:S] {
+			m := s.mask[q*N : (q+1)*N]
 			for _, v := range list {
-				s.mask[v*S+int32(q)] = 0
+				m[v] = 0
 			}
 			s.live[q] = list[:0]
 		}
@@ -385,7 +388,7 @@ func (r *Router) reachSet(s *scratch) (bool, [2]int) {
 // orMask adds bits m to the mask of vertex (v, q), listing v in
 // s.live[q] when the mask was empty.
 func (r *Router) orMask(s *scratch, v, q int32, m uint64) {
-	y := v*int32(r.a.nstates) + q
+	y := int(q)*r.t.nodes + int(v)
 	if s.mask[y] == 0 {
 		s.live[q] = append(s.live[q], v)
 	}
@@ -397,17 +400,16 @@ func (r *Router) orMask(s *scratch, v, q int32, m uint64) {
 // and it adds new sources. Nodes a walk reaches first are appended to the
 // list being walked and need no walk of their own.
 func (r *Router) closeSelfLoop(s *scratch, q int32, sd int8) {
-	S := int32(r.a.nstates)
 	t := r.t
 	bit := uint16(1) << sd
+	masks := s.mask[int(q)*t.nodes : (int(q)+1)*t.nodes]
 	starts := len(s.live[q])
 	for k := 0; k < starts; k++ {
 		v := s.live[q][k]
-		carry := s.mask[v*S+q]
+		carry := masks[v]
 		for u := v; s.open[u]&bit != 0; {
 			u = t.nb[int(u)*t.nd+int(sd)]
-			y := u*S + q
-			old := s.mask[y]
+			old := masks[u]
 			nm := old | carry
 			if nm == old {
 				break
@@ -415,7 +417,7 @@ func (r *Router) closeSelfLoop(s *scratch, q int32, sd int8) {
 			if old == 0 {
 				s.live[q] = append(s.live[q], u)
 			}
-			s.mask[y], carry = nm, nm
+			masks[u], carry = nm, nm
 		}
 	}
 }
@@ -427,10 +429,10 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 	if len(moves) == 0 {
 		return
 	}
-	S := int32(r.a.nstates)
 	t := r.t
+	masks := s.mask[int(q)*t.nodes : (int(q)+1)*t.nodes]
 	for _, v := range s.live[q] {
-		m := s.mask[v*S+q]
+		m := masks[v]
 		base := int(v) * t.nd
 		open := s.open[v]
 		for _, mv := range moves {
@@ -447,7 +449,7 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 // the smallest source, or -1, -1 when every pair is joined.
 func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 	a := r.a
-	S := int32(a.nstates)
+	N := r.t.nodes
 	full := uint64(1)<<uint(b1-b0) - 1
 	if b1-b0 == 64 {
 		full = ^uint64(0)
@@ -459,10 +461,9 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 			want &^= 1 << uint(j-b0)
 		}
 		var got uint64
-		masks := s.mask[dst*S : (dst+1)*S]
-		for q, m := range masks {
-			if a.canEnd[q] {
-				if got |= m; got&want == want {
+		for q, end := range a.canEnd {
+			if end {
+				if got |= s.mask[q*N+int(dst)]; got&want == want {
 					break // every source arrived
 				}
 			}
