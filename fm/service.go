@@ -164,6 +164,10 @@ type Service struct {
 	// (fabricJSON).
 	piecesOnce sync.Once
 	pieces     *fabricPieces
+	// gridOnce finds whether the fabric is a plain grid, whose node and
+	// link lists GET /api/fabric?compact=1 leaves out (isPlainGrid).
+	gridOnce  sync.Once
+	plainGrid bool
 
 	// places serialises placements and migrations: it hands the slot to
 	// the waiting request with the earliest virtual deadline; a request
@@ -985,9 +989,9 @@ type readCacheKey struct {
 // same version share one computation (the first computes, the others
 // wait for it), and a new version replaces the entry.
 type readCache struct {
-	mu                  sync.Mutex
-	loads, fabric, jobs *readEntry
-	loadAnswer          *loadAnswer // the encoded answer of GET /api/fabric/load
+	mu                        sync.Mutex
+	loads, fabric, grid, jobs *readEntry
+	loadAnswer                *loadAnswer // the encoded answer of GET /api/fabric/load
 }
 
 type readEntry struct {
