@@ -96,7 +96,7 @@ func (sb *starBuilder) condense(t *torus, up []bool) int32 {
 	for v := 0; v < t.nodes; v++ {
 		for d := Dir(0); int(d) < t.nd; d++ {
 			c := t.chAt(v, d)
-			if !up[c] || comp[c] >= 0 {
+			if !live(up, c) || comp[c] >= 0 {
 				continue
 			}
 			sb.dirOf = append(sb.dirOf, d)
@@ -116,8 +116,11 @@ func (sb *starBuilder) condense(t *torus, up []bool) int32 {
 }
 
 // ringIntact reports whether every channel of the ring through v in
-// direction d is alive.
+// direction d is alive (a mesh dimension has no ring).
 func ringIntact(t *torus, up []bool, v int, d Dir) bool {
+	if !t.wrap[d.Dim()] {
+		return false
+	}
 	for w, k := v, 0; k < t.dims[d.Dim()]; k++ {
 		if !up[t.chAt(w, d)] {
 			return false
@@ -154,7 +157,7 @@ func (sb *starBuilder) condensedEdges(t *torus, up []bool, rank []int8, nv int32
 					continue
 				}
 				b := t.chAt(w, dj)
-				if up[b] && comp[b] != comp[c] {
+				if live(up, b) && comp[b] != comp[c] {
 					f(comp[c], comp[b])
 				}
 			}
@@ -239,7 +242,7 @@ func (sb *starBuilder) offerCandidates(t *torus, up []bool, rank []int8, nv int3
 			return // not order-violating, or neither an FS (positive first) nor an LS (negative last) transition
 		}
 		a, b := t.inCh(uj, di), t.chAt(uj, dj)
-		if !up[a] || !up[b] || res.extra[a]&(1<<dj) != 0 {
+		if !live(up, a) || !live(up, b) || res.extra[a]&(1<<dj) != 0 {
 			return
 		}
 		if prePass && sb.pre[a]&(1<<dj) == 0 {

@@ -63,6 +63,10 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"topo show torus:0x4", "size 0 in dimension X", 2},
 		{"topo show torus:4x", `size "" is not a whole number`, 0},
+		{"topo show torus:4x4x2:mesh=V", "the torus has 3 dimensions (X, Y, Z), no dimension V", 2},
+		{"topo show torus:4x4x2:mesh=Z,Y,Z", "dimension Z named twice", 2},
+		{"topo show torus:4x4x2:mesh=Q", `unknown dimension "Q"`, 2},
+		{"topo show torus:4x4x2:mesh=", "mesh: empty list", 2},
 		{"topo import bad.net", "not a topology file", 2},
 		{"topo import missing.net", "no such file", 2},
 		{"topo measure", `unknown command "measure"`, 0},
@@ -115,6 +119,7 @@ func TestJSONOutputs(t *testing.T) {
 		keys []string
 	}{
 		{"topo show torus:4x4 --json", []string{"nodes", "links"}},
+		{"topo show torus:4x3x2:mesh=Z --json", []string{"dims", "wrap", "diameter", "bisection_width", "connectivity", "links"}},
 		{"alloc --topo torus:4x4x2 --nodes 4 --json", []string{"request", "chosen"}},
 		{"multiring capacity --n 16 --steps ±1,±3 --json", []string{"n", "steps"}},
 		{"sched simulate --topo torus:4x4x2 --jobs synthetic:jobs=50,seed=1 --json -q",
