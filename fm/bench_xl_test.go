@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/icn-hpc/icn/fm/api"
 	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
 
 	"github.com/chromedp/chromedp"
 )
@@ -87,6 +89,9 @@ type xlRequest struct {
 // fillXL opens a service on spec in dir filled to 60 % (see above), or a
 // copy of the store kept under ICN_FM_STATE, and returns it with the
 // fill's requests (read back from the kept log when the fill was kept).
+// A fill that keeps its store also keeps a checkpoint after every 5
+// placements (fill.part.db and fill.part.jsonl), from which the next run
+// goes on if this one is stopped.
 func fillXL(b *testing.B, dir, spec string) (*Service, string, []xlRequest) {
 	db := filepath.Join(dir, "fm.db")
 	keep := xlKeep(spec)
@@ -100,31 +105,32 @@ func fillXL(b *testing.B, dir, spec string) (*Service, string, []xlRequest) {
 		} else if !errors.Is(err, os.ErrNotExist) {
 			b.Fatal(err)
 		}
+		if err := os.MkdirAll(keep, 0o700); err != nil {
+			b.Fatal(err)
+		}
 	}
 	budget, err := xlBudget()
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, tok, err := Open(Config{DBPath: db, Topo: spec, NewRouting: AngaraRouting("angara*"), MulticastTimeout: 5 * time.Second, PlacementBudget: budget})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var logw io.Writer = io.Discard
-	if keep != "" {
-		if err := os.MkdirAll(keep, 0o700); err != nil {
+	cfg := Config{DBPath: db, Topo: spec, NewRouting: AngaraRouting("angara*"), MulticastTimeout: 5 * time.Second, PlacementBudget: budget, RotateToken: true}
+	s, tok, reqs := resumeFill(b, keep, cfg)
+	if s == nil {
+		if s, tok, err = Open(cfg); err != nil {
 			b.Fatal(err)
 		}
-		f, err := os.Create(filepath.Join(keep, "fill.jsonl.part"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		logw = f
 	}
 	r := rand.New(rand.NewPCG(1, 28))
-	start := time.Now()
-	var reqs []xlRequest
 	placed, refused := 0, 0
+	for _, q := range reqs { // the requests of the checkpoint
+		r.Float64()
+		if q.Placed {
+			placed, refused = placed+1, 0
+		} else {
+			refused++
+		}
+	}
+	start := time.Now()
 	// A refused request can take the whole placement budget: the fill
 	// stops after 10 in a row.
 	for refused < 10 && float64(s.state.Busy()) < 0.6*float64(s.state.N()) {
@@ -145,8 +151,6 @@ func fillXL(b *testing.B, dir, spec string) (*Service, string, []xlRequest) {
 			}
 		}
 		reqs = append(reqs, q)
-		line, _ := json.Marshal(q)
-		fmt.Fprintf(logw, "%s\n", line)
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		fmt.Fprintf(os.Stderr, "ServiceTargetsXL: request %d: %d+%d nodes %s in %.1f s (cut %q, complete %d); %d jobs, %d of %d nodes busy (%.1f %%), heap %d MB, %.0f s\n",
@@ -155,19 +159,80 @@ func fillXL(b *testing.B, dir, spec string) (*Service, string, []xlRequest) {
 		if !q.Placed {
 			fmt.Fprintf(os.Stderr, "ServiceTargetsXL:   %s\n", q.Error)
 		}
+		if keep != "" && q.Placed && placed%5 == 0 {
+			checkpointFill(b, keep, s, reqs)
+		}
 	}
 	b.ReportMetric(time.Since(start).Seconds(), "fill-s")
 	if keep != "" {
 		s.Close()
+		writeFillLog(b, filepath.Join(keep, "fill.jsonl"), reqs)
 		if err := copyFile(db, filepath.Join(keep, "fm.db")); err != nil {
 			b.Fatal(err)
 		}
-		if err := os.Rename(filepath.Join(keep, "fill.jsonl.part"), filepath.Join(keep, "fill.jsonl")); err != nil {
-			b.Fatal(err)
-		}
+		os.Remove(filepath.Join(keep, "fill.part.db"))
+		os.Remove(filepath.Join(keep, "fill.part.jsonl"))
 		s, tok = openTest(b, dir, "", nil)
 	}
 	return s, tok, reqs
+}
+
+// checkpointFill keeps the fill so far in keep: its requests, then a
+// checked copy of the store.
+func checkpointFill(b *testing.B, keep string, s *Service, reqs []xlRequest) {
+	writeFillLog(b, filepath.Join(keep, "fill.part.jsonl"), reqs)
+	if _, err := store.BackupFile(func(w io.Writer) (int64, error) { return s.Backup(w, nil) }, filepath.Join(keep, "fill.part.db")); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// resumeFill opens the checkpoint of a fill kept in keep on cfg.DBPath
+// and returns it with its requests, or nil when there is none or it does
+// not hold as many jobs as its requests placed (stopped between the
+// two writes).
+func resumeFill(b *testing.B, keep string, cfg Config) (*Service, string, []xlRequest) {
+	if keep == "" {
+		return nil, "", nil
+	}
+	if err := copyFile(filepath.Join(keep, "fill.part.db"), cfg.DBPath); err != nil {
+		return nil, "", nil
+	}
+	reqs := readFillLog(b, filepath.Join(keep, "fill.part.jsonl"))
+	cfg.Topo = ""
+	s, tok, err := Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	placed := 0
+	for _, q := range reqs {
+		if q.Placed {
+			placed++
+		}
+	}
+	if placed != len(s.jobs) {
+		fmt.Fprintf(os.Stderr, "ServiceTargetsXL: the checkpoint holds %d jobs, its log %d placements: filling anew\n", len(s.jobs), placed)
+		s.Close()
+		os.Remove(cfg.DBPath)
+		return nil, "", nil
+	}
+	fmt.Fprintf(os.Stderr, "ServiceTargetsXL: going on from the checkpoint: %d requests, %d jobs\n", len(reqs), placed)
+	return s, tok, reqs
+}
+
+// writeFillLog writes the fill's requests to path, one JSON object a
+// line (through a temporary file).
+func writeFillLog(b *testing.B, path string, reqs []xlRequest) {
+	var buf bytes.Buffer
+	for _, q := range reqs {
+		line, _ := json.Marshal(q)
+		buf.Write(append(line, '\n'))
+	}
+	if err := os.WriteFile(path+".tmp", buf.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // readFillLog reads the fill's requests that fillXL kept.
@@ -250,6 +315,17 @@ func reportFill(b *testing.B, s *Service, reqs []xlRequest) {
 			b.ReportMetric(float64(complete[c]), fmt.Sprintf("complete-%d-jobs", c))
 		}
 	}
+}
+
+// cpuTime returns the CPU time the process has used (all its threads):
+// on a shared host the wall time of a step depends on the other load,
+// its CPU time much less.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // maxRSS returns the process's peak resident size in bytes.
@@ -363,14 +439,72 @@ func BenchmarkServiceTargetsXL(b *testing.B) {
 		}
 		// A restart: open (whole-file check, jobs and tables read back,
 		// routing built) to the first answer over HTTP.
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		s, _ = openTest(b, dir, "", nil)
 		srv = httptest.NewServer(api.New(s, api.Options{}))
 		getTimed(b, srv.URL, tok, "/api/jobs")
 		b.ReportMetric(time.Since(t0).Seconds(), "restart-s")
+		b.ReportMetric((cpuTime() - c0).Seconds(), "restart-cpu-s")
 		srv.Close()
 		s.Close()
 		b.ReportMetric(float64(maxRSS())/1e6, "maxrss-MB")
+		b.StartTimer()
+	}
+}
+
+// BenchmarkServiceStartXL: a new service on the fabric of xlTopo (the
+// store created, the fabric built, nothing placed): the time to the first
+// answer over HTTP, the first GET /api/fabric (its size plain and gzip,
+// and GET /api/fabric?compact=1's, the web page's form), the heap after
+// the start, and a restart of the store to the first answer. Runs only
+// with ICN_FM_LARGE=1.
+func BenchmarkServiceStartXL(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	spec := xlTopo()
+	for b.Loop() {
+		dir := b.TempDir()
+		t0, c0 := time.Now(), cpuTime()
+		s, tok := openTest(b, dir, spec, nil)
+		srv := httptest.NewServer(api.New(s, api.Options{}))
+		getTimed(b, srv.URL, tok, "/api/jobs")
+		b.ReportMetric(time.Since(t0).Seconds(), "start-s")
+		b.ReportMetric((cpuTime() - c0).Seconds(), "start-cpu-s")
+		b.StopTimer()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapInuse)/1e6, "heap-MB")
+		for _, r := range []struct{ name, path, accept string }{
+			{"fabric", "/api/fabric", ""}, {"fabric-gzip", "/api/fabric", "gzip"}, {"fabric-compact", "/api/fabric?compact=1", ""},
+			{"load", "/api/fabric/load", ""}, {"load-gzip", "/api/fabric/load", "gzip"},
+		} {
+			req, _ := http.NewRequest("GET", srv.URL+r.path, nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			if r.accept != "" {
+				req.Header.Set("Accept-Encoding", r.accept)
+			}
+			t1 := time.Now()
+			resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, _ := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			b.ReportMetric(time.Since(t1).Seconds()*1e3, r.name+"-ms")
+			b.ReportMetric(float64(n)/1e6, r.name+"-MB")
+		}
+		srv.Close()
+		s.Close()
+		t0, c0 = time.Now(), cpuTime()
+		s, _ = openTest(b, dir, "", nil)
+		srv = httptest.NewServer(api.New(s, api.Options{}))
+		getTimed(b, srv.URL, tok, "/api/jobs")
+		b.ReportMetric(time.Since(t0).Seconds(), "restart-s")
+		b.ReportMetric((cpuTime() - c0).Seconds(), "restart-cpu-s")
+		srv.Close()
+		s.Close()
 		b.StartTimer()
 	}
 }

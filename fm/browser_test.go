@@ -220,9 +220,10 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 		{"torus:8x8x4x4", "0.0.0.0+W", true},
 		{"torus:12", "3+X", true},                    // one dimension
 		{"torus:3x2x2x2x2x3", "0.0.0.0.0.0+U", true}, // six
-		{"mesh:5x3x2", "1.1.0+Y", false},
-		{"torus:16x16x16", "5.5.5+Z", true}, // a canvas
-		{"torus:32x32x32", "0.0.0+Z", true}, // a canvas
+		{"mesh:5x3x2", "1.1.0+Y", true},
+		{"torus:4x3x2x2x3x2:mesh=W,U", "1.1.0.0.2.1+W", true}, // Tofu's mesh dimensions
+		{"torus:16x16x16", "5.5.5+Z", true},                   // a canvas
+		{"torus:32x32x32", "0.0.0+Z", true},                   // a canvas
 		{"file:../unicast/testdata/ft2.ibnet", "", false},
 		{"fattree:m=40,n=3", "L1-0[21]", false}, // 16 000 hosts, a canvas
 	} {

@@ -177,14 +177,15 @@ func TestStoredLinkCountsMatchWalk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			routes, err := store.EncodeRoutes(j.Table)
+			tf := mustTable(j)
+			routes, err := store.EncodeRoutes(tf)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ld := newLinkDirs(s.g)
 			var lc linkCounter
-			stored := lc.count(ld, j.Table, routes)
-			walked := lc.count(ld, j.Table, nil)
+			stored := lc.count(ld, tf, routes)
+			walked := lc.count(ld, tf, nil)
 			if len(stored.links) == 0 || !reflect.DeepEqual(stored, walked) {
 				t.Errorf("%s job %d: counted from the stored routes %v %v, from the steps %v %v", topo, j.ID, stored.links, stored.routes, walked.links, walked.routes)
 			}
@@ -232,7 +233,7 @@ func TestLoadsAfterRestart(t *testing.T) {
 		if e, ok := s.links[id]; !ok || e.tb != j.Table {
 			t.Errorf("job %d: link loads not counted by the start", id)
 		}
-		walkTableLinks(s.g, j.Table, func(l int) { want[l]++ })
+		walkTableLinks(s.g, mustTable(j), func(l int) { want[l]++ })
 	}
 	if got := s.LinkLoads(); !slices.Equal(got, want) || !slices.Equal(got, before) {
 		t.Error("link loads after the restart differ from those counted from the tables' steps or from those before it")
@@ -306,6 +307,7 @@ func TestFabricAnswerBytesUnchanged(t *testing.T) {
 		{"torus:12", []int{3}, []string{"0+X"}, nil, true, false},
 		{"torus:3x2x2", []int{4}, []string{"1.1.0+Y", "2.0.1+Z"}, []string{"0.1.1"}, true, false},
 		{"mesh:3x4", nil, []string{"1.2+X"}, []string{"2.3"}, true, false},
+		{"torus:4x3x2x2x3x2:mesh=W,U", []int{6}, []string{"1.1.0.0.2.1+W", "3.2.1.1.0.0+U"}, []string{"2.2.1.1.2.1"}, true, false},
 		{"torus:4x4:rings=2,1", nil, []string{"0.0+X#1"}, nil, false, false},
 		{"torus:3x3:endpoints=1", nil, nil, []string{"1.1/0"}, false, false},
 		{"fattree:k=4,n=3", nil, nil, nil, false, true},

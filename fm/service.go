@@ -626,9 +626,10 @@ type storedJob struct {
 	links  *jobLinks
 }
 
-// decodeStored decodes the stored jobs' routes into their tables and
-// counts the running jobs' link loads from the stored routes, on all
-// cores (nothing is served yet).
+// decodeStored checks the stored jobs' routes, keeps them encoded with
+// their jobs (keepEncoded: copied, the store's bytes are valid only
+// during its read) and counts the running jobs' link loads from them, on
+// all cores (nothing is served yet).
 func (s *Service) decodeStored(stored []storedJob) {
 	var ld *linkDirs
 	for _, sj := range stored {
@@ -641,10 +642,13 @@ func (s *Service) decodeStored(stored []storedJob) {
 	scratch := make([]linkCounter, workers)
 	par.For(len(stored), workers, func(w, i int) {
 		sj := &stored[i]
-		if sj.routes != nil {
-			if err := store.DecodeRoutes(sj.routes, sj.j.Table); err != nil {
+		if sj.routes != nil && sj.j.Table != nil {
+			if err := store.CheckRoutes(sj.routes, len(sj.j.Table.Active)); err != nil {
 				sj.err = fmt.Errorf("job %d: %v", sj.j.ID, err)
 				return
+			}
+			if sj.j.State == client.JobRunning {
+				keepEncoded(sj.j, slices.Clone(sj.routes))
 			}
 		}
 		if ld != nil && sj.j.State == client.JobRunning && sj.j.Table != nil {

@@ -72,6 +72,12 @@ type JobRecord struct {
 	// Selection says how the node set was chosen (absent in records
 	// written before it was kept).
 	Selection *Selection `json:"selection,omitempty"`
+	// StoredRoutes, in memory only, are Table's routes encoded as the
+	// store keeps them (store.EncodeRoutes) when Table holds no routes
+	// of its own: the service keeps running jobs' tables so (a 2 048-node
+	// job's 4.2 million routes take 30 MB encoded, 300 MB decoded). A
+	// table with routes is the table whatever StoredRoutes holds.
+	StoredRoutes []byte `json:"-"`
 	// Replayed is set on the answer to a repeated request id: the job
 	// was placed by the first request with that id (RequestID).
 	Replayed bool `json:"replayed,omitempty"`
