@@ -199,6 +199,7 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 					// without locks.
 					r.routes, _ = store.EncodeRoutes(r.new.Table)
 					s.tableLinksStored(rc.md.g, r.new, r.routes)
+					keepEncoded(r.new, r.routes)
 				}
 				out[i] = r
 			}
@@ -238,7 +239,13 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 		return r
 	}
 	reached := sync.OnceValue(func() bool { return rc.reaches(j) })
-	holds := func() bool { return !reached() || md.routing.VerifyTable(j.Table) == nil }
+	holds := func() bool {
+		if !reached() {
+			return true
+		}
+		tf, err := fullTable(j)
+		return err == nil && md.routing.VerifyTable(tf) == nil
+	}
 	works := func() bool { return false } // whether the job may keep its table if no new one is found
 	switch {
 	case j.Table == nil:
@@ -751,7 +758,7 @@ type jobLinks struct {
 // tableLinks returns the links of job j's table (cached per job and
 // table).
 func (s *Service) tableLinks(g *topology.Graph, j *client.JobRecord) jobLinks {
-	return s.tableLinksStored(g, j, nil)
+	return s.tableLinksStored(g, j, encodedRoutes(j))
 }
 
 // tableLinksStored is tableLinks counting from the table's stored routes

@@ -654,6 +654,7 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *cl
 	if err != nil {
 		return fmt.Errorf("storage: %w (the job was not placed)", err)
 	}
+	keepEncoded(j, p.routes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.state = next
@@ -780,6 +781,7 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 	if err != nil {
 		return fmt.Errorf("storage: %w (the job keeps its nodes)", err)
 	}
+	keepEncoded(j, p.routes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.state = next
@@ -825,7 +827,7 @@ func (s *Service) ReleaseContext(ctx context.Context, actor string, id int) (*cl
 	// A released job keeps its record and its table's figures (Stats);
 	// the table itself, megabytes for large jobs, is dropped, and its
 	// pages are given back by the next compaction.
-	c.Table = nil
+	c.Table, c.StoredRoutes = nil, nil
 	_, err = s.commit(ctx, actor, func(tx *store.Tx) error {
 		if err := tx.PutJob(&c, nil); err != nil {
 			return err
@@ -843,12 +845,17 @@ func (s *Service) ReleaseContext(ctx context.Context, actor string, id int) (*cl
 	return &c, nil
 }
 
-// Job returns a job (running or released).
+// Job returns a job (running or released), its table with its routes.
 func (s *Service) Job(id int) (*client.JobRecord, error) {
 	s.mu.RLock()
 	if j, ok := s.jobs[id]; ok {
-		c := *j
 		s.mu.RUnlock()
+		c := *j
+		tf, err := fullTable(j)
+		if err != nil {
+			return nil, err
+		}
+		c.Table, c.StoredRoutes = tf, nil
 		return &c, nil
 	}
 	s.mu.RUnlock()
@@ -875,7 +882,7 @@ func (s *Service) Jobs(all bool) ([]*client.JobRecord, error) {
 		out := make([]*client.JobRecord, 0, len(s.jobs))
 		for _, id := range sortedIDs(s.jobs) {
 			c := *s.jobs[id]
-			c.Table = nil
+			c.Table, c.StoredRoutes = nil, nil
 			out = append(out, &c)
 		}
 		return out, nil
@@ -907,7 +914,11 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 	if err := tableMatchesJob(sn.g, j); err != nil {
 		return false, err.Error(), nil
 	}
-	if err := sn.routing.VerifyTable(j.Table); err != nil {
+	tf, err := fullTable(j)
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	if err := sn.routing.VerifyTable(tf); err != nil {
 		return false, err.Error(), nil
 	}
 	return true, "", nil

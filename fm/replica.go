@@ -604,13 +604,14 @@ func (s *Service) applyChange(ch *store.Change) error {
 			old := jobs[id]
 			switch {
 			case have && routes != nil:
-				if err := store.DecodeRoutes(routes, j.Table); err != nil {
+				if err := store.CheckRoutes(routes, len(j.Table.Active)); err != nil {
 					return fmt.Errorf("job %d: %v", id, err)
 				}
+				keepEncoded(j, routes)
 			case old != nil && old.Table != nil:
 				// Only the record changed (broken, say): the table is the
 				// one the job had.
-				j.Table.Routes = old.Table.Routes
+				j.Table.Routes, j.StoredRoutes = old.Table.Routes, old.StoredRoutes
 			default:
 				stored, err := s.storedJob(id)
 				if err != nil {

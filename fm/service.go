@@ -168,6 +168,10 @@ type Service struct {
 	// (fabricJSON).
 	piecesOnce sync.Once
 	pieces     *fabricPieces
+	// gridOnce finds whether the fabric is a plain grid, whose node and
+	// link lists GET /api/fabric?compact=1 leaves out (isPlainGrid).
+	gridOnce  sync.Once
+	plainGrid bool
 
 	// places serialises placements and migrations: it hands the slot to
 	// the waiting request with the earliest virtual deadline; a request
@@ -631,9 +635,10 @@ type storedJob struct {
 	links  *jobLinks
 }
 
-// decodeStored decodes the stored jobs' routes into their tables and
-// counts the running jobs' link loads from the stored routes, on all
-// cores (nothing is served yet).
+// decodeStored checks the stored jobs' routes, keeps them encoded with
+// their jobs (keepEncoded: copied, the store's bytes are valid only
+// during its read) and counts the running jobs' link loads from them, on
+// all cores (nothing is served yet).
 func (s *Service) decodeStored(stored []storedJob) {
 	var ld *linkDirs
 	for _, sj := range stored {
@@ -646,10 +651,13 @@ func (s *Service) decodeStored(stored []storedJob) {
 	scratch := make([]linkCounter, workers)
 	par.For(len(stored), workers, func(w, i int) {
 		sj := &stored[i]
-		if sj.routes != nil {
-			if err := store.DecodeRoutes(sj.routes, sj.j.Table); err != nil {
+		if sj.routes != nil && sj.j.Table != nil {
+			if err := store.CheckRoutes(sj.routes, len(sj.j.Table.Active)); err != nil {
 				sj.err = fmt.Errorf("job %d: %v", sj.j.ID, err)
 				return
+			}
+			if sj.j.State == client.JobRunning {
+				keepEncoded(sj.j, slices.Clone(sj.routes))
 			}
 		}
 		if ld != nil && sj.j.State == client.JobRunning && sj.j.Table != nil {
@@ -994,9 +1002,9 @@ type readCacheKey struct {
 // same version share one computation (the first computes, the others
 // wait for it), and a new version replaces the entry.
 type readCache struct {
-	mu                  sync.Mutex
-	loads, fabric, jobs *readEntry
-	loadAnswer          *loadAnswer // the encoded answer of GET /api/fabric/load
+	mu                        sync.Mutex
+	loads, fabric, grid, jobs *readEntry
+	loadAnswer                *loadAnswer // the encoded answer of GET /api/fabric/load
 }
 
 type readEntry struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/icn-hpc/icn/fm/api"
 	"github.com/icn-hpc/icn/fm/client"
 	"github.com/icn-hpc/icn/fm/store"
+	"github.com/icn-hpc/icn/routing"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -52,6 +53,16 @@ func openTest(t testing.TB, dir, topo string, clk *fakeClock) (*Service, string)
 		t.Fatal(err)
 	}
 	return s, tok
+}
+
+// mustTable returns job j's table with its routes (fullTable: decoded
+// when the service keeps it encoded); it panics on damaged routes.
+func mustTable(j *client.JobRecord) *routing.TableJSON {
+	tf, err := fullTable(j)
+	if err != nil {
+		panic(err)
+	}
+	return tf
 }
 
 // checkDisjoint verifies that no node belongs to two running jobs, in
@@ -110,7 +121,7 @@ func TestJobsPersistAcrossRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !j.Stats.DeadlockFree || j.Table == nil || len(j.Table.Routes) != 12 {
+		if !j.Stats.DeadlockFree || j.Table == nil || len(mustTable(j).Routes) != 12 {
 			t.Fatalf("job %d: table %v", j.ID, j.Stats)
 		}
 		ids = append(ids, j.ID)
