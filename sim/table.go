@@ -91,9 +91,14 @@ func ParseTable(data []byte) (*Table, error) {
 		maxLen += d
 	}
 	maxLen = min(4*maxLen, 255)
-	for _, l := range f.Mesh {
+	for k, l := range f.Mesh {
 		if i := topology.DimIndex(l); len(l) != 1 || i < 0 || i >= len(f.Dims) {
 			return nil, fmt.Errorf("routing table: mesh names %q, not a dimension of a %d-dimensional torus", l, len(f.Dims))
+		}
+		for _, m := range f.Mesh[:k] {
+			if topology.DimIndex(m) == topology.DimIndex(l) {
+				return nil, fmt.Errorf("routing table: mesh names dimension %s twice", topology.DimName(topology.DimIndex(l)))
+			}
 		}
 	}
 	t := &Table{Dims: f.Dims, Mesh: f.Mesh, Rules: f.Rules, DeadlockFree: f.DeadlockFree, Routes: make([]TableRoute, len(f.Routes)),
