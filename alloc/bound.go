@@ -181,6 +181,7 @@ type boundLevels struct {
 	rects [][]Rect
 	// star is φ*: the level index and the count at it.
 	starLevel, starCount int
+	shapes               [][]shapeCount // per level (countShapes)
 }
 
 // enumerateBounded is enumerate for the bounded path; ok false when no
@@ -280,6 +281,7 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 	direct := reps*rects <= 4*N && !sel.tune.boundMasks
 	promising := make([][]uint64, len(lead))
 	reach := make([]bool, len(lead))
+	bl.countShapes()
 	for j, a := range lead {
 		reach[j] = bl.canReach(a, sel.dims)
 	}
@@ -365,12 +367,12 @@ func (bl *boundLevels) reaches(box Rect, dims []int) bool {
 // alone: a placement of shape R misses the box at some start only if
 // R_i + a_i ≤ d_i in some dimension.
 func (bl *boundLevels) canReach(a, dims []int) bool {
-	for li, rs := range bl.rects {
+	for li, shapes := range bl.shapes {
 		n := 0
-		for _, r := range rs {
+		for _, sc := range shapes {
 			for i, d := range dims {
-				if r.Size[i]+a[i] <= d {
-					n++
+				if sc.size[i]+a[i] <= d {
+					n += sc.count
 					break
 				}
 			}
@@ -382,6 +384,27 @@ func (bl *boundLevels) canReach(a, dims []int) bool {
 	return false
 }
 
+// shapeCount is how many rectangles of a level have one shape.
+type shapeCount struct {
+	size  []int
+	count int
+}
+
+// countShapes fills bl.shapes from bl.rects (a level's rectangles come
+// shape by shape).
+func (bl *boundLevels) countShapes() {
+	bl.shapes = make([][]shapeCount, len(bl.rects))
+	for li, rs := range bl.rects {
+		for _, r := range rs {
+			l := bl.shapes[li]
+			if len(l) > 0 && slices.Equal(l[len(l)-1].size, r.Size) {
+				l[len(l)-1].count++
+				continue
+			}
+			bl.shapes[li] = append(l, shapeCount{size: r.Size, count: 1})
+		}
+	}
+}
 // periods returns, per dimension, the least shift along it that maps the
 // state onto itself (d_i when none does) when the router's answers are
 // translation invariant: a placement is then a translate of the one at

@@ -74,7 +74,12 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 	switch {
 	case d.uniform():
 		d.empty = true
-		results, ok = d.enumerateUniform(), true
+		if results, ok = d.enumerateUniform(); !ok {
+			d.resetForFallback()
+			if d.bounded() {
+				results, ok = d.enumerateBounded()
+			}
+		}
 	case d.bounded():
 		results, ok = d.enumerateBounded()
 	}
@@ -167,6 +172,17 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		d.cutShort(res, CompletePhi)
 	}
 	return res, nil
+}
+
+// resetForFallback undoes what an abandoned uniform path left in the
+// decision.
+func (d *decision) resetForFallback() {
+	d.empty = false
+	d.tiesLeft.Store(false)
+	d.bestT.Store(int64(d.T))
+	for i := range d.sel.arenas {
+		d.sel.arenas[i].reset()
+	}
 }
 
 // noSetInTime is the reason of a cut decision that found no set.

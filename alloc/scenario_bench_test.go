@@ -371,14 +371,15 @@ func selectFill(tb testing.TB, spec string, frac float64, seed uint64) (*State, 
 }
 
 // BenchmarkSelectEmpty times one decision with the default budget on the
-// empty largest tori built (Sequoia's 16x16x16x12x2), m = 8 … 16 384 and
+// empty largest tori built (Sequoia's 16x16x16x12x2 and Fugaku's Tofu-D,
+// 24x23x24x2x3x2 with meshes W and U), m = 8 … 16 384 and
 // T = m/4, with a fresh selector per decision as `icn alloc` makes it
 // (issue 43); it reports the criteria the answer is complete for and the
 // live heap after the decision. `-bench SelectEmpty/enumeration` is the
 // direct enumeration of the same decisions (the same-run baseline; it
 // finishes only for the small jobs).
 func BenchmarkSelectEmpty(b *testing.B) {
-	for _, spec := range []string{"torus:16x16x16x12x2"} {
+	for _, spec := range []string{"torus:16x16x16x12x2", "torus:24x23x24x2x3x2:mesh=W,U"} {
 		s, rt := busyPattern(b, spec, "idle")
 		for _, path := range []string{"uniform", "enumeration"} {
 			for _, m := range []int{8, 64, 256, 1024, 4096, 16384} {

@@ -35,7 +35,7 @@ const questionPairSeconds = 7e-9
 func (d *decision) uniform() bool {
 	sel := d.sel
 	if d.req.Algo != Improved || d.req.CountOnly || d.req.Exists || sel.anyFault ||
-		!d.ringInvariant || d.s.FreeCount() != d.s.N() ||
+		!(d.ringInvariant || d.req.Budget > 0 && d.boxes) || d.s.FreeCount() != d.s.N() ||
 		sel.tune.cutAfter > 0 || sel.tune.cutAfterAsks > 0 || d.changed != nil || sel.tune.noUniform {
 		return false
 	}
@@ -77,7 +77,14 @@ func placementCount(dims []int, wrap []bool, size []int) int {
 // large torus) is asked only when the set's φ can reach the best φ of
 // the sets known so far, or, without a budget, for every such size so
 // that the counts are the enumeration's.
-func (d *decision) enumerateUniform() []sizeResult {
+func (d *decision) enumerateUniform() ([]sizeResult, bool) {
+	// Without answers invariant along the rings (R_A* on a torus with
+	// mesh dimensions accepts dependencies that depend on the whole
+	// torus), only sets that need no answer of the router are decided
+	// for their translates: boxes (reachable under every rule) of m
+	// nodes, and larger blocks whose first m nodes form a box. Sets that
+	// would need a question can then only tie, or the path is given up.
+	loose := !d.ringInvariant
 	results := make([]sizeResult, len(d.sizes))
 	var first, rest []int
 	for _, si := range d.sizeOrder() {
@@ -117,8 +124,11 @@ func (d *decision) enumerateUniform() []sizeResult {
 	}
 	run(first, one)
 	if d.bestT.Load() > 0 {
+		if loose {
+			return nil, false
+		}
 		run(rest, one)
-		return results
+		return results, true
 	}
 	deferred := make([]bool, len(d.sizes))
 	run(rest, func(w, si int) {
@@ -159,14 +169,23 @@ func (d *decision) enumerateUniform() []sizeResult {
 	allow := tableAllowShare * d.req.Budget.Seconds() * float64(par.Workers(d.sel.Workers))
 	spent := 0.0
 	var ask []*rep
+	beats := false
 	for _, si := range rest {
-		if !deferred[si] {
+		if !deferred[si] || beats {
 			continue
 		}
 		size := d.sizes[si]
 		placementsBelow(d.sel.dims, d.sel.wrap, size, cap, func(st []int) bool {
 			p := placement{rect: Rect{Start: st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
 			c := d.newCandidate(0, p, []int{})
+			if loose {
+				if _, ok := d.emptyPhi(c, top+1); ok {
+					beats = true // could beat the best φ: give up
+					return false
+				}
+				d.tiesLeft.Store(true)
+				return true
+			}
 			if d.req.Budget > 0 {
 				if _, ok := d.emptyPhi(c, top); !ok {
 					return true // cannot tie on φ: not asked
@@ -182,6 +201,13 @@ func (d *decision) enumerateUniform() []sizeResult {
 			ask = append(ask, &rep{si: si, st: slices.Clone(st), c: c})
 			return true
 		})
+	}
+	if beats {
+		return nil, false
+	}
+	if loose {
+		// Translates were not compared by their tables.
+		d.tiesLeft.Store(true)
 	}
 	par.For(len(ask), d.sel.Workers, func(w, k int) {
 		if d.clock.rank.Load() {
@@ -206,7 +232,7 @@ func (d *decision) enumerateUniform() []sizeResult {
 			results[r.si].cands = append(results[r.si].cands, r.c)
 		}
 	}
-	return results
+	return results, true
 }
 
 // uniformDistinct counts the distinct sets with the fewest transit nodes

@@ -72,6 +72,18 @@ func TestUniformMatchesEnumeration(t *testing.T) {
 			t.Fatalf("%s: uniform with a budget chose %+v (found %d, distinct %d, complete %d), enumeration %+v (%d, %d)",
 				name, bud.Chosen, bud.Found, bud.Distinct, bud.Complete, b, want.Found, want.Distinct)
 		}
+		// A router that promises no invariance: only sets that need no
+		// answer are decided for their translates, or the decision
+		// falls back; criteria 1–2 as the enumeration.
+		sel = NewSelector(s)
+		sel.tune.forceUniform = true
+		loose, err := sel.Select(s, looseRouter{rt}, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loose.Chosen == nil || len(loose.Chosen.Transit) != len(b.Transit) || loose.Chosen.Frag != b.Frag {
+			t.Fatalf("%s: uniform without invariance chose %+v, enumeration %+v", name, loose.Chosen, b)
+		}
 	}
 }
 
@@ -283,3 +295,8 @@ func TestNoFitCarriedOver(t *testing.T) {
 		}
 	}
 }
+
+// looseRouter is a router that promises only that boxes are reachable.
+type looseRouter struct{ Router }
+
+func (l looseRouter) Props() RouterProps { return RouterProps{BoxesReachable: true} }
