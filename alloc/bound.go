@@ -405,6 +405,7 @@ func (bl *boundLevels) countShapes() {
 		}
 	}
 }
+
 // periods returns, per dimension, the least shift along it that maps the
 // state onto itself (d_i when none does) when the router's answers are
 // translation invariant: a placement is then a translate of the one at
