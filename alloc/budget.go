@@ -43,13 +43,6 @@ const (
 	tablePairSeconds = 0.25e-6
 )
 
-// tableFits reports whether one table of a set of n nodes fits the
-// budget's allowance.
-func (d *decision) tableFits(n int) bool {
-	allow := tableAllowShare * d.req.Budget.Seconds() * float64(par.Workers(d.sel.Workers))
-	return float64(n)*float64(n)*tablePairSeconds <= allow
-}
-
 // affordable returns how many of the representatives, in order, have
 // tables that fit the budget's allowance (all of them without a budget
 // or before a class met earlier supplies the figures).

@@ -65,16 +65,11 @@ func newLevelCache(sel *Selector, s *State) *levelCache {
 	return lc
 }
 
-// level returns today's free rectangles of the i-th volume (the selector's
-// grid holds today's state). Shapes that cannot hold a free rectangle
-// (by the fit lattice) are not enumerated.
-func (lc *levelCache) level(i int) []Rect {
-	rs, _ := lc.levelDone(i)
-	return rs
-}
-
-// levelDone is level, with whether the level was finished (false when
-// stop ended it; its rectangles are then some of the level's).
+// levelDone returns today's free rectangles of the i-th volume (the
+// selector's grid holds today's state) and whether the level was
+// finished (false when stop ended it; its rectangles are then some of
+// the level's). Shapes that cannot hold a free rectangle (by the fit
+// lattice) are not enumerated.
 func (lc *levelCache) levelDone(i int) ([]Rect, bool) {
 	l := &lc.levels[i]
 	l.once.Do(func() {
