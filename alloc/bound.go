@@ -32,17 +32,7 @@ func (d *decision) bounded() bool {
 		sel.tune.cutAfter > 0 || sel.tune.cutAfterAsks > 0 || sel.tune.noUniform {
 		return false
 	}
-	if sel.tune.forceBounded {
-		return true
-	}
-	total := 0
-	for _, size := range d.sizes {
-		total += placementCount(sel.dims, sel.wrap, size)
-		if total > uniformAfter {
-			return true
-		}
-	}
-	return false
+	return sel.tune.forceBounded || d.manyPlacements()
 }
 
 // coverCounter counts, for every start of a box, the rectangles of a

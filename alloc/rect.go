@@ -108,15 +108,8 @@ func placementsBelow(dims []int, wrap []bool, size, cap []int, f func(start []in
 	n := len(dims)
 	start := make([]int, n)
 	limit := make([]int, n)
-	for i := range dims {
-		switch {
-		case size[i] == dims[i]:
-			limit[i] = 1
-		case wrap[i]:
-			limit[i] = dims[i]
-		default:
-			limit[i] = dims[i] - size[i] + 1
-		}
+	placementLimits(dims, wrap, size, limit)
+	for i := range limit {
 		limit[i] = min(limit[i], cap[i])
 	}
 	for {

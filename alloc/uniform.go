@@ -39,32 +39,25 @@ func (d *decision) uniform() bool {
 		sel.tune.cutAfter > 0 || sel.tune.cutAfterAsks > 0 || d.changed != nil || sel.tune.noUniform {
 		return false
 	}
-	if sel.tune.forceUniform {
-		return true
-	}
+	return sel.tune.forceUniform || d.manyPlacements()
+}
+
+// placementCount is the number of placements of a rectangle size.
+func placementCount(dims []int, wrap []bool, size []int) int {
+	return placementLimits(dims, wrap, size, make([]int, len(dims)))
+}
+
+// manyPlacements reports whether the decision's sizes have more than
+// uniformAfter placements in all.
+func (d *decision) manyPlacements() bool {
 	total := 0
 	for _, size := range d.sizes {
-		total += placementCount(sel.dims, sel.wrap, size)
+		total += placementCount(d.sel.dims, d.sel.wrap, size)
 		if total > uniformAfter {
 			return true
 		}
 	}
 	return false
-}
-
-// placementCount is the number of placements of a rectangle size.
-func placementCount(dims []int, wrap []bool, size []int) int {
-	n := 1
-	for i, d := range dims {
-		switch {
-		case size[i] == d:
-		case wrap[i]:
-			n *= d
-		default:
-			n *= d - size[i] + 1
-		}
-	}
-	return n
 }
 
 // enumerateUniform examines the first placement of every size and counts
