@@ -85,6 +85,7 @@ func (d *decision) levelsNow() *levelCache {
 		d.sel.inheritNoFit(d.s, d.levels.fit)
 		if d.clock != nil {
 			d.levels.stop = d.clock.hard.Load
+			d.levels.fit.stop = d.clock.hard.Load
 		}
 	}
 	return d.levels

@@ -186,6 +186,10 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 		if vol(size) == d.m && lc.fit.fits(size) {
 			boxes = append(boxes, size)
 		}
+		if lc.fit.stopped {
+			d.cutHit.Store(true)
+			return make([]sizeResult, len(d.sizes)), true
+		}
 	}
 	if len(boxes) == 0 {
 		return nil, false
@@ -220,6 +224,9 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 		bl.rects = append(bl.rects, rs)
 		best := make([]int, len(boxes))
 		par.For(len(boxes), sel.Workers, func(w, k int) {
+			if d.clock.hard.Load() {
+				return
+			}
 			b := boxes[k]
 			out := bufs[w]
 			ccs[w].count(b, rs, out)
@@ -230,6 +237,10 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 				return true
 			})
 		})
+		if d.clock.hard.Load() {
+			d.cutHit.Store(true)
+			return make([]sizeResult, len(d.sizes)), true
+		}
 		if k := slices.Max(best); k > 0 {
 			bl.starLevel, bl.starCount = len(bl.vols)-1, k
 			break

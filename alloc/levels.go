@@ -83,7 +83,6 @@ func (lc *levelCache) levelDone(i int) ([]Rect, bool) {
 // computeLevel enumerates the i-th level's free rectangles; complete is
 // false when stop ended it.
 func (lc *levelCache) computeLevel(i int) (out []Rect, complete bool) {
-	lc.fit.stop = lc.stop
 	for _, size := range lc.shapes[i] {
 		if lc.stop != nil && lc.stop() {
 			return out, false
