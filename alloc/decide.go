@@ -63,8 +63,30 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 	d := sel.newDecision(s, rt, req)
 	d.clock = newBudget(ctx, req.Budget, start)
 	defer d.clock.release()
+	defer func() {
+		if d.levels != nil {
+			sel.keepNoFit(s, d.levels.fit)
+		}
+	}()
 	d.changed = sel.retry.since(s, req)
-	cands, err := d.collect(d.enumerate(), res)
+	var results []sizeResult
+	ok := false
+	switch {
+	case d.uniform():
+		d.empty = true
+		if results, ok = d.enumerateUniform(); !ok {
+			d.resetForFallback()
+			if d.bounded() {
+				results, ok = d.enumerateBounded()
+			}
+		}
+	case d.bounded():
+		results, ok = d.enumerateBounded()
+	}
+	if !ok {
+		results = d.enumerate()
+	}
+	cands, err := d.collect(results, res)
 	if d.clock.ctxDone.Load() {
 		return nil, context.Cause(ctx)
 	}
@@ -88,6 +110,9 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		return res, nil
 	}
 	res.Distinct = len(cands)
+	if d.empty {
+		res.Distinct = d.uniformDistinct(results)
+	}
 	if req.CountOnly || req.Exists {
 		return res, nil
 	}
@@ -101,7 +126,15 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		return res, d.chooseFirst(best, res)
 	}
 	res.Ranked = len(best)
+	if d.empty {
+		res.Ranked = res.Distinct
+	}
 	tied := d.leastFragmenting(best)
+	if len(tied) == 0 {
+		// φ of no candidate was finished in time.
+		tied = best[:1]
+		d.rankCut.Store(true)
+	}
 	if d.clock.ctxDone.Load() {
 		return nil, context.Cause(ctx)
 	}
@@ -112,6 +145,9 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		d.nameClasses(c)
 	}
 	if req.NoTable && d.chooseAlone(tied, res) {
+		if d.tiesLeft.Load() {
+			d.cutShort(res, CompletePhi)
+		}
 		return res, nil
 	}
 	if !d.clock.tablesLeft() {
@@ -132,10 +168,21 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		d.materialize(tied[0])
 	case err != nil:
 		return nil, err
-	case d.tableCut:
+	case d.tableCut || d.tiesLeft.Load():
 		d.cutShort(res, CompletePhi)
 	}
 	return res, nil
+}
+
+// resetForFallback undoes what an abandoned uniform path left in the
+// decision.
+func (d *decision) resetForFallback() {
+	d.empty = false
+	d.tiesLeft.Store(false)
+	d.bestT.Store(int64(d.T))
+	for i := range d.sel.arenas {
+		d.sel.arenas[i].reset()
+	}
 }
 
 // noSetInTime is the reason of a cut decision that found no set.
@@ -179,6 +226,12 @@ func noCandidateReason(req Request) string {
 	return reason
 }
 
+// maxHeld bounds the candidates a budgeted decision keeps for ranking,
+// and with them its memory: on machines of 10^5 nodes the enumeration
+// finds millions of reachable placements that no budget could rank.
+// Decisions on machines of a few thousand nodes keep far fewer.
+const maxHeld = 1 << 18
+
 // decision is the working state of one Select call.
 type decision struct {
 	sel   *Selector
@@ -221,6 +274,15 @@ type decision struct {
 	// settled: the anytime order stopped once no placement left could
 	// beat the best set on criteria 1 and 2 (see anytime).
 	settled bool
+	// ringInvariant: the router's answers on an empty machine are
+	// invariant under translations along the rings (RouterProps).
+	ringInvariant bool
+	// held counts the candidates kept (see maxHeld).
+	held atomic.Int64
+	// empty: the uniform path (an empty torus; see uniform.go);
+	// tiesLeft: it left out sets that could only tie on φ.
+	empty    bool
+	tiesLeft atomic.Bool
 	// levels are the state's free rectangles by volume (levelsNow);
 	// top is phiTop's answer once topKnown.
 	levels          *levelCache
@@ -301,6 +363,7 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 	d.bestT.Store(int64(d.T))
 	props := rt.Props()
 	d.invariant, d.shareBlocks, d.boxes = props.TranslationInvariant, props.BlocksLocal, props.BoxesReachable
+	d.ringInvariant = props.RingInvariant || d.invariant && d.shareBlocks
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
 	if len(sel.arenas) < len(d.work) {
 		sel.arenas = make([]candArena, len(d.work))
@@ -466,6 +529,13 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 		return true
 	}
 	d.lowerBest(kept)
+	if d.req.Budget > 0 && d.held.Add(1) > maxHeld {
+		// A budgeted decision keeps at most maxHeld candidates: the
+		// others are counted but not ranked, so the answer is complete
+		// for criterion 1 at most.
+		d.rankCut.Store(true)
+		return true
+	}
 	out.cands = append(out.cands, d.newCandidate(w, p, keep))
 	return true
 }
@@ -1061,7 +1131,10 @@ func (d *decision) chooseFirst(best []*candidate, res *Result) error {
 // by volume level (each level found once per decision and shared by all
 // candidates) until a level keeps some.
 func (d *decision) leastFragmenting(best []*candidate) []*candidate {
-	levels := d.levelsNow()
+	var levels *levelCache
+	if !d.empty {
+		levels = d.levelsNow()
+	}
 	// Candidates certainly below the largest φ found so far are given up
 	// early (their Frag stays unset); the bound only rises, so every
 	// candidate reaching the final maximum is computed exactly. The first
@@ -1074,7 +1147,13 @@ func (d *decision) leastFragmenting(best []*candidate) []*candidate {
 		d.sel.taken = make([]takenSet, len(d.work))
 	}
 	eval := func(w, i int) {
-		f, ok := levels.afterAtLeast(best[i], top.Load(), &d.sel.taken[w])
+		var f Fragmentation
+		var ok bool
+		if d.empty {
+			f, ok = d.emptyPhi(best[i], top.Load())
+		} else {
+			f, ok = levels.afterAtLeast(best[i], top.Load(), &d.sel.taken[w])
+		}
 		done[i] = true
 		if !ok {
 			return
@@ -1144,6 +1223,21 @@ func (d *decision) chooseByTables(tied []*candidate, res *Result) error {
 			reps = append(reps, c)
 		}
 		ranked = append(ranked, c)
+	}
+	if n := d.affordable(reps); n < len(reps) {
+		// The tables of the classes after the first n do not fit the
+		// budget: those classes take no part, and when some class is
+		// left out the ties are not all broken.
+		if len(reps) > 1 {
+			d.tableCut = true
+		}
+		ranked = slices.DeleteFunc(ranked, func(c *candidate) bool { return class[classOf(c)] >= n })
+		reps = reps[:n]
+		if n == 0 {
+			res.Chosen = &tied[0].Candidate
+			d.materialize(tied[0])
+			return nil
+		}
 	}
 	figs, built, missing, err := d.tableFigures(reps)
 	if err != nil {

@@ -44,6 +44,15 @@ func (c *figureCache) name(m int, shape string) []byte {
 	return c.key
 }
 
+// has reports whether the class's figures are known, without counting a
+// hit.
+func (c *figureCache) has(m int, shape string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.out[string(c.name(m, shape))]
+	return ok
+}
+
 func (c *figureCache) get(m int, shape string) (figureEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

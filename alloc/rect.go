@@ -99,18 +99,18 @@ func vol(p []int) int {
 // (whole dimensions start at 0; mesh dimensions stay inside the border).
 // f returns false to stop.
 func placements(dims []int, wrap []bool, size []int, f func(start []int) bool) {
+	placementsBelow(dims, wrap, size, dims, f)
+}
+
+// placementsBelow is placements restricted to starts below cap in each
+// dimension.
+func placementsBelow(dims []int, wrap []bool, size, cap []int, f func(start []int) bool) {
 	n := len(dims)
 	start := make([]int, n)
 	limit := make([]int, n)
-	for i := range dims {
-		switch {
-		case size[i] == dims[i]:
-			limit[i] = 1
-		case wrap[i]:
-			limit[i] = dims[i]
-		default:
-			limit[i] = dims[i] - size[i] + 1
-		}
+	placementLimits(dims, wrap, size, limit)
+	for i := range limit {
+		limit[i] = min(limit[i], cap[i])
 	}
 	for {
 		if !f(start) {

@@ -160,7 +160,7 @@ func BenchmarkFailureReroute20Jobs(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := j.Table.Routes[0]
+		r := mustTable(j).Routes[0]
 		parts := make([]string, len(r.Src))
 		for k, c := range r.Src {
 			parts[k] = fmt.Sprint(c)

@@ -22,7 +22,7 @@ import (
 
 // needChromium returns the browser for a web page test, or skips the test
 // (fails it with ICN_REQUIRE_BROWSER set) when there is none.
-func needChromium(t *testing.T) string {
+func needChromium(t testing.TB) string {
 	browser := findChromium()
 	if browser == "" {
 		if os.Getenv("ICN_REQUIRE_BROWSER") != "" {
@@ -218,10 +218,14 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 		{"fattree:k=4,n=3", "", false},
 		{"dragonfly:a=4,p=2,h=2", "", false},
 		{"torus:8x8x4x4", "0.0.0.0+W", true},
-		{"torus:12", "3+X", true},                    // one dimension
-		{"torus:3x2x2x2x2x3", "0.0.0.0.0.0+U", true}, // six
-		{"torus:16x16x16", "5.5.5+Z", true},          // a canvas
-		{"torus:32x32x32", "0.0.0+Z", true},          // a canvas
+		{"torus:12", "3+X", true},                       // one dimension
+		{"torus:3x2x2x2x2x3", "0.0.0.0.0.0+U", true},    // six
+		{"torus:4x5x3x2:mesh=X,W", "0.0.0.0+Z", true},   // mesh dimensions: no wrap stub in X, no W tick beyond W=1
+		{"torus:16x16x8x2:mesh=Y,W", "0.0.0.0+Z", true}, // the same on a canvas
+		{"mesh:5x3x2", "1.1.0+Y", true},
+		{"torus:4x3x2x2x3x2:mesh=W,U", "1.1.0.0.2.1+W", true}, // Tofu's mesh dimensions
+		{"torus:16x16x16", "5.5.5+Z", true},                   // a canvas
+		{"torus:32x32x32", "0.0.0+Z", true},                   // a canvas
 		{"file:../unicast/testdata/ft2.ibnet", "", false},
 		{"fattree:m=40,n=3", "L1-0[21]", false}, // 16 000 hosts, a canvas
 	} {
@@ -265,11 +269,34 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 				}
 				return v
 			}
+			// The fabric the page holds, built from the compact answer on a
+			// torus, is the full answer's: every node and link.
+			samePageFabric := func() {
+				t.Helper()
+				diff, err := chromedp.Run(tctx, chromedp.Evaluate[string](`(async () => {
+					const full = await api("GET", "/api/fabric");
+					if (full.nodes.length !== fabric.nodes.length || full.links.length !== fabric.links.length)
+						return "page " + fabric.nodes.length + " nodes, " + fabric.links.length + " links";
+					const same = (a, b, keys) => keys.every((k) => JSON.stringify(a[k] || 0) === JSON.stringify(b[k] || 0));
+					for (let i = 0; i < full.nodes.length; i++)
+						if (!same(full.nodes[i], fabric.nodes[i], ["id", "name", "kind", "coord", "job", "failed", "level", "group"])) return "node " + i + ": " + JSON.stringify(full.nodes[i]);
+					for (let i = 0; i < full.links.length; i++)
+						if (!same(full.links[i], fabric.links[i], ["id", "name", "a", "b", "dim", "failed"])) return "link " + i + ": " + JSON.stringify(full.links[i]);
+					return "";
+				})()`, chromedp.EvalAwaitPromise))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff != "" {
+					t.Errorf("the page's fabric differs from GET /api/fabric's: %s", diff)
+				}
+			}
 			if s.g.NumNodes() > 2048 {
 				// Drawn on a canvas: every node, the draw timed by the page.
 				if err := chromedp.Do(tctx, chromedp.WaitVisible(`#fabric-canvas[data-drawn]`)); err != nil {
 					t.Fatal(err)
 				}
+				samePageFabric()
 				if n := num(`+document.querySelector('#fabric-canvas').dataset.drawn`); n != s.g.NumNodes() {
 					t.Errorf("canvas drew %d of %d nodes", n, s.g.NumNodes())
 				}
@@ -326,6 +353,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			if err := chromedp.Do(tctx, chromedp.WaitVisible(`#groups tbody tr`), chromedp.Click(`#groups tbody tr`), chromedp.WaitVisible(`circle.mc-root`)); err != nil {
 				t.Fatal(err)
 			}
+			samePageFabric()
 			drawn := num(`document.querySelectorAll('[data-link]').length`)
 			zeroLength := num(`[...document.querySelectorAll('line[data-link]')].filter(l => l.getAttribute('x1') === l.getAttribute('x2') && l.getAttribute('y1') === l.getAttribute('y2')).length`)
 			members := num(`document.querySelectorAll('circle.mc-member').length`)
@@ -341,6 +369,23 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			}
 			if drawn != s.g.NumLinks() || zeroLength != 0 {
 				t.Errorf("%d of %d links drawn, %d of zero length", drawn, s.g.NumLinks(), zeroLength)
+			}
+			if s.g.HasCoords() {
+				// Wrap-arounds in the plane are stubs (a line shorter than
+				// the cell): one per wrap link of X and Y that joins the
+				// ends of a ring longer than 2, none along a mesh
+				// dimension.
+				want := 0
+				for _, lk := range s.g.Links() {
+					if d := int(lk.Dim); d >= 0 && d <= 1 && s.g.CoordAt(int(lk.B), d)-s.g.CoordAt(int(lk.A), d) < -1 {
+						want++
+					}
+				}
+				stubs := num(`[...document.querySelectorAll('line[data-link]')].filter(l => (l.dataset.dim === "0" || l.dataset.dim === "1") &&
+					Math.hypot(l.getAttribute('x2') - l.getAttribute('x1'), l.getAttribute('y2') - l.getAttribute('y1')) < 0.6 * 24).length`)
+				if stubs != want {
+					t.Errorf("%d wrap-around stubs drawn, the fabric has %d wrap links in X and Y (wrap %v)", stubs, want, s.g.Wrap())
+				}
 			}
 			if members < 2 {
 				t.Errorf("%d multicast members marked", members)
@@ -364,7 +409,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 }
 
 // newBrowser starts a headless Chromium for a test; cancel stops it.
-func newBrowser(t *testing.T, browser string, extra ...chromedp.ExecAllocatorOption) (context.Context, context.CancelFunc) {
+func newBrowser(t testing.TB, browser string, extra ...chromedp.ExecAllocatorOption) (context.Context, context.CancelFunc) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser),
 		chromedp.Flag("headless", true),

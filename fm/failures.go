@@ -199,6 +199,7 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 					// without locks.
 					r.routes, _ = store.EncodeRoutes(r.new.Table)
 					s.tableLinksStored(rc.md.g, r.new, r.routes)
+					keepEncoded(r.new, r.routes)
 				}
 				out[i] = r
 			}
@@ -232,11 +233,19 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult {
 	r := recheckResult{old: j}
 	md := rc.md
-	if md.routing == nil {
+	if md.routing == nil || j.Routing == client.RoutePending {
+		// A pending table is built on the fabric of its time, which
+		// finds a pair the change left without a route (tables.go).
 		return r
 	}
 	reached := sync.OnceValue(func() bool { return rc.reaches(j) })
-	holds := func() bool { return !reached() || md.routing.VerifyTable(j.Table) == nil }
+	holds := func() bool {
+		if !reached() {
+			return true
+		}
+		tf, err := fullTable(j)
+		return err == nil && md.routing.VerifyTable(tf) == nil
+	}
 	works := func() bool { return false } // whether the job may keep its table if no new one is found
 	switch {
 	case j.Table == nil:
@@ -749,7 +758,7 @@ type jobLinks struct {
 // tableLinks returns the links of job j's table (cached per job and
 // table).
 func (s *Service) tableLinks(g *topology.Graph, j *client.JobRecord) jobLinks {
-	return s.tableLinksStored(g, j, nil)
+	return s.tableLinksStored(g, j, encodedRoutes(j))
 }
 
 // tableLinksStored is tableLinks counting from the table's stored routes

@@ -2,6 +2,8 @@ package fm
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/icn-hpc/icn/fm/api"
+	"github.com/icn-hpc/icn/fm/client"
 	"github.com/icn-hpc/icn/fm/store"
 
 	"github.com/icn-hpc/icn/routing"
@@ -136,3 +139,92 @@ func TestHTTPSmallPoints(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestLargeAnswersGzip: over HTTP, GET /api/fabric of a fabric whose
+// answer exceeds 1 MiB goes gzip-compressed to a client that accepts it
+// (the same bytes once decompressed, the compressed form kept while the
+// answer stays), plain to one that does not; a placement renews it.
+// GET /api/fabric?compact=1 answers a torus's grid form and a fat
+// tree's full answer.
+func TestLargeAnswersGzip(t *testing.T) {
+	s, tok := openTest(t, t.TempDir(), "torus:16x16x16", nil)
+	defer s.Close()
+	srv := httptest.NewServer(api.New(s, api.Options{}))
+	defer srv.Close()
+	get := func(path, accept string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if accept != "" {
+			req.Header.Set("Accept-Encoding", accept)
+		}
+		// A transport of its own: the default one would ask for gzip
+		// and decompress by itself.
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+		}
+		return resp, body
+	}
+	gunzip := func(b []byte) []byte {
+		t.Helper()
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for round := range 2 {
+		want := s.FabricJSON()
+		if len(want) < 1<<20 {
+			t.Fatalf("the fabric's answer has %d bytes, want a large one", len(want))
+		}
+		plain, body := get("/api/fabric", "")
+		if plain.Header.Get("Content-Encoding") != "" || !bytes.Equal(body, want) {
+			t.Errorf("round %d: without Accept-Encoding: %q, %d bytes of %d", round, plain.Header.Get("Content-Encoding"), len(body), len(want))
+		}
+		if r, _ := get("/api/fabric", "gzip;q=0, br"); r.Header.Get("Content-Encoding") != "" {
+			t.Errorf("round %d: gzip;q=0 answered with %q", round, r.Header.Get("Content-Encoding"))
+		}
+		r1, z1 := get("/api/fabric", "br, gzip")
+		r2, z2 := get("/api/fabric", "gzip;q=0.5")
+		if r1.Header.Get("Content-Encoding") != "gzip" || r2.Header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("round %d: Content-Encoding %q, %q", round, r1.Header.Get("Content-Encoding"), r2.Header.Get("Content-Encoding"))
+		}
+		if !bytes.Equal(gunzip(z1), want) || !bytes.Equal(z1, z2) || len(z1)*4 > len(want) {
+			t.Errorf("round %d: gzip answers of %d and %d bytes for %d", round, len(z1), len(z2), len(want))
+		}
+		if _, err := s.Submit("test", client.JobRequest{Nodes: 8, Transit: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, compact := get("/api/fabric?compact=1", "gzip")
+	var fg client.FabricGrid
+	if err := json.Unmarshal(compact, &fg); err != nil || !fg.Grid || len(fg.NodeJobs) != 4096 || len(compact) > 64<<10 {
+		t.Errorf("compact answer of a torus: %d bytes, %v", len(compact), err)
+	}
+	ft, ftok := openTest(t, t.TempDir(), "fattree:k=4,n=3", nil)
+	defer ft.Close()
+	fsrv := httptest.NewServer(api.New(ft, api.Options{}))
+	defer fsrv.Close()
+	req, _ := http.NewRequest("GET", fsrv.URL+"/api/fabric?compact=1", nil)
+	req.Header.Set("Authorization", "Bearer "+ftok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Equal(body, ft.FabricJSON()) {
+		t.Errorf("compact answer of a fat tree is not its full answer")
+	}
+}

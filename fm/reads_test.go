@@ -3,12 +3,12 @@ package fm
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -177,14 +177,15 @@ func TestStoredLinkCountsMatchWalk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			routes, err := store.EncodeRoutes(j.Table)
+			tf := mustTable(j)
+			routes, err := store.EncodeRoutes(tf)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ld := newLinkDirs(s.g)
 			var lc linkCounter
-			stored := lc.count(ld, j.Table, routes)
-			walked := lc.count(ld, j.Table, nil)
+			stored := lc.count(ld, tf, routes)
+			walked := lc.count(ld, tf, nil)
 			if len(stored.links) == 0 || !reflect.DeepEqual(stored, walked) {
 				t.Errorf("%s job %d: counted from the stored routes %v %v, from the steps %v %v", topo, j.ID, stored.links, stored.routes, walked.links, walked.routes)
 			}
@@ -232,7 +233,7 @@ func TestLoadsAfterRestart(t *testing.T) {
 		if e, ok := s.links[id]; !ok || e.tb != j.Table {
 			t.Errorf("job %d: link loads not counted by the start", id)
 		}
-		walkTableLinks(s.g, j.Table, func(l int) { want[l]++ })
+		walkTableLinks(s.g, mustTable(j), func(l int) { want[l]++ })
 	}
 	if got := s.LinkLoads(); !slices.Equal(got, want) || !slices.Equal(got, before) {
 		t.Error("link loads after the restart differ from those counted from the tables' steps or from those before it")
@@ -287,20 +288,30 @@ func TestStoredLinkCountsRandomRoutes(t *testing.T) {
 // TestFabricAnswerBytesUnchanged: GET /api/fabric's answer assembled from
 // pieces is byte for byte the encoding of Service.Fabric, on tori with
 // jobs and failed links and nodes (indented below 1 MiB, compact above),
-// switched fabrics with levels and groups, and after every change.
+// switched fabrics with levels and groups, and after every change. GET
+// /api/fabric?compact=1's answer, on a plain grid, gives the same fabric
+// by the rule of client.FabricGrid (gridView), and on any other fabric is
+// GET /api/fabric's.
 func TestFabricAnswerBytesUnchanged(t *testing.T) {
 	for _, tc := range []struct {
-		topo  string
-		jobs  []int
-		links []string
-		nodes []string
+		topo     string
+		jobs     []int
+		links    []string
+		nodes    []string
+		grid     bool
+		switched bool
 	}{
-		{"torus:4x4x4x2", []int{5, 9}, []string{"0.0.0.0+X", "1.2.3.1+Z"}, []string{"3.3.3.1"}},
-		{"torus:8x8x8", []int{12, 30, 7}, []string{"2.2.2+Y"}, []string{"7.0.0"}},
-		{"torus:16x16x16", []int{40, 100}, []string{"0.0.0+X", "5.5.5+Z"}, []string{"9.9.9"}},
-		{"torus:12", []int{3}, []string{"0+X"}, nil},
-		{"fattree:k=4,n=3", nil, nil, nil},
-		{"dragonfly:a=4,p=2,h=2", nil, nil, nil},
+		{"torus:4x4x4x2", []int{5, 9}, []string{"0.0.0.0+X", "1.2.3.1+Z"}, []string{"3.3.3.1"}, true, false},
+		{"torus:8x8x8", []int{12, 30, 7}, []string{"2.2.2+Y"}, []string{"7.0.0"}, true, false},
+		{"torus:16x16x16", []int{40, 100}, []string{"0.0.0+X", "5.5.5+Z"}, []string{"9.9.9"}, true, false},
+		{"torus:12", []int{3}, []string{"0+X"}, nil, true, false},
+		{"torus:3x2x2", []int{4}, []string{"1.1.0+Y", "2.0.1+Z"}, []string{"0.1.1"}, true, false},
+		{"mesh:3x4", nil, []string{"1.2+X"}, []string{"2.3"}, true, false},
+		{"torus:4x3x2x2x3x2:mesh=W,U", []int{6}, []string{"1.1.0.0.2.1+W", "3.2.1.1.0.0+U"}, []string{"2.2.1.1.2.1"}, true, false},
+		{"torus:4x4:rings=2,1", nil, []string{"0.0+X#1"}, nil, false, false},
+		{"torus:3x3:endpoints=1", nil, nil, []string{"1.1/0"}, false, false},
+		{"fattree:k=4,n=3", nil, nil, nil, false, true},
+		{"dragonfly:a=4,p=2,h=2", nil, nil, nil, false, true},
 	} {
 		s, _ := openTest(t, t.TempDir(), tc.topo, nil)
 		check := func(when string) {
@@ -317,6 +328,31 @@ func TestFabricAnswerBytesUnchanged(t *testing.T) {
 				t.Fatalf("%s %s: %d bytes differ from client.Encode(Fabric())'s %d at byte %d: %q vs %q", tc.topo, when,
 					len(got), len(want), i, got[max(0, i-40):min(len(got), i+40)], want[max(0, i-40):min(len(want), i+40)])
 			}
+			compact := s.FabricGridJSON()
+			if !tc.grid {
+				if !bytes.Equal(compact, want) {
+					t.Fatalf("%s %s: the compact answer of a fabric that is no plain grid is not GET /api/fabric's", tc.topo, when)
+				}
+				return
+			}
+			var fg client.FabricGrid
+			if err := json.Unmarshal(compact, &fg); err != nil || !fg.Grid {
+				t.Fatalf("%s %s: compact answer %.200s: %v", tc.topo, when, compact, err)
+			}
+			got, view := gridView(fg), s.Fabric()
+			for i := range max(len(got.Nodes), len(view.Nodes)) {
+				if i >= len(got.Nodes) || i >= len(view.Nodes) || !reflect.DeepEqual(got.Nodes[i], view.Nodes[i]) {
+					t.Fatalf("%s %s: the plain grid's compact answer gives %d nodes, want %d; node %d differs", tc.topo, when, len(got.Nodes), len(view.Nodes), i)
+				}
+			}
+			for i := range max(len(got.Links), len(view.Links)) {
+				if i >= len(got.Links) || i >= len(view.Links) || got.Links[i] != view.Links[i] {
+					t.Fatalf("%s %s: the plain grid's compact answer gives %d links, want %d; link %d differs", tc.topo, when, len(got.Links), len(view.Links), i)
+				}
+			}
+			if !reflect.DeepEqual(got, view) {
+				t.Fatalf("%s %s: the plain grid's compact answer gives another fabric: %+v, want %+v", tc.topo, when, got, view)
+			}
 		}
 		check("new")
 		for _, m := range tc.jobs {
@@ -325,7 +361,7 @@ func TestFabricAnswerBytesUnchanged(t *testing.T) {
 			}
 			check("after a placement")
 		}
-		if !strings.HasPrefix(tc.topo, "torus") {
+		if tc.switched {
 			// Switched fabrics: a failed link and a failed switch.
 			s.mu.RLock()
 			tc.links = []string{s.g.LinkName(s.g.NumLinks() / 2)}
@@ -361,6 +397,38 @@ func TestFabricAnswerBytesUnchanged(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// gridView builds the fabric a plain grid's compact answer stands for, by
+// the rule client.FabricGrid states.
+func gridView(fg client.FabricGrid) client.FabricView {
+	v := client.FabricView{Spec: fg.Spec, Dims: fg.Dims, FailedLinks: fg.FailedLinks, FailedNodes: fg.FailedNodes,
+		Rules: fg.Rules, Jobs: fg.Jobs, NoJobs: fg.NoJobs, Nodes: []client.NodeView{}, Links: []client.LinkView{}}
+	c := make([]int, len(fg.Dims))
+	for id, job := range fg.NodeJobs {
+		v.Nodes = append(v.Nodes, client.NodeView{ID: id, Name: topology.CoordString(c), Kind: "endpoint", Coord: slices.Clone(c),
+			Job: job, Failed: slices.Contains(fg.FailedNodeIDs, id)})
+		stride := 1
+		for i, d := range fg.Dims {
+			if fg.Wrap[i] || c[i]+1 < d {
+				b := id + stride
+				if c[i]+1 == d {
+					b = id - (d-1)*stride
+				}
+				l := len(v.Links)
+				v.Links = append(v.Links, client.LinkView{ID: l, Name: topology.CoordString(c) + "+" + topology.DimName(i), A: id, B: b, Dim: i,
+					Failed: slices.Contains(fg.FailedLinkIDs, l)})
+			}
+			stride *= d
+		}
+		for i := range c {
+			if c[i]++; c[i] < fg.Dims[i] {
+				break
+			}
+			c[i] = 0
+		}
+	}
+	return v
 }
 
 // TestLoadAnswerFollowsChanges: GET /api/fabric/load's answer is the

@@ -88,7 +88,7 @@ func TestRepairAddsTransit(t *testing.T) {
 	}
 	// The broken job keeps its table; its stored routes are read back
 	// whole after a restart (the failure rewrote only the record).
-	want := s.jobs[j.ID].Table
+	want := mustTable(s.jobs[j.ID])
 	s.Close()
 	s, _, err = Open(Config{DBPath: filepath.Join(dir, "fm.db"), NewRouting: AngaraRouting("angara*")})
 	if err != nil {
@@ -96,7 +96,7 @@ func TestRepairAddsTransit(t *testing.T) {
 	}
 	defer s.Close()
 	broken := s.jobs[j.ID]
-	if broken == nil || broken.Routing != "broken" || !reflect.DeepEqual(broken.Table.Routes, want.Routes) || len(want.Routes) == 0 {
+	if broken == nil || broken.Routing != "broken" || !reflect.DeepEqual(mustTable(broken).Routes, want.Routes) || len(want.Routes) == 0 {
 		t.Fatalf("broken job after a restart: %+v", broken)
 	}
 }
@@ -136,7 +136,7 @@ func TestFailureTouchesOnlyItsJobs(t *testing.T) {
 	users := func(l int) (n int) {
 		for _, j := range s.jobs {
 			used := false
-			walkTableLinks(s.g, j.Table, func(k int) { used = used || k == l })
+			walkTableLinks(s.g, mustTable(j), func(k int) { used = used || k == l })
 			if used {
 				n++
 			}
@@ -255,8 +255,8 @@ func TestWalkTableLinksMatchesSteps(t *testing.T) {
 		g, dims := s.g, s.g.Dims()
 		for _, j := range s.jobs {
 			var got, want []int
-			walkTableLinks(g, j.Table, func(l int) { got = append(got, l) })
-			for _, r := range j.Table.Routes {
+			walkTableLinks(g, mustTable(j), func(l int) { got = append(got, l) })
+			for _, r := range mustTable(j).Routes {
 				c := slices.Clone(r.Src)
 				for _, d := range r.Dirs {
 					dim, sign := topology.DimIndex(d[1:]), 1

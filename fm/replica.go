@@ -267,7 +267,8 @@ func (r *replica) lead(ctx context.Context, l *store.Leadership) {
 // takeOver starts the leader's duties on the state the instance
 // followed: writes are admitted, the multicast manager is built from the
 // stored groups (their deadlines stay as stored), the unicast tables are
-// written, and the sweeps and compaction start.
+// written, the sweeps and compaction start, and the pending tables of
+// jobs are built (tables.go).
 func (r *replica) takeOver(l *store.Leadership) {
 	s := r.s
 	info := r.self
@@ -284,6 +285,7 @@ func (r *replica) takeOver(l *store.Leadership) {
 		})
 	}
 	s.spawnLeader(r.housekeep)
+	s.spawnLeader(s.buildTables) // the tables left pending
 }
 
 // giveUp ends a leadership: new changes are refused, those in flight
@@ -602,13 +604,14 @@ func (s *Service) applyChange(ch *store.Change) error {
 			old := jobs[id]
 			switch {
 			case have && routes != nil:
-				if err := store.DecodeRoutes(routes, j.Table); err != nil {
+				if err := store.CheckRoutes(routes, len(j.Table.Active)); err != nil {
 					return fmt.Errorf("job %d: %v", id, err)
 				}
+				keepEncoded(j, routes)
 			case old != nil && old.Table != nil:
 				// Only the record changed (broken, say): the table is the
 				// one the job had.
-				j.Table.Routes = old.Table.Routes
+				j.Table.Routes, j.StoredRoutes = old.Table.Routes, old.StoredRoutes
 			default:
 				stored, err := s.storedJob(id)
 				if err != nil {

@@ -18,7 +18,7 @@ import (
 // firstLink names the link a job's first route leaves its source on.
 func firstLink(t *testing.T, j *client.JobRecord) string {
 	t.Helper()
-	for _, r := range j.Table.Routes {
+	for _, r := range mustTable(j).Routes {
 		if len(r.Dirs) > 0 {
 			parts := make([]string, len(r.Src))
 			for i, c := range r.Src {

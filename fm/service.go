@@ -89,16 +89,20 @@ type Config struct {
 	// Unicast, if set, keeps the fabric's unicast forwarding tables (a
 	// switched fabric) current in OpenSM's dump format.
 	Unicast *UnicastConfig
-	// PlacementBudget bounds each placement (job submit or migration):
-	// node selection and the job's table together answer within it (see
-	// Service.SubmitContext). 0 means alloc.DefaultBudget; a negative
-	// value means no budget (every selection exhaustive).
+	// PlacementBudget bounds each placement (job submit or migration)
+	// from its turn: node selection gets all of it (as icn alloc
+	// --budget), and a job's table that does not fit in what is left is
+	// built after the answer (see Service.SubmitContext). 0 means
+	// alloc.DefaultBudget; a negative value means no budget (every
+	// selection exhaustive, every table built before the answer).
 	PlacementBudget time.Duration
 	// RepairExtra is how many transit nodes beyond its own allowance
 	// (JobRecord.Transit) a job may gain when a failure leaves its nodes
 	// without a legal route (see ChangeFailure); 0 means
 	// DefaultRepairExtra, a negative value none.
 	RepairExtra int
+	// tables: the table builder's hooks (tests).
+	tables tableHooks
 }
 
 // DefaultLease is the default Config.Lease.
@@ -164,12 +168,19 @@ type Service struct {
 	// (fabricJSON).
 	piecesOnce sync.Once
 	pieces     *fabricPieces
+	// gridOnce finds whether the fabric is a plain grid, whose node and
+	// link lists GET /api/fabric?compact=1 leaves out (isPlainGrid).
+	gridOnce  sync.Once
+	plainGrid bool
 
 	// places serialises placements and migrations: it hands the slot to
 	// the waiting request with the earliest virtual deadline; a request
 	// waiting for it gives up when its context ends.
 	places placeQueue
 	sel    *alloc.Selector // used while holding the placement slot only
+	// tables builds the tables of jobs placed with a pending table
+	// (tables.go).
+	tables tableWork
 	// routeSeconds (float64 bits) is the measured time of a job's table
 	// per route on this host (0: not measured yet), for the placement
 	// budget; selectSeconds likewise the time of a node selection per
@@ -278,6 +289,7 @@ func Open(cfg Config) (*Service, string, error) {
 		}
 	}
 	s.lead(nil) // the only instance: it leads for good
+	s.spawnLeader(s.buildTables)
 	if err := s.startServing(); err != nil {
 		return fail(err)
 	}
@@ -291,6 +303,7 @@ func newService(cfg Config, st *store.Store) *Service {
 	}
 	s := &Service{cfg: cfg, store: st, jobs: map[int]*client.JobRecord{}}
 	s.places.now, s.places.expected = cfg.Now, s.placementEstimate
+	s.tables.kick = make(chan struct{}, 1)
 	s.fm.measure = measureFabric
 	return s
 }
@@ -622,9 +635,10 @@ type storedJob struct {
 	links  *jobLinks
 }
 
-// decodeStored decodes the stored jobs' routes into their tables and
-// counts the running jobs' link loads from the stored routes, on all
-// cores (nothing is served yet).
+// decodeStored checks the stored jobs' routes, keeps them encoded with
+// their jobs (keepEncoded: copied, the store's bytes are valid only
+// during its read) and counts the running jobs' link loads from them, on
+// all cores (nothing is served yet).
 func (s *Service) decodeStored(stored []storedJob) {
 	var ld *linkDirs
 	for _, sj := range stored {
@@ -637,10 +651,13 @@ func (s *Service) decodeStored(stored []storedJob) {
 	scratch := make([]linkCounter, workers)
 	par.For(len(stored), workers, func(w, i int) {
 		sj := &stored[i]
-		if sj.routes != nil {
-			if err := store.DecodeRoutes(sj.routes, sj.j.Table); err != nil {
+		if sj.routes != nil && sj.j.Table != nil {
+			if err := store.CheckRoutes(sj.routes, len(sj.j.Table.Active)); err != nil {
 				sj.err = fmt.Errorf("job %d: %v", sj.j.ID, err)
 				return
+			}
+			if sj.j.State == client.JobRunning {
+				keepEncoded(sj.j, slices.Clone(sj.routes))
 			}
 		}
 		if ld != nil && sj.j.State == client.JobRunning && sj.j.Table != nil {
@@ -985,9 +1002,9 @@ type readCacheKey struct {
 // same version share one computation (the first computes, the others
 // wait for it), and a new version replaces the entry.
 type readCache struct {
-	mu                  sync.Mutex
-	loads, fabric, jobs *readEntry
-	loadAnswer          *loadAnswer // the encoded answer of GET /api/fabric/load
+	mu                        sync.Mutex
+	loads, fabric, grid, jobs *readEntry
+	loadAnswer                *loadAnswer // the encoded answer of GET /api/fabric/load
 }
 
 type readEntry struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/icn-hpc/icn/fm/api"
 	"github.com/icn-hpc/icn/fm/client"
 	"github.com/icn-hpc/icn/fm/store"
+	"github.com/icn-hpc/icn/routing"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -52,6 +53,16 @@ func openTest(t testing.TB, dir, topo string, clk *fakeClock) (*Service, string)
 		t.Fatal(err)
 	}
 	return s, tok
+}
+
+// mustTable returns job j's table with its routes (fullTable: decoded
+// when the service keeps it encoded); it panics on damaged routes.
+func mustTable(j *client.JobRecord) *routing.TableJSON {
+	tf, err := fullTable(j)
+	if err != nil {
+		panic(err)
+	}
+	return tf
 }
 
 // checkDisjoint verifies that no node belongs to two running jobs, in
@@ -110,7 +121,7 @@ func TestJobsPersistAcrossRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !j.Stats.DeadlockFree || j.Table == nil || len(j.Table.Routes) != 12 {
+		if !j.Stats.DeadlockFree || j.Table == nil || len(mustTable(j).Routes) != 12 {
 			t.Fatalf("job %d: table %v", j.ID, j.Stats)
 		}
 		ids = append(ids, j.ID)
@@ -121,7 +132,7 @@ func TestJobsPersistAcrossRestart(t *testing.T) {
 	if _, err := s.Submit("test", client.JobRequest{Nodes: 33}); !errors.Is(err, client.ErrBadRequest) {
 		t.Fatalf("oversized job: %v", err)
 	}
-	if _, err := s.Submit("test", client.JobRequest{Nodes: 30}); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "cannot place now") {
+	if _, err := s.Submit("test", client.JobRequest{Nodes: 30, Transit: 2}); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "cannot place now") {
 		t.Fatalf("job that does not fit now: %v", err)
 	}
 	checkDisjoint(t, s)
@@ -403,7 +414,8 @@ func TestHTTPAPI(t *testing.T) {
 		{"POST", "/api/jobs", `{"nodes": -1}`, 400},
 		{"POST", "/api/jobs", `{"nodes": 2, "algo": "magic"}`, 400},
 		{"POST", "/api/jobs", `{"nodes": 1000}`, 400},
-		{"POST", "/api/jobs", `{"nodes": 30}`, 409},
+		{"POST", "/api/jobs", `{"nodes": 30, "transit": 2}`, 409},
+		{"POST", "/api/jobs", `{"nodes": 31}`, 400}, // no brick holds 31 nodes
 		{"POST", "/api/jobs", `{"nodes": 2, "name": "` + strings.Repeat("x", api.MaxBody) + `"}`, 413},
 		{"GET", "/api/jobs/abc", nil, 400},
 		{"GET", "/api/jobs/999", nil, 404},

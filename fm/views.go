@@ -160,6 +160,110 @@ func (s *Service) FabricJSON() []byte {
 	return e.value.([]byte)
 }
 
+// FabricGridJSON is the encoded answer of GET /api/fabric?compact=1 for
+// the current fabric and jobs, computed once per version of them: on a
+// plain grid (isPlainGrid) a client.FabricGrid, else FabricJSON's answer.
+func (s *Service) FabricGridJSON() []byte {
+	s.mu.RLock()
+	g := s.g
+	s.mu.RUnlock()
+	s.gridOnce.Do(func() { s.plainGrid = isPlainGrid(g) })
+	if !s.plainGrid {
+		return s.FabricJSON()
+	}
+	e := s.readEntry(&s.reads.grid, true)
+	e.once.Do(func() {
+		s.mu.RLock()
+		g, state := s.g, s.state
+		v := client.FabricGrid{Spec: s.fabric.Spec, Dims: g.Dims(), Wrap: g.Wrap(), Grid: true,
+			FailedLinks: slices.Clone(s.fabric.FailedLinks), FailedNodes: slices.Clone(s.fabric.FailedNodes),
+			Rules: s.rules(), Jobs: s.noJobs == "", NoJobs: s.noJobs}
+		s.mu.RUnlock()
+		// The state is replaced by each commit, never changed in place.
+		v.NodeJobs = make([]int, g.NumNodes())
+		if state != nil {
+			for i := range v.NodeJobs {
+				v.NodeJobs[i] = state.Owner(i)
+			}
+		}
+		v.FailedNodeIDs = append([]int{}, g.FailedNodes()...)
+		v.FailedLinkIDs = []int{}
+		for l := range g.NumLinks() {
+			if g.LinkFailed(l) { // a failed node's links too
+				v.FailedLinkIDs = append(v.FailedLinkIDs, l)
+			}
+		}
+		for _, list := range []*[]string{&v.FailedLinks, &v.FailedNodes} {
+			if *list == nil {
+				*list = []string{}
+			}
+		}
+		data, err := client.Encode(v)
+		if err != nil {
+			data = fmt.Appendf(nil, "{\"error\":%q}\n", err.Error())
+		}
+		e.value = data
+	})
+	return e.value.([]byte)
+}
+
+// isPlainGrid reports whether g's nodes and links are those that
+// client.FabricGrid describes: nodes in mixed-radix order of their
+// coordinates, named by them, all end nodes; per node and dimension in
+// order, one link to the next node along the dimension (a mesh dimension
+// none from its last node); nothing else.
+func isPlainGrid(g *topology.Graph) bool {
+	dims, wrap := g.Dims(), g.Wrap()
+	if len(dims) == 0 || len(wrap) != len(dims) {
+		return false
+	}
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	if g.NumNodes() != n {
+		return false
+	}
+	c := make([]int, len(dims))
+	l := 0
+	for v := range n {
+		if g.Kind(v) != topology.Endpoint || g.NodeName(v) != topology.CoordString(c) {
+			return false
+		}
+		for i := range dims {
+			if g.CoordAt(v, i) != c[i] {
+				return false
+			}
+		}
+		stride := 1
+		for i, d := range dims {
+			if wrap[i] || c[i]+1 < d {
+				next := v + stride
+				if c[i]+1 == d {
+					next = v - (d-1)*stride
+				}
+				if l >= g.NumLinks() {
+					return false
+				}
+				lk := g.Link(l)
+				if int(lk.A) != v || int(lk.B) != next || int(lk.Dim) != i {
+					return false
+				}
+				l++
+			}
+			stride *= d
+		}
+		// The next coordinates, X fastest.
+		for i := range c {
+			if c[i]++; c[i] < dims[i] {
+				break
+			}
+			c[i] = 0
+		}
+	}
+	return l == g.NumLinks()
+}
+
 // fabricPieces are the parts of GET /api/fabric's answer that neither
 // failures nor jobs change, encoded once: per node its JSON up to its
 // coordinates (head) and from its level on (tail), per link up to its

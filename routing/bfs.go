@@ -140,7 +140,7 @@ func (r *Router) newLocalSet(s *scratch, relative bool) *localSet {
 			if s.open[v]&(1<<d) != 0 {
 				ls.nb[i*t.nd+d] = s.loc[t.nb[k]]
 			}
-			if ls.extra != nil {
+			if ls.extra != nil && c >= 0 {
 				ls.extra[i*t.nd+d] = r.star.extra[c]
 			}
 		}
@@ -426,7 +426,8 @@ func (b *bfsSearch) encode(w *bfsWorker, j int, a *automaton) routeEnc {
 // (it fills a rectangle of the torus without a failed link inside). Then
 // every rule gives each pair of set nodes a legal route as short as their
 // distance in the set's graph: per dimension, the short way round a whole
-// ring or the only way along a partial side, the directions taken in the
+// ring or the only way along a partial side or a mesh dimension, the
+// directions taken in the
 // rule's order, each dimension in one direction only. A shortest legal
 // route is then a shortest walk in the graph, and so is each of its
 // prefixes: a search vertex at node v deeper than v's first arrival is on
@@ -544,8 +545,9 @@ func (r *Router) buildBFS(s *scratch, tb *Table, o tableRun) error {
 	}
 	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s), tune: &r.tune}
 	// (every node active: the frame starts at 0, the numbering is by id
-	// as translatedNext needs)
-	if ls.n == r.t.nodes && ls.m == ls.n && ls.tix == nil && !slices.Contains(r.up, false) {
+	// as translatedNext needs; every dimension a ring, so translations
+	// are symmetries)
+	if ls.n == r.t.nodes && ls.m == ls.n && ls.tix == nil && r.t.rings && !slices.Contains(r.up, false) {
 		bs.translate = newTorusShift(r.t)
 	}
 	B := o.batch
@@ -648,8 +650,8 @@ func (bs *bfsSearch) orderNext(workers []*bfsWorker, exact bool) func(cur int, d
 	}
 }
 
-// translatedNext is orderNext on a whole fault-free torus with every
-// node active: the rule is the same at every node, so the distance from
+// translatedNext is orderNext on a whole fault-free torus (every
+// dimension a ring) with every node active: the rule is the same at every node, so the distance from
 // u to v is the distance from node 0 to v − u (coordinate-wise), and one
 // search gives every row. Nodes are scanned in id order (X fastest) with
 // v − u summed from one offset table per dimension; the scan stops at
@@ -734,7 +736,7 @@ func (r *Router) minimalSum(active, transit []int, workers int) (int, error) {
 	// unreachable source reported is the one with the smallest id
 	ls := r.newLocalSet(s, false)
 	bs := &bfsSearch{p: r.plan, ls: ls, geodesic: r.geodesicSet(s), tune: &r.tune}
-	if ls.n == r.t.nodes && ls.m == ls.n && !slices.Contains(r.up, false) {
+	if ls.n == r.t.nodes && ls.m == ls.n && r.t.rings && !slices.Contains(r.up, false) {
 		// a whole fault-free torus: every source sees the same distances
 		// (translated), so one search gives the sum
 		w := bs.newWorker()

@@ -114,7 +114,7 @@ func bruteForce(r *Router, active []int, inSet []bool) map[[2]int]int {
 					var prevCh int32 = -1
 					for k, d := range seq {
 						c := t.chAt(v, d)
-						if !r.up[c] {
+						if !live(r.up, c) {
 							ok = false
 							break
 						}
@@ -229,13 +229,15 @@ func randomScenario(t *testing.T, rng *rand.Rand, spec string, failFrac float64,
 	return g, order, active, transit, inSet
 }
 
-// TestBruteForceRG proves on small tori (≤ 3D, ≤ 4 per dimension) with
+// TestBruteForceRG proves on small tori (≤ 3D, ≤ 4 per dimension; some
+// dimensions meshes) with
 // random failed links and nodes, random direction orders and random sets,
 // for every rule, that a legal route exists iff RG has a path, that
 // Reachable agrees, and that BFS tables consist of shortest legal routes
 // and pass verification.
 func TestBruteForceRG(t *testing.T) {
-	specs := []string{"4", "3x4", "4x2", "2x2", "3x3", "2x3x2", "3x2x3", "4x4x2", "2x2x2", "4x3x2"}
+	specs := []string{"4", "3x4", "4x2", "2x2", "3x3", "2x3x2", "3x2x3", "4x4x2", "2x2x2", "4x3x2",
+		"4:mesh=X", "3x4:mesh=X", "2x2:mesh=X", "2x3x2:mesh=X,Z", "4x3x2:mesh=Z"}
 	if !testing.Short() {
 		specs = append(specs, "4x4x4", "3x3x3")
 	}

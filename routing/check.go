@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -18,17 +17,18 @@ import (
 // forgotten; only per-channel loads and dependencies, and one bit per
 // ordered pair of active nodes, are kept.
 
-// routerForFile rebuilds the network and rule a table file names, with
-// extra failures (lists as topology.Graph.ApplyFaults accepts).
-func routerForFile(dims []int, rules string, order, failedLinks, failedNodes []string, extraLinks, extraNodes string) (*Router, error) {
+// routerForFile rebuilds the network and rule a table file names (its
+// sizes, mesh dimensions by letter and failures), with extra failures
+// (lists as topology.Graph.ApplyFaults accepts).
+func routerForFile(dims []int, mesh []string, rules string, order, failedLinks, failedNodes []string, extraLinks, extraNodes string) (*Router, error) {
 	if err := checkDims(dims); err != nil {
 		return nil, fmt.Errorf("table file: %v", err)
 	}
-	parts := make([]string, len(dims))
-	for i, d := range dims {
-		parts[i] = strconv.Itoa(d)
+	wrap, err := meshFlags(mesh, len(dims))
+	if err != nil {
+		return nil, fmt.Errorf("table file: %v", err)
 	}
-	g, err := topology.Parse("torus:" + strings.Join(parts, "x"))
+	g, err := topology.Parse(topology.TorusSpec(dims, wrap))
 	if err != nil {
 		return nil, fmt.Errorf("table file: %v", err)
 	}
@@ -309,7 +309,7 @@ func checkCompact(br *bufio.Reader, extraLinks, extraNodes string, workers int) 
 		}
 		return nil, nil, &RecordError{Record: 0, What: "header", Msg: err.Error()}
 	}
-	r, err := routerForFile(h.Dims, h.Rules, h.Order, h.FailedLinks, h.FailedNodes, extraLinks, extraNodes)
+	r, err := routerForFile(h.Dims, h.Mesh, h.Rules, h.Order, h.FailedLinks, h.FailedNodes, extraLinks, extraNodes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -354,6 +354,11 @@ func (r *Router) VerifyJSON(tf *TableJSON) (*Report, error) {
 	if !slices.Equal(tf.Dims, r.t.dims) {
 		return nil, fmt.Errorf("table file: dims %v do not match the torus %v", tf.Dims, r.t.dims)
 	}
+	if wrap, err := meshFlags(tf.Mesh, len(tf.Dims)); err != nil {
+		return nil, fmt.Errorf("table file: %v", err)
+	} else if !slices.Equal(wrap, r.t.wrap) {
+		return nil, fmt.Errorf("table file: mesh dimensions [%s] do not match the torus's [%s]", topology.MeshLetters(wrap), topology.MeshLetters(r.t.wrap))
+	}
 	rule, err := ParseRule(tf.Rules)
 	if err != nil {
 		return nil, fmt.Errorf("table file: %v", err)
@@ -387,7 +392,7 @@ func (r *Router) VerifyJSON(tf *TableJSON) (*Report, error) {
 // dependencies have no cycle with a turn. A structurally corrupt file is
 // an error; everything else is reported as violations.
 func VerifyTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router, error) {
-	r, err := routerForFile(tf.Dims, tf.Rules, tf.Order, tf.FailedLinks, tf.FailedNodes, extraLinks, extraNodes)
+	r, err := routerForFile(tf.Dims, tf.Mesh, tf.Rules, tf.Order, tf.FailedLinks, tf.FailedNodes, extraLinks, extraNodes)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -39,6 +39,7 @@ const routesTrailer = "# end\n"
 // RoutesHeader is the JSON header line of a compact route file.
 type RoutesHeader struct {
 	Dims         []int    `json:"dims"`
+	Mesh         []string `json:"mesh,omitempty"` // mesh dimensions by letter, as in TableJSON
 	Rules        string   `json:"rules"`
 	Order        []string `json:"order,omitempty"`
 	Algo         string   `json:"algo,omitempty"`
@@ -62,7 +63,7 @@ const maxRunBytes = 1 << 16
 func (tb *Table) WriteRoutes(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	g := tb.Graph()
-	h := RoutesHeader{Dims: tb.r.t.dims, Rules: tb.Rule.Kind.String(), Order: strings.Split(tb.r.order.String(), ","), Algo: tb.Algo.String(),
+	h := RoutesHeader{Dims: tb.r.t.dims, Mesh: tb.r.t.meshLetters(), Rules: tb.Rule.Kind.String(), Order: strings.Split(tb.r.order.String(), ","), Algo: tb.Algo.String(),
 		Active: len(tb.Active), Transit: len(tb.Transit), Routes: int64(tb.NumRoutes()), Stats: &tb.Stats, DeadlockFree: tb.DeadlockFree}
 	for _, l := range g.FailedLinks() {
 		h.FailedLinks = append(h.FailedLinks, g.LinkName(l))
@@ -141,7 +142,7 @@ func WriteRoutesJSON(w io.Writer, tf *TableJSON) error {
 		// Every pair has at most one route (above), so some pair has none.
 		return fmt.Errorf("%d routes for %d ordered pairs of active nodes", len(tf.Routes), m*(m-1))
 	}
-	h := RoutesHeader{Dims: tf.Dims, Rules: tf.Rules, Order: tf.Order, Algo: tf.Algo, FailedLinks: tf.FailedLinks,
+	h := RoutesHeader{Dims: tf.Dims, Mesh: tf.Mesh, Rules: tf.Rules, Order: tf.Order, Algo: tf.Algo, FailedLinks: tf.FailedLinks,
 		FailedNodes: tf.FailedNodes, Active: m, Transit: len(transit), Routes: int64(len(tf.Routes)), Stats: tf.Stats,
 		DeadlockFree: tf.DeadlockFree, Cycle: tf.Cycle}
 	var bad error
@@ -318,6 +319,9 @@ func readRoutesHeader(c *crcReader) (*RoutesHeader, []int, []int, error) {
 		return nil, nil, nil, err
 	}
 	if err := checkDims(h.Dims); err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := meshFlags(h.Mesh, len(h.Dims)); err != nil {
 		return nil, nil, nil, err
 	}
 	nodes := 1

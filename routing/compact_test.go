@@ -179,6 +179,9 @@ func FuzzVerifyFile(f *testing.F) {
 	f.Add(compactBytes(f, tb))
 	f.Add(tableJSON(f, tb))
 	f.Add([]byte(`{"dims":[2,2],"rules":"angara","routes":[{"src":[0,0],"dst":[1,1],"dirs":["+Y","+X"]}]}`))
+	mixed := buildFor(f, "3x2:mesh=X", "", AngaraStar, "", "", BFS)
+	f.Add(compactBytes(f, mixed))
+	f.Add(tableJSON(f, mixed))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		VerifyFile(bytes.NewReader(b), "", "", 1)
 	})

@@ -18,8 +18,9 @@ import "slices"
 // projection is one cyclic interval, so the run is unique unless the set
 // covers the whole ring). Where the set covers the ring or two runs tie,
 // the active nodes' projection decides the same way; where that does not
-// decide either, the frame starts at 0. Each choice is a function of the
-// set's projections, so a translate's frame is the translated frame
+// decide either, the frame starts at 0. Along a mesh dimension the frame
+// starts at the set's smallest coordinate. Each choice is a function of
+// the set's projections, so a translate's frame is the translated frame
 // except in dimensions decided by 0.
 //
 // identity reports that every set node's coordinates are at or after the
@@ -50,6 +51,11 @@ func (r *Router) setFrame(s *scratch) (start []int, identity bool) {
 		}
 		if !ok {
 			st = 0
+		}
+		if !t.wrap[i] {
+			// a mesh dimension does not wrap: the frame starts at the
+			// set's first coordinate, which moves with the set
+			st = low
 		}
 		start[i] = st
 		// st is a coordinate of the set (or 0), so st ≤ low means st == low:

@@ -19,8 +19,9 @@ import (
 func TestGeodesicBoxes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 1))
 	compared, pruned := 0, 0
-	for trial := 0; trial < 60; trial++ {
-		spec := []string{"6x5", "8x4", "4x4x3", "5x3x4", "6x6x2", "3x2x3x2", "4x4x2x2"}[trial%7]
+	for trial := 0; trial < 77; trial++ {
+		spec := []string{"6x5", "8x4", "4x4x3", "5x3x4", "6x6x2", "3x2x3x2", "4x4x2x2",
+			"6x5:mesh=X", "4x4x3:mesh=Y", "6x6x2:mesh=X,Z", "3x2x3x2:mesh=Y,W"}[trial%11]
 		g := mustTorus(t, spec)
 		dims := g.Dims()
 		start, size := make([]int, len(dims)), make([]int, len(dims))
@@ -29,6 +30,9 @@ func TestGeodesicBoxes(t *testing.T) {
 			size[i] = 1 + rng.IntN(d)
 			if rng.IntN(3) == 0 {
 				size[i] = d
+			}
+			if !g.Wrap()[i] {
+				start[i] = rng.IntN(d - size[i] + 1) // a box never crosses a mesh end
 			}
 		}
 		box := boxNodes(dims, start, size)

@@ -18,7 +18,11 @@ import (
 // failed_links, failed_nodes and cycle are additions that let a check
 // rebuild the exact network and set.
 type TableJSON struct {
-	Dims         []int       `json:"dims"`
+	Dims []int `json:"dims"`
+	// Mesh names the dimensions that are meshes (no wrap link), by
+	// letter ("W", "U"); absent on a torus whose every dimension is a
+	// ring.
+	Mesh         []string    `json:"mesh,omitempty"`
 	Rules        string      `json:"rules"`
 	Routes       []RouteJSON `json:"routes"`
 	Stats        *Stats      `json:"stats"`
@@ -46,6 +50,9 @@ func (tb *Table) WriteJSON(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	bw.WriteString("{\n")
 	putJSONField(bw, "dims", tb.r.t.dims, false)
+	if m := tb.r.t.meshLetters(); m != nil {
+		putJSONField(bw, "mesh", m, false)
+	}
 	putJSONField(bw, "rules", tb.Rule.Kind.String(), false)
 	tb.writeJSONRoutes(bw)
 	tb.writeJSONTrailer(bw)
@@ -196,6 +203,9 @@ func ReadTableJSON(r io.Reader) (*TableJSON, error) {
 	if len(tf.Dims) == 0 || len(tf.Dims) > MaxDims {
 		return nil, fmt.Errorf("table file: dims must list 1..%d sizes", MaxDims)
 	}
+	if _, err := meshFlags(tf.Mesh, len(tf.Dims)); err != nil {
+		return nil, fmt.Errorf("table file: %v", err)
+	}
 	total := 1
 	for _, d := range tf.Dims {
 		if d < 2 || d > 1<<15 {
@@ -215,7 +225,7 @@ func ReadTableJSON(r io.Reader) (*TableJSON, error) {
 // format of docs/routing.md:
 //
 //	# icn node tables v1
-//	torus 4x4x2
+//	torus 4x4x2          (4x4x2:mesh=Z when Z is a mesh)
 //	rule angara*
 //	order +X,+Y,+Z,-X,-Y,-Z
 //	node 0.0.0
@@ -230,12 +240,8 @@ func ReadTableJSON(r io.Reader) (*TableJSON, error) {
 func (tb *Table) WriteNodeTables(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	g := tb.Graph()
-	parts := make([]string, len(g.Dims()))
-	for i, d := range g.Dims() {
-		parts[i] = strconv.Itoa(d)
-	}
 	fmt.Fprintf(bw, "# icn node tables v1: one section per source node, one line per destination\n")
-	fmt.Fprintf(bw, "torus %s\nrule %s\norder %s\n", strings.Join(parts, "x"), tb.Rule.Kind, tb.r.order)
+	fmt.Fprintf(bw, "torus %s\nrule %s\norder %s\n", strings.TrimPrefix(topology.TorusSpec(g.Dims(), g.Wrap()), "torus:"), tb.Rule.Kind, tb.r.order)
 	m := len(tb.Active)
 	var dirs []Dir
 	for a := 0; a < m; a++ {
@@ -266,7 +272,9 @@ func (tb *Table) WriteNodeTables(w io.Writer) error {
 
 // NodeTables is a parsed per-node table file.
 type NodeTables struct {
-	Dims   []int
+	Dims []int
+	// Wrap says per dimension whether it is a ring (false: a mesh).
+	Wrap   []bool
 	Rule   Rule
 	Routes []Route // Src/Dst are node ids of the torus (mixed radix, X fastest)
 }
@@ -334,10 +342,13 @@ func (p *nodeTablesParser) parseLine(f []string) error {
 	}
 }
 
-// parseTorus reads the "torus D1xD2…" header line.
+// parseTorus reads the "torus D1xD2…[:mesh=L,…]" header line.
 func (p *nodeTablesParser) parseTorus(f []string) error {
 	if p.g != nil || len(f) != 2 {
-		return fmt.Errorf("line %d: want one \"torus D1xD2…\" line", p.line)
+		return fmt.Errorf("line %d: want one \"torus D1xD2…[:mesh=L,…]\" line", p.line)
+	}
+	if _, opts, _ := strings.Cut(f[1], ":"); opts != "" && !strings.HasPrefix(strings.ToLower(opts), "mesh=") || strings.Count(f[1], ":") > 1 {
+		return fmt.Errorf("line %d: the torus line takes sizes and mesh= only, got %q", p.line, f[1])
 	}
 	g, err := topology.Parse("torus:" + f[1])
 	if err != nil {
@@ -347,7 +358,7 @@ func (p *nodeTablesParser) parseTorus(f []string) error {
 	if len(g.Dims()) > MaxDims {
 		return fmt.Errorf("line %d: at most %d dimensions", p.line, MaxDims)
 	}
-	p.nt.Dims = g.Dims()
+	p.nt.Dims, p.nt.Wrap = g.Dims(), g.Wrap()
 	return nil
 }
 

@@ -277,6 +277,8 @@ func FuzzReadTableJSON(f *testing.F) {
 	f.Add(tableJSON(f, tb))
 	f.Add([]byte(`{"dims":[2,2],"rules":"angara","routes":[{"src":[0,0],"dst":[1,1],"dirs":["+Y","+X"]}]}`))
 	f.Add([]byte(`{"dims":[3],"rules":"dor","routes":[],"active":[[0]]}`))
+	f.Add(tableJSON(f, buildFor(f, "3x2:mesh=Y", "0.0+X", AngaraStar, "", "", BFS)))
+	f.Add([]byte(`{"dims":[3,2],"mesh":["Y"],"rules":"dirbit","routes":[{"src":[0,1],"dst":[0,0],"dirs":["+Y"]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tf, err := ReadTableJSON(bytes.NewReader(b))
 		if err != nil {
@@ -302,6 +304,7 @@ func FuzzReadNodeTables(f *testing.F) {
 	}
 	f.Add(buf.String())
 	f.Add("torus 2x2\nrule angara*\norder +X,+Y,-X,-Y\nnode 0.0\n1.1 fs:+Y +X\n")
+	f.Add("torus 3x2:mesh=Y\nrule dirbit\nnode 0.1\n0.0 +Y\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		nt, err := ReadNodeTables(strings.NewReader(s))
 		if err != nil {

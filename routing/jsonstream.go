@@ -243,7 +243,7 @@ func checkJSONStream(f io.ReadSeeker, start int64, extraLinks, extraNodes string
 	if err != nil {
 		return nil, nil, fmt.Errorf("table file: not a valid table: %v", err)
 	}
-	r, err := routerForFile(h.Dims, h.Rules, h.Order, h.FailedLinks, h.FailedNodes, extraLinks, extraNodes)
+	r, err := routerForFile(h.Dims, h.Mesh, h.Rules, h.Order, h.FailedLinks, h.FailedNodes, extraLinks, extraNodes)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,7 +15,8 @@ import (
 func TestReachableWithHintsMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
 	straights, others := 0, 0
-	specs := []string{"4", "3x4", "4x2", "3x3", "2x3x2", "4x4x2", "4x3x2", "3x3x3"}
+	specs := []string{"4", "3x4", "4x2", "3x3", "2x3x2", "4x4x2", "4x3x2", "3x3x3",
+		"4:mesh=X", "4x3x2:mesh=Z", "3x3:mesh=X,Y"}
 	for _, spec := range specs {
 		for rep := 0; rep < 4; rep++ {
 			fail := []float64{0, 0.1, 0.25, 0.4}[rep]
@@ -48,6 +49,10 @@ func TestReachableWithHintsMatchesBruteForce(t *testing.T) {
 						r.putScratch(s)
 						if straight && want[p] < 0 {
 							t.Fatalf("%s: straightRoute found a route for %v, which has none", name, p)
+						}
+						if rep == 0 && !straight {
+							// the whole fault-free torus holds every straight route
+							t.Fatalf("%s: straightRoute found no route for %v", name, p)
 						}
 						if straight {
 							straights++

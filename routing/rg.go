@@ -7,7 +7,8 @@ import "fmt"
 // per positive direction, U_Dirbit^i per non-empty set of directions that
 // obeys the direction bits, U_LS^i per negative direction, U_end^i for the
 // Angara rules), and an edge joins U_X^i to U_Y^{i+D} when a packet with
-// history X at i may step in direction D over a live link and then has
+// history X at i may step in direction D over a live link (never across
+// the ends of a mesh dimension, where there is none) and then has
 // history Y; every history that may end a route has an edge to U_end^i.
 // A route from a to b exists iff RG has a path U_begin^a → U_end^b.
 //
@@ -65,7 +66,7 @@ func (rg *RoutingGraph) Succ(x int, buf []Edge) []Edge {
 	}
 	for k := a.tstart[q]; k < a.tstart[q+1]; k++ {
 		d := a.tdir[k]
-		if !r.up[r.t.chAt(v, d)] {
+		if !live(r.up, r.t.chAt(v, d)) {
 			continue
 		}
 		if a.tcond[k] && !r.condOK(v, q, d) {

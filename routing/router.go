@@ -315,7 +315,7 @@ func (r *Router) openMask(s *scratch, v int32) uint16 {
 	var mask uint16
 	base := int(v) * t.nd
 	for d := 0; d < t.nd; d++ {
-		if r.up[t.ch[base+d]] && s.setStamp[t.nb[base+d]] == s.setEpoch {
+		if live(r.up, t.ch[base+d]) && s.setStamp[t.nb[base+d]] == s.setEpoch {
 			mask |= 1 << d
 		}
 	}
@@ -627,8 +627,9 @@ func (r *Router) pairStep(s *scratch, u, q, dst int32, ep uint32) bool {
 // straightRoute reports whether the set marked in s holds one of the
 // direction-ordered routes from src to dst that move in each dimension
 // one way only, straight to the destination's coordinate (in the order of
-// the rule's direction ranks). Every rule allows these routes, so true
-// proves the pair reachable; false proves nothing.
+// the rule's direction ranks; along a mesh dimension the one way there
+// is). Every rule allows these routes, so true proves the pair reachable;
+// false proves nothing.
 func (r *Router) straightRoute(s *scratch, src, dst int) bool {
 	t := r.t
 	n := t.n
@@ -638,18 +639,22 @@ func (r *Router) straightRoute(s *scratch, src, dst int) bool {
 	var dirs [8]Dir
 	var steps [8]int
 	var diff [8]int // per dimension: + distance (0 when equal)
+	var way [8]int  // per mesh dimension: 1 when the destination lies on the − side
 	a, b := src, dst
 	for i, d := range t.dims {
 		diff[i] = ((b%d - a%d) + d) % d
+		if !t.wrap[i] && b%d < a%d {
+			way[i] = 1
+		}
 		a, b = a/d, b/d
 	}
 	for signs := 0; signs < 1<<n; signs++ {
 		k := 0
 		for i := 0; i < n; i++ {
 			neg := signs>>i&1 == 1
-			if diff[i] == 0 {
-				if neg {
-					k = -1 // each sign pattern once
+			if diff[i] == 0 || !t.wrap[i] && signs>>i&1 != way[i] {
+				if neg || diff[i] != 0 {
+					k = -1 // each sign pattern once; mesh dimensions one way
 					break
 				}
 				continue

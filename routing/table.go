@@ -421,7 +421,7 @@ func (r *Router) finishStats(s *scratch, tb *Table) {
 		for _, v := range list {
 			for d := 0; d < t.nd; d++ {
 				c := t.ch[int(v)*t.nd+d]
-				if r.up[c] && s.setStamp[t.nb[int(v)*t.nd+d]] == ep {
+				if live(r.up, c) && s.setStamp[t.nb[int(v)*t.nd+d]] == ep {
 					nc++
 					pimax = max(pimax, tb.loads[c])
 				}
@@ -549,7 +549,9 @@ func (r *Router) buildBaseline(s *scratch, tb *Table) error {
 }
 
 // boxExtent returns the first coordinate and the extent, per dimension, of
-// the rectangle the nodes fill, or an error if they do not fill one.
+// the rectangle the nodes fill, or an error if they do not fill one. A
+// rectangle wraps around rings, never across the ends of a mesh
+// dimension.
 func (t *torus) boxExtent(box []int32) (lo, size []int, err error) {
 	n := t.n
 	lo = make([]int, n)
@@ -571,7 +573,7 @@ func (t *torus) boxExtent(box []int32) (lo, size []int, err error) {
 		}
 		start := -1
 		for x := 0; x < t.dims[j]; x++ {
-			if seen[x] && !seen[(x-1+t.dims[j])%t.dims[j]] {
+			if seen[x] && (!t.wrap[j] && x == 0 || !seen[(x-1+t.dims[j])%t.dims[j]]) {
 				if start >= 0 {
 					return nil, nil, fmt.Errorf("the baseline algorithm needs a rectangle; the nodes are not contiguous in dimension %s", topology.DimName(j))
 				}
@@ -595,8 +597,8 @@ func (r *Router) checkBoxFaultFree(s *scratch, box []int32) error {
 	t := r.t
 	for _, v := range box {
 		for d := 0; d < t.nd; d++ {
-			c := t.ch[int(v)*t.nd+d]
-			if s.setStamp[t.nb[int(v)*t.nd+d]] == s.setEpoch && !r.up[c] {
+			c, w := t.ch[int(v)*t.nd+d], t.nb[int(v)*t.nd+d]
+			if w >= 0 && s.setStamp[w] == s.setEpoch && !r.up[c] {
 				return fmt.Errorf("the baseline algorithm handles fault-free rectangles only; link %s is failed", t.g.ChannelName(int(c)))
 			}
 		}
@@ -625,7 +627,7 @@ func (r *Router) storeBaselineRoutes(s *scratch, tb *Table, lo, size []int) erro
 			e = routeEnc{}
 			length := 0
 			for k := 0; k < t.n; k++ {
-				dir, steps := baselineStep(k, t.dims[k], size[k], lo[k], t.g.CoordAt(u, k), t.g.CoordAt(w, k), parity)
+				dir, steps := baselineStep(k, t.dims[k], size[k], lo[k], t.g.CoordAt(u, k), t.g.CoordAt(w, k), parity, t.wrap[k])
 				if steps == 0 {
 					continue
 				}
@@ -643,11 +645,12 @@ func (r *Router) storeBaselineRoutes(s *scratch, tb *Table, lo, size []int) erro
 }
 
 // baselineStep returns the direction and number of hops in dimension k
-// (ring of d nodes, of which the box spans size from lo) from coordinate cu
-// to cw: the shorter way round a full ring (ties by parity), the only way
-// inside a partial one. Zero steps means no move.
-func baselineStep(k, d, size, lo, cu, cw, parity int) (Dir, int) {
-	if size == d {
+// (ring of d nodes, or a mesh line if not wrap, of which the box spans
+// size from lo) from coordinate cu to cw: the shorter way round a full
+// ring (ties by parity), the only way inside a partial one or along a
+// line. Zero steps means no move.
+func baselineStep(k, d, size, lo, cu, cw, parity int, wrap bool) (Dir, int) {
+	if size == d && wrap {
 		delta := (cw - cu + d) % d
 		switch {
 		case delta == 0:

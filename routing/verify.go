@@ -9,6 +9,7 @@ import (
 
 	"github.com/icn-hpc/icn/internal/cdg"
 	"github.com/icn-hpc/icn/internal/par"
+	"github.com/icn-hpc/icn/topology"
 )
 
 // Violation is one failed check of a routing table.
@@ -163,7 +164,7 @@ func (r *Router) newLocal(set []int) *localChannels {
 	for i, v := range set {
 		for d := 0; d < t.nd; d++ {
 			lc.nb[i*t.nd+d] = -1
-			if r.up[t.ch[v*t.nd+d]] {
+			if live(r.up, t.ch[v*t.nd+d]) {
 				lc.nb[i*t.nd+d] = lc.index[t.nb[v*t.nd+d]]
 			}
 		}
@@ -368,7 +369,7 @@ func (rc *routeChecker) report(ws []*verifyWorker) *Report {
 	}
 	for i, v := range lc.set {
 		for d := 0; d < t.nd; d++ {
-			if r.up[t.ch[v*t.nd+d]] && rc.inSet[t.nb[v*t.nd+d]] {
+			if live(r.up, t.ch[v*t.nd+d]) && rc.inSet[t.nb[v*t.nd+d]] {
 				rep.Channels++
 				rep.Stats.PiMax = max(rep.Stats.PiMax, int(loads[i*t.nd+d]))
 			}
@@ -395,6 +396,9 @@ func (r *Router) checkRoute(w *verifyWorker, src, dst int, dirs []Dir, inSet []b
 			return bad("rule", "step %d: %s is not a direction of this torus", k+1, d)
 		}
 		c := t.chAt(v, d)
+		if c < 0 {
+			return bad("failed-link", "step %d: %s has no %s link (dimension %s is a mesh and ends there)", k+1, name(v), d, topology.DimName(d.Dim()))
+		}
 		if !r.up[c] {
 			return bad("failed-link", "step %d uses the failed link %s", k+1, t.g.LinkName(int(c)>>1))
 		}

@@ -7,7 +7,8 @@ import (
 )
 
 func BenchmarkGenerate(b *testing.B) {
-	for _, spec := range []string{"torus:32x32x32", "dragonfly:a=18,p=9,h=9", "fattree:m=40,n=3", "taihulight"} {
+	for _, spec := range []string{"torus:32x32x32", "dragonfly:a=18,p=9,h=9", "fattree:m=40,n=3", "taihulight",
+		"torus:16x16x16x12x2", "torus:24x23x24x2x3x2:mesh=W,U"} {
 		b.Run(spec, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := Parse(spec); err != nil {

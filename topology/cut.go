@@ -34,7 +34,10 @@ func EdgeConnectivity(g *Graph, o MetricsOptions) (int, bool, string) {
 	if delta == 1 {
 		return 1, true, "a connected network with a node of degree 1"
 	}
-	if !o.ForceGeneric && g.Shape().VertexTransitive && !g.HasFaults() {
+	if !o.ForceGeneric && plainGrid(g) && !g.HasFaults() {
+		return gridConnectivity(g), true, "closed form (product of rings and lines: λ(G□H) = min(δ(G)+δ(H), λ(G)·|H|, λ(H)·|G|))"
+	}
+	if !o.ForceGeneric && g.Shape().VertexTransitive && !g.HasFaults() && simple(g) {
 		return delta, true, "degree (vertex-transitive graph, Mader's theorem)"
 	}
 	if !o.ForceGeneric && torusFewFaults(g, delta) {
@@ -90,6 +93,52 @@ func EdgeConnectivity(g *Graph, o MetricsOptions) (int, bool, string) {
 		}
 	})
 	return int(best), true, "max-flow from a minimum-degree node to every node"
+}
+
+// gridConnectivity is the edge connectivity of a fault-free plain grid,
+// the Cartesian product of its dimensions: a ring (two links per node,
+// both to the one neighbour on a ring of 2) has λ = δ = 2, a line λ = δ =
+// 1, and λ(G□H) = min(δ(G)+δ(H), λ(G)·|H|, λ(H)·|G|) for connected G, H
+// of at least two nodes (Špacapan, 2008). Each term is a cut (a node's
+// links, a cut of G in every copy, a cut of H in every copy), and it is
+// not always the degree: torus:2x2:mesh=Y has degree 3 and connectivity 2.
+func gridConnectivity(g *Graph) int {
+	lam, delta, size := 0, 0, 1
+	for i, d := range g.Dims() {
+		if d < 2 {
+			continue // a single node: the product is unchanged
+		}
+		f := 1
+		if g.Wrap()[i] {
+			f = 2
+		}
+		if size == 1 {
+			lam, delta, size = f, f, d
+			continue
+		}
+		lam = min(delta+f, lam*d, f*size)
+		delta += f
+		size *= d
+	}
+	return lam
+}
+
+// simple reports whether g has no parallel links (Mader's theorem is
+// about simple graphs: a torus with a ring of 2 and a line of 2, two links
+// between the same pair of nodes, is vertex-transitive of degree 3 and
+// connectivity 2).
+func simple(g *Graph) bool {
+	seen := map[int]int{}
+	for v := range g.NumNodes() {
+		for _, c := range g.Out(v) {
+			w := g.Dst(int(c))
+			if w == v || seen[w] == v+1 {
+				return false
+			}
+			seen[w] = v + 1
+		}
+	}
+	return true
 }
 
 // torusFewFaults reports whether the failures of a plain torus (one ring
@@ -334,25 +383,8 @@ func closedBisection(g *Graph) (int, bool) {
 	n := g.NumNodes()
 	sh := g.Shape()
 	switch sh.Family {
-	case "torus", "mesh":
-		dims := g.Dims()
-		dmax := 0
-		for _, d := range dims {
-			dmax = max(dmax, d)
-		}
-		if len(dims) == 1 {
-			if sh.Family == "torus" {
-				return 2, true
-			}
-			return 1, true
-		}
-		if dmax%2 != 0 {
-			return 0, false
-		}
-		if sh.Family == "torus" {
-			return 2 * n / dmax, true
-		}
-		return n / dmax, true
+	case "torus", "mesh", "mixed":
+		return gridBisection(g)
 	case "hypercube":
 		return n / 2, true
 	case "complete":
@@ -363,6 +395,69 @@ func closedBisection(g *Graph) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// gridBisection is the bisection width of a fault-free plain grid when
+// a lower bound meets a straight cut. A straight cut across a dimension
+// of even size k splits the nodes in halves and cuts c·N/k links, c = 2
+// on a ring (it crosses it twice), 1 on a line. Lower bound: route every
+// ordered pair of nodes dimension by dimension, the short way round
+// rings (both ways, half each, at a tie). Dimension i then carries, on
+// its most loaded channel, L_i = (N/k)·k²/8 on a ring of even k,
+// (N/k)(k²−1)/8 of odd k, (N/k)⌊k²/4⌋ on a line (its middle channel). The
+// N²/4 pairs from one half to the other all cross a balanced cut, and a
+// cut link carries at most max L_i of them, so a cut has at least
+// ⌈N²/(4 max L_i)⌉ links: 2N/k for a ring of even k, N/k for a line of
+// even k. The width is exact when the best straight cut meets that bound
+// (always for a torus or a mesh whose largest dimension is even, and
+// Tofu's 24x23x24x2x3x2 with W, U meshes).
+func gridBisection(g *Graph) (int, bool) {
+	n := g.NumNodes()
+	dims, wrap := g.Dims(), g.Wrap()
+	if len(dims) == 1 {
+		if wrap[0] {
+			return 2, true
+		}
+		return 1, true
+	}
+	best := -1 // best straight cut
+	// the bound as a fraction num/den, compared exactly: N²/(4 L_i) over
+	// the dimension with the largest load (k < 2^15, N < 2^22)
+	bNum, bDen := int64(-1), int64(1)
+	for i, k := range dims {
+		if k < 2 {
+			continue
+		}
+		c, kk := int64(2), int64(k)
+		if !wrap[i] {
+			c = 1
+		}
+		if k%2 == 0 {
+			if w := int(c) * n / k; best < 0 || w < best {
+				best = w
+			}
+		}
+		// N²/(4 L_i) = N·num/den
+		var num, den int64
+		switch {
+		case wrap[i] && k%2 == 0:
+			num, den = 2, kk
+		case wrap[i]:
+			num, den = 2*kk, kk*kk-1
+		case k%2 == 0:
+			num, den = 1, kk
+		default:
+			num, den = kk, kk*kk-1
+		}
+		if bNum < 0 || num*bDen < bNum*den {
+			bNum, bDen = num, den
+		}
+	}
+	if best < 0 || bNum < 0 {
+		return 0, false
+	}
+	lb := (int64(n)*bNum + bDen - 1) / bDen
+	return best, int64(best) == lb
 }
 
 // cutSize counts live links between the two sides (side[v] in {0,1}).

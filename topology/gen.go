@@ -30,8 +30,8 @@ var builtinFamilies = []Family{
 	{Name: "mesh", Usage: "mesh:AxBx…[:endpoints=E]",
 		Help:  "n-dimensional mesh",
 		Build: buildMesh},
-	{Name: "torus", Usage: "torus:AxBx…[:rings=R1,R2,…][:steps=S1/S2/…][:endpoints=E]",
-		Help:  "n-dimensional torus; parallel rings per dimension, multiring dimensions, end nodes per switch",
+	{Name: "torus", Usage: "torus:AxBx…[:mesh=L,L…][:rings=R1,R2,…][:steps=S1/S2/…][:endpoints=E]",
+		Help:  "n-dimensional torus; mesh dimensions (letters X Y Z W V U, no wrap link), parallel rings per dimension, multiring dimensions, end nodes per switch",
 		Build: buildTorus},
 	{Name: "multiring", Usage: "multiring:N:s1,s2,…",
 		Help:  "circulant graph: duplex rings ±s on N nodes",
@@ -355,43 +355,125 @@ func parseGrid(a string, wrap bool) (*Graph, error) {
 	if len(parts) == 2 {
 		allowed := []string{"endpoints"}
 		if wrap {
-			allowed = append(allowed, "rings", "steps")
+			allowed = append(allowed, "mesh", "rings", "steps")
 		}
 		p, err := kv(parts[1], allowed...)
 		if err != nil {
 			return nil, err
 		}
-		if s, ok := p["endpoints"]; ok {
-			if o.Endpoints, err = parseInt(s, "endpoints", 0, 1024); err != nil {
-				return nil, err
-			}
-		}
-		if s, ok := p["rings"]; ok {
-			if o.Rings, err = intList(s, "rings", 1, 64); err != nil {
-				return nil, err
-			}
-			if len(o.Rings) != len(dims) {
-				return nil, fmt.Errorf("rings lists %d values for %d dimensions", len(o.Rings), len(dims))
-			}
-		}
-		if s, ok := p["steps"]; ok {
-			if _, both := p["rings"]; both {
-				return nil, fmt.Errorf("give rings or steps, not both")
-			}
-			per := strings.Split(s, "/")
-			if len(per) != len(dims) {
-				return nil, fmt.Errorf("steps lists %d dimensions (separate them with '/') for %d dimensions", len(per), len(dims))
-			}
-			for i, ps := range per {
-				st, err := parseSteps(ps, dims[i])
-				if err != nil {
-					return nil, fmt.Errorf("dimension %s: %v", DimName(i), err)
-				}
-				o.Steps = append(o.Steps, st)
-			}
+		if o, err = gridOpts(p, dims); err != nil {
+			return nil, err
 		}
 	}
 	return Grid(dims, wrap, o)
+}
+
+// gridOpts reads the options of a torus or mesh spec for the given sizes.
+func gridOpts(p map[string]string, dims []int) (GridOpts, error) {
+	var o GridOpts
+	var err error
+	if s, ok := p["endpoints"]; ok {
+		if o.Endpoints, err = parseInt(s, "endpoints", 0, 1024); err != nil {
+			return o, err
+		}
+	}
+	if s, ok := p["mesh"]; ok {
+		if o.Mesh, err = parseMeshDims(s, len(dims)); err != nil {
+			return o, err
+		}
+	}
+	if s, ok := p["rings"]; ok {
+		if o.Rings, err = intList(s, "rings", 1, 64); err != nil {
+			return o, err
+		}
+		if len(o.Rings) != len(dims) {
+			return o, fmt.Errorf("rings lists %d values for %d dimensions", len(o.Rings), len(dims))
+		}
+	}
+	if s, ok := p["steps"]; ok {
+		if _, both := p["rings"]; both {
+			return o, fmt.Errorf("give rings or steps, not both")
+		}
+		per := strings.Split(s, "/")
+		if len(per) != len(dims) {
+			return o, fmt.Errorf("steps lists %d dimensions (separate them with '/') for %d dimensions", len(per), len(dims))
+		}
+		for i, ps := range per {
+			st, err := parseSteps(ps, dims[i])
+			if err != nil {
+				return o, fmt.Errorf("dimension %s: %v", DimName(i), err)
+			}
+			if o.Mesh != nil && o.Mesh[i] && (len(st) != 1 || st[0] != 1) {
+				return o, fmt.Errorf("dimension %s is a mesh: steps other than 1 apply to ring dimensions only", DimName(i))
+			}
+			o.Steps = append(o.Steps, st)
+		}
+	}
+	return o, nil
+}
+
+// parseMeshDims parses the dimension letters of "mesh=W,U" for a torus
+// of n dimensions into per-dimension flags.
+func parseMeshDims(s string, n int) ([]bool, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("mesh: empty list (name dimensions by letter: X, Y, Z, W, V, U)")
+	}
+	mesh := make([]bool, n)
+	for _, tok := range strings.Split(s, ",") {
+		l := strings.TrimSpace(tok)
+		i := -1
+		if len(l) == 1 {
+			i = strings.IndexByte(dimLetters, strings.ToUpper(l)[0])
+		}
+		switch {
+		case l == "":
+			return nil, fmt.Errorf("mesh: empty item in %q", s)
+		case i < 0:
+			return nil, fmt.Errorf("mesh: unknown dimension %q (want letters X, Y, Z, W, V, U)", l)
+		case i >= n:
+			return nil, fmt.Errorf("mesh: the torus has %d dimensions (%s), no dimension %s", n, dimList(n), DimName(i))
+		case mesh[i]:
+			return nil, fmt.Errorf("mesh: dimension %s named twice", DimName(i))
+		}
+		mesh[i] = true
+	}
+	return mesh, nil
+}
+
+// dimList names the first n dimensions: "X, Y, Z".
+func dimList(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = DimName(i)
+	}
+	return strings.Join(names, ", ")
+}
+
+// MeshLetters returns the letters of the dimensions that do not wrap
+// ("W,U"), or "" when every dimension wraps: the value of a torus spec's
+// mesh= option.
+func MeshLetters(wrap []bool) string {
+	var l []string
+	for i, w := range wrap {
+		if !w {
+			l = append(l, DimName(i))
+		}
+	}
+	return strings.Join(l, ",")
+}
+
+// TorusSpec returns the spec of the plain torus of the given sizes whose
+// dimensions wrap as wrap says: "torus:4x4x2", "torus:4x4x2:mesh=Z".
+func TorusSpec(dims []int, wrap []bool) string {
+	s := make([]string, len(dims))
+	for i, d := range dims {
+		s[i] = strconv.Itoa(d)
+	}
+	spec := "torus:" + strings.Join(s, "x")
+	if m := MeshLetters(wrap); m != "" {
+		spec += ":mesh=" + m
+	}
+	return spec
 }
 
 // GridOpts are the options of Grid.
@@ -399,9 +481,13 @@ type GridOpts struct {
 	Rings     []int   // parallel duplex rings per dimension (default 1)
 	Steps     [][]int // per dimension multiring steps (default {1}); excludes Rings
 	Endpoints int     // end nodes per switch; 0 = direct network
+	// Mesh, if set, lists per dimension whether that dimension of a torus
+	// is a mesh (no wrap link); a mesh (wrap false) ignores it.
+	Mesh []bool
 }
 
-// Grid builds an n-dimensional torus (wrap) or mesh. Node ids are
+// Grid builds an n-dimensional torus (wrap), a torus whose dimensions
+// o.Mesh names are meshes, or a mesh. Node ids are
 // mixed-radix coordinates with X fastest. In a direct network (Endpoints =
 // 0) nodes are endpoints named by coordinates ("1.0.3"); otherwise they are
 // switches and each carries Endpoints end nodes named "1.0.3/0", "1.0.3/1", …
@@ -409,11 +495,22 @@ type GridOpts struct {
 //
 // Ports: dimension i, ring copy k (or step k) uses port base_i+2k+1 for the
 // positive direction and base_i+2k+2 for the negative one, base_i being the
-// ports of the dimensions before i; end nodes follow. In a torus every node
-// has both a +d and a −d link per ring even when the size is 2 (the two
-// neighbours coincide), so a node always has 2n ring ports.
+// ports of the dimensions before i; end nodes follow. In a ring dimension
+// every node has both a +d and a −d link per ring even when the size is 2
+// (the two neighbours coincide); a mesh dimension has no wrap link, so its
+// two nodes of a size-2 dimension share one link. Ports exist for every
+// direction at every node, so a port means the same direction everywhere.
 func Grid(dims []int, wrap bool, o GridOpts) (*Graph, error) {
 	nd := len(dims)
+	if o.Mesh != nil && len(o.Mesh) != nd {
+		return nil, fmt.Errorf("mesh lists %d flags for %d dimensions", len(o.Mesh), nd)
+	}
+	wraps := make([]bool, nd)
+	allWrap := true
+	for i := range wraps {
+		wraps[i] = wrap && (o.Mesh == nil || !o.Mesh[i])
+		allWrap = allWrap && wraps[i]
+	}
 	total := 1
 	for _, d := range dims {
 		total *= d
@@ -431,16 +528,16 @@ func Grid(dims []int, wrap bool, o GridOpts) (*Graph, error) {
 		kind = Switch
 	}
 	b := NewBuilder("")
-	addGridNodes(b, dims, total, wrap, kind)
-	connectRings(b, dims, wrap, copies, base)
+	addGridNodes(b, dims, total, wraps, kind)
+	connectRings(b, dims, wraps, copies, base)
 	addGridEndpoints(b, dims, o.Endpoints, base[nd])
 	if o.Endpoints == 0 {
-		b.SetShape(gridShape(total, wrap, o))
+		b.SetShape(gridShape(dims, wraps, o))
 	}
 	for v := 0; v < total; v++ {
 		// Ring ports exist even where a mesh has no neighbour, so port
 		// numbers mean the same direction on every node.
-		if kind == Switch || !wrap {
+		if kind == Switch || !allWrap {
 			b.nport[v] = uint16(base[nd] + o.Endpoints)
 		}
 	}
@@ -468,12 +565,8 @@ func ringCopies(dims []int, o GridOpts) [][]int {
 
 // addGridNodes adds one node of the given kind per coordinate, in
 // encoding order.
-func addGridNodes(b *Builder, dims []int, total int, wrap bool, kind Kind) {
-	wrapFlags := make([]bool, len(dims))
-	for i := range wrapFlags {
-		wrapFlags[i] = wrap
-	}
-	b.SetDims(dims, wrapFlags)
+func addGridNodes(b *Builder, dims []int, total int, wrap []bool, kind Kind) {
+	b.SetDims(dims, wrap)
 	c := make([]int, len(dims))
 	for v := 0; v < total; v++ {
 		decode(v, dims, c)
@@ -482,17 +575,17 @@ func addGridNodes(b *Builder, dims []int, total int, wrap bool, kind Kind) {
 }
 
 // connectRings links every node to its neighbour s further along each
-// dimension for every ring copy of step s (a mesh drops the wrapping
-// links); copy k of dimension i uses ports base[i]+2k+1 (out) and
-// base[i]+2k+2 (in).
-func connectRings(b *Builder, dims []int, wrap bool, copies [][]int, base []int) {
+// dimension for every ring copy of step s (a mesh dimension drops the
+// wrapping links); copy k of dimension i uses ports base[i]+2k+1 (out)
+// and base[i]+2k+2 (in).
+func connectRings(b *Builder, dims []int, wrap []bool, copies [][]int, base []int) {
 	c := make([]int, len(dims))
 	nb := make([]int, len(dims))
 	for v := range b.kinds {
 		decode(v, dims, c)
 		for i := range dims {
 			for k, s := range copies[i] {
-				if !wrap && c[i]+s >= dims[i] {
+				if !wrap[i] && c[i]+s >= dims[i] {
 					continue
 				}
 				copy(nb, c)
@@ -518,15 +611,33 @@ func addGridEndpoints(b *Builder, dims []int, e, firstPort int) {
 	}
 }
 
-// gridShape describes a direct grid: a plain torus is vertex-transitive,
-// and a single node is too.
-func gridShape(total int, wrap bool, o GridOpts) Shape {
-	sh := Shape{VertexTransitive: wrap}
-	if o.Steps == nil && o.Rings == nil {
-		sh.Family = map[bool]string{true: "torus", false: "mesh"}[wrap]
+// gridShape describes a direct grid: "torus" when every dimension wraps,
+// "mesh" when none does, "mixed" otherwise (plain instances only: one
+// ring of step 1 per dimension). It is vertex-transitive when every mesh
+// dimension has at most 2 nodes: rings, single links and single nodes
+// are, and so is their Cartesian product.
+func gridShape(dims []int, wrap []bool, o GridOpts) Shape {
+	sh := Shape{VertexTransitive: true}
+	rings, lines := 0, 0
+	for i, w := range wrap {
+		if w {
+			rings++
+		} else {
+			lines++
+			if dims[i] > 2 {
+				sh.VertexTransitive = false
+			}
+		}
 	}
-	if !wrap && total == 1 {
-		sh.VertexTransitive = true
+	if o.Steps == nil && o.Rings == nil {
+		switch {
+		case lines == 0:
+			sh.Family = "torus"
+		case rings == 0:
+			sh.Family = "mesh"
+		default:
+			sh.Family = "mixed"
+		}
 	}
 	return sh
 }

@@ -126,7 +126,9 @@ type Graph struct {
 type Shape struct {
 	// Family is "torus", "mesh", "hypercube", "complete", "star", "tree"
 	// for plain instances of those families (one ring per dimension, no
-	// end nodes), else "".
+	// end nodes), "mixed" for a plain torus some of whose dimensions are
+	// meshes (Graph.Wrap says which), else "". A torus whose dimensions
+	// are all meshes is a "mesh".
 	Family string
 	// VertexTransitive is true when every node looks the same (tori,
 	// hypercubes, complete graphs, multirings): one BFS gives all
@@ -429,9 +431,12 @@ func CoordString(c []int) string {
 
 func coordKey(c []int) string { return CoordString(c) }
 
+// dimLetters name the first six dimensions.
+const dimLetters = "XYZWVU"
+
 // DimName names dimension i: X, Y, Z, W, V, U, then D6, D7, ...
 func DimName(i int) string {
-	const names = "XYZWVU"
+	const names = dimLetters
 	if i >= 0 && i < len(names) {
 		return names[i : i+1]
 	}
@@ -442,7 +447,7 @@ func DimName(i int) string {
 func DimIndex(s string) int {
 	s = strings.ToUpper(s)
 	if len(s) == 1 {
-		if i := strings.IndexByte("XYZWVU", s[0]); i >= 0 {
+		if i := strings.IndexByte(dimLetters, s[0]); i >= 0 {
 			return i
 		}
 	}

@@ -12,6 +12,7 @@ var roundTripSpecs = []string{
 	"torus:4x3x2", "mesh:3x3", "hypercube:3", "ring:2", "torus:3x3:rings=2,1", "torus:3x2:endpoints=2",
 	"fattree:k=2,n=3", "dragonfly:a=3,p=2,h=1", "multiring:9:1,3", "complete:5", "star:4", "tree:7",
 	"pft:radix=6,levels=2,endpoints=12,up=2", "twolevel:groups=3,size=2", "torus:5x4:steps=1,2/1",
+	"torus:4x3x2:mesh=Z", "torus:3x2x2x2:mesh=Y,W", "torus:4x2:mesh=x:endpoints=1", "torus:3x3:mesh=Y:rings=1,2",
 }
 
 func TestJSONRoundTrip(t *testing.T) {
@@ -249,6 +250,9 @@ func FuzzParseSpec(f *testing.F) {
 		f.Add(s)
 	}
 	f.Add("torus:32x32x16:rings=4,4,2")
+	f.Add("torus:6x5x6x2x3x2:mesh=W,U")
+	f.Add("torus:4x4x2:mesh=V")
+	f.Add("torus:4x4x2:mesh=Z,z")
 	f.Add("dragonfly:a=2,p=1,h=1")
 	f.Fuzz(func(t *testing.T, spec string) {
 		if strings.HasPrefix(spec, "file:") {

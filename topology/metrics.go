@@ -215,6 +215,9 @@ func Distances(g *Graph, o MetricsOptions) DistanceStats {
 	if !o.ForceGeneric && g.Shape().VertexTransitive && !g.HasFaults() && g.Direct() {
 		return oneSourceDistances(g, terms)
 	}
+	if !o.ForceGeneric && plainGrid(g) && !g.HasFaults() {
+		return gridDistances(g)
+	}
 	if !o.ForceGeneric && g.HasFaults() {
 		if st, ok := translationDistances(g, terms, o); ok {
 			return st
@@ -258,6 +261,49 @@ func oneSourceDistances(g *Graph, terms []int) DistanceStats {
 	}
 	st.Average = float64(sum) / float64(len(terms)-1)
 	st.Exact, st.Method = true, "one BFS (vertex-transitive)"
+	return st
+}
+
+// plainGrid reports whether g is a plain torus, mesh or torus with mesh
+// dimensions (one ring or line of step 1 per dimension, no end nodes).
+func plainGrid(g *Graph) bool {
+	switch g.Shape().Family {
+	case "torus", "mesh", "mixed":
+		return true
+	}
+	return false
+}
+
+// gridDistances measures a fault-free plain grid in closed form: it is
+// the Cartesian product of its dimensions (rings and lines), so the
+// distance between two nodes is the sum of the distances of their
+// coordinates, the diameter the sum of the dimensions' diameters, and the
+// sum over ordered pairs Σ_i (N/k_i)²·S_i, S_i the sum over ordered pairs
+// of dimension i (k³/4 on a ring of even k, k(k²−1)/4 of odd k, (k³−k)/3
+// on a line).
+func gridDistances(g *Graph) DistanceStats {
+	dims, wrap := g.Dims(), g.Wrap()
+	n := float64(g.NumNodes())
+	st := DistanceStats{Terminals: g.NumNodes(), Exact: true, Method: "closed form (product of rings and lines)"}
+	var avg float64
+	for i, d := range dims {
+		k := float64(d)
+		var s float64
+		switch {
+		case !wrap[i]:
+			st.Diameter += d - 1
+			s = (k*k*k - k) / 3
+		case d%2 == 0:
+			st.Diameter += d / 2
+			s = k * k * k / 4
+		default:
+			st.Diameter += d / 2
+			s = k * (k*k - 1) / 4
+		}
+		// (N/k)²·S over N(N−1) ordered pairs of distinct nodes
+		avg += n / (k * k) * s / (n - 1)
+	}
+	st.Average = avg
 	return st
 }
 

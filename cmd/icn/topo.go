@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/icn-hpc/icn/internal/cli"
@@ -82,12 +84,39 @@ func runTopoShow(_ context.Context, o topoShowOptions, w io.Writer) error {
 	bar.Done()
 	res := struct {
 		Spec string `json:"spec"`
+		// Dims and Wrap are the coordinate extents and, per dimension,
+		// whether it is a ring (true) or a mesh line (false).
+		Dims []int  `json:"dims,omitempty"`
+		Wrap []bool `json:"wrap,omitempty"`
 		topology.Metrics
 		Seconds float64 `json:"seconds"`
-	}{o.topo.spec, m, time.Since(start).Seconds()}
+	}{o.topo.spec, g.Dims(), g.Wrap(), m, time.Since(start).Seconds()}
 	return o.out.print(w, res, func(w io.Writer) error {
-		return writeMetrics(w, o.topo.spec, m)
+		return writeMetrics(w, o.topo.spec, g, m)
 	})
+}
+
+// dimsRow describes the coordinate dimensions of g for `icn topo show`:
+// "24x23x24x2x3x2" and which dimensions are rings and which meshes.
+func dimsRow(g *topology.Graph) (string, string) {
+	dims := make([]string, len(g.Dims()))
+	var rings, lines []string
+	for i, d := range g.Dims() {
+		dims[i] = strconv.Itoa(d)
+		if g.Wrap()[i] {
+			rings = append(rings, topology.DimName(i))
+		} else {
+			lines = append(lines, topology.DimName(i))
+		}
+	}
+	var how []string
+	if len(rings) > 0 {
+		how = append(how, "torus (wrap) "+strings.Join(rings, " "))
+	}
+	if len(lines) > 0 {
+		how = append(how, "mesh (no wrap) "+strings.Join(lines, " "))
+	}
+	return strings.Join(dims, "x"), strings.Join(how, "; ")
 }
 
 // topoExportOptions are the flags of `icn topo export`; topo.spec is the
@@ -303,7 +332,7 @@ func runTopoEmbed(_ context.Context, o topoEmbedOptions, w io.Writer) error {
 	})
 }
 
-func writeMetrics(w io.Writer, spec string, m topology.Metrics) error {
+func writeMetrics(w io.Writer, spec string, g *topology.Graph, m topology.Metrics) error {
 	label := func(exact bool, method string) string {
 		if exact {
 			return "exact: " + method
@@ -316,6 +345,10 @@ func writeMetrics(w io.Writer, spec string, m topology.Metrics) error {
 	}
 	t := cli.NewTable("METRIC", "VALUE", "HOW")
 	t.Row("network", spec, "")
+	if g != nil && g.HasCoords() {
+		dims, how := dimsRow(g)
+		t.Row("dimensions", dims, how)
+	}
 	t.Row("nodes", m.Nodes, fmt.Sprintf("%d endpoints, %d switches", m.Endpoints, m.Switches))
 	t.Row("links", m.Links, fmt.Sprintf("%d out of service, %d failed nodes", m.FailedLinks, m.FailedNodes))
 	t.Row("degree", fmt.Sprintf("%d..%d", m.DegreeMin, m.DegreeMax), "links per live node")

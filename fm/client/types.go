@@ -47,6 +47,15 @@ const (
 	RouteBroken RouteState = "broken"
 	// RouteMigrated: placed anew on other nodes.
 	RouteMigrated RouteState = "migrated"
+	// RoutePending: placed with its nodes, its verified table not built
+	// yet: the table did not fit in what the placement budget left after
+	// the node selection, and the service builds and verifies it after
+	// the answer (one job at a time, again after a restart). The job
+	// then becomes RouteOriginal (RoutingNext after a migration), or
+	// RouteBroken if a failure meanwhile left a pair of its active nodes
+	// without a legal route. A job must not start while its table is
+	// pending (the Slurm agent keeps it held).
+	RoutePending RouteState = "pending"
 )
 
 // JobRecord is a job placed by the service.
@@ -67,11 +76,20 @@ type JobRecord struct {
 	Released     *time.Time         `json:"released,omitempty"`
 	Reachable    bool               `json:"reachable"`
 	Routing      RouteState         `json:"routing,omitempty"`
-	Problem      string             `json:"problem,omitempty"`
-	Unreachable  *[2]string         `json:"unreachable,omitempty"`
+	// RoutingNext is the routing state a job whose table is pending
+	// takes once the table is verified ("": RouteOriginal).
+	RoutingNext RouteState `json:"routing_next,omitempty"`
+	Problem     string     `json:"problem,omitempty"`
+	Unreachable *[2]string `json:"unreachable,omitempty"`
 	// Selection says how the node set was chosen (absent in records
 	// written before it was kept).
 	Selection *Selection `json:"selection,omitempty"`
+	// StoredRoutes, in memory only, are Table's routes encoded as the
+	// store keeps them (store.EncodeRoutes) when Table holds no routes
+	// of its own: the service keeps running jobs' tables so (a 2 048-node
+	// job's 4.2 million routes take 30 MB encoded, 300 MB decoded). A
+	// table with routes is the table whatever StoredRoutes holds.
+	StoredRoutes []byte `json:"-"`
 	// Replayed is set on the answer to a repeated request id: the job
 	// was placed by the first request with that id (RequestID).
 	Replayed bool `json:"replayed,omitempty"`
@@ -146,6 +164,37 @@ type FabricView struct {
 	// says why not.
 	Jobs   bool   `json:"jobs"`
 	NoJobs string `json:"no_jobs,omitempty"`
+}
+
+// FabricGrid is GET /api/fabric?compact=1 on a plain grid: a torus or
+// mesh (one ring of step 1 per dimension, no end nodes) whose nodes and
+// links follow from Dims and Wrap. Node v has the coordinates of v in
+// mixed radix (X fastest) and is named by them ("3.0.12"); the links are
+// numbered node by node and, within a node, dimension by dimension: from
+// node v along dimension i to the next node in that dimension (none from
+// a mesh dimension's last node), named "<v's name>+X" and so on. The
+// answer leaves the node and link lists out and gives the job holding
+// each node and the failed nodes' and links' ids; on any other fabric
+// GET /api/fabric?compact=1 answers as GET /api/fabric.
+type FabricGrid struct {
+	Spec string `json:"spec"`
+	Dims []int  `json:"dims"`
+	// Wrap says per dimension whether it wraps around (false: a mesh
+	// dimension).
+	Wrap []bool `json:"wrap"`
+	// Grid is always true (a FabricView has no such field).
+	Grid bool `json:"grid"`
+	// NodeJobs gives per node id the job holding it (0: none).
+	NodeJobs      []int `json:"node_jobs"`
+	FailedNodeIDs []int `json:"failed_node_ids"`
+	// FailedLinkIDs are the links down: those failed and those of
+	// failed nodes.
+	FailedLinkIDs []int    `json:"failed_link_ids"`
+	FailedLinks   []string `json:"failed_links"`
+	FailedNodes   []string `json:"failed_nodes"`
+	Rules         string   `json:"rules"`
+	Jobs          bool     `json:"jobs"`
+	NoJobs        string   `json:"no_jobs,omitempty"`
 }
 
 // NodeView is one node.
@@ -347,5 +396,6 @@ type ServiceStats struct {
 	FailedNodes   int
 	JobsRunning   int
 	JobsBroken    int
+	JobsPending   int // running jobs whose table is pending
 	NodesBusy     int
 }

@@ -54,7 +54,11 @@ func checkRecords(kv kvTx) error {
 		}
 		if !legacy && j.Table != nil {
 			withTable[j.ID] = true
-			return t.attachRoutes(&j)
+			data, err := t.storedRoutes(&j)
+			if err != nil {
+				return err
+			}
+			return CheckRoutes(data, len(j.Table.Active))
 		}
 		return nil
 	}); err != nil {

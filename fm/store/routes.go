@@ -79,38 +79,13 @@ func EncodeRoutes(tf *routing.TableJSON) ([]byte, error) {
 // tf's active nodes into tf.Routes; coordinates and step lists are
 // shared between routes.
 func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
-	bad := func(what string) error { return fmt.Errorf("stored routes damaged: %s", what) }
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)) {
-		return bad("route count")
-	}
-	b = b[k:]
-	routes := make([]routing.RouteJSON, n)
+	var routes []routing.RouteJSON
 	// Step lists shared by their run bytes: up to 7 run bytes (most
 	// routes) packed with their count into one word, longer ones by
 	// string.
 	short := map[uint64][]string{}
 	shared := map[string][]string{}
-	src, dst := 0, 0
-	for i := range routes {
-		ds, k1 := binary.Varint(b)
-		if k1 <= 0 {
-			return bad("source")
-		}
-		dd, k2 := binary.Varint(b[k1:])
-		if k2 <= 0 {
-			return bad("destination")
-		}
-		src, dst = src+int(ds), dst+int(dd)
-		if src < 0 || src >= len(tf.Active) || dst < 0 || dst >= len(tf.Active) {
-			return bad(fmt.Sprintf("route %d joins node indices %d and %d of %d", i, src, dst, len(tf.Active)))
-		}
-		b = b[k1+k2:]
-		if len(b) == 0 || int(b[0])+1 > len(b) {
-			return bad(fmt.Sprintf("route %d steps", i))
-		}
-		runs := b[1 : 1+int(b[0])]
-		b = b[1+int(b[0]):]
+	err := walkRoutes(b, len(tf.Active), func(n int) { routes = make([]routing.RouteJSON, 0, n) }, func(src, dst int, runs []byte) {
 		var l []string
 		var ok bool
 		key := uint64(len(runs)) << 56
@@ -124,12 +99,8 @@ func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
 		}
 		if !ok {
 			for _, x := range runs {
-				d := int(x >> 4)
-				if d >= len(dirNames) {
-					return bad(fmt.Sprintf("route %d: direction %d", i, d))
-				}
 				for range int(x&15) + 1 {
-					l = append(l, dirNames[d])
+					l = append(l, dirNames[x>>4])
 				}
 			}
 			if l == nil {
@@ -141,12 +112,64 @@ func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
 				shared[string(runs)] = l
 			}
 		}
-		routes[i] = routing.RouteJSON{Src: tf.Active[src], Dst: tf.Active[dst], Dirs: l}
+		routes = append(routes, routing.RouteJSON{Src: tf.Active[src], Dst: tf.Active[dst], Dirs: l})
+	})
+	if err != nil {
+		return err
+	}
+	tf.Routes = routes
+	return nil
+}
+
+// CheckRoutes checks routes that EncodeRoutes wrote for a table of
+// active nodes as DecodeRoutes does, without decoding them (the whole
+// file check of a store whose jobs hold millions of routes).
+func CheckRoutes(b []byte, active int) error {
+	return walkRoutes(b, active, func(int) {}, func(int, int, []byte) {})
+}
+
+// walkRoutes checks the encoded routes b of a table of active nodes and
+// calls start with their count, then route with each route's source and
+// destination (indices into the active nodes) and run bytes (valid
+// directions).
+func walkRoutes(b []byte, active int, start func(n int), route func(src, dst int, runs []byte)) error {
+	bad := func(what string) error { return fmt.Errorf("stored routes damaged: %s", what) }
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return bad("route count")
+	}
+	b = b[k:]
+	start(int(n))
+	src, dst := 0, 0
+	for i := range int(n) {
+		ds, k1 := binary.Varint(b)
+		if k1 <= 0 {
+			return bad("source")
+		}
+		dd, k2 := binary.Varint(b[k1:])
+		if k2 <= 0 {
+			return bad("destination")
+		}
+		src, dst = src+int(ds), dst+int(dd)
+		if src < 0 || src >= active || dst < 0 || dst >= active {
+			return bad(fmt.Sprintf("route %d joins node indices %d and %d of %d", i, src, dst, active))
+		}
+		b = b[k1+k2:]
+		if len(b) == 0 || int(b[0])+1 > len(b) {
+			return bad(fmt.Sprintf("route %d steps", i))
+		}
+		runs := b[1 : 1+int(b[0])]
+		b = b[1+int(b[0]):]
+		for _, x := range runs {
+			if d := int(x >> 4); d >= len(dirNames) {
+				return bad(fmt.Sprintf("route %d: direction %d", i, d))
+			}
+		}
+		route(src, dst, runs)
 	}
 	if len(b) != 0 {
 		return bad(fmt.Sprintf("%d bytes after the last route", len(b)))
 	}
-	tf.Routes = routes
 	return nil
 }
 

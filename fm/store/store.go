@@ -542,7 +542,8 @@ func (t *Tx) Fabric() (f FabricRecord, ok bool, err error) {
 
 // PutJob stores a job: its record, and its table's routes apart. routes
 // are the table's routes already encoded (EncodeRoutes, done before the
-// transaction); nil encodes them here. A job without a table loses its
+// transaction); nil takes the job's StoredRoutes for a table without
+// routes, else encodes them here. A job without a table loses its
 // stored routes.
 func (t *Tx) PutJob(j *client.JobRecord, routes []byte) error {
 	key := u64(uint64(j.ID))
@@ -551,6 +552,9 @@ func (t *Tx) PutJob(j *client.JobRecord, routes []byte) error {
 			return err
 		}
 		return t.putJSON(bJobs, key, j)
+	}
+	if routes == nil && j.Table.Routes == nil && j.StoredRoutes != nil {
+		routes = j.StoredRoutes // the table kept encoded
 	}
 	if routes == nil {
 		var err error

@@ -47,6 +47,53 @@ async function api(method, path, body) {
   return data;
 }
 
+// gridFabric returns the fabric with its node and link lists: those of
+// the answer, or on a plain grid (GET /api/fabric?compact=1 answers
+// "grid": true without them, see client.FabricGrid) built from its
+// sizes: node v at v's mixed-radix coordinates (X fastest), named by
+// them; per node, in dimension order, a link to the next node along each
+// dimension (none from a mesh dimension's last node). The lists are kept
+// while the structure stays; each answer sets the nodes' jobs and the
+// failures.
+const grid = { key: "", nodes: null, links: null, failedNodes: [], failedLinks: [] };
+class GridNode {
+  constructor(id, coord) { this.id = id; this.coord = coord; this.job = 0; this.failed = false; }
+  get name() { return this.coord.join("."); }
+  get kind() { return "endpoint"; }
+}
+class GridLink {
+  constructor(id, a, b, dim) { this.id = id; this.a = a; this.b = b; this.dim = dim; this.failed = false; }
+  get name() { return grid.nodes[this.a].name + "+" + "XYZWVU"[this.dim]; }
+}
+function gridFabric(f) {
+  if (!f.grid) return f;
+  const dims = f.dims, key = f.spec + ":" + dims.join("x") + ":" + f.wrap.join(",");
+  if (grid.key !== key) {
+    let n = 1;
+    for (const d of dims) n *= d;
+    const nodes = new Array(n), links = [], c = new Array(dims.length).fill(0);
+    for (let v = 0; v < n; v++) {
+      nodes[v] = new GridNode(v, c.slice());
+      let stride = 1;
+      for (let i = 0; i < dims.length; i++) {
+        if (f.wrap[i] || c[i] + 1 < dims[i]) {
+          links.push(new GridLink(links.length, v, c[i] + 1 === dims[i] ? v - (dims[i] - 1) * stride : v + stride, i));
+        }
+        stride *= dims[i];
+      }
+      for (let i = 0; i < c.length; i++) { if (++c[i] < dims[i]) break; c[i] = 0; }
+    }
+    Object.assign(grid, { key, nodes, links, failedNodes: [], failedLinks: [] });
+  }
+  for (const id of grid.failedNodes) grid.nodes[id].failed = false;
+  for (const id of grid.failedLinks) grid.links[id].failed = false;
+  f.node_jobs.forEach((j, v) => { grid.nodes[v].job = j; });
+  for (const id of f.failed_node_ids) grid.nodes[id].failed = true;
+  for (const id of f.failed_link_ids) grid.links[id].failed = true;
+  grid.failedNodes = f.failed_node_ids; grid.failedLinks = f.failed_link_ids;
+  return { ...f, nodes: grid.nodes, links: grid.links };
+}
+
 function status(msg, err) {
   const s = $("#status");
   s.textContent = msg;
@@ -322,24 +369,29 @@ function canvasLayout() {
     cv.key = key;
     cv.L = layout(fabric);
     cv.scale = 0; // fit on the next draw
-    const c = cv.L.cell, grid = new Map();
-    fabric.nodes.forEach((n) => {
-      const p = cv.L.pos[n.id], k = Math.floor(p[0] / c) + ":" + Math.floor(p[1] / c);
-      if (!grid.has(k)) grid.set(k, []);
-      grid.get(k).push(n.id);
-    });
-    cv.grid = grid;
-    // Link midpoints (a tick's end for links between torus planes).
-    const lgrid = new Map();
-    fabric.links.forEach((l) => {
-      const m = linkMid(cv.L, l), k = Math.floor(m[0] / c) + ":" + Math.floor(m[1] / c);
-      if (!lgrid.has(k)) lgrid.set(k, []);
-      lgrid.get(k).push(l.id);
-    });
-    cv.lgrid = lgrid;
+    cv.grid = cv.lgrid = null; // built on the first hover (hoverGrids)
   }
   return cv.L;
 }
+
+// hoverGrids builds the grids of node ids and link midpoints by layout
+// cell that hovering looks up, once per layout (a 98 304-node torus's take
+// longer than its drawing).
+function hoverGrids() {
+  if (cv.grid) return;
+  const c = cv.L.cell, grid = new Map(), lgrid = new Map();
+  const add = (m, p, id) => {
+    const k = cellKey(Math.floor(p[0] / c), Math.floor(p[1] / c)), a = m.get(k);
+    if (a) a.push(id); else m.set(k, [id]);
+  };
+  for (const n of fabric.nodes) add(grid, cv.L.pos[n.id], n.id);
+  // Link midpoints (a tick's end for links between torus planes).
+  for (const l of fabric.links) add(lgrid, linkMid(cv.L, l), l.id);
+  cv.grid = grid; cv.lgrid = lgrid;
+}
+
+// cellKey numbers layout cell (gx, gy).
+function cellKey(gx, gy) { return gx * 1048576 + gy; }
 
 // linkMid is where hovering finds link l on the canvas.
 function linkMid(L, l) {
@@ -353,11 +405,12 @@ function linkMid(L, l) {
 // linkAt returns the link whose midpoint is under canvas point (x, y).
 function linkAt(x, y) {
   if (!cv.L) return null;
+  hoverGrids();
   const L = cv.L, lx = (x - cv.ox) / cv.scale, ly = (y - cv.oy) / cv.scale;
   const gx = Math.floor(lx / L.cell), gy = Math.floor(ly / L.cell);
   let best = null, bd = (L.cell * .3) ** 2 + (4 / cv.scale) ** 2;
   for (let i = -1; i <= 1; i++) for (let j = -1; j <= 1; j++) {
-    for (const id of cv.lgrid.get((gx + i) + ":" + (gy + j)) || []) {
+    for (const id of cv.lgrid.get(cellKey(gx + i, gy + j)) || []) {
       const m = linkMid(L, fabric.links[id]), d = (m[0] - lx) ** 2 + (m[1] - ly) ** 2;
       if (d < bd) { bd = d; best = fabric.links[id]; }
     }
@@ -452,11 +505,12 @@ function drawCanvas() {
 // nodeAt returns the node under canvas point (x, y), or null.
 function nodeAt(x, y) {
   if (!cv.L) return null;
+  hoverGrids();
   const L = cv.L, lx = (x - cv.ox) / cv.scale, ly = (y - cv.oy) / cv.scale;
   const gx = Math.floor(lx / L.cell), gy = Math.floor(ly / L.cell);
   let best = null, bd = (L.cell * .35) ** 2;
   for (let i = -1; i <= 1; i++) for (let j = -1; j <= 1; j++) {
-    for (const id of cv.grid.get((gx + i) + ":" + (gy + j)) || []) {
+    for (const id of cv.grid.get(cellKey(gx + i, gy + j)) || []) {
       const p = L.pos[id], d = (p[0] - lx) ** 2 + (p[1] - ly) ** 2;
       if (d < bd) { bd = d; best = fabric.nodes[id]; }
     }
@@ -522,9 +576,12 @@ function esc(s) { return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<
 
 async function refresh() {
   try {
-    [fabric, jobs, groups, loads] = await Promise.all([api("GET", "/api/fabric"), api("GET", "/api/jobs"), api("GET", "/api/mcast"), api("GET", "/api/fabric/load")]);
+    // Everything at once: a large fabric's answers take a while.
+    let f, health, audit;
+    [f, jobs, groups, loads, health, audit] = await Promise.all([api("GET", "/api/fabric?compact=1"), api("GET", "/api/jobs"), api("GET", "/api/mcast"),
+      api("GET", "/api/fabric/load"), fetch("/healthz").then((x) => x.json()).catch(() => ({})), api("GET", "/api/audit?limit=1000")]);
+    fabric = gridFabric(f);
     const busy = fabric.nodes.filter((n) => n.job).length;
-    const health = await fetch("/healthz").then((x) => x.json()).catch(() => ({}));
     let role = "";
     if (health.store === "etcd") {
       role = health.role === "leader" ? " · leader" : ` · standby of ${health.leader || "(no leader now)"}`;
@@ -543,7 +600,6 @@ async function refresh() {
       const host = fabric.nodes.find((n) => n.kind !== "switch") || fabric.nodes[0];
       $("#mcast-form").member.placeholder = `node name, e.g. ${host.name}`;
     }
-    const audit = await api("GET", "/api/audit?limit=1000");
     const ol = $("#audit");
     ol.replaceChildren();
     for (const e of audit.slice(-30).reverse()) {

@@ -1,0 +1,528 @@
+package alloc
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/icn-hpc/icn/internal/par"
+)
+
+// On a torus without unavailable nodes and failed links, translation is an
+// automorphism of the machine and of the router's answers: every placement
+// of a rectangle size is a translate of the size's first placement, with
+// the same reachability, reduction, table figures and φ after allocation.
+// A decision there (uniform) examines one placement per size and counts
+// the others: the first placement of a size is the first in enumeration
+// order among its translates, so the set chosen is the one the direct
+// enumeration chooses (TestUniformMatchesEnumeration), and the counts
+// (Found, Distinct, Examined) are the enumeration's. φ after a set is
+// computed from the shapes of the free rectangles rather than from lists
+// of them (emptyPhi).
+
+// uniformAfter is the number of placements above which a decision on an
+// empty torus takes the uniform path; below it the decision enumerates
+// (milliseconds) exactly as before, so replays of small machines stay as
+// they were.
+const uniformAfter = 1 << 19
+
+// questionPairSeconds estimates a reachability question's time per
+// ordered pair of the set's active nodes and core (measured on 2 cores:
+// 120 questions on sets of 4 096 nodes in 14 s, 1 035 of 1 024 nodes in
+// 3.3 s).
+const questionPairSeconds = 7e-9
+
+// uniform reports whether the decision may take the uniform path.
+func (d *decision) uniform() bool {
+	sel := d.sel
+	if d.req.Algo != Improved || d.req.CountOnly || d.req.Exists || sel.anyFault ||
+		!(d.ringInvariant || d.req.Budget > 0 && d.boxes) || d.s.FreeCount() != d.s.N() ||
+		sel.tune.cutAfter > 0 || sel.tune.cutAfterAsks > 0 || d.changed != nil || sel.tune.noUniform {
+		return false
+	}
+	return sel.tune.forceUniform || d.manyPlacements()
+}
+
+// placementCount is the number of placements of a rectangle size.
+func placementCount(dims []int, wrap []bool, size []int) int {
+	return placementLimits(dims, wrap, size, make([]int, len(dims)))
+}
+
+// manyPlacements reports whether the decision's sizes have more than
+// uniformAfter placements in all.
+func (d *decision) manyPlacements() bool {
+	total := 0
+	for _, size := range d.sizes {
+		total += placementCount(d.sel.dims, d.sel.wrap, size)
+		if total > uniformAfter {
+			return true
+		}
+	}
+	return false
+}
+
+// enumerateUniform examines the first placement of every size and counts
+// its translates as examined and found alike (blocks are reachable). The
+// sizes of volume m come first: their sets have no transit node, so
+// criterion 1 is settled at 0 when one exists, and the set of a larger
+// size can only compete without transit nodes: its first m nodes, when
+// they are reachable alone. Where those form a box that is known without
+// asking; otherwise the reachability question (the expensive part on a
+// large torus) is asked only when the set's φ can reach the best φ of
+// the sets known so far, or, without a budget, for every such size so
+// that the counts are the enumeration's.
+func (d *decision) enumerateUniform() ([]sizeResult, bool) {
+	// Without answers invariant along the rings (R_A* on a torus with
+	// mesh dimensions accepts dependencies that depend on the whole
+	// torus), only sets that need no answer of the router are decided
+	// for their translates: boxes (reachable under every rule) of m
+	// nodes, and larger blocks whose first m nodes form a box. Sets that
+	// would need a question can then only tie, or the path is given up.
+	loose := !d.ringInvariant
+	results := make([]sizeResult, len(d.sizes))
+	var first, rest []int
+	for _, si := range d.sizeOrder() {
+		if vol(d.sizes[si]) == d.m {
+			first = append(first, si)
+		} else {
+			rest = append(rest, si)
+		}
+	}
+	zero := make([][]int, len(d.work))
+	for w := range zero {
+		zero[w] = make([]int, len(d.sel.dims))
+	}
+	// One placement per position along the mesh dimensions (all of
+	// them at start 0 along the rings) stands for its ring translates.
+	cap := make([]int, len(d.sel.dims))
+	for i, di := range d.sel.dims {
+		cap[i] = 1
+		if !d.sel.wrap[i] {
+			cap[i] = di
+		}
+	}
+	one := func(w, si int) {
+		size := d.sizes[si]
+		out := &results[si]
+		count := ringCount(d.sel.dims, d.sel.wrap, size)
+		placementsBelow(d.sel.dims, d.sel.wrap, size, cap, func(st []int) bool {
+			ex, found := out.examined, out.found
+			ok := d.examine(w, size, st, out, nil)
+			out.examined += (out.examined - ex) * (count - 1)
+			out.found += (out.found - found) * (count - 1)
+			return ok
+		})
+	}
+	run := func(list []int, f func(w, si int)) {
+		par.For(len(list), d.sel.Workers, func(w, k int) { f(w, list[k]) })
+	}
+	run(first, one)
+	if d.bestT.Load() > 0 {
+		if loose {
+			return nil, false
+		}
+		run(rest, one)
+		return results, true
+	}
+	deferred := make([]bool, len(d.sizes))
+	run(rest, func(w, si int) {
+		size := d.sizes[si]
+		if leadingBlock(size, d.m) != nil {
+			one(w, si)
+			return
+		}
+		if d.clock.enum.Load() {
+			d.cutHit.Store(true)
+			return
+		}
+		count := placementCount(d.sel.dims, d.sel.wrap, size)
+		results[si].examined, results[si].found = count, count
+		deferred[si] = true
+	})
+	var top int64
+	for _, r := range results {
+		for _, c := range r.cands {
+			if f, ok := d.emptyPhi(c, top); ok {
+				top = max(top, f.Phi)
+			}
+		}
+	}
+	// Sets that can only tie on φ matter for criteria 3–4 alone; with a
+	// budget their questions are asked only as far as their expected
+	// time fits the table allowance (questionPairSeconds per ordered pair
+	// of active nodes), in order, so that the answer does not depend on
+	// timing; the others are left out and the answer is complete for
+	// criteria 1–2. Sets that could beat the best φ known are always
+	// asked.
+	type rep struct {
+		si int
+		st []int
+		c  *candidate
+		ok bool
+	}
+	allow := tableAllowShare * d.req.Budget.Seconds() * float64(par.Workers(d.sel.Workers))
+	spent := 0.0
+	var ask []*rep
+	beats := false
+	for _, si := range rest {
+		if !deferred[si] || beats {
+			continue
+		}
+		size := d.sizes[si]
+		placementsBelow(d.sel.dims, d.sel.wrap, size, cap, func(st []int) bool {
+			p := placement{rect: Rect{Start: st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
+			c := d.newCandidate(0, p, []int{})
+			if loose {
+				if _, ok := d.emptyPhi(c, top+1); ok {
+					beats = true // could beat the best φ: give up
+					return false
+				}
+				d.tiesLeft.Store(true)
+				return true
+			}
+			if d.req.Budget > 0 {
+				if _, ok := d.emptyPhi(c, top); !ok {
+					return true // cannot tie on φ: not asked
+				}
+				if _, ok := d.emptyPhi(c, top+1); !ok {
+					spent += float64(d.m) * float64(d.m) * questionPairSeconds
+					if spent > allow {
+						d.tiesLeft.Store(true)
+						return true
+					}
+				}
+			}
+			ask = append(ask, &rep{si: si, st: slices.Clone(st), c: c})
+			return true
+		})
+	}
+	if beats {
+		return nil, false
+	}
+	if loose {
+		// Translates were not compared by their tables.
+		d.tiesLeft.Store(true)
+	}
+	par.For(len(ask), d.sel.Workers, func(w, k int) {
+		if d.clock.rank.Load() {
+			d.rankCut.Store(true)
+			return
+		}
+		r := ask[k]
+		size := d.sizes[r.si]
+		p := placement{rect: Rect{Start: r.st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
+		ok, err := d.alone(w, p, true)
+		switch {
+		case errors.Is(err, errCut):
+			d.rankCut.Store(true)
+		case err != nil:
+			results[r.si].err = err
+		default:
+			r.ok = ok
+		}
+	})
+	for _, r := range ask { // in size and placement order
+		if r.ok {
+			results[r.si].cands = append(results[r.si].cands, r.c)
+		}
+	}
+	return results, true
+}
+
+// uniformDistinct counts the distinct sets with the fewest transit nodes
+// that the translates of the candidates (one per size, before repeated
+// sets were dropped) make. Candidates with the same set at the first
+// placement make the same sets at every common translate; along a
+// dimension a size covers whole its sets have one position, otherwise
+// every position on the ring.
+func (d *decision) uniformDistinct(results []sizeResult) int {
+	minT := int(d.bestT.Load())
+	groups := map[string][][]int{}
+	var keys []string
+	ks := &d.sel.keys
+	for si, r := range results {
+		for _, c := range r.cands {
+			if c.nTransit > minT {
+				continue
+			}
+			ks.buf = d.appendSetKey(ks.buf[:0], c, &ks.keyScratch)
+			k := string(ks.buf)
+			if _, ok := groups[k]; !ok {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], d.sizes[si])
+		}
+	}
+	total := 0
+	for _, k := range keys {
+		total += d.translateUnion(groups[k])
+	}
+	return total
+}
+
+// translateUnion counts the positions of the union of the sizes'
+// translates (whole dimensions at 0, the others anywhere on the ring).
+func (d *decision) translateUnion(sizes [][]int) int {
+	dims, wrap := d.sel.dims, d.sel.wrap
+	// Along a mesh dimension a set has the one position it was found at.
+	whole := func(size []int, i int) bool { return size[i] == dims[i] || !wrap[i] }
+	// A size that is whole in no dimension where another is not covers
+	// the others' positions.
+	for _, a := range sizes {
+		dominates := true
+		for _, b := range sizes {
+			for i := range dims {
+				if whole(a, i) && !whole(b, i) {
+					dominates = false
+				}
+			}
+		}
+		if dominates {
+			return ringCount(dims, wrap, a)
+		}
+	}
+	// Otherwise mark the positions.
+	seen := make([]bool, d.s.N())
+	c := make([]int, len(dims))
+	n := 0
+	for _, a := range sizes {
+		for v := range seen {
+			dec(v, dims, c)
+			ok := true
+			for i := range dims {
+				if whole(a, i) && c[i] != 0 {
+					ok = false
+					break
+				}
+			}
+			if ok && !seen[v] {
+				seen[v] = true
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// emptyPhi is φ after the candidate's set is taken from an empty torus
+// (levelCache.afterAtLeast's answer, ok false when certainly below
+// bound), from the shapes of the free rectangles: a rectangle shape R
+// has P(R) placements, and those that meet a box B number ∏ min(d_i,
+// R_i+B_i−1) over the dimensions where R is not whole. For a set of
+// several boxes (a reduced block) each shape's placements that meet any
+// box are marked; a shape none of whose placements can miss the set's
+// largest box is skipped without marking.
+func (d *decision) emptyPhi(c *candidate, bound int64) (Fragmentation, bool) {
+	dims := d.sel.dims
+	n := int64(d.s.N())
+	left := d.s.N() - c.nodeCount()
+	boxes := d.setBoxes(c)
+	// The largest box bounds every shape's count from above.
+	big := 0
+	for i, b := range boxes {
+		if b.Volume() > boxes[big].Volume() {
+			big = i
+		}
+	}
+	exact := len(boxes) == 1
+	var mark []bool
+	for k := 0; k < len(d.sel.shapes); {
+		v := vol(d.sel.shapes[k])
+		end := k
+		for end < len(d.sel.shapes) && vol(d.sel.shapes[end]) == v {
+			end++
+		}
+		if v > left {
+			k = end
+			continue
+		}
+		kept := 0
+		for _, r := range d.sel.shapes[k:end] {
+			miss := placementCount(dims, d.sel.wrap, r) - meets(dims, d.sel.wrap, r, boxes[big])
+			if miss == 0 || exact {
+				kept += miss
+				continue
+			}
+			if mark == nil {
+				mark = make([]bool, d.s.N())
+			}
+			kept += missesAll(dims, d.sel.wrap, r, boxes, mark)
+		}
+		if kept > 0 {
+			f := Fragmentation{Phi: n*int64(v) + int64(kept), LargestNodes: v, LargestCount: kept}
+			return f, f.Phi >= bound
+		}
+		k = end
+	}
+	return Fragmentation{}, bound <= 0
+}
+
+// ringCount is the number of placements of a size that differ only
+// along the rings.
+func ringCount(dims []int, wrap []bool, size []int) int {
+	n := 1
+	for i, d := range dims {
+		if wrap[i] && size[i] < d {
+			n *= d
+		}
+	}
+	return n
+}
+
+// meetRange is the first start and the number of starts of shape r in
+// dimension i that meet the box b there (0 when none does).
+func meetRange(d int, wrap bool, r int, b Rect, i int) (lo, n int) {
+	bs, bl := b.Start[i], b.Size[i]
+	switch {
+	case r == d:
+		return 0, 1
+	case wrap:
+		return ((bs-r+1)%d + d) % d, min(d, r+bl-1)
+	}
+	lo, hi := max(0, bs-r+1), min(d-r, bs+bl-1)
+	return lo, max(0, hi-lo+1)
+}
+
+// meets is the number of placements of shape r that meet the box b.
+func meets(dims []int, wrap []bool, r []int, b Rect) int {
+	p := 1
+	for i, d := range dims {
+		_, n := meetRange(d, wrap[i], r[i], b, i)
+		p *= n
+	}
+	return p
+}
+
+// missesAll counts the placements of shape r (on a torus) that meet none
+// of the boxes, marking in mark (len N, cleared on return) the starts
+// that meet one.
+func missesAll(dims []int, wrap []bool, r []int, boxes []Rect, mark []bool) int {
+	n := len(dims)
+	met := 0
+	lo := make([]int, n)
+	ext := make([]int, n)
+	off := make([]int, n)
+	c := make([]int, n)
+	var touched []int
+boxes:
+	for _, b := range boxes {
+		for i, d := range dims {
+			lo[i], ext[i] = meetRange(d, wrap[i], r[i], b, i)
+			if ext[i] == 0 {
+				continue boxes
+			}
+		}
+		clear(off)
+		for {
+			for i, d := range dims {
+				c[i] = (lo[i] + off[i]) % d
+			}
+			v := enc(c, dims)
+			if !mark[v] {
+				mark[v] = true
+				touched = append(touched, v)
+				met++
+			}
+			i := 0
+			for ; i < n; i++ {
+				if off[i]++; off[i] < ext[i] {
+					break
+				}
+				off[i] = 0
+			}
+			if i == n {
+				break
+			}
+		}
+	}
+	for _, v := range touched {
+		mark[v] = false
+	}
+	return placementCount(dims, wrap, r) - met
+}
+
+// setBoxes lists disjoint boxes that make up a candidate's set: its
+// rectangle when the set is the whole rectangle, a block's active boxes
+// and its kept transit nodes one by one otherwise.
+func (d *decision) setBoxes(c *candidate) []Rect {
+	dims := d.sel.dims
+	if c.Holes == 0 && c.nodeCount() == c.Rect.Volume() {
+		return []Rect{c.Rect}
+	}
+	var out []Rect
+	n := len(dims)
+	at := func(start, off []int) []int {
+		s := make([]int, n)
+		for i, x := range dims {
+			s[i] = (start[i] + off[i]) % x
+		}
+		return s
+	}
+	if b := c.lazy; b != nil {
+		off, size := make([]int, n), make([]int, n)
+		b.forBoxes(off, size, func(off, size []int) {
+			out = append(out, Rect{Start: at(b.start, off), Size: slices.Clone(size)})
+		})
+		b.forTransit(make([]int, n), func(o []int) {
+			out = append(out, Rect{Start: at(b.start, o), Size: ones(n)})
+		})
+		return mergeLeadingBox(out, dims)
+	}
+	cc := make([]int, n)
+	for _, l := range [][]int{c.Active, c.Transit} {
+		for _, v := range l {
+			dec(v, dims, cc)
+			out = append(out, Rect{Start: slices.Clone(cc), Size: ones(n)})
+		}
+	}
+	return out
+}
+
+// mergeLeadingBox returns the boxes as one box when together they are
+// one (a block's first m nodes often are), else unchanged.
+func mergeLeadingBox(boxes []Rect, dims []int) []Rect {
+	if len(boxes) < 2 {
+		return boxes
+	}
+	n := len(dims)
+	lo, hi := slices.Clone(boxes[0].Start), make([]int, n)
+	total := 0
+	for _, b := range boxes {
+		total += b.Volume()
+	}
+	// Offsets from the first box's start (sets from a block do not wrap
+	// relative to it beyond the block).
+	for i := range hi {
+		hi[i] = boxes[0].Start[i] + boxes[0].Size[i]
+	}
+	for _, b := range boxes[1:] {
+		for i, d := range dims {
+			s := b.Start[i]
+			if s < boxes[0].Start[i] {
+				s += d
+			}
+			lo[i] = min(lo[i], s)
+			hi[i] = max(hi[i], s+b.Size[i])
+		}
+	}
+	size := make([]int, n)
+	v := 1
+	for i := range size {
+		size[i] = hi[i] - lo[i]
+		v *= size[i]
+	}
+	if v != total {
+		return boxes
+	}
+	for i, d := range dims {
+		lo[i] %= d
+	}
+	return []Rect{{Start: lo, Size: size}}
+}
+
+func ones(n int) []int {
+	o := make([]int, n)
+	for i := range o {
+		o[i] = 1
+	}
+	return o
+}
