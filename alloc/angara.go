@@ -39,8 +39,13 @@ func NewAngaraRouter(g *topology.Graph, rule string) (*AngaraRouter, error) {
 // Every rule allows the straight direction-ordered route inside a box.
 func (a *AngaraRouter) Props() RouterProps {
 	_, accepted := a.R.ExtraDependencies()
-	invariant := accepted == 0 && faultFreeTorus(a.R.Graph())
-	return RouterProps{TranslationInvariant: invariant, BlocksLocal: invariant, BoxesReachable: true}
+	g := a.R.Graph()
+	invariant := accepted == 0 && faultFreeTorus(g)
+	// Translations along the rings map a torus with mesh dimensions onto
+	// itself, directions included, and the rules look only at
+	// directions.
+	ring := accepted == 0 && len(g.FailedLinks()) == 0 && len(g.FailedNodes()) == 0
+	return RouterProps{TranslationInvariant: invariant, BlocksLocal: invariant, BoxesReachable: true, RingInvariant: ring}
 }
 
 // faultFreeTorus reports whether g is a torus (every dimension a ring)

@@ -82,6 +82,11 @@ func (d *decision) sizeOrder() []int {
 func (d *decision) levelsNow() *levelCache {
 	if d.levels == nil {
 		d.levels = newLevelCache(d.sel, d.s)
+		d.sel.inheritNoFit(d.s, d.levels.fit)
+		if d.clock != nil {
+			d.levels.stop = d.clock.hard.Load
+			d.levels.fit.stop = d.clock.hard.Load
+		}
 	}
 	return d.levels
 }
@@ -113,7 +118,10 @@ func (d *decision) phiTop() (int64, bool) {
 		if !first && n*int64(lc.most[i]) <= top {
 			break
 		}
-		rs := lc.level(i)
+		rs, done := lc.levelDone(i)
+		if !done {
+			return 0, false
+		}
 		if len(rs) == 0 {
 			continue // cheap: the fit lattice settles most sizes
 		}
@@ -166,4 +174,43 @@ func (d *decision) settledBy(results []sizeResult, group []int) bool {
 		}
 	})
 	return hit.Load()
+}
+
+// inheritNoFit marks in f the sizes that did not fit on an earlier state
+// of which s is a subset (no node available now that was not then).
+func (sel *Selector) inheritNoFit(s *State, f *fitLattice) {
+	nf := &sel.noFit
+	if len(nf.avail) != s.N() || len(nf.state) != len(f.state) {
+		return
+	}
+	for v, was := range nf.avail {
+		if !was && s.Available(v) {
+			return
+		}
+	}
+	for i, st := range nf.state {
+		if st == 2 {
+			f.state[i] = 2
+		}
+	}
+}
+
+// keepNoFit records the sizes f found without a free placement on s.
+func (sel *Selector) keepNoFit(s *State, f *fitLattice) {
+	nf := &sel.noFit
+	if len(nf.avail) != s.N() {
+		nf.avail = make([]bool, s.N())
+	}
+	for v := range nf.avail {
+		nf.avail[v] = s.Available(v)
+	}
+	if len(nf.state) != len(f.state) {
+		nf.state = make([]int8, len(f.state))
+	}
+	for i, st := range f.state {
+		nf.state[i] = 0
+		if st == 2 {
+			nf.state[i] = 2
+		}
+	}
 }

@@ -7,6 +7,7 @@ type boxScratch struct {
 	present [][]bool // per dimension, coordinates used by active nodes
 	lo, n   []int    // the box: per dimension its first coordinate and length
 	c       []int
+	coords  []int32 // coords[v·n+i]: coordinate i of node v
 }
 
 // boxCovers is a sufficient condition for reachability under every
@@ -29,9 +30,17 @@ func (sel *Selector) boxCovers(bs *boxScratch, active, transit []int) bool {
 	for i := range bs.present {
 		clear(bs.present[i])
 	}
+	if nodes := len(sel.faultDirs); len(bs.coords) != nodes*n {
+		bs.coords = make([]int32, nodes*n)
+		for v := range nodes {
+			dec(v, sel.dims, bs.c)
+			for i, x := range bs.c {
+				bs.coords[v*n+i] = int32(x)
+			}
+		}
+	}
 	for _, v := range active {
-		dec(v, sel.dims, bs.c)
-		for i, x := range bs.c {
+		for i, x := range bs.coords[v*n : v*n+n] {
 			bs.present[i][x] = true
 		}
 	}

@@ -26,6 +26,7 @@ const (
 	enumShare  = 0.70
 	rankShare  = 0.85
 	tableShare = 0.93
+	hardShare  = 0.95
 )
 
 // With a budget the routing tables of a decision (the tie-breaks, or the
@@ -41,13 +42,6 @@ const (
 	tableAllowShare  = 0.025
 	tablePairSeconds = 0.25e-6
 )
-
-// tableFits reports whether one table of a set of n nodes fits the
-// budget's allowance.
-func (d *decision) tableFits(n int) bool {
-	allow := tableAllowShare * d.req.Budget.Seconds() * float64(par.Workers(d.sel.Workers))
-	return float64(n)*float64(n)*tablePairSeconds <= allow
-}
 
 // affordable returns how many of the representatives, in order, have
 // tables that fit the budget's allowance (all of them without a budget
@@ -86,7 +80,11 @@ type budget struct {
 	// enum and rank are set when their phase must end; ctxDone when the
 	// caller gave up (then the decision returns ctx.Err()).
 	enum, rank, ctxDone atomic.Bool
-	stops               []func() bool
+	// hard is set when even work that is usually left to finish must
+	// stop (listing free rectangles for φ), so that the answer comes
+	// within the budget.
+	hard  atomic.Bool
+	stops []func() bool
 }
 
 func newBudget(ctx context.Context, total time.Duration, start time.Time) *budget {
@@ -95,6 +93,7 @@ func newBudget(ctx context.Context, total time.Duration, start time.Time) *budge
 		b.ctxDone.Store(true)
 		b.enum.Store(true)
 		b.rank.Store(true)
+		b.hard.Store(true)
 	}))
 	if total > 0 {
 		at := func(share float64, f func()) {
@@ -108,6 +107,7 @@ func newBudget(ctx context.Context, total time.Duration, start time.Time) *budge
 		}
 		at(enumShare, func() { b.enum.Store(true) })
 		at(rankShare, func() { b.rank.Store(true) })
+		at(hardShare, func() { b.hard.Store(true) })
 	}
 	return b
 }

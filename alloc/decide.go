@@ -63,11 +63,27 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 	d := sel.newDecision(s, rt, req)
 	d.clock = newBudget(ctx, req.Budget, start)
 	defer d.clock.release()
+	defer func() {
+		if d.levels != nil {
+			sel.keepNoFit(s, d.levels.fit)
+		}
+	}()
 	d.changed = sel.retry.since(s, req)
 	var results []sizeResult
-	if d.empty = d.uniform(); d.empty {
-		results = d.enumerateUniform()
-	} else {
+	ok := false
+	switch {
+	case d.uniform():
+		d.empty = true
+		if results, ok = d.enumerateUniform(); !ok {
+			d.resetForFallback()
+			if d.bounded() {
+				results, ok = d.enumerateBounded()
+			}
+		}
+	case d.bounded():
+		results, ok = d.enumerateBounded()
+	}
+	if !ok {
 		results = d.enumerate()
 	}
 	cands, err := d.collect(results, res)
@@ -114,6 +130,11 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		res.Ranked = res.Distinct
 	}
 	tied := d.leastFragmenting(best)
+	if len(tied) == 0 {
+		// φ of no candidate was finished in time.
+		tied = best[:1]
+		d.rankCut.Store(true)
+	}
 	if d.clock.ctxDone.Load() {
 		return nil, context.Cause(ctx)
 	}
@@ -151,6 +172,17 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		d.cutShort(res, CompletePhi)
 	}
 	return res, nil
+}
+
+// resetForFallback undoes what an abandoned uniform path left in the
+// decision.
+func (d *decision) resetForFallback() {
+	d.empty = false
+	d.tiesLeft.Store(false)
+	d.bestT.Store(int64(d.T))
+	for i := range d.sel.arenas {
+		d.sel.arenas[i].reset()
+	}
 }
 
 // noSetInTime is the reason of a cut decision that found no set.
@@ -242,6 +274,9 @@ type decision struct {
 	// settled: the anytime order stopped once no placement left could
 	// beat the best set on criteria 1 and 2 (see anytime).
 	settled bool
+	// ringInvariant: the router's answers on an empty machine are
+	// invariant under translations along the rings (RouterProps).
+	ringInvariant bool
 	// held counts the candidates kept (see maxHeld).
 	held atomic.Int64
 	// empty: the uniform path (an empty torus; see uniform.go);
@@ -328,6 +363,7 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 	d.bestT.Store(int64(d.T))
 	props := rt.Props()
 	d.invariant, d.shareBlocks, d.boxes = props.TranslationInvariant, props.BlocksLocal, props.BoxesReachable
+	d.ringInvariant = props.RingInvariant || d.invariant && d.shareBlocks
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
 	if len(sel.arenas) < len(d.work) {
 		sel.arenas = make([]candArena, len(d.work))
@@ -371,20 +407,7 @@ func (d *decision) lowerBest(t int) {
 func (d *decision) enumerate() []sizeResult {
 	results := make([]sizeResult, len(d.sizes))
 	order := d.sizeOrder()
-	run := func(group []int) {
-		par.For(len(group), d.sel.Workers, func(w, k int) {
-			si := group[k]
-			size := d.sizes[si]
-			out := &results[si]
-			var blocks *blockScan
-			if d.blockShortcut() {
-				blocks = &blockScan{}
-			}
-			placements(d.sel.dims, d.sel.wrap, size, func(st []int) bool {
-				return d.examine(w, size, st, out, blocks)
-			})
-		})
-	}
+	run := func(group []int) { d.examineSizes(group, results) }
 	if !d.anytime() {
 		run(order)
 		return results

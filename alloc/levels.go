@@ -28,16 +28,21 @@ type levelCache struct {
 	// a memo without a lock of its own).
 	computing sync.Mutex
 	fit       *fitLattice
+	// stop, when set, ends the computation of levels (the decision's
+	// time is up): a level left unfinished is reported as such.
+	stop func() bool
 }
 
 // levelSlot is one volume level's free rectangles, computed on first use.
 type levelSlot struct {
-	once  sync.Once
-	rects []Rect
+	once     sync.Once
+	rects    []Rect
+	complete bool
 }
 
 func newLevelCache(sel *Selector, s *State) *levelCache {
 	lc := &levelCache{sel: sel, s: s, free: s.FreeCount(), fit: newFitLattice(sel.dims, sel.wrap, sel.grid)}
+	lc.fit.s = s
 	for _, sh := range sel.shapes { // sorted by volume, descending
 		v := vol(sh)
 		if v > lc.free {
@@ -60,35 +65,43 @@ func newLevelCache(sel *Selector, s *State) *levelCache {
 	return lc
 }
 
-// level returns today's free rectangles of the i-th volume (the selector's
-// grid holds today's state). Shapes that cannot hold a free rectangle
-// (by the fit lattice) are not enumerated.
-func (lc *levelCache) level(i int) []Rect {
+// levelDone returns today's free rectangles of the i-th volume (the
+// selector's grid holds today's state) and whether the level was
+// finished (false when stop ended it; its rectangles are then some of
+// the level's). Shapes that cannot hold a free rectangle (by the fit
+// lattice) are not enumerated.
+func (lc *levelCache) levelDone(i int) ([]Rect, bool) {
 	l := &lc.levels[i]
 	l.once.Do(func() {
 		lc.computing.Lock()
 		defer lc.computing.Unlock()
-		l.rects = lc.computeLevel(i)
+		l.rects, l.complete = lc.computeLevel(i)
 	})
-	return l.rects
+	return l.rects, l.complete
 }
 
-// computeLevel enumerates the i-th level's free rectangles.
-func (lc *levelCache) computeLevel(i int) []Rect {
-	g := lc.sel.grid
-	var out []Rect
+// computeLevel enumerates the i-th level's free rectangles; complete is
+// false when stop ended it.
+func (lc *levelCache) computeLevel(i int) (out []Rect, complete bool) {
 	for _, size := range lc.shapes[i] {
+		if lc.stop != nil && lc.stop() {
+			return out, false
+		}
 		if !lc.fit.fits(size) {
+			if lc.fit.stopped {
+				return out, false
+			}
 			continue
 		}
+		sums := lc.fit.window().sums(size)
 		placements(lc.sel.dims, lc.sel.wrap, size, func(start []int) bool {
-			if g.unavailable(start, size) == 0 {
+			if sums[enc(start, lc.sel.dims)] == 0 {
 				out = append(out, Rect{Start: append([]int(nil), start...), Size: size})
 			}
 			return true
 		})
 	}
-	return out
+	return out, true
 }
 
 // after returns φ once the candidate's nodes are taken.
@@ -112,7 +125,10 @@ func (lc *levelCache) afterAtLeast(c *candidate, bound int64, cs *takenSet) (f F
 		if n*int64(lc.most[i]) < bound {
 			return Fragmentation{}, false
 		}
-		rs := lc.level(i)
+		rs, done := lc.levelDone(i)
+		if !done {
+			return Fragmentation{}, false
+		}
 		if len(rs) == 0 {
 			continue
 		}
@@ -259,6 +275,20 @@ type fitLattice struct {
 	wrap  []bool
 	grid  *grid
 	state []int8 // per size (mixed radix of p_i−1): 0 unknown, 1 fits, 2 does not
+	s     *State
+	win   *windowSums // made on first use
+	// stop ends the scans (stopped is then set: sizes not settled stay
+	// unknown).
+	stop    func() bool
+	stopped bool
+}
+
+// window returns the lattice's sliding sums of the state.
+func (f *fitLattice) window() *windowSums {
+	if f.win == nil {
+		f.win = newWindowSums(f.s)
+	}
+	return f.win
 }
 
 func newFitLattice(dims []int, wrap []bool, g *grid) *fitLattice {
@@ -288,16 +318,27 @@ func (f *fitLattice) fits(size []int) bool {
 		copy(smaller, size)
 		smaller[i]--
 		if !f.fits(smaller) {
+			if f.stopped {
+				return false
+			}
 			ok = false
 			break
 		}
 	}
 	if ok {
 		ok = false
+		k := 0
 		placements(f.dims, f.wrap, size, func(start []int) bool {
+			if k++; k&1023 == 0 && f.stop != nil && f.stop() {
+				f.stopped = true
+				return false
+			}
 			ok = f.grid.unavailable(start, size) == 0
 			return !ok
 		})
+	}
+	if f.stopped {
+		return false // unknown: not recorded
 	}
 	f.state[idx] = 2
 	if ok {

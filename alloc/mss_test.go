@@ -103,8 +103,9 @@ func bruteMSS(s *State) []string {
 
 func TestMSSAgainstBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
-	specs := []string{"torus:4x3", "torus:3x3", "torus:4x2x3", "torus:2x2x2x2", "torus:5x3", "mesh:4x3", "mesh:3x3x2", "torus:6"}
-	for trial := 0; trial < 120; trial++ {
+	specs := []string{"torus:4x3", "torus:3x3", "torus:4x2x3", "torus:2x2x2x2", "torus:5x3", "mesh:4x3", "mesh:3x3x2", "torus:6",
+		"torus:4x3x2:mesh=Z", "torus:4x4x2:mesh=X", "torus:5x3:mesh=Y", "torus:3x2x2x2:mesh=Y,W"}
+	for trial := 0; trial < 180; trial++ {
 		spec := specs[trial%len(specs)]
 		s := randomState(t, spec, r.Float64()*0.6, r)
 		var got []string

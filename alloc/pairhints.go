@@ -16,6 +16,7 @@ type pairHints struct {
 	bySize map[int][][2]int32
 	buf    [][2]int // node pairs handed to the router
 	box    boxScratch
+	links  liveLinks // the network's live links, for the connectivity check
 }
 
 // pairs returns the remembered pairs of size len(active) as node ids.
@@ -65,7 +66,7 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 	}
 	// Routes run inside the set, so active nodes in different components
 	// of it are not reachable.
-	if !d.work[w].conn.joinsIn(d.s.g, active, active, transit) {
+	if !d.work[w].conn.joins(h.links.of(d.s.g), active, transit) {
 		return false, nil
 	}
 	ok, bad, err := d.rt.ReachableWithHints(active, transit, h.pairs(active))

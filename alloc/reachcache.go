@@ -25,7 +25,7 @@ const reachCacheBytes = 8 << 20
 // collector no pointers to scan.
 type reachCache struct {
 	mu      sync.RWMutex
-	index   map[uint64]uint32 // key hash → 1 + first entry with that hash
+	index   hashIndex // key hash → 1 + first entry with that hash
 	entries []reachEntry
 	slab    []byte // the keys, one after the other
 	rt      Router
@@ -44,7 +44,7 @@ var keySeed = maphash.MakeSeed()
 
 // lookup finds key's answer (under at least the read lock).
 func (c *reachCache) lookup(h uint64, key []byte) (ok, hit bool) {
-	for i := c.index[h]; i != 0; {
+	for i := c.index.get(h); i != 0; {
 		e := &c.entries[i-1]
 		if string(c.slab[e.off:e.off+e.n]) == string(key) {
 			return e.ok, true
@@ -60,9 +60,9 @@ func (c *reachCache) store(h uint64, key []byte, ok bool) {
 	if _, in := c.lookup(h, key); in || len(c.slab) >= reachCacheBytes {
 		return
 	}
-	c.entries = append(c.entries, reachEntry{off: uint32(len(c.slab)), n: uint32(len(key)), next: c.index[h], ok: ok})
+	c.entries = append(c.entries, reachEntry{off: uint32(len(c.slab)), n: uint32(len(key)), next: c.index.get(h), ok: ok})
 	c.slab = append(c.slab, key...)
-	c.index[h] = uint32(len(c.entries))
+	c.index.set(h, uint32(len(c.entries)))
 }
 
 var faultSeed = maphash.MakeSeed()
@@ -92,13 +92,10 @@ func (sel *Selector) faultPrint(s *State) uint64 {
 func (c *reachCache) reset(rt Router, g *topology.Graph, faults uint64) (same bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	same = c.index != nil && c.g == g && c.faults == faults && comparableRouter(rt) &&
+	same = c.g != nil && c.g == g && c.faults == faults && comparableRouter(rt) &&
 		comparableRouter(c.rt) && c.rt == rt
-	if c.index == nil {
-		c.index = map[uint64]uint32{}
-	}
 	if !same || len(c.slab) >= reachCacheBytes {
-		clear(c.index)
+		c.index.clear()
 		c.entries, c.slab = c.entries[:0], c.slab[:0]
 	}
 	c.rt, c.g, c.faults = rt, g, faults
@@ -144,4 +141,69 @@ func (c *reachCache) reachable(ask func(active, transit []int) (bool, error), li
 	}
 	c.mu.Unlock()
 	return ok, nil
+}
+
+// hashIndex maps 64-bit key hashes to entry numbers (≠ 0) by open
+// addressing with linear probing, in one array of slots: a lookup reads
+// one slot (one cache line) where a map reads its control word and then
+// its slot.
+type hashIndex struct {
+	slots []hashSlot // len a power of two, at most half full
+	used  int
+}
+
+type hashSlot struct {
+	h uint64
+	e uint32 // 0: empty
+}
+
+// get returns the entry stored for h, or 0.
+func (x *hashIndex) get(h uint64) uint32 {
+	if len(x.slots) == 0 {
+		return 0
+	}
+	mask := uint64(len(x.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &x.slots[i]
+		if s.e == 0 || s.h == h {
+			return s.e
+		}
+	}
+}
+
+// set stores entry e (≠ 0) for h.
+func (x *hashIndex) set(h uint64, e uint32) {
+	if 2*(x.used+1) > len(x.slots) {
+		x.grow()
+	}
+	mask := uint64(len(x.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &x.slots[i]
+		if s.e == 0 {
+			x.used++
+			*s = hashSlot{h, e}
+			return
+		}
+		if s.h == h {
+			s.e = e
+			return
+		}
+	}
+}
+
+// grow doubles the slots (1 024 at first) and stores the entries again.
+func (x *hashIndex) grow() {
+	old := x.slots
+	x.slots, x.used = make([]hashSlot, max(1024, 2*len(old))), 0
+	for _, s := range old {
+		if s.e != 0 {
+			x.set(s.h, s.e)
+		}
+	}
+}
+
+// clear forgets every entry, keeping the slots.
+func (x *hashIndex) clear() {
+	clear(x.slots)
+	x.used = 0
 }

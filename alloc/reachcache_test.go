@@ -49,3 +49,31 @@ func TestReusedSelectorMatchesFresh(t *testing.T) {
 		}
 	}
 }
+
+// TestHashIndexMatchesMap compares the cache's hash index with a map
+// under random stores, overwrites, look-ups (hashes drawn from a small
+// range, so that probes collide) and clears.
+func TestHashIndexMatchesMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 11))
+	var x hashIndex
+	want := map[uint64]uint32{}
+	for i := range 200_000 {
+		h := r.Uint64N(5000) * 0x9e3779b97f4a7c15 // spread, with repeats
+		if r.IntN(3) == 0 {
+			h &= 0xff // many equal low bits: long probes
+		}
+		switch k := r.IntN(100); {
+		case k < 45:
+			e := uint32(1 + r.IntN(1<<20))
+			x.set(h, e)
+			want[h] = e
+		case k < 99:
+			if got := x.get(h); got != want[h] {
+				t.Fatalf("step %d: get(%#x) = %d, want %d", i, h, got, want[h])
+			}
+		default:
+			x.clear()
+			clear(want)
+		}
+	}
+}

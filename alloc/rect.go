@@ -99,18 +99,18 @@ func vol(p []int) int {
 // (whole dimensions start at 0; mesh dimensions stay inside the border).
 // f returns false to stop.
 func placements(dims []int, wrap []bool, size []int, f func(start []int) bool) {
+	placementsBelow(dims, wrap, size, dims, f)
+}
+
+// placementsBelow is placements restricted to starts below cap in each
+// dimension.
+func placementsBelow(dims []int, wrap []bool, size, cap []int, f func(start []int) bool) {
 	n := len(dims)
 	start := make([]int, n)
 	limit := make([]int, n)
-	for i := range dims {
-		switch {
-		case size[i] == dims[i]:
-			limit[i] = 1
-		case wrap[i]:
-			limit[i] = dims[i]
-		default:
-			limit[i] = dims[i] - size[i] + 1
-		}
+	placementLimits(dims, wrap, size, limit)
+	for i := range limit {
+		limit[i] = min(limit[i], cap[i])
 	}
 	for {
 		if !f(start) {
@@ -126,6 +126,50 @@ func placements(dims []int, wrap []bool, size []int, f func(start []int) bool) {
 		}
 		if i == n {
 			return
+		}
+	}
+}
+
+// placementLimits fills limit with the number of starts of a rectangle of
+// the given size per dimension, as placements enumerates them, and
+// returns the number of placements.
+func placementLimits(dims []int, wrap []bool, size, limit []int) int {
+	n := 1
+	for i := range dims {
+		switch {
+		case size[i] == dims[i]:
+			limit[i] = 1
+		case wrap[i]:
+			limit[i] = dims[i]
+		default:
+			limit[i] = max(dims[i]-size[i]+1, 0)
+		}
+		n *= limit[i]
+	}
+	return n
+}
+
+// placementRange calls f for the placements of the given size with
+// indices lo..hi-1 in the order placements enumerates them (the first
+// dimension fastest); f returns false to stop.
+func placementRange(dims []int, wrap []bool, size []int, lo, hi int, f func(start []int) bool) {
+	n := len(dims)
+	limit := make([]int, n)
+	placementLimits(dims, wrap, size, limit)
+	start := make([]int, n)
+	for i, x := 0, lo; i < n; i++ {
+		start[i] = x % limit[i]
+		x /= limit[i]
+	}
+	for k := lo; k < hi; k++ {
+		if !f(start) {
+			return
+		}
+		for i := 0; i < n; i++ {
+			if start[i]++; start[i] < limit[i] {
+				break
+			}
+			start[i] = 0
 		}
 	}
 }

@@ -72,4 +72,10 @@ type RouterProps struct {
 	// intervals on rings) holding its active nodes lies inside it and no
 	// node of the box has a failed link (see boxCovers).
 	BoxesReachable bool
+	// RingInvariant: without unavailable nodes the answers for a set
+	// depend only on the set up to a translation along the ring
+	// dimensions (a torus with mesh dimensions and no failure), so on an
+	// empty machine placements that differ only along rings are decided
+	// once (the uniform path).
+	RingInvariant bool
 }

@@ -371,14 +371,15 @@ func selectFill(tb testing.TB, spec string, frac float64, seed uint64) (*State, 
 }
 
 // BenchmarkSelectEmpty times one decision with the default budget on the
-// empty largest tori built (Sequoia's 16x16x16x12x2), m = 8 … 16 384 and
+// empty largest tori built (Sequoia's 16x16x16x12x2 and Fugaku's Tofu-D,
+// 24x23x24x2x3x2 with meshes W and U), m = 8 … 16 384 and
 // T = m/4, with a fresh selector per decision as `icn alloc` makes it
 // (issue 43); it reports the criteria the answer is complete for and the
 // live heap after the decision. `-bench SelectEmpty/enumeration` is the
 // direct enumeration of the same decisions (the same-run baseline; it
 // finishes only for the small jobs).
 func BenchmarkSelectEmpty(b *testing.B) {
-	for _, spec := range []string{"torus:16x16x16x12x2"} {
+	for _, spec := range []string{"torus:16x16x16x12x2", "torus:24x23x24x2x3x2:mesh=W,U"} {
 		s, rt := busyPattern(b, spec, "idle")
 		for _, path := range []string{"uniform", "enumeration"} {
 			for _, m := range []int{8, 64, 256, 1024, 4096, 16384} {
@@ -406,5 +407,55 @@ func BenchmarkSelectEmpty(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkSelectFill fills the largest tori built to 60 % as `icn serve`
+// fills them (issue 43): jobs of 64·256^(u^2.3) nodes (64–16 384, seed
+// 1), T = m/4, placed one after another by one selector with the default
+// budget and without the chosen set's table (the service builds it). It
+// reports the decisions' p50, p99 and slowest wall time, how many were
+// cut before criterion 2 (all, and those of m ≤ 4 096) and the jobs
+// placed.
+func BenchmarkSelectFill(b *testing.B) {
+	for _, spec := range []string{"torus:16x16x16x12x2"} {
+		b.Run(spec, func(b *testing.B) {
+			for b.Loop() {
+				s, rt := busyPattern(b, spec, "idle")
+				sel := NewSelector(s)
+				r := rand.New(rand.NewPCG(1, 43))
+				var times []float64
+				cut, cutSmall, jobs := 0, 0, 0
+				for job := 1; s.Busy() < s.N()*6/10; job++ {
+					m := int(64 * math.Pow(256, math.Pow(r.Float64(), 2.3)))
+					start := time.Now()
+					res, err := sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Budget: DefaultBudget, NoTable: true})
+					if err != nil {
+						b.Fatal(err)
+					}
+					times = append(times, time.Since(start).Seconds())
+					if res.Complete < CompletePhi {
+						cut++
+						if m <= 4096 {
+							cutSmall++
+						}
+					}
+					if c := res.Chosen; c != nil {
+						if err := s.Occupy(job, append(slices.Clone(c.Active), c.Transit...)); err != nil {
+							b.Fatal(err)
+						}
+						jobs++
+					}
+					b.Logf("job %d: m=%d %.3fs complete %d settled %v examined %d busy %.1f%%", job, m, times[len(times)-1], res.Complete, res.Settled, res.Examined, 100*float64(s.Busy())/float64(s.N()))
+				}
+				slices.Sort(times)
+				b.ReportMetric(times[len(times)/2], "p50-s")
+				b.ReportMetric(times[(len(times)*99)/100], "p99-s")
+				b.ReportMetric(times[len(times)-1], "max-s")
+				b.ReportMetric(float64(cut), "cut<2")
+				b.ReportMetric(float64(cutSmall), "cut<2,m≤4096")
+				b.ReportMetric(float64(jobs), "jobs")
+			}
+		})
 	}
 }

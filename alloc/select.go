@@ -174,6 +174,14 @@ type Selector struct {
 	// arenas hold the candidates of the current decision, per worker.
 	arenas []candArena
 	taken  []takenSet // per worker: leastFragmenting's space
+	// noFit remembers the rectangle sizes with no free placement (the fit
+	// lattice's "does not fit" marks) and the available nodes they were
+	// found on: while nodes are only taken, a size that did not fit still
+	// does not (a machine filling up with jobs).
+	noFit struct {
+		avail []bool
+		state []int8
+	}
 	// tune is the normal working unless a test changed it.
 	tune tuning
 	keys struct { // collect's space for set names
@@ -200,6 +208,12 @@ type tuning struct {
 	// forceUniform takes the uniform path on an empty torus whatever its
 	// size (small tori, to compare it with the enumeration).
 	forceUniform bool
+	// forceBounded takes the bounded path on a budgeted decision
+	// whatever the torus's size.
+	forceBounded bool
+	// boundMasks makes the bounded path find promising starts for all
+	// starts at once even where checking each would be cheaper.
+	boundMasks bool
 	// noUniform keeps the direct enumeration on an empty torus (the
 	// baseline of the benchmarks).
 	noUniform bool

@@ -35,36 +35,29 @@ const questionPairSeconds = 7e-9
 func (d *decision) uniform() bool {
 	sel := d.sel
 	if d.req.Algo != Improved || d.req.CountOnly || d.req.Exists || sel.anyFault ||
-		!d.invariant || !d.shareBlocks || d.s.FreeCount() != d.s.N() ||
+		!(d.ringInvariant || d.req.Budget > 0 && d.boxes) || d.s.FreeCount() != d.s.N() ||
 		sel.tune.cutAfter > 0 || sel.tune.cutAfterAsks > 0 || d.changed != nil || sel.tune.noUniform {
 		return false
 	}
-	if sel.tune.forceUniform {
-		return true
-	}
+	return sel.tune.forceUniform || d.manyPlacements()
+}
+
+// placementCount is the number of placements of a rectangle size.
+func placementCount(dims []int, wrap []bool, size []int) int {
+	return placementLimits(dims, wrap, size, make([]int, len(dims)))
+}
+
+// manyPlacements reports whether the decision's sizes have more than
+// uniformAfter placements in all.
+func (d *decision) manyPlacements() bool {
 	total := 0
 	for _, size := range d.sizes {
-		total += placementCount(sel.dims, sel.wrap, size)
+		total += placementCount(d.sel.dims, d.sel.wrap, size)
 		if total > uniformAfter {
 			return true
 		}
 	}
 	return false
-}
-
-// placementCount is the number of placements of a rectangle size.
-func placementCount(dims []int, wrap []bool, size []int) int {
-	n := 1
-	for i, d := range dims {
-		switch {
-		case size[i] == d:
-		case wrap[i]:
-			n *= d
-		default:
-			n *= d - size[i] + 1
-		}
-	}
-	return n
 }
 
 // enumerateUniform examines the first placement of every size and counts
@@ -77,7 +70,14 @@ func placementCount(dims []int, wrap []bool, size []int) int {
 // large torus) is asked only when the set's φ can reach the best φ of
 // the sets known so far, or, without a budget, for every such size so
 // that the counts are the enumeration's.
-func (d *decision) enumerateUniform() []sizeResult {
+func (d *decision) enumerateUniform() ([]sizeResult, bool) {
+	// Without answers invariant along the rings (R_A* on a torus with
+	// mesh dimensions accepts dependencies that depend on the whole
+	// torus), only sets that need no answer of the router are decided
+	// for their translates: boxes (reachable under every rule) of m
+	// nodes, and larger blocks whose first m nodes form a box. Sets that
+	// would need a question can then only tie, or the path is given up.
+	loose := !d.ringInvariant
 	results := make([]sizeResult, len(d.sizes))
 	var first, rest []int
 	for _, si := range d.sizeOrder() {
@@ -91,21 +91,37 @@ func (d *decision) enumerateUniform() []sizeResult {
 	for w := range zero {
 		zero[w] = make([]int, len(d.sel.dims))
 	}
+	// One placement per position along the mesh dimensions (all of
+	// them at start 0 along the rings) stands for its ring translates.
+	cap := make([]int, len(d.sel.dims))
+	for i, di := range d.sel.dims {
+		cap[i] = 1
+		if !d.sel.wrap[i] {
+			cap[i] = di
+		}
+	}
 	one := func(w, si int) {
 		size := d.sizes[si]
 		out := &results[si]
-		d.examine(w, size, zero[w], out, nil)
-		count := placementCount(d.sel.dims, d.sel.wrap, size)
-		out.examined *= count
-		out.found *= count
+		count := ringCount(d.sel.dims, d.sel.wrap, size)
+		placementsBelow(d.sel.dims, d.sel.wrap, size, cap, func(st []int) bool {
+			ex, found := out.examined, out.found
+			ok := d.examine(w, size, st, out, nil)
+			out.examined += (out.examined - ex) * (count - 1)
+			out.found += (out.found - found) * (count - 1)
+			return ok
+		})
 	}
 	run := func(list []int, f func(w, si int)) {
 		par.For(len(list), d.sel.Workers, func(w, k int) { f(w, list[k]) })
 	}
 	run(first, one)
 	if d.bestT.Load() > 0 {
+		if loose {
+			return nil, false
+		}
 		run(rest, one)
-		return results
+		return results, true
 	}
 	deferred := make([]bool, len(d.sizes))
 	run(rest, func(w, si int) {
@@ -137,50 +153,79 @@ func (d *decision) enumerateUniform() []sizeResult {
 	// timing; the others are left out and the answer is complete for
 	// criteria 1–2. Sets that could beat the best φ known are always
 	// asked.
+	type rep struct {
+		si int
+		st []int
+		c  *candidate
+		ok bool
+	}
 	allow := tableAllowShare * d.req.Budget.Seconds() * float64(par.Workers(d.sel.Workers))
 	spent := 0.0
-	var ask []int
-	cands := make([]*candidate, len(d.sizes))
+	var ask []*rep
+	beats := false
 	for _, si := range rest {
-		if !deferred[si] {
+		if !deferred[si] || beats {
 			continue
 		}
 		size := d.sizes[si]
-		p := placement{rect: Rect{Start: zero[0], Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
-		c := d.newCandidate(0, p, []int{})
-		if d.req.Budget > 0 {
-			if _, ok := d.emptyPhi(c, top); !ok {
-				continue // cannot tie on φ: not asked
+		placementsBelow(d.sel.dims, d.sel.wrap, size, cap, func(st []int) bool {
+			p := placement{rect: Rect{Start: st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
+			c := d.newCandidate(0, p, []int{})
+			if loose {
+				if _, ok := d.emptyPhi(c, top+1); ok {
+					beats = true // could beat the best φ: give up
+					return false
+				}
+				d.tiesLeft.Store(true)
+				return true
 			}
-			if _, ok := d.emptyPhi(c, top+1); !ok {
-				spent += float64(d.m) * float64(d.m) * questionPairSeconds
-				if spent > allow {
-					d.tiesLeft.Store(true)
-					continue
+			if d.req.Budget > 0 {
+				if _, ok := d.emptyPhi(c, top); !ok {
+					return true // cannot tie on φ: not asked
+				}
+				if _, ok := d.emptyPhi(c, top+1); !ok {
+					spent += float64(d.m) * float64(d.m) * questionPairSeconds
+					if spent > allow {
+						d.tiesLeft.Store(true)
+						return true
+					}
 				}
 			}
-		}
-		cands[si] = c
-		ask = append(ask, si)
+			ask = append(ask, &rep{si: si, st: slices.Clone(st), c: c})
+			return true
+		})
 	}
-	run(ask, func(w, si int) {
+	if beats {
+		return nil, false
+	}
+	if loose {
+		// Translates were not compared by their tables.
+		d.tiesLeft.Store(true)
+	}
+	par.For(len(ask), d.sel.Workers, func(w, k int) {
 		if d.clock.rank.Load() {
 			d.rankCut.Store(true)
 			return
 		}
-		size := d.sizes[si]
-		p := placement{rect: Rect{Start: zero[w], Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
+		r := ask[k]
+		size := d.sizes[r.si]
+		p := placement{rect: Rect{Start: r.st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
 		ok, err := d.alone(w, p, true)
 		switch {
 		case errors.Is(err, errCut):
 			d.rankCut.Store(true)
 		case err != nil:
-			results[si].err = err
-		case ok:
-			results[si].cands = append(results[si].cands, cands[si])
+			results[r.si].err = err
+		default:
+			r.ok = ok
 		}
 	})
-	return results
+	for _, r := range ask { // in size and placement order
+		if r.ok {
+			results[r.si].cands = append(results[r.si].cands, r.c)
+		}
+	}
+	return results, true
 }
 
 // uniformDistinct counts the distinct sets with the fewest transit nodes
@@ -217,8 +262,9 @@ func (d *decision) uniformDistinct(results []sizeResult) int {
 // translateUnion counts the positions of the union of the sizes'
 // translates (whole dimensions at 0, the others anywhere on the ring).
 func (d *decision) translateUnion(sizes [][]int) int {
-	dims := d.sel.dims
-	whole := func(size []int, i int) bool { return size[i] == dims[i] }
+	dims, wrap := d.sel.dims, d.sel.wrap
+	// Along a mesh dimension a set has the one position it was found at.
+	whole := func(size []int, i int) bool { return size[i] == dims[i] || !wrap[i] }
 	// A size that is whole in no dimension where another is not covers
 	// the others' positions.
 	for _, a := range sizes {
@@ -231,7 +277,7 @@ func (d *decision) translateUnion(sizes [][]int) int {
 			}
 		}
 		if dominates {
-			return placementCount(dims, d.sel.wrap, a)
+			return ringCount(dims, wrap, a)
 		}
 	}
 	// Otherwise mark the positions.
@@ -291,7 +337,7 @@ func (d *decision) emptyPhi(c *candidate, bound int64) (Fragmentation, bool) {
 		}
 		kept := 0
 		for _, r := range d.sel.shapes[k:end] {
-			miss := placementCount(dims, d.sel.wrap, r) - meets(dims, r, boxes[big].Size)
+			miss := placementCount(dims, d.sel.wrap, r) - meets(dims, d.sel.wrap, r, boxes[big])
 			if miss == 0 || exact {
 				kept += miss
 				continue
@@ -310,15 +356,38 @@ func (d *decision) emptyPhi(c *candidate, bound int64) (Fragmentation, bool) {
 	return Fragmentation{}, bound <= 0
 }
 
-// meets is the number of placements of shape r on a torus that meet a
-// box of size b.
-func meets(dims, r, b []int) int {
+// ringCount is the number of placements of a size that differ only
+// along the rings.
+func ringCount(dims []int, wrap []bool, size []int) int {
+	n := 1
+	for i, d := range dims {
+		if wrap[i] && size[i] < d {
+			n *= d
+		}
+	}
+	return n
+}
+
+// meetRange is the first start and the number of starts of shape r in
+// dimension i that meet the box b there (0 when none does).
+func meetRange(d int, wrap bool, r int, b Rect, i int) (lo, n int) {
+	bs, bl := b.Start[i], b.Size[i]
+	switch {
+	case r == d:
+		return 0, 1
+	case wrap:
+		return ((bs-r+1)%d + d) % d, min(d, r+bl-1)
+	}
+	lo, hi := max(0, bs-r+1), min(d-r, bs+bl-1)
+	return lo, max(0, hi-lo+1)
+}
+
+// meets is the number of placements of shape r that meet the box b.
+func meets(dims []int, wrap []bool, r []int, b Rect) int {
 	p := 1
 	for i, d := range dims {
-		if r[i] == d {
-			continue
-		}
-		p *= min(d, r[i]+b[i]-1)
+		_, n := meetRange(d, wrap[i], r[i], b, i)
+		p *= n
 	}
 	return p
 }
@@ -334,14 +403,13 @@ func missesAll(dims []int, wrap []bool, r []int, boxes []Rect, mark []bool) int 
 	off := make([]int, n)
 	c := make([]int, n)
 	var touched []int
+boxes:
 	for _, b := range boxes {
 		for i, d := range dims {
-			if r[i] == d {
-				lo[i], ext[i] = 0, 1
-				continue
+			lo[i], ext[i] = meetRange(d, wrap[i], r[i], b, i)
+			if ext[i] == 0 {
+				continue boxes
 			}
-			ext[i] = min(d, r[i]+b.Size[i]-1)
-			lo[i] = ((b.Start[i]-r[i]+1)%d + d) % d
 		}
 		clear(off)
 		for {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 // tori: the same set, rectangle, counts, φ and table figures.
 func TestUniformMatchesEnumeration(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 1))
-	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2"}
-	for trial := 0; trial < 60; trial++ {
+	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2",
+		"torus:4x3x2:mesh=Z", "torus:4x4x3:mesh=Y", "torus:3x2x2x3:mesh=Y,W", "torus:5x4x2:mesh=X,Z"}
+	for trial := 0; trial < 100; trial++ {
 		spec := specs[trial%len(specs)]
 		g, err := topology.Parse(spec)
 		if err != nil {
@@ -70,6 +72,18 @@ func TestUniformMatchesEnumeration(t *testing.T) {
 			t.Fatalf("%s: uniform with a budget chose %+v (found %d, distinct %d, complete %d), enumeration %+v (%d, %d)",
 				name, bud.Chosen, bud.Found, bud.Distinct, bud.Complete, b, want.Found, want.Distinct)
 		}
+		// A router that promises no invariance: only sets that need no
+		// answer are decided for their translates, or the decision
+		// falls back; criteria 1–2 as the enumeration.
+		sel = NewSelector(s)
+		sel.tune.forceUniform = true
+		loose, err := sel.Select(s, looseRouter{rt}, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loose.Chosen == nil || len(loose.Chosen.Transit) != len(b.Transit) || loose.Chosen.Frag != b.Frag {
+			t.Fatalf("%s: uniform without invariance chose %+v, enumeration %+v", name, loose.Chosen, b)
+		}
 	}
 }
 
@@ -79,7 +93,8 @@ func TestUniformMatchesEnumeration(t *testing.T) {
 func TestEmptyPhiMatchesPhi(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 2))
 	for trial := 0; trial < 200; trial++ {
-		spec := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x3x2x2"}[trial%5]
+		spec := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x3x2x2",
+			"torus:4x3x2:mesh=Z", "torus:4x4x3:mesh=Y", "torus:3x2x2x3:mesh=Y,W"}[trial%8]
 		g, err := topology.Parse(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -90,8 +105,12 @@ func TestEmptyPhiMatchesPhi(t *testing.T) {
 		start := make([]int, len(dims))
 		for i, d := range dims {
 			size[i] = 1 + r.IntN(d)
-			if size[i] < d {
+			switch {
+			case size[i] == d:
+			case s.wrap[i]:
 				start[i] = r.IntN(d)
+			default:
+				start[i] = r.IntN(d - size[i] + 1)
 			}
 		}
 		v := vol(size)
@@ -131,3 +150,153 @@ func TestEmptyPhiMatchesPhi(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundedMatchesEnumeration compares the bounded path (placements
+// whose φ bound falls below φ* are not examined) with the direct
+// enumeration on random busy states of small tori: the same set, φ and
+// transit count.
+func TestBoundedMatchesEnumeration(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 3))
+	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2",
+		"torus:4x3x2:mesh=Z", "torus:3x2x2x3:mesh=Y,W"}
+	bounded := 0
+	for trial := 0; trial < 120; trial++ {
+		spec := specs[trial%len(specs)]
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := NewState(g)
+		var busy []int
+		p := 0.5 * r.Float64()
+		for v := 0; v < s.N(); v++ {
+			if r.Float64() < p {
+				busy = append(busy, v)
+			}
+		}
+		if err := s.Occupy(1, busy); err != nil {
+			t.Fatal(err)
+		}
+		rt, err := NewAngaraRouter(g, []string{"angara*", "angara"}[trial%2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := 1 + r.IntN(max(1, s.FreeCount()/2))
+		req := Request{Nodes: m, Transit: r.IntN(m/2 + 2)}
+		want, err := NewSelector(s).Select(s, rt, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel := NewSelector(s)
+		sel.tune.forceBounded = true
+		sel.tune.boundMasks = trial%3 == 0
+		req.Budget = time.Hour
+		got, err := sel.Select(s, rt, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("%s busy %v m=%d T=%d", spec, busy, m, req.Transit)
+		if (got.Chosen == nil) != (want.Chosen == nil) {
+			t.Fatalf("%s: bounded chose %v, enumeration %v", name, got.Chosen, want.Chosen)
+		}
+		if want.Chosen == nil {
+			continue
+		}
+		if got.Settled {
+			bounded++
+		}
+		a, b := got.Chosen, want.Chosen
+		if len(a.Transit) != len(b.Transit) || a.Frag != b.Frag || got.Complete < CompletePhi ||
+			!reflect.DeepEqual(a.Active, b.Active) || !reflect.DeepEqual(a.Transit, b.Transit) {
+			t.Fatalf("%s: bounded chose %+v (complete %d, settled %v), enumeration %+v", name, a, got.Complete, got.Settled, b)
+		}
+	}
+	if bounded < 30 {
+		t.Fatalf("only %d of 120 decisions took the bounded path", bounded)
+	}
+}
+
+// TestWindowSums compares the sliding sums with the prefix-sum query on
+// random states of small tori and meshes, for every size and start.
+func TestWindowSums(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 4))
+	for _, spec := range []string{"torus:4x3x5", "mesh:4x3x2", "torus:3x2x2x3", "torus:7x5"} {
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := NewState(g)
+		var busy []int
+		for v := 0; v < s.N(); v++ {
+			if r.IntN(3) == 0 {
+				busy = append(busy, v)
+			}
+		}
+		if err := s.Occupy(1, busy); err != nil {
+			t.Fatal(err)
+		}
+		ws, gr := newWindowSums(s), newGrid(s)
+		for _, size := range Shapes(s.Dims()) {
+			sums := ws.sums(size)
+			placements(s.Dims(), s.wrap, size, func(st []int) bool {
+				if got, want := int(sums[enc(st, s.Dims())]), gr.unavailable(st, size); got != want {
+					t.Fatalf("%s size %v at %v: window sum %d, prefix sums %d", spec, size, st, got, want)
+				}
+				return true
+			})
+		}
+	}
+}
+
+// TestNoFitCarriedOver fills small tori job by job with one selector,
+// which carries the sizes without a free placement from one decision to
+// the next while nodes are only taken, and with a fresh selector per
+// decision: the same sets and φ; then frees a job (the marks are
+// dropped) and compares again.
+func TestNoFitCarriedOver(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 5))
+	for _, spec := range []string{"torus:4x4x4", "torus:6x4x2", "torus:4x3x2x2"} {
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := NewState(g)
+		rt, err := NewAngaraRouter(g, "angara*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := NewSelector(s)
+		for job := 1; job < 40; job++ {
+			if job%7 == 0 {
+				s.Release(job - 3)
+			}
+			m := 1 + r.IntN(4)
+			req := Request{Nodes: m, Transit: r.IntN(3)}
+			a, err := kept.Select(s, rt, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := NewSelector(s).Select(s, rt, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (a.Chosen == nil) != (b.Chosen == nil) {
+				t.Fatalf("%s job %d: kept selector chose %v, fresh %v", spec, job, a.Chosen, b.Chosen)
+			}
+			if a.Chosen == nil {
+				continue
+			}
+			if !reflect.DeepEqual(a.Chosen.Active, b.Chosen.Active) || a.Chosen.Frag != b.Chosen.Frag {
+				t.Fatalf("%s job %d: kept selector chose %+v, fresh %+v", spec, job, a.Chosen, b.Chosen)
+			}
+			if err := s.Occupy(job, append(slices.Clone(a.Chosen.Active), a.Chosen.Transit...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// looseRouter is a router that promises only that boxes are reachable.
+type looseRouter struct{ Router }
+
+func (l looseRouter) Props() RouterProps { return RouterProps{BoxesReachable: true} }

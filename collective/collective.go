@@ -39,6 +39,9 @@ func ParseTopo(spec string) (Topo, error) {
 	if !ok {
 		return Topo{}, fmt.Errorf("topology %q: want ring:P, torus:QxQ or hypercube:D", spec)
 	}
+	if _, opts, ok := strings.Cut(arg, ":"); ok {
+		return Topo{}, fmt.Errorf("topology %q: the models take no options (%q): ring:P, torus:QxQ (every dimension a ring) or hypercube:D", spec, opts)
+	}
 	t := Topo{Spec: spec}
 	num := func(s, what string, lo int) (int, error) {
 		v, err := strconv.Atoi(strings.TrimSpace(s))

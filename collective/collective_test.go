@@ -251,10 +251,13 @@ func TestModelMatchesSimulation(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	for _, s := range []string{"torus:4x8", "torus:2x2x2", "mesh:4x4", "ring:1", "hypercube:0", "hypercube:x", "ring", "torus:1x1", "ring:99999999"} {
+	for _, s := range []string{"torus:4x8", "torus:2x2x2", "mesh:4x4", "ring:1", "hypercube:0", "hypercube:x", "ring", "torus:1x1", "ring:99999999", "torus:4x4:mesh=X"} {
 		if _, err := ParseTopo(s); err == nil {
 			t.Errorf("%q accepted", s)
 		}
+	}
+	if _, err := ParseTopo("torus:4x4:mesh=X"); err == nil || !strings.Contains(err.Error(), "the models take no options") {
+		t.Errorf("torus with a mesh dimension: %v", err)
 	}
 	tp := topo(t, "ring:8")
 	for _, p := range []Params{{Ts: -1, M: 1}, {M: 0}, {Tw: math.NaN(), M: 1}, {Th: math.Inf(1), M: 1}} {
@@ -281,6 +284,7 @@ func FuzzParseTopo(f *testing.F) {
 	f.Add("ring:16")
 	f.Add("torus:4x4")
 	f.Add("hypercube:4")
+	f.Add("torus:4x4:mesh=Y")
 	f.Fuzz(func(t *testing.T, s string) {
 		tp, err := ParseTopo(s)
 		if err != nil {

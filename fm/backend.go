@@ -40,8 +40,11 @@ func (s *Service) Stats() client.ServiceStats {
 	st.FailedLinks, st.FailedNodes = len(s.fabric.FailedLinks), len(s.fabric.FailedNodes)
 	st.JobsRunning = len(s.jobs)
 	for _, j := range s.jobs {
-		if j.Routing == client.RouteBroken {
+		switch j.Routing {
+		case client.RouteBroken:
 			st.JobsBroken++
+		case client.RoutePending:
+			st.JobsPending++
 		}
 	}
 	if s.state != nil {

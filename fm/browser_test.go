@@ -218,8 +218,10 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 		{"fattree:k=4,n=3", "", false},
 		{"dragonfly:a=4,p=2,h=2", "", false},
 		{"torus:8x8x4x4", "0.0.0.0+W", true},
-		{"torus:12", "3+X", true},                    // one dimension
-		{"torus:3x2x2x2x2x3", "0.0.0.0.0.0+U", true}, // six
+		{"torus:12", "3+X", true},                       // one dimension
+		{"torus:3x2x2x2x2x3", "0.0.0.0.0.0+U", true},    // six
+		{"torus:4x5x3x2:mesh=X,W", "0.0.0.0+Z", true},   // mesh dimensions: no wrap stub in X, no W tick beyond W=1
+		{"torus:16x16x8x2:mesh=Y,W", "0.0.0.0+Z", true}, // the same on a canvas
 		{"mesh:5x3x2", "1.1.0+Y", true},
 		{"torus:4x3x2x2x3x2:mesh=W,U", "1.1.0.0.2.1+W", true}, // Tofu's mesh dimensions
 		{"torus:16x16x16", "5.5.5+Z", true},                   // a canvas
@@ -367,6 +369,23 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			}
 			if drawn != s.g.NumLinks() || zeroLength != 0 {
 				t.Errorf("%d of %d links drawn, %d of zero length", drawn, s.g.NumLinks(), zeroLength)
+			}
+			if s.g.HasCoords() {
+				// Wrap-arounds in the plane are stubs (a line shorter than
+				// the cell): one per wrap link of X and Y that joins the
+				// ends of a ring longer than 2, none along a mesh
+				// dimension.
+				want := 0
+				for _, lk := range s.g.Links() {
+					if d := int(lk.Dim); d >= 0 && d <= 1 && s.g.CoordAt(int(lk.B), d)-s.g.CoordAt(int(lk.A), d) < -1 {
+						want++
+					}
+				}
+				stubs := num(`[...document.querySelectorAll('line[data-link]')].filter(l => (l.dataset.dim === "0" || l.dataset.dim === "1") &&
+					Math.hypot(l.getAttribute('x2') - l.getAttribute('x1'), l.getAttribute('y2') - l.getAttribute('y1')) < 0.6 * 24).length`)
+				if stubs != want {
+					t.Errorf("%d wrap-around stubs drawn, the fabric has %d wrap links in X and Y (wrap %v)", stubs, want, s.g.Wrap())
+				}
 			}
 			if members < 2 {
 				t.Errorf("%d multicast members marked", members)

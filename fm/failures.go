@@ -233,7 +233,9 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult {
 	r := recheckResult{old: j}
 	md := rc.md
-	if md.routing == nil {
+	if md.routing == nil || j.Routing == client.RoutePending {
+		// A pending table is built on the fabric of its time, which
+		// finds a pair the change left without a route (tables.go).
 		return r
 	}
 	reached := sync.OnceValue(func() bool { return rc.reaches(j) })

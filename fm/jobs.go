@@ -86,22 +86,23 @@ func checkRequest(req client.JobRequest) (alloc.Algo, error) {
 	return a, nil
 }
 
-// Placement budget. Node selection and the job's table answer together
-// within the budget: the selection gets the budget less what the table
-// is expected to take (the table's seconds per route, as measured on
-// this host by the placements so far, times the routes), but at least
-// selectionShare of the budget, and the table build is stopped at the
-// budget plus 10 %. A job whose table alone is expected to take more
-// than tableShareMax of the budget is refused at once: it could not be
-// placed in time, and computing until the deadline would only keep the
-// next placement waiting.
+// Placement budget. Node selection gets the whole budget from the
+// placement's turn, as icn alloc --budget gives it, so the service and
+// the command choose the same set for the same request on the same
+// state; a selection that has not answered by the budget + 10 %
+// (placementGrace; at least minGrace past the budget) is stopped. The
+// job's verified table is built before the answer when it is expected
+// to fit in what is left of the budget (the table's seconds per route,
+// as measured on this host by the tables so far, times the routes), and
+// then stopped at the budget + 5 % (tableGrace) if it does not; a table
+// that does not fit is built after the answer: the job is committed
+// with its nodes and a pending table (client.RoutePending), which the
+// table builder builds and verifies in the background (tables.go).
 const (
 	// defaultRouteSeconds is the first estimate: a 2-core host builds,
 	// verifies and converts a 4 096-node table (16.8 million routes) in
 	// about 9 s.
 	defaultRouteSeconds = 0.55e-6
-	selectionShare      = 0.3
-	tableShareMax       = 0.7
 	// measuredRoutes: tables smaller than this (routes) are dominated by
 	// fixed costs and do not update the estimate.
 	measuredRoutes = 1 << 16
@@ -109,7 +110,28 @@ const (
 	// per node requested (about 0.5 s for 1 024 nodes of an empty
 	// torus:32x32x32 on 2 cores, docs/fm.md).
 	defaultSelectionSeconds = 0.5e-3
+	// placementGrace and tableGrace: the selection is stopped at the
+	// budget plus budget/placementGrace, a table built before the answer
+	// at the budget plus budget/tableGrace (the rest covers encoding and
+	// storing it).
+	placementGrace = 10
+	tableGrace     = 20
+	// minGrace is the least time past a short budget the selection has
+	// to hand over what it found (a budget of microseconds still answers
+	// with the placements it examined).
+	minGrace = 50 * time.Millisecond
 )
+
+// selectionTime is the most a selection with budget b > 0 may take: it is
+// stopped then if it has not answered.
+func selectionTime(b time.Duration) time.Duration {
+	return b + max(b/placementGrace, minGrace)
+}
+
+// budget is the placement budget (0: none).
+func (s *Service) budget() time.Duration {
+	return max(s.cfg.PlacementBudget, 0)
+}
 
 // tableEstimate is the expected time of the verified table of a job of
 // m active nodes.
@@ -137,15 +159,15 @@ func (s *Service) measuredTable(m int, d time.Duration) {
 
 // selectionEstimate is the expected time of the node selection for a
 // job of m nodes: the mean time per node requested of the selections so
-// far (a running mean), times m, and at most the selection's budget.
+// far (a running mean), times m, and at most the budget.
 func (s *Service) selectionEstimate(m int) time.Duration {
 	perNode := math.Float64frombits(s.selectSeconds.Load())
 	if perNode == 0 {
 		perNode = defaultSelectionSeconds
 	}
 	d := time.Duration(perNode * float64(m) * float64(time.Second))
-	if sel, _, err := s.placementBudgets(m); err == nil && sel > 0 {
-		d = min(d, sel)
+	if b := s.budget(); b > 0 {
+		d = min(d, b)
 	}
 	return d
 }
@@ -165,27 +187,15 @@ func (s *Service) measuredSelection(m int, seconds float64) {
 }
 
 // placementEstimate is the expected duration of a placement of m nodes
-// once it has the placement slot: its selection and its table.
+// once it has the placement slot: its selection and its table, at most
+// the budget + 10 % (a table that does not fit is built after the
+// answer).
 func (s *Service) placementEstimate(m int) time.Duration {
-	return s.selectionEstimate(m) + s.tableEstimate(m)
-}
-
-// placementBudgets splits the service's budget for a job of m nodes:
-// the selection's budget and the deadline of the whole placement (0, 0
-// when there is no budget). It fails with ErrBudget when the job's table
-// alone is expected to take most of the budget.
-func (s *Service) placementBudgets(m int) (selection, whole time.Duration, err error) {
-	b := s.cfg.PlacementBudget
-	if b <= 0 {
-		return 0, 0, nil
+	d := s.selectionEstimate(m) + s.tableEstimate(m)
+	if b := s.budget(); b > 0 {
+		d = min(d, selectionTime(b))
 	}
-	table := s.tableEstimate(m)
-	if table > time.Duration(tableShareMax*float64(b)) {
-		return 0, 0, fmt.Errorf("%w: the routing table of a %d-node job takes about %v on this host, more than the placement budget of %v allows; nothing was placed (raise icn serve --budget, or 0 for none)",
-			client.ErrBudget, m, table.Round(100*time.Millisecond), b)
-	}
-	selection = max(b-table, time.Duration(selectionShare*float64(b)))
-	return selection, b + b/10, nil
+	return d
 }
 
 // placeQueue hands the placement slot (placements and migrations run
@@ -289,40 +299,52 @@ func (q *placeQueue) release() {
 	close(w.ready)
 }
 
-// errOverBudget is the cause of a placement's context that ran out of
-// budget (startPlacement).
-var errOverBudget = errors.New("over budget")
+// errOverBudget is the cause of a selection stopped at the budget + 10 %
+// (place).
+var errOverBudget = errors.New("the selection ran past its budget")
 
 // placementCut is the error of a placement whose context ended: the
-// service is closing (ErrClosing), over budget, or the client gave up
-// (its context's error).
-func placementCut(ctx context.Context, budget time.Duration) error {
-	if errors.Is(context.Cause(ctx), client.ErrClosing) {
+// service is closing (ErrClosing), or the client gave up (its
+// context's error).
+func placementCut(ctx context.Context) error {
+	if context.Cause(ctx) != ctx.Err() {
 		return stopped(ctx, "nothing was placed")
 	}
-	if errors.Is(context.Cause(ctx), errOverBudget) {
-		return fmt.Errorf("%w: the placement did not finish within the budget of %v (+10%%) from its turn; nothing was placed", client.ErrBudget, budget)
-	}
-	return ctx.Err()
+	return fmt.Errorf("%w: the client left; nothing was placed", ctx.Err())
 }
 
-// place selects a node set and builds its verified table on a snapshot
-// (callers hold the placement slot: the selector is single-threaded).
-// ctx carries the placement's deadline (see placementBudgets).
-func (s *Service) place(ctx context.Context, sn *snapshot, req client.JobRequest, algo alloc.Algo) (*plan, error) {
+// place selects a node set on a snapshot and builds its verified table
+// if that fits the budget (callers hold the placement slot: the selector
+// is single-threaded). turn is when the placement got the slot, the
+// start of its budget, and selBudget the selection's budget (the whole
+// budget but for a second try after the fabric changed). A plan whose
+// table did not fit has none (table nil): the job is committed with a
+// pending table.
+//
+// A request that no set can ever meet is a bad request (ErrBadRequest),
+// one that cannot be met now a conflict (ErrConflict), and one for which
+// the budget ended before any set was found ErrBudget, naming the
+// placements examined (alloc.Explain).
+func (s *Service) place(ctx context.Context, sn *snapshot, req client.JobRequest, algo alloc.Algo, turn time.Time, selBudget time.Duration) (*plan, error) {
 	if sn.state == nil {
 		return nil, badRequest("this fabric takes no jobs: %s", sn.noJobs)
 	}
-	if req.Nodes > sn.state.N() {
-		return nil, badRequest("the fabric has only %d nodes", sn.state.N())
+	areq := alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo, NoTable: true, Fast: true, Budget: selBudget}
+	if why := alloc.Impossible(sn.state, areq); why != "" {
+		return nil, badRequest("the job can never be placed on this fabric: %s", why)
 	}
-	budget, _, err := s.placementBudgets(req.Nodes)
-	if err != nil {
-		return nil, err
+	b := s.budget()
+	selCtx, cancel := ctx, context.CancelFunc(func() {})
+	if b > 0 {
+		selCtx, cancel = context.WithDeadlineCause(ctx, turn.Add(selectionTime(b)), errOverBudget)
 	}
-	res, err := s.sel.SelectContext(ctx, sn.state, sn.routing, alloc.Request{Nodes: req.Nodes, Transit: req.Transit, Algo: algo, NoTable: true, Fast: true, Budget: budget})
+	defer cancel()
+	res, err := s.sel.SelectContext(selCtx, sn.state, sn.routing, areq)
 	if ctx.Err() != nil {
-		return nil, placementCut(ctx, s.cfg.PlacementBudget)
+		return nil, placementCut(ctx)
+	}
+	if err != nil && selCtx.Err() != nil {
+		return nil, fmt.Errorf("%w: node selection did not answer within the budget of %v (+10%%); nothing was placed", client.ErrBudget, b)
 	}
 	if err != nil {
 		return nil, err
@@ -332,72 +354,109 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req client.JobRequest
 		(*fn)(res.Seconds, res.Cut != "")
 	}
 	if res.Chosen == nil {
-		return nil, fmt.Errorf("%w: cannot place now: %s", client.ErrConflict, res.Reason)
+		return nil, s.noSet(selCtx, sn, areq, res, turn)
 	}
 	c := res.Chosen
-	start := time.Now()
-	table, stats, err := sn.routing.Routes(ctx, c.Active, c.Transit)
-	if err == nil {
-		s.measuredTable(len(c.Active), time.Since(start))
+	p := &plan{res: res, active: c.Active, transit: c.Transit}
+	if b > 0 && time.Now().Add(s.tableEstimate(len(c.Active))).After(turn.Add(b)) {
+		return p, nil // the table after the answer
 	}
+	tctx, tcancel := ctx, context.CancelFunc(func() {})
+	if b > 0 {
+		tctx, tcancel = context.WithDeadline(ctx, turn.Add(b+b/tableGrace))
+	}
+	defer tcancel()
+	start := time.Now()
+	table, stats, err := sn.routing.Routes(tctx, c.Active, c.Transit)
 	if ctx.Err() != nil {
-		return nil, placementCut(ctx, s.cfg.PlacementBudget)
+		return nil, placementCut(ctx)
+	}
+	if err != nil && tctx.Err() != nil {
+		return p, nil // it did not fit after all: after the answer
 	}
 	if err != nil {
 		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
 	}
-	// Encoded here, outside the commit, which holds commitMu.
+	s.measuredTable(len(c.Active), time.Since(start))
+	if err := s.completePlan(p, sn.g, table, stats); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// noSet is the error of a selection that chose no set: never (400), not
+// now (409) or no set within the budget (409, ErrBudget), as
+// alloc.Explain tells them apart; Explain asks the fabric without jobs
+// within what is left of the budget.
+func (s *Service) noSet(ctx context.Context, sn *snapshot, req alloc.Request, res *alloc.Result, turn time.Time) error {
+	left := time.Duration(0) // no budget: none for the check either
+	if b := s.budget(); b > 0 {
+		if left = time.Until(turn.Add(b)); left <= 0 {
+			left = -1 // no time left: no check
+		}
+	}
+	verdict, why := s.sel.Explain(ctx, sn.state, sn.routing, req, res, left)
+	switch verdict {
+	case alloc.Never:
+		return badRequest("the job can never be placed on this fabric: %s", why)
+	case alloc.OutOfTime:
+		return fmt.Errorf("%w: %s; nothing was placed (a longer icn serve --budget may find a set)", client.ErrBudget, why)
+	}
+	return fmt.Errorf("%w: cannot place now: %s", client.ErrConflict, why)
+}
+
+// completePlan gives a plan its table: the routes encoded for the store
+// and the link loads counted here, outside the commit, which holds
+// commitMu (the next read of the loads only sums).
+func (s *Service) completePlan(p *plan, g *topology.Graph, table *routing.TableJSON, stats client.TableStats) error {
 	routes, err := store.EncodeRoutes(table)
 	if err != nil {
-		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
+		return fmt.Errorf("routing table for the chosen nodes: %v", err)
 	}
-	// Its link loads too: the next read of the loads only sums.
 	var lc linkCounter
-	links := lc.count(s.dirsOf(sn.g), table, routes)
-	return &plan{res: res, active: c.Active, transit: c.Transit, table: table, stats: stats, routes: routes, links: links}, nil
+	p.table, p.stats, p.routes = table, stats, routes
+	p.links = lc.count(s.dirsOf(g), table, routes)
+	return nil
 }
 
 // startPlacement registers a placement of a job of m nodes as a change
-// in flight (Close cancels it and waits for it), gives it the placement
-// slot, then its deadline (placementBudgets): waiting for the slot is not
-// work, so the budget's clock starts at the placement's turn, and a
-// waiting request gives up only when its client does (ctx) or the
-// service closes. A job whose table alone would take most of the budget
-// is refused at once, without waiting. done releases the slot and the
-// registration.
-func (s *Service) startPlacement(ctx context.Context, m int) (_ context.Context, done func(), err error) {
-	_, whole, err := s.placementBudgets(m)
-	if err != nil {
-		return nil, nil, err
-	}
+// in flight (Close cancels it and waits for it) and gives it the
+// placement slot: waiting for the slot is not work, so the budget's
+// clock starts at the placement's turn (returned), and a waiting request
+// gives up only when its client does (ctx) or the service closes. done
+// releases the slot and the registration.
+func (s *Service) startPlacement(ctx context.Context, m int) (_ context.Context, turn time.Time, done func(), err error) {
 	ctx, end, err := s.beginWrite(ctx, "nothing was placed")
 	if err != nil {
-		return nil, nil, err
+		return nil, time.Time{}, nil, err
 	}
 	if err := s.places.acquire(ctx, m); err != nil {
 		end()
 		if context.Cause(ctx) != ctx.Err() {
-			return nil, nil, stopped(ctx, "nothing was placed")
+			return nil, time.Time{}, nil, stopped(ctx, "nothing was placed")
 		}
-		return nil, nil, fmt.Errorf("%w: the client left while the placement waited for its turn; nothing was placed", err)
+		return nil, time.Time{}, nil, fmt.Errorf("%w: the client left while the placement waited for its turn; nothing was placed", err)
 	}
-	cancel := context.CancelFunc(func() {})
-	if whole > 0 {
-		ctx, cancel = context.WithTimeoutCause(ctx, whole, errOverBudget)
-	}
-	return ctx, func() { s.places.release(); cancel(); end() }, nil
+	return ctx, time.Now(), func() { s.places.release(); end() }, nil
 }
 
-// checkSize refuses at once (400) a job larger than the fabric, or any
-// job on a fabric that takes none, before any estimate or wait.
-func (s *Service) checkSize(m int) error {
+// checkRoom answers at once, before any wait or work, a request that can
+// never be met (400: a fabric that takes no jobs, more nodes than it has
+// or than have not failed, no brick of the size: alloc.Impossible) and
+// one larger than the free nodes now (409).
+func (s *Service) checkRoom(req client.JobRequest) error {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	switch {
-	case s.state == nil || s.routing == nil:
-		return badRequest("this fabric takes no jobs: %s", s.noJobs)
-	case m > s.state.N():
-		return badRequest("the job asks for %d nodes, the fabric has only %d nodes", m, s.state.N())
+	state, routing, noJobs := s.state, s.routing, s.noJobs
+	s.mu.RUnlock()
+	if state == nil || routing == nil {
+		return badRequest("this fabric takes no jobs: %s", noJobs)
+	}
+	// The state is never changed in place: it is read without the lock.
+	if why := alloc.Impossible(state, alloc.Request{Nodes: req.Nodes, Transit: req.Transit}); why != "" {
+		return badRequest("the job can never be placed on this fabric: %s", why)
+	}
+	if free := state.FreeCount(); req.Nodes > free {
+		return fmt.Errorf("%w: cannot place now: the job needs %d nodes but only %d of %d are free", client.ErrConflict, req.Nodes, free, state.N())
 	}
 	return nil
 }
@@ -416,8 +475,13 @@ func (s *Service) Submit(actor string, req client.JobRequest) (*client.JobRecord
 // has the service's budget (Config.PlacementBudget) from its turn, stops
 // when ctx ends and commits nothing then; a request waits for its turn
 // (placeQueue: small requests before a big one that waits, none
-// starved) until its own ctx ends. A job larger than the fabric is
-// refused at once (ErrBadRequest), before any estimate or wait.
+// starved) until its own ctx ends. The selection has the whole budget;
+// a table that does not fit in what is left of it is built after the
+// answer (the job is committed with Routing RoutePending, and becomes
+// RouteOriginal once its table is verified: tables.go). A request that
+// can never be met is refused at once (ErrBadRequest), as is one larger
+// than the free nodes (ErrConflict), before any wait or work; a budget
+// that ends before any set is found is ErrBudget, and nothing is placed.
 func (s *Service) SubmitContext(ctx context.Context, actor string, req client.JobRequest) (*client.JobRecord, error) {
 	algo, err := checkRequest(req)
 	if err != nil {
@@ -426,35 +490,49 @@ func (s *Service) SubmitContext(ctx context.Context, actor string, req client.Jo
 	if err := s.writable("nothing was placed"); err != nil {
 		return nil, err
 	}
-	if err := s.checkSize(req.Nodes); err != nil {
+	// A repeated request gets its first answer again: looked up at once
+	// (its job holds the nodes the checks below count), and again once
+	// the request has the slot (placements run one at a time: no other
+	// with this id is then in flight).
+	replay := func() (*client.JobRecord, error) {
+		var first client.JobRecord
+		if req.RequestID == "" {
+			return nil, nil
+		}
+		ok, err := s.answered(req.RequestID, "job.submit", &first)
+		if !ok {
+			return nil, err
+		}
+		first.Replayed = true
+		return &first, nil
+	}
+	if first, err := replay(); first != nil || err != nil {
+		return first, err
+	}
+	if err := s.checkRoom(req); err != nil {
 		return nil, err
 	}
-	ctx, done, err := s.startPlacement(ctx, req.Nodes)
+	ctx, turn, done, err := s.startPlacement(ctx, req.Nodes)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if req.RequestID != "" {
-		// A repeated request gets its first answer again (placements run
-		// one at a time: no other with this id is in flight).
-		var first client.JobRecord
-		if ok, err := s.answered(req.RequestID, "job.submit", &first); err != nil || ok {
-			if ok {
-				first.Replayed = true
-				return &first, nil
-			}
-			return nil, err
-		}
+	if first, err := replay(); first != nil || err != nil {
+		return first, err
 	}
+	selBudget := s.budget()
 	for attempt := 0; ; attempt++ {
 		sn := s.snapshot(true)
-		p, err := s.place(ctx, sn, req, algo)
+		p, err := s.place(ctx, sn, req, algo, turn, selBudget)
 		if err != nil {
 			return nil, err
 		}
 		j := &client.JobRecord{Name: req.Name, State: client.JobRunning, Nodes: req.Nodes, TransitLimit: req.Transit, Algo: string(algo),
 			Active: names(sn.g, p.active), TransitNodes: names(sn.g, p.transit), Rules: sn.routing.Rules(), Table: p.table,
 			Stats: p.stats, Created: s.cfg.Now().UTC(), Reachable: true, Selection: selectionOf(p.res)}
+		if p.table == nil {
+			j.Routing = client.RoutePending
+		}
 		err = s.commitJob(ctx, actor, sn.ver, j, p, req.RequestID)
 		if errors.Is(err, errStale) {
 			// The fabric changed meanwhile: if the plan still holds on
@@ -465,6 +543,10 @@ func (s *Service) SubmitContext(ctx context.Context, actor string, req client.Jo
 			}
 		}
 		if errors.Is(err, errStale) && attempt == 0 {
+			// Once more, within what is left of the budget.
+			if b := s.budget(); b > 0 {
+				selBudget = max(time.Until(turn.Add(b)), time.Nanosecond)
+			}
 			continue
 		}
 		if errors.Is(err, errStale) {
@@ -478,6 +560,9 @@ func (s *Service) SubmitContext(ctx context.Context, actor string, req client.Jo
 			}
 			first.Replayed = true
 			return &first, nil
+		}
+		if err == nil && p.table == nil {
+			s.kickTables()
 		}
 		return j, err
 	}
@@ -494,6 +579,11 @@ func (s *Service) stillValid(p *plan) (uint64, bool) {
 		if sn.g.NodeFailed(v) {
 			return 0, false
 		}
+	}
+	if p.table == nil {
+		// A pending table is built on the fabric of its time, which
+		// finds a pair the change left without a route (tables.go).
+		return sn.ver, true
 	}
 	return sn.ver, sn.routing.VerifyTable(p.table) == nil
 }
@@ -514,7 +604,7 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *cl
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	if ctx.Err() != nil {
-		return placementCut(ctx, s.cfg.PlacementBudget)
+		return placementCut(ctx)
 	}
 	if s.fabricVer != ver {
 		return errStale
@@ -570,8 +660,20 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *cl
 	s.state = next
 	s.jobs[j.ID] = j
 	s.jobsVer++
-	s.keepLinks(j.ID, p.links) // (lock order: mu, then linksMu)
+	s.keepPlanLinks(j.ID, p) // (lock order: mu, then linksMu)
 	return nil
+}
+
+// keepPlanLinks caches the links of a committed plan's table, or forgets
+// the job's links while its table is pending.
+func (s *Service) keepPlanLinks(id int, p *plan) {
+	if p.table != nil {
+		s.keepLinks(id, p.links)
+		return
+	}
+	s.linksMu.Lock()
+	delete(s.links, id)
+	s.linksMu.Unlock()
 }
 
 // Migrate places a running job anew (a new node set and table on the
@@ -590,11 +692,12 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*cl
 	if !ok {
 		return nil, fmt.Errorf("%w: no running job %d", client.ErrNotFound, id)
 	}
-	ctx, done, err := s.startPlacement(ctx, j.Nodes)
+	ctx, turn, done, err := s.startPlacement(ctx, j.Nodes)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	selBudget := s.budget()
 	for attempt := 0; ; attempt++ {
 		sn := s.snapshot(true)
 		old, ok := sn.jobs[id]
@@ -613,16 +716,23 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*cl
 		if _, err := alloc.ParseAlgo(old.Algo); err != nil {
 			algo = alloc.Improved
 		}
-		p, err := s.place(ctx, sn, client.JobRequest{Nodes: old.Nodes, Transit: old.TransitLimit}, algo)
+		p, err := s.place(ctx, sn, client.JobRequest{Nodes: old.Nodes, Transit: old.TransitLimit}, algo, turn, selBudget)
 		if err != nil {
 			return nil, err
 		}
 		j := *old
 		j.Active, j.TransitNodes, j.Table, j.Stats = names(sn.g, p.active), names(sn.g, p.transit), p.table, p.stats
 		j.Rules, j.Reachable, j.Routing, j.Problem, j.Unreachable = sn.routing.Rules(), true, client.RouteMigrated, "", nil
+		j.RoutingNext = ""
+		if p.table == nil {
+			j.Routing, j.RoutingNext = client.RoutePending, client.RouteMigrated
+		}
 		j.Selection = selectionOf(p.res)
 		err = s.commitMigration(ctx, actor, sn.ver, old, &j, oldNodes, p)
 		if errors.Is(err, errStale) && attempt == 0 {
+			if b := s.budget(); b > 0 {
+				selBudget = max(time.Until(turn.Add(b)), time.Nanosecond)
+			}
 			continue
 		}
 		if errors.Is(err, errStale) {
@@ -630,6 +740,9 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*cl
 		}
 		if err != nil {
 			return nil, err
+		}
+		if p.table == nil {
+			s.kickTables()
 		}
 		return &j, nil
 	}
@@ -640,7 +753,7 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	if ctx.Err() != nil {
-		return placementCut(ctx, s.cfg.PlacementBudget)
+		return placementCut(ctx)
 	}
 	if s.fabricVer != ver || s.jobs[j.ID] != old {
 		return errStale
@@ -674,7 +787,7 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 	s.state = next
 	s.jobs[j.ID] = j
 	s.jobsVer++
-	s.keepLinks(j.ID, p.links) // (lock order: mu, then linksMu)
+	s.keepPlanLinks(j.ID, p) // (lock order: mu, then linksMu)
 	return nil
 }
 
@@ -791,6 +904,9 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 	j, found := sn.jobs[id]
 	if !found {
 		return false, "", fmt.Errorf("%w: no running job %d", client.ErrNotFound, id)
+	}
+	if j.Routing == client.RoutePending {
+		return false, "the job's routing table is pending: it is being built and verified after the placement", nil
 	}
 	if j.Table == nil {
 		return false, "the job has no stored routing table", nil

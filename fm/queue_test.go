@@ -24,8 +24,9 @@ import (
 // a big one that was queued first after them), each has its whole
 // budget from its turn (every request waits longer than the budget and
 // is still placed), and a request whose client leaves drops out of the
-// queue without placing anything. The long placement itself ends over
-// budget: 409, not 503.
+// queue without placing anything. The long placement itself, whose
+// table runs past the budget, answers 201 with its table pending (not
+// 409, not 503).
 func TestPlacementQueue(t *testing.T) {
 	const budget = time.Second
 	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} // arrivals: all at one time
@@ -82,8 +83,9 @@ func TestPlacementQueue(t *testing.T) {
 	if waiting != len(requests)-1 {
 		t.Fatalf("%d requests wait, want %d (the one that left is out)", waiting, len(requests)-1)
 	}
-	w := <-first // the long placement ran out of its budget
-	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "over budget") {
+	w := <-first // the long placement's table ran out of its budget: built after the answer
+	var long client.JobRecord
+	if w.Code != http.StatusCreated || json.Unmarshal(w.Body.Bytes(), &long) != nil || long.Routing != client.RoutePending {
 		t.Fatalf("the long placement: %d %s", w.Code, w.Body)
 	}
 	close(held.gate)
@@ -106,8 +108,8 @@ func TestPlacementQueue(t *testing.T) {
 	if !slices.IsSortedFunc(order, func(a, b string) int { return served[a] - served[b] }) {
 		t.Errorf("served in the order %v, want %v", served, order)
 	}
-	if jobs, _ := s.Jobs(true); len(jobs) != len(order) {
-		t.Errorf("%d jobs placed, want %d", len(jobs), len(order))
+	if jobs, _ := s.Jobs(true); len(jobs) != len(order)+1 {
+		t.Errorf("%d jobs placed, want %d", len(jobs), len(order)+1)
 	}
 	checkDisjoint(t, s)
 }

@@ -267,7 +267,8 @@ func (r *replica) lead(ctx context.Context, l *store.Leadership) {
 // takeOver starts the leader's duties on the state the instance
 // followed: writes are admitted, the multicast manager is built from the
 // stored groups (their deadlines stay as stored), the unicast tables are
-// written, and the sweeps and compaction start.
+// written, the sweeps and compaction start, and the pending tables of
+// jobs are built (tables.go).
 func (r *replica) takeOver(l *store.Leadership) {
 	s := r.s
 	info := r.self
@@ -284,6 +285,7 @@ func (r *replica) takeOver(l *store.Leadership) {
 		})
 	}
 	s.spawnLeader(r.housekeep)
+	s.spawnLeader(s.buildTables) // the tables left pending
 }
 
 // giveUp ends a leadership: new changes are refused, those in flight

@@ -89,16 +89,20 @@ type Config struct {
 	// Unicast, if set, keeps the fabric's unicast forwarding tables (a
 	// switched fabric) current in OpenSM's dump format.
 	Unicast *UnicastConfig
-	// PlacementBudget bounds each placement (job submit or migration):
-	// node selection and the job's table together answer within it (see
-	// Service.SubmitContext). 0 means alloc.DefaultBudget; a negative
-	// value means no budget (every selection exhaustive).
+	// PlacementBudget bounds each placement (job submit or migration)
+	// from its turn: node selection gets all of it (as icn alloc
+	// --budget), and a job's table that does not fit in what is left is
+	// built after the answer (see Service.SubmitContext). 0 means
+	// alloc.DefaultBudget; a negative value means no budget (every
+	// selection exhaustive, every table built before the answer).
 	PlacementBudget time.Duration
 	// RepairExtra is how many transit nodes beyond its own allowance
 	// (JobRecord.Transit) a job may gain when a failure leaves its nodes
 	// without a legal route (see ChangeFailure); 0 means
 	// DefaultRepairExtra, a negative value none.
 	RepairExtra int
+	// tables: the table builder's hooks (tests).
+	tables tableHooks
 }
 
 // DefaultLease is the default Config.Lease.
@@ -174,6 +178,9 @@ type Service struct {
 	// waiting for it gives up when its context ends.
 	places placeQueue
 	sel    *alloc.Selector // used while holding the placement slot only
+	// tables builds the tables of jobs placed with a pending table
+	// (tables.go).
+	tables tableWork
 	// routeSeconds (float64 bits) is the measured time of a job's table
 	// per route on this host (0: not measured yet), for the placement
 	// budget; selectSeconds likewise the time of a node selection per
@@ -282,6 +289,7 @@ func Open(cfg Config) (*Service, string, error) {
 		}
 	}
 	s.lead(nil) // the only instance: it leads for good
+	s.spawnLeader(s.buildTables)
 	if err := s.startServing(); err != nil {
 		return fail(err)
 	}
@@ -295,6 +303,7 @@ func newService(cfg Config, st *store.Store) *Service {
 	}
 	s := &Service{cfg: cfg, store: st, jobs: map[int]*client.JobRecord{}}
 	s.places.now, s.places.expected = cfg.Now, s.placementEstimate
+	s.tables.kick = make(chan struct{}, 1)
 	s.fm.measure = measureFabric
 	return s
 }

@@ -132,7 +132,7 @@ func TestJobsPersistAcrossRestart(t *testing.T) {
 	if _, err := s.Submit("test", client.JobRequest{Nodes: 33}); !errors.Is(err, client.ErrBadRequest) {
 		t.Fatalf("oversized job: %v", err)
 	}
-	if _, err := s.Submit("test", client.JobRequest{Nodes: 30}); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "cannot place now") {
+	if _, err := s.Submit("test", client.JobRequest{Nodes: 30, Transit: 2}); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "cannot place now") {
 		t.Fatalf("job that does not fit now: %v", err)
 	}
 	checkDisjoint(t, s)
@@ -414,7 +414,8 @@ func TestHTTPAPI(t *testing.T) {
 		{"POST", "/api/jobs", `{"nodes": -1}`, 400},
 		{"POST", "/api/jobs", `{"nodes": 2, "algo": "magic"}`, 400},
 		{"POST", "/api/jobs", `{"nodes": 1000}`, 400},
-		{"POST", "/api/jobs", `{"nodes": 30}`, 409},
+		{"POST", "/api/jobs", `{"nodes": 30, "transit": 2}`, 409},
+		{"POST", "/api/jobs", `{"nodes": 31}`, 400}, // no brick holds 31 nodes
 		{"POST", "/api/jobs", `{"nodes": 2, "name": "` + strings.Repeat("x", api.MaxBody) + `"}`, 413},
 		{"GET", "/api/jobs/abc", nil, 400},
 		{"GET", "/api/jobs/999", nil, 404},

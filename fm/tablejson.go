@@ -42,7 +42,7 @@ func tableJSONContext(ctx context.Context, tb *routing.Table) (*routing.TableJSO
 		dirNames[d] = routing.Dir(d).String()
 	}
 	n := tb.NumRoutes()
-	tf := &routing.TableJSON{Dims: g.Dims(), Rules: tb.Rule.Kind.String(), Routes: make([]routing.RouteJSON, n),
+	tf := &routing.TableJSON{Dims: g.Dims(), Mesh: routing.MeshNames(g.Wrap()), Rules: tb.Rule.Kind.String(), Routes: make([]routing.RouteJSON, n),
 		DeadlockFree: tb.DeadlockFree, Order: strings.Split(tb.Router().Rule().Order.String(), ","),
 		Algo: tb.Algo.String(), Active: list(tb.Active)}
 	st := tb.Stats

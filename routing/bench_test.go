@@ -158,9 +158,11 @@ func BenchmarkRoutesFile(b *testing.B) {
 }
 
 // BenchmarkRouter measures NewRouter for angara* (torus index, automaton
-// and the R_A* construction) on a fault-free torus.
+// and the R_A* construction) on a fault-free torus, Sequoia's and Tofu-D's
+// included (the mesh dimensions of Tofu-D close no ring: R_A* accepts 1.35
+// million dependencies there).
 func BenchmarkRouter(b *testing.B) {
-	for _, spec := range []string{"8x8x4x4", "8x8x8x8", "16x16x16"} {
+	for _, spec := range []string{"8x8x4x4", "8x8x8x8", "16x16x16", "12x12x12x2x3x2:mesh=W,U", "16x16x16x12x2", "24x23x24x2x3x2:mesh=W,U"} {
 		g := mustTorus(b, spec)
 		b.Run(spec, func(b *testing.B) {
 			for b.Loop() {

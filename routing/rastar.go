@@ -3,6 +3,7 @@ package routing
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // R_A* construction (seed 001 §2.3).
@@ -22,7 +23,14 @@ import (
 // intact ring (all of its channels in one direction alive) is one vertex;
 // the condensation is a DAG and stays one. With few enough condensed
 // vertices its transitive closure is kept as bit sets (O(1) per test,
-// O(V²/64) per accepted edge); otherwise each test is a search.
+// O(V²/64) per accepted edge); otherwise a topological order of the
+// condensation is kept up to date as edges are accepted (Pearce and
+// Kelly's dynamic topological sort): a dependency a → b with a before b
+// closes no cycle, and otherwise only the vertices between b and a in the
+// order are searched (forward from b for a, then backward from a), and
+// reordered when it is accepted. On a torus with mesh dimensions, whose
+// lines close no ring, many candidates are accepted: a plain search from
+// b for each of them visits most of the graph.
 
 // starResult is the outcome of the R_A* construction: extra[c] has bit d
 // set when the dependency from channel c to the channel leaving its
@@ -47,7 +55,22 @@ type starBuilder struct {
 	epoch  uint32
 	stack  []int32
 	extraA [][]int32 // search mode: accepted edges per condensed vertex
-	dirOf  []Dir     // direction of every condensed vertex
+	// Search mode keeps a topological order of the condensed graph with
+	// its accepted edges (Pearce–Kelly): ord[v] is v's position; radj
+	// (CSR radjStart) and extraR are the edges backwards; fwd and bwd
+	// collect a search's vertices.
+	ord       []int32
+	radjStart []int32
+	radj      []int32
+	extraR    [][]int32
+	fwd, bwd  []int32
+	keys      []uint64 // (position, vertex) of a reordered region
+	pos       []int32  // its positions, sorted
+	dirOf     []Dir    // direction of every condensed vertex
+	layer     []int32  // mesh layer of every condensed vertex (meshLayer)
+	// layered: the torus has mesh dimensions, the topological order goes
+	// by mesh layer
+	layered bool
 	// useClosure: the closure rows answer reachability (else searches)
 	useClosure bool
 	variant    starVariant
@@ -74,6 +97,7 @@ func (sb *starBuilder) build(t *torus, up []bool, rank []int8) (starResult, erro
 			sb.epoch = 0
 		}
 		sb.extraA = make([][]int32, nv)
+		sb.dynamicOrder(nv)
 	}
 	sb.offerCandidates(t, up, rank, nv, &res)
 	return res, nil
@@ -93,6 +117,8 @@ func (sb *starBuilder) condense(t *torus, up []bool) int32 {
 	}
 	nv := int32(0)
 	sb.dirOf = sb.dirOf[:0]
+	sb.layer = sb.layer[:0]
+	sb.layered = !t.rings
 	for v := 0; v < t.nodes; v++ {
 		for d := Dir(0); int(d) < t.nd; d++ {
 			c := t.chAt(v, d)
@@ -100,6 +126,7 @@ func (sb *starBuilder) condense(t *torus, up []bool) int32 {
 				continue
 			}
 			sb.dirOf = append(sb.dirOf, d)
+			sb.layer = append(sb.layer, meshLayer(t, v, d))
 			if ringIntact(t, up, v, d) && (!sb.variant.minimalCDG || t.dims[d.Dim()] >= 4) {
 				for w, k := v, 0; k < t.dims[d.Dim()]; k++ {
 					comp[t.chAt(w, d)] = nv
@@ -113,6 +140,38 @@ func (sb *starBuilder) condense(t *torus, up []bool) int32 {
 	}
 	sb.comp = comp
 	return nv
+}
+
+// meshLayer is the key by which the topological order of the
+// condensation on a torus with mesh dimensions places channel (v, d)
+// among those ready at the same time: positive channels first, each by
+// the sum of v's coordinates along the mesh dimensions, then negative
+// ones by the sum counted from the far ends. The dependencies that R_A*
+// accepts there lead from a channel to one a layer further (an FS step
+// +W followed by +X at W = 1, an LS step −W followed by −X at W = 0), and
+// under an order that ranks every positive direction below every negative
+// one (the default) so do the direction-order ones, or they stay in the
+// layer: the order is then by layer, and accepting a dependency seldom
+// moves anything. The key only speeds the search mode; the accepted set
+// does not depend on it.
+func meshLayer(t *torus, v int, d Dir) int32 {
+	key := int32(0)
+	far := int32(1) // the first negative layer
+	for i, w := range t.wrap {
+		if w {
+			continue
+		}
+		x := t.g.CoordAt(v, i)
+		if d.Neg() {
+			x = t.dims[i] - 1 - x
+		}
+		key += int32(x)
+		far += int32(t.dims[i] - 1)
+	}
+	if d.Neg() {
+		key += far
+	}
+	return key
 }
 
 // ringIntact reports whether every channel of the ring through v in
@@ -191,6 +250,11 @@ func (sb *starBuilder) topoOrder(nv int32) bool {
 		indeg[b]++
 	}
 	topo := sb.topo[:0]
+	if sb.layered {
+		topo = sb.layeredOrder(nv, indeg, topo)
+		sb.topo = topo
+		return len(topo) == int(nv)
+	}
 	for v := int32(0); v < nv; v++ {
 		if indeg[v] == 0 {
 			topo = append(topo, v)
@@ -206,6 +270,46 @@ func (sb *starBuilder) topoOrder(nv int32) bool {
 	}
 	sb.topo = topo
 	return len(topo) == int(nv)
+}
+
+// layeredOrder is Kahn's algorithm taking, among the vertices ready, one
+// of the lowest mesh layer first (see meshLayer), in the order they
+// became ready.
+func (sb *starBuilder) layeredOrder(nv int32, indeg, topo []int32) []int32 {
+	var buckets [][]int32
+	push := func(v int32) {
+		k := int(sb.layer[v])
+		for len(buckets) <= k {
+			buckets = append(buckets, nil)
+		}
+		buckets[k] = append(buckets[k], v)
+	}
+	for v := int32(0); v < nv; v++ {
+		if indeg[v] == 0 {
+			push(v)
+		}
+	}
+	heads := make([]int, 0, 8)
+	for {
+		k := 0
+		for len(heads) < len(buckets) {
+			heads = append(heads, 0)
+		}
+		for k < len(buckets) && heads[k] == len(buckets[k]) {
+			k++
+		}
+		if k == len(buckets) {
+			return topo
+		}
+		v := buckets[k][heads[k]]
+		heads[k]++
+		topo = append(topo, v)
+		for _, b := range sb.adj[sb.start[v]:sb.start[v+1]] {
+			if indeg[b]--; indeg[b] == 0 {
+				push(b)
+			}
+		}
+	}
 }
 
 // closure computes the transitive closure as bit rows, in reverse
@@ -309,13 +413,15 @@ func (sb *starBuilder) tryAccept(ca, cb, nv int32) bool {
 }
 
 // acceptUnlessCycle is the exact test: it adds ca → cb unless cb already
-// reaches ca, keeping the closure rows (or the accepted edges) up to date.
+// reaches ca, keeping the closure rows (or the accepted edges and the
+// topological order) up to date.
 func (sb *starBuilder) acceptUnlessCycle(ca, cb, nv int32) bool {
 	if !sb.useClosure {
-		if sb.reaches(cb, ca) {
+		if ca == cb || sb.ord[ca] > sb.ord[cb] && sb.reorder(ca, cb) {
 			return false
 		}
 		sb.extraA[ca] = append(sb.extraA[ca], cb)
+		sb.extraR[cb] = append(sb.extraR[cb], ca)
 		return true
 	}
 	if sb.row(cb)[ca>>6]&(1<<(uint(ca)&63)) != 0 {
@@ -338,6 +444,108 @@ func (sb *starBuilder) acceptUnlessCycle(ca, cb, nv int32) bool {
 		rx[wb] |= bb
 	}
 	return true
+}
+
+// dynamicOrder prepares the search mode: the positions of the
+// topological order sb.topo, the reverse edges, no accepted edge yet.
+func (sb *starBuilder) dynamicOrder(nv int32) {
+	sb.ord = slices.Grow(sb.ord[:0], int(nv))[:nv]
+	for i, v := range sb.topo {
+		sb.ord[v] = int32(i)
+	}
+	sb.radjStart = slices.Grow(sb.radjStart[:0], int(nv)+1)[:nv+1]
+	clear(sb.radjStart)
+	for _, b := range sb.adj {
+		sb.radjStart[b+1]++
+	}
+	for i := int32(0); i < nv; i++ {
+		sb.radjStart[i+1] += sb.radjStart[i]
+	}
+	sb.radj = slices.Grow(sb.radj[:0], len(sb.adj))[:len(sb.adj)]
+	fill := append([]int32(nil), sb.radjStart[:nv]...)
+	for a := int32(0); a < nv; a++ {
+		for _, b := range sb.adj[sb.start[a]:sb.start[a+1]] {
+			sb.radj[fill[b]] = a
+			fill[b]++
+		}
+	}
+	sb.extraR = make([][]int32, nv)
+}
+
+// reorder handles a dependency ca → cb against the topological order
+// (ca after cb): it reports true when cb reaches ca (the dependency would
+// close a cycle), else it moves the vertices that reach ca and lie after
+// cb ahead of those cb reaches that lie before ca, so that the order
+// stays topological once ca → cb is added. Only vertices between the two
+// in the order are visited.
+func (sb *starBuilder) reorder(ca, cb int32) bool {
+	lo, hi := sb.ord[cb], sb.ord[ca]
+	ep := sb.nextEpoch()
+	// forward from cb, among the vertices before ca
+	sb.fwd = append(sb.fwd[:0], cb)
+	sb.stamp[cb] = ep
+	for i := 0; i < len(sb.fwd); i++ {
+		v := sb.fwd[i]
+		for _, list := range [2][]int32{sb.adj[sb.start[v]:sb.start[v+1]], sb.extraA[v]} {
+			for _, w := range list {
+				if w == ca {
+					return true
+				}
+				if sb.stamp[w] != ep && sb.ord[w] < hi {
+					sb.stamp[w] = ep
+					sb.fwd = append(sb.fwd, w)
+				}
+			}
+		}
+	}
+	// backward from ca, among the vertices after cb (none of them is
+	// in the forward set: cb would reach ca)
+	ep = sb.nextEpoch()
+	sb.bwd = append(sb.bwd[:0], ca)
+	sb.stamp[ca] = ep
+	for i := 0; i < len(sb.bwd); i++ {
+		v := sb.bwd[i]
+		for _, list := range [2][]int32{sb.radj[sb.radjStart[v]:sb.radjStart[v+1]], sb.extraR[v]} {
+			for _, w := range list {
+				if sb.stamp[w] != ep && sb.ord[w] > lo {
+					sb.stamp[w] = ep
+					sb.bwd = append(sb.bwd, w)
+				}
+			}
+		}
+	}
+	// the backward set takes the first of their positions, in its own
+	// order, then the forward set in its own
+	keys := sb.keys[:0]
+	for _, v := range sb.bwd {
+		keys = append(keys, uint64(sb.ord[v])<<32|uint64(v))
+	}
+	nb := len(keys)
+	for _, v := range sb.fwd {
+		keys = append(keys, uint64(sb.ord[v])<<32|uint64(v))
+	}
+	slices.Sort(keys[:nb])
+	slices.Sort(keys[nb:])
+	pos := sb.pos[:0]
+	for _, k := range keys {
+		pos = append(pos, int32(k>>32))
+	}
+	slices.Sort(pos)
+	for i, k := range keys {
+		sb.ord[uint32(k)] = pos[i]
+	}
+	sb.keys, sb.pos = keys, pos
+	return false
+}
+
+// nextEpoch advances the search stamp.
+func (sb *starBuilder) nextEpoch() uint32 {
+	sb.epoch++
+	if sb.epoch == 0 {
+		clear(sb.stamp)
+		sb.epoch = 1
+	}
+	return sb.epoch
 }
 
 func (sb *starBuilder) row(v int32) []uint64 {

@@ -49,7 +49,8 @@ func starCDG(r *Router) *cdg.Graph {
 func TestAngaraStar(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, spec := range []string{"4x4", "5x3", "2x2", "4x3x2", "3x3x3", "2x2x2x2", "4x2x3x2",
-		"4x4:mesh=X", "5x3:mesh=Y", "2x2:mesh=X", "4x3x2:mesh=Z", "3x3x3:mesh=X,Z", "2x2x2x2:mesh=Y,W", "4x4:mesh=X,Y"} {
+		"4x4:mesh=X", "5x3:mesh=Y", "2x2:mesh=X", "4x3x2:mesh=Z", "3x3x3:mesh=X,Z", "2x2x2x2:mesh=Y,W", "4x4:mesh=X,Y",
+		"4x4x2x3:mesh=Z,W"} {
 		for _, frac := range []float64{0, 0.1, 0.25, 0.45} {
 			g, order, _, _, _ := randomScenario(t, rng, spec, frac, false, rng.IntN(2) == 0, false)
 			name := fmt.Sprintf("%s/fail=%v/order=%v", spec, frac, order)

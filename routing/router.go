@@ -179,7 +179,8 @@ type scratch struct {
 	// openStamp[v] == setEpoch when open[v] is computed for the set
 	openStamp []uint32
 	isAct     []uint32
-	// per RG vertex (reachability)
+	// per RG vertex (reachability), in state-major order (vertex (v, q)
+	// at q·nodes + v)
 	mask []uint64
 	// live[q]: the set nodes whose mask in state q is not zero, in the
 	// order they got their first bit (reachability)
@@ -192,6 +193,10 @@ type scratch struct {
 	// tables
 	act   []int32
 	trans []int32
+	// reachSet's order of the sources (indices into act) and each
+	// one's position in it
+	order, pos []int32
+	hint       []int // ReachableWithHints's nodes of the pairs
 }
 
 func (r *Router) getScratch() *scratch {
@@ -336,7 +341,7 @@ func (r *Router) ReachableFirst(active, transit []int) (ok bool, bad [2]int, err
 	if err := r.prepareSet(s, active, transit); err != nil {
 		return false, [2]int{-1, -1}, err
 	}
-	ok, bad = r.reachSet(s)
+	ok, bad = r.reachSet(s, nil)
 	return ok, bad, nil
 }
 
@@ -350,17 +355,28 @@ func (r *Router) ReachableFirst(active, transit []int) (ok bool, bad [2]int, err
 // Each state visits only the nodes its masks reached (s.live), not the
 // whole set: the closures and pushes are unions, so the masks are the
 // same whatever the order.
-func (r *Router) reachSet(s *scratch) (bool, [2]int) {
+//
+// The sources are taken in the order of the active list, except that the
+// active nodes in first (at most maxFirst, when there is more than one
+// batch) go into the first batch: a set that is not reachable is rejected
+// after the batch holding a source without a route to some destination,
+// and callers name the nodes that lacked a route in similar sets. The
+// pair returned is the missing one whose source comes first in that
+// order, then the smallest destination (without first: the smallest
+// source, then the smallest destination).
+func (r *Router) reachSet(s *scratch, first []int) (bool, [2]int) {
 	act := s.act
 	S := int32(r.a.nstates)
+	N := r.t.nodes
 	if len(s.live) < int(S) {
 		s.live = make([][]int32, S)
 	}
+	r.sourceOrder(s, first)
 	begin := int32(r.a.begin)
 	for b0 := 0; b0 < len(act); b0 += 64 {
 		b1 := min(b0+64, len(act))
-		for i := b0; i < b1; i++ {
-			r.orMask(s, act[i], begin, 1<<uint(i-b0))
+		for p := b0; p < b1; p++ {
+			r.orMask(s, act[s.order[p]], begin, 1<<uint(p-b0))
 		}
 		for _, q := range r.a.topo {
 			if sd := r.a.self[q]; sd >= 0 {
@@ -370,8 +386,9 @@ func (r *Router) reachSet(s *scratch) (bool, [2]int) {
 		}
 		missSrc, missDst := r.firstMiss(s, b0, b1)
 		for q, list := range s.live[:S] {
+			m := s.mask[q*N : (q+1)*N]
 			for _, v := range list {
-				s.mask[v*S+int32(q)] = 0
+				m[v] = 0
 			}
 			s.live[q] = list[:0]
 		}
@@ -382,10 +399,48 @@ func (r *Router) reachSet(s *scratch) (bool, [2]int) {
 	return true, [2]int{-1, -1}
 }
 
+// maxFirst bounds the sources reachSet moves into its first batch.
+const maxFirst = 32
+
+// sourceOrder fills s.order with the indices of the active nodes in the
+// order reachSet takes them as sources (see reachSet): the active nodes of
+// first, then the others in the order of the active list; and s.pos with
+// each one's position in it.
+func (r *Router) sourceOrder(s *scratch, first []int) {
+	m := len(s.act)
+	s.order = slices.Grow(s.order[:0], m)[:m]
+	s.pos = slices.Grow(s.pos[:0], m)[:m]
+	for i := range m {
+		s.order[i], s.pos[i] = int32(i), int32(i)
+	}
+	if m <= 64 || len(first) == 0 {
+		return // one batch (the order changes nothing), or the list's order
+	}
+	s.order = s.order[:0]
+	for i := range s.pos {
+		s.pos[i] = -1
+	}
+	for _, v := range first {
+		if len(s.order) == maxFirst || !r.isActive(s, v) {
+			continue
+		}
+		if i := s.actIdx[v]; s.pos[i] < 0 {
+			s.pos[i] = int32(len(s.order))
+			s.order = append(s.order, i)
+		}
+	}
+	for i := range int32(m) {
+		if s.pos[i] < 0 {
+			s.pos[i] = int32(len(s.order))
+			s.order = append(s.order, i)
+		}
+	}
+}
+
 // orMask adds bits m to the mask of vertex (v, q), listing v in
 // s.live[q] when the mask was empty.
 func (r *Router) orMask(s *scratch, v, q int32, m uint64) {
-	y := v*int32(r.a.nstates) + q
+	y := int(q)*r.t.nodes + int(v)
 	if s.mask[y] == 0 {
 		s.live[q] = append(s.live[q], v)
 	}
@@ -397,17 +452,16 @@ func (r *Router) orMask(s *scratch, v, q int32, m uint64) {
 // and it adds new sources. Nodes a walk reaches first are appended to the
 // list being walked and need no walk of their own.
 func (r *Router) closeSelfLoop(s *scratch, q int32, sd int8) {
-	S := int32(r.a.nstates)
 	t := r.t
 	bit := uint16(1) << sd
+	masks := s.mask[int(q)*t.nodes : (int(q)+1)*t.nodes]
 	starts := len(s.live[q])
 	for k := 0; k < starts; k++ {
 		v := s.live[q][k]
-		carry := s.mask[v*S+q]
+		carry := masks[v]
 		for u := v; s.open[u]&bit != 0; {
 			u = t.nb[int(u)*t.nd+int(sd)]
-			y := u*S + q
-			old := s.mask[y]
+			old := masks[u]
 			nm := old | carry
 			if nm == old {
 				break
@@ -415,7 +469,7 @@ func (r *Router) closeSelfLoop(s *scratch, q int32, sd int8) {
 			if old == 0 {
 				s.live[q] = append(s.live[q], u)
 			}
-			s.mask[y], carry = nm, nm
+			masks[u], carry = nm, nm
 		}
 	}
 }
@@ -427,10 +481,10 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 	if len(moves) == 0 {
 		return
 	}
-	S := int32(r.a.nstates)
 	t := r.t
+	masks := s.mask[int(q)*t.nodes : (int(q)+1)*t.nodes]
 	for _, v := range s.live[q] {
-		m := s.mask[v*S+q]
+		m := masks[v]
 		base := int(v) * t.nd
 		open := s.open[v]
 		for _, mv := range moves {
@@ -442,38 +496,41 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 	}
 }
 
-// firstMiss checks every destination against the batch of sources
-// act[b0:b1] and returns the indices (into act) of the missing pair with
-// the smallest source, or -1, -1 when every pair is joined.
+// firstMiss checks every destination against the batch of sources at
+// positions b0..b1-1 of s.order and returns the indices (into act) of the
+// missing pair whose source comes first in the batch, then the smallest
+// destination, or -1, -1 when every pair is joined.
 func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 	a := r.a
-	S := int32(a.nstates)
+	N := r.t.nodes
 	full := uint64(1)<<uint(b1-b0) - 1
 	if b1-b0 == 64 {
 		full = ^uint64(0)
 	}
-	missSrc, missDst := -1, -1
+	missBit, missDst := 64, -1
 	for j, dst := range s.act {
 		want := full
-		if j >= b0 && j < b1 {
-			want &^= 1 << uint(j-b0)
+		if p := int(s.pos[j]); p >= b0 && p < b1 {
+			want &^= 1 << uint(p-b0)
 		}
 		var got uint64
-		masks := s.mask[dst*S : (dst+1)*S]
-		for q, m := range masks {
-			if a.canEnd[q] {
-				if got |= m; got&want == want {
+		for q, end := range a.canEnd {
+			if end {
+				if got |= s.mask[q*N+int(dst)]; got&want == want {
 					break // every source arrived
 				}
 			}
 		}
 		if miss := want &^ got; miss != 0 {
-			if src := b0 + bitsTrailing(miss); missSrc < 0 || src < missSrc {
-				missSrc, missDst = src, j
+			if bit := bitsTrailing(miss); bit < missBit {
+				missBit, missDst = bit, j
 			}
 		}
 	}
-	return missSrc, missDst
+	if missDst < 0 {
+		return -1, -1
+	}
+	return int(s.order[b0+missBit]), missDst
 }
 
 // ---- single pairs ----
@@ -485,7 +542,11 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 // full check (so bad may differ from ReachableFirst's). Pairs not both active are
 // ignored. Callers pass the pairs that failed on similar sets: most sets
 // that are not reachable are rejected at a fraction of the full check's
-// cost.
+// cost. When every pair has a route, the full check takes the pairs' nodes
+// as the first of its sources (see reachSet): in a set of more than 64
+// active nodes that is not reachable, nodes that lacked a route in similar
+// sets usually lack one here too, with another destination, and the check
+// then stops after its first batch of sources.
 func (r *Router) ReachableWithHints(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error) {
 	s := r.getScratch()
 	defer r.putScratch(s)
@@ -501,7 +562,11 @@ func (r *Router) ReachableWithHints(active, transit []int, pairs [][2]int) (ok b
 		}
 	}
 	r.indexSet(s)
-	ok, bad = r.reachSet(s)
+	s.hint = s.hint[:0]
+	for _, p := range pairs {
+		s.hint = append(s.hint, p[0], p[1])
+	}
+	ok, bad = r.reachSet(s, s.hint)
 	return ok, bad, nil
 }
 

@@ -181,11 +181,15 @@ func (t *torus) numLinks() int { return t.g.NumLinks() }
 
 // meshLetters returns the letters of the torus's mesh dimensions, nil when
 // every dimension is a ring (the "mesh" of the table files).
-func (t *torus) meshLetters() []string {
-	if t.rings {
-		return nil
+func (t *torus) meshLetters() []string { return MeshNames(t.wrap) }
+
+// MeshNames returns the letters of the dimensions that do not wrap, as
+// the table files' "mesh" lists them, or nil when every dimension does.
+func MeshNames(wrap []bool) []string {
+	if m := topology.MeshLetters(wrap); m != "" {
+		return strings.Split(m, ",")
 	}
-	return strings.Split(topology.MeshLetters(t.wrap), ",")
+	return nil
 }
 
 // meshFlags turns the mesh letters of a table file into wrap flags for n

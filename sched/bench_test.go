@@ -78,7 +78,7 @@ func benchReplay(b *testing.B, tc replayBench) {
 
 // benchMachine builds the benchmark's machine (with its own selector, so
 // each benchmark starts with empty caches).
-func benchMachine(b *testing.B, tc replayBench) Machine {
+func benchMachine(b testing.TB, tc replayBench) Machine {
 	if tc.spec == "flat" {
 		m, err := NewFlatMachine(1024, nil)
 		if err != nil {

@@ -31,13 +31,23 @@ func (h endHeap) peekEnd() float64 { return h[0].end }
 const boundedSlowdownThreshold = 10.0
 
 // reservation is EASY's promise to the head job: it will start at shadow
-// on the nodes of plan, which later jobs must leave alone if they run
+// on the nodes of its plan, which later jobs must leave alone if they run
 // past shadow.
+//
+// The plan is chosen only when a job that would run past shadow asks for
+// it (planOf): many reservations are replaced before any job does, and
+// accasim's rule never uses one. It is chosen on the machine the search
+// found it on (after), kept as it was, so it is the plan the search would
+// have chosen at once: a decision depends only on the machine's state and
+// the request.
 type reservation struct {
 	head   int // index into jobs
 	shadow float64
 	plan   []int
-	stale  bool // a job ended before its requested time since
+	// after is the machine on which the plan is to be chosen (nil once
+	// it is chosen, or when there is none).
+	after Machine
+	stale bool // a job ended before its requested time since
 }
 
 // simulation is the state of one run of Simulate.
@@ -248,12 +258,7 @@ func (s *simulation) startEASY() (bool, error) {
 		return false, err
 	}
 	free := s.m.FreeCount()
-	outside := free // free nodes outside the reserved ones
-	for _, v := range r.plan {
-		if s.m.Available(v) {
-			outside--
-		}
-	}
+	outside := -1 // free nodes outside the reserved ones, once the plan is known
 	for qi := 1; qi < len(s.queue); qi++ {
 		j := s.jobs[s.queue[qi]]
 		if j.Nodes > free {
@@ -261,10 +266,22 @@ func (s *simulation) startEASY() (bool, error) {
 		}
 		var avoid []int
 		if s.t+j.Requested > r.shadow {
+			plan, err := s.planOf(r)
+			if err != nil {
+				return false, err
+			}
+			if outside < 0 {
+				outside = free
+				for _, v := range plan {
+					if s.m.Available(v) {
+						outside--
+					}
+				}
+			}
 			if j.Nodes > outside {
 				continue
 			}
-			avoid = r.plan
+			avoid = plan
 		}
 		if ok, err := s.tryStart(qi, avoid); err != nil || ok {
 			return ok, err
@@ -307,7 +324,7 @@ func (s *simulation) reserve() (*reservation, error) {
 	r := &reservation{head: head, shadow: math.Inf(1)}
 	lo, hi := s.enoughFree(rels, cuts), len(cuts)-1
 	if old != nil && old.head == head && !math.IsInf(old.shadow, 1) {
-		r.shadow, r.plan = old.shadow, old.plan
+		r.shadow, r.plan, r.after = old.shadow, old.plan, old.after
 		for hi >= 0 && rels[cuts[hi]-1].reqEnd >= old.shadow {
 			hi--
 		}
@@ -329,14 +346,7 @@ func (s *simulation) reserve() (*reservation, error) {
 	}
 	if first >= 0 {
 		k := cuts[first]
-		p, ok, err := s.placeAfter(rels[:k])
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("internal error: job %d fits after %d ends but has no placement", s.jobs[head].ID, k)
-		}
-		r.shadow, r.plan = math.Max(s.t, rels[k-1].reqEnd), p.Nodes
+		r.shadow, r.plan, r.after = math.Max(s.t, rels[k-1].reqEnd), nil, s.machineAfter(rels[:k])
 		clear(s.failedAvoid)
 	}
 	s.resv = r
@@ -361,23 +371,34 @@ func (s *simulation) enoughFree(rels []running, cuts []int) int {
 	return len(cuts)
 }
 
-// placeAfter places the head job on a copy of the machine from which the
-// given running jobs have gone.
-func (s *simulation) placeAfter(gone []running) (Placement, bool, error) {
-	c := s.machineAfter(gone)
+// planOf returns the reservation's plan, choosing it the first time: the
+// head job's placement on the machine the reservation was found on.
+func (s *simulation) planOf(r *reservation) ([]int, error) {
+	if r.after == nil {
+		return r.plan, nil
+	}
+	c := r.after
 	place := c.Place
 	if ex, can := c.(exhaustivePlacer); can {
 		// The reservation's plan must exist wherever fitsAfter (no
 		// budget) found one: it is planned without the budget.
 		place = ex.PlaceExhaustive
 	}
-	p, ok, err := place(s.jobs[s.queue[0]], nil)
+	p, ok, err := place(s.jobs[r.head], nil)
 	s.rep.AllocSeconds += p.Seconds
-	return p, ok, err
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("internal error: job %d fits at %v but has no placement", s.jobs[r.head].ID, r.shadow)
+	}
+	r.plan, r.after = p.Nodes, nil
+	return r.plan, nil
 }
 
-// fitsAfter reports whether placeAfter would place the head job, asking
-// the machine only that when it can.
+// fitsAfter reports whether the head job has a placement on a copy of
+// the machine from which the given running jobs have gone (planOf would
+// find one there), asking the machine only that when it can.
 func (s *simulation) fitsAfter(gone []running) (bool, error) {
 	ok, secs, err := placeableNow(s.machineAfter(gone), s.jobs[s.queue[0]])
 	s.rep.AllocSeconds += secs

@@ -16,6 +16,8 @@ func FuzzParseTable(f *testing.F) {
 	f.Add(TurnCycleTable())
 	f.Add([]byte(`{"dims":[2,2],"routes":[{"src":[0,0],"dst":[1,0],"dirs":["+X"]}]}`))
 	f.Add([]byte(`{"dims":[3],"rules":"dor","routes":[{"src":[0],"dst":[2],"dirs":["-X"]}],"deadlock_free":true}`))
+	f.Add([]byte(`{"dims":[3,2],"mesh":["Y"],"rules":"dirbit","routes":[{"src":[0,1],"dst":[2,0],"dirs":["-X","-Y"]},{"src":[2,0],"dst":[0,1],"dirs":["+X","+Y"]}]}`))
+	f.Add([]byte(`{"dims":[3,2],"mesh":["Y"],"rules":"dirbit","routes":[{"src":[0,0],"dst":[0,1],"dirs":["-Y","+Y","+Y"]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, err := ParseTable(data)
 		if err != nil {
@@ -38,8 +40,14 @@ func FuzzParseTable(f *testing.F) {
 		if nodes > 256 {
 			return
 		}
-		spec := "torus:" + dimsString(tab.Dims)
-		g, err := topology.Parse(spec)
+		wrap := make([]bool, len(tab.Dims))
+		for i := range wrap {
+			wrap[i] = true
+		}
+		for _, l := range tab.Mesh {
+			wrap[topology.DimIndex(l)] = false
+		}
+		g, err := topology.Parse(topology.TorusSpec(tab.Dims, wrap))
 		if err != nil {
 			return
 		}

@@ -358,11 +358,6 @@ func (n *Network) bindTable() error {
 	if !n.direct {
 		return fmt.Errorf("routing tables are for direct tori; %s has switches", g.Name())
 	}
-	for _, w := range n.wrap {
-		if !w {
-			return fmt.Errorf("routing tables are for tori; %s is a mesh", g.Name())
-		}
-	}
 	bt, err := n.cfg.Table.bind(g, func(v int, code uint8) int {
 		p := n.dirPort[v*2*n.nd+int(code)]
 		if p < 0 {

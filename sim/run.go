@@ -401,37 +401,46 @@ func Sweep(n *Network, cfg Config, rates []float64, refine, workers int, progres
 }
 
 // IdealThroughput returns the channel-load bound on the accepted
-// throughput for uniform traffic on a torus or mesh (Dally & Towles:
-// 8/k on a k-ary n-cube torus with even k, 4/k on a mesh, times (N−1)/N
-// because uniform traffic excludes self-sends; at most 1, the injection
-// channel), or 0 if no closed form applies.
+// throughput for uniform traffic on a torus, a mesh or a torus with mesh
+// dimensions (Dally & Towles: 8/k on a ring of even k, 8k/(k²−1) of odd
+// k, 4/k on a line of even k, 4k/(k²−1) of odd k, the smallest over the
+// dimensions, times (N−1)/N because uniform traffic excludes self-sends;
+// at most 1, the injection channel), or 0 if no closed form applies.
 func (n *Network) IdealThroughput() (float64, string) {
 	g := n.g
 	if n.cfg.Traffic != "uniform" || !g.HasCoords() || !g.Direct() || n.tab != nil {
 		return 0, ""
 	}
-	if sh := g.Shape(); sh.Family != "torus" && sh.Family != "mesh" {
+	if sh := g.Shape(); sh.Family != "torus" && sh.Family != "mesh" && sh.Family != "mixed" {
 		return 0, ""
 	}
-	k := 0
-	for _, d := range g.Dims() {
-		k = max(k, d)
+	ideal, note, most := 0.0, "", 0
+	for i, d := range g.Dims() {
+		if d < 2 {
+			continue
+		}
+		k := float64(d)
+		var x float64
+		var s string
+		switch {
+		case g.Wrap()[i] && d%2 == 0:
+			x, s = 8/k, fmt.Sprintf("8/k with k=%d (torus, uniform traffic, bidirectional channels of 1 flit/cycle)", d)
+		case g.Wrap()[i]:
+			x, s = 8*k/(k*k-1), fmt.Sprintf("8k/(k²−1) with k=%d (torus, odd k)", d)
+		case d%2 == 0:
+			x, s = 4/k, fmt.Sprintf("4/k with k=%d (mesh, uniform traffic)", d)
+		default:
+			x, s = 4*k/(k*k-1), fmt.Sprintf("4k/(k²−1) with k=%d (mesh, odd k)", d)
+		}
+		if note == "" || x < ideal {
+			ideal, note, most = x, s, i
+		}
 	}
-	if k < 2 {
+	if note == "" {
 		return 0, ""
 	}
-	kf := float64(k)
-	var ideal float64
-	var note string
-	switch {
-	case g.Wrap()[0] && k%2 == 0:
-		ideal, note = 8/kf, fmt.Sprintf("8/k with k=%d (torus, uniform traffic, bidirectional channels of 1 flit/cycle)", k)
-	case g.Wrap()[0]:
-		ideal, note = 8*kf/(kf*kf-1), fmt.Sprintf("8k/(k²−1) with k=%d (torus, odd k)", k)
-	case k%2 == 0:
-		ideal, note = 4/kf, fmt.Sprintf("4/k with k=%d (mesh, uniform traffic)", k)
-	default:
-		ideal, note = 4*kf/(kf*kf-1), fmt.Sprintf("4k/(k²−1) with k=%d (mesh, odd k)", k)
+	if g.Shape().Family == "mixed" {
+		note += fmt.Sprintf(" in dimension %s, the most loaded of the torus with mesh dimensions", topology.DimName(most))
 	}
 	// Uniform traffic never sends to itself: a packet goes to one of the
 	// N−1 other terminals, so the share crossing the bisection is

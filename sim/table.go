@@ -14,7 +14,10 @@ import (
 // ordered pair of active nodes as a list of directions ("+X", "-Z", …),
 // first/last steps included in order.
 type Table struct {
-	Dims  []int
+	Dims []int
+	// Mesh names the dimensions that are meshes (no wrap link) by letter,
+	// as the table file lists them; none on a torus of rings.
+	Mesh  []string
 	Rules string
 	// DeadlockFree is the producer's own verdict (nil if absent).
 	DeadlockFree *bool
@@ -38,7 +41,8 @@ const (
 )
 
 type tableFile struct {
-	Dims   []int `json:"dims"`
+	Dims   []int    `json:"dims"`
+	Mesh   []string `json:"mesh"`
 	Rules  string
 	Routes []struct {
 		Src  []int    `json:"src"`
@@ -87,7 +91,17 @@ func ParseTable(data []byte) (*Table, error) {
 		maxLen += d
 	}
 	maxLen = min(4*maxLen, 255)
-	t := &Table{Dims: f.Dims, Rules: f.Rules, DeadlockFree: f.DeadlockFree, Routes: make([]TableRoute, len(f.Routes)),
+	for k, l := range f.Mesh {
+		if i := topology.DimIndex(l); len(l) != 1 || i < 0 || i >= len(f.Dims) {
+			return nil, fmt.Errorf("routing table: mesh names %q, not a dimension of a %d-dimensional torus", l, len(f.Dims))
+		}
+		for _, m := range f.Mesh[:k] {
+			if topology.DimIndex(m) == topology.DimIndex(l) {
+				return nil, fmt.Errorf("routing table: mesh names dimension %s twice", topology.DimName(topology.DimIndex(l)))
+			}
+		}
+	}
+	t := &Table{Dims: f.Dims, Mesh: f.Mesh, Rules: f.Rules, DeadlockFree: f.DeadlockFree, Routes: make([]TableRoute, len(f.Routes)),
 		FailedLinks: f.FailedLinks, FailedNodes: f.FailedNodes}
 	seen := make(map[int64]bool, len(f.Routes))
 	for i, r := range f.Routes {
@@ -186,8 +200,8 @@ type boundTable struct {
 	cls    []uint8 // dateline VC class of every step
 }
 
-// bind checks that t fits g: g is a direct torus with one ring per
-// dimension and the same sizes, every route follows existing working links
+// bind checks that t fits g: g is a direct torus with one ring or line
+// per dimension and the same sizes and mesh dimensions, every route follows existing working links
 // and arrives, every ordered pair of active nodes has a route, and no
 // active node has failed. dirPort gives the channel leaving a node in a
 // direction (-1 if none).
@@ -209,7 +223,8 @@ func (t *Table) bind(g *topology.Graph, dirChan func(v int, code uint8) int) (*b
 	return bt, nil
 }
 
-// checkDims reports whether the table was computed for a torus of g's size.
+// checkDims reports whether the table was computed for a torus of g's size
+// and mesh dimensions.
 func (t *Table) checkDims(g *topology.Graph) error {
 	dims := g.Dims()
 	if len(dims) != len(t.Dims) {
@@ -219,6 +234,16 @@ func (t *Table) checkDims(g *topology.Graph) error {
 		if dims[i] != t.Dims[i] {
 			return fmt.Errorf("routing table is for torus %s, the network is %s", dimsString(t.Dims), dimsString(dims))
 		}
+	}
+	wrap := make([]bool, len(dims))
+	for i := range wrap {
+		wrap[i] = true
+	}
+	for _, l := range t.Mesh {
+		wrap[topology.DimIndex(l)] = false
+	}
+	if got, want := topology.MeshLetters(wrap), topology.MeshLetters(g.Wrap()); got != want {
+		return fmt.Errorf("routing table is for %s, the network is %s", topology.TorusSpec(t.Dims, wrap), topology.TorusSpec(dims, g.Wrap()))
 	}
 	return nil
 }

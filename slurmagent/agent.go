@@ -116,8 +116,10 @@ func (a *Agent) Run(ctx context.Context, interval time.Duration) error {
 }
 
 // Round brings both sides in step once: node failures, then jobs that
-// ended, then held jobs (pinned again if the fabric manager already
-// placed them, else placed within the window).
+// ended, then held jobs (pinned if the fabric manager already placed
+// them and their routing table is verified, else placed within the
+// window). A job is pinned, and so released to run, only once its
+// table is verified: one placed with a pending table stays held.
 func (a *Agent) Round(ctx context.Context) error {
 	if err := a.syncNodes(ctx); err != nil {
 		return err
@@ -161,10 +163,11 @@ func (a *Agent) Round(ctx context.Context) error {
 			continue
 		}
 		if r, ok := held[j.ID]; ok {
-			// Placed before a restart of the agent or of slurmctld, not
-			// yet pinned: pin it to the same nodes.
-			if err := a.pin(ctx, j, r); err != nil {
-				a.unpinnable(ctx, j, r, err)
+			// Placed, not yet pinned: its table was pending, or the
+			// agent or slurmctld restarted. Pin it to the same nodes once
+			// its table is verified.
+			if err := a.pinWhenVerified(ctx, j, r); err != nil {
+				return err
 			}
 			continue
 		}
@@ -241,6 +244,22 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 		}
 	}
 	a.logf("job %d: %d nodes + %d transit in %.2f s (%s)", j.ID, len(r.Active), len(r.TransitNodes), time.Since(start).Seconds(), how)
+	return a.pinWhenVerified(ctx, j, r)
+}
+
+// pinWhenVerified pins job j to the nodes of placement r once r's
+// routing table is verified; while it is pending (built after the
+// placement's answer) the job stays held, its comment saying so, and a
+// later round pins it.
+func (a *Agent) pinWhenVerified(ctx context.Context, j Job, r *client.JobRecord) error {
+	if r.Routing == client.RoutePending {
+		msg := fmt.Sprintf("icn: placed as icn job %d, waiting for its routing table", r.ID)
+		if j.Comment == msg {
+			return nil
+		}
+		a.logf("job %d: icn job %d's routing table is pending: held until it is verified", j.ID, r.ID)
+		return a.slurm.Annotate(ctx, j.ID, msg)
+	}
 	if err := a.pin(ctx, j, r); err != nil {
 		a.unpinnable(ctx, j, r, err)
 	}

@@ -224,3 +224,87 @@ func checkPinned(t *testing.T, svc *fm.Service, sl *fakeSlurm, names []string) {
 		}
 	}
 }
+
+// pendingTables is a fabric manager whose placements keep their routing
+// table pending until the test marks it verified: the real service's
+// jobs, shown with routing "pending" while their id is in pending.
+type pendingTables struct {
+	*Client
+	pending map[int]bool
+}
+
+func (m *pendingTables) show(r *client.JobRecord) {
+	if m.pending[r.ID] {
+		r.Routing = client.RoutePending
+	}
+}
+
+func (m *pendingTables) Submit(ctx context.Context, req client.JobRequest) (*client.JobRecord, error) {
+	r, err := m.Client.Submit(ctx, req)
+	if err == nil && !r.Replayed {
+		m.pending[r.ID] = true
+	}
+	if r != nil {
+		m.show(r)
+	}
+	return r, err
+}
+
+func (m *pendingTables) Jobs(ctx context.Context) ([]client.JobRecord, error) {
+	jobs, err := m.Client.Jobs(ctx)
+	for i := range jobs {
+		m.show(&jobs[i])
+	}
+	return jobs, err
+}
+
+func (m *pendingTables) Job(ctx context.Context, id int) (*client.JobRecord, error) {
+	r, err := m.Client.Job(ctx, id)
+	if r != nil {
+		m.show(r)
+	}
+	return r, err
+}
+
+// TestAgentHoldsUntilTableVerified: a job the fabric manager placed with
+// its routing table pending stays held in Slurm (not pinned, so not
+// released to run; its comment says why), is not placed twice, and is
+// pinned to icn's nodes by the first round after its table is verified.
+func TestAgentHoldsUntilTableVerified(t *testing.T) {
+	ctx := context.Background()
+	svc, cl := testService(t, "torus:4x4")
+	nn := sched.NewNodeNamer("nid", 16)
+	var names []string
+	for v := 0; v < 16; v++ {
+		names = append(names, nn.Name(v))
+	}
+	sl := newFakeSlurm(names)
+	m := &pendingTables{Client: cl, pending: map[int]bool{}}
+	a, err := New(ctx, Config{Partition: "torus", Window: 2}, sl, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.submit(1, 4)
+	for round := range 2 {
+		if err := a.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		j := sl.jobs[1]
+		if j.State != "PENDING" || len(sl.pinned[1]) != 0 || !strings.Contains(j.Comment, "waiting for its routing table") {
+			t.Fatalf("round %d, table pending: %+v pinned %v", round, j, sl.pinned[1])
+		}
+		if running, _ := svc.Jobs(false); len(running) != 1 {
+			t.Fatalf("round %d: %d icn jobs, want the one placement", round, len(running))
+		}
+	}
+	for id := range m.pending {
+		m.pending[id] = false // verified
+	}
+	if err := a.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sl.jobs[1].State != "RUNNING" || len(sl.pinned[1]) != 4 {
+		t.Fatalf("after the table was verified: %+v pinned %v", sl.jobs[1], sl.pinned[1])
+	}
+	checkPinned(t, svc, sl, names)
+}

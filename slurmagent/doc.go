@@ -1,6 +1,8 @@
 // Package slurmagent places Slurm's jobs through the fabric manager: a
 // job_submit/lua script holds every job of a torus partition, and the
 // agent picks each held job's nodes with the service's selection, pins
-// the job to them (ReqNodeList), releases the hold, frees the nodes in
-// the service when the job ends, and carries node failures both ways.
+// the job to them (ReqNodeList) and releases the hold once the job's
+// routing table is verified (one the service builds after its answer
+// keeps the job held until then), frees the nodes in the service when
+// the job ends, and carries node failures both ways.
 package slurmagent

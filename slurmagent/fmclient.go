@@ -28,9 +28,10 @@ type Manager interface {
 }
 
 // ErrNoRoom marks a placement the fabric cannot take now (HTTP 409: no
-// reachable set free, or not within the placement budget; or 503: the
-// service cannot change anything now); the job waits. Other errors (400:
-// more nodes than the fabric has) are the job's own.
+// reachable set free now, or none found within the placement budget,
+// kind "budget"; or 503: the service cannot change anything now); the
+// job waits. Other errors (400: a job the fabric can never take, such as
+// more nodes than it has) are the job's own.
 var ErrNoRoom = errors.New("no room now")
 
 // ErrUnreachable marks a request that did not reach the fabric manager

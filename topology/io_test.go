@@ -250,7 +250,7 @@ func FuzzParseSpec(f *testing.F) {
 		f.Add(s)
 	}
 	f.Add("torus:32x32x16:rings=4,4,2")
-	f.Add("torus:24x23x24x2x3x2:mesh=W,U")
+	f.Add("torus:6x5x6x2x3x2:mesh=W,U")
 	f.Add("torus:4x4x2:mesh=V")
 	f.Add("torus:4x4x2:mesh=Z,z")
 	f.Add("dragonfly:a=2,p=1,h=1")

@@ -254,8 +254,8 @@ func TestGridClosedFormsBounded(t *testing.T) {
 // TestLargestTori checks the figures of the largest tori built (Sequoia
 // and Tofu-D) against their closed forms.
 func TestLargestTori(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds 250 000 nodes")
+	if testing.Short() || raceEnabled {
+		t.Skip("builds 250 000 nodes (a second without the race detector)")
 	}
 	for _, tc := range []struct {
 		spec                       string

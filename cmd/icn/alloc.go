@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/internal/cli"
@@ -692,13 +693,26 @@ func newAllocCmd() *cobra.Command {
 	return c
 }
 
+// runAlloc answers one request within the budget + 10 % from its start
+// (the selection gets the budget, as the fabric manager's does, and is
+// stopped at the budget + 10 % if it has not answered, at least 50 ms
+// past a short budget). A request that can never be met is refused
+// before any work, or after an exhaustive decision when not even the
+// torus without jobs has a set (exit status 2); no set now is a no (1);
+// a budget that ended before any set was found exits with 3, the answer
+// naming the placements examined.
 func runAlloc(ctx context.Context, o allocOptions, w io.Writer) error {
+	start := time.Now()
 	g, a, st, err := torusState(&o.topo, o.algo)
 	if err != nil {
 		return err
 	}
 	if err := occupyBusy(g, st, o.busy); err != nil {
 		return err
+	}
+	req := alloc.Request{Nodes: o.nodes, Transit: o.transit, Algo: a, Budget: o.budget.d}
+	if why := alloc.Impossible(st, req); why != "" {
+		return &exitError{code: 2, err: fmt.Errorf("no allocation, ever: %s", why)}
 	}
 	rt, err := alloc.NewAngaraRouter(g, o.rules)
 	if err != nil {
@@ -707,9 +721,31 @@ func runAlloc(ctx context.Context, o allocOptions, w io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	res, err := alloc.NewSelector(st).SelectContext(ctx, st, rt, alloc.Request{Nodes: o.nodes, Transit: o.transit, Algo: a, Budget: o.budget.d})
+	b := o.budget.d
+	sctx, cancel := ctx, context.CancelFunc(func() {})
+	if b > 0 {
+		// As the fabric manager's: at least 50 ms past a short budget,
+		// so that it still answers with the placements it examined.
+		sctx, cancel = context.WithDeadline(ctx, start.Add(b+max(b/10, 50*time.Millisecond)))
+	}
+	defer cancel()
+	sel := alloc.NewSelector(st)
+	res, err := sel.SelectContext(sctx, st, rt, req)
+	if err != nil && ctx.Err() == nil && sctx.Err() != nil {
+		return &exitError{code: 3, err: fmt.Errorf("no allocation: node selection did not answer within the budget of %v (+10%%)", b)}
+	}
 	if err != nil {
 		return err
+	}
+	verdict := alloc.Placed
+	if res.Chosen == nil {
+		left := time.Duration(0)
+		if b > 0 {
+			if left = time.Until(start.Add(b)); left <= 0 {
+				left = -1 // no time left for the check
+			}
+		}
+		verdict, res.Reason = sel.Explain(sctx, st, rt, req, res, left)
 	}
 	view := allocView(g, res, o.rules)
 	switch {
@@ -724,14 +760,13 @@ func runAlloc(ctx context.Context, o allocOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if res.Chosen == nil {
-		// More nodes than the machine has is an invalid request; no set
-		// among the free ones is a no.
-		code := 1
-		if o.nodes > g.NumNodes() {
-			code = 2
-		}
-		return &exitError{code: code, err: fmt.Errorf("no allocation: %s", res.Reason)}
+	switch verdict {
+	case alloc.Never:
+		return &exitError{code: 2, err: fmt.Errorf("no allocation, ever: %s", res.Reason)}
+	case alloc.OutOfTime:
+		return &exitError{code: 3, err: fmt.Errorf("no allocation: %s (a longer --budget may find one)", res.Reason)}
+	case alloc.NotNow:
+		return &exitError{code: 1, err: fmt.Errorf("no allocation: %s", res.Reason)}
 	}
 	return nil
 }

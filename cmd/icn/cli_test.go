@@ -59,7 +59,7 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args string
 		want string // in the message
-		code int    // the exit status: 2 for an invalid request, 1 for a no
+		code int    // the exit status: 2 for an invalid request (one never met), 1 for a no, 3 for a budget too short
 	}{
 		{"topo show torus:0x4", "size 0 in dimension X", 2},
 		{"topo show torus:4x", `size "" is not a whole number`, 0},
@@ -72,7 +72,11 @@ func TestBadInput(t *testing.T) {
 		{"topo measure", `unknown command "measure"`, 0},
 		{"sched experiment bogus", `unknown command "bogus"`, 0},
 		{"alloc --topo torus:4x4 --nodes 2 --busy 9.9", "outside 0..3", 2},
-		{"alloc --topo torus:4x4 --nodes 99", "only 16 of 16 are available", 2},
+		{"alloc --topo torus:4x4 --nodes 99", "no allocation, ever: the job asks for 99 nodes, the fabric has only 16 nodes", 2},
+		{"alloc --topo torus:4x4 --nodes 15 --fail-nodes 0.0,1.1", "only 14 of the fabric's 16 nodes have not failed", 2},
+		{"alloc --topo torus:4x4 --nodes 7", "no brick of the 4x4 torus holds exactly 7 nodes", 2},
+		{"alloc --topo torus:4x4 --nodes 12 --fail-nodes 0.0,2.2 --busy 1.3", "even with no job running", 2},
+		{"alloc --topo torus:4x4 --nodes 8 --busy 0.0,0.1,0.2,0.3,1.0,2.0", "no allocation: no reachable set of 8", 1},
 		{"route --topo torus:4x4 --rules bogus", `unknown routing rule "bogus"`, 0},
 		{"route --topo torus:64x64x64", "needs 549.8 GB of memory", 2},
 		{"route --topo torus:4x4 --seed 3", "only --algo genetic takes it", 2},
@@ -96,7 +100,7 @@ func TestBadInput(t *testing.T) {
 		{"alloc --topo torus:4x4 --nodes 2 --budget soon", `"soon" is not a duration`, 2},
 		{"sched simulate --budget 10", `"10" is not a duration`, 2},
 		{"serve --budget -5ms --check", "-5ms is negative", 2},
-		{"alloc --topo torus:8x8x8 --nodes 64 --budget 1ns", "no set found within 1ns (0 placements examined)", 1},
+		{"alloc --topo torus:8x8x8 --nodes 64 --budget 1ns", "no set found within 1ns (0 placements examined)", 3},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			_, stderr, code := runICN(t, dir, strings.Fields(tc.args)...)

@@ -128,7 +128,7 @@ func exitErr(err error, server string) error {
 		return nil
 	}
 	if code := client.StatusOf(err); code != 0 {
-		return &exitError{code: exitFor(code), err: err}
+		return &exitError{code: exitFor(code, client.KindOf(err)), err: err}
 	}
 	if errors.Is(err, client.ErrUnreachable) {
 		return &exitError{code: 3, err: fmt.Errorf("cannot reach the fabric manager at %s: %v", server, err)}
@@ -136,11 +136,15 @@ func exitErr(err error, server string) error {
 	return err
 }
 
-// exitFor maps the service's HTTP status to an exit status: a conflict
-// (no room, a fabric that refuses) is a no, other 4xx an invalid
-// request, 5xx the environment.
-func exitFor(code int) int {
+// exitFor maps the service's HTTP status and kind of error to an exit
+// status: a placement budget too short to find any set is 3 (as icn
+// alloc's), another conflict (no room now, a fabric that refuses) a no,
+// other 4xx an invalid request (a job that can never be placed
+// included), 5xx the environment.
+func exitFor(code int, kind string) int {
 	switch {
+	case kind == client.KindBudget:
+		return 3
 	case code == http.StatusConflict:
 		return 1
 	case code >= 500:

@@ -57,13 +57,16 @@ func newRootCmd() *cobra.Command {
 //
 //	0  success;
 //	1  the command ran and the answer is no: a check or verification found
-//	   violations, a set is unreachable, no allocation was found, the
+//	   violations, a set is unreachable, no allocation now, the
 //	   simulation deadlocked, a parallel job failed;
 //	2  the request is invalid: flags or arguments, a malformed spec or
-//	   file, an unknown node or name, a request too large or impossible;
-//	3  the environment failed: the service unreachable or failing, a file
-//	   that cannot be written (disk full, no permission), a tool icn drives
-//	   missing or failing.
+//	   file, an unknown node or name, a request too large or one that can
+//	   never be met (no allocation even on the machine without jobs);
+//	3  the environment failed or ran out of time: the service unreachable
+//	   or failing, a file that cannot be written (disk full, no
+//	   permission), a tool icn drives missing or failing, a node-selection
+//	   budget that ended before any set was found (icn alloc, or the
+//	   service's 409 of kind "budget").
 //
 // An exitError carries one of them through cobra; any other error is a
 // 2, unless it wraps an environment failure (exitCode).

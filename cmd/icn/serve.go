@@ -97,7 +97,7 @@ mode 0600 by the first start) and must be started with the same --topo and --rul
 		},
 	}
 	f := c.Flags()
-	registerBudget(c, &o.budget, "time one job placement may take from its turn, node selection and the job's verified table together (a job whose table alone needs most of it is refused at once; over budget answers 409)")
+	registerBudget(c, &o.budget, "time one job placement's node selection may take from its turn, as icn alloc --budget (a table that does not fit in what is left is built after the answer: routing \"pending\" until verified; no set within it answers 409 of kind budget)")
 	f.StringVar(&o.db, "db", defaultDBPath(), "database file")
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (loopback by default; others need TLS or --insecure)")
 	f.StringVar(&o.topo, "topo", "", "fabric of a new database (default "+fm.DefaultTopo+"); an existing database keeps its own unless --replace-topo")

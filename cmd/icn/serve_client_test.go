@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/icn-hpc/icn/fm/api"
 	"github.com/icn-hpc/icn/fm/client"
@@ -121,5 +124,49 @@ func TestJobRoutesInProcess(t *testing.T) {
 	var v jobVerifyResult
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil || !v.OK || v.ID != j.ID {
 		t.Errorf("verify: %v, %+v", err, v)
+	}
+}
+
+// TestJobSubmitExitStatuses: icn job submit follows the exit rule as
+// icn alloc does: a job the fabric can never take exits with 2 (HTTP
+// 400), one it cannot take now with 1 (409), and one for which the
+// service's budget ended before any set was found with 3 (409 of kind
+// "budget", naming the placements examined); none of them is placed.
+func TestJobSubmitExitStatuses(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		topo   string
+		budget time.Duration
+		before []int // jobs placed first
+		nodes  int
+		code   int
+		want   string
+	}{
+		{"torus:4x4", 0, nil, 7, 2, "no brick of the 4x4 torus holds exactly 7 nodes"},
+		{"torus:4x4", 0, []int{4, 2}, 8, 1, "cannot place now"},
+		{"torus:8x8x8", time.Nanosecond, nil, 64, 3, "placements examined"},
+	} {
+		dir := t.TempDir()
+		db := filepath.Join(dir, "fm.db")
+		s, _, err := fm.Open(fm.Config{DBPath: db, Topo: tc.topo, NewRouting: fm.AngaraRouting("angara*"), PlacementBudget: tc.budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(api.New(s, api.Options{}))
+		cl := clientFlags{server: srv.URL, tokenFile: fm.TokenFile(db), json: true}
+		for _, n := range tc.before {
+			if err := runJobSubmit(ctx, jobSubmitOptions{cl: cl, nodes: n, algo: "improved"}, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = runJobSubmit(ctx, jobSubmitOptions{cl: cl, nodes: tc.nodes, algo: "improved"}, io.Discard)
+		if code := exitCode(err); code != tc.code || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%s, %d nodes: exit %d (%v), want %d naming %q", tc.topo, tc.nodes, code, err, tc.code, tc.want)
+		}
+		if jobs, _ := s.Jobs(true); len(jobs) != len(tc.before) {
+			t.Errorf("%s, %d nodes: %d jobs stored, want %d", tc.topo, tc.nodes, len(jobs), len(tc.before))
+		}
+		srv.Close()
+		s.Close()
 	}
 }

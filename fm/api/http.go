@@ -90,6 +90,9 @@ type apiHandler func(w http.ResponseWriter, r *http.Request) (any, int, error)
 
 type apiError struct {
 	Error string `json:"error"`
+	// Kind is the kind of error (client.KindBudget, …): the status
+	// alone does not tell a budget too short from a conflict.
+	Kind string `json:"kind,omitempty"`
 	// Leader is where a change refused by a standby goes.
 	Leader string `json:"leader,omitempty"`
 }
@@ -274,6 +277,9 @@ func (a *API) handleRoutes(w http.ResponseWriter, r *http.Request) (any, int, er
 	if err != nil {
 		return nil, 0, err
 	}
+	if j.Table == nil && j.Routing == client.RoutePending {
+		return nil, 0, fmt.Errorf("%w: job %d's routing table is pending: it is being built and verified after the placement; ask again once its routing is no longer pending", client.ErrConflict, id)
+	}
 	if j.Table == nil {
 		return nil, 0, fmt.Errorf("%w: job %d has no routing table", client.ErrNotFound, id)
 	}
@@ -412,7 +418,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, write bool, h apiHan
 	}
 	if err != nil {
 		code = StatusOf(err)
-		writeJSON(w, code, apiError{Error: err.Error()})
+		writeJSON(w, code, apiError{Error: err.Error(), Kind: KindOf(err)})
 		return code
 	}
 	writeJSON(w, code, v)
@@ -427,11 +433,11 @@ func (a *API) notLeader(w http.ResponseWriter, r *http.Request, err error) int {
 	if h.Leader != "" && h.Leader != h.URL {
 		w.Header().Set("X-ICN-Leader", h.Leader)
 		w.Header().Set("Location", strings.TrimRight(h.Leader, "/")+r.URL.RequestURI())
-		writeJSON(w, http.StatusTemporaryRedirect, apiError{Error: err.Error(), Leader: h.Leader})
+		writeJSON(w, http.StatusTemporaryRedirect, apiError{Error: err.Error(), Kind: client.KindNotLeader, Leader: h.Leader})
 		return http.StatusTemporaryRedirect
 	}
 	w.Header().Set("Retry-After", "1")
-	writeJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error()})
+	writeJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error(), Kind: client.KindNotLeader})
 	return http.StatusServiceUnavailable
 }
 
@@ -452,7 +458,7 @@ func (a *API) serveBackup(w http.ResponseWriter, r *http.Request) int {
 		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	})
 	if err != nil && !started {
-		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "storage: " + err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: "storage: " + err.Error(), Kind: client.KindStorage})
 		return http.StatusServiceUnavailable
 	}
 	if err != nil {
@@ -476,8 +482,9 @@ func StatusOf(err error) int {
 	case errors.Is(err, client.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, client.ErrConflict), errors.Is(err, client.ErrBudget):
-		// Not now (no room, or not within the placement budget): the
-		// request is refused, the service is fine.
+		// Not now (no room now, or no set found within the placement
+		// budget: KindOf tells which): the request is refused, the
+		// service is fine.
 		return http.StatusConflict
 	case errors.Is(err, client.ErrClosing), errors.Is(err, client.ErrNotLeader):
 		return http.StatusServiceUnavailable
@@ -487,6 +494,35 @@ func StatusOf(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
+}
+
+// KindOf is the kind of an error of the service (client.KindBudget, …),
+// which an error answer names beside its status.
+func KindOf(err error) string {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return client.KindTooLarge
+	case errors.Is(err, client.ErrBadRequest):
+		return client.KindBadRequest
+	case errors.Is(err, client.ErrTimeout):
+		return client.KindTimeout
+	case errors.Is(err, client.ErrNotFound):
+		return client.KindNotFound
+	case errors.Is(err, client.ErrBudget):
+		return client.KindBudget
+	case errors.Is(err, client.ErrConflict):
+		return client.KindConflict
+	case errors.Is(err, client.ErrClosing):
+		return client.KindClosing
+	case errors.Is(err, client.ErrNotLeader):
+		return client.KindNotLeader
+	case errors.Is(err, context.Canceled):
+		return client.KindCancelled
+	case strings.HasPrefix(err.Error(), "storage:"):
+		return client.KindStorage
+	}
+	return client.KindInternal
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

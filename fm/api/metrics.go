@@ -46,6 +46,7 @@ var (
 	descFailedNodes   = prometheus.NewDesc("icn_failed_nodes", "Nodes currently marked failed.", nil, nil)
 	descRunning       = prometheus.NewDesc("icn_jobs_running", "Running jobs.", nil, nil)
 	descBroken        = prometheus.NewDesc("icn_jobs_broken", "Running jobs without a working routing table (migrate them).", nil, nil)
+	descPending       = prometheus.NewDesc("icn_jobs_table_pending", "Running jobs placed with their routing table pending: built and verified after the placement's answer (they must not start yet).", nil, nil)
 	descBusy          = prometheus.NewDesc("icn_nodes_busy", "Nodes held by running jobs.", nil, nil)
 	descRole          = prometheus.NewDesc("icn_fm_role", "1 for the instance's role: leader (it takes changes) or standby (it follows the leader through the store).", []string{"role"}, nil)
 	descTerm          = prometheus.NewDesc("icn_fm_term", "Leadership term of the leader this instance knows (the etcd revision its candidacy was created at; 0 on a bbolt store).", nil, nil)
@@ -56,7 +57,7 @@ var (
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGroups, descGroupsByState, descEFI, descFailedLinks, descFailedNodes,
-		descRunning, descBroken, descBusy, descRole, descTerm, descRevision, descLag, descStale} {
+		descRunning, descBroken, descPending, descBusy, descRole, descTerm, descRevision, descLag, descStale} {
 		ch <- d
 	}
 }
@@ -75,6 +76,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descFailedNodes, float64(st.FailedNodes))
 	gauge(descRunning, float64(st.JobsRunning))
 	gauge(descBroken, float64(st.JobsBroken))
+	gauge(descPending, float64(st.JobsPending))
 	gauge(descBusy, float64(st.NodesBusy))
 	h := c.svc.Health()
 	for _, role := range []string{"leader", "standby"} {

@@ -55,7 +55,10 @@ func New(servers, token string) *Client {
 type Error struct {
 	Status  int
 	Message string
-	URL     string
+	// Kind is the answer's kind of error (KindBudget, …; "" from a
+	// server that does not say).
+	Kind string
+	URL  string
 }
 
 func (e *Error) Error() string {
@@ -76,6 +79,16 @@ func StatusOf(err error) int {
 		return e.Status
 	}
 	return 0
+}
+
+// KindOf returns the kind of an error answer ("" if err is not one, or
+// its server did not say).
+func KindOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return ""
 }
 
 // Leader is the leader's base URL as last learned ("" if none yet).
@@ -279,12 +292,13 @@ func errorOf(resp *http.Response, u string) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var e struct {
 		Error string `json:"error"`
+		Kind  string `json:"kind"`
 	}
-	msg := ""
+	msg, kind := "", ""
 	if json.Unmarshal(data, &e) == nil {
-		msg = e.Error
+		msg, kind = e.Error, e.Kind
 	}
-	return &Error{Status: resp.StatusCode, Message: msg, URL: u}
+	return &Error{Status: resp.StatusCode, Message: msg, Kind: kind, URL: u}
 }
 
 // badCertificate reports whether a transport error is a TLS certificate

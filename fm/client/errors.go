@@ -11,9 +11,11 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConflict: a valid request that cannot be satisfied now (409).
 	ErrConflict = errors.New("conflict")
-	// ErrBudget: a placement that did not finish within the placement
-	// budget (409; nothing was placed).
-	ErrBudget = errors.New("over budget")
+	// ErrBudget: the placement budget ended before node selection
+	// found any set (409 with kind "budget"; nothing was placed): a
+	// longer budget may find one. The message says how many placements
+	// were examined.
+	ErrBudget = errors.New("budget too short")
 	// ErrTimeout: the request body did not arrive in time (408).
 	ErrTimeout = errors.New("request timeout")
 	// ErrClosing: the service is closing (503; nothing was changed).
@@ -22,4 +24,21 @@ var (
 	// (307 to the leader, or 503 while none is elected; nothing was
 	// changed).
 	ErrNotLeader = errors.New("not the leader")
+)
+
+// The kinds of error answer: the "kind" of an error's JSON body, one per
+// error above (the HTTP status alone does not tell a budget too short
+// from a conflict), plus storage and internal failures (503, 500).
+const (
+	KindBadRequest = "bad_request"
+	KindNotFound   = "not_found"
+	KindConflict   = "conflict"
+	KindBudget     = "budget"
+	KindTimeout    = "timeout"
+	KindClosing    = "closing"
+	KindNotLeader  = "not_leader"
+	KindStorage    = "storage"
+	KindTooLarge   = "too_large"
+	KindCancelled  = "cancelled"
+	KindInternal   = "internal"
 )

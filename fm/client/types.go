@@ -47,6 +47,15 @@ const (
 	RouteBroken RouteState = "broken"
 	// RouteMigrated: placed anew on other nodes.
 	RouteMigrated RouteState = "migrated"
+	// RoutePending: placed with its nodes, its verified table not built
+	// yet: the table did not fit in what the placement budget left after
+	// the node selection, and the service builds and verifies it after
+	// the answer (one job at a time, again after a restart). The job
+	// then becomes RouteOriginal (RoutingNext after a migration), or
+	// RouteBroken if a failure meanwhile left a pair of its active nodes
+	// without a legal route. A job must not start while its table is
+	// pending (the Slurm agent keeps it held).
+	RoutePending RouteState = "pending"
 )
 
 // JobRecord is a job placed by the service.
@@ -67,8 +76,11 @@ type JobRecord struct {
 	Released     *time.Time         `json:"released,omitempty"`
 	Reachable    bool               `json:"reachable"`
 	Routing      RouteState         `json:"routing,omitempty"`
-	Problem      string             `json:"problem,omitempty"`
-	Unreachable  *[2]string         `json:"unreachable,omitempty"`
+	// RoutingNext is the routing state a job whose table is pending
+	// takes once the table is verified ("": RouteOriginal).
+	RoutingNext RouteState `json:"routing_next,omitempty"`
+	Problem     string     `json:"problem,omitempty"`
+	Unreachable *[2]string `json:"unreachable,omitempty"`
 	// Selection says how the node set was chosen (absent in records
 	// written before it was kept).
 	Selection *Selection `json:"selection,omitempty"`
@@ -384,5 +396,6 @@ type ServiceStats struct {
 	FailedNodes   int
 	JobsRunning   int
 	JobsBroken    int
+	JobsPending   int // running jobs whose table is pending
 	NodesBusy     int
 }

@@ -19,7 +19,8 @@ type Case struct {
 }
 
 // Cases builds the tables: angara* on tori of 2 and 3 dimensions, with a
-// failed link, a failed node, transit nodes, and one large table.
+// failed link, a failed node, transit nodes, one large table, and one on
+// a torus with a mesh dimension.
 func Cases(t testing.TB) []Case {
 	t.Helper()
 	var out []Case
@@ -31,6 +32,7 @@ func Cases(t testing.TB) []Case {
 		{"torus:5x4x3", "0.0.0+X", "", []int{0, 1, 2, 3, 4}, span(5, 40)},
 		{"torus:4x4x4", "", "1.1.1", []int{0, 1, 2, 3}, span(4, 16)},
 		{"torus:8x8x3", "", "", span(0, 160), nil},
+		{"torus:4x3x2:mesh=Z", "0.0.0+X", "", span(0, 20), span(20, 24)},
 	} {
 		g, err := topology.Parse(tc.spec)
 		if err != nil {

@@ -1,0 +1,445 @@
+package alloc
+
+import (
+	"slices"
+
+	"github.com/icn-hpc/icn/internal/par"
+)
+
+// On a large, partly used torus a budgeted decision bounds φ before it
+// examines placements (the bounded path). When some rectangle size of
+// volume m has a free placement, the fewest transit nodes is 0, and φ*,
+// the largest φ after allocation among those free boxes, is found for
+// all their placements at once (coverCount). Every other candidate
+// without transit nodes is the first m available nodes, in coordinate
+// order, of a rectangle of some size S, so it contains the available
+// nodes of the box A_S of S's first whole layers (the first box of
+// blockSet.forBoxes; A_S is S when vol(S) = m): a free rectangle the set
+// misses misses A_S too. So φ after the set is at most the φ the box A_S
+// would leave at the same start, and the placements where that bound
+// falls below φ* cannot win on criteria 1–2 and are not examined. The
+// others are examined as the enumeration examines them; the decision is
+// then Settled (TestBoundedMatchesEnumeration compares it with the
+// direct enumeration on random busy states of small tori).
+
+// bounded reports whether the decision may take the bounded path: a
+// budgeted improved decision on a torus without failed links that would
+// examine more than uniformAfter placements (without a budget every
+// placement is examined, as the seed's experiments count them).
+func (d *decision) bounded() bool {
+	sel := d.sel
+	if d.req.Algo != Improved || d.req.CountOnly || d.req.Exists || d.req.Budget <= 0 || sel.anyFault ||
+		sel.tune.cutAfter > 0 || sel.tune.cutAfterAsks > 0 || sel.tune.noUniform {
+		return false
+	}
+	return sel.tune.forceBounded || d.manyPlacements()
+}
+
+// coverCounter counts, for every start of a box, the rectangles of a
+// list that the box placed there meets: an n-dimensional difference array
+// (each rectangle adds 1 on the starts that meet it, a product of at most
+// two intervals per dimension) summed once.
+type coverCounter struct {
+	dims, stride []int
+	wrap         []bool
+	acc          []int32 // (d_i+1) per dimension
+	lo, hi       [][2]int
+	parts        []int
+}
+
+func newCoverCounter(dims []int, wrap []bool) *coverCounter {
+	n := len(dims)
+	cc := &coverCounter{dims: dims, wrap: wrap, stride: make([]int, n), lo: make([][2]int, n), hi: make([][2]int, n), parts: make([]int, n)}
+	size := 1
+	for i, d := range dims {
+		cc.stride[i] = size
+		size *= d + 1
+	}
+	cc.acc = make([]int32, size)
+	return cc
+}
+
+// count fills out (len N, by node id of the start) with the number of
+// rectangles of rs that a box of size b placed at each start meets.
+// Starts that are not placements of b (beyond a whole dimension's 0, or
+// past a mesh's border) get meaningless counts.
+func (cc *coverCounter) count(b []int, rs []Rect, out []int32) {
+	clear(cc.acc)
+	n := len(cc.dims)
+	for _, r := range rs {
+		for i, d := range cc.dims {
+			cc.parts[i] = 1
+			switch {
+			case b[i] == d || r.Size[i] == d:
+				cc.lo[i][0], cc.hi[i][0] = 0, d
+			case !cc.wrap[i]:
+				lo, hi := max(0, r.Start[i]-b[i]+1), min(d-b[i], r.Start[i]+r.Size[i]-1)+1
+				if lo >= hi {
+					cc.parts[i] = 0
+				}
+				cc.lo[i][0], cc.hi[i][0] = lo, hi
+			default:
+				l := r.Size[i] + b[i] - 1
+				lo := ((r.Start[i]-b[i]+1)%d + d) % d
+				switch {
+				case l >= d:
+					cc.lo[i][0], cc.hi[i][0] = 0, d
+				case lo+l <= d:
+					cc.lo[i][0], cc.hi[i][0] = lo, lo+l
+				default:
+					cc.lo[i][0], cc.hi[i][0] = lo, d
+					cc.lo[i][1], cc.hi[i][1] = 0, lo+l-d
+					cc.parts[i] = 2
+				}
+			}
+		}
+		cc.addProduct(0, 0, 0)
+	}
+	for i, d := range cc.dims {
+		st := cc.stride[i]
+		block := st * (d + 1)
+		for base := 0; base < len(cc.acc); base += block {
+			for off := base + st; off < base+block; off += st {
+				dst, src := cc.acc[off:off+st], cc.acc[off-st:off]
+				for k := range dst {
+					dst[k] += src[k]
+				}
+			}
+		}
+	}
+	// Read the sums at the starts (node ids, X fastest).
+	c := make([]int, n)
+	idx := 0
+	for v := range out {
+		out[v] = cc.acc[idx]
+		for i := 0; i < n; i++ {
+			c[i]++
+			idx += cc.stride[i]
+			if c[i] < cc.dims[i] {
+				break
+			}
+			idx -= c[i] * cc.stride[i]
+			c[i] = 0
+		}
+	}
+}
+
+// addProduct adds the boxes of the product of the dimensions' intervals
+// from dimension i on, with the index and parity of the corner so far.
+func (cc *coverCounter) addProduct(i, idx, parity int) {
+	if i == len(cc.dims) {
+		if parity&1 == 1 {
+			cc.acc[idx]--
+		} else {
+			cc.acc[idx]++
+		}
+		return
+	}
+	for p := 0; p < cc.parts[i]; p++ {
+		cc.addProduct(i+1, idx+cc.lo[i][p]*cc.stride[i], parity)
+		cc.addProduct(i+1, idx+cc.hi[i][p]*cc.stride[i], parity+1)
+	}
+}
+
+// leadingBox is the size of the box of the first whole layers of a
+// rectangle of size s that a set of its first m nodes holds (blockSet's
+// first box).
+func leadingBox(s []int, m int) []int {
+	n := len(s)
+	for j := n - 1; j >= 0; j-- {
+		layer := 1
+		for _, p := range s[:j] {
+			layer *= p
+		}
+		if q := m / layer; q > 0 {
+			out := make([]int, n)
+			copy(out, s[:j])
+			out[j] = min(q, s[j])
+			for i := j + 1; i < n; i++ {
+				out[i] = 1
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// boundLevels are today's free rectangles by volume from the largest
+// volume a set of m nodes can leave free, down to the level of φ*.
+type boundLevels struct {
+	vols  []int
+	rects [][]Rect
+	// star is φ*: the level index and the count at it.
+	starLevel, starCount int
+	shapes               [][]shapeCount // per level (countShapes)
+}
+
+// enumerateBounded is enumerate for the bounded path; ok false when no
+// size of volume m has a free placement (the caller enumerates then).
+func (d *decision) enumerateBounded() ([]sizeResult, bool) {
+	sel := d.sel
+	N := d.s.N()
+	lc := d.levelsNow()
+	left := lc.free - d.m
+	var boxes [][]int
+	for _, size := range d.sizes {
+		if vol(size) == d.m && lc.fit.fits(size) {
+			boxes = append(boxes, size)
+		}
+		if lc.fit.stopped {
+			d.cutHit.Store(true)
+			return make([]sizeResult, len(d.sizes)), true
+		}
+	}
+	if len(boxes) == 0 {
+		return nil, false
+	}
+	workers := len(d.work)
+	ccs := make([]*coverCounter, workers)
+	bufs := make([][]int32, workers)
+	for w := range ccs {
+		ccs[w] = newCoverCounter(sel.dims, sel.wrap)
+		bufs[w] = make([]int32, N)
+	}
+	// φ*: the levels from the top until a free box misses a rectangle.
+	var bl boundLevels
+	bl.starLevel = -1
+	for i, v := range lc.vols {
+		if v > left {
+			continue
+		}
+		if d.clock.enum.Load() {
+			d.cutHit.Store(true)
+			return make([]sizeResult, len(d.sizes)), true
+		}
+		rs, done := lc.levelDone(i)
+		if !done {
+			d.cutHit.Store(true)
+			return make([]sizeResult, len(d.sizes)), true
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		bl.vols = append(bl.vols, v)
+		bl.rects = append(bl.rects, rs)
+		best := make([]int, len(boxes))
+		par.For(len(boxes), sel.Workers, func(w, k int) {
+			if d.clock.hard.Load() {
+				return
+			}
+			b := boxes[k]
+			out := bufs[w]
+			ccs[w].count(b, rs, out)
+			placements(sel.dims, sel.wrap, b, func(st []int) bool {
+				if kept := len(rs) - int(out[enc(st, sel.dims)]); kept > best[k] && d.holesAt(w, sel.grid, b, st) == 0 {
+					best[k] = kept
+				}
+				return true
+			})
+		})
+		if d.clock.hard.Load() {
+			d.cutHit.Store(true)
+			return make([]sizeResult, len(d.sizes)), true
+		}
+		if k := slices.Max(best); k > 0 {
+			bl.starLevel, bl.starCount = len(bl.vols)-1, k
+			break
+		}
+	}
+	if bl.starLevel < 0 {
+		// No free rectangle is left beside any box: every set leaves φ 0.
+		return d.enumerate(), true
+	}
+	d.lowerBest(0)
+	// The leading boxes of the sizes, and where each can reach φ*.
+	byBox := map[string]int{}
+	var lead [][]int
+	sizeBox := make([]int, len(d.sizes))
+	for si, size := range d.sizes {
+		a := leadingBox(size, d.m)
+		k := sizeKey("", a)
+		j, ok := byBox[k]
+		if !ok {
+			j = len(lead)
+			byBox[k] = j
+			lead = append(lead, a)
+		}
+		sizeBox[si] = j
+	}
+	period := d.periods()
+	reps := 1 // placements left per size by the periods, at most
+	for _, q := range period {
+		reps *= q
+	}
+	rects := 0
+	for _, rs := range bl.rects {
+		rects += len(rs)
+	}
+	// Where a size has few placements left (a state with translation
+	// symmetry) each is checked against the levels' rectangles directly;
+	// otherwise the starts where its leading box can reach φ* are found
+	// for all starts at once, once per leading box.
+	direct := reps*rects <= 4*N && !sel.tune.boundMasks
+	promising := make([][]uint64, len(lead))
+	reach := make([]bool, len(lead))
+	bl.countShapes()
+	for j, a := range lead {
+		reach[j] = bl.canReach(a, sel.dims)
+	}
+	if !direct {
+		par.For(len(lead), sel.Workers, func(w, j int) {
+			if !reach[j] || d.clock.enum.Load() {
+				return
+			}
+			a := lead[j]
+			mask := make([]uint64, (N+63)/64)
+			out := bufs[w]
+			for li, rs := range bl.rects {
+				ccs[w].count(a, rs, out)
+				need := bl.need(li)
+				for v := range out {
+					if len(rs)-int(out[v]) >= need {
+						mask[v/64] |= 1 << (v % 64)
+					}
+				}
+			}
+			promising[j] = mask
+		})
+	}
+	results := make([]sizeResult, len(d.sizes))
+	order := d.sizeOrder()
+	par.For(len(order), sel.Workers, func(w, k int) {
+		si := order[k]
+		j := sizeBox[si]
+		if !reach[j] {
+			return
+		}
+		mask, a := promising[j], lead[j]
+		if !direct && mask == nil {
+			d.cutHit.Store(true) // the masks were cut by the budget
+			return
+		}
+		size := d.sizes[si]
+		out := &results[si]
+		box := Rect{Size: a}
+		// Starts beyond the periods are translates of earlier ones.
+		placementsBelow(sel.dims, sel.wrap, size, period, func(st []int) bool {
+			if direct {
+				box.Start = st
+				if !bl.reaches(box, sel.dims) {
+					return true
+				}
+			} else if v := enc(st, sel.dims); mask[v/64]>>(v%64)&1 == 0 {
+				return true
+			}
+			return d.examine(w, size, st, out, nil)
+		})
+	})
+	d.settled = true
+	return results, true
+}
+
+// need is how many rectangles of level li a set must miss to reach φ*.
+func (bl *boundLevels) need(li int) int {
+	if li == bl.starLevel {
+		return bl.starCount
+	}
+	return 1
+}
+
+// reaches reports whether the box misses need(li) rectangles of some
+// level li.
+func (bl *boundLevels) reaches(box Rect, dims []int) bool {
+	for li, rs := range bl.rects {
+		n, need := 0, bl.need(li)
+		for _, r := range rs {
+			if !overlap(box, r, dims) {
+				if n++; n >= need {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// canReach reports whether a box of size a could miss some rectangle of
+// the levels above φ*'s or φ*'s count of them somewhere, by the shapes
+// alone: a placement of shape R misses the box at some start only if
+// R_i + a_i ≤ d_i in some dimension.
+func (bl *boundLevels) canReach(a, dims []int) bool {
+	for li, shapes := range bl.shapes {
+		n := 0
+		for _, sc := range shapes {
+			for i, d := range dims {
+				if sc.size[i]+a[i] <= d {
+					n += sc.count
+					break
+				}
+			}
+		}
+		if n >= bl.need(li) {
+			return true
+		}
+	}
+	return false
+}
+
+// shapeCount is how many rectangles of a level have one shape.
+type shapeCount struct {
+	size  []int
+	count int
+}
+
+// countShapes fills bl.shapes from bl.rects (a level's rectangles come
+// shape by shape).
+func (bl *boundLevels) countShapes() {
+	bl.shapes = make([][]shapeCount, len(bl.rects))
+	for li, rs := range bl.rects {
+		for _, r := range rs {
+			l := bl.shapes[li]
+			if len(l) > 0 && slices.Equal(l[len(l)-1].size, r.Size) {
+				l[len(l)-1].count++
+				continue
+			}
+			bl.shapes[li] = append(l, shapeCount{size: r.Size, count: 1})
+		}
+	}
+}
+
+// periods returns, per dimension, the least shift along it that maps the
+// state onto itself (d_i when none does) when the router's answers are
+// translation invariant: a placement is then a translate of the one at
+// its start modulo the periods, with the same set up to translation, the
+// same φ after allocation and the same table figures, and that one comes
+// first in enumeration order. Without invariance every period is d_i.
+func (d *decision) periods() []int {
+	dims := d.sel.dims
+	out := slices.Clone(dims)
+	if !d.invariant || !d.shareBlocks {
+		return out
+	}
+	n := len(dims)
+	c := make([]int, n)
+	for i, di := range dims {
+		if !d.sel.wrap[i] {
+			continue
+		}
+		for q := 1; q < di; q++ {
+			if di%q != 0 {
+				continue
+			}
+			ok := true
+			for v := 0; v < d.s.N() && ok; v++ {
+				dec(v, dims, c)
+				c[i] = (c[i] + q) % di
+				ok = d.s.Available(v) == d.s.Available(enc(c, dims))
+			}
+			if ok {
+				out[i] = q
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+package alloc
+
+import "github.com/icn-hpc/icn/internal/par"
+
+// chunkPlacements is how many placements of one rectangle size a worker
+// examines as one piece of work. A decision's sizes differ widely in cost
+// (the first sizes examined, before the criterion-1 bound falls, or those
+// with many placements holding unavailable nodes), so handing out whole
+// sizes left one worker with the slowest size while the others idled: on
+// the 240-node torus of the cluster replays the slowest size of a
+// decision took a third of its enumeration.
+const chunkPlacements = 64
+
+// sizeChunk is a run of placements of one size: indices lo..hi-1 in the
+// order placements enumerates them.
+type sizeChunk struct {
+	si, lo, hi int
+}
+
+// examineSizes examines every placement of the sizes listed (indices into
+// d.sizes) on all cores, in chunks of placements, and adds each size's
+// outcome to results. A size's chunks are merged in enumeration order, so
+// each size's counts and candidates, in their order, are those of one
+// enumeration of the size.
+func (d *decision) examineSizes(sizes []int, results []sizeResult) {
+	var chunks []sizeChunk
+	limit := make([]int, len(d.sel.dims))
+	for _, si := range sizes {
+		n := placementLimits(d.sel.dims, d.sel.wrap, d.sizes[si], limit)
+		for lo := 0; lo < n; lo += chunkPlacements {
+			chunks = append(chunks, sizeChunk{si, lo, min(lo+chunkPlacements, n)})
+		}
+	}
+	parts := make([]sizeResult, len(chunks))
+	par.For(len(chunks), d.sel.Workers, func(w, k int) {
+		c := chunks[k]
+		size := d.sizes[c.si]
+		out := &parts[k]
+		var blocks *blockScan
+		if d.blockShortcut() {
+			// Per chunk: every chunk's first block is reduced (by the
+			// memo, after the first), and what blockScan skips is only
+			// counted, so the counts are a whole size's.
+			blocks = &blockScan{}
+		}
+		placementRange(d.sel.dims, d.sel.wrap, size, c.lo, c.hi, func(st []int) bool {
+			return d.examine(w, size, st, out, blocks)
+		})
+	})
+	for k, c := range chunks {
+		r, p := &results[c.si], &parts[k]
+		r.found += p.found
+		r.examined += p.examined
+		r.cands = append(r.cands, p.cands...)
+		if r.err == nil {
+			r.err = p.err
+		}
+	}
+}

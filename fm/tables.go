@@ -1,0 +1,240 @@
+package fm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
+	"github.com/icn-hpc/icn/routing"
+)
+
+// Pending tables. A job whose verified table did not fit in what the
+// placement budget left after the node selection is committed with its
+// nodes and Routing RoutePending (place); the table builder, a goroutine
+// of the leader, builds and verifies those tables after the answer, one
+// job at a time in id order, on the fabric of its time, and commits each
+// with a check of the fabric version and of the job (released,
+// migrated: dropped; a failure meanwhile: the table is verified again on
+// the new fabric, or built again). A job none of whose pairs can be
+// routed any more (a failure came in between) is broken with the pair.
+// Pending jobs are stored as such, so a restart or a takeover builds
+// them again; failure changes leave them to the builder.
+
+// tableWork is the table builder's state.
+type tableWork struct {
+	kick chan struct{} // a pending job was committed (buffered, 1)
+}
+
+// tableHooks let tests see and steer the table builder (Config).
+type tableHooks struct {
+	// hold, if set, is called before each pending table is built, with
+	// the builder's context (tests block here); built after each outcome
+	// is committed.
+	hold  func(ctx context.Context, id int)
+	built func(j *client.JobRecord)
+}
+
+// tableRetry is how long the builder waits after a table it could not
+// commit (a storage failure) before it tries again.
+const tableRetry = time.Second
+
+// kickTables wakes the table builder.
+func (s *Service) kickTables() {
+	select {
+	case s.tables.kick <- struct{}{}:
+	default:
+	}
+}
+
+// buildTables builds the pending tables until ctx ends (the instance
+// stops leading, or the service closes): those stored when it starts,
+// then those committed while it runs.
+func (s *Service) buildTables(ctx context.Context) {
+	for {
+		failed := false
+		for ctx.Err() == nil {
+			id, ok := s.nextPending()
+			if !ok {
+				break
+			}
+			if err := s.buildPending(ctx, id); err != nil && ctx.Err() == nil {
+				failed = true // after a pause, below
+				break
+			}
+		}
+		var retry <-chan time.Time
+		if failed {
+			retry = time.After(tableRetry)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.tables.kick:
+		case <-retry:
+		}
+	}
+}
+
+// nextPending returns the running job with a pending table and the
+// smallest id.
+func (s *Service) nextPending() (int, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	best := 0
+	for id, j := range s.jobs {
+		if j.Routing == client.RoutePending && (best == 0 || id < best) {
+			best = id
+		}
+	}
+	return best, best != 0
+}
+
+// buildPending builds, verifies and commits the pending table of job id
+// on a snapshot, without any lock; it returns nil when the job needs
+// nothing more (committed, or no longer pending), and an error when the
+// commit failed or ctx ended.
+func (s *Service) buildPending(ctx context.Context, id int) error {
+	if hold := s.cfg.tables.hold; hold != nil {
+		hold(ctx, id)
+	}
+	for attempt := 0; ; attempt++ {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		sn := s.snapshot(false)
+		j, ok := sn.jobs[id]
+		if !ok || j.Routing != client.RoutePending {
+			return nil
+		}
+		if sn.routing == nil { // cannot happen: running jobs keep a fabric that takes jobs
+			return fmt.Errorf("job %d: the fabric takes no jobs: %s", id, sn.noJobs)
+		}
+		md := &model{g: sn.g, routing: sn.routing, ctx: ctx}
+		start := time.Now()
+		table, stats, err := s.pendingTable(md, j)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c := *j
+		c.Problem, c.Unreachable = "", nil
+		var routes []byte
+		var links jobLinks
+		if err == nil {
+			s.measuredTable(len(j.Active), time.Since(start))
+			if routes, err = store.EncodeRoutes(table); err != nil {
+				return fmt.Errorf("job %d: %v", id, err)
+			}
+			var lc linkCounter
+			links = lc.count(s.dirsOf(sn.g), table, routes)
+			c.Table, c.Stats, c.Reachable, c.Routing, c.RoutingNext = table, stats, true, j.RoutingNext, ""
+		} else {
+			// A failure since the placement: no table on the job's nodes.
+			c.Reachable, c.Routing, c.RoutingNext, c.Problem = false, client.RouteBroken, "", err.Error()
+			var up *unreachableError
+			if errors.As(err, &up) {
+				c.Unreachable = &up.pair
+			}
+		}
+		took := time.Since(start)
+		err = s.commitTable(ctx, sn.ver, j, &c, routes, links, took)
+		if errors.Is(err, errStale) && c.Table != nil {
+			// The fabric changed meanwhile: if the table still holds on
+			// the new one (nodes up, table verifies), commit it.
+			if ver, ok := s.tableStillValid(j, &c); ok {
+				err = s.commitTable(ctx, ver, j, &c, routes, links, took)
+			}
+		}
+		if errors.Is(err, errStale) && attempt < 3 {
+			continue // the job or the fabric changed: see again
+		}
+		if errors.Is(err, errStale) {
+			return nil // changing faster than tables are built: next round
+		}
+		return err
+	}
+}
+
+// pendingTable builds the verified table of a job placed with a pending
+// table. The selection checked its set, so the table is built at once;
+// only when that fails is the set checked again (a failure came in
+// between), for the pair to name.
+func (s *Service) pendingTable(md *model, j *client.JobRecord) (*routing.TableJSON, client.TableStats, error) {
+	active, aerr := nodesByName(md.g, j.Active)
+	transit, terr := nodesByName(md.g, j.TransitNodes)
+	if err := errors.Join(aerr, terr); err != nil {
+		return nil, client.TableStats{}, err
+	}
+	for _, v := range append(slices.Clone(active), transit...) {
+		if md.g.NodeFailed(v) {
+			return nil, client.TableStats{}, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
+		}
+	}
+	table, stats, err := md.routing.Routes(md.context(), active, transit)
+	if err == nil || md.context().Err() != nil {
+		return table, stats, err
+	}
+	return s.routeJob(md, j)
+}
+
+// commitTable stores the outcome of a pending table (c: the job with its
+// table, or broken) if the fabric is still version ver and the job the
+// one it was built for (old); errStale otherwise. Under commitMu, as
+// commitJob.
+func (s *Service) commitTable(ctx context.Context, ver uint64, old, c *client.JobRecord, routes []byte, links jobLinks, took time.Duration) error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if s.fabricVer != ver || s.jobs[old.ID] != old {
+		return errStale
+	}
+	_, err := s.commit(ctx, "system", func(tx *store.Tx) error {
+		if err := tx.PutJob(c, routes); err != nil {
+			return err
+		}
+		detail := map[string]any{"routing": c.RoutingName(), "seconds": took.Seconds()}
+		if c.Problem != "" {
+			detail["problem"] = c.Problem
+		}
+		return tx.Log("job.table", fmt.Sprintf("job %d", c.ID), detail)
+	})
+	if err != nil {
+		return fmt.Errorf("storage: %w (the table stays pending)", err)
+	}
+	s.mu.Lock()
+	s.jobs[c.ID] = c
+	s.jobsVer++
+	if c.Table != nil {
+		s.keepLinks(c.ID, links) // (lock order: mu, then linksMu)
+	}
+	s.mu.Unlock()
+	if built := s.cfg.tables.built; built != nil {
+		built(c)
+	}
+	return nil
+}
+
+// tableStillValid re-checks a pending job's new table on the current
+// fabric (no lock held during the check), as stillValid a plan's, and
+// returns the fabric version it holds on.
+func (s *Service) tableStillValid(old, c *client.JobRecord) (uint64, bool) {
+	sn := s.snapshot(false)
+	if sn.routing == nil || sn.jobs[old.ID] != old {
+		return 0, false
+	}
+	nodes, err := nodesByName(sn.g, append(slices.Clone(c.Active), c.TransitNodes...))
+	if err != nil {
+		return 0, false
+	}
+	for _, v := range nodes {
+		if sn.g.NodeFailed(v) {
+			return 0, false
+		}
+	}
+	return sn.ver, sn.routing.VerifyTable(c.Table) == nil
+}
