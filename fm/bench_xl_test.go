@@ -32,7 +32,8 @@ import (
 // The service at the size of the largest tori built (issue 43 item 4):
 // Sequoia's torus:16x16x16x12x2 (98 304 nodes, the default) or, with
 // ICN_FM_TOPO, any other torus such as Fugaku's Tofu-D,
-// torus:24x23x24x2x3x2:mesh=W,U (158 976 nodes). The fill places jobs
+// torus:24x23x24x2x3x2:mesh=W,U (158 976 nodes); ICN_FM_RULES sets the
+// routing rule (default angara*). The fill places jobs
 // of 64–16 384 nodes drawn from a fixed seed (64·256^(u^2.3), transit
 // allowance m/4) until 60 % of the nodes are busy. ICN_FM_STATE=DIR
 // keeps the filled store in DIR/<fabric>/ (with the fill's log of every
@@ -47,6 +48,26 @@ func xlTopo() string {
 		return t
 	}
 	return xlDefaultTopo
+}
+
+// xlRules returns the routing rule of the XL benchmarks: ICN_FM_RULES,
+// by default angara* (the service's).
+func xlRules() string {
+	if r := os.Getenv("ICN_FM_RULES"); r != "" {
+		return r
+	}
+	return "angara*"
+}
+
+// openXL opens a service in dir on spec (a new store) or on the store
+// there (spec ""), with the XL benchmarks' rule.
+func openXL(b *testing.B, dir, spec string) (*Service, string) {
+	b.Helper()
+	s, tok, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), Topo: spec, NewRouting: AngaraRouting(xlRules()), MulticastTimeout: 5 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, tok
 }
 
 // xlBudget returns the placement budget of the fill: ICN_FM_BUDGET (a
@@ -64,13 +85,17 @@ func xlBudget() (time.Duration, error) {
 }
 
 // xlKeep returns the directory that keeps spec's filled store under
-// ICN_FM_STATE (one per fabric), or "" without it.
+// ICN_FM_STATE (one per fabric and rule), or "" without it.
 func xlKeep(spec string) string {
 	keep := os.Getenv("ICN_FM_STATE")
 	if keep == "" {
 		return ""
 	}
-	return filepath.Join(keep, strings.NewReplacer(":", "_", ",", "_", "=", "-", "/", "_").Replace(spec))
+	name := spec
+	if r := xlRules(); r != "angara*" {
+		name += "_" + r // a store of another rule
+	}
+	return filepath.Join(keep, strings.NewReplacer(":", "_", ",", "_", "=", "-", "/", "_", "*", "star").Replace(name))
 }
 
 // xlRequest is one request of the fill and what became of it.
@@ -97,7 +122,7 @@ func fillXL(b *testing.B, dir, spec string) (*Service, string, []xlRequest) {
 	keep := xlKeep(spec)
 	if keep != "" {
 		if err := copyFile(filepath.Join(keep, "fm.db"), db); err == nil {
-			s, tok, err := Open(Config{DBPath: db, NewRouting: AngaraRouting("angara*"), MulticastTimeout: 5 * time.Second, RotateToken: true})
+			s, tok, err := Open(Config{DBPath: db, NewRouting: AngaraRouting(xlRules()), MulticastTimeout: 5 * time.Second, RotateToken: true})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -113,7 +138,7 @@ func fillXL(b *testing.B, dir, spec string) (*Service, string, []xlRequest) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := Config{DBPath: db, Topo: spec, NewRouting: AngaraRouting("angara*"), MulticastTimeout: 5 * time.Second, PlacementBudget: budget, RotateToken: true}
+	cfg := Config{DBPath: db, Topo: spec, NewRouting: AngaraRouting(xlRules()), MulticastTimeout: 5 * time.Second, PlacementBudget: budget, RotateToken: true}
 	s, tok, reqs := resumeFill(b, keep, cfg)
 	if s == nil {
 		if s, tok, err = Open(cfg); err != nil {
@@ -172,7 +197,7 @@ func fillXL(b *testing.B, dir, spec string) (*Service, string, []xlRequest) {
 		}
 		os.Remove(filepath.Join(keep, "fill.part.db"))
 		os.Remove(filepath.Join(keep, "fill.part.jsonl"))
-		s, tok = openTest(b, dir, "", nil)
+		s, tok = openXL(b, dir, "")
 	}
 	return s, tok, reqs
 }
@@ -440,7 +465,7 @@ func BenchmarkServiceTargetsXL(b *testing.B) {
 		// A restart: open (whole-file check, jobs and tables read back,
 		// routing built) to the first answer over HTTP.
 		t0, c0 := time.Now(), cpuTime()
-		s, _ = openTest(b, dir, "", nil)
+		s, _ = openXL(b, dir, "")
 		srv = httptest.NewServer(api.New(s, api.Options{}))
 		getTimed(b, srv.URL, tok, "/api/jobs")
 		b.ReportMetric(time.Since(t0).Seconds(), "restart-s")
@@ -466,7 +491,7 @@ func BenchmarkServiceStartXL(b *testing.B) {
 	for b.Loop() {
 		dir := b.TempDir()
 		t0, c0 := time.Now(), cpuTime()
-		s, tok := openTest(b, dir, spec, nil)
+		s, tok := openXL(b, dir, spec)
 		srv := httptest.NewServer(api.New(s, api.Options{}))
 		getTimed(b, srv.URL, tok, "/api/jobs")
 		b.ReportMetric(time.Since(t0).Seconds(), "start-s")
@@ -498,7 +523,7 @@ func BenchmarkServiceStartXL(b *testing.B) {
 		srv.Close()
 		s.Close()
 		t0, c0 = time.Now(), cpuTime()
-		s, _ = openTest(b, dir, "", nil)
+		s, _ = openXL(b, dir, "")
 		srv = httptest.NewServer(api.New(s, api.Options{}))
 		getTimed(b, srv.URL, tok, "/api/jobs")
 		b.ReportMetric(time.Since(t0).Seconds(), "restart-s")
@@ -522,7 +547,7 @@ func BenchmarkWebPageXL(b *testing.B) {
 	browser := needChromium(b)
 	spec := xlTopo()
 	b.Run("empty", func(b *testing.B) {
-		s, tok := openTest(b, b.TempDir(), spec, nil)
+		s, tok := openXL(b, b.TempDir(), spec)
 		defer s.Close()
 		firstDrawing(b, browser, s, tok)
 	})

@@ -166,7 +166,7 @@ type recheckSpec struct {
 type recheckResult struct {
 	old, new *client.JobRecord // new is nil if the job is unchanged
 	effect   client.JobEffect
-	routes   []byte // new's routes encoded for the store (nil: none, or encode at commit)
+	routes   []byte // new's routes encoded for the store when it has a new table
 }
 
 // recheck re-verifies jobs on the new model and re-routes those that need
@@ -194,10 +194,9 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 				}
 				r := s.recheckJob(rc, jobs[i])
 				if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table {
-					// Work the commit and the next read of the link
-					// loads would do, done here, in parallel and
-					// without locks.
-					r.routes, _ = store.EncodeRoutes(r.new.Table)
+					// Work the next read of the link loads would do,
+					// done here, in parallel and without locks; the
+					// new table is kept encoded.
 					s.tableLinksStored(rc.md.g, r.new, r.routes)
 					keepEncoded(r.new, r.routes)
 				}
@@ -265,10 +264,10 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 	}
 	c := *j
 	c.Problem, c.Unreachable = "", nil
-	table, stats, err := s.routeJob(md, j)
+	table, routes, stats, err := s.routeJob(md, j)
 	if err == nil {
 		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
-		r.new, r.effect = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted}
+		r.new, r.effect, r.routes = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted}, routes
 		return r
 	}
 	if works() {
@@ -276,12 +275,12 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 	}
 	var unreachable *unreachableError
 	if errors.As(err, &unreachable) && rc.free != nil {
-		added, table, stats, xerr := s.extendTransit(md, j, rc.free)
+		added, table, routes, stats, xerr := s.extendTransit(md, j, rc.free)
 		if xerr == nil {
 			c.TransitNodes = append(slices.Clone(j.TransitNodes), names(md.g, added)...)
 			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
 			c.Affected = append(slices.Clone(j.Affected), rc.label)
-			r.new, r.effect = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, TransitAdded: names(md.g, added)}
+			r.new, r.effect, r.routes = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, TransitAdded: names(md.g, added)}, routes
 			return r
 		}
 	}
@@ -431,27 +430,28 @@ func (e *unreachableError) Error() string {
 	return fmt.Sprintf("no legal route from %s to %s inside the job's nodes", e.pair[0], e.pair[1])
 }
 
-// routeJob builds a verified table for a job's node set on a model.
-func (s *Service) routeJob(md *model, j *client.JobRecord) (*routing.TableJSON, client.TableStats, error) {
+// routeJob builds a verified table for a job's node set on a model: its
+// header and its routes encoded for the store (newTable).
+func (s *Service) routeJob(md *model, j *client.JobRecord) (*routing.TableJSON, []byte, client.TableStats, error) {
 	active, err := nodesByName(md.g, j.Active)
 	if err != nil {
-		return nil, client.TableStats{}, err
+		return nil, nil, client.TableStats{}, err
 	}
 	transit, err := nodesByName(md.g, j.TransitNodes)
 	if err != nil {
-		return nil, client.TableStats{}, err
+		return nil, nil, client.TableStats{}, err
 	}
 	for _, v := range append(slices.Clone(active), transit...) {
 		if md.g.NodeFailed(v) {
-			return nil, client.TableStats{}, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
+			return nil, nil, client.TableStats{}, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
 		}
 	}
 	if ok, pair, err := md.routing.ReachableFirst(active, transit); err != nil {
-		return nil, client.TableStats{}, err
+		return nil, nil, client.TableStats{}, err
 	} else if !ok {
-		return nil, client.TableStats{}, &unreachableError{[2]string{md.g.NodeName(pair[0]), md.g.NodeName(pair[1])}}
+		return nil, nil, client.TableStats{}, &unreachableError{[2]string{md.g.NodeName(pair[0]), md.g.NodeName(pair[1])}}
 	}
-	return md.routing.Routes(md.context(), active, transit)
+	return newTable(md.context(), md.routing, active, transit)
 }
 
 // commitFailure stores the fabric record and the job changes in one
@@ -630,16 +630,16 @@ func toggle(list []string, name string, on bool) []string {
 // when a pair has none even through every free node, or when the job's
 // transit allowance left plus Config.RepairExtra would be exceeded. Added
 // nodes the routes do not need are dropped again, last first. It returns
-// the nodes added and the set's verified table.
-func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.State) ([]int, *routing.TableJSON, client.TableStats, error) {
+// the nodes added and the set's verified table (newTable).
+func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.State) ([]int, *routing.TableJSON, []byte, client.TableStats, error) {
 	budget := max(0, j.TransitLimit-len(j.TransitNodes)) + max(0, s.cfg.RepairExtra)
 	active, err := nodesByName(md.g, j.Active)
 	if err != nil {
-		return nil, nil, client.TableStats{}, err
+		return nil, nil, nil, client.TableStats{}, err
 	}
 	transit, err := nodesByName(md.g, j.TransitNodes)
 	if err != nil {
-		return nil, nil, client.TableStats{}, err
+		return nil, nil, nil, client.TableStats{}, err
 	}
 	reachable := func(extra []int) (bool, [2]int, error) {
 		return md.routing.ReachableFirst(active, append(slices.Clone(transit), extra...))
@@ -658,11 +658,11 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 	var added []int
 	for {
 		if err := md.context().Err(); err != nil {
-			return nil, nil, client.TableStats{}, err
+			return nil, nil, nil, client.TableStats{}, err
 		}
 		ok, pair, err := reachable(added)
 		if err != nil {
-			return nil, nil, client.TableStats{}, err
+			return nil, nil, nil, client.TableStats{}, err
 		}
 		if ok {
 			break
@@ -679,7 +679,7 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 			for _, ends := range [2][2]int{order, {order[1], order[0]}} {
 				nodes, ok, err := freeRoute(md, ends, set, append(slices.Clone(added), f...), pool)
 				if err != nil {
-					return nil, nil, client.TableStats{}, err
+					return nil, nil, nil, client.TableStats{}, err
 				}
 				routed = routed && ok
 				f = append(f, nodes...)
@@ -690,9 +690,9 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 		}
 		switch {
 		case len(fresh) == 0:
-			return nil, nil, client.TableStats{}, fmt.Errorf("no legal route from %s to %s even through every free node", a, b)
+			return nil, nil, nil, client.TableStats{}, fmt.Errorf("no legal route from %s to %s even through every free node", a, b)
 		case len(added)+len(fresh) > budget:
-			return nil, nil, client.TableStats{}, fmt.Errorf("legal routes need more than %d free nodes as transit (the allowance left plus the repair's extra)", budget)
+			return nil, nil, nil, client.TableStats{}, fmt.Errorf("legal routes need more than %d free nodes as transit (the allowance left plus the repair's extra)", budget)
 		}
 		for _, v := range fresh {
 			in[v] = true
@@ -706,11 +706,11 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 			kept = try
 		}
 	}
-	table, stats, err := md.routing.Routes(md.context(), active, append(slices.Clone(transit), kept...))
+	table, routes, stats, err := newTable(md.context(), md.routing, active, append(slices.Clone(transit), kept...))
 	if err != nil {
-		return nil, nil, client.TableStats{}, err
+		return nil, nil, nil, client.TableStats{}, err
 	}
-	return kept, table, stats, nil
+	return kept, table, routes, stats, nil
 }
 
 // freeRoute returns the free nodes (of pool, not yet in added) of the

@@ -367,7 +367,7 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req client.JobRequest
 	}
 	defer tcancel()
 	start := time.Now()
-	table, stats, err := sn.routing.Routes(tctx, c.Active, c.Transit)
+	table, routes, stats, err := newTable(tctx, sn.routing, c.Active, c.Transit)
 	if ctx.Err() != nil {
 		return nil, placementCut(ctx)
 	}
@@ -378,9 +378,7 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req client.JobRequest
 		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
 	}
 	s.measuredTable(len(c.Active), time.Since(start))
-	if err := s.completePlan(p, sn.g, table, stats); err != nil {
-		return nil, err
-	}
+	s.completePlan(p, sn.g, table, routes, stats)
 	return p, nil
 }
 
@@ -405,18 +403,14 @@ func (s *Service) noSet(ctx context.Context, sn *snapshot, req alloc.Request, re
 	return fmt.Errorf("%w: cannot place now: %s", client.ErrConflict, why)
 }
 
-// completePlan gives a plan its table: the routes encoded for the store
-// and the link loads counted here, outside the commit, which holds
-// commitMu (the next read of the loads only sums).
-func (s *Service) completePlan(p *plan, g *topology.Graph, table *routing.TableJSON, stats client.TableStats) error {
-	routes, err := store.EncodeRoutes(table)
-	if err != nil {
-		return fmt.Errorf("routing table for the chosen nodes: %v", err)
-	}
+// completePlan gives a plan its table (its header, and its routes
+// encoded for the store: newTable) and the link loads counted here,
+// outside the commit, which holds commitMu (the next read of the loads
+// only sums).
+func (s *Service) completePlan(p *plan, g *topology.Graph, table *routing.TableJSON, routes []byte, stats client.TableStats) {
 	var lc linkCounter
 	p.table, p.stats, p.routes = table, stats, routes
 	p.links = lc.count(s.dirsOf(g), table, routes)
-	return nil
 }
 
 // startPlacement registers a placement of a job of m nodes as a change
@@ -585,7 +579,7 @@ func (s *Service) stillValid(p *plan) (uint64, bool) {
 		// finds a pair the change left without a route (tables.go).
 		return sn.ver, true
 	}
-	return sn.ver, sn.routing.VerifyTable(p.table) == nil
+	return sn.ver, verifyEncoded(sn.routing, p.table, p.routes) == nil
 }
 
 // commitJob stores a new job and gives it its nodes, if the fabric is

@@ -1,9 +1,12 @@
 package fm
 
 import (
+	"bytes"
+	"context"
 	"reflect"
 	"testing"
 
+	"github.com/icn-hpc/icn/fm/store"
 	"github.com/icn-hpc/icn/internal/tabletest"
 )
 
@@ -16,6 +19,31 @@ func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
 		got := tableJSON(tb)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: direct table differs from the file round trip:\n%+v\n%+v", tc.Spec, got, want)
+		}
+	}
+}
+
+// TestTableEncodedMatchesEncodeRoutes: a table encoded straight from the
+// routing table (tableEncoded) has the header and the stored routes of
+// the table in the file format (its header, and store.EncodeRoutes of
+// its routes), on the cases of the file round trip.
+func TestTableEncodedMatchesEncodeRoutes(t *testing.T) {
+	for _, tc := range tabletest.Cases(t) {
+		full := tableJSON(tc.Table)
+		want, err := store.EncodeRoutes(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, routes, err := tableEncoded(context.Background(), tc.Table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(routes, want) {
+			t.Errorf("%s: %d bytes encoded from the routing table, %d from the file format", tc.Spec, len(routes), len(want))
+		}
+		full.Routes = nil
+		if !reflect.DeepEqual(head, full) {
+			t.Errorf("%s: header %+v, want %+v", tc.Spec, head, full)
 		}
 	}
 }

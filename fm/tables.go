@@ -115,19 +115,15 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 		}
 		md := &model{g: sn.g, routing: sn.routing, ctx: ctx}
 		start := time.Now()
-		table, stats, err := s.pendingTable(md, j)
+		table, routes, stats, err := s.pendingTable(md, j)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		c := *j
 		c.Problem, c.Unreachable = "", nil
-		var routes []byte
 		var links jobLinks
 		if err == nil {
 			s.measuredTable(len(j.Active), time.Since(start))
-			if routes, err = store.EncodeRoutes(table); err != nil {
-				return fmt.Errorf("job %d: %v", id, err)
-			}
 			var lc linkCounter
 			links = lc.count(s.dirsOf(sn.g), table, routes)
 			c.Table, c.Stats, c.Reachable, c.Routing, c.RoutingNext = table, stats, true, j.RoutingNext, ""
@@ -144,7 +140,7 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 		if errors.Is(err, errStale) && c.Table != nil {
 			// The fabric changed meanwhile: if the table still holds on
 			// the new one (nodes up, table verifies), commit it.
-			if ver, ok := s.tableStillValid(j, &c); ok {
+			if ver, ok := s.tableStillValid(j, &c, routes); ok {
 				err = s.commitTable(ctx, ver, j, &c, routes, links, took)
 			}
 		}
@@ -162,20 +158,20 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 // table. The selection checked its set, so the table is built at once;
 // only when that fails is the set checked again (a failure came in
 // between), for the pair to name.
-func (s *Service) pendingTable(md *model, j *client.JobRecord) (*routing.TableJSON, client.TableStats, error) {
+func (s *Service) pendingTable(md *model, j *client.JobRecord) (*routing.TableJSON, []byte, client.TableStats, error) {
 	active, aerr := nodesByName(md.g, j.Active)
 	transit, terr := nodesByName(md.g, j.TransitNodes)
 	if err := errors.Join(aerr, terr); err != nil {
-		return nil, client.TableStats{}, err
+		return nil, nil, client.TableStats{}, err
 	}
 	for _, v := range append(slices.Clone(active), transit...) {
 		if md.g.NodeFailed(v) {
-			return nil, client.TableStats{}, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
+			return nil, nil, client.TableStats{}, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
 		}
 	}
-	table, stats, err := md.routing.Routes(md.context(), active, transit)
+	table, routes, stats, err := newTable(md.context(), md.routing, active, transit)
 	if err == nil || md.context().Err() != nil {
-		return table, stats, err
+		return table, routes, stats, err
 	}
 	return s.routeJob(md, j)
 }
@@ -206,6 +202,7 @@ func (s *Service) commitTable(ctx context.Context, ver uint64, old, c *client.Jo
 	if err != nil {
 		return fmt.Errorf("storage: %w (the table stays pending)", err)
 	}
+	keepEncoded(c, routes)
 	s.mu.Lock()
 	s.jobs[c.ID] = c
 	s.jobsVer++
@@ -219,10 +216,10 @@ func (s *Service) commitTable(ctx context.Context, ver uint64, old, c *client.Jo
 	return nil
 }
 
-// tableStillValid re-checks a pending job's new table on the current
-// fabric (no lock held during the check), as stillValid a plan's, and
-// returns the fabric version it holds on.
-func (s *Service) tableStillValid(old, c *client.JobRecord) (uint64, bool) {
+// tableStillValid re-checks a pending job's new table (c's, its routes
+// encoded) on the current fabric (no lock held during the check), as
+// stillValid a plan's, and returns the fabric version it holds on.
+func (s *Service) tableStillValid(old, c *client.JobRecord, routes []byte) (uint64, bool) {
 	sn := s.snapshot(false)
 	if sn.routing == nil || sn.jobs[old.ID] != old {
 		return 0, false
@@ -236,5 +233,5 @@ func (s *Service) tableStillValid(old, c *client.JobRecord) (uint64, bool) {
 			return 0, false
 		}
 	}
-	return sn.ver, sn.routing.VerifyTable(c.Table) == nil
+	return sn.ver, verifyEncoded(sn.routing, c.Table, routes) == nil
 }

@@ -198,11 +198,13 @@ func (s *Service) FabricGridJSON() []byte {
 				*list = []string{}
 			}
 		}
-		data, err := client.Encode(v)
+		// Compact whatever its size: a list of 158 976 jobs indented
+		// takes 0.8 MB, 0.3 MB without.
+		data, err := json.Marshal(v)
 		if err != nil {
-			data = fmt.Appendf(nil, "{\"error\":%q}\n", err.Error())
+			data = fmt.Appendf(nil, "{\"error\":%q}", err.Error())
 		}
-		e.value = data
+		e.value = append(data, '\n')
 	})
 	return e.value.([]byte)
 }

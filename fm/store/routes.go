@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -66,6 +67,53 @@ func EncodeRoutes(tf *routing.TableJSON) ([]byte, error) {
 			b = append(b, d<<4|byte(n-1))
 			runs++
 			k += n
+		}
+		if runs >= 128 {
+			return nil, fmt.Errorf("route %d has %d runs of steps", i, runs)
+		}
+		b[at] = byte(runs)
+	}
+	return b, nil
+}
+
+// EncodeTableRoutes encodes the routes of tb as EncodeRoutes encodes
+// those of tb in the file format (routes by source, then destination, in
+// tb.Active's order, which the file's active list keeps), straight from
+// tb, without making the routes of the file format (72 bytes each; a
+// 16 384-node table has 268 million routes). It stops with ctx's error
+// when ctx ends.
+func EncodeTableRoutes(ctx context.Context, tb *routing.Table) ([]byte, error) {
+	n, m := tb.NumRoutes(), len(tb.Active)
+	b := binary.AppendUvarint(make([]byte, 0, 6*n+16), uint64(n))
+	prevSrc, prevDst := 0, 0
+	var dirs []routing.Dir
+	for i := range n {
+		if i&0xffff == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		src, dst := i/(m-1), i%(m-1) // tb.Pair's order
+		if dst >= src {
+			dst++
+		}
+		b = binary.AppendVarint(b, int64(src-prevSrc))
+		b = binary.AppendVarint(b, int64(dst-prevDst))
+		prevSrc, prevDst = src, dst
+		at := len(b)
+		b = append(b, 0) // run count, fixed below
+		dirs = tb.AppendDirs(i, dirs[:0])
+		runs := 0
+		for k := 0; k < len(dirs); {
+			d := dirs[k]
+			if int(d) >= len(dirNames) {
+				return nil, fmt.Errorf("route %d: step %v", i, d)
+			}
+			r := 1
+			for k+r < len(dirs) && r < 16 && dirs[k+r] == d {
+				r++
+			}
+			b = append(b, byte(d)<<4|byte(r-1))
+			runs++
+			k += r
 		}
 		if runs >= 128 {
 			return nil, fmt.Errorf("route %d has %d runs of steps", i, runs)
