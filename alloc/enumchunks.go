@@ -19,8 +19,9 @@ type sizeChunk struct {
 
 // examineSizes examines every placement of the sizes listed (indices into
 // d.sizes) on all cores, in chunks of placements, except those the
-// decision's φ filter leaves out, and adds each size's outcome to results. A size's chunks are merged in enumeration order, so
-// each size's counts and candidates, in their order, are those of one
+// decision's φ filter leaves out, and adds each size's outcome to
+// results. A size's chunks are merged in enumeration order, so each
+// size's counts and candidates, in their order, are those of one
 // enumeration of the size.
 func (d *decision) examineSizes(sizes []int, results []sizeResult) {
 	if !d.phiDone {
