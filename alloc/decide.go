@@ -274,6 +274,10 @@ type decision struct {
 	// settled: the anytime order stopped once no placement left could
 	// beat the best set on criteria 1 and 2 (see anytime).
 	settled bool
+	// phi says which placements the enumeration skips (phifilter.go),
+	// once phiDone.
+	phi     *phiFilter
+	phiDone bool
 	// ringInvariant: the router's answers on an empty machine are
 	// invariant under translations along the rings (RouterProps).
 	ringInvariant bool

@@ -18,11 +18,15 @@ type sizeChunk struct {
 }
 
 // examineSizes examines every placement of the sizes listed (indices into
-// d.sizes) on all cores, in chunks of placements, and adds each size's
-// outcome to results. A size's chunks are merged in enumeration order, so
-// each size's counts and candidates, in their order, are those of one
+// d.sizes) on all cores, in chunks of placements, except those the
+// decision's φ filter leaves out, and adds each size's outcome to
+// results. A size's chunks are merged in enumeration order, so each
+// size's counts and candidates, in their order, are those of one
 // enumeration of the size.
 func (d *decision) examineSizes(sizes []int, results []sizeResult) {
+	if !d.phiDone {
+		d.phi, d.phiDone = d.newPhiFilter(), true
+	}
 	var chunks []sizeChunk
 	limit := make([]int, len(d.sel.dims))
 	for _, si := range sizes {
@@ -44,6 +48,10 @@ func (d *decision) examineSizes(sizes []int, results []sizeResult) {
 			blocks = &blockScan{}
 		}
 		placementRange(d.sel.dims, d.sel.wrap, size, c.lo, c.hi, func(st []int) bool {
+			if d.phi != nil && d.phi.skip(c.si, st, d.sel.dims) {
+				out.examined++ // decided without a question
+				return true
+			}
 			return d.examine(w, size, st, out, blocks)
 		})
 	})

@@ -46,9 +46,11 @@ type Request struct {
 	// building tables (for the "solutions found" experiment).
 	CountOnly bool `json:"-"`
 	// Fast skips the reachability question for placements that can no
-	// longer win on criterion 1; the choice is the same, but Found then
-	// counts only the placements examined, which depends on timing.
-	// For simulations that do not report Found.
+	// longer win on criterion 1, and with a free box of Nodes nodes the
+	// placements whose sets cannot tie on criteria 1 and 2
+	// (phifilter.go); the choice is the same, but Found and Distinct then
+	// count only the sets examined, which depends on timing. For
+	// simulations and services that do not report them.
 	Fast bool `json:"-"`
 	// MaxTables bounds how many distinct routing tables are built to break
 	// ties on diameter and π_max (0 = 64).
@@ -217,6 +219,9 @@ type tuning struct {
 	// noUniform keeps the direct enumeration on an empty torus (the
 	// baseline of the benchmarks).
 	noUniform bool
+	// noPhiFilter examines every placement of a Fast decision (see
+	// phifilter.go).
+	noPhiFilter bool
 }
 
 // NewSelector prepares a selector for the state's torus.
