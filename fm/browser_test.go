@@ -253,7 +253,7 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#token="+tok)); err != nil {
 				t.Fatalf("browser: %v", err)
 			}
-			tctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+			tctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
 			defer cancelT()
 			num := func(js string) int {
 				v, err := chromedp.Run(tctx, chromedp.Evaluate[int](js))

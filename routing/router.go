@@ -196,7 +196,8 @@ type scratch struct {
 	// reachSet's order of the sources (indices into act) and each
 	// one's position in it
 	order, pos []int32
-	hint       []int // ReachableWithHints's nodes of the pairs
+	hint       []int    // ReachableWithHints's nodes of the pairs
+	got        []uint64 // firstMiss: per node, the sources that reached it
 }
 
 func (r *Router) getScratch() *scratch {
@@ -499,10 +500,28 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 // firstMiss checks every destination against the batch of sources at
 // positions b0..b1-1 of s.order and returns the indices (into act) of the
 // missing pair whose source comes first in the batch, then the smallest
-// destination, or -1, -1 when every pair is joined.
+// destination, or -1, -1 when every pair is joined. The sources that
+// reached each node in a state where a route may end are gathered state
+// by state from the nodes the pass listed (s.live), so the masks are read
+// in the order they lie in memory.
 func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 	a := r.a
 	N := r.t.nodes
+	if len(s.got) < N {
+		s.got = make([]uint64, N)
+	}
+	for _, v := range s.act {
+		s.got[v] = 0
+	}
+	for q, end := range a.canEnd {
+		if !end {
+			continue
+		}
+		m := s.mask[q*N : (q+1)*N]
+		for _, v := range s.live[q] {
+			s.got[v] |= m[v]
+		}
+	}
 	full := uint64(1)<<uint(b1-b0) - 1
 	if b1-b0 == 64 {
 		full = ^uint64(0)
@@ -513,15 +532,7 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 		if p := int(s.pos[j]); p >= b0 && p < b1 {
 			want &^= 1 << uint(p-b0)
 		}
-		var got uint64
-		for q, end := range a.canEnd {
-			if end {
-				if got |= s.mask[q*N+int(dst)]; got&want == want {
-					break // every source arrived
-				}
-			}
-		}
-		if miss := want &^ got; miss != 0 {
+		if miss := want &^ s.got[dst]; miss != 0 {
 			if bit := bitsTrailing(miss); bit < missBit {
 				missBit, missDst = bit, j
 			}
