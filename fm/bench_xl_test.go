@@ -234,8 +234,11 @@ func resumeFill(b *testing.B, keep string, cfg Config) (*Service, string, []xlRe
 			placed++
 		}
 	}
-	if placed != len(s.jobs) {
-		fmt.Fprintf(os.Stderr, "ServiceTargetsXL: the checkpoint holds %d jobs, its log %d placements: filling anew\n", len(s.jobs), placed)
+	s.mu.RLock()
+	held := len(s.jobs)
+	s.mu.RUnlock()
+	if placed != held {
+		fmt.Fprintf(os.Stderr, "ServiceTargetsXL: the checkpoint holds %d jobs, its log %d placements: filling anew\n", held, placed)
 		s.Close()
 		os.Remove(cfg.DBPath)
 		return nil, "", nil
@@ -322,8 +325,10 @@ func reportFill(b *testing.B, s *Service, reqs []xlRequest) {
 			}
 		}
 	}
+	s.mu.RLock()
 	b.ReportMetric(float64(len(s.jobs)), "jobs")
 	b.ReportMetric(100*float64(s.state.Busy())/float64(s.state.N()), "busy-%")
+	s.mu.RUnlock()
 	b.ReportMetric(float64(refused), "refused")
 	if len(took) == 0 {
 		return
@@ -351,6 +356,28 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// waitTables waits until no job waits for its table (tables built
+// after the answer: fm/tables.go) and returns how long that took.
+func waitTables(s *Service) time.Duration {
+	start := time.Now()
+	for {
+		pending, nodes := 0, 0
+		s.mu.RLock()
+		for _, j := range s.jobs {
+			if j.Routing == client.RoutePending {
+				pending++
+				nodes += len(j.Active)
+			}
+		}
+		s.mu.RUnlock()
+		if pending == 0 {
+			return time.Since(start)
+		}
+		fmt.Fprintf(os.Stderr, "ServiceTargetsXL: %d jobs (%d active nodes) wait for their tables, %.0f s\n", pending, nodes, time.Since(start).Seconds())
+		time.Sleep(10 * time.Second)
+	}
 }
 
 // maxRSS returns the process's peak resident size in bytes.
@@ -381,6 +408,7 @@ func BenchmarkServiceTargetsXL(b *testing.B) {
 		dir := b.TempDir()
 		s, tok, reqs := fillXL(b, dir, spec)
 		reportFill(b, s, reqs)
+		b.ReportMetric(waitTables(s).Seconds(), "pending-tables-s")
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -399,15 +427,17 @@ func BenchmarkServiceTargetsXL(b *testing.B) {
 				used = append(used, l)
 			}
 		}
-		ids := sortedIDs(s.jobs)
 		var changes []client.FailureChange
 		for k := 0; k < 10 && len(used) > 0; k++ {
 			changes = append(changes, client.FailureChange{Link: s.g.LinkName(used[r.IntN(len(used))])})
 		}
+		s.mu.RLock() // (the table builder may commit meanwhile)
+		ids := sortedIDs(s.jobs)
 		for k := 0; k < 3 && len(ids) > 0; k++ {
 			j := s.jobs[ids[r.IntN(len(ids))]]
 			changes = append(changes, client.FailureChange{Node: j.Active[r.IntN(len(j.Active))]})
 		}
+		s.mu.RUnlock()
 		var linkTook, nodeTook, lat []time.Duration
 		rerouted, broken := 0, 0
 		for _, ch := range changes {
@@ -437,7 +467,15 @@ func BenchmarkServiceTargetsXL(b *testing.B) {
 			} else {
 				nodeTook = append(nodeTook, took)
 			}
-			fmt.Fprintf(os.Stderr, "ServiceTargetsXL: failure of %s%s: %.2f s, %d jobs affected\n", ch.Link, ch.Node, took.Seconds(), len(res.Jobs))
+			var hit []string
+			s.mu.RLock()
+			for _, e := range res.Jobs {
+				if j := s.jobs[e.ID]; j != nil {
+					hit = append(hit, fmt.Sprintf("job %d of %d+%d nodes %s", e.ID, len(j.Active), len(j.TransitNodes), e.Result))
+				}
+			}
+			s.mu.RUnlock()
+			fmt.Fprintf(os.Stderr, "ServiceTargetsXL: failure of %s%s: %.2f s, %v\n", ch.Link, ch.Node, took.Seconds(), hit)
 			ch.Repair = true
 			if _, err := s.ChangeFailure(context.Background(), "bench", ch); err != nil {
 				b.Fatal(err)
@@ -556,6 +594,7 @@ func BenchmarkWebPageXL(b *testing.B) {
 			b.Run("filled", func(b *testing.B) {
 				s, tok, _ := fillXL(b, b.TempDir(), spec)
 				defer s.Close()
+				waitTables(s)
 				firstDrawing(b, browser, s, tok)
 			})
 		}

@@ -72,7 +72,7 @@ type encodedRouting interface {
 // newTable builds the verified table of a set of active and transit
 // nodes with r: the table, without its routes when r makes it as the
 // service keeps it (encodedRouting), and its routes encoded for the
-// store (a 16 384-node job's 268 million routes take 1.9 GB so, 19 GB
+// store (a 16 384-node job's 268 million routes take 1.8 GB so, 19 GB
 // in the file format).
 func newTable(ctx context.Context, r Routing, active, transit []int) (*routing.TableJSON, []byte, client.TableStats, error) {
 	if er, ok := r.(encodedRouting); ok {
