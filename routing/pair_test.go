@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -177,5 +178,51 @@ func TestReachableWithHintsLargeSets(t *testing.T) {
 	}
 	if reachable == 0 || reachable == 60 || multi == 0 {
 		t.Fatalf("%d of 60 sets reachable, %d answers with another pair than ReachableFirst's: the cases do not exercise both answers and the first batch", reachable, multi)
+	}
+}
+
+// TestReachableWithHintsUntil checks that a stop that never fires leaves
+// the answer as ReachableWithHints gives it, and that one that fires ends
+// a check of more than one batch of sources with ErrStopped after the
+// batches it allowed.
+func TestReachableWithHintsUntil(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 6))
+	for _, kind := range []Kind{AngaraMinus, AngaraStar} {
+		g := mustTorus(t, "8x8x4")
+		r, err := NewRouter(g, Rule{Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped := 0
+		for rep := range 4 {
+			perm := rng.Perm(g.NumNodes())
+			k := 130 + rng.IntN(100)
+			active, transit := perm[:k], perm[k:k+rng.IntN(g.NumNodes()-k)]
+			if rep == 0 {
+				active, transit = perm, nil // the whole torus: reachable
+			}
+			want, wbad, err := r.ReachableWithHints(active, transit, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gbad, err := r.ReachableWithHintsUntil(active, transit, nil, func() bool { return false })
+			if err != nil || got != want || gbad != wbad {
+				t.Fatalf("%v: never stopped: %v %v %v, want %v %v", kind, got, gbad, err, want, wbad)
+			}
+			asked := 0
+			_, _, err = r.ReachableWithHintsUntil(active, transit, nil, func() bool { asked++; return asked > 1 })
+			if want && !errors.Is(err, ErrStopped) {
+				t.Fatalf("%v: stopped after one batch of a reachable set of %d: %v", kind, len(active), err)
+			}
+			if errors.Is(err, ErrStopped) {
+				stopped++
+			}
+			if err != nil && !errors.Is(err, ErrStopped) {
+				t.Fatal(err)
+			}
+		}
+		if stopped == 0 {
+			t.Fatalf("%v: no check was stopped", kind)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -171,6 +172,10 @@ func (r *Router) condOK(v, q int, d Dir) bool {
 // ---- scratch ----
 
 type scratch struct {
+	// stop, when not nil, is asked between batches of sources of
+	// reachSet; stopped records that it ended the check.
+	stop     func() bool
+	stopped  bool
 	setStamp []uint32 // per node: == setEpoch when in M_{a,t}
 	setEpoch uint32
 	actIdx   []int32  // per node: index in the sorted active list, valid when in set and active
@@ -375,6 +380,10 @@ func (r *Router) reachSet(s *scratch, first []int) (bool, [2]int) {
 	r.sourceOrder(s, first)
 	begin := int32(r.a.begin)
 	for b0 := 0; b0 < len(act); b0 += 64 {
+		if s.stop != nil && s.stop() {
+			s.stopped = true
+			return false, [2]int{-1, -1}
+		}
 		b1 := min(b0+64, len(act))
 		for p := b0; p < b1; p++ {
 			r.orMask(s, act[s.order[p]], begin, 1<<uint(p-b0))
@@ -559,8 +568,24 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 // sets usually lack one here too, with another destination, and the check
 // then stops after its first batch of sources.
 func (r *Router) ReachableWithHints(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error) {
+	return r.ReachableWithHintsUntil(active, transit, pairs, nil)
+}
+
+// ErrStopped is returned by ReachableWithHintsUntil when its stop function
+// ended the check before an answer.
+var ErrStopped = errors.New("reachability check stopped")
+
+// ReachableWithHintsUntil is ReachableWithHints that asks stop (when not
+// nil) between batches of 64 sources and gives up with ErrStopped when it
+// reports true, so that a caller with a deadline is not held by a check
+// of a large set.
+func (r *Router) ReachableWithHintsUntil(active, transit []int, pairs [][2]int, stop func() bool) (ok bool, bad [2]int, err error) {
 	s := r.getScratch()
-	defer r.putScratch(s)
+	s.stop, s.stopped = stop, false
+	defer func() {
+		s.stop = nil
+		r.putScratch(s)
+	}()
 	if err := r.markSet(s, active, transit); err != nil {
 		return false, [2]int{-1, -1}, err
 	}
@@ -578,6 +603,9 @@ func (r *Router) ReachableWithHints(active, transit []int, pairs [][2]int) (ok b
 		s.hint = append(s.hint, p[0], p[1])
 	}
 	ok, bad = r.reachSet(s, s.hint)
+	if s.stopped {
+		return false, [2]int{-1, -1}, ErrStopped
+	}
 	return ok, bad, nil
 }
 
