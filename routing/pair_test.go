@@ -226,3 +226,56 @@ func TestReachableWithHintsUntil(t *testing.T) {
 		}
 	}
 }
+
+// TestReachSetIndexing checks that the reachability checks give the same
+// answers, and name the same pair, whether their arrays are indexed by
+// node id (small networks) or by the set's own indices (large ones), on
+// random sets of tori with meshes and failures under every rule.
+func TestReachSetIndexing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 7))
+	defer func(d int) { denseEntries = d }(denseEntries)
+	local := 0
+	for _, spec := range []string{"6x5x4", "4x4x3:mesh=Z", "5x4x2x2:mesh=Y,W"} {
+		g := mustTorus(t, spec)
+		g, err := g.WithFaults([]int{rng.IntN(g.NumLinks()), rng.IntN(g.NumLinks())}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []Kind{DOR, Dirbit, AngaraMinus, Angara, AngaraStar} {
+			r, err := NewRouter(g, Rule{Kind: kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 40 {
+				perm := rng.Perm(g.NumNodes())
+				k := 2 + rng.IntN(g.NumNodes()-2)
+				a := 1 + rng.IntN(k)
+				active, transit := perm[:a], perm[a:k]
+				hints := [][2]int{{active[rng.IntN(a)], active[rng.IntN(a)]}}
+				var oks [2]bool
+				var bads, firsts [2][2]int
+				for mode, dense := range []int{1 << 30, 0} {
+					denseEntries = dense
+					ok, bad, err := r.ReachableWithHints(active, transit, hints)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ok2, first, err := r.ReachableFirst(active, transit)
+					if err != nil || ok2 != ok {
+						t.Fatalf("%s %v: ReachableFirst %v %v, with hints %v", spec, kind, ok2, err, ok)
+					}
+					oks[mode], bads[mode], firsts[mode] = ok, bad, first
+				}
+				if oks[0] != oks[1] || bads[0] != bads[1] || firsts[0] != firsts[1] {
+					t.Fatalf("%s %v: by node id %v %v %v, by set index %v %v %v", spec, kind, oks[0], bads[0], firsts[0], oks[1], bads[1], firsts[1])
+				}
+				if !oks[1] {
+					local++
+				}
+			}
+		}
+	}
+	if local == 0 {
+		t.Fatal("no set without routes was compared")
+	}
+}
