@@ -61,7 +61,11 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		sel.figures.reset()
 	}
 	d := sel.newDecision(s, rt, req)
-	d.clock = newBudget(ctx, req.Budget, start)
+	clockStart := start
+	if !req.Since.IsZero() && req.Since.Before(start) {
+		clockStart = req.Since
+	}
+	d.clock = newBudget(ctx, req.Budget, clockStart)
 	defer d.clock.release()
 	defer func() {
 		if d.levels != nil {
