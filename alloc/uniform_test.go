@@ -345,14 +345,7 @@ func TestRingBounds(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 3))
 	tried, between := 0, 0
 	for _, spec := range []string{"torus:4x3x2:mesh=Z", "torus:4x4x3:mesh=Y", "torus:3x2x2x3:mesh=Y,W", "torus:5x4x2:mesh=X,Z"} {
-		g, err := topology.Parse(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rt, err := NewAngaraRouter(g, "angara*")
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, rt := angaraOn(t, spec)
 		p := rt.Props()
 		if _, accepted := rt.R.ExtraDependencies(); accepted == 0 {
 			if p.RingLower != nil || p.RingUpper != nil {
