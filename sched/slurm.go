@@ -300,7 +300,7 @@ type SlurmFiles struct {
 func ParseSlurmRelease(v string) (int, error) {
 	var major, minor int
 	if n, err := fmt.Sscanf(v, "%d.%d", &major, &minor); n != 2 || err != nil || major < 17 || minor < 0 || minor > 12 {
-		return 0, fmt.Errorf("Slurm release %q: want one such as 22.05 or 24.11", v)
+		return 0, fmt.Errorf("%q is not a Slurm release such as 22.05 or 24.11", v)
 	}
 	return major*100 + minor, nil
 }
