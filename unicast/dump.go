@@ -126,6 +126,49 @@ func (t *Tables) dumpSize(tails [][]byte) int64 {
 	return n
 }
 
+// DumpSizeBound is the size of the dump (compact: WriteCompactDump's) of
+// tables that route every LID of the fabric on every live switch, known
+// before any routing: DumpSize of a fabric whose LIDs are all reachable
+// from every switch, an upper bound otherwise. Callers refuse a dump that
+// is too large before spending the routing on it.
+func (f *Fabric) DumpSizeBound(engine string, compact bool) int64 {
+	t := &Tables{F: f, Engine: engine, stride: f.maxLID + 1}
+	var tails [][]byte
+	if !compact {
+		tails = t.dumpTails()
+	}
+	g := f.G
+	n := int64(len(fmt.Sprintf("%s engine=%s fabric=%s\n", dumpTag, t.Engine, desc(g.Name()))))
+	if f.GUIDNote != "" {
+		n += int64(len(fmt.Sprintf("# WARNING: %s\n", desc(f.GUIDNote))))
+	}
+	maxLID := t.stride - 1
+	var rows int64 // the entries of one switch
+	for lid := 0; lid <= maxLID; lid++ {
+		if sw, term := f.Owner(lid); sw < 0 && term < 0 {
+			continue
+		}
+		entry := 10
+		if lid > 0xffff {
+			entry = 2 + len(strconv.FormatInt(int64(lid), 16)) + 4
+		}
+		tail := 1
+		if tails != nil {
+			tail = len(tails[lid])
+		}
+		rows += int64(entry + tail)
+	}
+	for s := range f.switches {
+		v := f.Switch(s)
+		if g.NodeFailed(v) {
+			continue
+		}
+		n += int64(len(fmt.Sprintf("Unicast lids [0-%d] of switch Lid %d guid 0x%016x ('%s'):\n", maxLID, f.swLID[s], g.GUID(v), desc(g.NodeName(v)))))
+		n += rows + int64(len(strconv.Itoa(maxLID))+len(" lids dumped\n"))
+	}
+	return n
+}
+
 // appendDumpEntry appends "0xLLLL PPP" (LID in 4 hex digits, port in 3
 // decimal digits), OpenSM's format.
 func appendDumpEntry(buf []byte, lid, port int) []byte {
