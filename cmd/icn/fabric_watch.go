@@ -48,7 +48,10 @@ makes OpenSM sweep again and load the file engine's new dump).
 With --opensm-log it also follows OpenSM's log: every link-state-change
 trap OpenSM logs makes it probe the switch that sent it (--probe, over the
 trap's directed route) and report the changes on that switch's links at
-once, between the sweeps.`,
+once, between the sweeps. OpenSM must flush its log after every message
+(opensm -d2, or force_log_flush TRUE in /etc/opensm/opensm.conf): without
+it a trap's line waits in OpenSM's buffer until its next error, and the
+watch refuses to start when the OpenSM writing the log lacks it.`,
 		Example: `  icn fabric watch --topo fabric.ibnet --server http://127.0.0.1:8080
   icn fabric watch --topo fabric.ibnet --on-change 'kill -HUP $(pidof opensm)'
   icn fabric watch --topo fabric.ibnet --opensm-log /var/log/opensm.log --on-change 'kill -HUP $(pidof opensm)'`,
@@ -65,7 +68,7 @@ once, between the sweeps.`,
 	f.StringVar(&o.onChange, "on-change", "", "shell command run after a round that reported a change")
 	f.DurationVar(&o.interval, "interval", 10*time.Second, "time between sweeps")
 	f.BoolVar(&o.once, "once", false, "sweep once and exit")
-	f.StringVar(&o.opensmLog, "opensm-log", "", "follow OpenSM's log (its -f file): on each link-state-change trap it logs, probe the switch that sent it (--probe) at once, between the sweeps")
+	f.StringVar(&o.opensmLog, "opensm-log", "", "follow OpenSM's log (its -f file; OpenSM started with -d2 or force_log_flush TRUE): on each link-state-change trap it logs, probe the switch that sent it (--probe) at once, between the sweeps")
 	f.StringVar(&o.probe, "probe", "iblinkinfo -D {path} -n 0", "shell command printing one switch's ports as iblinkinfo does; {path} is the trap's directed route")
 	return c
 }
@@ -79,6 +82,11 @@ func runFabricWatch(ctx context.Context, o fabricWatchOptions, log io.Writer) er
 	}
 	if o.interval <= 0 {
 		return fmt.Errorf("--interval must be positive")
+	}
+	if o.opensmLog != "" {
+		if err := checkOpenSMLog(o.opensmLog, func(s string) { fmt.Fprintf(log, "icn fabric watch: %s\n", s) }); err != nil {
+			return err
+		}
 	}
 	base, err := topology.Parse("file:" + strings.TrimPrefix(o.fabric, "file:"))
 	if err != nil {
