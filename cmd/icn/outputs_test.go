@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -146,5 +148,14 @@ func TestOutputsCheckedBeforeWork(t *testing.T) {
 	}
 	if st, err := os.Lstat(fifo); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
 		t.Errorf("the pipe was replaced: %v %v", st.Mode(), err)
+	}
+}
+
+// A write that fails after the work (a full disk, a directory removed
+// meanwhile) is exit status 3 too, however it is wrapped.
+func TestWriteErrorIsExit3(t *testing.T) {
+	err := atomicfile.WriteFile(filepath.Join(t.TempDir(), "gone", "x"), nil)
+	if code := exitCode(fmt.Errorf("--output: %w", err)); code != 3 {
+		t.Errorf("exit %d for %v", code, err)
 	}
 }
