@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -194,32 +193,32 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 	t.Logf("%s: unlink → the running OpenSM installed icn's tables: %.2f s from a sweep (%s); a one-shot OpenSM ftree sweep of the same event: %.2f s",
 		spec, icnSecs, strings.TrimSpace(firstLine(unlinkLog)), ownSecs)
 
-	// The same events learnt from OpenSM's trap: the watch follows OpenSM's
-	// log and probes the switch that sent the link-state-change trap. With
-	// OpenSM's default logging the trap's line can wait in OpenSM's buffer,
-	// so the watch refuses to start and says how to fix it; with the fix
-	// (-d2) it learns of three different unlinks from the traps alone.
+	// The same events learnt from OpenSM's traps, with OpenSM's default
+	// logging: the watch follows OpenSM's log (sweeps an hour apart) and
+	// learns of three different unlinks from the traps alone.
 	// (ICN_WATCH_TRAP=0 leaves it out: on fattree:m=24,n=3 the OpenSM
 	// under ibsim stopped sweeping after the probe ran during its sweep.)
 	if os.Getenv("ICN_WATCH_TRAP") != "0" {
-		fo := o
-		fo.once, fo.opensmLog = false, filepath.Join(osmDir, "osm.log")
-		err := runFabricWatch(context.Background(), fo, io.Discard)
-		if err == nil || exitCode(err) != 3 || !strings.Contains(err.Error(), fmt.Sprintf("OpenSM (pid %d) does not flush its log", osm.Process.Pid)) ||
-			!strings.Contains(err.Error(), "start it with -d2, or set force_log_flush TRUE in ") {
-			t.Fatalf("watch with OpenSM's buffered log: %v (exit %d)", err, exitCode(err))
-		}
-		osm.Process.Kill()
-		osm.Wait()
-		osm = startOSM("-d2")
-		waitInstalled("restart with -d2", svc.Graph(), time.Now(), startDump, nil)
-		o.onChange = fmt.Sprintf("kill -HUP %d", osm.Process.Pid)
-		watchTrap(t, spec, o, dir, osmDir, pre.String(), sim, svc, startDump, waitInstalled)
+		watchTrap(t, spec, o, dir, osmDir, pre.String(), sim, svc, startDump, osm.Process.Pid, waitInstalled)
 	}
 	if os.Getenv("ICN_WATCH_FABRIC") == "" {
 		return
 	}
 	measureOwnFTree(t, spec, sim, dir, osm, svc.Graph(), failedG, waitInstalledIn)
+}
+
+// lastReport is the last report of a failure in the watch's log, up to
+// its cause's parenthesis.
+func lastReport(log string) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := lines[i]; strings.Contains(l, " failed (") {
+			if j := strings.Index(l, ")"); j >= 0 {
+				return l[strings.Index(l, "link ") : j+1]
+			}
+		}
+	}
+	return ""
 }
 
 // trapLinks are the links watchTrap unlinks one after the other: spine to
@@ -231,7 +230,7 @@ var trapLinks = []string{`"L2-0"[1]`, `"L2-1"[2]`, `"L2-0"[3]`}
 // a relink of each of trapLinks, and logs per link the seconds from the
 // unlink to the watch's report and to OpenSM having installed icn's
 // tables, beside a one-shot OpenSM ftree sweep of the same failure.
-func watchTrap(t *testing.T, spec string, o fabricWatchOptions, dir, osmDir, pre string, sim *ibsimtest.Sim, svc *fm.Service, startDump []byte,
+func watchTrap(t *testing.T, spec string, o fabricWatchOptions, dir, osmDir, pre string, sim *ibsimtest.Sim, svc *fm.Service, startDump []byte, osmPid int,
 	waitInstalled func(string, *topology.Graph, time.Time, []byte, []byte) float64) {
 	fo := o
 	fo.once, fo.interval = false, time.Hour
@@ -248,11 +247,23 @@ func watchTrap(t *testing.T, spec string, o fabricWatchOptions, dir, osmDir, pre
 		}
 	}()
 	time.Sleep(500 * time.Millisecond) // its first sweep
+	// OpenSM runs with its default logging: the watch says that it will
+	// sweep on each trap, and how to let it probe instead.
+	if note := fmt.Sprintf("OpenSM (pid %d) buffers its log", osmPid); !strings.Contains(flog.String(), note) || !strings.Contains(flog.String(), "-d2, or set force_log_flush TRUE in ") {
+		t.Errorf("no note on OpenSM's buffered log: %q", flog.String())
+	}
 	waitFailed := func(n int, what string) float64 {
 		t0 := time.Now()
 		for deadline := t0.Add(30 * time.Second); len(svc.Fabric().FailedLinks) != n; time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: no report from the trap: %s", what, flog.String())
+				data, _ := os.ReadFile(fo.opensmLog)
+				var traps []string
+				for _, l := range strings.Split(string(data), "\n") {
+					if strings.Contains(l, "trap 128") || strings.Contains(l, "Generic Notice") {
+						traps = append(traps, l)
+					}
+				}
+				t.Fatalf("%s: no report from the trap: %q; OpenSM's log (%d bytes) has %d trap lines: %s", what, flog.String(), len(data), len(traps), strings.Join(traps, " | "))
 			}
 		}
 		return time.Since(t0).Seconds()
@@ -264,7 +275,7 @@ func watchTrap(t *testing.T, spec string, o fabricWatchOptions, dir, osmDir, pre
 		learnt := time.Since(t0).Seconds()
 		failedG := svc.Graph()
 		installed := waitInstalled("after unlink "+link+", from the trap", failedG, t0, nil, startDump)
-		if !strings.Contains(flog.String(), "failed (trap from") {
+		if !strings.Contains(lastReport(flog.String()), "failed (trap from") {
 			t.Fatalf("the watch following OpenSM's log reported: %s", flog.String())
 		}
 		// learnt from the trap, not from a sweep an hour away, and at once
@@ -274,8 +285,8 @@ func watchTrap(t *testing.T, spec string, o fabricWatchOptions, dir, osmDir, pre
 		t1 := time.Now()
 		sim.OpenSM(filepath.Join(dir, fmt.Sprintf("own-trap-%d", i)), "-R", "ftree")
 		own := time.Since(t1).Seconds()
-		t.Logf("%s: unlink %s → reported from OpenSM's trap in %.2f s, the running OpenSM (-d2) installed icn's tables in %.2f s; a one-shot OpenSM ftree sweep of the same failure: %.2f s",
-			spec, link, learnt, installed, own)
+		t.Logf("%s: unlink %s → reported from OpenSM's trap in %.2f s (%s), the running OpenSM installed icn's tables in %.2f s; a one-shot OpenSM ftree sweep of the same failure: %.2f s",
+			spec, link, learnt, lastReport(flog.String()), installed, own)
 		sim.Console("ReLink " + link)
 		waitFailed(0, "relink "+link)
 		waitInstalled("after relink "+link+", from the trap", svc.Graph(), time.Now(), startDump, nil)
@@ -360,7 +371,7 @@ func TestWatchRefusesForeignDiscovery(t *testing.T) {
 	for _, discover := range []string{"cat " + other, "false", "echo garbage"} {
 		o := fabricWatchOptions{fabric: own, discover: discover, interval: time.Second, once: true}
 		o.cl = clientFlags{server: "http://127.0.0.1:1"} // never reached
-		n, err := watchRound(context.Background(), o, base, &bytes.Buffer{})
+		n, err := watchRound(context.Background(), o, base, "", &bytes.Buffer{})
 		if err == nil || n != 0 || strings.Contains(err.Error(), "127.0.0.1:1") {
 			t.Fatalf("discovery %q: %d changes, %v", discover, n, err)
 		}

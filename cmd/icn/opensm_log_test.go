@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The OpenSM that has the log open is found under a procfs by its open
@@ -94,5 +97,74 @@ func TestWatchRefusesBadOpenSMLog(t *testing.T) {
 		if code != 3 || !strings.Contains(stderr, "permission denied") {
 			t.Errorf("unreadable log: exit %d, %q", code, stderr)
 		}
+	}
+}
+
+// The watch acts on every link-state-change trap in OpenSM's log: over the
+// route logged with the notice, else over the route OpenSM logged before
+// for that LID (also before the watch started), else by a sweep at once
+// (OpenSM's default logging keeps the route in its buffer; OpenSM leaves
+// it out for a repeated trap).
+func TestFollowOpenSMLogActsOnEveryTrap(t *testing.T) {
+	dir := t.TempDir()
+	logPath, calls := filepath.Join(dir, "osm.log"), filepath.Join(dir, "calls")
+	notice := func(lid int) string {
+		return fmt.Sprintf("Nov 29 09:13:33 448280 [C60246C0] 0x01 -> log_trap_info: Received Generic Notice type:1 num:128 (Link state change) Producer:2 (Switch) from LID:%d TID:0x0000000000000000\n", lid)
+	}
+	route := func(path string) string {
+		return "Nov 29 09:13:33 448325 [C60246C0] 0x02 -> SM class trap 128: Directed Path Dump of 1 hop path: Path = " + path + "\n"
+	}
+	if err := os.WriteFile(logPath, []byte(notice(7)+route("0,1,5")+"Nov 29 other line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := fabricWatchOptions{fabric: "f", opensmLog: logPath,
+		discover: "echo sweep >> " + calls + "; false", probe: "echo probe {path} >> " + calls + "; false"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log lockedBuffer
+	done := make(chan error, 1)
+	go func() { done <- followOpenSMLog(ctx, o, nil, &log) }()
+	time.Sleep(100 * time.Millisecond) // it has read the log so far
+	appendLog := func(s string) {
+		f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(s)
+		f.Close()
+	}
+	var want []string
+	expect := func(line string) {
+		t.Helper()
+		want = append(want, line)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			data, _ := os.ReadFile(calls)
+			got := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if strings.Join(got, "|") == strings.Join(want, "|") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("calls %q, want %q; watch log: %s", got, want, log.String())
+			}
+		}
+	}
+	appendLog(notice(11) + route("0,2")) // the notice with its route: a probe, no sweep
+	expect("probe 0,2")
+	appendLog(notice(7)) // a repeated trap, no route: the route logged before the watch started
+	expect("probe 0,1,5")
+	appendLog(notice(9)) // no route ever: a sweep at once
+	expect("sweep")
+	appendLog(notice(9)) // the route late (OpenSM's buffer): a sweep, then the probe when it comes
+	expect("sweep")
+	appendLog(route("0,3"))
+	expect("probe 0,3")
+	appendLog(notice(9)) // and now the route of LID 9 is known
+	expect("probe 0,3")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "--discover") || !strings.Contains(log.String(), "--probe") {
+		t.Errorf("the failing commands were not reported: %s", log.String())
 	}
 }
