@@ -234,6 +234,10 @@ var (
 	reNotice128 = regexp.MustCompile(`Received Generic Notice type:\d+ num:128 .*from LID:(\d+)`)
 )
 
+// logHistory is how much of the end of OpenSM's log the watch reads at
+// its start for the routes OpenSM logged for its switches.
+const logHistory = 64 << 20
+
 // trapRouteWait is how long a trap's notice waits for its directed route
 // in the log before the watch looks for the switch another way.
 const trapRouteWait = 30 * time.Millisecond
@@ -268,6 +272,13 @@ func followOpenSMLog(ctx context.Context, o fabricWatchOptions, base *topology.G
 	var partial []byte
 	buf := make([]byte, 1<<16)
 	off := int64(0)
+	dropFirst := false // the first line read is a line's end
+	if fi, err := fh.Stat(); err == nil && fi.Size() > logHistory {
+		if off, err = fh.Seek(fi.Size()-logHistory, io.SeekStart); err != nil {
+			return fmt.Errorf("--opensm-log: %v", err)
+		}
+		dropFirst = true
+	}
 	for {
 		n, _ := fh.Read(buf)
 		if n == 0 {
@@ -280,7 +291,10 @@ func followOpenSMLog(ctx context.Context, o fabricWatchOptions, base *topology.G
 			if i < 0 {
 				break
 			}
-			scan(partial[:i], func(string, string) {}, func(string) {})
+			if !dropFirst {
+				scan(partial[:i], func(string, string) {}, func(string) {})
+			}
+			dropFirst = false
 			partial = partial[i+1:]
 		}
 	}
