@@ -58,7 +58,19 @@ func markOutputs(root *cobra.Command) {
 		}
 	}
 	walk(root)
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return checkOutputs(c) }
+	// after any hook the root already has
+	prev, prevE := root.PersistentPreRun, root.PersistentPreRunE
+	root.PersistentPreRun = nil
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if prevE != nil {
+			if err := prevE(c, args); err != nil {
+				return err
+			}
+		} else if prev != nil {
+			prev(c, args)
+		}
+		return checkOutputs(c)
+	}
 }
 
 // checkOutputs checks every output flag given to c (atomicfile.Check and
