@@ -261,11 +261,12 @@ func (d *decision) askAlone(ask []*uniformRep, results []sizeResult) {
 // the placement of size index si at st, its candidate, its φ after
 // allocation (loose) and the answer.
 type uniformRep struct {
-	si  int
-	st  []int
-	c   *candidate
-	phi int64
-	ok  bool
+	si    int
+	st    []int
+	c     *candidate
+	phi   int64
+	ok    bool
+	moved bool // loose: st is a translate of the first placement, whose candidate c is not
 }
 
 // looseBeater decides the sets that could beat the best φ of the boxes
@@ -315,8 +316,7 @@ func (d *decision) looseBeater(ask []*uniformRep, results []sizeResult) {
 					}
 					var st []int
 					if st, ok, err = d.reachedAtSomeTranslate(size, r.st, active, pos); ok {
-						p.rect.Start = st
-						r.st, r.c = st, d.newCandidate(0, p, []int{})
+						r.st, r.moved = st, true // its candidate is made after the workers end
 					}
 				}
 				switch {
@@ -346,6 +346,11 @@ func (d *decision) looseBeater(ask []*uniformRep, results []sizeResult) {
 	}
 	if f < n {
 		r := ask[f]
+		if r.moved {
+			// Candidates live in the workers' arenas: made here, by one
+			// goroutine, not by the worker that found the translate.
+			r.c = d.newCandidate(0, d.uniformPlacement(r.si, r.st), []int{})
+		}
 		results[r.si].cands = append(results[r.si].cands, r.c)
 	}
 }
