@@ -494,18 +494,82 @@ func runFabricFailure(ctx context.Context, o fabricFailureOptions, w io.Writer) 
 		return err
 	}
 	return o.cl.print(w, res, func(w io.Writer) error {
-		var rerouted []string
-		for _, e := range res.Jobs {
-			switch {
-			case e.Result == client.RouteRerouted && len(e.TransitAdded) > 0:
-				rerouted = append(rerouted, fmt.Sprintf("%d (transit +%d: %s)", e.ID, len(e.TransitAdded), strings.Join(e.TransitAdded, " ")))
-			case e.Result == client.RouteRerouted:
-				rerouted = append(rerouted, strconv.Itoa(e.ID))
-			}
-		}
-		return cli.KV(w, "failed links", strings.Join(res.FailedLinks, " "), "failed nodes", strings.Join(res.FailedNodes, " "),
-			"jobs affected", fmt.Sprint(res.AffectedJobs), "jobs rerouted", "["+strings.Join(rerouted, ", ")+"]")
+		return writeFailureResult(w, &res)
 	})
+}
+
+// writeFailureResult prints a failure change's answer as text: the
+// fabric's failures, then one line per job it touched and per multicast
+// group whose tree it moved.
+func writeFailureResult(w io.Writer, res *client.FailureResult) error {
+	none := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	if err := cli.KV(w, "failed links", none(strings.Join(res.FailedLinks, " ")), "failed nodes", none(strings.Join(res.FailedNodes, " ")),
+		"jobs affected", len(res.Jobs), "groups moved", len(res.Groups)); err != nil {
+		return err
+	}
+	if len(res.Jobs) > 0 {
+		fmt.Fprintln(w)
+		t := cli.NewTable("job", "now", "what happened")
+		for _, e := range res.Jobs {
+			t.Row(e.ID, jobEffectState(e), jobEffectText(e))
+		}
+		if err := t.Write(w); err != nil {
+			return err
+		}
+	}
+	if len(res.Groups) > 0 {
+		fmt.Fprintln(w)
+		t := cli.NewTable("group", "old root", "new root", "state", "what happened")
+		for _, e := range res.Groups {
+			t.Row(e.ID, none(e.OldRoot), none(e.NewRoot), e.State, groupEffectText(e))
+		}
+		return t.Write(w)
+	}
+	return nil
+}
+
+// jobEffectState is the job's routing state after the change (answers of
+// older services carry only the result).
+func jobEffectState(e client.JobEffect) string {
+	if e.State != "" {
+		return e.State
+	}
+	return string(e.Result)
+}
+
+// jobEffectText says in words what a failure change did to a job.
+func jobEffectText(e client.JobEffect) string {
+	switch {
+	case e.Result == client.RouteBroken && e.Unreachable != nil:
+		return fmt.Sprintf("no legal route from %s to %s inside its nodes: migrate it", e.Unreachable[0], e.Unreachable[1])
+	case e.Result == client.RouteBroken:
+		return e.Problem
+	case len(e.TransitAdded) > 0:
+		return fmt.Sprintf("new table, %d free node(s) added as transit: %s", len(e.TransitAdded), strings.Join(e.TransitAdded, " "))
+	case e.State == "ok":
+		return "new table of its original kind (no failure left among its nodes)"
+	}
+	return "new table on its own nodes"
+}
+
+// groupEffectText says in words what a failure change did to a group.
+func groupEffectText(e client.GroupEffect) string {
+	switch {
+	case e.Reason != "":
+		return e.Reason
+	case e.NewRoot == "":
+		return "no tree"
+	case e.OldRoot == "":
+		return fmt.Sprintf("tree of %d links computed", e.Links)
+	case e.OldRoot != e.NewRoot:
+		return fmt.Sprintf("tree moved to a new root (%d links)", e.Links)
+	}
+	return fmt.Sprintf("tree computed again on the same root (%d links)", e.Links)
 }
 
 // fabricStatusOptions are the flags of icn fabric status.

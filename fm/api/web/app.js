@@ -646,8 +646,11 @@ $("#fail-form").addEventListener("submit", async (e) => {
   body.repair = repair;
   try {
     const r = await api("POST", "/api/fabric/failures", body);
-    const rer = (r.jobs || []).filter((x) => x.result === "rerouted").map((x) => x.id);
-    status(`${repair ? "repaired" : "failed"} ${target}; rerouted: ${rer.join(", ") || "none"}; broken: ${r.affected_jobs.join(", ") || "none"}`);
+    const jobs = (r.jobs || []).map((x) => x.result === "broken"
+      ? `job ${x.id} broken${x.unreachable ? ` (no route ${x.unreachable[0]} → ${x.unreachable[1]})` : ""}`
+      : `job ${x.id} ${x.state || x.result}${x.transit_added ? ` (transit +${x.transit_added.join(" ")})` : ""}`);
+    const groups = (r.groups || []).map((g) => `group ${g.id} ${g.old_root || "-"} → ${g.new_root || "-"}${g.state === "Destroying" ? " (destroying)" : ""}`);
+    status(`${repair ? "repaired" : "failed"} ${target}; ${jobs.concat(groups).join("; ") || "no job or group touched"}`);
   } catch (err) { status(err.message, true); }
   refresh();
 });
