@@ -111,7 +111,7 @@ mode 0600 by the first start) and must be started with the same --topo and --rul
 	f.BoolVar(&o.lftKeepRepairs, "lft-keep-repairs", false, "sssp, dfsssp: keep the tables a failure's repair gives (only broken routes moved) instead of replacing them with a full computation in the background (which moves most routes)")
 	f.StringVar(&o.lftHook, "lft-hook", "", "shell command run after every replacement of --lft-out, with ICN_LFT set to its path (for example 'kill -HUP $(pidof opensm)': OpenSM 3.3 reloads the file on SIGHUP)")
 	f.IntVar(&o.repairExtra, "repair-extra", fm.DefaultRepairExtra, "transit nodes beyond its own allowance a job may gain when a failure leaves its nodes without a legal route (0: none)")
-	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise)")
+	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise, 2 if --db names no file)")
 	f.BoolVar(&o.rotateToken, "rotate-token", false, "replace the API token (token file and stored hash) and print the new one")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS")
 	f.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
@@ -208,6 +208,9 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return &exitError{code: 2, err: fmt.Errorf("give both --tls-cert and --tls-key, or neither")}
+	}
+	if err := checkListenAddr(o.addr); err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	tls := o.tlsCert != ""
 	if !tls && !o.insecure && !loopbackAddr(o.addr) {
@@ -327,6 +330,20 @@ func serveUntilSignal(ctx context.Context, svc *fm.Service, srv *http.Server, ln
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	return srv.Shutdown(sctx)
+}
+
+// checkListenAddr refuses a listen address that no listen could take: no
+// port, or a port out of range or unknown (a flag value: exit 2, where a
+// listen that fails on a good address is the environment's, 3).
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return fmt.Errorf("--addr %s: not a listen address HOST:PORT (%v)", addr, err)
+	}
+	return nil
 }
 
 // loopbackAddr reports whether a listen address is loopback only.
@@ -818,7 +835,11 @@ func newMcastMemberCmd(op string) *cobra.Command {
 	}
 	c.Flags().StringVar(&o.group, "group", "", "group id")
 	c.Flags().StringVar(&o.member, "member", "", "member node name")
-	c.Flags().IntVar(&o.count, "count", 0, "members the group will have (required on join)")
+	// member_count in the API, --member-count here, "member count" on the
+	// page; --count is its former name.
+	c.Flags().IntVar(&o.count, "member-count", 0, "members the group will have (required on join; the API's member_count)")
+	c.Flags().IntVar(&o.count, "count", 0, "former name of --member-count")
+	c.Flags().MarkDeprecated("count", "use --member-count")
 	c.MarkFlagRequired("group")
 	c.MarkFlagRequired("member")
 	o.cl.register(c)
