@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 func runICN(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "ICN_CLI_ARGS="+strings.Join(args, "\x1f"), "ICN_PROGRESS=0")
+	cmd.Env = append(os.Environ(), "ICN_CLI_ARGS="+strings.Join(args, "\x1f"), "ICN_PROGRESS=0", noRaceExitSleep())
 	cmd.Dir = dir
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -50,6 +50,13 @@ func runICN(t *testing.T, dir string, args ...string) (stdout, stderr string, co
 		t.Fatal(err)
 	}
 	return o.String(), e.String(), code
+}
+
+// noRaceExitSleep is the GORACE setting that spares a process of the
+// race-enabled test binary the race detector's second of sleep at exit
+// (atexit_sleep_ms, default 1000), keeping the caller's other settings.
+func noRaceExitSleep() string {
+	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
 }
 
 // TestBadInput: every malformed spec, unknown name, impossible request or
