@@ -213,12 +213,6 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
-	// One browser for every fabric, a tab each.
-	bctx, cancelB := newBrowser(t, browser, chromedp.WindowSize(1400, 1000))
-	defer cancelB()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("browser: %v", err)
-	}
 	for _, c := range []struct {
 		spec, fail string
 		jobs       bool
@@ -267,13 +261,16 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ctx, cancel := chromedp.NewContext(bctx)
+			// A browser of its own: tabs of one browser, opened and closed
+			// one after another, once left the opening of a tab waiting
+			// for good (-race, load average 8).
+			ctx, cancel := newBrowser(t, browser, chromedp.WindowSize(1400, 1000))
 			defer cancel()
-			if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#token="+tok)); err != nil {
-				t.Fatalf("browser: %v", err)
-			}
 			tctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
 			defer cancelT()
+			if err := chromedp.Do(tctx, chromedp.Navigate(srv.URL+"/#token="+tok)); err != nil {
+				t.Fatalf("browser: %v", err)
+			}
 			num := func(js string) int {
 				v, err := chromedp.Run(tctx, chromedp.Evaluate[int](js))
 				if err != nil {
@@ -332,6 +329,10 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			}
 			if hits[0] < 6 || hits[1] != 0 || !flag(`kept.byPath.has("/api/fabric?compact=1")`) {
 				t.Errorf("two refreshes of an unchanged fabric: %d answers 304, %d in full", hits[0], hits[1])
+			}
+			// Offline: everything the page loaded came from the service.
+			if away := str(`performance.getEntriesByType("resource").map((e) => e.name).filter((u) => !u.startsWith(location.origin + "/")).join(" ")`); away != "" {
+				t.Errorf("the page loaded from elsewhere: %s", away)
 			}
 			if s.g.NumNodes() > 2048 {
 				// Drawn on a canvas: every node, the draw timed by the page.

@@ -885,7 +885,7 @@ func runMcastGroups(ctx context.Context, o mcastGroupsOptions, w io.Writer) erro
 		return err
 	}
 	return o.cl.print(w, gs, func(w io.Writer) error {
-		t := cli.NewTable("GROUP", "STATE", "MEMBERS", "COUNT", "ROOT", "HEIGHT", "EDGES")
+		t := cli.NewTable("GROUP", "STATE", "JOINED", "MEMBER COUNT", "ROOT", "HEIGHT", "EDGES")
 		for _, g := range gs {
 			t.Row(g.ID, g.State, len(g.Members), g.MemberCount, g.Root, g.Height, len(g.Edges))
 		}
@@ -912,7 +912,7 @@ func writeJob(w io.Writer, j *client.JobRecord) error {
 }
 
 func writeGroup(w io.Writer, g *client.GroupRecord) error {
-	return cli.KV(w, "group", g.ID, "state", g.State, "members", fmt.Sprintf("%d of %d", len(g.Members), g.MemberCount),
+	return cli.KV(w, "group", g.ID, "state", g.State, "members joined", fmt.Sprintf("%d of %d (member count)", len(g.Members), g.MemberCount),
 		"root", g.Root, "tree height", g.Height, "tree edges", len(g.Edges))
 }
 

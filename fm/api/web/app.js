@@ -530,6 +530,7 @@ function drawCanvas() {
   if (vals) for (const v of vals) if (v > maxv) maxv = v;
   const px = 1 / cv.scale; // one screen pixel in layout units
   const gm = groupMarks(), jm = jobMarks();
+  cv.gm = gm; cv.jm = jm; // for hovering
   // Links by colour: plain ones in one path, loaded ones in 8 heat bins,
   // failed ones last and wide so they show at any zoom.
   const bins = Array.from({ length: 9 }, () => []), failed = [], tree = [];
@@ -681,7 +682,7 @@ function drawCanvas() {
     const h = nearestAt(e.offsetX, e.offsetY), n = h && h.node, l = h && h.link;
     tip.hidden = !n && !l;
     if (n) {
-      const jm = jobMarks(), gm = groupMarks();
+      const jm = cv.jm || jobMarks(), gm = cv.gm || groupMarks();
       const job = n.job ? " — job " + n.job + (jm.transit.has(n.name) ? " (transit)" : "") + (jm.broken.has(n.name) ? " (broken)" : "") : "";
       const mc = n.name === gm.root ? " — multicast root of " + selectedGroup : gm.members.has(n.name) ? " — member of " + selectedGroup : "";
       tip.textContent = n.name + (n.coord ? " (" + n.coord.join(",") + ")" : "") + job + mc + (n.failed ? " — FAILED" : "");
