@@ -164,6 +164,25 @@ func leadingBox(s []int, m int) []int {
 	return nil
 }
 
+// leadingBoxes lists the distinct leading boxes of the decision's sizes
+// and, per size index, the index of its own in that list.
+func (d *decision) leadingBoxes() (lead [][]int, sizeBox []int) {
+	byBox := map[string]int{}
+	sizeBox = make([]int, len(d.sizes))
+	for si, size := range d.sizes {
+		a := leadingBox(size, d.m)
+		k := sizeKey("", a)
+		j, ok := byBox[k]
+		if !ok {
+			j = len(lead)
+			byBox[k] = j
+			lead = append(lead, a)
+		}
+		sizeBox[si] = j
+	}
+	return lead, sizeBox
+}
+
 // boundLevels are today's free rectangles by volume from the largest
 // volume a set of m nodes can leave free, down to the level of φ*.
 type boundLevels struct {
@@ -252,20 +271,7 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 	}
 	d.lowerBest(0)
 	// The leading boxes of the sizes, and where each can reach φ*.
-	byBox := map[string]int{}
-	var lead [][]int
-	sizeBox := make([]int, len(d.sizes))
-	for si, size := range d.sizes {
-		a := leadingBox(size, d.m)
-		k := sizeKey("", a)
-		j, ok := byBox[k]
-		if !ok {
-			j = len(lead)
-			byBox[k] = j
-			lead = append(lead, a)
-		}
-		sizeBox[si] = j
-	}
+	lead, sizeBox := d.leadingBoxes()
 	period := d.periods()
 	reps := 1 // placements left per size by the periods, at most
 	for _, q := range period {

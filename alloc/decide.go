@@ -61,7 +61,11 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		sel.figures.reset()
 	}
 	d := sel.newDecision(s, rt, req)
-	d.clock = newBudget(ctx, req.Budget, start)
+	clockStart := start
+	if !req.Since.IsZero() && req.Since.Before(start) {
+		clockStart = req.Since
+	}
+	d.clock = newBudget(ctx, req.Budget, clockStart)
 	defer d.clock.release()
 	defer func() {
 		if d.levels != nil {
@@ -281,6 +285,13 @@ type decision struct {
 	// ringInvariant: the router's answers on an empty machine are
 	// invariant under translations along the rings (RouterProps).
 	ringInvariant bool
+	// ringLower: where the router's answers are not ring invariant, a
+	// ring-invariant router whose reachable sets it reaches too
+	// (RouterProps.RingLower), or nil.
+	ringLower Router
+	// ringUpper: likewise a ring-invariant router that reaches every set
+	// the router reaches (RouterProps.RingUpper), or nil.
+	ringUpper Router
 	// held counts the candidates kept (see maxHeld).
 	held atomic.Int64
 	// empty: the uniform path (an empty torus; see uniform.go);
@@ -368,6 +379,12 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 	props := rt.Props()
 	d.invariant, d.shareBlocks, d.boxes = props.TranslationInvariant, props.BlocksLocal, props.BoxesReachable
 	d.ringInvariant = props.RingInvariant || d.invariant && d.shareBlocks
+	if l := props.RingLower; !d.ringInvariant && l != nil && l.Props().RingInvariant {
+		d.ringLower = l
+		if u := props.RingUpper; u != nil && u.Props().RingInvariant {
+			d.ringUpper = u
+		}
+	}
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
 	if len(sel.arenas) < len(d.work) {
 		sel.arenas = make([]candArena, len(d.work))
