@@ -90,19 +90,7 @@ func (d *decision) enumerateUniform() ([]sizeResult, bool) {
 			rest = append(rest, si)
 		}
 	}
-	zero := make([][]int, len(d.work))
-	for w := range zero {
-		zero[w] = make([]int, len(d.sel.dims))
-	}
-	// One placement per position along the mesh dimensions (all of
-	// them at start 0 along the rings) stands for its ring translates.
-	cap := make([]int, len(d.sel.dims))
-	for i, di := range d.sel.dims {
-		cap[i] = 1
-		if !d.sel.wrap[i] {
-			cap[i] = di
-		}
-	}
+	cap := d.meshPositions()
 	one := func(w, si int) {
 		size := d.sizes[si]
 		out := &results[si]
@@ -149,30 +137,66 @@ func (d *decision) enumerateUniform() ([]sizeResult, bool) {
 			}
 		}
 	}
-	// Sets that can only tie on φ matter for criteria 3–4 alone; with a
-	// budget their questions are asked only as far as their expected
-	// time fits the table allowance (questionPairSeconds per ordered pair
-	// of active nodes), in order, so that the answer does not depend on
-	// timing; the others are left out and the answer is complete for
-	// criteria 1–2. Sets that could beat the best φ known are always
-	// asked.
+	ask, beats := d.uniformAsks(rest, deferred, cap, top, loose)
+	if beats {
+		return nil, false
+	}
+	if loose {
+		// Translates were not compared by their tables.
+		d.tiesLeft.Store(true)
+		d.looseBeater(ask, results)
+		return results, true
+	}
+	d.askAlone(ask, results)
+	return results, true
+}
+
+// meshPositions bounds the starts the uniform path examines: one
+// placement per position along the mesh dimensions (start 0 along the
+// rings) stands for its ring translates.
+func (d *decision) meshPositions() []int {
+	cap := make([]int, len(d.sel.dims))
+	for i, di := range d.sel.dims {
+		cap[i] = 1
+		if !d.sel.wrap[i] {
+			cap[i] = di
+		}
+	}
+	return cap
+}
+
+// uniformPlacement is the placement of size index si at st whose first m
+// nodes make a set without transit nodes (the uniform path's sets).
+func (d *decision) uniformPlacement(si int, st []int) placement {
+	size := d.sizes[si]
+	return placement{rect: Rect{Start: st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
+}
+
+// uniformAsks lists the sets of the deferred sizes (those whose first m
+// nodes are not a box) that must be asked about, given top, the best φ
+// of the sets known. Sets that can only tie on φ matter for criteria 3–4
+// alone; with a budget their questions are asked only as far as their
+// expected time fits the table allowance (questionPairSeconds per
+// ordered pair of active nodes), in order, so that the answer does not
+// depend on timing; the others are left out and the answer is complete
+// for criteria 1–2. Sets that could beat the best φ known are always
+// asked; when the router's answers are not ring invariant (loose) they
+// are listed with their φ for looseBeater, or, without a router below
+// it, beats reports that the path must give way.
+func (d *decision) uniformAsks(rest []int, deferred []bool, cap []int, top int64, loose bool) (ask []*uniformRep, beats bool) {
 	allow := tableAllowShare * d.req.Budget.Seconds() * float64(par.Workers(d.sel.Workers))
 	spent := 0.0
-	var ask []*uniformRep
-	beats := false
 	for _, si := range rest {
 		if !deferred[si] || beats {
 			continue
 		}
-		size := d.sizes[si]
-		placementsBelow(d.sel.dims, d.sel.wrap, size, cap, func(st []int) bool {
+		placementsBelow(d.sel.dims, d.sel.wrap, d.sizes[si], cap, func(st []int) bool {
 			if d.clock.rank.Load() {
 				// Sets left unweighed could beat the best φ.
 				d.rankCut.Store(true)
 				return false
 			}
-			p := placement{rect: Rect{Start: st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
-			c := d.newCandidate(0, p, []int{})
+			c := d.newCandidate(0, d.uniformPlacement(si, st), []int{})
 			if loose {
 				if _, ok := d.emptyPhi(c, top+1); ok {
 					if d.ringLower == nil {
@@ -203,24 +227,20 @@ func (d *decision) enumerateUniform() ([]sizeResult, bool) {
 			return true
 		})
 	}
-	if beats {
-		return nil, false
-	}
-	if loose {
-		// Translates were not compared by their tables.
-		d.tiesLeft.Store(true)
-		d.looseBeater(ask, results)
-		return results, true
-	}
+	return ask, beats
+}
+
+// askAlone asks whether each set's active nodes are reachable alone, on
+// all cores, and adds those that are to their sizes' candidates in size
+// and placement order.
+func (d *decision) askAlone(ask []*uniformRep, results []sizeResult) {
 	par.For(len(ask), d.sel.Workers, func(w, k int) {
 		if d.clock.rank.Load() {
 			d.rankCut.Store(true)
 			return
 		}
 		r := ask[k]
-		size := d.sizes[r.si]
-		p := placement{rect: Rect{Start: r.st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
-		ok, err := d.alone(w, p, true)
+		ok, err := d.alone(w, d.uniformPlacement(r.si, r.st), true)
 		switch {
 		case errors.Is(err, errCut):
 			d.rankCut.Store(true)
@@ -230,12 +250,11 @@ func (d *decision) enumerateUniform() ([]sizeResult, bool) {
 			r.ok = ok
 		}
 	})
-	for _, r := range ask { // in size and placement order
+	for _, r := range ask {
 		if r.ok {
 			results[r.si].cands = append(results[r.si].cands, r.c)
 		}
 	}
-	return results, true
 }
 
 // uniformRep is a set the uniform path asks about: the first m nodes of
@@ -286,7 +305,7 @@ func (d *decision) looseBeater(ask []*uniformRep, results []sizeResult) {
 				}
 				r := ask[k]
 				size := d.sizes[r.si]
-				p := placement{rect: Rect{Start: r.st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
+				p := d.uniformPlacement(r.si, r.st)
 				active, _ := d.listed(p)
 				ok, bad, err := reachableUntil(d.ringLower, active, nil, nil, d.clock.rank.Load)
 				if err == nil && !ok {
@@ -377,11 +396,8 @@ func (d *decision) firstReachedTranslate(size, st []int, bad [2]int) ([]int, boo
 	errs := make([]error, chunks)
 	par.For(chunks, sel.Workers, func(_, k int) {
 		start := make([]int, n)
-		known := [][2]int{} // positions of pairs not connected at earlier translates, latest first
-		if bad[0] >= 0 {
-			known = append(known, bad)
-		}
-		var hints [][2]int
+		var known pairHints // the pairs without a route at earlier translates
+		seeded := bad[0] < 0
 		for idx := k * chunk; idx < min(total, (k+1)*chunk); idx++ {
 			if int64(idx) >= first.Load() {
 				return // an earlier translate is reached
@@ -390,34 +406,16 @@ func (d *decision) firstReachedTranslate(size, st []int, bad [2]int) ([]int, boo
 				cut.Store(true)
 				return
 			}
-			x := idx
-			for i := range start {
-				start[i] = st[i]
-				if sel.wrap[i] {
-					start[i] = x % limit[i]
-					x /= limit[i]
-				}
-			}
+			ringTranslate(start, st, sel.wrap, limit, idx)
 			p := placement{rect: Rect{Start: start, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
 			active, _ := d.listed(p)
-			hints = hints[:0]
-			for _, b := range known {
-				hints = append(hints, [2]int{active[b[0]], active[b[1]]})
+			if !seeded {
+				known.learn(active, [2]int{active[bad[0]], active[bad[1]]})
+				seeded = true
 			}
-			ok, nb, err := reachableUntil(d.rt, active, nil, hints, d.clock.rank.Load)
+			ok, nb, err := reachableUntil(d.rt, active, nil, known.pairs(active), d.clock.rank.Load)
 			if !ok && nb[0] >= 0 {
-				b := [2]int{slices.Index(active, nb[0]), slices.Index(active, nb[1])}
-				if i := slices.Index(known, b); i != 0 {
-					if i < 0 {
-						known = append(known, b)
-						if len(known) > 8 {
-							known = known[:8]
-						}
-						i = len(known) - 1
-					}
-					copy(known[1:i+1], known[:i])
-					known[0] = b
-				}
+				known.learn(active, nb)
 			}
 			if errors.Is(err, errCut) {
 				cut.Store(true)
@@ -449,14 +447,21 @@ func (d *decision) firstReachedTranslate(size, st []int, bad [2]int) ([]int, boo
 		return nil, false, nil
 	}
 	out := make([]int, n)
-	for i := range out {
-		out[i] = st[i]
-		if sel.wrap[i] {
-			out[i] = f % limit[i]
-			f /= limit[i]
+	ringTranslate(out, st, sel.wrap, limit, f)
+	return out, true, nil
+}
+
+// ringTranslate fills start with translate idx of st along the rings
+// (limit[i] starts along ring i, the first dimension fastest; st's
+// positions along the mesh dimensions kept).
+func ringTranslate(start, st []int, wrap []bool, limit []int, idx int) {
+	for i := range start {
+		start[i] = st[i]
+		if wrap[i] {
+			start[i] = idx % limit[i]
+			idx /= limit[i]
 		}
 	}
-	return out, true, nil
 }
 
 // uniformDistinct counts the distinct sets with the fewest transit nodes

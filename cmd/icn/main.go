@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"syscall"
 
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/spf13/cobra"
 )
@@ -73,6 +74,7 @@ func newRootCmd() *cobra.Command {
 			c.Annotations[annHeartbeat] = "off"
 		}
 	}
+	markOutputs(root)
 	return root
 }
 
@@ -131,8 +133,9 @@ func exitCode(err error) int {
 	var ue *url.Error
 	var oe *net.OpError
 	var xe *exec.ExitError
+	var we *atomicfile.Error
 	switch {
-	case errors.As(err, &ue), errors.As(err, &oe), errors.As(err, &xe), errors.Is(err, exec.ErrNotFound),
+	case errors.As(err, &we), errors.As(err, &ue), errors.As(err, &oe), errors.As(err, &xe), errors.Is(err, exec.ErrNotFound),
 		errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EIO),
 		errors.Is(err, fs.ErrPermission), errors.Is(err, context.DeadlineExceeded):
 		return 3

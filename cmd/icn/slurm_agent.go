@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/icn-hpc/icn/slurmagent"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -177,7 +178,7 @@ WantedBy=multi-user.target
 	}
 	for _, name := range []string{"job_submit.lua", "slurm.conf.icn", "icn-slurm-agent.service"} {
 		p := filepath.Join(o.dir, name)
-		if err := os.WriteFile(p, []byte(files[name]), 0o644); err != nil {
+		if err := atomicfile.WriteFile(p, []byte(files[name])); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "wrote %s\n", p)
