@@ -376,6 +376,7 @@ func runMcastExperiment(_ context.Context, o mcastExperimentOptions, w io.Writer
 		ex, err := multicast.RunExperimentWith(f, as, o.seed, o.workers, mp, func(line string) {
 			if !o.quiet && !cli.Quiet {
 				fmt.Fprintln(os.Stderr, line)
+				cli.Reported()
 			}
 		})
 		if err != nil {

@@ -186,9 +186,17 @@ func progressMode() int {
 	return progressLines
 }
 
-// reporting counts the progress reports running: a Heartbeat keeps
-// silent while one is.
-var reporting atomic.Int32
+// reporting counts the progress reports running, lastReport is when a
+// command last printed a progress line of its own (Reported): a Heartbeat
+// keeps silent while one runs or after such a line.
+var (
+	reporting  atomic.Int32
+	lastReport atomic.Int64 // UnixNano
+)
+
+// Reported tells the Heartbeat that the command has just printed a
+// progress line of its own.
+func Reported() { lastReport.Store(time.Now().UnixNano()) }
 
 // Progress lines: the first after lineFirst, then every lineEvery.
 var lineFirst, lineEvery = 2 * time.Second, 5 * time.Second
@@ -287,7 +295,7 @@ func Heartbeat(what string) (stop func()) {
 				return
 			case <-t.C:
 			}
-			if reporting.Load() == 0 {
+			if reporting.Load() == 0 && time.Since(time.Unix(0, lastReport.Load())) >= lineEvery {
 				fmt.Fprintf(os.Stderr, "%s: working, %s\n", what, time.Since(start).Round(time.Second))
 			}
 			t.Reset(lineEvery)

@@ -59,6 +59,19 @@ func TestProgressLinesOffTerminal(t *testing.T) {
 		t.Fatalf("stderr:\n%s", got)
 	}
 
+	// A command's own progress line silences the next beat.
+	got = captureStderr(t, func() {
+		stop := Heartbeat("icn test")
+		for range 6 {
+			Reported()
+			time.Sleep(40 * time.Millisecond)
+		}
+		stop()
+	})
+	if got != "" {
+		t.Fatalf("heartbeat beside the command's own lines: %q", got)
+	}
+
 	for _, env := range []string{"0", ""} {
 		Quiet = env == ""
 		t.Setenv("ICN_PROGRESS", env)
