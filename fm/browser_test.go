@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -215,22 +216,30 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 	for _, c := range []struct {
 		spec, fail string
 		jobs       bool
+		marks      bool // a job with transit nodes added and a broken one with its pair (placeMarkedJobs)
 	}{
-		{"torus:4x4x4x2", "0.0.0.0+Z", true},
-		{"fattree:k=4,n=3", "", false},
-		{"dragonfly:a=4,p=2,h=2", "", false},
-		{"torus:8x8x4x4", "0.0.0.0+W", true},
-		{"torus:12", "3+X", true},                       // one dimension
-		{"torus:3x2x2x2x2x3", "0.0.0.0.0.0+U", true},    // six
-		{"torus:4x5x3x2:mesh=X,W", "0.0.0.0+Z", true},   // mesh dimensions: no wrap stub in X, no W tick beyond W=1
-		{"torus:16x16x8x2:mesh=Y,W", "0.0.0.0+Z", true}, // the same on a canvas
-		{"torus:16x16x16", "5.5.5+Z", true},             // a canvas
-		{"torus:32x32x32", "0.0.0+Z", true},             // a canvas
-		{"file:../unicast/testdata/ft2.ibnet", "", false},
-		{"fattree:m=40,n=3", "L1-0[21]", false}, // 16 000 hosts, a canvas
+		{"torus:4x4x4x2", "0.0.0.0+Z", true, true},
+		{"fattree:k=4,n=3", "", false, false},
+		{"dragonfly:a=4,p=2,h=2", "", false, false},
+		{"torus:8x8x4x4", "0.0.0.0+W", true, false},
+		{"torus:12", "3+X", true, false},                       // one dimension
+		{"torus:3x2x2x2x2x3", "0.0.0.0.0.0+U", true, false},    // six
+		{"torus:4x5x3x2:mesh=X,W", "0.0.0.0+Z", true, false},   // mesh dimensions: no wrap stub in X, no W tick beyond W=1
+		{"torus:16x16x8x2:mesh=Y,W", "0.0.0.0+Z", true, false}, // the same on a canvas
+		{"torus:16x16x16", "5.5.5+Z", true, true},              // a canvas
+		{"torus:32x32x32", "0.0.0+Z", true, true},              // a canvas
+		{"file:../unicast/testdata/ft2.ibnet", "", false, false},
+		{"fattree:m=40,n=3", "L1-0[21]", false, false}, // 16 000 hosts, a canvas
 	} {
 		t.Run(c.spec, func(t *testing.T) {
-			s, tok := openTest(t, t.TempDir(), c.spec, nil)
+			var s *Service
+			var tok string
+			var transit, broken *client.JobRecord
+			if c.marks {
+				s, tok, transit, broken = placeMarkedJobs(t, t.TempDir(), c.spec)
+			} else {
+				s, tok = openTest(t, t.TempDir(), c.spec, nil)
+			}
 			defer s.Close()
 			srv := httptest.NewServer(api.New(s, api.Options{}))
 			defer srv.Close()
@@ -238,6 +247,10 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 				if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: c.fail}); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if c.marks {
+				transit, _ = s.Job(transit.ID)
+				broken, _ = s.Job(broken.ID)
 			}
 			hosts := s.g.Endpoints()
 			if len(hosts) < 3 {
@@ -248,13 +261,16 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// A browser of its own: tabs of one browser, opened and closed
+			// one after another, once left the opening of a tab waiting
+			// for good (-race, load average 8).
 			ctx, cancel := newBrowser(t, browser, chromedp.WindowSize(1400, 1000))
 			defer cancel()
-			if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/#token="+tok)); err != nil {
-				t.Fatalf("browser: %v", err)
-			}
 			tctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
 			defer cancelT()
+			if err := chromedp.Do(tctx, chromedp.Navigate(srv.URL+"/#token="+tok)); err != nil {
+				t.Fatalf("browser: %v", err)
+			}
 			num := func(js string) int {
 				v, err := chromedp.Run(tctx, chromedp.Evaluate[int](js))
 				if err != nil {
@@ -291,12 +307,43 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 					t.Errorf("the page's fabric differs from GET /api/fabric's: %s", diff)
 				}
 			}
+			str := func(js string) string {
+				v, err := chromedp.Run(tctx, chromedp.Evaluate[string](js))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			// The fabric has been drawn once; the link colour is the one
+			// the fabric has, and asked again, the unchanged fabric, jobs
+			// and loads come back as 304 (the page keeps what it has).
+			if err := chromedp.Do(tctx, chromedp.WaitVisible(`#summary`), chromedp.Poll[chromedp.Void](`typeof fabric !== "undefined" && fabric !== null && lastDrawMs > 0`)); err != nil {
+				t.Fatal(err)
+			}
+			if heat, want := str(`document.querySelector('#heat').value`), map[bool]string{true: "routes", false: "efi"}[c.jobs]; heat != want {
+				t.Errorf("link colour %q on a fabric that takes jobs: %v", heat, c.jobs)
+			}
+			hits, err := chromedp.Run(tctx, chromedp.Evaluate[[]int](`(async () => { const h = kept.hits, m = kept.misses; await refresh(); await refresh(); return [kept.hits - h, kept.misses - m]; })()`, chromedp.EvalAwaitPromise))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hits[0] < 6 || hits[1] != 0 || !flag(`kept.byPath.has("/api/fabric?compact=1")`) {
+				t.Errorf("two refreshes of an unchanged fabric: %d answers 304, %d in full", hits[0], hits[1])
+			}
+			// Offline: everything the page loaded came from the service.
+			if away := str(`performance.getEntriesByType("resource").map((e) => e.name).filter((u) => !u.startsWith(location.origin + "/")).join(" ")`); away != "" {
+				t.Errorf("the page loaded from elsewhere: %s", away)
+			}
 			if s.g.NumNodes() > 2048 {
 				// Drawn on a canvas: every node, the draw timed by the page.
 				if err := chromedp.Do(tctx, chromedp.WaitVisible(`#fabric-canvas[data-drawn]`)); err != nil {
 					t.Fatal(err)
 				}
 				samePageFabric()
+				checkCanvasSpace(t, c.spec, num, flag, str)
+				if c.marks {
+					checkCanvasMarks(t, tctx, s, transit, broken, num, str)
+				}
 				if n := num(`+document.querySelector('#fabric-canvas').dataset.drawn`); n != s.g.NumNodes() {
 					t.Errorf("canvas drew %d of %d nodes", n, s.g.NumNodes())
 				}
@@ -390,6 +437,25 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 			if members < 2 {
 				t.Errorf("%d multicast members marked", members)
 			}
+			if c.marks {
+				// Transit nodes are rings, the active ones filled; the
+				// broken job's nodes are marked and its pair joined.
+				for _, n := range transit.TransitNodes {
+					if !flag(`document.querySelector('circle[data-node="` + n + `"]').classList.contains("transit")`) {
+						t.Errorf("transit node %s not drawn as one", n)
+					}
+				}
+				nt, nb := jobNodeCounts(s)
+				if n := num(`document.querySelectorAll('circle.transit').length`); n != nt {
+					t.Errorf("%d transit nodes drawn, the jobs have %d", n, nt)
+				}
+				if n := num(`document.querySelectorAll('circle.broken').length`); n != nb {
+					t.Errorf("%d nodes of broken jobs drawn, they have %d", n, nb)
+				}
+				if !flag(`!!document.querySelector('line.unreachable[data-pair="` + broken.Unreachable[0] + ` ` + broken.Unreachable[1] + `"]')`) {
+					t.Errorf("the broken job's pair %v is not drawn", *broken.Unreachable)
+				}
+			}
 			if c.fail != "" && !failedShown {
 				t.Errorf("failed link %s not drawn failed", c.fail)
 			}
@@ -425,4 +491,178 @@ func newBrowser(t testing.TB, browser string, extra ...chromedp.ExecAllocatorOpt
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(opts, extra...)...)
 	ctx, cancel := chromedp.NewContext(actx)
 	return ctx, func() { cancel(); cancelA() }
+}
+
+// placeMarkedJobs opens a service on spec with a job that holds transit
+// nodes and, with the failure repair turned off, a 2-node job broken with
+// its pair by the failure of the links between its nodes. It returns the service, its token and the two jobs.
+func placeMarkedJobs(t *testing.T, dir, spec string) (*Service, string, *client.JobRecord, *client.JobRecord) {
+	t.Helper()
+	// cut fails every link between a 2-node job's nodes.
+	cut := func(s *Service, j *client.JobRecord) {
+		t.Helper()
+		a, b := s.g.NodeByName(j.Active[0]), s.g.NodeByName(j.Active[1])
+		for _, c := range s.g.Out(a) {
+			if s.g.Dst(int(c)) == b {
+				if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: s.g.LinkName(int(c) >> 1)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	s, tok := openTest(t, dir, spec, nil)
+	// The fewest active nodes, from a prime larger than any side up, that
+	// take transit nodes (others are released).
+	var transit *client.JobRecord
+	for n := slices.Max(s.g.Dims()) + 1; transit == nil && n <= 64; n++ {
+		j, err := s.Submit("t", client.JobRequest{Nodes: n, Transit: 4})
+		switch {
+		case err == nil && len(j.TransitNodes) > 0:
+			transit = j
+		case err == nil:
+			if _, err := s.Release("t", j.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if transit == nil {
+		t.Fatalf("no job on %s takes transit nodes", spec)
+	}
+	s.Close()
+	s, _, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), NewRouting: AngaraRouting("angara*"), MulticastTimeout: 5 * time.Second, RepairExtra: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, err := s.Submit("t", client.JobRequest{Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut(s, broken)
+	transit, _ = s.Job(transit.ID)
+	broken, _ = s.Job(broken.ID)
+	if len(transit.TransitNodes) == 0 || broken.Routing != client.RouteBroken || broken.Unreachable == nil {
+		t.Fatalf("jobs: %+v\n%+v", transit, broken)
+	}
+	return s, tok, transit, broken
+}
+
+// jobNodeCounts returns how many transit nodes the running jobs hold,
+// and how many nodes the broken ones.
+func jobNodeCounts(s *Service) (transit, broken int) {
+	jobs, _ := s.Jobs(false)
+	for _, j := range jobs {
+		transit += len(j.TransitNodes)
+		if j.Routing == client.RouteBroken {
+			broken += len(j.Active) + len(j.TransitNodes)
+		}
+	}
+	return transit, broken
+}
+
+// checkCanvasSpace: the canvas's drawing is fitted (one side fills the
+// canvas, centred), torus:32x32x32's fills at least 78 % of it, and every
+// slice label drawn at the overview lies inside the canvas.
+func checkCanvasSpace(t *testing.T, spec string, num func(string) int, flag func(string) bool, str func(string) string) {
+	t.Helper()
+	fill := num(`(() => { const c = document.querySelector('#fabric-canvas'); return Math.round(100 * cv.L.w * cv.L.h * cv.scale ** 2 / (c.clientWidth * c.clientHeight)); })()`)
+	fitted := flag(`(() => { const c = document.querySelector('#fabric-canvas'), w = cv.L.w * cv.scale, h = cv.L.h * cv.scale;
+		return (w > .97 * c.clientWidth || h > .97 * c.clientHeight) && Math.abs(2 * cv.ox + w - c.clientWidth) < 2 && Math.abs(2 * cv.oy + h - c.clientHeight) < 2; })()`)
+	// torus:32x32x32's 32 slices in the 998x668 canvas: 8 by 4, 81 %
+	// (a square of 6 by 6 took 66 %, a third of the width unused).
+	if !fitted || spec == "torus:32x32x32" && fill < 78 {
+		t.Errorf("the drawing fills %d%% of the canvas (fitted and centred: %v): %s", fill, fitted, str(`JSON.stringify([document.querySelector('#fabric-canvas').clientWidth, document.querySelector('#fabric-canvas').clientHeight, cv.L.w, cv.L.h, cv.scale])`))
+	}
+	if strings.Count(spec, "x") >= 2 && !strings.HasPrefix(spec, "file:") {
+		labels := num(`cv.labelBoxes.length`)
+		inside := num(`(() => { const c = document.querySelector('#fabric-canvas');
+			return cv.labelBoxes.filter((b) => b[0] >= 0 && b[1] >= 0 && b[2] <= c.clientWidth && b[3] <= c.clientHeight).length; })()`)
+		if labels == 0 || inside != labels {
+			t.Errorf("%d slice labels drawn at the overview, %d inside the canvas", labels, inside)
+		}
+	}
+}
+
+// checkCanvasMarks: on the canvas, the selected multicast group shows its
+// tree, members (orange rings) and root (a black ring) at the overview;
+// transit nodes are lighter than active ones; the broken job's pair is
+// ringed in dark red at the overview; hover names the nearest node or
+// link at the overview. It leaves the overview without a group selected.
+func checkCanvasMarks(t *testing.T, ctx context.Context, s *Service, transit, broken *client.JobRecord, num func(string) int, str func(string) string) {
+	t.Helper()
+	// Clicked from the page's script: the periodic refresh renews the
+	// rows.
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(`#groups tbody tr`), chromedp.Evaluate[chromedp.Void](`document.querySelector('#groups tbody tr').click()`),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#fabric-canvas').dataset.root !== ""`)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.mc.get("g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := func(k string) string { return str(`document.querySelector('#fabric-canvas').dataset.` + k) }
+	if ds("tree") != strconv.Itoa(len(g.Edges)) || ds("members") != strconv.Itoa(len(g.Members)) || ds("root") != g.Root || len(g.Edges) == 0 {
+		t.Errorf("group %s drawn with %s tree links, %s members, root %q; it has %d, %d, %q", g.ID, ds("tree"), ds("members"), ds("root"), len(g.Edges), len(g.Members), g.Root)
+	}
+	// pixels counts the screen pixels within d of node name's place that
+	// pass test(r, g, b).
+	pixels := func(name string, d int, test string) int {
+		return num(`(() => {
+			const p = cv.L.pos[nodeIndex().get("` + name + `")], dpr = window.devicePixelRatio || 1, d = ` + strconv.Itoa(d) + `;
+			const x = Math.round(dpr * (p[0] * cv.scale + cv.ox)), y = Math.round(dpr * (p[1] * cv.scale + cv.oy));
+			const px = document.querySelector('#fabric-canvas').getContext('2d').getImageData(x - d, y - d, 2 * d + 1, 2 * d + 1).data;
+			let n = 0;
+			for (let i = 0; i < px.length; i += 4) { const r = px[i], g = px[i + 1], b = px[i + 2]; if (` + test + `) n++; }
+			return n;
+		})()`)
+	}
+	const orange, black, darkRed = `r > 220 && g > 80 && g < 150 && b < 60`, `r + g + b < 120`, `r > 140 && r < 205 && g < 40 && b > 12 && b < 64`
+	if n := pixels(g.Root, 12, black); n < 15 {
+		t.Errorf("root %s: %d black pixels round it at the overview", g.Root, n)
+	}
+	for _, m := range g.Members {
+		if n := pixels(m, 8, orange); n < 8 {
+			t.Errorf("member %s: %d orange pixels round it at the overview", m, n)
+		}
+	}
+	nt, nb := jobNodeCounts(s)
+	if ds("transit") != strconv.Itoa(nt) || ds("broken") != strconv.Itoa(nb) || ds("pairs") == "0" {
+		t.Errorf("canvas marks %s transit nodes, %s nodes of broken jobs, %s pairs", ds("transit"), ds("broken"), ds("pairs"))
+	}
+	for _, n := range *broken.Unreachable {
+		if c := pixels(n, 10, darkRed); c < 8 {
+			t.Errorf("broken job's node %s: %d dark red pixels round it at the overview", n, c)
+		}
+	}
+	// Hover at the overview: the nearest node (a point 3 pixels off node
+	// 0) or link (at its middle).
+	hover := func(pt string, dx, dy int) string {
+		return str(`(() => {
+			const cvs = document.querySelector('#fabric-canvas'), r = cvs.getBoundingClientRect(), p = ` + pt + `;
+			cvs.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + cvs.clientLeft + p[0] * cv.scale + cv.ox + ` + strconv.Itoa(dx) + `,
+				clientY: r.top + cvs.clientTop + p[1] * cv.scale + cv.oy + ` + strconv.Itoa(dy) + `, bubbles: true }));
+			return document.querySelector('#tip').hidden ? "" : document.querySelector('#tip').textContent;
+		})()`)
+	}
+	if tip := hover(`cv.L.pos[0]`, -3, -3); !strings.HasPrefix(tip, s.g.NodeName(0)+" ") {
+		t.Errorf("hover 3 pixels off node 0 at the overview: %q", tip)
+	}
+	if tip := hover(`linkMid(cv.L, fabric.links[0])`, 0, 0); !strings.HasPrefix(tip, s.g.LinkName(0)+" — ") {
+		t.Errorf("hover on link 0 at the overview: %q", tip)
+	}
+	// Zoomed in on a transit node and an active node of its job: the
+	// transit node's centre is lighter.
+	centre := func(name string) int {
+		return num(`(() => {
+			const p = cv.L.pos[nodeIndex().get("` + name + `")];
+			cv.scale = 48 / cv.L.cell; cv.ox = 200 - p[0] * cv.scale; cv.oy = 200 - p[1] * cv.scale; drawCanvas();
+			const dpr = window.devicePixelRatio || 1, d = document.querySelector('#fabric-canvas').getContext('2d').getImageData(Math.round(200 * dpr), Math.round(200 * dpr), 1, 1).data;
+			return d[0] + d[1] + d[2];
+		})()`)
+	}
+	if tr, ac := centre(transit.TransitNodes[0]), centre(transit.Active[0]); tr < 600 || ac > 560 {
+		t.Errorf("transit node %s's centre %d (r+g+b), active node %s's %d: want the transit one lighter", transit.TransitNodes[0], tr, transit.Active[0], ac)
+	}
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`selectedGroup = ""; renderLists(); cv.scale = 0; drawCanvas()`)); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -33,12 +33,12 @@ func Example() {
 		return
 	}
 	for _, e := range res.Jobs {
-		fmt.Println("job", e.ID, e.Result)
+		fmt.Println("job", e.ID, e.State)
 	}
 	now, _ := s.Job(j.ID)
-	fmt.Println("broken:", len(res.AffectedJobs), "reachable:", now.Reachable, "routing:", now.RoutingName())
+	fmt.Println("affected:", res.AffectedJobs, "broken:", len(res.BrokenJobs), "reachable:", now.Reachable, "routing:", now.RoutingName())
 	// Output:
 	// cg 8 nodes, deadlock-free: true
 	// job 1 rerouted
-	// broken: 0 reachable: true routing: rerouted
+	// affected: [1] broken: 0 reachable: true routing: rerouted
 }

@@ -92,7 +92,7 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch client.Fai
 		// The new fabric's metrics, in the background.
 		s.refreshMetrics()
 		// Multicast trees follow the fabric (under changeMu, so in order).
-		s.mc.fabricChanged(md.g, !ch.Repair)
+		res.Groups = s.mc.fabricChanged(md.g, !ch.Repair)
 		res.Unicast = s.refreshUnicast(md.g)
 	}
 	return res, err
@@ -267,7 +267,7 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 	table, routes, stats, err := s.routeJob(md, j)
 	if err == nil {
 		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
-		r.new, r.effect, r.routes = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted}, routes
+		r.new, r.effect, r.routes = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName()}, routes
 		return r
 	}
 	if works() {
@@ -280,7 +280,7 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 			c.TransitNodes = append(slices.Clone(j.TransitNodes), names(md.g, added)...)
 			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
 			c.Affected = append(slices.Clone(j.Affected), rc.label)
-			r.new, r.effect, r.routes = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, TransitAdded: names(md.g, added)}, routes
+			r.new, r.effect, r.routes = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName(), TransitAdded: names(md.g, added)}, routes
 			return r
 		}
 	}
@@ -293,7 +293,7 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 	}
 	c.Reachable, c.Routing = false, client.RouteBroken
 	c.Affected = append(slices.Clone(j.Affected), rc.label)
-	r.new, r.effect = &c, client.JobEffect{ID: j.ID, Result: client.RouteBroken, Problem: c.Problem, Unreachable: c.Unreachable}
+	r.new, r.effect = &c, client.JobEffect{ID: j.ID, Result: client.RouteBroken, State: c.RoutingName(), Problem: c.Problem, Unreachable: c.Unreachable}
 	return r
 }
 
@@ -461,7 +461,7 @@ func (s *Service) routeJob(md *model, j *client.JobRecord) (*routing.TableJSON, 
 // repairs added; after the commit only values are swapped in, under mu.
 func (s *Service) commitFailure(ctx context.Context, actor string, ch client.FailureChange, subject string, md *model, results map[int]recheckResult) (*client.FailureResult, error) {
 	res := &client.FailureResult{Change: ch, FailedLinks: md.rec.FailedLinks, FailedNodes: md.rec.FailedNodes,
-		AffectedJobs: []int{}, Jobs: []client.JobEffect{}}
+		AffectedJobs: []int{}, BrokenJobs: []int{}, Jobs: []client.JobEffect{}, Groups: []client.GroupEffect{}}
 	if res.FailedLinks == nil {
 		res.FailedLinks = []string{}
 	}
@@ -486,8 +486,9 @@ func (s *Service) commitFailure(ctx context.Context, actor string, ch client.Fai
 	for _, id := range ids {
 		e := results[id].effect
 		res.Jobs = append(res.Jobs, e)
+		res.AffectedJobs = append(res.AffectedJobs, id)
 		if e.Result == client.RouteBroken {
-			res.AffectedJobs = append(res.AffectedJobs, id)
+			res.BrokenJobs = append(res.BrokenJobs, id)
 		}
 	}
 	_, err = s.commit(ctx, actor, func(tx *store.Tx) error {
@@ -510,7 +511,7 @@ func (s *Service) commitFailure(ctx context.Context, actor string, ch client.Fai
 				return err
 			}
 		}
-		return tx.Log(actionName(ch), subject, map[string]any{"affected_jobs": res.AffectedJobs, "jobs": res.Jobs})
+		return tx.Log(actionName(ch), subject, map[string]any{"affected_jobs": res.AffectedJobs, "broken_jobs": res.BrokenJobs, "jobs": res.Jobs})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w (nothing changed)", err)
@@ -562,7 +563,7 @@ func (s *Service) nextFailureState(ch client.FailureChange, subject string, md *
 		c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
 		c.Affected = append(slices.Clone(old.Affected), actionName(ch)+" "+subject)
 		changed[id] = &c
-		results[id] = recheckResult{old: old, new: &c, effect: client.JobEffect{ID: id, Result: client.RouteBroken, Problem: c.Problem}}
+		results[id] = recheckResult{old: old, new: &c, effect: client.JobEffect{ID: id, Result: client.RouteBroken, State: c.RoutingName(), Problem: c.Problem}}
 	}
 	return next, nil
 }

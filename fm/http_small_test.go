@@ -3,6 +3,7 @@ package fm
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -226,5 +227,67 @@ func TestLargeAnswersGzip(t *testing.T) {
 	resp.Body.Close()
 	if !bytes.Equal(body, ft.FabricJSON()) {
 		t.Errorf("compact answer of a fat tree is not its full answer")
+	}
+}
+
+// TestFabricETag: GET /api/fabric (full and compact, plain and gzip),
+// /api/fabric/load and /api/jobs carry an ETag; asked again with it in
+// If-None-Match they answer 304 without a body while nothing changed,
+// and 200 with a new tag once a placement or a failure changed the
+// answer.
+func TestFabricETag(t *testing.T) {
+	s, tok := openTest(t, t.TempDir(), "torus:16x16x16", nil)
+	defer s.Close()
+	srv := httptest.NewServer(api.New(s, api.Options{}))
+	defer srv.Close()
+	get := func(path, accept, tag string) (int, string, int) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if accept != "" {
+			req.Header.Set("Accept-Encoding", accept)
+		}
+		if tag != "" {
+			req.Header.Set("If-None-Match", tag)
+		}
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("ETag"), len(body)
+	}
+	paths := []string{"/api/fabric", "/api/fabric?compact=1", "/api/fabric/load", "/api/jobs"}
+	tags := map[string]string{}
+	for _, p := range paths {
+		for _, accept := range []string{"", "gzip"} {
+			code, tag, n := get(p, accept, "")
+			if code != 200 || len(tag) < 10 || tag[0] != '"' || n == 0 {
+				t.Fatalf("GET %s (%q): %d, ETag %q, %d bytes", p, accept, code, tag, n)
+			}
+			if code, again, n := get(p, accept, tag); code != http.StatusNotModified || again != tag || n != 0 {
+				t.Errorf("GET %s (%q) with If-None-Match %s: %d, ETag %q, %d bytes", p, accept, tag, code, again, n)
+			}
+			tags[p+" "+accept] = tag
+		}
+	}
+	if tags["/api/fabric "] == tags["/api/fabric gzip"] || tags["/api/fabric "] == tags["/api/fabric?compact=1 "] {
+		t.Errorf("one tag for two representations: %v", tags)
+	}
+	if code, _, _ := get("/api/fabric", "", `"0123456789"`); code != 200 {
+		t.Errorf("another tag: %d", code)
+	}
+	if _, err := s.Submit("test", client.JobRequest{Nodes: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: "5.5.5+X"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		old := tags[p+" "]
+		if code, tag, n := get(p, "", old); code != 200 || tag == old || n == 0 {
+			t.Errorf("GET %s after a change with the old tag: %d, ETag %q, %d bytes", p, code, tag, n)
+		}
 	}
 }

@@ -752,7 +752,10 @@ func (m *mcast) tick(ctx context.Context) {
 // in the meantime it is done again (after three tries, under mu).
 //
 // lost says the change only failed a link or node (see rebuild).
-func (m *mcast) fabricChanged(g *topology.Graph, lost bool) {
+//
+// It returns what happened to each group whose tree or state moved, by
+// id.
+func (m *mcast) fabricChanged(g *topology.Graph, lost bool) []client.GroupEffect {
 	for round := 0; ; round++ {
 		m.mu.Lock()
 		ver, groups := m.ver, m.snapshot()
@@ -782,7 +785,16 @@ func (m *mcast) fabricChanged(g *topology.Graph, lost bool) {
 		}
 		m.install(rb)
 		m.mu.Unlock()
-		return
+		effects := make([]client.GroupEffect, 0, len(rb.moved))
+		for _, gr := range rb.moved {
+			e := client.GroupEffect{ID: gr.ID, NewRoot: gr.Root, State: gr.State, Links: len(gr.Edges), Reason: gr.Reason}
+			if old := groups[gr.ID]; old != nil {
+				e.OldRoot, e.OldState = old.Root, old.State
+			}
+			effects = append(effects, e)
+		}
+		sort.Slice(effects, func(i, j int) bool { return effects[i].ID < effects[j].ID })
+		return effects
 	}
 }
 

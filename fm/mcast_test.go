@@ -49,10 +49,25 @@ func TestFailureMovesOnlyTreesThatUsedIt(t *testing.T) {
 	if len(hit) < 2 {
 		t.Fatalf("busiest link %s is in %d trees", link, len(hit))
 	}
-	if _, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link}); err != nil {
+	res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link})
+	if err != nil {
 		t.Fatal(err)
 	}
 	after := s.mc.list()
+	// The answer names exactly the moved groups, with their old and new
+	// roots and the size of the new tree.
+	var said []string
+	for _, e := range res.Groups {
+		said = append(said, e.ID)
+		i := slices.IndexFunc(after, func(g client.GroupRecord) bool { return g.ID == e.ID })
+		if i < 0 || e.OldRoot != before[i].Root || e.NewRoot != after[i].Root || e.State != "Ready" || e.OldState != "Ready" ||
+			e.Links != len(after[i].Edges) {
+			t.Fatalf("group effect %+v; before %+v after %+v", e, before[i], after[i])
+		}
+	}
+	if fmt.Sprint(said) != fmt.Sprint(hit) {
+		t.Fatalf("the answer names groups %v; the link was in %v", said, hit)
+	}
 	moved := 0
 	for i, g := range after {
 		if g.State != "Ready" {

@@ -53,7 +53,8 @@ func failBetween(t *testing.T, extra int) (*Service, *client.JobRecord, *client.
 // transit allowed it is broken as before.
 func TestRepairAddsTransit(t *testing.T) {
 	s, j, res, dir := failBetween(t, 0)
-	if len(res.Jobs) != 1 || res.Jobs[0].Result != "rerouted" || len(res.Jobs[0].TransitAdded) == 0 || len(res.AffectedJobs) != 0 {
+	if len(res.Jobs) != 1 || res.Jobs[0].Result != "rerouted" || len(res.Jobs[0].TransitAdded) == 0 ||
+		res.Jobs[0].State != "rerouted" || !slices.Equal(res.AffectedJobs, []int{j.ID}) || len(res.BrokenJobs) != 0 {
 		t.Fatalf("failure result: %+v", res)
 	}
 	e := res.Jobs[0]

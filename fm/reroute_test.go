@@ -96,7 +96,7 @@ func TestFailureReroutesJobs(t *testing.T) {
 	// A failed active node breaks its job; migrate moves it.
 	victim := jobs[1]
 	res, err = s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: victim.Active[0]})
-	if err != nil || !slices.Contains(res.AffectedJobs, victim.ID) {
+	if err != nil || !slices.Contains(res.BrokenJobs, victim.ID) {
 		t.Fatalf("node failure: %+v %v", res, err)
 	}
 	vb, _ := s.Job(victim.ID)
@@ -129,7 +129,7 @@ func TestFailureReroutesJobs(t *testing.T) {
 
 	// Break another job, then repair: it is routed again first.
 	other := jobs[2]
-	if res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: other.Active[1]}); err != nil || !slices.Contains(res.AffectedJobs, other.ID) {
+	if res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: other.Active[1]}); err != nil || !slices.Contains(res.BrokenJobs, other.ID) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	res, err = s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: other.Active[1], Repair: true})
@@ -142,7 +142,7 @@ func TestFailureReroutesJobs(t *testing.T) {
 	checkJobsRouted(t, s)
 	// Leave one job broken on a failed node across the restart.
 	kept := jobs[3]
-	if res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: kept.Active[0]}); err != nil || !slices.Contains(res.AffectedJobs, kept.ID) {
+	if res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: kept.Active[0]}); err != nil || !slices.Contains(res.BrokenJobs, kept.ID) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	s.Close()

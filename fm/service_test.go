@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -183,8 +184,9 @@ func TestFailureAffectsJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.AffectedJobs) != 1 || res.AffectedJobs[0] != j.ID {
-		t.Fatalf("affected %v", res.AffectedJobs)
+	if len(res.AffectedJobs) != 1 || res.AffectedJobs[0] != j.ID || !slices.Equal(res.BrokenJobs, res.AffectedJobs) ||
+		len(res.Jobs) != 1 || res.Jobs[0].State != "broken" {
+		t.Fatalf("affected %v broken %v jobs %+v", res.AffectedJobs, res.BrokenJobs, res.Jobs)
 	}
 	ok, problem, _ := s.VerifyJob(j.ID)
 	if ok || problem == "" {
@@ -192,8 +194,9 @@ func TestFailureAffectsJobs(t *testing.T) {
 	}
 	// Repair: reachable again.
 	res, err = s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: j.Active[1], Repair: true})
-	if err != nil || len(res.AffectedJobs) != 0 {
-		t.Fatalf("repair: %v %v", res, err)
+	// The repair touches the job again: back on a table of its kind.
+	if err != nil || !slices.Equal(res.AffectedJobs, []int{j.ID}) || len(res.BrokenJobs) != 0 || res.Jobs[0].State != "ok" {
+		t.Fatalf("repair: %+v %v", res, err)
 	}
 	if ok, _, _ := s.VerifyJob(j.ID); !ok {
 		t.Fatal("verify failed after repair")

@@ -79,7 +79,6 @@ func newSchedExperimentCmd() *cobra.Command {
 		f.StringVar(&x.o.shard, "shard", "", "run part i/n of the work (0 ≤ i < n) for a job array; combine with icn sched merge")
 		f.StringVar(&x.o.plot, "plot", "", "write a chart to FILE (.svg or .png)")
 		f.Float64Var(&x.o.transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉")
-		f.BoolVarP(&x.o.quiet, "quiet", "q", false, "no progress on stderr")
 		exp.AddCommand(x.c)
 	}
 	solCmd.Flags().IntVar(&sol.sample, "sample", 1, "count the solutions at every k-th allocation attempt only")
@@ -413,7 +412,6 @@ func newSchedSimulateCmd() *cobra.Command {
 	f.StringVar(&o.plot, "plot", "", "draw utilization over time to FILE (.svg/.png) and the wait-time distribution to FILE-wait.svg/.png")
 	f.BoolVar(&o.strict, "strict", false, "fail on the first SWF problem instead of reporting it and skipping the line")
 	f.IntVar(&o.ppn, "procs-per-node", 1, "SWF processors per node")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	registerBudget(c, &o.budget, "time one node-selection decision may take")
 	return c
 }
@@ -678,7 +676,7 @@ func newAllocCmd() *cobra.Command {
 			return runAlloc(c.Context(), o, stdout(c))
 		},
 	}
-	o.topo.register(c, "topo", "torus:4x4x4x2")
+	o.topo.registerTorus(c, "topo", "torus:4x4x4x2")
 	o.out.register(c)
 	f := c.Flags()
 	f.IntVar(&o.nodes, "nodes", 0, "active nodes the job needs (required)")

@@ -16,11 +16,18 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // The test binary doubles as icn: with ICN_CLI_ARGS set (arguments joined
-// by \x1f) it runs main with them.
+// by \x1f) it runs main with them, and so it does when it is started by
+// the name icn (TestHelpExamples puts a link of that name on PATH).
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "icn" {
+		main()
+		os.Exit(0)
+	}
 	if a, ok := os.LookupEnv("ICN_CLI_ARGS"); ok {
 		os.Args = append([]string{"icn"}, strings.Split(a, "\x1f")...)
 		main()
@@ -32,7 +39,7 @@ func TestMain(m *testing.M) {
 func runICN(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "ICN_CLI_ARGS="+strings.Join(args, "\x1f"), "ICN_PROGRESS=0")
+	cmd.Env = append(os.Environ(), "ICN_CLI_ARGS="+strings.Join(args, "\x1f"), "ICN_PROGRESS=0", noRaceExitSleep())
 	cmd.Dir = dir
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -43,6 +50,13 @@ func runICN(t *testing.T, dir string, args ...string) (stdout, stderr string, co
 		t.Fatal(err)
 	}
 	return o.String(), e.String(), code
+}
+
+// noRaceExitSleep is the GORACE setting that spares a process of the
+// race-enabled test binary the race detector's second of sleep at exit
+// (atexit_sleep_ms, default 1000), keeping the caller's other settings.
+func noRaceExitSleep() string {
+	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
 }
 
 // TestBadInput: every malformed spec, unknown name, impossible request or
@@ -100,6 +114,8 @@ func TestBadInput(t *testing.T) {
 		{"alloc --topo torus:4x4 --nodes 2 --budget soon", `"soon" is not a duration`, 2},
 		{"sched simulate --budget 10", `"10" is not a duration`, 2},
 		{"serve --budget -5ms --check", "-5ms is negative", 2},
+		{"serve --db fm.db --addr 127.0.0.1:99999", "--addr 127.0.0.1:99999: not a listen address", 2},
+		{"serve --db fm.db --addr localhost", "--addr localhost: not a listen address", 2},
 		{"alloc --topo torus:8x8x8 --nodes 64 --budget 1ns", "no set found within 1ns (0 placements examined)", 3},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
@@ -254,5 +270,58 @@ func TestTopoFlagEverywhere(t *testing.T) {
 		if codeA != 0 || codeB != 0 || a != b || a == "" {
 			t.Errorf("%q and %q differ: %d %q / %d %q", pair[0], pair[1], codeA, errA, codeB, errB)
 		}
+	}
+}
+
+// One convention for every command: -q/--quiet is one flag of every
+// command (none shadows it), --json is the same flag wherever a command
+// prints a table, --topo is a string flag whose usage names a spec or a
+// file, and the version is asked for either way.
+func TestFlagConventions(t *testing.T) {
+	var walk func(c *cobra.Command)
+	seen := map[string]int{}
+	walk = func(c *cobra.Command) {
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+		if !c.Runnable() {
+			return
+		}
+		if c.LocalNonPersistentFlags().Lookup("quiet") != nil {
+			t.Errorf("%s: a --quiet of its own", c.CommandPath())
+		}
+		if q := c.Flags().ShorthandLookup("q"); q == nil || q.Name != "quiet" {
+			t.Errorf("%s: -q is %v", c.CommandPath(), q)
+		}
+		if f := c.Flags().Lookup("json"); f != nil {
+			seen["json"]++
+			if f.Value.Type() != "bool" || f.Usage != "print exact JSON instead of a table" {
+				t.Errorf("%s: --json is a %s: %q", c.CommandPath(), f.Value.Type(), f.Usage)
+			}
+		}
+		if f := c.Flags().Lookup("topo"); f != nil {
+			seen["topo"]++
+			if f.Value.Type() != "string" || !strings.Contains(f.Usage, ":") {
+				t.Errorf("%s: --topo is a %s: %q", c.CommandPath(), f.Value.Type(), f.Usage)
+			}
+			// A command that needs a torus gives no other kind as its
+			// example.
+			if strings.HasPrefix(f.Usage, "torus or mesh") && strings.Contains(f.Usage, "dragonfly") {
+				t.Errorf("%s: --topo: %q", c.CommandPath(), f.Usage)
+			}
+		}
+		if f := c.Flags().Lookup("count"); f != nil && f.Deprecated == "" {
+			t.Errorf("%s: --count names what is --member-count elsewhere", c.CommandPath())
+		}
+	}
+	walk(newRootCmd())
+	if seen["json"] < 30 || seen["topo"] < 15 {
+		t.Errorf("--json on %d commands, --topo on %d", seen["json"], seen["topo"])
+	}
+	dir := t.TempDir()
+	a, _, codeA := runICN(t, dir, "--version")
+	b, _, codeB := runICN(t, dir, "version")
+	if codeA != 0 || codeB != 0 || a != b || !regexp.MustCompile(`^icn \S+ commit \S+( \(\S+\))? go1\.\S+\n$`).MatchString(a) {
+		t.Errorf("--version %q (exit %d), version %q (exit %d)", a, codeA, b, codeB)
 	}
 }

@@ -48,7 +48,20 @@ type topoFlags struct {
 }
 
 func (t *topoFlags) register(c *cobra.Command, name, def string) {
-	c.Flags().StringVar(&t.spec, name, def, "network: a spec (e.g. torus:4x4x4, dragonfly:a=4,p=2,h=2) or file:PATH (JSON/YAML/ibnetdiscover)")
+	c.Flags().StringVar(&t.spec, name, def, topoUsage)
+	t.registerFaults(c)
+}
+
+// The --topo flag's usage: any network, or (registerTorus) a torus or
+// mesh, with examples the command takes.
+const (
+	topoUsage      = "network: a spec (e.g. torus:4x4x4, dragonfly:a=4,p=2,h=2) or file:PATH (JSON/YAML/ibnetdiscover)"
+	topoTorusUsage = "torus or mesh: a spec (e.g. torus:4x4x4, torus:8x8:mesh=Y) or file:PATH (JSON/YAML with coordinates)"
+)
+
+// registerTorus is register for a command that needs a torus or mesh.
+func (t *topoFlags) registerTorus(c *cobra.Command, name, def string) {
+	c.Flags().StringVar(&t.spec, name, def, topoTorusUsage)
 	t.registerFaults(c)
 }
 

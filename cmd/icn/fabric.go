@@ -40,7 +40,7 @@ func newFabricAuditCmd() *cobra.Command {
 		Use:   "audit",
 		Short: "Audit forwarding tables (opensm-lfts.dump, e.g. from OpenSM) for a fabric: reachability, path lengths, link loads, deadlock",
 		Example: `  icn fabric audit --topo net.ibnet --lft opensm-lfts.dump
-  icn fabric audit --topo fattree:k=4,n=3 --lft lfts.dump --json --check`,
+  icn fabric route --topo fattree:k=4,n=3 --engine ftree --lft-out lfts.dump && icn fabric audit --topo fattree:k=4,n=3 --lft lfts.dump --json --check`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.stderr = c.ErrOrStderr()

@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/icn-hpc/icn/internal/atomicfile"
+	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -28,6 +29,17 @@ func newRootCmd() *cobra.Command {
 		Short:         "Interconnection networks for supercomputers: design, route, place, simulate",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(),
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	// The flags every command shares.
+	root.PersistentFlags().BoolVarP(&cli.Quiet, "quiet", "q", false, "no progress on stderr")
+	// Any command that takes over 2 s says so on stderr, a line every few
+	// seconds, unless it reports its own progress or is a service.
+	root.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		if c.Annotations[annHeartbeat] != "off" {
+			stopHeartbeat = cli.Heartbeat(c.CommandPath())
+		}
 	}
 	// A flag that does not parse is bad input: exit status 2, like an
 	// unknown command.
@@ -50,7 +62,18 @@ func newRootCmd() *cobra.Command {
 		newAllocCmd(),
 		newSchedCmd(),
 		newSlurmCmd(),
+		newVersionCmd(),
 	)
+	// No heartbeat for what runs until stopped or prints its program's
+	// output.
+	for _, path := range [][]string{{"serve"}, {"fabric", "watch"}, {"slurm", "agent"}, {"shmem", "run"}} {
+		if c, _, err := root.Find(path); err == nil && c.Name() == path[len(path)-1] {
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[annHeartbeat] = "off"
+		}
+	}
 	markOutputs(root)
 	return root
 }
@@ -79,12 +102,22 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 
+// annHeartbeat is the annotation that turns the heartbeat off ("off") for
+// a command that runs until stopped (a service, an agent, a watch) or
+// whose output is its program's.
+const annHeartbeat = "heartbeat"
+
+// stopHeartbeat stops the running command's heartbeat (cli.Heartbeat).
+var stopHeartbeat = func() {}
+
 func main() {
 	root := newRootCmd()
 	for _, c := range root.Commands() {
 		strictGroups(c)
 	}
-	if err := root.Execute(); err != nil {
+	err := root.Execute()
+	stopHeartbeat()
+	if err != nil {
 		msg := err.Error()
 		fmt.Fprintln(os.Stderr, "icn: "+oneLine(msg))
 		os.Exit(exitCode(err))

@@ -71,7 +71,6 @@ Workloads (--groups):
 	f.StringVar(&o.treesOut, "trees-out", "", "write every group's root, members and tree edges (node-name pairs) as JSON to FILE")
 	f.StringVar(&o.plotPath, "plot", "", "write a histogram of link EFI per engine to FILE (.svg or .png)")
 	f.IntVar(&o.workers, "workers", 0, "goroutines for the min-hop table (0 = all cores)")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	c.AddCommand(newMcastHopsCmd(), newMcastExperimentCmd(), newMcastVerifyCmd(), newMcastProtocolCmd(), newMcastSimulateCmd())
 	c.AddCommand(mcastClientCmds()...)
 	return c
@@ -330,7 +329,6 @@ func newMcastExperimentCmd() *cobra.Command {
 	f.StringVar(&o.mapSpec, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
 	f.StringVar(&o.plotPath, "plot", "", "bar chart of max EFI per workload and engine (.svg or .png)")
 	f.IntVar(&o.workers, "workers", 0, "goroutines for the min-hop tables (0 = all cores)")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	return c
 }
 
@@ -376,8 +374,9 @@ func runMcastExperiment(_ context.Context, o mcastExperimentOptions, w io.Writer
 	var exps []*multicast.Experiment
 	for _, f := range fabrics {
 		ex, err := multicast.RunExperimentWith(f, as, o.seed, o.workers, mp, func(line string) {
-			if !o.quiet {
+			if !o.quiet && !cli.Quiet {
 				fmt.Fprintln(os.Stderr, line)
+				cli.Reported()
 			}
 		})
 		if err != nil {

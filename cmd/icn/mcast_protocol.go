@@ -58,7 +58,6 @@ lost against the loss rate with and without retries.`,
 	c.Flags().DurationVar(&o.backoff, "backoff", 100*time.Millisecond, "wait before the first resend; doubles after every loss")
 	c.Flags().Uint64Var(&o.seed, "seed", 1, "seed for request order, losses and the random mapping")
 	c.Flags().StringVar(&o.mapping, "map", "linear", "process-to-node mapping: "+multicast.MappingUsage)
-	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	return c
 }
 

@@ -106,7 +106,6 @@ groups (EFI = groups), as in the seed's EFI experiment.`,
 	c.Flags().Float64Var(&o.linkGbps, "link-gbps", 0, "link data rate in Gb/s: sets the cycle to flit-bytes·8/rate ns (0 = cycles only)")
 	c.Flags().BoolVar(&o.closedLoop, "closed-loop", false, "a sender's next message waits until its previous one reached the whole group")
 	c.Flags().StringVar(&o.sharedTree, "shared-tree", "", "every group uses one tree over: union (all groups' members) or all (every end node)")
-	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	return c
 }
 

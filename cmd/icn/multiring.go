@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/icn-hpc/icn/internal/cli"
@@ -127,9 +128,13 @@ func runMultiringSearch(_ context.Context, o multiringSearchOptions, w io.Writer
 		return fmt.Errorf("--top %d out of range 1..1000", o.top)
 	}
 	bar := cli.NewProgress(1000, "searching", false)
+	// The search's workers report concurrently.
+	var mu sync.Mutex
 	last := 0
 	so.Report = func(done, total int64) {
 		v := int(1000 * done / max(total, 1))
+		mu.Lock()
+		defer mu.Unlock()
 		if v > last {
 			bar.Add(v - last)
 			last = v

@@ -39,7 +39,7 @@ type routeSetFlags struct {
 }
 
 func (f *routeSetFlags) register(c *cobra.Command) {
-	f.tf.register(c, "topo", "")
+	f.tf.registerTorus(c, "topo", "")
 	c.Flags().StringVar(&f.rules, "rules", "angara*", "routing rule: dor, dirbit, angara-, angara or angara*")
 	c.Flags().StringVar(&f.order, "order", "", "direction order, e.g. +X,+Y,+Z,-X,-Y,-Z (default: all positive, then all negative)")
 	c.Flags().StringVar(&f.active, "active", "", "active nodes: coordinates 0.1.3, ranges 0-1.*.2, comma-separated, or @FILE (default: every live node)")
@@ -152,7 +152,6 @@ may deadlock), angara* (R_A*). See docs/routing.md.`,
 	f.IntVar(&o.show, "show", 20, "routes listed in the table view (-1 = all)")
 	f.IntVar(&o.workers, "workers", 0, "goroutines for the BFS rounds and the verification (0 = all cores; the table does not depend on it)")
 	f.BoolVar(&o.exactOrder, "exact-order", false, "take BFS sources in exactly the sequential order on sets above 1 024 active nodes too (one more distance search per source)")
-	f.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	c.AddCommand(newRouteCheckCmd())
 	return c
 }
@@ -546,7 +545,6 @@ and angara* and the gain, next to the seed's 4.9 % / 8.2 % / 34 %.`,
 	f.BoolVar(&o.quick, "quick", false, "a small run: N ≤ 32, 2 trials, sorted shapes")
 	f.IntVar(&o.fault.Workers, "workers", 0, "goroutines (0 = all cores)")
 	f.StringVar(&o.plotPath, "plot", "", "write a chart of the gains (.svg or .png)")
-	f.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	return c
 }
 
@@ -644,7 +642,6 @@ worse than the baseline on average, 30 at most.`,
 	f.BoolVar(&o.quick, "quick", false, "a small run: N ≤ 32, sorted shapes")
 	f.IntVar(&o.balance.Workers, "workers", 0, "goroutines (0 = all cores)")
 	f.StringVar(&o.plotPath, "plot", "", "write a chart of the balance factors (.svg or .png)")
-	f.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	return c
 }
 

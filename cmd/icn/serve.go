@@ -112,7 +112,7 @@ mode 0600 by the first start) and must be started with the same --topo and --rul
 	f.BoolVar(&o.lftKeepRepairs, "lft-keep-repairs", false, "sssp, dfsssp: keep the tables a failure's repair gives (only broken routes moved) instead of replacing them with a full computation in the background (which moves most routes)")
 	f.StringVar(&o.lftHook, "lft-hook", "", "shell command run after every replacement of --lft-out, with ICN_LFT set to its path (for example 'kill -HUP $(pidof opensm)': OpenSM 3.3 reloads the file on SIGHUP)")
 	f.IntVar(&o.repairExtra, "repair-extra", fm.DefaultRepairExtra, "transit nodes beyond its own allowance a job may gain when a failure leaves its nodes without a legal route (0: none)")
-	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise)")
+	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise, 2 if --db names no file)")
 	f.BoolVar(&o.rotateToken, "rotate-token", false, "replace the API token (token file and stored hash) and print the new one")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); serve HTTPS")
 	f.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
@@ -209,6 +209,9 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return &exitError{code: 2, err: fmt.Errorf("give both --tls-cert and --tls-key, or neither")}
+	}
+	if err := checkListenAddr(o.addr); err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	tls := o.tlsCert != ""
 	if !tls && !o.insecure && !loopbackAddr(o.addr) {
@@ -328,6 +331,20 @@ func serveUntilSignal(ctx context.Context, svc *fm.Service, srv *http.Server, ln
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
 	return srv.Shutdown(sctx)
+}
+
+// checkListenAddr refuses a listen address that no listen could take: no
+// port, or a port out of range or unknown (a flag value: exit 2, where a
+// listen that fails on a good address is the environment's, 3).
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
+		return fmt.Errorf("--addr %s: not a listen address HOST:PORT (%v)", addr, err)
+	}
+	return nil
 }
 
 // loopbackAddr reports whether a listen address is loopback only.
@@ -499,18 +516,82 @@ func runFabricFailure(ctx context.Context, o fabricFailureOptions, w io.Writer) 
 		return err
 	}
 	return o.cl.print(w, res, func(w io.Writer) error {
-		var rerouted []string
-		for _, e := range res.Jobs {
-			switch {
-			case e.Result == client.RouteRerouted && len(e.TransitAdded) > 0:
-				rerouted = append(rerouted, fmt.Sprintf("%d (transit +%d: %s)", e.ID, len(e.TransitAdded), strings.Join(e.TransitAdded, " ")))
-			case e.Result == client.RouteRerouted:
-				rerouted = append(rerouted, strconv.Itoa(e.ID))
-			}
-		}
-		return cli.KV(w, "failed links", strings.Join(res.FailedLinks, " "), "failed nodes", strings.Join(res.FailedNodes, " "),
-			"jobs affected", fmt.Sprint(res.AffectedJobs), "jobs rerouted", "["+strings.Join(rerouted, ", ")+"]")
+		return writeFailureResult(w, &res)
 	})
+}
+
+// writeFailureResult prints a failure change's answer as text: the
+// fabric's failures, then one line per job it touched and per multicast
+// group whose tree it moved.
+func writeFailureResult(w io.Writer, res *client.FailureResult) error {
+	none := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	if err := cli.KV(w, "failed links", none(strings.Join(res.FailedLinks, " ")), "failed nodes", none(strings.Join(res.FailedNodes, " ")),
+		"jobs affected", len(res.Jobs), "groups moved", len(res.Groups)); err != nil {
+		return err
+	}
+	if len(res.Jobs) > 0 {
+		fmt.Fprintln(w)
+		t := cli.NewTable("job", "now", "what happened")
+		for _, e := range res.Jobs {
+			t.Row(e.ID, jobEffectState(e), jobEffectText(e))
+		}
+		if err := t.Write(w); err != nil {
+			return err
+		}
+	}
+	if len(res.Groups) > 0 {
+		fmt.Fprintln(w)
+		t := cli.NewTable("group", "old root", "new root", "state", "what happened")
+		for _, e := range res.Groups {
+			t.Row(e.ID, none(e.OldRoot), none(e.NewRoot), e.State, groupEffectText(e))
+		}
+		return t.Write(w)
+	}
+	return nil
+}
+
+// jobEffectState is the job's routing state after the change (answers of
+// older services carry only the result).
+func jobEffectState(e client.JobEffect) string {
+	if e.State != "" {
+		return e.State
+	}
+	return string(e.Result)
+}
+
+// jobEffectText says in words what a failure change did to a job.
+func jobEffectText(e client.JobEffect) string {
+	switch {
+	case e.Result == client.RouteBroken && e.Unreachable != nil:
+		return fmt.Sprintf("no legal route from %s to %s inside its nodes: migrate it", e.Unreachable[0], e.Unreachable[1])
+	case e.Result == client.RouteBroken:
+		return e.Problem
+	case len(e.TransitAdded) > 0:
+		return fmt.Sprintf("new table, %d free node(s) added as transit: %s", len(e.TransitAdded), strings.Join(e.TransitAdded, " "))
+	case e.State == "ok":
+		return "new table of its original kind (no failure left among its nodes)"
+	}
+	return "new table on its own nodes"
+}
+
+// groupEffectText says in words what a failure change did to a group.
+func groupEffectText(e client.GroupEffect) string {
+	switch {
+	case e.Reason != "":
+		return e.Reason
+	case e.NewRoot == "":
+		return "no tree"
+	case e.OldRoot == "":
+		return fmt.Sprintf("tree of %d links computed", e.Links)
+	case e.OldRoot != e.NewRoot:
+		return fmt.Sprintf("tree moved to a new root (%d links)", e.Links)
+	}
+	return fmt.Sprintf("tree computed again on the same root (%d links)", e.Links)
 }
 
 // fabricStatusOptions are the flags of icn fabric status.
@@ -759,7 +840,11 @@ func newMcastMemberCmd(op string) *cobra.Command {
 	}
 	c.Flags().StringVar(&o.group, "group", "", "group id")
 	c.Flags().StringVar(&o.member, "member", "", "member node name")
-	c.Flags().IntVar(&o.count, "count", 0, "members the group will have (required on join)")
+	// member_count in the API, --member-count here, "member count" on the
+	// page; --count is its former name.
+	c.Flags().IntVar(&o.count, "member-count", 0, "members the group will have (required on join; the API's member_count)")
+	c.Flags().IntVar(&o.count, "count", 0, "former name of --member-count")
+	c.Flags().MarkDeprecated("count", "use --member-count")
 	c.MarkFlagRequired("group")
 	c.MarkFlagRequired("member")
 	o.cl.register(c)
@@ -805,7 +890,7 @@ func runMcastGroups(ctx context.Context, o mcastGroupsOptions, w io.Writer) erro
 		return err
 	}
 	return o.cl.print(w, gs, func(w io.Writer) error {
-		t := cli.NewTable("GROUP", "STATE", "MEMBERS", "COUNT", "ROOT", "HEIGHT", "EDGES")
+		t := cli.NewTable("GROUP", "STATE", "JOINED", "MEMBER COUNT", "ROOT", "HEIGHT", "EDGES")
 		for _, g := range gs {
 			t.Row(g.ID, g.State, len(g.Members), g.MemberCount, g.Root, g.Height, len(g.Edges))
 		}
@@ -832,7 +917,7 @@ func writeJob(w io.Writer, j *client.JobRecord) error {
 }
 
 func writeGroup(w io.Writer, g *client.GroupRecord) error {
-	return cli.KV(w, "group", g.ID, "state", g.State, "members", fmt.Sprintf("%d of %d", len(g.Members), g.MemberCount),
+	return cli.KV(w, "group", g.ID, "state", g.State, "members joined", fmt.Sprintf("%d of %d (member count)", len(g.Members), g.MemberCount),
 		"root", g.Root, "tree height", g.Height, "tree edges", len(g.Edges))
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,13 +49,21 @@ func TestJobClientCommands(t *testing.T) {
 	run(&j, "job", "submit", "--nodes", "3")
 	var res client.FailureResult
 	run(&res, "fabric", "fail-node", j.Active[0])
-	if len(res.AffectedJobs) != 1 || res.Jobs[0].Result != "broken" {
+	if len(res.AffectedJobs) != 1 || len(res.BrokenJobs) != 1 || res.Jobs[0].Result != "broken" || res.Jobs[0].Unreachable == nil && res.Jobs[0].Problem == "" {
 		t.Fatalf("failure: %+v", res)
 	}
 	var m client.JobRecord
 	run(&m, "job", "migrate", "1")
 	if m.Routing != "migrated" || slices.Contains(m.Active, j.Active[0]) || slices.Contains(m.TransitNodes, j.Active[0]) {
 		t.Fatalf("migrate: %+v", m)
+	}
+	// The table answer names the job and what happened in words, not as
+	// a Go list.
+	textCl := slices.DeleteFunc(slices.Clone(cl), func(a string) bool { return a == "--json" })
+	o, e, code := runICN(t, dir, append([]string{"fabric", "fail-node", m.Active[1]}, textCl...)...)
+	if code != 0 || !regexp.MustCompile(`(?m)^jobs affected +1$`).MatchString(o) ||
+		!regexp.MustCompile(`(?m)^1 +broken +node `+regexp.QuoteMeta(m.Active[1])+` of the job has failed`).MatchString(o) || strings.Contains(o, "[") {
+		t.Fatalf("fail-node (text): exit %d: %s%s", code, o, e)
 	}
 	// Larger than the fabric: the answer is a bad request (exit 2), at
 	// once, with no budget estimate.

@@ -69,7 +69,6 @@ func (f *simFlags) register(c *cobra.Command) {
 	fl.Uint64Var(&f.seed, "seed", d.Seed, "random seed (same seed, same output)")
 	fl.IntVar(&f.workers, "workers", 0, "goroutines (0 = all cores)")
 	fl.BoolVar(&f.force, "force", false, "simulate configurations that are not shown deadlock-free (deadlocks are then detected and reported)")
-	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fl.StringVar(&f.plot, "plot", "", "write the latency-vs-load chart to FILE (.svg or .png)")
 }
 
@@ -582,7 +581,6 @@ func newSimValidateCmd() *cobra.Command {
 	}
 	o.out.register(c)
 	c.Flags().BoolVar(&o.quick, "quick", false, "shorter runs (coarser, for a smoke test)")
-	c.Flags().BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	c.Flags().Uint64Var(&o.seed, "seed", 1, "random seed")
 	c.Flags().IntVar(&o.workers, "workers", 0, "goroutines (0 = all cores)")
 	return c

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,10 +79,10 @@ type API struct {
 	o   Options
 	m   *metrics
 	mux *http.ServeMux
-	// gz keeps the gzip form of the latest large kept answer of each
-	// endpoint (writeKept).
+	// gz keeps the entity tag and gzip form of the latest kept answer of
+	// each endpoint (writeKept).
 	gzMu sync.Mutex
-	gz   map[string]*gzAnswer
+	gz   map[string]*keptAnswer
 }
 
 // apiHandler serves one API endpoint: the value to answer with and its
@@ -99,7 +101,7 @@ type apiError struct {
 
 // New builds the HTTP API of a fabric manager.
 func New(svc Backend, o Options) *API {
-	a := &API{svc: svc, o: o, mux: http.NewServeMux(), gz: map[string]*gzAnswer{}}
+	a := &API{svc: svc, o: o, mux: http.NewServeMux(), gz: map[string]*keptAnswer{}}
 	a.m = newMetrics(svc)
 	svc.ObserveAllocations(func(seconds float64, cut bool) {
 		a.m.allocation.Observe(seconds)
@@ -180,7 +182,7 @@ func (a *API) handleFabric(w http.ResponseWriter, r *http.Request) (any, int, er
 	} else {
 		data = a.svc.FabricJSON()
 	}
-	a.writeKept(w, r, "fabric", data)
+	a.writeKept(w, r, "fabric?compact="+r.URL.Query().Get("compact"), data)
 	return nil, http.StatusOK, errWritten
 }
 
@@ -698,32 +700,59 @@ func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter 
 // 38.5 MB, 7.2 MB compressed in about 0.2 s, once per version).
 const gzipFrom = 1 << 20
 
-// gzAnswer is the gzip form of a kept answer: data is the answer the
-// backend kept (the same slice while its version lasts), once makes the
-// compressed form once for every reader of that version.
-type gzAnswer struct {
-	data []byte
-	once sync.Once
-	gz   []byte
+// keptAnswer is what writeKept derives once from a kept answer: data is
+// the answer the backend kept (the same slice while its version lasts);
+// its entity tag and its gzip form are made once for every reader of that
+// version.
+type keptAnswer struct {
+	data     []byte
+	tagOnce  sync.Once
+	tag      string // quoted, without the "-gz" of the compressed form
+	gzipOnce sync.Once
+	gz       []byte
+}
+
+// entityTag is the answer's ETag: a digest of its bytes (the same bytes,
+// the same tag, across restarts and instances).
+func (k *keptAnswer) entityTag() string {
+	k.tagOnce.Do(func() {
+		sum := sha256.Sum256(k.data)
+		k.tag = hex.EncodeToString(sum[:12])
+	})
+	return k.tag
 }
 
 // writeKept writes an answer the backend keeps per version (FabricJSON,
-// LoadsJSON, JobsJSON): gzip-compressed when it is large and the client
-// accepts gzip, the compressed form kept per endpoint while the answer
-// stays the same.
+// LoadsJSON, JobsJSON) with an ETag, or 304 Not Modified without a body
+// to a request whose If-None-Match names it (the page polls every 3 s:
+// an unchanged 98 304-node fabric is not sent again); gzip-compressed
+// when it is large and the client accepts gzip, the compressed form kept
+// per endpoint while the answer stays the same.
 func (a *API) writeKept(w http.ResponseWriter, r *http.Request, endpoint string, data []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Add("Vary", "Accept-Encoding")
-	if len(data) >= gzipFrom && acceptsGzip(r) {
-		a.gzMu.Lock()
-		e := a.gz[endpoint]
-		if e == nil || len(e.data) != len(data) || &e.data[0] != &data[0] {
-			e = &gzAnswer{data: data}
-			a.gz[endpoint] = e
-		}
-		a.gzMu.Unlock()
-		e.once.Do(func() {
+	// A cache may keep the answer but must ask again before using it.
+	h.Set("Cache-Control", "no-cache")
+	a.gzMu.Lock()
+	e := a.gz[endpoint]
+	if e == nil || len(e.data) != len(data) || len(data) > 0 && &e.data[0] != &data[0] {
+		e = &keptAnswer{data: data}
+		a.gz[endpoint] = e
+	}
+	a.gzMu.Unlock()
+	tag := e.entityTag()
+	gz := len(data) >= gzipFrom && acceptsGzip(r)
+	if gz {
+		tag += "-gz" // another representation, another tag
+	}
+	h.Set("ETag", `"`+tag+`"`)
+	if noneMatch(r.Header.Get("If-None-Match"), e.tag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if gz {
+		e.gzipOnce.Do(func() {
 			var b bytes.Buffer
 			zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
 			zw.Write(e.data)
@@ -736,6 +765,18 @@ func (a *API) writeKept(w http.ResponseWriter, r *http.Request, endpoint string,
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(data)
+}
+
+// noneMatch reports whether an If-None-Match header names the answer
+// whose tag is tag (in either representation, weak or strong, or "*").
+func noneMatch(header, tag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == `"`+tag+`"` || t == `"`+tag+`-gz"` {
+			return true
+		}
+	}
+	return false
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding takes gzip.

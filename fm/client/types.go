@@ -265,7 +265,13 @@ type JobEffect struct {
 	// after a repair, the job's original kind of table again once no
 	// failure is left among its nodes: JobRecord.Routing says which) or
 	// RouteBroken (no table possible on its nodes: migrate it).
-	Result      RouteState `json:"result"`
+	Result RouteState `json:"result"`
+	// State is the job's routing state after the change, as
+	// JobRecord.RoutingName names it: "ok" (a repair gave it back a
+	// table of its original kind),
+	// "rerouted", "broken" or "migrated" (a migrated job whose table a
+	// repair re-balanced keeps that state).
+	State       string     `json:"state"`
 	Problem     string     `json:"problem,omitempty"`
 	Unreachable *[2]string `json:"unreachable,omitempty"`
 	// TransitAdded names the free nodes a rerouted job gained as transit
@@ -274,14 +280,36 @@ type JobEffect struct {
 	TransitAdded []string `json:"transit_added,omitempty"`
 }
 
+// GroupEffect is what a failure change did to one multicast group: its
+// tree was computed again (a new root, or the same root with other
+// links) or the group could not keep its members (State "Destroying",
+// Reason).
+type GroupEffect struct {
+	ID       string `json:"id"`
+	OldRoot  string `json:"old_root,omitempty"`
+	NewRoot  string `json:"new_root,omitempty"`
+	OldState string `json:"old_state"`
+	State    string `json:"state"`
+	// Links is the number of links of the new tree (0 without one).
+	Links  int    `json:"links"`
+	Reason string `json:"reason,omitempty"`
+}
+
 // FailureResult reports the effect of a failure change.
 type FailureResult struct {
 	Change      FailureChange `json:"change"`
 	FailedLinks []string      `json:"failed_links"`
 	FailedNodes []string      `json:"failed_nodes"`
-	// AffectedJobs lists the jobs left without a working table (broken).
-	AffectedJobs []int       `json:"affected_jobs"`
-	Jobs         []JobEffect `json:"jobs"`
+	// AffectedJobs lists every running job the change touched (a new
+	// table or broken), by id; Jobs says what happened to each.
+	AffectedJobs []int `json:"affected_jobs"`
+	// BrokenJobs lists those left without a working table (migrate
+	// them).
+	BrokenJobs []int       `json:"broken_jobs"`
+	Jobs       []JobEffect `json:"jobs"`
+	// Groups lists the multicast groups whose tree or state the change
+	// moved.
+	Groups []GroupEffect `json:"groups"`
 	// Unicast is the unicast tables' status on the new fabric
 	// (Config.Unicast).
 	Unicast *UnicastStatus `json:"unicast,omitempty"`

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -127,16 +129,28 @@ func Duration(d time.Duration) string {
 	return d.String()
 }
 
-// Progress is a progress bar on stderr; it prints nothing when quiet or when
-// stderr is not a terminal and ICN_PROGRESS is unset (so logs stay clean).
+// Quiet silences every progress report (icn's -q/--quiet, a flag of every
+// command).
+var Quiet bool
+
+// Progress reports a long run's progress on stderr: a bar on a terminal;
+// elsewhere (a log, a pipe) one line every few seconds once the run took
+// 2 s. ICN_PROGRESS=0 silences it, ICN_PROGRESS=1 draws the bar on any
+// stderr.
 type Progress struct {
-	bar *progressbar.ProgressBar
+	bar   *progressbar.ProgressBar
+	lines *lineProgress
+	once  sync.Once
 }
 
-// NewProgress starts a bar for total steps with a description.
+// NewProgress starts a report of total steps (-1: unknown) with a
+// description.
 func NewProgress(total int, desc string, quiet bool) *Progress {
-	if quiet || !stderrWanted() {
+	switch {
+	case quiet || Quiet || progressMode() == progressOff:
 		return &Progress{}
+	case progressMode() == progressLines:
+		return &Progress{lines: startLines(desc, total)}
 	}
 	bar := progressbar.NewOptions(total,
 		progressbar.OptionSetWriter(os.Stderr),
@@ -147,27 +161,151 @@ func NewProgress(total int, desc string, quiet bool) *Progress {
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
+	reporting.Add(1)
 	return &Progress{bar: bar}
 }
 
-func stderrWanted() bool {
+const (
+	progressOff = iota
+	progressBar
+	progressLines
+)
+
+// progressMode is how progress is reported: ICN_PROGRESS if set (0 off,
+// anything else a bar), else a bar on a terminal and lines elsewhere.
+func progressMode() int {
 	if v := os.Getenv("ICN_PROGRESS"); v != "" {
-		return v != "0"
+		if v == "0" {
+			return progressOff
+		}
+		return progressBar
 	}
-	fi, err := os.Stderr.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		return progressBar
+	}
+	return progressLines
 }
 
-// Add advances the bar; safe for concurrent use.
+// reporting counts the progress reports running, lastReport is when a
+// command last printed a progress line of its own (Reported): a Heartbeat
+// keeps silent while one runs or after such a line.
+var (
+	reporting  atomic.Int32
+	lastReport atomic.Int64 // UnixNano
+)
+
+// Reported tells the Heartbeat that the command has just printed a
+// progress line of its own.
+func Reported() { lastReport.Store(time.Now().UnixNano()) }
+
+// Progress lines: the first after lineFirst, then every lineEvery.
+var lineFirst, lineEvery = 2 * time.Second, 5 * time.Second
+
+// lineProgress prints a line of progress every few seconds.
+type lineProgress struct {
+	desc  string
+	total int64
+	n     atomic.Int64
+	start time.Time
+	stop  chan struct{}
+	done  sync.WaitGroup
+}
+
+func startLines(desc string, total int) *lineProgress {
+	l := &lineProgress{desc: desc, total: int64(total), start: time.Now(), stop: make(chan struct{})}
+	reporting.Add(1)
+	l.done.Add(1)
+	go func() {
+		defer l.done.Done()
+		t := time.NewTimer(lineFirst)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+			}
+			fmt.Fprintln(os.Stderr, l.line())
+			t.Reset(lineEvery)
+		}
+	}()
+	return l
+}
+
+// line is one progress line: "DESC: N of TOTAL (P%), ELAPSED", or
+// "DESC: N, ELAPSED" without a known total.
+func (l *lineProgress) line() string {
+	n, el := l.n.Load(), time.Since(l.start).Round(time.Second)
+	if l.total > 0 {
+		return fmt.Sprintf("icn: %s: %d of %d (%.0f%%), %s", l.desc, n, l.total, 100*float64(n)/float64(l.total), el)
+	}
+	if n > 0 {
+		return fmt.Sprintf("icn: %s: %d, %s", l.desc, n, el)
+	}
+	return fmt.Sprintf("icn: %s: %s", l.desc, el)
+}
+
+// Add advances the report; safe for concurrent use.
 func (p *Progress) Add(n int) {
-	if p != nil && p.bar != nil {
+	switch {
+	case p == nil:
+	case p.bar != nil:
 		_ = p.bar.Add(n)
+	case p.lines != nil:
+		p.lines.n.Add(int64(n))
 	}
 }
 
-// Done finishes the bar.
+// Done finishes the report (once).
 func (p *Progress) Done() {
-	if p != nil && p.bar != nil {
-		_ = p.bar.Finish()
+	if p == nil {
+		return
+	}
+	p.once.Do(func() {
+		switch {
+		case p.bar != nil:
+			_ = p.bar.Finish()
+			reporting.Add(-1)
+		case p.lines != nil:
+			close(p.lines.stop)
+			p.lines.done.Wait()
+			reporting.Add(-1)
+		}
+	})
+}
+
+// Heartbeat reports on stderr that a command (what: "icn alloc") still
+// works ("icn alloc: working, 7s"), a line every few seconds once it took
+// 2 s, while no Progress reports; the function it returns stops it. It
+// prints nothing when Quiet or with ICN_PROGRESS=0.
+func Heartbeat(what string) (stop func()) {
+	if Quiet || progressMode() == progressOff {
+		return func() {}
+	}
+	start, quit := time.Now(), make(chan struct{})
+	var done sync.WaitGroup
+	done.Add(1)
+	go func() {
+		defer done.Done()
+		t := time.NewTimer(lineFirst)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			if reporting.Load() == 0 && time.Since(time.Unix(0, lastReport.Load())) >= lineEvery {
+				fmt.Fprintf(os.Stderr, "%s: working, %s\n", what, time.Since(start).Round(time.Second))
+			}
+			t.Reset(lineEvery)
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(quit)
+			done.Wait()
+		})
 	}
 }

@@ -27,13 +27,22 @@ function takeTokenFromHash() {
   window.addEventListener("hashchange", () => { if (takeTokenFromHash()) { unauthorized = false; refresh(); } });
 })();
 
+// Answers with an ETag (the fabric, its loads, the jobs) are kept: the
+// next GET sends the tag, and an unchanged answer comes back as 304
+// without a body (an unchanged 32 768-node fabric is not sent again
+// every 3 s). kept.hits counts those, kept.misses the full answers.
+const kept = { byPath: new Map(), hits: 0, misses: 0 };
+
 async function api(method, path, body) {
   const headers = { "Authorization": "Bearer " + ($("#token").value || "").trim() };
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  const old = method === "GET" ? kept.byPath.get(path) : undefined;
+  if (old) headers["If-None-Match"] = old.tag;
   // A standby of a replicated store answers changes with a redirect to
   // its leader, which a page cannot follow with its token: it says where
   // the leader is instead.
-  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "manual" });
+  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "manual", cache: "no-store" });
+  if (r.status === 304 && old) { kept.hits++; return old.data; }
   if (r.type === "opaqueredirect" || r.status === 307) {
     const h = await fetch("/healthz").then((x) => x.json()).catch(() => ({}));
     throw new Error(`this instance is a standby: changes go to the leader, ${h.leader || "elected in a moment"} (open its page)`);
@@ -44,6 +53,8 @@ async function api(method, path, body) {
     throw new Error("no valid token: paste it into the token field, or open the address icn serve printed (#token=…); the token is in the .token file next to the database");
   }
   if (!r.ok) throw new Error(data.error || ("HTTP " + r.status));
+  const tag = r.headers.get("ETag");
+  if (method === "GET" && tag) { kept.byPath.set(path, { tag, data }); kept.misses++; }
   return data;
 }
 
@@ -94,6 +105,52 @@ function gridFabric(f) {
   return { ...f, nodes: grid.nodes, links: grid.links };
 }
 
+// jobMarks returns what the drawing marks of the running jobs: their
+// transit nodes (drawn as rings, where active nodes are filled), the
+// nodes of broken jobs, and each broken job's pair of active nodes with
+// no legal route (a dashed red line between them).
+function jobMarks() {
+  const transit = new Set(), broken = new Set(), pairs = [];
+  for (const j of jobs) {
+    for (const n of j.transit || []) transit.add(n);
+    if (j.routing !== "broken") continue;
+    for (const n of [...j.active, ...(j.transit || [])]) broken.add(n);
+    if (j.unreachable) pairs.push({ job: j.id, a: j.unreachable[0], b: j.unreachable[1] });
+  }
+  return { transit, broken, pairs };
+}
+
+// groupMarks returns the selected multicast group's members, root and
+// tree links (link ids) on the current fabric.
+function groupMarks() {
+  const members = new Set(), tree = new Set();
+  const g = groups.find((x) => x.id === selectedGroup);
+  if (!g) return { g: null, members, root: "", tree };
+  for (const m of g.members) members.add(m);
+  if (g.edges && g.edges.length) {
+    const byName = nodeIndex();
+    const key = (a, b) => Math.min(a, b) + ":" + Math.max(a, b);
+    const edgeSet = new Set(g.edges.map((e) => key(byName.get(e[0]), byName.get(e[1]))));
+    for (const l of fabric.links) if (edgeSet.has(key(l.a, l.b))) tree.add(l.id);
+  }
+  return { g, members, root: g.root || "", tree };
+}
+
+// nodeIndex maps node names to ids (kept while the fabric's structure
+// stays).
+let nodeIndexOf = { nodes: null, map: null };
+function nodeIndex() {
+  if (nodeIndexOf.nodes !== fabric.nodes) nodeIndexOf = { nodes: fabric.nodes, map: new Map(fabric.nodes.map((n) => [n.name, n.id])) };
+  return nodeIndexOf.map;
+}
+
+// transitColor is a job's colour for its transit nodes: the same hue,
+// lighter.
+function transitColor(id) {
+  const h = (id * 137.508) % 360;
+  return `hsl(${h.toFixed(0)}, 65%, 88%)`;
+}
+
 function status(msg, err) {
   const s = $("#status");
   s.textContent = msg;
@@ -132,9 +189,13 @@ function el(tag, attrs, parent) {
 //  - dragonflies (groups): groups on a circle, each group's switches on
 //    a small circle, hosts outside their switch;
 //  - anything else: a circle.
-function layout(f) {
+// opt.aspect is the drawing area's width / height (tori and meshes take
+// the arrangement of planes that fills it best); opt.band the height of
+// the label band above each plane, in cells (the canvas's labels keep
+// 10 screen pixels at the overview).
+function layout(f, opt = {}) {
   const dims = f.dims || [];
-  if (dims.length >= 1 && f.nodes.every((n) => n.coord)) return torusLayout(f, dims);
+  if (dims.length >= 1 && f.nodes.every((n) => n.coord)) return torusLayout(f, dims, opt.aspect || 1, opt.band || 0);
   if (f.nodes.some((n) => n.group !== undefined && n.kind === "switch")) return groupLayout(f);
   if (f.nodes.some((n) => n.level > 0)) return levelLayout(f);
   // An imported fabric without levels: levels by distance from the hosts
@@ -161,31 +222,39 @@ function withLevels(f) {
   return { ...f, nodes: f.nodes.map((n) => ({ ...n, level: Math.max(0, lev[n.id]) })) };
 }
 
-function torusLayout(f, dims) {
+function torusLayout(f, dims, aspect, band) {
   const pos = new Array(f.nodes.length), labels = [];
   const dx = dims[0], dy = dims.length > 1 ? dims[1] : 1;
   const rest = dims.slice(2);
   let planes = 1;
   for (const d of rest) planes *= d;
-  // One row of Z planes per value of the further dimensions while that
-  // keeps the drawing's shape; otherwise a near-square grid of planes.
-  const cols = rest.length >= 2 && rest[0] * dx <= 4 * dy * (planes / rest[0]) * 2 ? rest[0]
-    : Math.max(1, Math.ceil(Math.sqrt(planes * dy / dx)));
   const gap = 2, cell = 24;
-  const pw = (dx + gap) * cell, ph = (dy + gap) * cell;
+  const pw = (dx + gap) * cell, ph = (dy + gap + band) * cell;
+  // One row of Z planes per value of the further dimensions while that
+  // keeps the drawing's shape; otherwise the grid of planes that fills
+  // the drawing area best.
+  let cols = 1;
+  if (rest.length >= 2 && rest[0] * dx <= 4 * dy * (planes / rest[0]) * 2) cols = rest[0];
+  else {
+    let best = 0;
+    for (let k = 1; k <= planes; k++) {
+      const fit = Math.min(aspect / (k * pw), 1 / (Math.ceil(planes / k) * ph));
+      if (fit > best * 1.0001) { best = fit; cols = k; }
+    }
+  }
   for (const n of f.nodes) {
     let p = 0, mul = 1;
     for (let i = 2; i < dims.length; i++) { p += n.coord[i] * mul; mul *= dims[i]; }
-    const px = (p % cols) * pw, py = Math.floor(p / cols) * ph;
+    const px = (p % cols) * pw, py = Math.floor(p / cols) * ph + band * cell;
     pos[n.id] = [px + cell * (n.coord[0] + 1), py + cell * ((dims.length > 1 ? n.coord[1] : 0) + 1)];
   }
   for (let p = 0; p < planes; p++) {
     const c = []; let q = p;
     for (const d of rest) { c.push(q % d); q = Math.floor(q / d); }
-    labels.push({ x: (p % cols) * pw + cell * .5, y: Math.floor(p / cols) * ph + cell * .55,
+    labels.push({ x: (p % cols) * pw + cell * .5, y: Math.floor(p / cols) * ph + cell * (band + .55),
       text: rest.length ? rest.map((v, i) => "ZWVU"[i] + "=" + c[i]).join(" ") : "" });
   }
-  return { pos, labels, w: Math.min(planes, cols) * pw, h: Math.ceil(planes / cols) * ph, cell, torus: true };
+  return { pos, labels, w: Math.min(planes, cols) * pw, h: Math.ceil(planes / cols) * ph, cell, torus: true, band };
 }
 
 function levelLayout(f) {
@@ -289,7 +358,7 @@ function draw() {
     if (!firstDrawnAt) firstDrawnAt = performance.now();
     return;
   }
-  const L = layout(fabric);
+  const L = layout(fabric, { aspect: (svg.clientWidth || 4) / (svg.clientHeight || 3) });
   svg.setAttribute("viewBox", `0 0 ${L.w} ${L.h}`);
   // Labels at least 12 screen pixels high, whatever the drawing's scale.
   const px = Math.max(L.w / (svg.clientWidth || L.w), L.h / (svg.clientHeight || L.h));
@@ -302,19 +371,8 @@ function draw() {
   const mode = $("#heat").value;
   const vals = loads ? (mode === "efi" ? loads.efi : loads.routes) : null;
   const maxv = vals ? Math.max(1, ...vals) : 1;
-  const treeLinks = new Set(), members = new Set();
-  let root = "";
-  const g = groups.find((x) => x.id === selectedGroup);
-  if (g) {
-    for (const m of g.members) members.add(m);
-    root = g.root || "";
-    if (g.edges) {
-      const byName = new Map(fabric.nodes.map((n) => [n.name, n.id]));
-      const key = (a, b) => Math.min(a, b) + ":" + Math.max(a, b);
-      const edgeSet = new Set(g.edges.map((e) => key(byName.get(e[0]), byName.get(e[1]))));
-      for (const l of fabric.links) if (edgeSet.has(key(l.a, l.b))) treeLinks.add(l.id);
-    }
-  }
+  const { g, members, root, tree: treeLinks } = groupMarks();
+  const jm = jobMarks();
   const dimName = (d) => d >= 0 && fabric.dims ? "XYZWVU"[d] : "";
   for (const l of fabric.links) {
     // In EFI mode the tree keeps the EFI colours and is drawn thicker.
@@ -331,11 +389,16 @@ function draw() {
   const r0 = Math.max(2, L.cell * (L.torus ? .22 : .28));
   for (const n of fabric.nodes) {
     const p = L.pos[n.id];
-    const cls = "node" + (n.failed ? " failed" : "") + (members.has(n.name) ? " mc-member" : "") + (n.name === root ? " mc-root" : "") + (n.kind === "switch" && !L.torus ? " switch" : "");
+    const transit = n.job && jm.transit.has(n.name), broken = jm.broken.has(n.name);
+    const cls = "node" + (n.failed ? " failed" : "") + (members.has(n.name) ? " mc-member" : "") + (n.name === root ? " mc-root" : "") + (n.kind === "switch" && !L.torus ? " switch" : "") +
+      (transit ? " transit" : "") + (broken ? " broken" : "");
     const c = el("circle", { cx: p[0], cy: p[1], r: inSel.has(n.name) ? r0 * 1.3 : r0, class: cls, "data-node": n.name, "data-job": n.job || 0 }, svg);
-    c.style.fill = jobColor(n.job);
+    // Active nodes filled with their job's colour, transit nodes a ring
+    // of it round a light fill.
+    c.style.fill = transit ? transitColor(n.job) : jobColor(n.job);
+    if (transit && !members.has(n.name) && n.name !== root && !broken) c.style.stroke = jobColor(n.job);
     const where = n.coord ? " (" + n.coord.join(",") + ")" : n.group !== undefined ? " (group " + n.group + ")" : n.level !== undefined ? " (level " + n.level + ")" : "";
-    const job = n.job ? " — job " + n.job + (jobName.get(n.job) ? " " + jobName.get(n.job) : "") : "";
+    const job = n.job ? " — job " + n.job + (jobName.get(n.job) ? " " + jobName.get(n.job) : "") + (transit ? " (transit)" : "") + (broken ? " (broken)" : "") : "";
     const mc = n.name === root ? " — multicast root of " + selectedGroup : members.has(n.name) ? " — member of " + selectedGroup : "";
     el("title", {}, c).textContent = n.name + where + job + mc + (n.failed ? " — FAILED" : "");
     c.addEventListener("click", () => { $("#mcast-form").member.value = n.name; });
@@ -345,15 +408,27 @@ function draw() {
       el("path", { d: `M${p[0] - d},${p[1] - d}L${p[0] + d},${p[1] + d}M${p[0] - d},${p[1] + d}L${p[0] + d},${p[1] - d}`, class: "fail-mark" }, svg);
     }
   }
+  // A broken job's pair of active nodes with no legal route: a dashed
+  // red line between them.
+  const byName = nodeIndex();
+  for (const pr of jm.pairs) {
+    const a = L.pos[byName.get(pr.a)], b = L.pos[byName.get(pr.b)];
+    if (!a || !b) continue;
+    const ln = el("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], class: "unreachable", "data-pair": pr.a + " " + pr.b, "data-job": pr.job }, svg);
+    el("title", {}, ln).textContent = `job ${pr.job} is broken: no legal route from ${pr.a} to ${pr.b}`;
+  }
   lastDrawMs = performance.now() - t0;
-  setLegend(mode, maxv, g);
+  setLegend(mode, maxv, g, jm);
 }
 
-function setLegend(mode, maxv, g) {
+function setLegend(mode, maxv, g, jm) {
   const unit = mode === "efi" ? "multicast EFI per link" : "routes of running jobs per link";
   $("#legend").innerHTML = (mode === "none" ? "" :
     `${unit}: 0 <span class="legend-box" style="background:${heat(0)}"></span><span class="legend-box" style="background:${heat(.5)}"></span><span class="legend-box" style="background:${heat(1)}"></span> ${maxv}`) +
-    ` · <span class="legend-line failed"></span> failed` + (g ? ` · <span class="legend-dot mc-root"></span> root <span class="legend-dot mc-member"></span> member of ${esc(g.id)}` : "");
+    ` · <span class="legend-line failed"></span> failed` +
+    (jm && jm.transit.size ? ` · <span class="legend-dot transit"></span> transit` : "") +
+    (jm && jm.pairs.length ? ` · <span class="legend-line unreachable"></span> no route (broken job)` : "") +
+    (g ? ` · <span class="legend-dot mc-root"></span> root <span class="legend-dot mc-member"></span> member of ${esc(g.id)}` : "");
 }
 
 // Canvas drawing of large fabrics.
@@ -363,11 +438,11 @@ const cv = { key: "", L: null, grid: null, lgrid: null, scale: 0, ox: 0, oy: 0 }
 
 // canvasLayout returns the layout of the current fabric (kept while its
 // structure stays) and a grid of node ids for hover lookups.
-function canvasLayout() {
-  const key = fabric.spec + ":" + fabric.nodes.length + ":" + fabric.links.length;
+function canvasLayout(W, H) {
+  const key = fabric.spec + ":" + fabric.nodes.length + ":" + fabric.links.length + ":" + W + "x" + H;
   if (cv.key !== key) {
     cv.key = key;
-    cv.L = layout(fabric);
+    cv.L = layout(fabric, { aspect: W / H, band: 3 });
     cv.scale = 0; // fit on the next draw
     cv.grid = cv.lgrid = null; // built on the first hover (hoverGrids)
   }
@@ -402,28 +477,49 @@ function linkMid(L, l) {
   return [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2];
 }
 
-// linkAt returns the link whose midpoint is under canvas point (x, y).
-function linkAt(x, y) {
+// HOVER_PX: hovering names the nearest node or link within this many
+// screen pixels, at any zoom.
+const HOVER_PX = 6;
+
+// nearestAt returns the node or link (by its midpoint) nearest to canvas
+// point (x, y) within HOVER_PX screen pixels or, zoomed in, within the
+// node's or link's own reach: { node } or { link }, or null.
+function nearestAt(x, y) {
   if (!cv.L) return null;
   hoverGrids();
   const L = cv.L, lx = (x - cv.ox) / cv.scale, ly = (y - cv.oy) / cv.scale;
-  const gx = Math.floor(lx / L.cell), gy = Math.floor(ly / L.cell);
-  let best = null, bd = (L.cell * .3) ** 2 + (4 / cv.scale) ** 2;
-  for (let i = -1; i <= 1; i++) for (let j = -1; j <= 1; j++) {
-    for (const id of cv.lgrid.get(cellKey(gx + i, gy + j)) || []) {
+  const reach = Math.max(L.cell * .35, HOVER_PX / cv.scale);
+  const gx = Math.floor(lx / L.cell), gy = Math.floor(ly / L.cell), k = Math.min(64, Math.ceil(reach / L.cell));
+  let best = null, bd = reach * reach;
+  for (let i = -k; i <= k; i++) for (let j = -k; j <= k; j++) {
+    const key = cellKey(gx + i, gy + j);
+    for (const id of cv.grid.get(key) || []) {
+      const p = L.pos[id], d = (p[0] - lx) ** 2 + (p[1] - ly) ** 2;
+      if (d < bd) { bd = d; best = { node: fabric.nodes[id] }; }
+    }
+    for (const id of cv.lgrid.get(key) || []) {
       const m = linkMid(L, fabric.links[id]), d = (m[0] - lx) ** 2 + (m[1] - ly) ** 2;
-      if (d < bd) { bd = d; best = fabric.links[id]; }
+      if (d < bd) { bd = d; best = { link: fabric.links[id] }; }
     }
   }
   return best;
 }
 
+// linkAt and nodeAt: what nearestAt finds, if a link (node).
+function linkAt(x, y) { const h = nearestAt(x, y); return h && h.link ? h.link : null; }
+function nodeAt(x, y) { const h = nearestAt(x, y); return h && h.node ? h.node : null; }
+
 function drawCanvas() {
-  const L = canvasLayout();
   const canvas = $("#fabric-canvas"), dpr = window.devicePixelRatio || 1;
   const W = canvas.clientWidth || 800, H = canvas.clientHeight || 600;
+  const L = canvasLayout(W, H);
   canvas.width = W * dpr; canvas.height = H * dpr;
-  if (!cv.scale) { cv.scale = Math.min(W / L.w, H / L.h); cv.ox = 0; cv.oy = 0; }
+  if (!cv.scale) {
+    // Fit, centred: the layout's label bands keep the top row's labels
+    // inside.
+    cv.scale = Math.min(W / L.w, H / L.h);
+    cv.ox = (W - L.w * cv.scale) / 2; cv.oy = (H - L.h * cv.scale) / 2;
+  }
   const c = canvas.getContext("2d");
   c.setTransform(dpr * cv.scale, 0, 0, dpr * cv.scale, dpr * cv.ox, dpr * cv.oy);
   c.fillStyle = "#fff";
@@ -433,16 +529,18 @@ function drawCanvas() {
   let maxv = 1;
   if (vals) for (const v of vals) if (v > maxv) maxv = v;
   const px = 1 / cv.scale; // one screen pixel in layout units
+  const gm = groupMarks(), jm = jobMarks();
+  cv.gm = gm; cv.jm = jm; // for hovering
   // Links by colour: plain ones in one path, loaded ones in 8 heat bins,
   // failed ones last and wide so they show at any zoom.
-  const bins = Array.from({ length: 9 }, () => []), failed = [];
+  const bins = Array.from({ length: 9 }, () => []), failed = [], tree = [];
   for (const l of fabric.links) {
+    if (gm.tree.has(l.id)) tree.push(l);
     if (l.failed) failed.push(l);
     else if (vals && mode !== "none" && vals[l.id] > 0) bins[1 + Math.min(7, Math.floor(8 * vals[l.id] / (maxv + 1)))].push(l);
     else bins[0].push(l);
   }
-  const stroke = (ls, style, width) => {
-    if (!ls.length) return;
+  const path = (ls) => {
     c.beginPath();
     for (const l of ls) {
       const a = L.pos[l.a], b = L.pos[l.b];
@@ -452,6 +550,19 @@ function drawCanvas() {
         c.moveTo(a[0], a[1]); c.lineTo(a[0] + (l.dim === 0 ? L.cell * .45 : 0), a[1] + (l.dim === 1 ? L.cell * .45 : 0));
       } else { c.moveTo(a[0], a[1]); c.lineTo(b[0], b[1]); }
     }
+  };
+  const stroke = (ls, style, width) => {
+    if (!ls.length) return;
+    path(ls);
+    c.strokeStyle = style; c.lineWidth = width; c.stroke();
+  };
+  // Rings of at least min screen pixels round points (layout units r).
+  const rings = (pts, r, min, style, width, fill) => {
+    if (!pts.length) return;
+    c.beginPath();
+    const rr = Math.max(r, min * px);
+    for (const p of pts) { c.moveTo(p[0] + rr, p[1]); c.arc(p[0], p[1], rr, 0, 2 * Math.PI); }
+    if (fill) { c.fillStyle = fill; c.fill(); }
     c.strokeStyle = style; c.lineWidth = width; c.stroke();
   };
   // Zoomed out over many links, plain ones are faint, so their density
@@ -460,13 +571,27 @@ function drawCanvas() {
   stroke(bins[0], "#607d8b", Math.max(px, L.cell / 16));
   c.globalAlpha = 1;
   for (let i = 1; i < 9; i++) stroke(bins[i], heat((i - .5) / 8), Math.max(1.5 * px, L.cell / 10));
-  // Nodes: job colours; at a zoom where a node is under 2 pixels, squares.
+  // The selected group's tree: orange (in EFI mode its links keep their
+  // EFI colours, drawn wider with an orange edge), at least 3 pixels wide.
+  if (tree.length) {
+    stroke(tree, "#ff6f00", Math.max(3 * px, L.cell / 6));
+    if (mode === "efi" && vals) for (const l of tree) stroke([l], heat(vals[l.id] / maxv), Math.max(1.5 * px, L.cell / 10));
+  }
+  // Nodes: job colours (transit nodes lighter, with a ring of the job's
+  // colour once they are big enough to show one); at a zoom where a node
+  // is under 2 pixels, squares.
   const r = L.cell * .22, tiny = r / px < 1;
-  const byColour = new Map();
+  const byColour = new Map(), transitRings = new Map();
   for (const n of fabric.nodes) {
-    const col = n.failed ? "#fff" : jobColor(n.job);
+    const transit = n.job && jm.transit.has(n.name);
+    const col = n.failed ? "#fff" : transit ? transitColor(n.job) : jobColor(n.job);
     if (!byColour.has(col)) byColour.set(col, []);
     byColour.get(col).push(n);
+    if (transit && !tiny) {
+      const rc = jobColor(n.job);
+      if (!transitRings.has(rc)) transitRings.set(rc, []);
+      transitRings.get(rc).push(L.pos[n.id]);
+    }
   }
   for (const [col, ns] of byColour) {
     c.fillStyle = col;
@@ -478,6 +603,7 @@ function drawCanvas() {
     }
     c.fill();
   }
+  for (const [col, pts] of transitRings) rings(pts, r * .8, 0, col, r * .45);
   stroke(failed, "#d00", Math.max(3 * px, L.cell / 8));
   // A ring of fixed screen size round each failed link: visible however
   // far out the view is zoomed.
@@ -494,28 +620,50 @@ function drawCanvas() {
     c.moveTo(p[0] - d, p[1] - d); c.lineTo(p[0] + d, p[1] + d); c.moveTo(p[0] - d, p[1] + d); c.lineTo(p[0] + d, p[1] - d);
   }
   c.stroke();
-  if (px < L.cell / 3) {
-    c.fillStyle = "#666"; c.font = `${Math.max(10 * px, L.cell * .5)}px sans-serif`;
-    for (const lb of L.labels) c.fillText(lb.text, lb.x, lb.y);
+  // Broken jobs: their nodes ringed in dark red, their pair without a
+  // legal route joined by a dashed dark-red line with a ring of fixed
+  // screen size at each end.
+  const byName = nodeIndex();
+  const brokenPts = [];
+  for (const name of jm.broken) { const id = byName.get(name); if (id !== undefined) brokenPts.push(L.pos[id]); }
+  rings(brokenPts, r * 1.25, 3, "#b00020", Math.max(1.5 * px, L.cell / 14));
+  let pairs = 0;
+  if (jm.pairs.length) {
+    c.beginPath();
+    const ends = [];
+    for (const pr of jm.pairs) {
+      const a = L.pos[byName.get(pr.a)], b = L.pos[byName.get(pr.b)];
+      if (!a || !b) continue;
+      c.moveTo(a[0], a[1]); c.lineTo(b[0], b[1]); ends.push(a, b); pairs++;
+    }
+    c.setLineDash([6 * px, 4 * px]);
+    c.strokeStyle = "#b00020"; c.lineWidth = Math.max(2.5 * px, L.cell / 10); c.stroke();
+    c.setLineDash([]);
+    rings(ends, r * 1.6, 8, "#b00020", Math.max(2.5 * px, L.cell / 10));
   }
-  setLegend(mode, maxv, null);
-  $("#fabric-canvas").dataset.drawn = fabric.nodes.length;
-}
-
-// nodeAt returns the node under canvas point (x, y), or null.
-function nodeAt(x, y) {
-  if (!cv.L) return null;
-  hoverGrids();
-  const L = cv.L, lx = (x - cv.ox) / cv.scale, ly = (y - cv.oy) / cv.scale;
-  const gx = Math.floor(lx / L.cell), gy = Math.floor(ly / L.cell);
-  let best = null, bd = (L.cell * .35) ** 2;
-  for (let i = -1; i <= 1; i++) for (let j = -1; j <= 1; j++) {
-    for (const id of cv.grid.get(cellKey(gx + i, gy + j)) || []) {
-      const p = L.pos[id], d = (p[0] - lx) ** 2 + (p[1] - ly) ** 2;
-      if (d < bd) { bd = d; best = fabric.nodes[id]; }
+  // The selected group's members (orange rings) and root (a wider black
+  // ring), of fixed screen size so they show at the overview.
+  const memberPts = [], rootPts = [];
+  for (const name of gm.members) { const id = byName.get(name); if (id !== undefined) memberPts.push(L.pos[id]); }
+  if (gm.root && byName.has(gm.root)) rootPts.push(L.pos[byName.get(gm.root)]);
+  rings(memberPts, r * 1.3, 5, "#ff6f00", Math.max(2.5 * px, L.cell / 10));
+  rings(rootPts, r * 1.7, 9, "#000", Math.max(3.5 * px, L.cell / 8));
+  // Labels: at least 10 screen pixels high, drawn only when they fit in
+  // their band above the plane (or, on other layouts, zoomed in).
+  const labels = [];
+  const fs = Math.max(10 * px, L.cell * .5);
+  if (L.labels.length && (L.band ? fs <= (L.band + .55) * L.cell : px < L.cell / 3)) {
+    c.fillStyle = "#666"; c.font = `${fs}px sans-serif`; c.textBaseline = "alphabetic";
+    for (const lb of L.labels) {
+      c.fillText(lb.text, lb.x, lb.y);
+      const w = c.measureText(lb.text).width;
+      labels.push([lb.x * cv.scale + cv.ox, (lb.y - fs) * cv.scale + cv.oy, (lb.x + w) * cv.scale + cv.ox, lb.y * cv.scale + cv.oy]);
     }
   }
-  return best;
+  cv.labelBoxes = labels; // screen boxes [x0, y0, x1, y1] of the labels drawn
+  setLegend(mode, maxv, gm.g, jm);
+  Object.assign(canvas.dataset, { drawn: fabric.nodes.length, tree: tree.length, members: memberPts.length, root: rootPts.length ? gm.root : "",
+    transit: [...jm.transit].filter((nm) => byName.has(nm)).length, broken: brokenPts.length, pairs });
 }
 
 (function canvasControls() {
@@ -531,11 +679,13 @@ function nodeAt(x, y) {
   window.addEventListener("mouseup", () => { drag = null; });
   canvas.addEventListener("mousemove", (e) => {
     if (drag) { cv.ox = e.offsetX - drag[0]; cv.oy = e.offsetY - drag[1]; drawCanvas(); return; }
-    const n = nodeAt(e.offsetX, e.offsetY), l = n ? null : linkAt(e.offsetX, e.offsetY);
+    const h = nearestAt(e.offsetX, e.offsetY), n = h && h.node, l = h && h.link;
     tip.hidden = !n && !l;
     if (n) {
-      const job = n.job ? " — job " + n.job : "";
-      tip.textContent = n.name + (n.coord ? " (" + n.coord.join(",") + ")" : "") + job + (n.failed ? " — FAILED" : "");
+      const jm = cv.jm || jobMarks(), gm = cv.gm || groupMarks();
+      const job = n.job ? " — job " + n.job + (jm.transit.has(n.name) ? " (transit)" : "") + (jm.broken.has(n.name) ? " (broken)" : "") : "";
+      const mc = n.name === gm.root ? " — multicast root of " + selectedGroup : gm.members.has(n.name) ? " — member of " + selectedGroup : "";
+      tip.textContent = n.name + (n.coord ? " (" + n.coord.join(",") + ")" : "") + job + mc + (n.failed ? " — FAILED" : "");
     } else if (l) {
       const mode = $("#heat").value, vals = loads ? (mode === "efi" ? loads.efi : loads.routes) : null;
       tip.textContent = l.name + (vals ? " — " + (vals[l.id] || 0) + (mode === "efi" ? " EFI" : " routes") : "") + (l.failed ? " — FAILED" : "");
@@ -544,6 +694,7 @@ function nodeAt(x, y) {
   });
   canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
   canvas.addEventListener("dblclick", () => { cv.scale = 0; drawCanvas(); });
+  canvas.addEventListener("click", (e) => { const n = nodeAt(e.offsetX, e.offsetY); if (n) $("#mcast-form").member.value = n.name; });
 })();
 
 function renderLists() {
@@ -581,6 +732,7 @@ async function refresh() {
     [f, jobs, groups, loads, health, audit] = await Promise.all([api("GET", "/api/fabric?compact=1"), api("GET", "/api/jobs"), api("GET", "/api/mcast"),
       api("GET", "/api/fabric/load"), fetch("/healthz").then((x) => x.json()).catch(() => ({})), api("GET", "/api/audit?limit=1000")]);
     fabric = gridFabric(f);
+    if (!heatChosen) $("#heat").value = fabric.jobs ? "routes" : "efi";
     const busy = fabric.nodes.filter((n) => n.job).length;
     let role = "";
     if (health.store === "etcd") {
@@ -646,8 +798,11 @@ $("#fail-form").addEventListener("submit", async (e) => {
   body.repair = repair;
   try {
     const r = await api("POST", "/api/fabric/failures", body);
-    const rer = (r.jobs || []).filter((x) => x.result === "rerouted").map((x) => x.id);
-    status(`${repair ? "repaired" : "failed"} ${target}; rerouted: ${rer.join(", ") || "none"}; broken: ${r.affected_jobs.join(", ") || "none"}`);
+    const jobs = (r.jobs || []).map((x) => x.result === "broken"
+      ? `job ${x.id} broken${x.unreachable ? ` (no route ${x.unreachable[0]} → ${x.unreachable[1]})` : ""}`
+      : `job ${x.id} ${x.state || x.result}${x.transit_added ? ` (transit +${x.transit_added.join(" ")})` : ""}`);
+    const groups = (r.groups || []).map((g) => `group ${g.id} ${g.old_root || "-"} → ${g.new_root || "-"}${g.state === "Destroying" ? " (destroying)" : ""}`);
+    status(`${repair ? "repaired" : "failed"} ${target}; ${jobs.concat(groups).join("; ") || "no job or group touched"}`);
   } catch (err) { status(err.message, true); }
   refresh();
 });
@@ -663,6 +818,9 @@ $("#mcast-form").addEventListener("submit", async (e) => {
   refresh();
 });
 
-$("#heat").addEventListener("change", draw);
+// The link colour follows the fabric until one is chosen: routes of
+// running jobs where it takes jobs, multicast EFI where it takes none.
+let heatChosen = false;
+$("#heat").addEventListener("change", () => { heatChosen = true; draw(); });
 refresh();
 setInterval(() => { if (!unauthorized) refresh(); }, 3000);
