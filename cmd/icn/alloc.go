@@ -508,7 +508,7 @@ func schedMachine(o schedSimulateOptions) (sched.Machine, string, error) {
 			return nil, "", err
 		}
 		frac := o.transitFrac
-		transit := func(m int) int { return int(float64(m)*frac + 0.999999) }
+		transit := func(m int) int { return sched.TransitLimit(frac, m) }
 		tm := sched.NewTorusMachine(st, rt, a, transit, 0)
 		tm.Budget = o.budget.d
 		return tm, g.Name(), nil
