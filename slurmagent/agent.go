@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +22,13 @@ type Config struct {
 	Partition string  // the Slurm partition on the torus
 	Prefix    string  // Slurm node names: Prefix and the node id, zero-padded (icn slurm topology's names)
 	Window    int     // pending jobs considered per round, in submit order (the seed's window; default 8)
-	Transit   float64 // transit allowance per job as a fraction of its nodes (0: none)
-	Log       io.Writer
+	Transit   float64 // transit allowance per job as a fraction of its nodes, rounded up (sched.TransitLimit; 0: none)
+	// AllowSharedNodes lets the partition share nodes with other
+	// partitions. Without it the agent refuses to start (and to place)
+	// while any node of the partition is in another one: a job of the
+	// other partition would run on nodes icn gives to its own jobs.
+	AllowSharedNodes bool
+	Log              io.Writer
 	// Registry, if set, receives the agent's metrics.
 	Registry prometheus.Registerer
 }
@@ -45,6 +50,16 @@ type Agent struct {
 	seconds   prometheus.Histogram
 	released  prometheus.Counter
 	failures  prometheus.Counter
+	unplaced  prometheus.Counter
+
+	// Memory of earlier rounds, for the metrics and the log only (the
+	// placement itself reads both sides each round): the last outcome
+	// counted for each job, the node count a job was refused with (not
+	// asked again while it is the same), and the jobs reported running
+	// without a placement.
+	outcome map[int]string
+	refused map[int]int
+	warned  map[int]bool
 }
 
 // prefix of the fabric manager's names of jobs placed for Slurm.
@@ -68,7 +83,8 @@ func New(ctx context.Context, cfg Config, s Slurm, m Manager) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, slurm: s, fm: m, byName: map[string]int{}, byCoord: map[string]int{}}
+	a := &Agent{cfg: cfg, slurm: s, fm: m, byName: map[string]int{}, byCoord: map[string]int{},
+		outcome: map[int]string{}, refused: map[int]int{}, warned: map[int]bool{}}
 	nn := sched.NewNodeNamer(cfg.Prefix, len(fv.Nodes))
 	for _, n := range fv.Nodes {
 		a.names = append(a.names, nn.Name(n.ID))
@@ -76,16 +92,21 @@ func New(ctx context.Context, cfg Config, s Slurm, m Manager) (*Agent, error) {
 		a.byName[nn.Name(n.ID)] = n.ID
 		a.byCoord[n.Name] = n.ID
 	}
+	if err := a.checkOwnership(ctx); err != nil {
+		return nil, err
+	}
 	a.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icn_slurm_agent_decisions_total",
-		Help: "Placements asked of the fabric manager, by outcome (placed, wait, refused)."}, []string{"outcome"})
+		Help: "Decisions on jobs, by outcome (placed, wait, refused): each job counts once per outcome it reaches, not once per round."}, []string{"outcome"})
 	a.seconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "icn_slurm_agent_placement_seconds",
 		Help: "Time of each placement asked of the fabric manager.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)})
 	a.released = prometheus.NewCounter(prometheus.CounterOpts{Name: "icn_slurm_agent_released_total",
 		Help: "Jobs whose nodes were freed in the fabric manager after Slurm ended them."})
 	a.failures = prometheus.NewCounter(prometheus.CounterOpts{Name: "icn_slurm_agent_node_failures_total",
 		Help: "Node failures carried between Slurm and the fabric manager."})
+	a.unplaced = prometheus.NewCounter(prometheus.CounterOpts{Name: "icn_slurm_agent_unplaced_total",
+		Help: "Jobs of the partition found pending (held again) or running without a placement in icn."})
 	if cfg.Registry != nil {
-		for _, c := range []prometheus.Collector{a.decisions, a.seconds, a.released, a.failures} {
+		for _, c := range []prometheus.Collector{a.decisions, a.seconds, a.released, a.failures, a.unplaced} {
 			if err := cfg.Registry.Register(c); err != nil {
 				return nil, err
 			}
@@ -121,6 +142,9 @@ func (a *Agent) Run(ctx context.Context, interval time.Duration) error {
 // window). A job is pinned, and so released to run, only once its
 // table is verified: one placed with a pending table stays held.
 func (a *Agent) Round(ctx context.Context) error {
+	if err := a.checkOwnership(ctx); err != nil {
+		return err
+	}
 	if err := a.syncNodes(ctx); err != nil {
 		return err
 	}
@@ -158,34 +182,140 @@ func (a *Agent) Round(ctx context.Context) error {
 		held[id] = r
 	}
 	considered := 0
+	seen := map[int]bool{}
 	for _, j := range jobs {
-		if j.State != "PENDING" || !isHeld(j.Reason) {
-			continue
-		}
-		if r, ok := held[j.ID]; ok {
+		seen[j.ID] = true
+		r := held[j.ID]
+		var err error
+		switch {
+		case j.State != "PENDING":
+			if r == nil && j.State == "RUNNING" && !a.warned[j.ID] {
+				a.warned[j.ID] = true
+				a.unplaced.Inc()
+				a.logf("job %d runs on %s without a placement in icn", j.ID, j.NodeList)
+			}
+		case isHeld(j.Reason) && userHeld(j):
+			err = a.keepUserHold(ctx, j, r)
+		case isHeld(j.Reason) && r != nil:
 			// Placed, not yet pinned: its table was pending, or the
 			// agent or slurmctld restarted. Pin it to the same nodes once
 			// its table is verified.
-			if err := a.pinWhenVerified(ctx, j, r); err != nil {
-				return err
-			}
-			continue
+			err = a.pinWhenVerified(ctx, j, r)
+		case isHeld(j.Reason) && a.refused[j.ID] == j.Nodes && j.Nodes > 0:
+			// Refused for good with this size: not asked again, and it
+			// takes no place in the window.
+		case isHeld(j.Reason) && considered == a.cfg.Window:
+			err = a.hold(ctx, j, j.Comment)
+		case isHeld(j.Reason):
+			considered++
+			err = a.place(ctx, j)
+		case r == nil:
+			// Pending, not held, and no placement: requeued after icn
+			// released its nodes, or released around icn. Held again.
+			a.unplaced.Inc()
+			a.logf("job %d was pending (%s) without a placement in icn: held for icn", j.ID, j.Reason)
+			err = a.hold(ctx, j, CommentWaiting)
 		}
-		if considered == a.cfg.Window {
-			continue
-		}
-		considered++
-		if err := a.place(ctx, j); err != nil {
+		if errors.Is(err, ErrUnreachable) || ctx.Err() != nil {
 			return err
+		}
+		if err != nil {
+			// One job's failure (Slurm refusing an update of it, say)
+			// does not hold up the others.
+			a.logf("job %d: %v", j.ID, err)
+		}
+	}
+	for id := range a.outcome {
+		if !seen[id] {
+			delete(a.outcome, id)
+			delete(a.refused, id)
+			delete(a.warned, id)
 		}
 	}
 	return nil
 }
 
-// isHeld reports whether a pending job waits for the agent (held by the
-// job_submit script: priority 0).
+// decided counts a job's decision once per outcome it reaches.
+func (a *Agent) decided(j Job, outcome string) {
+	if a.outcome[j.ID] == outcome && outcome != "placed" {
+		return
+	}
+	a.outcome[j.ID] = outcome
+	a.decisions.WithLabelValues(outcome).Inc()
+}
+
+// hold keeps job j in icn's hold with a comment, asking Slurm only when
+// the comment or the kind of hold differs.
+func (a *Agent) hold(ctx context.Context, j Job, comment string) error {
+	if !strings.HasPrefix(comment, "icn:") {
+		comment = CommentWaiting
+	}
+	if j.Comment == comment && j.Reason == "JobHeldAdmin" {
+		return nil
+	}
+	return a.slurm.Hold(ctx, j.ID, comment)
+}
+
+// keepUserHold leaves a job its user holds alone: shown as the user's
+// hold, and with no nodes kept for it in icn.
+func (a *Agent) keepUserHold(ctx context.Context, j Job, r *client.JobRecord) error {
+	if r != nil {
+		if err := a.fm.Release(ctx, r.ID); err != nil {
+			return err
+		}
+		a.released.Inc()
+		a.logf("job %d is held by its user: released its nodes (icn job %d)", j.ID, r.ID)
+	}
+	if j.Reason != "JobHeldUser" {
+		return a.slurm.UserHold(ctx, j.ID)
+	}
+	return nil
+}
+
+// userHeld reports whether a held job is held by its user (the
+// job_submit script's comment), not for icn.
+func userHeld(j Job) bool {
+	return j.Comment == CommentUserHold
+}
+
+// checkOwnership refuses a partition that shares nodes with another,
+// unless the configuration allows it.
+func (a *Agent) checkOwnership(ctx context.Context) error {
+	if a.cfg.AllowSharedNodes {
+		return nil
+	}
+	parts, err := a.slurm.NodePartitions(ctx)
+	if err != nil {
+		return err
+	}
+	var shared []string
+	others := map[string]bool{}
+	for _, n := range a.names {
+		if !slices.Contains(parts[n], a.cfg.Partition) {
+			continue
+		}
+		for _, p := range parts[n] {
+			if p != a.cfg.Partition {
+				others[p] = true
+				if !slices.Contains(shared, n) {
+					shared = append(shared, n)
+				}
+			}
+		}
+	}
+	if len(shared) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(others))
+	return fmt.Errorf("partition %s shares nodes %s with partition %s: icn must own its partition's nodes, or Slurm runs the other partitions' jobs on nodes icn gives to its own (take the nodes out of the other partitions, or pass --allow-shared-nodes if those partitions are never used while icn places)",
+		a.cfg.Partition, sched.Hostlist(shared), strings.Join(names, ", "))
+}
+
+// isHeld reports whether a pending job is held (priority 0): for icn
+// (the job_submit script's hold, then the agent's admin hold) or by its
+// user.
 func isHeld(reason string) bool {
-	return reason == "JobHeldUser" || reason == "JobHeldAdmin" || reason == "held"
+	return reason == "JobHeldUser" || reason == "JobHeldAdmin"
 }
 
 func slurmID(name string) (int, bool) {
@@ -200,7 +330,7 @@ func slurmID(name string) (int, bool) {
 // them; a job the fabric cannot take now waits, one it can never take
 // says why in its comment.
 func (a *Agent) place(ctx context.Context, j Job) error {
-	transit := int(math.Floor(a.cfg.Transit * float64(j.Nodes)))
+	transit := sched.TransitLimit(a.cfg.Transit, j.Nodes)
 	start := time.Now()
 	// The request id makes a placement whose answer was lost (a
 	// takeover of the fabric manager) safe to ask again: the same job
@@ -215,17 +345,18 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 			r, err = a.fm.Submit(ctx, req)
 		}
 	}
-	a.seconds.Observe(time.Since(start).Seconds())
-	// Not placed: the job keeps its hold, and its comment says why
-	// (written once per reason).
+	took := time.Since(start)
+	a.seconds.Observe(took.Seconds())
+	// Not placed: the job keeps icn's hold, and its comment says why.
 	keepHeld := func(outcome, verb string) error {
-		a.decisions.WithLabelValues(outcome).Inc()
-		msg := "icn: " + verb + ": " + oneLine(err)
-		if j.Comment == msg {
-			return nil
+		if a.outcome[j.ID] != outcome {
+			a.logf("job %d (%d nodes): %s after %s: %v", j.ID, j.Nodes, verb, ms(took), err)
 		}
-		a.logf("job %d (%d nodes): %s: %v", j.ID, j.Nodes, verb, err)
-		return a.slurm.Annotate(ctx, j.ID, msg)
+		a.decided(j, outcome)
+		if outcome == "refused" {
+			a.refused[j.ID] = j.Nodes
+		}
+		return a.hold(ctx, j, "icn: "+verb+": "+oneLine(err))
 	}
 	switch {
 	case errors.Is(err, ErrNoRoom):
@@ -235,7 +366,7 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 	case err != nil:
 		return err
 	}
-	a.decisions.WithLabelValues("placed").Inc()
+	a.decided(j, "placed")
 	how := "exhaustive"
 	if s := r.Selection; s != nil && !s.Exhaustive {
 		how = "settled"
@@ -243,8 +374,13 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 			how = "cut by the budget"
 		}
 	}
-	a.logf("job %d: %d nodes + %d transit in %.2f s (%s)", j.ID, len(r.Active), len(r.TransitNodes), time.Since(start).Seconds(), how)
+	a.logf("job %d: %d nodes + %d transit in %s (%s)", j.ID, len(r.Active), len(r.TransitNodes), ms(took), how)
 	return a.pinWhenVerified(ctx, j, r)
+}
+
+// ms formats a duration in milliseconds.
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
 }
 
 // pinWhenVerified pins job j to the nodes of placement r once r's
@@ -254,11 +390,10 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 func (a *Agent) pinWhenVerified(ctx context.Context, j Job, r *client.JobRecord) error {
 	if r.Routing == client.RoutePending {
 		msg := fmt.Sprintf("icn: placed as icn job %d, waiting for its routing table", r.ID)
-		if j.Comment == msg {
-			return nil
+		if j.Comment != msg {
+			a.logf("job %d: icn job %d's routing table is pending: held until it is verified", j.ID, r.ID)
 		}
-		a.logf("job %d: icn job %d's routing table is pending: held until it is verified", j.ID, r.ID)
-		return a.slurm.Annotate(ctx, j.ID, msg)
+		return a.hold(ctx, j, msg)
 	}
 	if err := a.pin(ctx, j, r); err != nil {
 		a.unpinnable(ctx, j, r, err)
@@ -274,7 +409,7 @@ func (a *Agent) unpinnable(ctx context.Context, j Job, r *client.JobRecord, err 
 	if rerr := a.fm.Release(ctx, r.ID); rerr != nil {
 		a.logf("job %d: releasing icn job %d: %v", j.ID, r.ID, rerr)
 	}
-	if aerr := a.slurm.Annotate(ctx, j.ID, "icn: refused by Slurm: "+oneLine(err)); aerr != nil {
+	if aerr := a.hold(ctx, j, "icn: refused by Slurm: "+oneLine(err)); aerr != nil {
 		a.logf("job %d: %v", j.ID, aerr)
 	}
 }
@@ -291,7 +426,8 @@ func (a *Agent) pin(ctx context.Context, j Job, r *client.JobRecord) error {
 	}
 	hl := sched.Hostlist(names)
 	comment := fmt.Sprintf("icn: job %d, %d active + %d transit", r.ID, len(r.Active), len(r.TransitNodes))
-	if err := a.slurm.Pin(ctx, j.ID, hl, len(names), comment); err != nil {
+	admin := fmt.Sprintf("%s %d", AdminCommentPlaced, r.ID)
+	if err := a.slurm.Pin(ctx, j.ID, hl, len(names), comment, admin); err != nil {
 		return err
 	}
 	a.logf("job %d pinned to %s", j.ID, hl)

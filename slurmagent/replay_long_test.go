@@ -54,19 +54,20 @@ func TestReplayModelVsSlurm(t *testing.T) {
 	st, _ := alloc.NewState(g)
 	rt, _ := alloc.NewAngaraRouter(g, "angara*")
 	rep, err = sched.Simulate(sched.Config{State: st, Router: rt, Algo: alloc.Improved, Policy: sched.Policy{Window: 8},
-		Transit: func(m int) int { return int(0.6 * float64(m)) }}, stream)
+		Transit: func(m int) int { return sched.TransitLimit(0.6, m) }}, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	model["icn"] = replayResult{rep.Utilization, rep.TMean, rep.MeanWait, rep.JobsDone}
 
 	_, srvURL, tok, names := startTorus(t)
-	c := startCluster(t, names)
+	c := startCluster(t, names, nil)
 	machine := map[string]replayResult{}
 	for _, part := range []string{"plain", "torus"} {
 		ctx, cancel := context.WithCancel(context.Background())
 		if part == "torus" {
-			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
+			// The partitions share their nodes but run one at a time.
+			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6, AllowSharedNodes: true}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
 			if err != nil {
 				t.Fatal(err)
 			}

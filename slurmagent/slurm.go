@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -32,12 +33,21 @@ type Slurm interface {
 	// Jobs lists the jobs of a partition that are not finished.
 	Jobs(ctx context.Context, partition string) ([]Job, error)
 	// Pin makes a held job run on exactly the nodes of hostlist (count
-	// of them) and releases its hold.
-	Pin(ctx context.Context, id int, hostlist string, count int, comment string) error
-	// Annotate sets a held job's comment (why it still waits).
-	Annotate(ctx context.Context, id int, comment string) error
+	// of them): it sets them with the placement's admin comment (the
+	// job_submit script accepts nodes and a release only with it) and
+	// releases the hold.
+	Pin(ctx context.Context, id int, hostlist string, count int, comment, adminComment string) error
+	// Hold keeps a pending job in icn's hold (Slurm's admin hold:
+	// priority 0, reason JobHeldAdmin) with a comment saying why it
+	// waits.
+	Hold(ctx context.Context, id int, comment string) error
+	// UserHold shows a job its user holds as the user's hold (reason
+	// JobHeldUser), whoever held it.
+	UserHold(ctx context.Context, id int) error
 	// Nodes lists every node and its state.
 	Nodes(ctx context.Context) ([]Node, error)
+	// NodePartitions lists the partitions of every node.
+	NodePartitions(ctx context.Context) (map[string][]string, error)
 	// Drain drains a node with a reason.
 	Drain(ctx context.Context, node, reason string) error
 }
@@ -107,19 +117,43 @@ func parseSqueue(out string) ([]Job, error) {
 }
 
 // Pin implements Slurm.
-func (c CLI) Pin(ctx context.Context, id int, hostlist string, count int, comment string) error {
+func (c CLI) Pin(ctx context.Context, id int, hostlist string, count int, comment, adminComment string) error {
 	if _, err := c.run(ctx, "scontrol", "update", "JobId="+strconv.Itoa(id), "ReqNodeList="+hostlist,
-		"NumNodes="+strconv.Itoa(count)+"-"+strconv.Itoa(count), "Comment="+comment); err != nil {
+		"NumNodes="+strconv.Itoa(count)+"-"+strconv.Itoa(count), "Comment="+comment, "AdminComment="+adminComment); err != nil {
 		return err
 	}
 	_, err := c.run(ctx, "scontrol", "release", strconv.Itoa(id))
 	return err
 }
 
-// Annotate implements Slurm.
-func (c CLI) Annotate(ctx context.Context, id int, comment string) error {
-	_, err := c.run(ctx, "scontrol", "update", "JobId="+strconv.Itoa(id), "Comment="+comment)
+// Hold implements Slurm: priority 0 set by an administrator (the agent
+// runs as SlurmUser or root) is Slurm's admin hold.
+func (c CLI) Hold(ctx context.Context, id int, comment string) error {
+	_, err := c.run(ctx, "scontrol", "update", "JobId="+strconv.Itoa(id), "Priority=0", "Comment="+comment)
 	return err
+}
+
+// UserHold implements Slurm.
+func (c CLI) UserHold(ctx context.Context, id int) error {
+	_, err := c.run(ctx, "scontrol", "uhold", strconv.Itoa(id))
+	return err
+}
+
+// NodePartitions implements Slurm.
+func (c CLI) NodePartitions(ctx context.Context) (map[string][]string, error) {
+	out, err := c.run(ctx, "sinfo", "-h", "-N", "-o", "%N|%R")
+	if err != nil {
+		return nil, err
+	}
+	parts := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		node, part, ok := strings.Cut(line, "|")
+		if !ok || slices.Contains(parts[node], part) {
+			continue
+		}
+		parts[node] = append(parts[node], part)
+	}
+	return parts, nil
 }
 
 // Nodes implements Slurm.

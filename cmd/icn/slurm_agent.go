@@ -28,6 +28,7 @@ type slurmAgentOptions struct {
 	slurmConf   string
 	metricsAddr string
 	once        bool
+	allowShared bool
 }
 
 func newSlurmAgentCmd() *cobra.Command {
@@ -36,18 +37,30 @@ func newSlurmAgentCmd() *cobra.Command {
 		Use:   "agent",
 		Short: "Place the jobs of a Slurm partition on the torus through the fabric manager",
 		Long: `Every job of the partition is held at submission by icn's job_submit.lua
-(icn slurm install writes it). Each round (--interval) the agent:
+(icn slurm install writes it), which also refuses the ways around icn: the
+partition listed with others (-p torus,plain), --nodelist, and moves,
+node lists and releases by scontrol that icn did not make. Each round
+(--interval) the agent:
+  - refuses to place while a node of the partition is also in another
+    partition (it refuses to start, too), unless --allow-shared-nodes;
   - fails in the fabric manager the nodes Slurm has down or drained, and
     drains in Slurm the nodes failed in the fabric manager;
   - frees in the fabric manager the nodes of jobs Slurm has ended;
   - asks the fabric manager to place the first held jobs (--window, in
     submit order), pins each placed job to its nodes (ReqNodeList) and
     releases its hold; a job that cannot be placed now waits, one that
-    never can says why in its comment (squeue -o %k).
-The agent keeps no state: it reads Slurm (squeue, sinfo, scontrol) and
-the fabric manager each round, so it survives its own restart and
-slurmctld's. Each decision is logged on stderr; --metrics-addr serves
-Prometheus metrics.`,
+    never can says why; both stay in icn's hold, which squeue shows as
+    JobHeldAdmin with the reason in the comment (squeue -o "%i %r %k");
+  - leaves alone a job its user holds (sbatch -H, scontrol hold): squeue
+    shows JobHeldUser until the user releases it, and icn then places it;
+  - holds again a job of the partition found pending without a
+    placement (requeued after icn freed its nodes).
+One job's failure never stops a round. The agent keeps no state that
+matters: it reads Slurm (squeue, sinfo, scontrol) and the fabric manager
+each round, so it survives its own restart and slurmctld's. Each
+decision is logged on stderr, with its time in milliseconds;
+--metrics-addr serves Prometheus metrics (decisions are counted once per
+job and outcome, not per round).`,
 		Example: `  icn slurm agent --server http://127.0.0.1:8080 --partition torus
   icn slurm agent --partition torus --transit 0.25 --metrics-addr 127.0.0.1:9101`,
 		Args: cobra.NoArgs,
@@ -60,11 +73,12 @@ Prometheus metrics.`,
 	f.StringVar(&o.partition, "partition", "torus", "the Slurm partition whose jobs icn places")
 	f.StringVar(&o.prefix, "nodes-prefix", "nid", "Slurm node names: prefix and node id, zero-padded (as icn slurm topology names them)")
 	f.IntVar(&o.window, "window", 8, "held jobs considered per round, in submit order")
-	f.Float64Var(&o.transit, "transit", 0, "transit allowance per job, as a fraction of its nodes (transit nodes are allocated to the job)")
+	f.Float64Var(&o.transit, "transit", 0, "transit allowance per job as a fraction of its nodes, rounded up as icn alloc --transit-frac rounds it (transit nodes are allocated to the job)")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "time between rounds")
 	f.StringVar(&o.slurmConf, "slurm-conf", os.Getenv("SLURM_CONF"), "slurm.conf for squeue, sinfo and scontrol (env SLURM_CONF)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (/metrics)")
 	f.BoolVar(&o.once, "once", false, "run one round and exit")
+	f.BoolVar(&o.allowShared, "allow-shared-nodes", false, "let the partition share nodes with other partitions (only when those are never used while icn places: Slurm would run their jobs on nodes icn gives to its own)")
 	return c
 }
 
@@ -83,7 +97,7 @@ func runSlurmAgent(ctx context.Context, o slurmAgentOptions, log io.Writer) erro
 	m := &slurmagent.Client{C: cl}
 	reg := prometheus.NewRegistry()
 	a, err := slurmagent.New(ctx, slurmagent.Config{Partition: o.partition, Prefix: o.prefix, Window: o.window,
-		Transit: o.transit, Log: log, Registry: reg}, slurmagent.CLI{Conf: o.slurmConf}, m)
+		Transit: o.transit, AllowSharedNodes: o.allowShared, Log: log, Registry: reg}, slurmagent.CLI{Conf: o.slurmConf}, m)
 	if err != nil {
 		return err
 	}
