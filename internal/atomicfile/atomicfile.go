@@ -14,6 +14,12 @@ import (
 // path: a reader sees the old file or the new one, never a part, and a
 // failed write leaves the old file in place.
 func Write(path string, write func(io.Writer) error) error {
+	return WriteMode(path, 0o644, write)
+}
+
+// WriteMode is Write with the file's mode (0600 for a file only its
+// owner may read), set before the rename.
+func WriteMode(path string, mode os.FileMode, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".icn-*")
 	if err != nil {
 		var pe *fs.PathError
@@ -30,7 +36,7 @@ func Write(path string, write func(io.Writer) error) error {
 	if err := write(tmp); err != nil {
 		return fail(err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		return fail(err)
 	}
 	if err := tmp.Sync(); err != nil {
