@@ -90,17 +90,9 @@ func freePort(t *testing.T) int {
 func startCluster(t *testing.T, names, spare []string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
-	c := &cluster{dir: dir, conf: filepath.Join(dir, "slurm.conf")}
-	ctldPort := freePort(t)
 	var b strings.Builder
-	fmt.Fprintf(&b, "ClusterName=icnagent\nSlurmctldHost=localhost\nSlurmctldPort=%d\n", ctldPort)
-	fmt.Fprintf(&b, "AuthType=auth/none\nCredType=cred/none\nSlurmUser=root\nSlurmdUser=root\nMailProg=/bin/true\n")
-	fmt.Fprintf(&b, "StateSaveLocation=%s/state\nSlurmctldPidFile=%s/slurmctld.pid\nSlurmctldLogFile=%s/slurmctld.log\n", dir, dir, dir)
-	// The per-node files live under node/, which each slurmd's mount
-	// namespace covers with its own directory.
-	fmt.Fprintf(&b, "SlurmdPidFile=%s/node/slurmd.pid\nSlurmdLogFile=%s/node/slurmd.log\nSlurmdSpoolDir=%s/node/spool\n", dir, dir, dir)
-	b.WriteString("ProctrackType=proctrack/pgid\nTaskPlugin=task/none\nSchedulerType=sched/builtin\nSelectType=select/linear\n")
-	b.WriteString("ReturnToService=2\nJobSubmitPlugins=lua\nMpiDefault=none\nSlurmctldTimeout=30\nSlurmdTimeout=30\nInactiveLimit=0\nMinJobAge=2\n")
+	b.WriteString(clusterSettings(t, dir))
+	b.WriteString("JobSubmitPlugins=lua\n")
 	// A port per node, each free when chosen (a fixed range may hold a
 	// port some other process uses).
 	all := append(slices.Clone(names), spare...)
@@ -113,8 +105,35 @@ func startCluster(t *testing.T, names, spare []string) *cluster {
 		plain = strings.Join(spare, ",")
 	}
 	fmt.Fprintf(&b, "PartitionName=plain Nodes=%s Default=NO State=UP MaxTime=INFINITE\n", plain)
-	conf := b.String()
-	names = all
+	for name, data := range map[string]string{"slurm.conf": b.String(), "job_submit.lua": JobSubmitLua("torus")} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return runCluster(t, dir, filepath.Join(dir, "slurm.conf"), all)
+}
+
+// clusterSettings is slurm.conf for a cluster on this host with its
+// state, logs and spool under dir: everything but the nodes, the
+// partitions and the job_submit plugin.
+func clusterSettings(t *testing.T, dir string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ClusterName=icnagent\nSlurmctldHost=localhost\nSlurmctldPort=%d\n", freePort(t))
+	fmt.Fprintf(&b, "AuthType=auth/none\nCredType=cred/none\nSlurmUser=root\nSlurmdUser=root\nMailProg=/bin/true\n")
+	fmt.Fprintf(&b, "StateSaveLocation=%s/state\nSlurmctldPidFile=%s/slurmctld.pid\nSlurmctldLogFile=%s/slurmctld.log\n", dir, dir, dir)
+	// The per-node files live under node/, which each slurmd's mount
+	// namespace covers with its own directory.
+	fmt.Fprintf(&b, "SlurmdPidFile=%s/node/slurmd.pid\nSlurmdLogFile=%s/node/slurmd.log\nSlurmdSpoolDir=%s/node/spool\n", dir, dir, dir)
+	b.WriteString("ProctrackType=proctrack/pgid\nTaskPlugin=task/none\nSchedulerType=sched/builtin\nSelectType=select/linear\n")
+	b.WriteString("ReturnToService=2\nMpiDefault=none\nSlurmctldTimeout=30\nSlurmdTimeout=30\nInactiveLimit=0\nMinJobAge=2\n")
+	return b.String()
+}
+
+// runCluster starts slurmctld on conf (whose settings are
+// clusterSettings(dir)) and one slurmd for each of names.
+func runCluster(t *testing.T, dir, conf string, names []string) *cluster {
+	t.Helper()
+	c := &cluster{dir: dir, conf: conf}
 	hosts := "127.0.0.1 localhost\n"
 	for _, n := range names {
 		hosts += "127.0.0.1 " + n + "\n"
@@ -125,10 +144,8 @@ func startCluster(t *testing.T, names, spare []string) *cluster {
 	for _, d := range []string{"state", "node"} {
 		os.MkdirAll(filepath.Join(dir, d), 0o755)
 	}
-	for name, data := range map[string]string{"slurm.conf": conf, "hosts": hosts, "job_submit.lua": JobSubmitLua("torus")} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(hosts), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(c.stop)
 	c.spawn(t, daemon("slurmctld"), "-D", "-i")
