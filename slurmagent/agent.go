@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/fm/client"
-
 	"github.com/icn-hpc/icn/sched"
+	"github.com/icn-hpc/icn/topology"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -60,6 +62,28 @@ type Agent struct {
 	outcome map[int]string
 	refused map[int]int
 	warned  map[int]bool
+
+	// The fabric as the window's reservation sees it (nil: no model of
+	// it, and the head's wait blocks the window), the fabric manager's
+	// last view of it, and the last reservation logged.
+	model    *topology.Graph
+	router   alloc.Router
+	fabric   *client.FabricView
+	reserved map[int]string
+}
+
+// sameNodes reports whether graph g numbers and names the nodes as the
+// fabric manager's view does.
+func sameNodes(g *topology.Graph, fv *client.FabricView) bool {
+	if g.NumNodes() != len(fv.Nodes) {
+		return false
+	}
+	for _, n := range fv.Nodes {
+		if n.ID < 0 || n.ID >= g.NumNodes() || g.NodeName(n.ID) != n.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // prefix of the fabric manager's names of jobs placed for Slurm.
@@ -84,7 +108,7 @@ func New(ctx context.Context, cfg Config, s Slurm, m Manager) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, slurm: s, fm: m, byName: map[string]int{}, byCoord: map[string]int{},
-		outcome: map[int]string{}, refused: map[int]int{}, warned: map[int]bool{}}
+		outcome: map[int]string{}, refused: map[int]int{}, warned: map[int]bool{}, reserved: map[int]string{}, fabric: fv}
 	nn := sched.NewNodeNamer(cfg.Prefix, len(fv.Nodes))
 	for _, n := range fv.Nodes {
 		a.names = append(a.names, nn.Name(n.ID))
@@ -94,6 +118,14 @@ func New(ctx context.Context, cfg Config, s Slurm, m Manager) (*Agent, error) {
 	}
 	if err := a.checkOwnership(ctx); err != nil {
 		return nil, err
+	}
+	if g, err := topology.Parse(fv.Spec); err == nil && sameNodes(g, fv) {
+		if rt, err := alloc.NewAngaraRouter(g, fv.Rules); err == nil {
+			a.model, a.router = g, rt
+		}
+	}
+	if a.model == nil {
+		a.logf("no model of fabric %s (rules %s): while the window's head waits, the jobs behind it wait too", fv.Spec, fv.Rules)
 	}
 	a.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icn_slurm_agent_decisions_total",
 		Help: "Decisions on jobs, by outcome (placed, wait, refused): each job counts once per outcome it reaches, not once per round."}, []string{"outcome"})
@@ -183,6 +215,8 @@ func (a *Agent) Round(ctx context.Context) error {
 	}
 	considered := 0
 	seen := map[int]bool{}
+	now := time.Now()
+	var resv *reservation // the window head's, once it waits
 	for _, j := range jobs {
 		seen[j.ID] = true
 		r := held[j.ID]
@@ -208,7 +242,22 @@ func (a *Agent) Round(ctx context.Context) error {
 			err = a.hold(ctx, j, j.Comment)
 		case isHeld(j.Reason):
 			considered++
-			err = a.place(ctx, j)
+			if considered > 1 && resv != nil {
+				// The head waits: a later job starts now only if it ends
+				// by the head's reservation (sched.RuleWindow).
+				if ok, why := resv.admits(j, now); !ok {
+					err = a.hold(ctx, j, why)
+					break
+				}
+			}
+			var note func() string
+			if considered == 1 {
+				note = func() string {
+					resv = a.reserve(j, held, live, now)
+					return resv.String()
+				}
+			}
+			err = a.place(ctx, j, note)
 		case r == nil:
 			// Pending, not held, and no placement: requeued after icn
 			// released its nodes, or released around icn. Held again.
@@ -230,6 +279,7 @@ func (a *Agent) Round(ctx context.Context) error {
 			delete(a.outcome, id)
 			delete(a.refused, id)
 			delete(a.warned, id)
+			delete(a.reserved, id)
 		}
 	}
 	return nil
@@ -329,7 +379,10 @@ func slurmID(name string) (int, bool) {
 // place asks the fabric manager for a job's nodes and pins the job to
 // them; a job the fabric cannot take now waits, one it can never take
 // says why in its comment.
-func (a *Agent) place(ctx context.Context, j Job) error {
+//
+// note, if set (the window's head), is asked when the job waits: it
+// makes the head's reservation and says it in the comment.
+func (a *Agent) place(ctx context.Context, j Job, note func() string) error {
 	transit := sched.TransitLimit(a.cfg.Transit, j.Nodes)
 	start := time.Now()
 	// The request id makes a placement whose answer was lost (a
@@ -356,7 +409,11 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 		if outcome == "refused" {
 			a.refused[j.ID] = j.Nodes
 		}
-		return a.hold(ctx, j, "icn: "+verb+": "+oneLine(err))
+		msg := "icn: " + verb + ": " + oneLine(err)
+		if note != nil && outcome == "wait" {
+			msg = "icn: " + verb + " (" + note() + "): " + oneLine(err)
+		}
+		return a.hold(ctx, j, msg)
 	}
 	switch {
 	case errors.Is(err, ErrNoRoom):
@@ -446,6 +503,7 @@ func (a *Agent) syncNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.fabric = fv
 	failed := map[int]bool{}
 	for _, n := range fv.Nodes {
 		if n.Failed {
@@ -475,6 +533,119 @@ func (a *Agent) syncNodes(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// reservation is the window head's: the time it is reserved to start
+// by (zero: none can be made) and why none can.
+type reservation struct {
+	head int
+	at   time.Time
+	now  bool // at is now: the head has a placement on the model already
+	none string
+}
+
+func (r *reservation) String() string {
+	switch {
+	case r.at.IsZero():
+		return "head of the queue, no reservation: " + r.none
+	case r.now:
+		return "head of the queue, reserved to start now"
+	}
+	return "head of the queue, reserved to start by " + r.when()
+}
+
+func (r *reservation) when() string {
+	if r.now {
+		return "now"
+	}
+	return r.at.UTC().Format("15:04:05") + " UTC"
+}
+
+// admits reports whether job j may start now, behind the head: only if
+// it ends, by its time limit, by the head's reservation. Otherwise it
+// says why the job waits.
+func (r *reservation) admits(j Job, now time.Time) (bool, string) {
+	switch {
+	case r.at.IsZero():
+		return false, fmt.Sprintf("icn: waiting behind job %d, which has no reservation (%s)", r.head, r.none)
+	case j.TimeLimit <= 0:
+		return false, fmt.Sprintf("icn: waiting behind job %d (reserved to start by %s): a job without a time limit starts after it", r.head, r.when())
+	case r.now || now.Add(j.TimeLimit).After(r.at):
+		return false, fmt.Sprintf("icn: waiting behind job %d (reserved to start by %s): this job's time limit runs past it", r.head, r.when())
+	}
+	return true, ""
+}
+
+// reserve makes the reservation of head, the window's first job, which
+// the fabric manager cannot place now: the earliest time it has a
+// placement when the partition's running jobs end by their time limits
+// (sched.Reserve on the agent's model of the fabric, with icn's
+// placements and failed nodes).
+func (a *Agent) reserve(head Job, held map[int]*client.JobRecord, live map[int]Job, now time.Time) *reservation {
+	r := &reservation{head: head.ID}
+	if a.model == nil {
+		r.none = "no model of the fabric"
+		return r
+	}
+	const failedJob = 1 << 29
+	st, err := alloc.NewState(a.model)
+	if err != nil {
+		r.none = err.Error()
+		return r
+	}
+	var failed []int
+	for _, n := range a.fabric.Nodes {
+		if n.Failed && n.ID < st.N() {
+			failed = append(failed, n.ID)
+		}
+	}
+	if err := st.Occupy(failedJob, failed); err != nil {
+		r.none = err.Error()
+		return r
+	}
+	var running []sched.RunningJob
+	for id, rec := range held {
+		var nodes []int
+		for _, c := range append(append([]string(nil), rec.Active...), rec.TransitNodes...) {
+			if v, ok := a.byCoord[c]; ok && st.Available(v) {
+				nodes = append(nodes, v)
+			}
+		}
+		if err := st.Occupy(rec.ID, nodes); err != nil {
+			r.none = err.Error()
+			return r
+		}
+		j := live[id]
+		end := math.Inf(1)
+		if j.TimeLimit > 0 {
+			start := now
+			if !j.Start.IsZero() {
+				start = j.Start
+			}
+			end = float64(start.Add(j.TimeLimit).UnixMilli()) / 1000
+		}
+		running = append(running, sched.RunningJob{ID: rec.ID, Nodes: nodes, End: end})
+	}
+	slices.SortFunc(running, func(x, y sched.RunningJob) int { return x.ID - y.ID })
+	transit := func(m int) int { return sched.TransitLimit(a.cfg.Transit, m) }
+	m := sched.NewTorusMachine(st, a.router, alloc.Improved, transit, 1)
+	at, err := sched.Reserve(m, sched.Job{ID: head.ID, Nodes: head.Nodes}, running, float64(now.UnixMilli())/1000)
+	switch {
+	case err != nil:
+		r.none = err.Error()
+	case math.IsInf(at, 1):
+		r.none = "it fits only after jobs without a time limit end"
+	default:
+		r.at = time.Unix(int64(math.Ceil(at)), 0) // whole seconds, as the comment says it
+		if !r.at.After(now) {
+			r.at, r.now = now, true
+		}
+	}
+	if a.reserved[head.ID] != r.String() {
+		a.reserved[head.ID] = r.String()
+		a.logf("job %d heads the window: %s", head.ID, r)
+	}
+	return r
 }
 
 func oneLine(err error) string {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/icn-hpc/icn/fm/api"
 	"github.com/icn-hpc/icn/fm/client"
@@ -62,7 +63,7 @@ func (f *fakeSlurm) Pin(ctx context.Context, id int, hostlist string, count int,
 		return fmt.Errorf("bad pin %q %d", hostlist, count)
 	}
 	j := f.jobs[id]
-	j.State, j.Reason, j.NodeList, j.Comment = "RUNNING", "None", hostlist, comment
+	j.State, j.Reason, j.NodeList, j.Comment, j.Start = "RUNNING", "None", hostlist, comment, time.Now()
 	f.pinned[id] = names
 	return nil
 }
@@ -151,7 +152,7 @@ func TestAgentRounds(t *testing.T) {
 	// A job that does not fit now waits with the reason.
 	sl.submit(5, 8)
 	a.Round(ctx)
-	if sl.jobs[5].State != "PENDING" || !strings.HasPrefix(sl.jobs[5].Comment, "icn: waiting:") {
+	if sl.jobs[5].State != "PENDING" || !strings.HasPrefix(sl.jobs[5].Comment, "icn: waiting") {
 		t.Fatalf("job 5: %+v", sl.jobs[5])
 	}
 	// Job 1 ends: its nodes are freed in icn, and job 5 goes on them.
@@ -532,5 +533,86 @@ func TestAgentOwnsItsNodes(t *testing.T) {
 	sl.submit(2, 2)
 	if err := a.Round(ctx); err == nil || !strings.Contains(err.Error(), "debug") || sl.jobs[2].State != "PENDING" {
 		t.Fatalf("a node shared after the start: %v %+v", err, sl.jobs[2])
+	}
+}
+
+// TestAgentReservation: while the window's head waits, a later job
+// starts only if it ends, by its time limit, by the head's reservation
+// (the earliest time the head has a placement when the running jobs end
+// by their limits); the head's comment says the reservation, the others'
+// why they wait.
+func TestAgentReservation(t *testing.T) {
+	ctx := context.Background()
+	svc, cl := testService(t, "torus:4x4")
+	names := torusNames(16)
+	sl := newFakeSlurm(names)
+	a, err := New(ctx, Config{Partition: "torus", Window: 4}, sl, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := func(id int, d time.Duration) { sl.jobs[id].TimeLimit = d }
+	sl.submit(1, 12)
+	limit(1, 100*time.Second)
+	a.Round(ctx)
+	if sl.jobs[1].State != "RUNNING" {
+		t.Fatalf("job 1: %+v", sl.jobs[1])
+	}
+	sl.submit(2, 8) // waits for job 1's nodes: the head
+	limit(2, 60*time.Second)
+	sl.submit(3, 2) // ends before job 1 can have ended
+	limit(3, 30*time.Second)
+	sl.submit(4, 2) // would run past the reservation
+	limit(4, 500*time.Second)
+	sl.submit(5, 2) // no time limit
+	a.Round(ctx)
+	by := sl.jobs[1].Start.Add(100 * time.Second)
+	want := time.Unix(by.Unix(), 0)
+	if want.Before(by) {
+		want = want.Add(time.Second)
+	}
+	if c := sl.jobs[2].Comment; sl.jobs[2].State != "PENDING" || !strings.Contains(c, "reserved to start by "+want.UTC().Format("15:04:05")+" UTC") {
+		t.Fatalf("head job 2: %+v (want a reservation at %v)", sl.jobs[2], want)
+	}
+	if sl.jobs[3].State != "RUNNING" {
+		t.Fatalf("job 3, ending before the reservation, did not start: %+v", sl.jobs[3])
+	}
+	for _, id := range []int{4, 5} {
+		if j := sl.jobs[id]; j.State != "PENDING" || !strings.HasPrefix(j.Comment, "icn: waiting behind job 2") {
+			t.Fatalf("job %d started ahead of the head or does not say why it waits: %+v", id, j)
+		}
+	}
+	checkPinned(t, svc, sl, names)
+	// Job 1 ends: the head starts, then the others.
+	delete(sl.jobs, 1)
+	delete(sl.jobs, 3)
+	a.Round(ctx)
+	a.Round(ctx)
+	for _, id := range []int{2, 4, 5} {
+		if sl.jobs[id].State != "RUNNING" {
+			t.Fatalf("job %d after job 1 ended: %+v", id, sl.jobs[id])
+		}
+	}
+}
+
+// squeue's time limits and start times as the agent reads them.
+func TestParseSqueue(t *testing.T) {
+	for s, want := range map[string]time.Duration{"1:00": time.Minute, "10:00": 10 * time.Minute, "1:00:00": time.Hour,
+		"2-03:04:05": 51*time.Hour + 4*time.Minute + 5*time.Second, "30": 30 * time.Minute, "UNLIMITED": 0, "INVALID": 0, "": 0, "1:2:3:4": 0} {
+		if got := parseTimeLimit(s); got != want {
+			t.Errorf("parseTimeLimit(%q) = %v, want %v", s, got, want)
+		}
+	}
+	jobs, err := parseSqueue("7|RUNNING|2|None|nid[00-01]|(null)|1:00|2026-01-02T03:04:05|icn: a|b\n8|PENDING|4|JobHeldAdmin||(null)|UNLIMITED|N/A|(null)\n9_1|PENDING|1|x||||N/A|\n")
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("%v %+v", err, jobs)
+	}
+	if j := jobs[0]; j.TimeLimit != time.Minute || j.Start.Format("2006-01-02T15:04:05") != "2026-01-02T03:04:05" || j.Comment != "icn: a|b" || j.ReqNodes != "" {
+		t.Fatalf("job 7: %+v", j)
+	}
+	if j := jobs[1]; j.TimeLimit != 0 || !j.Start.IsZero() || j.Comment != "" {
+		t.Fatalf("job 8: %+v", j)
+	}
+	if _, err := parseSqueue("7|RUNNING|2\n"); err == nil {
+		t.Fatal("a short line was accepted")
 	}
 }

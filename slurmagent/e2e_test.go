@@ -459,6 +459,89 @@ func TestSlurmPlacesThroughICN(t *testing.T) {
 	if !reran || !released {
 		t.Fatalf("requeued job ran again %v, user hold released %v", reran, released)
 	}
+	// A large job behind running ones: it heads the window with a
+	// reservation (in its comment), starts no later than that, and the
+	// jobs behind it, whose time limits run past it, do not start first.
+	var fillers []int
+	for i := range 4 {
+		fillers = append(fillers, submit("-p", "torus", "-N", "6", "-t", "1", "-J", fmt.Sprintf("f%d", i), "--wrap", "sleep 5"))
+	}
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		running := 0
+		for _, id := range fillers {
+			if st, _ := state(id); st == "RUNNING" {
+				running++
+			}
+		}
+		if running == len(fillers) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("fillers not running after 30 s\n%s", tail(logBuf.String(), 2000))
+		}
+	}
+	head := submit("-p", "torus", "-N", "24", "-t", "1", "-J", "head", "--wrap", "sleep 1")
+	var behind []int
+	for i := range 3 {
+		behind = append(behind, submit("-p", "torus", "-N", "2", "-t", "1", "-J", fmt.Sprintf("b%d", i), "--wrap", "sleep 1"))
+	}
+	var reserved, headStart time.Time
+	starts := map[int]time.Time{}
+	for end := time.Now().Add(60 * time.Second); len(starts) < 1+len(behind); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(end) {
+			left, _ := c.cmd(ctx, "squeue", "-h", "-o", "%i %T %r %N %k")
+			t.Fatalf("head %d and the jobs behind it did not all start in 60 s; squeue:\n%s\nagent log:\n%s", head, left, tail(logBuf.String(), 3000))
+		}
+		out, _ := c.cmd(ctx, "squeue", "-h", "-o", "%i|%T|%S|%k")
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.SplitN(l, "|", 4)
+			if len(f) != 4 {
+				continue
+			}
+			var id int
+			fmt.Sscanf(f[0], "%d", &id)
+			if id == head && f[1] == "PENDING" {
+				if _, hhmmss, ok := strings.Cut(f[3], "reserved to start by "); ok {
+					at, err := time.Parse("15:04:05", strings.Fields(hhmmss)[0])
+					if err == nil {
+						now := time.Now().UTC()
+						at = time.Date(now.Year(), now.Month(), now.Day(), at.Hour(), at.Minute(), at.Second(), 0, time.UTC)
+						if reserved.IsZero() || at.Before(reserved) {
+							reserved = at
+						}
+					}
+				}
+			}
+			if (id == head || slices.Contains(behind, id)) && f[1] == "RUNNING" && starts[id].IsZero() {
+				st, err := time.ParseInLocation("2006-01-02T15:04:05", f[2], time.Local)
+				if err != nil {
+					t.Fatalf("start time of job %d: %q", id, f[2])
+				}
+				starts[id] = st
+			}
+		}
+	}
+	headStart = starts[head]
+	if reserved.IsZero() {
+		t.Fatalf("head job %d never showed a reservation; agent log:\n%s", head, tail(logBuf.String(), 2000))
+	}
+	if headStart.After(reserved) {
+		t.Fatalf("head job %d started at %v, after its reservation %v", head, headStart, reserved)
+	}
+	for _, id := range behind {
+		if starts[id].Before(headStart) {
+			t.Fatalf("job %d (time limit past the reservation) started at %v, before the head job at %v", id, starts[id], headStart)
+		}
+	}
+	t.Logf("head job %d: reserved to start by %s, started %s", head, reserved.Format("15:04:05"), headStart.UTC().Format("15:04:05"))
+	ids = append(ids, fillers...)
+	ids = append(ids, head)
+	ids = append(ids, behind...)
+	for end := time.Now().Add(30 * time.Second); stillThere(t, c, ids); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the head and the jobs behind it did not end in 30 s")
+		}
+	}
 	// The oversized job says why it waits.
 	if out := must("squeue", "-h", "-j", fmt.Sprint(big), "-o", "%k|%r"); !strings.HasPrefix(out, "icn: refused") && !strings.HasPrefix(out, "icn: waiting:") || !strings.HasSuffix(out, "|JobHeldAdmin") {
 		t.Fatalf("job %d: comment %q", big, out)

@@ -53,7 +53,7 @@ func TestReplayModelVsSlurm(t *testing.T) {
 	model["slurm"] = replayResult{rep.Utilization, rep.TMean, rep.MeanWait, rep.JobsDone}
 	st, _ := alloc.NewState(g)
 	rt, _ := alloc.NewAngaraRouter(g, "angara*")
-	rep, err = sched.Simulate(sched.Config{State: st, Router: rt, Algo: alloc.Improved, Policy: sched.Policy{Window: 8},
+	rep, err = sched.Simulate(sched.Config{State: st, Router: rt, Algo: alloc.Improved, Policy: sched.Policy{Window: 8, Backfill: true, Rule: sched.RuleWindow},
 		Transit: func(m int) int { return sched.TransitLimit(0.6, m) }}, stream)
 	if err != nil {
 		t.Fatal(err)

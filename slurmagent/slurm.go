@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Job is a Slurm job of the partition as squeue shows it.
@@ -19,7 +20,11 @@ type Job struct {
 	// NodeList is the allocated nodes (running) and ReqNodes the nodes
 	// asked for by name (hostlist expressions).
 	NodeList, ReqNodes string
-	Comment            string
+	// TimeLimit is the job's time limit (0: none); Start is when it
+	// started (running jobs; zero otherwise).
+	TimeLimit time.Duration
+	Start     time.Time
+	Comment   string
 }
 
 // Node is a Slurm node and its state (sinfo's short form: idle, alloc,
@@ -79,22 +84,23 @@ func (c CLI) run(ctx context.Context, name string, args ...string) (string, erro
 
 // Jobs implements Slurm.
 func (c CLI) Jobs(ctx context.Context, partition string) ([]Job, error) {
-	out, err := c.run(ctx, "squeue", "-h", "-p", partition, "-t", "PD,CF,R,CG,S", "-o", "%i|%T|%D|%r|%N|%n|%k")
+	out, err := c.run(ctx, "squeue", "-h", "-p", partition, "-t", "PD,CF,R,CG,S", "-o", "%i|%T|%D|%r|%N|%n|%l|%S|%k")
 	if err != nil {
 		return nil, err
 	}
 	return parseSqueue(out)
 }
 
-// parseSqueue reads squeue -o "%i|%T|%D|%r|%N|%n|%k".
+// parseSqueue reads squeue -o "%i|%T|%D|%r|%N|%n|%l|%S|%k" (the comment
+// last: it may hold the separator).
 func parseSqueue(out string) ([]Job, error) {
 	var jobs []Job
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line == "" {
 			continue
 		}
-		f := strings.SplitN(line, "|", 7)
-		if len(f) != 7 {
+		f := strings.SplitN(line, "|", 9)
+		if len(f) != 9 {
 			return nil, fmt.Errorf("squeue: unexpected line %q", line)
 		}
 		id, err := strconv.Atoi(f[0])
@@ -104,7 +110,11 @@ func parseSqueue(out string) ([]Job, error) {
 			continue
 		}
 		n, _ := strconv.Atoi(f[2])
-		j := Job{ID: id, State: f[1], Nodes: n, Reason: f[3], NodeList: f[4], ReqNodes: f[5], Comment: f[6]}
+		j := Job{ID: id, State: f[1], Nodes: n, Reason: f[3], NodeList: f[4], ReqNodes: f[5], Comment: f[8]}
+		j.TimeLimit = parseTimeLimit(f[6])
+		if st, err := time.ParseInLocation("2006-01-02T15:04:05", f[7], time.Local); err == nil && j.State == "RUNNING" {
+			j.Start = st
+		}
 		if j.ReqNodes == "(null)" {
 			j.ReqNodes = ""
 		}
@@ -114,6 +124,38 @@ func parseSqueue(out string) ([]Job, error) {
 		jobs = append(jobs, j)
 	}
 	return jobs, nil
+}
+
+// parseTimeLimit reads a Slurm time limit ([days-]hours:minutes:seconds,
+// minutes:seconds, or minutes); 0 for UNLIMITED or anything else.
+func parseTimeLimit(s string) time.Duration {
+	var days int
+	if d, rest, ok := strings.Cut(s, "-"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil {
+			return 0
+		}
+		days, s = n, rest
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) > 3 {
+		return 0
+	}
+	var secs int
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return 0
+		}
+		secs = secs*60 + n
+	}
+	switch {
+	case len(parts) == 1:
+		secs *= 60 // minutes alone
+	case len(parts) == 2 && days > 0:
+		secs *= 60 // days-hours:minutes
+	}
+	return time.Duration(days)*24*time.Hour + time.Duration(secs)*time.Second
 }
 
 // Pin implements Slurm.
