@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,8 +29,10 @@ type replayResult struct {
 // stream (60 jobs on torus:4x4x2, trace minutes replayed as half seconds)
 // runs through slurmctld and 32 slurmd twice, once with Slurm's own
 // placement (partition plain: FCFS, select/linear) and once placed by icn
-// (partition torus, the agent with window 8), and through icn sched
-// simulate with the same two policies; it reports the four rows. Run with
+// (partition torus, the agent: window 8 with a reservation for its head),
+// and through icn sched simulate with the same policies (the window rule
+// with the trace's requested times and with the machine's whole-minute
+// time limits); it reports the five rows. Run with
 // go test -tags long -run TestReplayModelVsSlurm -v ./slurmagent (root).
 func TestReplayModelVsSlurm(t *testing.T) {
 	needSlurm(t)
@@ -51,14 +54,35 @@ func TestReplayModelVsSlurm(t *testing.T) {
 		t.Fatal(err)
 	}
 	model["slurm"] = replayResult{rep.Utilization, rep.TMean, rep.MeanWait, rep.JobsDone}
-	st, _ := alloc.NewState(g)
-	rt, _ := alloc.NewAngaraRouter(g, "angara*")
-	rep, err = sched.Simulate(sched.Config{State: st, Router: rt, Algo: alloc.Improved, Policy: sched.Policy{Window: 8, Backfill: true, Rule: sched.RuleWindow},
-		Transit: func(m int) int { return sched.TransitLimit(0.6, m) }}, stream)
-	if err != nil {
-		t.Fatal(err)
+	// icn's rule (window 8 with a reservation for its head) plans with
+	// requested times: the trace's, and the time limits the machine
+	// gets (whole minutes of Slurm's at this compression, as replay
+	// submits them), which make the reservation promise far more.
+	limited := *stream
+	limited.Jobs = slices.Clone(stream.Jobs)
+	for i := range limited.Jobs {
+		limited.Jobs[i].Requested = float64(slurmLimit(stream.Jobs[i].Requested, scale)*60) * scale
 	}
-	model["icn"] = replayResult{rep.Utilization, rep.TMean, rep.MeanWait, rep.JobsDone}
+	for name, s := range map[string]*sched.Stream{"icn": stream, "icn, Slurm's limits": &limited} {
+		st, _ := alloc.NewState(g)
+		rt, _ := alloc.NewAngaraRouter(g, "angara*")
+		rep, err = sched.Simulate(sched.Config{State: st, Router: rt, Algo: alloc.Improved, Policy: sched.Policy{Window: 8, Backfill: true, Rule: sched.RuleWindow},
+			Transit: func(m int) int { return sched.TransitLimit(0.6, m) }}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Relative wait against the trace's requested time in every row.
+		r := replayResult{util: rep.Utilization, wait: rep.MeanWait, done: rep.JobsDone}
+		requested := map[int]float64{}
+		for _, j := range stream.Jobs {
+			requested[j.ID] = j.Requested
+		}
+		for _, rec := range rep.Schedule {
+			r.tmean += (rec.Start - rec.Submit) / requested[rec.ID]
+		}
+		r.tmean /= float64(len(rep.Schedule))
+		model[name] = r
+	}
 
 	_, srvURL, tok, names := startTorus(t)
 	c := startCluster(t, names, nil)
@@ -80,7 +104,8 @@ func TestReplayModelVsSlurm(t *testing.T) {
 		t.Logf("%-28s utilization %5.1f %%  mean relative wait %6.2f  mean wait %7.0f s  jobs %d", name, 100*r.util, r.tmean, r.wait, r.done)
 	}
 	row("model, Slurm's FCFS (flat)", model["slurm"])
-	row("model, icn window 8", model["icn"])
+	row("model, icn (trace's times)", model["icn"])
+	row("model, icn (Slurm's limits)", model["icn, Slurm's limits"])
 	row("machine, Slurm alone", machine["plain"])
 	row("machine, placed by icn", machine["torus"])
 	if machine["torus"].done != len(stream.Jobs) || machine["plain"].done != len(stream.Jobs) {
@@ -140,7 +165,7 @@ func replay(t *testing.T, c *cluster, part string, stream *sched.Stream, scale f
 			time.Sleep(d)
 		}
 		run := j.Runtime / scale
-		limit := int(math.Ceil(j.Requested/scale/60)) + 1
+		limit := slurmLimit(j.Requested, scale)
 		if out, err := c.cmd(ctx, "sbatch", "-p", part, "-N", fmt.Sprint(j.Nodes), "-J", fmt.Sprintf("r%d", i), "-t", fmt.Sprint(limit),
 			"--wrap", fmt.Sprintf("sleep %.2f", run)); err != nil {
 			t.Fatalf("sbatch job %d: %v %s", i, err, out)
@@ -177,4 +202,11 @@ func replay(t *testing.T, c *cluster, part string, stream *sched.Stream, scale f
 	r.tmean /= float64(r.done)
 	r.util = busy / (32 * (last - first))
 	return r
+}
+
+// slurmLimit is the time limit, in Slurm's whole minutes, replay gives a
+// job of the requested trace time: rounded up, plus a minute for the
+// launch.
+func slurmLimit(requested, scale float64) int {
+	return int(math.Ceil(requested/scale/60)) + 1
 }
