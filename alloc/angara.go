@@ -2,6 +2,8 @@ package alloc
 
 import (
 	"context"
+	"errors"
+	"sync"
 
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
@@ -11,6 +13,9 @@ import (
 // routing tables under a routing rule (routing package).
 type AngaraRouter struct {
 	R *routing.Router
+
+	ringOnce     sync.Once
+	lower, upper Router // R_A− and R_A with the same order, for an R_A* router that accepted dependencies
 }
 
 var _ Router = (*AngaraRouter)(nil)
@@ -45,7 +50,37 @@ func (a *AngaraRouter) Props() RouterProps {
 	// itself, directions included, and the rules look only at
 	// directions.
 	ring := accepted == 0 && len(g.FailedLinks()) == 0 && len(g.FailedNodes()) == 0
-	return RouterProps{TranslationInvariant: invariant, BlocksLocal: invariant, BoxesReachable: true, RingInvariant: ring}
+	p := RouterProps{TranslationInvariant: invariant, BlocksLocal: invariant, BoxesReachable: true, RingInvariant: ring}
+	if !ring && accepted > 0 && len(g.FailedLinks()) == 0 && len(g.FailedNodes()) == 0 {
+		p.RingLower, p.RingUpper = a.ringBounds()
+	}
+	return p
+}
+
+// ringBounds returns R_A− and R_A with the router's direction order: R_A*
+// is R_A− plus some of the order-breaking FS/LS transitions R_A allows,
+// so a route legal under R_A− is legal under R_A*, and one legal under
+// R_A* is legal under R_A; neither depends on the position (nil when they
+// cannot be built).
+func (a *AngaraRouter) ringBounds() (lower, upper Router) {
+	a.ringOnce.Do(func() {
+		rule := a.R.Rule()
+		if rule.Kind != routing.AngaraStar {
+			return
+		}
+		rule.Kind = routing.AngaraMinus
+		lo, err := routing.NewRouter(a.R.Graph(), rule)
+		if err != nil {
+			return
+		}
+		rule.Kind = routing.Angara
+		up, err := routing.NewRouter(a.R.Graph(), rule)
+		if err != nil {
+			return
+		}
+		a.lower, a.upper = &AngaraRouter{R: lo}, &AngaraRouter{R: up}
+	})
+	return a.lower, a.upper
 }
 
 // faultFreeTorus reports whether g is a torus (every dimension a ring)
@@ -68,6 +103,16 @@ func (a *AngaraRouter) Reachable(active, transit []int) (bool, error) {
 // routing.Router.ReachableWithHints.
 func (a *AngaraRouter) ReachableWithHints(active, transit []int, pairs [][2]int) (bool, [2]int, error) {
 	return a.R.ReachableWithHints(active, transit, pairs)
+}
+
+// ReachableWithHintsUntil is ReachableWithHints that gives up with errCut
+// when stop reports true (see reacherUntil).
+func (a *AngaraRouter) ReachableWithHintsUntil(active, transit []int, pairs [][2]int, stop func() bool) (bool, [2]int, error) {
+	ok, bad, err := a.R.ReachableWithHintsUntil(active, transit, pairs, stop)
+	if errors.Is(err, routing.ErrStopped) {
+		err = errCut
+	}
+	return ok, bad, err
 }
 
 // Table implements Router: the table is built and verified (deadlock

@@ -164,6 +164,110 @@ func leadingBox(s []int, m int) []int {
 	return nil
 }
 
+// phiStarLevels finds φ*, the largest φ after allocation among the free
+// boxes of m nodes (boxes lists their sizes; left is the free nodes a set
+// leaves): the levels of free rectangles from the largest a set can leave
+// down to the first where a free box misses a rectangle, with the
+// workers' cover counters and buffers. ok is false when the budget ended
+// first.
+func (d *decision) phiStarLevels(lc *levelCache, boxes [][]int, left int) (bl boundLevels, ccs []*coverCounter, bufs [][]int32, ok bool) {
+	sel := d.sel
+	N := d.s.N()
+	workers := len(d.work)
+	ccs = make([]*coverCounter, workers)
+	bufs = make([][]int32, workers)
+	for w := range ccs {
+		ccs[w] = newCoverCounter(sel.dims, sel.wrap)
+		bufs[w] = make([]int32, N)
+	}
+	// φ*: the levels from the top until a free box misses a rectangle.
+	bl.starLevel = -1
+	for i, v := range lc.vols {
+		if v > left {
+			continue
+		}
+		if d.clock.enum.Load() {
+			return bl, ccs, bufs, false
+		}
+		rs, done := lc.levelDone(i)
+		if !done {
+			return bl, ccs, bufs, false
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		bl.vols = append(bl.vols, v)
+		bl.rects = append(bl.rects, rs)
+		best := make([]int, len(boxes))
+		par.For(len(boxes), sel.Workers, func(w, k int) {
+			if d.clock.hard.Load() {
+				return
+			}
+			b := boxes[k]
+			out := bufs[w]
+			ccs[w].count(b, rs, out)
+			placements(sel.dims, sel.wrap, b, func(st []int) bool {
+				if kept := len(rs) - int(out[enc(st, sel.dims)]); kept > best[k] && d.holesAt(w, sel.grid, b, st) == 0 {
+					best[k] = kept
+				}
+				return true
+			})
+		})
+		if d.clock.hard.Load() {
+			return bl, ccs, bufs, false
+		}
+		if k := slices.Max(best); k > 0 {
+			bl.starLevel, bl.starCount = len(bl.vols)-1, k
+			break
+		}
+	}
+	return bl, ccs, bufs, true
+}
+
+// promisingStarts fills promising[j], for each leading box that can reach
+// φ*, with the starts (a bit per node id) where it can: where the free
+// rectangles it misses reach the count φ* needs at some level. The
+// budget's enumeration phase leaves the masks not made nil.
+func (d *decision) promisingStarts(lead [][]int, reach []bool, bl *boundLevels, ccs []*coverCounter, bufs [][]int32, promising [][]uint64) {
+	N := d.s.N()
+	par.For(len(lead), d.sel.Workers, func(w, j int) {
+		if !reach[j] || d.clock.enum.Load() {
+			return
+		}
+		mask := make([]uint64, (N+63)/64)
+		out := bufs[w]
+		for li, rs := range bl.rects {
+			ccs[w].count(lead[j], rs, out)
+			need := bl.need(li)
+			for v := range out {
+				if len(rs)-int(out[v]) >= need {
+					mask[v/64] |= 1 << (v % 64)
+				}
+			}
+		}
+		promising[j] = mask
+	})
+}
+
+// leadingBoxes lists the distinct leading boxes of the decision's sizes
+// and, per size index, the index of its own in that list.
+func (d *decision) leadingBoxes() (lead [][]int, sizeBox []int) {
+	byBox := map[string]int{}
+	sizeBox = make([]int, len(d.sizes))
+	for si, size := range d.sizes {
+		a := leadingBox(size, d.m)
+		k := sizeKey("", a)
+		j, ok := byBox[k]
+		if !ok {
+			j = len(lead)
+			byBox[k] = j
+			lead = append(lead, a)
+		}
+		sizeBox[si] = j
+	}
+	return lead, sizeBox
+}
+
 // boundLevels are today's free rectangles by volume from the largest
 // volume a set of m nodes can leave free, down to the level of φ*.
 type boundLevels struct {
@@ -194,57 +298,10 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 	if len(boxes) == 0 {
 		return nil, false
 	}
-	workers := len(d.work)
-	ccs := make([]*coverCounter, workers)
-	bufs := make([][]int32, workers)
-	for w := range ccs {
-		ccs[w] = newCoverCounter(sel.dims, sel.wrap)
-		bufs[w] = make([]int32, N)
-	}
-	// φ*: the levels from the top until a free box misses a rectangle.
-	var bl boundLevels
-	bl.starLevel = -1
-	for i, v := range lc.vols {
-		if v > left {
-			continue
-		}
-		if d.clock.enum.Load() {
-			d.cutHit.Store(true)
-			return make([]sizeResult, len(d.sizes)), true
-		}
-		rs, done := lc.levelDone(i)
-		if !done {
-			d.cutHit.Store(true)
-			return make([]sizeResult, len(d.sizes)), true
-		}
-		if len(rs) == 0 {
-			continue
-		}
-		bl.vols = append(bl.vols, v)
-		bl.rects = append(bl.rects, rs)
-		best := make([]int, len(boxes))
-		par.For(len(boxes), sel.Workers, func(w, k int) {
-			if d.clock.hard.Load() {
-				return
-			}
-			b := boxes[k]
-			out := bufs[w]
-			ccs[w].count(b, rs, out)
-			placements(sel.dims, sel.wrap, b, func(st []int) bool {
-				if kept := len(rs) - int(out[enc(st, sel.dims)]); kept > best[k] && d.holesAt(w, sel.grid, b, st) == 0 {
-					best[k] = kept
-				}
-				return true
-			})
-		})
-		if d.clock.hard.Load() {
-			d.cutHit.Store(true)
-			return make([]sizeResult, len(d.sizes)), true
-		}
-		if k := slices.Max(best); k > 0 {
-			bl.starLevel, bl.starCount = len(bl.vols)-1, k
-			break
-		}
+	bl, ccs, bufs, ok := d.phiStarLevels(lc, boxes, left)
+	if !ok {
+		d.cutHit.Store(true)
+		return make([]sizeResult, len(d.sizes)), true
 	}
 	if bl.starLevel < 0 {
 		// No free rectangle is left beside any box: every set leaves φ 0.
@@ -252,20 +309,7 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 	}
 	d.lowerBest(0)
 	// The leading boxes of the sizes, and where each can reach φ*.
-	byBox := map[string]int{}
-	var lead [][]int
-	sizeBox := make([]int, len(d.sizes))
-	for si, size := range d.sizes {
-		a := leadingBox(size, d.m)
-		k := sizeKey("", a)
-		j, ok := byBox[k]
-		if !ok {
-			j = len(lead)
-			byBox[k] = j
-			lead = append(lead, a)
-		}
-		sizeBox[si] = j
-	}
+	lead, sizeBox := d.leadingBoxes()
 	period := d.periods()
 	reps := 1 // placements left per size by the periods, at most
 	for _, q := range period {
@@ -287,24 +331,7 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 		reach[j] = bl.canReach(a, sel.dims)
 	}
 	if !direct {
-		par.For(len(lead), sel.Workers, func(w, j int) {
-			if !reach[j] || d.clock.enum.Load() {
-				return
-			}
-			a := lead[j]
-			mask := make([]uint64, (N+63)/64)
-			out := bufs[w]
-			for li, rs := range bl.rects {
-				ccs[w].count(a, rs, out)
-				need := bl.need(li)
-				for v := range out {
-					if len(rs)-int(out[v]) >= need {
-						mask[v/64] |= 1 << (v % 64)
-					}
-				}
-			}
-			promising[j] = mask
-		})
+		d.promisingStarts(lead, reach, &bl, ccs, bufs, promising)
 	}
 	results := make([]sizeResult, len(d.sizes))
 	order := d.sizeOrder()

@@ -208,6 +208,22 @@ func TestBudgetEnds(t *testing.T) {
 	}
 	sameChoice(t, "1 h budget", got, want)
 
+	// A budget that started an hour ago (Since) is spent: nothing is
+	// examined, as with 1 ns; one that started now is not.
+	req.Budget, req.Since = time.Minute, time.Now().Add(-time.Hour)
+	spent, err := NewSelector(s).Select(s, rt, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spent.Chosen != nil || spent.Examined != 0 || spent.Exhaustive || spent.Cut != "budget 1m0s" {
+		t.Fatalf("budget spent before the decision: %+v", spent)
+	}
+	req.Since = time.Now()
+	if fresh, err := NewSelector(s).Select(s, rt, req); err != nil || !fresh.Exhaustive || fresh.Examined != want.Examined {
+		t.Fatalf("budget started now: %+v %v", fresh, err)
+	}
+	req.Since = time.Time{}
+
 	req.Budget = -time.Second
 	if _, err := NewSelector(s).Select(s, rt, req); err == nil || !strings.Contains(err.Error(), "negative") {
 		t.Fatalf("negative budget: %v", err)

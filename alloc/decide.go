@@ -61,7 +61,11 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		sel.figures.reset()
 	}
 	d := sel.newDecision(s, rt, req)
-	d.clock = newBudget(ctx, req.Budget, start)
+	clockStart := start
+	if !req.Since.IsZero() && req.Since.Before(start) {
+		clockStart = req.Since
+	}
+	d.clock = newBudget(ctx, req.Budget, clockStart)
 	defer d.clock.release()
 	defer func() {
 		if d.levels != nil {
@@ -69,23 +73,7 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		}
 	}()
 	d.changed = sel.retry.since(s, req)
-	var results []sizeResult
-	ok := false
-	switch {
-	case d.uniform():
-		d.empty = true
-		if results, ok = d.enumerateUniform(); !ok {
-			d.resetForFallback()
-			if d.bounded() {
-				results, ok = d.enumerateBounded()
-			}
-		}
-	case d.bounded():
-		results, ok = d.enumerateBounded()
-	}
-	if !ok {
-		results = d.enumerate()
-	}
+	results := d.examinePlacements()
 	cands, err := d.collect(results, res)
 	if d.clock.ctxDone.Load() {
 		return nil, context.Cause(ctx)
@@ -121,9 +109,45 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		res.Reason = noSetInTime(res)
 		return res, nil
 	}
+	if err := d.choose(ctx, cands, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// examinePlacements examines the placements by the first path that
+// applies: uniform (an empty torus), bounded (a large partly used one),
+// else the enumeration.
+func (d *decision) examinePlacements() []sizeResult {
+	var results []sizeResult
+	ok := false
+	switch {
+	case d.uniform():
+		d.empty = true
+		if results, ok = d.enumerateUniform(); !ok {
+			d.resetForFallback()
+			if d.bounded() {
+				results, ok = d.enumerateBounded()
+			}
+		}
+	case d.bounded():
+		results, ok = d.enumerateBounded()
+	}
+	if !ok {
+		results = d.enumerate()
+	}
+	return results
+}
+
+// choose ranks the candidates by the criteria (fewest transit nodes,
+// largest φ after allocation, then the tie-break tables) and fills res
+// with the set chosen; an error ends the decision (ctx's cause when the
+// caller gave up).
+func (d *decision) choose(ctx context.Context, cands []*candidate, res *Result) error {
+	req := d.req
 	best := fewestTransit(cands)
 	if req.Algo == Baseline {
-		return res, d.chooseFirst(best, res)
+		return d.chooseFirst(best, res)
 	}
 	res.Ranked = len(best)
 	if d.empty {
@@ -136,7 +160,7 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		d.rankCut.Store(true)
 	}
 	if d.clock.ctxDone.Load() {
-		return nil, context.Cause(ctx)
+		return context.Cause(ctx)
 	}
 	if d.rankCut.Load() {
 		d.cutShort(res, CompleteTransit)
@@ -148,7 +172,7 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		if d.tiesLeft.Load() {
 			d.cutShort(res, CompletePhi)
 		}
-		return res, nil
+		return nil
 	}
 	if !d.clock.tablesLeft() {
 		// No time for the tie-break tables: the first of the tied
@@ -156,22 +180,22 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		d.cutShort(res, CompletePhi)
 		res.Chosen = &tied[0].Candidate
 		d.materialize(tied[0])
-		return res, nil
+		return nil
 	}
-	err = d.chooseByTables(tied, res)
+	err := d.chooseByTables(tied, res)
 	switch {
 	case d.clock.ctxDone.Load():
-		return nil, context.Cause(ctx)
+		return context.Cause(ctx)
 	case errors.Is(err, errCut):
 		d.cutShort(res, CompletePhi)
 		res.Chosen, res.Tables = &tied[0].Candidate, 0
 		d.materialize(tied[0])
 	case err != nil:
-		return nil, err
+		return err
 	case d.tableCut || d.tiesLeft.Load():
 		d.cutShort(res, CompletePhi)
 	}
-	return res, nil
+	return nil
 }
 
 // resetForFallback undoes what an abandoned uniform path left in the
@@ -281,6 +305,13 @@ type decision struct {
 	// ringInvariant: the router's answers on an empty machine are
 	// invariant under translations along the rings (RouterProps).
 	ringInvariant bool
+	// ringLower: where the router's answers are not ring invariant, a
+	// ring-invariant router whose reachable sets it reaches too
+	// (RouterProps.RingLower), or nil.
+	ringLower Router
+	// ringUpper: likewise a ring-invariant router that reaches every set
+	// the router reaches (RouterProps.RingUpper), or nil.
+	ringUpper Router
 	// held counts the candidates kept (see maxHeld).
 	held atomic.Int64
 	// empty: the uniform path (an empty torus; see uniform.go);
@@ -368,6 +399,12 @@ func (sel *Selector) newDecision(s *State, rt Router, req Request) *decision {
 	props := rt.Props()
 	d.invariant, d.shareBlocks, d.boxes = props.TranslationInvariant, props.BlocksLocal, props.BoxesReachable
 	d.ringInvariant = props.RingInvariant || d.invariant && d.shareBlocks
+	if l := props.RingLower; !d.ringInvariant && l != nil && l.Props().RingInvariant {
+		d.ringLower = l
+		if u := props.RingUpper; u != nil && u.Props().RingInvariant {
+			d.ringUpper = u
+		}
+	}
 	d.work = make([]workerScratch, par.Workers(sel.Workers))
 	if len(sel.arenas) < len(d.work) {
 		sel.arenas = make([]candArena, len(d.work))
@@ -941,12 +978,62 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*candidate, err
 // budget, the representatives whose class's table was not finished in
 // time (missing: their figures mean nothing).
 func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classes int, missing map[int]bool, err error) {
-	first := make([]int, len(reps)) // representative whose figures are used
+	first, figs, verified, build := d.knownFigures(reps)
+	cache := &d.sel.figures
+	for _, i := range build {
+		d.materialize(reps[i])
+	}
+	// With a budget the tables are built under the table phase's
+	// deadline: a class whose table was not finished in time takes no
+	// part in the ranking (missing), and the answer is then complete for
+	// criteria 1 and 2 only.
+	ctx, cancel := d.clock.tableContext()
+	defer cancel()
+	missing, best, bestBuilt, err := d.buildFigures(ctx, reps, build, figs, verified)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	// Only the class that wins needs a verified table: least diameter,
+	// then π_max, then the first representative.
+	win := -1
+	for i := range reps {
+		if j := first[i]; !missing[j] && (win < 0 || betterTable(figs, j, win)) {
+			win = j
+		}
+	}
+	if win < 0 {
+		return nil, 0, nil, errCut // no table finished in time
+	}
+	if err := d.verifyWinner(ctx, reps, figs, verified, win, bestBuilt, best); err != nil {
+		return nil, 0, nil, err
+	}
+	if d.invariant {
+		for i, c := range reps {
+			if first[i] == i && c.shape != "" && !missing[i] {
+				cache.put(d.m, c.shape, figs[i], verified[i])
+			}
+		}
+	}
+	for i := range reps {
+		if first[i] == i && !missing[i] {
+			classes++
+		}
+		figs[i] = figs[first[i]]
+		missing[i] = missing[first[i]]
+	}
+	return figs, classes, missing, nil
+}
+
+// knownFigures groups the representatives by shape (first: the one whose
+// figures each uses) and takes the figures the selector kept for a
+// shape; build lists those whose tables must be built, and verified says
+// whether a kept class's table was verified.
+func (d *decision) knownFigures(reps []*candidate) (first []int, figs []routing.Stats, verified map[int]bool, build []int) {
+	first = make([]int, len(reps))
 	byShape := map[string]int{}
 	figs = make([]routing.Stats, len(reps))
 	cache := &d.sel.figures
-	verified := map[int]bool{} // representative → whether its class's table was verified (absent: built now, unverified)
-	var build []int
+	verified = map[int]bool{} // representative → whether its class's table was verified (absent: built now, unverified)
 	for i, c := range reps {
 		first[i] = i
 		if c.shape != "" {
@@ -964,18 +1051,16 @@ func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classe
 		}
 		build = append(build, i)
 	}
-	for _, i := range build {
-		d.materialize(reps[i])
-	}
-	// With a budget the tables are built under the table phase's
-	// deadline: a class whose table was not finished in time takes no
-	// part in the ranking (missing), and the answer is then complete for
-	// criteria 1 and 2 only.
-	ctx, cancel := d.clock.tableContext()
-	defer cancel()
+	return first, figs, verified, build
+}
+
+// buildFigures builds the tables of reps[build] under ctx and fills their
+// figures; missing names those not finished in time. With several to
+// build they are built unverified, and best (of bestBuilt) is the best
+// table kept for the winner's verification.
+func (d *decision) buildFigures(ctx context.Context, reps []*candidate, build []int, figs []routing.Stats, verified map[int]bool) (missing map[int]bool, best *routing.Table, bestBuilt int, err error) {
 	errs := make([]error, len(build))
-	var best *routing.Table // the unverified table of reps[bestBuilt]
-	bestBuilt := -1
+	bestBuilt = -1 // best is the unverified table of reps[bestBuilt]
 	if len(build) > 1 {
 		var checked []bool
 		bestBuilt, best, checked = d.buildUnverified(ctx, reps, build, figs, errs)
@@ -1001,22 +1086,21 @@ func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classe
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, 0, nil, err
+		return nil, nil, -1, err
 	}
 	if len(missing) > 0 {
 		d.tableCut = true
 	}
-	// Only the class that wins needs a verified table: least diameter,
-	// then π_max, then the first representative.
-	win := -1
-	for i := range reps {
-		if j := first[i]; !missing[j] && (win < 0 || betterTable(figs, j, win)) {
-			win = j
-		}
-	}
-	if win < 0 {
-		return nil, 0, nil, errCut // no table finished in time
-	}
+	return missing, best, bestBuilt, nil
+}
+
+// verifyWinner verifies the table of the winning class win when it was
+// not verified as it was built: the kept unverified table when win was
+// built now, else a table built anew whose figures must equal the kept
+// ones. A verification the budget cuts leaves the figures ranking
+// (tableCut).
+func (d *decision) verifyWinner(ctx context.Context, reps []*candidate, figs []routing.Stats, verified map[int]bool, win, bestBuilt int, best *routing.Table) error {
+	cache := &d.sel.figures
 	switch ok, known := verified[win]; {
 	case win == bestBuilt:
 		if err := verifyTable(ctx, d.rt, best, d.sel.Workers); err != nil {
@@ -1026,7 +1110,7 @@ func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classe
 				d.tableCut = true
 				break
 			}
-			return nil, 0, nil, err
+			return err
 		}
 		verified[win] = true
 	case known && !ok:
@@ -1039,29 +1123,15 @@ func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classe
 			break
 		}
 		if err != nil {
-			return nil, 0, nil, err
+			return err
 		}
 		if fig != figs[win] {
-			return nil, 0, nil, fmt.Errorf("routing tables of one translation class differ: %+v and %+v", fig, figs[win])
+			return fmt.Errorf("routing tables of one translation class differ: %+v and %+v", fig, figs[win])
 		}
 		verified[win] = true
 		cache.verifiedLate()
 	}
-	if d.invariant {
-		for i, c := range reps {
-			if first[i] == i && c.shape != "" && !missing[i] {
-				cache.put(d.m, c.shape, figs[i], verified[i])
-			}
-		}
-	}
-	for i := range reps {
-		if first[i] == i && !missing[i] {
-			classes++
-		}
-		figs[i] = figs[first[i]]
-		missing[i] = missing[first[i]]
-	}
-	return figs, classes, missing, nil
+	return nil
 }
 
 // betterTable reports whether representative i's figures beat j's: least

@@ -61,20 +61,9 @@ func (d *decision) newPhiFilter() *phiFilter {
 	sel := d.sel
 	N := d.s.N()
 	d.lowerBest(0)
-	f := &phiFilter{sizeBox: make([]int, len(d.sizes))}
-	byBox := map[string]int{}
+	f := &phiFilter{}
 	var lead [][]int
-	for si, size := range d.sizes {
-		a := leadingBox(size, d.m)
-		k := sizeKey("", a)
-		j, ok := byBox[k]
-		if !ok {
-			j = len(lead)
-			byBox[k] = j
-			lead = append(lead, a)
-		}
-		f.sizeBox[si] = j
-	}
+	lead, f.sizeBox = d.leadingBoxes()
 	bl.countShapes()
 	f.reach = make([]bool, len(lead))
 	for j, a := range lead {

@@ -45,6 +45,23 @@ type Router interface {
 	VerifyUnverified(ctx context.Context, tb *routing.Table, workers int) error
 }
 
+// reacherUntil is a Router whose reachability check of a large set can be
+// stopped between batches of sources (AngaraRouter); the uniform path
+// asks through it, when the router has it, so that a question does not
+// outlast the budget.
+type reacherUntil interface {
+	ReachableWithHintsUntil(active, transit []int, pairs [][2]int, stop func() bool) (bool, [2]int, error)
+}
+
+// reachableUntil asks rt about a set with hints, stopping with errCut when
+// stop reports true if rt can stop.
+func reachableUntil(rt Router, active, transit []int, pairs [][2]int, stop func() bool) (bool, [2]int, error) {
+	if r, ok := rt.(reacherUntil); ok {
+		return r.ReachableWithHintsUntil(active, transit, pairs, stop)
+	}
+	return rt.ReachableWithHints(active, transit, pairs)
+}
+
 // TableOpts say how Router.Table builds a table. The table does not
 // depend on Workers.
 type TableOpts struct {
@@ -78,4 +95,16 @@ type RouterProps struct {
 	// empty machine placements that differ only along rings are decided
 	// once (the uniform path).
 	RingInvariant bool
+	// RingLower, when not nil, is a router that is RingInvariant on this
+	// machine and whose legal routes are all legal here too, so a set it
+	// reaches this router reaches as well, at every translate (R_A− below
+	// R_A* on a torus with mesh dimensions). The uniform path asks it
+	// about the sets that could beat the best φ where this router's own
+	// answers are not invariant along the rings.
+	RingLower Router
+	// RingUpper, when not nil, is a router that is RingInvariant on this
+	// machine and under which every route legal here is legal too, so a
+	// set it does not reach this router reaches at no translate (R_A
+	// above R_A*).
+	RingUpper Router
 }

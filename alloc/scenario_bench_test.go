@@ -424,16 +424,17 @@ func BenchmarkSelectFill(b *testing.B) {
 				s, rt := busyPattern(b, spec, "idle")
 				sel := NewSelector(s)
 				r := rand.New(rand.NewPCG(1, 43))
-				var times []float64
+				var times, cpus []float64
 				cut, cutSmall, jobs := 0, 0, 0
 				for job := 1; s.Busy() < s.N()*6/10; job++ {
 					m := int(64 * math.Pow(256, math.Pow(r.Float64(), 2.3)))
-					start := time.Now()
+					start, cpu := time.Now(), processCPU()
 					res, err := sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Budget: DefaultBudget, NoTable: true})
 					if err != nil {
 						b.Fatal(err)
 					}
 					times = append(times, time.Since(start).Seconds())
+					cpus = append(cpus, float64(processCPU()-cpu)/1e9)
 					if res.Complete < CompletePhi {
 						cut++
 						if m <= 4096 {
@@ -446,9 +447,12 @@ func BenchmarkSelectFill(b *testing.B) {
 						}
 						jobs++
 					}
-					b.Logf("job %d: m=%d %.3fs complete %d settled %v examined %d busy %.1f%%", job, m, times[len(times)-1], res.Complete, res.Settled, res.Examined, 100*float64(s.Busy())/float64(s.N()))
+					b.Logf("job %d: m=%d %.3fs (CPU %.3fs) complete %d settled %v examined %d busy %.1f%%", job, m, times[len(times)-1], cpus[len(cpus)-1], res.Complete, res.Settled, res.Examined, 100*float64(s.Busy())/float64(s.N()))
 				}
 				slices.Sort(times)
+				slices.Sort(cpus)
+				b.ReportMetric(cpus[len(cpus)/2], "p50-cpu-s")
+				b.ReportMetric(cpus[(len(cpus)*99)/100], "p99-cpu-s")
 				b.ReportMetric(times[len(times)/2], "p50-s")
 				b.ReportMetric(times[(len(times)*99)/100], "p99-s")
 				b.ReportMetric(times[len(times)-1], "max-s")

@@ -71,6 +71,10 @@ type Request struct {
 	// the best set found so far is chosen and Result says what was not
 	// examined; see DefaultBudget.
 	Budget time.Duration `json:"-"`
+	// Since, when not zero, is the moment the budget started (a command
+	// that spent part of it building the network and the router before
+	// asking); zero: when the decision starts.
+	Since time.Time `json:"-"`
 }
 
 // Candidate is one reachable node set.

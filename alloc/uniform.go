@@ -1,8 +1,11 @@
 package alloc
 
 import (
+	"cmp"
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/icn-hpc/icn/internal/par"
 )
@@ -87,19 +90,7 @@ func (d *decision) enumerateUniform() ([]sizeResult, bool) {
 			rest = append(rest, si)
 		}
 	}
-	zero := make([][]int, len(d.work))
-	for w := range zero {
-		zero[w] = make([]int, len(d.sel.dims))
-	}
-	// One placement per position along the mesh dimensions (all of
-	// them at start 0 along the rings) stands for its ring translates.
-	cap := make([]int, len(d.sel.dims))
-	for i, di := range d.sel.dims {
-		cap[i] = 1
-		if !d.sel.wrap[i] {
-			cap[i] = di
-		}
-	}
+	cap := d.meshPositions()
 	one := func(w, si int) {
 		size := d.sizes[si]
 		out := &results[si]
@@ -146,35 +137,76 @@ func (d *decision) enumerateUniform() ([]sizeResult, bool) {
 			}
 		}
 	}
-	// Sets that can only tie on φ matter for criteria 3–4 alone; with a
-	// budget their questions are asked only as far as their expected
-	// time fits the table allowance (questionPairSeconds per ordered pair
-	// of active nodes), in order, so that the answer does not depend on
-	// timing; the others are left out and the answer is complete for
-	// criteria 1–2. Sets that could beat the best φ known are always
-	// asked.
-	type rep struct {
-		si int
-		st []int
-		c  *candidate
-		ok bool
+	ask, beats := d.uniformAsks(rest, deferred, cap, top, loose)
+	if beats {
+		return nil, false
 	}
+	if loose {
+		// Translates were not compared by their tables.
+		d.tiesLeft.Store(true)
+		d.looseBeater(ask, results)
+		return results, true
+	}
+	d.askAlone(ask, results)
+	return results, true
+}
+
+// meshPositions bounds the starts the uniform path examines: one
+// placement per position along the mesh dimensions (start 0 along the
+// rings) stands for its ring translates.
+func (d *decision) meshPositions() []int {
+	cap := make([]int, len(d.sel.dims))
+	for i, di := range d.sel.dims {
+		cap[i] = 1
+		if !d.sel.wrap[i] {
+			cap[i] = di
+		}
+	}
+	return cap
+}
+
+// uniformPlacement is the placement of size index si at st whose first m
+// nodes make a set without transit nodes (the uniform path's sets).
+func (d *decision) uniformPlacement(si int, st []int) placement {
+	size := d.sizes[si]
+	return placement{rect: Rect{Start: st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
+}
+
+// uniformAsks lists the sets of the deferred sizes (those whose first m
+// nodes are not a box) that must be asked about, given top, the best φ
+// of the sets known. Sets that can only tie on φ matter for criteria 3–4
+// alone; with a budget their questions are asked only as far as their
+// expected time fits the table allowance (questionPairSeconds per
+// ordered pair of active nodes), in order, so that the answer does not
+// depend on timing; the others are left out and the answer is complete
+// for criteria 1–2. Sets that could beat the best φ known are always
+// asked; when the router's answers are not ring invariant (loose) they
+// are listed with their φ for looseBeater, or, without a router below
+// it, beats reports that the path must give way.
+func (d *decision) uniformAsks(rest []int, deferred []bool, cap []int, top int64, loose bool) (ask []*uniformRep, beats bool) {
 	allow := tableAllowShare * d.req.Budget.Seconds() * float64(par.Workers(d.sel.Workers))
 	spent := 0.0
-	var ask []*rep
-	beats := false
 	for _, si := range rest {
 		if !deferred[si] || beats {
 			continue
 		}
-		size := d.sizes[si]
-		placementsBelow(d.sel.dims, d.sel.wrap, size, cap, func(st []int) bool {
-			p := placement{rect: Rect{Start: st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
-			c := d.newCandidate(0, p, []int{})
+		placementsBelow(d.sel.dims, d.sel.wrap, d.sizes[si], cap, func(st []int) bool {
+			if d.clock.rank.Load() {
+				// Sets left unweighed could beat the best φ.
+				d.rankCut.Store(true)
+				return false
+			}
+			c := d.newCandidate(0, d.uniformPlacement(si, st), []int{})
 			if loose {
 				if _, ok := d.emptyPhi(c, top+1); ok {
-					beats = true // could beat the best φ: give up
-					return false
+					if d.ringLower == nil {
+						beats = true // could beat the best φ: give up
+						return false
+					}
+					// Asked later, in order of φ (looseBeater).
+					f, _ := d.emptyPhi(c, 0)
+					ask = append(ask, &uniformRep{si: si, st: slices.Clone(st), c: c, phi: f.Phi})
+					return true
 				}
 				d.tiesLeft.Store(true)
 				return true
@@ -191,26 +223,24 @@ func (d *decision) enumerateUniform() ([]sizeResult, bool) {
 					}
 				}
 			}
-			ask = append(ask, &rep{si: si, st: slices.Clone(st), c: c})
+			ask = append(ask, &uniformRep{si: si, st: slices.Clone(st), c: c})
 			return true
 		})
 	}
-	if beats {
-		return nil, false
-	}
-	if loose {
-		// Translates were not compared by their tables.
-		d.tiesLeft.Store(true)
-	}
+	return ask, beats
+}
+
+// askAlone asks whether each set's active nodes are reachable alone, on
+// all cores, and adds those that are to their sizes' candidates in size
+// and placement order.
+func (d *decision) askAlone(ask []*uniformRep, results []sizeResult) {
 	par.For(len(ask), d.sel.Workers, func(w, k int) {
 		if d.clock.rank.Load() {
 			d.rankCut.Store(true)
 			return
 		}
 		r := ask[k]
-		size := d.sizes[r.si]
-		p := placement{rect: Rect{Start: r.st, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
-		ok, err := d.alone(w, p, true)
+		ok, err := d.alone(w, d.uniformPlacement(r.si, r.st), true)
 		switch {
 		case errors.Is(err, errCut):
 			d.rankCut.Store(true)
@@ -220,12 +250,218 @@ func (d *decision) enumerateUniform() ([]sizeResult, bool) {
 			r.ok = ok
 		}
 	})
-	for _, r := range ask { // in size and placement order
+	for _, r := range ask {
 		if r.ok {
 			results[r.si].cands = append(results[r.si].cands, r.c)
 		}
 	}
-	return results, true
+}
+
+// uniformRep is a set the uniform path asks about: the first m nodes of
+// the placement of size index si at st, its candidate, its φ after
+// allocation (loose) and the answer.
+type uniformRep struct {
+	si  int
+	st  []int
+	c   *candidate
+	phi int64
+	ok  bool
+}
+
+// looseBeater decides the sets that could beat the best φ of the boxes
+// when the router's answers are not invariant along the rings: in order
+// of φ (then of enumeration), the first set reached at some translate
+// beats every later one, so the sets after it are not asked. A set is
+// asked of R_A− first (ringLower: reached there, it is reached here at
+// every translate, and its first placement stands for it), else at each
+// of its translates (firstReachedTranslate). The sets are asked on all
+// cores, each only while no set before it was found reached, so the one
+// chosen does not depend on timing; the budget's rank phase ends the
+// questions, and the answer is then complete for criterion 1 only.
+func (d *decision) looseBeater(ask []*uniformRep, results []sizeResult) {
+	slices.SortStableFunc(ask, func(a, b *uniformRep) int { return cmp.Compare(b.phi, a.phi) })
+	n := len(ask)
+	var next, first, cutAt atomic.Int64
+	first.Store(int64(n))
+	cutAt.Store(int64(n))
+	lower := func(a *atomic.Int64, k int) {
+		for cur := a.Load(); int64(k) < cur && !a.CompareAndSwap(cur, int64(k)); cur = a.Load() {
+		}
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for range min(par.Workers(d.sel.Workers), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= n || int64(k) >= first.Load() {
+					return
+				}
+				if d.clock.rank.Load() {
+					lower(&cutAt, k)
+					return
+				}
+				r := ask[k]
+				size := d.sizes[r.si]
+				p := d.uniformPlacement(r.si, r.st)
+				active, _ := d.listed(p)
+				ok, bad, err := reachableUntil(d.ringLower, active, nil, nil, d.clock.rank.Load)
+				if err == nil && !ok {
+					pos := [2]int{-1, -1}
+					if bad[0] >= 0 {
+						pos = [2]int{slices.Index(active, bad[0]), slices.Index(active, bad[1])}
+					}
+					var st []int
+					if st, ok, err = d.reachedAtSomeTranslate(size, r.st, active, pos); ok {
+						p.rect.Start = st
+						r.st, r.c = st, d.newCandidate(0, p, []int{})
+					}
+				}
+				switch {
+				case errors.Is(err, errCut):
+					lower(&cutAt, k)
+					return
+				case err != nil:
+					errs[k] = err
+				case ok:
+					r.ok = true
+					lower(&first, k)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	f := int(first.Load())
+	if int(cutAt.Load()) < f {
+		// A set before the first found reached was left unanswered.
+		d.rankCut.Store(true)
+	}
+	for k := range f {
+		if errs[k] != nil {
+			results[ask[k].si].err = errs[k]
+			return
+		}
+	}
+	if f < n {
+		r := ask[f]
+		results[r.si].cands = append(results[r.si].cands, r.c)
+	}
+}
+
+// reachedAtSomeTranslate is firstReachedTranslate for a set R_A− does not
+// reach (active, with pos a pair it does not connect), asked first of the
+// router above (ringUpper): what it does not reach is reached at no
+// translate.
+func (d *decision) reachedAtSomeTranslate(size, st, active []int, pos [2]int) ([]int, bool, error) {
+	if d.ringUpper != nil {
+		var hints [][2]int
+		if pos[0] >= 0 {
+			hints = [][2]int{{active[pos[0]], active[pos[1]]}}
+		}
+		ok, _, err := reachableUntil(d.ringUpper, active, nil, hints, d.clock.rank.Load)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+	}
+	return d.firstReachedTranslate(size, st, pos)
+}
+
+// firstReachedTranslate looks for the first translate along the rings, in
+// enumeration order, of the placement of size at st (its positions along
+// the mesh dimensions kept) whose first m nodes the decision's router
+// reaches alone. bad names positions in the active list of a pair that
+// R_A− does not connect (or −1): where R_A* does not connect it either
+// the set is not reached, which one pair's question tells, so most
+// translates cost little. Translates are asked in chunks on all cores;
+// the budget's rank phase ends the scan with errCut.
+func (d *decision) firstReachedTranslate(size, st []int, bad [2]int) ([]int, bool, error) {
+	sel := d.sel
+	n := len(sel.dims)
+	limit := make([]int, n)
+	placementLimits(sel.dims, sel.wrap, size, limit)
+	total := 1
+	for i := range limit {
+		if !sel.wrap[i] {
+			limit[i] = 1 // the mesh position is st's
+		}
+		total *= limit[i]
+	}
+	const chunk = 64
+	chunks := (total + chunk - 1) / chunk
+	var first atomic.Int64
+	first.Store(int64(total))
+	var cut atomic.Bool
+	errs := make([]error, chunks)
+	par.For(chunks, sel.Workers, func(_, k int) {
+		start := make([]int, n)
+		var known pairHints // the pairs without a route at earlier translates
+		seeded := bad[0] < 0
+		for idx := k * chunk; idx < min(total, (k+1)*chunk); idx++ {
+			if int64(idx) >= first.Load() {
+				return // an earlier translate is reached
+			}
+			if d.clock.rank.Load() {
+				cut.Store(true)
+				return
+			}
+			ringTranslate(start, st, sel.wrap, limit, idx)
+			p := placement{rect: Rect{Start: start, Size: size}, nTransit: vol(size) - d.m, block: true, blockSize: size}
+			active, _ := d.listed(p)
+			if !seeded {
+				known.learn(active, [2]int{active[bad[0]], active[bad[1]]})
+				seeded = true
+			}
+			ok, nb, err := reachableUntil(d.rt, active, nil, known.pairs(active), d.clock.rank.Load)
+			if !ok && nb[0] >= 0 {
+				known.learn(active, nb)
+			}
+			if errors.Is(err, errCut) {
+				cut.Store(true)
+				return
+			}
+			if err != nil {
+				errs[k] = err
+				return
+			}
+			if ok {
+				for {
+					f := first.Load()
+					if int64(idx) >= f || first.CompareAndSwap(f, int64(idx)) {
+						break
+					}
+				}
+				return
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, false, err
+	}
+	if cut.Load() {
+		return nil, false, errCut // a translate before the first found may not have been asked
+	}
+	f := int(first.Load())
+	if f == total {
+		return nil, false, nil
+	}
+	out := make([]int, n)
+	ringTranslate(out, st, sel.wrap, limit, f)
+	return out, true, nil
+}
+
+// ringTranslate fills start with translate idx of st along the rings
+// (limit[i] starts along ring i, the first dimension fastest; st's
+// positions along the mesh dimensions kept).
+func ringTranslate(start, st []int, wrap []bool, limit []int, idx int) {
+	for i := range start {
+		start[i] = st[i]
+		if wrap[i] {
+			start[i] = idx % limit[i]
+			idx /= limit[i]
+		}
+	}
 }
 
 // uniformDistinct counts the distinct sets with the fewest transit nodes
@@ -335,17 +571,32 @@ func (d *decision) emptyPhi(c *candidate, bound int64) (Fragmentation, bool) {
 			k = end
 			continue
 		}
-		kept := 0
+		// Placements missing every box miss the largest: their count
+		// bounds the level's from above, and φ with it, before the
+		// exact count (the costly part) is made.
+		upper := 0
 		for _, r := range d.sel.shapes[k:end] {
-			miss := placementCount(dims, d.sel.wrap, r) - meets(dims, d.sel.wrap, r, boxes[big])
-			if miss == 0 || exact {
-				kept += miss
-				continue
+			upper += placementCount(dims, d.sel.wrap, r) - meets(dims, d.sel.wrap, r, boxes[big])
+		}
+		if upper == 0 {
+			k = end
+			continue
+		}
+		if n*int64(v)+int64(upper) < bound {
+			return Fragmentation{}, false
+		}
+		kept := upper
+		if !exact {
+			kept = 0
+			for _, r := range d.sel.shapes[k:end] {
+				if placementCount(dims, d.sel.wrap, r) == meets(dims, d.sel.wrap, r, boxes[big]) {
+					continue
+				}
+				if mark == nil {
+					mark = make([]bool, d.s.N())
+				}
+				kept += missesAll(dims, d.sel.wrap, r, boxes, mark)
 			}
-			if mark == nil {
-				mark = make([]bool, d.s.N())
-			}
-			kept += missesAll(dims, d.sel.wrap, r, boxes, mark)
 		}
 		if kept > 0 {
 			f := Fragmentation{Phi: n*int64(v) + int64(kept), LargestNodes: v, LargestCount: kept}

@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -83,6 +84,30 @@ func TestUniformMatchesEnumeration(t *testing.T) {
 		}
 		if loose.Chosen == nil || len(loose.Chosen.Transit) != len(b.Transit) || loose.Chosen.Frag != b.Frag {
 			t.Fatalf("%s: uniform without invariance chose %+v, enumeration %+v", name, loose.Chosen, b)
+		}
+		// The same router with R_A− below it (RingLower) and R_A above
+		// (RingUpper): sets that could beat the best φ are asked of
+		// R_A−, then of R_A, then translate by translate; criteria 1–2
+		// as the enumeration.
+		lower, err := NewAngaraRouter(g, "angara-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		upper, err := NewAngaraRouter(g, "angara")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel = NewSelector(s)
+		sel.tune.forceUniform = true
+		low, err := sel.Select(s, lowerRouter{rt, lower, upper}, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if low.Chosen == nil || len(low.Chosen.Transit) != len(b.Transit) || low.Chosen.Frag != b.Frag || low.Complete < CompletePhi {
+			t.Fatalf("%s: uniform with R_A− below chose %+v (complete %d), enumeration %+v", name, low.Chosen, low.Complete, b)
+		}
+		if ok, err := rt.Reachable(low.Chosen.Active, low.Chosen.Transit); err != nil || !ok {
+			t.Fatalf("%s: uniform with R_A− below chose a set the router does not reach: %v", name, err)
 		}
 	}
 }
@@ -300,3 +325,62 @@ func TestNoFitCarriedOver(t *testing.T) {
 type looseRouter struct{ Router }
 
 func (l looseRouter) Props() RouterProps { return RouterProps{BoxesReachable: true} }
+
+// lowerRouter promises only that boxes are reachable, and names
+// ring-invariant routers below and above it.
+type lowerRouter struct {
+	Router
+	lower, upper Router
+}
+
+func (l lowerRouter) Props() RouterProps {
+	return RouterProps{BoxesReachable: true, RingLower: l.lower, RingUpper: l.upper}
+}
+
+// TestRingBounds checks the order the loose uniform path relies on: on
+// tori with mesh dimensions where R_A* accepted dependencies, a set R_A−
+// reaches R_A* reaches, and a set R_A* reaches R_A reaches (random sets
+// of random sizes), and both bounds are ring invariant.
+func TestRingBounds(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 3))
+	tried, between := 0, 0
+	for _, spec := range []string{"torus:4x3x2:mesh=Z", "torus:4x4x3:mesh=Y", "torus:3x2x2x3:mesh=Y,W", "torus:5x4x2:mesh=X,Z"} {
+		g, rt := angaraOn(t, spec)
+		p := rt.Props()
+		if _, accepted := rt.R.ExtraDependencies(); accepted == 0 {
+			if p.RingLower != nil || p.RingUpper != nil {
+				t.Fatalf("%s: bounds without accepted dependencies", spec)
+			}
+			continue
+		}
+		if p.RingInvariant || p.RingLower == nil || p.RingUpper == nil {
+			t.Fatalf("%s: props %+v", spec, p)
+		}
+		if !p.RingLower.Props().RingInvariant || !p.RingUpper.Props().RingInvariant {
+			t.Fatalf("%s: bounds not ring invariant", spec)
+		}
+		n := g.NumNodes()
+		for trial := 0; trial < 300; trial++ {
+			k := 2 + r.IntN(n-1)
+			set := r.Perm(n)[:k]
+			a := 1 + r.IntN(k)
+			active, transit := set[:a], set[a:]
+			lo, err1 := p.RingLower.Reachable(active, transit)
+			mid, err2 := rt.Reachable(active, transit)
+			up, err3 := p.RingUpper.Reachable(active, transit)
+			if err := errors.Join(err1, err2, err3); err != nil {
+				t.Fatal(err)
+			}
+			tried++
+			if lo && !mid || mid && !up {
+				t.Fatalf("%s: active %v transit %v: R_A− %v, R_A* %v, R_A %v", spec, active, transit, lo, mid, up)
+			}
+			if !lo && up {
+				between++
+			}
+		}
+	}
+	if tried == 0 || between == 0 {
+		t.Fatalf("no set tells the bounds apart (%d tried)", tried)
+	}
+}

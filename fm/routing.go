@@ -41,7 +41,7 @@ func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*rou
 	if err != nil {
 		return nil, client.TableStats{}, err
 	}
-	tf, err := tableJSONContext(ctx, tb)
+	tf, err := tb.JSON(ctx)
 	if err != nil {
 		return nil, client.TableStats{}, err
 	}

@@ -10,13 +10,17 @@ import (
 	"github.com/icn-hpc/icn/internal/tabletest"
 )
 
-// TestTableJSONMatchesFileRoundTrip: the table built in memory equals the
-// one written by Table.WriteJSON and read back, with and without failures
-// and transit nodes (its JSON: fm/client's TestJobJSON).
+// TestTableJSONMatchesFileRoundTrip: the table built in memory
+// (routing.Table.JSON) equals the one written by Table.WriteJSON and read
+// back, with and without failures and transit nodes (its JSON: fm/client's
+// TestJobJSON).
 func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
 	for _, tc := range tabletest.Cases(t) {
 		want, tb := tc.File, tc.Table
-		got := tableJSON(tb)
+		got, err := tb.JSON(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: direct table differs from the file round trip:\n%+v\n%+v", tc.Spec, got, want)
 		}
@@ -29,7 +33,10 @@ func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
 // its routes), on the cases of the file round trip.
 func TestTableEncodedMatchesEncodeRoutes(t *testing.T) {
 	for _, tc := range tabletest.Cases(t) {
-		full := tableJSON(tc.Table)
+		full, err := tc.Table.JSON(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
 		want, err := store.EncodeRoutes(full)
 		if err != nil {
 			t.Fatal(err)

@@ -8,8 +8,9 @@ import (
 	"github.com/icn-hpc/icn/topology"
 )
 
-// Fabric is one of the seed's experiment fabrics with its workloads.
-type Fabric struct {
+// SeedFabric is one of the seed's experiment fabrics with its workloads
+// (not to be confused with unicast.Fabric, a subnet's LID view).
+type SeedFabric struct {
 	Name      string   `json:"name"`
 	Spec      string   `json:"spec"`
 	Tables    string   `json:"tables"` // the seed's tables for it
@@ -26,7 +27,7 @@ var baseAlgos = []string{"minhop", "minhop-new", "sssp", "sssp-new", "fulb"}
 // node. The seed names only two of its patterns (240×100 on the torus,
 // 81×27×12 on the dragonfly); the others are chosen the same way (the
 // grid fills the machine).
-var SeedFabrics = []Fabric{
+var SeedFabrics = []SeedFabric{
 	{Name: "fattree", Spec: "fattree:m=40,n=3", Tables: "3, 4",
 		Workloads: []string{"grid2d:400x40", "grid2d:160x100", "grid2d:100x160", "grid3d:40x20x20", "grid3d:20x20x40",
 			"hier:size=20.20", "random:count=2000,size=32"},
@@ -60,7 +61,7 @@ var SeedFabrics = []Fabric{
 }
 
 // FindFabric returns the seed fabric with the given name.
-func FindFabric(name string) (Fabric, error) {
+func FindFabric(name string) (SeedFabric, error) {
 	var names []string
 	for _, f := range SeedFabrics {
 		if f.Name == name {
@@ -68,7 +69,7 @@ func FindFabric(name string) (Fabric, error) {
 		}
 		names = append(names, f.Name)
 	}
-	return Fabric{}, fmt.Errorf("unknown seed fabric %q (want %s or all)", name, strings.Join(names, ", "))
+	return SeedFabric{}, fmt.Errorf("unknown seed fabric %q (want %s or all)", name, strings.Join(names, ", "))
 }
 
 // ExperimentRow is one workload of an experiment: every engine's result.
@@ -83,7 +84,7 @@ type ExperimentRow struct {
 
 // Experiment holds a fabric's rows plus how long its min-hop table took.
 type Experiment struct {
-	Fabric        Fabric          `json:"fabric"`
+	Fabric        SeedFabric      `json:"fabric"`
 	Mapping       string          `json:"mapping"`
 	EndNodes      int             `json:"end_nodes"`
 	Switches      int             `json:"switches"`
@@ -96,14 +97,14 @@ type Experiment struct {
 // engine on every workload (engines one after the other, so their times
 // are comparable). algos overrides the fabric's engine list if non-nil.
 // progress (may be nil) receives a line per finished run.
-func RunExperiment(f Fabric, algos []Algo, seed uint64, workers int, progress func(string)) (*Experiment, error) {
+func RunExperiment(f SeedFabric, algos []Algo, seed uint64, workers int, progress func(string)) (*Experiment, error) {
 	return RunExperimentWith(f, algos, seed, workers, Mapping{}, progress)
 }
 
 // RunExperimentWith is RunExperiment with processes placed by mapping mp
 // (blocked mappings are skipped for workloads that are not grids or whose
 // extents the blocks do not divide).
-func RunExperimentWith(f Fabric, algos []Algo, seed uint64, workers int, mp Mapping, progress func(string)) (*Experiment, error) {
+func RunExperimentWith(f SeedFabric, algos []Algo, seed uint64, workers int, mp Mapping, progress func(string)) (*Experiment, error) {
 	g, err := ParseFabric(f.Spec)
 	if err != nil {
 		return nil, err

@@ -444,6 +444,6 @@ func newScratch(nodes, states, channels int) *scratch {
 		setStamp: make([]uint32, nodes),
 		actIdx:   make([]int32, nodes),
 		isAct:    make([]uint32, nodes),
-		mask:     make([]uint64, nv),
+		mask:     make([]uint64, nv), // reachSet grows it to the set's size
 	}
 }

@@ -47,15 +47,16 @@ type RouteJSON struct {
 // WriteJSON writes the table in the TableJSON format, streaming the routes
 // (one per line) so that large tables need no extra memory.
 func (tb *Table) WriteJSON(w io.Writer) error {
+	h := tb.JSONHeader()
 	bw := bufio.NewWriterSize(w, 1<<16)
 	bw.WriteString("{\n")
-	putJSONField(bw, "dims", tb.r.t.dims, false)
-	if m := tb.r.t.meshLetters(); m != nil {
-		putJSONField(bw, "mesh", m, false)
+	putJSONField(bw, "dims", h.Dims, false)
+	if h.Mesh != nil {
+		putJSONField(bw, "mesh", h.Mesh, false)
 	}
-	putJSONField(bw, "rules", tb.Rule.Kind.String(), false)
+	putJSONField(bw, "rules", h.Rules, false)
 	tb.writeJSONRoutes(bw)
-	tb.writeJSONTrailer(bw)
+	writeJSONTrailer(bw, h)
 	bw.WriteString("}\n")
 	return bw.Flush()
 }
@@ -125,43 +126,24 @@ func appendRouteJSON(b []byte, g *topology.Graph, src, dst int, dirs []Dir) []by
 
 // writeJSONTrailer writes the keys after the routes: the statistics, the
 // verdict and what a check needs to rebuild the network and the set.
-func (tb *Table) writeJSONTrailer(bw *bufio.Writer) {
-	g := tb.Graph()
-	coords := func(vs []int) [][]int {
-		out := make([][]int, len(vs))
-		for i, v := range vs {
-			out[i] = g.Coord(v)
-		}
-		return out
+func writeJSONTrailer(bw *bufio.Writer, h *TableJSON) {
+	putJSONField(bw, "stats", h.Stats, false)
+	putJSONField(bw, "deadlock_free", h.DeadlockFree, false)
+	putJSONField(bw, "order", h.Order, false)
+	putJSONField(bw, "algo", h.Algo, false)
+	if len(h.Transit) > 0 {
+		putJSONField(bw, "transit", h.Transit, false)
 	}
-	putJSONField(bw, "stats", tb.Stats, false)
-	putJSONField(bw, "deadlock_free", tb.DeadlockFree, false)
-	putJSONField(bw, "order", strings.Split(tb.r.order.String(), ","), false)
-	putJSONField(bw, "algo", tb.Algo.String(), false)
-	if len(tb.Transit) > 0 {
-		putJSONField(bw, "transit", coords(tb.Transit), false)
+	if len(h.FailedLinks) > 0 {
+		putJSONField(bw, "failed_links", h.FailedLinks, false)
 	}
-	var fl, fn []string
-	for _, l := range g.FailedLinks() {
-		fl = append(fl, g.LinkName(l))
+	if len(h.FailedNodes) > 0 {
+		putJSONField(bw, "failed_nodes", h.FailedNodes, false)
 	}
-	for _, v := range g.FailedNodes() {
-		fn = append(fn, g.NodeName(v))
+	if len(h.Cycle) > 0 {
+		putJSONField(bw, "cycle", h.Cycle, false)
 	}
-	if len(fl) > 0 {
-		putJSONField(bw, "failed_links", fl, false)
-	}
-	if len(fn) > 0 {
-		putJSONField(bw, "failed_nodes", fn, false)
-	}
-	if len(tb.Cycle) > 0 {
-		cyc := make([]string, len(tb.Cycle))
-		for i, c := range tb.Cycle {
-			cyc[i] = g.ChannelName(c)
-		}
-		putJSONField(bw, "cycle", cyc, false)
-	}
-	putJSONField(bw, "active", coords(tb.Active), true)
+	putJSONField(bw, "active", h.Active, true)
 }
 
 // quotedDirs holds "\"+X\"", … so that routes are written without

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -177,5 +178,104 @@ func TestReachableWithHintsLargeSets(t *testing.T) {
 	}
 	if reachable == 0 || reachable == 60 || multi == 0 {
 		t.Fatalf("%d of 60 sets reachable, %d answers with another pair than ReachableFirst's: the cases do not exercise both answers and the first batch", reachable, multi)
+	}
+}
+
+// TestReachableWithHintsUntil checks that a stop that never fires leaves
+// the answer as ReachableWithHints gives it, and that one that fires ends
+// a check of more than one batch of sources with ErrStopped after the
+// batches it allowed.
+func TestReachableWithHintsUntil(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 6))
+	for _, kind := range []Kind{AngaraMinus, AngaraStar} {
+		g := mustTorus(t, "8x8x4")
+		r, err := NewRouter(g, Rule{Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped := 0
+		for rep := range 4 {
+			perm := rng.Perm(g.NumNodes())
+			k := 130 + rng.IntN(100)
+			active, transit := perm[:k], perm[k:k+rng.IntN(g.NumNodes()-k)]
+			if rep == 0 {
+				active, transit = perm, nil // the whole torus: reachable
+			}
+			want, wbad, err := r.ReachableWithHints(active, transit, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gbad, err := r.ReachableWithHintsUntil(active, transit, nil, func() bool { return false })
+			if err != nil || got != want || gbad != wbad {
+				t.Fatalf("%v: never stopped: %v %v %v, want %v %v", kind, got, gbad, err, want, wbad)
+			}
+			asked := 0
+			_, _, err = r.ReachableWithHintsUntil(active, transit, nil, func() bool { asked++; return asked > 1 })
+			if want && !errors.Is(err, ErrStopped) {
+				t.Fatalf("%v: stopped after one batch of a reachable set of %d: %v", kind, len(active), err)
+			}
+			if errors.Is(err, ErrStopped) {
+				stopped++
+			}
+			if err != nil && !errors.Is(err, ErrStopped) {
+				t.Fatal(err)
+			}
+		}
+		if stopped == 0 {
+			t.Fatalf("%v: no check was stopped", kind)
+		}
+	}
+}
+
+// TestReachSetIndexing checks that the reachability checks give the same
+// answers, and name the same pair, whether their arrays are indexed by
+// node id (small networks) or by the set's own indices (large ones), on
+// random sets of tori with meshes and failures under every rule.
+func TestReachSetIndexing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 7))
+	defer func(d int) { denseEntries = d }(denseEntries)
+	local := 0
+	for _, spec := range []string{"6x5x4", "4x4x3:mesh=Z", "5x4x2x2:mesh=Y,W"} {
+		g := mustTorus(t, spec)
+		g, err := g.WithFaults([]int{rng.IntN(g.NumLinks()), rng.IntN(g.NumLinks())}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []Kind{DOR, Dirbit, AngaraMinus, Angara, AngaraStar} {
+			r, err := NewRouter(g, Rule{Kind: kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 40 {
+				perm := rng.Perm(g.NumNodes())
+				k := 2 + rng.IntN(g.NumNodes()-2)
+				a := 1 + rng.IntN(k)
+				active, transit := perm[:a], perm[a:k]
+				hints := [][2]int{{active[rng.IntN(a)], active[rng.IntN(a)]}}
+				var oks [2]bool
+				var bads, firsts [2][2]int
+				for mode, dense := range []int{1 << 30, 0} {
+					denseEntries = dense
+					ok, bad, err := r.ReachableWithHints(active, transit, hints)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ok2, first, err := r.ReachableFirst(active, transit)
+					if err != nil || ok2 != ok {
+						t.Fatalf("%s %v: ReachableFirst %v %v, with hints %v", spec, kind, ok2, err, ok)
+					}
+					oks[mode], bads[mode], firsts[mode] = ok, bad, first
+				}
+				if oks[0] != oks[1] || bads[0] != bads[1] || firsts[0] != firsts[1] {
+					t.Fatalf("%s %v: by node id %v %v %v, by set index %v %v %v", spec, kind, oks[0], bads[0], firsts[0], oks[1], bads[1], firsts[1])
+				}
+				if !oks[1] {
+					local++
+				}
+			}
+		}
+	}
+	if local == 0 {
+		t.Fatal("no set without routes was compared")
 	}
 }

@@ -2,7 +2,9 @@ package routing
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -171,6 +173,10 @@ func (r *Router) condOK(v, q int, d Dir) bool {
 // ---- scratch ----
 
 type scratch struct {
+	// stop, when not nil, is asked between batches of sources of
+	// reachSet; stopped records that it ended the check.
+	stop     func() bool
+	stopped  bool
 	setStamp []uint32 // per node: == setEpoch when in M_{a,t}
 	setEpoch uint32
 	actIdx   []int32  // per node: index in the sorted active list, valid when in set and active
@@ -179,14 +185,29 @@ type scratch struct {
 	// openStamp[v] == setEpoch when open[v] is computed for the set
 	openStamp []uint32
 	isAct     []uint32
+	// mloc[v]: node v's index in the marked set (valid for set nodes),
+	// and mnode the set's nodes in that order: the reachability arrays
+	// below are sized by the set, not by the network, so a question
+	// about a small set on a large torus costs little memory
+	mloc  []int32
+	mnode []int32
+	// dense: the arrays are indexed by node id instead (a network small
+	// enough, denseEntries), which saves the lookup in the inner loops;
+	// width is the number of indices per state either way
+	dense bool
+	width int
+	// lopen and lnb (not dense): per set index, the open mask and the
+	// set index of the neighbour in each open direction
+	lopen []uint16
+	lnb   []int32
 	// per RG vertex (reachability), in state-major order (vertex (v, q)
-	// at q·nodes + v)
+	// at q·width + at(v))
 	mask []uint64
-	// live[q]: the set nodes whose mask in state q is not zero, in the
-	// order they got their first bit (reachability)
+	// live[q]: the indices (at) of the set nodes whose mask in state q
+	// is not zero, in the order they got their first bit (reachability)
 	live [][]int32
-	// single-pair searches (pairReach): per RG vertex, == seenEpoch
-	// when visited
+	// single-pair searches (pairReach): per RG vertex (at(v)·states +
+	// q), == seenEpoch when visited
 	seen      []uint32
 	seenEpoch uint32
 	stack     []int32
@@ -209,12 +230,16 @@ func (r *Router) getScratch() *scratch {
 		return s
 	}
 	r.mu.Unlock()
-	return newScratch(r.t.nodes, r.a.nstates, len(r.up))
+	return newScratch(r.t.nodes, 0, len(r.up)) // the masks grow with the sets asked about
 }
 
+// putScratch keeps a scratch for the next question. A scratch is sized
+// by the network (per node and automaton state), so on a large torus one
+// costs tens of MB: as many are kept as questions run at once on all
+// cores (and a nested few), rather than made again for each question.
 func (r *Router) putScratch(s *scratch) {
 	r.mu.Lock()
-	if len(r.free) < 2 {
+	if len(r.free) < runtime.GOMAXPROCS(0)+2 {
 		r.free = append(r.free, s)
 	}
 	r.mu.Unlock()
@@ -254,6 +279,11 @@ func (r *Router) markSet(s *scratch, active, transit []int) error {
 	}
 	s.act = s.act[:0]
 	s.trans = s.trans[:0]
+	s.mnode = s.mnode[:0]
+	s.dense = r.t.nodes*r.a.nstates <= denseEntries
+	if !s.dense && len(s.mloc) < r.t.nodes {
+		s.mloc = make([]int32, r.t.nodes)
+	}
 	for k, list := range [2][]int{active, transit} {
 		for _, v := range list {
 			if v < 0 || v >= r.t.nodes {
@@ -269,6 +299,10 @@ func (r *Router) markSet(s *scratch, active, transit []int) error {
 				return fmt.Errorf("node %s is failed and cannot be in the set", r.t.name(v))
 			}
 			s.setStamp[v] = ep
+			if !s.dense {
+				s.mloc[v] = int32(len(s.mnode))
+				s.mnode = append(s.mnode, int32(v))
+			}
 			if k == 0 {
 				s.isAct[v] = ep
 				s.act = append(s.act, int32(v))
@@ -277,7 +311,24 @@ func (r *Router) markSet(s *scratch, active, transit []int) error {
 			}
 		}
 	}
+	s.width = len(s.mnode)
+	if s.dense {
+		s.width = r.t.nodes
+	}
 	return nil
+}
+
+// denseEntries bounds the vertices (node, state) of a network whose
+// reachability arrays are indexed by node id: above it they are sized by
+// the set asked about (a variable for tests).
+var denseEntries = 1 << 22
+
+// at is node v's index in the reachability arrays of the marked set.
+func (s *scratch) at(v int32) int32 {
+	if s.dense {
+		return v
+	}
+	return s.mloc[v]
 }
 
 // indexSet completes prepareSet for a set marked by markSet: sorts the
@@ -293,6 +344,40 @@ func (r *Router) indexSet(s *scratch) {
 			r.openOf(s, v)
 		}
 	}
+	if s.dense {
+		return
+	}
+	t := r.t
+	n := len(s.mnode)
+	s.lopen = slices.Grow(s.lopen[:0], n)[:n]
+	s.lnb = slices.Grow(s.lnb[:0], n*t.nd)[:n*t.nd]
+	for i, v := range s.mnode {
+		open := s.open[v]
+		s.lopen[i] = open
+		for d := range t.nd {
+			if open&(1<<d) != 0 {
+				s.lnb[i*t.nd+d] = s.mloc[t.nb[int(v)*t.nd+d]]
+			}
+		}
+	}
+}
+
+// graph returns the set's neighbour table and open masks in the index
+// space of the reachability arrays (at): the network's, by node id, or
+// the set's own.
+func (r *Router) graph(s *scratch) (nb []int32, open []uint16) {
+	if s.dense {
+		return r.t.nb, s.open
+	}
+	return s.lnb, s.lopen
+}
+
+// node is the node id of index i of the reachability arrays.
+func (s *scratch) node(i int32) int32 {
+	if s.dense {
+		return i
+	}
+	return s.mnode[i]
 }
 
 // openOf returns s.open[v], the open mask of node v of the marked set,
@@ -368,16 +453,23 @@ func (r *Router) ReachableFirst(active, transit []int) (ok bool, bad [2]int, err
 func (r *Router) reachSet(s *scratch, first []int) (bool, [2]int) {
 	act := s.act
 	S := int32(r.a.nstates)
-	N := r.t.nodes
+	N := s.width
 	if len(s.live) < int(S) {
 		s.live = make([][]int32, S)
+	}
+	if len(s.mask) < int(S)*N {
+		s.mask = make([]uint64, int(S)*N) // zero outside a check: each pass clears what it set
 	}
 	r.sourceOrder(s, first)
 	begin := int32(r.a.begin)
 	for b0 := 0; b0 < len(act); b0 += 64 {
+		if s.stop != nil && s.stop() {
+			s.stopped = true
+			return false, [2]int{-1, -1}
+		}
 		b1 := min(b0+64, len(act))
 		for p := b0; p < b1; p++ {
-			r.orMask(s, act[s.order[p]], begin, 1<<uint(p-b0))
+			r.orMask(s, s.at(act[s.order[p]]), begin, 1<<uint(p-b0))
 		}
 		for _, q := range r.a.topo {
 			if sd := r.a.self[q]; sd >= 0 {
@@ -438,10 +530,10 @@ func (r *Router) sourceOrder(s *scratch, first []int) {
 	}
 }
 
-// orMask adds bits m to the mask of vertex (v, q), listing v in
-// s.live[q] when the mask was empty.
+// orMask adds bits m to the mask of vertex (v, q) (v an index of the
+// arrays, at), listing v in s.live[q] when the mask was empty.
 func (r *Router) orMask(s *scratch, v, q int32, m uint64) {
-	y := int(q)*r.t.nodes + int(v)
+	y := int(q)*s.width + int(v)
 	if s.mask[y] == 0 {
 		s.live[q] = append(s.live[q], v)
 	}
@@ -453,15 +545,17 @@ func (r *Router) orMask(s *scratch, v, q int32, m uint64) {
 // and it adds new sources. Nodes a walk reaches first are appended to the
 // list being walked and need no walk of their own.
 func (r *Router) closeSelfLoop(s *scratch, q int32, sd int8) {
-	t := r.t
+	nd := r.t.nd
+	nb, open := r.graph(s)
 	bit := uint16(1) << sd
-	masks := s.mask[int(q)*t.nodes : (int(q)+1)*t.nodes]
+	N := s.width
+	masks := s.mask[int(q)*N : (int(q)+1)*N]
 	starts := len(s.live[q])
 	for k := 0; k < starts; k++ {
 		v := s.live[q][k]
 		carry := masks[v]
-		for u := v; s.open[u]&bit != 0; {
-			u = t.nb[int(u)*t.nd+int(sd)]
+		for u := v; open[u]&bit != 0; {
+			u = nb[int(u)*nd+int(sd)]
 			old := masks[u]
 			nm := old | carry
 			if nm == old {
@@ -482,17 +576,19 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 	if len(moves) == 0 {
 		return
 	}
-	t := r.t
-	masks := s.mask[int(q)*t.nodes : (int(q)+1)*t.nodes]
+	nd := r.t.nd
+	nb, opens := r.graph(s)
+	N := s.width
+	masks := s.mask[int(q)*N : (int(q)+1)*N]
 	for _, v := range s.live[q] {
 		m := masks[v]
-		base := int(v) * t.nd
-		open := s.open[v]
+		base := int(v) * nd
+		open := opens[v]
 		for _, mv := range moves {
-			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(s.node(v)), int(q), mv.dir) {
 				continue
 			}
-			r.orMask(s, t.nb[base+int(mv.dir)], mv.to, m)
+			r.orMask(s, nb[base+int(mv.dir)], mv.to, m)
 		}
 	}
 }
@@ -506,12 +602,12 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 // in the order they lie in memory.
 func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 	a := r.a
-	N := r.t.nodes
+	N := s.width
 	if len(s.got) < N {
 		s.got = make([]uint64, N)
 	}
 	for _, v := range s.act {
-		s.got[v] = 0
+		s.got[s.at(v)] = 0
 	}
 	for q, end := range a.canEnd {
 		if !end {
@@ -532,7 +628,7 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 		if p := int(s.pos[j]); p >= b0 && p < b1 {
 			want &^= 1 << uint(p-b0)
 		}
-		if miss := want &^ s.got[dst]; miss != 0 {
+		if miss := want &^ s.got[s.at(dst)]; miss != 0 {
 			if bit := bitsTrailing(miss); bit < missBit {
 				missBit, missDst = bit, j
 			}
@@ -559,8 +655,24 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 // sets usually lack one here too, with another destination, and the check
 // then stops after its first batch of sources.
 func (r *Router) ReachableWithHints(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error) {
+	return r.ReachableWithHintsUntil(active, transit, pairs, nil)
+}
+
+// ErrStopped is returned by ReachableWithHintsUntil when its stop function
+// ended the check before an answer.
+var ErrStopped = errors.New("reachability check stopped")
+
+// ReachableWithHintsUntil is ReachableWithHints that asks stop (when not
+// nil) between batches of 64 sources and gives up with ErrStopped when it
+// reports true, so that a caller with a deadline is not held by a check
+// of a large set.
+func (r *Router) ReachableWithHintsUntil(active, transit []int, pairs [][2]int, stop func() bool) (ok bool, bad [2]int, err error) {
 	s := r.getScratch()
-	defer r.putScratch(s)
+	s.stop, s.stopped = stop, false
+	defer func() {
+		s.stop = nil
+		r.putScratch(s)
+	}()
 	if err := r.markSet(s, active, transit); err != nil {
 		return false, [2]int{-1, -1}, err
 	}
@@ -578,6 +690,9 @@ func (r *Router) ReachableWithHints(active, transit []int, pairs [][2]int) (ok b
 		s.hint = append(s.hint, p[0], p[1])
 	}
 	ok, bad = r.reachSet(s, s.hint)
+	if s.stopped {
+		return false, [2]int{-1, -1}, ErrStopped
+	}
 	return ok, bad, nil
 }
 
@@ -593,17 +708,21 @@ func (r *Router) isActive(s *scratch, v int) bool {
 func (r *Router) pairReach(s *scratch, src, dst int32) bool {
 	a, t := r.a, r.t
 	S := int32(a.nstates)
-	if len(s.seen) < t.nodes*int(S) {
-		s.seen = make([]uint32, t.nodes*int(S))
+	if n := s.width * int(S); len(s.seen) < n {
+		s.seen = make([]uint32, max(n, 2*len(s.seen)))
+		s.seenEpoch = 0
 	}
 	ep := newEpoch(&s.seenEpoch, s.seen)
-	start := src*S + int32(a.begin)
+	start := s.at(src)*S + int32(a.begin)
 	s.seen[start] = ep
 	s.stack = append(s.stack[:0], start)
 	for len(s.stack) > 0 {
 		x := s.stack[len(s.stack)-1]
 		s.stack = s.stack[:len(s.stack)-1]
 		v, q := x/S, x%S
+		if !s.dense {
+			v = s.mnode[v]
+		}
 		base := int(v) * t.nd
 		open := r.openOf(s, v)
 		if sd := a.self[q]; sd >= 0 && open&(1<<sd) != 0 && r.pairStep(s, t.nb[base+int(sd)], q, dst, ep) {
@@ -628,7 +747,7 @@ func (r *Router) pairStep(s *scratch, u, q, dst int32, ep uint32) bool {
 	if u == dst && r.a.canEnd[q] {
 		return true
 	}
-	if y := u*int32(r.a.nstates) + q; s.seen[y] != ep {
+	if y := s.at(u)*int32(r.a.nstates) + q; s.seen[y] != ep {
 		s.seen[y] = ep
 		s.stack = append(s.stack, y)
 	}

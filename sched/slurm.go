@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -280,4 +281,54 @@ func BlockAsTree(t SlurmTopology) (SlurmTopology, error) {
 		level = next
 	}
 	return SlurmTopology{Topology: t.Topology, ClusterDefault: t.ClusterDefault, Tree: &SlurmTree{Switches: sw}}, nil
+}
+
+// SlurmFiles are the topology files written for one Slurm release:
+// topology.conf always (topology/tree, or topology/block from 23.11 on)
+// and topology.yaml from 25.05 on (YAML nil before). Topology is what
+// they describe: a block topology is written as a tree before 23.11,
+// which has no topology/block.
+type SlurmFiles struct {
+	Topology SlurmTopology
+	For      string // "Slurm 24.11"
+	Conf     []byte
+	YAML     []byte
+}
+
+// ParseSlurmRelease reads a Slurm release ("22.05", "23.11.4", "25.05")
+// as major·100 + minor.
+func ParseSlurmRelease(v string) (int, error) {
+	var major, minor int
+	if n, err := fmt.Sscanf(v, "%d.%d", &major, &minor); n != 2 || err != nil || major < 17 || minor < 0 || minor > 12 {
+		return 0, fmt.Errorf("%q is not a Slurm release such as 22.05 or 24.11", v)
+	}
+	return major*100 + minor, nil
+}
+
+// SlurmTopologyFiles writes the files a Slurm release reads for top.
+func SlurmTopologyFiles(top SlurmTopology, release string) (*SlurmFiles, error) {
+	ver, err := ParseSlurmRelease(release)
+	if err != nil {
+		return nil, err
+	}
+	if top.Block != nil && ver < 2311 {
+		if top, err = BlockAsTree(top); err != nil {
+			return nil, err
+		}
+	}
+	f := &SlurmFiles{Topology: top, For: "Slurm " + release}
+	var conf bytes.Buffer
+	fmt.Fprintf(&conf, "# for %s\n", f.For)
+	if err := WriteTopologyConf(&conf, top); err != nil {
+		return nil, err
+	}
+	f.Conf = conf.Bytes()
+	if ver >= 2505 {
+		var y bytes.Buffer
+		if err := WriteTopologyYAML(&y, []SlurmTopology{top}); err != nil {
+			return nil, err
+		}
+		f.YAML = y.Bytes()
+	}
+	return f, nil
 }

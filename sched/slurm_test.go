@@ -289,3 +289,39 @@ func TestBlockAsTree(t *testing.T) {
 		t.Fatal("an empty topology converted")
 	}
 }
+
+// TestSlurmTopologyFiles checks the file set per Slurm release: before
+// 23.11 a block topology is written as a tree and there is no YAML; from
+// 23.11 topology.conf holds the blocks; from 25.05 topology.yaml comes
+// too; a release that is not one is refused.
+func TestSlurmTopologyFiles(t *testing.T) {
+	g := mustParse(t, "torus:4x4x2")
+	top, err := SlurmBlockTopology("torus", g, NewNodeNamer("nid", g.NumNodes()), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		release   string
+		tree, yml bool
+	}{{"22.05", true, false}, {"23.11", false, false}, {"24.11.3", false, false}, {"25.05", false, true}} {
+		f, err := SlurmTopologyFiles(top, tc.release)
+		if err != nil {
+			t.Fatal(tc.release, err)
+		}
+		if (f.Topology.Tree != nil) != tc.tree || (f.YAML != nil) != tc.yml || f.For != "Slurm "+tc.release {
+			t.Fatalf("%s: tree %v yaml %v for %q", tc.release, f.Topology.Tree != nil, f.YAML != nil, f.For)
+		}
+		wantConf := "BlockName="
+		if tc.tree {
+			wantConf = "SwitchName="
+		}
+		if !strings.HasPrefix(string(f.Conf), "# for "+f.For+"\n") || !strings.Contains(string(f.Conf), wantConf) {
+			t.Fatalf("%s: topology.conf\n%s", tc.release, f.Conf)
+		}
+	}
+	for _, bad := range []string{"", "22", "latest", "16.05", "22.13"} {
+		if _, err := SlurmTopologyFiles(top, bad); err == nil {
+			t.Fatalf("release %q accepted", bad)
+		}
+	}
+}

@@ -50,8 +50,51 @@ func (r *Rerouter) repairSSSP(f2 *Fabric, st *UpdateStats) error {
 			extra = append(extra, d)
 		}
 	}
-	g1, g2 := f1.G, f2.G
 	adj2 := switchAdjacency(f2)
+	todo, rows, cameUp := brokenDests(f1, f2, old, t1, adj2, extra, o.Workers)
+	sp := &ssspState{S: S, weight: append([]int64(nil), old.weight...), srcCount: liveEndPortsPerSwitch(f2),
+		adj: adj2, ds: old.ds, colT: append([]uint8(nil), old.colT...)}
+	rp := newRepairer(sp, t, f2)
+	adj1 := switchAdjacency(f1)
+	rp.old, rp.oldAdj, rp.oldSrc = newFastLFT(t1, adj1), adj1, old.srcCount
+	for s := 0; s < S; s++ {
+		if rows[s] && f2.switchAlive(s) {
+			rp.seeds = append(rp.seeds, int32(s))
+		}
+		if !f2.switchAlive(s) {
+			for lid := 0; lid <= f2.maxLID; lid++ {
+				sp.colT[lid*S+s] = noPort
+			}
+		}
+	}
+	rp.g2 = f2.G
+	for _, d := range todo {
+		rp.repair(d, cameUp || !inOrder[d.lid] || d.term >= 0 && !f1.termAlive(d.term) || d.term < 0 && !f1.switchAlive(d.sw))
+	}
+	st.Changed = rp.changed
+	res := &Result{Tables: t, LanesNeeded: 1, Order: r.res.Order}
+	if o.Engine == "dfsssp" {
+		if err := layerInto(res, o); err != nil {
+			return err
+		}
+	}
+	t.Engine = o.Engine
+	st.Mode, st.Rerouted = "repair", len(todo)
+	st.Changed += dead
+	r.res, r.sp, r.f = res, sp, f2
+	return nil
+}
+
+// brokenDests lists the destinations repairSSSP routes again, in the
+// order of the last full run (old) then those that came back (extra): a
+// destination is broken when it came or went, or when some live switch's
+// entry leaves through a link that is down now, or has none although the
+// destination is in its component (joined again: only after something
+// came up). rows marks the switches with a port whose link changed, and
+// cameUp whether anything came up.
+func brokenDests(f1, f2 *Fabric, old *ssspState, t1 *Tables, adj2 *swAdj, extra []dest, workers int) (todo []dest, rows []bool, cameUp bool) {
+	g1, g2 := f1.G, f2.G
+	S := len(f2.switches)
 	comp := switchComponents(adj2)
 	// A destination is broken when it came or went, or when some live
 	// switch's entry leaves through a link that is down now, or has none
@@ -59,8 +102,8 @@ func (r *Rerouter) repairSSSP(f2 *Fabric, st *UpdateStats) error {
 	// after something came up). Only rows with a port that went down
 	// can hold the former; the rows are scanned switch by switch (cache
 	// order), per worker.
-	cameUp := len(extra) > 0
-	rows := make([]bool, S)
+	cameUp = len(extra) > 0
+	rows = make([]bool, S)
 	for l := range g2.NumLinks() {
 		up1, up2 := g1.Up(2*l), g2.Up(2*l)
 		if up1 == up2 {
@@ -74,7 +117,7 @@ func (r *Rerouter) repairSSSP(f2 *Fabric, st *UpdateStats) error {
 			}
 		}
 	}
-	nw := par.Workers(o.Workers)
+	nw := par.Workers(workers)
 	marks := make([][]bool, nw)
 	for i := range marks {
 		marks[i] = make([]bool, f2.maxLID+1)
@@ -102,7 +145,6 @@ func (r *Rerouter) repairSSSP(f2 *Fabric, st *UpdateStats) error {
 			}
 		}
 	})
-	var todo []dest
 	for _, d := range old.ds {
 		alive1, alive2 := f1.switchAlive(d.sw), f2.switchAlive(d.sw)
 		if d.term >= 0 {
@@ -118,37 +160,7 @@ func (r *Rerouter) repairSSSP(f2 *Fabric, st *UpdateStats) error {
 		}
 	}
 	todo = append(todo, extra...)
-	sp := &ssspState{S: S, weight: append([]int64(nil), old.weight...), srcCount: liveEndPortsPerSwitch(f2),
-		adj: adj2, ds: old.ds, colT: append([]uint8(nil), old.colT...)}
-	rp := newRepairer(sp, t, f2)
-	adj1 := switchAdjacency(f1)
-	rp.old, rp.oldAdj, rp.oldSrc = newFastLFT(t1, adj1), adj1, old.srcCount
-	for s := 0; s < S; s++ {
-		if rows[s] && f2.switchAlive(s) {
-			rp.seeds = append(rp.seeds, int32(s))
-		}
-		if !f2.switchAlive(s) {
-			for lid := 0; lid <= f2.maxLID; lid++ {
-				sp.colT[lid*S+s] = noPort
-			}
-		}
-	}
-	rp.g2 = g2
-	for _, d := range todo {
-		rp.repair(d, cameUp || !inOrder[d.lid] || d.term >= 0 && !f1.termAlive(d.term) || d.term < 0 && !f1.switchAlive(d.sw))
-	}
-	st.Changed = rp.changed
-	res := &Result{Tables: t, LanesNeeded: 1, Order: r.res.Order}
-	if o.Engine == "dfsssp" {
-		if err := layerInto(res, o); err != nil {
-			return err
-		}
-	}
-	t.Engine = o.Engine
-	st.Mode, st.Rerouted = "repair", len(todo)
-	st.Changed += dead
-	r.res, r.sp, r.f = res, sp, f2
-	return nil
+	return todo, rows, cameUp
 }
 
 // repairer re-routes broken destinations one at a time, locally: a

@@ -710,7 +710,9 @@ func runAlloc(ctx context.Context, o allocOptions, w io.Writer) error {
 	if err := occupyBusy(g, st, o.busy); err != nil {
 		return err
 	}
-	req := alloc.Request{Nodes: o.nodes, Transit: o.transit, Algo: a, Budget: o.budget.d}
+	// The budget counts from the command's start: building the torus
+	// and its router is part of the answer's time.
+	req := alloc.Request{Nodes: o.nodes, Transit: o.transit, Algo: a, Budget: o.budget.d, Since: start}
 	if why := alloc.Impossible(st, req); why != "" {
 		return &exitError{code: 2, err: fmt.Errorf("no allocation, ever: %s", why)}
 	}

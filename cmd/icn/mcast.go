@@ -336,11 +336,11 @@ func newMcastExperimentCmd() *cobra.Command {
 
 // seedFabrics parses --families: "all" or a comma-separated list of the
 // seed's fabrics.
-func seedFabrics(spec string) ([]multicast.Fabric, error) {
+func seedFabrics(spec string) ([]multicast.SeedFabric, error) {
 	if spec == "all" {
 		return multicast.SeedFabrics, nil
 	}
-	var fabrics []multicast.Fabric
+	var fabrics []multicast.SeedFabric
 	for _, name := range strings.Split(spec, ",") {
 		f, err := multicast.FindFabric(strings.TrimSpace(name))
 		if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -114,33 +113,19 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 	if err != nil {
 		return err
 	}
-	ver, err := parseSlurmVersion(o.version)
+	files, err := sched.SlurmTopologyFiles(top, o.version)
 	if err != nil {
-		return err
+		return fmt.Errorf("--slurm-version: %v", err)
 	}
-	if top.Block != nil && ver < 2311 {
-		if top, err = sched.BlockAsTree(top); err != nil {
-			return err
-		}
-	}
-	forSlurm := fmt.Sprintf("Slurm %s", o.version)
-	var y, conf bytes.Buffer
-	if err := sched.WriteTopologyYAML(&y, []sched.SlurmTopology{top}); err != nil {
-		return err
-	}
-	fmt.Fprintf(&conf, "# for %s\n", forSlurm)
-	if err := sched.WriteTopologyConf(&conf, top); err != nil {
-		return err
-	}
-	yamlOK := ver >= 2505
+	top = files.Topology
 	if o.dir == "" && !o.out.json {
-		if o.format == "yaml" && !yamlOK {
+		if o.format == "yaml" && files.YAML == nil {
 			return fmt.Errorf("slurm %s reads no topology.yaml (25.05 and later do): use --format conf", o.version)
 		}
 		if o.format == "conf" {
-			_, err = w.Write(conf.Bytes())
+			_, err = w.Write(files.Conf)
 		} else {
-			_, err = w.Write(y.Bytes())
+			_, err = w.Write(files.YAML)
 		}
 		return err
 	}
@@ -148,12 +133,12 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 		if err := os.MkdirAll(o.dir, 0o755); err != nil {
 			return fmt.Errorf("--out: %v", err)
 		}
-		if yamlOK {
-			if err := writeFileAtomic(filepath.Join(o.dir, "topology.yaml"), y.Bytes()); err != nil {
+		if files.YAML != nil {
+			if err := writeFileAtomic(filepath.Join(o.dir, "topology.yaml"), files.YAML); err != nil {
 				return err
 			}
 		}
-		if err := writeFileAtomic(filepath.Join(o.dir, "topology.conf"), conf.Bytes()); err != nil {
+		if err := writeFileAtomic(filepath.Join(o.dir, "topology.conf"), files.Conf); err != nil {
 			return err
 		}
 	}
@@ -170,24 +155,14 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 			t.Row("blocks", len(top.Block.Blocks))
 			t.Row("block sizes", fmt.Sprint(top.Block.BlockSizes))
 		}
-		t.Row("for", forSlurm)
+		t.Row("for", files.For)
 		written := filepath.Join(o.dir, "topology.conf")
-		if yamlOK {
+		if files.YAML != nil {
 			written = filepath.Join(o.dir, "topology.yaml") + ", " + written
 		}
 		t.Row("written", written)
 		return t.Write(w)
 	})
-}
-
-// parseSlurmVersion reads a Slurm release ("22.05", "23.11.4", "25.05")
-// as major*100+minor.
-func parseSlurmVersion(v string) (int, error) {
-	var major, minor int
-	if n, err := fmt.Sscanf(v, "%d.%d", &major, &minor); n != 2 || err != nil || major < 17 || minor < 0 || minor > 12 {
-		return 0, fmt.Errorf("--slurm-version %q: want a Slurm release such as 22.05 or 24.11", v)
-	}
-	return major*100 + minor, nil
 }
 
 // slurmNodeNames chooses how the n end nodes (node i is graph vertex

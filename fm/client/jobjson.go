@@ -252,7 +252,7 @@ type tableWire struct {
 
 // UnmarshalJSON decodes a job as encoding/json would; the routes of its
 // table are parsed by hand into shared coordinate and direction lists
-// (as tableJSON builds them), falling back to encoding/json for any
+// (as routing.Table.JSON builds them), falling back to encoding/json for any
 // text the fast parser does not take.
 func (j *JobRecord) UnmarshalJSON(data []byte) error {
 	var w jobWire
