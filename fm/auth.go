@@ -7,9 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/icn-hpc/icn/internal/atomicfile"
 )
 
 // TokenFile returns where the API token of a database is kept.
@@ -42,7 +45,7 @@ func newToken(path string) (string, error) {
 	return tok, nil
 }
 
-// writeToken replaces the token file atomically (mode 0600) with a new
+// writeToken replaces the token file atomically (mode 0600; atomicfile) with a new
 // random token and returns it.
 func writeToken(path string) (string, error) {
 	b := make([]byte, 24)
@@ -50,12 +53,10 @@ func writeToken(path string) (string, error) {
 		return "", err
 	}
 	tok := hex.EncodeToString(b)
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, []byte(tok+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteMode(path, 0o600, func(w io.Writer) error {
+		_, err := io.WriteString(w, tok+"\n")
+		return err
+	}); err != nil {
 		return "", err
 	}
 	return tok, nil

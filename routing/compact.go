@@ -206,7 +206,7 @@ func writeRoutes(bw *bufio.Writer, h RoutesHeader, active, transit []int, dirsOf
 			dirs = dirsOf(a, b, dirs[:0])
 			rec = binary.AppendUvarint(rec, uint64(b-prev))
 			prev = b
-			rec = appendRuns(rec, dirs)
+			rec = AppendRuns(rec, dirs)
 		}
 		rec = binary.LittleEndian.AppendUint32(rec, crc32.Checksum(rec, castagnoli))
 		if _, err := bw.Write(rec); err != nil {
@@ -218,28 +218,29 @@ func writeRoutes(bw *bufio.Writer, h RoutesHeader, active, transit []int, dirsOf
 	return bw.Flush()
 }
 
-// appendRuns appends the run count and the run bytes of a direction
-// sequence.
-func appendRuns(b []byte, dirs []Dir) []byte {
+// AppendRuns appends the steps of a route as the compact format (and the
+// fabric manager's store) keeps them: uvarint r, then r run bytes, each
+// the direction in its high nibble and the repeat count − 1 in its low
+// one (runs longer than 16 steps are split).
+func AppendRuns(b []byte, dirs []Dir) []byte {
+	at := len(b)
+	b = append(b, 0) // the count: one byte below 128 runs (every minimal route)
 	n := 0
 	for i := 0; i < len(dirs); {
 		j := i + 1
 		for j < len(dirs) && dirs[j] == dirs[i] && j-i < 16 {
 			j++
 		}
+		b = append(b, byte(dirs[i])<<4|byte(j-i-1))
 		n++
 		i = j
 	}
-	b = binary.AppendUvarint(b, uint64(n))
-	for i := 0; i < len(dirs); {
-		j := i + 1
-		for j < len(dirs) && dirs[j] == dirs[i] && j-i < 16 {
-			j++
-		}
-		b = append(b, byte(dirs[i])<<4|byte(j-i-1))
-		i = j
+	if n < 128 {
+		b[at] = byte(n)
+		return b
 	}
-	return b
+	runs := append([]byte(nil), b[at+1:]...)
+	return append(binary.AppendUvarint(b[:at], uint64(n)), runs...)
 }
 
 // RecordError reports a structurally bad record of a table file: record

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/crc32"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -290,4 +291,42 @@ func fileBytes(t *testing.T, tb *Table, format string) []byte {
 		return compactBytes(t, tb)
 	}
 	return tableJSON(t, tb)
+}
+
+// TestAppendRuns checks the run bytes of routes against a direct
+// expansion, with runs of more than 16 steps and counts of 128 runs and
+// more (a two-byte uvarint).
+func TestAppendRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	for _, n := range []int{0, 1, 5, 17, 40, 127, 128, 300} {
+		var dirs []Dir
+		for len(dirs) < n {
+			d := Dir(rng.IntN(6))
+			for r := 1 + rng.IntN(20); r > 0 && len(dirs) < n; r-- {
+				dirs = append(dirs, d)
+			}
+		}
+		if n >= 127 {
+			for i := range dirs {
+				dirs[i] = Dir(i % 2) // n runs of one step
+			}
+		}
+		b := AppendRuns([]byte{0xaa}, dirs)
+		if b[0] != 0xaa {
+			t.Fatal("prefix overwritten")
+		}
+		runs, k := binary.Uvarint(b[1:])
+		if k <= 0 || int(runs) != len(b)-1-k {
+			t.Fatalf("%d steps: count %d (%d bytes) for %d run bytes", n, runs, k, len(b)-1-k)
+		}
+		var got []Dir
+		for _, x := range b[1+k:] {
+			for r := int(x&15) + 1; r > 0; r-- {
+				got = append(got, Dir(x>>4))
+			}
+		}
+		if !slices.Equal(got, dirs) {
+			t.Fatalf("%d steps: decoded %v, want %v", n, got, dirs)
+		}
+	}
 }

@@ -110,7 +110,7 @@ func RunBench(w *World, cfg BenchConfig) ([]BenchRow, error) {
 		return nil, err
 	}
 	defer e.ctrl.Free()
-	if e.buf, err = NewCoarray[byte](w, maxSize); err != nil {
+	if e.buf, err = NewCoarray[byte](w, benchBufSize(maxSize)); err != nil {
 		return nil, err
 	}
 	defer e.buf.Free()
@@ -153,6 +153,19 @@ func (cfg *BenchConfig) normalise() (int, map[string]bool, error) {
 	}
 	return maxSize, want, nil
 }
+
+// benchSpan is the least size of the target buffer of the point-to-point
+// tests: the streams of short messages cycle over up to this many bytes and
+// a non-blocking window holds nbiWindow messages of up to benchSpan/nbiWindow
+// bytes, whatever the largest size asked for.
+const benchSpan = 1 << 20
+
+// benchBufSize is the size of the target buffer for messages of up to
+// maxSize bytes: at least benchSpan, so that a size's rows do not depend on
+// the other sizes of the run (with a buffer of the largest size alone,
+// `--sizes 8` streamed every put to one word and completed each put_nbi by
+// its own Quiet).
+func benchBufSize(maxSize int) int { return max(maxSize, benchSpan) }
 
 // runTests runs the chosen tests in the order of BenchTests' description:
 // rate, latency, atomic, barrier, overlap, collective.
@@ -347,7 +360,11 @@ func (e *benchEnv) rate(sizes []int) ([]BenchRow, error) {
 
 // slots is how many messages of size s fit a target window of up to 1 MiB
 // (at least one), which the streams cycle over.
-func (e *benchEnv) slots(s int) int64 { return int64(max(1, min(1<<20, e.buf.Len())/s)) }
+func (e *benchEnv) slots(s int) int64 { return int64(max(1, min(benchSpan, e.buf.Len())/s)) }
+
+// window is how many non-blocking operations of size s are issued before
+// each Quiet: up to nbiWindow to distinct offsets of the buffer.
+func (e *benchEnv) window(s int) int { return max(1, min(nbiWindow, e.buf.Len()/s)) }
 
 // putStream: PE 0 puts messages of size s to PE 1 (a single word as one
 // atomic store), then Quiet.
@@ -420,7 +437,7 @@ const nbiWindow = 64
 // Quiet, repeated.
 func (e *benchEnv) nbiRates(s int, src []byte) ([]BenchRow, error) {
 	w := e.w
-	win := max(1, min(nbiWindow, e.buf.Len()/s))
+	win := e.window(s)
 	local := make([]byte, win*s)
 	var rows []BenchRow
 	for _, api := range []string{"put_nbi", "get_nbi"} {

@@ -16,9 +16,13 @@ import (
 func TestRunBench(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			j := localJob(t, 3, tr)
+			j, err := NewLocal(3, Options{Transport: tr, Heap: 4 << 20, Ring: 4096, Timeout: 2 * time.Second, InitTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(j.Close)
 			var rows []BenchRow
-			err := j.Run(func(w *World) error {
+			err = j.Run(func(w *World) error {
 				r, err := RunBench(w, BenchConfig{RateSizes: []int{8, 1000}, LatencySizes: []int{8, 4096}, Duration: 5 * time.Millisecond})
 				if w.MyPE() == 0 {
 					rows = r
@@ -65,6 +69,41 @@ func TestRunBench(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("unknown test accepted")
+	}
+}
+
+// A size's streams do not depend on the other sizes of the run: 8-byte
+// put_nbi is completed by a Quiet every nbiWindow operations and 8-byte puts
+// cycle over the whole span also when 8 bytes is the only size asked for
+// (`icn shmem bench --sizes 8 --latency-sizes 8` once gave one Quiet per
+// put_nbi and one target word for every put).
+func TestBenchWindowIndependentOfSizes(t *testing.T) {
+	j, err := NewLocal(2, Options{Transport: TransportShm, Heap: 4 << 20, Ring: 4096, Timeout: 2 * time.Second, InitTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(j.Close)
+	for _, cfg := range []BenchConfig{{RateSizes: []int{8}, LatencySizes: []int{8}}, {}} {
+		maxSize, _, err := cfg.normalise()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var win, slots [2]int
+		err = j.Run(func(w *World) error {
+			buf, err := NewCoarray[byte](w, benchBufSize(maxSize))
+			if err != nil {
+				return err
+			}
+			e := &benchEnv{w: w, buf: buf}
+			win[w.MyPE()], slots[w.MyPE()] = e.window(8), int(e.slots(8))
+			return buf.Free()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if win[0] != nbiWindow || slots[0] != benchSpan/8 || win != [2]int{win[0], win[0]} {
+			t.Errorf("sizes %v: 8-byte window %v, slots %v; want %d and %d", cfg.RateSizes, win, slots, nbiWindow, benchSpan/8)
+		}
 	}
 }
 

@@ -513,10 +513,41 @@ func (l *launcher) recordExit(e procExit) {
 	if !r.Failed() || r.Killed {
 		return
 	}
-	l.notify(e.pe, strings.TrimPrefix(r.String(), fmt.Sprintf("PE %d ", e.pe)))
+	pe, reason := l.cause(e.pe, strings.TrimPrefix(r.String(), fmt.Sprintf("PE %d ", e.pe)))
+	l.notify(pe, reason)
 	l.startGrace()
 	if l.exitedGlobally(e.pe) {
 		l.killAll(syscall.SIGKILL)
+	}
+}
+
+// cause is the failure the others are told of when PE pe ended failing
+// for reason: the PE that pe reported failed before it ended (and so on
+// along the reports, with what the launcher knows of that PE's end, else
+// what was reported), or pe itself. A PE that gives up because a peer
+// failed thus never shows up as the culprit of the others' errors, whatever
+// order the launcher learns of the two ends in. The last words of pe are
+// awaited as by exitedGlobally.
+func (l *launcher) cause(pe int, reason string) (int, string) {
+	l.aborts(pe, 200*time.Millisecond)
+	reps := l.reports()
+	seen := map[int]bool{pe: true}
+	for {
+		next := -1
+		for _, rp := range reps {
+			if rp.By == pe && !seen[rp.PE] {
+				next, reason = rp.PE, rp.Reason
+				break
+			}
+		}
+		if next < 0 {
+			return pe, reason
+		}
+		pe = next
+		seen[pe] = true
+		if r := l.results[pe]; r.Failed() {
+			reason = strings.TrimPrefix(r.String(), fmt.Sprintf("PE %d ", pe))
+		}
 	}
 }
 

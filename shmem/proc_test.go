@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -406,5 +407,47 @@ func TestAbortReachesLauncher(t *testing.T) {
 				t.Errorf("took %v", took)
 			}
 		})
+	}
+}
+
+// The launcher tells the others of the failure that made a PE give up, not
+// of that PE's exit, whatever order it learns of the two ends in (PE 2 once
+// named PE 0, which had exited because PE 1 died, when the launcher saw PE
+// 0's exit first: TestFaults/tcp/die under load).
+func TestLauncherNamesTheCause(t *testing.T) {
+	dir := t.TempDir()
+	l := &launcher{cfg: LaunchConfig{N: 4}, base: Config{Dir: dir}, results: make([]ProcResult, 4)}
+	for i := range l.results {
+		l.results[i].PE, l.results[i].Pid = i, 100+i
+	}
+	// PE 0 gave up on PE 1, which gave up on PE 3 (still running: its
+	// reported reason is all there is); PE 2 failed by itself.
+	if err := os.WriteFile(filepath.Join(dir, ReportFile), []byte("0 1 connection lost\n1 3 silent for 3s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pe     int
+		wantPE int
+		want   string
+	}{
+		{0, 3, "silent for 3s"},
+		{1, 3, "silent for 3s"},
+		{2, 2, "exited with status 7"},
+	} {
+		if pe, why := l.cause(c.pe, "exited with status 7"); pe != c.wantPE || why != c.want {
+			t.Errorf("cause of PE %d: PE %d %q, want PE %d %q", c.pe, pe, why, c.wantPE, c.want)
+		}
+	}
+	// once the launcher has PE 3's own end, that is what it says
+	l.results[3].Signal, l.results[3].ExitCode = "SIGKILL", -1
+	if pe, why := l.cause(0, "exited with status 3"); pe != 3 || why != "(pid 103) was killed by SIGKILL" {
+		t.Errorf("cause of PE 0 after PE 3 was killed: PE %d %q", pe, why)
+	}
+	// reports that name each other end the walk
+	if err := os.WriteFile(filepath.Join(dir, ReportFile), []byte("0 1 x\n1 0 y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if pe, why := l.cause(0, "exited with status 3"); pe != 1 || why != "x" {
+		t.Errorf("cause of PE 0 with a cycle of reports: PE %d %q", pe, why)
 	}
 }

@@ -44,6 +44,7 @@ type tcpTransport struct {
 	inCount  int
 	lastRecv []atomic.Int64 // unix nanos of the last bytes from each peer
 	byeRecv  []atomic.Bool
+	inDone   []chan struct{} // closed when the connection from each peer has been served to its end
 
 	kick     chan struct{}
 	closing  atomic.Bool
@@ -89,7 +90,10 @@ func newTCP(cfg Config, lay layout, fs *failState) (*tcpTransport, error) {
 		me: cfg.Rank, n: cfg.NPEs, lay: lay, job: cfg.Job, fs: fs, timeout: cfg.Timeout,
 		peers: make([]*peerConn, cfg.NPEs), in: make([]net.Conn, cfg.NPEs),
 		lastRecv: make([]atomic.Int64, cfg.NPEs), byeRecv: make([]atomic.Bool, cfg.NPEs),
-		kick: make(chan struct{}, 1), closed: make(chan struct{}),
+		inDone: make([]chan struct{}, cfg.NPEs), kick: make(chan struct{}, 1), closed: make(chan struct{}),
+	}
+	for p := range t.inDone {
+		t.inDone[p] = make(chan struct{})
 	}
 	var err error
 	t.local, err = syscall.Mmap(-1, 0, lay.size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
@@ -271,6 +275,7 @@ func (t *tcpTransport) serveConn(c net.Conn, initTimeout time.Duration) {
 	t.in[src] = c
 	t.inCount++
 	t.inMu.Unlock()
+	defer close(t.inDone[src])
 	t.lastRecv[src].Store(time.Now().UnixNano())
 	r := bufio.NewReaderSize(lastReader{c, &t.lastRecv[src]}, 64<<10)
 	w := bufio.NewWriterSize(c, 64<<10)
@@ -361,14 +366,22 @@ func (pc *peerConn) readReplies() {
 		return
 	}
 	// A peer that gives up because of a third PE's failure says so on its
-	// connection to us (served by serveConn) before it exits; give that
-	// notice a moment to win over the bare loss of this connection.
+	// connection to us (served by serveConn) before it exits: that notice
+	// wins over the bare loss of this connection once serveConn has read
+	// the peer's connection to its end (bounded by the failure timeout,
+	// for a peer that never connected or whose connection stays open).
 	select {
 	case <-pc.t.fs.done:
 		return
 	case <-pc.t.closed:
 		return
-	case <-time.After(100 * time.Millisecond):
+	case <-pc.t.inDone[pc.pe]:
+		select {
+		case <-pc.t.fs.done:
+			return
+		default:
+		}
+	case <-time.After(pc.t.timeout):
 	}
 	pc.t.fs.set(&PEError{PE: pc.pe, Reason: "connection lost: " + errText(err)})
 }

@@ -191,10 +191,12 @@ func newFabricRouteCmd() *cobra.Command {
 // lftForceBytes is the largest --lft-out dump written without --force.
 const lftForceBytes = 1 << 30
 
-// checkDumpSize refuses a dump over lftForceBytes unless forced.
+// checkDumpSize refuses a dump of up to size bytes (the bound the fabric
+// gives before routing: unicast.Fabric.DumpSizeBound) over lftForceBytes
+// unless forced.
 func checkDumpSize(path string, size int64, force bool) error {
 	if size > lftForceBytes && !force {
-		return &exitError{2, fmt.Errorf("--lft-out %s would be %.1f GB (OpenSM's format lists every LID for every switch); give --force to write it", path, float64(size)/1e9)}
+		return &exitError{2, fmt.Errorf("--lft-out %s would be up to %.1f GB (OpenSM's format lists every LID for every switch); give --force to write it", path, float64(size)/1e9)}
 	}
 	return nil
 }
@@ -219,6 +221,12 @@ func runFabricRoute(_ context.Context, o fabricRouteOptions, w io.Writer) error 
 			return fmt.Errorf("--roots: %v", err)
 		}
 	}
+	if o.lftOut != "" {
+		// refused before the routing when the fabric alone says so
+		if err := checkDumpSize(o.lftOut, f.DumpSizeBound(o.engine, o.lftCompact), o.force); err != nil {
+			return err
+		}
+	}
 	bar := cli.NewProgress(-1, "routing "+o.engine, false)
 	ro.Progress = bar.Add
 	start := time.Now()
@@ -236,9 +244,6 @@ func runFabricRoute(_ context.Context, o fabricRouteOptions, w io.Writer) error 
 		size, write := res.Tables.DumpSize(), res.Tables.WriteDump
 		if o.lftCompact {
 			size, write = res.Tables.CompactDumpSize(), res.Tables.WriteCompactDump
-		}
-		if err := checkDumpSize(o.lftOut, size, o.force); err != nil {
-			return err
 		}
 		fmt.Fprintf(o.stderr, "icn: writing %s (%.1f MB)\n", o.lftOut, float64(size)/1e6)
 		if err := writeStreamAtomic(o.lftOut, write); err != nil {

@@ -48,7 +48,11 @@ makes OpenSM sweep again and load the file engine's new dump).
 With --opensm-log it also follows OpenSM's log: every link-state-change
 trap OpenSM logs makes it probe the switch that sent it (--probe, over the
 trap's directed route) and report the changes on that switch's links at
-once, between the sweeps.`,
+once, between the sweeps. OpenSM writes a trap's notice to its log at
+once, but the route to the switch only when it flushes its log (opensm -d2,
+or force_log_flush TRUE in /etc/opensm/opensm.conf): without the route the
+watch sweeps the whole fabric at once instead (--discover), and says so at
+its start when the OpenSM writing the log does not flush it.`,
 		Example: `  icn fabric watch --topo fabric.ibnet --server http://127.0.0.1:8080
   icn fabric watch --topo fabric.ibnet --on-change 'kill -HUP $(pidof opensm)'
   icn fabric watch --topo fabric.ibnet --opensm-log /var/log/opensm.log --on-change 'kill -HUP $(pidof opensm)'`,
@@ -65,7 +69,7 @@ once, between the sweeps.`,
 	f.StringVar(&o.onChange, "on-change", "", "shell command run after a round that reported a change")
 	f.DurationVar(&o.interval, "interval", 10*time.Second, "time between sweeps")
 	f.BoolVar(&o.once, "once", false, "sweep once and exit")
-	f.StringVar(&o.opensmLog, "opensm-log", "", "follow OpenSM's log (its -f file): on each link-state-change trap it logs, probe the switch that sent it (--probe) at once, between the sweeps")
+	f.StringVar(&o.opensmLog, "opensm-log", "", "follow OpenSM's log (its -f file): on each link-state-change trap it logs, probe the switch that sent it (--probe) at once, or sweep at once when OpenSM's route to it is not in the log (OpenSM without -d2)")
 	f.StringVar(&o.probe, "probe", "iblinkinfo -D {path} -n 0", "shell command printing one switch's ports as iblinkinfo does; {path} is the trap's directed route")
 	return c
 }
@@ -79,6 +83,11 @@ func runFabricWatch(ctx context.Context, o fabricWatchOptions, log io.Writer) er
 	}
 	if o.interval <= 0 {
 		return fmt.Errorf("--interval must be positive")
+	}
+	if o.opensmLog != "" {
+		if err := checkOpenSMLog(o.opensmLog, func(s string) { fmt.Fprintf(log, "icn fabric watch: %s\n", s) }); err != nil {
+			return err
+		}
 	}
 	base, err := topology.Parse("file:" + strings.TrimPrefix(o.fabric, "file:"))
 	if err != nil {
@@ -97,7 +106,7 @@ func runFabricWatch(ctx context.Context, o fabricWatchOptions, log io.Writer) er
 		}()
 	}
 	for {
-		changes, err := watchRound(ctx, o, base, log)
+		changes, err := watchRound(ctx, o, base, "", log)
 		if err != nil {
 			if o.once {
 				return err
@@ -121,8 +130,9 @@ func runFabricWatch(ctx context.Context, o fabricWatchOptions, log io.Writer) er
 }
 
 // watchRound sweeps once and reports the differences; it returns how
-// many changes it reported.
-func watchRound(ctx context.Context, o fabricWatchOptions, base *topology.Graph, log io.Writer) (int, error) {
+// many changes it reported. trigger names what started an unscheduled
+// sweep (a trap), "" for a scheduled one.
+func watchRound(ctx context.Context, o fabricWatchOptions, base *topology.Graph, trigger string, log io.Writer) (int, error) {
 	t0 := time.Now()
 	out, err := exec.CommandContext(ctx, "sh", "-c", o.discover).Output()
 	discovery := time.Since(t0).Seconds()
@@ -149,7 +159,7 @@ func watchRound(ctx context.Context, o fabricWatchOptions, base *topology.Graph,
 		// (or another fabric), not failures to report.
 		return 0, fmt.Errorf("the discovery misses %d of %d links of %s: not reported (wrong fabric or a partial sweep?)", len(missing), base.NumLinks(), o.fabric)
 	}
-	return reportChanges(ctx, o, missing, nil, fmt.Sprintf("sweep %.2f s", discovery), log)
+	return reportChanges(ctx, o, missing, nil, trigger+fmt.Sprintf("sweep %.2f s", discovery), log)
 }
 
 // reportChanges reports to the service, among the links in scope (nil:
@@ -212,24 +222,85 @@ func reportChanges(ctx context.Context, o fabricWatchOptions, missing, scope map
 	return changes, nil
 }
 
-// OpenSM logs each trap; a link-state change (trap 128) comes with the
-// directed route to the switch that sent it.
-var reTrap128 = regexp.MustCompile(`SM class trap 128: Directed Path Dump of \d+ hop path: Path = ([0-9,]+)`)
+// OpenSM logs each trap in two lines: the notice, with the LID of the
+// switch that sent it, at error level (written to the file at once, also
+// with OpenSM's default logging), and for a link-state change (trap 128)
+// the directed route to that switch at info level (left in OpenSM's buffer
+// until its next error unless it runs with -d2 or force_log_flush TRUE).
+// OpenSM leaves the route out for a trap it has seen from the same switch
+// moments before.
+var (
+	reTrap128   = regexp.MustCompile(`SM class trap 128: Directed Path Dump of \d+ hop path: Path = ([0-9,]+)`)
+	reNotice128 = regexp.MustCompile(`Received Generic Notice type:\d+ num:128 .*from LID:(\d+)`)
+)
 
-// followOpenSMLog follows OpenSM's log from its end and probes every switch
-// that sends a link-state-change trap, reporting what changed on its ports.
+// logHistory is how much of the end of OpenSM's log the watch reads at
+// its start for the routes OpenSM logged for its switches.
+const logHistory = 64 << 20
+
+// trapRouteWait is how long a trap's notice waits for its directed route
+// in the log before the watch looks for the switch another way.
+const trapRouteWait = 30 * time.Millisecond
+
+// followOpenSMLog follows OpenSM's log from its end and, for every
+// link-state-change trap, probes the switch that sent it (over the route
+// OpenSM logs, or one it logged before for that LID) or, when OpenSM's
+// route is not in the log, sweeps the fabric at once; it reports what
+// changed.
 func followOpenSMLog(ctx context.Context, o fabricWatchOptions, base *topology.Graph, log io.Writer) error {
 	fh, err := os.Open(o.opensmLog)
 	if err != nil {
 		return fmt.Errorf("--opensm-log: %v", err)
 	}
 	defer func() { fh.Close() }()
-	off, err := fh.Seek(0, io.SeekEnd)
-	if err != nil {
-		return fmt.Errorf("--opensm-log: %v", err)
+	// The log so far gives the routes OpenSM logged for its switches'
+	// LIDs; the watch starts at its end.
+	routes := map[string]string{} // switch LID → directed route
+	lastLID := ""
+	scan := func(line []byte, onRoute func(path, lid string), onNotice func(lid string)) {
+		if m := reNotice128.FindSubmatch(line); m != nil {
+			lastLID = string(m[1])
+			onNotice(lastLID)
+		} else if m := reTrap128.FindSubmatch(line); m != nil {
+			if lastLID != "" {
+				routes[lastLID] = string(m[1])
+			}
+			onRoute(string(m[1]), lastLID)
+			lastLID = ""
+		}
 	}
 	var partial []byte
 	buf := make([]byte, 1<<16)
+	off := int64(0)
+	dropFirst := false // the first line read is a line's end
+	if fi, err := fh.Stat(); err == nil && fi.Size() > logHistory {
+		if off, err = fh.Seek(fi.Size()-logHistory, io.SeekStart); err != nil {
+			return fmt.Errorf("--opensm-log: %v", err)
+		}
+		dropFirst = true
+	}
+	for {
+		n, _ := fh.Read(buf)
+		if n == 0 {
+			break
+		}
+		off += int64(n)
+		partial = append(partial, buf[:n]...)
+		for {
+			i := bytes.IndexByte(partial, '\n')
+			if i < 0 {
+				break
+			}
+			if !dropFirst {
+				scan(partial[:i], func(string, string) {}, func(string) {})
+			}
+			dropFirst = false
+			partial = partial[i+1:]
+		}
+	}
+	lastLID = ""
+	var pending []string // notices still waiting for their route
+	var pendingSince time.Time
 	for ctx.Err() == nil {
 		if fi, err := os.Stat(o.opensmLog); err == nil && fi.Size() < off {
 			// Rotated or truncated: start again at its beginning.
@@ -240,29 +311,64 @@ func followOpenSMLog(ctx context.Context, o fabricWatchOptions, base *topology.G
 			off, partial = 0, nil
 		}
 		n, _ := fh.Read(buf)
-		if n == 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(10 * time.Millisecond):
+		var paths, sweepFor []string
+		if n > 0 {
+			off += int64(n)
+			partial = append(partial, buf[:n]...)
+			for {
+				i := bytes.IndexByte(partial, '\n')
+				if i < 0 {
+					break
+				}
+				scan(partial[:i], func(path, lid string) {
+					if !slices.Contains(paths, path) {
+						paths = append(paths, path)
+					}
+					if k := slices.Index(pending, lid); k >= 0 {
+						pending = slices.Delete(pending, k, k+1)
+					}
+				}, func(lid string) {
+					if len(pending) == 0 {
+						pendingSince = time.Now()
+					}
+					pending = append(pending, lid)
+				})
+				partial = partial[i+1:]
+			}
+		}
+		if len(pending) > 0 && time.Since(pendingSince) >= trapRouteWait {
+			// No route logged for these notices (yet): a route logged
+			// before for the LID, else a sweep.
+			for _, lid := range pending {
+				if path, ok := routes[lid]; ok {
+					if !slices.Contains(paths, path) {
+						paths = append(paths, path)
+					}
+				} else if !slices.Contains(sweepFor, lid) {
+					sweepFor = append(sweepFor, lid)
+				}
+			}
+			pending = nil
+		}
+		if len(paths) == 0 && len(sweepFor) == 0 {
+			if n == 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Millisecond):
+				}
 			}
 			continue
-		}
-		off += int64(n)
-		partial = append(partial, buf[:n]...)
-		var paths []string
-		for {
-			i := bytes.IndexByte(partial, '\n')
-			if i < 0 {
-				break
-			}
-			if m := reTrap128.FindSubmatch(partial[:i]); m != nil && !slices.Contains(paths, string(m[1])) {
-				paths = append(paths, string(m[1]))
-			}
-			partial = partial[i+1:]
 		}
 		changes := 0
 		for _, path := range paths {
 			k, err := probeSwitch(ctx, o, base, path, log)
+			if err != nil {
+				fmt.Fprintf(log, "icn fabric watch: %v\n", err)
+			}
+			changes += k
+		}
+		if len(sweepFor) > 0 {
+			k, err := watchRound(ctx, o, base, fmt.Sprintf("trap from LID %s, route not logged; ", strings.Join(sweepFor, ",")), log)
 			if err != nil {
 				fmt.Fprintf(log, "icn fabric watch: %v\n", err)
 			}

@@ -70,14 +70,20 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 	// OpenSM runs as a site runs it, on the file engine; --on-change
 	// sends it SIGHUP, on which OpenSM 3.3 sweeps again and loads the
 	// dump anew.
+	// It starts with OpenSM's default logging (buffered: no -d2).
 	osmDir := filepath.Join(dir, "osm")
 	os.MkdirAll(osmDir, 0o755)
-	osm := exec.Command("opensm", "-D", "0x43", "-f", filepath.Join(osmDir, "osm.log"), "--dump_files_dir", osmDir, "-R", "file", "-U", lft)
-	osm.Env = sim.Env(osmDir)
-	osm.Dir = osmDir // libumad2sim leaves sys-PID/ in the working directory
-	if err := osm.Start(); err != nil {
-		t.Fatal(err)
+	startOSM := func(extra ...string) *exec.Cmd {
+		args := append([]string{"-D", "0x43", "-f", filepath.Join(osmDir, "osm.log"), "--dump_files_dir", osmDir, "-R", "file", "-U", lft}, extra...)
+		c := exec.Command("opensm", args...)
+		c.Env = sim.Env(osmDir)
+		c.Dir = osmDir // libumad2sim leaves sys-PID/ in the working directory
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
+	osm := startOSM()
 	defer func() { osm.Process.Kill(); osm.Wait() }()
 	ann, _ := unicast.AnnotationsOf("file:" + net)
 	// Every host pair delivered (a switch's own LID may be cut off from
@@ -184,27 +190,48 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 	}
 	waitInstalled("after the ReLink", svc.Graph(), time.Now(), startDump, nil)
 
-	// The same event learnt from OpenSM's trap: the watch follows OpenSM's
-	// log and probes the switch that sent the link-state-change trap.
+	t.Logf("%s: unlink → the running OpenSM installed icn's tables: %.2f s from a sweep (%s); a one-shot OpenSM ftree sweep of the same event: %.2f s",
+		spec, icnSecs, strings.TrimSpace(firstLine(unlinkLog)), ownSecs)
+
+	// The same events learnt from OpenSM's traps, with OpenSM's default
+	// logging: the watch follows OpenSM's log (sweeps an hour apart) and
+	// learns of three different unlinks from the traps alone.
 	// (ICN_WATCH_TRAP=0 leaves it out: on fattree:m=24,n=3 the OpenSM
 	// under ibsim stopped sweeping after the probe ran during its sweep.)
-	trapSecs, trapLog := -1.0, ""
 	if os.Getenv("ICN_WATCH_TRAP") != "0" {
-		trapSecs, trapLog = watchTrap(t, o, osmDir, pre.String(), sim, svc, failedG, startDump, waitInstalled)
+		watchTrap(t, spec, o, dir, osmDir, pre.String(), sim, svc, startDump, osm.Process.Pid, waitInstalled)
 	}
-	t.Logf("%s: unlink → the running OpenSM installed icn's tables: %.2f s from a sweep (%s), %.2f s from OpenSM's trap (%s); a one-shot OpenSM ftree sweep of the same event: %.2f s",
-		spec, icnSecs, strings.TrimSpace(firstLine(unlinkLog)), trapSecs, strings.TrimSpace(firstLine(trapLog)), ownSecs)
 	if os.Getenv("ICN_WATCH_FABRIC") == "" {
 		return
 	}
 	measureOwnFTree(t, spec, sim, dir, osm, svc.Graph(), failedG, waitInstalledIn)
 }
 
-// watchTrap runs the watch following OpenSM's log through an unlink and
-// a relink and returns the seconds to OpenSM having installed icn's
-// tables and the watch's report.
-func watchTrap(t *testing.T, o fabricWatchOptions, osmDir, pre string, sim *ibsimtest.Sim, svc *fm.Service, failedG *topology.Graph, startDump []byte,
-	waitInstalled func(string, *topology.Graph, time.Time, []byte, []byte) float64) (float64, string) {
+// lastReport is the last report of a failure in the watch's log, up to
+// its cause's parenthesis.
+func lastReport(log string) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := lines[i]; strings.Contains(l, " failed (") {
+			if j := strings.Index(l, ")"); j >= 0 {
+				return l[strings.Index(l, "link ") : j+1]
+			}
+		}
+	}
+	return ""
+}
+
+// trapLinks are the links watchTrap unlinks one after the other: spine to
+// leaf, on both spines and different leaves.
+var trapLinks = []string{`"L2-0"[1]`, `"L2-1"[2]`, `"L2-0"[3]`}
+
+// watchTrap runs the watch following OpenSM's log (its sweeps an hour
+// apart: every change it reports comes from a trap) through an unlink and
+// a relink of each of trapLinks, and logs per link the seconds from the
+// unlink to the watch's report and to OpenSM having installed icn's
+// tables, beside a one-shot OpenSM ftree sweep of the same failure.
+func watchTrap(t *testing.T, spec string, o fabricWatchOptions, dir, osmDir, pre string, sim *ibsimtest.Sim, svc *fm.Service, startDump []byte, osmPid int,
+	waitInstalled func(string, *topology.Graph, time.Time, []byte, []byte) float64) {
 	fo := o
 	fo.once, fo.interval = false, time.Hour
 	fo.opensmLog = filepath.Join(osmDir, "osm.log")
@@ -220,21 +247,50 @@ func watchTrap(t *testing.T, o fabricWatchOptions, osmDir, pre string, sim *ibsi
 		}
 	}()
 	time.Sleep(500 * time.Millisecond) // its first sweep
-	t0 := time.Now()
-	sim.Console(`Unlink "L2-0"[1]`)
-	trapSecs := waitInstalled("after the unlink, from the trap", failedG, t0, nil, startDump)
-	if !strings.Contains(flog.String(), "failed (trap from") {
-		t.Fatalf("the watch following OpenSM's log reported: %s", flog.String())
+	// OpenSM runs with its default logging: the watch says that it will
+	// sweep on each trap, and how to let it probe instead.
+	if note := fmt.Sprintf("OpenSM (pid %d) buffers its log", osmPid); !strings.Contains(flog.String(), note) || !strings.Contains(flog.String(), "-d2, or set force_log_flush TRUE in ") {
+		t.Errorf("no note on OpenSM's buffered log: %q", flog.String())
 	}
-	trapLog := flog.String()
-	sim.Console(`ReLink "L2-0"[1]`)
-	for deadline := time.Now().Add(30 * time.Second); len(svc.Fabric().FailedLinks) != 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no repair from the trap after ReLink: %s", flog.String())
+	waitFailed := func(n int, what string) float64 {
+		t0 := time.Now()
+		for deadline := t0.Add(30 * time.Second); len(svc.Fabric().FailedLinks) != n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				data, _ := os.ReadFile(fo.opensmLog)
+				var traps []string
+				for _, l := range strings.Split(string(data), "\n") {
+					if strings.Contains(l, "trap 128") || strings.Contains(l, "Generic Notice") {
+						traps = append(traps, l)
+					}
+				}
+				t.Fatalf("%s: no report from the trap: %q; OpenSM's log (%d bytes) has %d trap lines: %s", what, flog.String(), len(data), len(traps), strings.Join(traps, " | "))
+			}
 		}
+		return time.Since(t0).Seconds()
 	}
-	waitInstalled("after the ReLink, from the trap", svc.Graph(), time.Now(), startDump, nil)
-	return trapSecs, trapLog
+	for i, link := range trapLinks {
+		t0 := time.Now()
+		sim.Console("Unlink " + link)
+		waitFailed(1, "unlink "+link)
+		learnt := time.Since(t0).Seconds()
+		failedG := svc.Graph()
+		installed := waitInstalled("after unlink "+link+", from the trap", failedG, t0, nil, startDump)
+		if !strings.Contains(lastReport(flog.String()), "failed (trap from") {
+			t.Fatalf("the watch following OpenSM's log reported: %s", flog.String())
+		}
+		// learnt from the trap, not from a sweep an hour away, and at once
+		if learnt > 5 {
+			t.Errorf("unlink %s: reported after %.2f s", link, learnt)
+		}
+		t1 := time.Now()
+		sim.OpenSM(filepath.Join(dir, fmt.Sprintf("own-trap-%d", i)), "-R", "ftree")
+		own := time.Since(t1).Seconds()
+		t.Logf("%s: unlink %s → reported from OpenSM's trap in %.2f s (%s), the running OpenSM installed icn's tables in %.2f s; a one-shot OpenSM ftree sweep of the same failure: %.2f s",
+			spec, link, learnt, lastReport(flog.String()), installed, own)
+		sim.Console("ReLink " + link)
+		waitFailed(0, "relink "+link)
+		waitInstalled("after relink "+link+", from the trap", svc.Graph(), time.Now(), startDump, nil)
+	}
 }
 
 // measureOwnFTree times a running OpenSM with its own ftree engine on the
@@ -315,7 +371,7 @@ func TestWatchRefusesForeignDiscovery(t *testing.T) {
 	for _, discover := range []string{"cat " + other, "false", "echo garbage"} {
 		o := fabricWatchOptions{fabric: own, discover: discover, interval: time.Second, once: true}
 		o.cl = clientFlags{server: "http://127.0.0.1:1"} // never reached
-		n, err := watchRound(context.Background(), o, base, &bytes.Buffer{})
+		n, err := watchRound(context.Background(), o, base, "", &bytes.Buffer{})
 		if err == nil || n != 0 || strings.Contains(err.Error(), "127.0.0.1:1") {
 			t.Fatalf("discovery %q: %d changes, %v", discover, n, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"syscall"
 
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/spf13/cobra"
 )
 
@@ -50,6 +51,7 @@ func newRootCmd() *cobra.Command {
 		newSchedCmd(),
 		newSlurmCmd(),
 	)
+	markOutputs(root)
 	return root
 }
 
@@ -98,8 +100,9 @@ func exitCode(err error) int {
 	var ue *url.Error
 	var oe *net.OpError
 	var xe *exec.ExitError
+	var we *atomicfile.Error
 	switch {
-	case errors.As(err, &ue), errors.As(err, &oe), errors.As(err, &xe), errors.Is(err, exec.ErrNotFound),
+	case errors.As(err, &we), errors.As(err, &ue), errors.As(err, &oe), errors.As(err, &xe), errors.Is(err, exec.ErrNotFound),
 		errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EIO),
 		errors.Is(err, fs.ErrPermission), errors.Is(err, context.DeadlineExceeded):
 		return 3

@@ -188,7 +188,7 @@ func writeMcastFiles(o mcastOptions, g *topology.Graph, work multicast.Workload,
 			return err
 		}
 		if err := writeFileAtomic(o.treesOut, buf.Bytes()); err != nil {
-			return fmt.Errorf("--trees-out: %v", err)
+			return fmt.Errorf("--trees-out: %w", err)
 		}
 	}
 	if o.plotPath != "" {

@@ -301,7 +301,7 @@ func routeBuildTable(r *routing.Router, active, transit []int, a routing.Algo, o
 func routeWriteTableFiles(tb *routing.Table, o routeOptions) error {
 	if o.export != "" {
 		if err := routeWriteFile(o.export, tb.WriteNodeTables); err != nil {
-			return fmt.Errorf("--export %s: %v", o.export, err)
+			return fmt.Errorf("--export: %w", err)
 		}
 	}
 	if o.outFile != "" {
@@ -310,7 +310,7 @@ func routeWriteTableFiles(tb *routing.Table, o routeOptions) error {
 			write = tb.WriteRoutes
 		}
 		if err := routeWriteFile(o.outFile, write); err != nil {
-			return fmt.Errorf("--output %s: %v", o.outFile, err)
+			return fmt.Errorf("--output: %w", err)
 		}
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/icn-hpc/icn/fm/store"
 
 	"github.com/icn-hpc/icn/fm"
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/spf13/cobra"
 )
@@ -374,7 +375,8 @@ func newServeBackupCmd() *cobra.Command {
 		Long: `Writes a consistent copy of the fabric-manager database. If no service holds the
 database, the file is read directly; otherwise the copy comes from the running service's
 GET /api/backup (--server, token from ICN_TOKEN, --token-file or the database's token
-file). The copy is written to a temporary file, checked, then renamed to FILE.`,
+file). The copy is written to a temporary file, checked, then renamed to FILE (a device or
+a pipe is written through after the check, never replaced).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runServeBackup(c.Context(), o, args[0], c.ErrOrStderr())
@@ -392,6 +394,9 @@ file). The copy is written to a temporary file, checked, then renamed to FILE.`,
 }
 
 func runServeBackup(ctx context.Context, o serveBackupOptions, file string, w io.Writer) error {
+	if err := atomicfile.Check(file); err != nil {
+		return err
+	}
 	n, err := store.BackupFile(func(out io.Writer) (int64, error) {
 		st, err := store.OpenBoltReadOnly(o.db)
 		if err == nil {

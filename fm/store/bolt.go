@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -637,31 +638,25 @@ func (s *Store) Backup(w io.Writer, size func(int64)) (n int64, err error) {
 }
 
 // BackupFile writes a consistent copy of a database to path: first to a
-// temporary file next to it, synced, checked, then renamed into place,
-// so path never holds a partial copy.
+// temporary file next to it, synced, checked, then renamed into place (mode
+// 0600), so path never holds a partial copy; a device or a pipe is written
+// through after the check, never replaced (atomicfile.WriteVerified).
 func BackupFile(w func(io.Writer) (int64, error), path string) (int64, error) {
-	tmp, err := os.CreateTemp(dirOf(path), ".icn-backup-*")
+	var n int64
+	err := atomicfile.WriteVerified(path, 0o600, func(out io.Writer) error {
+		var err error
+		n, err = w(out)
+		return err
+	}, func(name string) error {
+		if err := CheckFile(name); err != nil {
+			return fmt.Errorf("the copy does not pass the check: %v", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(tmp.Name())
-	n, err := w(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, err
-	}
-	if err := CheckFile(tmp.Name()); err != nil {
-		return 0, fmt.Errorf("the copy does not pass the check: %v", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		return 0, err
-	}
-	return n, os.Rename(tmp.Name(), path)
+	return n, nil
 }
 
 func dirOf(path string) string {

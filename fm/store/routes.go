@@ -36,12 +36,13 @@ func EncodeRoutes(tf *routing.TableJSON) ([]byte, error) {
 	for i, c := range tf.Active {
 		index[CoordID(c, tf.Dims)] = i
 	}
-	dir := make(map[string]byte, len(dirNames))
+	dir := make(map[string]routing.Dir, len(dirNames))
 	for d, s := range dirNames {
-		dir[s] = byte(d)
+		dir[s] = routing.Dir(d)
 	}
 	b := binary.AppendUvarint(make([]byte, 0, 6*len(tf.Routes)+16), uint64(len(tf.Routes)))
 	prevSrc, prevDst := 0, 0
+	var dirs []routing.Dir
 	for i := range tf.Routes {
 		r := &tf.Routes[i]
 		src, ok1 := index[CoordID(r.Src, tf.Dims)]
@@ -49,29 +50,34 @@ func EncodeRoutes(tf *routing.TableJSON) ([]byte, error) {
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("route %d joins nodes that are not the table's active nodes", i)
 		}
-		b = binary.AppendVarint(b, int64(src-prevSrc))
-		b = binary.AppendVarint(b, int64(dst-prevDst))
-		prevSrc, prevDst = src, dst
-		at := len(b)
-		b = append(b, 0) // run count, fixed below (routes have < 128 runs)
-		runs := 0
-		for k := 0; k < len(r.Dirs); {
-			d, ok := dir[r.Dirs[k]]
+		dirs = dirs[:0]
+		for _, name := range r.Dirs {
+			d, ok := dir[name]
 			if !ok {
-				return nil, fmt.Errorf("route %d: step %q", i, r.Dirs[k])
+				return nil, fmt.Errorf("route %d: step %q", i, name)
 			}
-			n := 1
-			for k+n < len(r.Dirs) && n < 16 && r.Dirs[k+n] == r.Dirs[k] {
-				n++
-			}
-			b = append(b, d<<4|byte(n-1))
-			runs++
-			k += n
+			dirs = append(dirs, d)
 		}
-		if runs >= 128 {
-			return nil, fmt.Errorf("route %d has %d runs of steps", i, runs)
+		var err error
+		if b, err = appendRoute(b, i, src-prevSrc, dst-prevDst, dirs); err != nil {
+			return nil, err
 		}
-		b[at] = byte(runs)
+		prevSrc, prevDst = src, dst
+	}
+	return b, nil
+}
+
+// appendRoute appends route i: its source and destination as differences
+// from the previous route's, and its steps as routing.AppendRuns writes
+// them (a route of 128 runs or more is refused: its count would not be
+// one byte).
+func appendRoute(b []byte, i, dSrc, dDst int, dirs []routing.Dir) ([]byte, error) {
+	b = binary.AppendVarint(b, int64(dSrc))
+	b = binary.AppendVarint(b, int64(dDst))
+	at := len(b)
+	b = routing.AppendRuns(b, dirs)
+	if b[at] >= 128 {
+		return nil, fmt.Errorf("route %d has %d runs of steps", i, len(b)-at-2)
 	}
 	return b, nil
 }
@@ -95,30 +101,17 @@ func EncodeTableRoutes(ctx context.Context, tb *routing.Table) ([]byte, error) {
 		if dst >= src {
 			dst++
 		}
-		b = binary.AppendVarint(b, int64(src-prevSrc))
-		b = binary.AppendVarint(b, int64(dst-prevDst))
-		prevSrc, prevDst = src, dst
-		at := len(b)
-		b = append(b, 0) // run count, fixed below
 		dirs = tb.AppendDirs(i, dirs[:0])
-		runs := 0
-		for k := 0; k < len(dirs); {
-			d := dirs[k]
+		for _, d := range dirs {
 			if int(d) >= len(dirNames) {
 				return nil, fmt.Errorf("route %d: step %v", i, d)
 			}
-			r := 1
-			for k+r < len(dirs) && r < 16 && dirs[k+r] == d {
-				r++
-			}
-			b = append(b, byte(d)<<4|byte(r-1))
-			runs++
-			k += r
 		}
-		if runs >= 128 {
-			return nil, fmt.Errorf("route %d has %d runs of steps", i, runs)
+		var err error
+		if b, err = appendRoute(b, i, src-prevSrc, dst-prevDst, dirs); err != nil {
+			return nil, err
 		}
-		b[at] = byte(runs)
+		prevSrc, prevDst = src, dst
 	}
 	return b, nil
 }

@@ -3,9 +3,11 @@ package cli
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/icn-hpc/icn/internal/atomicfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -28,8 +30,8 @@ type Chart struct {
 	LogY       bool
 }
 
-// SavePlot writes the chart to path; the extension (.svg, .png, .pdf)
-// chooses the format.
+// SavePlot writes the chart to path (through atomicfile.Write); the
+// extension (.svg, .png, .pdf) chooses the format.
 func SavePlot(c Chart, path string) error {
 	ext := strings.ToLower(filepath.Ext(path))
 	switch ext {
@@ -80,5 +82,12 @@ func SavePlot(c Chart, path string) error {
 		p.Add(plotter.NewGrid())
 	}
 	p.BackgroundColor = color.White
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, ext[1:])
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, func(w io.Writer) error {
+		_, err := wt.WriteTo(w)
+		return err
+	})
 }
