@@ -19,6 +19,14 @@ import (
 //     which the head job's reservation time only says when the head is
 //     tried again and any later job that fits now starts (see
 //     startAccasim). It takes a window of 1.
+//   - RuleWindow: the window keeps a reservation for its head (the
+//     earliest time the head has a placement, as EASY's); a later job of
+//     the window starts now only if it fits and ends, by its requested
+//     time, no later than the reservation. It then never holds a node at
+//     the reservation, so the head starts by then whatever nodes the
+//     later job got: the rule needs no say in where jobs go, which is
+//     why icn slurm agent (whose placements the fabric manager chooses)
+//     uses it. Jobs outside the window wait.
 type Policy struct {
 	Window   int    `json:"window"`
 	Backfill bool   `json:"easy_backfill"`
@@ -29,6 +37,7 @@ type Policy struct {
 const (
 	RuleEASY    = "easy"         // EASY: later jobs never delay the head's reservation
 	RuleAccasim = "easy-accasim" // accasim's EASYBackfilling: the reservation gates only the head's retries
+	RuleWindow  = "window"       // the window's later jobs start only if they end by the head's reservation (the Slurm agent's rule)
 )
 
 // accasim reports whether the policy is accasim's backfilling rule.
@@ -41,6 +50,10 @@ func (p Policy) check() error {
 	}
 	switch p.Rule {
 	case "", RuleEASY:
+	case RuleWindow:
+		if !p.Backfill {
+			return fmt.Errorf("backfilling rule %s needs backfilling on", p.Rule)
+		}
 	case RuleAccasim:
 		if !p.Backfill {
 			return fmt.Errorf("backfilling rule %s needs backfilling on", p.Rule)
@@ -49,7 +62,7 @@ func (p Policy) check() error {
 			return fmt.Errorf("backfilling rule %s takes a window of 1, got %d", p.Rule, p.Window)
 		}
 	default:
-		return fmt.Errorf("unknown backfilling rule %q (want %s or %s)", p.Rule, RuleEASY, RuleAccasim)
+		return fmt.Errorf("unknown backfilling rule %q (want %s, %s or %s)", p.Rule, RuleEASY, RuleWindow, RuleAccasim)
 	}
 	return nil
 }

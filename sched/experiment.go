@@ -63,7 +63,7 @@ func (o *ExperimentOptions) transit() func(int) int {
 	if f == 0 {
 		f = 1
 	}
-	return func(m int) int { return int(math.Ceil(f * float64(m))) }
+	return func(m int) int { return TransitLimit(f, m) }
 }
 
 // streamFor generates the stream of a network: the same for every

@@ -100,42 +100,44 @@ func TestEASYKeepsEveryReservation(t *testing.T) {
 		{"torus:4x4", alloc.Baseline}, {"torus:4x8", alloc.Baseline}, {"torus:4x4x2", alloc.Improved},
 		{"flat:16", ""}, {"fattree:k=4,n=2", ""},
 	} {
-		reservations := 0
-		for seed := uint64(1); seed <= 4; seed++ {
-			var m Machine
-			switch {
-			case strings.HasPrefix(tc.spec, "flat"):
-				m, _ = NewFlatMachine(16, nil)
-			case strings.HasPrefix(tc.spec, "fattree"):
-				m, _ = NewTreeMachine(tree)
-			default:
-				st, rt := newCluster(t, tc.spec)
-				m = NewTorusMachine(st, rt, tc.algo, nil, 1)
-			}
-			s, _ := Synthetic(SyntheticParams{Jobs: 80, Span: day, MaxTime: 4 * 3600, Seed: seed, Sizes: "pow2", Overestimate: float64(1 + seed%3)}, m.Size())
-			promised := map[int]float64{}
-			cfg := Config{Machine: m, Policy: Policy{Window: 4, Backfill: true},
-				onReserve: func(job int, shadow float64) {
-					if old, ok := promised[job]; !ok || shadow < old {
-						promised[job] = shadow
-					}
-				}}
-			rep, err := Simulate(cfg, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := CheckSchedule(m.Size(), rep.Schedule); err != nil {
-				t.Fatal(err)
-			}
-			for i, r := range rep.Schedule {
-				if p, ok := promised[i]; ok && r.Skipped == "" && r.Start > p+1e-9 && !math.IsInf(p, 1) {
-					t.Errorf("%s %s seed %d: job %d promised %g, started %g", tc.spec, tc.algo, seed, r.ID, p, r.Start)
+		for _, rule := range []string{RuleEASY, RuleWindow} {
+			reservations := 0
+			for seed := uint64(1); seed <= 4; seed++ {
+				var m Machine
+				switch {
+				case strings.HasPrefix(tc.spec, "flat"):
+					m, _ = NewFlatMachine(16, nil)
+				case strings.HasPrefix(tc.spec, "fattree"):
+					m, _ = NewTreeMachine(tree)
+				default:
+					st, rt := newCluster(t, tc.spec)
+					m = NewTorusMachine(st, rt, tc.algo, nil, 1)
 				}
+				s, _ := Synthetic(SyntheticParams{Jobs: 80, Span: day, MaxTime: 4 * 3600, Seed: seed, Sizes: "pow2", Overestimate: float64(1 + seed%3)}, m.Size())
+				promised := map[int]float64{}
+				cfg := Config{Machine: m, Policy: Policy{Window: 4, Backfill: true, Rule: rule},
+					onReserve: func(job int, shadow float64) {
+						if old, ok := promised[job]; !ok || shadow < old {
+							promised[job] = shadow
+						}
+					}}
+				rep, err := Simulate(cfg, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := CheckSchedule(m.Size(), rep.Schedule); err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range rep.Schedule {
+					if p, ok := promised[i]; ok && r.Skipped == "" && r.Start > p+1e-9 && !math.IsInf(p, 1) {
+						t.Errorf("%s %s %s seed %d: job %d promised %g, started %g", rule, tc.spec, tc.algo, seed, r.ID, p, r.Start)
+					}
+				}
+				reservations += len(promised)
 			}
-			reservations += len(promised)
-		}
-		if reservations < 10 {
-			t.Errorf("%s: %d reservations made; the test shows little", tc.spec, reservations)
+			if reservations < 10 {
+				t.Errorf("%s %s: %d reservations made; the test shows little", rule, tc.spec, reservations)
+			}
 		}
 	}
 }
@@ -208,5 +210,49 @@ func TestSWFProblemsByLine(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("t.swf:%d:", 4)) {
 			t.Errorf("strict, problem of line %d first: %v", line, err)
 		}
+	}
+}
+
+// Reserve: the earliest running job's end at which the head fits once
+// the jobs ending by then have gone; now if it fits now; +Inf if it does
+// not fit even on the empty machine.
+func TestReserve(t *testing.T) {
+	m, _ := NewFlatMachine(8, nil)
+	m.Occupy(1, []int{0, 1, 2, 3})
+	m.Occupy(2, []int{4, 5})
+	running := []RunningJob{{1, []int{0, 1, 2, 3}, 10}, {2, []int{4, 5}, 5}}
+	for _, c := range []struct {
+		nodes int
+		want  float64
+	}{{2, 1}, {3, 5}, {4, 5}, {6, 10}, {8, 10}, {9, math.Inf(1)}} {
+		got, err := Reserve(m, Job{ID: 9, Nodes: c.nodes}, running, 1)
+		if err != nil || got != c.want {
+			t.Errorf("head of %d nodes: reserved %v (%v), want %v", c.nodes, got, err, c.want)
+		}
+	}
+	if m.FreeCount() != 2 {
+		t.Fatalf("Reserve changed the machine: %d free", m.FreeCount())
+	}
+}
+
+// RuleWindow: a later job of the window starts before the head only if
+// it ends by the head's reservation (EASY also starts one that avoids
+// the head's planned nodes), and jobs beyond the window wait.
+func TestWindowRule(t *testing.T) {
+	// Job 1 holds 8 of 16 nodes until 100; job 2 (12 nodes) heads the
+	// queue from t = 1 with a reservation at 100; job 3 (4 nodes, 1000 s)
+	// fits now beside job 2's plan; job 4 (2 nodes) ends by 53.
+	s := jobsOf(t, "1 0 8 100", "2 1 12 10", "3 2 4 1000", "4 3 2 50")
+	easy := starts(simulateOn(t, "torus:4x4", alloc.Improved, Policy{Window: 4, Backfill: true}, s))
+	win := starts(simulateOn(t, "torus:4x4", alloc.Improved, Policy{Window: 4, Backfill: true, Rule: RuleWindow}, s))
+	narrow := starts(simulateOn(t, "torus:4x4", alloc.Improved, Policy{Window: 2, Backfill: true, Rule: RuleWindow}, s))
+	if easy[3] != 2 || easy[2] != 100 {
+		t.Errorf("EASY: starts %v, want job 3 at 2 beside job 2's plan, job 2 at 100", easy)
+	}
+	if win[2] != 100 || win[3] < 100 || win[4] != 3 {
+		t.Errorf("window rule, window 4: starts %v, want job 2 at 100, job 3 not before, job 4 at 3", win)
+	}
+	if narrow[2] != 100 || narrow[4] < 100 {
+		t.Errorf("window rule, window 2: starts %v, want job 2 at 100 and job 4 (outside the window) not before", narrow)
 	}
 }

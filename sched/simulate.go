@@ -259,12 +259,19 @@ func (s *simulation) startEASY() (bool, error) {
 	}
 	free := s.m.FreeCount()
 	outside := -1 // free nodes outside the reserved ones, once the plan is known
-	for qi := 1; qi < len(s.queue); qi++ {
+	last, window := len(s.queue), s.cfg.Policy.Rule == RuleWindow
+	if window {
+		last = min(last, s.cfg.Policy.Window)
+	}
+	for qi := 1; qi < last; qi++ {
 		j := s.jobs[s.queue[qi]]
 		if j.Nodes > free {
 			continue
 		}
 		var avoid []int
+		if s.t+j.Requested > r.shadow && window {
+			continue
+		}
 		if s.t+j.Requested > r.shadow {
 			plan, err := s.planOf(r)
 			if err != nil {

@@ -5,15 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/fm/client"
-
 	"github.com/icn-hpc/icn/sched"
+	"github.com/icn-hpc/icn/topology"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -22,8 +24,13 @@ type Config struct {
 	Partition string  // the Slurm partition on the torus
 	Prefix    string  // Slurm node names: Prefix and the node id, zero-padded (icn slurm topology's names)
 	Window    int     // pending jobs considered per round, in submit order (the seed's window; default 8)
-	Transit   float64 // transit allowance per job as a fraction of its nodes (0: none)
-	Log       io.Writer
+	Transit   float64 // transit allowance per job as a fraction of its nodes, rounded up (sched.TransitLimit; 0: none)
+	// AllowSharedNodes lets the partition share nodes with other
+	// partitions. Without it the agent refuses to start (and to place)
+	// while any node of the partition is in another one: a job of the
+	// other partition would run on nodes icn gives to its own jobs.
+	AllowSharedNodes bool
+	Log              io.Writer
 	// Registry, if set, receives the agent's metrics.
 	Registry prometheus.Registerer
 }
@@ -45,6 +52,38 @@ type Agent struct {
 	seconds   prometheus.Histogram
 	released  prometheus.Counter
 	failures  prometheus.Counter
+	unplaced  prometheus.Counter
+
+	// Memory of earlier rounds, for the metrics and the log only (the
+	// placement itself reads both sides each round): the last outcome
+	// counted for each job, the node count a job was refused with (not
+	// asked again while it is the same), and the jobs reported running
+	// without a placement.
+	outcome map[int]string
+	refused map[int]int
+	warned  map[int]bool
+
+	// The fabric as the window's reservation sees it (nil: no model of
+	// it, and the head's wait blocks the window), the fabric manager's
+	// last view of it, and the last reservation logged.
+	model    *topology.Graph
+	router   alloc.Router
+	fabric   *client.FabricView
+	reserved map[int]string
+}
+
+// sameNodes reports whether graph g numbers and names the nodes as the
+// fabric manager's view does.
+func sameNodes(g *topology.Graph, fv *client.FabricView) bool {
+	if g.NumNodes() != len(fv.Nodes) {
+		return false
+	}
+	for _, n := range fv.Nodes {
+		if n.ID < 0 || n.ID >= g.NumNodes() || g.NodeName(n.ID) != n.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // prefix of the fabric manager's names of jobs placed for Slurm.
@@ -68,7 +107,8 @@ func New(ctx context.Context, cfg Config, s Slurm, m Manager) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, slurm: s, fm: m, byName: map[string]int{}, byCoord: map[string]int{}}
+	a := &Agent{cfg: cfg, slurm: s, fm: m, byName: map[string]int{}, byCoord: map[string]int{},
+		outcome: map[int]string{}, refused: map[int]int{}, warned: map[int]bool{}, reserved: map[int]string{}, fabric: fv}
 	nn := sched.NewNodeNamer(cfg.Prefix, len(fv.Nodes))
 	for _, n := range fv.Nodes {
 		a.names = append(a.names, nn.Name(n.ID))
@@ -76,16 +116,29 @@ func New(ctx context.Context, cfg Config, s Slurm, m Manager) (*Agent, error) {
 		a.byName[nn.Name(n.ID)] = n.ID
 		a.byCoord[n.Name] = n.ID
 	}
+	if err := a.checkOwnership(ctx); err != nil {
+		return nil, err
+	}
+	if g, err := topology.Parse(fv.Spec); err == nil && sameNodes(g, fv) {
+		if rt, err := alloc.NewAngaraRouter(g, fv.Rules); err == nil {
+			a.model, a.router = g, rt
+		}
+	}
+	if a.model == nil {
+		a.logf("no model of fabric %s (rules %s): while the window's head waits, the jobs behind it wait too", fv.Spec, fv.Rules)
+	}
 	a.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icn_slurm_agent_decisions_total",
-		Help: "Placements asked of the fabric manager, by outcome (placed, wait, refused)."}, []string{"outcome"})
+		Help: "Decisions on jobs, by outcome (placed, wait, refused): each job counts once per outcome it reaches, not once per round."}, []string{"outcome"})
 	a.seconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "icn_slurm_agent_placement_seconds",
 		Help: "Time of each placement asked of the fabric manager.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)})
 	a.released = prometheus.NewCounter(prometheus.CounterOpts{Name: "icn_slurm_agent_released_total",
 		Help: "Jobs whose nodes were freed in the fabric manager after Slurm ended them."})
 	a.failures = prometheus.NewCounter(prometheus.CounterOpts{Name: "icn_slurm_agent_node_failures_total",
 		Help: "Node failures carried between Slurm and the fabric manager."})
+	a.unplaced = prometheus.NewCounter(prometheus.CounterOpts{Name: "icn_slurm_agent_unplaced_total",
+		Help: "Jobs of the partition found pending (held again) or running without a placement in icn."})
 	if cfg.Registry != nil {
-		for _, c := range []prometheus.Collector{a.decisions, a.seconds, a.released, a.failures} {
+		for _, c := range []prometheus.Collector{a.decisions, a.seconds, a.released, a.failures, a.unplaced} {
 			if err := cfg.Registry.Register(c); err != nil {
 				return nil, err
 			}
@@ -121,6 +174,9 @@ func (a *Agent) Run(ctx context.Context, interval time.Duration) error {
 // window). A job is pinned, and so released to run, only once its
 // table is verified: one placed with a pending table stays held.
 func (a *Agent) Round(ctx context.Context) error {
+	if err := a.checkOwnership(ctx); err != nil {
+		return err
+	}
 	if err := a.syncNodes(ctx); err != nil {
 		return err
 	}
@@ -158,34 +214,158 @@ func (a *Agent) Round(ctx context.Context) error {
 		held[id] = r
 	}
 	considered := 0
+	seen := map[int]bool{}
+	now := time.Now()
+	var resv *reservation // the window head's, once it waits
 	for _, j := range jobs {
-		if j.State != "PENDING" || !isHeld(j.Reason) {
-			continue
-		}
-		if r, ok := held[j.ID]; ok {
+		seen[j.ID] = true
+		r := held[j.ID]
+		var err error
+		switch {
+		case j.State != "PENDING":
+			if r == nil && j.State == "RUNNING" && !a.warned[j.ID] {
+				a.warned[j.ID] = true
+				a.unplaced.Inc()
+				a.logf("job %d runs on %s without a placement in icn", j.ID, j.NodeList)
+			}
+		case isHeld(j.Reason) && userHeld(j):
+			err = a.keepUserHold(ctx, j, r)
+		case isHeld(j.Reason) && r != nil:
 			// Placed, not yet pinned: its table was pending, or the
 			// agent or slurmctld restarted. Pin it to the same nodes once
 			// its table is verified.
-			if err := a.pinWhenVerified(ctx, j, r); err != nil {
-				return err
+			err = a.pinWhenVerified(ctx, j, r)
+		case isHeld(j.Reason) && a.refused[j.ID] == j.Nodes && j.Nodes > 0:
+			// Refused for good with this size: not asked again, and it
+			// takes no place in the window.
+		case isHeld(j.Reason) && considered == a.cfg.Window:
+			err = a.hold(ctx, j, j.Comment)
+		case isHeld(j.Reason):
+			considered++
+			if considered > 1 && resv != nil {
+				// The head waits: a later job starts now only if it ends
+				// by the head's reservation (sched.RuleWindow).
+				if ok, why := resv.admits(j, now); !ok {
+					err = a.hold(ctx, j, why)
+					break
+				}
 			}
-			continue
+			var note func() string
+			if considered == 1 {
+				note = func() string {
+					resv = a.reserve(j, held, live, now)
+					return resv.String()
+				}
+			}
+			err = a.place(ctx, j, note)
+		case r == nil:
+			// Pending, not held, and no placement: requeued after icn
+			// released its nodes, or released around icn. Held again.
+			a.unplaced.Inc()
+			a.logf("job %d was pending (%s) without a placement in icn: held for icn", j.ID, j.Reason)
+			err = a.hold(ctx, j, CommentWaiting)
 		}
-		if considered == a.cfg.Window {
-			continue
-		}
-		considered++
-		if err := a.place(ctx, j); err != nil {
+		if errors.Is(err, ErrUnreachable) || ctx.Err() != nil {
 			return err
+		}
+		if err != nil {
+			// One job's failure (Slurm refusing an update of it, say)
+			// does not hold up the others.
+			a.logf("job %d: %v", j.ID, err)
+		}
+	}
+	for id := range a.outcome {
+		if !seen[id] {
+			delete(a.outcome, id)
+			delete(a.refused, id)
+			delete(a.warned, id)
+			delete(a.reserved, id)
 		}
 	}
 	return nil
 }
 
-// isHeld reports whether a pending job waits for the agent (held by the
-// job_submit script: priority 0).
+// decided counts a job's decision once per outcome it reaches.
+func (a *Agent) decided(j Job, outcome string) {
+	if a.outcome[j.ID] == outcome && outcome != "placed" {
+		return
+	}
+	a.outcome[j.ID] = outcome
+	a.decisions.WithLabelValues(outcome).Inc()
+}
+
+// hold keeps job j in icn's hold with a comment, asking Slurm only when
+// the comment or the kind of hold differs.
+func (a *Agent) hold(ctx context.Context, j Job, comment string) error {
+	if !strings.HasPrefix(comment, "icn:") {
+		comment = CommentWaiting
+	}
+	if j.Comment == comment && j.Reason == "JobHeldAdmin" {
+		return nil
+	}
+	return a.slurm.Hold(ctx, j.ID, comment)
+}
+
+// keepUserHold leaves a job its user holds alone: shown as the user's
+// hold, and with no nodes kept for it in icn.
+func (a *Agent) keepUserHold(ctx context.Context, j Job, r *client.JobRecord) error {
+	if r != nil {
+		if err := a.fm.Release(ctx, r.ID); err != nil {
+			return err
+		}
+		a.released.Inc()
+		a.logf("job %d is held by its user: released its nodes (icn job %d)", j.ID, r.ID)
+	}
+	if j.Reason != "JobHeldUser" {
+		return a.slurm.UserHold(ctx, j.ID)
+	}
+	return nil
+}
+
+// userHeld reports whether a held job is held by its user (the
+// job_submit script's comment), not for icn.
+func userHeld(j Job) bool {
+	return j.Comment == CommentUserHold
+}
+
+// checkOwnership refuses a partition that shares nodes with another,
+// unless the configuration allows it.
+func (a *Agent) checkOwnership(ctx context.Context) error {
+	if a.cfg.AllowSharedNodes {
+		return nil
+	}
+	parts, err := a.slurm.NodePartitions(ctx)
+	if err != nil {
+		return err
+	}
+	var shared []string
+	others := map[string]bool{}
+	for _, n := range a.names {
+		if !slices.Contains(parts[n], a.cfg.Partition) {
+			continue
+		}
+		for _, p := range parts[n] {
+			if p != a.cfg.Partition {
+				others[p] = true
+				if !slices.Contains(shared, n) {
+					shared = append(shared, n)
+				}
+			}
+		}
+	}
+	if len(shared) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(others))
+	return fmt.Errorf("partition %s shares nodes %s with partition %s: icn must own its partition's nodes, or Slurm runs the other partitions' jobs on nodes icn gives to its own (take the nodes out of the other partitions, or pass --allow-shared-nodes if those partitions are never used while icn places)",
+		a.cfg.Partition, sched.Hostlist(shared), strings.Join(names, ", "))
+}
+
+// isHeld reports whether a pending job is held (priority 0): for icn
+// (the job_submit script's hold, then the agent's admin hold) or by its
+// user.
 func isHeld(reason string) bool {
-	return reason == "JobHeldUser" || reason == "JobHeldAdmin" || reason == "held"
+	return reason == "JobHeldUser" || reason == "JobHeldAdmin"
 }
 
 func slurmID(name string) (int, bool) {
@@ -199,8 +379,11 @@ func slurmID(name string) (int, bool) {
 // place asks the fabric manager for a job's nodes and pins the job to
 // them; a job the fabric cannot take now waits, one it can never take
 // says why in its comment.
-func (a *Agent) place(ctx context.Context, j Job) error {
-	transit := int(math.Floor(a.cfg.Transit * float64(j.Nodes)))
+//
+// note, if set (the window's head), is asked when the job waits: it
+// makes the head's reservation and says it in the comment.
+func (a *Agent) place(ctx context.Context, j Job, note func() string) error {
+	transit := sched.TransitLimit(a.cfg.Transit, j.Nodes)
 	start := time.Now()
 	// The request id makes a placement whose answer was lost (a
 	// takeover of the fabric manager) safe to ask again: the same job
@@ -215,17 +398,22 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 			r, err = a.fm.Submit(ctx, req)
 		}
 	}
-	a.seconds.Observe(time.Since(start).Seconds())
-	// Not placed: the job keeps its hold, and its comment says why
-	// (written once per reason).
+	took := time.Since(start)
+	a.seconds.Observe(took.Seconds())
+	// Not placed: the job keeps icn's hold, and its comment says why.
 	keepHeld := func(outcome, verb string) error {
-		a.decisions.WithLabelValues(outcome).Inc()
-		msg := "icn: " + verb + ": " + oneLine(err)
-		if j.Comment == msg {
-			return nil
+		if a.outcome[j.ID] != outcome {
+			a.logf("job %d (%d nodes): %s after %s: %v", j.ID, j.Nodes, verb, ms(took), err)
 		}
-		a.logf("job %d (%d nodes): %s: %v", j.ID, j.Nodes, verb, err)
-		return a.slurm.Annotate(ctx, j.ID, msg)
+		a.decided(j, outcome)
+		if outcome == "refused" {
+			a.refused[j.ID] = j.Nodes
+		}
+		msg := "icn: " + verb + ": " + oneLine(err)
+		if note != nil && outcome == "wait" {
+			msg = "icn: " + verb + " (" + note() + "): " + oneLine(err)
+		}
+		return a.hold(ctx, j, msg)
 	}
 	switch {
 	case errors.Is(err, ErrNoRoom):
@@ -235,7 +423,7 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 	case err != nil:
 		return err
 	}
-	a.decisions.WithLabelValues("placed").Inc()
+	a.decided(j, "placed")
 	how := "exhaustive"
 	if s := r.Selection; s != nil && !s.Exhaustive {
 		how = "settled"
@@ -243,8 +431,13 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 			how = "cut by the budget"
 		}
 	}
-	a.logf("job %d: %d nodes + %d transit in %.2f s (%s)", j.ID, len(r.Active), len(r.TransitNodes), time.Since(start).Seconds(), how)
+	a.logf("job %d: %d nodes + %d transit in %s (%s)", j.ID, len(r.Active), len(r.TransitNodes), ms(took), how)
 	return a.pinWhenVerified(ctx, j, r)
+}
+
+// ms formats a duration in milliseconds.
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
 }
 
 // pinWhenVerified pins job j to the nodes of placement r once r's
@@ -254,11 +447,10 @@ func (a *Agent) place(ctx context.Context, j Job) error {
 func (a *Agent) pinWhenVerified(ctx context.Context, j Job, r *client.JobRecord) error {
 	if r.Routing == client.RoutePending {
 		msg := fmt.Sprintf("icn: placed as icn job %d, waiting for its routing table", r.ID)
-		if j.Comment == msg {
-			return nil
+		if j.Comment != msg {
+			a.logf("job %d: icn job %d's routing table is pending: held until it is verified", j.ID, r.ID)
 		}
-		a.logf("job %d: icn job %d's routing table is pending: held until it is verified", j.ID, r.ID)
-		return a.slurm.Annotate(ctx, j.ID, msg)
+		return a.hold(ctx, j, msg)
 	}
 	if err := a.pin(ctx, j, r); err != nil {
 		a.unpinnable(ctx, j, r, err)
@@ -274,7 +466,7 @@ func (a *Agent) unpinnable(ctx context.Context, j Job, r *client.JobRecord, err 
 	if rerr := a.fm.Release(ctx, r.ID); rerr != nil {
 		a.logf("job %d: releasing icn job %d: %v", j.ID, r.ID, rerr)
 	}
-	if aerr := a.slurm.Annotate(ctx, j.ID, "icn: refused by Slurm: "+oneLine(err)); aerr != nil {
+	if aerr := a.hold(ctx, j, "icn: refused by Slurm: "+oneLine(err)); aerr != nil {
 		a.logf("job %d: %v", j.ID, aerr)
 	}
 }
@@ -291,7 +483,8 @@ func (a *Agent) pin(ctx context.Context, j Job, r *client.JobRecord) error {
 	}
 	hl := sched.Hostlist(names)
 	comment := fmt.Sprintf("icn: job %d, %d active + %d transit", r.ID, len(r.Active), len(r.TransitNodes))
-	if err := a.slurm.Pin(ctx, j.ID, hl, len(names), comment); err != nil {
+	admin := fmt.Sprintf("%s %d", AdminCommentPlaced, r.ID)
+	if err := a.slurm.Pin(ctx, j.ID, hl, len(names), comment, admin); err != nil {
 		return err
 	}
 	a.logf("job %d pinned to %s", j.ID, hl)
@@ -310,6 +503,7 @@ func (a *Agent) syncNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.fabric = fv
 	failed := map[int]bool{}
 	for _, n := range fv.Nodes {
 		if n.Failed {
@@ -339,6 +533,119 @@ func (a *Agent) syncNodes(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// reservation is the window head's: the time it is reserved to start
+// by (zero: none can be made) and why none can.
+type reservation struct {
+	head int
+	at   time.Time
+	now  bool // at is now: the head has a placement on the model already
+	none string
+}
+
+func (r *reservation) String() string {
+	switch {
+	case r.at.IsZero():
+		return "head of the queue, no reservation: " + r.none
+	case r.now:
+		return "head of the queue, reserved to start now"
+	}
+	return "head of the queue, reserved to start by " + r.when()
+}
+
+func (r *reservation) when() string {
+	if r.now {
+		return "now"
+	}
+	return r.at.UTC().Format("15:04:05") + " UTC"
+}
+
+// admits reports whether job j may start now, behind the head: only if
+// it ends, by its time limit, by the head's reservation. Otherwise it
+// says why the job waits.
+func (r *reservation) admits(j Job, now time.Time) (bool, string) {
+	switch {
+	case r.at.IsZero():
+		return false, fmt.Sprintf("icn: waiting behind job %d, which has no reservation (%s)", r.head, r.none)
+	case j.TimeLimit <= 0:
+		return false, fmt.Sprintf("icn: waiting behind job %d (reserved to start by %s): a job without a time limit starts after it", r.head, r.when())
+	case r.now || now.Add(j.TimeLimit).After(r.at):
+		return false, fmt.Sprintf("icn: waiting behind job %d (reserved to start by %s): this job's time limit runs past it", r.head, r.when())
+	}
+	return true, ""
+}
+
+// reserve makes the reservation of head, the window's first job, which
+// the fabric manager cannot place now: the earliest time it has a
+// placement when the partition's running jobs end by their time limits
+// (sched.Reserve on the agent's model of the fabric, with icn's
+// placements and failed nodes).
+func (a *Agent) reserve(head Job, held map[int]*client.JobRecord, live map[int]Job, now time.Time) *reservation {
+	r := &reservation{head: head.ID}
+	if a.model == nil {
+		r.none = "no model of the fabric"
+		return r
+	}
+	const failedJob = 1 << 29
+	st, err := alloc.NewState(a.model)
+	if err != nil {
+		r.none = err.Error()
+		return r
+	}
+	var failed []int
+	for _, n := range a.fabric.Nodes {
+		if n.Failed && n.ID < st.N() {
+			failed = append(failed, n.ID)
+		}
+	}
+	if err := st.Occupy(failedJob, failed); err != nil {
+		r.none = err.Error()
+		return r
+	}
+	var running []sched.RunningJob
+	for id, rec := range held {
+		var nodes []int
+		for _, c := range append(append([]string(nil), rec.Active...), rec.TransitNodes...) {
+			if v, ok := a.byCoord[c]; ok && st.Available(v) {
+				nodes = append(nodes, v)
+			}
+		}
+		if err := st.Occupy(rec.ID, nodes); err != nil {
+			r.none = err.Error()
+			return r
+		}
+		j := live[id]
+		end := math.Inf(1)
+		if j.TimeLimit > 0 {
+			start := now
+			if !j.Start.IsZero() {
+				start = j.Start
+			}
+			end = float64(start.Add(j.TimeLimit).UnixMilli()) / 1000
+		}
+		running = append(running, sched.RunningJob{ID: rec.ID, Nodes: nodes, End: end})
+	}
+	slices.SortFunc(running, func(x, y sched.RunningJob) int { return x.ID - y.ID })
+	transit := func(m int) int { return sched.TransitLimit(a.cfg.Transit, m) }
+	m := sched.NewTorusMachine(st, a.router, alloc.Improved, transit, 1)
+	at, err := sched.Reserve(m, sched.Job{ID: head.ID, Nodes: head.Nodes}, running, float64(now.UnixMilli())/1000)
+	switch {
+	case err != nil:
+		r.none = err.Error()
+	case math.IsInf(at, 1):
+		r.none = "it fits only after jobs without a time limit end"
+	default:
+		r.at = time.Unix(int64(math.Ceil(at)), 0) // whole seconds, as the comment says it
+		if !r.at.After(now) {
+			r.at, r.now = now, true
+		}
+	}
+	if a.reserved[head.ID] != r.String() {
+		a.reserved[head.ID] = r.String()
+		a.logf("job %d heads the window: %s", head.ID, r)
+	}
+	return r
 }
 
 func oneLine(err error) string {

@@ -4,5 +4,9 @@
 // the job to them (ReqNodeList) and releases the hold once the job's
 // routing table is verified (one the service builds after its answer
 // keeps the job held until then), frees the nodes in the service when
-// the job ends, and carries node failures both ways.
+// the job ends, and carries node failures both ways. The script refuses
+// the ways around icn (another partition listed beside icn's,
+// --nodelist, moves and releases icn did not make) and tells a user's
+// hold from icn's: the agent places a job only once its user has
+// released it.
 package slurmagent

@@ -6,6 +6,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,14 +25,19 @@ import (
 type replayResult struct {
 	util, tmean, wait float64
 	done              int
+	// start and end of each job of the stream (trace seconds; machine
+	// rows only).
+	start, end []float64
 }
 
 // TestReplayModelVsSlurm is seed 001's table 2 on one host: a synthetic
 // stream (60 jobs on torus:4x4x2, trace minutes replayed as half seconds)
 // runs through slurmctld and 32 slurmd twice, once with Slurm's own
 // placement (partition plain: FCFS, select/linear) and once placed by icn
-// (partition torus, the agent with window 8), and through icn sched
-// simulate with the same two policies; it reports the four rows. Run with
+// (partition torus, the agent: window 8 with a reservation for its head),
+// and through icn sched simulate with the same policies (the window rule
+// with the trace's requested times and with the machine's whole-minute
+// time limits); it reports the five rows. Run with
 // go test -tags long -run TestReplayModelVsSlurm -v ./slurmagent (root).
 func TestReplayModelVsSlurm(t *testing.T) {
 	needSlurm(t)
@@ -50,23 +58,45 @@ func TestReplayModelVsSlurm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model["slurm"] = replayResult{rep.Utilization, rep.TMean, rep.MeanWait, rep.JobsDone}
-	st, _ := alloc.NewState(g)
-	rt, _ := alloc.NewAngaraRouter(g, "angara*")
-	rep, err = sched.Simulate(sched.Config{State: st, Router: rt, Algo: alloc.Improved, Policy: sched.Policy{Window: 8},
-		Transit: func(m int) int { return int(0.6 * float64(m)) }}, stream)
-	if err != nil {
-		t.Fatal(err)
+	model["slurm"] = replayResult{util: rep.Utilization, tmean: rep.TMean, wait: rep.MeanWait, done: rep.JobsDone}
+	// icn's rule (window 8 with a reservation for its head) plans with
+	// requested times: the trace's, and the time limits the machine
+	// gets (whole minutes of Slurm's at this compression, as replay
+	// submits them), which make the reservation promise far more.
+	limited := *stream
+	limited.Jobs = slices.Clone(stream.Jobs)
+	for i := range limited.Jobs {
+		limited.Jobs[i].Requested = float64(slurmLimit(stream.Jobs[i].Requested, scale)*60) * scale
 	}
-	model["icn"] = replayResult{rep.Utilization, rep.TMean, rep.MeanWait, rep.JobsDone}
+	for name, s := range map[string]*sched.Stream{"icn": stream, "icn, Slurm's limits": &limited} {
+		st, _ := alloc.NewState(g)
+		rt, _ := alloc.NewAngaraRouter(g, "angara*")
+		rep, err = sched.Simulate(sched.Config{State: st, Router: rt, Algo: alloc.Improved, Policy: sched.Policy{Window: 8, Backfill: true, Rule: sched.RuleWindow},
+			Transit: func(m int) int { return sched.TransitLimit(0.6, m) }}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Relative wait against the trace's requested time in every row.
+		r := replayResult{util: rep.Utilization, wait: rep.MeanWait, done: rep.JobsDone}
+		requested := map[int]float64{}
+		for _, j := range stream.Jobs {
+			requested[j.ID] = j.Requested
+		}
+		for _, rec := range rep.Schedule {
+			r.tmean += (rec.Start - rec.Submit) / requested[rec.ID]
+		}
+		r.tmean /= float64(len(rep.Schedule))
+		model[name] = r
+	}
 
 	_, srvURL, tok, names := startTorus(t)
-	c := startCluster(t, names)
+	c := startCluster(t, names, nil)
 	machine := map[string]replayResult{}
 	for _, part := range []string{"plain", "torus"} {
 		ctx, cancel := context.WithCancel(context.Background())
 		if part == "torus" {
-			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
+			// The partitions share their nodes but run one at a time.
+			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6, AllowSharedNodes: true}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +109,8 @@ func TestReplayModelVsSlurm(t *testing.T) {
 		t.Logf("%-28s utilization %5.1f %%  mean relative wait %6.2f  mean wait %7.0f s  jobs %d", name, 100*r.util, r.tmean, r.wait, r.done)
 	}
 	row("model, Slurm's FCFS (flat)", model["slurm"])
-	row("model, icn window 8", model["icn"])
+	row("model, icn (trace's times)", model["icn"])
+	row("model, icn (Slurm's limits)", model["icn, Slurm's limits"])
 	row("machine, Slurm alone", machine["plain"])
 	row("machine, placed by icn", machine["torus"])
 	if machine["torus"].done != len(stream.Jobs) || machine["plain"].done != len(stream.Jobs) {
@@ -108,7 +139,10 @@ func replay(t *testing.T, c *cluster, part string, stream *sched.Stream, scale f
 				return
 			default:
 			}
-			out, err := c.cmd(ctx, "squeue", "-h", "-p", part, "-o", "%j|%T")
+			// Ended jobs too (-t all: slurmctld keeps them MinJobAge): a
+			// job that started and ended between two polls is seen ended,
+			// and counted as started then.
+			out, err := c.cmd(ctx, "squeue", "-h", "-t", "all", "-p", part, "-o", "%j|%T")
 			now := time.Since(start).Seconds() * scale
 			if err == nil {
 				live := map[string]bool{}
@@ -118,10 +152,19 @@ func replay(t *testing.T, c *cluster, part string, stream *sched.Stream, scale f
 					if !ok {
 						continue
 					}
-					live[name] = true
 					known[name] = true
-					if (state == "RUNNING" || state == "COMPLETING") && startAt[name] == 0 {
-						startAt[name] = now
+					switch state {
+					case "PENDING", "CONFIGURING":
+						live[name] = true
+					case "RUNNING", "COMPLETING":
+						live[name] = true
+						if startAt[name] == 0 {
+							startAt[name] = now
+						}
+					default: // ended
+						if startAt[name] == 0 {
+							startAt[name] = now
+						}
 					}
 				}
 				for name := range known {
@@ -139,7 +182,7 @@ func replay(t *testing.T, c *cluster, part string, stream *sched.Stream, scale f
 			time.Sleep(d)
 		}
 		run := j.Runtime / scale
-		limit := int(math.Ceil(j.Requested/scale/60)) + 1
+		limit := slurmLimit(j.Requested, scale)
 		if out, err := c.cmd(ctx, "sbatch", "-p", part, "-N", fmt.Sprint(j.Nodes), "-J", fmt.Sprintf("r%d", i), "-t", fmt.Sprint(limit),
 			"--wrap", fmt.Sprintf("sleep %.2f", run)); err != nil {
 			t.Fatalf("sbatch job %d: %v %s", i, err, out)
@@ -165,6 +208,7 @@ func replay(t *testing.T, c *cluster, part string, stream *sched.Stream, scale f
 	for i, j := range stream.Jobs {
 		name := fmt.Sprintf("r%d", i)
 		s, e := startAt[name], endAt[name]
+		r.start, r.end = append(r.start, s), append(r.end, e)
 		wait := math.Max(0, s-j.Submit)
 		r.wait += wait
 		r.tmean += wait / j.Requested
@@ -176,4 +220,141 @@ func replay(t *testing.T, c *cluster, part string, stream *sched.Stream, scale f
 	r.tmean /= float64(r.done)
 	r.util = busy / (32 * (last - first))
 	return r
+}
+
+// slurmLimit is the time limit, in Slurm's whole minutes, replay gives a
+// job of the requested trace time: rounded up, plus a minute for the
+// launch.
+func slurmLimit(requested, scale float64) int {
+	return int(math.Ceil(requested/scale/60)) + 1
+}
+
+// TestReplayHPC2N is seed 001's table 2 on a real queue: the first jobs
+// of an HPC2N slice (SWF, 240 processors; ICN_HPC2N_SWF names the file),
+// scaled to the 32 nodes (nodes = max(1, round(procs·32/240))) and
+// replayed with time compressed ICN_HPC2N_SCALE times (default 2000)
+// through Slurm alone and through icn, and through sched.Simulate with
+// the same policies, without and with each job's launch delay as the
+// machine measured it (the time a job held its nodes beyond its run
+// time) added to its run time. Run with
+// ICN_HPC2N_SWF=FILE go test -tags long -run TestReplayHPC2N -v ./slurmagent (root).
+func TestReplayHPC2N(t *testing.T) {
+	path := os.Getenv("ICN_HPC2N_SWF")
+	if path == "" {
+		t.Skip("ICN_HPC2N_SWF names the HPC2N slice (standard workload format)")
+	}
+	needSlurm(t)
+	n, scale := 100, 2000.0
+	if v, err := strconv.Atoi(os.Getenv("ICN_HPC2N_JOBS")); err == nil && v > 0 {
+		n = v
+	}
+	if v, err := strconv.ParseFloat(os.Getenv("ICN_HPC2N_SCALE"), 64); err == nil && v > 0 {
+		scale = v
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace, err := sched.ParseSWF(f, path, sched.SWFOptions{})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := &sched.Stream{Source: trace.Source}
+	for _, j := range trace.Jobs[:min(n, len(trace.Jobs))] {
+		j.Nodes = max(1, int(math.Round(float64(j.Nodes)*32/240)))
+		stream.Jobs = append(stream.Jobs, j)
+	}
+	runs := make([]float64, 0, len(stream.Jobs))
+	for _, j := range stream.Jobs {
+		runs = append(runs, j.Runtime)
+	}
+	slices.Sort(runs)
+	t.Logf("%d jobs over %.0f trace s, median run time %.0f s, compressed %g× (%.0f s of wall time per partition)",
+		len(stream.Jobs), stream.Jobs[len(stream.Jobs)-1].Submit, runs[len(runs)/2], scale, stream.Jobs[len(stream.Jobs)-1].Submit/scale)
+
+	_, srvURL, tok, names := startTorus(t)
+	c := startCluster(t, names, nil)
+	machine := map[string]replayResult{}
+	for _, part := range []string{"plain", "torus"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		if part == "torus" {
+			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6, AllowSharedNodes: true}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go a.Run(ctx, 100*time.Millisecond)
+		}
+		machine[part] = replay(t, c, part, stream, scale)
+		cancel()
+	}
+	// Each job's launch delay on each machine row: the time it held its
+	// nodes beyond its run time.
+	delayed := func(r replayResult) (*sched.Stream, float64) {
+		d := &sched.Stream{Source: stream.Source, Jobs: slices.Clone(stream.Jobs)}
+		var delays []float64
+		for i := range d.Jobs {
+			delay := math.Max(0, r.end[i]-r.start[i]-d.Jobs[i].Runtime)
+			delays = append(delays, delay)
+			d.Jobs[i].Runtime += delay
+			d.Jobs[i].Requested = math.Max(d.Jobs[i].Requested, d.Jobs[i].Runtime)
+		}
+		slices.Sort(delays)
+		return d, delays[len(delays)/2]
+	}
+	requested := map[int]float64{}
+	for _, j := range stream.Jobs {
+		requested[j.ID] = j.Requested
+	}
+	result := func(rep *sched.Report) replayResult {
+		r := replayResult{util: rep.Utilization, wait: rep.MeanWait, done: rep.JobsDone}
+		for _, rec := range rep.Schedule {
+			r.tmean += (rec.Start - rec.Submit) / requested[rec.ID]
+		}
+		r.tmean /= float64(len(rep.Schedule))
+		return r
+	}
+	limits := func(s *sched.Stream) *sched.Stream {
+		l := &sched.Stream{Source: s.Source, Jobs: slices.Clone(s.Jobs)}
+		for i := range l.Jobs {
+			l.Jobs[i].Requested = math.Max(l.Jobs[i].Runtime, float64(slurmLimit(stream.Jobs[i].Requested, scale)*60)*scale)
+		}
+		return l
+	}
+	g, _ := topology.Parse("torus:4x4x2")
+	fcfs := func(s *sched.Stream) replayResult {
+		flat, _ := sched.NewFlatMachine(32, nil)
+		rep, err := sched.Simulate(sched.Config{Machine: flat, Policy: sched.Policy{Window: 1}}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return result(rep)
+	}
+	icn := func(s *sched.Stream) replayResult {
+		st, _ := alloc.NewState(g)
+		rt, _ := alloc.NewAngaraRouter(g, "angara*")
+		rep, err := sched.Simulate(sched.Config{State: st, Router: rt, Algo: alloc.Improved, Policy: sched.Policy{Window: 8, Backfill: true, Rule: sched.RuleWindow},
+			Transit: func(m int) int { return sched.TransitLimit(0.6, m) }}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return result(rep)
+	}
+	plainDelayed, plainDelay := delayed(machine["plain"])
+	torusDelayed, torusDelay := delayed(machine["torus"])
+	row := func(name string, r replayResult) {
+		t.Logf("%-46s utilization %5.1f %%  mean relative wait %6.2f  mean wait %7.0f s  jobs %d", name, 100*r.util, r.tmean, r.wait, r.done)
+	}
+	row("model, Slurm's FCFS", fcfs(stream))
+	row("model, Slurm's FCFS + launch delays", fcfs(plainDelayed))
+	row("model, icn (trace's times)", icn(stream))
+	row("model, icn (Slurm's limits)", icn(limits(stream)))
+	row("model, icn (Slurm's limits) + launch delays", icn(limits(torusDelayed)))
+	row("machine, Slurm alone", machine["plain"])
+	row("machine, placed by icn", machine["torus"])
+	t.Logf("median launch delay: %.0f trace s (Slurm alone), %.0f trace s (icn); %.1f %% and %.1f %% of the median run time",
+		plainDelay, torusDelay, 100*plainDelay/runs[len(runs)/2], 100*torusDelay/runs[len(runs)/2])
+	if machine["torus"].done != len(stream.Jobs) || machine["plain"].done != len(stream.Jobs) {
+		t.Fatalf("jobs done: %d and %d of %d", machine["plain"].done, machine["torus"].done, len(stream.Jobs))
+	}
 }

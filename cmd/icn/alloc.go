@@ -404,7 +404,7 @@ func newSchedSimulateCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.jobs, "jobs", "synthetic:load=0.8,span=1mo,seed=1", "job stream: synthetic:KEY=VAL,… (load, span, maxtime, mintime, jobs, sizes, maxnodes, overestimate, seed) or swf:FILE")
 	f.IntVar(&o.window, "window", 1, "jobs scanned from the head of the queue (1 = FCFS)")
-	f.StringVar(&o.backfill, "backfill", "none", "none, easy (EASY: the head job's reservation is kept) or easy-accasim (accasim's EASYBackfilling rule: the reservation only says when the head is tried again)")
+	f.StringVar(&o.backfill, "backfill", "none", "none, easy (EASY: the head job's reservation is kept), window (the window's later jobs start only if they end by the head's reservation: icn slurm agent's rule) or easy-accasim (accasim's EASYBackfilling rule: the reservation only says when the head is tried again)")
 	f.StringVar(&o.algo, "algo", "improved", "improved or baseline (tori)")
 	f.StringVar(&o.rules, "rules", "angara*", "routing rule (tori)")
 	f.Float64Var(&o.transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉ for a job of m nodes (tori)")
@@ -439,7 +439,7 @@ func runSchedSimulate(_ context.Context, o schedSimulateOptions, w io.Writer) er
 	if err != nil {
 		return err
 	}
-	policy := fmt.Sprintf("window %d%s", o.window, map[string]string{sched.RuleEASY: ", EASY backfilling", sched.RuleAccasim: ", accasim's EASY backfilling rule"}[pol.Rule])
+	policy := fmt.Sprintf("window %d%s", o.window, map[string]string{sched.RuleEASY: ", EASY backfilling", sched.RuleWindow: ", a reservation for the window's head", sched.RuleAccasim: ", accasim's EASY backfilling rule"}[pol.Rule])
 	if err := writeSchedule(o.scheduleOut, m, stream, rep, policy, o.ppn); err != nil {
 		return err
 	}
@@ -460,10 +460,10 @@ func schedPolicy(window int, backfill string) (sched.Policy, error) {
 	pol := sched.Policy{Window: window}
 	switch backfill {
 	case "", "none":
-	case sched.RuleEASY, sched.RuleAccasim:
+	case sched.RuleEASY, sched.RuleWindow, sched.RuleAccasim:
 		pol.Backfill, pol.Rule = true, backfill
 	default:
-		return pol, fmt.Errorf("unknown --backfill %q (want none, easy or easy-accasim)", backfill)
+		return pol, fmt.Errorf("unknown --backfill %q (want none, easy, window or easy-accasim)", backfill)
 	}
 	if window < 1 {
 		return pol, fmt.Errorf("--window must be at least 1, got %d", window)
@@ -506,7 +506,7 @@ func schedMachine(o schedSimulateOptions) (sched.Machine, string, error) {
 			return nil, "", err
 		}
 		frac := o.transitFrac
-		transit := func(m int) int { return int(float64(m)*frac + 0.999999) }
+		transit := func(m int) int { return sched.TransitLimit(frac, m) }
 		tm := sched.NewTorusMachine(st, rt, a, transit, 0)
 		tm.Budget = o.budget.d
 		return tm, g.Name(), nil

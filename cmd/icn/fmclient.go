@@ -39,7 +39,7 @@ func (f *clientFlags) register(c *cobra.Command) {
 		def = "http://127.0.0.1:8080"
 	}
 	c.Flags().StringVar(&f.server, "server", def, "fabric manager URL, or several separated by commas (a leader and its standbys; env ICN_SERVER); the token comes from ICN_TOKEN or --token-file")
-	c.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the API token (default: ICN_TOKEN, else the token file of the default database)")
+	c.Flags().StringVar(&f.tokenFile, "token-file", os.Getenv("ICN_TOKEN_FILE"), "file holding the API token (env ICN_TOKEN_FILE; default: ICN_TOKEN, else the token file of the default database)")
 	c.Flags().StringVar(&f.cacert, "cacert", os.Getenv("ICN_CACERT"), "PEM file of the certificate authority (or the self-signed certificate) that an https server's certificate must chain to (env ICN_CACERT)")
 	c.Flags().BoolVar(&f.json, "json", false, "print exact JSON instead of a table")
 }
@@ -85,6 +85,11 @@ func (f *clientFlags) client() (*client.Client, error) {
 	hc, err := newHTTPClient(f.cacert, 60*time.Second)
 	if err != nil {
 		return nil, err
+	}
+	if f.tokenFile != "" {
+		if _, err := os.ReadFile(f.tokenFile); err != nil {
+			return nil, &exitError{code: 2, err: fmt.Errorf("--token-file: %v", err)}
+		}
 	}
 	cl := client.New(f.server, f.token())
 	if len(cl.Servers) == 0 {

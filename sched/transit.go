@@ -1,0 +1,15 @@
+package sched
+
+import "math"
+
+// TransitLimit is the transit allowance of a job of m nodes given as a
+// fraction of its nodes: ⌈frac·m⌉ (a product that is an integer but for
+// floating-point error, such as 0.6·5, counts as that integer). The CLI
+// (--transit-frac), experiments and the Slurm agent (--transit) all
+// round it this way.
+func TransitLimit(frac float64, m int) int {
+	if frac <= 0 || m <= 0 {
+		return 0
+	}
+	return int(math.Ceil(frac*float64(m) - 1e-9))
+}
