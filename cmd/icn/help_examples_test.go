@@ -58,6 +58,7 @@ var examplesNotRun = map[string]string{
 	"sbatch ":                                 "needs Slurm",
 	"--roots S-0002c90000001d18":              "needs the fabric with that switch (the user's ibnetdiscover output)",
 	"--topo net.ibnet --lft opensm-lfts.dump": "reads the tables of the example before it, on the user's fabric",
+	"go build -o stencil":                     "builds an example program from the repository (shmem/examples/kernels's tests build and run it)",
 }
 
 // examplesExit are the examples whose answer is documented to be no
@@ -101,6 +102,9 @@ var examplesLong = []string{
 	"icn topo show torus:8x8 --fail-links",
 	"--topo torus:8x8x8",
 	"--topo bluelight",
+	// README's.
+	"--topo torus:32x32x32 --nodes 4096 --budget 0",
+	"--topo fattree:m=40,n=3 --engine ftree",
 }
 
 // exampleFixtures are files the examples read, made before they run.
@@ -121,13 +125,100 @@ var exampleFixtures = map[string]string{
 // are named in examplesNotRun with the reason, and the long ones run only
 // with -tags long.
 func TestHelpExamples(t *testing.T) {
+	examples := helpExamples(newRootCmd())
+	ran, used := runExamples(t, examples)
+	for piece := range examplesNotRun {
+		if !used[piece] && !readmeOnly(piece) {
+			t.Errorf("examplesNotRun names %q, which no example has", piece)
+		}
+	}
+	if ran < len(examples)/2 {
+		t.Fatalf("ran %d of %d examples", ran, len(examples))
+	}
+}
+
+// TestREADMEExamples runs README's examples ("A few examples") as
+// TestHelpExamples runs the help's: README's other blocks are the quick
+// start (the service, and this test command) and the Slurm walkthrough
+// (TestSlurmREADMEWalkthrough).
+func TestREADMEExamples(t *testing.T) {
+	examples := readmeExamples(t)
+	if len(examples) < 8 {
+		t.Fatalf("README's examples: found %d lines", len(examples))
+	}
+	runExamples(t, examples)
+}
+
+// readmeExamples lists the lines of README's first shell block after "A
+// few examples".
+func readmeExamples(t *testing.T) []helpExample {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "A few examples")
+	if !ok {
+		t.Fatal("README has no \"A few examples\"")
+	}
+	_, rest, _ = strings.Cut(rest, "```sh\n")
+	block, _, _ := strings.Cut(rest, "```")
+	var out []helpExample
+	for _, l := range strings.Split(block, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, helpExample{"README", l})
+		}
+	}
+	return out
+}
+
+// readmeOnly reports whether an examplesNotRun entry is for README's
+// examples (TestHelpExamples does not see them).
+func readmeOnly(piece string) bool { return piece == "go build -o stencil" }
+
+// runExamples runs the examples as TestHelpExamples describes, in a new
+// directory with the fixtures, and returns how many ran and which
+// examplesNotRun entries were used.
+func runExamples(t *testing.T, examples []helpExample) (int, map[string]bool) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
-	dir := t.TempDir()
+	dir, env := exampleDir(t)
+	used := map[string]bool{}
+	ran := 0
+	for _, ex := range examples {
+		key := ex.line + "\x00"
+		skip := ""
+		for piece, why := range examplesNotRun {
+			if strings.Contains(key, piece) {
+				skip, used[piece] = why, true
+			}
+		}
+		long := false
+		for _, piece := range examplesLong {
+			long = long || strings.Contains(key, piece)
+		}
+		switch {
+		case skip != "":
+			t.Logf("%s: not run: %s", ex.line, skip)
+			continue
+		case long && !runLongExamples:
+			t.Logf("%s: long (-tags long)", ex.line)
+			continue
+		}
+		runExample(t, ex, dir, env)
+		ran++
+	}
+	return ran, used
+}
+
+// exampleDir makes the directory the examples run in: icn (this test
+// binary) on PATH, the fixtures, a trace, a message file and a
+// service's database.
+func exampleDir(t *testing.T) (dir string, env []string) {
+	dir = t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	self, err := os.Executable()
 	if err != nil {
@@ -151,64 +242,36 @@ func TestHelpExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+dir,
+	env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+dir,
 		"ICN_PROGRESS=0", "ICN_SERVER=http://127.0.0.1:1", noRaceExitSleep())
+	return dir, env
+}
 
-	examples := helpExamples(newRootCmd())
-	used := map[string]bool{}
-	ran := 0
-	for _, ex := range examples {
-		key := ex.line + "\x00"
-		skip := ""
-		for piece, why := range examplesNotRun {
-			if strings.Contains(key, piece) {
-				skip, used[piece] = why, true
-			}
-		}
-		long := false
-		for _, piece := range examplesLong {
-			long = long || strings.Contains(key, piece)
-		}
-		switch {
-		case skip != "":
-			t.Logf("%s: not run: %s", ex.line, skip)
-			continue
-		case long && !runLongExamples:
-			t.Logf("%s: long (-tags long)", ex.line)
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", ex.line)
-		cmd.Dir, cmd.Env = dir, env
-		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		cancel()
-		want := 0
-		for piece, code := range examplesExit {
-			if strings.Contains(ex.line, piece) {
-				want = code
-			}
-		}
-		var ee *exec.ExitError
-		switch {
-		case errors.As(err, &ee) && ee.ExitCode() != want:
-			t.Errorf("%s (help of %s): exit %d, want %d:\n%s", ex.line, ex.cmd, ee.ExitCode(), want, tail(out, 600))
-		case err == nil && want != 0:
-			t.Errorf("%s (help of %s): exit 0, want %d", ex.line, ex.cmd, want)
-		case err != nil && ee == nil:
-			t.Errorf("%s: %v", ex.line, err)
-		}
-		t.Logf("%s: %.1fs", ex.line, time.Since(start).Seconds())
-		ran++
-	}
-	for piece := range examplesNotRun {
-		if !used[piece] {
-			t.Errorf("examplesNotRun names %q, which no example has", piece)
+// runExample runs one example with bash in dir and checks its exit
+// status against examplesExit (0 unless named there).
+func runExample(t *testing.T, ex helpExample, dir string, env []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", ex.line)
+	cmd.Dir, cmd.Env = dir, env
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	want := 0
+	for piece, code := range examplesExit {
+		if strings.Contains(ex.line, piece) {
+			want = code
 		}
 	}
-	if ran < len(examples)/2 {
-		t.Fatalf("ran %d of %d examples", ran, len(examples))
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.ExitCode() != want:
+		t.Errorf("%s (%s): exit %d, want %d:\n%s", ex.line, ex.cmd, ee.ExitCode(), want, tail(out, 600))
+	case err == nil && want != 0:
+		t.Errorf("%s (%s): exit 0, want %d", ex.line, ex.cmd, want)
+	case err != nil && ee == nil:
+		t.Errorf("%s: %v", ex.line, err)
 	}
+	t.Logf("%s: %.1fs", ex.line, time.Since(start).Seconds())
 }
 
 func copyFile(t *testing.T, from, to string) {
