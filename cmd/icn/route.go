@@ -121,7 +121,7 @@ arriving, avoiding failures, transit nodes inside the set, no channel
 dependency cycle with a turn) and report its diameter, π_max, π_perfect and
 balance factor. Rules: dor, dirbit (Blue Gene), angara- (R_A−), angara (R_A,
 may deadlock), angara* (R_A*). See docs/routing.md.`,
-		Example: `  icn route --topo torus:4x4x2 --rules angara*
+		Example: `  icn route --topo torus:4x4x2 --rules 'angara*'
   icn route --topo torus:8x8 --rules angara- --fail-links 0.0+X,3.4+Y --json > table.json
   icn route --topo torus:4x4x4 --active 0-1.0-1.* --transit 2.0-1.* --algo bfs
   icn route --topo torus:4x4 --algo baseline --export tables.txt
@@ -455,7 +455,7 @@ func newReachCmd() *cobra.Command {
 		Use:   "reach",
 		Short: "Is a node set M_{a,t} = active ∪ transit reachable under a routing rule? (exit status 1 if not)",
 		Example: `  icn reach --topo torus:4x4x2 --rules angara- --active 0-1.0-1.0 --transit 2.0-1.0
-  icn reach --topo torus:8x8 --rules angara* --fail-links @failed.txt --json`,
+  icn reach --topo torus:8x8 --rules 'angara*' --fail-links @failed.txt --json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runReach(c.Context(), o, stdout(c))
