@@ -121,7 +121,11 @@ func TestWebPageAllocates(t *testing.T) {
 		chromedp.SetValue(`#fail-form input[name=target]`, jobs[0].Active[0]),
 		chromedp.Click(`#fail-form button[value=fail]`),
 		chromedp.WaitVisible(`#jobs td.rs-broken`),
-		chromedp.Click(`button[data-migrate="1"]`),
+		// Rows are drawn again on every refresh: a click by coordinates
+		// can land on a row the page has just replaced, so the button is
+		// clicked from the page's own event loop.
+		chromedp.WaitVisible(`button[data-migrate="1"]`),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('button[data-migrate="1"]').click()`),
 		chromedp.WaitVisible(`#jobs td.rs-migrated`),
 	)
 	if err != nil {
@@ -397,7 +401,8 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 				return
 			}
 			// Select the group: its root and members get marked.
-			if err := chromedp.Do(tctx, chromedp.WaitVisible(`#groups tbody tr`), chromedp.Click(`#groups tbody tr`), chromedp.WaitVisible(`circle.mc-root`)); err != nil {
+			if err := chromedp.Do(tctx, chromedp.WaitVisible(`#groups tbody tr`),
+				chromedp.Evaluate[chromedp.Void](`document.querySelector('#groups tbody tr').click()`), chromedp.WaitVisible(`circle.mc-root`)); err != nil {
 				t.Fatal(err)
 			}
 			samePageFabric()
