@@ -70,19 +70,7 @@ func serveOps(r *bufio.Reader, region []byte, w *bufio.Writer, onFail func(pe in
 		}
 		switch op {
 		case opPut:
-			if _, err := io.ReadFull(r, h[:12]); err != nil {
-				return err
-			}
-			off, n := le.Uint64(h[0:]), uint64(le.Uint32(h[8:]))
-			if !inRegion(off, n, size) {
-				return &protoError{fmt.Sprintf("put [%d,+%d) outside a region of %d bytes", off, n, size)}
-			}
-			if n == 8 && off&7 == 0 {
-				if _, err := io.ReadFull(r, h[12:20]); err != nil {
-					return err
-				}
-				atomic.StoreUint64(word(region, int(off)), binary.NativeEndian.Uint64(h[12:20]))
-			} else if _, err := io.ReadFull(r, region[off:off+n]); err != nil {
+			if err := servePut(r, region, &h); err != nil {
 				return err
 			}
 		case opPutW:
@@ -95,59 +83,11 @@ func serveOps(r *bufio.Reader, region []byte, w *bufio.Writer, onFail func(pe in
 			}
 			atomic.StoreUint64(word(region, int(off)), le.Uint64(h[8:]))
 		case opAmoNF, opAmo:
-			n := 17
-			if op == opAmo {
-				n = 29
-			}
-			if _, err := io.ReadFull(r, h[:n]); err != nil {
+			if err := serveAmo(op, r, region, w, &h, &out); err != nil {
 				return err
-			}
-			p := h[:n]
-			var id uint32
-			if op == opAmo {
-				id, p = le.Uint32(p), p[4:]
-			}
-			amo, off, a := AtomicOp(p[0]), le.Uint64(p[1:]), le.Uint64(p[9:])
-			var b uint64
-			if op == opAmo {
-				b = le.Uint64(p[17:])
-			}
-			if !amo.valid() {
-				return &protoError{fmt.Sprintf("unknown atomic %d", amo)}
-			}
-			if off > uint64(size) || !atomicSpanOK(amo, int(off), size) {
-				return &protoError{fmt.Sprintf("atomic at bad offset %d", off)}
-			}
-			old := applyAtomic(region, int(off), amo, a, b)
-			if op == opAmo {
-				out[0] = rAmo
-				le.PutUint32(out[1:], id)
-				le.PutUint64(out[5:], old)
-				if _, err := w.Write(out[:13]); err != nil {
-					return err
-				}
 			}
 		case opGet:
-			if _, err := io.ReadFull(r, h[:16]); err != nil {
-				return err
-			}
-			id, off, n := le.Uint32(h[0:]), le.Uint64(h[4:]), uint64(le.Uint32(h[12:]))
-			if !inRegion(off, n, size) {
-				return &protoError{fmt.Sprintf("get [%d,+%d) outside a region of %d bytes", off, n, size)}
-			}
-			out[0] = rGet
-			le.PutUint32(out[1:], id)
-			le.PutUint32(out[5:], uint32(n))
-			if _, err := w.Write(out[:9]); err != nil {
-				return err
-			}
-			if n == 8 && off&7 == 0 {
-				binary.NativeEndian.PutUint64(h[16:24], atomic.LoadUint64(word(region, int(off))))
-				_, err = w.Write(h[16:24])
-			} else {
-				_, err = w.Write(region[off : off+n])
-			}
-			if err != nil {
+			if err := serveGet(r, region, w, &h, &out); err != nil {
 				return err
 			}
 		case opFlush:
@@ -176,4 +116,88 @@ func serveOps(r *bufio.Reader, region []byte, w *bufio.Writer, onFail func(pe in
 			return &protoError{fmt.Sprintf("unknown operation 0x%02x", op)}
 		}
 	}
+}
+
+// servePut applies a put: offset, length, then the bytes (a naturally
+// aligned word is stored atomically). h is the caller's header buffer.
+func servePut(r *bufio.Reader, region []byte, h *[32]byte) error {
+	if _, err := io.ReadFull(r, h[:12]); err != nil {
+		return err
+	}
+	off, n := le.Uint64(h[0:]), uint64(le.Uint32(h[8:]))
+	if !inRegion(off, n, len(region)) {
+		return &protoError{fmt.Sprintf("put [%d,+%d) outside a region of %d bytes", off, n, len(region))}
+	}
+	if n == 8 && off&7 == 0 {
+		if _, err := io.ReadFull(r, h[12:20]); err != nil {
+			return err
+		}
+		atomic.StoreUint64(word(region, int(off)), binary.NativeEndian.Uint64(h[12:20]))
+		return nil
+	}
+	_, err := io.ReadFull(r, region[off:off+n])
+	return err
+}
+
+// serveAmo applies an atomic (opAmo: with an id and a second operand,
+// answered with the old value; opAmoNF: not answered).
+func serveAmo(op byte, r *bufio.Reader, region []byte, w *bufio.Writer, h *[32]byte, out *[16]byte) error {
+	n := 17
+	if op == opAmo {
+		n = 29
+	}
+	if _, err := io.ReadFull(r, h[:n]); err != nil {
+		return err
+	}
+	p := h[:n]
+	var id uint32
+	if op == opAmo {
+		id, p = le.Uint32(p), p[4:]
+	}
+	amo, off, a := AtomicOp(p[0]), le.Uint64(p[1:]), le.Uint64(p[9:])
+	var b uint64
+	if op == opAmo {
+		b = le.Uint64(p[17:])
+	}
+	if !amo.valid() {
+		return &protoError{fmt.Sprintf("unknown atomic %d", amo)}
+	}
+	if off > uint64(len(region)) || !atomicSpanOK(amo, int(off), len(region)) {
+		return &protoError{fmt.Sprintf("atomic at bad offset %d", off)}
+	}
+	old := applyAtomic(region, int(off), amo, a, b)
+	if op != opAmo {
+		return nil
+	}
+	out[0] = rAmo
+	le.PutUint32(out[1:], id)
+	le.PutUint64(out[5:], old)
+	_, err := w.Write(out[:13])
+	return err
+}
+
+// serveGet answers a get: the id and length, then the bytes (a naturally
+// aligned word read atomically).
+func serveGet(r *bufio.Reader, region []byte, w *bufio.Writer, h *[32]byte, out *[16]byte) error {
+	if _, err := io.ReadFull(r, h[:16]); err != nil {
+		return err
+	}
+	id, off, n := le.Uint32(h[0:]), le.Uint64(h[4:]), uint64(le.Uint32(h[12:]))
+	if !inRegion(off, n, len(region)) {
+		return &protoError{fmt.Sprintf("get [%d,+%d) outside a region of %d bytes", off, n, len(region))}
+	}
+	out[0] = rGet
+	le.PutUint32(out[1:], id)
+	le.PutUint32(out[5:], uint32(n))
+	if _, err := w.Write(out[:9]); err != nil {
+		return err
+	}
+	var err error
+	if n == 8 && off&7 == 0 {
+		binary.NativeEndian.PutUint64(h[16:24], atomic.LoadUint64(word(region, int(off))))
+		_, err = w.Write(h[16:24])
+	} else {
+		_, err = w.Write(region[off : off+n])
+	}
+	return err
 }
