@@ -248,99 +248,38 @@ const trapRouteWait = 30 * time.Millisecond
 // route is not in the log, sweeps the fabric at once; it reports what
 // changed.
 func followOpenSMLog(ctx context.Context, o fabricWatchOptions, base *topology.Graph, log io.Writer) error {
-	fh, err := os.Open(o.opensmLog)
+	lr, err := openOSMLog(o.opensmLog)
 	if err != nil {
-		return fmt.Errorf("--opensm-log: %v", err)
+		return err
 	}
-	defer func() { fh.Close() }()
-	// The log so far gives the routes OpenSM logged for its switches'
-	// LIDs; the watch starts at its end.
-	routes := map[string]string{} // switch LID → directed route
-	lastLID := ""
-	scan := func(line []byte, onRoute func(path, lid string), onNotice func(lid string)) {
-		if m := reNotice128.FindSubmatch(line); m != nil {
-			lastLID = string(m[1])
-			onNotice(lastLID)
-		} else if m := reTrap128.FindSubmatch(line); m != nil {
-			if lastLID != "" {
-				routes[lastLID] = string(m[1])
-			}
-			onRoute(string(m[1]), lastLID)
-			lastLID = ""
-		}
-	}
-	var partial []byte
-	buf := make([]byte, 1<<16)
-	off := int64(0)
-	dropFirst := false // the first line read is a line's end
-	if fi, err := fh.Stat(); err == nil && fi.Size() > logHistory {
-		if off, err = fh.Seek(fi.Size()-logHistory, io.SeekStart); err != nil {
-			return fmt.Errorf("--opensm-log: %v", err)
-		}
-		dropFirst = true
-	}
-	for {
-		n, _ := fh.Read(buf)
-		if n == 0 {
-			break
-		}
-		off += int64(n)
-		partial = append(partial, buf[:n]...)
-		for {
-			i := bytes.IndexByte(partial, '\n')
-			if i < 0 {
-				break
-			}
-			if !dropFirst {
-				scan(partial[:i], func(string, string) {}, func(string) {})
-			}
-			dropFirst = false
-			partial = partial[i+1:]
-		}
-	}
-	lastLID = ""
+	defer func() { lr.fh.Close() }()
 	var pending []string // notices still waiting for their route
 	var pendingSince time.Time
 	for ctx.Err() == nil {
-		if fi, err := os.Stat(o.opensmLog); err == nil && fi.Size() < off {
-			// Rotated or truncated: start again at its beginning.
-			fh.Close()
-			if fh, err = os.Open(o.opensmLog); err != nil {
-				return fmt.Errorf("--opensm-log: %v", err)
-			}
-			off, partial = 0, nil
+		if err := lr.reopenIfTruncated(); err != nil {
+			return err
 		}
-		n, _ := fh.Read(buf)
 		var paths, sweepFor []string
-		if n > 0 {
-			off += int64(n)
-			partial = append(partial, buf[:n]...)
-			for {
-				i := bytes.IndexByte(partial, '\n')
-				if i < 0 {
-					break
+		n := lr.lines(func(line []byte) {
+			lr.scan(line, func(path, lid string) {
+				if !slices.Contains(paths, path) {
+					paths = append(paths, path)
 				}
-				scan(partial[:i], func(path, lid string) {
-					if !slices.Contains(paths, path) {
-						paths = append(paths, path)
-					}
-					if k := slices.Index(pending, lid); k >= 0 {
-						pending = slices.Delete(pending, k, k+1)
-					}
-				}, func(lid string) {
-					if len(pending) == 0 {
-						pendingSince = time.Now()
-					}
-					pending = append(pending, lid)
-				})
-				partial = partial[i+1:]
-			}
-		}
+				if k := slices.Index(pending, lid); k >= 0 {
+					pending = slices.Delete(pending, k, k+1)
+				}
+			}, func(lid string) {
+				if len(pending) == 0 {
+					pendingSince = time.Now()
+				}
+				pending = append(pending, lid)
+			})
+		})
 		if len(pending) > 0 && time.Since(pendingSince) >= trapRouteWait {
 			// No route logged for these notices (yet): a route logged
 			// before for the LID, else a sweep.
 			for _, lid := range pending {
-				if path, ok := routes[lid]; ok {
+				if path, ok := lr.routes[lid]; ok {
 					if !slices.Contains(paths, path) {
 						paths = append(paths, path)
 					}
@@ -359,28 +298,124 @@ func followOpenSMLog(ctx context.Context, o fabricWatchOptions, base *topology.G
 			}
 			continue
 		}
-		changes := 0
-		for _, path := range paths {
-			k, err := probeSwitch(ctx, o, base, path, log)
-			if err != nil {
-				fmt.Fprintf(log, "icn fabric watch: %v\n", err)
-			}
-			changes += k
-		}
-		if len(sweepFor) > 0 {
-			k, err := watchRound(ctx, o, base, fmt.Sprintf("trap from LID %s, route not logged; ", strings.Join(sweepFor, ",")), log)
-			if err != nil {
-				fmt.Fprintf(log, "icn fabric watch: %v\n", err)
-			}
-			changes += k
-		}
-		if changes > 0 && o.onChange != "" {
-			if out, err := exec.CommandContext(ctx, "sh", "-c", o.onChange).CombinedOutput(); err != nil {
-				fmt.Fprintf(log, "icn fabric watch: --on-change: %v: %s\n", err, strings.TrimSpace(string(out)))
-			}
-		}
+		actOnTraps(ctx, o, base, paths, sweepFor, log)
 	}
 	return nil
+}
+
+// actOnTraps probes the switches at the routes of traps, sweeps for the
+// LIDs whose route OpenSM did not log, and runs --on-change when
+// something changed.
+func actOnTraps(ctx context.Context, o fabricWatchOptions, base *topology.Graph, paths, sweepFor []string, log io.Writer) {
+	changes := 0
+	for _, path := range paths {
+		k, err := probeSwitch(ctx, o, base, path, log)
+		if err != nil {
+			fmt.Fprintf(log, "icn fabric watch: %v\n", err)
+		}
+		changes += k
+	}
+	if len(sweepFor) > 0 {
+		k, err := watchRound(ctx, o, base, fmt.Sprintf("trap from LID %s, route not logged; ", strings.Join(sweepFor, ",")), log)
+		if err != nil {
+			fmt.Fprintf(log, "icn fabric watch: %v\n", err)
+		}
+		changes += k
+	}
+	if changes > 0 && o.onChange != "" {
+		if out, err := exec.CommandContext(ctx, "sh", "-c", o.onChange).CombinedOutput(); err != nil {
+			fmt.Fprintf(log, "icn fabric watch: --on-change: %v: %s\n", err, strings.TrimSpace(string(out)))
+		}
+	}
+}
+
+// osmLog reads OpenSM's log line by line as it grows, and keeps the
+// directed route OpenSM last logged for each switch LID.
+type osmLog struct {
+	path    string
+	fh      *os.File
+	off     int64
+	partial []byte
+	buf     []byte
+	routes  map[string]string // switch LID → directed route
+	lastLID string
+}
+
+// openOSMLog opens the log and reads what is there (its last
+// logHistory bytes) for the routes logged so far; following starts at
+// its end.
+func openOSMLog(path string) (*osmLog, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--opensm-log: %v", err)
+	}
+	lr := &osmLog{path: path, fh: fh, buf: make([]byte, 1<<16), routes: map[string]string{}}
+	dropFirst := false // the first line read is a line's end
+	if fi, err := fh.Stat(); err == nil && fi.Size() > logHistory {
+		if lr.off, err = fh.Seek(fi.Size()-logHistory, io.SeekStart); err != nil {
+			fh.Close()
+			return nil, fmt.Errorf("--opensm-log: %v", err)
+		}
+		dropFirst = true
+	}
+	for lr.lines(func(line []byte) {
+		if !dropFirst {
+			lr.scan(line, func(string, string) {}, func(string) {})
+		}
+		dropFirst = false
+	}) > 0 {
+	}
+	lr.lastLID = ""
+	return lr, nil
+}
+
+// reopenIfTruncated starts again at the beginning of a log that was
+// rotated or truncated.
+func (lr *osmLog) reopenIfTruncated() error {
+	fi, err := os.Stat(lr.path)
+	if err != nil || fi.Size() >= lr.off {
+		return nil
+	}
+	lr.fh.Close()
+	if lr.fh, err = os.Open(lr.path); err != nil {
+		return fmt.Errorf("--opensm-log: %v", err)
+	}
+	lr.off, lr.partial = 0, nil
+	return nil
+}
+
+// lines reads what the log has now and calls f with each complete line;
+// it returns the bytes read.
+func (lr *osmLog) lines(f func(line []byte)) int {
+	n, _ := lr.fh.Read(lr.buf)
+	if n == 0 {
+		return 0
+	}
+	lr.off += int64(n)
+	lr.partial = append(lr.partial, lr.buf[:n]...)
+	for {
+		i := bytes.IndexByte(lr.partial, '\n')
+		if i < 0 {
+			return n
+		}
+		f(lr.partial[:i])
+		lr.partial = lr.partial[i+1:]
+	}
+}
+
+// scan reads one line: a trap's notice (its LID) or the directed route
+// logged after it, which is kept for the LID.
+func (lr *osmLog) scan(line []byte, onRoute func(path, lid string), onNotice func(lid string)) {
+	if m := reNotice128.FindSubmatch(line); m != nil {
+		lr.lastLID = string(m[1])
+		onNotice(lr.lastLID)
+	} else if m := reTrap128.FindSubmatch(line); m != nil {
+		if lr.lastLID != "" {
+			lr.routes[lr.lastLID] = string(m[1])
+		}
+		onRoute(string(m[1]), lr.lastLID)
+		lr.lastLID = ""
+	}
 }
 
 // probeSwitch runs the probe on the switch at directed route path and
