@@ -195,23 +195,9 @@ func (a *Agent) Round(ctx context.Context) error {
 	for _, j := range jobs {
 		live[j.ID] = j
 	}
-	held := map[int]*client.JobRecord{} // Slurm id → its placement
-	for i := range placed {
-		r := &placed[i]
-		id, ok := slurmID(r.Name)
-		if !ok {
-			continue
-		}
-		if _, running := live[id]; !running {
-			// Ended, cancelled or failed in Slurm: free its nodes.
-			if err := a.fm.Release(ctx, r.ID); err != nil {
-				return err
-			}
-			a.released.Inc()
-			a.logf("job %d ended: released its nodes (icn job %d)", id, r.ID)
-			continue
-		}
-		held[id] = r
+	held, err := a.releaseEnded(ctx, placed, live)
+	if err != nil {
+		return err
 	}
 	considered := 0
 	seen := map[int]bool{}
@@ -274,6 +260,35 @@ func (a *Agent) Round(ctx context.Context) error {
 			a.logf("job %d: %v", j.ID, err)
 		}
 	}
+	a.forget(seen)
+	return nil
+}
+
+// releaseEnded frees the placements of jobs that are no longer in Slurm
+// (ended, cancelled or failed) and returns the others by Slurm job id.
+func (a *Agent) releaseEnded(ctx context.Context, placed []client.JobRecord, live map[int]Job) (map[int]*client.JobRecord, error) {
+	held := map[int]*client.JobRecord{} // Slurm id → its placement
+	for i := range placed {
+		r := &placed[i]
+		id, ok := slurmID(r.Name)
+		if !ok {
+			continue
+		}
+		if _, running := live[id]; !running {
+			if err := a.fm.Release(ctx, r.ID); err != nil {
+				return nil, err
+			}
+			a.released.Inc()
+			a.logf("job %d ended: released its nodes (icn job %d)", id, r.ID)
+			continue
+		}
+		held[id] = r
+	}
+	return held, nil
+}
+
+// forget drops what the agent kept of jobs no longer in the partition.
+func (a *Agent) forget(seen map[int]bool) {
 	for id := range a.outcome {
 		if !seen[id] {
 			delete(a.outcome, id)
@@ -282,7 +297,6 @@ func (a *Agent) Round(ctx context.Context) error {
 			delete(a.reserved, id)
 		}
 	}
-	return nil
 }
 
 // decided counts a job's decision once per outcome it reaches.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/internal/atomicfile"
-	"github.com/icn-hpc/icn/sched"
 
 	"github.com/icn-hpc/icn/slurmagent"
 	"github.com/prometheus/client_golang/prometheus"
@@ -217,63 +216,19 @@ func runSlurmInstall(o slurmInstallOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	n := g.NumNodes()
-	nn := sched.NewNodeNamer(o.prefix, n)
-	names := make([]string, n)
-	for i := range names {
-		names[i] = nn.Name(i)
-	}
-	hl := sched.Hostlist(names)
-	envPath := filepath.Join(dir, "icn-slurm-agent.env")
-	files := []struct {
-		name string
-		mode os.FileMode
-		data string
-	}{
-		{"job_submit.lua", 0o644, slurmagent.JobSubmitLua(o.partition)},
-		{"slurm.conf.icn", 0o644, fmt.Sprintf(`# icn places the jobs of partition %[1]s (icn slurm agent) on %[2]s.
-# job_submit.lua must sit next to slurm.conf.
-JobSubmitPlugins=lua
-# The fabric's %[3]d nodes: %[4]s and the node id, zero-padded, in the
-# fabric's order (X fastest), as icn serve --topo %[2]s numbers them. Add
-# your nodes' hardware (CPUs=, RealMemory=; NodeAddr= where host names
-# differ from these names).
-NodeName=%[5]s State=UNKNOWN
-# The partition must own its nodes: a node also in another partition
-# would run that partition's jobs on nodes icn gives to its own (the
-# agent refuses to start).
-PartitionName=%[1]s Nodes=%[5]s Default=NO State=UP MaxTime=INFINITE
-# Nodes drained by icn carry a reason starting with "icn:"; resume them
-# with scontrol update NodeName=... State=RESUME after icn fabric repair-node.
-`, o.partition, g.Name(), n, o.prefix, hl)},
-		{"icn-slurm-agent.env", 0o600, fmt.Sprintf(`# icn slurm agent's environment (read by icn-slurm-agent.service)
-ICN_SERVER=%s
-ICN_TOKEN_FILE=%s
-`, o.server, o.tokenFile)},
-		{"icn-slurm-agent.service", 0o644, fmt.Sprintf(`[Unit]
-Description=icn slurm agent: places partition %[1]s through the fabric manager
-After=network-online.target slurmctld.service
-
-[Service]
-EnvironmentFile=%[2]s
-ExecStart=%[3]s slurm agent --partition %[1]s --nodes-prefix %[4]s --transit %[5]g --metrics-addr %[6]s
-Restart=always
-RestartSec=2
-
-[Install]
-WantedBy=multi-user.target
-`, o.partition, envPath, o.icn, o.prefix, o.transit, o.metricsAddr)},
-	}
+	files := slurmagent.InstallFiles(slurmagent.InstallConfig{Dir: dir, Partition: o.partition, Prefix: o.prefix,
+		Fabric: g.Name(), Nodes: g.NumNodes(), Server: o.server, TokenFile: o.tokenFile, ICN: o.icn,
+		Transit: o.transit, MetricsAddr: o.metricsAddr})
 	// Nothing is written while any existing file differs, unless --force.
 	var differ []string
 	for _, f := range files {
-		p := filepath.Join(dir, f.name)
+		p := filepath.Join(dir, f.Name)
 		old, err := os.ReadFile(p)
-		if err != nil || string(old) == f.data || o.force {
+		if err != nil || string(old) == f.Data || o.force {
 			continue
 		}
 		differ = append(differ, p)
-		fmt.Fprintf(w, "--- %s (existing)\n+++ %s (icn slurm install)\n%s", p, p, lineDiff(string(old), f.data))
+		fmt.Fprintf(w, "--- %s (existing)\n+++ %s (icn slurm install)\n%s", p, p, lineDiff(string(old), f.Data))
 	}
 	if len(differ) > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d file(s) in %s exist with other contents (difference above); nothing written: pass --force to overwrite", len(differ), dir)}
@@ -282,16 +237,16 @@ WantedBy=multi-user.target
 		return err
 	}
 	for _, f := range files {
-		p := filepath.Join(dir, f.name)
-		if old, err := os.ReadFile(p); err == nil && string(old) == f.data {
-			if err := os.Chmod(p, f.mode); err != nil {
+		p := filepath.Join(dir, f.Name)
+		if old, err := os.ReadFile(p); err == nil && string(old) == f.Data {
+			if err := os.Chmod(p, f.Mode); err != nil {
 				return err
 			}
 			fmt.Fprintf(w, "unchanged %s\n", p)
 			continue
 		}
-		if err := atomicfile.WriteMode(p, f.mode, func(w io.Writer) error {
-			_, err := w.Write([]byte(f.data))
+		if err := atomicfile.WriteMode(p, f.Mode, func(w io.Writer) error {
+			_, err := w.Write([]byte(f.Data))
 			return err
 		}); err != nil {
 			return err
