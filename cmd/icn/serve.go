@@ -204,46 +204,10 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 		fmt.Fprintf(w, "%s: ok (every record checked, and the stored fabric, jobs and groups rebuilt as serve does)\n", where)
 		return nil
 	}
-	if o.repairExtra < 0 {
-		return &exitError{code: 2, err: fmt.Errorf("--repair-extra %d: give 0 or more transit nodes", o.repairExtra)}
+	if err := checkServeFlags(o, etcd != nil); err != nil {
+		return err
 	}
-	if (o.tlsCert == "") != (o.tlsKey == "") {
-		return &exitError{code: 2, err: fmt.Errorf("give both --tls-cert and --tls-key, or neither")}
-	}
-	if err := checkListenAddr(o.addr); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	tls := o.tlsCert != ""
-	if !tls && !o.insecure && !loopbackAddr(o.addr) {
-		return &exitError{code: 2, err: fmt.Errorf("--addr %s is not a loopback address: the token would travel in clear text; give --tls-cert and --tls-key, or --insecure to serve plain HTTP anyway", o.addr)}
-	}
-	if (o.engine == "") != (o.lftOut == "") {
-		return &exitError{code: 2, err: fmt.Errorf("give both --engine and --lft-out, or neither")}
-	}
-	if etcd != nil && (o.lease < time.Second || o.lease%time.Second != 0) {
-		return &exitError{code: 2, err: fmt.Errorf("--lease %v: give whole seconds, at least 1s (etcd leases count seconds)", o.lease)}
-	}
-	var uni *fm.UnicastConfig
-	if o.lftHook != "" && o.lftOut == "" {
-		return &exitError{code: 2, err: fmt.Errorf("--lft-hook needs --lft-out")}
-	}
-	if o.engine != "" {
-		uni = &fm.UnicastConfig{Engine: o.engine, LFTOut: o.lftOut, Compact: o.lftCompact, KeepRepairs: o.lftKeepRepairs}
-		if hook := o.lftHook; hook != "" {
-			uni.Hook = func(ctx context.Context, path string) error {
-				cmd := exec.CommandContext(ctx, "sh", "-c", hook)
-				cmd.Env = append(os.Environ(), "ICN_LFT="+path)
-				// When ctx ends (the service closes, or the hook's
-				// minute is up) the shell is killed; a child it left
-				// holding the output must not keep the service waiting.
-				cmd.WaitDelay = 5 * time.Second
-				if out, err := cmd.CombinedOutput(); err != nil {
-					return fmt.Errorf("--lft-hook: %v: %s", err, strings.TrimSpace(string(out)))
-				}
-				return nil
-			}
-		}
-	}
+	uni := unicastConfig(o)
 	if etcd == nil {
 		if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
 			return err
@@ -254,7 +218,7 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 	if err != nil {
 		return &exitError{code: 3, err: fmt.Errorf("--addr %s: %v", o.addr, err)}
 	}
-	base := serviceURL(ln.Addr(), tls)
+	base := serviceURL(ln.Addr(), o.tlsCert != "")
 	url := strings.TrimRight(base, "/")
 	if o.advertise != "" {
 		url = strings.TrimRight(o.advertise, "/")
@@ -276,11 +240,75 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 		return storeExit(err, false)
 	}
 	defer svc.Close()
-	if etcd == nil && o.topo != "" && !o.replace && svc.Spec() != o.topo {
+	if err := printServeBanner(w, o, svc, token, tokenFile, base, where, name, db, etcd != nil); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: api.New(svc, api.Options{OpenRead: o.openRead}),
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	return serveUntilSignal(ctx, svc, srv, ln, o)
+}
+
+// checkServeFlags refuses flag values serve cannot start with (exit 2),
+// before anything is opened; etcd says whether the store is etcd.
+func checkServeFlags(o serveOptions, etcd bool) error {
+	if o.repairExtra < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--repair-extra %d: give 0 or more transit nodes", o.repairExtra)}
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return &exitError{code: 2, err: fmt.Errorf("give both --tls-cert and --tls-key, or neither")}
+	}
+	if err := checkListenAddr(o.addr); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	tls := o.tlsCert != ""
+	if !tls && !o.insecure && !loopbackAddr(o.addr) {
+		return &exitError{code: 2, err: fmt.Errorf("--addr %s is not a loopback address: the token would travel in clear text; give --tls-cert and --tls-key, or --insecure to serve plain HTTP anyway", o.addr)}
+	}
+	if (o.engine == "") != (o.lftOut == "") {
+		return &exitError{code: 2, err: fmt.Errorf("give both --engine and --lft-out, or neither")}
+	}
+	if etcd && (o.lease < time.Second || o.lease%time.Second != 0) {
+		return &exitError{code: 2, err: fmt.Errorf("--lease %v: give whole seconds, at least 1s (etcd leases count seconds)", o.lease)}
+	}
+	if o.lftHook != "" && o.lftOut == "" {
+		return &exitError{code: 2, err: fmt.Errorf("--lft-hook needs --lft-out")}
+	}
+	return nil
+}
+
+// unicastConfig is the service's unicast set-up from --engine, --lft-out
+// and --lft-hook (nil without --engine).
+func unicastConfig(o serveOptions) *fm.UnicastConfig {
+	if o.engine == "" {
+		return nil
+	}
+	uni := &fm.UnicastConfig{Engine: o.engine, LFTOut: o.lftOut, Compact: o.lftCompact, KeepRepairs: o.lftKeepRepairs}
+	if hook := o.lftHook; hook != "" {
+		uni.Hook = func(ctx context.Context, path string) error {
+			cmd := exec.CommandContext(ctx, "sh", "-c", hook)
+			cmd.Env = append(os.Environ(), "ICN_LFT="+path)
+			// When ctx ends (the service closes, or the hook's
+			// minute is up) the shell is killed; a child it left
+			// holding the output must not keep the service waiting.
+			cmd.WaitDelay = 5 * time.Second
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("--lft-hook: %v: %s", err, strings.TrimSpace(string(out)))
+			}
+			return nil
+		}
+	}
+	return uni
+}
+
+// printServeBanner says where the service listens and what it holds, and
+// shows a new API token once.
+func printServeBanner(w io.Writer, o serveOptions, svc *fm.Service, token, tokenFile, base, where, name, db string, etcd bool) error {
+	if !etcd && o.topo != "" && !o.replace && svc.Spec() != o.topo {
 		fmt.Fprintf(w, "icn: note: --topo %s ignored: the database already holds fabric %s (give --replace-topo to replace it)\n", o.topo, svc.Spec())
 	}
-	fmt.Fprintf(w, "icn fabric manager on %s (%s %s, fabric %s)\n", base, map[bool]string{false: "database", true: "store"}[etcd != nil], where, svc.Spec())
-	if etcd != nil {
+	fmt.Fprintf(w, "icn fabric manager on %s (%s %s, fabric %s)\n", base, map[bool]string{false: "database", true: "store"}[etcd], where, svc.Spec())
+	if etcd {
 		fmt.Fprintf(w, "instance %s of %s: leader or standby as elected (lease %v); GET /healthz says which\n", name, where, o.lease)
 	}
 	if u := svc.Unicast(); u != nil {
@@ -296,13 +324,10 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 		fmt.Fprintf(w, "API token (shown once; also in %s): %s\n", tokenFile, token)
 		fmt.Fprintf(w, "web page: %s#token=%s\n", base, token)
 		if err := svc.TokenShown(); err != nil {
-			ln.Close()
 			return err
 		}
 	}
-	srv := &http.Server{Handler: api.New(svc, api.Options{OpenRead: o.openRead}),
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
-	return serveUntilSignal(ctx, svc, srv, ln, o)
+	return nil
 }
 
 // serveUntilSignal serves until the listener fails or SIGINT/SIGTERM.
