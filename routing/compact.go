@@ -62,18 +62,9 @@ const maxRunBytes = 1 << 16
 // WriteRoutes writes the table in the compact route format.
 func (tb *Table) WriteRoutes(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	g := tb.Graph()
 	h := RoutesHeader{Dims: tb.r.t.dims, Mesh: tb.r.t.meshLetters(), Rules: tb.Rule.Kind.String(), Order: strings.Split(tb.r.order.String(), ","), Algo: tb.Algo.String(),
 		Active: len(tb.Active), Transit: len(tb.Transit), Routes: int64(tb.NumRoutes()), Stats: &tb.Stats, DeadlockFree: tb.DeadlockFree}
-	for _, l := range g.FailedLinks() {
-		h.FailedLinks = append(h.FailedLinks, g.LinkName(l))
-	}
-	for _, v := range g.FailedNodes() {
-		h.FailedNodes = append(h.FailedNodes, g.NodeName(v))
-	}
-	for _, c := range tb.Cycle {
-		h.Cycle = append(h.Cycle, g.ChannelName(c))
-	}
+	h.FailedLinks, h.FailedNodes, h.Cycle = tb.failureNames()
 	return writeRoutes(bw, h, tb.Active, tb.Transit, func(a, b int, dirs []Dir) []Dir {
 		return tb.AppendDirs(pairIndex(len(tb.Active), a, b), dirs)
 	})

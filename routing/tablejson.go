@@ -40,16 +40,24 @@ func (tb *Table) jsonHeader() (*TableJSON, func(v int) []int) {
 	if len(tb.Transit) > 0 {
 		tf.Transit = list(tb.Transit)
 	}
+	tf.FailedLinks, tf.FailedNodes, tf.Cycle = tb.failureNames()
+	return tf, coord
+}
+
+// failureNames names the network's failed links and nodes and the
+// table's dependency cycle (if any), as the table files write them.
+func (tb *Table) failureNames() (links, nodes, cycle []string) {
+	g := tb.Graph()
 	for _, l := range g.FailedLinks() {
-		tf.FailedLinks = append(tf.FailedLinks, g.LinkName(l))
+		links = append(links, g.LinkName(l))
 	}
 	for _, v := range g.FailedNodes() {
-		tf.FailedNodes = append(tf.FailedNodes, g.NodeName(v))
+		nodes = append(nodes, g.NodeName(v))
 	}
 	for _, c := range tb.Cycle {
-		tf.Cycle = append(tf.Cycle, g.ChannelName(c))
+		cycle = append(cycle, g.ChannelName(c))
 	}
-	return tf, coord
+	return links, nodes, cycle
 }
 
 // JSON returns the table in the TableJSON format, routes included,

@@ -89,22 +89,7 @@ func TestReplayModelVsSlurm(t *testing.T) {
 		model[name] = r
 	}
 
-	_, srvURL, tok, names := startTorus(t)
-	c := startCluster(t, names, nil)
-	machine := map[string]replayResult{}
-	for _, part := range []string{"plain", "torus"} {
-		ctx, cancel := context.WithCancel(context.Background())
-		if part == "torus" {
-			// The partitions share their nodes but run one at a time.
-			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6, AllowSharedNodes: true}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			go a.Run(ctx, 100*time.Millisecond)
-		}
-		machine[part] = replay(t, c, part, stream, scale)
-		cancel()
-	}
+	machine := replayBoth(t, stream, scale)
 	row := func(name string, r replayResult) {
 		t.Logf("%-28s utilization %5.1f %%  mean relative wait %6.2f  mean wait %7.0f s  jobs %d", name, 100*r.util, r.tmean, r.wait, r.done)
 	}
@@ -121,6 +106,29 @@ func TestReplayModelVsSlurm(t *testing.T) {
 // replay submits the stream's jobs to a partition at their submit times
 // (scale trace seconds per real second), each sleeping its run time, and
 // measures when each starts and ends by polling squeue.
+// replayBoth replays the stream on a 32-node torus cluster through
+// Slurm's own placement (partition plain) and then through icn (torus,
+// its agent running); the partitions share their nodes but run one at a
+// time.
+func replayBoth(t *testing.T, stream *sched.Stream, scale float64) map[string]replayResult {
+	_, srvURL, tok, names := startTorus(t)
+	c := startCluster(t, names, nil)
+	machine := map[string]replayResult{}
+	for _, part := range []string{"plain", "torus"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		if part == "torus" {
+			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6, AllowSharedNodes: true}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go a.Run(ctx, 100*time.Millisecond)
+		}
+		machine[part] = replay(t, c, part, stream, scale)
+		cancel()
+	}
+	return machine
+}
+
 func replay(t *testing.T, c *cluster, part string, stream *sched.Stream, scale float64) replayResult {
 	t.Helper()
 	ctx := context.Background()
@@ -273,21 +281,7 @@ func TestReplayHPC2N(t *testing.T) {
 	t.Logf("%d jobs over %.0f trace s, median run time %.0f s, compressed %g× (%.0f s of wall time per partition)",
 		len(stream.Jobs), stream.Jobs[len(stream.Jobs)-1].Submit, runs[len(runs)/2], scale, stream.Jobs[len(stream.Jobs)-1].Submit/scale)
 
-	_, srvURL, tok, names := startTorus(t)
-	c := startCluster(t, names, nil)
-	machine := map[string]replayResult{}
-	for _, part := range []string{"plain", "torus"} {
-		ctx, cancel := context.WithCancel(context.Background())
-		if part == "torus" {
-			a, err := New(ctx, Config{Partition: "torus", Window: 8, Transit: 0.6, AllowSharedNodes: true}, CLI{Conf: c.conf}, &Client{C: client.New(srvURL, tok)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			go a.Run(ctx, 100*time.Millisecond)
-		}
-		machine[part] = replay(t, c, part, stream, scale)
-		cancel()
-	}
+	machine := replayBoth(t, stream, scale)
 	// Each job's launch delay on each machine row: the time it held its
 	// nodes beyond its run time.
 	delayed := func(r replayResult) (*sched.Stream, float64) {

@@ -111,19 +111,26 @@ func (t *Tables) dumpSize(tails [][]byte) int64 {
 			if p == noPort {
 				continue
 			}
-			entry := 10 // "0xLLLL PPP"
-			if lid > 0xffff {
-				entry = 2 + len(strconv.FormatInt(int64(lid), 16)) + 4
-			}
-			tail := 1
-			if tails != nil {
-				tail = len(tails[lid])
-			}
-			n += int64(entry + tail)
+			n += dumpEntrySize(lid, tails)
 		}
 		n += int64(len(strconv.Itoa(maxLID)) + len(" lids dumped\n"))
 	}
 	return n
+}
+
+// dumpEntrySize is the bytes of one entry of a switch's table in the
+// dump: "0xLLLL PPP" and its tail (a newline, or with tails the comment
+// and newline of the LID).
+func dumpEntrySize(lid int, tails [][]byte) int64 {
+	entry := 10
+	if lid > 0xffff {
+		entry = 2 + len(strconv.FormatInt(int64(lid), 16)) + 4
+	}
+	tail := 1
+	if tails != nil {
+		tail = len(tails[lid])
+	}
+	return int64(entry + tail)
 }
 
 // DumpSizeBound is the size of the dump (compact: WriteCompactDump's) of
@@ -148,15 +155,7 @@ func (f *Fabric) DumpSizeBound(engine string, compact bool) int64 {
 		if sw, term := f.Owner(lid); sw < 0 && term < 0 {
 			continue
 		}
-		entry := 10
-		if lid > 0xffff {
-			entry = 2 + len(strconv.FormatInt(int64(lid), 16)) + 4
-		}
-		tail := 1
-		if tails != nil {
-			tail = len(tails[lid])
-		}
-		rows += int64(entry + tail)
+		rows += dumpEntrySize(lid, tails)
 	}
 	for s := range f.switches {
 		v := f.Switch(s)
