@@ -401,9 +401,18 @@ func TestWebPageDrawsEveryFabric(t *testing.T) {
 				return
 			}
 			// Select the group: its root and members get marked.
-			if err := chromedp.Do(tctx, chromedp.WaitVisible(`#groups tbody tr`),
-				chromedp.Evaluate[chromedp.Void](`document.querySelector('#groups tbody tr').click()`), chromedp.WaitVisible(`circle.mc-root`)); err != nil {
-				t.Fatal(err)
+			// The lists and the drawing are made anew on every refresh:
+			// the condition is checked inside the page (a node found by
+			// a WaitVisible can be replaced before its box is read, over
+			// and over on a busy machine), and the row is clicked only
+			// while no group is selected (a click toggles).
+			if err := chromedp.Do(tctx, chromedp.Poll[chromedp.Void](`(() => {
+				const tr = document.querySelector('#groups tbody tr');
+				if (!tr) return false;
+				if (selectedGroup === "") tr.click();
+				return !!document.querySelector('circle.mc-root');
+			})()`, chromedp.WithPollingInterval(200*time.Millisecond))); err != nil {
+				t.Fatalf("group not selected or its root not marked: %v", err)
 			}
 			samePageFabric()
 			drawn := num(`document.querySelectorAll('[data-link]').length`)
