@@ -1,5 +1,7 @@
 package sched
 
+import "math"
+
 // startAccasim makes one scheduling pass by accasim's EASYBackfilling
 // rule (RuleAccasim), the rule of that simulator's EASYBackfilling class
 // with its first-fit allocator:
@@ -78,10 +80,14 @@ func (s *simulation) waitingForRetry() bool {
 
 // plannedTime is the run time the scheduler plans a job with: its
 // requested time, or under RuleAccasim the trace's requested time even
-// when the job runs longer.
+// when the job runs longer; with a start delay, at least the delay and
+// the run time (the time the job holds its nodes).
 func (s *simulation) plannedTime(j Job) float64 {
 	if s.cfg.Policy.accasim() && j.TraceRequested > 0 {
 		return j.TraceRequested
+	}
+	if d := s.startDelay(j); d > 0 {
+		return math.Max(j.Requested, d+j.Runtime)
 	}
 	return j.Requested
 }

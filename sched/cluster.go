@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -31,6 +32,11 @@ type Policy struct {
 	Window   int    `json:"window"`
 	Backfill bool   `json:"easy_backfill"`
 	Rule     string `json:"backfill_rule,omitempty"`
+	// Interval, when positive, makes scheduling passes happen only at
+	// multiples of it (trace seconds), as a scheduler that wakes
+	// periodically does (icn's Slurm agent every round); 0: a pass at
+	// every arrival and end.
+	Interval float64 `json:"pass_interval,omitempty"`
 }
 
 // Backfilling rules (Policy.Rule).
@@ -47,6 +53,12 @@ func (p Policy) accasim() bool { return p.Backfill && p.Rule == RuleAccasim }
 func (p Policy) check() error {
 	if p.Window < 1 {
 		return fmt.Errorf("window must be at least 1, got %d", p.Window)
+	}
+	if p.Interval < 0 || math.IsNaN(p.Interval) || math.IsInf(p.Interval, 0) {
+		return fmt.Errorf("pass interval must be a finite number ≥ 0, got %g", p.Interval)
+	}
+	if p.Interval > 0 && p.accasim() {
+		return fmt.Errorf("backfilling rule %s schedules its own retries and takes no pass interval", RuleAccasim)
 	}
 	switch p.Rule {
 	case "", RuleEASY:
@@ -89,6 +101,12 @@ type Config struct {
 	// Progress, if set, is called each time a job starts or is skipped,
 	// with the count so far and the number of jobs.
 	Progress func(done, total int)
+	// StartDelay, if set, gives each job's launch delay (trace seconds):
+	// the job gets its nodes when it is placed (its start, as Slurm's
+	// squeue shows RUNNING), its run begins the delay later, and it holds
+	// the nodes until start + delay + run time. Waits count to the start;
+	// utilization counts run time only.
+	StartDelay func(j Job) float64
 	// onReserve, if set, sees every EASY reservation (tests).
 	onReserve func(job int, shadow float64)
 }

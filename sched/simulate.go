@@ -91,6 +91,10 @@ func Simulate(cfg Config, stream *Stream) (*Report, error) {
 		if err := s.admitArrivals(); err != nil {
 			return nil, err
 		}
+		if !s.passDue() {
+			s.advance()
+			continue
+		}
 		if err := s.schedulePass(); err != nil {
 			return nil, err
 		}
@@ -269,10 +273,10 @@ func (s *simulation) startEASY() (bool, error) {
 			continue
 		}
 		var avoid []int
-		if s.t+j.Requested > r.shadow && window {
+		if s.t+s.plannedTime(j) > r.shadow && window {
 			continue
 		}
-		if s.t+j.Requested > r.shadow {
+		if s.t+s.plannedTime(j) > r.shadow {
 			plan, err := s.planOf(r)
 			if err != nil {
 				return false, err
@@ -473,7 +477,8 @@ func (s *simulation) tryStart(qi int, avoid []int) (bool, error) {
 	}
 	s.everOK[j.Nodes] = true // placed on a busier machine, so on the empty one
 	rec := &s.recs[ji]
-	rec.Start, rec.End = s.t, s.t+j.Runtime
+	delay := s.startDelay(j)
+	rec.Start, rec.End = s.t, s.t+delay+j.Runtime
 	rec.Active = p.Active
 	rec.nodeIDs = p.Nodes
 	heap.Push(&s.run, running{end: rec.End, reqEnd: s.t + s.plannedTime(j), index: ji})
@@ -504,6 +509,9 @@ func (s *simulation) advance() {
 	if len(s.run) > 0 {
 		nt = math.Min(nt, s.run.peekEnd())
 	}
+	if len(s.queue) > 0 && s.cfg.Policy.Interval > 0 {
+		nt = math.Min(nt, s.nextPass())
+	}
 	if math.IsInf(nt, 1) && s.waitingForRetry() {
 		// Nothing runs and nothing arrives: the blocked head waits for
 		// its retry time (accasim steps its clock up to it).
@@ -522,6 +530,37 @@ func (s *simulation) advance() {
 			s.resv.stale = true
 		}
 	}
+}
+
+// passDue reports whether a scheduling pass happens now: at every event,
+// or with a pass interval only at its multiples.
+func (s *simulation) passDue() bool {
+	iv := s.cfg.Policy.Interval
+	if iv <= 0 {
+		return true
+	}
+	k := math.Round(s.t / iv)
+	return math.Abs(s.t-k*iv) <= 1e-9*math.Max(1, math.Abs(s.t))
+}
+
+// nextPass is the first multiple of the pass interval after now.
+func (s *simulation) nextPass() float64 {
+	iv := s.cfg.Policy.Interval
+	k := math.Floor(s.t/iv+1e-9) + 1
+	return k * iv
+}
+
+// startDelay is job j's launch delay (Config.StartDelay), 0 without one;
+// a negative or non-finite delay counts as 0.
+func (s *simulation) startDelay(j Job) float64 {
+	if s.cfg.StartDelay == nil {
+		return 0
+	}
+	d := s.cfg.StartDelay(j)
+	if !(d > 0) || math.IsInf(d, 1) {
+		return 0
+	}
+	return d
 }
 
 // summarize computes the report's figures from the schedule.
