@@ -8,11 +8,13 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/multiring"
 	"github.com/icn-hpc/icn/sim"
 	"github.com/spf13/cobra"
 )
@@ -668,14 +670,17 @@ wait (latency minus the zero-load latency: hops + 1), and the delay seed
 F = s(1 - (1 + 1/m)/(2L)) for a slotted ring whose slots are independent
 (L the ring's mean hops, m the rings; see docs/sim.md).
 
---schedule shortest splits a route equally among the rings on which it is
-shortest; --schedule FILE reads shares from 'icn multiring capacity --json'
-(e.g. its balanced schedule).`,
+--n, --steps and --copies name the multiring as in 'icn multiring
+capacity', and --schedule computes its route schedule the same way:
+shortest splits a route equally among the rings on which it is shortest,
+balanced is the seed's load-equalising heuristic (table 2.3), optimal the
+linear program. --schedule FILE instead reads a schedule made elsewhere
+(JSON: the output of 'icn multiring capacity --json', or
+{"n","steps","shares"}); --n, --steps and --copies are then not used.`,
 		Example: `  icn sim multiring --n 16 --steps ±1,±3
   icn sim multiring --n 32 --steps ±1 --copies 4
-  icn multiring capacity --n 32 --steps ±1,±2,±3,±7 --schedule balanced --json > s.json
-  icn sim multiring --schedule s.json
-  icn sim multiring --schedule s.json --iters 0 --loads 0.5,0.8 --load-base 30.5`,
+  icn sim multiring --n 32 --steps ±1,±2,±3,±7 --schedule balanced
+  icn sim multiring --n 32 --steps ±1,±2,±3,±7 --schedule balanced --iters 0 --loads 0.5,0.8 --load-base 30.5`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runSimMultiring(c.Context(), o, stdout(c))
@@ -683,9 +688,9 @@ shortest; --schedule FILE reads shares from 'icn multiring capacity --json'
 	}
 	o.out.register(c)
 	c.Flags().IntVar(&o.n, "n", 16, "number of nodes N")
-	c.Flags().StringVar(&o.steps, "steps", "±1,±3", "ring steps: ±s for a duplex ring, s for a simplex ring")
-	c.Flags().IntVar(&o.copies, "copies", 1, "identical copies of every ring")
-	c.Flags().StringVar(&o.schedule, "schedule", "shortest", "route schedule: shortest, or a FILE from 'icn multiring capacity --json'")
+	c.Flags().StringVar(&o.steps, "steps", "±1,±3", stepsUsage)
+	c.Flags().IntVar(&o.copies, "copies", 1, copiesUsage)
+	c.Flags().StringVar(&o.schedule, "schedule", multiring.Shortest, "route schedule: "+scheduleKindsUsage+", or a JSON FILE (see above)")
 	c.Flags().IntVar(&o.cycles, "cycles", 40000, "slot times per load point")
 	c.Flags().IntVar(&o.iters, "iters", 14, "bisection rounds for the effective capacity (0: skip it)")
 	c.Flags().StringVar(&o.loads, "loads", "0.1:0.9:0.1", "latency table loads as fractions of --load-base: X1,X2,… or FROM:TO:STEP ('none': no table)")
@@ -724,17 +729,16 @@ func runSimMultiring(_ context.Context, o simMultiringOptions, w io.Writer) erro
 	if err != nil {
 		return err
 	}
-	an, _ := s.Analytic()
-	res := simMultiringResult{RingCapacityResult: sim.RingCapacityResult{N: s.N, Steps: s.Steps, Schedule: s.Name, Analytic: an},
-		LoadBase: o.loadBase, Model: s.DelayModel(), Latency: []sim.RingDelayPoint{}}
+	res := simMultiringResult{RingCapacityResult: sim.NewRingCapacityResult(s),
+		LoadBase: o.loadBase, Model: sim.NewRingDelayModel(s), Latency: []sim.RingDelayPoint{}}
 	if res.LoadBase == 0 {
-		res.LoadBase = an
+		res.LoadBase = res.Analytic
 	}
 	if o.iters > 0 {
 		res.RingCapacityResult = sim.RingCapacity(s, o.seed, o.cycles, o.iters)
 	}
 	if len(fractions) > 0 {
-		res.Latency = sim.RingLatencySweep(s, fractions, res.LoadBase, o.seed, max(o.cycles/10, 4*s.N), o.cycles, 0)
+		res.Latency = sim.RingLatencySweep(s, fractions, res.LoadBase, o.seed, max(o.cycles/10, 4*s.M.N), o.cycles, 0)
 	}
 	return o.out.print(w, res, func(w io.Writer) error { return writeSimMultiring(w, res, o.iters > 0) })
 }
@@ -778,26 +782,31 @@ func parseLoadFractions(s string) ([]float64, error) {
 	return parseSeries(s, "--loads fraction", 0, 2)
 }
 
-// ringSchedule is the route schedule --schedule names: shortest paths on
-// the --steps rings, or one read from a file.
-func ringSchedule(o simMultiringOptions) (*sim.RingSchedule, error) {
-	switch o.schedule {
-	case "shortest":
-		st, err := sim.ParseRingSteps(o.steps, o.n, o.copies)
+// ringSchedule is the route schedule --schedule names: shortest, balanced
+// or optimal on the multiring of --n, --steps and --copies, computed as
+// `icn multiring capacity` computes it, or one read from a JSON file; the
+// simulator's size limits apply to both.
+func ringSchedule(o simMultiringOptions) (*multiring.Schedule, error) {
+	var s *multiring.Schedule
+	if slices.Contains(multiring.ScheduleKinds, o.schedule) {
+		m, err := parseMultiring(o.n, o.steps, o.copies)
 		if err != nil {
 			return nil, err
 		}
-		return sim.ShortestRingSchedule(o.n, st)
-	case "balanced":
-		return nil, fmt.Errorf("--schedule balanced: compute it with 'icn multiring capacity --schedule balanced --json > FILE' and pass --schedule FILE")
+		if s, err = m.Schedule(o.schedule); err != nil {
+			return nil, err
+		}
+	} else {
+		data, err := os.ReadFile(o.schedule)
+		if err != nil {
+			return nil, fmt.Errorf("--schedule %s: want %s or a schedule FILE: %v", o.schedule, strings.Join(multiring.ScheduleKinds, ", "), err)
+		}
+		if s, err = multiring.ParseSchedule(data); err != nil {
+			return nil, fmt.Errorf("%s: %v", o.schedule, err)
+		}
 	}
-	data, err := os.ReadFile(o.schedule)
-	if err != nil {
-		return nil, fmt.Errorf("--schedule: %v", err)
-	}
-	s, err := sim.ParseRingSchedule(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", o.schedule, err)
+	if err := sim.CheckRingSize(s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
