@@ -334,7 +334,8 @@ func (c *Core) routeValiant(w *worker, cs []cand, r int, f *flit) []cand {
 		minC := c.routeMin(w, cs[:0], r, d, f)
 		qMin := c.bestQueue(minC)
 		hMin := n.cost(r, d)
-		valC := c.towardGroup(w, cs[len(minC):len(minC)], r, gi, f)
+		// After minC, which may have outgrown cs's array.
+		valC := c.towardGroup(w, minC[len(minC):], r, gi, f)
 		qVal := c.bestQueue(valC)
 		hVal := int(n.distG[r*n.groups+gi]) + n.groupCost(gi, d)
 		if qMin*hMin <= qVal*hVal {

@@ -716,3 +716,23 @@ func TestRunMessagesOrder(t *testing.T) {
 		t.Errorf("delivery times %v", res.Delivered)
 	}
 }
+
+// TestUGALParallelGlobalLinks: UGAL on a dragonfly whose groups are
+// joined by several global links (so a source switch sees several
+// minimal ports) runs and delivers everything; it used to index past
+// its scratch options and panic there.
+func TestUGALParallelGlobalLinks(t *testing.T) {
+	for _, r := range []string{RouteUGAL, RouteValiant} {
+		cfg := DefaultConfig()
+		cfg.Routing, cfg.VCs, cfg.Rate = r, 3, 0.2
+		cfg.Cycles, cfg.Warmup = cycles(2000), 500
+		n := mustNet(t, "dragonfly:a=4,p=2,h=2,g=5", cfg)
+		p, err := Run(n, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", r, err)
+		}
+		if !p.Conserved || !p.Drained || p.Packets == 0 {
+			t.Errorf("%s: conserved %v, drained %v, %d packets", r, p.Conserved, p.Drained, p.Packets)
+		}
+	}
+}
