@@ -159,7 +159,7 @@ func (f *simFlags) build(needRate bool, rate float64) (*sim.Network, sim.Config,
 		}
 	}
 	if f.trace != "" {
-		if cfg.Traffic != "trace" {
+		if !sim.UsesTrace(cfg.Traffic) {
 			return nil, cfg, fmt.Errorf("--trace needs --traffic trace")
 		}
 		fh, err := os.Open(f.trace)
@@ -253,6 +253,25 @@ func simExit(err error) error {
 	return err
 }
 
+// simChoicesHelp lists the simulator's routings and traffic patterns
+// with their descriptions, from its registries.
+func simChoicesHelp() string {
+	var b strings.Builder
+	for _, sec := range []struct {
+		title   string
+		choices []sim.Choice
+	}{{"Routings (--routing):", sim.RoutingChoices()}, {"Traffic patterns (--traffic):", sim.TrafficChoices()}} {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(sec.title + "\n")
+		for _, c := range sec.choices {
+			fmt.Fprintf(&b, "  %-10s %s\n", c.Name, c.Doc)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 // simOptions are the flags of `icn sim`.
 type simOptions struct {
 	sim     simFlags
@@ -274,7 +293,9 @@ switching, dateline or bubble flow control on torus rings. Each load point
 runs a warm-up until latency and throughput settle, a measurement window
 (--cycles) and a drain until every measured packet has arrived; flit
 conservation is checked on every run and deadlocks are detected and
-reported (exit status 1). Loads are flits per node per cycle. See docs/sim.md.`,
+reported (exit status 1). Loads are flits per node per cycle. See docs/sim.md.
+
+` + simChoicesHelp(),
 		Example: `  icn sim --topo torus:8x8 --routing dor --traffic uniform --rate 0.3
   icn sim --topo torus:8x8 --rate 0.1,0.3,0.5 --json
   icn sim --topo torus:4x4x4 --routing dirbit --switching vct --fc bubble --vcs 1 --packet 4 --rate 0.2
@@ -303,7 +324,7 @@ reported (exit status 1). Loads are flits per node per cycle. See docs/sim.md.`,
 // runSim simulates the load points (or the trace), writes them to w and
 // returns exit status 1 when a point deadlocked.
 func runSim(_ context.Context, o simOptions, w io.Writer) error {
-	trace := o.sim.traffic == "trace"
+	trace := sim.UsesTrace(o.sim.traffic)
 	rs, err := simRates(o, trace)
 	if err != nil {
 		return err
@@ -486,7 +507,7 @@ also given as a fraction of the ideal channel-load bound (8/k, 4/k).`,
 // runSimSweep simulates the loads, bisects towards saturation and writes
 // the curve and the saturation point to w.
 func runSimSweep(_ context.Context, o simSweepOptions, w io.Writer) error {
-	if o.sim.traffic == "trace" {
+	if sim.UsesTrace(o.sim.traffic) {
 		return fmt.Errorf("a sweep varies the offered load; a trace fixes it (use icn sim --traffic trace)")
 	}
 	rs, err := sweepRates(o)
