@@ -10,6 +10,9 @@ import (
 // MaxN bounds the number of nodes of a multiring (route tables are N×n).
 const MaxN = 1 << 16
 
+// maxRings bounds the number of simplex rings, copies included.
+const maxRings = 4096
+
 // Multiring is a set of rings on N nodes: ring j visits
 // X_{i+1} = (X_i + Steps[j]) mod N. Steps are normalised to 1..N-1 and sorted
 // ascending, which is the seed's ring order (for N=16 {±1,±3}: 1, 3, 13=-3,
@@ -42,14 +45,14 @@ func NewCopies(n int, steps []int, copies int) (*Multiring, error) {
 	if len(steps) == 0 {
 		return nil, fmt.Errorf("no ring steps")
 	}
-	if len(steps)*copies > 4096 {
-		return nil, fmt.Errorf("%d rings: at most 4096 are supported", len(steps)*copies)
+	if len(steps)*copies > maxRings {
+		return nil, fmt.Errorf("%d rings: at most %d are supported", len(steps)*copies, maxRings)
 	}
 	norm := make([]int, 0, len(steps))
 	seen := map[int]int{}
 	unit := false
 	for _, s := range steps {
-		v := ((s % n) + n) % n
+		v := mod(s, n)
 		if v == 0 {
 			return nil, fmt.Errorf("ring step %d is 0 or a multiple of N=%d", s, n)
 		}
@@ -167,13 +170,25 @@ func FormatSteps(n int, steps []int) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-// ParseSteps reads ring steps such as "±1,±3", "+-1,+-3", "1,3,-3,-1" or
-// "1 3": "±s" (also "+-s", "+/-s") is a duplex ring, i.e. the two rings s
-// and -s; a plain or signed number is one simplex ring. The result is not
-// yet checked against N; New does that.
+// ParseSteps is icn's one reader of ring steps (`icn multiring`, `icn sim
+// multiring`, design): "±1,±3", "+-1,+-3", "+/-1;-+3", "1,3,-3,-1",
+// "1 3" or FormatSteps's "{±1,±3}". Steps are separated by commas,
+// semicolons, spaces or tabs, optionally inside one pair of braces; "±s"
+// (also "+-s", "+/-s", "-+s") is a duplex ring, i.e. the two rings s and
+// -s, listed in that order; a plain or signed number is one simplex ring.
+// The result keeps the order written and is not yet checked against N:
+// New does that, and orders the rings ascending mod N (so "±1,±3" parses
+// to [1 -1 3 -3] and becomes the rings [1 3 -3 -1] on 16 nodes). Errors
+// are one line.
 func ParseSteps(s string) ([]int, error) {
 	var out []int
-	toks := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == ';' })
+	body := strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(body, "{"); ok {
+		if body, ok = strings.CutSuffix(rest, "}"); !ok {
+			return nil, fmt.Errorf("ring steps %q: unbalanced brace", s)
+		}
+	}
+	toks := strings.FieldsFunc(body, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == ';' })
 	if len(toks) == 0 {
 		return nil, fmt.Errorf("no ring steps in %q", s)
 	}
@@ -198,7 +213,7 @@ func ParseSteps(s string) ([]int, error) {
 		} else {
 			out = append(out, v)
 		}
-		if len(out) > 4096 {
+		if len(out) > maxRings {
 			return nil, fmt.Errorf("too many ring steps")
 		}
 	}

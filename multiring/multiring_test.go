@@ -267,7 +267,7 @@ func TestFormatParseRoundTrip(t *testing.T) {
 			continue
 		}
 		s := FormatSteps(n, m.Steps)
-		m2, err := Parse(n, strings.Trim(s, "{}"))
+		m2, err := Parse(n, s)
 		if err != nil {
 			t.Fatalf("N=%d: %q does not parse back: %v", n, s, err)
 		}
@@ -277,13 +277,19 @@ func TestFormatParseRoundTrip(t *testing.T) {
 	}
 }
 
+// FuzzParseSteps: the parser never panics and its errors are one line;
+// an accepted multiring has a valid shortest schedule, and its steps
+// written by FormatSteps parse back to the same rings.
 func FuzzParseSteps(f *testing.F) {
-	for _, s := range []string{"±1,±3", "+-1,+-3", "1,3,-3,-1", "1 3", "±", "+/-7", "-+2", "99999999999999999999", "1,,2"} {
+	for _, s := range []string{"±1,±3", "+-1,+-3", "1,3,-3,-1", "1 3", "±", "+/-7", "-+2", "99999999999999999999", "1,,2", "{±1;±3}", "{1"} {
 		f.Add(16, s)
 	}
 	f.Fuzz(func(t *testing.T, n int, s string) {
 		st, err := ParseSteps(s)
 		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%q: error of more than one line: %v", s, err)
+			}
 			return
 		}
 		if n < -1000 || n > 1000 {
@@ -295,6 +301,14 @@ func FuzzParseSteps(f *testing.F) {
 		}
 		if err := m.Shortest().Check(); err != nil {
 			t.Fatal(err)
+		}
+		w := FormatSteps(n, m.Steps)
+		back, err := Parse(n, w)
+		if err != nil {
+			t.Fatalf("N=%d %q: %s does not parse back: %v", n, s, w, err)
+		}
+		if !slices.Equal(back.Steps, m.Steps) {
+			t.Fatalf("N=%d %q: rings %v written %s read back as %v", n, s, m.Steps, w, back.Steps)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
@@ -27,6 +28,9 @@ const (
 	Optimal  = "optimal"
 )
 
+// ScheduleKinds lists the kinds (*Multiring).Schedule computes.
+var ScheduleKinds = []string{Shortest, Balanced, Optimal}
+
 // Schedule builds the named schedule.
 func (m *Multiring) Schedule(kind string) (*Schedule, error) {
 	switch kind {
@@ -37,7 +41,7 @@ func (m *Multiring) Schedule(kind string) (*Schedule, error) {
 	case Optimal:
 		return m.Optimal()
 	}
-	return nil, fmt.Errorf("unknown schedule %q (want shortest, balanced or optimal)", kind)
+	return nil, fmt.Errorf("unknown schedule %q (want %s)", kind, strings.Join(ScheduleKinds, ", "))
 }
 
 // Share returns p_jr.
@@ -301,22 +305,32 @@ func (s *Schedule) SumCapacity() float64 {
 
 // Check verifies that the schedule is a distribution for every route and
 // uses only rings that can carry it.
-func (s *Schedule) Check() error {
+func (s *Schedule) Check() error { return s.check(1e-12, 1e-9) }
+
+// check is Check with every share in [-eps, 1+eps], at most eps on rings
+// that cannot carry its route, and the shares of every route summing to 1
+// within tol. Computed schedules get a little slack for rounding; a
+// schedule read from a file none on its shares (eps 0) but more on their
+// sums, whose terms were printed rounded.
+func (s *Schedule) check(eps, tol float64) error {
 	m := s.M
 	n, k := m.N, len(m.Steps)
+	if len(s.P) != k*n {
+		return fmt.Errorf("%d shares for %d rings × %d route lengths", len(s.P), k, n)
+	}
 	for r := 1; r < n; r++ {
 		sum := 0.0
 		for j := 0; j < k; j++ {
 			p := s.P[j*n+r]
-			if p < -1e-12 || p > 1+1e-12 {
+			if !(p >= -eps && p <= 1+eps) { // NaN too
 				return fmt.Errorf("share p[%s][%d]=%g outside [0,1]", m.Label(j), r, p)
 			}
-			if p > 1e-12 && m.length[j*n+r] < 0 {
+			if p > eps && m.length[j*n+r] < 0 {
 				return fmt.Errorf("route %d assigned to ring %s which cannot carry it", r, m.Label(j))
 			}
 			sum += p
 		}
-		if math.Abs(sum-1) > 1e-9 {
+		if math.Abs(sum-1) > tol {
 			return fmt.Errorf("shares of route %d sum to %g, not 1", r, sum)
 		}
 	}

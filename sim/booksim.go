@@ -40,12 +40,6 @@ var bookSimIgnored = map[string]bool{
 	"perm_seed": true,
 }
 
-// bookSimTraffic maps BookSim traffic names to icn's.
-var bookSimTraffic = map[string]string{
-	"uniform": "uniform", "transpose": "transpose", "bitcomp": "bitcomp", "bitrev": "bitrev",
-	"shuffle": "shuffle", "tornado": "tornado", "neighbor": "neighbor", "randperm": "randperm",
-}
-
 // ParseBookSim reads a BookSim2 configuration ("key = value;" statements,
 // // and /* */ comments) and translates the parts icn models: topology
 // (torus, mesh) with k and n, routing_function dim_order (or dor on a
@@ -209,7 +203,7 @@ func translateBookSim(kv map[string]string) (*BookSimFile, error) {
 	if tr == "" {
 		tr = "uniform"
 	}
-	if out.Set["traffic"] = bookSimTraffic[tr]; out.Set["traffic"] == "" {
+	if out.Set["traffic"] = trafficOfBookSim(tr); out.Set["traffic"] == "" {
 		return nil, fmt.Errorf("BookSim traffic %q is not modelled by icn", tr)
 	}
 	P := ints["packet_size"]

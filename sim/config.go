@@ -7,20 +7,18 @@ import (
 	"strings"
 )
 
-// Routing algorithm names accepted in Config.Routing.
+// Routing algorithm names accepted in Config.Routing; the registry in
+// behaviour.go (Routings, RoutingChoices) says what each one does.
 const (
-	RouteDOR      = "dor"      // dimension order X, Y, Z, … (torus, mesh, hypercube)
-	RouteDirbit   = "dirbit"   // direction order +X,+Y,…,−X,−Y,… (Angara / Blue Gene)
-	RouteAdaptive = "adaptive" // minimal adaptive with a DOR escape (Duato)
-	RouteTable    = "table"    // source routes from a routing table file
-	RouteMinhop   = "minhop"   // minimal adaptive over min-hop ports (any network)
-	RouteUpDown   = "updown"   // up*/down* (any network)
-	RouteValiant  = "valiant"  // dragonfly: via a random intermediate group
-	RouteUGAL     = "ugal"     // dragonfly: UGAL-L, minimal or Valiant per packet
+	RouteDOR      = "dor"
+	RouteDirbit   = "dirbit"
+	RouteAdaptive = "adaptive"
+	RouteTable    = "table"
+	RouteMinhop   = "minhop"
+	RouteUpDown   = "updown"
+	RouteValiant  = "valiant"
+	RouteUGAL     = "ugal"
 )
-
-// Routings lists the routing names in the order the CLI documents them.
-var Routings = []string{RouteDOR, RouteDirbit, RouteAdaptive, RouteTable, RouteMinhop, RouteUpDown, RouteValiant, RouteUGAL}
 
 // Switching modes.
 const (
@@ -164,10 +162,10 @@ type Config struct {
 	// different outputs. 0 or 1 is one input per port.
 	InputSpeedup int
 
-	Traffic     string  // see TrafficPatterns
+	Traffic     string  // see TrafficPatterns (UsesTrace: replays Trace)
 	Hotspots    []int   // hotspot nodes for "hotspot"
 	HotspotFrac float64 // share of packets sent to hotspots
-	Trace       *Trace  // for Traffic = "trace"
+	Trace       *Trace  // the trace of a traffic that UsesTrace
 	Process     string  // Bernoulli or OnOff
 	Burst       float64 // mean on-period in cycles for OnOff
 	Rate        float64 // offered load, flits per terminal per cycle, in (0, 1]

@@ -246,7 +246,7 @@ func NewCore(n *Network, cfg Config) (*Core, error) {
 	if n.cfg.TerminalLinks {
 		c.termLink = 1
 	}
-	if err := cfg.check(cfg.Traffic != "trace" && cfg.Rate != 0); err != nil {
+	if err := cfg.check(!UsesTrace(cfg.Traffic) && cfg.Rate != 0); err != nil {
 		return nil, err
 	}
 	c.setSizes(cfg.Sizes)
@@ -312,7 +312,7 @@ func (c *Core) setSizes(sizes []SizeWeight) {
 // probability (Bernoulli) or the on/off switching probabilities, for
 // synthetic traffic at a positive rate.
 func (c *Core) setInjection(cfg Config) {
-	if cfg.Traffic == "trace" || cfg.Rate <= 0 {
+	if UsesTrace(cfg.Traffic) || cfg.Rate <= 0 {
 		return
 	}
 	c.generating = true
@@ -734,48 +734,8 @@ func (c *Core) headFlit(tm *terminal, ti int, p srcPkt) flit {
 		tm.tags[tm.pid] = p.tag
 	}
 	tm.pid++
-	switch n.kind {
-	case rkDOR, rkDirbit, rkAdaptive:
-		// Direction bits: the shorter way round each ring; ties broken
-		// at random per packet so both directions carry half.
-		s, d := int(n.switchOf[tm.node]), int(n.switchOf[p.dst])
-		nd := n.nd
-		for i := 0; i < nd; i++ {
-			a, b := int(n.coord[s*nd+i]), int(n.coord[d*nd+i])
-			if a == b {
-				continue
-			}
-			if !n.wrap[i] {
-				if b < a {
-					f.dirs |= 1 << uint(i)
-				}
-				continue
-			}
-			k := n.dims[i]
-			delta := (b - a + k) % k
-			if 2*delta > k || (2*delta == k && tm.rng.IntN(2) == 1) {
-				f.dirs |= 1 << uint(i)
-			}
-		}
-	case rkTable:
-		a := len(n.tab.active)
-		if di := n.termOf[p.dst]; int(di) != ti {
-			f.route = n.tab.route[ti*a+int(di)]
-		}
-	case rkValiant, rkUGAL:
-		sg, dg := n.group[tm.node], n.group[p.dst]
-		if sg != dg {
-			// A random group other than the source's and the destination's.
-			gi := tm.rng.IntN(n.groups - 2)
-			lo, hi := int(min(sg, dg)), int(max(sg, dg))
-			if gi >= lo {
-				gi++
-			}
-			if gi >= hi {
-				gi++
-			}
-			f.route = int32(gi)
-		}
+	if n.algo.source != nil {
+		f.dirs, f.route = n.algo.source(n, tm, ti, p.dst)
 	}
 	return f
 }

@@ -10,17 +10,6 @@ import (
 )
 
 const (
-	rkDOR = iota
-	rkDirbit
-	rkAdaptive
-	rkTable
-	rkMinhop
-	rkUpDown
-	rkValiant
-	rkUGAL
-)
-
-const (
 	fcNone = iota
 	fcDateline
 	fcBubble
@@ -51,7 +40,8 @@ const maxPorts = 64
 type Network struct {
 	g         *topology.Graph
 	cfg       Config
-	kind      int
+	algo      *routingAlgo    // the routing's behaviour (registry entry)
+	traffic   *trafficPattern // the traffic's behaviour (registry entry)
 	fc        int
 	dateline  int // dlBookSim or dlAhead
 	sw        int
@@ -122,13 +112,14 @@ func (n *Network) Config() Config { return n.cfg }
 // traces, and builds the traffic pattern. needRate is false for runs that
 // inject only explicit messages (traces, collectives).
 func NewNetwork(g *topology.Graph, cfg Config, needRate bool) (*Network, error) {
-	if cfg.Traffic == "trace" {
+	tr := trafficByName(cfg.Traffic) // nil: refused once the terminals are known
+	if tr != nil && tr.replay {
 		needRate = false
 	}
 	if err := cfg.check(needRate); err != nil {
 		return nil, err
 	}
-	n := &Network{g: g, cfg: cfg, V: cfg.VCs, maxP: cfg.MaxPacket(), classes: 1}
+	n := &Network{g: g, cfg: cfg, traffic: tr, V: cfg.VCs, maxP: cfg.MaxPacket(), classes: 1}
 	if err := n.setModes(); err != nil {
 		return nil, err
 	}
@@ -141,7 +132,7 @@ func NewNetwork(g *topology.Graph, cfg Config, needRate bool) (*Network, error) 
 	if err := n.buildRouting(); err != nil {
 		return nil, err
 	}
-	n.oblivious = n.kind == rkDOR || n.kind == rkDirbit || n.kind == rkTable
+	n.oblivious = !n.algo.adaptive
 	if err := n.checkDeadlockFreedom(); err != nil {
 		if !cfg.Force {
 			return nil, err
@@ -149,12 +140,12 @@ func NewNetwork(g *topology.Graph, cfg Config, needRate bool) (*Network, error) 
 		n.warnings = append(n.warnings, "forced: "+err.Error())
 	}
 	subset := n.tab != nil
-	pat, err := buildPattern(&n.cfg, n.terms, g, subset)
+	pat, err := buildPattern(tr, &n.cfg, n.terms, g, subset)
 	if err != nil {
 		return nil, err
 	}
 	n.pat = pat
-	if cfg.Traffic == "trace" {
+	if tr.replay {
 		if err := n.bindTrace(); err != nil {
 			return nil, err
 		}
@@ -162,9 +153,9 @@ func NewNetwork(g *topology.Graph, cfg Config, needRate bool) (*Network, error) 
 	return n, nil
 }
 
-// setModes translates the configuration's dateline rule, switching and
-// routing names into the network's modes, and checks that a routing table
-// is given exactly when table routing is asked for.
+// setModes translates the configuration's dateline rule and switching
+// into the network's modes, resolves its routing in the registry, and
+// checks that a routing table is given exactly when the routing takes one.
 func (n *Network) setModes() error {
 	cfg := &n.cfg
 	if cfg.Dateline == DatelineAhead {
@@ -178,31 +169,16 @@ func (n *Network) setModes() error {
 	case SAF:
 		n.sw = swSAF
 	}
-	switch cfg.Routing {
-	case RouteDOR:
-		n.kind = rkDOR
-	case RouteDirbit:
-		n.kind = rkDirbit
-	case RouteAdaptive:
-		n.kind = rkAdaptive
-	case RouteTable:
-		n.kind = rkTable
-	case RouteMinhop:
-		n.kind = rkMinhop
-	case RouteUpDown:
-		n.kind = rkUpDown
-	case RouteValiant:
-		n.kind = rkValiant
-	case RouteUGAL:
-		n.kind = rkUGAL
-	default:
-		return fmt.Errorf("unknown routing %q (want %s)", cfg.Routing, strings.Join(Routings, ", "))
+	algo, err := routingByName(cfg.Routing)
+	if err != nil {
+		return err
 	}
-	if cfg.Routing == RouteTable && cfg.Table == nil {
-		return fmt.Errorf("routing table needs a table file (--table FILE)")
+	n.algo = algo
+	if algo.table && cfg.Table == nil {
+		return fmt.Errorf("routing %s needs a table file (--table FILE)", algo.name)
 	}
-	if cfg.Routing != RouteTable && cfg.Table != nil {
-		return fmt.Errorf("--table is only used with --routing table")
+	if !algo.table && cfg.Table != nil {
+		return fmt.Errorf("--table is only used with --routing %s", RouteTable)
 	}
 	return nil
 }
@@ -305,13 +281,15 @@ func (n *Network) deg(v int) int {
 	return d
 }
 
+// buildRouting prepares the routing: coordinates and ring flow control
+// for the coordinate routings, then the routing's own build and its VC
+// classes.
 func (n *Network) buildRouting() error {
-	g := n.g
 	cfg := &n.cfg
 	if cfg.FlowControl == "" {
 		cfg.FlowControl = Dateline
 	}
-	if n.kind == rkDOR || n.kind == rkDirbit || n.kind == rkAdaptive || n.kind == rkTable {
+	if n.algo.coords {
 		if err := n.buildCoords(); err != nil {
 			return err
 		}
@@ -319,15 +297,20 @@ func (n *Network) buildRouting() error {
 	} else if cfg.FlowControl == Bubble {
 		return fmt.Errorf("bubble flow control applies to torus rings; routing %s does not use it", cfg.Routing)
 	}
-	switch n.kind {
-	case rkDOR, rkDirbit, rkAdaptive:
-		if g.HasFaults() {
-			return fmt.Errorf("routing %s cannot avoid failed links or nodes; use --routing table (with a table that avoids them), minhop or updown", cfg.Routing)
-		}
-	case rkTable:
-		return n.bindTable()
-	case rkMinhop, rkUpDown, rkValiant, rkUGAL:
-		return n.buildHopRouting()
+	if err := n.algo.build(n); err != nil {
+		return err
+	}
+	if n.algo.classes != nil {
+		n.classes = n.algo.classes(n)
+	}
+	return nil
+}
+
+// refuseFaults is the build of the coordinate routings that cannot avoid
+// failed links or nodes.
+func refuseFaults(n *Network) error {
+	if n.g.HasFaults() {
+		return fmt.Errorf("routing %s cannot avoid failed links or nodes; use --routing table (with a table that avoids them), minhop or updown", n.cfg.Routing)
 	}
 	return nil
 }
@@ -380,9 +363,60 @@ func (n *Network) bindTable() error {
 	return nil
 }
 
-// buildHopRouting prepares the hop-count routings (minhop, updown, valiant,
-// UGAL): forwarding nodes, the hop-count matrix, the up*/down* tables,
-// dragonfly groups and the VC classes they need.
+// buildMinhop prepares minimal adaptive routing: the hop counts and the
+// dragonfly groups, if any.
+func buildMinhop(n *Network) error {
+	if err := n.buildHopRouting(); err != nil {
+		return err
+	}
+	n.buildGroups()
+	return nil
+}
+
+// minhopClasses: one VC class per global hop on a dragonfly (local,
+// global, local: 2), else one.
+func minhopClasses(n *Network) int {
+	if n.groups > 1 {
+		return 2
+	}
+	return 1
+}
+
+// buildUpDown prepares up*/down* routing: the hop counts and the
+// up*/down* distance tables.
+func buildUpDown(n *Network) error {
+	if err := n.buildHopRouting(); err != nil {
+		return err
+	}
+	ud, err := newUpDown(n)
+	if err != nil {
+		return err
+	}
+	n.ud = ud
+	n.buildGroups()
+	return nil
+}
+
+// buildDragonfly prepares Valiant and UGAL routing, which need a
+// dragonfly of at least three groups (source, intermediate, destination).
+func buildDragonfly(n *Network) error {
+	if err := n.buildHopRouting(); err != nil {
+		return err
+	}
+	n.buildGroups()
+	if n.groups < 3 {
+		return fmt.Errorf("routing %s needs a dragonfly with at least 3 groups; %s has %d", n.cfg.Routing, n.g.Name(), n.groups)
+	}
+	return nil
+}
+
+// dragonflyClasses: one VC class per global hop of a Valiant route (to
+// the intermediate group and on to the destination's: 3).
+func dragonflyClasses(*Network) int { return 3 }
+
+// buildHopRouting prepares what the hop-count routings (minhop, updown,
+// valiant, UGAL) share: forwarding nodes and the hop-count matrix, and
+// checks that the terminals are connected.
 func (n *Network) buildHopRouting() error {
 	g := n.g
 	n.forwards = make([]bool, g.NumNodes())
@@ -401,22 +435,6 @@ func (n *Network) buildHopRouting() error {
 				return fmt.Errorf("%s cannot reach %s (the network is disconnected)", g.NodeName(int(t)), g.NodeName(int(u)))
 			}
 		}
-	}
-	if n.kind == rkUpDown {
-		ud, err := newUpDown(n)
-		if err != nil {
-			return err
-		}
-		n.ud = ud
-	}
-	n.buildGroups()
-	if n.kind == rkValiant || n.kind == rkUGAL {
-		if n.groups < 3 {
-			return fmt.Errorf("routing %s needs a dragonfly with at least 3 groups; %s has %d", n.cfg.Routing, g.Name(), n.groups)
-		}
-		n.classes = 3
-	} else if n.kind == rkMinhop && n.groups > 1 {
-		n.classes = 2
 	}
 	return nil
 }
@@ -546,33 +564,47 @@ func (n *Network) cost(v, d int) int {
 // checkDeadlockFreedom returns why the configuration is not known to be
 // deadlock-free, or nil.
 func (n *Network) checkDeadlockFreedom() error {
-	V := n.V
-	name := n.cfg.Routing
-	switch n.kind {
-	case rkDOR, rkDirbit:
-		if n.fc == fcDateline && V < 2 {
-			return fmt.Errorf("%s routing on torus rings with dateline flow control needs --vcs ≥ 2 (got %d); use --fc bubble --switching vct for one VC, or --force", name, V)
-		}
-	case rkAdaptive:
-		need := 2
-		switch n.fc {
-		case fcDateline:
-			need = 3
-		}
-		if V < need {
-			return fmt.Errorf("adaptive routing needs --vcs ≥ %d here (escape VCs plus at least one adaptive VC), got %d; use --force to run anyway", need, V)
-		}
-	case rkTable:
-		return n.checkTable()
-	case rkMinhop:
-		if V < n.classes {
-			return fmt.Errorf("minhop routing on a dragonfly needs --vcs ≥ %d (one VC class per global hop), got %d", n.classes, V)
-		}
-		return n.checkMinhop()
-	case rkValiant, rkUGAL:
-		if V < 3 {
-			return fmt.Errorf("%s routing needs --vcs ≥ 3 (one VC class per global hop), got %d", name, V)
-		}
+	if n.algo.deadlock == nil {
+		return nil
+	}
+	return n.algo.deadlock(n)
+}
+
+// deadlockDimOrder: dimension- or direction-order routing on torus rings
+// with dateline flow control needs the two dateline VC classes.
+func deadlockDimOrder(n *Network) error {
+	if n.fc == fcDateline && n.V < 2 {
+		return fmt.Errorf("%s routing on torus rings with dateline flow control needs --vcs ≥ 2 (got %d); use --fc bubble --switching vct for one VC, or --force", n.cfg.Routing, n.V)
+	}
+	return nil
+}
+
+// deadlockDuato: Duato's adaptive routing needs its escape VCs (two
+// dateline classes, or one) plus at least one adaptive VC.
+func deadlockDuato(n *Network) error {
+	need := 2
+	if n.fc == fcDateline {
+		need = 3
+	}
+	if n.V < need {
+		return fmt.Errorf("%s routing needs --vcs ≥ %d here (escape VCs plus at least one adaptive VC), got %d; use --force to run anyway", n.cfg.Routing, need, n.V)
+	}
+	return nil
+}
+
+// deadlockMinhop: minimal routing needs a VC class per global hop and,
+// off fat trees and dragonflies, an acyclic channel dependency graph.
+func deadlockMinhop(n *Network) error {
+	if n.V < n.classes {
+		return fmt.Errorf("%s routing on a dragonfly needs --vcs ≥ %d (one VC class per global hop), got %d", n.cfg.Routing, n.classes, n.V)
+	}
+	return n.checkMinhop()
+}
+
+// deadlockDragonfly: Valiant and UGAL need a VC class per global hop.
+func deadlockDragonfly(n *Network) error {
+	if n.V < n.classes {
+		return fmt.Errorf("%s routing needs --vcs ≥ %d (one VC class per global hop), got %d", n.cfg.Routing, n.classes, n.V)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/icn-hpc/icn/internal/par"
+	"github.com/icn-hpc/icn/multiring"
 )
 
 // RingDelay is seed 000's formula (2.1), the delay of a packet in the
@@ -48,19 +49,21 @@ type RingDelayModel struct {
 	Trials int       `json:"trials"`
 }
 
-// DelayModel returns the per-ring shares and mean hops of the schedule
-// (routes of every length r = 1..N−1 equally likely, as in the simulator).
-func (s *RingSchedule) DelayModel() RingDelayModel {
-	m := RingDelayModel{N: s.N, Share: make([]float64, len(s.Steps)), Hops: make([]float64, len(s.Steps)), Trials: len(s.Steps)}
-	for j, st := range s.Steps {
+// NewRingDelayModel returns the per-ring shares and mean hops of the
+// schedule (routes of every length r = 1..N−1 equally likely, as in the
+// simulator), rings in the simulator's order (ringSteps).
+func NewRingDelayModel(s *multiring.Schedule) RingDelayModel {
+	n, k := s.M.N, s.M.Rings()
+	m := RingDelayModel{N: n, Share: make([]float64, k), Hops: make([]float64, k), Trials: k}
+	for j := range k {
 		tot, hops := 0.0, 0.0
-		for r := 1; r < s.N; r++ {
-			if p := s.Shares[j][r]; p > 0 {
+		for r := 1; r < n; r++ {
+			if p := s.Share(j, r); p > 0 {
 				tot += p
-				hops += p * float64(ringLength(s.N, st, r))
+				hops += p * float64(s.M.Length(j, r))
 			}
 		}
-		m.Share[j] = tot / float64(s.N-1)
+		m.Share[j] = tot / float64(n-1)
 		if tot > 0 {
 			m.Hops[j] = hops / tot
 		}
@@ -116,8 +119,8 @@ type RingDelayPoint struct {
 // and the prediction of (2.1) at each. Every point runs warmup then cycles
 // slot times with its own generator derived from seed and its index, so
 // the result does not depend on workers.
-func RingLatencySweep(s *RingSchedule, fractions []float64, base float64, seed uint64, warmup, cycles, workers int) []RingDelayPoint {
-	m := s.DelayModel()
+func RingLatencySweep(s *multiring.Schedule, fractions []float64, base float64, seed uint64, warmup, cycles, workers int) []RingDelayPoint {
+	m := NewRingDelayModel(s)
 	t0 := m.ZeroLoadLatency()
 	pts := make([]RingDelayPoint, len(fractions))
 	par.For(len(fractions), workers, func(_, i int) {

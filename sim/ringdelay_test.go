@@ -3,7 +3,24 @@ package sim
 import (
 	"math"
 	"testing"
+
+	"github.com/icn-hpc/icn/multiring"
 )
+
+// shortestRing is the shortest schedule of the multiring of n nodes with
+// the given steps, each ring copies times.
+func shortestRing(t testing.TB, n int, steps string, copies int) *multiring.Schedule {
+	t.Helper()
+	st, err := multiring.ParseSteps(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := multiring.NewCopies(n, st, copies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Shortest()
+}
 
 // TestRingDelayFormula checks (2.1) and F against values worked out by
 // hand from the formulas.
@@ -31,11 +48,8 @@ func TestRingDelayFormula(t *testing.T) {
 	// one trial per slot. At s = 1: F = 1·(1 − 1/2) = 0.5, τ = 0.5/(2 − 1).
 	// The same from the queue: p = 1/4, q = 1 − p(L−1) = 3/4,
 	// W = (1 − q)/(q − p) = 0.5.
-	one, err := ShortestRingSchedule(4, []int{1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := one.DelayModel()
+	one := shortestRing(t, 4, "1", 1)
+	m := NewRingDelayModel(one)
 	near("simplex N=4 hops", m.Hops[0], 2)
 	near("simplex N=4 zero-load latency", m.ZeroLoadLatency(), 3)
 	near("simplex N=4 wait at s=1", m.Wait(1), 0.5)
@@ -48,22 +62,15 @@ func TestRingDelayFormula(t *testing.T) {
 	// c_j = 3 and the rings' sum is the analytic C = 12/2 = 6. At s = 2,
 	// s_j = 1, m = 2: F = 1·(1 − 1.5/(8/3)) = 7/16, τ_j = (7/16)/2 = 7/32,
 	// and the multiring's wait is ½·7/32 + ½·7/32 = 7/32.
-	st, err := ParseRingSteps("±1", 4, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dup, err := ShortestRingSchedule(4, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m = dup.DelayModel()
+	dup := shortestRing(t, 4, "±1", 1)
+	m = NewRingDelayModel(dup)
 	for j := range m.Share {
 		near("duplex N=4 share", m.Share[j], 0.5)
 		near("duplex N=4 hops", m.Hops[j], 4.0/3)
 	}
 	near("duplex N=4 zero-load latency", m.ZeroLoadLatency(), 7.0/3)
 	near("duplex N=4 wait at s=2", m.Wait(2), 7.0/32)
-	if c, _ := dup.Analytic(); math.Abs(c-6) > 1e-12 {
+	if c := dup.Effective(); math.Abs(c-6) > 1e-12 {
 		t.Errorf("duplex N=4 analytic C = %g, want 6 = Σ N/L_j", c)
 	}
 }
@@ -75,45 +82,31 @@ func TestRingDelayFormula(t *testing.T) {
 // independent-slot model behind F is exact to first order in the load and
 // its error grows with it (5–7% of τ at 0.2 C in these cases).
 func TestRingDelayLowLoad(t *testing.T) {
-	dup, err := ParseRingSteps("±1,±3", 16, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	short16, err := ShortestRingSchedule(16, dup)
-	if err != nil {
-		t.Fatal(err)
-	}
+	short16 := shortestRing(t, 16, "±1,±3", 1)
 	bal16, err := BuiltinSchedule("seed-table-2.3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	four, err := ParseRingSteps("±1", 32, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gem32, err := ShortestRingSchedule(32, four)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gem32 := shortestRing(t, 32, "±1", 4)
 	cycles := 20000
 	if raceEnabled {
 		cycles = 4000 // the tolerance widens with the standard error
 	}
-	for _, s := range []*RingSchedule{short16, bal16, gem32} {
-		c, _ := s.Analytic()
-		m := s.DelayModel()
+	for _, s := range []*multiring.Schedule{short16, bal16, gem32} {
+		c := s.Effective()
+		m := NewRingDelayModel(s)
 		sd := hopSpread(s)
 		fr := []float64{0.05, 0.2}
 		pts := RingLatencySweep(s, fr, c, 7, cycles/10, cycles, 0)
 		for _, p := range pts {
 			if p.Latency21 == nil {
-				t.Fatalf("N=%d %v at %.2f C: no prediction", s.N, s.Steps, p.Fraction)
+				t.Fatalf("N=%d %v at %.2f C: no prediction", s.M.N, ringSteps(s), p.Fraction)
 			}
 			se := sd / math.Sqrt(p.Load*float64(cycles))
 			tol := 4*se + 0.1**p.Tau
 			if d := p.Latency - *p.Latency21; math.Abs(d) > tol {
 				t.Errorf("N=%d %v %s at %.2f C: simulated latency %.4f, (2.1) %.4f (zero-load %.4f + τ %.4f): off by %.4f > %.4f",
-					s.N, s.Steps, s.Name, p.Fraction, p.Latency, *p.Latency21, m.ZeroLoadLatency(), *p.Tau, d, tol)
+					s.M.N, ringSteps(s), s.Name, p.Fraction, p.Latency, *p.Latency21, m.ZeroLoadLatency(), *p.Tau, d, tol)
 			}
 		}
 	}
@@ -121,19 +114,20 @@ func TestRingDelayLowLoad(t *testing.T) {
 
 // hopSpread is the standard deviation of a packet's hop count under the
 // schedule (uniform route lengths).
-func hopSpread(s *RingSchedule) float64 {
+func hopSpread(s *multiring.Schedule) float64 {
 	var m1, m2 float64
-	for j, st := range s.Steps {
-		for r := 1; r < s.N; r++ {
-			if p := s.Shares[j][r]; p > 0 {
-				h := float64(ringLength(s.N, st, r))
+	n := s.M.N
+	for j := range s.M.Rings() {
+		for r := 1; r < n; r++ {
+			if p := s.Share(j, r); p > 0 {
+				h := float64(s.M.Length(j, r))
 				m1 += p * h
 				m2 += p * h * h
 			}
 		}
 	}
-	m1 /= float64(s.N - 1)
-	m2 /= float64(s.N - 1)
+	m1 /= float64(n - 1)
+	m2 /= float64(n - 1)
 	return math.Sqrt(m2 - m1*m1)
 }
 
@@ -143,15 +137,8 @@ func hopSpread(s *RingSchedule) float64 {
 // less often usable than slots on average, and a waiting packet waits
 // longer than the independent model says.
 func TestRingSlotTrains(t *testing.T) {
-	four, err := ParseRingSteps("±1", 32, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ShortestRingSchedule(32, four)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := s.Analytic()
+	s := shortestRing(t, 32, "±1", 4)
+	c := s.Effective()
 	for _, f := range []float64{0.5, 0.8} {
 		cycles := 20000
 		if raceEnabled {
@@ -169,8 +156,8 @@ func TestRingSlotTrains(t *testing.T) {
 // every node of every ring, the share of slots arriving at a node that it
 // could use (free, or carrying a packet for it), and that share among the
 // slots that follow an unusable one.
-func slotUsability(s *RingSchedule, load float64, warmup, cycles int) (pu, puAfterBusy float64) {
-	rc := newRingCore(s, load/float64(s.N), 11)
+func slotUsability(s *multiring.Schedule, load float64, warmup, cycles int) (pu, puAfterBusy float64) {
+	rc := newRingCore(s, load/float64(s.M.N), 11)
 	for i := 0; i < warmup; i++ {
 		rc.Tick()
 	}

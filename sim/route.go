@@ -41,23 +41,15 @@ func (c *Core) route(w *worker, r int, f *flit) []cand {
 		w.cands = cs
 		return cs
 	}
-	switch n.kind {
-	case rkDOR, rkDirbit, rkAdaptive:
-		cs = c.routeCoord(cs, r, f)
-	case rkTable:
-		cs = c.routeTable(cs, r, f)
-	case rkMinhop:
-		cs = c.routeMin(w, cs, r, int(f.dst), f)
-	case rkUpDown:
-		cs = c.routeUpDown(cs, r, f)
-	case rkValiant, rkUGAL:
-		cs = c.routeValiant(w, cs, r, f)
-	}
+	cs = n.algo.route(c, w, cs, r, f)
 	w.cands = cs
 	return cs
 }
 
-func (c *Core) routeCoord(cs []cand, r int, f *flit) []cand {
+// routeCoord routes on coordinates (dor, dirbit, adaptive): the
+// dimension- or direction-order escape hop, after the adaptive options
+// of Duato's routing.
+func routeCoord(c *Core, _ *worker, cs []cand, r int, f *flit) []cand {
 	n := c.n
 	V := int16(c.V)
 	base := n.portStart[r]
@@ -76,7 +68,7 @@ func (c *Core) routeCoord(cs []cand, r int, f *flit) []cand {
 	cr := n.coord[r*nd : r*nd+nd]
 	ct := n.coord[t*nd : t*nd+nd]
 	dim := n.escapeDim(cr, ct, f.dirs)
-	if n.kind == rkAdaptive {
+	if n.algo.duato {
 		cs = c.appendAdaptive(cs, r, cr, ct)
 	}
 	s := n.escapeSign(cr, ct, f.dirs, dim)
@@ -95,7 +87,7 @@ func (c *Core) routeCoord(cs []cand, r int, f *flit) []cand {
 // shorter way from here, since adaptive hops may take the other way round
 // a ring at a tie (ties: the packet's direction bit).
 func (n *Network) escapeSign(cr, ct []int16, dirs uint8, i int) int {
-	if n.kind != rkAdaptive {
+	if !n.algo.duato {
 		return int(dirs>>uint(i)) & 1
 	}
 	if !n.wrap[i] {
@@ -119,7 +111,7 @@ func (n *Network) escapeSign(cr, ct []int16, dirs uint8, i int) int {
 // unresolved one, or for dirbit routing the first unresolved positive one,
 // then the first negative one.
 func (n *Network) escapeDim(cr, ct []int16, dirs uint8) int {
-	if n.kind == rkDirbit {
+	if n.algo.dirOrder {
 		for pass := 0; pass < 2; pass++ {
 			for i := range cr {
 				if cr[i] != ct[i] && n.escapeSign(cr, ct, dirs, i) == pass {
@@ -186,7 +178,7 @@ func (c *Core) escapeVCs(cd *cand, f *flit, dim, s int, cr, ct []int16) {
 	n := c.n
 	code := cd.dir
 	if !n.wrap[dim] {
-		if n.kind == rkAdaptive {
+		if n.algo.duato {
 			cd.lo, cd.hi = 0, 1
 		}
 		return
@@ -194,7 +186,7 @@ func (c *Core) escapeVCs(cd *cand, f *flit, dim, s int, cr, ct []int16) {
 	switch n.fc {
 	case fcDateline:
 		cls := c.ringClass(f, code, s, int(cr[dim]), int(ct[dim]))
-		if n.kind == rkAdaptive {
+		if n.algo.duato {
 			cd.lo, cd.hi = int16(cls), int16(cls+1)
 			if c.V < 2 {
 				cd.lo, cd.hi = 0, 1
@@ -203,7 +195,7 @@ func (c *Core) escapeVCs(cd *cand, f *flit, dim, s int, cr, ct []int16) {
 			cd.lo, cd.hi = c.vcRange(cls, 2)
 		}
 	case fcBubble:
-		if n.kind == rkAdaptive {
+		if n.algo.duato {
 			cd.lo, cd.hi = 0, 1
 			cd.enter = !(f.lastDir == code && f.vc == 0)
 		} else if f.lastDir == code {
@@ -233,7 +225,7 @@ func (c *Core) ringClass(f *flit, code int8, s, cur, dst int) int {
 	if f.lastDir == code {
 		// Still on the ring: keep the class of the VC it arrived on
 		// (for adaptive routing only if that was an escape VC).
-		if c.n.kind == rkAdaptive {
+		if c.n.algo.duato {
 			if f.vc < 2 {
 				return int(f.vc)
 			}
@@ -249,7 +241,8 @@ func (c *Core) ringClass(f *flit, code int8, s, cur, dst int) int {
 	return 0
 }
 
-func (c *Core) routeTable(cs []cand, r int, f *flit) []cand {
+// routeTable takes the next step of the head's table route.
+func routeTable(c *Core, _ *worker, cs []cand, r int, f *flit) []cand {
 	n := c.n
 	bt := n.tab
 	k := int(f.route)
@@ -270,6 +263,11 @@ func (c *Core) routeTable(cs []cand, r int, f *flit) []cand {
 	return append(cs, cd)
 }
 
+// routeMinhop routes minimally to the head's destination.
+func routeMinhop(c *Core, w *worker, cs []cand, r int, f *flit) []cand {
+	return c.routeMin(w, cs, r, int(f.dst), f)
+}
+
 // routeMin lists the minimal ports towards node d (adaptive choice).
 func (c *Core) routeMin(w *worker, cs []cand, r, d int, f *flit) []cand {
 	n := c.n
@@ -285,7 +283,8 @@ func (c *Core) routeMin(w *worker, cs []cand, r, d int, f *flit) []cand {
 	return cs
 }
 
-func (c *Core) routeUpDown(cs []cand, r int, f *flit) []cand {
+// routeUpDown lists the up*/down* ports on shortest legal paths.
+func routeUpDown(c *Core, _ *worker, cs []cand, r int, f *flit) []cand {
 	n := c.n
 	ud := n.ud
 	ti := int(n.termOf[f.dst])
@@ -320,21 +319,34 @@ func (c *Core) routeUpDown(cs []cand, r int, f *flit) []cand {
 }
 
 // routeValiant routes minimally to the intermediate group, then minimally
-// to the destination; UGAL chooses at the source switch between the
-// minimal and the Valiant route by queue length × hops.
-func (c *Core) routeValiant(w *worker, cs []cand, r int, f *flit) []cand {
+// to the destination.
+func routeValiant(c *Core, w *worker, cs []cand, r int, f *flit) []cand {
+	return c.valiant(w, cs, r, f, false)
+}
+
+// routeUGAL routes as routeValiant but first chooses, at the source
+// switch, between the minimal and the Valiant route by queue length ×
+// hops (UGAL-L).
+func routeUGAL(c *Core, w *worker, cs []cand, r int, f *flit) []cand {
+	return c.valiant(w, cs, r, f, true)
+}
+
+// valiant is routeValiant, with UGAL's choice at the source switch if
+// ugal.
+func (c *Core) valiant(w *worker, cs []cand, r int, f *flit, ugal bool) []cand {
 	n := c.n
 	d := int(f.dst)
 	if f.route >= 0 && f.flags&flPhase2 == 0 && n.group[r] == f.route {
 		f.flags |= flPhase2
 	}
-	if n.kind == rkUGAL && f.route >= 0 && f.flags&flDecided == 0 && n.forwards[r] {
+	if ugal && f.route >= 0 && f.flags&flDecided == 0 && n.forwards[r] {
 		f.flags |= flDecided
 		gi := int(f.route)
 		minC := c.routeMin(w, cs[:0], r, d, f)
 		qMin := c.bestQueue(minC)
 		hMin := n.cost(r, d)
-		valC := c.towardGroup(w, cs[len(minC):len(minC)], r, gi, f)
+		// After minC, which may have outgrown cs's array.
+		valC := c.towardGroup(w, minC[len(minC):], r, gi, f)
 		qVal := c.bestQueue(valC)
 		hVal := int(n.distG[r*n.groups+gi]) + n.groupCost(gi, d)
 		if qMin*hMin <= qVal*hVal {
@@ -485,4 +497,58 @@ func (c *Core) grantVC(r, iv, ovc int, cd *cand, f *flit) {
 			f.cls++
 		}
 	}
+}
+
+// sourceDirBits returns the direction bits of a coordinate-routed packet
+// (dor, dirbit, adaptive): the shorter way round each ring, ties broken
+// at random per packet so both directions carry half.
+func sourceDirBits(n *Network, tm *terminal, _ int, dst int32) (dirs uint8, route int32) {
+	s, d := int(n.switchOf[tm.node]), int(n.switchOf[dst])
+	nd := n.nd
+	for i := 0; i < nd; i++ {
+		a, b := int(n.coord[s*nd+i]), int(n.coord[d*nd+i])
+		if a == b {
+			continue
+		}
+		if !n.wrap[i] {
+			if b < a {
+				dirs |= 1 << uint(i)
+			}
+			continue
+		}
+		k := n.dims[i]
+		delta := (b - a + k) % k
+		if 2*delta > k || (2*delta == k && tm.rng.IntN(2) == 1) {
+			dirs |= 1 << uint(i)
+		}
+	}
+	return dirs, -1
+}
+
+// sourceTable returns the packet's route in the routing table.
+func sourceTable(n *Network, _ *terminal, ti int, dst int32) (dirs uint8, route int32) {
+	a := len(n.tab.active)
+	if di := n.termOf[dst]; int(di) != ti {
+		return 0, n.tab.route[ti*a+int(di)]
+	}
+	return 0, -1
+}
+
+// sourceValiant draws the intermediate group of a packet that leaves its
+// group (Valiant, UGAL): a random group other than the source's and the
+// destination's.
+func sourceValiant(n *Network, tm *terminal, _ int, dst int32) (dirs uint8, route int32) {
+	sg, dg := n.group[tm.node], n.group[dst]
+	if sg == dg {
+		return 0, -1
+	}
+	gi := tm.rng.IntN(n.groups - 2)
+	lo, hi := int(min(sg, dg)), int(max(sg, dg))
+	if gi >= lo {
+		gi++
+	}
+	if gi >= hi {
+		gi++
+	}
+	return 0, int32(gi)
 }

@@ -408,7 +408,7 @@ func Sweep(n *Network, cfg Config, rates []float64, refine, workers int, progres
 // at most 1, the injection channel), or 0 if no closed form applies.
 func (n *Network) IdealThroughput() (float64, string) {
 	g := n.g
-	if n.cfg.Traffic != "uniform" || !g.HasCoords() || !g.Direct() || n.tab != nil {
+	if !n.traffic.uniform || !g.HasCoords() || !g.Direct() || n.tab != nil {
 		return 0, ""
 	}
 	if sh := g.Shape(); sh.Family != "torus" && sh.Family != "mesh" && sh.Family != "mixed" {
@@ -468,7 +468,7 @@ func (n *Network) IdealThroughput() (float64, string) {
 // routing is not minimal-deterministic enough for a closed form (Valiant,
 // UGAL) or the pattern is a trace.
 func (n *Network) ZeroLoad(cfg Config) (hops, latency float64, ok bool) {
-	if n.kind == rkValiant || n.kind == rkUGAL || n.pat.kind == patTrace {
+	if !n.algo.knownHops || n.traffic.replay {
 		return 0, 0, false
 	}
 	T := len(n.terms)
@@ -481,14 +481,14 @@ func (n *Network) ZeroLoad(cfg Config) (hops, latency float64, ok bool) {
 		w += wt
 	}
 	p := n.pat
-	switch p.kind {
-	case patPerm:
+	switch {
+	case p.perm != nil:
 		for s := 0; s < T; s++ {
 			add(s, int(p.perm[s]), 1)
 		}
 	default:
 		uni := 1.0
-		if p.kind == patHotspot {
+		if p.hot != nil {
 			uni = 1 - p.hotFrac
 			for s := 0; s < T; s++ {
 				for _, hd := range p.hot {

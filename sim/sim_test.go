@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/icn-hpc/icn/multiring"
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -604,69 +605,91 @@ func TestRingCapacity(t *testing.T) {
 	if raceEnabled {
 		t.Skip("long under the race detector")
 	}
-	st, err := ParseRingSteps("±1", 16, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	two, err := ShortestRingSchedule(16, st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	two := shortestRing(t, 16, "±1", 2)
 	bal, err := BuiltinSchedule("seed-table-2.3")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		s    *RingSchedule
+		s    *multiring.Schedule
 		seed float64
 	}{{two, 15}, {bal, 21.8}} {
-		an, _ := c.s.Analytic()
+		an := c.s.Effective()
 		if math.Abs(an-c.seed) > 0.05 {
 			t.Errorf("analytic %.3f, seed %.1f", an, c.seed)
 		}
 		res := RingCapacity(c.s, 1, 20000, 12)
 		if math.Abs(res.Simulated-an) > 0.03*an {
-			t.Errorf("%v: simulated %.3f, analytic %.3f", c.s.Steps, res.Simulated, an)
+			t.Errorf("%v: simulated %.3f, analytic %.3f", res.Steps, res.Simulated, an)
 		}
 	}
 }
 
-// Schedules from the multiring exchange format are checked.
+// TestRingSchedule: the simulator numbers the rings of a multiring
+// schedule as the multiring does (ascending mod N: [1 3 -3 -1] for
+// {±1,±3} on 16 nodes, whatever order the steps were written in), and
+// the shortest schedule is the seed's table 2.2.
 func TestRingSchedule(t *testing.T) {
-	st, err := ParseRingSteps("±1,±3", 16, 1)
-	if err != nil || !reflect.DeepEqual(st, []int{1, 3, -3, -1}) {
-		t.Fatalf("steps %v %v", st, err)
+	if st, _ := multiring.ParseSteps("±1,±3"); !reflect.DeepEqual(st, []int{1, -1, 3, -3}) {
+		t.Errorf("ParseSteps(±1,±3) = %v, want the order written [1 -1 3 -3]", st)
 	}
-	s, err := ShortestRingSchedule(16, st)
+	for _, steps := range []string{"±1,±3", "-1,-3,3,1", "{±3,±1}"} {
+		s := shortestRing(t, 16, steps, 1)
+		if got := ringSteps(s); !reflect.DeepEqual(got, []int{1, 3, -3, -1}) {
+			t.Errorf("%s: simulator rings %v, want [1 3 -3 -1]", steps, got)
+		}
+		if got := NewRingCapacityResult(s).Steps; !reflect.DeepEqual(got, []int{1, 3, -3, -1}) {
+			t.Errorf("%s: result steps %v, want [1 3 -3 -1]", steps, got)
+		}
+	}
+	if got := ringSteps(shortestRing(t, 32, "±1", 4)); !reflect.DeepEqual(got, []int{1, 1, 1, 1, -1, -1, -1, -1}) {
+		t.Errorf("four ±1 rings on 32 nodes: simulator rings %v, want copies next to each other", got)
+	}
+	s := shortestRing(t, 16, "±1,±3", 1)
+	// Seed table 2.2: route length 8 is split in quarters, length 4
+	// between rings 1 and -3.
+	if s.Share(0, 8) != 0.25 || s.Share(0, 4) != 0.5 || s.Share(2, 4) != 0.5 {
+		t.Errorf("shortest schedule differs from seed table 2.2: %v", s.P)
+	}
+	if an := s.Effective(); an != 20 {
+		t.Errorf("shortest {±1,±3} capacity %g, seed 20", an)
+	}
+}
+
+// TestBuiltinSchedules: the embedded schedules are the multiring
+// package's balanced schedules bit for bit (so `icn sim multiring
+// --schedule balanced` simulates what the validation does), and the
+// simulator takes them.
+func TestBuiltinSchedules(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		n     int
+		steps string
+	}{{"seed-table-2.3", 16, "±1,±3"}, {"multiring-32-balanced", 32, "±1,±2,±3,±7"}} {
+		s, err := BuiltinSchedule(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := multiring.Parse(c.n, c.steps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := m.Balanced(); !reflect.DeepEqual(s.M.Steps, b.M.Steps) || !reflect.DeepEqual(s.P, b.P) {
+			t.Errorf("%s differs from multiring's balanced schedule of %s on %d nodes", c.name, c.steps, c.n)
+		}
+		if err := CheckRingSize(s); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	if _, err := BuiltinSchedule("nope"); err == nil {
+		t.Error("unknown built-in schedule accepted")
+	}
+	big, err := multiring.Parse(MaxRingNodes+1, "±1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Seed table 2.2: route length 8 is split in quarters, length 4
-	// between rings 1 and -3.
-	if s.Shares[0][8] != 0.25 || s.Shares[0][4] != 0.5 || s.Shares[2][4] != 0.5 {
-		t.Errorf("shortest schedule differs from seed table 2.2: %v", s.Shares)
-	}
-	if an, _ := s.Analytic(); an != 20 {
-		t.Errorf("shortest {±1,±3} capacity %g, seed 20", an)
-	}
-	for _, tc := range []struct {
-		json string
-		ok   bool
-	}{
-		{`{"n":4,"steps":[1,-1],"shares":[[1,0.5,0],[0,0.5,1]]}`, true},
-		{`{"n":4,"steps":[1,-1],"table":[{"shares":[1,0.5,0]},{"shares":[0,0.5,1]}]}`, true},
-		{`{"n":4,"steps":[1,-1],"shares":[[1,0.6,0],[0,0.5,1]]}`, false},  // sum 1.1
-		{`{"n":4,"steps":[2,-1],"shares":[[1,0,0],[0,1,1]]}`, false},      // ring 2 cannot carry 1
-		{`{"n":4,"steps":[1,-1],"shares":[[1,0.5],[0,0.5,1]]}`, false},    // short row
-		{`{"n":1,"steps":[1],"shares":[[]]}`, false},                      // N too small
-		{`{"n":4,"steps":[1,-1],"table":[{"shares":[1,0.5,0]}]}`, false},  // missing row
-		{`{"n":4,"steps":[4,-1],"shares":[[1,0.5,0],[0,0.5,1]]}`, false},  // step 0 mod N
-		{`{"n":4,"steps":[1,-1],"shares":[[1,-0.5,0],[0,1.5,1]]}`, false}, // negative share
-	} {
-		_, err := ParseRingSchedule([]byte(tc.json))
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: error %v", tc.json, err)
-		}
+	if err := CheckRingSize(big.Shortest()); err == nil || !strings.Contains(err.Error(), "at most 4096") {
+		t.Errorf("N=%d: %v, want the simulator's limit", MaxRingNodes+1, err)
 	}
 }
 
@@ -691,5 +714,25 @@ func TestRunMessagesOrder(t *testing.T) {
 	// 0→3: 3 hops, 4 flits: 5 + 3·2+1+4 = 16; 3→5: +5 + 2·2+1+2; 5→1: +5+2·2+1+1
 	if res.Delivered[0] != 16 || res.Delivered[1] != 16+5+7 || res.Delivered[2] != 28+5+6 {
 		t.Errorf("delivery times %v", res.Delivered)
+	}
+}
+
+// TestUGALParallelGlobalLinks: UGAL on a dragonfly whose groups are
+// joined by several global links (so a source switch sees several
+// minimal ports) runs and delivers everything; it used to index past
+// its scratch options and panic there.
+func TestUGALParallelGlobalLinks(t *testing.T) {
+	for _, r := range []string{RouteUGAL, RouteValiant} {
+		cfg := DefaultConfig()
+		cfg.Routing, cfg.VCs, cfg.Rate = r, 3, 0.2
+		cfg.Cycles, cfg.Warmup = cycles(2000), 500
+		n := mustNet(t, "dragonfly:a=4,p=2,h=2,g=5", cfg)
+		p, err := Run(n, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", r, err)
+		}
+		if !p.Conserved || !p.Drained || p.Packets == 0 {
+			t.Errorf("%s: conserved %v, drained %v, %d packets", r, p.Conserved, p.Drained, p.Packets)
+		}
 	}
 }

@@ -13,98 +13,65 @@ import (
 	"github.com/icn-hpc/icn/topology"
 )
 
-// TrafficPatterns lists the synthetic patterns (plus "trace").
-var TrafficPatterns = []string{"uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "hotspot", "randperm", "trace"}
+// patternFunc builds a traffic pattern over a network's terminals
+// (trafficPattern.pattern); subset says the terminals are only some of
+// the nodes (a routing table's active ones), which the permutations of
+// node addresses and coordinates cannot use.
+type patternFunc func(cfg *Config, terms []int32, g *topology.Graph, subset bool) (*pattern, error)
 
-// pattern chooses destinations (terminal indices).
-type pattern struct {
-	kind    int
-	perm    []int32 // fixed destination per source (permutations)
-	hot     []int32 // hotspot terminals
-	hotFrac float64
-	n       int
-}
+// permFunc returns the destination function of a permutation pattern.
+type permFunc func(cfg *Config, terms []int32, g *topology.Graph, subset bool) (func(s int) int, error)
 
-const (
-	patUniform = iota
-	patPerm
-	patHotspot
-	patTrace
-)
-
-// dest draws the destination of a packet from source s.
-func (p *pattern) dest(s int, rng *rand.Rand) int {
-	switch p.kind {
-	case patPerm:
-		return int(p.perm[s])
-	case patHotspot:
-		if rng.Float64() < p.hotFrac {
-			return int(p.hot[rng.IntN(len(p.hot))])
-		}
-	}
-	if p.n == 1 {
-		return s
-	}
-	d := rng.IntN(p.n - 1)
-	if d >= s {
-		d++
-	}
-	return d
-}
-
-// buildPattern prepares a traffic pattern over the terminals of a network.
-// coords gives a terminal's coordinates (nil if the network has none);
-// full says whether the terminals are all nodes of a coordinate network in
-// id order, which the bit permutations require.
-func buildPattern(cfg *Config, terms []int32, g *topology.Graph, subset bool) (*pattern, error) {
-	n := len(terms)
-	p := &pattern{n: n}
-	if n == 0 {
+// buildPattern resolves the traffic pattern tr (nil: the configuration
+// names none that is registered) over the terminals of a network.
+func buildPattern(tr *trafficPattern, cfg *Config, terms []int32, g *topology.Graph, subset bool) (*pattern, error) {
+	if len(terms) == 0 {
 		return nil, fmt.Errorf("the network has no terminals")
 	}
-	switch cfg.Traffic {
-	case "uniform":
-		p.kind = patUniform
-	case "hotspot":
-		if err := p.setHotspots(cfg, terms, g); err != nil {
-			return nil, err
-		}
-	case "trace":
-		if cfg.Trace == nil {
-			return nil, fmt.Errorf("traffic trace needs a trace file (--trace)")
-		}
-		p.kind = patTrace
-	default:
-		f, err := permutationOf(cfg, terms, g, subset)
-		if err != nil {
-			return nil, err
-		}
-		p.kind = patPerm
-		p.perm = make([]int32, n)
-		for s := range p.perm {
-			p.perm[s] = int32(f(s))
-		}
+	if tr == nil {
+		return nil, unknownTraffic(cfg.Traffic)
+	}
+	return tr.pattern(cfg, terms, g, subset)
+}
+
+// uniformPattern sends every packet to a uniformly random other terminal.
+func uniformPattern(_ *Config, terms []int32, _ *topology.Graph, _ bool) (*pattern, error) {
+	return &pattern{n: len(terms)}, nil
+}
+
+// hotspotPattern sends cfg.HotspotFrac of the packets to the hotspot
+// terminals, the rest uniformly.
+func hotspotPattern(cfg *Config, terms []int32, g *topology.Graph, _ bool) (*pattern, error) {
+	p := &pattern{n: len(terms)}
+	if err := p.setHotspots(cfg, terms, g); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-// permutationOf returns the destination function of a permutation pattern:
-// a bit permutation of the terminal index, a shift along every dimension
-// (tornado, neighbor) or a random single cycle (randperm).
-func permutationOf(cfg *Config, terms []int32, g *topology.Graph, subset bool) (func(s int) int, error) {
-	n := len(terms)
-	switch cfg.Traffic {
-	case "transpose", "bitcomp", "bitrev", "shuffle":
-		return bitPermutation(cfg.Traffic, n, subset)
-	case "tornado", "neighbor":
-		if subset {
-			return nil, fmt.Errorf("traffic %s needs every node to be a terminal; the routing table makes only %d nodes active", cfg.Traffic, n)
-		}
-		return shiftPermutation(cfg.Traffic, terms, g), nil
-	case "randperm":
-		return randomCycle(cfg.Seed, n), nil
+// tracePattern is the pattern of replayed traces: no synthetic
+// destinations, but a trace to replay.
+func tracePattern(cfg *Config, terms []int32, _ *topology.Graph, _ bool) (*pattern, error) {
+	if cfg.Trace == nil {
+		return nil, fmt.Errorf("traffic trace needs a trace file (--trace)")
 	}
-	return nil, fmt.Errorf("unknown traffic %q (want %s)", cfg.Traffic, strings.Join(TrafficPatterns, ", "))
+	return &pattern{n: len(terms)}, nil
+}
+
+// permutation makes the pattern of a permutation: every source sends to
+// the one destination f gives it.
+func permutation(f permFunc) patternFunc {
+	return func(cfg *Config, terms []int32, g *topology.Graph, subset bool) (*pattern, error) {
+		d, err := f(cfg, terms, g, subset)
+		if err != nil {
+			return nil, err
+		}
+		p := &pattern{n: len(terms), perm: make([]int32, len(terms))}
+		for s := range p.perm {
+			p.perm[s] = int32(d(s))
+		}
+		return p, nil
+	}
 }
 
 // addressBits is log2 of the terminal count n for the bit-permutation
@@ -119,28 +86,41 @@ func addressBits(name string, n int, subset bool) (int, error) {
 	return bits.TrailingZeros(uint(n)), nil
 }
 
-// bitPermutation maps a terminal's b-bit address: transpose swaps its
-// halves, bitcomp complements it, bitrev reverses it, shuffle rotates it
-// left by one.
-func bitPermutation(name string, n int, subset bool) (func(s int) int, error) {
-	b, err := addressBits(name, n, subset)
-	if err != nil {
-		return nil, err
-	}
-	switch name {
-	case "transpose":
-		if b%2 != 0 {
-			return nil, fmt.Errorf("traffic transpose needs an even number of address bits (4, 16, 64, … terminals), the network has %d terminals", n)
+// bitPermutation is the permutation of a terminal's b-bit address that
+// perm returns for n = 2^b terminals.
+func bitPermutation(perm func(b, n int) (func(s int) int, error)) permFunc {
+	return func(cfg *Config, terms []int32, _ *topology.Graph, subset bool) (func(s int) int, error) {
+		b, err := addressBits(cfg.Traffic, len(terms), subset)
+		if err != nil {
+			return nil, err
 		}
-		h := b / 2
-		lo := 1<<h - 1
-		return func(s int) int { return (s>>h)&lo | (s&lo)<<h }, nil
-	case "bitcomp":
-		return func(s int) int { return ^s & (n - 1) }, nil
-	case "bitrev":
-		return func(s int) int { return int(bits.Reverse(uint(s)) >> (bits.UintSize - b)) }, nil
+		return perm(b, len(terms))
 	}
-	return func(s int) int { // shuffle
+}
+
+// transposeBits swaps the halves of a b-bit address (b even).
+func transposeBits(b, n int) (func(s int) int, error) {
+	if b%2 != 0 {
+		return nil, fmt.Errorf("traffic transpose needs an even number of address bits (4, 16, 64, … terminals), the network has %d terminals", n)
+	}
+	h := b / 2
+	lo := 1<<h - 1
+	return func(s int) int { return (s>>h)&lo | (s&lo)<<h }, nil
+}
+
+// complementBits complements a b-bit address.
+func complementBits(_, n int) (func(s int) int, error) {
+	return func(s int) int { return ^s & (n - 1) }, nil
+}
+
+// reverseBits reverses a b-bit address.
+func reverseBits(b, _ int) (func(s int) int, error) {
+	return func(s int) int { return int(bits.Reverse(uint(s)) >> (bits.UintSize - b)) }, nil
+}
+
+// shuffleBits rotates a b-bit address left by one.
+func shuffleBits(b, n int) (func(s int) int, error) {
+	return func(s int) int {
 		if b == 0 {
 			return s
 		}
@@ -148,16 +128,26 @@ func bitPermutation(name string, n int, subset bool) (func(s int) int, error) {
 	}, nil
 }
 
-// shiftPermutation sends every terminal ⌈k/2⌉-1 steps (tornado) or one step
-// (neighbor) along every dimension of size k, or along the terminal index
-// when the network has no coordinates.
-func shiftPermutation(name string, terms []int32, g *topology.Graph) func(s int) int {
-	shift := func(k int) int { // tornado: ⌈k/2⌉-1 hops; neighbor: 1
-		if name == "neighbor" {
-			return 1
+// tornadoShift is tornado's shift along a dimension of size k: ⌈k/2⌉-1.
+func tornadoShift(k int) int { return (k+1)/2 - 1 }
+
+// neighborShift is neighbor's shift along any dimension: 1.
+func neighborShift(int) int { return 1 }
+
+// shiftPermutation sends every terminal shift(k) steps along every
+// dimension of size k, or along the terminal index when the network has
+// no coordinates; it needs every node to be a terminal.
+func shiftPermutation(shift func(k int) int) permFunc {
+	return func(cfg *Config, terms []int32, g *topology.Graph, subset bool) (func(s int) int, error) {
+		if subset {
+			return nil, fmt.Errorf("traffic %s needs every node to be a terminal; the routing table makes only %d nodes active", cfg.Traffic, len(terms))
 		}
-		return (k+1)/2 - 1
+		return shiftAlong(shift, terms, g), nil
 	}
+}
+
+// shiftAlong is the destination function of shiftPermutation.
+func shiftAlong(shift func(k int) int, terms []int32, g *topology.Graph) func(s int) int {
 	n := len(terms)
 	if !g.HasCoords() {
 		return func(s int) int { return (s + shift(n)) % n }
@@ -191,6 +181,12 @@ func shiftPermutation(name string, terms []int32, g *topology.Graph) func(s int)
 	}
 }
 
+// randomPermutation is randperm's destination function: one random cycle
+// through all terminals, seeded by the configuration.
+func randomPermutation(cfg *Config, terms []int32, _ *topology.Graph, _ bool) (func(s int) int, error) {
+	return randomCycle(cfg.Seed, len(terms)), nil
+}
+
 // randomCycle is Sattolo's algorithm: one cycle through all n terminals,
 // so nobody sends to itself.
 func randomCycle(seed uint64, n int) func(s int) int {
@@ -209,7 +205,6 @@ func randomCycle(seed uint64, n int) func(s int) int {
 // setHotspots makes p the hotspot pattern: cfg.HotspotFrac of the packets
 // go to the hotspot terminals.
 func (p *pattern) setHotspots(cfg *Config, terms []int32, g *topology.Graph) error {
-	p.kind = patHotspot
 	p.hotFrac = cfg.HotspotFrac
 	if len(cfg.Hotspots) == 0 {
 		return fmt.Errorf("traffic hotspot needs hotspot nodes (--hotspot)")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/icn-hpc/icn/internal/par"
+	"github.com/icn-hpc/icn/multiring"
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -18,12 +19,12 @@ var scheduleFS embed.FS
 // (the seed's balanced schedule of {±1,±3} on 16 nodes) or
 // "multiring-32-balanced" (the balanced schedule of {±1,±2,±3,±7} on 32
 // nodes as computed by `icn multiring capacity`).
-func BuiltinSchedule(name string) (*RingSchedule, error) {
+func BuiltinSchedule(name string) (*multiring.Schedule, error) {
 	data, err := scheduleFS.ReadFile("schedules/" + name + ".json")
 	if err != nil {
 		return nil, fmt.Errorf("no built-in schedule %q", name)
 	}
-	return ParseRingSchedule(data)
+	return multiring.ParseSchedule(data)
 }
 
 // TurnCycleTable returns a routing table for the 2×2 torus under Angara
@@ -365,17 +366,18 @@ var ringCases = []ringCase{
 }
 
 func ringCheck(rc ringCase, cycles int, seed uint64) ([]Check, error) {
-	var s *RingSchedule
+	var s *multiring.Schedule
 	var err error
-	if rc.schedule == "shortest" {
-		st, err := ParseRingSteps(rc.steps, rc.n, rc.copies)
+	if rc.schedule == multiring.Shortest {
+		st, err := multiring.ParseSteps(rc.steps)
 		if err != nil {
 			return nil, err
 		}
-		s, err = ShortestRingSchedule(rc.n, st)
+		m, err := multiring.NewCopies(rc.n, st, rc.copies)
 		if err != nil {
 			return nil, err
 		}
+		s = m.Shortest()
 	} else if s, err = BuiltinSchedule(rc.schedule); err != nil {
 		return nil, err
 	}

@@ -45,9 +45,9 @@ func newMultiringCapacityCmd() *cobra.Command {
 		},
 	}
 	c.Flags().IntVar(&o.n, "n", 16, "number of nodes N")
-	c.Flags().StringVar(&o.steps, "steps", "±1,±3", "ring steps: ±s for a duplex ring, s or -s for a simplex ring (or @FILE)")
-	c.Flags().StringVar(&o.schedule, "schedule", "balanced", "route schedule: shortest, balanced (seed heuristic) or optimal (linear program)")
-	c.Flags().IntVar(&o.copies, "copies", 1, "identical copies of every ring (Gemini's four ±1 rings: --steps ±1 --copies 4)")
+	c.Flags().StringVar(&o.steps, "steps", "±1,±3", stepsUsage)
+	c.Flags().StringVar(&o.schedule, "schedule", "balanced", "route schedule: "+scheduleKindsUsage)
+	c.Flags().IntVar(&o.copies, "copies", 1, copiesUsage)
 	o.out.register(c)
 	return c
 }
@@ -55,15 +55,7 @@ func newMultiringCapacityCmd() *cobra.Command {
 // runMultiringCapacity builds the multiring, computes the chosen route
 // schedule and writes its capacity report.
 func runMultiringCapacity(_ context.Context, o multiringCapacityOptions, w io.Writer) error {
-	st, err := readArgFile(o.steps)
-	if err != nil {
-		return err
-	}
-	ss, err := multiring.ParseSteps(st)
-	if err != nil {
-		return err
-	}
-	m, err := multiring.NewCopies(o.n, ss, o.copies)
+	m, err := parseMultiring(o.n, o.steps, o.copies)
 	if err != nil {
 		return err
 	}
@@ -73,6 +65,30 @@ func runMultiringCapacity(_ context.Context, o multiringCapacityOptions, w io.Wr
 	}
 	rep := s.Report()
 	return o.out.print(w, rep, func(w io.Writer) error { return writeCapacity(w, rep) })
+}
+
+// Flag help shared by the commands that take a multiring (icn multiring
+// capacity, icn sim multiring), which read it alike (parseMultiring).
+const (
+	stepsUsage         = "ring steps: ±s (or +-s, +/-s) for a duplex ring, s or -s for a simplex ring, separated by commas, semicolons or spaces (or @FILE)"
+	copiesUsage        = "identical copies of every ring (Gemini's four ±1 rings: --steps ±1 --copies 4)"
+	scheduleKindsUsage = "shortest, balanced (seed heuristic) or optimal (linear program)"
+)
+
+// parseMultiring is the multiring of --n, --steps (or @FILE) and
+// --copies: multiring's one reader of ring steps and its constructor, so
+// every command accepts the same spellings, orders the rings alike
+// (ascending mod N) and refuses bad steps with the same one-line error.
+func parseMultiring(n int, steps string, copies int) (*multiring.Multiring, error) {
+	st, err := readArgFile(steps)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := multiring.ParseSteps(st)
+	if err != nil {
+		return nil, err
+	}
+	return multiring.NewCopies(n, ss, copies)
 }
 
 // multiringSearchOptions are the flags of icn multiring search.

@@ -8,11 +8,13 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/multiring"
 	"github.com/icn-hpc/icn/sim"
 	"github.com/spf13/cobra"
 )
@@ -157,7 +159,7 @@ func (f *simFlags) build(needRate bool, rate float64) (*sim.Network, sim.Config,
 		}
 	}
 	if f.trace != "" {
-		if cfg.Traffic != "trace" {
+		if !sim.UsesTrace(cfg.Traffic) {
 			return nil, cfg, fmt.Errorf("--trace needs --traffic trace")
 		}
 		fh, err := os.Open(f.trace)
@@ -251,6 +253,25 @@ func simExit(err error) error {
 	return err
 }
 
+// simChoicesHelp lists the simulator's routings and traffic patterns
+// with their descriptions, from its registries.
+func simChoicesHelp() string {
+	var b strings.Builder
+	for _, sec := range []struct {
+		title   string
+		choices []sim.Choice
+	}{{"Routings (--routing):", sim.RoutingChoices()}, {"Traffic patterns (--traffic):", sim.TrafficChoices()}} {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(sec.title + "\n")
+		for _, c := range sec.choices {
+			fmt.Fprintf(&b, "  %-10s %s\n", c.Name, c.Doc)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 // simOptions are the flags of `icn sim`.
 type simOptions struct {
 	sim     simFlags
@@ -272,7 +293,9 @@ switching, dateline or bubble flow control on torus rings. Each load point
 runs a warm-up until latency and throughput settle, a measurement window
 (--cycles) and a drain until every measured packet has arrived; flit
 conservation is checked on every run and deadlocks are detected and
-reported (exit status 1). Loads are flits per node per cycle. See docs/sim.md.`,
+reported (exit status 1). Loads are flits per node per cycle. See docs/sim.md.
+
+` + simChoicesHelp(),
 		Example: `  icn sim --topo torus:8x8 --routing dor --traffic uniform --rate 0.3
   icn sim --topo torus:8x8 --rate 0.1,0.3,0.5 --json
   icn sim --topo torus:4x4x4 --routing dirbit --switching vct --fc bubble --vcs 1 --packet 4 --rate 0.2
@@ -301,7 +324,7 @@ reported (exit status 1). Loads are flits per node per cycle. See docs/sim.md.`,
 // runSim simulates the load points (or the trace), writes them to w and
 // returns exit status 1 when a point deadlocked.
 func runSim(_ context.Context, o simOptions, w io.Writer) error {
-	trace := o.sim.traffic == "trace"
+	trace := sim.UsesTrace(o.sim.traffic)
 	rs, err := simRates(o, trace)
 	if err != nil {
 		return err
@@ -484,7 +507,7 @@ also given as a fraction of the ideal channel-load bound (8/k, 4/k).`,
 // runSimSweep simulates the loads, bisects towards saturation and writes
 // the curve and the saturation point to w.
 func runSimSweep(_ context.Context, o simSweepOptions, w io.Writer) error {
-	if o.sim.traffic == "trace" {
+	if sim.UsesTrace(o.sim.traffic) {
 		return fmt.Errorf("a sweep varies the offered load; a trace fixes it (use icn sim --traffic trace)")
 	}
 	rs, err := sweepRates(o)
@@ -668,14 +691,17 @@ wait (latency minus the zero-load latency: hops + 1), and the delay seed
 F = s(1 - (1 + 1/m)/(2L)) for a slotted ring whose slots are independent
 (L the ring's mean hops, m the rings; see docs/sim.md).
 
---schedule shortest splits a route equally among the rings on which it is
-shortest; --schedule FILE reads shares from 'icn multiring capacity --json'
-(e.g. its balanced schedule).`,
+--n, --steps and --copies name the multiring as in 'icn multiring
+capacity', and --schedule computes its route schedule the same way:
+shortest splits a route equally among the rings on which it is shortest,
+balanced is the seed's load-equalising heuristic (table 2.3), optimal the
+linear program. --schedule FILE instead reads a schedule made elsewhere
+(JSON: the output of 'icn multiring capacity --json', or
+{"n","steps","shares"}); --n, --steps and --copies are then not used.`,
 		Example: `  icn sim multiring --n 16 --steps ±1,±3
   icn sim multiring --n 32 --steps ±1 --copies 4
-  icn multiring capacity --n 32 --steps ±1,±2,±3,±7 --schedule balanced --json > s.json
-  icn sim multiring --schedule s.json
-  icn sim multiring --schedule s.json --iters 0 --loads 0.5,0.8 --load-base 30.5`,
+  icn sim multiring --n 32 --steps ±1,±2,±3,±7 --schedule balanced
+  icn sim multiring --n 32 --steps ±1,±2,±3,±7 --schedule balanced --iters 0 --loads 0.5,0.8 --load-base 30.5`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runSimMultiring(c.Context(), o, stdout(c))
@@ -683,9 +709,9 @@ shortest; --schedule FILE reads shares from 'icn multiring capacity --json'
 	}
 	o.out.register(c)
 	c.Flags().IntVar(&o.n, "n", 16, "number of nodes N")
-	c.Flags().StringVar(&o.steps, "steps", "±1,±3", "ring steps: ±s for a duplex ring, s for a simplex ring")
-	c.Flags().IntVar(&o.copies, "copies", 1, "identical copies of every ring")
-	c.Flags().StringVar(&o.schedule, "schedule", "shortest", "route schedule: shortest, or a FILE from 'icn multiring capacity --json'")
+	c.Flags().StringVar(&o.steps, "steps", "±1,±3", stepsUsage)
+	c.Flags().IntVar(&o.copies, "copies", 1, copiesUsage)
+	c.Flags().StringVar(&o.schedule, "schedule", multiring.Shortest, "route schedule: "+scheduleKindsUsage+", or a JSON FILE (see above)")
 	c.Flags().IntVar(&o.cycles, "cycles", 40000, "slot times per load point")
 	c.Flags().IntVar(&o.iters, "iters", 14, "bisection rounds for the effective capacity (0: skip it)")
 	c.Flags().StringVar(&o.loads, "loads", "0.1:0.9:0.1", "latency table loads as fractions of --load-base: X1,X2,… or FROM:TO:STEP ('none': no table)")
@@ -724,17 +750,16 @@ func runSimMultiring(_ context.Context, o simMultiringOptions, w io.Writer) erro
 	if err != nil {
 		return err
 	}
-	an, _ := s.Analytic()
-	res := simMultiringResult{RingCapacityResult: sim.RingCapacityResult{N: s.N, Steps: s.Steps, Schedule: s.Name, Analytic: an},
-		LoadBase: o.loadBase, Model: s.DelayModel(), Latency: []sim.RingDelayPoint{}}
+	res := simMultiringResult{RingCapacityResult: sim.NewRingCapacityResult(s),
+		LoadBase: o.loadBase, Model: sim.NewRingDelayModel(s), Latency: []sim.RingDelayPoint{}}
 	if res.LoadBase == 0 {
-		res.LoadBase = an
+		res.LoadBase = res.Analytic
 	}
 	if o.iters > 0 {
 		res.RingCapacityResult = sim.RingCapacity(s, o.seed, o.cycles, o.iters)
 	}
 	if len(fractions) > 0 {
-		res.Latency = sim.RingLatencySweep(s, fractions, res.LoadBase, o.seed, max(o.cycles/10, 4*s.N), o.cycles, 0)
+		res.Latency = sim.RingLatencySweep(s, fractions, res.LoadBase, o.seed, max(o.cycles/10, 4*s.M.N), o.cycles, 0)
 	}
 	return o.out.print(w, res, func(w io.Writer) error { return writeSimMultiring(w, res, o.iters > 0) })
 }
@@ -778,26 +803,31 @@ func parseLoadFractions(s string) ([]float64, error) {
 	return parseSeries(s, "--loads fraction", 0, 2)
 }
 
-// ringSchedule is the route schedule --schedule names: shortest paths on
-// the --steps rings, or one read from a file.
-func ringSchedule(o simMultiringOptions) (*sim.RingSchedule, error) {
-	switch o.schedule {
-	case "shortest":
-		st, err := sim.ParseRingSteps(o.steps, o.n, o.copies)
+// ringSchedule is the route schedule --schedule names: shortest, balanced
+// or optimal on the multiring of --n, --steps and --copies, computed as
+// `icn multiring capacity` computes it, or one read from a JSON file; the
+// simulator's size limits apply to both.
+func ringSchedule(o simMultiringOptions) (*multiring.Schedule, error) {
+	var s *multiring.Schedule
+	if slices.Contains(multiring.ScheduleKinds, o.schedule) {
+		m, err := parseMultiring(o.n, o.steps, o.copies)
 		if err != nil {
 			return nil, err
 		}
-		return sim.ShortestRingSchedule(o.n, st)
-	case "balanced":
-		return nil, fmt.Errorf("--schedule balanced: compute it with 'icn multiring capacity --schedule balanced --json > FILE' and pass --schedule FILE")
+		if s, err = m.Schedule(o.schedule); err != nil {
+			return nil, err
+		}
+	} else {
+		data, err := os.ReadFile(o.schedule)
+		if err != nil {
+			return nil, fmt.Errorf("--schedule %s: want %s or a schedule FILE: %v", o.schedule, strings.Join(multiring.ScheduleKinds, ", "), err)
+		}
+		if s, err = multiring.ParseSchedule(data); err != nil {
+			return nil, fmt.Errorf("%s: %v", o.schedule, err)
+		}
 	}
-	data, err := os.ReadFile(o.schedule)
-	if err != nil {
-		return nil, fmt.Errorf("--schedule: %v", err)
-	}
-	s, err := sim.ParseRingSchedule(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", o.schedule, err)
+	if err := sim.CheckRingSize(s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
