@@ -117,7 +117,7 @@ func newFabricEnginesCmd() *cobra.Command {
 	var o fabricEnginesOptions
 	c := &cobra.Command{
 		Use:   "engines",
-		Short: "List the routing engines and what each guarantees about deadlock",
+		Short: "List the routing engines: the fabrics each routes, what it takes and guarantees about deadlock, how it follows a change",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runFabricEngines(c.Context(), o, stdout(c))
