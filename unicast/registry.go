@@ -125,6 +125,9 @@ func LookupEngine(name string) (*Engine, error) {
 
 // routeAll routes all of f with e (o has its defaults and names e).
 func (e *Engine) routeAll(f *Fabric, o Options) (*Result, engineState, error) {
+	if e.route == nil {
+		return nil, engineState{}, fmt.Errorf("engine %s has no routing function (engines are made in package unicast)", e.Name)
+	}
 	res, st, err := e.route(f, o)
 	if err != nil {
 		return nil, engineState{}, err
