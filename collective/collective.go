@@ -33,8 +33,10 @@ type Topo struct {
 // MaxProcessors bounds the models (and their message plans).
 const MaxProcessors = 1 << 16
 
-// ParseTopo accepts ring:P, torus:QxQ and hypercube:D.
-func ParseTopo(spec string) (Topo, error) {
+// ParseModelTopo parses the network of the cost models, a Topo: ring:P,
+// torus:QxQ or hypercube:D. It accepts only these families, without
+// options (topology.Parse builds the graphs of any network).
+func ParseModelTopo(spec string) (Topo, error) {
 	fam, arg, ok := strings.Cut(spec, ":")
 	if !ok {
 		return Topo{}, fmt.Errorf("topology %q: want ring:P, torus:QxQ or hypercube:D", spec)

@@ -9,7 +9,7 @@ import (
 
 func topo(t testing.TB, s string) Topo {
 	t.Helper()
-	tp, err := ParseTopo(s)
+	tp, err := ParseModelTopo(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,11 +252,11 @@ func TestModelMatchesSimulation(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	for _, s := range []string{"torus:4x8", "torus:2x2x2", "mesh:4x4", "ring:1", "hypercube:0", "hypercube:x", "ring", "torus:1x1", "ring:99999999", "torus:4x4:mesh=X"} {
-		if _, err := ParseTopo(s); err == nil {
+		if _, err := ParseModelTopo(s); err == nil {
 			t.Errorf("%q accepted", s)
 		}
 	}
-	if _, err := ParseTopo("torus:4x4:mesh=X"); err == nil || !strings.Contains(err.Error(), "the models take no options") {
+	if _, err := ParseModelTopo("torus:4x4:mesh=X"); err == nil || !strings.Contains(err.Error(), "the models take no options") {
 		t.Errorf("torus with a mesh dimension: %v", err)
 	}
 	tp := topo(t, "ring:8")
@@ -279,14 +279,14 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// FuzzParseTopo: never panics; accepted topologies are consistent.
-func FuzzParseTopo(f *testing.F) {
+// FuzzParseModelTopo: never panics; accepted topologies are consistent.
+func FuzzParseModelTopo(f *testing.F) {
 	f.Add("ring:16")
 	f.Add("torus:4x4")
 	f.Add("hypercube:4")
 	f.Add("torus:4x4:mesh=Y")
 	f.Fuzz(func(t *testing.T, s string) {
-		tp, err := ParseTopo(s)
+		tp, err := ParseModelTopo(s)
 		if err != nil {
 			return
 		}

@@ -10,7 +10,7 @@ import (
 // hypercube under cut-through switching (seed 002 §3.3):
 // (ts + m·tw + th)·log p, one step per hypercube dimension.
 func Example() {
-	t, err := collective.ParseTopo("hypercube:6")
+	t, err := collective.ParseModelTopo("hypercube:6")
 	if err != nil {
 		panic(err)
 	}

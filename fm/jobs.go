@@ -2,7 +2,6 @@ package fm
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -1047,7 +1046,7 @@ type linkCounter struct {
 }
 
 // count returns what table tb puts on the links: counted from its stored
-// routes (tablebin.go) when given, else from its steps.
+// routes (store.EncodeRoutes) when given, else from its steps.
 func (lc *linkCounter) count(ld *linkDirs, tb *routing.TableJSON, routes []byte) jobLinks {
 	if len(lc.n) < ld.links {
 		lc.n = make([]int32, ld.links)
@@ -1077,12 +1076,13 @@ func (lc *linkCounter) add(l int) {
 	lc.n[l]++
 }
 
-// countStored counts the routes of a table stored as b (tablebin.go) that
-// cross each link, walking the stored runs of steps from each route's
-// source among active (the table's active nodes): on a plain torus a run
-// of k steps adds one to a stretch of k links of one ring, two entries of
-// lc.diff, summed along the ring at the end; else step by step. It counts
-// what walk counts for the decoded table (and stops at damaged data).
+// countStored counts the routes of a table stored as b (store.EncodeRoutes,
+// read with store.EachRoute) that cross each link, walking the stored runs
+// of steps from each route's source among active (the table's active
+// nodes): on a plain torus a run of k steps adds one to a stretch of k
+// links of one ring, two entries of lc.diff, summed along the ring at the
+// end; else step by step. It counts what walk counts for the decoded table
+// (and stops at damaged data).
 func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
 	const none = -1
 	nd := len(ld.dims)
@@ -1106,27 +1106,9 @@ func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
 	for i := range nd {
 		dims[i], stride[i] = int32(ld.dims[i]), int32(ld.stride[i])
 	}
-	n, k := binary.Uvarint(b)
-	if k <= 0 {
-		return
-	}
-	b = b[k:]
-	src := 0
-	for range n {
-		ds, k1 := binary.Varint(b)
-		if k1 <= 0 {
-			break
-		}
-		_, k2 := binary.Varint(b[k1:]) // the destination: the steps lead there
-		if k2 <= 0 {
-			break
-		}
-		b = b[k1+k2:]
-		if src += int(ds); src < 0 || src >= len(ids) || len(b) == 0 || int(b[0])+1 > len(b) {
-			break
-		}
-		runs := b[1 : 1+int(b[0])]
-		b = b[1+int(b[0]):]
+	// A damaged route stops the walk (EachRoute's error); the routes
+	// before it are counted.
+	_ = store.EachRoute(b, len(ids), func(int) {}, func(src, _ int, runs []byte) { // the steps lead to the destination
 		v := ids[src]
 		if v >= 0 {
 			for i, x := range active[src] {
@@ -1134,11 +1116,12 @@ func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
 			}
 		}
 		for _, x := range runs {
-			d := int32(x >> 4)
+			rd, n := routing.RunOf(x)
+			d, steps := int32(rd), int32(n)
 			if v < 0 || int(d) >= 2*nd {
 				break
 			}
-			dim, steps := d>>1, int32(x&15)+1
+			dim := d >> 1
 			if ld.rings && steps < dims[dim] {
 				v = lc.run(ld, v, &c, d, steps, dims[dim], stride[dim])
 				continue
@@ -1150,7 +1133,7 @@ func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
 				v = ringStep(v, c[:], dim, d&1 != 0, dims[:], stride[:])
 			}
 		}
-	}
+	})
 	if ld.rings {
 		lc.sumRings(ld)
 	}

@@ -20,7 +20,7 @@ import (
 // forwarding tables current: computed at start and after every failure
 // or repair, and written as OpenSM's file engine reads them.
 type UnicastConfig struct {
-	Engine string // unicast engine: ftree, updn, minhop, sssp, dfsssp, …
+	Engine string // a unicast engine of the registry (unicast.Engines)
 	// LFTOut is the dump OpenSM loads (opensm -R file -U LFTOut); it is
 	// replaced atomically, so OpenSM never reads half a file, and kept as
 	// it was when a computation or a write fails.
@@ -29,10 +29,10 @@ type UnicastConfig struct {
 	// holder (OpenSM reads only LID and port; a sixth of the size).
 	Compact bool
 	Workers int // cores for routing (0: all but one)
-	// KeepRepairs leaves repaired tables (sssp, dfsssp) in place: no full
-	// computation follows in the background. A full sssp run moves most
-	// routes (it balances all destinations anew), which OpenSM must then
-	// upload; a repair moves only the broken ones.
+	// KeepRepairs leaves repaired tables (engines whose Caps.Update is
+	// "repair") in place: no full computation follows in the background. A
+	// full sssp run moves most routes (it balances all destinations anew),
+	// which OpenSM must then upload; a repair moves only the broken ones.
 	KeepRepairs bool
 	// Hook, if set, runs after every replacement of LFTOut (to make
 	// OpenSM load it), in the background: a change does not wait for

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/internal/benchscen"
 	"github.com/icn-hpc/icn/topology"
 )
 
 // The TaihuLight-shaped fabric (40 960 end nodes, 1 602 switches) with all
-// groups of a 32×40×32 process grid (3 584 groups, one process per node).
+// groups of a 32×40×32 process grid (3 584 groups, one process per node):
+// benchscen.FULBvsSSSP, as icn bench's multicast rows.
 var taihu struct {
 	once   sync.Once
 	h      *topology.HopTable
@@ -22,7 +24,8 @@ var taihu struct {
 
 func taihuLight(b *testing.B) (*topology.HopTable, []Group) {
 	taihu.once.Do(func() {
-		g, err := topology.Parse("taihulight")
+		sc := benchscen.FULBvsSSSP
+		g, err := topology.Parse(sc.Fabric.Full)
 		if err != nil {
 			taihu.err = err
 			return
@@ -30,7 +33,11 @@ func taihuLight(b *testing.B) (*topology.HopTable, []Group) {
 		if taihu.h, taihu.err = topology.MinHops(g, 0); taihu.err != nil {
 			return
 		}
-		w, _ := ParseWorkload("grid3d:32x40x32")
+		w, err := ParseWorkload(sc.Groups.Full)
+		if err != nil {
+			taihu.err = err
+			return
+		}
 		taihu.groups, taihu.err = w.Groups(g, 1)
 	})
 	if taihu.err != nil {
@@ -66,8 +73,8 @@ func BenchmarkTaihuLightGrid3D(b *testing.B) {
 // trees, and trees alone as in the seed) and max EFI.
 func BenchmarkTaihuLightFULBvsSSSP(b *testing.B) {
 	h, gs := taihuLight(b)
-	sssp, _ := ParseAlgo("sssp-new")
-	fulb, _ := ParseAlgo("fulb")
+	sssp, _ := ParseAlgo(benchscen.FULBvsSSSP.Baseline)
+	fulb, _ := ParseAlgo(benchscen.FULBvsSSSP.Algo)
 	var s, f *Result
 	var sTotal, fTotal, sTree, fTree float64
 	n := 0
@@ -85,11 +92,12 @@ func BenchmarkTaihuLightFULBvsSSSP(b *testing.B) {
 		fTree += f.TreeSeconds
 		n++
 	}
-	b.ReportMetric(fTotal/float64(n)*1e3, "fulb-route-ms")
-	b.ReportMetric(sTotal/float64(n)*1e3, "sssp-new-route-ms")
+	algo, base := benchscen.FULBvsSSSP.Algo, benchscen.FULBvsSSSP.Baseline
+	b.ReportMetric(fTotal/float64(n)*1e3, algo+"-route-ms")
+	b.ReportMetric(sTotal/float64(n)*1e3, base+"-route-ms")
 	b.ReportMetric(sTotal/fTotal, "route-speedup")
 	b.ReportMetric(sTree/fTree, "tree-speedup")
-	b.ReportMetric(float64(f.Max)/float64(s.Max), "EFI-fulb/sssp-new")
+	b.ReportMetric(float64(f.Max)/float64(s.Max), "EFI-"+algo+"/"+base)
 }
 
 // BenchmarkTaihuLightMemory reports the heap held by the fabric, its
@@ -104,7 +112,7 @@ func BenchmarkTaihuLightMemory(b *testing.B) {
 	var graphB, hopB, routerB, treesB uint64
 	for b.Loop() {
 		h0 := heap()
-		g, err := topology.Parse("taihulight")
+		g, err := topology.Parse(benchscen.FULBvsSSSP.Fabric.Full)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -116,7 +124,7 @@ func BenchmarkTaihuLightMemory(b *testing.B) {
 		h2 := heap()
 		r := NewRouter(h, Algo{Kind: SSSP, Rotate: true}, Options{})
 		h3 := heap()
-		w, _ := ParseWorkload("grid3d:32x40x32")
+		w, _ := ParseWorkload(benchscen.FULBvsSSSP.Groups.Full)
 		gs, _ := w.Groups(g, 1)
 		trees := make([]Tree, len(gs))
 		for i := range gs {

@@ -328,5 +328,62 @@ func TestAppendRuns(t *testing.T) {
 		if !slices.Equal(got, dirs) {
 			t.Fatalf("%d steps: decoded %v, want %v", n, got, dirs)
 		}
+		checkCutRuns(t, n, b[1:], dirs)
+	}
+	checkRunsRefused(t)
+}
+
+// checkCutRuns decodes enc, the bytes AppendRuns wrote for dirs followed
+// by a trailer, with CutRuns and expands them back (AppendRunDirs,
+// AppendRunNames), and encodes the names again (AppendNamedDirs).
+func checkCutRuns(t *testing.T, n int, enc []byte, dirs []Dir) {
+	t.Helper()
+	enc = append(slices.Clip(enc), 0x55, 0x66)
+	runs, rest, err := CutRuns(enc, 6)
+	if err != nil || !bytes.Equal(rest, []byte{0x55, 0x66}) {
+		t.Fatalf("%d steps: CutRuns: rest %x, %v", n, rest, err)
+	}
+	if got := AppendRunDirs([]Dir{9}, runs); !slices.Equal(got[1:], dirs) || got[0] != 9 {
+		t.Fatalf("%d steps: AppendRunDirs gives %v", n, got)
+	}
+	names := AppendRunNames(nil, runs)
+	if len(names) != len(dirs) {
+		t.Fatalf("%d steps: %d names", n, len(names))
+	}
+	for i, d := range dirs {
+		if names[i] != d.String() {
+			t.Fatalf("%d steps: step %d named %q, want %q", n, i, names[i], d.String())
+		}
+	}
+	back, err := AppendNamedDirs(nil, names)
+	if err != nil || !slices.Equal(back, dirs) {
+		t.Fatalf("%d steps: the names parse to %v, %v", n, back, err)
+	}
+	if again := AppendRuns(nil, back); !bytes.Equal(again, enc[:len(enc)-2]) {
+		t.Fatalf("%d steps: encoded again %x, want %x", n, again, enc[:len(enc)-2])
+	}
+}
+
+// checkRunsRefused: CutRuns refuses bytes cut short and directions of
+// more dimensions than the torus has, AppendNamedDirs names that are not
+// Dir.String's.
+func checkRunsRefused(t *testing.T) {
+	t.Helper()
+	enc := AppendRuns(nil, []Dir{0, 0, 5, 2})
+	for i := range enc {
+		if _, _, err := CutRuns(enc[:i], 6); err == nil {
+			t.Errorf("%x, cut to %d bytes, accepted", enc, i)
+		}
+	}
+	if _, _, err := CutRuns(enc, 4); err == nil || !strings.Contains(err.Error(), "direction code 5") {
+		t.Errorf("-Z of a 2-dimensional torus: %v", err)
+	}
+	if _, _, err := CutRuns([]byte{0x80}, 6); err == nil {
+		t.Error("a uvarint cut short accepted")
+	}
+	for _, s := range []string{"+x", "−X", "X", "+D7", ""} {
+		if _, err := AppendNamedDirs(nil, []string{"+X", s}); err == nil {
+			t.Errorf("step %q accepted", s)
+		}
 	}
 }

@@ -2,7 +2,41 @@ package unicast
 
 import (
 	"fmt"
+	"time"
 )
+
+// routeDORLayered is the dor engine: routeDOR, and on a torus the paths
+// layered onto lanes, or the dateline rule's lanes when layering does not
+// need fewer.
+func routeDORLayered(f *Fabric, o Options) (*Result, engineState, error) {
+	res := &Result{LanesNeeded: 1}
+	var dl *dateline
+	var err error
+	res.Tables, dl, err = routeDOR(f, o)
+	if err == nil && dl != nil {
+		// Layering usually needs fewer lanes than the 2^rings of the
+		// dateline rule; use the rule when layering does not beat it.
+		start := time.Now()
+		var lr layerResult
+		limit := min(o.Lanes, 1<<dl.bits-1)
+		if limit >= 1 {
+			lr, err = layer(res.Tables, limit, o.Workers, o.Progress)
+		}
+		res.LayerBreaks, res.LayerMoved = lr.breaks, lr.moved
+		if err == nil && (limit < 1 || lr.limit) {
+			if 1<<dl.bits <= o.Lanes {
+				dl.assign(res.Tables)
+				lr = layerResult{needed: 1 << dl.bits}
+			}
+		}
+		res.LanesNeeded, res.LaneLimit = lr.needed, lr.limit
+		res.LayerSeconds = time.Since(start).Seconds()
+	}
+	if err != nil {
+		return nil, engineState{}, err
+	}
+	return res, engineState{}, nil
+}
 
 // routeDOR is dimension-order routing on a mesh or torus of switches: a
 // route corrects X first, then Y, …; on a ring it goes the shorter way
@@ -26,7 +60,7 @@ func routeDOR(f *Fabric, o Options) (t *Tables, dl *dateline, err error) {
 		return nil, nil, err
 	}
 	dl = newDateline(f, coord)
-	t = NewTables(f, "dor")
+	t = NewTables(f, o.Engine)
 	fillLocal(t)
 	balanced(t, f.dests(), dorCandidates(f, coord), o.Workers, o.Progress)
 	return t, dl, nil

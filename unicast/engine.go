@@ -11,45 +11,15 @@ import (
 	"github.com/icn-hpc/icn/internal/par"
 )
 
-// Engine describes a routing engine.
-type Engine struct {
-	Name     string
-	Summary  string
-	Deadlock string // what the engine guarantees about deadlock and why
-}
-
-// Engines lists the routing engines in the order the CLI shows them.
-var Engines = []Engine{
-	{"minhop", "shortest paths; among the shortest ports of a switch the one carrying fewest end-node routes so far",
-		"no guarantee: shortest paths on a ring or torus close channel-dependency cycles (the audit finds them)"},
-	{"updn", "up*/down*: switches ranked by BFS distance from the roots (ties by GUID); a route never goes up after going down",
-		"deadlock-free on one lane: up channels form an acyclic order, so no dependency cycle can close (Autonet)"},
-	{"ftree", "fat-tree routing: destinations in tree order, each routed down from a top switch chosen by least-loaded up-ports, all other switches routed up towards it",
-		"deadlock-free on one lane: every route goes up, then down (fat trees only)"},
-	{"sssp", "per-destination Dijkstra over switch links whose weights grow with the routes they already carry",
-		"no guarantee: balanced paths may close dependency cycles"},
-	{"dfsssp", "sssp, then paths moved to further virtual lanes (weakest cycle edge first) until every lane's dependency graph is acyclic",
-		"deadlock-free when the lanes needed fit in --lanes: each lane's CDG is acyclic (Dally–Seitz)"},
-	{"dor", "dimension-order routing on a mesh or torus of switches (X, then Y, …; shorter way round on rings)",
-		"mesh: deadlock-free on one lane (dimension order); torus: paths are layered onto lanes as in dfsssp, and when that needs as many lanes as the dateline rule, lane = one bit per ring whose wrap-around link the path crosses (2^rings lanes, provably acyclic)"},
-}
-
-// EngineNames returns the engine names.
-func EngineNames() []string {
-	out := make([]string, len(Engines))
-	for i, e := range Engines {
-		out[i] = e.Name
-	}
-	return out
-}
-
 // Options control Route.
 type Options struct {
+	// Engine names a registered engine (Engines).
 	Engine string
-	// Roots are the up*/down* root switches (node ids); nil = automatic.
+	// Roots are the up*/down* root switches (node ids) of an engine with
+	// Caps.Roots; nil = automatic.
 	Roots []int
-	// Lanes is the number of virtual lanes dfsssp (and dor on tori) may use;
-	// 0 means 8.
+	// Lanes is the number of virtual lanes an engine with Caps.Lanes may
+	// use; 0 means 8.
 	Lanes int
 	// Workers bounds parallelism (0 = all cores).
 	Workers int
@@ -65,19 +35,20 @@ type Options struct {
 // Result is the outcome of Route.
 type Result struct {
 	Tables *Tables
-	Roots  []int // up*/down* roots used (node ids), updn only
+	Roots  []int // up*/down* roots used (node ids), engines with Caps.Roots only
 	// LanesNeeded is the number of lanes the layering needed; for engines
 	// without layering it is 1. LaneLimit reports that the layering ran out
 	// of lanes (the last lane keeps a cycle).
 	LanesNeeded int
 	LaneLimit   bool
-	// LayerSeconds is the time the lane layering took (dfsssp, dor on tori);
+	// LayerSeconds is the time the lane layering took (engines with
+	// Caps.Lanes);
 	// LayerBreaks the cycles it broke and LayerMoved the paths it moved.
 	LayerSeconds float64
 	LayerBreaks  int
 	LayerMoved   int64
 	// Order is the destination order kept by the engines that try two
-	// (minhop, updn, sssp, dfsssp): "switch-grouped" or "interleaved".
+	// (Caps.Balances): "switch-grouped" or "interleaved".
 	Order string
 }
 
@@ -87,55 +58,34 @@ const DefaultLanes = 8
 // MaxLanes is the number of data virtual lanes InfiniBand offers.
 const MaxLanes = 15
 
-// Route computes forwarding tables for f with the chosen engine.
+// Route computes forwarding tables for f with the engine o names; an
+// unknown name is an error that lists the registered ones.
 func Route(f *Fabric, o Options) (*Result, error) {
-	o, err := o.withDefaults()
+	e, err := o.engine()
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{LanesNeeded: 1}
-	switch o.Engine {
-	case "minhop":
-		res.Tables, res.Order, err = routeMinHop(f, o)
-	case "updn":
-		res.Tables, res.Roots, res.Order, err = routeUpDn(f, o)
-	case "ftree":
-		res.Tables, err = routeFTree(f, o)
-	case "sssp", "dfsssp":
-		res, _, err = routeSSSPKeep(f, o)
-	case "dor":
-		var dl *dateline
-		res.Tables, dl, err = routeDOR(f, o)
-		if err == nil && dl != nil {
-			// Layering usually needs fewer lanes than the 2^rings of the
-			// dateline rule; use the rule when layering does not beat it.
-			start := time.Now()
-			var lr layerResult
-			limit := min(o.Lanes, 1<<dl.bits-1)
-			if limit >= 1 {
-				lr, err = layer(res.Tables, limit, o.Workers, o.Progress)
-			}
-			res.LayerBreaks, res.LayerMoved = lr.breaks, lr.moved
-			if err == nil && (limit < 1 || lr.limit) {
-				if 1<<dl.bits <= o.Lanes {
-					dl.assign(res.Tables)
-					lr = layerResult{needed: 1 << dl.bits}
-				}
-			}
-			res.LanesNeeded, res.LaneLimit = lr.needed, lr.limit
-			res.LayerSeconds = time.Since(start).Seconds()
-		}
-	default:
-		return nil, fmt.Errorf("unknown engine %q (want %s)", o.Engine, strings.Join(EngineNames(), ", "))
-	}
-	if err != nil {
+	if o, err = o.withDefaults(); err != nil {
 		return nil, err
 	}
-	res.Tables.Engine = o.Engine
-	return res, nil
+	res, _, err := e.routeAll(f, o)
+	return res, err
 }
 
-// withDefaults checks o and fills in its defaults.
+// engine returns the engine o names, checking the options that only some
+// engines take.
+func (o Options) engine() (*Engine, error) {
+	e, err := LookupEngine(o.Engine)
+	if err != nil {
+		return nil, err
+	}
+	if o.Roots != nil && !e.Caps.Roots {
+		return nil, fmt.Errorf("roots apply to the %s engine only", strings.Join(EngineNamesWith(func(c Caps) bool { return c.Roots }), ", "))
+	}
+	return e, nil
+}
+
+// withDefaults checks o's lanes and fills in its defaults.
 func (o Options) withDefaults() (Options, error) {
 	if o.Lanes == 0 {
 		o.Lanes = DefaultLanes
@@ -146,15 +96,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Progress == nil {
 		o.Progress = func(int) {}
 	}
-	if o.Roots != nil && o.Engine != "updn" {
-		return o, fmt.Errorf("roots apply to the updn engine only")
-	}
 	return o, nil
 }
 
-// routeSSSPKeep routes f with sssp or dfsssp (o has its defaults) and
-// returns the state of the destination order kept.
-func routeSSSPKeep(f *Fabric, o Options) (*Result, *ssspState, error) {
+// routeSSSPKeep routes f with sssp, or with dfsssp when layered (o has
+// its defaults), and keeps the state of the destination order kept.
+func routeSSSPKeep(f *Fabric, o Options, layered bool) (*Result, engineState, error) {
 	states := make([]*ssspState, len(destOrders))
 	res := &Result{LanesNeeded: 1}
 	adj := switchAdjacency(f)
@@ -168,16 +115,15 @@ func routeSSSPKeep(f *Fabric, o Options) (*Result, *ssspState, error) {
 		return t, err
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, engineState{}, err
 	}
 	res.Tables, res.Order = t, destOrders[kept].name
-	if o.Engine == "dfsssp" {
+	if layered {
 		if err := layerInto(res, o); err != nil {
-			return nil, nil, err
+			return nil, engineState{}, err
 		}
 	}
-	res.Tables.Engine = o.Engine
-	return res, states[kept], nil
+	return res, engineState{sp: states[kept]}, nil
 }
 
 // layerInto layers res's paths onto at most o.Lanes lanes (dfsssp).

@@ -211,21 +211,22 @@ func (ft *fatTree) ancestors(f *Fabric) [][]int {
 // then down: deadlock-free on one lane, and on a full fat tree the choice
 // of tops reproduces d-mod-k, so a shift permutation meets no contention.
 // Switch LIDs are routed up*/down* with the top level as roots.
-func routeFTree(f *Fabric, o Options) (*Tables, error) {
+// The router is kept for the Rerouter's incremental updates.
+func routeFTree(f *Fabric, o Options) (*Result, engineState, error) {
 	fr, err := newFTreeRouter(f, o)
 	if err != nil {
-		return nil, err
+		return nil, engineState{}, err
 	}
-	return fr.t, nil
+	return &Result{Tables: fr.t, LanesNeeded: 1}, engineState{ft: fr}, nil
 }
 
 // newFTreeRouter routes f in full and keeps the router's state.
 func newFTreeRouter(f *Fabric, o Options) (*ftreeRouter, error) {
 	ft, err := analyseFatTree(f)
 	if err != nil {
-		return nil, fmt.Errorf("ftree: %v (use minhop, updn or dfsssp)", err)
+		return nil, fmt.Errorf("%s: %v (use %s)", o.Engine, err, anyFabricEngines())
 	}
-	t := NewTables(f, "ftree")
+	t := NewTables(f, o.Engine)
 	fillLocal(t)
 	fr := &ftreeRouter{f: f, ft: ft, t: t, L: ft.maxLevel, adj: switchAdjacency(f)}
 	fr.chooseMainPaths()

@@ -7,10 +7,10 @@ import (
 // routeMinHop routes every destination over a shortest path, balancing
 // end-port routes over the shortest ports of each switch, in the better of
 // the two destination orders.
-func routeMinHop(f *Fabric, o Options) (*Tables, string, error) {
+func routeMinHop(f *Fabric, o Options) (*Result, engineState, error) {
 	h, err := topology.MinHops(f.G, o.Workers)
 	if err != nil {
-		return nil, "", err
+		return nil, engineState{}, err
 	}
 	adj := switchAdjacency(f)
 	cand := func(_, s, tt int, buf []uint8) []uint8 {
@@ -31,10 +31,14 @@ func routeMinHop(f *Fabric, o Options) (*Tables, string, error) {
 		}
 		return buf
 	}
-	return bestOrder(f, o, func(ds []dest) (*Tables, error) {
-		t := NewTables(f, "minhop")
+	t, order, err := bestOrder(f, o, func(ds []dest) (*Tables, error) {
+		t := NewTables(f, o.Engine)
 		fillLocal(t)
 		balanced(t, ds, cand, o.Workers, o.Progress)
 		return t, nil
 	})
+	if err != nil {
+		return nil, engineState{}, err
+	}
+	return &Result{Tables: t, LanesNeeded: 1, Order: order}, engineState{}, nil
 }

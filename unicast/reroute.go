@@ -10,7 +10,8 @@ import (
 
 // Rerouter keeps one engine's tables of a fabric current as its links and
 // nodes fail and come back: Update takes the fabric in its new state and
-// routes again only what the change can affect.
+// routes again only what the change can affect. What that is depends on
+// the engine (Engine.Caps.Update):
 //
 //   - ftree: incremental and exact. The main paths are chosen again (a
 //     cheap sequential pass); an end port is routed again when its main
@@ -33,11 +34,11 @@ import (
 // does).
 type Rerouter struct {
 	o   Options
+	eng *Engine
 	ann *Annotations
 	res *Result
 	f   *Fabric
-	ft  *ftreeRouter // ftree's state
-	sp  *ssspState   // sssp's and dfsssp's weights and order
+	engineState
 }
 
 // UpdateStats says how Update produced its tables.
@@ -60,11 +61,14 @@ type UpdateStats struct {
 
 // NewRerouter routes g in full with o and keeps what later updates need.
 func NewRerouter(g *topology.Graph, ann *Annotations, o Options) (*Rerouter, error) {
-	o, err := o.withDefaults()
+	e, err := o.engine()
 	if err != nil {
 		return nil, err
 	}
-	r := &Rerouter{o: o, ann: ann}
+	if o, err = o.withDefaults(); err != nil {
+		return nil, err
+	}
+	r := &Rerouter{o: o, eng: e, ann: ann}
 	f, err := NewFabric(g, ann)
 	if err != nil {
 		return nil, err
@@ -84,28 +88,11 @@ func (r *Rerouter) full(f *Fabric) error {
 	if err != nil {
 		return err
 	}
-	switch o.Engine {
-	case "ftree":
-		fr, err := newFTreeRouter(f, o)
-		if err != nil {
-			return err
-		}
-		r.ft, r.sp = fr, nil
-		r.res = &Result{Tables: fr.t, LanesNeeded: 1}
-	case "sssp", "dfsssp":
-		res, sp, err := routeSSSPKeep(f, o)
-		if err != nil {
-			return err
-		}
-		r.res, r.sp, r.ft = res, sp, nil
-	default:
-		res, err := Route(f, o)
-		if err != nil {
-			return err
-		}
-		r.res, r.sp, r.ft = res, nil, nil
+	res, st, err := r.eng.routeAll(f, o)
+	if err != nil {
+		return err
 	}
-	r.f = f
+	r.res, r.engineState, r.f = res, st, f
 	return nil
 }
 
@@ -150,13 +137,10 @@ func (r *Rerouter) Update(g *topology.Graph) (*Result, UpdateStats, error) {
 			return nil, st, err
 		}
 	} else {
-		switch r.o.Engine {
-		case "ftree":
-			err = r.updateFTree(f2, &st)
-		case "sssp", "dfsssp":
-			err = r.repairSSSP(f2, &st)
-		default:
-			st.Mode, st.Why, st.Exact = "full", r.o.Engine+" has no incremental update", true
+		if r.eng.update != nil {
+			err = r.eng.update(r, f2, &st)
+		} else {
+			st.Mode, st.Why, st.Exact = "full", r.eng.Name+" has no incremental update", true
 			err = r.full(f2)
 		}
 		if err != nil {

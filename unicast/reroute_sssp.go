@@ -9,8 +9,9 @@ import (
 // only the destinations that lost their routes: those whose route from
 // some live switch leaves through a link that is now down, and those that
 // came back. Their old routes are taken off the link weights first and the
-// new ones added, in the order of the last full run.
-func (r *Rerouter) repairSSSP(f2 *Fabric, st *UpdateStats) error {
+// new ones added, in the order of the last full run. layered: dfsssp's
+// lanes are laid out again afterwards.
+func (r *Rerouter) repairSSSP(f2 *Fabric, st *UpdateStats, layered bool) error {
 	old, f1 := r.sp, r.f
 	t1 := r.res.Tables
 	S := len(f2.switches)
@@ -73,12 +74,11 @@ func (r *Rerouter) repairSSSP(f2 *Fabric, st *UpdateStats) error {
 	}
 	st.Changed = rp.changed
 	res := &Result{Tables: t, LanesNeeded: 1, Order: r.res.Order}
-	if o.Engine == "dfsssp" {
+	if layered {
 		if err := layerInto(res, o); err != nil {
 			return err
 		}
 	}
-	t.Engine = o.Engine
 	st.Mode, st.Rerouted = "repair", len(todo)
 	st.Changed += dead
 	r.res, r.sp, r.f = res, sp, f2

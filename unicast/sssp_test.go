@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/internal/benchscen"
 	"github.com/icn-hpc/icn/internal/par"
 )
 
@@ -148,14 +149,15 @@ func TestSSSPTeamState(t *testing.T) {
 //
 //	go test ./unicast -run XXX -bench SSSPWorkers -benchtime 3x
 func BenchmarkSSSPWorkers(b *testing.B) {
-	f := fabric(b, "fattree:m=40,n=3")
+	sc := benchscen.SSSPTables // icn bench's row
+	f := fabric(b, sc.Fabric.Full)
 	adj := switchAdjacency(f)
 	ds := groupedDests(f)
 	runs := []struct {
 		name string
 		run  func(workers int) error
 	}{
-		{"sssp", func(int) error { _, err := Route(f, Options{Engine: "sssp"}); return err }},
+		{sc.Engine, func(int) error { _, err := Route(f, Options{Engine: sc.Engine}); return err }},
 		{"one-order", func(w int) error {
 			_, _, err := routeSSSPWith(f, Options{Engine: "sssp", Progress: func(int) {}}, ds, adj, ssspTrees(f, adj, w, 1<<30, w), w)
 			return err

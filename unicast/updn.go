@@ -309,33 +309,36 @@ func autoRoots(f *Fabric, workers int) ([]int, error) {
 	return roots, nil
 }
 
-func routeUpDn(f *Fabric, o Options) (*Tables, []int, string, error) {
+// routeUpDn is the updn engine: up*/down* ranks from the given roots (or
+// autoRoots), then every destination balanced over the legal ports, in the
+// better of the two destination orders.
+func routeUpDn(f *Fabric, o Options) (*Result, engineState, error) {
 	adj := switchAdjacency(f)
 	var roots []int
 	if o.Roots != nil {
 		for _, v := range o.Roots {
 			if v < 0 || v >= f.G.NumNodes() || f.swIndex[v] < 0 {
-				return nil, nil, "", fmt.Errorf("root %d is not a switch", v)
+				return nil, engineState{}, fmt.Errorf("root %d is not a switch", v)
 			}
 			s := int(f.swIndex[v])
 			if !f.switchAlive(s) {
-				return nil, nil, "", fmt.Errorf("root %s is a failed switch", f.G.NodeName(v))
+				return nil, engineState{}, fmt.Errorf("root %s is a failed switch", f.G.NodeName(v))
 			}
 			roots = append(roots, s)
 		}
 		if len(roots) == 0 {
-			return nil, nil, "", fmt.Errorf("no roots given")
+			return nil, engineState{}, fmt.Errorf("no roots given")
 		}
 	} else {
 		var err error
 		if roots, err = autoRoots(f, o.Workers); err != nil {
-			return nil, nil, "", err
+			return nil, engineState{}, err
 		}
 	}
 	rank := bfsRanks(f, adj, roots)
 	u, err := newUpDown(f, adj, rank, o.Workers, o.Progress)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, engineState{}, err
 	}
 	if o.Roots == nil && len(roots) > 1 && !u.complete(f, adj) {
 		// Several roots can leave a root with no legal route to switches
@@ -343,23 +346,23 @@ func routeUpDn(f *Fabric, o Options) (*Tables, []int, string, error) {
 		roots = roots[:1]
 		rank = bfsRanks(f, adj, roots)
 		if u, err = newUpDown(f, adj, rank, o.Workers, o.Progress); err != nil {
-			return nil, nil, "", err
+			return nil, engineState{}, err
 		}
 	}
 	t, order, err := bestOrder(f, o, func(ds []dest) (*Tables, error) {
-		t := NewTables(f, "updn")
+		t := NewTables(f, o.Engine)
 		fillLocal(t)
 		balanced(t, ds, func(_, s, tt int, buf []uint8) []uint8 { return u.cand(adj, s, tt, buf) }, o.Workers, o.Progress)
 		return t, nil
 	})
 	if err != nil {
-		return nil, nil, "", err
+		return nil, engineState{}, err
 	}
 	nodes := make([]int, len(roots))
 	for i, r := range roots {
 		nodes[i] = int(f.switches[r])
 	}
-	return t, sortedInts(nodes), order, nil
+	return &Result{Tables: t, Roots: sortedInts(nodes), LanesNeeded: 1, Order: order}, engineState{}, nil
 }
 
 // ParseRoots resolves a list of root switches: node names or GUIDs

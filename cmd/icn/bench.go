@@ -7,9 +7,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/internal/benchscen"
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/icn-hpc/icn/multicast"
 	"github.com/icn-hpc/icn/routing"
@@ -102,12 +104,33 @@ func (b bench) step(name string) { fmt.Fprintf(b.log, "bench: %s…\n", name) }
 
 // network parses the full-size spec, or the small one with --quick.
 func (b bench) network(full, small string) (string, *topology.Graph, error) {
-	spec := full
-	if b.quick {
-		spec = small
-	}
+	return b.scenario(benchscen.Network{Full: full, Quick: small})
+}
+
+// scenario parses the network of a scenario the package benchmarks share
+// (benchscen) at the size of this run.
+func (b bench) scenario(n benchscen.Network) (string, *topology.Graph, error) {
+	spec := n.Spec(b.quick)
 	g, err := topology.Parse(spec)
 	return spec, g, err
+}
+
+// wholeTorus returns g's router under the tables' rule and every node of
+// g, the active set of the whole-torus table rows.
+func wholeTorus(g *topology.Graph) (*routing.Router, []int, error) {
+	rule, err := routing.ParseRule(benchscen.TableRule)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := routing.NewRouter(g, rule)
+	if err != nil {
+		return nil, nil, err
+	}
+	all := make([]int, g.NumNodes())
+	for i := range all {
+		all[i] = i
+	}
+	return r, all, nil
 }
 
 // timeIt is the wall time of f.
@@ -178,7 +201,7 @@ func (b bench) rows() ([]benchRow, error) {
 // against one core.
 func (b bench) distances() (benchRow, error) {
 	b.step("all-pairs distances")
-	spec, g, err := b.network("torus:16x16x16", "torus:8x8x8")
+	spec, g, err := b.scenario(benchscen.AllPairs)
 	if err != nil {
 		return benchRow{}, err
 	}
@@ -191,10 +214,11 @@ func (b bench) distances() (benchRow, error) {
 }
 
 // sssp times the sssp unicast engine on a fat tree on all cores against
-// one core (the same tables either way).
+// one core (the same tables either way): benchscen.SSSPTables.
 func (b bench) sssp() (benchRow, error) {
-	b.step("sssp unicast tables")
-	spec, g, err := b.network("fattree:m=40,n=3", "fattree:m=16,n=3")
+	sc := benchscen.SSSPTables
+	b.step(sc.Engine + " unicast tables")
+	spec, g, err := b.scenario(sc.Fabric)
 	if err != nil {
 		return benchRow{}, err
 	}
@@ -202,12 +226,12 @@ func (b bench) sssp() (benchRow, error) {
 	if err != nil {
 		return benchRow{}, err
 	}
-	t1, err := timeIt(func() error { _, e := unicast.Route(f, unicast.Options{Engine: "sssp", Workers: 1}); return e })
+	t1, err := timeIt(func() error { _, e := unicast.Route(f, unicast.Options{Engine: sc.Engine, Workers: 1}); return e })
 	if err != nil {
 		return benchRow{}, err
 	}
-	tn, _ := timeIt(func() error { _, e := unicast.Route(f, unicast.Options{Engine: "sssp"}); return e })
-	return benchRow{Name: "sssp unicast tables " + spec, Value: ms(tn), Unit: "ms", Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()}, nil
+	tn, _ := timeIt(func() error { _, e := unicast.Route(f, unicast.Options{Engine: sc.Engine}); return e })
+	return benchRow{Name: sc.Engine + " unicast tables " + spec, Value: ms(tn), Unit: "ms", Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()}, nil
 }
 
 // routingTable times a verified BFS routing table with the whole torus
@@ -215,18 +239,13 @@ func (b bench) sssp() (benchRow, error) {
 // router for the selection rows.
 func (b bench) routingTable() (benchRow, benchTorus, error) {
 	b.step("routing table")
-	spec, g, err := b.network("torus:8x8x4x4", "torus:4x4x4x2")
+	spec, g, err := b.scenario(benchscen.TableVsBaseline)
 	if err != nil {
 		return benchRow{}, benchTorus{}, err
 	}
-	rule, _ := routing.ParseRule("angara*")
-	r, err := routing.NewRouter(g, rule)
+	r, all, err := wholeTorus(g)
 	if err != nil {
 		return benchRow{}, benchTorus{}, err
-	}
-	all := make([]int, g.NumNodes())
-	for i := range all {
-		all[i] = i
 	}
 	var tb *routing.Table
 	tt, err := timeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
@@ -246,18 +265,13 @@ func (b bench) routingTable() (benchRow, benchTorus, error) {
 // table either way) on all cores against one core (GOMAXPROCS 1).
 func (b bench) tableCores() (benchRow, error) {
 	b.step("routing table, all cores vs one")
-	spec, g, err := b.network("torus:16x16x16", "torus:8x8x8")
+	spec, g, err := b.scenario(benchscen.WholeTable)
 	if err != nil {
 		return benchRow{}, err
 	}
-	rule, _ := routing.ParseRule("angara*")
-	r, err := routing.NewRouter(g, rule)
+	r, all, err := wholeTorus(g)
 	if err != nil {
 		return benchRow{}, err
-	}
-	all := make([]int, g.NumNodes())
-	for i := range all {
-		all[i] = i
 	}
 	build := func() error { _, e := r.BuildTable(all, nil, routing.BFS); return e }
 	cores := runtime.GOMAXPROCS(1)
@@ -307,18 +321,16 @@ func (b bench) selection(tor benchTorus) (benchRow, error) {
 		Baseline: "1 core", BaseVal: ms(ts1), Ratio: ts1.Seconds() / tsn.Seconds()}, nil
 }
 
-// multicast runs FULB-MC and SSSP-MC-new on the same groups: time and
-// maximal EFI.
+// multicast runs FULB-MC and SSSP-MC-new on the same groups
+// (benchscen.FULBvsSSSP): time and maximal EFI.
 func (b bench) multicast() ([]benchRow, error) {
 	b.step("multicast")
-	mspec, mg, err := b.network("taihulight", "fattree:k=8,n=3")
+	sc := benchscen.FULBvsSSSP
+	mspec, mg, err := b.scenario(sc.Fabric)
 	if err != nil {
 		return nil, err
 	}
-	wspec := "grid3d:32x40x32"
-	if b.quick {
-		wspec = "grid2d:32x16"
-	}
+	wspec := sc.Groups.Spec(b.quick)
 	h, err := topology.MinHops(mg, 0)
 	if err != nil {
 		return nil, err
@@ -338,20 +350,32 @@ func (b bench) multicast() ([]benchRow, error) {
 		}
 		return multicast.Run(h, a, groups, multicast.Options{}, nil)
 	}
-	fulb, err := run("fulb")
+	fulb, err := run(sc.Algo)
 	if err != nil {
 		return nil, err
 	}
-	sssp, err := run("sssp-new")
+	sssp, err := run(sc.Baseline)
 	if err != nil {
 		return nil, err
 	}
+	algo, base := multicastName(sc.Algo), multicastName(sc.Baseline)
 	return []benchRow{
-		{Name: fmt.Sprintf("FULB-MC %s, %d groups of %s", mspec, len(groups), wspec), Value: 1000 * fulb.Seconds, Unit: "ms",
-			Baseline: "SSSP-MC-new", BaseVal: 1000 * sssp.Seconds, Ratio: sssp.Seconds / fulb.Seconds},
-		{Name: "FULB-MC max EFI", Value: float64(fulb.Max), Unit: "groups",
-			Baseline: "SSSP-MC-new", BaseVal: float64(sssp.Max), Ratio: float64(fulb.Max) / float64(max(1, sssp.Max))},
+		{Name: fmt.Sprintf("%s %s, %d groups of %s", algo, mspec, len(groups), wspec), Value: 1000 * fulb.Seconds, Unit: "ms",
+			Baseline: base, BaseVal: 1000 * sssp.Seconds, Ratio: sssp.Seconds / fulb.Seconds},
+		{Name: algo + " max EFI", Value: float64(fulb.Max), Unit: "groups",
+			Baseline: base, BaseVal: float64(sssp.Max), Ratio: float64(fulb.Max) / float64(max(1, sssp.Max))},
 	}, nil
+}
+
+// multicastName writes a multicast engine's name as the papers do:
+// fulb → FULB-MC, sssp-new → SSSP-MC-new.
+func multicastName(algo string) string {
+	base, rest, ok := strings.Cut(algo, "-")
+	s := strings.ToUpper(base) + "-MC"
+	if ok {
+		s += "-" + rest
+	}
+	return s
 }
 
 // simulator measures router-cycles per second of the lumped router near

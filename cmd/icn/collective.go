@@ -78,7 +78,7 @@ next to the model. See docs/sim.md for every formula.`,
 // runCollective models (and with --sim simulates) the chosen operations
 // and writes the table or JSON to w.
 func runCollective(_ context.Context, o collectiveOptions, w io.Writer) error {
-	t, err := collective.ParseTopo(o.spec)
+	t, err := collective.ParseModelTopo(o.spec)
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func collectiveChecks(quick bool) ([]sim.Check, error) {
 	}
 	var jobs []job
 	for _, s := range topos {
-		t, err := collective.ParseTopo(s)
+		t, err := collective.ParseModelTopo(s)
 		if err != nil {
 			return nil, err
 		}

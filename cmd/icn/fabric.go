@@ -117,7 +117,7 @@ func newFabricEnginesCmd() *cobra.Command {
 	var o fabricEnginesOptions
 	c := &cobra.Command{
 		Use:   "engines",
-		Short: "List the routing engines and what each guarantees about deadlock",
+		Short: "List the routing engines: the fabrics each routes, what it takes and guarantees about deadlock, how it follows a change",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runFabricEngines(c.Context(), o, stdout(c))
@@ -129,24 +129,38 @@ func newFabricEnginesCmd() *cobra.Command {
 
 // fabricEngineRow is one routing engine in `icn fabric engines`.
 type fabricEngineRow struct {
-	Name     string `json:"name"`
-	Summary  string `json:"summary"`
-	Deadlock string `json:"deadlock"`
+	Name     string       `json:"name"`
+	Summary  string       `json:"summary"`
+	Deadlock string       `json:"deadlock"`
+	Caps     unicast.Caps `json:"caps"`
 }
 
-// runFabricEngines lists the unicast routing engines.
+// runFabricEngines lists the unicast routing engines of the registry.
 func runFabricEngines(_ context.Context, o fabricEnginesOptions, w io.Writer) error {
 	var rows []fabricEngineRow
 	for _, e := range unicast.Engines {
-		rows = append(rows, fabricEngineRow{e.Name, e.Summary, e.Deadlock})
+		rows = append(rows, fabricEngineRow{e.Name, e.Summary, e.Deadlock, e.Caps})
 	}
 	return o.out.print(w, rows, func(w io.Writer) error {
-		t := cli.NewTable("ENGINE", "DEADLOCK", "HOW IT ROUTES")
+		t := cli.NewTable("ENGINE", "FABRICS", "TAKES", "AFTER A CHANGE", "DEADLOCK", "HOW IT ROUTES")
 		for _, r := range rows {
-			t.Row(r.Name, r.Deadlock, r.Summary)
+			var takes []string
+			if r.Caps.Roots {
+				takes = append(takes, "--roots")
+			}
+			if r.Caps.Lanes {
+				takes = append(takes, "--lanes")
+			}
+			t.Row(r.Name, r.Caps.Fabrics, strings.Join(takes, " "), r.Caps.Update, r.Deadlock, r.Summary)
 		}
 		return t.Write(w)
 	})
+}
+
+// enginesWith names the unicast engines whose capabilities satisfy keep
+// (for help texts).
+func enginesWith(keep func(unicast.Caps) bool) string {
+	return strings.Join(unicast.EngineNamesWith(keep), ", ")
 }
 
 // fabricRouteOptions are the flags of `icn fabric route`.
@@ -178,13 +192,13 @@ func newFabricRouteCmd() *cobra.Command {
 	o.ff.register(c)
 	o.af.register(c)
 	o.out.register(c)
-	c.Flags().StringVar(&o.engine, "engine", "minhop", "routing engine: "+strings.Join(unicast.EngineNames(), ", "))
-	c.Flags().StringVar(&o.roots, "roots", "", "updn root switches: names or GUIDs (0x…), comma-separated, or @FILE (OpenSM root GUID file)")
-	c.Flags().IntVar(&o.lanes, "lanes", unicast.DefaultLanes, "virtual lanes dfsssp (and dor on a torus) may use, 1..15")
+	c.Flags().StringVar(&o.engine, "engine", unicast.DefaultEngine, "routing engine: "+strings.Join(unicast.EngineNames(), ", "))
+	c.Flags().StringVar(&o.roots, "roots", "", "up*/down* root switches ("+enginesWith(func(c unicast.Caps) bool { return c.Roots })+"): names or GUIDs (0x…), comma-separated, or @FILE (OpenSM root GUID file)")
+	c.Flags().IntVar(&o.lanes, "lanes", unicast.DefaultLanes, fmt.Sprintf("virtual lanes the engines that layer paths (%s) may use, 1..%d", enginesWith(func(c unicast.Caps) bool { return c.Lanes }), unicast.MaxLanes))
 	c.Flags().StringVar(&o.lftOut, "lft-out", "", "write the tables as opensm-lfts.dump to FILE (OpenSM: -R file -U FILE)")
 	c.Flags().BoolVar(&o.lftCompact, "lft-compact", false, "write --lft-out without the comment naming each LID's holder (a sixth of the size; OpenSM reads only LID and port)")
 	c.Flags().BoolVar(&o.force, "force", false, "write an --lft-out dump larger than 1 GB")
-	c.Flags().StringVar(&o.lanesOut, "lanes-out", "", "write the lane of every path to FILE (dfsssp, dor on a torus)")
+	c.Flags().StringVar(&o.lanesOut, "lanes-out", "", "write the lane of every path to FILE ("+enginesWith(func(c unicast.Caps) bool { return c.Lanes })+")")
 	return c
 }
 

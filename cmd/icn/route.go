@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/internal/atomicfile"
+	"github.com/icn-hpc/icn/internal/benchscen"
 	"github.com/icn-hpc/icn/internal/cli"
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
@@ -850,10 +851,7 @@ func routeOpenSeekable(name string) (io.ReadSeeker, func(), error) {
 // one core, the check of its compact file against rebuilding the table,
 // and a job's table on a 32x32x32 machine against one core.
 func routeBenchRows(quick bool, step func(string)) ([]benchRow, error) {
-	spec := "torus:16x16x16"
-	if quick {
-		spec = "torus:8x8x8"
-	}
+	spec := benchscen.WholeTable.Spec(quick)
 	step("routing table " + spec)
 	rows, tb, tp, err := routeBenchTable(spec)
 	if err != nil {
@@ -865,12 +863,9 @@ func routeBenchRows(quick bool, step func(string)) ([]benchRow, error) {
 		return nil, err
 	}
 	rows = append(rows, row)
-	jobSpec, jobActive, jobTransit, jobFail := "torus:32x32x32", "*.*.0-3", "*.*.4,*.*.31", routeJobFailures
-	if quick {
-		jobSpec, jobActive, jobTransit, jobFail = "torus:16x16x8", "*.*.0-1", "*.*.2,*.*.7", "1.1.0+X,2.5.1+Y"
-	}
-	step("job table " + jobSpec)
-	row, err = routeBenchJob(jobSpec, jobActive, jobTransit, jobFail)
+	job := benchscen.JobTable(quick)
+	step("job table " + job.Topo)
+	row, err = routeBenchJob(job)
 	if err != nil {
 		return nil, err
 	}
@@ -890,14 +885,9 @@ func routeBenchTable(spec string) ([]benchRow, *routing.Table, time.Duration, er
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	rule, _ := routing.ParseRule("angara*")
-	r, err := routing.NewRouter(g, rule)
+	r, all, err := wholeTorus(g)
 	if err != nil {
 		return nil, nil, 0, err
-	}
-	all := make([]int, g.NumNodes())
-	for i := range all {
-		all[i] = i
 	}
 	var tb *routing.Table
 	tp, err := routeTimeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
@@ -947,23 +937,27 @@ func routeBenchCheck(tb *routing.Table, tp time.Duration) (benchRow, error) {
 
 // routeBenchJob times a job's router and table against the table alone
 // on one core.
-func routeBenchJob(spec, activeList, transitList, fail string) (benchRow, error) {
+func routeBenchJob(job benchscen.Job) (benchRow, error) {
+	spec := job.Topo
 	g, err := topology.Parse(spec)
 	if err != nil {
 		return benchRow{}, err
 	}
-	if g, err = g.ApplyFaults(fail, ""); err != nil {
+	if g, err = g.ApplyFaults(job.FailLinks, ""); err != nil {
 		return benchRow{}, err
 	}
-	active, err := g.ParseNodes(activeList)
+	active, err := g.ParseNodes(job.Active)
 	if err != nil {
 		return benchRow{}, err
 	}
-	transit, err := g.ParseNodes(transitList)
+	transit, err := g.ParseNodes(job.Transit)
 	if err != nil {
 		return benchRow{}, err
 	}
-	rule, _ := routing.ParseRule("angara*")
+	rule, err := routing.ParseRule(benchscen.TableRule)
+	if err != nil {
+		return benchRow{}, err
+	}
 	var r *routing.Router
 	tj, err := routeTimeIt(func() error {
 		var e error
@@ -986,7 +980,3 @@ func routeBenchJob(spec, activeList, transitList, fail string) (benchRow, error)
 	return benchRow{Name: fmt.Sprintf("job table %s, %d active + %d transit, %d failed links (router + table)", spec, len(active), len(transit), len(g.FailedLinks())),
 		Value: ms(tj), Unit: "ms", Baseline: "table alone, 1 core", BaseVal: ms(tj1), Ratio: tj1.Seconds() / tj.Seconds()}, nil
 }
-
-// routeJobFailures are the 10 failed X/Y links of the 32x32x32 job case
-// (as in the routing package benchmark BenchmarkJobTable).
-const routeJobFailures = "1.1.0+X,2.5.1+Y,7.7.2+X,9.12.3+Y,14.3.0+X,17.20.1+Y,21.9.2+X,25.25.3+Y,28.14.4+X,30.30.31+Y"

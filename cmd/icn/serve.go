@@ -25,6 +25,7 @@ import (
 	"github.com/icn-hpc/icn/fm"
 	"github.com/icn-hpc/icn/internal/atomicfile"
 	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/unicast"
 	"github.com/spf13/cobra"
 )
 
@@ -106,10 +107,10 @@ mode 0600 by the first start) and must be started with the same --topo and --rul
 	f.StringVar(&o.rules, "rules", "angara*", "torus routing rule for job tables")
 	f.BoolVar(&o.openRead, "open-read", false, "serve read-only endpoints without the token")
 	f.DurationVar(&o.mcastTimeout, "mcast-timeout", 30*time.Second, "how long a multicast group may wait for missing joins or leaves")
-	f.StringVar(&o.engine, "engine", "", "keep the fabric's unicast tables with this engine (ftree, updn, minhop, sssp, dfsssp, …), recomputed after every failure or repair; needs --lft-out")
+	f.StringVar(&o.engine, "engine", "", "keep the fabric's unicast tables with this engine ("+strings.Join(unicast.EngineNames(), ", ")+"), recomputed after every failure or repair; needs --lft-out")
 	f.StringVar(&o.lftOut, "lft-out", "", "OpenSM dump the unicast tables are written to, replaced atomically (opensm -R file -U FILE)")
 	f.BoolVar(&o.lftCompact, "lft-compact", false, "write --lft-out without the comment naming each LID's holder (a sixth of the size; OpenSM reads only LID and port)")
-	f.BoolVar(&o.lftKeepRepairs, "lft-keep-repairs", false, "sssp, dfsssp: keep the tables a failure's repair gives (only broken routes moved) instead of replacing them with a full computation in the background (which moves most routes)")
+	f.BoolVar(&o.lftKeepRepairs, "lft-keep-repairs", false, enginesWith(func(c unicast.Caps) bool { return c.Update == "repair" })+": keep the tables a failure's repair gives (only broken routes moved) instead of replacing them with a full computation in the background (which moves most routes)")
 	f.StringVar(&o.lftHook, "lft-hook", "", "shell command run after every replacement of --lft-out, with ICN_LFT set to its path (for example 'kill -HUP $(pidof opensm)': OpenSM 3.3 reloads the file on SIGHUP)")
 	f.IntVar(&o.repairExtra, "repair-extra", fm.DefaultRepairExtra, "transit nodes beyond its own allowance a job may gain when a failure leaves its nodes without a legal route (0: none)")
 	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise, 2 if --db names no file)")

@@ -445,7 +445,7 @@ func withCollectiveModels(rows []shmem.BenchRow) []shmem.BenchRow {
 		if r.Procs&(r.Procs-1) == 0 {
 			spec = fmt.Sprintf("hypercube:%d", bits.Len(uint(r.Procs))-1)
 		}
-		topo, err := collective.ParseTopo(spec)
+		topo, err := collective.ParseModelTopo(spec)
 		if err != nil {
 			continue
 		}

@@ -42,13 +42,13 @@ func TestCollectiveModels(t *testing.T) {
 	}
 	rows = withCollectiveModels(rows)
 	p := collective.Params{Ts: 2, Tw: 1e-3, M: 800}
-	hc, _ := collective.ParseTopo("hypercube:2")
+	hc, _ := collective.ParseModelTopo("hypercube:2")
 	r1, _ := collective.Cost(hc, "reduce", collective.CT, p)
 	r2, _ := collective.Cost(hc, "bcast", collective.CT, p)
 	if got := rows[2].ModelUs; math.Abs(got-(r1.Time+r2.Time)) > 1e-9 || !strings.HasPrefix(rows[2].Model, "hypercube:2") {
 		t.Errorf("reduce model %g %q, want %g", got, rows[2].Model, r1.Time+r2.Time)
 	}
-	ring, _ := collective.ParseTopo("ring:3")
+	ring, _ := collective.ParseModelTopo("ring:3")
 	p.M = 8
 	r3, _ := collective.Cost(ring, "alltoall", collective.CT, p)
 	if got := rows[3].ModelUs; math.Abs(got-r3.Time) > 1e-9 {

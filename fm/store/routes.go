@@ -16,18 +16,16 @@ import (
 //	n times:
 //	    varint  source − previous source     (indices into the table's
 //	    varint  destination − previous dest.  active list)
-//	    uvarint r, r run bytes: high nibble the direction (2·dim, +1 if
-//	            negative), low nibble the repeat count − 1
+//	    the steps as routing.AppendRuns writes them (uvarint r, r run
+//	            bytes: high nibble the direction, 2·dim, +1 if negative,
+//	            low nibble the repeat count − 1), read with
+//	            routing.CutRuns
 //
 // The record keeps the table's header (nodes, rule, figures); Job reads
 // both back into one routing.TableJSON.
 
-var dirNames = func() (names [2 * routing.MaxDims]string) {
-	for d := range names {
-		names[d] = routing.Dir(d).String()
-	}
-	return names
-}()
+// maxDirs is the number of directions a stored step may take.
+const maxDirs = 2 * routing.MaxDims
 
 // EncodeRoutes encodes tf's routes (sources and destinations must be
 // active nodes of tf).
@@ -35,10 +33,6 @@ func EncodeRoutes(tf *routing.TableJSON) ([]byte, error) {
 	index := make(map[int]int, len(tf.Active))
 	for i, c := range tf.Active {
 		index[CoordID(c, tf.Dims)] = i
-	}
-	dir := make(map[string]routing.Dir, len(dirNames))
-	for d, s := range dirNames {
-		dir[s] = routing.Dir(d)
 	}
 	b := binary.AppendUvarint(make([]byte, 0, 6*len(tf.Routes)+16), uint64(len(tf.Routes)))
 	prevSrc, prevDst := 0, 0
@@ -50,15 +44,10 @@ func EncodeRoutes(tf *routing.TableJSON) ([]byte, error) {
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("route %d joins nodes that are not the table's active nodes", i)
 		}
-		dirs = dirs[:0]
-		for _, name := range r.Dirs {
-			d, ok := dir[name]
-			if !ok {
-				return nil, fmt.Errorf("route %d: step %q", i, name)
-			}
-			dirs = append(dirs, d)
-		}
 		var err error
+		if dirs, err = routing.AppendNamedDirs(dirs[:0], r.Dirs); err != nil {
+			return nil, fmt.Errorf("route %d: %v", i, err)
+		}
 		if b, err = appendRoute(b, i, src-prevSrc, dst-prevDst, dirs); err != nil {
 			return nil, err
 		}
@@ -69,14 +58,15 @@ func EncodeRoutes(tf *routing.TableJSON) ([]byte, error) {
 
 // appendRoute appends route i: its source and destination as differences
 // from the previous route's, and its steps as routing.AppendRuns writes
-// them (a route of 128 runs or more is refused: its count would not be
-// one byte).
+// them. A route of 128 runs or more (more than the one byte of its count
+// and 127 run bytes) is refused: the store's readers before routing.CutRuns
+// read the count as one byte.
 func appendRoute(b []byte, i, dSrc, dDst int, dirs []routing.Dir) ([]byte, error) {
 	b = binary.AppendVarint(b, int64(dSrc))
 	b = binary.AppendVarint(b, int64(dDst))
 	at := len(b)
 	b = routing.AppendRuns(b, dirs)
-	if b[at] >= 128 {
+	if len(b)-at > 128 {
 		return nil, fmt.Errorf("route %d has %d runs of steps", i, len(b)-at-2)
 	}
 	return b, nil
@@ -103,7 +93,7 @@ func EncodeTableRoutes(ctx context.Context, tb *routing.Table) ([]byte, error) {
 		}
 		dirs = tb.AppendDirs(i, dirs[:0])
 		for _, d := range dirs {
-			if int(d) >= len(dirNames) {
+			if d >= maxDirs {
 				return nil, fmt.Errorf("route %d: step %v", i, d)
 			}
 		}
@@ -126,7 +116,7 @@ func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
 	// string.
 	short := map[uint64][]string{}
 	shared := map[string][]string{}
-	err := walkRoutes(b, len(tf.Active), func(n int) { routes = make([]routing.RouteJSON, 0, n) }, func(src, dst int, runs []byte) {
+	err := EachRoute(b, len(tf.Active), func(n int) { routes = make([]routing.RouteJSON, 0, n) }, func(src, dst int, runs []byte) {
 		var l []string
 		var ok bool
 		key := uint64(len(runs)) << 56
@@ -139,12 +129,7 @@ func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
 			l, ok = shared[string(runs)]
 		}
 		if !ok {
-			for _, x := range runs {
-				for range int(x&15) + 1 {
-					l = append(l, dirNames[x>>4])
-				}
-			}
-			if l == nil {
+			if l = routing.AppendRunNames(nil, runs); l == nil {
 				l = []string{}
 			}
 			if len(runs) <= 7 {
@@ -166,14 +151,15 @@ func DecodeRoutes(b []byte, tf *routing.TableJSON) error {
 // active nodes as DecodeRoutes does, without decoding them (the whole
 // file check of a store whose jobs hold millions of routes).
 func CheckRoutes(b []byte, active int) error {
-	return walkRoutes(b, active, func(int) {}, func(int, int, []byte) {})
+	return EachRoute(b, active, func(int) {}, func(int, int, []byte) {})
 }
 
-// walkRoutes checks the encoded routes b of a table of active nodes and
-// calls start with their count, then route with each route's source and
-// destination (indices into the active nodes) and run bytes (valid
-// directions).
-func walkRoutes(b []byte, active int, start func(n int), route func(src, dst int, runs []byte)) error {
+// EachRoute reads the routes b that EncodeRoutes wrote for a table of
+// active nodes: it calls start with their count, then route with each
+// route's source and destination (indices into the active nodes) and run
+// bytes (routing.CutRuns: valid directions; routing.RunOf decodes them).
+// It stops at the first damaged route with an error naming it.
+func EachRoute(b []byte, active int, start func(n int), route func(src, dst int, runs []byte)) error {
 	bad := func(what string) error { return fmt.Errorf("stored routes damaged: %s", what) }
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)) {
@@ -195,17 +181,11 @@ func walkRoutes(b []byte, active int, start func(n int), route func(src, dst int
 		if src < 0 || src >= active || dst < 0 || dst >= active {
 			return bad(fmt.Sprintf("route %d joins node indices %d and %d of %d", i, src, dst, active))
 		}
-		b = b[k1+k2:]
-		if len(b) == 0 || int(b[0])+1 > len(b) {
-			return bad(fmt.Sprintf("route %d steps", i))
+		runs, rest, err := routing.CutRuns(b[k1+k2:], maxDirs)
+		if err != nil {
+			return bad(fmt.Sprintf("route %d steps: %v", i, err))
 		}
-		runs := b[1 : 1+int(b[0])]
-		b = b[1+int(b[0]):]
-		for _, x := range runs {
-			if d := int(x >> 4); d >= len(dirNames) {
-				return bad(fmt.Sprintf("route %d: direction %d", i, d))
-			}
-		}
+		b = rest
 		route(src, dst, runs)
 	}
 	if len(b) != 0 {
