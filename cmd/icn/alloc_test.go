@@ -3,102 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/icn-hpc/icn/sched"
 	"github.com/icn-hpc/icn/topology"
 )
-
-func schedSimOptions(topo, jobs string) schedSimulateOptions {
-	o := schedSimulateOptions{jobs: jobs, backfill: "easy", algo: "improved", rules: "angara*", window: 1, transitFrac: 1, quiet: true, ppn: 1}
-	o.topo.spec = topo
-	o.out.json = true
-	return o
-}
-
-// Every machine kind answers with the same summary keys.
-func TestSimulateSameKeysOnEveryMachine(t *testing.T) {
-	stderrProblems = false
-	var want []string
-	for _, topo := range []string{"torus:4x4x2", "flat:32", "fattree:k=4,n=2"} {
-		var buf bytes.Buffer
-		if err := runSchedSimulate(context.Background(), schedSimOptions(topo, "synthetic:jobs=60,seed=3,span=2d"), &buf); err != nil {
-			t.Fatalf("%s: %v", topo, err)
-		}
-		var v map[string]any
-		if err := json.Unmarshal(buf.Bytes(), &v); err != nil {
-			t.Fatal(err)
-		}
-		var keys []string
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		if want == nil {
-			want = keys
-		} else if !reflect.DeepEqual(keys, want) {
-			t.Errorf("%s: keys %v, torus has %v", topo, keys, want)
-		}
-		if v["jobs_done"].(float64) != 60 {
-			t.Errorf("%s: %v jobs done", topo, v["jobs_done"])
-		}
-	}
-}
-
-func TestSimulateBadInput(t *testing.T) {
-	stderrProblems = false
-	dir := t.TempDir()
-	empty := filepath.Join(dir, "empty.swf")
-	dup := filepath.Join(dir, "dup.swf")
-	os.WriteFile(empty, []byte("; Version: 2.2\n"), 0o644)
-	os.WriteFile(dup, []byte("1 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n1 5 0 10 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n"), 0o644)
-	for _, tc := range []struct {
-		topo, jobs string
-		strict     bool
-		want       string
-	}{
-		{"torus:4x4", "swf:" + empty, false, "no job to simulate"},
-		{"torus:4x4", "swf:" + dup, true, "dup.swf:2: job id 1 repeats line 1"},
-		{"flat:x", "synthetic:jobs=5", false, "want flat:N"},
-		{"flat:0", "synthetic:jobs=5", false, "node count"},
-		{"complete:4", "synthetic:jobs=5", false, "neither a torus"},
-	} {
-		o := schedSimOptions(tc.topo, tc.jobs)
-		o.strict = tc.strict
-		err := runSchedSimulate(context.Background(), o, &bytes.Buffer{})
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s %s: %v, want %q", tc.topo, tc.jobs, err, tc.want)
-		}
-	}
-}
-
-func TestSimulateScheduleOutAndPlot(t *testing.T) {
-	stderrProblems = false
-	dir := t.TempDir()
-	o := schedSimOptions("fattree:k=4,n=2", "synthetic:jobs=40,seed=1,span=1d")
-	o.scheduleOut = filepath.Join(dir, "s.swf")
-	o.plot = filepath.Join(dir, "u.svg")
-	if err := runSchedSimulate(context.Background(), o, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(o.scheduleOut)
-	if err != nil || !strings.Contains(string(b), "; Computer: simulated fattree:k=4,n=2") || strings.Count(string(b), "\n") != 40+12 {
-		t.Errorf("schedule: %v\n%s", err, b)
-	}
-	for _, f := range []string{"u.svg", "u-wait.svg"} {
-		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 1000 {
-			t.Errorf("plot %s: %v", f, err)
-		}
-	}
-}
 
 // --hostlist names exactly the chosen nodes (active and transit).
 func TestAllocHostlist(t *testing.T) {
