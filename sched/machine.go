@@ -2,9 +2,12 @@ package sched
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/topology"
 )
 
 // Machine is what the simulator places jobs on: a torus with node
@@ -168,4 +171,69 @@ func (m *TorusMachine) Place(j Job, avoid []int) (Placement, bool, error) {
 	p.Nodes = append(append([]int(nil), res.Chosen.Active...), res.Chosen.Transit...)
 	p.Active = len(res.Chosen.Active)
 	return p, true, nil
+}
+
+// MachineOptions say how NewMachine places jobs on a torus or mesh; a
+// switched fabric takes none of them.
+type MachineOptions struct {
+	// Algo is the node-selection algorithm (alloc.Improved or
+	// alloc.Baseline).
+	Algo alloc.Algo
+	// Rules is the routing rule the chosen sets must be reachable under
+	// (alloc.NewAngaraRouter: dor, dirbit, angara-, angara, angara*).
+	Rules string
+	// TransitFrac sets the transit limit TransitLimit(TransitFrac, m) of
+	// a job of m nodes (0: no transit node).
+	TransitFrac float64
+	// Budget bounds each decision (TorusMachine.Budget; 0: none).
+	Budget time.Duration
+}
+
+// NewMachine builds the machine jobs are placed on in network g: on a
+// torus or mesh, node selection chooses a reachable set for each job
+// (TorusMachine, as o says); on a switched fabric, jobs are placed as
+// Slurm's topology/tree plugin places them (TreeMachine). Any other
+// network is refused: a machine without network constraints is flat:N
+// (ParseFlat, NewFlatMachine).
+func NewMachine(g *topology.Graph, o MachineOptions) (Machine, error) {
+	if g.HasCoords() && g.Direct() {
+		a, err := alloc.ParseAlgo(string(o.Algo))
+		if err != nil {
+			return nil, err
+		}
+		st, err := alloc.NewState(g)
+		if err != nil {
+			return nil, err
+		}
+		rt, err := alloc.NewAngaraRouter(g, o.Rules)
+		if err != nil {
+			return nil, err
+		}
+		frac := o.TransitFrac
+		tm := NewTorusMachine(st, rt, a, func(m int) int { return TransitLimit(frac, m) }, 0)
+		tm.Budget = o.Budget
+		return tm, nil
+	}
+	if g.Count(topology.Switch) == 0 {
+		return nil, fmt.Errorf("%s is neither a torus or mesh nor a switched fabric (use flat:N for a machine without network constraints)", g.Name())
+	}
+	m, err := NewTreeMachine(g)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ParseFlat reads the spec of a machine without network constraints,
+// "flat:N" with N its number of nodes (NewFlatMachine checks N). flat
+// is false when spec is not a flat:… spec (it names a network).
+func ParseFlat(spec string) (n int, flat bool, err error) {
+	arg, flat := strings.CutPrefix(spec, "flat:")
+	if !flat {
+		return 0, false, nil
+	}
+	if n, err = strconv.Atoi(arg); err != nil {
+		return 0, true, fmt.Errorf("flat:%s: want flat:N with N the number of nodes", arg)
+	}
+	return n, true, nil
 }

@@ -371,16 +371,15 @@ func schedPolicy(window int, backfill string) (sched.Policy, error) {
 	return pol, nil
 }
 
-// schedMachine builds the machine of --topo: flat:N, a torus or mesh
-// (node selection), or a switched fabric (tree placement).
+// schedMachine builds the machine of --topo: flat:N, or the machine
+// sched.NewMachine makes of the network.
 func schedMachine(o schedSimulateOptions) (sched.Machine, string, error) {
-	if arg, ok := strings.CutPrefix(o.topo.spec, "flat:"); ok {
+	if n, flat, err := sched.ParseFlat(o.topo.spec); flat {
 		if o.topo.failLinks != "" || o.topo.failNodes != "" {
 			return nil, "", fmt.Errorf("flat:N has no network; --fail-links and --fail-nodes need one")
 		}
-		n, err := strconv.Atoi(arg)
 		if err != nil {
-			return nil, "", fmt.Errorf("flat:%s: want flat:N with N the number of nodes", arg)
+			return nil, "", err
 		}
 		m, err := sched.NewFlatMachine(n, nil)
 		return m, o.topo.spec, err
@@ -389,29 +388,7 @@ func schedMachine(o schedSimulateOptions) (sched.Machine, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if g.HasCoords() && g.Direct() {
-		a, err := alloc.ParseAlgo(o.algo)
-		if err != nil {
-			return nil, "", err
-		}
-		st, err := alloc.NewState(g)
-		if err != nil {
-			return nil, "", err
-		}
-		rt, err := alloc.NewAngaraRouter(g, o.rules)
-		if err != nil {
-			return nil, "", err
-		}
-		frac := o.transitFrac
-		transit := func(m int) int { return sched.TransitLimit(frac, m) }
-		tm := sched.NewTorusMachine(st, rt, a, transit, 0)
-		tm.Budget = o.budget.d
-		return tm, g.Name(), nil
-	}
-	if g.Count(topology.Switch) == 0 {
-		return nil, "", fmt.Errorf("%s is neither a torus or mesh nor a switched fabric (use flat:N for a machine without network constraints)", g.Name())
-	}
-	m, err := sched.NewTreeMachine(g)
+	m, err := sched.NewMachine(g, sched.MachineOptions{Algo: alloc.Algo(o.algo), Rules: o.rules, TransitFrac: o.transitFrac, Budget: o.budget.d})
 	return m, g.Name(), err
 }
 
