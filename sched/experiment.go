@@ -26,9 +26,11 @@ type ExperimentOptions struct {
 	// Stream parameters (Load, Span, MaxTime, Sizes, MaxNodes) for the
 	// synthetic streams; Seed is replaced per network.
 	Stream SyntheticParams
-	// TransitFrac sets the transit limit T = ⌈frac·m⌉ for a job of m
-	// nodes (default 1: the baseline needs up to m spare nodes to round a
-	// job up to an allowed rectangle).
+	// TransitFrac sets the transit limit T = TransitLimit(TransitFrac, m)
+	// = ⌈frac·m⌉ for a job of m nodes; 0 allows no transit node, as in
+	// every command's --transit-frac. Seed 001's experiments use 1 (T = m:
+	// the baseline needs up to m spare nodes to round a job up to an
+	// allowed rectangle), which callers set explicitly.
 	TransitFrac float64
 	Workers     int
 	Shard       Shard
@@ -58,13 +60,9 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{i, n}, nil
 }
 
-func (o *ExperimentOptions) transit() func(int) int {
-	f := o.TransitFrac
-	if f == 0 {
-		f = 1
-	}
-	return func(m int) int { return TransitLimit(f, m) }
-}
+// TransitLimit is the transit limit of a job of m nodes in the
+// experiments: TransitLimit(o.TransitFrac, m).
+func (o *ExperimentOptions) TransitLimit(m int) int { return TransitLimit(o.TransitFrac, m) }
 
 // streamFor generates the stream of a network: the same for every
 // algorithm and window, so comparisons are paired, and a function of the
@@ -212,7 +210,7 @@ func solutionsOne(network string, o ExperimentOptions, newRouter RouterFactory) 
 		}
 	}
 	rep, simErr := Simulate(Config{State: st, Router: rt, Policy: Policy{Window: 1}, Algo: alloc.Baseline,
-		Transit: o.transit(), Observe: observe, SelectWorkers: 1}, stream)
+		Transit: o.TransitLimit, Observe: observe, SelectWorkers: 1}, stream)
 	if simErr != nil {
 		return row, simErr
 	}
@@ -293,7 +291,7 @@ func utilOne(network string, w int, backfill bool, algo alloc.Algo, o Experiment
 	if err != nil {
 		return row, err
 	}
-	rep, err := Simulate(Config{State: st, Router: rt, Policy: Policy{Window: w, Backfill: backfill}, Algo: algo, Transit: o.transit(), SelectWorkers: 1}, stream)
+	rep, err := Simulate(Config{State: st, Router: rt, Policy: Policy{Window: w, Backfill: backfill}, Algo: algo, Transit: o.TransitLimit, SelectWorkers: 1}, stream)
 	if err != nil {
 		return row, err
 	}

@@ -15,7 +15,7 @@ import (
 func graphRouter(g *topology.Graph) (alloc.Router, error) { return alloctest.GraphRouter{G: g}, nil }
 
 func TestExperimentsShardAndMerge(t *testing.T) {
-	o := ExperimentOptions{Seed: 3, Stream: SyntheticParams{Jobs: 40, Span: 2 * day, MaxTime: 4 * 3600}}
+	o := ExperimentOptions{Seed: 3, Stream: SyntheticParams{Jobs: 40, Span: 2 * day, MaxTime: 4 * 3600}, TransitFrac: 1}
 	nets := []string{"4x2x2", "3x3x2"}
 	whole, err := Utilization(nets, []int{1, 4}, false, o, graphRouter)
 	if err != nil {

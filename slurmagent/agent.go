@@ -35,6 +35,10 @@ type Config struct {
 	Registry prometheus.Registerer
 }
 
+// TransitLimit is the transit allowance of a job of m nodes:
+// sched.TransitLimit(c.Transit, m), as every command rounds it.
+func (c Config) TransitLimit(m int) int { return sched.TransitLimit(c.Transit, m) }
+
 // Agent keeps Slurm's partition and the fabric manager in step. It holds
 // no state of its own: each round reads both sides, so it survives its
 // own restart and slurmctld's.
@@ -100,7 +104,7 @@ func New(ctx context.Context, cfg Config, s Slurm, m Manager) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	if cfg.Transit < 0 || cfg.Transit > 1 {
+	if !(cfg.Transit >= 0 && cfg.Transit <= 1) {
 		return nil, fmt.Errorf("transit fraction %g outside 0..1", cfg.Transit)
 	}
 	fv, err := m.Fabric(ctx)
@@ -397,7 +401,7 @@ func slurmID(name string) (int, bool) {
 // note, if set (the window's head), is asked when the job waits: it
 // makes the head's reservation and says it in the comment.
 func (a *Agent) place(ctx context.Context, j Job, note func() string) error {
-	transit := sched.TransitLimit(a.cfg.Transit, j.Nodes)
+	transit := a.cfg.TransitLimit(j.Nodes)
 	start := time.Now()
 	// The request id makes a placement whose answer was lost (a
 	// takeover of the fabric manager) safe to ask again: the same job
@@ -641,8 +645,7 @@ func (a *Agent) reserve(head Job, held map[int]*client.JobRecord, live map[int]J
 		running = append(running, sched.RunningJob{ID: rec.ID, Nodes: nodes, End: end})
 	}
 	slices.SortFunc(running, func(x, y sched.RunningJob) int { return x.ID - y.ID })
-	transit := func(m int) int { return sched.TransitLimit(a.cfg.Transit, m) }
-	m := sched.NewTorusMachine(st, a.router, alloc.Improved, transit, 1)
+	m := sched.NewTorusMachine(st, a.router, alloc.Improved, a.cfg.TransitLimit, 1)
 	at, err := sched.Reserve(m, sched.Job{ID: head.ID, Nodes: head.Nodes}, running, float64(now.UnixMilli())/1000)
 	switch {
 	case err != nil:

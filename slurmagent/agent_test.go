@@ -3,6 +3,7 @@ package slurmagent
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -614,5 +615,62 @@ func TestParseSqueue(t *testing.T) {
 	}
 	if _, err := parseSqueue("7|RUNNING|2\n"); err == nil {
 		t.Fatal("a short line was accepted")
+	}
+}
+
+// submitRecorder is the fabric manager, recording the transit allowance
+// of every placement the agent asks for.
+type submitRecorder struct {
+	*Client
+	transit map[string]int
+}
+
+func (r *submitRecorder) Submit(ctx context.Context, req client.JobRequest) (*client.JobRecord, error) {
+	r.transit[req.Name] = req.Transit
+	return r.Client.Submit(ctx, req)
+}
+
+// The agent asks for ⌈--transit·m⌉ transit nodes (0 for none), as every
+// command rounds a transit fraction (cmd/icn's TestTransitFracSameEverywhere
+// has the same table), and refuses fractions outside 0..1.
+func TestAgentTransitFractions(t *testing.T) {
+	ctx := context.Background()
+	sizes := []int{1, 2, 3, 4, 5, 8, 10}
+	for _, c := range []struct {
+		frac float64
+		want []int // T for each of sizes
+	}{
+		{0, []int{0, 0, 0, 0, 0, 0, 0}},
+		{0.25, []int{1, 1, 1, 1, 2, 2, 3}},
+		{0.6, []int{1, 2, 2, 3, 3, 5, 6}},
+		{1, []int{1, 2, 3, 4, 5, 8, 10}},
+	} {
+		_, cl := testService(t, "torus:8x8x2")
+		sl := newFakeSlurm(torusNames(128))
+		rec := &submitRecorder{Client: cl, transit: map[string]int{}}
+		a, err := New(ctx, Config{Partition: "torus", Window: len(sizes), Transit: c.frac}, sl, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range sizes {
+			sl.submit(i+1, m)
+		}
+		if err := a.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range sizes {
+			name := fmt.Sprintf("slurm-%d", i+1)
+			if got, ok := rec.transit[name]; !ok || got != c.want[i] {
+				t.Errorf("--transit %g, %d nodes: asked for %d transit nodes (asked: %v), want %d", c.frac, m, got, ok, c.want[i])
+			}
+			if got := a.cfg.TransitLimit(m); got != c.want[i] {
+				t.Errorf("Config{Transit: %g}.TransitLimit(%d) = %d, want %d", c.frac, m, got, c.want[i])
+			}
+		}
+	}
+	for _, frac := range []float64{-0.1, 1.5, math.NaN()} {
+		if _, err := New(ctx, Config{Partition: "torus", Transit: frac}, nil, nil); err == nil || !strings.Contains(err.Error(), "outside 0..1") {
+			t.Errorf("transit fraction %g: %v, want refused", frac, err)
+		}
 	}
 }

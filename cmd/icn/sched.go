@@ -76,7 +76,7 @@ func newSchedExperimentCmd() *cobra.Command {
 		f.StringVar(&x.o.streamSpec, "stream", "load=0.8,span=4mo", "synthetic stream parameters (see sched simulate --jobs)")
 		f.StringVar(&x.o.shard, "shard", "", "run part i/n of the work (0 ≤ i < n) for a job array; combine with icn sched merge")
 		f.StringVar(&x.o.plot, "plot", "", "write a chart to FILE (.svg or .png)")
-		f.Float64Var(&x.o.transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉")
+		f.Float64Var(&x.o.transitFrac, "transit-frac", 1, transitFracUsage)
 		exp.AddCommand(x.c)
 	}
 	solCmd.Flags().IntVar(&sol.sample, "sample", 1, "count the solutions at every k-th allocation attempt only")
@@ -88,32 +88,18 @@ func newSchedExperimentCmd() *cobra.Command {
 }
 
 func runSchedExperiment(_ context.Context, kind string, o schedExperimentOptions, w io.Writer) error {
-	p, err := sched.ParseSynthetic(o.streamSpec)
+	eo, networks, windows, err := schedExperimentConfig(kind, o)
 	if err != nil {
 		return err
-	}
-	sh, err := sched.ParseShard(o.shard)
-	if err != nil {
-		return err
-	}
-	networks := strings.Split(o.networks, ",")
-	for _, n := range networks {
-		if _, err := topology.Parse("torus:" + n); err != nil {
-			return fmt.Errorf("network %q: %v", n, err)
-		}
-	}
-	var windows []int
-	if kind == "utilization" {
-		if windows, err = parseWindows(o.windows); err != nil {
-			return err
-		}
 	}
 	bar := cli.NewProgress(-1, kind, o.quiet)
-	eo := sched.ExperimentOptions{Seed: o.seed, Stream: p, TransitFrac: o.transitFrac, Shard: sh, SampleEvery: o.sample,
-		Progress: func(done, total int) { bar.Add(1) }}
+	eo.Progress = func(done, total int) { bar.Add(1) }
 	factory := func(g *topology.Graph) (alloc.Router, error) { return alloc.NewAngaraRouter(g, "angara*") }
-	params, _ := json.Marshal(map[string]any{"seed": o.seed, "stream": o.streamSpec, "transit_frac": o.transitFrac, "networks": o.networks, "windows": o.windows, "backfill": o.backfill, "sample": o.sample})
-	file := sched.ShardFile{Experiment: kind, Shard: fmt.Sprintf("%d/%d", sh.I, sh.N), Params: params}
+	params, err := json.Marshal(map[string]any{"seed": o.seed, "stream": o.streamSpec, "transit_frac": o.transitFrac, "networks": o.networks, "windows": o.windows, "backfill": o.backfill, "sample": o.sample})
+	if err != nil {
+		return err
+	}
+	file := sched.ShardFile{Experiment: kind, Shard: fmt.Sprintf("%d/%d", eo.Shard.I, eo.Shard.N), Params: params}
 	if kind == "solutions" {
 		file.Solutions, err = sched.Solutions(networks, eo, factory)
 	} else {
@@ -124,6 +110,49 @@ func runSchedExperiment(_ context.Context, kind string, o schedExperimentOptions
 		return err
 	}
 	return reportExperiment(w, &o.out, &file, o.plot)
+}
+
+// schedExperimentConfig reads the flags of icn sched experiment kind:
+// the experiment's options, its networks and (utilization) its windows.
+func schedExperimentConfig(kind string, o schedExperimentOptions) (sched.ExperimentOptions, []string, []int, error) {
+	var eo sched.ExperimentOptions
+	p, err := sched.ParseSynthetic(o.streamSpec)
+	if err != nil {
+		return eo, nil, nil, err
+	}
+	sh, err := sched.ParseShard(o.shard)
+	if err != nil {
+		return eo, nil, nil, err
+	}
+	if err := checkTransitFrac(o.transitFrac); err != nil {
+		return eo, nil, nil, err
+	}
+	networks := strings.Split(o.networks, ",")
+	for _, n := range networks {
+		if _, err := topology.Parse("torus:" + n); err != nil {
+			return eo, nil, nil, fmt.Errorf("network %q: %v", n, err)
+		}
+	}
+	var windows []int
+	if kind == "utilization" {
+		if windows, err = parseWindows(o.windows); err != nil {
+			return eo, nil, nil, err
+		}
+	}
+	eo = sched.ExperimentOptions{Seed: o.seed, Stream: p, TransitFrac: o.transitFrac, Shard: sh, SampleEvery: o.sample}
+	return eo, networks, windows, nil
+}
+
+// transitFracUsage is the help of every --transit-frac.
+const transitFracUsage = "transit limit T = ⌈frac·m⌉ for a job of m nodes (0: no transit nodes)"
+
+// checkTransitFrac refuses a --transit-frac that is negative or not a
+// number (sched.TransitLimit would take it as 0).
+func checkTransitFrac(f float64) error {
+	if f < 0 || math.IsNaN(f) {
+		return fmt.Errorf("--transit-frac must not be negative")
+	}
+	return nil
 }
 
 func parseWindows(s string) ([]int, error) {
@@ -304,7 +333,7 @@ func newSchedSimulateCmd() *cobra.Command {
 	f.StringVar(&o.backfill, "backfill", "none", "none, easy (EASY: the head job's reservation is kept), window (the window's later jobs start only if they end by the head's reservation: icn slurm agent's rule) or easy-accasim (accasim's EASYBackfilling rule: the reservation only says when the head is tried again)")
 	f.StringVar(&o.algo, "algo", "improved", "improved or baseline (tori)")
 	f.StringVar(&o.rules, "rules", "angara*", "routing rule (tori)")
-	f.Float64Var(&o.transitFrac, "transit-frac", 1, "transit limit T = ⌈frac·m⌉ for a job of m nodes (tori)")
+	f.Float64Var(&o.transitFrac, "transit-frac", 1, transitFracUsage+"; tori and meshes")
 	f.StringVar(&o.scheduleOut, "schedule-out", "", "write the schedule to FILE: standard workload format if FILE ends in .swf, else one JSON object per job (id, submit, start, end, nodes)")
 	f.StringVar(&o.plot, "plot", "", "draw utilization over time to FILE (.svg/.png) and the wait-time distribution to FILE-wait.svg/.png")
 	f.BoolVar(&o.strict, "strict", false, "fail on the first SWF problem instead of reporting it and skipping the line")
@@ -318,8 +347,8 @@ func runSchedSimulate(_ context.Context, o schedSimulateOptions, w io.Writer) er
 	if err != nil {
 		return err
 	}
-	if o.transitFrac < 0 || math.IsNaN(o.transitFrac) {
-		return fmt.Errorf("--transit-frac must not be negative")
+	if err := checkTransitFrac(o.transitFrac); err != nil {
+		return err
 	}
 	m, name, err := schedMachine(o)
 	if err != nil {

@@ -76,7 +76,7 @@ job and outcome, not per round).`,
 	f.StringVar(&o.partition, "partition", "torus", "the Slurm partition whose jobs icn places")
 	f.StringVar(&o.prefix, "nodes-prefix", "nid", "Slurm node names: prefix and node id, zero-padded (as icn slurm topology names them)")
 	f.IntVar(&o.window, "window", 8, "held jobs considered per round, in submit order")
-	f.Float64Var(&o.transit, "transit", 0, "transit allowance per job as a fraction of its nodes, rounded up as icn alloc --transit-frac rounds it (transit nodes are allocated to the job)")
+	f.Float64Var(&o.transit, "transit", 0, "transit allowance per job as a fraction of its nodes, 0..1: T = ⌈frac·m⌉ for a job of m nodes, as --transit-frac of icn sched simulate and experiment (0: no transit nodes; transit nodes are allocated to the job)")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "time between rounds")
 	f.StringVar(&o.slurmConf, "slurm-conf", os.Getenv("SLURM_CONF"), "slurm.conf for squeue, sinfo and scontrol (env SLURM_CONF)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (/metrics)")
@@ -99,8 +99,7 @@ func runSlurmAgent(ctx context.Context, o slurmAgentOptions, log io.Writer) erro
 	cl.Actor = "slurm-agent@" + hostname()
 	m := &slurmagent.Client{C: cl}
 	reg := prometheus.NewRegistry()
-	a, err := slurmagent.New(ctx, slurmagent.Config{Partition: o.partition, Prefix: o.prefix, Window: o.window,
-		Transit: o.transit, AllowSharedNodes: o.allowShared, Log: log, Registry: reg}, slurmagent.CLI{Conf: o.slurmConf}, m)
+	a, err := slurmagent.New(ctx, slurmAgentConfig(o, log, reg), slurmagent.CLI{Conf: o.slurmConf}, m)
 	if err != nil {
 		return err
 	}
@@ -124,6 +123,12 @@ func runSlurmAgent(ctx context.Context, o slurmAgentOptions, log io.Writer) erro
 		return nil
 	}
 	return err
+}
+
+// slurmAgentConfig is the agent's configuration from its flags.
+func slurmAgentConfig(o slurmAgentOptions, log io.Writer, reg prometheus.Registerer) slurmagent.Config {
+	return slurmagent.Config{Partition: o.partition, Prefix: o.prefix, Window: o.window,
+		Transit: o.transit, AllowSharedNodes: o.allowShared, Log: log, Registry: reg}
 }
 
 // slurmInstallOptions are the flags of icn slurm install.
