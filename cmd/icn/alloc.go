@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/internal/cli"
-	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/sched"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/spf13/cobra"
@@ -55,46 +53,27 @@ func allocView(g *topology.Graph, res *alloc.Result, rules string) *allocResultV
 	return v
 }
 
+// writeAlloc prints the answer of icn alloc as a table.
 func writeAlloc(w io.Writer, g *topology.Graph, v *allocResultView) error {
-	b, _ := json.Marshal(v)
-	var m struct {
-		Request struct {
-			Nodes, Transit int
-			Algo           string
-		} `json:"request"`
-		Chosen *struct {
-			Rect  alloc.Rect          `json:"rect"`
-			Holes int                 `json:"holes"`
-			Frag  alloc.Fragmentation `json:"fragmentation_after"`
-			Table *routing.Stats      `json:"table"`
-		} `json:"chosen"`
-		Reason  string   `json:"reason"`
-		Found   int      `json:"candidates_found"`
-		Active  []string `json:"active_nodes"`
-		Transit []string `json:"transit_nodes"`
-		Rules   string   `json:"rules"`
-		Seconds float64  `json:"seconds"`
-	}
-	json.Unmarshal(b, &m)
-	t := cli.NewTable("FIELD", "VALUE")
-	t.Row("request", fmt.Sprintf("%d active, ≤ %d transit, %s, rules %s", m.Request.Nodes, m.Request.Transit, m.Request.Algo, m.Rules))
-	t.Row("candidates found", m.Found)
 	r := v.Result
+	t := cli.NewTable("FIELD", "VALUE")
+	t.Row("request", fmt.Sprintf("%d active, ≤ %d transit, %s, rules %s", r.Request.Nodes, r.Request.Transit, r.Request.Algo, v.Rules))
+	t.Row("candidates found", r.Found)
 	t.Row("search", searchSummary(r.Exhaustive, r.Settled, r.Examined, r.Complete, r.Cut))
-	if m.Chosen == nil {
-		t.Row("result", "no allocation: "+m.Reason)
+	c := r.Chosen
+	if c == nil {
+		t.Row("result", "no allocation: "+r.Reason)
 		return t.Write(w)
 	}
-	c := v.Result.Chosen
-	t.Row("active", nodeSummary(g, c.Active, m.Active))
-	t.Row("transit", nodeSummary(g, c.Transit, m.Transit))
-	t.Row("rectangle", m.Chosen.Rect.String()+fmt.Sprintf(" (%d unavailable inside)", m.Chosen.Holes))
-	t.Row("φ after", fmt.Sprintf("%d (largest free rectangle %d nodes ×%d)", m.Chosen.Frag.Phi, m.Chosen.Frag.LargestNodes, m.Chosen.Frag.LargestCount))
-	if m.Chosen.Table != nil {
-		t.Row("table diameter", m.Chosen.Table.Diameter)
-		t.Row("π_max / π_perfect", fmt.Sprintf("%d / %.3f (balance factor %.1f%%)", m.Chosen.Table.PiMax, m.Chosen.Table.PiPerfect, m.Chosen.Table.BalanceFactor))
+	t.Row("active", nodeSummary(g, c.Active, v.Active))
+	t.Row("transit", nodeSummary(g, c.Transit, v.Transit))
+	t.Row("rectangle", c.Rect.String()+fmt.Sprintf(" (%d unavailable inside)", c.Holes))
+	t.Row("φ after", fmt.Sprintf("%d (largest free rectangle %d nodes ×%d)", c.Frag.Phi, c.Frag.LargestNodes, c.Frag.LargestCount))
+	if c.Figures != nil {
+		t.Row("table diameter", c.Figures.Diameter)
+		t.Row("π_max / π_perfect", fmt.Sprintf("%d / %.3f (balance factor %.1f%%)", c.Figures.PiMax, c.Figures.PiPerfect, c.Figures.BalanceFactor))
 	}
-	t.Row("seconds", m.Seconds)
+	t.Row("seconds", r.Seconds)
 	return t.Write(w)
 }
 

@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/sched"
 	"github.com/icn-hpc/icn/topology"
 )
@@ -184,4 +187,56 @@ func allocJSON(t *testing.T, o allocOptions, v any) {
 		t.Fatal(err)
 	}
 	decodeJSON(t, js.String(), v)
+}
+
+// The table of icn alloc says what --json says: the request, the count,
+// the rectangle and φ of the chosen set, or why there is none.
+func TestAllocTableMatchesJSON(t *testing.T) {
+	for _, tc := range []struct {
+		o    allocOptions
+		busy string
+	}{
+		{allocOptions{nodes: 8, transit: 2, algo: "improved", rules: "angara*"}, ""},
+		{allocOptions{nodes: 5, transit: 3, algo: "baseline", rules: "angara"}, "0.0.*"},
+		{allocOptions{nodes: 16, algo: "improved", rules: "angara*"}, "0-2.*.*"}, // no set now
+	} {
+		o := tc.o
+		o.topo.spec, o.busy = "torus:4x4x2", tc.busy
+		var out bytes.Buffer
+		err := runAlloc(context.Background(), o, &out)
+		rows := map[string]string{}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if k, v, ok := strings.Cut(line, "  "); ok {
+				rows[k] = strings.TrimSpace(v)
+			}
+		}
+		var v struct {
+			alloc.Result
+			Rules string `json:"rules"`
+		}
+		o.out.json = true
+		var js strings.Builder
+		if err2 := runAlloc(context.Background(), o, &js); (err == nil) != (err2 == nil) {
+			t.Fatalf("%+v: table %v, --json %v", tc, err, err2)
+		}
+		decodeJSON(t, js.String(), &v)
+		want := map[string]string{
+			"request":          fmt.Sprintf("%d active, ≤ %d transit, %s, rules %s", o.nodes, o.transit, o.algo, o.rules),
+			"candidates found": strconv.Itoa(v.Found),
+		}
+		if c := v.Chosen; c != nil {
+			want["rectangle"] = fmt.Sprintf("%s (%d unavailable inside)", c.Rect, c.Holes)
+			want["φ after"] = fmt.Sprintf("%d (largest free rectangle %d nodes ×%d)", c.Frag.Phi, c.Frag.LargestNodes, c.Frag.LargestCount)
+		} else {
+			want["result"] = "no allocation: " + v.Reason
+			if v.Reason == "" || err == nil {
+				t.Errorf("%+v: no set, reason %q, exit %v", tc, v.Reason, err)
+			}
+		}
+		for k, w := range want {
+			if rows[k] != w {
+				t.Errorf("%+v: table row %q = %q, --json says %q", tc, k, rows[k], w)
+			}
+		}
+	}
 }
