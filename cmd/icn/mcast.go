@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/internal/par"
 	"github.com/icn-hpc/icn/multicast"
 	"github.com/icn-hpc/icn/topology"
 	"github.com/spf13/cobra"
@@ -288,7 +288,7 @@ func writeHopTableSummary(w io.Writer, o mcastHopsOptions, g *topology.Graph, h 
 		Bytes   int     `json:"bytes"`
 		Seconds float64 `json:"seconds"`
 		Workers int     `json:"workers"`
-	}{o.topo.spec, len(h.Routers()), g.NumNodes(), h.Bytes(), secs, effectiveWorkers(o.workers)}
+	}{o.topo.spec, len(h.Routers()), g.NumNodes(), h.Bytes(), secs, par.Workers(o.workers)}
 	return o.out.print(w, sum, func(w io.Writer) error {
 		return cli.KV(w, "fabric", o.topo.spec, "switches (rows)", sum.Routers, "destinations", sum.Nodes,
 			"memory", bytesString(sum.Bytes), "build time", fmt.Sprintf("%.3f s on %d goroutines", secs, sum.Workers))
@@ -443,13 +443,6 @@ func loadMcastTopo(tf *topoFlags) (*topology.Graph, error) {
 		return nil, fmt.Errorf("--fail-nodes: %v", err)
 	}
 	return g.ApplyFaults(fl, fn)
-}
-
-func effectiveWorkers(w int) int {
-	if w > 0 {
-		return w
-	}
-	return runtime.GOMAXPROCS(0)
 }
 
 func hopCell(h int) string {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/internal/par"
 	"github.com/icn-hpc/icn/multiring"
 	"github.com/spf13/cobra"
 )
@@ -181,7 +181,7 @@ func writeSearch(w io.Writer, res multiringSearchResult, workers int) error {
 		return err
 	}
 	fmt.Fprintf(w, "\n%d step sets (isomorphic copies removed when unconstrained), %d balanced, rest pruned by the bound; %s on %d workers\n",
-		res.Sets, res.Evaluated, cli.Duration(time.Duration(res.Seconds*float64(time.Second))), parWorkers(workers))
+		res.Sets, res.Evaluated, cli.Duration(time.Duration(res.Seconds*float64(time.Second))), par.Workers(workers))
 	fmt.Fprintf(w, "cable: ring-±1 lengths with all rings laid along ±1; seed formula E(%d) = %d (≈ n²/2-4n = %s)\n",
 		rings, multiring.CableSeed(rings), cli.Float(multiring.CableSeedApprox(rings)))
 	return nil
@@ -251,13 +251,6 @@ func writeFamily(w io.Writer, rows []multiring.FamilyRow, search bool) error {
 	fmt.Fprintln(w, "\nC: effective capacity N(N-1)/L; cable: Σ s in lengths of ring ±1 (rings laid along ±1);")
 	fmt.Fprintln(w, "E(n) seed: 4 + Σ_{i=1}^{n/2-1} 2(2i-1) = n²/2-2n+6 as printed in the seed (its approximation n²/2-4n does not follow from it).")
 	return nil
-}
-
-func parWorkers(w int) int {
-	if w > 0 {
-		return w
-	}
-	return runtimeProcs()
 }
 
 func stepSet(duplex []int) string {
@@ -336,5 +329,3 @@ func plotFamily(rows []multiring.FamilyRow, path string) error {
 	}
 	return cli.SavePlot(ch, path)
 }
-
-func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

@@ -7,13 +7,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/icn-hpc/icn/internal/cli"
+	"github.com/icn-hpc/icn/internal/par"
 	"github.com/icn-hpc/icn/multiring"
 	"github.com/icn-hpc/icn/sim"
 	"github.com/spf13/cobra"
@@ -401,7 +401,7 @@ func simLoads(n *sim.Network, cfg sim.Config, rs []float64, workers int, quiet b
 // run serially (the barrier would cost more than it saves).
 func autoPartition(n *sim.Network, workers int) int {
 	if n.Graph().NumNodes() >= 1024 {
-		return workersOr(workers)
+		return par.Workers(workers)
 	}
 	return 1
 }
@@ -521,7 +521,7 @@ func runSimSweep(_ context.Context, o simSweepOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	k := max(1, workersOr(o.sim.workers))
+	k := max(1, par.Workers(o.sim.workers))
 	bar := cli.NewProgress(len(rs)+o.refine*k, "sweeping", o.sim.quiet)
 	res, err := sim.Sweep(n, cfg, rs, o.refine, o.sim.workers, func() { bar.Add(1) })
 	bar.Done()
@@ -559,14 +559,6 @@ func writeSweep(w io.Writer, n *sim.Network, cfg sim.Config, res *sim.SweepResul
 	}
 	fmt.Fprintln(w)
 	return nil
-}
-
-// workersOr is w, or every core when w is 0.
-func workersOr(w int) int {
-	if w > 0 {
-		return w
-	}
-	return runtime.GOMAXPROCS(0)
 }
 
 // simValidateOptions are the flags of `icn sim validate`.
