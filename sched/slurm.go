@@ -47,6 +47,32 @@ type SlurmBlockEntry struct {
 	Nodes string `yaml:"nodes" json:"nodes"`
 }
 
+// SlurmTopologyOf describes network g for Slurm: a torus or mesh for
+// topology/block (SlurmBlockTopology, base blocks of at most base nodes),
+// a switched fabric for topology/tree (SlurmTreeTopology over its end
+// nodes). Slurm sees n nodes, node i being vertex(i) of g: the node ids
+// of a torus, the end nodes of a fabric in TreeMachine's order (the
+// numbering icn sched simulate and icn alloc --hostlist use); names
+// names them.
+func SlurmTopologyOf(name string, g *topology.Graph, base int, names func(n int, vertex func(int) int) (NodeNamer, error)) (SlurmTopology, error) {
+	if g.HasCoords() && g.Direct() {
+		nn, err := names(g.NumNodes(), func(v int) int { return v })
+		if err != nil {
+			return SlurmTopology{}, err
+		}
+		return SlurmBlockTopology(name, g, nn, base)
+	}
+	m, err := NewTreeMachine(g)
+	if err != nil {
+		return SlurmTopology{}, err
+	}
+	nn, err := names(m.Size(), m.Vertex)
+	if err != nil {
+		return SlurmTopology{}, err
+	}
+	return SlurmTreeTopology(name, m, nn), nil
+}
+
 // SlurmTreeTopology describes a switched fabric for topology/tree: its
 // leaf switches with their nodes, then one level of switches per hop
 // distance at which leaves join (the groups tree placement uses), each
@@ -294,6 +320,10 @@ type SlurmFiles struct {
 	Conf     []byte
 	YAML     []byte
 }
+
+// DefaultSlurmRelease is the Slurm release topology files are written
+// for unless another is named: the first that reads topology.yaml.
+const DefaultSlurmRelease = "25.05"
 
 // ParseSlurmRelease reads a Slurm release ("22.05", "23.11.4", "25.05")
 // as major·100 + minor.

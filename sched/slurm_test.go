@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/icn-hpc/icn/topology"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -323,5 +324,54 @@ func TestSlurmTopologyFiles(t *testing.T) {
 		if _, err := SlurmTopologyFiles(top, bad); err == nil {
 			t.Fatalf("release %q accepted", bad)
 		}
+	}
+}
+
+// SlurmTopologyOf writes a torus or mesh for topology/block over its node
+// ids and a switched fabric for topology/tree over its end nodes, naming
+// the nodes Slurm sees with names; anything else, or a naming that
+// fails, is refused.
+func TestSlurmTopologyOf(t *testing.T) {
+	for _, c := range []struct {
+		spec  string
+		block bool
+	}{{"torus:4x4x2", true}, {"torus:4x4:mesh=Y", true}, {"fattree:k=4,n=2", false}, {"dragonfly:a=4,p=2,h=2", false}} {
+		g, err := topology.Parse(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen []int
+		top, err := SlurmTopologyOf("default", g, 0, func(n int, vertex func(int) int) (NodeNamer, error) {
+			for i := range n {
+				seen = append(seen, vertex(i))
+			}
+			return NewNodeNamer("nid", n), nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		if (top.Block != nil) != c.block || (top.Tree != nil) == c.block || top.Topology != "default" {
+			t.Errorf("%s: block %v, tree %v, name %q; want block %v", c.spec, top.Block != nil, top.Tree != nil, top.Topology, c.block)
+		}
+		// Slurm sees every end node once: the node ids in order on a
+		// torus, the end nodes (no switch) on a fabric.
+		want := g.Endpoints()
+		if c.block {
+			want = nil
+			for v := range g.NumNodes() {
+				want = append(want, v)
+			}
+		}
+		if got := slices.Sorted(slices.Values(seen)); !slices.Equal(got, want) || c.block && !slices.Equal(seen, want) {
+			t.Errorf("%s: named vertices %v, want %v", c.spec, seen, want)
+		}
+	}
+	g, _ := topology.Parse("torus:4x4")
+	if _, err := SlurmTopologyOf("default", g, 0, func(int, func(int) int) (NodeNamer, error) { return NodeNamer{}, fmt.Errorf("no names") }); err == nil || err.Error() != "no names" {
+		t.Errorf("a naming that fails: %v", err)
+	}
+	g, _ = topology.Parse("complete:4")
+	if _, err := SlurmTopologyOf("default", g, 0, func(n int, _ func(int) int) (NodeNamer, error) { return NewNodeNamer("nid", n), nil }); err == nil {
+		t.Error("complete:4 (no switches, no coordinates) accepted")
 	}
 }

@@ -61,7 +61,7 @@ icn sched simulate number them.`,
 	f.StringVar(&o.dir, "out", "", "write topology.yaml and topology.conf into DIR")
 	f.StringVar(&o.format, "format", "yaml", "what to print without --out: yaml or conf")
 	f.IntVar(&o.blockSize, "block-size", 0, "nodes per base block on a torus (0: halve down to at most 32)")
-	f.StringVar(&o.version, "slurm-version", "25.05", "the Slurm release the files are for: before 23.11 a torus is written for topology/tree (no topology/block), before 25.05 no topology.yaml is written")
+	f.StringVar(&o.version, "slurm-version", sched.DefaultSlurmRelease, "the Slurm release the files are for: before 23.11 a torus is written for topology/tree (no topology/block), before 25.05 no topology.yaml is written")
 	return c
 }
 
@@ -73,7 +73,7 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 		o.names = "auto"
 	}
 	if o.version == "" {
-		o.version = "25.05"
+		o.version = sched.DefaultSlurmRelease
 	}
 	if o.names != "auto" && o.names != "host" && o.names != "number" {
 		return fmt.Errorf("unknown --names %q (want auto, host or number)", o.names)
@@ -91,25 +91,13 @@ func runSlurmTopology(_ context.Context, o slurmTopologyOptions, w io.Writer) er
 	if err != nil {
 		return err
 	}
-	var top sched.SlurmTopology
 	var nodes int
 	var naming string
-	if g.HasCoords() && g.Direct() {
-		nodes = g.NumNodes()
-		var nn sched.NodeNamer
-		if nn, naming, err = slurmNodeNames(g, func(v int) int { return v }, nodes, o); err == nil {
-			top, err = sched.SlurmBlockTopology(o.name, g, nn, o.blockSize)
-		}
-	} else {
-		var m *sched.TreeMachine
-		if m, err = sched.NewTreeMachine(g); err == nil {
-			nodes = m.Size()
-			var nn sched.NodeNamer
-			if nn, naming, err = slurmNodeNames(g, m.Vertex, nodes, o); err == nil {
-				top = sched.SlurmTreeTopology(o.name, m, nn)
-			}
-		}
-	}
+	top, err := sched.SlurmTopologyOf(o.name, g, o.blockSize, func(n int, vertex func(int) int) (nn sched.NodeNamer, err error) {
+		nodes = n
+		nn, naming, err = slurmNodeNames(g, vertex, n, o)
+		return nn, err
+	})
 	if err != nil {
 		return err
 	}
