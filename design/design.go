@@ -120,6 +120,16 @@ func (d *Design) Complement() (*Design, error) {
 	return FromBlocks(d.N, d.N-d.M, d.N-2*d.M+d.Lambda, out, "complement of "+d.Construction), nil
 }
 
+// SymmetricOrder is the number of elements N = m(m-1)/λ + 1 of a
+// symmetric design with blocks of m and index λ, or why there is none
+// (m < 2, or λ does not divide m(m-1)).
+func SymmetricOrder(m, lambda int) (int, error) {
+	if m < 2 || lambda < 1 || m*(m-1)%lambda != 0 {
+		return 0, fmt.Errorf("m=%d, λ=%d: λ must divide m(m-1) for N = m(m-1)/λ + 1 to be whole", m, lambda)
+	}
+	return m*(m-1)/lambda + 1, nil
+}
+
 // CheckParams checks N = m(m-1)/λ + 1 and the ranges of the parameters.
 func CheckParams(n, m, lambda int) error {
 	if m < 2 || lambda < 1 || n < 2 {

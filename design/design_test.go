@@ -397,3 +397,25 @@ func BenchmarkVerifyBlocks1407(b *testing.B) {
 		}
 	}
 }
+
+// SymmetricOrder gives the N with λ(N-1) = m(m-1) (which CheckParams
+// accepts while λ < m), and a reason when λ does not divide m(m-1).
+func TestSymmetricOrder(t *testing.T) {
+	for _, c := range []struct{ m, lambda, n int }{{4, 2, 7}, {7, 1, 43}, {38, 1, 1407}, {1025, 1, 1049601}, {7, 2, 22}} {
+		if n, err := SymmetricOrder(c.m, c.lambda); n != c.n || err != nil {
+			t.Errorf("SymmetricOrder(%d, %d) = %d, %v; want %d", c.m, c.lambda, n, err, c.n)
+		}
+	}
+	for m := 0; m <= 20; m++ {
+		for lambda := 0; lambda <= 6; lambda++ {
+			n, err := SymmetricOrder(m, lambda)
+			divides := m >= 2 && lambda >= 1 && m*(m-1)%lambda == 0
+			if (err == nil) != divides {
+				t.Errorf("SymmetricOrder(%d, %d): %v, want an answer %v", m, lambda, err, divides)
+			}
+			if err == nil && (lambda*(n-1) != m*(m-1) || lambda < m && CheckParams(n, m, lambda) != nil) {
+				t.Errorf("SymmetricOrder(%d, %d) = %d, which CheckParams refuses: %v", m, lambda, n, CheckParams(n, m, lambda))
+			}
+		}
+	}
+}

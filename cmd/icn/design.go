@@ -468,10 +468,9 @@ func buildDesign(n, m int, lambda string, budget int64) (*design.Design, error) 
 		return design.Quasi(n, m, l, budget)
 	}
 	if n == 0 {
-		if m < 2 || m*(m-1)%l != 0 {
-			return nil, fmt.Errorf("m=%d, λ=%d: λ must divide m(m-1) for N = m(m-1)/λ + 1 to be whole", m, l)
+		if n, err = design.SymmetricOrder(m, l); err != nil {
+			return nil, err
 		}
-		n = m*(m-1)/l + 1
 	}
 	return design.Construct(n, m, l, design.Options{SearchBudget: budget})
 }
