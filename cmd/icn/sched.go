@@ -309,6 +309,8 @@ type schedSimulateOptions struct {
 	quiet       bool
 	ppn         int
 	budget      budgetFlag
+	startDelay  string
+	interval    string
 }
 
 func newSchedSimulateCmd() *cobra.Command {
@@ -319,7 +321,8 @@ func newSchedSimulateCmd() *cobra.Command {
 		Example: `  icn sched simulate --topo torus:4x4x2 --jobs synthetic:load=0.8,span=1mo,seed=1 --window 8
   icn sched simulate --topo torus:8x8x4x4 --jobs swf:trace.swf --window 1 --backfill easy --algo baseline --json
   icn sched simulate --topo fattree:k=8,n=2 --jobs swf:trace.swf --schedule-out sched.swf --plot util.svg
-  icn sched simulate --topo flat:240 --jobs swf:trace.swf --backfill easy`,
+  icn sched simulate --topo flat:240 --jobs swf:trace.swf --backfill easy
+  icn sched simulate --topo torus:4x4x2 --jobs synthetic:jobs=200,seed=1 --start-delay 30 --pass-interval 2m`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			return runSchedSimulate(c.Context(), o, stdout(c))
@@ -338,8 +341,34 @@ func newSchedSimulateCmd() *cobra.Command {
 	f.StringVar(&o.plot, "plot", "", "draw utilization over time to FILE (.svg/.png) and the wait-time distribution to FILE-wait.svg/.png")
 	f.BoolVar(&o.strict, "strict", false, "fail on the first SWF problem instead of reporting it and skipping the line")
 	f.IntVar(&o.ppn, "procs-per-node", 1, "SWF processors per node")
+	f.StringVar(&o.startDelay, "start-delay", "0", "launch delay of every job (trace seconds, or a duration: 30, 2m, 1h), or @FILE of 'JOB-ID DELAY' lines: the job holds its nodes from its start and runs after the delay (as Slurm's launch); waits count to the start")
+	f.StringVar(&o.interval, "pass-interval", "0", "schedule only at multiples of this many trace seconds (or a duration: 100, 2m), as a periodic scheduler such as icn slurm agent's rounds; 0 = at every arrival and end")
 	registerBudget(c, &o.budget, "time one node-selection decision may take")
 	return c
+}
+
+// simulateTiming reads --start-delay and --pass-interval.
+func simulateTiming(o schedSimulateOptions) (delay func(sched.Job) float64, interval float64, err error) {
+	if interval, err = sched.ParseDelay(o.interval); err != nil {
+		return nil, 0, fmt.Errorf("--pass-interval: %v", err)
+	}
+	if name, ok := strings.CutPrefix(o.startDelay, "@"); ok {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, 0, fmt.Errorf("--start-delay: %v", err)
+		}
+		defer f.Close()
+		per, err := sched.ParseStartDelays(f, name)
+		if err != nil {
+			return nil, 0, fmt.Errorf("--start-delay: %v", err)
+		}
+		return sched.DelayOf(per, 0), interval, nil
+	}
+	every, err := sched.ParseDelay(o.startDelay)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--start-delay: %v", err)
+	}
+	return sched.DelayOf(nil, every), interval, nil
 }
 
 func runSchedSimulate(_ context.Context, o schedSimulateOptions, w io.Writer) error {
@@ -349,6 +378,14 @@ func runSchedSimulate(_ context.Context, o schedSimulateOptions, w io.Writer) er
 	}
 	if err := checkTransitFrac(o.transitFrac); err != nil {
 		return err
+	}
+	delay, interval, err := simulateTiming(o)
+	if err != nil {
+		return err
+	}
+	pol.Interval = interval
+	if interval > 0 && pol.Rule == sched.RuleAccasim {
+		return fmt.Errorf("--pass-interval: --backfill easy-accasim schedules its own retries and takes no pass interval")
 	}
 	m, name, err := schedMachine(o)
 	if err != nil {
@@ -360,12 +397,18 @@ func runSchedSimulate(_ context.Context, o schedSimulateOptions, w io.Writer) er
 	}
 	reportStreamProblems(stream)
 	bar := cli.NewProgress(len(stream.Jobs), "jobs", o.quiet)
-	rep, err := sched.Simulate(sched.Config{Machine: m, Policy: pol, Progress: func(int, int) { bar.Add(1) }}, stream)
+	rep, err := sched.Simulate(sched.Config{Machine: m, Policy: pol, StartDelay: delay, Progress: func(int, int) { bar.Add(1) }}, stream)
 	bar.Done()
 	if err != nil {
 		return err
 	}
 	policy := fmt.Sprintf("window %d%s", o.window, map[string]string{sched.RuleEASY: ", EASY backfilling", sched.RuleWindow: ", a reservation for the window's head", sched.RuleAccasim: ", accasim's EASY backfilling rule"}[pol.Rule])
+	if interval > 0 {
+		policy += fmt.Sprintf(", passes every %g s", interval)
+	}
+	if delay != nil {
+		policy += ", start delays " + o.startDelay
+	}
 	if err := writeSchedule(o.scheduleOut, m, stream, rep, policy, o.ppn); err != nil {
 		return err
 	}

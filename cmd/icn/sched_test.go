@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/icn-hpc/icn/sched"
 )
 
 func schedSimOptions(topo, jobs string) schedSimulateOptions {
@@ -91,6 +93,62 @@ func TestSimulateScheduleOutAndPlot(t *testing.T) {
 	for _, f := range []string{"u.svg", "u-wait.svg"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 1000 {
 			t.Errorf("plot %s: %v", f, err)
+		}
+	}
+}
+
+// TestSimulateStartDelayAndPasses runs icn sched simulate with
+// --pass-interval and --start-delay (a number and @FILE) and checks the
+// schedule it writes: every start on a multiple of the interval, every
+// job holding its nodes its run time plus its delay, and bad values
+// refused with exit 2.
+func TestSimulateStartDelayAndPasses(t *testing.T) {
+	dir := t.TempDir()
+	jobs := "synthetic:jobs=120,span=2d,maxtime=6h,maxnodes=16,seed=3"
+	read := func(name string) []sched.JobRecord {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []sched.JobRecord
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var r sched.JobRecord
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	if _, e, code := runICN(t, dir, "sched", "simulate", "--topo", "flat:32", "--jobs", jobs, "--schedule-out", "plain.json"); code != 0 {
+		t.Fatalf("exit %d: %s", code, e)
+	}
+	plain := read("plain.json")
+	if err := os.WriteFile(filepath.Join(dir, "d.txt"), []byte("# id delay\n1 90\n2 5m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		delay string
+		of    func(id int) float64
+	}{{"45", func(int) float64 { return 45 }}, {"@d.txt", func(id int) float64 { return map[int]float64{1: 90, 2: 300}[id] }}} {
+		if _, e, code := runICN(t, dir, "sched", "simulate", "--topo", "flat:32", "--jobs", jobs, "--pass-interval", "10m",
+			"--start-delay", tc.delay, "--schedule-out", "timed.json"); code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.delay, code, e)
+		}
+		for i, r := range read("timed.json") {
+			if k := r.Start / 600; k != float64(int64(k)) {
+				t.Fatalf("%s: job %d starts at %g, not on a 10-minute pass", tc.delay, r.ID, r.Start)
+			}
+			run := plain[i].End - plain[i].Start
+			if got := r.End - r.Start; got < run+tc.of(r.ID)-1e-6 || got > run+tc.of(r.ID)+1e-6 {
+				t.Fatalf("%s: job %d holds its nodes %g s, want run %g + delay %g", tc.delay, r.ID, got, run, tc.of(r.ID))
+			}
+		}
+	}
+	for _, bad := range [][]string{{"--start-delay", "-1"}, {"--pass-interval", "soon"}, {"--start-delay", "@missing.txt"}, {"--backfill", "easy-accasim", "--pass-interval", "60"}} {
+		_, e, code := runICN(t, dir, append([]string{"sched", "simulate", "--topo", "flat:32", "--jobs", jobs}, bad...)...)
+		if code != 2 || strings.Count(strings.TrimSpace(e), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", bad, code, e)
 		}
 	}
 }
