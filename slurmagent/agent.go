@@ -25,6 +25,10 @@ type Config struct {
 	Prefix    string  // Slurm node names: Prefix and the node id, zero-padded (icn slurm topology's names)
 	Window    int     // pending jobs considered per round, in submit order (the seed's window; default 8)
 	Transit   float64 // transit allowance per job as a fraction of its nodes, rounded up (sched.TransitLimit; 0: none)
+	// Algo is the node-selection algorithm the fabric manager is asked
+	// to use (alloc.Improved when empty; alloc.Baseline is seed 001's
+	// base algorithm, whole rectangles).
+	Algo alloc.Algo
 	// AllowSharedNodes lets the partition share nodes with other
 	// partitions. Without it the agent refuses to start (and to place)
 	// while any node of the partition is in another one: a job of the
@@ -106,6 +110,12 @@ func New(ctx context.Context, cfg Config, s Slurm, m Manager) (*Agent, error) {
 	}
 	if !(cfg.Transit >= 0 && cfg.Transit <= 1) {
 		return nil, fmt.Errorf("transit fraction %g outside 0..1", cfg.Transit)
+	}
+	if cfg.Algo == "" {
+		cfg.Algo = alloc.Improved
+	}
+	if _, err := alloc.ParseAlgo(string(cfg.Algo)); err != nil {
+		return nil, err
 	}
 	fv, err := m.Fabric(ctx)
 	if err != nil {
@@ -408,7 +418,7 @@ func (a *Agent) place(ctx context.Context, j Job, note func() string) error {
 	// comes back, not a second one. A job whose earlier placement was
 	// released since (requeued by Slurm) is placed anew under a new id.
 	req := client.JobRequest{Name: fmt.Sprintf("%s%d", jobPrefix, j.ID), Nodes: j.Nodes, Transit: transit,
-		RequestID: fmt.Sprintf("slurm-%d", j.ID)}
+		Algo: string(a.cfg.Algo), RequestID: fmt.Sprintf("slurm-%d", j.ID)}
 	r, err := a.fm.Submit(ctx, req)
 	if err == nil && r.Replayed {
 		if now, jerr := a.fm.Job(ctx, r.ID); jerr == nil && now.State != client.JobRunning {

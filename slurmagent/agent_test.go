@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/fm/api"
 	"github.com/icn-hpc/icn/fm/client"
 
@@ -672,5 +673,44 @@ func TestAgentTransitFractions(t *testing.T) {
 		if _, err := New(ctx, Config{Partition: "torus", Transit: frac}, nil, nil); err == nil || !strings.Contains(err.Error(), "outside 0..1") {
 			t.Errorf("transit fraction %g: %v, want refused", frac, err)
 		}
+	}
+}
+
+// The agent asks the fabric manager for the algorithm it was given
+// (improved by default; baseline for seed 001's comparisons), and the
+// fabric manager's records say which one placed each job.
+func TestAgentAlgo(t *testing.T) {
+	ctx := context.Background()
+	for _, algo := range []alloc.Algo{"", alloc.Baseline, alloc.Improved} {
+		_, cl := testService(t, "torus:4x4x2")
+		sl := newFakeSlurm(torusNames(32))
+		a, err := New(ctx, Config{Partition: "torus", Window: 2, Algo: algo}, sl, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sl.submit(1, 4)
+		sl.submit(2, 2) // sizes whose rectangles the baseline places without transit nodes
+		if err := a.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := algo
+		if want == "" {
+			want = alloc.Improved
+		}
+		jobs, err := cl.Jobs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) != 2 {
+			t.Fatalf("algo %q: %d jobs placed, want 2", algo, len(jobs))
+		}
+		for _, j := range jobs {
+			if j.Algo != string(want) {
+				t.Errorf("algo %q: job %s placed by %q", algo, j.Name, j.Algo)
+			}
+		}
+	}
+	if _, err := New(ctx, Config{Partition: "torus", Algo: "fastest"}, nil, nil); err == nil {
+		t.Error("an unknown algorithm was accepted")
 	}
 }

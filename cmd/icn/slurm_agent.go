@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/internal/atomicfile"
 
 	"github.com/icn-hpc/icn/slurmagent"
@@ -32,6 +33,7 @@ type slurmAgentOptions struct {
 	metricsAddr string
 	once        bool
 	allowShared bool
+	algo        string
 }
 
 func newSlurmAgentCmd() *cobra.Command {
@@ -81,6 +83,7 @@ job and outcome, not per round).`,
 	f.StringVar(&o.slurmConf, "slurm-conf", os.Getenv("SLURM_CONF"), "slurm.conf for squeue, sinfo and scontrol (env SLURM_CONF)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (/metrics)")
 	f.BoolVar(&o.once, "once", false, "run one round and exit")
+	f.StringVar(&o.algo, "algo", "improved", "node-selection algorithm the fabric manager uses for the partition's jobs: improved, or baseline (seed 001's base algorithm: whole rectangles, for comparisons)")
 	f.BoolVar(&o.allowShared, "allow-shared-nodes", false, "let the partition share nodes with other partitions (only when those are never used while icn places: Slurm would run their jobs on nodes icn gives to its own)")
 	return c
 }
@@ -128,7 +131,7 @@ func runSlurmAgent(ctx context.Context, o slurmAgentOptions, log io.Writer) erro
 // slurmAgentConfig is the agent's configuration from its flags.
 func slurmAgentConfig(o slurmAgentOptions, log io.Writer, reg prometheus.Registerer) slurmagent.Config {
 	return slurmagent.Config{Partition: o.partition, Prefix: o.prefix, Window: o.window,
-		Transit: o.transit, AllowSharedNodes: o.allowShared, Log: log, Registry: reg}
+		Transit: o.transit, Algo: alloc.Algo(o.algo), AllowSharedNodes: o.allowShared, Log: log, Registry: reg}
 }
 
 // slurmInstallOptions are the flags of icn slurm install.
