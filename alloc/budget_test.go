@@ -330,3 +330,16 @@ func TestTableSplit(t *testing.T) {
 		}
 	}
 }
+
+// A selection whose context ends before an answer says how many
+// placements it had examined, and unwraps to the context's cause.
+func TestNoAnswerNamesExamined(t *testing.T) {
+	s, rt := busyPattern(t, "torus:8x8x8", "idle")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := NewSelector(s).SelectContext(ctx, s, rt, Request{Nodes: 64, Algo: Improved})
+	var na *NoAnswerError
+	if !errors.As(err, &na) || na.Examined != 0 || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "0 placements examined") {
+		t.Fatalf("got %v", err)
+	}
+}

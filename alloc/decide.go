@@ -34,8 +34,8 @@ func (sel *Selector) Select(s *State, rt Router, req Request) (*Result, error) {
 func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req Request) (*Result, error) {
 	start := time.Now()
 	res := &Result{Request: req, Exhaustive: true, Complete: CompleteAll, BudgetSeconds: req.Budget.Seconds()}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, &NoAnswerError{Cause: context.Cause(ctx)}
 	}
 	defer func() {
 		if res.Chosen != nil {
@@ -76,7 +76,11 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 	results := d.examinePlacements()
 	cands, err := d.collect(results, res)
 	if d.clock.ctxDone.Load() {
-		return nil, context.Cause(ctx)
+		n := 0
+		for _, r := range results {
+			n += r.examined
+		}
+		return nil, &NoAnswerError{Examined: n, Cause: context.Cause(ctx)}
 	}
 	if err != nil {
 		return nil, err
@@ -114,6 +118,20 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 	}
 	return res, nil
 }
+
+// NoAnswerError is SelectContext's error when its context ended before
+// an answer: Examined placements had been examined. It unwraps to the
+// context's cause.
+type NoAnswerError struct {
+	Examined int
+	Cause    error
+}
+
+func (e *NoAnswerError) Error() string {
+	return fmt.Sprintf("%v (%d placements examined)", e.Cause, e.Examined)
+}
+
+func (e *NoAnswerError) Unwrap() error { return e.Cause }
 
 // examinePlacements examines the placements by the first path that
 // applies: uniform (an empty torus), bounded (a large partly used one),

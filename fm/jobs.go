@@ -343,7 +343,12 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req client.JobRequest
 		return nil, placementCut(ctx)
 	}
 	if err != nil && selCtx.Err() != nil {
-		return nil, fmt.Errorf("%w: node selection did not answer within the budget of %v (+10%%); nothing was placed", client.ErrBudget, b)
+		examined := ""
+		var na *alloc.NoAnswerError
+		if errors.As(err, &na) {
+			examined = fmt.Sprintf(" after %d placements examined", na.Examined)
+		}
+		return nil, fmt.Errorf("%w: node selection did not answer within the budget of %v (+10%%)%s; nothing was placed", client.ErrBudget, b, examined)
 	}
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -176,7 +177,7 @@ func runAlloc(ctx context.Context, o allocOptions, w io.Writer) error {
 	sel := alloc.NewSelector(st)
 	res, err := sel.SelectContext(sctx, st, rt, req)
 	if err != nil && ctx.Err() == nil && sctx.Err() != nil {
-		return &exitError{code: 3, err: fmt.Errorf("no allocation: node selection did not answer within the budget of %v (+10%%)", b)}
+		return &exitError{code: 3, err: fmt.Errorf("no allocation: node selection did not answer within the budget of %v (+10%%)%s", b, examinedNote(err))}
 	}
 	if err != nil {
 		return err
@@ -246,4 +247,14 @@ func occupyBusy(g *topology.Graph, st *alloc.State, busy string) error {
 		return fmt.Errorf("--busy: %v", err)
 	}
 	return nil
+}
+
+// examinedNote names how many placements a selection cut by its context
+// had examined ("" when the error does not say).
+func examinedNote(err error) string {
+	var na *alloc.NoAnswerError
+	if errors.As(err, &na) {
+		return fmt.Sprintf("; %d placements examined, nothing chosen", na.Examined)
+	}
+	return ""
 }
