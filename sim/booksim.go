@@ -313,6 +313,21 @@ func bookSimTopo(topo string, k, n int) (string, error) {
 	return topo + ":" + strings.Join(dims, "x"), nil
 }
 
+// Overlay gives set the topology ("topo") and then every translated
+// option in Options' order, stopping at the first error; set decides
+// what a value already given elsewhere (a command line) keeps.
+func (b *BookSimFile) Overlay(set func(option, value string) error) error {
+	if err := set("topo", b.Topo); err != nil {
+		return err
+	}
+	for _, name := range b.Options() {
+		if err := set(name, b.Set[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Options returns the translated options in a stable order.
 func (b *BookSimFile) Options() []string {
 	keys := make([]string, 0, len(b.Set))

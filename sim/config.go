@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/icn-hpc/icn/internal/par"
 )
 
 // Routing algorithm names accepted in Config.Routing; the registry in
@@ -57,6 +59,36 @@ const (
 type Stages struct {
 	RC, VA, SA, ST int
 	Speculative    bool
+}
+
+// ParseStages reads "RC,VA,SA,ST": four whole numbers of cycles in
+// 0..100 (Speculative is not part of the text).
+func ParseStages(s string) (Stages, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 4 {
+		return Stages{}, fmt.Errorf("stages %q: want four cycle counts RC,VA,SA,ST", s)
+	}
+	var v [4]int
+	for i, p := range parts {
+		x, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || x < 0 || x > 100 {
+			return Stages{}, fmt.Errorf("stages %q: %q is not a whole number of cycles in 0..100", s, p)
+		}
+		v[i] = x
+	}
+	return Stages{RC: v[0], VA: v[1], SA: v[2], ST: v[3]}, nil
+}
+
+// PartitionWorkers is the Config.Workers a single run of the network
+// should use given workers goroutines (0: all cores): partitioned routers
+// (one goroutine per core, a barrier per cycle) from 1 024 nodes on;
+// smaller networks run serially, where the barrier would cost more than
+// it saves.
+func PartitionWorkers(n *Network, workers int) int {
+	if n.Graph().NumNodes() >= 1024 {
+		return par.Workers(workers)
+	}
+	return 1
 }
 
 // BookSimStages is BookSim's default 4-stage router.

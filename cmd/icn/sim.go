@@ -88,7 +88,7 @@ func (f *simFlags) applyBookSim(c *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", f.booksim, err)
 	}
-	set := func(name, v string) error {
+	return bf.Overlay(func(name, v string) error {
 		fl := c.Flags().Lookup(name)
 		if fl == nil || fl.Changed {
 			return nil
@@ -97,16 +97,7 @@ func (f *simFlags) applyBookSim(c *cobra.Command) error {
 			return fmt.Errorf("%s: %s = %s: %v", f.booksim, name, v, err)
 		}
 		return nil
-	}
-	if err := set("topo", bf.Topo); err != nil {
-		return err
-	}
-	for _, name := range bf.Options() {
-		if err := set(name, bf.Set[name]); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // build parses the topology and every file and returns a network ready to
@@ -116,9 +107,9 @@ func (f *simFlags) build(needRate bool, rate float64) (*sim.Network, sim.Config,
 	cfg.Routing, cfg.FlowControl, cfg.Traffic, cfg.Process = f.routing, f.fc, f.traffic, f.process
 	cfg.Dateline, cfg.Router, cfg.TerminalLinks = f.dateline, f.router, f.termLinks
 	cfg.CreditDelay, cfg.TailCredit, cfg.InputSpeedup = f.creditDelay, f.tailCredit, f.inSpeedup
-	st, err := parseStages(f.stages)
+	st, err := sim.ParseStages(f.stages)
 	if err != nil {
-		return nil, cfg, err
+		return nil, cfg, fmt.Errorf("--%v", err)
 	}
 	st.Speculative = f.speculative
 	cfg.Stages = st
@@ -389,21 +380,11 @@ func simTrace(n *sim.Network, cfg sim.Config) ([]sim.Point, error) {
 func simLoads(n *sim.Network, cfg sim.Config, rs []float64, workers int, quiet bool) ([]sim.Point, error) {
 	bar := cli.NewProgress(len(rs), "simulating", quiet || len(rs) < 2)
 	if len(rs) == 1 {
-		cfg.Workers = autoPartition(n, workers)
+		cfg.Workers = sim.PartitionWorkers(n, workers)
 	}
 	pts, err := sim.RunRates(n, cfg, rs, workers, func() { bar.Add(1) })
 	bar.Done()
 	return pts, err
-}
-
-// autoPartition chooses partitioned routers (one goroutine per core with
-// a barrier per cycle) for a single run on a large network; small networks
-// run serially (the barrier would cost more than it saves).
-func autoPartition(n *sim.Network, workers int) int {
-	if n.Graph().NumNodes() >= 1024 {
-		return par.Workers(workers)
-	}
-	return 1
 }
 
 // writePoints writes the load points as a table and the network, router and
@@ -822,21 +803,4 @@ func ringSchedule(o simMultiringOptions) (*multiring.Schedule, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// parseStages reads --stages: four whole numbers of cycles "RC,VA,SA,ST".
-func parseStages(s string) (sim.Stages, error) {
-	parts := strings.Split(s, ",")
-	if len(parts) != 4 {
-		return sim.Stages{}, fmt.Errorf("--stages %q: want four cycle counts RC,VA,SA,ST", s)
-	}
-	var v [4]int
-	for i, p := range parts {
-		x, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || x < 0 || x > 100 {
-			return sim.Stages{}, fmt.Errorf("--stages %q: %q is not a whole number of cycles in 0..100", s, p)
-		}
-		v[i] = x
-	}
-	return sim.Stages{RC: v[0], VA: v[1], SA: v[2], ST: v[3]}, nil
 }
