@@ -316,3 +316,35 @@ func torusShiftSteps(s, q int) int {
 	}
 	return k
 }
+
+// PEModel is seed 002's cost of a sequence of operations among p fully
+// connected processing elements (every PE one hop from every other, th
+// = 0) with one-way latency ts and time per byte tw, for messages of m
+// bytes: on a hypercube when p is a power of two (the binomial tree's
+// rounds), else on a ring, with cut-through switching. It returns the
+// total time, the network and formulas it used ("hypercube:3: bcast
+// …"), and false when p < 2, a parameter is not positive, or an
+// operation has no model there.
+func PEModel(p int, ops []string, ts, tw float64, m int) (float64, string, bool) {
+	if p < 2 || ts <= 0 || tw <= 0 || len(ops) == 0 {
+		return 0, "", false
+	}
+	spec := fmt.Sprintf("ring:%d", p)
+	if pow2(p) {
+		spec = fmt.Sprintf("hypercube:%d", bits.Len(uint(p))-1)
+	}
+	topo, err := ParseModelTopo(spec)
+	if err != nil {
+		return 0, "", false
+	}
+	total, formulas := 0.0, make([]string, 0, len(ops))
+	for _, op := range ops {
+		res, err := Cost(topo, op, CT, Params{Ts: ts, Tw: tw, M: max(1, m)})
+		if err != nil {
+			return 0, "", false
+		}
+		total += res.Time
+		formulas = append(formulas, op+" "+res.Formula)
+	}
+	return total, spec + ": " + strings.Join(formulas, " + "), true
+}

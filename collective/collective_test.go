@@ -298,3 +298,42 @@ func FuzzParseModelTopo(f *testing.F) {
 		}
 	})
 }
+
+// PEModel is Cost on the network seed 002's PE model names: a hypercube
+// for a power of two, else a ring, cut-through, operations summed.
+func TestPEModel(t *testing.T) {
+	for _, tc := range []struct {
+		p    int
+		ops  []string
+		spec string
+	}{{8, []string{"bcast"}, "hypercube:3"}, {6, []string{"reduce", "bcast"}, "ring:6"}, {2, []string{"alltoall"}, "hypercube:1"}} {
+		got, model, ok := PEModel(tc.p, tc.ops, 1.5, 0.01, 4096)
+		if !ok || !strings.HasPrefix(model, tc.spec+": ") {
+			t.Fatalf("%d PEs: %v %q", tc.p, ok, model)
+		}
+		topo, err := ParseModelTopo(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0.0
+		for _, op := range tc.ops {
+			r, err := Cost(topo, op, CT, Params{Ts: 1.5, Tw: 0.01, M: 4096})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want += r.Time
+		}
+		if got != want {
+			t.Errorf("%d PEs %v: %g, want %g", tc.p, tc.ops, got, want)
+		}
+	}
+	for _, bad := range []struct {
+		p      int
+		ops    []string
+		ts, tw float64
+	}{{1, []string{"bcast"}, 1, 1}, {4, nil, 1, 1}, {4, []string{"bcast"}, 0, 1}, {4, []string{"nosuchop"}, 1, 1}} {
+		if _, _, ok := PEModel(bad.p, bad.ops, bad.ts, bad.tw, 8); ok {
+			t.Errorf("%+v: a model", bad)
+		}
+	}
+}

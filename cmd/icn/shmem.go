@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -418,10 +417,8 @@ var shmemCollectiveOps = map[string][]string{
 }
 
 // withCollectiveModels fills in seed 002's cost of every collective row of
-// one transport: ts is the one-way latency of an 8-byte put, tw the time
-// per byte of the largest put rate row, th 0 (every PE is one hop from
-// every other), on a hypercube when the PE count is a power of two (the
-// binomial tree's rounds), else on a ring, with cut-through switching.
+// one transport (collective.PEModel): ts is the one-way latency of an
+// 8-byte put, tw the time per byte of the largest put rate row.
 func withCollectiveModels(rows []shmem.BenchRow) []shmem.BenchRow {
 	var ts, tw float64
 	best := 0
@@ -437,31 +434,11 @@ func withCollectiveModels(rows []shmem.BenchRow) []shmem.BenchRow {
 		return rows
 	}
 	for i, r := range rows {
-		ops := shmemCollectiveOps[r.API]
-		if r.Test != "collective" || len(ops) == 0 || r.Procs < 2 {
+		if r.Test != "collective" {
 			continue
 		}
-		spec := fmt.Sprintf("ring:%d", r.Procs)
-		if r.Procs&(r.Procs-1) == 0 {
-			spec = fmt.Sprintf("hypercube:%d", bits.Len(uint(r.Procs))-1)
-		}
-		topo, err := collective.ParseModelTopo(spec)
-		if err != nil {
-			continue
-		}
-		total, formulas := 0.0, []string{}
-		for _, op := range ops {
-			res, err := collective.Cost(topo, op, collective.CT, collective.Params{Ts: ts, Tw: tw, M: max(1, r.Size)})
-			if err != nil {
-				total = 0
-				break
-			}
-			total += res.Time
-			formulas = append(formulas, op+" "+res.Formula)
-		}
-		if total > 0 {
-			rows[i].ModelUs = total
-			rows[i].Model = spec + ": " + strings.Join(formulas, " + ")
+		if t, model, ok := collective.PEModel(r.Procs, shmemCollectiveOps[r.API], ts, tw, r.Size); ok {
+			rows[i].ModelUs, rows[i].Model = t, model
 		}
 	}
 	return rows
