@@ -117,30 +117,30 @@ func (a *AngaraRouter) ReachableWithHintsUntil(active, transit []int, pairs [][2
 
 // Table implements Router: the table is built and verified (deadlock
 // freedom included) by the routing package.
-func (a *AngaraRouter) Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, error) {
+func (a *AngaraRouter) Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Figures, error) {
 	al, err := routing.ParseAlgo(o.Algo)
 	if err != nil {
-		return routing.Stats{}, err
+		return routing.Figures{}, err
 	}
 	tb, err := a.R.BuildTableOpts(active, transit, al, routing.TableOptions{Context: ctx, Workers: o.Workers})
 	if err != nil {
-		return routing.Stats{}, err
+		return routing.Figures{}, err
 	}
-	return tb.Stats, nil
+	return tb.Figures, nil
 }
 
 // UnverifiedTable implements Router: the table is built without its
 // verification, which VerifyUnverified does.
-func (a *AngaraRouter) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
+func (a *AngaraRouter) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Figures, *routing.Table, error) {
 	al, err := routing.ParseAlgo(o.Algo)
 	if err != nil {
-		return routing.Stats{}, nil, err
+		return routing.Figures{}, nil, err
 	}
 	tb, err := a.R.BuildUnverifiedOpts(active, transit, al, routing.TableOptions{Context: ctx, Workers: o.Workers})
 	if err != nil {
-		return routing.Stats{}, nil, err
+		return routing.Figures{}, nil, err
 	}
-	return tb.Stats, tb, nil
+	return tb.Figures, tb, nil
 }
 
 // VerifyUnverified implements Router.

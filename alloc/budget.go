@@ -166,17 +166,17 @@ func (b *budget) cutReason() string {
 
 // routerTable builds a verified BFS table on at most workers goroutines
 // under ctx, which must not have ended before it starts.
-func routerTable(ctx context.Context, rt Router, active, transit []int, workers int) (routing.Stats, error) {
+func routerTable(ctx context.Context, rt Router, active, transit []int, workers int) (routing.Figures, error) {
 	if err := ctx.Err(); err != nil {
-		return routing.Stats{}, err
+		return routing.Figures{}, err
 	}
 	return rt.Table(ctx, active, transit, TableOpts{Algo: "bfs", Workers: workers})
 }
 
 // unverifiedTable is UnverifiedTable under ctx (see routerTable).
-func unverifiedTable(ctx context.Context, rt Router, active, transit []int, workers int) (routing.Stats, *routing.Table, error) {
+func unverifiedTable(ctx context.Context, rt Router, active, transit []int, workers int) (routing.Figures, *routing.Table, error) {
 	if err := ctx.Err(); err != nil {
-		return routing.Stats{}, nil, err
+		return routing.Figures{}, nil, err
 	}
 	return rt.UnverifiedTable(ctx, active, transit, TableOpts{Algo: "bfs", Workers: workers})
 }

@@ -262,10 +262,10 @@ type slowTables struct {
 	calls atomic.Int32
 }
 
-func (r *slowTables) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
+func (r *slowTables) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Figures, *routing.Table, error) {
 	if r.calls.Add(1) > 1 {
 		<-ctx.Done()
-		return routing.Stats{}, nil, ctx.Err()
+		return routing.Figures{}, nil, ctx.Err()
 	}
 	return r.AngaraRouter.UnverifiedTable(ctx, active, transit, o)
 }

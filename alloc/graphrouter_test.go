@@ -49,12 +49,12 @@ func (r graphRouter) ReachableWithHints(active, transit []int, _ [][2]int) (bool
 
 // Table returns the diameter of shortest paths inside the set; link loads
 // are not modelled (π_max = π_perfect = 0).
-func (r graphRouter) Table(_ context.Context, active, transit []int, _ TableOpts) (routing.Stats, error) {
+func (r graphRouter) Table(_ context.Context, active, transit []int, _ TableOpts) (routing.Figures, error) {
 	in, err := r.members(active, transit)
 	if err != nil {
-		return routing.Stats{}, err
+		return routing.Figures{}, err
 	}
-	var f routing.Stats
+	var f routing.Figures
 	for _, a := range active {
 		dist := r.bfs(a, in)
 		for _, b := range active {
@@ -69,7 +69,7 @@ func (r graphRouter) Table(_ context.Context, active, transit []int, _ TableOpts
 }
 
 // UnverifiedTable is Table: there is nothing to verify (no table).
-func (r graphRouter) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
+func (r graphRouter) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Figures, *routing.Table, error) {
 	f, err := r.Table(ctx, active, transit, o)
 	return f, nil, err
 }

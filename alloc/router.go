@@ -33,12 +33,12 @@ type Router interface {
 	// Table builds a verified, deadlock-free routing table for a
 	// reachable set as o says and returns its figures; it stops with
 	// ctx's error when ctx ends.
-	Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, error)
+	Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Figures, error)
 	// UnverifiedTable builds the table Table builds, with the same
 	// figures, but may leave its verification to VerifyUnverified:
 	// Select ranks its tie-break tables this way and verifies only the
 	// winner's. The table is nil when building it verified it already.
-	UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error)
+	UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Figures, *routing.Table, error)
 	// VerifyUnverified verifies a table from UnverifiedTable as Table
 	// would have (nil: nothing to verify) on at most workers goroutines
 	// (0: all cores); it stops with ctx's error when ctx ends.

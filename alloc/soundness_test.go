@@ -83,7 +83,7 @@ func blocksAgree(t *testing.T, sel *Selector, rt *AngaraRouter, size []int, m in
 	t.Helper()
 	type outcome struct {
 		keep string
-		fig  routing.Stats
+		fig  routing.Figures
 	}
 	var first *outcome
 	same := true
@@ -139,12 +139,12 @@ func (v verifiedOnly) ReachableWithHints(active, transit []int, _ [][2]int) (boo
 	return ok, [2]int{-1, -1}, err
 }
 
-func (v verifiedOnly) Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, error) {
+func (v verifiedOnly) Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Figures, error) {
 	return v.a.Table(ctx, active, transit, o)
 }
 
 // UnverifiedTable builds and verifies the table (none is left to verify).
-func (v verifiedOnly) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
+func (v verifiedOnly) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Figures, *routing.Table, error) {
 	f, err := v.a.Table(ctx, active, transit, o)
 	return f, nil, err
 }

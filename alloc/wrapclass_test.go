@@ -47,7 +47,7 @@ func TestWrapClassesShareFigures(t *testing.T) {
 	for _, c := range cases {
 		name := fmt.Sprintf("block %v, %d active, ≤ %d transit", c.size, c.m, c.T)
 		d := sel.newDecision(st, rt, Request{Nodes: c.m, Transit: c.T, Algo: Improved})
-		figs := map[string]routing.Stats{}
+		figs := map[string]routing.Figures{}
 		wraps := map[string]map[string]bool{}
 		start := make([]int, len(dims))
 		for v := 0; v < g.NumNodes(); v++ {

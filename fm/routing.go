@@ -45,7 +45,7 @@ func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*rou
 	if err != nil {
 		return nil, client.TableStats{}, err
 	}
-	return tf, client.TableStats{Stats: tb.Stats, DeadlockFree: tb.DeadlockFree}, nil
+	return tf, client.TableStats{Figures: tb.Figures, DeadlockFree: tb.DeadlockFree}, nil
 }
 
 // RoutesEncoded is Routes made as the service keeps a job's table: the
@@ -60,7 +60,7 @@ func (a *angaraRouting) RoutesEncoded(ctx context.Context, active, transit []int
 	if err != nil {
 		return nil, nil, client.TableStats{}, err
 	}
-	return tf, routes, client.TableStats{Stats: tb.Stats, DeadlockFree: tb.DeadlockFree}, nil
+	return tf, routes, client.TableStats{Figures: tb.Figures, DeadlockFree: tb.DeadlockFree}, nil
 }
 
 // encodedRouting is a Routing that makes a job's table as the service

@@ -29,8 +29,8 @@ var SeedBalanceLoss = [2]float64{13, 30}
 // BalanceTorus is one torus of the comparison.
 type BalanceTorus struct {
 	Dims     []int   `json:"dims"`
-	BFS      Stats   `json:"bfs"`
-	Baseline Stats   `json:"baseline"`
+	BFS      Figures `json:"bfs"`
+	Baseline Figures `json:"baseline"`
 	Loss     float64 `json:"loss"` // BFS − baseline balance factor, points
 }
 
@@ -113,9 +113,9 @@ func compareBalance(shape []int, rule Rule) (BalanceTorus, error) {
 			return BalanceTorus{}, err
 		}
 		if k == 0 {
-			bt.BFS = tb.Stats
+			bt.BFS = tb.Figures
 		} else {
-			bt.Baseline = tb.Stats
+			bt.Baseline = tb.Figures
 		}
 	}
 	bt.Loss = bt.BFS.BalanceFactor - bt.Baseline.BalanceFactor

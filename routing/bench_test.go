@@ -64,7 +64,7 @@ func BenchmarkTable(b *testing.B) {
 					}
 				}
 				b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
-				b.ReportMetric(tb.Stats.BalanceFactor, "balance-%")
+				b.ReportMetric(tb.Figures.BalanceFactor, "balance-%")
 			})
 		}
 	}

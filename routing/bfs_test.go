@@ -80,8 +80,8 @@ func sameTable(t *testing.T, name string, a, b *Table) {
 	if !slices.Equal(a.loads, b.loads) {
 		t.Fatalf("%s: loads differ", name)
 	}
-	if a.Stats != b.Stats || a.SumLength != b.SumLength {
-		t.Fatalf("%s: figures %+v vs %+v", name, a.Stats, b.Stats)
+	if a.Figures != b.Figures || a.SumLength != b.SumLength {
+		t.Fatalf("%s: figures %+v vs %+v", name, a.Figures, b.Figures)
 	}
 }
 

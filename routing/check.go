@@ -219,7 +219,7 @@ func (sc *streamCheck) abort() {
 
 // claims are the figures a file states about its table.
 type claims struct {
-	stats        *Stats
+	stats        *Figures
 	deadlockFree bool
 	routes       int // −1 if unknown
 }
@@ -228,7 +228,7 @@ type claims struct {
 // when the check adds failures of its own (the figures describe the
 // file's fabric, not the failed one, so they differ without any route
 // being wrong).
-func claimedStats(st *Stats, extraLinks, extraNodes string) *Stats {
+func claimedStats(st *Figures, extraLinks, extraNodes string) *Figures {
 	if extraLinks != "" || extraNodes != "" {
 		return nil
 	}
@@ -244,9 +244,9 @@ func (r *Router) conclude(rep *Report, active, transit []int, cl claims, workers
 			minSum = s
 		}
 	}
-	rep.Stats.PiPerfect, rep.Stats.BalanceFactor = piFigures(minSum, rep.Channels, rep.Stats.PiMax)
-	if cl.stats != nil && !statsClose(*cl.stats, rep.Stats) {
-		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, fmt.Sprintf("the file claims %v; the routes give %v", *cl.stats, rep.Stats), 0})
+	rep.Figures.PiPerfect, rep.Figures.BalanceFactor = piFigures(minSum, rep.Channels, rep.Figures.PiMax)
+	if cl.stats != nil && !statsClose(*cl.stats, rep.Figures) {
+		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, fmt.Sprintf("the file claims %v; the routes give %v", *cl.stats, rep.Figures), 0})
 	}
 	if rep.Cycle != nil {
 		rep.Violations = append(rep.Violations, Violation{"deadlock", -1, -1, "channel dependency cycle with a turn: " + r.CycleString(rep.Cycle), 0})
@@ -323,7 +323,7 @@ func checkCompact(br *bufio.Reader, extraLinks, extraNodes string, workers int) 
 		return nil, r, err
 	}
 	rep := sc.finish()
-	r.conclude(rep, active, transit, claims{stats: claimedStats(h.Stats, extraLinks, extraNodes), deadlockFree: h.DeadlockFree, routes: int(h.Routes)}, workers)
+	r.conclude(rep, active, transit, claims{stats: claimedStats(h.Figures, extraLinks, extraNodes), deadlockFree: h.DeadlockFree, routes: int(h.Routes)}, workers)
 	return rep, r, nil
 }
 
@@ -447,7 +447,7 @@ func (r *Router) checkJSONRoutes(h *jsonHeader, each func(func(i int, rt *RouteJ
 		return nil, err
 	}
 	rep := sc.finish()
-	cl := claims{stats: h.Stats, deadlockFree: h.DeadlockFree, routes: -1}
+	cl := claims{stats: h.Figures, deadlockFree: h.DeadlockFree, routes: -1}
 	if !ownFabric {
 		cl.stats = nil
 	}

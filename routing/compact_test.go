@@ -51,8 +51,8 @@ func TestCompactRoundTrip(t *testing.T) {
 			if len(rep.Violations) > 0 && (tb.DeadlockFree || len(rep.Violations) > 1 || rep.Violations[0].Kind != "deadlock") {
 				t.Fatalf("%s %s: %v", tc.spec, format, rep.Violations[0])
 			}
-			if !statsClose(rep.Stats, tb.Stats) || rep.Routes != tb.NumRoutes() || (rep.Cycle == nil) != tb.DeadlockFree {
-				t.Fatalf("%s %s: check gives %+v, %d routes; table %+v, %d", tc.spec, format, rep.Stats, rep.Routes, tb.Stats, tb.NumRoutes())
+			if !statsClose(rep.Figures, tb.Figures) || rep.Routes != tb.NumRoutes() || (rep.Cycle == nil) != tb.DeadlockFree {
+				t.Fatalf("%s %s: check gives %+v, %d routes; table %+v, %d", tc.spec, format, rep.Figures, rep.Routes, tb.Figures, tb.NumRoutes())
 			}
 			if r.Rule().String() != tb.r.rule.String() {
 				t.Fatalf("%s: rule %s", tc.spec, r.Rule())
@@ -279,7 +279,7 @@ func TestCheckWithAddedFailuresReportsRoutesOnly(t *testing.T) {
 			}
 		}
 	}
-	if s := tb.Stats.String(); !strings.Contains(s, "diameter") || strings.Contains(s, "{") {
+	if s := tb.Figures.String(); !strings.Contains(s, "diameter") || strings.Contains(s, "{") {
 		t.Fatalf("figures read %q", s)
 	}
 }

@@ -13,7 +13,7 @@ func tableDigest(tb *Table) string {
 	h := sha256.New()
 	h.Write(tb.codes)
 	binary.Write(h, binary.LittleEndian, tb.loads)
-	fmt.Fprintf(h, "%+v %d %d %v", tb.Stats, tb.SumLength, tb.Channels, tb.DeadlockFree)
+	fmt.Fprintf(h, "%+v %d %d %v", tb.Figures, tb.SumLength, tb.Channels, tb.DeadlockFree)
 	return fmt.Sprintf("%x", h.Sum(nil)[:8])
 }
 

@@ -408,8 +408,8 @@ func translatedTable(t *testing.T, g0 *topology.Graph, kind Kind, fails, active,
 // sameUpToShift compares table a with table b of the set translated by
 // sh: routes pair by pair, loads channel by channel, figures.
 func sameUpToShift(a, b *Table, sh []int) error {
-	if a.Stats != b.Stats || a.SumLength != b.SumLength || a.Channels != b.Channels || a.DeadlockFree != b.DeadlockFree {
-		return fmt.Errorf("figures %+v (sum %d) and %+v (sum %d)", a.Stats, a.SumLength, b.Stats, b.SumLength)
+	if a.Figures != b.Figures || a.SumLength != b.SumLength || a.Channels != b.Channels || a.DeadlockFree != b.DeadlockFree {
+		return fmt.Errorf("figures %+v (sum %d) and %+v (sum %d)", a.Figures, a.SumLength, b.Figures, b.SumLength)
 	}
 	tor := a.r.t
 	for i := 0; i < a.NumRoutes(); i++ {

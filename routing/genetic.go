@@ -84,7 +84,7 @@ type GeneticOptions struct {
 	// is returned (an error only if it ends before the BFS table exists).
 	Context context.Context
 	// Progress, if set, is called after every generation.
-	Progress func(generation, limit int, best Stats)
+	Progress func(generation, limit int, best Figures)
 }
 
 func (o *GeneticOptions) defaults() error {
@@ -126,7 +126,7 @@ type GeneticRun struct {
 	Generations int    `json:"generations"` // generations completed
 	Stop        string `json:"stop"`        // why it stopped (Stop… constants)
 	// BFS is the figure of the BFS table the population starts from.
-	BFS Stats `json:"bfs"`
+	BFS Figures `json:"bfs"`
 	// PiMaxBound is the lower bound ⌈Σ lengths / |C(M_{a,t})|⌉ of π_max.
 	PiMaxBound int `json:"pi_max_bound"`
 	// FreePairs counts the pairs with more than one minimal legal route
@@ -159,7 +159,7 @@ func (r *Router) BuildGenetic(active, transit []int, o GeneticOptions) (*Table, 
 		return nil, nil, err
 	}
 	ga := newGeneticState(r, bfs, sp, o)
-	run := &GeneticRun{Seed: o.Seed, Population: o.Population, BFS: bfs.Stats, PiMaxBound: int(ga.bound), FreePairs: ga.genes, Candidates: ga.candidates}
+	run := &GeneticRun{Seed: o.Seed, Population: o.Population, BFS: bfs.Figures, PiMaxBound: int(ga.bound), FreePairs: ga.genes, Candidates: ga.candidates}
 	best := ga.evolve(start, run)
 	tb, err := ga.table(best)
 	if err != nil {
@@ -168,8 +168,8 @@ func (r *Router) BuildGenetic(active, transit []int, o GeneticOptions) (*Table, 
 	if err := r.verifyBuilt(context.TODO(), tb, o.Workers); err != nil {
 		return nil, nil, err
 	}
-	if tb.Stats.PiMax > bfs.Stats.PiMax || (bfs.DeadlockFree && !tb.DeadlockFree) {
-		return nil, nil, fmt.Errorf("internal error: the genetic table (%v) is worse than the BFS table (%v)", tb.Stats, bfs.Stats)
+	if tb.Figures.PiMax > bfs.Figures.PiMax || (bfs.DeadlockFree && !tb.DeadlockFree) {
+		return nil, nil, fmt.Errorf("internal error: the genetic table (%v) is worse than the BFS table (%v)", tb.Figures, bfs.Figures)
 	}
 	run.Elapsed = time.Since(start)
 	return tb, run, nil
@@ -899,8 +899,8 @@ func (ga *geneticState) evolve(start time.Time, run *GeneticRun) individual {
 }
 
 // stats are the figures of a table with the given π_max.
-func (ga *geneticState) stats(pimax int32) Stats {
-	st := Stats{Diameter: ga.bfs.Stats.Diameter, PiMax: int(pimax)}
+func (ga *geneticState) stats(pimax int32) Figures {
+	st := Figures{Diameter: ga.bfs.Figures.Diameter, PiMax: int(pimax)}
 	st.PiPerfect, st.BalanceFactor = piFigures(ga.bfs.SumLength, ga.bfs.Channels, int(pimax))
 	return st
 }
@@ -925,6 +925,6 @@ func (ga *geneticState) table(best individual) (*Table, error) {
 	if pimax != best.key.pimax {
 		return nil, fmt.Errorf("internal error: the best genetic table has π_max %d, its fitness says %d", pimax, best.key.pimax)
 	}
-	tb.Stats = ga.stats(pimax)
+	tb.Figures = ga.stats(pimax)
 	return &tb, nil
 }

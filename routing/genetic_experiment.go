@@ -32,9 +32,9 @@ type GeneticExperimentOptions struct {
 // GeneticTorus is one torus of the comparison.
 type GeneticTorus struct {
 	Dims        []int   `json:"dims"`
-	BFS         Stats   `json:"bfs"`
-	Baseline    Stats   `json:"baseline"`
-	Genetic     Stats   `json:"genetic"`
+	BFS         Figures `json:"bfs"`
+	Baseline    Figures `json:"baseline"`
+	Genetic     Figures `json:"genetic"`
 	Generations int     `json:"generations"`
 	Stop        string  `json:"stop"`
 	Seconds     float64 `json:"seconds"` // the genetic run, BFS table and verification included
@@ -134,7 +134,7 @@ func compareGenetic(shape []int, rule Rule, o GeneticOptions) (GeneticTorus, err
 		return GeneticTorus{}, fmt.Errorf("torus %v: %w", shape, err)
 	}
 	gt.Seconds = time.Since(start).Seconds()
-	gt.BFS, gt.Baseline, gt.Genetic = run.BFS, base.Stats, tb.Stats
+	gt.BFS, gt.Baseline, gt.Genetic = run.BFS, base.Figures, tb.Figures
 	gt.Generations, gt.Stop = run.Generations, run.Stop
 	return gt, nil
 }
@@ -176,7 +176,7 @@ func geneticRows(out []GeneticTorus) []GeneticRow {
 }
 
 func (row *GeneticRow) add(gt GeneticTorus) {
-	ratio := func(a, b Stats) float64 { return (float64(a.PiMax)/float64(b.PiMax) - 1) * 100 }
+	ratio := func(a, b Figures) float64 { return (float64(a.PiMax)/float64(b.PiMax) - 1) * 100 }
 	lg, lb := gt.LossVsGenetic(), gt.LossVsBaseline()
 	rg, rb := ratio(gt.BFS, gt.Genetic), ratio(gt.BFS, gt.Baseline)
 	row.Tori++

@@ -99,11 +99,11 @@ func TestGeneticTables(t *testing.T) {
 			if bfs.DeadlockFree && !tb.DeadlockFree {
 				t.Fatalf("%s: the genetic table deadlocks (%s), the BFS table does not", name, r.CycleString(tb.Cycle))
 			}
-			if tb.Stats.BalanceFactor > bfs.Stats.BalanceFactor {
-				t.Fatalf("%s: balance factor %.2f %%, BFS %.2f %%", name, tb.Stats.BalanceFactor, bfs.Stats.BalanceFactor)
+			if tb.Figures.BalanceFactor > bfs.Figures.BalanceFactor {
+				t.Fatalf("%s: balance factor %.2f %%, BFS %.2f %%", name, tb.Figures.BalanceFactor, bfs.Figures.BalanceFactor)
 			}
-			if run.BFS != bfs.Stats || tb.Stats.PiMax < run.PiMaxBound {
-				t.Fatalf("%s: run %+v, table %v, BFS %v", name, run, tb.Stats, bfs.Stats)
+			if run.BFS != bfs.Figures || tb.Figures.PiMax < run.PiMaxBound {
+				t.Fatalf("%s: run %+v, table %v, BFS %v", name, run, tb.Figures, bfs.Figures)
 			}
 		}
 	}
@@ -209,7 +209,7 @@ func TestGeneticStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := GeneticOptions{Seed: 1, Population: 8, NoGenerationLimit: true, TimeLimit: -1, Context: ctx}
-	o.Progress = func(gen, _ int, _ Stats) {
+	o.Progress = func(gen, _ int, _ Figures) {
 		if gen == 3 {
 			cancel()
 		}
@@ -230,8 +230,8 @@ func TestGeneticStops(t *testing.T) {
 	}
 	r, active, transit = geneticSetup(t, geneticCase{spec: "torus:2x2x2x2", rule: "angara*"})
 	tb, run, err = r.BuildGenetic(active, transit, GeneticOptions{Seed: 1, TimeLimit: -1})
-	if err != nil || run.Stop != StopOptimal || tb.Stats.PiMax != run.PiMaxBound || run.BFS.PiMax <= run.PiMaxBound {
-		t.Fatalf("2x2x2x2: %v, %+v, table %v", err, run, tb.Stats)
+	if err != nil || run.Stop != StopOptimal || tb.Figures.PiMax != run.PiMaxBound || run.BFS.PiMax <= run.PiMaxBound {
+		t.Fatalf("2x2x2x2: %v, %+v, table %v", err, run, tb.Figures)
 	}
 }
 
@@ -251,8 +251,8 @@ func TestGeneticAlgo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tb.Stats != want.Stats || !bytes.Equal(tb.codes, want.codes) {
-		t.Fatalf("BuildTable(Genetic) %v differs from BuildGenetic %v", tb.Stats, want.Stats)
+	if tb.Figures != want.Figures || !bytes.Equal(tb.codes, want.codes) {
+		t.Fatalf("BuildTable(Genetic) %v differs from BuildGenetic %v", tb.Figures, want.Figures)
 	}
 }
 
@@ -275,7 +275,7 @@ func BenchmarkGeneticTable(b *testing.B) {
 				}
 			}
 			b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
-			b.ReportMetric(tb.Stats.BalanceFactor, "balance-%")
+			b.ReportMetric(tb.Figures.BalanceFactor, "balance-%")
 			b.ReportMetric(run.BFS.BalanceFactor, "bfs-balance-%")
 			b.ReportMetric(float64(run.Generations), "generations")
 		})

@@ -25,7 +25,7 @@ type TableJSON struct {
 	Mesh         []string    `json:"mesh,omitempty"`
 	Rules        string      `json:"rules"`
 	Routes       []RouteJSON `json:"routes"`
-	Stats        *Stats      `json:"stats"`
+	Figures      *Figures    `json:"stats"`
 	DeadlockFree bool        `json:"deadlock_free"`
 	Order        []string    `json:"order,omitempty"`
 	Algo         string      `json:"algo,omitempty"`
@@ -127,7 +127,7 @@ func appendRouteJSON(b []byte, g *topology.Graph, src, dst int, dirs []Dir) []by
 // writeJSONTrailer writes the keys after the routes: the statistics, the
 // verdict and what a check needs to rebuild the network and the set.
 func writeJSONTrailer(bw *bufio.Writer, h *TableJSON) {
-	putJSONField(bw, "stats", h.Stats, false)
+	putJSONField(bw, "stats", h.Figures, false)
 	putJSONField(bw, "deadlock_free", h.DeadlockFree, false)
 	putJSONField(bw, "order", h.Order, false)
 	putJSONField(bw, "algo", h.Algo, false)

@@ -111,8 +111,8 @@ func TestJSONRoundTrip(t *testing.T) {
 		if len(rep.Violations) != wantViol {
 			t.Fatalf("%s %s: %v", tc.spec, tc.kind, rep.Violations)
 		}
-		if !statsClose(rep.Stats, tb.Stats) {
-			t.Errorf("%s: recomputed %+v, table %+v", tc.spec, rep.Stats, tb.Stats)
+		if !statsClose(rep.Figures, tb.Figures) {
+			t.Errorf("%s: recomputed %+v, table %+v", tc.spec, rep.Figures, tb.Figures)
 		}
 		if (rep.Cycle == nil) != tb.DeadlockFree {
 			t.Errorf("%s: deadlock verdict differs", tc.spec)
@@ -171,7 +171,7 @@ func TestCheckFindsViolations(t *testing.T) {
 			i := find(tf, []int{0, 0}, []int{0, 1})
 			tf.Routes[i].Dirs = []string{"-Y", "-Y", "-Y"} // through 0.3, outside the set
 		}), ""},
-		{"stats", "stats", mutate(func(tf *TableJSON) { tf.Stats.PiMax++ }), ""},
+		{"stats", "stats", mutate(func(tf *TableJSON) { tf.Figures.PiMax++ }), ""},
 		{"not active", "not-active", mutate(func(tf *TableJSON) {
 			tf.Routes = append(tf.Routes, RouteJSON{Src: []int{0, 3}, Dst: []int{0, 0}, Dirs: []string{"+Y"}})
 		}), ""},

@@ -196,8 +196,8 @@ func TestMixedToriTranslates(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: reachable at 0, not translated by %v: %v", spec, kind, sh, err)
 			}
-			if base.Stats != other.Stats || base.SumLength != other.SumLength {
-				t.Fatalf("%s %s: figures %+v, translated by %v %+v", spec, kind, base.Stats, sh, other.Stats)
+			if base.Figures != other.Figures || base.SumLength != other.SumLength {
+				t.Fatalf("%s %s: figures %+v, translated by %v %+v", spec, kind, base.Figures, sh, other.Figures)
 			}
 			for i := 0; i < base.NumRoutes(); i++ {
 				ra := base.Route(i)

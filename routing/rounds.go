@@ -144,7 +144,7 @@ func (j *tableJob) run(first []int, nw int) error {
 	}
 	for wi := range nw {
 		j.tb.SumLength += j.sum[wi]
-		j.tb.Stats.Diameter = max(j.tb.Stats.Diameter, j.diam[wi])
+		j.tb.Figures.Diameter = max(j.tb.Figures.Diameter, j.diam[wi])
 	}
 	return nil
 }

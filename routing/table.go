@@ -50,9 +50,9 @@ func ParseAlgo(s string) (Algo, error) {
 	return 0, fmt.Errorf("unknown table algorithm %q (want bfs, baseline or genetic)", s)
 }
 
-// Stats are the figures of a routing table (seed 001 ch. 3). The JSON
+// Figures are the figures of a routing table (seed 001 ch. 3). The JSON
 // names are those of `icn route --json`.
-type Stats struct {
+type Figures struct {
 	// Diameter is the length of the longest route.
 	Diameter int `json:"diameter"`
 	// PiMax is the largest load G_c (number of routes using channel c)
@@ -68,7 +68,7 @@ type Stats struct {
 
 // String gives the figures as a person reads them ("diameter 4, π_max 10,
 // π_perfect 8.48, balance factor 17.9 %").
-func (s Stats) String() string {
+func (s Figures) String() string {
 	return fmt.Sprintf("diameter %d, π_max %d, π_perfect %.3g, balance factor %.3g %%", s.Diameter, s.PiMax, s.PiPerfect, s.BalanceFactor)
 }
 
@@ -93,7 +93,7 @@ type Table struct {
 	Algo    Algo
 	Active  []int // node ids, increasing
 	Transit []int // node ids, increasing
-	Stats   Stats
+	Figures Figures
 	// Channels is |C(M_{a,t})|, the live channels joining two set nodes.
 	Channels int
 	// SumLength is the total length of all routes.
@@ -300,8 +300,8 @@ func (r *Router) acceptReport(ctx context.Context, tb *Table, rep *Report) error
 	if len(rep.Violations) > 0 {
 		return fmt.Errorf("internal error: the %s table fails verification: %s", tb.Algo, rep.Violations[0])
 	}
-	if rep.Stats != tb.Stats || rep.SumLength != tb.SumLength {
-		return fmt.Errorf("internal error: recomputed figures %+v differ from %+v", rep.Stats, tb.Stats)
+	if rep.Figures != tb.Figures || rep.SumLength != tb.SumLength {
+		return fmt.Errorf("internal error: recomputed figures %+v differ from %+v", rep.Figures, tb.Figures)
 	}
 	tb.DeadlockFree = rep.Cycle == nil
 	tb.Cycle = rep.Cycle
@@ -335,16 +335,16 @@ func (r *Router) VerifyOpts(tb *Table, o TableOptions) error {
 
 // Figures builds and verifies the table and returns only its figures; algo
 // is "bfs" or "baseline" (the shape alloc.Router.Table needs).
-func (r *Router) Figures(active, transit []int, algo string) (Stats, error) {
+func (r *Router) Figures(active, transit []int, algo string) (Figures, error) {
 	a, err := ParseAlgo(algo)
 	if err != nil {
-		return Stats{}, err
+		return Figures{}, err
 	}
 	tb, err := r.BuildTable(active, transit, a)
 	if err != nil {
-		return Stats{}, err
+		return Figures{}, err
 	}
-	return tb.Stats, nil
+	return tb.Figures, nil
 }
 
 func (r *Router) newTable(s *scratch, algo Algo) *Table {
@@ -429,8 +429,8 @@ func (r *Router) finishStats(s *scratch, tb *Table) {
 		}
 	}
 	tb.Channels = nc
-	tb.Stats.PiMax = int(pimax)
-	tb.Stats.PiPerfect, tb.Stats.BalanceFactor = piFigures(tb.SumLength, nc, int(pimax))
+	tb.Figures.PiMax = int(pimax)
+	tb.Figures.PiPerfect, tb.Figures.BalanceFactor = piFigures(tb.SumLength, nc, int(pimax))
 }
 
 func piFigures(sum, channels, pimax int) (perfect, bf float64) {
@@ -638,7 +638,7 @@ func (r *Router) storeBaselineRoutes(s *scratch, tb *Table, lo, size []int) erro
 				return err
 			}
 			tb.SumLength += length
-			tb.Stats.Diameter = max(tb.Stats.Diameter, length)
+			tb.Figures.Diameter = max(tb.Figures.Diameter, length)
 		}
 	}
 	return nil

@@ -78,9 +78,9 @@ func TestTableFigures(t *testing.T) {
 					}
 				}
 				perfect := float64(sum) / float64(nc)
-				want := Stats{Diameter: diam, PiMax: pimax, PiPerfect: perfect, BalanceFactor: (float64(pimax)/perfect - 1) * 100}
-				if !statsClose(tb.Stats, want) || tb.Channels != nc {
-					t.Fatalf("%s: %+v (|C| %d), want %+v (|C| %d)", name, tb.Stats, tb.Channels, want, nc)
+				want := Figures{Diameter: diam, PiMax: pimax, PiPerfect: perfect, BalanceFactor: (float64(pimax)/perfect - 1) * 100}
+				if !statsClose(tb.Figures, want) || tb.Channels != nc {
+					t.Fatalf("%s: %+v (|C| %d), want %+v (|C| %d)", name, tb.Figures, tb.Channels, want, nc)
 				}
 			}
 		}
@@ -325,7 +325,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 		t.Errorf("failed link: %v", v)
 	}
 	copy(c2, saved)
-	tb.Stats.PiMax++
+	tb.Figures.PiMax++
 	if v := Violations(tb); len(v) == 0 || v[len(v)-1].Kind != "stats" {
 		t.Errorf("stats: %v", v)
 	}

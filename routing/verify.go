@@ -39,7 +39,7 @@ const maxViolations = 100
 type Report struct {
 	Violations []Violation
 	Routes     int
-	Stats      Stats
+	Figures    Figures
 	SumLength  int
 	Channels   int
 	// Cycle lists the channels of one dependency cycle with a turn, or nil.
@@ -51,8 +51,8 @@ type Report struct {
 func Violations(tb *Table) []Violation {
 	rep := tb.r.verifyTable(tb, 0)
 	v := rep.Violations
-	if rep.Stats != tb.Stats {
-		v = append(v, Violation{Kind: "stats", Src: -1, Dst: -1, Msg: fmt.Sprintf("recomputed figures (%v) differ from the table's (%v)", rep.Stats, tb.Stats)})
+	if rep.Figures != tb.Figures {
+		v = append(v, Violation{Kind: "stats", Src: -1, Dst: -1, Msg: fmt.Sprintf("recomputed figures (%v) differ from the table's (%v)", rep.Figures, tb.Figures)})
 	}
 	if rep.Cycle != nil && tb.Rule.Kind != Angara {
 		v = append(v, Violation{Kind: "deadlock", Src: -1, Dst: -1, Msg: "channel dependency cycle with a turn: " + tb.r.CycleString(rep.Cycle)})
@@ -122,7 +122,7 @@ func (rc *routeChecker) checkSource(w *verifyWorker, tb *Table, a, b0, b1 int) {
 // their total length.
 func (rc *routeChecker) tableReport(ws []*verifyWorker) *Report {
 	rep := rc.report(ws)
-	rep.Stats.PiPerfect, rep.Stats.BalanceFactor = piFigures(rep.SumLength, rep.Channels, rep.Stats.PiMax)
+	rep.Figures.PiPerfect, rep.Figures.BalanceFactor = piFigures(rep.SumLength, rep.Channels, rep.Figures.PiMax)
 	return rep
 }
 
@@ -342,7 +342,7 @@ func (rc *routeChecker) quick(w *verifyWorker, src, dst int, dirs []Dir) bool {
 
 // report merges the workers' accumulators: the first violations by
 // record, the figures over C(M_{a,t}) and the deadlock verdict
-// (Stats.PiPerfect/BalanceFactor are left to the caller, which knows the
+// (Figures.PiPerfect/BalanceFactor are left to the caller, which knows the
 // minimal lengths).
 func (rc *routeChecker) report(ws []*verifyWorker) *Report {
 	r, t, lc := rc.r, rc.r.t, rc.lc
@@ -353,7 +353,7 @@ func (rc *routeChecker) report(ws []*verifyWorker) *Report {
 		rep.Routes += w.n
 		rep.Violations = append(rep.Violations, w.viol...)
 		rep.SumLength += w.sum
-		rep.Stats.Diameter = max(rep.Stats.Diameter, w.diam)
+		rep.Figures.Diameter = max(rep.Figures.Diameter, w.diam)
 		if w != ws[0] {
 			for k := range deps {
 				deps[k] |= w.deps[k]
@@ -371,7 +371,7 @@ func (rc *routeChecker) report(ws []*verifyWorker) *Report {
 		for d := 0; d < t.nd; d++ {
 			if live(r.up, t.ch[v*t.nd+d]) && rc.inSet[t.nb[v*t.nd+d]] {
 				rep.Channels++
-				rep.Stats.PiMax = max(rep.Stats.PiMax, int(loads[i*t.nd+d]))
+				rep.Figures.PiMax = max(rep.Figures.PiMax, int(loads[i*t.nd+d]))
 			}
 		}
 	}
@@ -584,7 +584,7 @@ func (r *Router) CycleString(cyc []int) string {
 }
 
 // statsClose compares figures with a tolerance on the real-valued ones.
-func statsClose(a, b Stats) bool {
+func statsClose(a, b Figures) bool {
 	return a.Diameter == b.Diameter && a.PiMax == b.PiMax &&
 		math.Abs(a.PiPerfect-b.PiPerfect) <= 1e-6*math.Max(1, math.Abs(b.PiPerfect)) &&
 		math.Abs(a.BalanceFactor-b.BalanceFactor) <= 1e-6*math.Max(1, math.Abs(b.BalanceFactor))

@@ -232,7 +232,7 @@ func routeBuildGenetic(ctx context.Context, r *routing.Router, active, transit [
 	bar := cli.NewProgress(o.genetic.Generations, "generations", o.quiet)
 	opts := o.genetic
 	opts.Workers, opts.Context = o.workers, ctx
-	opts.Progress = func(int, int, routing.Stats) { bar.Add(1) }
+	opts.Progress = func(int, int, routing.Figures) { bar.Add(1) }
 	if opts.Generations == 0 {
 		opts.Generations = -1 // keep the initial population only
 	}
@@ -330,7 +330,7 @@ type routeCheckResult struct {
 	OK           bool                `json:"ok"`
 	Routes       int                 `json:"routes"`
 	Violations   []routing.Violation `json:"violations"`
-	Stats        routing.Stats       `json:"stats"`
+	Stats        routing.Figures     `json:"stats"`
 	DeadlockFree bool                `json:"deadlock_free"`
 }
 
@@ -362,7 +362,7 @@ func runRouteCheck(_ context.Context, o routeCheckOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res := routeCheckResult{o.file, len(rep.Violations) == 0, rep.Routes, rep.Violations, rep.Stats, rep.Cycle == nil}
+	res := routeCheckResult{o.file, len(rep.Violations) == 0, rep.Routes, rep.Violations, rep.Figures, rep.Cycle == nil}
 	if res.Violations == nil {
 		res.Violations = []routing.Violation{}
 	}
@@ -753,7 +753,7 @@ func routeFaultChart(rep *routing.FaultReport) cli.Chart {
 }
 
 func routeWriteSummary(w io.Writer, spec string, g *topology.Graph, r *routing.Router, tb *routing.Table, elapsed time.Duration, show int, extra ...any) error {
-	st := tb.Stats
+	st := tb.Figures
 	deadlock := "none (no dependency cycle with a turn)"
 	if !tb.DeadlockFree {
 		deadlock = "CYCLE: " + r.CycleString(tb.Cycle)

@@ -60,12 +60,12 @@ func (r GraphRouter) ReachableWithHints(active, transit []int, _ [][2]int) (bool
 
 // Table returns the diameter of shortest paths inside the set; link loads
 // are not modelled (π_max = π_perfect = 0).
-func (r GraphRouter) Table(_ context.Context, active, transit []int, _ alloc.TableOpts) (routing.Stats, error) {
+func (r GraphRouter) Table(_ context.Context, active, transit []int, _ alloc.TableOpts) (routing.Figures, error) {
 	in, err := r.members(active, transit)
 	if err != nil {
-		return routing.Stats{}, err
+		return routing.Figures{}, err
 	}
-	var f routing.Stats
+	var f routing.Figures
 	for _, a := range active {
 		dist := r.bfs(a, in)
 		for _, b := range active {
@@ -80,7 +80,7 @@ func (r GraphRouter) Table(_ context.Context, active, transit []int, _ alloc.Tab
 }
 
 // UnverifiedTable is Table: there is nothing to verify (no table).
-func (r GraphRouter) UnverifiedTable(ctx context.Context, active, transit []int, o alloc.TableOpts) (routing.Stats, *routing.Table, error) {
+func (r GraphRouter) UnverifiedTable(ctx context.Context, active, transit []int, o alloc.TableOpts) (routing.Figures, *routing.Table, error) {
 	f, err := r.Table(ctx, active, transit, o)
 	return f, nil, err
 }
