@@ -226,11 +226,17 @@ func (b bench) sssp() (benchRow, error) {
 	if err != nil {
 		return benchRow{}, err
 	}
-	t1, err := timeIt(func() error { _, e := unicast.Route(f, unicast.Options{Engine: sc.Engine, Workers: 1}); return e })
+	t1, err := timeIt(func() error {
+		_, e := unicast.Route(context.Background(), f, unicast.Options{Engine: sc.Engine, Workers: 1})
+		return e
+	})
 	if err != nil {
 		return benchRow{}, err
 	}
-	tn, _ := timeIt(func() error { _, e := unicast.Route(f, unicast.Options{Engine: sc.Engine}); return e })
+	tn, _ := timeIt(func() error {
+		_, e := unicast.Route(context.Background(), f, unicast.Options{Engine: sc.Engine})
+		return e
+	})
 	return benchRow{Name: sc.Engine + " unicast tables " + spec, Value: ms(tn), Unit: "ms", Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()}, nil
 }
 
