@@ -3,6 +3,7 @@ package alloc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/icn-hpc/icn/routing"
@@ -122,7 +123,7 @@ func (a *AngaraRouter) Table(ctx context.Context, active, transit []int, o Table
 	if err != nil {
 		return routing.Figures{}, err
 	}
-	tb, err := a.R.BuildTableOpts(active, transit, al, routing.TableOptions{Context: ctx, Workers: o.Workers})
+	tb, err := a.R.Build(ctx, active, transit, routing.BuildOptions{Algo: al, Workers: o.Workers})
 	if err != nil {
 		return routing.Figures{}, err
 	}
@@ -136,17 +137,24 @@ func (a *AngaraRouter) UnverifiedTable(ctx context.Context, active, transit []in
 	if err != nil {
 		return routing.Figures{}, nil, err
 	}
-	tb, err := a.R.BuildUnverifiedOpts(active, transit, al, routing.TableOptions{Context: ctx, Workers: o.Workers})
+	tb, err := a.R.Build(ctx, active, transit, routing.BuildOptions{Algo: al, Workers: o.Workers, Unverified: true})
 	if err != nil {
 		return routing.Figures{}, nil, err
 	}
 	return tb.Figures, tb, nil
 }
 
-// VerifyUnverified implements Router.
+// VerifyUnverified implements Router with routing.Router.Verify.
 func (a *AngaraRouter) VerifyUnverified(ctx context.Context, tb *routing.Table, workers int) error {
 	if tb == nil {
 		return nil
 	}
-	return a.R.VerifyOpts(tb, routing.TableOptions{Context: ctx, Workers: workers})
+	rep, err := a.R.Verify(ctx, tb, routing.VerifyOptions{Workers: workers})
+	if err != nil {
+		return err
+	}
+	if err := rep.Err(); err != nil {
+		return fmt.Errorf("internal error: the %s table fails verification: %w", tb.Algo, err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"sync/atomic"
 
 	"github.com/icn-hpc/icn/internal/par"
@@ -108,7 +109,7 @@ func compareBalance(shape []int, rule Rule) (BalanceTorus, error) {
 	}
 	bt := BalanceTorus{Dims: shape}
 	for k, algo := range []Algo{BFS, Baseline} {
-		tb, err := r.BuildTable(all, nil, algo)
+		tb, err := r.Build(context.Background(), all, nil, BuildOptions{Algo: algo})
 		if err != nil {
 			return BalanceTorus{}, err
 		}

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -371,10 +372,14 @@ func checkDims(dims []int) error {
 
 // readRoutesRecords streams the records of a compact file to emit (active
 // indices of source and destination, directions); it stops at the first
-// structurally bad record with a *RecordError.
-func readRoutesRecords(c *crcReader, m, nd int, emit func(a, b int, dirs []Dir)) error {
+// structurally bad record with a *RecordError, and between records with
+// ctx's error when ctx ends.
+func readRoutesRecords(ctx context.Context, c *crcReader, m, nd int, emit func(a, b int, dirs []Dir)) error {
 	var dirs []Dir
 	for a := 0; a < m; a++ {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		bad := func(format string, args ...any) error {
 			return &RecordError{Record: a + 1, What: "record", Msg: fmt.Sprintf(format, args...)}
 		}

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -95,7 +96,6 @@ func GeneticExperiment(o GeneticExperimentOptions) (*GeneticReport, error) {
 	if o.Genetic.TimeLimit == 0 {
 		o.Genetic.TimeLimit = -1
 	}
-	o.Genetic.Workers, o.Genetic.Context, o.Genetic.Progress = 1, nil, nil
 	shapes, err := FaultTori(FaultOptions{MaxNodes: o.MaxNodes, MaxSize: o.MaxSize, MinDims: o.MinDims, MaxDims: o.MaxDims})
 	if err != nil {
 		return nil, err
@@ -124,15 +124,16 @@ func compareGenetic(shape []int, rule Rule, o GeneticOptions) (GeneticTorus, err
 		return GeneticTorus{}, err
 	}
 	gt := GeneticTorus{Dims: shape}
-	base, err := r.BuildTable(all, nil, Baseline)
+	base, err := r.Build(context.Background(), all, nil, BuildOptions{Algo: Baseline})
 	if err != nil {
 		return GeneticTorus{}, err
 	}
 	start := time.Now()
-	tb, run, err := r.BuildGenetic(all, nil, o)
+	tb, err := r.Build(context.Background(), all, nil, BuildOptions{Algo: Genetic, Workers: 1, Genetic: o})
 	if err != nil {
 		return GeneticTorus{}, fmt.Errorf("torus %v: %w", shape, err)
 	}
+	run := tb.GeneticRun
 	gt.Seconds = time.Since(start).Seconds()
 	gt.BFS, gt.Baseline, gt.Genetic = run.BFS, base.Figures, tb.Figures
 	gt.Generations, gt.Stop = run.Generations, run.Stop

@@ -168,7 +168,7 @@ func appendInts(b []byte, g *topology.Graph, v int) []byte {
 }
 
 // ReadTableJSON decodes a table file written by WriteJSON (or by hand)
-// and checks its structure; semantic checks are VerifyTable's job.
+// and checks its structure; semantic checks are Verify's job.
 func ReadTableJSON(r io.Reader) (*TableJSON, error) {
 	var tf TableJSON
 	if err := json.NewDecoder(r).Decode(&tf); err != nil {

@@ -3,6 +3,7 @@ package routing
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"runtime"
 	"slices"
@@ -32,7 +33,7 @@ func buildFor(t testing.TB, spec, faults string, kind Kind, activeList, transitL
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := r.BuildTable(active, transit, algo)
+	tb, err := r.Build(context.Background(), active, transit, BuildOptions{Algo: algo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func checkBytes(t testing.TB, b []byte, links, nodes string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, _, err := VerifyTable(tf, links, nodes)
+	rep, _, err := verifyJSON(tf, links, nodes)
 	return rep, err
 }
 
@@ -291,7 +292,7 @@ func FuzzReadTableJSON(f *testing.F) {
 		if n > 256 || len(tf.Routes) > 2000 {
 			return // keep each input cheap
 		}
-		VerifyTable(tf, "", "")
+		verifyJSON(tf, "", "")
 	})
 }
 
@@ -328,7 +329,7 @@ var _ = topology.Parse
 func TestJSONRoutesParallel(t *testing.T) {
 	g := mustTorus(t, "8x8x4")
 	r := mustRouter(t, g, AngaraStar)
-	tb, err := r.BuildTable(allNodes(g.NumNodes()), nil, BFS)
+	tb, err := r.Build(context.Background(), allNodes(g.NumNodes()), nil, BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

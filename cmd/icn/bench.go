@@ -254,11 +254,18 @@ func (b bench) routingTable() (benchRow, benchTorus, error) {
 		return benchRow{}, benchTorus{}, err
 	}
 	var tb *routing.Table
-	tt, err := timeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
+	tt, err := timeIt(func() error {
+		var e error
+		tb, e = r.Build(context.Background(), all, nil, routing.BuildOptions{})
+		return e
+	})
 	if err != nil {
 		return benchRow{}, benchTorus{}, err
 	}
-	tbb, err := timeIt(func() error { _, e := r.BuildTable(all, nil, routing.Baseline); return e })
+	tbb, err := timeIt(func() error {
+		_, e := r.Build(context.Background(), all, nil, routing.BuildOptions{Algo: routing.Baseline})
+		return e
+	})
 	if err != nil {
 		return benchRow{}, benchTorus{}, err
 	}
@@ -279,7 +286,7 @@ func (b bench) tableCores() (benchRow, error) {
 	if err != nil {
 		return benchRow{}, err
 	}
-	build := func() error { _, e := r.BuildTable(all, nil, routing.BFS); return e }
+	build := func() error { _, e := r.Build(context.Background(), all, nil, routing.BuildOptions{}); return e }
 	cores := runtime.GOMAXPROCS(1)
 	t1, err := timeIt(build)
 	runtime.GOMAXPROCS(cores)
