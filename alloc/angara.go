@@ -116,30 +116,16 @@ func (a *AngaraRouter) ReachableWithHintsUntil(active, transit []int, pairs [][2
 	return ok, bad, err
 }
 
-// Table implements Router: the table is built and verified (deadlock
-// freedom included) by the routing package.
-func (a *AngaraRouter) Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Figures, error) {
-	al, err := routing.ParseAlgo(o.Algo)
-	if err != nil {
-		return routing.Figures{}, err
-	}
-	tb, err := a.R.Build(ctx, active, transit, routing.BuildOptions{Algo: al, Workers: o.Workers})
-	if err != nil {
-		return routing.Figures{}, err
-	}
-	return tb.Figures, nil
-}
-
-// UnverifiedTable implements Router: the table is built without its
-// verification, which VerifyUnverified does.
-func (a *AngaraRouter) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Figures, *routing.Table, error) {
-	al, err := routing.ParseAlgo(o.Algo)
+// Table implements Router with routing.Router.Build: the table is built
+// and, unless o.Unverified, verified (deadlock freedom included) by the
+// routing package.
+func (a *AngaraRouter) Table(ctx context.Context, active, transit []int, o routing.BuildOptions) (routing.Figures, *routing.Table, error) {
+	tb, err := a.R.Build(ctx, active, transit, o)
 	if err != nil {
 		return routing.Figures{}, nil, err
 	}
-	tb, err := a.R.Build(ctx, active, transit, routing.BuildOptions{Algo: al, Workers: o.Workers, Unverified: true})
-	if err != nil {
-		return routing.Figures{}, nil, err
+	if !o.Unverified {
+		return tb.Figures, nil, nil
 	}
 	return tb.Figures, tb, nil
 }

@@ -1188,7 +1188,7 @@ func (d *decision) chooseFirst(best []*candidate, res *Result) error {
 	if d.req.NoTable {
 		return nil // no tie to break: the table and φ are only reported
 	}
-	fig, err := d.rt.Table(context.Background(), c.Active, c.Transit, TableOpts{Algo: "baseline", Workers: d.sel.Workers})
+	fig, _, err := d.rt.Table(context.Background(), c.Active, c.Transit, routing.BuildOptions{Algo: routing.Baseline, Workers: d.sel.Workers})
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,9 @@ package alloc
 import (
 	"context"
 	"fmt"
-	"github.com/icn-hpc/icn/routing"
 	"testing"
+
+	"github.com/icn-hpc/icn/routing"
 )
 
 // TestWrapClassesShareFigures checks, on a fault-free 6x6x4 torus, that
@@ -75,7 +76,7 @@ func TestWrapClassesShareFigures(t *testing.T) {
 			if cand.lazy != nil {
 				active, transit = cand.lazy.nodes(dims)
 			}
-			f, err := rt.Table(context.Background(), active, transit, TableOpts{Algo: "bfs"})
+			f, _, err := rt.Table(context.Background(), active, transit, routing.BuildOptions{})
 			if err != nil {
 				t.Fatalf("%s at %v: %v", name, start, err)
 			}
