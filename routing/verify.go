@@ -73,7 +73,8 @@ type VerifyOptions struct {
 
 // Verifiable is a routing table that Verify checks: a *Table from Build,
 // a *TableJSON (the file format, in memory) or a *TableReader (a table
-// file whose routes are read as they are checked, see OpenTable).
+// file whose routes are read as they are checked, see OpenTable); no
+// other type implements it.
 type Verifiable interface {
 	verifyOn(ctx context.Context, r *Router, o VerifyOptions) (*Report, error)
 }
