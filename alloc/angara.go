@@ -3,6 +3,7 @@ package alloc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/icn-hpc/icn/routing"
@@ -115,38 +116,31 @@ func (a *AngaraRouter) ReachableWithHintsUntil(active, transit []int, pairs [][2
 	return ok, bad, err
 }
 
-// Table implements Router: the table is built and verified (deadlock
-// freedom included) by the routing package.
-func (a *AngaraRouter) Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, error) {
-	al, err := routing.ParseAlgo(o.Algo)
+// Table implements Router with routing.Router.Build: the table is built
+// and, unless o.Unverified, verified (deadlock freedom included) by the
+// routing package.
+func (a *AngaraRouter) Table(ctx context.Context, active, transit []int, o routing.BuildOptions) (routing.Figures, *routing.Table, error) {
+	tb, err := a.R.Build(ctx, active, transit, o)
 	if err != nil {
-		return routing.Stats{}, err
+		return routing.Figures{}, nil, err
 	}
-	tb, err := a.R.BuildTableOpts(active, transit, al, routing.TableOptions{Context: ctx, Workers: o.Workers})
-	if err != nil {
-		return routing.Stats{}, err
+	if !o.Unverified {
+		return tb.Figures, nil, nil
 	}
-	return tb.Stats, nil
+	return tb.Figures, tb, nil
 }
 
-// UnverifiedTable implements Router: the table is built without its
-// verification, which VerifyUnverified does.
-func (a *AngaraRouter) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
-	al, err := routing.ParseAlgo(o.Algo)
-	if err != nil {
-		return routing.Stats{}, nil, err
-	}
-	tb, err := a.R.BuildUnverifiedOpts(active, transit, al, routing.TableOptions{Context: ctx, Workers: o.Workers})
-	if err != nil {
-		return routing.Stats{}, nil, err
-	}
-	return tb.Stats, tb, nil
-}
-
-// VerifyUnverified implements Router.
+// VerifyUnverified implements Router with routing.Router.Verify.
 func (a *AngaraRouter) VerifyUnverified(ctx context.Context, tb *routing.Table, workers int) error {
 	if tb == nil {
 		return nil
 	}
-	return a.R.VerifyOpts(tb, routing.TableOptions{Context: ctx, Workers: workers})
+	rep, err := a.R.Verify(ctx, tb, routing.VerifyOptions{Workers: workers})
+	if err != nil {
+		return err
+	}
+	if err := rep.Err(); err != nil {
+		return fmt.Errorf("internal error: the %s table fails verification: %w", tb.Algo, err)
+	}
+	return nil
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/icn-hpc/icn/internal/par"
-	"github.com/icn-hpc/icn/routing"
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/icn-hpc/icn/internal/par"
+	"github.com/icn-hpc/icn/routing"
 )
 
 // DefaultBudget is the time a decision may take unless asked otherwise:
@@ -166,19 +167,20 @@ func (b *budget) cutReason() string {
 
 // routerTable builds a verified BFS table on at most workers goroutines
 // under ctx, which must not have ended before it starts.
-func routerTable(ctx context.Context, rt Router, active, transit []int, workers int) (routing.Stats, error) {
+func routerTable(ctx context.Context, rt Router, active, transit []int, workers int) (routing.Figures, error) {
 	if err := ctx.Err(); err != nil {
-		return routing.Stats{}, err
+		return routing.Figures{}, err
 	}
-	return rt.Table(ctx, active, transit, TableOpts{Algo: "bfs", Workers: workers})
+	fig, _, err := rt.Table(ctx, active, transit, routing.BuildOptions{Workers: workers})
+	return fig, err
 }
 
-// unverifiedTable is UnverifiedTable under ctx (see routerTable).
-func unverifiedTable(ctx context.Context, rt Router, active, transit []int, workers int) (routing.Stats, *routing.Table, error) {
+// unverifiedTable is an unverified BFS table under ctx (see routerTable).
+func unverifiedTable(ctx context.Context, rt Router, active, transit []int, workers int) (routing.Figures, *routing.Table, error) {
 	if err := ctx.Err(); err != nil {
-		return routing.Stats{}, nil, err
+		return routing.Figures{}, nil, err
 	}
-	return rt.UnverifiedTable(ctx, active, transit, TableOpts{Algo: "bfs", Workers: workers})
+	return rt.Table(ctx, active, transit, routing.BuildOptions{Workers: workers, Unverified: true})
 }
 
 // verifyTable is VerifyUnverified under ctx (see routerTable); a table

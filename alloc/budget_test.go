@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/icn-hpc/icn/routing"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/routing"
 )
 
 // validChoice checks what every answer must be, cut or not: the chosen
@@ -262,12 +263,12 @@ type slowTables struct {
 	calls atomic.Int32
 }
 
-func (r *slowTables) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
-	if r.calls.Add(1) > 1 {
+func (r *slowTables) Table(ctx context.Context, active, transit []int, o routing.BuildOptions) (routing.Figures, *routing.Table, error) {
+	if o.Unverified && r.calls.Add(1) > 1 {
 		<-ctx.Done()
-		return routing.Stats{}, nil, ctx.Err()
+		return routing.Figures{}, nil, ctx.Err()
 	}
-	return r.AngaraRouter.UnverifiedTable(ctx, active, transit, o)
+	return r.AngaraRouter.Table(ctx, active, transit, o)
 }
 
 // TestBudgetEndsInTables: when the budget ends while the tie-break
@@ -297,7 +298,7 @@ func TestBudgetEndsInTables(t *testing.T) {
 	}
 	validChoice(t, "4x4x4", s, rt, req, got)
 	// The chosen set has the figures of its own (first) class's table.
-	fig, err := ar.Table(context.Background(), got.Chosen.Active, got.Chosen.Transit, TableOpts{Algo: "bfs"})
+	fig, _, err := ar.Table(context.Background(), got.Chosen.Active, got.Chosen.Transit, routing.BuildOptions{})
 	if err != nil || fig != *got.Chosen.Figures {
 		t.Fatalf("chosen figures %+v, its table %+v (%v)", got.Chosen.Figures, fig, err)
 	}

@@ -995,7 +995,7 @@ func (d *decision) collect(results []sizeResult, res *Result) ([]*candidate, err
 // many classes' tables ranked them (built now or before) and, with a
 // budget, the representatives whose class's table was not finished in
 // time (missing: their figures mean nothing).
-func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classes int, missing map[int]bool, err error) {
+func (d *decision) tableFigures(reps []*candidate) (figs []routing.Figures, classes int, missing map[int]bool, err error) {
 	first, figs, verified, build := d.knownFigures(reps)
 	cache := &d.sel.figures
 	for _, i := range build {
@@ -1046,10 +1046,10 @@ func (d *decision) tableFigures(reps []*candidate) (figs []routing.Stats, classe
 // figures each uses) and takes the figures the selector kept for a
 // shape; build lists those whose tables must be built, and verified says
 // whether a kept class's table was verified.
-func (d *decision) knownFigures(reps []*candidate) (first []int, figs []routing.Stats, verified map[int]bool, build []int) {
+func (d *decision) knownFigures(reps []*candidate) (first []int, figs []routing.Figures, verified map[int]bool, build []int) {
 	first = make([]int, len(reps))
 	byShape := map[string]int{}
-	figs = make([]routing.Stats, len(reps))
+	figs = make([]routing.Figures, len(reps))
 	cache := &d.sel.figures
 	verified = map[int]bool{} // representative → whether its class's table was verified (absent: built now, unverified)
 	for i, c := range reps {
@@ -1076,7 +1076,7 @@ func (d *decision) knownFigures(reps []*candidate) (first []int, figs []routing.
 // figures; missing names those not finished in time. With several to
 // build they are built unverified, and best (of bestBuilt) is the best
 // table kept for the winner's verification.
-func (d *decision) buildFigures(ctx context.Context, reps []*candidate, build []int, figs []routing.Stats, verified map[int]bool) (missing map[int]bool, best *routing.Table, bestBuilt int, err error) {
+func (d *decision) buildFigures(ctx context.Context, reps []*candidate, build []int, figs []routing.Figures, verified map[int]bool) (missing map[int]bool, best *routing.Table, bestBuilt int, err error) {
 	errs := make([]error, len(build))
 	bestBuilt = -1 // best is the unverified table of reps[bestBuilt]
 	if len(build) > 1 {
@@ -1117,7 +1117,7 @@ func (d *decision) buildFigures(ctx context.Context, reps []*candidate, build []
 // built now, else a table built anew whose figures must equal the kept
 // ones. A verification the budget cuts leaves the figures ranking
 // (tableCut).
-func (d *decision) verifyWinner(ctx context.Context, reps []*candidate, figs []routing.Stats, verified map[int]bool, win, bestBuilt int, best *routing.Table) error {
+func (d *decision) verifyWinner(ctx context.Context, reps []*candidate, figs []routing.Figures, verified map[int]bool, win, bestBuilt int, best *routing.Table) error {
 	cache := &d.sel.figures
 	switch ok, known := verified[win]; {
 	case win == bestBuilt:
@@ -1154,7 +1154,7 @@ func (d *decision) verifyWinner(ctx context.Context, reps []*candidate, figs []r
 
 // betterTable reports whether representative i's figures beat j's: least
 // diameter, then π_max, then the first representative.
-func betterTable(figs []routing.Stats, i, j int) bool {
+func betterTable(figs []routing.Figures, i, j int) bool {
 	a, b := figs[i], figs[j]
 	if a.Diameter != b.Diameter {
 		return a.Diameter < b.Diameter
@@ -1206,7 +1206,7 @@ func (d *decision) chooseFirst(best []*candidate, res *Result) error {
 	if d.req.NoTable {
 		return nil // no tie to break: the table and φ are only reported
 	}
-	fig, err := d.rt.Table(context.Background(), c.Active, c.Transit, TableOpts{Algo: "baseline", Workers: d.sel.Workers})
+	fig, _, err := d.rt.Table(context.Background(), c.Active, c.Transit, routing.BuildOptions{Algo: routing.Baseline, Workers: d.sel.Workers})
 	if err != nil {
 		return err
 	}
@@ -1361,7 +1361,7 @@ func (d *decision) chooseByTables(tied []*candidate, res *Result) error {
 // best of them with its table (the only one kept in memory) and, per
 // build index, whether the table was verified as it was built (the
 // router returned no table to verify).
-func (d *decision) buildUnverified(ctx context.Context, reps []*candidate, build []int, figs []routing.Stats, errs []error) (int, *routing.Table, []bool) {
+func (d *decision) buildUnverified(ctx context.Context, reps []*candidate, build []int, figs []routing.Figures, errs []error) (int, *routing.Table, []bool) {
 	var mu sync.Mutex
 	bestIdx := -1
 	var best *routing.Table

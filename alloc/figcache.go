@@ -25,7 +25,7 @@ type figureCache struct {
 }
 
 type figureEntry struct {
-	fig      routing.Stats
+	fig      routing.Figures
 	verified bool
 }
 
@@ -64,7 +64,7 @@ func (c *figureCache) get(m int, shape string) (figureEntry, bool) {
 }
 
 // put records a class's figures; verified only ever turns on.
-func (c *figureCache) put(m int, shape string, fig routing.Stats, verified bool) {
+func (c *figureCache) put(m int, shape string, fig routing.Figures, verified bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.out == nil || len(c.out) >= maxFigures {

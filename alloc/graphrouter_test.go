@@ -49,29 +49,24 @@ func (r graphRouter) ReachableWithHints(active, transit []int, _ [][2]int) (bool
 
 // Table returns the diameter of shortest paths inside the set; link loads
 // are not modelled (π_max = π_perfect = 0).
-func (r graphRouter) Table(_ context.Context, active, transit []int, _ TableOpts) (routing.Stats, error) {
+// There is no table to verify.
+func (r graphRouter) Table(_ context.Context, active, transit []int, _ routing.BuildOptions) (routing.Figures, *routing.Table, error) {
 	in, err := r.members(active, transit)
 	if err != nil {
-		return routing.Stats{}, err
+		return routing.Figures{}, nil, err
 	}
-	var f routing.Stats
+	var f routing.Figures
 	for _, a := range active {
 		dist := r.bfs(a, in)
 		for _, b := range active {
 			d, ok := dist[b]
 			if !ok {
-				return f, fmt.Errorf("set is not reachable")
+				return f, nil, fmt.Errorf("set is not reachable")
 			}
 			f.Diameter = max(f.Diameter, d)
 		}
 	}
-	return f, nil
-}
-
-// UnverifiedTable is Table: there is nothing to verify (no table).
-func (r graphRouter) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
-	f, err := r.Table(ctx, active, transit, o)
-	return f, nil, err
+	return f, nil, nil
 }
 
 // VerifyUnverified has nothing to verify.

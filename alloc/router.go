@@ -30,18 +30,20 @@ type Router interface {
 	// without a route, or is {-1, -1}. The hints only order the work: a
 	// router without a cheaper path answers with Reachable.
 	ReachableWithHints(active, transit []int, pairs [][2]int) (ok bool, bad [2]int, err error)
-	// Table builds a verified, deadlock-free routing table for a
-	// reachable set as o says and returns its figures; it stops with
-	// ctx's error when ctx ends.
-	Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, error)
-	// UnverifiedTable builds the table Table builds, with the same
-	// figures, but may leave its verification to VerifyUnverified:
-	// Select ranks its tie-break tables this way and verifies only the
-	// winner's. The table is nil when building it verified it already.
-	UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error)
-	// VerifyUnverified verifies a table from UnverifiedTable as Table
-	// would have (nil: nothing to verify) on at most workers goroutines
-	// (0: all cores); it stops with ctx's error when ctx ends.
+	// Table builds the routing table of a reachable set as o says and
+	// returns its figures; it stops with ctx's error when ctx ends. A
+	// Router reads o.Algo, o.Workers (the figures do not depend on it)
+	// and o.Unverified, and may ignore the rest. The table is verified,
+	// deadlock freedom included, unless o.Unverified: then the figures
+	// are those the verified table has, and the table comes back for
+	// VerifyUnverified (nil when building it verified it already, and
+	// always nil without o.Unverified). Select ranks its tie-break
+	// tables unverified and verifies only the winner's.
+	Table(ctx context.Context, active, transit []int, o routing.BuildOptions) (routing.Figures, *routing.Table, error)
+	// VerifyUnverified verifies a table that Table left unverified, as
+	// Table would have (nil: nothing to verify), on at most workers
+	// goroutines (0: all cores); it stops with ctx's error when ctx
+	// ends.
 	VerifyUnverified(ctx context.Context, tb *routing.Table, workers int) error
 }
 
@@ -60,16 +62,6 @@ func reachableUntil(rt Router, active, transit []int, pairs [][2]int, stop func(
 		return r.ReachableWithHintsUntil(active, transit, pairs, stop)
 	}
 	return rt.ReachableWithHints(active, transit, pairs)
-}
-
-// TableOpts say how Router.Table builds a table. The table does not
-// depend on Workers.
-type TableOpts struct {
-	// Algo is the algorithm: "bfs" or "baseline".
-	Algo string
-	// Workers bounds the goroutines of the build (0: all cores); Select
-	// shares its workers between the tables it builds at once.
-	Workers int
 }
 
 // RouterProps are the guarantees a Router gives about its answers. The

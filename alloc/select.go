@@ -86,7 +86,7 @@ type Candidate struct {
 	Frag    Fragmentation `json:"fragmentation_after"`
 	// Figures are the figures of the set's routing table that ranked it
 	// (criteria 3 and 4; nil when no table was built).
-	Figures *routing.Stats `json:"table,omitempty"`
+	Figures *routing.Figures `json:"table,omitempty"`
 }
 
 // candidate is a Candidate with what a decision works with: how it was

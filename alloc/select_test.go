@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -244,7 +245,7 @@ func TestSelectMatchesReference(t *testing.T) {
 		rank := func(active, transit []int) score {
 			after := s.Clone()
 			after.Occupy(99, append(slices.Clone(active), transit...))
-			f, err := rt.Table(context.Background(), active, transit, TableOpts{Algo: "bfs"})
+			f, _, err := rt.Table(context.Background(), active, transit, routing.BuildOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -400,8 +401,8 @@ func TestTranslationInvariance(t *testing.T) {
 			continue
 		}
 		reached++
-		f1, err1 := rt.Table(context.Background(), a1, t1, TableOpts{Algo: "bfs"})
-		f2, err2 := rt.Table(context.Background(), a2, t2, TableOpts{Algo: "bfs"})
+		f1, _, err1 := rt.Table(context.Background(), a1, t1, routing.BuildOptions{})
+		f2, _, err2 := rt.Table(context.Background(), a2, t2, routing.BuildOptions{})
 		if err1 != nil || err2 != nil {
 			t.Fatal(spec, err1, err2)
 		}

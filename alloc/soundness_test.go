@@ -3,11 +3,12 @@ package alloc
 import (
 	"context"
 	"fmt"
-	"github.com/icn-hpc/icn/routing"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/icn-hpc/icn/routing"
 
 	"github.com/icn-hpc/icn/topology"
 )
@@ -83,7 +84,7 @@ func blocksAgree(t *testing.T, sel *Selector, rt *AngaraRouter, size []int, m in
 	t.Helper()
 	type outcome struct {
 		keep string
-		fig  routing.Stats
+		fig  routing.Figures
 	}
 	var first *outcome
 	same := true
@@ -106,7 +107,7 @@ func blocksAgree(t *testing.T, sel *Selector, rt *AngaraRouter, size []int, m in
 		for i, x := range keep {
 			kept[i] = transit[x]
 		}
-		fig, err := rt.Table(context.Background(), active, kept, TableOpts{Algo: "bfs"})
+		fig, _, err := rt.Table(context.Background(), active, kept, routing.BuildOptions{})
 		if err != nil {
 			t.Fatalf("block %v of %v: %v", st, size, err)
 		}
@@ -139,14 +140,11 @@ func (v verifiedOnly) ReachableWithHints(active, transit []int, _ [][2]int) (boo
 	return ok, [2]int{-1, -1}, err
 }
 
-func (v verifiedOnly) Table(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, error) {
+// Table builds and verifies the table even when asked for it
+// unverified (none is left to verify).
+func (v verifiedOnly) Table(ctx context.Context, active, transit []int, o routing.BuildOptions) (routing.Figures, *routing.Table, error) {
+	o.Unverified = false
 	return v.a.Table(ctx, active, transit, o)
-}
-
-// UnverifiedTable builds and verifies the table (none is left to verify).
-func (v verifiedOnly) UnverifiedTable(ctx context.Context, active, transit []int, o TableOpts) (routing.Stats, *routing.Table, error) {
-	f, err := v.a.Table(ctx, active, transit, o)
-	return f, nil, err
 }
 
 func (v verifiedOnly) VerifyUnverified(context.Context, *routing.Table, int) error { return nil }

@@ -3,8 +3,9 @@ package alloc
 import (
 	"context"
 	"fmt"
-	"github.com/icn-hpc/icn/routing"
 	"testing"
+
+	"github.com/icn-hpc/icn/routing"
 )
 
 // TestWrapClassesShareFigures checks, on a fault-free 6x6x4 torus, that
@@ -47,7 +48,7 @@ func TestWrapClassesShareFigures(t *testing.T) {
 	for _, c := range cases {
 		name := fmt.Sprintf("block %v, %d active, ≤ %d transit", c.size, c.m, c.T)
 		d := sel.newDecision(st, rt, Request{Nodes: c.m, Transit: c.T, Algo: Improved})
-		figs := map[string]routing.Stats{}
+		figs := map[string]routing.Figures{}
 		wraps := map[string]map[string]bool{}
 		start := make([]int, len(dims))
 		for v := 0; v < g.NumNodes(); v++ {
@@ -75,7 +76,7 @@ func TestWrapClassesShareFigures(t *testing.T) {
 			if cand.lazy != nil {
 				active, transit = cand.lazy.nodes(dims)
 			}
-			f, err := rt.Table(context.Background(), active, transit, TableOpts{Algo: "bfs"})
+			f, _, err := rt.Table(context.Background(), active, transit, routing.BuildOptions{})
 			if err != nil {
 				t.Fatalf("%s at %v: %v", name, start, err)
 			}

@@ -84,7 +84,11 @@ func TestHTTPSmallPoints(t *testing.T) {
 	}
 	file, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	rep, _, err := routing.VerifyFile(bytes.NewReader(file), "", "", 1)
+	tr, r, err := routing.OpenTable(bytes.NewReader(file), "", "")
+	var rep *routing.Report
+	if err == nil {
+		rep, err = r.Verify(context.Background(), tr, routing.VerifyOptions{Workers: 1})
+	}
 	if resp.StatusCode != 200 || err != nil || rep.Routes != 2 || len(rep.Violations) != 0 {
 		t.Errorf("routes?format=routes: %d, %v, %+v", resp.StatusCode, err, rep)
 	}

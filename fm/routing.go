@@ -2,9 +2,7 @@ package fm
 
 import (
 	"context"
-	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/icn-hpc/icn/fm/client"
 	"github.com/icn-hpc/icn/fm/store"
@@ -37,7 +35,7 @@ type angaraRouting struct {
 func (a *angaraRouting) Rules() string { return a.R.Rule().String() }
 
 func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*routing.TableJSON, client.TableStats, error) {
-	tb, err := a.R.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Context: ctx, Workers: computeWorkers()})
+	tb, err := a.R.Build(ctx, active, transit, routing.BuildOptions{Workers: computeWorkers()})
 	if err != nil {
 		return nil, client.TableStats{}, err
 	}
@@ -45,14 +43,14 @@ func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*rou
 	if err != nil {
 		return nil, client.TableStats{}, err
 	}
-	return tf, client.TableStats{Stats: tb.Stats, DeadlockFree: tb.DeadlockFree}, nil
+	return tf, client.TableStats{Figures: tb.Figures, DeadlockFree: tb.DeadlockFree}, nil
 }
 
 // RoutesEncoded is Routes made as the service keeps a job's table: the
 // table's header and its routes encoded for the store, straight from the
 // routing table (tableEncoded).
 func (a *angaraRouting) RoutesEncoded(ctx context.Context, active, transit []int) (*routing.TableJSON, []byte, client.TableStats, error) {
-	tb, err := a.R.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Context: ctx, Workers: computeWorkers()})
+	tb, err := a.R.Build(ctx, active, transit, routing.BuildOptions{Workers: computeWorkers()})
 	if err != nil {
 		return nil, nil, client.TableStats{}, err
 	}
@@ -60,7 +58,7 @@ func (a *angaraRouting) RoutesEncoded(ctx context.Context, active, transit []int
 	if err != nil {
 		return nil, nil, client.TableStats{}, err
 	}
-	return tf, routes, client.TableStats{Stats: tb.Stats, DeadlockFree: tb.DeadlockFree}, nil
+	return tf, routes, client.TableStats{Figures: tb.Figures, DeadlockFree: tb.DeadlockFree}, nil
 }
 
 // encodedRouting is a Routing that makes a job's table as the service
@@ -125,20 +123,9 @@ func (a *angaraRouting) VerifyTable(tf *routing.TableJSON) error {
 	// The failures recorded with the table are those of its creation; the
 	// router knows the current ones.
 	c.FailedLinks, c.FailedNodes = nil, nil
-	rep, err := a.R.VerifyJSON(&c)
+	rep, err := a.R.Verify(context.Background(), &c, routing.VerifyOptions{})
 	if err != nil {
 		return err
 	}
-	if len(rep.Violations) > 0 {
-		var msgs []string
-		for i, v := range rep.Violations {
-			if i == 3 {
-				msgs = append(msgs, fmt.Sprintf("and %d more", len(rep.Violations)-3))
-				break
-			}
-			msgs = append(msgs, v.String())
-		}
-		return fmt.Errorf("%s", strings.Join(msgs, "; "))
-	}
-	return nil
+	return rep.Err()
 }

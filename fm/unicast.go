@@ -59,6 +59,9 @@ func (s *Service) refreshUnicast(g *topology.Graph) *client.UnicastStatus {
 	start := time.Now()
 	var res *unicast.Result
 	ust := unicast.UpdateStats{Mode: "full", Exact: true}
+	// The tables follow a fabric state already committed: no caller's
+	// context stops them.
+	ctx := context.Background()
 	err := func() error {
 		var err error
 		if s.rr == nil {
@@ -66,14 +69,14 @@ func (s *Service) refreshUnicast(g *topology.Graph) *client.UnicastStatus {
 			if w == 0 {
 				w = computeWorkers()
 			}
-			rr, err := unicast.NewRerouter(g, s.uniAnn, unicast.Options{Engine: u.Engine, Workers: w})
+			rr, err := unicast.NewRerouter(ctx, g, s.uniAnn, unicast.Options{Engine: u.Engine, Workers: w})
 			if err != nil {
 				return err
 			}
 			s.rr, res = rr, rr.Result()
 			ust.Destinations = rr.Destinations()
 			ust.Rerouted = ust.Destinations
-		} else if res, ust, err = s.rr.Update(g); err != nil {
+		} else if res, ust, err = s.rr.Update(ctx, g); err != nil {
 			return err
 		}
 		st.Mode, st.Exact, st.Rerouted, st.Destinations, st.Changed = ust.Mode, ust.Exact, ust.Rerouted, ust.Destinations, ust.Changed
@@ -251,7 +254,7 @@ func (s *Service) startRebalance() bool {
 		defer s.rrMu.Unlock()
 		start := time.Now()
 		prev := s.rr.Result().Tables
-		res, err := s.rr.FullContext(ctx)
+		res, err := s.rr.Full(ctx)
 		if ctx.Err() != nil {
 			return
 		}

@@ -29,7 +29,7 @@ func dumpOf(t *testing.T, g *topology.Graph, engine string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := unicast.Route(f, unicast.Options{Engine: engine, Workers: 1})
+	res, err := unicast.Route(context.Background(), f, unicast.Options{Engine: engine, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"sync/atomic"
 
 	"github.com/icn-hpc/icn/internal/par"
@@ -29,8 +30,8 @@ var SeedBalanceLoss = [2]float64{13, 30}
 // BalanceTorus is one torus of the comparison.
 type BalanceTorus struct {
 	Dims     []int   `json:"dims"`
-	BFS      Stats   `json:"bfs"`
-	Baseline Stats   `json:"baseline"`
+	BFS      Figures `json:"bfs"`
+	Baseline Figures `json:"baseline"`
 	Loss     float64 `json:"loss"` // BFS − baseline balance factor, points
 }
 
@@ -108,14 +109,14 @@ func compareBalance(shape []int, rule Rule) (BalanceTorus, error) {
 	}
 	bt := BalanceTorus{Dims: shape}
 	for k, algo := range []Algo{BFS, Baseline} {
-		tb, err := r.BuildTable(all, nil, algo)
+		tb, err := r.Build(context.Background(), all, nil, BuildOptions{Algo: algo})
 		if err != nil {
 			return BalanceTorus{}, err
 		}
 		if k == 0 {
-			bt.BFS = tb.Stats
+			bt.BFS = tb.Figures
 		} else {
-			bt.Baseline = tb.Stats
+			bt.Baseline = tb.Figures
 		}
 	}
 	bt.Loss = bt.BFS.BalanceFactor - bt.Baseline.BalanceFactor

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -51,20 +52,19 @@ func BenchmarkTable(b *testing.B) {
 		all := allNodes(g.NumNodes())
 		for _, v := range []struct {
 			name string
-			algo Algo
-			o    TableOptions
-		}{{"bfs", BFS, TableOptions{}}, {"bfs-seq", BFS, TableOptions{Batch: 1, Workers: 1}}, {"baseline", Baseline, TableOptions{}}} {
+			o    BuildOptions
+		}{{"bfs", BuildOptions{}}, {"bfs-seq", BuildOptions{Batch: 1, Workers: 1}}, {"baseline", BuildOptions{Algo: Baseline}}} {
 			b.Run(spec+"/"+v.name, func(b *testing.B) {
 				c0 := cpuTime()
 				var tb *Table
 				for b.Loop() {
 					var err error
-					if tb, err = r.BuildTableOpts(all, nil, v.algo, v.o); err != nil || !tb.DeadlockFree {
+					if tb, err = r.Build(context.Background(), all, nil, v.o); err != nil || !tb.DeadlockFree {
 						b.Fatal(err)
 					}
 				}
 				b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
-				b.ReportMetric(tb.Stats.BalanceFactor, "balance-%")
+				b.ReportMetric(tb.Figures.BalanceFactor, "balance-%")
 			})
 		}
 	}
@@ -96,13 +96,13 @@ func BenchmarkJobTable(b *testing.B) {
 	r := mustRouter(b, g, AngaraStar)
 	cpuRun(b, "router", func() { mustRouter(b, g, AngaraStar) })
 	cpuRun(b, "table", func() {
-		tb, err := r.BuildTable(active, transit, BFS)
+		tb, err := r.Build(context.Background(), active, transit, BuildOptions{})
 		if err != nil || !tb.DeadlockFree {
 			b.Fatal(err)
 		}
 	})
 	cpuRun(b, "table-seq", func() {
-		if _, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 1, Workers: 1}); err != nil {
+		if _, err := r.Build(context.Background(), active, transit, BuildOptions{Batch: 1, Workers: 1}); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -115,7 +115,7 @@ func BenchmarkRoutesFile(b *testing.B) {
 	for _, spec := range []string{"8x8x4x4", "16x16x16"} {
 		g := mustTorus(b, spec)
 		r := mustRouter(b, g, AngaraStar)
-		tb, err := r.BuildTable(allNodes(g.NumNodes()), nil, BFS)
+		tb, err := r.Build(context.Background(), allNodes(g.NumNodes()), nil, BuildOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func BenchmarkRoutesFile(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer f.Close()
-				rep, _, err := VerifyFile(f, "", "", 0)
+				rep, _, err := verifyFile(f, "", "", 0)
 				if err != nil || len(rep.Violations) > 0 {
 					b.Fatal(err, rep.Violations)
 				}
@@ -211,7 +211,7 @@ func BenchmarkReachable(b *testing.B) {
 		}
 	})
 	cpuRun(b, "16x16x16/box64+16/table", func() {
-		if _, err := r.BuildTable(box, transit, BFS); err != nil {
+		if _, err := r.Build(context.Background(), box, transit, BuildOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	})

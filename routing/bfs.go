@@ -33,7 +33,7 @@ import (
 // Heuristic 1 needs only distances, which do not depend on the loads, so
 // the sources are taken in exactly the sequential order, computed up
 // front by distance searches on all cores (above maxOrderNodes active
-// nodes, or above cheapOrderNodes unless TableOptions.ExactOrder: B
+// nodes, or above cheapOrderNodes unless BuildOptions.ExactOrder: B
 // interleaved chains, the k-th source of a round being the unprocessed
 // node farthest from the k-th source of the previous round).
 // With B = 1 (fewer than 256 active nodes) this is exactly the sequential

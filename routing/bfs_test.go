@@ -35,7 +35,7 @@ func TestBFSMatchesReference(t *testing.T) {
 			}
 			name := fmt.Sprintf("%s/%d/%s", c.spec, ci, kind)
 			ref, errRef := r.buildRef(active, transit)
-			fast, errFast := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 1})
+			fast, errFast := r.Build(context.Background(), active, transit, BuildOptions{Batch: 1})
 			var ue *UnreachableError
 			if errRef != nil || errFast != nil {
 				if !errors.As(errRef, &ue) || !errors.As(errFast, &ue) {
@@ -59,7 +59,7 @@ func TestBFSMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fast, err := r.BuildTableOpts(all, nil, BFS, TableOptions{Batch: 1})
+		fast, err := r.Build(context.Background(), all, nil, BuildOptions{Batch: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,8 +80,8 @@ func sameTable(t *testing.T, name string, a, b *Table) {
 	if !slices.Equal(a.loads, b.loads) {
 		t.Fatalf("%s: loads differ", name)
 	}
-	if a.Stats != b.Stats || a.SumLength != b.SumLength {
-		t.Fatalf("%s: figures %+v vs %+v", name, a.Stats, b.Stats)
+	if a.Figures != b.Figures || a.SumLength != b.SumLength {
+		t.Fatalf("%s: figures %+v vs %+v", name, a.Figures, b.Figures)
 	}
 }
 
@@ -107,7 +107,7 @@ func bfsWorkersIndependent(t *testing.T, tune func(*tuning)) {
 		for _, batch := range []int{2, 5} {
 			var first *Table
 			for _, w := range []int{1, 2, 3, 8} {
-				tb, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: batch, Workers: w})
+				tb, err := r.Build(context.Background(), active, transit, BuildOptions{Batch: batch, Workers: w})
 				if err != nil {
 					var ue *UnreachableError
 					if errors.As(err, &ue) {
@@ -115,7 +115,7 @@ func bfsWorkersIndependent(t *testing.T, tune func(*tuning)) {
 					}
 					t.Fatal(err)
 				}
-				if v := Violations(tb); len(v) > 0 {
+				if v := violations(tb); len(v) > 0 {
 					t.Fatalf("%s batch %d: %v", spec, batch, v[0])
 				}
 				if first == nil {
@@ -240,7 +240,7 @@ func TestQuickCodeAgrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tb, err := r.BuildTable(active, transit, BFS)
+			tb, err := r.Build(context.Background(), active, transit, BuildOptions{})
 			if err != nil {
 				continue
 			}
@@ -291,7 +291,7 @@ func TestBFSPoolStops(t *testing.T) {
 				cancel()
 			}
 		}
-		_, err := r.BuildTableOpts(all, nil, BFS, TableOptions{Workers: w, Context: ctx, Progress: progress})
+		_, err := r.Build(ctx, all, nil, BuildOptions{Workers: w, Progress: progress})
 		cancel()
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("%d workers: cancelled build returned %v", w, err)
@@ -305,7 +305,7 @@ func TestBFSPoolStops(t *testing.T) {
 	}
 	var first string
 	for _, w := range []int{1, 2, 3, 8} {
-		_, err := r.BuildTableOpts(planes, nil, BFS, TableOptions{Workers: w})
+		_, err := r.Build(context.Background(), planes, nil, BuildOptions{Workers: w})
 		var ue *UnreachableError
 		if !errors.As(err, &ue) {
 			t.Fatalf("%d workers: want an unreachable pair, got %v", w, err)

@@ -99,7 +99,7 @@ func (r *Router) buildBFSRef(s *scratch, rs *refState, tb *Table) error {
 				return err
 			}
 			tb.SumLength += int(rs.dist[j])
-			tb.Stats.Diameter = max(tb.Stats.Diameter, int(rs.dist[j]))
+			tb.Figures.Diameter = max(tb.Figures.Diameter, int(rs.dist[j]))
 		}
 		done[cur] = true
 		// heuristic 1: the next source is the one farthest from this one

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -280,12 +281,12 @@ func TestBruteForceRG(t *testing.T) {
 					if want[bad] >= 0 {
 						t.Fatalf("%s: reported pair %v is reachable", name, bad)
 					}
-					if _, err := r.BuildTable(active, transit, BFS); err == nil {
+					if _, err := r.Build(context.Background(), active, transit, BuildOptions{}); err == nil {
 						t.Fatalf("%s: table built for an unreachable set", name)
 					}
 					continue
 				}
-				tb, err := r.BuildTable(active, transit, BFS)
+				tb, err := r.Build(context.Background(), active, transit, BuildOptions{})
 				if err != nil {
 					t.Fatal(name, err)
 				}
@@ -295,7 +296,7 @@ func TestBruteForceRG(t *testing.T) {
 						t.Fatalf("%s: route %v→%v has %d steps, shortest legal is %d", name, s, d, l, want[[2]int{s, d}])
 					}
 				}
-				if v := Violations(tb); len(v) > 0 {
+				if v := violations(tb); len(v) > 0 {
 					t.Fatalf("%s: %v", name, v[0])
 				}
 				if kind != Angara && !tb.DeadlockFree {

@@ -2,6 +2,8 @@ package routing
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -219,20 +221,9 @@ func (sc *streamCheck) abort() {
 
 // claims are the figures a file states about its table.
 type claims struct {
-	stats        *Stats
+	stats        *Figures
 	deadlockFree bool
 	routes       int // −1 if unknown
-}
-
-// claimedStats are the figures a file claims that a check compares: none
-// when the check adds failures of its own (the figures describe the
-// file's fabric, not the failed one, so they differ without any route
-// being wrong).
-func claimedStats(st *Stats, extraLinks, extraNodes string) *Stats {
-	if extraLinks != "" || extraNodes != "" {
-		return nil
-	}
-	return st
 }
 
 // conclude computes π_perfect from the minimal lengths (when the set is
@@ -244,9 +235,9 @@ func (r *Router) conclude(rep *Report, active, transit []int, cl claims, workers
 			minSum = s
 		}
 	}
-	rep.Stats.PiPerfect, rep.Stats.BalanceFactor = piFigures(minSum, rep.Channels, rep.Stats.PiMax)
-	if cl.stats != nil && !statsClose(*cl.stats, rep.Stats) {
-		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, fmt.Sprintf("the file claims %v; the routes give %v", *cl.stats, rep.Stats), 0})
+	rep.Figures.PiPerfect, rep.Figures.BalanceFactor = piFigures(minSum, rep.Channels, rep.Figures.PiMax)
+	if cl.stats != nil && !statsClose(*cl.stats, rep.Figures) {
+		rep.Violations = append(rep.Violations, Violation{"stats", -1, -1, fmt.Sprintf("the file claims %v; the routes give %v", *cl.stats, rep.Figures), 0})
 	}
 	if rep.Cycle != nil {
 		rep.Violations = append(rep.Violations, Violation{"deadlock", -1, -1, "channel dependency cycle with a turn: " + r.CycleString(rep.Cycle), 0})
@@ -258,15 +249,34 @@ func (r *Router) conclude(rep *Report, active, transit []int, cl claims, workers
 	}
 }
 
-// VerifyFile re-verifies a table file in either format, detected by
-// content (a compact route file starts with RoutesMagic, a JSON table
-// with '{'), streaming the routes: memory stays bounded by the set, not by
-// the number of routes. JSON tables whose "routes" come before the set are
-// read twice (f must then be seekable from its current position). A file
-// that is not a table is an error; a structurally bad record stops the
-// check with a *RecordError naming it; everything else is reported as
-// violations. Extra failures are as for VerifyTable.
-func VerifyFile(f io.ReadSeeker, extraLinks, extraNodes string, workers int) (*Report, *Router, error) {
+// TableReader is a table file opened by OpenTable: its header has been
+// read, its routes are read as Verify checks them.
+type TableReader struct {
+	r    *Router
+	own  bool // no extra failures: the file's figures describe r's fabric
+	used bool
+	// a compact file: the reader after the header, the header and the set
+	c       *crcReader
+	ch      *RoutesHeader
+	active  []int
+	transit []int
+	// a JSON file: its start, the header and where "routes" begins
+	f        io.ReadSeeker
+	start    int64
+	jh       *jsonHeader
+	routesAt int64
+}
+
+// OpenTable reads the header of a table file in either format, detected
+// by content (a compact route file starts with RoutesMagic, a JSON table
+// with '{'), and returns it with the router of the network and rule it
+// names, with the failures it names plus extraLinks and extraNodes (lists
+// as topology.Graph.ApplyFaults accepts). Verify, with that router, then
+// streams its routes: memory stays bounded by the set, not by the number
+// of routes. JSON tables whose "routes" come before the set are read
+// twice (f must be seekable from its current position). A file that is
+// not a table is an error, a bad compact header a *RecordError.
+func OpenTable(f io.ReadSeeker, extraLinks, extraNodes string) (*TableReader, *Router, error) {
 	start, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return nil, nil, err
@@ -276,11 +286,12 @@ func VerifyFile(f io.ReadSeeker, extraLinks, extraNodes string, workers int) (*R
 	if err != nil {
 		return nil, nil, fmt.Errorf("table file: empty or unreadable (%v)", err)
 	}
+	own := extraLinks == "" && extraNodes == ""
 	switch first {
 	case '#':
-		return checkCompact(br, extraLinks, extraNodes, workers)
+		return openCompact(br, extraLinks, extraNodes, own)
 	case '{':
-		return checkJSONStream(f, start, extraLinks, extraNodes, workers)
+		return openJSONStream(f, start, extraLinks, extraNodes, own)
 	}
 	return nil, nil, fmt.Errorf("table file: neither a JSON table nor a compact route file (first byte %q)", first)
 }
@@ -300,7 +311,8 @@ func firstByte(br *bufio.Reader) (byte, error) {
 	}
 }
 
-func checkCompact(br *bufio.Reader, extraLinks, extraNodes string, workers int) (*Report, *Router, error) {
+// openCompact reads the header of a compact route file.
+func openCompact(br *bufio.Reader, extraLinks, extraNodes string, own bool) (*TableReader, *Router, error) {
 	c := &crcReader{br: br}
 	h, active, transit, err := readRoutesHeader(c)
 	if err != nil {
@@ -316,15 +328,38 @@ func checkCompact(br *bufio.Reader, extraLinks, extraNodes string, workers int) 
 	if err := r.checkSet(active, transit); err != nil {
 		return nil, nil, err
 	}
-	sc := r.newStreamCheck(active, transit, workers)
-	err = readRoutesRecords(c, len(active), r.t.nd, func(a, b int, dirs []Dir) { sc.emit(active[a], active[b], dirs) })
+	return &TableReader{r: r, own: own, c: c, ch: h, active: active, transit: transit}, r, nil
+}
+
+// verifyOn implements Verifiable: the routes stream from the file.
+func (tr *TableReader) verifyOn(ctx context.Context, r *Router, o VerifyOptions) (*Report, error) {
+	switch {
+	case r != tr.r:
+		return nil, errors.New("routing: a TableReader is verified with the router OpenTable returned")
+	case tr.used:
+		return nil, errors.New("routing: a TableReader is verified once")
+	}
+	tr.used = true
+	if tr.jh != nil {
+		return r.checkJSONRoutes(ctx, tr.jh, tr.jsonRoutes, o.Workers, tr.own)
+	}
+	active, transit := tr.active, tr.transit
+	sc := r.newStreamCheck(active, transit, o.Workers)
+	err := readRoutesRecords(ctx, tr.c, len(active), r.t.nd, func(a, b int, dirs []Dir) { sc.emit(active[a], active[b], dirs) })
 	if err != nil {
 		sc.abort()
-		return nil, r, err
+		return nil, err
 	}
 	rep := sc.finish()
-	r.conclude(rep, active, transit, claims{stats: claimedStats(h.Stats, extraLinks, extraNodes), deadlockFree: h.DeadlockFree, routes: int(h.Routes)}, workers)
-	return rep, r, nil
+	h := tr.ch
+	cl := claims{deadlockFree: h.DeadlockFree, routes: int(h.Routes)}
+	if tr.own {
+		// with failures of the check's own, the figures differ without
+		// any route being wrong
+		cl.stats = h.Figures
+	}
+	r.conclude(rep, active, transit, cl, o.Workers)
+	return rep, nil
 }
 
 // checkSet rejects a set with a node listed twice or both active and
@@ -345,12 +380,18 @@ func (r *Router) checkSet(active, transit []int) error {
 	return nil
 }
 
-// VerifyJSON verifies a table in the file format against this router's
-// network and rule (the rule named in the file must be the router's), the
-// way VerifyTable does, without building a new router: a service that keeps
-// one router per fabric state uses it to re-check stored tables after
-// failures.
-func (r *Router) VerifyJSON(tf *TableJSON) (*Report, error) {
+// NewRouter makes the router of the network and rule the table names,
+// with the failures it names plus extraLinks and extraNodes (lists as
+// topology.Graph.ApplyFaults accepts), for Verify.
+func (tf *TableJSON) NewRouter(extraLinks, extraNodes string) (*Router, error) {
+	return routerForFile(tf.Dims, tf.Mesh, tf.Rules, tf.Order, tf.FailedLinks, tf.FailedNodes, extraLinks, extraNodes)
+}
+
+// verifyOn implements Verifiable: the table must name r's torus and
+// rule (r's failures are the ones that count), and its claims are
+// compared. A service that keeps one router per fabric state re-checks
+// stored tables after failures this way.
+func (tf *TableJSON) verifyOn(ctx context.Context, r *Router, o VerifyOptions) (*Report, error) {
 	if !slices.Equal(tf.Dims, r.t.dims) {
 		return nil, fmt.Errorf("table file: dims %v do not match the torus %v", tf.Dims, r.t.dims)
 	}
@@ -380,24 +421,7 @@ func (r *Router) VerifyJSON(tf *TableJSON) (*Report, error) {
 		}
 		return nil
 	}
-	return r.checkJSONRoutes(hdr, each, 0, true)
-}
-
-// VerifyTable re-verifies a table file: it rebuilds the torus from dims and
-// the failures named in the file plus extraLinks/extraNodes (lists as
-// accepted by topology.Graph.ApplyFaults), and checks that every ordered
-// pair of active nodes has exactly one route, that every route obeys the
-// rule, arrives, avoids failed links and keeps its transit nodes inside
-// the set, that the claimed figures match and that the channel
-// dependencies have no cycle with a turn. A structurally corrupt file is
-// an error; everything else is reported as violations.
-func VerifyTable(tf *TableJSON, extraLinks, extraNodes string) (*Report, *Router, error) {
-	r, err := routerForFile(tf.Dims, tf.Mesh, tf.Rules, tf.Order, tf.FailedLinks, tf.FailedNodes, extraLinks, extraNodes)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep, err := r.VerifyJSON(tf)
-	return rep, r, err
+	return r.checkJSONRoutes(ctx, hdr, each, o.Workers, true)
 }
 
 // jsonHeader is a JSON table without its routes.
@@ -407,11 +431,11 @@ type jsonHeader struct {
 
 // checkJSONRoutes checks the routes each yields (in file order) against
 // the set named in h (or, without "active", the route endpoints, which
-// takes a first pass).
+// takes a first pass); it stops with ctx's error when ctx ends.
 //
 // ownFabric says the router's fabric is the one the file describes (no
 // failures added by the check), so the file's figures are compared.
-func (r *Router) checkJSONRoutes(h *jsonHeader, each func(func(i int, rt *RouteJSON) error) error, workers int, ownFabric bool) (*Report, error) {
+func (r *Router) checkJSONRoutes(ctx context.Context, h *jsonHeader, each func(func(i int, rt *RouteJSON) error) error, workers int, ownFabric bool) (*Report, error) {
 	active, transit, err := r.jsonSet(h, each)
 	if err != nil {
 		return nil, err
@@ -420,6 +444,9 @@ func (r *Router) checkJSONRoutes(h *jsonHeader, each func(func(i int, rt *RouteJ
 	sc := r.newStreamCheck(active, transit, workers)
 	var dirs []Dir
 	err = each(func(i int, rt *RouteJSON) error {
+		if i%routeBatchSize == 0 && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		src, err := r.coordNode("source", rt.Src)
 		if err != nil {
 			return routeErr(i, err)
@@ -447,7 +474,7 @@ func (r *Router) checkJSONRoutes(h *jsonHeader, each func(func(i int, rt *RouteJ
 		return nil, err
 	}
 	rep := sc.finish()
-	cl := claims{stats: h.Stats, deadlockFree: h.DeadlockFree, routes: -1}
+	cl := claims{stats: h.Figures, deadlockFree: h.DeadlockFree, routes: -1}
 	if !ownFabric {
 		cl.stats = nil
 	}

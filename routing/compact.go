@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -48,7 +49,7 @@ type RoutesHeader struct {
 	Active       int      `json:"active"`
 	Transit      int      `json:"transit"`
 	Routes       int64    `json:"routes"`
-	Stats        *Stats   `json:"stats,omitempty"`
+	Figures      *Figures `json:"stats,omitempty"`
 	DeadlockFree bool     `json:"deadlock_free"`
 	Cycle        []string `json:"cycle,omitempty"`
 }
@@ -63,7 +64,7 @@ const maxRunBytes = 1 << 16
 func (tb *Table) WriteRoutes(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	h := RoutesHeader{Dims: tb.r.t.dims, Mesh: tb.r.t.meshLetters(), Rules: tb.Rule.Kind.String(), Order: strings.Split(tb.r.order.String(), ","), Algo: tb.Algo.String(),
-		Active: len(tb.Active), Transit: len(tb.Transit), Routes: int64(tb.NumRoutes()), Stats: &tb.Stats, DeadlockFree: tb.DeadlockFree}
+		Active: len(tb.Active), Transit: len(tb.Transit), Routes: int64(tb.NumRoutes()), Figures: &tb.Figures, DeadlockFree: tb.DeadlockFree}
 	h.FailedLinks, h.FailedNodes, h.Cycle = tb.failureNames()
 	return writeRoutes(bw, h, tb.Active, tb.Transit, func(a, b int, dirs []Dir) []Dir {
 		return tb.AppendDirs(pairIndex(len(tb.Active), a, b), dirs)
@@ -134,7 +135,7 @@ func WriteRoutesJSON(w io.Writer, tf *TableJSON) error {
 		return fmt.Errorf("%d routes for %d ordered pairs of active nodes", len(tf.Routes), m*(m-1))
 	}
 	h := RoutesHeader{Dims: tf.Dims, Mesh: tf.Mesh, Rules: tf.Rules, Order: tf.Order, Algo: tf.Algo, FailedLinks: tf.FailedLinks,
-		FailedNodes: tf.FailedNodes, Active: m, Transit: len(transit), Routes: int64(len(tf.Routes)), Stats: tf.Stats,
+		FailedNodes: tf.FailedNodes, Active: m, Transit: len(transit), Routes: int64(len(tf.Routes)), Figures: tf.Figures,
 		DeadlockFree: tf.DeadlockFree, Cycle: tf.Cycle}
 	var bad error
 	bw := bufio.NewWriterSize(w, 1<<16)
@@ -371,10 +372,14 @@ func checkDims(dims []int) error {
 
 // readRoutesRecords streams the records of a compact file to emit (active
 // indices of source and destination, directions); it stops at the first
-// structurally bad record with a *RecordError.
-func readRoutesRecords(c *crcReader, m, nd int, emit func(a, b int, dirs []Dir)) error {
+// structurally bad record with a *RecordError, and between records with
+// ctx's error when ctx ends.
+func readRoutesRecords(ctx context.Context, c *crcReader, m, nd int, emit func(a, b int, dirs []Dir)) error {
 	var dirs []Dir
 	for a := 0; a < m; a++ {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		bad := func(format string, args ...any) error {
 			return &RecordError{Record: a + 1, What: "record", Msg: fmt.Sprintf(format, args...)}
 		}

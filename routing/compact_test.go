@@ -3,6 +3,7 @@ package routing
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -44,15 +45,15 @@ func TestCompactRoundTrip(t *testing.T) {
 		tb := buildFor(t, tc.spec, tc.faults, tc.kind, tc.active, tc.trans, tc.algo)
 		for _, format := range []string{"compact", "json"} {
 			b := fileBytes(t, tb, format)
-			rep, r, err := VerifyFile(bytes.NewReader(b), "", "", 2)
+			rep, r, err := verifyFile(bytes.NewReader(b), "", "", 2)
 			if err != nil {
 				t.Fatalf("%s %s: %v", tc.spec, format, err)
 			}
 			if len(rep.Violations) > 0 && (tb.DeadlockFree || len(rep.Violations) > 1 || rep.Violations[0].Kind != "deadlock") {
 				t.Fatalf("%s %s: %v", tc.spec, format, rep.Violations[0])
 			}
-			if !statsClose(rep.Stats, tb.Stats) || rep.Routes != tb.NumRoutes() || (rep.Cycle == nil) != tb.DeadlockFree {
-				t.Fatalf("%s %s: check gives %+v, %d routes; table %+v, %d", tc.spec, format, rep.Stats, rep.Routes, tb.Stats, tb.NumRoutes())
+			if !statsClose(rep.Figures, tb.Figures) || rep.Routes != tb.NumRoutes() || (rep.Cycle == nil) != tb.DeadlockFree {
+				t.Fatalf("%s %s: check gives %+v, %d routes; table %+v, %d", tc.spec, format, rep.Figures, rep.Routes, tb.Figures, tb.NumRoutes())
 			}
 			if r.Rule().String() != tb.r.rule.String() {
 				t.Fatalf("%s: rule %s", tc.spec, r.Rule())
@@ -67,7 +68,7 @@ func TestCompactRoundTrip(t *testing.T) {
 		}
 		i := 0
 		var want []Dir
-		err = readRoutesRecords(c, len(active), tb.r.t.nd, func(a, b int, dirs []Dir) {
+		err = readRoutesRecords(context.Background(), c, len(active), tb.r.t.nd, func(a, b int, dirs []Dir) {
 			want = tb.AppendDirs(pairIndex(len(active), a, b), want[:0])
 			if i != pairIndex(len(active), a, b) || FormatDirs(dirs) != FormatDirs(want) {
 				t.Fatalf("%s: route %d: %v, want %v", tc.spec, i, dirs, want)
@@ -87,7 +88,7 @@ func TestCompactDamage(t *testing.T) {
 	tb := buildFor(t, "3x3", "1.1+X", AngaraStar, "", "", BFS)
 	b := compactBytes(t, tb)
 	for n := 0; n < len(b); n++ {
-		rep, _, err := VerifyFile(bytes.NewReader(b[:n]), "", "", 1)
+		rep, _, err := verifyFile(bytes.NewReader(b[:n]), "", "", 1)
 		if err == nil && len(rep.Violations) == 0 {
 			t.Fatalf("truncated at %d of %d bytes: accepted", n, len(b))
 		}
@@ -97,7 +98,7 @@ func TestCompactDamage(t *testing.T) {
 		for _, x := range []byte{1, 0x80} {
 			d := bytes.Clone(b)
 			d[i] ^= x
-			rep, _, err := VerifyFile(bytes.NewReader(d), "", "", 1)
+			rep, _, err := verifyFile(bytes.NewReader(d), "", "", 1)
 			if err == nil && len(rep.Violations) == 0 {
 				t.Fatalf("byte %d ^ %#x: accepted", i, x)
 			}
@@ -122,7 +123,7 @@ func TestCompactBadRoutes(t *testing.T) {
 	tb := buildFor(t, "4x4", "", AngaraStar, "", "", BFS)
 	b := compactBytes(t, tb)
 	// a failed link crossed by some routes
-	rep, _, err := VerifyFile(bytes.NewReader(b), "1.1+X", "", 2)
+	rep, _, err := verifyFile(bytes.NewReader(b), "1.1+X", "", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestCompactBadRoutes(t *testing.T) {
 	// a file for other dims: the header of a 4x4x1… table on a 4x4 body
 	for _, dims := range []string{`"dims":[4,4,2]`, `"dims":[4]`} {
 		d := rewriteHeader(t, b, func(h string) string { return strings.Replace(h, `"dims":[4,4]`, dims, 1) })
-		rep, _, err := VerifyFile(bytes.NewReader(d), "", "", 1)
+		rep, _, err := verifyFile(bytes.NewReader(d), "", "", 1)
 		if err == nil && len(rep.Violations) == 0 {
 			t.Fatalf("dims %s: accepted", dims)
 		}
@@ -184,7 +185,7 @@ func FuzzVerifyFile(f *testing.F) {
 	f.Add(compactBytes(f, mixed))
 	f.Add(tableJSON(f, mixed))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		VerifyFile(bytes.NewReader(b), "", "", 1)
+		verifyFile(bytes.NewReader(b), "", "", 1)
 	})
 }
 
@@ -230,7 +231,7 @@ func TestWriteRoutesJSONMatchesWriteRoutes(t *testing.T) {
 		if tc.transit != "" {
 			transit, _ = g.ParseNodes(tc.transit)
 		}
-		tb, err := r.BuildTable(active, transit, BFS)
+		tb, err := r.Build(context.Background(), active, transit, BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +267,7 @@ func TestWriteRoutesJSONMatchesWriteRoutes(t *testing.T) {
 func TestCheckWithAddedFailuresReportsRoutesOnly(t *testing.T) {
 	tb := buildFor(t, "4x4", "", AngaraStar, "", "", BFS)
 	for _, format := range []string{"compact", "json"} {
-		rep, _, err := VerifyFile(bytes.NewReader(fileBytes(t, tb, format)), "0.0+X", "", 1)
+		rep, _, err := verifyFile(bytes.NewReader(fileBytes(t, tb, format)), "0.0+X", "", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +280,7 @@ func TestCheckWithAddedFailuresReportsRoutesOnly(t *testing.T) {
 			}
 		}
 	}
-	if s := tb.Stats.String(); !strings.Contains(s, "diameter") || strings.Contains(s, "{") {
+	if s := tb.Figures.String(); !strings.Contains(s, "diameter") || strings.Contains(s, "{") {
 		t.Fatalf("figures read %q", s)
 	}
 }

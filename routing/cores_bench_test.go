@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -19,7 +20,7 @@ func coreCounts() []int {
 	return procs
 }
 
-// BenchmarkBuildTableCores measures a verified BFS table (BuildTableOpts
+// BenchmarkBuildTableCores measures a verified BFS table (Build
 // with the default options, as `icn route` builds it) at GOMAXPROCS 1, 2
 // and all cores in the same run, one after the other in every iteration
 // (the order alternates between iterations so that a change of the
@@ -81,7 +82,7 @@ func BenchmarkBuildTableCores(b *testing.B) {
 				for _, k := range order {
 					old := runtime.GOMAXPROCS(procs[k])
 					start, c0 := time.Now(), cpuTime()
-					tb, err := c.r.BuildTableOpts(c.active, c.transit, BFS, TableOptions{})
+					tb, err := c.r.Build(context.Background(), c.active, c.transit, BuildOptions{})
 					end := time.Now()
 					wall[k] += end.Sub(start)
 					cpu[k] += cpuTime() - c0

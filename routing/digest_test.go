@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -13,7 +14,7 @@ func tableDigest(tb *Table) string {
 	h := sha256.New()
 	h.Write(tb.codes)
 	binary.Write(h, binary.LittleEndian, tb.loads)
-	fmt.Fprintf(h, "%+v %d %d %v", tb.Stats, tb.SumLength, tb.Channels, tb.DeadlockFree)
+	fmt.Fprintf(h, "%+v %d %d %v", tb.Figures, tb.SumLength, tb.Channels, tb.DeadlockFree)
 	return fmt.Sprintf("%x", h.Sum(nil)[:8])
 }
 
@@ -68,7 +69,7 @@ func (c digestCase) build(t *testing.T, workers int) *Table {
 	if c.interleaved {
 		r.tune.cheapOrderNodes = 0
 	}
-	tb, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Workers: workers, ExactOrder: c.exact})
+	tb, err := r.Build(context.Background(), active, transit, BuildOptions{Workers: workers, ExactOrder: c.exact})
 	if err != nil {
 		t.Fatalf("%s: %v", c.name, err)
 	}

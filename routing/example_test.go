@@ -1,6 +1,7 @@
 package routing_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/icn-hpc/icn/routing"
@@ -30,12 +31,17 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	tb, err := r.BuildTable(all, nil, routing.BFS)
+	ctx := context.Background()
+	tb, err := r.Build(ctx, all, nil, routing.BuildOptions{Algo: routing.BFS})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(tb.NumRoutes(), "routes, deadlock-free:", tb.DeadlockFree)
-	fmt.Println("violations:", len(routing.Violations(tb)))
+	rep, err := r.Verify(ctx, tb, routing.VerifyOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("violations:", len(rep.Violations))
 	// Output:
 	// 992 routes, deadlock-free: true
 	// violations: 0

@@ -141,8 +141,8 @@ func TestBalanceExperiment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tb.Stats != bt.Baseline || bt.Loss != bt.BFS.BalanceFactor-bt.Baseline.BalanceFactor {
-			t.Fatalf("%v: %+v vs %+v", bt.Dims, tb.Stats, bt.Baseline)
+		if tb.Figures != bt.Baseline || bt.Loss != bt.BFS.BalanceFactor-bt.Baseline.BalanceFactor {
+			t.Fatalf("%v: %+v vs %+v", bt.Dims, tb.Figures, bt.Baseline)
 		}
 	}
 }

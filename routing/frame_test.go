@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -402,14 +403,14 @@ func translatedTable(t *testing.T, g0 *topology.Graph, kind Kind, fails, active,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.BuildTable(move(active), move(transit), BFS)
+	return r.Build(context.Background(), move(active), move(transit), BuildOptions{})
 }
 
 // sameUpToShift compares table a with table b of the set translated by
 // sh: routes pair by pair, loads channel by channel, figures.
 func sameUpToShift(a, b *Table, sh []int) error {
-	if a.Stats != b.Stats || a.SumLength != b.SumLength || a.Channels != b.Channels || a.DeadlockFree != b.DeadlockFree {
-		return fmt.Errorf("figures %+v (sum %d) and %+v (sum %d)", a.Stats, a.SumLength, b.Stats, b.SumLength)
+	if a.Figures != b.Figures || a.SumLength != b.SumLength || a.Channels != b.Channels || a.DeadlockFree != b.DeadlockFree {
+		return fmt.Errorf("figures %+v (sum %d) and %+v (sum %d)", a.Figures, a.SumLength, b.Figures, b.SumLength)
 	}
 	tor := a.r.t
 	for i := 0; i < a.NumRoutes(); i++ {
@@ -482,9 +483,9 @@ func TestRelativeOrderKeepsIdTables(t *testing.T) {
 			}
 			_, identity := r.setFrame(s)
 			r.putScratch(s)
-			rel, errRel := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 2})
+			rel, errRel := r.Build(context.Background(), active, transit, BuildOptions{Batch: 2})
 			r.tune.idOrder = true
-			byID, errID := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 2})
+			byID, errID := r.Build(context.Background(), active, transit, BuildOptions{Batch: 2})
 			r.tune.idOrder = false
 			if (errRel == nil) != (errID == nil) {
 				t.Fatalf("%s %s: errors %v / %v", spec, kind, errRel, errID)

@@ -55,9 +55,12 @@ const (
 	StopNoAlternates = "no alternatives" // every pair has a single minimal legal route
 )
 
-// GeneticOptions tune BuildGenetic. The table depends only on the set,
-// the rule, Seed, Population, Generations, Elite and MaxCandidates — not
-// on Workers — unless the time limit or the context stops the run first.
+// GeneticOptions tune the genetic algorithm (BuildOptions.Genetic); the
+// zero value has the defaults. The table depends only on the set, the
+// rule, Seed, Population, Generations, Elite and MaxCandidates (and on
+// BuildOptions.Batch and ExactOrder through the BFS table it starts
+// from) — not on BuildOptions.Workers — unless the time limit or the
+// context stops the run first.
 type GeneticOptions struct {
 	Seed uint64
 	// Population is the number k of individuals (default 32, at least 2).
@@ -78,13 +81,6 @@ type GeneticOptions struct {
 	// MaxCandidates bounds the minimal legal routes kept per pair
 	// (default 32, at most 255; the BFS route is always kept).
 	MaxCandidates int
-	// Workers bounds the goroutines (0 = all cores).
-	Workers int
-	// Context, if set, stops the run when it ends; the best table so far
-	// is returned (an error only if it ends before the BFS table exists).
-	Context context.Context
-	// Progress, if set, is called after every generation.
-	Progress func(generation, limit int, best Stats)
 }
 
 func (o *GeneticOptions) defaults() error {
@@ -126,7 +122,7 @@ type GeneticRun struct {
 	Generations int    `json:"generations"` // generations completed
 	Stop        string `json:"stop"`        // why it stopped (Stop… constants)
 	// BFS is the figure of the BFS table the population starts from.
-	BFS Stats `json:"bfs"`
+	BFS Figures `json:"bfs"`
 	// PiMaxBound is the lower bound ⌈Σ lengths / |C(M_{a,t})|⌉ of π_max.
 	PiMaxBound int `json:"pi_max_bound"`
 	// FreePairs counts the pairs with more than one minimal legal route
@@ -136,43 +132,46 @@ type GeneticRun struct {
 	Elapsed    time.Duration `json:"-"`
 }
 
-// BuildGenetic builds a table with the genetic algorithm, verifies it as
-// BuildTable does and returns it with a description of the run. Every
-// route is a minimal legal route inside the set; the table's π_max is
-// never above the BFS table's. For the angara rule (which may deadlock)
-// an individual with a dependency cycle counts as worse than any without
-// one, so the result is deadlock-free whenever the BFS table is.
-func (r *Router) BuildGenetic(active, transit []int, o GeneticOptions) (*Table, *GeneticRun, error) {
+// buildGenetic builds a table with the genetic algorithm (Build with
+// Algo Genetic), verifies it as Build does and hangs the description of
+// the run off it (Table.GeneticRun). Every route is a minimal legal route
+// inside the set; the table's π_max is never above the BFS table's. For
+// the angara rule (which may deadlock) an individual with a dependency
+// cycle counts as worse than any without one, so the result is
+// deadlock-free whenever the BFS table is. When ctx ends after the BFS
+// table exists, the best table so far is returned.
+func (r *Router) buildGenetic(active, transit []int, o GeneticOptions, run tableRun) (*Table, error) {
 	start := time.Now()
 	if err := o.defaults(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if len(active) > maxGeneticActive {
-		return nil, nil, fmt.Errorf("the genetic algorithm handles at most %d active nodes (it keeps every pair's candidate routes), got %d", maxGeneticActive, len(active))
+		return nil, fmt.Errorf("the genetic algorithm handles at most %d active nodes (it keeps every pair's candidate routes), got %d", maxGeneticActive, len(active))
 	}
-	bfs, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Context: o.Context, Workers: o.Workers})
+	bfs, err := r.buildVerified(active, transit, BFS, tableRun{workers: run.workers, batch: run.batch, exact: run.exact, ctx: run.ctx})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	sp, err := r.geneSpaceOf(bfs, o)
+	sp, err := r.geneSpaceOf(bfs, o, run)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	ga := newGeneticState(r, bfs, sp, o)
-	run := &GeneticRun{Seed: o.Seed, Population: o.Population, BFS: bfs.Stats, PiMaxBound: int(ga.bound), FreePairs: ga.genes, Candidates: ga.candidates}
-	best := ga.evolve(start, run)
+	ga := newGeneticState(r, bfs, sp, o, run)
+	desc := &GeneticRun{Seed: o.Seed, Population: o.Population, BFS: bfs.Figures, PiMaxBound: int(ga.bound), FreePairs: ga.genes, Candidates: ga.candidates}
+	best := ga.evolve(start, desc)
 	tb, err := ga.table(best)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if err := r.verifyBuilt(context.TODO(), tb, o.Workers); err != nil {
-		return nil, nil, err
+	if err := r.verifyBuilt(context.Background(), tb, run.workers); err != nil {
+		return nil, err
 	}
-	if tb.Stats.PiMax > bfs.Stats.PiMax || (bfs.DeadlockFree && !tb.DeadlockFree) {
-		return nil, nil, fmt.Errorf("internal error: the genetic table (%v) is worse than the BFS table (%v)", tb.Stats, bfs.Stats)
+	if tb.Figures.PiMax > bfs.Figures.PiMax || (bfs.DeadlockFree && !tb.DeadlockFree) {
+		return nil, fmt.Errorf("internal error: the genetic table (%v) is worse than the BFS table (%v)", tb.Figures, bfs.Figures)
 	}
-	run.Elapsed = time.Since(start)
-	return tb, run, nil
+	desc.Elapsed = time.Since(start)
+	tb.GeneticRun = desc
+	return tb, nil
 }
 
 // ---- the search space: minimal legal routes of every pair ----
@@ -207,7 +206,7 @@ type sourceCands struct {
 // geneSpaceOf enumerates the minimal legal routes of every pair of the
 // BFS table's set (one search in RG per source, on all cores) and makes
 // sure the BFS route is among them.
-func (r *Router) geneSpaceOf(bfs *Table, o GeneticOptions) (*geneSpace, error) {
+func (r *Router) geneSpaceOf(bfs *Table, o GeneticOptions, run tableRun) (*geneSpace, error) {
 	s := r.getScratch()
 	defer r.putScratch(s)
 	if err := r.prepareSet(s, bfs.Active, bfs.Transit); err != nil {
@@ -216,19 +215,20 @@ func (r *Router) geneSpaceOf(bfs *Table, o GeneticOptions) (*geneSpace, error) {
 	ls := r.newLocalSet(s, false) // numbered by id: local index = table index
 	m := ls.m
 	out := make([]sourceCands, m)
-	nw := par.Workers(o.Workers)
+	nw := par.Workers(run.workers)
 	searches := make([]*candSearch, nw)
 	for i := range searches {
 		searches[i] = newCandSearch(r, ls, bfs, o.MaxCandidates)
 	}
+	ctx := run.ctx
 	par.For(m, nw, func(wi, si int) {
-		if o.Context != nil && o.Context.Err() != nil {
+		if ctx != nil && ctx.Err() != nil {
 			return
 		}
 		out[si] = searches[wi].source(si)
 	})
-	if o.Context != nil && o.Context.Err() != nil {
-		return nil, context.Cause(o.Context)
+	if ctx != nil && ctx.Err() != nil {
+		return nil, context.Cause(ctx)
 	}
 	return gatherSpace(r, bfs, out)
 }
@@ -540,6 +540,7 @@ type geneticState struct {
 	bfs *Table
 	sp  *geneSpace
 	o   GeneticOptions
+	run tableRun // the context, workers and progress of the run
 	// genes: pairs with more than one candidate, in table order
 	genes      int
 	genePair   []int32
@@ -565,8 +566,8 @@ type gaWorker struct {
 	_     [64]byte // per worker: keeps what workers write off each other's cache lines
 }
 
-func newGeneticState(r *Router, bfs *Table, sp *geneSpace, o GeneticOptions) *geneticState {
-	ga := &geneticState{r: r, bfs: bfs, sp: sp, o: o}
+func newGeneticState(r *Router, bfs *Table, sp *geneSpace, o GeneticOptions, run tableRun) *geneticState {
+	ga := &geneticState{r: r, bfs: bfs, sp: sp, o: o, run: run}
 	m := len(bfs.Active)
 	nch := len(sp.chans)
 	ga.base = make([]int32, nch)
@@ -854,7 +855,7 @@ func (ga *geneticState) stopReason(gen int, start time.Time, best gaKey) string 
 		return StopOptimal
 	case gen >= o.Generations && (o.Generations > 0 || !o.NoGenerationLimit):
 		return StopGenerations
-	case o.Context != nil && o.Context.Err() != nil:
+	case ga.cancelled():
 		return StopCancelled
 	case o.TimeLimit > 0 && time.Since(start) >= o.TimeLimit:
 		return StopTimeLimit
@@ -862,10 +863,15 @@ func (ga *geneticState) stopReason(gen int, start time.Time, best gaKey) string 
 	return ""
 }
 
+// cancelled reports whether the run's context has ended.
+func (ga *geneticState) cancelled() bool {
+	return ga.run.ctx != nil && ga.run.ctx.Err() != nil
+}
+
 // evolve runs the generations and returns the best individual.
 func (ga *geneticState) evolve(start time.Time, run *GeneticRun) individual {
 	o := ga.o
-	ws := make([]gaWorker, min(par.Workers(o.Workers), o.Population))
+	ws := make([]gaWorker, min(par.Workers(ga.run.workers), o.Population))
 	for i := range ws {
 		ws[i].loads = make([]int32, len(ga.sp.chans))
 	}
@@ -880,27 +886,27 @@ func (ga *geneticState) evolve(start time.Time, run *GeneticRun) individual {
 			next[i].key = pop[i].key
 		}
 		par.For(o.Population-o.Elite, len(ws), func(wi, j int) {
-			if o.Context == nil || o.Context.Err() == nil {
+			if !ga.cancelled() {
 				ga.child(&ws[wi], ga.rngFor(gen+1, j), pop, &next[o.Elite+j])
 			}
 		})
-		if o.Context != nil && o.Context.Err() != nil {
+		if ga.cancelled() {
 			run.Stop = StopCancelled // the unfinished generation is dropped
 			break
 		}
 		pop, next = next, pop
 		sortPopulation(pop)
 		run.Generations = gen + 1
-		if o.Progress != nil {
-			o.Progress(gen+1, o.Generations, ga.stats(pop[0].key.pimax))
+		if ga.run.progress != nil {
+			ga.run.progress(gen+1, o.Generations)
 		}
 	}
 	return pop[0]
 }
 
 // stats are the figures of a table with the given π_max.
-func (ga *geneticState) stats(pimax int32) Stats {
-	st := Stats{Diameter: ga.bfs.Stats.Diameter, PiMax: int(pimax)}
+func (ga *geneticState) stats(pimax int32) Figures {
+	st := Figures{Diameter: ga.bfs.Figures.Diameter, PiMax: int(pimax)}
 	st.PiPerfect, st.BalanceFactor = piFigures(ga.bfs.SumLength, ga.bfs.Channels, int(pimax))
 	return st
 }
@@ -925,6 +931,6 @@ func (ga *geneticState) table(best individual) (*Table, error) {
 	if pimax != best.key.pimax {
 		return nil, fmt.Errorf("internal error: the best genetic table has π_max %d, its fitness says %d", pimax, best.key.pimax)
 	}
-	tb.Stats = ga.stats(pimax)
+	tb.Figures = ga.stats(pimax)
 	return &tb, nil
 }

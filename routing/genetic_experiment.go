@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -32,9 +33,9 @@ type GeneticExperimentOptions struct {
 // GeneticTorus is one torus of the comparison.
 type GeneticTorus struct {
 	Dims        []int   `json:"dims"`
-	BFS         Stats   `json:"bfs"`
-	Baseline    Stats   `json:"baseline"`
-	Genetic     Stats   `json:"genetic"`
+	BFS         Figures `json:"bfs"`
+	Baseline    Figures `json:"baseline"`
+	Genetic     Figures `json:"genetic"`
 	Generations int     `json:"generations"`
 	Stop        string  `json:"stop"`
 	Seconds     float64 `json:"seconds"` // the genetic run, BFS table and verification included
@@ -95,7 +96,6 @@ func GeneticExperiment(o GeneticExperimentOptions) (*GeneticReport, error) {
 	if o.Genetic.TimeLimit == 0 {
 		o.Genetic.TimeLimit = -1
 	}
-	o.Genetic.Workers, o.Genetic.Context, o.Genetic.Progress = 1, nil, nil
 	shapes, err := FaultTori(FaultOptions{MaxNodes: o.MaxNodes, MaxSize: o.MaxSize, MinDims: o.MinDims, MaxDims: o.MaxDims})
 	if err != nil {
 		return nil, err
@@ -124,17 +124,18 @@ func compareGenetic(shape []int, rule Rule, o GeneticOptions) (GeneticTorus, err
 		return GeneticTorus{}, err
 	}
 	gt := GeneticTorus{Dims: shape}
-	base, err := r.BuildTable(all, nil, Baseline)
+	base, err := r.Build(context.Background(), all, nil, BuildOptions{Algo: Baseline})
 	if err != nil {
 		return GeneticTorus{}, err
 	}
 	start := time.Now()
-	tb, run, err := r.BuildGenetic(all, nil, o)
+	tb, err := r.Build(context.Background(), all, nil, BuildOptions{Algo: Genetic, Workers: 1, Genetic: o})
 	if err != nil {
 		return GeneticTorus{}, fmt.Errorf("torus %v: %w", shape, err)
 	}
+	run := tb.GeneticRun
 	gt.Seconds = time.Since(start).Seconds()
-	gt.BFS, gt.Baseline, gt.Genetic = run.BFS, base.Stats, tb.Stats
+	gt.BFS, gt.Baseline, gt.Genetic = run.BFS, base.Figures, tb.Figures
 	gt.Generations, gt.Stop = run.Generations, run.Stop
 	return gt, nil
 }
@@ -176,7 +177,7 @@ func geneticRows(out []GeneticTorus) []GeneticRow {
 }
 
 func (row *GeneticRow) add(gt GeneticTorus) {
-	ratio := func(a, b Stats) float64 { return (float64(a.PiMax)/float64(b.PiMax) - 1) * 100 }
+	ratio := func(a, b Figures) float64 { return (float64(a.PiMax)/float64(b.PiMax) - 1) * 100 }
 	lg, lb := gt.LossVsGenetic(), gt.LossVsBaseline()
 	rg, rb := ratio(gt.BFS, gt.Genetic), ratio(gt.BFS, gt.Baseline)
 	row.Tori++

@@ -75,17 +75,17 @@ func geneticSetup(t testing.TB, c geneticCase) (*Router, []int, []int) {
 func TestGeneticTables(t *testing.T) {
 	for _, c := range geneticCases {
 		r, active, transit := geneticSetup(t, c)
-		bfs, err := r.BuildTable(active, transit, BFS)
+		bfs, err := r.Build(context.Background(), active, transit, BuildOptions{})
 		if err != nil {
 			t.Fatalf("%v: %v", c, err)
 		}
 		for seed := uint64(1); seed <= 3; seed++ {
 			name := fmt.Sprintf("%s %s seed %d", c.spec, c.rule, seed)
-			tb, run, err := r.BuildGenetic(active, transit, GeneticOptions{Seed: seed, Generations: 40, Population: 12, TimeLimit: -1})
+			tb, err := r.Build(context.Background(), active, transit, BuildOptions{Algo: Genetic, Genetic: GeneticOptions{Seed: seed, Generations: 40, Population: 12, TimeLimit: -1}})
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if v := Violations(tb); len(v) > 0 {
+			if v := violations(tb); len(v) > 0 {
 				t.Fatalf("%s: %d violations, first %v", name, len(v), v[0])
 			}
 			if tb.Algo != Genetic || tb.NumRoutes() != bfs.NumRoutes() {
@@ -99,11 +99,11 @@ func TestGeneticTables(t *testing.T) {
 			if bfs.DeadlockFree && !tb.DeadlockFree {
 				t.Fatalf("%s: the genetic table deadlocks (%s), the BFS table does not", name, r.CycleString(tb.Cycle))
 			}
-			if tb.Stats.BalanceFactor > bfs.Stats.BalanceFactor {
-				t.Fatalf("%s: balance factor %.2f %%, BFS %.2f %%", name, tb.Stats.BalanceFactor, bfs.Stats.BalanceFactor)
+			if tb.Figures.BalanceFactor > bfs.Figures.BalanceFactor {
+				t.Fatalf("%s: balance factor %.2f %%, BFS %.2f %%", name, tb.Figures.BalanceFactor, bfs.Figures.BalanceFactor)
 			}
-			if run.BFS != bfs.Stats || tb.Stats.PiMax < run.PiMaxBound {
-				t.Fatalf("%s: run %+v, table %v, BFS %v", name, run, tb.Stats, bfs.Stats)
+			if run := tb.GeneticRun; run.BFS != bfs.Figures || tb.Figures.PiMax < run.PiMaxBound {
+				t.Fatalf("%s: run %+v, table %v, BFS %v", name, run, tb.Figures, bfs.Figures)
 			}
 		}
 	}
@@ -116,11 +116,11 @@ func TestGeneticTables(t *testing.T) {
 func TestGeneticCandidatesAreMinimalRoutes(t *testing.T) {
 	for _, c := range geneticCases {
 		r, active, transit := geneticSetup(t, c)
-		bfs, err := r.BuildTable(active, transit, BFS)
+		bfs, err := r.Build(context.Background(), active, transit, BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sp, err := r.geneSpaceOf(bfs, GeneticOptions{MaxCandidates: 255})
+		sp, err := r.geneSpaceOf(bfs, GeneticOptions{MaxCandidates: 255}, tableRun{})
 		if err != nil {
 			t.Fatalf("%v: %v", c, err)
 		}
@@ -183,7 +183,7 @@ func TestGeneticDeterministic(t *testing.T) {
 		r, active, transit := geneticSetup(t, c)
 		var first []byte
 		for _, workers := range []int{1, 2, 3, 1} {
-			tb, _, err := r.BuildGenetic(active, transit, GeneticOptions{Seed: 42, Generations: 30, Population: 10, Workers: workers, TimeLimit: -1})
+			tb, err := r.Build(context.Background(), active, transit, BuildOptions{Algo: Genetic, Workers: workers, Genetic: GeneticOptions{Seed: 42, Generations: 30, Population: 10, TimeLimit: -1}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,51 +208,59 @@ func TestGeneticStops(t *testing.T) {
 	r, active, transit := geneticSetup(t, geneticCase{spec: "torus:4x4x2", rule: "angara*"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	o := GeneticOptions{Seed: 1, Population: 8, NoGenerationLimit: true, TimeLimit: -1, Context: ctx}
-	o.Progress = func(gen, _ int, _ Stats) {
+	o := BuildOptions{Algo: Genetic, Genetic: GeneticOptions{Seed: 1, Population: 8, NoGenerationLimit: true, TimeLimit: -1}}
+	o.Progress = func(gen, _ int) {
 		if gen == 3 {
 			cancel()
 		}
 	}
-	tb, run, err := r.BuildGenetic(active, transit, o)
+	tb, err := r.Build(ctx, active, transit, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Stop != StopCancelled || run.Generations != 3 || len(Violations(tb)) > 0 {
+	if run := tb.GeneticRun; run.Stop != StopCancelled || run.Generations != 3 || len(violations(tb)) > 0 {
 		t.Fatalf("cancelled after generation 3: stop %q after %d generations", run.Stop, run.Generations)
 	}
-	if _, _, err := r.BuildGenetic(active, transit, GeneticOptions{Context: ctx}); !errors.Is(err, context.Canceled) {
+	if _, err := r.Build(ctx, active, transit, BuildOptions{Algo: Genetic}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("context cancelled before the call: err %v, want context.Canceled", err)
 	}
-	_, run, err = r.BuildGenetic(active, transit, GeneticOptions{NoGenerationLimit: true, TimeLimit: 1})
-	if err != nil || run.Stop != StopTimeLimit || run.Generations != 0 {
+	tb, err = r.Build(context.Background(), active, transit, BuildOptions{Algo: Genetic, Genetic: GeneticOptions{NoGenerationLimit: true, TimeLimit: 1}})
+	if run := tb.GeneticRun; err != nil || run.Stop != StopTimeLimit || run.Generations != 0 {
 		t.Fatalf("1 ns time limit: %v, %+v", err, run)
 	}
 	r, active, transit = geneticSetup(t, geneticCase{spec: "torus:2x2x2x2", rule: "angara*"})
-	tb, run, err = r.BuildGenetic(active, transit, GeneticOptions{Seed: 1, TimeLimit: -1})
-	if err != nil || run.Stop != StopOptimal || tb.Stats.PiMax != run.PiMaxBound || run.BFS.PiMax <= run.PiMaxBound {
-		t.Fatalf("2x2x2x2: %v, %+v, table %v", err, run, tb.Stats)
+	tb, err = r.Build(context.Background(), active, transit, BuildOptions{Algo: Genetic, Genetic: GeneticOptions{Seed: 1, TimeLimit: -1}})
+	if run := tb.GeneticRun; err != nil || run.Stop != StopOptimal || tb.Figures.PiMax != run.PiMaxBound || run.BFS.PiMax <= run.PiMaxBound {
+		t.Fatalf("2x2x2x2: %v, %+v, table %v", err, run, tb.Figures)
 	}
 }
 
-// TestGeneticAlgo: "genetic" is an algorithm name, and BuildTable with it
-// gives the default run's table.
+// TestGeneticAlgo: "genetic" is an algorithm name; Build with it and the
+// zero GeneticOptions gives the table of the documented defaults and its
+// run, and refuses to leave it unverified; other tables have no run.
 func TestGeneticAlgo(t *testing.T) {
 	a, err := ParseAlgo("genetic")
 	if err != nil || a != Genetic || a.String() != "genetic" {
 		t.Fatalf("ParseAlgo(genetic) = %v, %v", a, err)
 	}
 	r, active, transit := geneticSetup(t, geneticCases[1]) // reaches the optimum in a few generations
-	tb, err := r.BuildTable(active, transit, Genetic)
+	tb, err := r.Build(context.Background(), active, transit, BuildOptions{Algo: Genetic})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _, err := r.BuildGenetic(active, transit, GeneticOptions{})
+	defaults := GeneticOptions{Population: DefaultGeneticPopulation, Generations: DefaultGeneticGenerations, TimeLimit: DefaultGeneticTimeLimit}
+	want, err := r.Build(context.Background(), active, transit, BuildOptions{Algo: Genetic, Genetic: defaults})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tb.Stats != want.Stats || !bytes.Equal(tb.codes, want.codes) {
-		t.Fatalf("BuildTable(Genetic) %v differs from BuildGenetic %v", tb.Stats, want.Stats)
+	if tb.Figures != want.Figures || !bytes.Equal(tb.codes, want.codes) || tb.GeneticRun == nil || tb.GeneticRun.Population != DefaultGeneticPopulation {
+		t.Fatalf("Build(Genetic) %v (run %+v) differs from the defaults' %v", tb.Figures, tb.GeneticRun, want.Figures)
+	}
+	if _, err := r.Build(context.Background(), active, transit, BuildOptions{Algo: Genetic, Unverified: true}); err == nil {
+		t.Fatal("Build(Genetic, Unverified) gave a table")
+	}
+	if bfs, err := r.Build(context.Background(), active, transit, BuildOptions{}); err != nil || bfs.GeneticRun != nil {
+		t.Fatalf("a BFS table: %v, run %+v", err, bfs.GeneticRun)
 	}
 }
 
@@ -270,12 +278,13 @@ func BenchmarkGeneticTable(b *testing.B) {
 			var run *GeneticRun
 			for i := 0; i < b.N; i++ {
 				var err error
-				if tb, run, err = r.BuildGenetic(active, nil, GeneticOptions{Seed: 1, TimeLimit: -1}); err != nil {
+				if tb, err = r.Build(context.Background(), active, nil, BuildOptions{Algo: Genetic, Genetic: GeneticOptions{Seed: 1, TimeLimit: -1}}); err != nil {
 					b.Fatal(err)
 				}
+				run = tb.GeneticRun
 			}
 			b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
-			b.ReportMetric(tb.Stats.BalanceFactor, "balance-%")
+			b.ReportMetric(tb.Figures.BalanceFactor, "balance-%")
 			b.ReportMetric(run.BFS.BalanceFactor, "bfs-balance-%")
 			b.ReportMetric(float64(run.Generations), "generations")
 		})

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -80,10 +81,10 @@ func TestGeodesicBoxes(t *testing.T) {
 			}
 			name := fmt.Sprintf("%s/%d/%s box %v+%v", spec, trial, kind, start, size)
 			ref, errRef := r.buildRef(active, transit)
-			one, errOne := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 1})
-			fast, errFast := r.BuildUnverified(active, transit, BFS)
+			one, errOne := r.Build(context.Background(), active, transit, BuildOptions{Batch: 1})
+			fast, errFast := r.Build(context.Background(), active, transit, BuildOptions{Unverified: true})
 			r.tune.noGeodesicPrune = true
-			plain, errPlain := r.BuildUnverified(active, transit, BFS)
+			plain, errPlain := r.Build(context.Background(), active, transit, BuildOptions{Unverified: true})
 			r.tune.noGeodesicPrune = false
 			if errRef != nil || errOne != nil || errFast != nil || errPlain != nil {
 				var ue *UnreachableError
@@ -105,12 +106,12 @@ func TestGeodesicBoxes(t *testing.T) {
 				// rounds of several sources: the same table for any
 				// number of workers
 				for _, workers := range []int{1, 3} {
-					tb, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 4, Workers: workers})
+					tb, err := r.Build(context.Background(), active, transit, BuildOptions{Batch: 4, Workers: workers})
 					if err != nil {
 						t.Fatal(err)
 					}
 					r.tune.noGeodesicPrune = true
-					want, err := r.BuildTableOpts(active, transit, BFS, TableOptions{Batch: 4, Workers: 2})
+					want, err := r.Build(context.Background(), active, transit, BuildOptions{Batch: 4, Workers: 2})
 					r.tune.noGeodesicPrune = false
 					if err != nil {
 						t.Fatal(err)

@@ -25,7 +25,7 @@ type TableJSON struct {
 	Mesh         []string    `json:"mesh,omitempty"`
 	Rules        string      `json:"rules"`
 	Routes       []RouteJSON `json:"routes"`
-	Stats        *Stats      `json:"stats"`
+	Figures      *Figures    `json:"stats"`
 	DeadlockFree bool        `json:"deadlock_free"`
 	Order        []string    `json:"order,omitempty"`
 	Algo         string      `json:"algo,omitempty"`
@@ -127,7 +127,7 @@ func appendRouteJSON(b []byte, g *topology.Graph, src, dst int, dirs []Dir) []by
 // writeJSONTrailer writes the keys after the routes: the statistics, the
 // verdict and what a check needs to rebuild the network and the set.
 func writeJSONTrailer(bw *bufio.Writer, h *TableJSON) {
-	putJSONField(bw, "stats", h.Stats, false)
+	putJSONField(bw, "stats", h.Figures, false)
 	putJSONField(bw, "deadlock_free", h.DeadlockFree, false)
 	putJSONField(bw, "order", h.Order, false)
 	putJSONField(bw, "algo", h.Algo, false)
@@ -168,7 +168,7 @@ func appendInts(b []byte, g *topology.Graph, v int) []byte {
 }
 
 // ReadTableJSON decodes a table file written by WriteJSON (or by hand)
-// and checks its structure; semantic checks are VerifyTable's job.
+// and checks its structure; semantic checks are Verify's job.
 func ReadTableJSON(r io.Reader) (*TableJSON, error) {
 	var tf TableJSON
 	if err := json.NewDecoder(r).Decode(&tf); err != nil {

@@ -3,6 +3,7 @@ package routing
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"runtime"
 	"slices"
@@ -32,7 +33,7 @@ func buildFor(t testing.TB, spec, faults string, kind Kind, activeList, transitL
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := r.BuildTable(active, transit, algo)
+	tb, err := r.Build(context.Background(), active, transit, BuildOptions{Algo: algo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func checkBytes(t testing.TB, b []byte, links, nodes string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, _, err := VerifyTable(tf, links, nodes)
+	rep, _, err := verifyJSON(tf, links, nodes)
 	return rep, err
 }
 
@@ -111,8 +112,8 @@ func TestJSONRoundTrip(t *testing.T) {
 		if len(rep.Violations) != wantViol {
 			t.Fatalf("%s %s: %v", tc.spec, tc.kind, rep.Violations)
 		}
-		if !statsClose(rep.Stats, tb.Stats) {
-			t.Errorf("%s: recomputed %+v, table %+v", tc.spec, rep.Stats, tb.Stats)
+		if !statsClose(rep.Figures, tb.Figures) {
+			t.Errorf("%s: recomputed %+v, table %+v", tc.spec, rep.Figures, tb.Figures)
 		}
 		if (rep.Cycle == nil) != tb.DeadlockFree {
 			t.Errorf("%s: deadlock verdict differs", tc.spec)
@@ -171,7 +172,7 @@ func TestCheckFindsViolations(t *testing.T) {
 			i := find(tf, []int{0, 0}, []int{0, 1})
 			tf.Routes[i].Dirs = []string{"-Y", "-Y", "-Y"} // through 0.3, outside the set
 		}), ""},
-		{"stats", "stats", mutate(func(tf *TableJSON) { tf.Stats.PiMax++ }), ""},
+		{"stats", "stats", mutate(func(tf *TableJSON) { tf.Figures.PiMax++ }), ""},
 		{"not active", "not-active", mutate(func(tf *TableJSON) {
 			tf.Routes = append(tf.Routes, RouteJSON{Src: []int{0, 3}, Dst: []int{0, 0}, Dirs: []string{"+Y"}})
 		}), ""},
@@ -291,7 +292,7 @@ func FuzzReadTableJSON(f *testing.F) {
 		if n > 256 || len(tf.Routes) > 2000 {
 			return // keep each input cheap
 		}
-		VerifyTable(tf, "", "")
+		verifyJSON(tf, "", "")
 	})
 }
 
@@ -328,7 +329,7 @@ var _ = topology.Parse
 func TestJSONRoutesParallel(t *testing.T) {
 	g := mustTorus(t, "8x8x4")
 	r := mustRouter(t, g, AngaraStar)
-	tb, err := r.BuildTable(allNodes(g.NumNodes()), nil, BFS)
+	tb, err := r.Build(context.Background(), allNodes(g.NumNodes()), nil, BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

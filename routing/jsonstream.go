@@ -232,9 +232,10 @@ func eachJSONRoute(s *jscan, f func(i int, rt *RouteJSON) error) error {
 	}
 }
 
-// checkJSONStream checks a JSON table read from f (starting at offset
-// start): one pass when "routes" is the last key, two otherwise.
-func checkJSONStream(f io.ReadSeeker, start int64, extraLinks, extraNodes string, workers int) (*Report, *Router, error) {
+// openJSONStream reads the header of a JSON table read from f (starting
+// at offset start): every key but "routes", which the check reads later
+// (one pass when "routes" is the last key, two otherwise).
+func openJSONStream(f io.ReadSeeker, start int64, extraLinks, extraNodes string, own bool) (*TableReader, *Router, error) {
 	if _, err := f.Seek(start, io.SeekStart); err != nil {
 		return nil, nil, err
 	}
@@ -247,14 +248,16 @@ func checkJSONStream(f io.ReadSeeker, start int64, extraLinks, extraNodes string
 	if err != nil {
 		return nil, nil, err
 	}
-	each := func(fn func(i int, rt *RouteJSON) error) error {
-		if _, err := f.Seek(start+routesAt, io.SeekStart); err != nil {
-			return err
-		}
-		return eachJSONRoute(&jscan{br: bufio.NewReaderSize(f, 1<<16)}, fn)
+	return &TableReader{r: r, own: own, f: f, start: start, jh: h, routesAt: routesAt}, r, nil
+}
+
+// jsonRoutes decodes the routes of a JSON table file, from the start of
+// its "routes" every time it is called.
+func (tr *TableReader) jsonRoutes(fn func(i int, rt *RouteJSON) error) error {
+	if _, err := tr.f.Seek(tr.start+tr.routesAt, io.SeekStart); err != nil {
+		return err
 	}
-	rep, err := r.checkJSONRoutes(h, each, workers, extraLinks == "" && extraNodes == "")
-	return rep, r, err
+	return eachJSONRoute(&jscan{br: bufio.NewReaderSize(tr.f, 1<<16)}, fn)
 }
 
 // parseRouteFast decodes a route object made of the keys "src", "dst"

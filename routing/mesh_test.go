@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -78,11 +79,11 @@ func TestMixedToriRoutes(t *testing.T) {
 					t.Fatal(name, err)
 				}
 				for _, algo := range []Algo{BFS, Baseline} {
-					tb, err := r.BuildTable(all, nil, algo)
+					tb, err := r.Build(context.Background(), all, nil, BuildOptions{Algo: algo})
 					if err != nil {
 						t.Fatalf("%s/%s: %v", name, algo, err)
 					}
-					if v := Violations(tb); len(v) > 0 {
+					if v := violations(tb); len(v) > 0 {
 						t.Fatalf("%s/%s: %v", name, algo, v[0])
 					}
 					if kind != Angara && !tb.DeadlockFree {
@@ -119,13 +120,13 @@ func TestMixedToriFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tb, err := r.BuildTable(active, transit, BFS)
+			tb, err := r.Build(context.Background(), active, transit, BuildOptions{})
 			if err != nil {
 				continue // not reachable under this rule
 			}
 			built++
 			name := fmt.Sprintf("%s/%s/trial %d", spec, kind, trial)
-			if v := Violations(tb); len(v) > 0 || !tb.DeadlockFree {
+			if v := violations(tb); len(v) > 0 || !tb.DeadlockFree {
 				t.Fatalf("%s: violations %v, deadlock-free %v", name, v, tb.DeadlockFree)
 			}
 			for i := 0; i < tb.NumRoutes(); i++ {
@@ -169,7 +170,7 @@ func TestMixedToriTranslates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		base, err := r.BuildTable(active, transit, BFS)
+		base, err := r.Build(context.Background(), active, transit, BuildOptions{})
 		if err != nil {
 			continue
 		}
@@ -192,12 +193,12 @@ func TestMixedToriTranslates(t *testing.T) {
 				}
 				return out
 			}
-			other, err := r.BuildTable(move(active), move(transit), BFS)
+			other, err := r.Build(context.Background(), move(active), move(transit), BuildOptions{})
 			if err != nil {
 				t.Fatalf("%s %s: reachable at 0, not translated by %v: %v", spec, kind, sh, err)
 			}
-			if base.Stats != other.Stats || base.SumLength != other.SumLength {
-				t.Fatalf("%s %s: figures %+v, translated by %v %+v", spec, kind, base.Stats, sh, other.Stats)
+			if base.Figures != other.Figures || base.SumLength != other.SumLength {
+				t.Fatalf("%s %s: figures %+v, translated by %v %+v", spec, kind, base.Figures, sh, other.Figures)
 			}
 			for i := 0; i < base.NumRoutes(); i++ {
 				ra := base.Route(i)
@@ -228,14 +229,14 @@ func TestMixedToriFiles(t *testing.T) {
 	if !slices.Equal(tf.Mesh, []string{"Z"}) {
 		t.Fatalf("mesh %v in the JSON table", tf.Mesh)
 	}
-	rep, _, err := VerifyTable(tf, "", "")
+	rep, _, err := verifyJSON(tf, "", "")
 	if err != nil || len(rep.Violations) > 0 {
 		t.Fatalf("JSON table: %v %v", err, rep)
 	}
 	for _, f := range [][]byte{b, compactBytes(t, tb)} {
-		rep, r, err := VerifyFile(bytes.NewReader(f), "", "", 1)
+		rep, r, err := verifyFile(bytes.NewReader(f), "", "", 1)
 		if err != nil || len(rep.Violations) > 0 || !slices.Equal(r.Graph().Wrap(), []bool{true, true, false}) {
-			t.Fatalf("VerifyFile: %v %v", err, rep)
+			t.Fatalf("verifyFile: %v %v", err, rep)
 		}
 	}
 	var nt bytes.Buffer
@@ -251,7 +252,7 @@ func TestMixedToriFiles(t *testing.T) {
 	}
 	// the same table against the torus without mesh dimensions
 	full := mustRouter(t, mustTorus(t, "4x3x2"), AngaraStar)
-	if _, err := full.VerifyJSON(tf); err == nil || !strings.Contains(err.Error(), "mesh dimensions [Z] do not match the torus's []") {
+	if _, err := full.Verify(context.Background(), tf, VerifyOptions{}); err == nil || !strings.Contains(err.Error(), "mesh dimensions [Z] do not match the torus's []") {
 		t.Fatalf("a mesh table verified against a torus: %v", err)
 	}
 	// a route that steps off the end of the mesh dimension
@@ -263,7 +264,7 @@ func TestMixedToriFiles(t *testing.T) {
 			break
 		}
 	}
-	rep, _, err = VerifyTable(&bad, "", "")
+	rep, _, err = verifyJSON(&bad, "", "")
 	if err != nil || len(rep.Violations) == 0 || !strings.Contains(fmt.Sprint(rep.Violations), "has no +Z link (dimension Z is a mesh") {
 		t.Fatalf("a route off the mesh end: %v %v", err, rep.Violations)
 	}

@@ -23,7 +23,7 @@ import (
 //  2. storing the routes of a searched source in the table (route codes
 //     from the search tree);
 //  3. verifying the stored routes of a source, a chunk of destinations
-//     at a time (BuildTableOpts: the same check as Verify, read from the
+//     at a time (Build: the same check as Verify, read from the
 //     stored codes);
 //
 // and the chain of heuristic 1 (the order of the sources) is computed on
@@ -144,7 +144,7 @@ func (j *tableJob) run(first []int, nw int) error {
 	}
 	for wi := range nw {
 		j.tb.SumLength += j.sum[wi]
-		j.tb.Stats.Diameter = max(j.tb.Stats.Diameter, j.diam[wi])
+		j.tb.Figures.Diameter = max(j.tb.Figures.Diameter, j.diam[wi])
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,9 +26,9 @@ const (
 	// coordinates sum to an even number and − otherwise, spreading traffic
 	// by source coordinates.
 	Baseline
-	// Genetic is the seed's genetic algorithm (§3.3, see BuildGenetic):
-	// minimal legal routes chosen per pair by evolution from the BFS
-	// table, with the default GeneticOptions here.
+	// Genetic is the seed's genetic algorithm (§3.3, see
+	// GeneticOptions): minimal legal routes chosen per pair by evolution
+	// from the BFS table.
 	Genetic
 )
 
@@ -50,9 +51,10 @@ func ParseAlgo(s string) (Algo, error) {
 	return 0, fmt.Errorf("unknown table algorithm %q (want bfs, baseline or genetic)", s)
 }
 
-// Stats are the figures of a routing table (seed 001 ch. 3). The JSON
-// names are those of `icn route --json`.
-type Stats struct {
+// Figures are what a routing table is judged by (seed 001 ch. 3): its
+// diameter, π_max, π_perfect and balance factor. The JSON names are
+// those of `icn route --json`, where they sit under the key "stats".
+type Figures struct {
 	// Diameter is the length of the longest route.
 	Diameter int `json:"diameter"`
 	// PiMax is the largest load G_c (number of routes using channel c)
@@ -68,7 +70,7 @@ type Stats struct {
 
 // String gives the figures as a person reads them ("diameter 4, π_max 10,
 // π_perfect 8.48, balance factor 17.9 %").
-func (s Stats) String() string {
+func (s Figures) String() string {
 	return fmt.Sprintf("diameter %d, π_max %d, π_perfect %.3g, balance factor %.3g %%", s.Diameter, s.PiMax, s.PiPerfect, s.BalanceFactor)
 }
 
@@ -86,14 +88,15 @@ type Route struct {
 
 // Table is a routing table: exactly one route per ordered pair of distinct
 // active nodes, with its figures and deadlock verdict. Tables returned by
-// BuildTable have been verified. Routes are stored compactly (a First Step,
-// a Last Step and a step count per direction in order), a few bytes each.
+// Build have been verified unless BuildOptions.Unverified said otherwise.
+// Routes are stored compactly (a First Step, a Last Step and a step count
+// per direction in order), a few bytes each.
 type Table struct {
 	Rule    Rule
 	Algo    Algo
 	Active  []int // node ids, increasing
 	Transit []int // node ids, increasing
-	Stats   Stats
+	Figures Figures
 	// Channels is |C(M_{a,t})|, the live channels joining two set nodes.
 	Channels int
 	// SumLength is the total length of all routes.
@@ -103,6 +106,9 @@ type Table struct {
 	// turn (only angara tables can deadlock).
 	DeadlockFree bool
 	Cycle        []int
+	// GeneticRun describes the run that made a Genetic table (nil for
+	// the other algorithms).
+	GeneticRun *GeneticRun
 
 	r      *Router
 	stride int
@@ -228,55 +234,82 @@ func (tb *Table) Loads() []int32 { return tb.loads }
 
 // ---- construction ----
 
-// TableOptions tune BuildTableOpts.
-type TableOptions struct {
-	// Progress, if set, is called after every BFS source (done of total)
-	// and once more when verification ends.
-	Progress func(done, total int)
-	// Workers bounds the goroutines of the BFS rounds and of the
+// BuildOptions say how Build makes a table. The zero value builds a
+// verified BFS table on all cores.
+type BuildOptions struct {
+	// Algo is the algorithm: BFS (the zero value), Baseline or Genetic.
+	Algo Algo
+	// Workers bounds the goroutines of the construction and of the
 	// verification (0 = all cores); the table does not depend on it.
 	Workers int
-	// Batch is the number of sources whose searches share one load
+	// Batch is the number of BFS sources whose searches share one load
 	// snapshot (0 = the default, see tableBatch); 1 is the strictly
 	// sequential algorithm of the seed.
 	Batch int
-	// ExactOrder takes the sources in exactly the order of the
+	// ExactOrder takes the BFS sources in exactly the order of the
 	// sequential algorithm for sets of any size (up to 8 192 active
 	// nodes) at the cost of one distance search per source; by default
 	// that is done up to 1 024 active nodes and on whole fault-free tori
 	// (where one search suffices), and larger sets use interleaved
-	// chains.
+	// chains. Batch and ExactOrder also shape the BFS table a genetic run
+	// starts from.
 	ExactOrder bool
-	// Context, if set, stops the construction and the verification
-	// when it ends (BuildTableOpts then returns its error); a table is
-	// returned only when both finished.
-	Context context.Context
+	// Progress, if set, is called as the work advances: BFS after every
+	// source (done of total = active nodes + 1) and once more when the
+	// verification ends; Genetic after every generation (done of the
+	// generation limit, total 0 when there is none); Baseline never.
+	Progress func(done, total int)
+	// Unverified leaves out the independent verification, for callers
+	// that rank tables of which they keep one: Verify the table before
+	// using it (until then its DeadlockFree and Cycle say nothing).
+	// Progress then counts the sources only. A genetic run always
+	// verifies its table (it compares it with its BFS table), so
+	// Unverified with Genetic is an error.
+	Unverified bool
+	// Genetic tunes the genetic algorithm (Algo Genetic); its zero value
+	// has the defaults.
+	Genetic GeneticOptions
 }
 
-// BuildTable is the package-level BuildTable on the router's network.
-func (r *Router) BuildTable(active, transit []int, algo Algo) (*Table, error) {
-	return r.BuildTableOpts(active, transit, algo, TableOptions{})
-}
-
-// BuildTableOpts is BuildTable with progress reporting and a worker bound.
-func (r *Router) BuildTableOpts(active, transit []int, algo Algo, o TableOptions) (*Table, error) {
-	if algo == Genetic {
-		tb, _, err := r.BuildGenetic(active, transit, GeneticOptions{Workers: o.Workers, Context: o.Context})
-		return tb, err
+// Build makes the routing table of the set M_{a,t} = active ∪ transit
+// (node ids) as o says and, unless o.Unverified, verifies it
+// independently of its construction: every route, the figures and the
+// deadlock verdict. A set with an active pair that has no legal route
+// inside it is an *UnreachableError. A genetic table carries the
+// description of its run (Table.GeneticRun).
+//
+// When ctx ends, Build stops with its error, except for a genetic run
+// whose BFS table is done: the evolution stops and the best table so far
+// is returned (GeneticRun.Stop is StopCancelled).
+func (r *Router) Build(ctx context.Context, active, transit []int, o BuildOptions) (*Table, error) {
+	run := tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder, ctx: ctx}
+	switch {
+	case o.Algo == Genetic && o.Unverified:
+		return nil, errors.New("a genetic table is always verified: BuildOptions.Unverified does not apply to it")
+	case o.Algo == Genetic:
+		return r.buildGenetic(active, transit, o.Genetic, run)
+	case o.Unverified:
+		return r.build(active, transit, o.Algo, run)
 	}
+	return r.buildVerified(active, transit, o.Algo, run)
+}
+
+// buildVerified builds a BFS or baseline table and verifies it (BFS:
+// while it is built, on the cores the rounds leave idle).
+func (r *Router) buildVerified(active, transit []int, algo Algo, run tableRun) (*Table, error) {
 	var check builtCheck
-	tb, err := r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder, ctx: o.Context, verify: &check})
+	run.verify = &check
+	tb, err := r.build(active, transit, algo, run)
 	if err != nil {
 		return nil, err
 	}
 	if check.rc != nil {
-		// verified while it was built (BFS)
-		err = r.acceptReport(o.Context, tb, check.rc.tableReport(check.ws))
+		err = r.acceptReport(run.ctx, tb, check.rc.tableReport(check.ws))
 	} else {
-		err = r.verifyBuilt(o.Context, tb, o.Workers)
+		err = r.verifyBuilt(run.ctx, tb, run.workers)
 	}
-	if o.Progress != nil {
-		o.Progress(len(tb.Active)+1, len(tb.Active)+1)
+	if run.progress != nil {
+		run.progress(len(tb.Active)+1, len(tb.Active)+1)
 	}
 	if err != nil {
 		return nil, err
@@ -300,8 +333,8 @@ func (r *Router) acceptReport(ctx context.Context, tb *Table, rep *Report) error
 	if len(rep.Violations) > 0 {
 		return fmt.Errorf("internal error: the %s table fails verification: %s", tb.Algo, rep.Violations[0])
 	}
-	if rep.Stats != tb.Stats || rep.SumLength != tb.SumLength {
-		return fmt.Errorf("internal error: recomputed figures %+v differ from %+v", rep.Stats, tb.Stats)
+	if rep.Figures != tb.Figures || rep.SumLength != tb.SumLength {
+		return fmt.Errorf("internal error: recomputed figures %+v differ from %+v", rep.Figures, tb.Figures)
 	}
 	tb.DeadlockFree = rep.Cycle == nil
 	tb.Cycle = rep.Cycle
@@ -309,42 +342,6 @@ func (r *Router) acceptReport(ctx context.Context, tb *Table, rep *Report) error
 		return fmt.Errorf("internal error: a %s table deadlocks (cycle %s)", r.rule.Kind, r.CycleString(rep.Cycle))
 	}
 	return nil
-}
-
-// BuildUnverified builds a table without the independent verification
-// BuildTable does; call Verify before using it. For ranking tables of
-// which only one is kept.
-func (r *Router) BuildUnverified(active, transit []int, algo Algo) (*Table, error) {
-	return r.build(active, transit, algo, tableRun{})
-}
-
-// BuildUnverifiedOpts is BuildUnverified with BuildTableOpts's options
-// (Progress counts the sources only).
-func (r *Router) BuildUnverifiedOpts(active, transit []int, algo Algo, o TableOptions) (*Table, error) {
-	return r.build(active, transit, algo, tableRun{progress: o.Progress, workers: o.Workers, batch: o.Batch, exact: o.ExactOrder, ctx: o.Context})
-}
-
-// Verify verifies a table from BuildUnverified as BuildTable does.
-func (r *Router) Verify(tb *Table) error { return r.verifyBuilt(context.Background(), tb, 0) }
-
-// VerifyOpts is Verify on o.Workers goroutines, stopped when o.Context
-// ends (with its error; the table then counts as not verified).
-func (r *Router) VerifyOpts(tb *Table, o TableOptions) error {
-	return r.verifyBuilt(o.Context, tb, o.Workers)
-}
-
-// Figures builds and verifies the table and returns only its figures; algo
-// is "bfs" or "baseline" (the shape alloc.Router.Table needs).
-func (r *Router) Figures(active, transit []int, algo string) (Stats, error) {
-	a, err := ParseAlgo(algo)
-	if err != nil {
-		return Stats{}, err
-	}
-	tb, err := r.BuildTable(active, transit, a)
-	if err != nil {
-		return Stats{}, err
-	}
-	return tb.Stats, nil
 }
 
 func (r *Router) newTable(s *scratch, algo Algo) *Table {
@@ -429,8 +426,8 @@ func (r *Router) finishStats(s *scratch, tb *Table) {
 		}
 	}
 	tb.Channels = nc
-	tb.Stats.PiMax = int(pimax)
-	tb.Stats.PiPerfect, tb.Stats.BalanceFactor = piFigures(tb.SumLength, nc, int(pimax))
+	tb.Figures.PiMax = int(pimax)
+	tb.Figures.PiPerfect, tb.Figures.BalanceFactor = piFigures(tb.SumLength, nc, int(pimax))
 }
 
 func piFigures(sum, channels, pimax int) (perfect, bf float64) {
@@ -638,7 +635,7 @@ func (r *Router) storeBaselineRoutes(s *scratch, tb *Table, lo, size []int) erro
 				return err
 			}
 			tb.SumLength += length
-			tb.Stats.Diameter = max(tb.Stats.Diameter, length)
+			tb.Figures.Diameter = max(tb.Figures.Diameter, length)
 		}
 	}
 	return nil

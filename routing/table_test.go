@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -29,7 +30,7 @@ func TestTableFigures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tb, err := r.BuildTable(active, transit, BFS)
+				tb, err := r.Build(context.Background(), active, transit, BuildOptions{})
 				if err != nil {
 					var ue *UnreachableError
 					if errors.As(err, &ue) {
@@ -78,9 +79,9 @@ func TestTableFigures(t *testing.T) {
 					}
 				}
 				perfect := float64(sum) / float64(nc)
-				want := Stats{Diameter: diam, PiMax: pimax, PiPerfect: perfect, BalanceFactor: (float64(pimax)/perfect - 1) * 100}
-				if !statsClose(tb.Stats, want) || tb.Channels != nc {
-					t.Fatalf("%s: %+v (|C| %d), want %+v (|C| %d)", name, tb.Stats, tb.Channels, want, nc)
+				want := Figures{Diameter: diam, PiMax: pimax, PiPerfect: perfect, BalanceFactor: (float64(pimax)/perfect - 1) * 100}
+				if !statsClose(tb.Figures, want) || tb.Channels != nc {
+					t.Fatalf("%s: %+v (|C| %d), want %+v (|C| %d)", name, tb.Figures, tb.Channels, want, nc)
 				}
 			}
 		}
@@ -101,7 +102,7 @@ func TestBaseline(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := mustRouter(t, g, AngaraStar)
-		tb, err := r.BuildTable(active, nil, Baseline)
+		tb, err := r.Build(context.Background(), active, nil, BuildOptions{Algo: Baseline})
 		if err != nil {
 			t.Fatalf("%s %s: %v", tc.spec, tc.box, err)
 		}
@@ -155,7 +156,7 @@ func TestBaseline(t *testing.T) {
 		}
 		a, _ := h.ParseNodes(tc.active)
 		tr, _ := h.ParseNodes(tc.transit)
-		if _, err := rr.BuildTable(a, tr, Baseline); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := rr.Build(context.Background(), a, tr, BuildOptions{Algo: Baseline}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc, err, tc.want)
 		}
 	}
@@ -163,12 +164,12 @@ func TestBaseline(t *testing.T) {
 	// inside the box.
 	a, _ := g.ParseNodes("0-2.0")
 	tr, _ := g.ParseNodes("0-2.1")
-	tb, err := r.BuildTable(a, tr, Baseline)
+	tb, err := r.Build(context.Background(), a, tr, BuildOptions{Algo: Baseline})
 	if err != nil {
 		t.Fatalf("baseline with transit: %v", err)
 	}
-	if tb.NumRoutes() != 6 || len(Violations(tb)) != 0 {
-		t.Fatalf("baseline with transit: %d routes, violations %v", tb.NumRoutes(), Violations(tb))
+	if tb.NumRoutes() != 6 || len(violations(tb)) != 0 {
+		t.Fatalf("baseline with transit: %d routes, violations %v", tb.NumRoutes(), violations(tb))
 	}
 }
 
@@ -212,13 +213,13 @@ func TestBadSets(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v/%v: %v, want %q", tc.active, tc.transit, err, tc.want)
 		}
-		if _, err := r.BuildTable(tc.active, tc.transit, BFS); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := r.Build(context.Background(), tc.active, tc.transit, BuildOptions{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("table %v/%v: %v, want %q", tc.active, tc.transit, err, tc.want)
 		}
 	}
 	// an unreachable set names a pair that has no route
 	a, _ := g.ParseNodes("0.0,2.0")
-	_, err := r.BuildTable(a, nil, BFS)
+	_, err := r.Build(context.Background(), a, nil, BuildOptions{})
 	var ue *UnreachableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "from 0.0 to 2.0") {
 		t.Errorf("unreachable: %v", err)
@@ -305,14 +306,14 @@ func TestAngaraDeadlock(t *testing.T) {
 // object.
 func TestVerifyDetectsTampering(t *testing.T) {
 	tb := buildFor(t, "4x4x2", "0.0.0+Y", AngaraMinus, "", "", BFS)
-	if v := Violations(tb); len(v) != 0 {
+	if v := violations(tb); len(v) != 0 {
 		t.Fatal(v)
 	}
 	i := tb.Index(0, 1)
 	code := tb.code(i)
 	saved := slices.Clone(code)
 	code[2+int(tb.r.a.rank[Plus(0)])]++ // one more +X: arrives elsewhere
-	if v := Violations(tb); len(v) == 0 || v[0].Kind != "arrival" {
+	if v := violations(tb); len(v) == 0 || v[0].Kind != "arrival" {
 		t.Errorf("extra step: %v", v)
 	}
 	copy(code, saved)
@@ -321,12 +322,12 @@ func TestVerifyDetectsTampering(t *testing.T) {
 	saved = slices.Clone(c2)
 	clear(c2)
 	c2[2+int(tb.r.a.rank[Plus(1)])] = 1 // +Y over the failed link
-	if v := Violations(tb); len(v) == 0 || v[0].Kind != "failed-link" {
+	if v := violations(tb); len(v) == 0 || v[0].Kind != "failed-link" {
 		t.Errorf("failed link: %v", v)
 	}
 	copy(c2, saved)
-	tb.Stats.PiMax++
-	if v := Violations(tb); len(v) == 0 || v[len(v)-1].Kind != "stats" {
+	tb.Figures.PiMax++
+	if v := violations(tb); len(v) == 0 || v[len(v)-1].Kind != "stats" {
 		t.Errorf("stats: %v", v)
 	}
 }
@@ -337,7 +338,7 @@ func TestConcurrentRouter(t *testing.T) {
 	g := mustTorus(t, "4x4x3")
 	g, _ = g.ApplyFaults("0.0.0+X,1.2.1+Z", "")
 	r := mustRouter(t, g, AngaraStar)
-	ref, err := r.BuildTable(allNodes(g.NumNodes()), nil, BFS)
+	ref, err := r.Build(context.Background(), allNodes(g.NumNodes()), nil, BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func TestConcurrentRouter(t *testing.T) {
 				if ok, _, err := r.ReachableFirst(allNodes(g.NumNodes()), nil); !ok || err != nil {
 					errs <- fmt.Errorf("check: %v %v", ok, err)
 				}
-				tb, err := r.BuildTable(allNodes(g.NumNodes()), nil, BFS)
+				tb, err := r.Build(context.Background(), allNodes(g.NumNodes()), nil, BuildOptions{})
 				if err != nil {
 					errs <- err
 					return

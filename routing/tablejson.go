@@ -33,8 +33,8 @@ func (tb *Table) jsonHeader() (*TableJSON, func(v int) []int) {
 		}
 		return out
 	}
-	st := tb.Stats
-	tf := &TableJSON{Dims: g.Dims(), Mesh: tb.r.t.meshLetters(), Rules: tb.Rule.Kind.String(), Stats: &st,
+	st := tb.Figures
+	tf := &TableJSON{Dims: g.Dims(), Mesh: tb.r.t.meshLetters(), Rules: tb.Rule.Kind.String(), Figures: &st,
 		DeadlockFree: tb.DeadlockFree, Order: strings.Split(tb.r.order.String(), ","),
 		Algo: tb.Algo.String(), Active: list(tb.Active)}
 	if len(tb.Transit) > 0 {

@@ -3,6 +3,7 @@
 package routing
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -59,7 +60,7 @@ func deadlockFreeTables(t *testing.T, v starVariant) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tb, err := r.BuildTable(active, transit, BFS)
+			tb, err := r.Build(context.Background(), active, transit, BuildOptions{})
 			var ue *UnreachableError
 			if errors.As(err, &ue) {
 				continue

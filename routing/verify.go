@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -39,29 +40,96 @@ const maxViolations = 100
 type Report struct {
 	Violations []Violation
 	Routes     int
-	Stats      Stats
+	Figures    Figures
 	SumLength  int
 	Channels   int
 	// Cycle lists the channels of one dependency cycle with a turn, or nil.
 	Cycle []int
 }
 
-// Violations re-checks a table built by BuildTable (routes, figures and
-// deadlock freedom) against its network and returns the violations.
-func Violations(tb *Table) []Violation {
-	rep := tb.r.verifyTable(tb, 0)
-	v := rep.Violations
-	if rep.Stats != tb.Stats {
-		v = append(v, Violation{Kind: "stats", Src: -1, Dst: -1, Msg: fmt.Sprintf("recomputed figures (%v) differ from the table's (%v)", rep.Stats, tb.Stats)})
+// Err is nil when the report has no violation, and otherwise an error
+// that names the first three ("…; and N more").
+func (rep *Report) Err() error {
+	if len(rep.Violations) == 0 {
+		return nil
 	}
-	if rep.Cycle != nil && tb.Rule.Kind != Angara {
-		v = append(v, Violation{Kind: "deadlock", Src: -1, Dst: -1, Msg: "channel dependency cycle with a turn: " + tb.r.CycleString(rep.Cycle)})
+	var msgs []string
+	for i, v := range rep.Violations {
+		if i == 3 {
+			msgs = append(msgs, fmt.Sprintf("and %d more", len(rep.Violations)-3))
+			break
+		}
+		msgs = append(msgs, v.String())
 	}
-	return v
+	return errors.New(strings.Join(msgs, "; "))
 }
 
-func (r *Router) verifyTable(tb *Table, workers int) *Report {
-	return r.verifyTableContext(context.Background(), tb, workers)
+// VerifyOptions tune Verify.
+type VerifyOptions struct {
+	// Workers bounds the goroutines of the check (0 = all cores); the
+	// report does not depend on it.
+	Workers int
+}
+
+// Verifiable is a routing table that Verify checks: a *Table from Build,
+// a *TableJSON (the file format, in memory) or a *TableReader (a table
+// file whose routes are read as they are checked, see OpenTable); no
+// other type implements it.
+type Verifiable interface {
+	verifyOn(ctx context.Context, r *Router, o VerifyOptions) (*Report, error)
+}
+
+// Verify checks a routing table against r's network and rule,
+// independently of how the table was made, and reports everything wrong
+// with it: that every ordered pair of active nodes has exactly one route,
+// that every route obeys the rule, arrives, avoids failed links and nodes
+// and keeps its transit nodes inside the set, that the figures the table
+// states match those of its routes, and that the channel dependencies
+// have no cycle with a turn. Everything wrong with a table is a
+// violation in the report; the error is reserved for ctx ending (its
+// error), a file that cannot be read as a table (a *RecordError names a
+// structurally bad record) and a table of another network or rule than
+// r's.
+//
+// The kinds of table differ only in what they state:
+//
+//   - a *Table must come from Build on r. Its deadlock verdict is its own
+//     (a cycle is a violation only under rules other than angara, where
+//     Build would have refused the table); when it passes, Verify records
+//     the verdict in its DeadlockFree and Cycle (a table built
+//     BuildOptions.Unverified has none before).
+//   - a *TableJSON must name r's dimensions, mesh dimensions and rule;
+//     its failures are r's (see TableJSON.Router for a router made from
+//     the table), and its "stats" and "deadlock_free" claims are
+//     compared.
+//   - a *TableReader is checked as a *TableJSON, but its "stats" are
+//     compared only when it was opened without extra failures (they
+//     describe the file's own fabric), and a compact file's route count
+//     is compared too. It can be verified once.
+func (r *Router) Verify(ctx context.Context, t Verifiable, o VerifyOptions) (*Report, error) {
+	return t.verifyOn(ctx, r, o)
+}
+
+// verifyOn implements Verifiable: the routes of the table, its figures
+// and, under rules that promise it, its deadlock freedom.
+func (tb *Table) verifyOn(ctx context.Context, r *Router, o VerifyOptions) (*Report, error) {
+	if tb.r != r {
+		return nil, errors.New("routing: Verify of a table built by another router")
+	}
+	rep := r.verifyTableContext(ctx, tb, o.Workers)
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	if rep.Figures != tb.Figures {
+		rep.Violations = append(rep.Violations, Violation{Kind: "stats", Src: -1, Dst: -1, Msg: fmt.Sprintf("recomputed figures (%v) differ from the table's (%v)", rep.Figures, tb.Figures)})
+	}
+	if rep.Cycle != nil && tb.Rule.Kind != Angara {
+		rep.Violations = append(rep.Violations, Violation{Kind: "deadlock", Src: -1, Dst: -1, Msg: "channel dependency cycle with a turn: " + r.CycleString(rep.Cycle)})
+	}
+	if len(rep.Violations) == 0 {
+		tb.DeadlockFree, tb.Cycle = rep.Cycle == nil, rep.Cycle
+	}
+	return rep, nil
 }
 
 // verifyTableContext is verifyTable that stops early when ctx (if not
@@ -122,7 +190,7 @@ func (rc *routeChecker) checkSource(w *verifyWorker, tb *Table, a, b0, b1 int) {
 // their total length.
 func (rc *routeChecker) tableReport(ws []*verifyWorker) *Report {
 	rep := rc.report(ws)
-	rep.Stats.PiPerfect, rep.Stats.BalanceFactor = piFigures(rep.SumLength, rep.Channels, rep.Stats.PiMax)
+	rep.Figures.PiPerfect, rep.Figures.BalanceFactor = piFigures(rep.SumLength, rep.Channels, rep.Figures.PiMax)
 	return rep
 }
 
@@ -342,7 +410,7 @@ func (rc *routeChecker) quick(w *verifyWorker, src, dst int, dirs []Dir) bool {
 
 // report merges the workers' accumulators: the first violations by
 // record, the figures over C(M_{a,t}) and the deadlock verdict
-// (Stats.PiPerfect/BalanceFactor are left to the caller, which knows the
+// (Figures.PiPerfect/BalanceFactor are left to the caller, which knows the
 // minimal lengths).
 func (rc *routeChecker) report(ws []*verifyWorker) *Report {
 	r, t, lc := rc.r, rc.r.t, rc.lc
@@ -353,7 +421,7 @@ func (rc *routeChecker) report(ws []*verifyWorker) *Report {
 		rep.Routes += w.n
 		rep.Violations = append(rep.Violations, w.viol...)
 		rep.SumLength += w.sum
-		rep.Stats.Diameter = max(rep.Stats.Diameter, w.diam)
+		rep.Figures.Diameter = max(rep.Figures.Diameter, w.diam)
 		if w != ws[0] {
 			for k := range deps {
 				deps[k] |= w.deps[k]
@@ -371,7 +439,7 @@ func (rc *routeChecker) report(ws []*verifyWorker) *Report {
 		for d := 0; d < t.nd; d++ {
 			if live(r.up, t.ch[v*t.nd+d]) && rc.inSet[t.nb[v*t.nd+d]] {
 				rep.Channels++
-				rep.Stats.PiMax = max(rep.Stats.PiMax, int(loads[i*t.nd+d]))
+				rep.Figures.PiMax = max(rep.Figures.PiMax, int(loads[i*t.nd+d]))
 			}
 		}
 	}
@@ -584,7 +652,7 @@ func (r *Router) CycleString(cyc []int) string {
 }
 
 // statsClose compares figures with a tolerance on the real-valued ones.
-func statsClose(a, b Stats) bool {
+func statsClose(a, b Figures) bool {
 	return a.Diameter == b.Diameter && a.PiMax == b.PiMax &&
 		math.Abs(a.PiPerfect-b.PiPerfect) <= 1e-6*math.Max(1, math.Abs(b.PiPerfect)) &&
 		math.Abs(a.BalanceFactor-b.BalanceFactor) <= 1e-6*math.Max(1, math.Abs(b.BalanceFactor))

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -96,7 +97,7 @@ func TestMixedTorusTable(t *testing.T) {
 	for v := range all {
 		all[v] = v
 	}
-	tb, err := r.BuildTable(all, nil, routing.BFS)
+	tb, err := r.Build(context.Background(), all, nil, routing.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

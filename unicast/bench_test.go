@@ -2,6 +2,7 @@ package unicast
 
 import (
 	"bytes"
+	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func BenchmarkRoute(b *testing.B) {
 				var layer float64
 				for b.Loop() {
 					var err error
-					res, err = Route(f, Options{Engine: e})
+					res, err = Route(context.Background(), f, Options{Engine: e})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -118,7 +119,7 @@ func BenchmarkReroute(b *testing.B) {
 	} {
 		b.Run(c.spec+"/"+c.engine, func(b *testing.B) {
 			g := fabric(b, c.spec).G
-			r, err := NewRerouter(g, nil, Options{Engine: c.engine})
+			r, err := NewRerouter(context.Background(), g, nil, Options{Engine: c.engine})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -130,7 +131,7 @@ func BenchmarkReroute(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				_, st, err := r.Update(h)
+				_, st, err := r.Update(context.Background(), h)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -140,7 +141,7 @@ func BenchmarkReroute(b *testing.B) {
 				if i == 0 {
 					start := time.Now()
 					f2, _ := NewFabric(h, nil)
-					full, err := Route(f2, Options{Engine: c.engine})
+					full, err := Route(context.Background(), f2, Options{Engine: c.engine})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -152,7 +153,7 @@ func BenchmarkReroute(b *testing.B) {
 					b.ReportMetric(same, "same")
 					b.ReportMetric(float64(maxSwitchLoad(r.Result().Tables, 0))/float64(maxSwitchLoad(full.Tables, 0)), "load-ratio")
 				}
-				_, st, err = r.Update(g)
+				_, st, err = r.Update(context.Background(), g)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -179,7 +180,7 @@ func BenchmarkSSSPRedo(b *testing.B) {
 	for _, spec := range []string{"fattree:m=40,n=3", "dragonfly:a=18,p=9,h=9"} {
 		b.Run(spec, func(b *testing.B) {
 			g := fabric(b, spec).G
-			r, err := NewRerouter(g, nil, Options{Engine: "sssp"})
+			r, err := NewRerouter(context.Background(), g, nil, Options{Engine: "sssp"})
 			if err != nil {
 				b.Fatal(err)
 			}

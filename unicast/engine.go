@@ -26,8 +26,10 @@ type Options struct {
 	// Progress, if set, is called with units of work done (from several
 	// goroutines).
 	Progress func(n int)
-	// Context, if set, stops sssp and dfsssp early with its error.
-	Context context.Context
+	// ctx is the context of the call in progress, which Route,
+	// NewRerouter and the Rerouter's methods set from their argument:
+	// sssp and dfsssp stop early with its error when it ends.
+	ctx context.Context
 	// sssp overrides sssp's thresholds (tests; nil: defaultSSSPLimits).
 	sssp *ssspLimits
 }
@@ -59,8 +61,10 @@ const DefaultLanes = 8
 const MaxLanes = 15
 
 // Route computes forwarding tables for f with the engine o names; an
-// unknown name is an error that lists the registered ones.
-func Route(f *Fabric, o Options) (*Result, error) {
+// unknown name is an error that lists the registered ones. When ctx
+// ends, sssp and dfsssp stop early with its error.
+func Route(ctx context.Context, f *Fabric, o Options) (*Result, error) {
+	o.ctx = ctx
 	e, err := o.engine()
 	if err != nil {
 		return nil, err
@@ -129,7 +133,7 @@ func routeSSSPKeep(f *Fabric, o Options, layered bool) (*Result, engineState, er
 // layerInto layers res's paths onto at most o.Lanes lanes (dfsssp).
 func layerInto(res *Result, o Options) error {
 	start := time.Now()
-	ctx := o.Context
+	ctx := o.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}

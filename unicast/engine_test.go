@@ -2,6 +2,7 @@ package unicast
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -21,7 +22,7 @@ func TestTwoLevelFatTree(t *testing.T) {
 	f := fabric(t, "testdata/ft2.ibnet")
 	for _, e := range allEngines {
 		if e == "dor" {
-			if _, err := Route(f, Options{Engine: e}); err == nil {
+			if _, err := Route(context.Background(), f, Options{Engine: e}); err == nil {
 				t.Errorf("dor routed a fat tree")
 			}
 			continue
@@ -114,7 +115,7 @@ func TestRingDeadlocksUnderMinhop(t *testing.T) {
 	if !res.LaneLimit || r.DeadlockFree {
 		t.Errorf("dfsssp with 1 lane: limit %v deadlock-free %v", res.LaneLimit, r.DeadlockFree)
 	}
-	if _, err := Route(f, Options{Engine: "ftree"}); err == nil || !strings.Contains(err.Error(), "not a fat tree") {
+	if _, err := Route(context.Background(), f, Options{Engine: "ftree"}); err == nil || !strings.Contains(err.Error(), "not a fat tree") {
 		t.Errorf("ftree on a ring: %v", err)
 	}
 	// dor on the same ring built as a torus of switches.
@@ -408,7 +409,7 @@ func TestDOR(t *testing.T) {
 	if res := route(t, fabric(t, "torus:5x4:endpoints=1"), "dor", 1); !res.LaneLimit {
 		t.Errorf("dor on a torus with one lane should run out of lanes")
 	}
-	if _, err := Route(fabric(t, "fattree:k=2,n=2"), Options{Engine: "dor"}); err == nil {
+	if _, err := Route(context.Background(), fabric(t, "fattree:k=2,n=2"), Options{Engine: "dor"}); err == nil {
 		t.Errorf("dor on a fat tree should fail")
 	}
 }
@@ -422,7 +423,7 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 			var reps [2]Report
 			var errs [2]error
 			for i, w := range []int{1, 2} {
-				res, err := Route(f, Options{Engine: e, Workers: w})
+				res, err := Route(context.Background(), f, Options{Engine: e, Workers: w})
 				errs[i] = err
 				if err != nil {
 					continue
@@ -468,7 +469,7 @@ func TestRoutingErrors(t *testing.T) {
 		{Options{Engine: "ftree", Lanes: -1}, "--lanes"},
 	}
 	for _, c := range cases {
-		if _, err := Route(f, c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Route(context.Background(), f, c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.o, err, c.want)
 		}
 	}
@@ -483,7 +484,7 @@ func TestRoutingErrors(t *testing.T) {
 	}
 	// Given roots change the ranking: a leaf as the only root.
 	leaf := f.G.NodeByName("S-0002c90000000020")
-	res, err := Route(f, Options{Engine: "updn", Roots: []int{leaf}})
+	res, err := Route(context.Background(), f, Options{Engine: "updn", Roots: []int{leaf}})
 	if err != nil {
 		t.Fatal(err)
 	}

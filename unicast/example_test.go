@@ -2,6 +2,7 @@ package unicast_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 
@@ -20,7 +21,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	res, err := unicast.Route(f, unicast.Options{Engine: "ftree"})
+	res, err := unicast.Route(context.Background(), f, unicast.Options{Engine: "ftree"})
 	if err != nil {
 		panic(err)
 	}

@@ -1,6 +1,7 @@
 package unicast
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -45,7 +46,7 @@ func fabricFaults(t testing.TB, spec, links, nodes string) *Fabric {
 
 func route(t testing.TB, f *Fabric, engine string, lanes int) *Result {
 	t.Helper()
-	res, err := Route(f, Options{Engine: engine, Lanes: lanes})
+	res, err := Route(context.Background(), f, Options{Engine: engine, Lanes: lanes})
 	if err != nil {
 		t.Fatalf("%s on %s: %v", engine, f.G.Name(), err)
 	}

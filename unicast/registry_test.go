@@ -1,6 +1,7 @@
 package unicast
 
 import (
+	"context"
 	"os"
 	"regexp"
 	"slices"
@@ -66,7 +67,7 @@ func TestEngineCaps(t *testing.T) {
 				t.Errorf("unreachable pairs: %d", r.UnreachablePairs)
 			}
 			root := f.Switch(0)
-			withRoots, err := Route(f, Options{Engine: e.Name, Roots: []int{root}})
+			withRoots, err := Route(context.Background(), f, Options{Engine: e.Name, Roots: []int{root}})
 			switch {
 			case e.Caps.Roots && (err != nil || !slices.Equal(withRoots.Roots, []int{root})):
 				t.Errorf("roots in Caps, but roots [%d] give %v", root, err)
@@ -86,7 +87,7 @@ func checkUpdateMode(t *testing.T, e Engine, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, err := NewRerouter(g, nil, Options{Engine: e.Name})
+	rr, err := NewRerouter(context.Background(), g, nil, Options{Engine: e.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func checkUpdateMode(t *testing.T, e Engine, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, st, err := rr.Update(h)
+	_, st, err := rr.Update(context.Background(), h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +115,8 @@ func checkUpdateMode(t *testing.T, e Engine, spec string) {
 // every registered engine, by Route and by NewRerouter alike.
 func TestUnknownEngine(t *testing.T) {
 	f := fabric(t, "fattree:k=4,n=3")
-	_, err1 := Route(f, Options{Engine: "nosuch"})
-	_, err2 := NewRerouter(f.G, nil, Options{Engine: "nosuch"})
+	_, err1 := Route(context.Background(), f, Options{Engine: "nosuch"})
+	_, err2 := NewRerouter(context.Background(), f.G, nil, Options{Engine: "nosuch"})
 	for _, err := range []error{err1, err2} {
 		if err == nil {
 			t.Fatal("unknown engine accepted")

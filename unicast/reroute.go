@@ -59,8 +59,9 @@ type UpdateStats struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// NewRerouter routes g in full with o and keeps what later updates need.
-func NewRerouter(g *topology.Graph, ann *Annotations, o Options) (*Rerouter, error) {
+// NewRerouter routes g in full with o and keeps what later updates need;
+// when ctx ends, sssp and dfsssp stop early with its error.
+func NewRerouter(ctx context.Context, g *topology.Graph, ann *Annotations, o Options) (*Rerouter, error) {
 	e, err := o.engine()
 	if err != nil {
 		return nil, err
@@ -69,6 +70,7 @@ func NewRerouter(g *topology.Graph, ann *Annotations, o Options) (*Rerouter, err
 		return nil, err
 	}
 	r := &Rerouter{o: o, eng: e, ann: ann}
+	defer r.during(ctx)()
 	f, err := NewFabric(g, ann)
 	if err != nil {
 		return nil, err
@@ -77,6 +79,13 @@ func NewRerouter(g *topology.Graph, ann *Annotations, o Options) (*Rerouter, err
 		return nil, err
 	}
 	return r, nil
+}
+
+// during makes ctx the context of the Rerouter's call in progress; the
+// function it returns ends that.
+func (r *Rerouter) during(ctx context.Context) func() {
+	r.o.ctx = ctx
+	return func() { r.o.ctx = nil }
 }
 
 // Result returns the current tables.
@@ -97,17 +106,11 @@ func (r *Rerouter) full(f *Fabric) error {
 }
 
 // Full routes the current fabric from scratch (what Update approximates
-// when it repairs).
-func (r *Rerouter) Full() (*Result, error) { return r.FullContext(context.Background()) }
-
-// FullContext is Full, stopped early (sssp and dfsssp) when ctx ends; the
+// when it repairs), stopped early (sssp and dfsssp) when ctx ends; the
 // previous tables then stay current.
-func (r *Rerouter) FullContext(ctx context.Context) (*Result, error) {
-	o := r.o
-	r.o.Context = ctx
-	err := r.full(r.f)
-	r.o = o
-	if err != nil {
+func (r *Rerouter) Full(ctx context.Context) (*Result, error) {
+	defer r.during(ctx)()
+	if err := r.full(r.f); err != nil {
 		return nil, err
 	}
 	return r.res, nil
@@ -122,8 +125,10 @@ type linkChange struct {
 }
 
 // Update routes g, the fabric of the last call in another state of
-// failures. On error the previous tables stay current.
-func (r *Rerouter) Update(g *topology.Graph) (*Result, UpdateStats, error) {
+// failures; when ctx ends, sssp and dfsssp stop early with its error. On
+// error the previous tables stay current.
+func (r *Rerouter) Update(ctx context.Context, g *topology.Graph) (*Result, UpdateStats, error) {
+	defer r.during(ctx)()
 	start := time.Now()
 	var st UpdateStats
 	prev := r.res.Tables

@@ -2,6 +2,7 @@ package unicast
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -83,16 +84,16 @@ func TestRerouterExact(t *testing.T) {
 			}
 			for seed := uint64(1); seed <= 3; seed++ {
 				w := &failureWalk{g: g, rng: rand.New(rand.NewPCG(seed, 7)), nodeOK: true}
-				r, err := NewRerouter(g, nil, Options{Engine: c.engine})
+				r, err := NewRerouter(context.Background(), g, nil, Options{Engine: c.engine})
 				if err != nil {
 					t.Fatal(err)
 				}
 				incr := 0
 				for i := 0; i < c.steps; i++ {
 					h, what := w.step()
-					res, st, err := r.Update(h)
+					res, st, err := r.Update(context.Background(), h)
 					f := fabricOf(t, h)
-					want, werr := Route(f, Options{Engine: c.engine})
+					want, werr := Route(context.Background(), f, Options{Engine: c.engine})
 					if (err != nil) != (werr != nil) {
 						t.Fatalf("seed %d step %d (%s): update error %v, full error %v", seed, i, what, err, werr)
 					}
@@ -148,14 +149,14 @@ func TestRerouterRepair(t *testing.T) {
 			}
 			w := &failureWalk{g: g, rng: rand.New(rand.NewPCG(5, 7)), nodeOK: true}
 			o := Options{Engine: c.engine}
-			r, err := NewRerouter(g, nil, o)
+			r, err := NewRerouter(context.Background(), g, nil, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			repairs, rerouted, dests := 0, 0, 0
 			for i := 0; i < 25; i++ {
 				h, what := w.step()
-				res, st, err := r.Update(h)
+				res, st, err := r.Update(context.Background(), h)
 				if err != nil {
 					t.Fatalf("step %d (%s): %v", i, what, err)
 				}
@@ -180,7 +181,7 @@ func TestRerouterRepair(t *testing.T) {
 					dests += st.Destinations
 				}
 				if i%8 == 7 {
-					fres, err := r.Full()
+					fres, err := r.Full(context.Background())
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -244,8 +244,8 @@ func (st *ssspState) routeAll(o Options, ds []dest, col []uint8) error {
 		st.routeDest(d, col[d.lid*S:(d.lid+1)*S])
 		if k%64 == 63 {
 			o.Progress(64)
-			if o.Context != nil && o.Context.Err() != nil {
-				return o.Context.Err()
+			if o.ctx != nil && o.ctx.Err() != nil {
+				return o.ctx.Err()
 			}
 		}
 	}

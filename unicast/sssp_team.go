@@ -33,13 +33,13 @@ func (st *ssspState) routeAllTeam(m *member, o Options, ds []dest, col []uint8) 
 		if k%64 == 63 {
 			if m.w == 0 {
 				o.Progress(64)
-				if o.Context != nil && o.Context.Err() != nil {
+				if o.ctx != nil && o.ctx.Err() != nil {
 					st.stop.Store(true)
 				}
 			}
 			m.barrier()
 			if st.stop.Load() {
-				return o.Context.Err()
+				return o.ctx.Err()
 			}
 		}
 	}

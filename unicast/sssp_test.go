@@ -46,7 +46,7 @@ func withFailures(t *testing.T, spec string, links, switches []int) *Fabric {
 // dumpOf routes f and returns its LFT dump followed by its lanes.
 func dumpOf(t *testing.T, f *Fabric, o Options) []byte {
 	t.Helper()
-	res, err := Route(f, o)
+	res, err := Route(context.Background(), f, o)
 	if err != nil {
 		t.Fatalf("%s on %s with %d workers: %v", o.Engine, f.G.Name(), o.Workers, err)
 	}
@@ -131,7 +131,7 @@ func TestSSSPTeamState(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		o.Context = ctx
+		o.ctx = ctx
 		if _, _, err := routeSSSPWith(f, o, ds, adj, nil, 3); err != context.Canceled {
 			t.Errorf("a cancelled context: team returned %v", err)
 		}
@@ -157,7 +157,7 @@ func BenchmarkSSSPWorkers(b *testing.B) {
 		name string
 		run  func(workers int) error
 	}{
-		{sc.Engine, func(int) error { _, err := Route(f, Options{Engine: sc.Engine}); return err }},
+		{sc.Engine, func(int) error { _, err := Route(context.Background(), f, Options{Engine: sc.Engine}); return err }},
 		{"one-order", func(w int) error {
 			_, _, err := routeSSSPWith(f, Options{Engine: "sssp", Progress: func(int) {}}, ds, adj, ssspTrees(f, adj, w, 1<<30, w), w)
 			return err
@@ -222,7 +222,7 @@ func TestSSSPTableDigests(t *testing.T) {
 		{"torus:5x4:endpoints=2", "sssp", "dee0eaedd2e1a64b"},
 		{"torus:5x4:endpoints=2", "dfsssp", "84bafbce4e385a2f"},
 	} {
-		res, err := Route(fabric(t, c.spec), Options{Engine: c.engine})
+		res, err := Route(context.Background(), fabric(t, c.spec), Options{Engine: c.engine})
 		if err != nil {
 			t.Fatal(err)
 		}

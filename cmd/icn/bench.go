@@ -226,11 +226,17 @@ func (b bench) sssp() (benchRow, error) {
 	if err != nil {
 		return benchRow{}, err
 	}
-	t1, err := timeIt(func() error { _, e := unicast.Route(f, unicast.Options{Engine: sc.Engine, Workers: 1}); return e })
+	t1, err := timeIt(func() error {
+		_, e := unicast.Route(context.Background(), f, unicast.Options{Engine: sc.Engine, Workers: 1})
+		return e
+	})
 	if err != nil {
 		return benchRow{}, err
 	}
-	tn, _ := timeIt(func() error { _, e := unicast.Route(f, unicast.Options{Engine: sc.Engine}); return e })
+	tn, _ := timeIt(func() error {
+		_, e := unicast.Route(context.Background(), f, unicast.Options{Engine: sc.Engine})
+		return e
+	})
 	return benchRow{Name: sc.Engine + " unicast tables " + spec, Value: ms(tn), Unit: "ms", Baseline: "1 core", BaseVal: ms(t1), Ratio: t1.Seconds() / tn.Seconds()}, nil
 }
 
@@ -248,11 +254,18 @@ func (b bench) routingTable() (benchRow, benchTorus, error) {
 		return benchRow{}, benchTorus{}, err
 	}
 	var tb *routing.Table
-	tt, err := timeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
+	tt, err := timeIt(func() error {
+		var e error
+		tb, e = r.Build(context.Background(), all, nil, routing.BuildOptions{})
+		return e
+	})
 	if err != nil {
 		return benchRow{}, benchTorus{}, err
 	}
-	tbb, err := timeIt(func() error { _, e := r.BuildTable(all, nil, routing.Baseline); return e })
+	tbb, err := timeIt(func() error {
+		_, e := r.Build(context.Background(), all, nil, routing.BuildOptions{Algo: routing.Baseline})
+		return e
+	})
 	if err != nil {
 		return benchRow{}, benchTorus{}, err
 	}
@@ -273,7 +286,7 @@ func (b bench) tableCores() (benchRow, error) {
 	if err != nil {
 		return benchRow{}, err
 	}
-	build := func() error { _, e := r.BuildTable(all, nil, routing.BFS); return e }
+	build := func() error { _, e := r.Build(context.Background(), all, nil, routing.BuildOptions{}); return e }
 	cores := runtime.GOMAXPROCS(1)
 	t1, err := timeIt(build)
 	runtime.GOMAXPROCS(cores)

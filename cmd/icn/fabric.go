@@ -217,7 +217,7 @@ func checkDumpSize(path string, size int64, force bool) error {
 
 // runFabricRoute routes, audits, writes the files asked for and prints the
 // report.
-func runFabricRoute(_ context.Context, o fabricRouteOptions, w io.Writer) error {
+func runFabricRoute(ctx context.Context, o fabricRouteOptions, w io.Writer) error {
 	if o.stderr == nil {
 		o.stderr = io.Discard
 	}
@@ -244,7 +244,7 @@ func runFabricRoute(_ context.Context, o fabricRouteOptions, w io.Writer) error 
 	bar := cli.NewProgress(-1, "routing "+o.engine, false)
 	ro.Progress = bar.Add
 	start := time.Now()
-	res, err := unicast.Route(f, ro)
+	res, err := unicast.Route(ctx, f, ro)
 	bar.Done()
 	if err != nil {
 		return err

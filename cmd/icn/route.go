@@ -180,13 +180,7 @@ func runRoute(ctx context.Context, o routeOptions, w io.Writer) error {
 			o.set.tf.spec, len(active), int64(len(active))*int64(len(active)-1), float64(need)/1e9, float64(avail)/1e9))
 	}
 	start := time.Now()
-	var tb *routing.Table
-	var run *routing.GeneticRun
-	if a == routing.Genetic {
-		tb, run, err = routeBuildGenetic(ctx, r, active, transit, o)
-	} else {
-		tb, err = routeBuildTable(r, active, transit, a, o)
-	}
+	tb, err := routeBuildTable(ctx, r, active, transit, a, o)
 	if err != nil {
 		return err
 	}
@@ -200,7 +194,7 @@ func runRoute(ctx context.Context, o routeOptions, w io.Writer) error {
 	if o.out.json {
 		return tb.WriteJSON(w)
 	}
-	return routeWriteSummary(w, o.set.tf.spec, g, r, tb, elapsed, o.show, routeGeneticSummary(run)...)
+	return routeWriteSummary(w, o.set.tf.spec, g, r, tb, elapsed, o.show, routeGeneticSummary(tb.GeneticRun)...)
 }
 
 // routeGeneticFlagsOK checks the values of the genetic flags with --algo
@@ -221,31 +215,6 @@ func routeGeneticFlagsOK(a routing.Algo, o routeOptions) error {
 		return fmt.Errorf("--time-limit %s: want > 0", g.TimeLimit)
 	}
 	return nil
-}
-
-// routeBuildGenetic runs the genetic algorithm with a progress bar over
-// the generations; an interrupt (Ctrl-C) stops it with the best table so
-// far. An unreachable set is exit status 1, any other failure bad input.
-func routeBuildGenetic(ctx context.Context, r *routing.Router, active, transit []int, o routeOptions) (*routing.Table, *routing.GeneticRun, error) {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
-	bar := cli.NewProgress(o.genetic.Generations, "generations", o.quiet)
-	opts := o.genetic
-	opts.Workers, opts.Context = o.workers, ctx
-	opts.Progress = func(int, int, routing.Stats) { bar.Add(1) }
-	if opts.Generations == 0 {
-		opts.Generations = -1 // keep the initial population only
-	}
-	tb, run, err := r.BuildGenetic(active, transit, opts)
-	bar.Done()
-	if err != nil {
-		var ue *routing.UnreachableError
-		if errors.As(err, &ue) {
-			return nil, nil, &exitError{1, err}
-		}
-		return nil, nil, routeBadInput(err)
-	}
-	return tb, run, nil
 }
 
 // routeGeneticSummary are the summary lines of a genetic run (none for
@@ -280,11 +249,27 @@ func memAvailable() int64 {
 	return 0
 }
 
-// routeBuildTable builds the table with a progress bar; an unreachable
-// set is exit status 1, any other failure bad input.
-func routeBuildTable(r *routing.Router, active, transit []int, a routing.Algo, o routeOptions) (*routing.Table, error) {
-	bar := cli.NewProgress(len(active)+1, "routing", o.quiet || len(active) < 256)
-	tb, err := r.BuildTableOpts(active, transit, a, routing.TableOptions{Workers: o.workers, ExactOrder: o.exactOrder, Progress: func(done, total int) { bar.Add(1) }})
+// routeBuildTable builds and verifies the table with a progress bar over
+// the BFS sources or the genetic generations; an interrupt (Ctrl-C)
+// stops a genetic run with the best table so far. An unreachable set is
+// exit status 1, any other failure bad input.
+func routeBuildTable(ctx context.Context, r *routing.Router, active, transit []int, a routing.Algo, o routeOptions) (*routing.Table, error) {
+	opts := routing.BuildOptions{Algo: a, Workers: o.workers, ExactOrder: o.exactOrder}
+	var bar *cli.Progress
+	if a == routing.Genetic {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+		bar = cli.NewProgress(o.genetic.Generations, "generations", o.quiet)
+		opts.Genetic = o.genetic
+		if opts.Genetic.Generations == 0 {
+			opts.Genetic.Generations = -1 // keep the initial population only
+		}
+	} else {
+		bar = cli.NewProgress(len(active)+1, "routing", o.quiet || len(active) < 256)
+	}
+	opts.Progress = func(int, int) { bar.Add(1) }
+	tb, err := r.Build(ctx, active, transit, opts)
 	bar.Done()
 	if err != nil {
 		var ue *routing.UnreachableError
@@ -330,7 +315,7 @@ type routeCheckResult struct {
 	OK           bool                `json:"ok"`
 	Routes       int                 `json:"routes"`
 	Violations   []routing.Violation `json:"violations"`
-	Stats        routing.Stats       `json:"stats"`
+	Stats        routing.Figures     `json:"stats"`
 	DeadlockFree bool                `json:"deadlock_free"`
 }
 
@@ -357,12 +342,12 @@ func newRouteCheckCmd() *cobra.Command {
 // runRouteCheck re-verifies the table in o.file ("-" = standard input),
 // with the extra failures, and prints the verdict; any violation is exit
 // status 1.
-func runRouteCheck(_ context.Context, o routeCheckOptions, w io.Writer) error {
-	rep, r, err := routeCheckFile(o)
+func runRouteCheck(ctx context.Context, o routeCheckOptions, w io.Writer) error {
+	rep, r, err := routeCheckFile(ctx, o)
 	if err != nil {
 		return err
 	}
-	res := routeCheckResult{o.file, len(rep.Violations) == 0, rep.Routes, rep.Violations, rep.Stats, rep.Cycle == nil}
+	res := routeCheckResult{o.file, len(rep.Violations) == 0, rep.Routes, rep.Violations, rep.Figures, rep.Cycle == nil}
 	if res.Violations == nil {
 		res.Violations = []routing.Violation{}
 	}
@@ -380,7 +365,7 @@ func runRouteCheck(_ context.Context, o routeCheckOptions, w io.Writer) error {
 
 // routeCheckFile opens the table and checks it; a malformed record is
 // exit status 1 (the table is wrong), anything else bad input.
-func routeCheckFile(o routeCheckOptions) (*routing.Report, *routing.Router, error) {
+func routeCheckFile(ctx context.Context, o routeCheckOptions) (*routing.Report, *routing.Router, error) {
 	f, cleanup, err := routeOpenSeekable(o.file)
 	if err != nil {
 		return nil, nil, routeBadInput(err)
@@ -394,7 +379,11 @@ func routeCheckFile(o routeCheckOptions) (*routing.Report, *routing.Router, erro
 	if err != nil {
 		return nil, nil, routeBadInput(err)
 	}
-	rep, r, err := routing.VerifyFile(f, fl, fn, 0)
+	tr, r, err := routing.OpenTable(f, fl, fn)
+	var rep *routing.Report
+	if err == nil {
+		rep, err = r.Verify(ctx, tr, routing.VerifyOptions{})
+	}
 	if err != nil {
 		var re *routing.RecordError
 		if errors.As(err, &re) {
@@ -753,7 +742,7 @@ func routeFaultChart(rep *routing.FaultReport) cli.Chart {
 }
 
 func routeWriteSummary(w io.Writer, spec string, g *topology.Graph, r *routing.Router, tb *routing.Table, elapsed time.Duration, show int, extra ...any) error {
-	st := tb.Stats
+	st := tb.Figures
 	deadlock := "none (no dependency cycle with a turn)"
 	if !tb.DeadlockFree {
 		deadlock = "CYCLE: " + r.CycleString(tb.Cycle)
@@ -890,12 +879,16 @@ func routeBenchTable(spec string) ([]benchRow, *routing.Table, time.Duration, er
 		return nil, nil, 0, err
 	}
 	var tb *routing.Table
-	tp, err := routeTimeIt(func() error { var e error; tb, e = r.BuildTable(all, nil, routing.BFS); return e })
+	tp, err := routeTimeIt(func() error {
+		var e error
+		tb, e = r.Build(context.Background(), all, nil, routing.BuildOptions{})
+		return e
+	})
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	ts, err := routeTimeIt(func() error {
-		_, e := r.BuildTableOpts(all, nil, routing.BFS, routing.TableOptions{Batch: 1, Workers: 1})
+		_, e := r.Build(context.Background(), all, nil, routing.BuildOptions{Batch: 1, Workers: 1})
 		return e
 	})
 	if err != nil {
@@ -922,7 +915,11 @@ func routeBenchCheck(tb *routing.Table, tp time.Duration) (benchRow, error) {
 		return benchRow{}, err
 	}
 	tc, err := routeTimeIt(func() error {
-		rep, _, e := routing.VerifyFile(f, "", "", 0)
+		tr, r, e := routing.OpenTable(f, "", "")
+		if e != nil {
+			return e
+		}
+		rep, e := r.Verify(context.Background(), tr, routing.VerifyOptions{})
 		if e == nil && len(rep.Violations) > 0 {
 			e = fmt.Errorf("bench: the compact table fails its check: %s", rep.Violations[0])
 		}
@@ -964,14 +961,14 @@ func routeBenchJob(job benchscen.Job) (benchRow, error) {
 		if r, e = routing.NewRouter(g, rule); e != nil {
 			return e
 		}
-		_, e = r.BuildTable(active, transit, routing.BFS)
+		_, e = r.Build(context.Background(), active, transit, routing.BuildOptions{})
 		return e
 	})
 	if err != nil {
 		return benchRow{}, err
 	}
 	tj1, err := routeTimeIt(func() error {
-		_, e := r.BuildTableOpts(active, transit, routing.BFS, routing.TableOptions{Workers: 1})
+		_, e := r.Build(context.Background(), active, transit, routing.BuildOptions{Workers: 1})
 		return e
 	})
 	if err != nil {

@@ -120,7 +120,7 @@ func (j *JobRecord) RoutingName() string {
 // TableStats are the figures of a job's routing table and whether its
 // channel dependencies are free of cycles.
 type TableStats struct {
-	routing.Stats
+	routing.Figures
 	DeadlockFree bool `json:"deadlock_free"`
 }
 

@@ -2,6 +2,7 @@ package tabletest
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/icn-hpc/icn/routing"
@@ -46,7 +47,7 @@ func Cases(t testing.TB) []Case {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb, err := r.BuildTable(tc.active, tc.transit, routing.BFS)
+		tb, err := r.Build(context.Background(), tc.active, tc.transit, routing.BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
