@@ -83,9 +83,11 @@ func TestReplayModelVsSlurm(t *testing.T) {
 			requested[j.ID] = j.Requested
 		}
 		for _, rec := range rep.Schedule {
-			r.tmean += (rec.Start - rec.Submit) / requested[rec.ID]
+			if rec.Skipped == "" && rec.Start >= 0 {
+				r.tmean += (rec.Start - rec.Submit) / requested[rec.ID]
+			}
 		}
-		r.tmean /= float64(len(rep.Schedule))
+		r.tmean /= float64(max(1, rep.JobsDone))
 		model[name] = r
 	}
 
@@ -309,11 +311,13 @@ func TestReplayHPC2N(t *testing.T) {
 		requested[j.ID] = j.Requested
 	}
 	result := func(rep *sched.Report) replayResult {
-		r := replayResult{util: rep.Utilization, wait: rep.MeanWait, done: rep.JobsDone}
+		r := replayResult{util: rep.Utilization, wait: rep.MeanWait, done: rep.JobsDone, skipped: rep.JobsSkipped}
 		for _, rec := range rep.Schedule {
-			r.tmean += (rec.Start - rec.Submit) / requested[rec.ID]
+			if rec.Skipped == "" && rec.Start >= 0 {
+				r.tmean += (rec.Start - rec.Submit) / requested[rec.ID]
+			}
 		}
-		r.tmean /= float64(len(rep.Schedule))
+		r.tmean /= float64(max(1, rep.JobsDone))
 		return r
 	}
 	limits := func(s *sched.Stream) *sched.Stream {
