@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/internal/tabletest"
+	"github.com/icn-hpc/icn/routing"
 )
 
 // TestJobJSON: the hand-written JSON of a job and of its table decodes to
@@ -17,11 +18,11 @@ func TestJobJSON(t *testing.T) {
 	for _, tc := range tabletest.Cases(t) {
 		want := tc.File
 		got := want
-		all, _ := appendTableJSON(nil, got, nil)
+		all, _ := routing.AppendTableJSON(nil, got, nil)
 		head := *got
 		head.Routes = nil
 		hb, _ := json.Marshal(&head)
-		if est, exact := routesJSONSize(got.Routes), len(all)-len(hb)+len("null"); est < exact || est > exact+1 {
+		if est, exact := routing.RoutesJSONSize(got.Routes), len(all)-len(hb)+len("null"); est < exact || est > exact+1 {
 			t.Fatalf("%s: routes take %d bytes, estimated %d", tc.Spec, exact, est)
 		}
 		j := &JobRecord{ID: 3, Name: "a\"<b>", State: "running", Active: []string{"0.0.0"}, Table: got,
@@ -35,7 +36,7 @@ func TestJobJSON(t *testing.T) {
 			t.Fatalf("%s: marshalJSON is not compact, escaped JSON (%v)", tc.Spec, err)
 		}
 		if tc.Large && LargeTable(j, IndentLimit) == nil {
-			t.Fatalf("the last case should be sent streamed: %d bytes", routesJSONSize(got.Routes))
+			t.Fatalf("the last case should be sent streamed: %d bytes", routing.RoutesJSONSize(got.Routes))
 		}
 		for _, v := range []any{j, got} {
 			var sb bytes.Buffer
@@ -64,7 +65,7 @@ func TestJobJSON(t *testing.T) {
 		if err := json.Unmarshal(all, &tw); err != nil {
 			t.Fatal(err)
 		}
-		if routes, ok := parseRoutes(tw.Routes); !ok || !reflect.DeepEqual(routes, want.Routes) {
+		if routes, ok := routing.ParseRoutesJSON(tw.Routes); !ok || !reflect.DeepEqual(routes, want.Routes) {
 			t.Fatalf("%s: the fast parser does not read the routes back (ok %v)", tc.Spec, ok)
 		}
 		var ind bytes.Buffer
