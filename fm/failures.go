@@ -763,7 +763,7 @@ func (s *Service) tableLinks(g *topology.Graph, j *client.JobRecord) jobLinks {
 }
 
 // tableLinksStored is tableLinks counting from the table's stored routes
-// (store.EncodeRoutes; nil: from its steps) when they are not cached.
+// (routing.EncodeStoredRoutes; nil: from its steps) when they are not cached.
 func (s *Service) tableLinksStored(g *topology.Graph, j *client.JobRecord, routes []byte) jobLinks {
 	s.linksMu.Lock()
 	e, ok := s.links[j.ID]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/icn-hpc/icn/fm/client"
 	"github.com/icn-hpc/icn/fm/store"
+	"github.com/icn-hpc/icn/routing"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -392,7 +393,7 @@ func TestStoredRoutesRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(got.Table, want) {
 				t.Errorf("job %d: table read back differs", id)
 			}
-			enc, err := store.EncodeRoutes(want)
+			enc, err := routing.EncodeStoredRoutes(want)
 			if err != nil {
 				return err
 			}

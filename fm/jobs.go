@@ -1051,7 +1051,7 @@ type linkCounter struct {
 }
 
 // count returns what table tb puts on the links: counted from its stored
-// routes (store.EncodeRoutes) when given, else from its steps.
+// routes (routing.EncodeStoredRoutes) when given, else from its steps.
 func (lc *linkCounter) count(ld *linkDirs, tb *routing.TableJSON, routes []byte) jobLinks {
 	if len(lc.n) < ld.links {
 		lc.n = make([]int32, ld.links)
@@ -1081,8 +1081,8 @@ func (lc *linkCounter) add(l int) {
 	lc.n[l]++
 }
 
-// countStored counts the routes of a table stored as b (store.EncodeRoutes,
-// read with store.EachRoute) that cross each link, walking the stored runs
+// countStored counts the routes of a table stored as b (routing.EncodeStoredRoutes,
+// read with routing.EachStoredRoute) that cross each link, walking the stored runs
 // of steps from each route's source among active (the table's active
 // nodes): on a plain torus a run of k steps adds one to a stretch of k
 // links of one ring, two entries of lc.diff, summed along the ring at the
@@ -1102,7 +1102,7 @@ func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
 	for i, c := range active {
 		ids[i] = none
 		if len(c) == nd {
-			if v := store.CoordID(c, ld.dims); v >= 0 {
+			if v := routing.CoordID(c, ld.dims); v >= 0 {
 				ids[i] = int32(v)
 			}
 		}
@@ -1111,9 +1111,9 @@ func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
 	for i := range nd {
 		dims[i], stride[i] = int32(ld.dims[i]), int32(ld.stride[i])
 	}
-	// A damaged route stops the walk (EachRoute's error); the routes
+	// A damaged route stops the walk (routing.EachStoredRoute's error); the routes
 	// before it are counted.
-	_ = store.EachRoute(b, len(ids), func(int) {}, func(src, _ int, runs []byte) { // the steps lead to the destination
+	_ = routing.EachStoredRoute(b, len(ids), func(int) {}, func(src, _ int, runs []byte) { // the steps lead to the destination
 		v := ids[src]
 		if v >= 0 {
 			for i, x := range active[src] {

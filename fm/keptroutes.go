@@ -4,13 +4,12 @@ import (
 	"fmt"
 
 	"github.com/icn-hpc/icn/fm/client"
-	"github.com/icn-hpc/icn/fm/store"
 	"github.com/icn-hpc/icn/routing"
 )
 
 // A running job's table is kept in memory as the store keeps it: the
 // record's Table holds the header (nodes, rule, figures) without routes
-// and StoredRoutes the routes encoded (store.EncodeRoutes: about 7 bytes
+// and StoredRoutes the routes encoded (routing.EncodeStoredRoutes: about 7 bytes
 // a route, against 72 decoded), so a 98 304-node torus 60 % full holds
 // its tables in hundreds of megabytes, not gigabytes, and a start reads
 // them without decoding them. Routes are decoded only where one is
@@ -19,7 +18,7 @@ import (
 // routes. The link loads are counted from the encoded routes.
 
 // keepEncoded keeps j's table encoded: routes are its table's routes as
-// store.EncodeRoutes wrote them. j and its table must not be shared yet
+// routing.EncodeStoredRoutes wrote them. j and its table must not be shared yet
 // (a new placement, migration or table); nothing is done without
 // routes.
 func keepEncoded(j *client.JobRecord, routes []byte) {
@@ -47,7 +46,7 @@ func fullTable(j *client.JobRecord) (*routing.TableJSON, error) {
 		return j.Table, nil
 	}
 	tf := *j.Table
-	if err := store.DecodeRoutes(routes, &tf); err != nil {
+	if err := routing.DecodeStoredRoutes(routes, &tf); err != nil {
 		return nil, fmt.Errorf("job %d: %v", j.ID, err)
 	}
 	return &tf, nil

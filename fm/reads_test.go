@@ -14,7 +14,6 @@ import (
 
 	"github.com/icn-hpc/icn/fm/api"
 	"github.com/icn-hpc/icn/fm/client"
-	"github.com/icn-hpc/icn/fm/store"
 
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
@@ -178,7 +177,7 @@ func TestStoredLinkCountsMatchWalk(t *testing.T) {
 				t.Fatal(err)
 			}
 			tf := mustTable(j)
-			routes, err := store.EncodeRoutes(tf)
+			routes, err := routing.EncodeStoredRoutes(tf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +265,7 @@ func TestStoredLinkCountsRandomRoutes(t *testing.T) {
 			}
 			tf.Routes = append(tf.Routes, routing.RouteJSON{Src: tf.Active[r.IntN(len(tf.Active))], Dst: tf.Active[r.IntN(len(tf.Active))], Dirs: dirs})
 		}
-		routes, err := store.EncodeRoutes(tf)
+		routes, err := routing.EncodeStoredRoutes(tf)
 		if err != nil {
 			t.Fatal(err)
 		}

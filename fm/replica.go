@@ -14,6 +14,7 @@ import (
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/fm/client"
 	"github.com/icn-hpc/icn/fm/store"
+	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -573,7 +574,7 @@ func (s *Service) Health() client.Health {
 // over). Everything is computed before the state is swapped in.
 func (s *Service) applyChange(ch *store.Change) error {
 	s.mu.RLock()
-	rec, base, g, routing, noJobs, state := s.fabric, s.base, s.g, s.routing, s.noJobs, s.state
+	rec, base, g, router, noJobs, state := s.fabric, s.base, s.g, s.routing, s.noJobs, s.state
 	jobs := make(map[int]*client.JobRecord, len(s.jobs))
 	for id, j := range s.jobs {
 		jobs[id] = j
@@ -589,7 +590,7 @@ func (s *Service) applyChange(ch *store.Change) error {
 			if err != nil {
 				return fmt.Errorf("stored fabric: %v", err)
 			}
-			g, routing, noJobs = md.g, md.routing, md.noJobs
+			g, router, noJobs = md.g, md.routing, md.noJobs
 			fabricChanged = true
 		}
 		rec = *ch.Fabric
@@ -604,7 +605,7 @@ func (s *Service) applyChange(ch *store.Change) error {
 			old := jobs[id]
 			switch {
 			case have && routes != nil:
-				if err := store.CheckRoutes(routes, len(j.Table.Active)); err != nil {
+				if err := routing.CheckStoredRoutes(routes, len(j.Table.Active)); err != nil {
 					return fmt.Errorf("job %d: %v", id, err)
 				}
 				keepEncoded(j, routes)
@@ -642,7 +643,7 @@ func (s *Service) applyChange(ch *store.Change) error {
 		}
 	}
 	s.mu.Lock()
-	s.fabric, s.g, s.routing, s.noJobs, s.state = rec, g, routing, noJobs, state
+	s.fabric, s.g, s.routing, s.noJobs, s.state = rec, g, router, noJobs, state
 	if fabricChanged {
 		s.fabricVer++
 	}

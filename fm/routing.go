@@ -5,7 +5,6 @@ import (
 	"runtime"
 
 	"github.com/icn-hpc/icn/fm/client"
-	"github.com/icn-hpc/icn/fm/store"
 
 	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/routing"
@@ -80,7 +79,7 @@ func newTable(ctx context.Context, r Routing, active, transit []int) (*routing.T
 	if err != nil {
 		return nil, nil, stats, err
 	}
-	routes, err := store.EncodeRoutes(tf)
+	routes, err := routing.EncodeStoredRoutes(tf)
 	if err != nil {
 		return nil, nil, stats, err
 	}
@@ -92,7 +91,7 @@ func newTable(ctx context.Context, r Routing, active, transit []int) (*routing.T
 func verifyEncoded(r Routing, tf *routing.TableJSON, routes []byte) error {
 	if tf.Routes == nil && routes != nil {
 		c := *tf
-		if err := store.DecodeRoutes(routes, &c); err != nil {
+		if err := routing.DecodeStoredRoutes(routes, &c); err != nil {
 			return err
 		}
 		tf = &c

@@ -652,7 +652,7 @@ func (s *Service) decodeStored(stored []storedJob) {
 	par.For(len(stored), workers, func(w, i int) {
 		sj := &stored[i]
 		if sj.routes != nil && sj.j.Table != nil {
-			if err := store.CheckRoutes(sj.routes, len(sj.j.Table.Active)); err != nil {
+			if err := routing.CheckStoredRoutes(sj.routes, len(sj.j.Table.Active)); err != nil {
 				sj.err = fmt.Errorf("job %d: %v", sj.j.ID, err)
 				return
 			}

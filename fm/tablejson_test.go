@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/icn-hpc/icn/fm/store"
 	"github.com/icn-hpc/icn/internal/tabletest"
+	"github.com/icn-hpc/icn/routing"
 )
 
 // TestTableJSONMatchesFileRoundTrip: the table built in memory
@@ -29,7 +29,7 @@ func TestTableJSONMatchesFileRoundTrip(t *testing.T) {
 
 // TestTableEncodedMatchesEncodeRoutes: a table encoded straight from the
 // routing table (tableEncoded) has the header and the stored routes of
-// the table in the file format (its header, and store.EncodeRoutes of
+// the table in the file format (its header, and routing.EncodeStoredRoutes of
 // its routes), on the cases of the file round trip.
 func TestTableEncodedMatchesEncodeRoutes(t *testing.T) {
 	for _, tc := range tabletest.Cases(t) {
@@ -37,7 +37,7 @@ func TestTableEncodedMatchesEncodeRoutes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := store.EncodeRoutes(full)
+		want, err := routing.EncodeStoredRoutes(full)
 		if err != nil {
 			t.Fatal(err)
 		}

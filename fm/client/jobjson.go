@@ -17,7 +17,7 @@ type flushFunc func(b []byte) ([]byte, error)
 type jobFields JobRecord
 
 // MarshalJSON encodes a job as encoding/json would, with the routing
-// table written by appendTableJSON (placed last among the keys).
+// table written by routing.AppendTableJSON (placed last among the keys).
 func (j *JobRecord) MarshalJSON() ([]byte, error) {
 	c := jobFields(*j)
 	c.Table = nil

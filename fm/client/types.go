@@ -85,7 +85,7 @@ type JobRecord struct {
 	// written before it was kept).
 	Selection *Selection `json:"selection,omitempty"`
 	// StoredRoutes, in memory only, are Table's routes encoded as the
-	// store keeps them (store.EncodeRoutes) when Table holds no routes
+	// store keeps them (routing.EncodeStoredRoutes) when Table holds no routes
 	// of its own: the service keeps running jobs' tables so (a 2 048-node
 	// job's 4.2 million routes take 30 MB encoded, 300 MB decoded). A
 	// table with routes is the table whatever StoredRoutes holds.

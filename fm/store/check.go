@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/routing"
 )
 
 // checkRecords checks every record of every bucket, the same way on
@@ -58,7 +59,7 @@ func checkRecords(kv kvTx) error {
 			if err != nil {
 				return err
 			}
-			return CheckRoutes(data, len(j.Table.Active))
+			return routing.CheckStoredRoutes(data, len(j.Table.Active))
 		}
 		return nil
 	}); err != nil {

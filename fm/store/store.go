@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/routing"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -541,7 +542,7 @@ func (t *Tx) Fabric() (f FabricRecord, ok bool, err error) {
 }
 
 // PutJob stores a job: its record, and its table's routes apart. routes
-// are the table's routes already encoded (EncodeRoutes, done before the
+// are the table's routes already encoded (routing.EncodeStoredRoutes, done before the
 // transaction); nil takes the job's StoredRoutes for a table without
 // routes, else encodes them here. A job without a table loses its
 // stored routes.
@@ -558,7 +559,7 @@ func (t *Tx) PutJob(j *client.JobRecord, routes []byte) error {
 	}
 	if routes == nil {
 		var err error
-		if routes, err = EncodeRoutes(j.Table); err != nil {
+		if routes, err = routing.EncodeStoredRoutes(j.Table); err != nil {
 			return fmt.Errorf("job %d: %v", j.ID, err)
 		}
 	}
@@ -591,12 +592,12 @@ func (t *Tx) attachRoutes(j *client.JobRecord) error {
 	if err != nil {
 		return err
 	}
-	return DecodeRoutes(data, j.Table)
+	return routing.DecodeStoredRoutes(data, j.Table)
 }
 
 // JobsStored calls fn for every stored job in id order with its record
 // (its table's header only: no routes) and its table's stored routes,
-// checksum checked and not yet decoded (DecodeRoutes; nil when the job
+// checksum checked and not yet decoded (routing.DecodeStoredRoutes; nil when the job
 // has no table, and in a schema 1 store, whose records hold the routes);
 // the routes are valid only during the call.
 func (t *Tx) JobsStored(fn func(j *client.JobRecord, routes []byte) error) error {
@@ -834,7 +835,7 @@ type Change struct {
 	Fabric *FabricRecord
 	// Jobs are the job records written (tables with their headers only).
 	Jobs map[int]*client.JobRecord
-	// Routes are the tables' routes written (decoded with DecodeRoutes
+	// Routes are the tables' routes written (decoded with routing.DecodeStoredRoutes
 	// into the job's table); a nil value: the job's routes were deleted.
 	Routes map[int][]byte
 	// Groups are the group records written; a nil value: deleted.

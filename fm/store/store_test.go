@@ -110,7 +110,7 @@ func fill(t *testing.T, s *Store) {
 
 func mustEncode(t *testing.T, tf *routing.TableJSON) []byte {
 	t.Helper()
-	b, err := EncodeRoutes(tf)
+	b, err := routing.EncodeStoredRoutes(tf)
 	if err != nil {
 		t.Fatal(err)
 	}
