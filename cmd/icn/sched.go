@@ -348,7 +348,14 @@ func newSchedSimulateCmd() *cobra.Command {
 }
 
 // simulateTiming reads --start-delay and --pass-interval.
+// An empty value (options made without the flags) is 0.
 func simulateTiming(o schedSimulateOptions) (delay func(sched.Job) float64, interval float64, err error) {
+	if o.interval == "" {
+		o.interval = "0"
+	}
+	if o.startDelay == "" {
+		o.startDelay = "0"
+	}
 	if interval, err = sched.ParseDelay(o.interval); err != nil {
 		return nil, 0, fmt.Errorf("--pass-interval: %v", err)
 	}
