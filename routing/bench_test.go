@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/internal/benchscen"
+	"github.com/icn-hpc/icn/topology"
 )
 
 // cpuTime returns the process's user+system CPU time (the benchmarks
@@ -46,7 +50,9 @@ func cpuRun(b *testing.B, name string, f func()) {
 // same-run baselines: "seq" is the strictly sequential algorithm (one
 // source per round, one worker), "baseline" the coordinate algorithm.
 func BenchmarkTable(b *testing.B) {
-	for _, spec := range []string{"8x8x4x4", "16x16x16", "8x8x8x8"} {
+	// icn bench's table rows time the first two (benchscen).
+	for _, spec := range []string{benchscen.TableVsBaseline.Full, benchscen.WholeTable.Full, "torus:8x8x8x8"} {
+		spec = strings.TrimPrefix(spec, "torus:")
 		g := mustTorus(b, spec)
 		r := mustRouter(b, g, AngaraStar)
 		all := allNodes(g.NumNodes())
@@ -70,9 +76,27 @@ func BenchmarkTable(b *testing.B) {
 	}
 }
 
-// jobFailures are the 10 failed X/Y links of the 32x32x32 job benchmark
-// (all inside the job's slab z = 0..4 or on its transit plane z = 31).
-const jobFailures = "1.1.0+X,2.5.1+Y,7.7.2+X,9.12.3+Y,14.3.0+X,17.20.1+Y,21.9.2+X,25.25.3+Y,28.14.4+X,30.30.31+Y"
+// benchJob builds the job scenario icn bench's job row also runs
+// (benchscen.JobTable at full size: 4 096 active nodes *.*.0-3 of a
+// 32x32x32 machine, transit planes *.*.4 and *.*.31, 10 failed X/Y
+// links): the machine with its failures, and the nodes.
+func benchJob(b testing.TB) (g *topology.Graph, active, transit []int) {
+	j := benchscen.JobTable(false)
+	g, err := topology.Parse(j.Topo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if g, err = g.ApplyFaults(j.FailLinks, ""); err != nil {
+		b.Fatal(err)
+	}
+	if active, err = g.ParseNodes(j.Active); err != nil {
+		b.Fatal(err)
+	}
+	if transit, err = g.ParseNodes(j.Transit); err != nil {
+		b.Fatal(err)
+	}
+	return g, active, transit
+}
 
 // BenchmarkJobTable measures a job's table on a 32x32x32 machine (32 768
 // nodes): 4 096 active nodes *.*.0-3, transit planes *.*.4 and *.*.31, 10
@@ -80,19 +104,7 @@ const jobFailures = "1.1.0+X,2.5.1+Y,7.7.2+X,9.12.3+Y,14.3.0+X,17.20.1+Y,21.9.2+
 // construction on the whole machine) is built once outside the loop and
 // also measured alone as "router".
 func BenchmarkJobTable(b *testing.B) {
-	g := mustTorus(b, "32x32x32")
-	g, err := g.ApplyFaults(jobFailures, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	active, err := g.ParseNodes("*.*.0-3")
-	if err != nil {
-		b.Fatal(err)
-	}
-	transit, err := g.ParseNodes("*.*.4,*.*.31")
-	if err != nil {
-		b.Fatal(err)
-	}
+	g, active, transit := benchJob(b)
 	r := mustRouter(b, g, AngaraStar)
 	cpuRun(b, "router", func() { mustRouter(b, g, AngaraStar) })
 	cpuRun(b, "table", func() {

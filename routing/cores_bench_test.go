@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/icn-hpc/icn/internal/benchscen"
 )
 
 // coreCounts are the GOMAXPROCS values BenchmarkBuildTableCores compares:
@@ -41,21 +44,9 @@ func BenchmarkBuildTableCores(b *testing.B) {
 		r               *Router
 		active, transit []int
 	}
-	g16 := mustTorus(b, "16x16x16")
+	g16 := mustTorus(b, strings.TrimPrefix(benchscen.WholeTable.Full, "torus:"))
 	cases := []tcase{{"16x16x16", mustRouter(b, g16, AngaraStar), allNodes(g16.NumNodes()), nil}}
-	g32 := mustTorus(b, "32x32x32")
-	g32, err := g32.ApplyFaults(jobFailures, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	active, err := g32.ParseNodes("*.*.0-3")
-	if err != nil {
-		b.Fatal(err)
-	}
-	transit, err := g32.ParseNodes("*.*.4,*.*.31")
-	if err != nil {
-		b.Fatal(err)
-	}
+	g32, active, transit := benchJob(b)
 	cases = append(cases, tcase{"job32x32x32", mustRouter(b, g32, AngaraStar), active, transit})
 	procs := coreCounts()
 	for _, c := range cases {

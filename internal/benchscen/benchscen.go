@@ -4,8 +4,7 @@
 // data only (specs in the syntax of topology.Parse, node lists and link
 // failures in that of Graph.ParseNodes and Graph.ApplyFaults, engine and
 // rule names) and imports nothing of icn, so the tests of any package can
-// use it. (routing's benchmarks still spell out their torus and job
-// scenarios themselves; the comments below name them.)
+// use it.
 package benchscen
 
 // Network is a scenario's network at full size and the smaller one
