@@ -393,6 +393,43 @@ func TestReplayHPC2N(t *testing.T) {
 	}
 }
 
+// TestHPC2NModelCadence replays TestReplayHPC2N's slices (the first 100
+// and 249 jobs, scaled to 32 nodes) through the model of Slurm's FCFS
+// with scheduling passes only every I trace seconds, to read the
+// machine's waits against a scheduler's cadence: no Slurm needed. Run
+// with ICN_HPC2N_SWF=FILE go test -tags long -run TestHPC2NModelCadence -v ./slurmagent.
+func TestHPC2NModelCadence(t *testing.T) {
+	path := os.Getenv("ICN_HPC2N_SWF")
+	if path == "" {
+		t.Skip("ICN_HPC2N_SWF names the HPC2N slice (standard workload format)")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace, err := sched.ParseSWF(f, path, sched.SWFOptions{})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{100, 249} {
+		stream := &sched.Stream{Source: trace.Source}
+		for _, j := range trace.Jobs[:min(n, len(trace.Jobs))] {
+			j.Nodes = max(1, int(math.Round(float64(j.Nodes)*32/240)))
+			stream.Jobs = append(stream.Jobs, j)
+		}
+		for _, iv := range []float64{0, 1000, 2500, 5000, 10000} {
+			flat, _ := sched.NewFlatMachine(32, nil)
+			rep, err := sched.Simulate(sched.Config{Machine: flat, Policy: sched.Policy{Window: 1, Interval: iv}}, stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d jobs, model of Slurm's FCFS, a pass every %5.0f trace s: utilization %5.1f %%  mean relative wait %5.2f  mean wait %6.0f s",
+				n, iv, 100*rep.Utilization, rep.TMean, rep.MeanWait)
+		}
+	}
+}
+
 // launchDelays gives each job's launch delay on a machine row (the time
 // it held its nodes beyond its run time, as the squeue polls saw it) and
 // their median.
