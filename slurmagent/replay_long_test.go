@@ -280,20 +280,7 @@ func TestReplayHPC2N(t *testing.T) {
 	if v, err := strconv.ParseFloat(os.Getenv("ICN_HPC2N_SCALE"), 64); err == nil && v > 0 {
 		scale = v
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trace, err := sched.ParseSWF(f, path, sched.SWFOptions{})
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream := &sched.Stream{Source: trace.Source}
-	for _, j := range trace.Jobs[:min(n, len(trace.Jobs))] {
-		j.Nodes = max(1, int(math.Round(float64(j.Nodes)*32/240)))
-		stream.Jobs = append(stream.Jobs, j)
-	}
+	stream := hpc2nSlice(readHPC2N(t, path), n)
 	runs := make([]float64, 0, len(stream.Jobs))
 	for _, j := range stream.Jobs {
 		runs = append(runs, j.Runtime)
@@ -330,7 +317,7 @@ func TestReplayHPC2N(t *testing.T) {
 	g, _ := topology.Parse("torus:4x4x2")
 	fcfs := func(s *sched.Stream, delay map[int]float64) replayResult {
 		flat, _ := sched.NewFlatMachine(32, nil)
-		rep, err := sched.Simulate(sched.Config{Machine: flat, Policy: sched.Policy{Window: 1}, StartDelay: delayOf(delay)}, s)
+		rep, err := sched.Simulate(sched.Config{Machine: flat, Policy: sched.Policy{Window: 1}, StartDelay: sched.DelayOf(delay, 0)}, s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,7 +332,7 @@ func TestReplayHPC2N(t *testing.T) {
 		if passes {
 			pol.Interval = 0.1 * scale
 		}
-		rep, err := sched.Simulate(sched.Config{State: st, Router: rt, Algo: algo, Policy: pol, StartDelay: delayOf(delay),
+		rep, err := sched.Simulate(sched.Config{State: st, Router: rt, Algo: algo, Policy: pol, StartDelay: sched.DelayOf(delay, 0),
 			Transit: func(m int) int { return sched.TransitLimit(0.6, m) }}, s)
 		if err != nil {
 			t.Fatal(err)
@@ -403,21 +390,9 @@ func TestHPC2NModelCadence(t *testing.T) {
 	if path == "" {
 		t.Skip("ICN_HPC2N_SWF names the HPC2N slice (standard workload format)")
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trace, err := sched.ParseSWF(f, path, sched.SWFOptions{})
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	trace := readHPC2N(t, path)
 	for _, n := range []int{100, 249} {
-		stream := &sched.Stream{Source: trace.Source}
-		for _, j := range trace.Jobs[:min(n, len(trace.Jobs))] {
-			j.Nodes = max(1, int(math.Round(float64(j.Nodes)*32/240)))
-			stream.Jobs = append(stream.Jobs, j)
-		}
+		stream := hpc2nSlice(trace, n)
 		for _, iv := range []float64{0, 1000, 2500, 5000, 10000} {
 			flat, _ := sched.NewFlatMachine(32, nil)
 			rep, err := sched.Simulate(sched.Config{Machine: flat, Policy: sched.Policy{Window: 1, Interval: iv}}, stream)
@@ -448,12 +423,30 @@ func launchDelays(stream *sched.Stream, r replayResult) (map[int]float64, float6
 	return delay, all[len(all)/2]
 }
 
-// delayOf is a StartDelay from per-job delays (nil: none).
-func delayOf(delay map[int]float64) func(sched.Job) float64 {
-	if delay == nil {
-		return nil
+// readHPC2N reads the HPC2N trace (SWF) at path.
+func readHPC2N(t *testing.T, path string) *sched.Stream {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return func(j sched.Job) float64 { return delay[j.ID] }
+	defer f.Close()
+	trace, err := sched.ParseSWF(f, path, sched.SWFOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trace
+}
+
+// hpc2nSlice is the trace's first n jobs scaled to the 32 nodes:
+// nodes = max(1, round(procs·32/240)).
+func hpc2nSlice(trace *sched.Stream, n int) *sched.Stream {
+	stream := &sched.Stream{Source: trace.Source}
+	for _, j := range trace.Jobs[:min(n, len(trace.Jobs))] {
+		j.Nodes = max(1, int(math.Round(float64(j.Nodes)*32/240)))
+		stream.Jobs = append(stream.Jobs, j)
+	}
+	return stream
 }
 
 // fcfsLatency is, for each job of an FCFS machine row, the time between
