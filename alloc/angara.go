@@ -36,21 +36,24 @@ func NewAngaraRouter(g *topology.Graph, rule string) (*AngaraRouter, error) {
 }
 
 // Props implements Router. Answers are translation invariant on a torus
-// without failed links or nodes when R_A* accepted no extra dependency:
-// then a route's legality depends only on its directions and on the set
-// it stays in. Blocks share their answers only there too: with failed
-// links anywhere on the torus, R_A* accepts dependencies that depend on
-// all failures, and blocks of one size were found to reduce and route
-// differently under angara* and angara (TestBlockSharingUnderFailures).
-// Every rule allows the straight direction-ordered route inside a box.
+// without failed links or nodes when R_A* accepted no extra dependency or
+// accepted the same ones at every translate (routing's
+// ExtrasRingInvariant): then a route's legality depends only on its
+// directions and on the set it stays in. Blocks share their answers only
+// there too: with failed links anywhere on the torus, R_A* accepts
+// dependencies that depend on all failures, and blocks of one size were
+// found to reduce and route differently under angara* and angara
+// (TestBlockSharingUnderFailures). Every rule allows the straight
+// direction-ordered route inside a box.
 func (a *AngaraRouter) Props() RouterProps {
 	_, accepted := a.R.ExtraDependencies()
 	g := a.R.Graph()
-	invariant := accepted == 0 && faultFreeTorus(g)
+	sameExtras := accepted == 0 || a.R.ExtrasRingInvariant()
+	invariant := sameExtras && faultFreeTorus(g)
 	// Translations along the rings map a torus with mesh dimensions onto
-	// itself, directions included, and the rules look only at
-	// directions.
-	ring := accepted == 0 && len(g.FailedLinks()) == 0 && len(g.FailedNodes()) == 0
+	// itself, directions included, and the rules look only at directions
+	// and at the accepted dependencies.
+	ring := sameExtras && len(g.FailedLinks()) == 0 && len(g.FailedNodes()) == 0
 	p := RouterProps{TranslationInvariant: invariant, BlocksLocal: invariant, BoxesReachable: true, RingInvariant: ring}
 	if !ring && accepted > 0 && len(g.FailedLinks()) == 0 && len(g.FailedNodes()) == 0 {
 		p.RingLower, p.RingUpper = a.ringBounds()

@@ -51,7 +51,8 @@ func (h *pairHints) learn(active []int, bad [2]int) {
 // answer reports whether the set is reachable: at once when the box of
 // its active nodes lies inside it (boxCovers) or when the set does not
 // connect them, else by the router, which tries the worker's remembered
-// pairs first.
+// pairs first. Its questions belong to the enumeration phase: they end
+// with errCut when the phase does.
 func (d *decision) answer(w int, active, transit []int) (bool, error) {
 	if d.clock.enum.Load() {
 		return false, errCut
@@ -69,7 +70,9 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 	if !d.work[w].conn.joins(h.links.of(d.s.g), active, transit) {
 		return false, nil
 	}
-	ok, bad, err := d.rt.ReachableWithHints(active, transit, h.pairs(active))
+	// A question of a large set outlasting the phase would outlast the
+	// budget: it is given up with errCut when the phase ends.
+	ok, bad, err := reachableUntil(d.rt, active, transit, h.pairs(active), d.clock.enum.Load)
 	if err != nil || ok {
 		return ok, err
 	}

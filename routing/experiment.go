@@ -342,7 +342,7 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 		if err := r.prepareSet(fw.s, all, nil); err != nil {
 			panic(err) // cannot happen: all nodes are alive
 		}
-		ok, _ := r.reachSet(fw.s, nil)
+		ok, _ := r.reachSet(fw.s, nil, true)
 		return ok
 	}
 	minus := &Router{t: t, rule: Rule{Kind: au[0].kind, Order: au[0].order}, order: au[0].order, a: au[0], up: fw.up}

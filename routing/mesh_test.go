@@ -146,14 +146,15 @@ func TestMixedToriFailures(t *testing.T) {
 
 // TestMixedToriTranslates: a set translated along the rings it does not
 // cover (any shift) and along the mesh dimensions (staying inside) gets
-// the same table under
-// the rules whose routes depend only on the set (not angara*, whose
-// accepted dependencies differ from node to node on a torus with mesh
+// the same table under the rules whose routes depend only on the set,
+// and under angara* translated along the rings when its accepted
+// dependencies are the same at every ring translate
+// (ExtrasRingInvariant; they differ from node to node along the mesh
 // dimensions).
 func TestMixedToriTranslates(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 5))
-	compared := 0
-	for trial := 0; trial < 30; trial++ {
+	compared, star := 0, 0
+	for trial := 0; trial < 40; trial++ {
 		spec := []string{"6x5:mesh=X", "5x4x3:mesh=Y", "4x4x2:mesh=X,Z", "4x3x2x2:mesh=Y,W"}[trial%4]
 		g := mustTorus(t, spec)
 		dims, wrap := g.Dims(), g.Wrap()
@@ -165,10 +166,16 @@ func TestMixedToriTranslates(t *testing.T) {
 			}
 		}
 		active, transit := randomBoxSet(t, rng, dims, size, 1, -1)
-		kind := []Kind{DOR, Dirbit, AngaraMinus, Angara}[trial%4]
+		kind := []Kind{DOR, Dirbit, AngaraMinus, Angara, AngaraStar}[trial%5]
 		r, err := NewRouter(g, Rule{Kind: kind})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if kind == AngaraStar {
+			if _, acc := r.ExtraDependencies(); acc == 0 || !r.ExtrasRingInvariant() {
+				t.Fatalf("%s: angara* accepted %d dependencies, ring invariant %v", spec, acc, r.ExtrasRingInvariant())
+			}
+			star++
 		}
 		base, err := r.Build(context.Background(), active, transit, BuildOptions{})
 		if err != nil {
@@ -182,6 +189,9 @@ func TestMixedToriTranslates(t *testing.T) {
 					// a whole ring: the frame starts at 0, it does not move
 				case wrap[i]:
 					sh[i] = rng.IntN(d)
+				case kind == AngaraStar:
+					// the mesh position stays: its accepted
+					// dependencies are not those of another
 				default:
 					sh[i] = rng.IntN(d - size[i] + 1)
 				}
@@ -210,8 +220,47 @@ func TestMixedToriTranslates(t *testing.T) {
 			compared++
 		}
 	}
-	if compared < 60 {
-		t.Fatalf("only %d translates compared", compared)
+	if compared < 80 || star < 6 {
+		t.Fatalf("only %d translates compared, %d sets under angara*", compared, star)
+	}
+}
+
+// TestExtrasRingInvariant: the check of routing's R_A* construction finds
+// the accepted dependencies of the fault-free mixed tori the same at
+// every ring translate, and finds them not so when one channel's are
+// changed, or after a failed link (whose neighbourhood accepts others).
+func TestExtrasRingInvariant(t *testing.T) {
+	for _, spec := range []string{"6x5:mesh=X", "5x4x3:mesh=Y", "4x3x2x2:mesh=Y,W", "6x5x4x2x3x2:mesh=W,U"} {
+		g := mustTorus(t, spec)
+		r, err := NewRouter(g, Rule{Kind: AngaraStar})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.ExtrasRingInvariant() {
+			t.Fatalf("%s: accepted dependencies differ along the rings", spec)
+		}
+		extra := slices.Clone(r.star.extra)
+		c := slices.IndexFunc(extra, func(e uint16) bool { return e != 0 })
+		extra[c] ^= extra[c] & -extra[c] // one accepted continuation less
+		if extrasRingInvariant(r.t, extra) {
+			t.Fatalf("%s: channel %d changed, still found invariant", spec, c)
+		}
+		failed, err := g.WithFaults([]int{c / 2}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rf, err := NewRouter(failed, Rule{Kind: AngaraStar})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, acc := rf.ExtraDependencies(); acc > 0 && rf.ExtrasRingInvariant() {
+			t.Fatalf("%s: with link %d failed, found invariant", spec, c/2)
+		}
+	}
+	// The other rules accept nothing, and are invariant.
+	r, err := NewRouter(mustTorus(t, "4x3:mesh=Y"), Rule{Kind: Angara})
+	if err != nil || !r.ExtrasRingInvariant() {
+		t.Fatalf("angara: %v %v", err, r.ExtrasRingInvariant())
 	}
 }
 

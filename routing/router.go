@@ -155,6 +155,16 @@ func (r *Router) ExtraDependencies() (offered, accepted int) {
 	return r.star.candidates, r.star.accepted
 }
 
+// ExtrasRingInvariant reports whether, under angara*, the accepted
+// dependencies are the same at every translate along the ring dimensions,
+// so that the rule, like the others, looks only at directions and at the
+// positions along mesh dimensions (true for the other rules). The
+// answers of such a router on a network without failures depend only on
+// the set up to a translation along the rings.
+func (r *Router) ExtrasRingInvariant() bool {
+	return r.star == nil || r.star.accepted == 0 || r.star.ringInvariant
+}
+
 // ExtraAllowed reports whether, under angara*, a packet that entered
 // node Dst(c) through channel c may continue in direction d although d is
 // below c's direction in the order (an accepted FS/LS dependency). It is
@@ -175,13 +185,22 @@ func (r *Router) condOK(v, q int, d Dir) bool {
 type scratch struct {
 	// stop, when not nil, is asked between batches of sources of
 	// reachSet; stopped records that it ended the check.
-	stop     func() bool
-	stopped  bool
-	setStamp []uint32 // per node: == setEpoch when in M_{a,t}
-	setEpoch uint32
-	actIdx   []int32  // per node: index in the sorted active list, valid when in set and active
-	loc      []int32  // per node: local index in the set (newLocalSet), valid for set nodes
-	open     []uint16 // per node in the set: bit d set when the channel in direction d is alive and leads into the set
+	stop    func() bool
+	stopped bool
+	// sourceOrder's scratch (holesFirst): candidate sources, and the
+	// set's node count per position of each dimension
+	rim        []int32
+	layerOff   []int
+	layerCount []int32
+	// sweep: per node (index of the reachability arrays), == endedEpoch
+	// when the sweep reached it where a route may end
+	ended      []uint32
+	endedEpoch uint32
+	setStamp   []uint32 // per node: == setEpoch when in M_{a,t}
+	setEpoch   uint32
+	actIdx     []int32  // per node: index in the sorted active list, valid when in set and active
+	loc        []int32  // per node: local index in the set (newLocalSet), valid for set nodes
+	open       []uint16 // per node in the set: bit d set when the channel in direction d is alive and leads into the set
 	// openStamp[v] == setEpoch when open[v] is computed for the set
 	openStamp []uint32
 	isAct     []uint32
@@ -414,8 +433,13 @@ func (r *Router) openMask(s *scratch, v int32) uint16 {
 // route whose transit nodes all lie in active ∪ transit (the set M_{a,t}
 // of seed 001 §2.4). It has the signature alloc.Router expects.
 func (r *Router) Reachable(active, transit []int) (bool, error) {
-	ok, _, err := r.ReachableFirst(active, transit)
-	return ok, err
+	s := r.getScratch()
+	defer r.putScratch(s)
+	if err := r.prepareSet(s, active, transit); err != nil {
+		return false, err
+	}
+	ok, _ := r.reachSet(s, nil, true)
+	return ok, nil
 }
 
 // ReachableFirst is Reachable that also returns one unreachable pair (source,
@@ -427,7 +451,7 @@ func (r *Router) ReachableFirst(active, transit []int) (ok bool, bad [2]int, err
 	if err := r.prepareSet(s, active, transit); err != nil {
 		return false, [2]int{-1, -1}, err
 	}
-	ok, bad = r.reachSet(s, nil)
+	ok, bad = r.reachSet(s, nil, false)
 	return ok, bad, nil
 }
 
@@ -448,9 +472,11 @@ func (r *Router) ReachableFirst(active, transit []int) (ok bool, bad [2]int, err
 // after the batch holding a source without a route to some destination,
 // and callers name the nodes that lacked a route in similar sets. The
 // pair returned is the missing one whose source comes first in that
-// order, then the smallest destination (without first: the smallest
-// source, then the smallest destination).
-func (r *Router) reachSet(s *scratch, first []int) (bool, [2]int) {
+// order, then the smallest destination. With holes, the nodes in the most
+// partial layers of the set come next, in the first batches
+// (holesFirst); without first and holes the pair is the one with the
+// smallest source, then the smallest destination.
+func (r *Router) reachSet(s *scratch, first []int, holes bool) (bool, [2]int) {
 	act := s.act
 	S := int32(r.a.nstates)
 	N := s.width
@@ -460,7 +486,7 @@ func (r *Router) reachSet(s *scratch, first []int) (bool, [2]int) {
 	if len(s.mask) < int(S)*N {
 		s.mask = make([]uint64, int(S)*N) // zero outside a check: each pass clears what it set
 	}
-	r.sourceOrder(s, first)
+	r.sourceOrder(s, first, holes)
 	begin := int32(r.a.begin)
 	for b0 := 0; b0 < len(act); b0 += 64 {
 		if s.stop != nil && s.stop() {
@@ -497,30 +523,36 @@ const maxFirst = 32
 
 // sourceOrder fills s.order with the indices of the active nodes in the
 // order reachSet takes them as sources (see reachSet): the active nodes of
-// first, then the others in the order of the active list; and s.pos with
-// each one's position in it.
-func (r *Router) sourceOrder(s *scratch, first []int) {
+// first, then with holes those holesFirst picks, then the others in the
+// order of the active list; and s.pos with each one's position in it.
+func (r *Router) sourceOrder(s *scratch, first []int, holes bool) {
 	m := len(s.act)
 	s.order = slices.Grow(s.order[:0], m)[:m]
 	s.pos = slices.Grow(s.pos[:0], m)[:m]
 	for i := range m {
 		s.order[i], s.pos[i] = int32(i), int32(i)
 	}
-	if m <= 64 || len(first) == 0 {
+	if m <= 64 || len(first) == 0 && !holes {
 		return // one batch (the order changes nothing), or the list's order
 	}
 	s.order = s.order[:0]
 	for i := range s.pos {
 		s.pos[i] = -1
 	}
-	for _, v := range first {
-		if len(s.order) == maxFirst || !r.isActive(s, v) {
-			continue
-		}
+	add := func(v int) {
 		if i := s.actIdx[v]; s.pos[i] < 0 {
 			s.pos[i] = int32(len(s.order))
 			s.order = append(s.order, i)
 		}
+	}
+	for _, v := range first {
+		if len(s.order) == maxFirst || !r.isActive(s, v) {
+			continue
+		}
+		add(v)
+	}
+	if holes {
+		r.holesFirst(s, add)
 	}
 	for i := range int32(m) {
 		if s.pos[i] < 0 {
@@ -528,6 +560,131 @@ func (r *Router) sourceOrder(s *scratch, first []int) {
 			s.order = append(s.order, i)
 		}
 	}
+}
+
+// holeSources bounds the sources holesFirst puts first (four batches).
+const holeSources = 256
+
+// holesFirst adds to the first batches of sources (up to holeSources in
+// all) the
+// active nodes that lie in the most partial layers of the set: a layer is
+// the set's bounding box (cyclic intervals on rings) cut at one position
+// of one dimension, partial when the set does not fill it. A box has no
+// partial layer. In a box with a part cut away, the routes that must
+// detour around the hole start in the layers through it, the more of
+// them the likelier, so a set that is not reachable is usually found so
+// in the first batches rather than after most of them. The order changes
+// only how soon a failing source is met, never the answer.
+func (r *Router) holesFirst(s *scratch, add func(v int)) {
+	room := holeSources - len(s.order)
+	t := r.t
+	if room <= 0 {
+		return
+	}
+	// count[off[i]+c]: the set's nodes at position c of dimension i.
+	off := s.layerOff[:0]
+	total := 0
+	for _, d := range t.dims {
+		off = append(off, total)
+		total += d
+	}
+	s.layerOff = off
+	count := slices.Grow(s.layerCount[:0], total)[:total]
+	clear(count)
+	s.layerCount = count
+	coordOf := func(v int32, i int) int { return int(v) / t.stride[i] % t.dims[i] }
+	for _, list := range [2][]int32{s.act, s.trans} {
+		for _, v := range list {
+			for i := range t.dims {
+				count[off[i]+coordOf(v, i)]++
+			}
+		}
+	}
+	// The bounding box's extent along each dimension, and the size of a
+	// layer across it.
+	span := make([]int, len(t.dims))
+	vol := 1
+	for i, d := range t.dims {
+		span[i] = boxExtent(count[off[i]:off[i]+d], t.wrap[i])
+		vol *= span[i]
+	}
+	score := func(v int32) int {
+		k := 0
+		for i := range t.dims {
+			if c := count[off[i]+coordOf(v, i)]; int(c)*span[i] < vol {
+				k++
+			}
+		}
+		return k
+	}
+	// The best-scored unpicked nodes, evenly spread along the active
+	// list within the last score taken.
+	var byScore [17]int
+	for _, v := range s.act {
+		if s.pos[s.actIdx[v]] < 0 {
+			byScore[score(v)]++
+		}
+	}
+	least := len(t.dims) + 1
+	for k, left := len(t.dims), room; k > 0 && left > 0; k-- {
+		least, left = k, left-byScore[k]
+	}
+	if least > len(t.dims) {
+		return
+	}
+	s.rim = s.rim[:0]
+	for _, v := range s.act {
+		if s.pos[s.actIdx[v]] < 0 && score(v) > least {
+			s.rim = append(s.rim, v)
+		}
+	}
+	slices.SortStableFunc(s.rim, func(a, b int32) int { return score(b) - score(a) })
+	for _, v := range s.rim {
+		add(int(v))
+	}
+	room -= len(s.rim)
+	s.rim = s.rim[:0]
+	for _, v := range s.act {
+		if s.pos[s.actIdx[v]] < 0 && score(v) == least {
+			s.rim = append(s.rim, v)
+		}
+	}
+	n := len(s.rim)
+	for k := range min(room, n) {
+		add(int(s.rim[k*n/min(room, n)]))
+	}
+}
+
+// boxExtent is the length of the shortest interval (cyclic when ring)
+// holding every position whose count is not zero.
+func boxExtent(count []int32, ring bool) int {
+	d := len(count)
+	lo, hi := -1, -1
+	for c, k := range count {
+		if k > 0 {
+			if lo < 0 {
+				lo = c
+			}
+			hi = c
+		}
+	}
+	if lo < 0 {
+		return 0
+	}
+	if !ring {
+		return hi - lo + 1
+	}
+	// The longest run of empty positions, around the ring, is outside.
+	gap, run := 0, 0
+	for k := 0; k < 2*d; k++ {
+		if count[k%d] == 0 {
+			run++
+			gap = max(gap, min(run, d))
+		} else {
+			run = 0
+		}
+	}
+	return d - gap
 }
 
 // orMask adds bits m to the mask of vertex (v, q) (v an index of the
@@ -658,6 +815,18 @@ func (r *Router) ReachableWithHints(active, transit []int, pairs [][2]int) (ok b
 	return r.ReachableWithHintsUntil(active, transit, pairs, nil)
 }
 
+// Above sweepAbove active nodes the hinted pairs are not searched one by
+// one: each distinct source among them (up to maxSweeps) is searched
+// once, to every vertex it reaches, and every active node is checked
+// against what it reached (sweepHinted). In large sets a source that
+// lacked a route in a similar set usually lacks one here too, but to
+// another destination, and a search that finds its route costs nearly as
+// much as one that does not.
+const (
+	sweepAbove = 64
+	maxSweeps  = 4
+)
+
 // ErrStopped is returned by ReachableWithHintsUntil when its stop function
 // ended the check before an answer.
 var ErrStopped = errors.New("reachability check stopped")
@@ -676,20 +845,24 @@ func (r *Router) ReachableWithHintsUntil(active, transit []int, pairs [][2]int, 
 	if err := r.markSet(s, active, transit); err != nil {
 		return false, [2]int{-1, -1}, err
 	}
-	for _, p := range pairs {
-		if p[0] == p[1] || !r.isActive(s, p[0]) || !r.isActive(s, p[1]) {
-			continue
+	if len(active) <= sweepAbove {
+		for _, p := range pairs {
+			if p[0] == p[1] || !r.isActive(s, p[0]) || !r.isActive(s, p[1]) {
+				continue
+			}
+			if !r.straightRoute(s, p[0], p[1]) && !r.pairReach(s, int32(p[0]), int32(p[1])) {
+				return false, p, nil
+			}
 		}
-		if !r.straightRoute(s, p[0], p[1]) && !r.pairReach(s, int32(p[0]), int32(p[1])) {
-			return false, p, nil
-		}
+	} else if bad, ok := r.sweepHinted(s, pairs); !ok {
+		return false, bad, nil
 	}
 	r.indexSet(s)
 	s.hint = s.hint[:0]
 	for _, p := range pairs {
 		s.hint = append(s.hint, p[0], p[1])
 	}
-	ok, bad = r.reachSet(s, s.hint)
+	ok, bad = r.reachSet(s, s.hint, true)
 	if s.stopped {
 		return false, [2]int{-1, -1}, ErrStopped
 	}
@@ -738,6 +911,87 @@ func (r *Router) pairReach(s *scratch, src, dst int32) bool {
 		}
 	}
 	return false
+}
+
+// sweepHinted searches, from each distinct active source of pairs (the
+// first maxSweeps), every vertex of the set's routing graph it reaches,
+// and reports a pair without a route (the hinted destination first, else
+// the first active node not reached where a route may end), or ok.
+func (r *Router) sweepHinted(s *scratch, pairs [][2]int) (bad [2]int, ok bool) {
+	done := 0
+	for k, p := range pairs {
+		if done == maxSweeps {
+			break
+		}
+		src := p[0]
+		if !r.isActive(s, src) || slices.ContainsFunc(pairs[:k], func(q [2]int) bool { return q[0] == src }) {
+			continue
+		}
+		done++
+		ep := r.sweep(s, int32(src))
+		missing := func(v int) bool { return v != src && r.isActive(s, v) && s.ended[s.at(int32(v))] != ep }
+		for _, q := range pairs[k:] {
+			if q[0] == src && missing(q[1]) {
+				return q, false
+			}
+		}
+		for _, v := range s.act {
+			if missing(int(v)) {
+				return [2]int{src, int(v)}, false
+			}
+		}
+	}
+	return [2]int{-1, -1}, true
+}
+
+// sweep is pairReach without a destination: it visits every vertex the
+// set's routing graph reaches from src and stamps, in s.ended, the nodes
+// reached in a state where a route may end; it returns the stamp.
+func (r *Router) sweep(s *scratch, src int32) uint32 {
+	a, t := r.a, r.t
+	S := int32(a.nstates)
+	if n := s.width * int(S); len(s.seen) < n {
+		s.seen = make([]uint32, max(n, 2*len(s.seen)))
+		s.seenEpoch = 0
+	}
+	if len(s.ended) < s.width {
+		s.ended = make([]uint32, max(s.width, 2*len(s.ended)))
+		s.endedEpoch = 0
+	}
+	ep := newEpoch(&s.seenEpoch, s.seen)
+	end := newEpoch(&s.endedEpoch, s.ended)
+	visit := func(u, q int32) {
+		if y := s.at(u)*S + q; s.seen[y] != ep {
+			s.seen[y] = ep
+			s.stack = append(s.stack, y)
+			if a.canEnd[q] {
+				s.ended[s.at(u)] = end
+			}
+		}
+	}
+	s.stack = s.stack[:0]
+	visit(src, int32(a.begin))
+	s.ended[s.at(src)] = 0 // reached only by a route that left it
+	for len(s.stack) > 0 {
+		x := s.stack[len(s.stack)-1]
+		s.stack = s.stack[:len(s.stack)-1]
+		v, q := x/S, x%S
+		if !s.dense {
+			v = s.mnode[v]
+		}
+		base := int(v) * t.nd
+		open := r.openOf(s, v)
+		if sd := a.self[q]; sd >= 0 && open&(1<<sd) != 0 {
+			visit(t.nb[base+int(sd)], q)
+		}
+		for _, mv := range r.moves[r.moveStart[q]:r.moveStart[q+1]] {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
+				continue
+			}
+			visit(t.nb[base+int(mv.dir)], mv.to)
+		}
+	}
+	return end
 }
 
 // pairStep visits vertex (u, q) of pairReach's search: it reports

@@ -13,14 +13,15 @@ import (
 // dimension has no wrap link: at its ends, nb and ch are −1 in the
 // direction that leaves it (use live to test a channel).
 type torus struct {
-	g     *topology.Graph
-	dims  []int
-	wrap  []bool // per dimension: a ring (true) or a mesh line
-	rings bool   // every dimension is a ring
-	n, nd int
-	nodes int
-	nb    []int32
-	ch    []int32
+	g      *topology.Graph
+	dims   []int
+	wrap   []bool // per dimension: a ring (true) or a mesh line
+	rings  bool   // every dimension is a ring
+	n, nd  int
+	nodes  int
+	stride []int // per dimension: the id step of one position (X fastest)
+	nb     []int32
+	ch     []int32
 	// per channel: source node and direction (chDir is 0xff for channels
 	// that are not ring channels, which a torus does not have)
 	chSrc  []int32
@@ -41,6 +42,11 @@ func newTorus(g *topology.Graph) (*torus, error) {
 	t := &torus{g: g, dims: append([]int(nil), dims...), wrap: append([]bool(nil), g.Wrap()...), rings: true, n: n, nd: 2 * n, nodes: nodes}
 	for _, w := range t.wrap {
 		t.rings = t.rings && w
+	}
+	t.stride = make([]int, n)
+	for i, step := 0, 1; i < n; i++ {
+		t.stride[i] = step
+		step *= dims[i]
 	}
 	t.nb = make([]int32, nodes*t.nd)
 	t.ch = make([]int32, nodes*t.nd)
