@@ -753,6 +753,13 @@ func (d *decision) askReachable(w int, list func() (active, transit []int), keys
 	return d.sel.reach.reachable(d.asker(w), list, keys...)
 }
 
+// askConnected is askReachable for a set known to be connected, whose
+// connectivity is not checked again (see answer).
+func (d *decision) askConnected(w int, list func() (active, transit []int), keys ...[]byte) (bool, error) {
+	ask := func(active, transit []int) (bool, error) { return d.answerConnected(w, active, transit, true) }
+	return d.sel.reach.reachable(ask, list, keys...)
+}
+
 // alone reports whether the active nodes are reachable without transit
 // nodes. A fault-free block of available nodes is when its first m nodes
 // form a rectangle; blocks of one size share the answer (block: p is

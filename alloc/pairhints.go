@@ -54,6 +54,12 @@ func (h *pairHints) learn(active []int, bad [2]int) {
 // pairs first. Its questions belong to the enumeration phase: they end
 // with errCut when the phase does.
 func (d *decision) answer(w int, active, transit []int) (bool, error) {
+	return d.answerConnected(w, active, transit, false)
+}
+
+// answerConnected is answer that skips the connectivity check when the
+// caller knows the set is connected.
+func (d *decision) answerConnected(w int, active, transit []int, connected bool) (bool, error) {
 	if d.clock.enum.Load() {
 		return false, errCut
 	}
@@ -67,7 +73,7 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 	}
 	// Routes run inside the set, so active nodes in different components
 	// of it are not reachable.
-	if !d.work[w].conn.joins(h.links.of(d.s.g), active, transit) {
+	if !connected && !d.work[w].conn.joins(h.links.of(d.s.g), active, transit) {
 		return false, nil
 	}
 	// A question of a large set outlasting the phase would outlast the

@@ -240,7 +240,7 @@ func (d *decision) askAlone(ask []*uniformRep, results []sizeResult) {
 			return
 		}
 		r := ask[k]
-		ok, err := d.alone(w, d.uniformPlacement(r.si, r.st), true)
+		ok, err := d.uniformAlone(w, d.uniformPlacement(r.si, r.st))
 		switch {
 		case errors.Is(err, errCut):
 			d.rankCut.Store(true)
@@ -255,6 +255,26 @@ func (d *decision) askAlone(ask []*uniformRep, results []sizeResult) {
 			results[r.si].cands = append(results[r.si].cands, r.c)
 		}
 	}
+}
+
+// uniformAlone is alone for a set of the uniform path: the first m nodes,
+// in id order, of an empty box that does not wrap (its start is 0 along
+// the rings). Such a set is connected: every node but the first has a
+// neighbour before it in id order (one step down the first dimension
+// where it is not at the box's start), so only the router is asked (the
+// connectivity check is a shortcut: the router's answer is the same).
+func (d *decision) uniformAlone(w int, p placement) (bool, error) {
+	if leadingBlock(p.blockSize, d.m) != nil {
+		return true, nil
+	}
+	if d.shareBlocks {
+		return d.askConnected(w, func() ([]int, []int) {
+			active, _ := d.listed(p)
+			return active, nil
+		}, d.stringKey(w, 0, "", sizeKey("b", p.blockSize)))
+	}
+	active, _ := d.listed(p)
+	return d.askConnected(w, func() ([]int, []int) { return active, nil }, d.nodeKey(w, 0, "a", active))
 }
 
 // uniformRep is a set the uniform path asks about: the first m nodes of

@@ -196,6 +196,7 @@ type scratch struct {
 	// when the sweep reached it where a route may end
 	ended      []uint32
 	endedEpoch uint32
+	seenBits   []uint64
 	setStamp   []uint32 // per node: == setEpoch when in M_{a,t}
 	setEpoch   uint32
 	actIdx     []int32  // per node: index in the sorted active list, valid when in set and active
@@ -950,19 +951,22 @@ func (r *Router) sweepHinted(s *scratch, pairs [][2]int) (bad [2]int, ok bool) {
 func (r *Router) sweep(s *scratch, src int32) uint32 {
 	a, t := r.a, r.t
 	S := int32(a.nstates)
-	if n := s.width * int(S); len(s.seen) < n {
-		s.seen = make([]uint32, max(n, 2*len(s.seen)))
-		s.seenEpoch = 0
+	// The vertices seen, one bit each: a few MB where stamps would take
+	// tens, so the search stays in cache.
+	n := (s.width*int(S) + 63) / 64
+	if cap(s.seenBits) < n {
+		s.seenBits = make([]uint64, n)
 	}
+	seen := s.seenBits[:n]
+	clear(seen)
 	if len(s.ended) < s.width {
 		s.ended = make([]uint32, max(s.width, 2*len(s.ended)))
 		s.endedEpoch = 0
 	}
-	ep := newEpoch(&s.seenEpoch, s.seen)
 	end := newEpoch(&s.endedEpoch, s.ended)
 	visit := func(u, q int32) {
-		if y := s.at(u)*S + q; s.seen[y] != ep {
-			s.seen[y] = ep
+		if y := s.at(u)*S + q; seen[y>>6]&(1<<(y&63)) == 0 {
+			seen[y>>6] |= 1 << (y & 63)
 			s.stack = append(s.stack, y)
 			if a.canEnd[q] {
 				s.ended[s.at(u)] = end
