@@ -644,7 +644,7 @@ func BenchmarkCountLinkLoadsLarge(b *testing.B) {
 	var tables []table
 	routes, steps := 0, 0
 	_, err := s.store.View(context.Background(), func(tx *store.Tx) error {
-		return tx.JobsStored(func(j *client.JobRecord, stored []byte) error {
+		return tx.JobsStored(func(j *client.JobRecord, stored []byte, _ *store.Loads) error {
 			if j.State != client.JobRunning || stored == nil {
 				return nil
 			}

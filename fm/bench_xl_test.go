@@ -663,3 +663,53 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	w.n += int64(n)
 	return n, err
 }
+
+// BenchmarkRestartXL restarts the filled store ServiceTargetsXL keeps
+// under ICN_FM_STATE, on a copy: the first start (a store of an earlier
+// schema is migrated then, its link loads counted from the stored routes
+// and stored: first-start-s), then b.N restarts to the first answer over
+// HTTP (GET /api/jobs): restart-s and restart-cpu-s are the medians.
+// Runs only with ICN_FM_LARGE=1.
+func BenchmarkRestartXL(b *testing.B) {
+	if os.Getenv("ICN_FM_LARGE") == "" {
+		b.Skip("set ICN_FM_LARGE=1")
+	}
+	keep := xlKeep(xlTopo())
+	if keep == "" {
+		b.Skip("set ICN_FM_STATE to where ServiceTargetsXL kept its filled store")
+	}
+	dir := b.TempDir()
+	path := filepath.Join(dir, "fm.db")
+	if err := copyFile(filepath.Join(keep, "fm.db"), path); err != nil {
+		b.Fatal(err)
+	}
+	t0, c0 := time.Now(), cpuTime()
+	s, tok, err := Open(Config{DBPath: path, NewRouting: AngaraRouting(xlRules()), RotateToken: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(time.Since(t0).Seconds(), "first-start-s")
+	b.ReportMetric((cpuTime() - c0).Seconds(), "first-start-cpu-s")
+	b.ReportMetric(float64(s.countedAtStart), "first-start-counted-jobs")
+	s.Close()
+	var took, cpu []time.Duration
+	counted := 0
+	for b.Loop() {
+		t0, c0 := time.Now(), cpuTime()
+		s, _ := openXL(b, dir, "")
+		srv := httptest.NewServer(api.New(s, api.Options{}))
+		getTimed(b, srv.URL, tok, "/api/jobs")
+		took, cpu = append(took, time.Since(t0)), append(cpu, cpuTime()-c0)
+		counted += s.countedAtStart
+		srv.Close()
+		s.Close()
+	}
+	slices.Sort(took)
+	slices.Sort(cpu)
+	b.ReportMetric(took[len(took)/2].Seconds(), "restart-s")
+	b.ReportMetric(cpu[len(cpu)/2].Seconds(), "restart-cpu-s")
+	b.ReportMetric(float64(counted), "restart-counted-jobs")
+	if fi, err := os.Stat(path); err == nil {
+		b.ReportMetric(float64(fi.Size())/1e6, "db-MB")
+	}
+}

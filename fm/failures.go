@@ -166,7 +166,8 @@ type recheckSpec struct {
 type recheckResult struct {
 	old, new *client.JobRecord // new is nil if the job is unchanged
 	effect   client.JobEffect
-	routes   []byte // new's routes encoded for the store when it has a new table
+	routes   []byte    // new's routes encoded for the store when it has a new table
+	links    *jobLinks // what those routes put on the links
 }
 
 // recheck re-verifies jobs on the new model and re-routes those that need
@@ -197,7 +198,8 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 					// Work the next read of the link loads would do,
 					// done here, in parallel and without locks; the
 					// new table is kept encoded.
-					s.tableLinksStored(rc.md.g, r.new, r.routes)
+					jl := s.tableLinksStored(rc.md.g, r.new, r.routes)
+					r.links = &jl
 					keepEncoded(r.new, r.routes)
 				}
 				out[i] = r
@@ -503,7 +505,9 @@ func (s *Service) commitFailure(ctx context.Context, actor string, ch client.Fai
 				// A job left on its table (broken): its routes are stored.
 				err = tx.PutJobHead(j)
 			case r.new == j:
-				err = tx.PutJob(j, r.routes)
+				if err = tx.PutJob(j, r.routes); err == nil && r.links != nil && r.routes != nil {
+					err = tx.PutJobLoads(j.ID, loadsOf(*r.links))
+				}
 			default:
 				err = tx.PutJob(j, nil)
 			}

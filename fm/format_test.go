@@ -18,6 +18,7 @@ var (
 	bGroups   = []byte("groups")
 	bAudit    = []byte("audit")
 	bTables   = []byte("tables")
+	bLoads    = []byte("loads")
 	bRequests = []byte("requests")
 
 	kVersion = []byte("schema")
@@ -29,7 +30,7 @@ var (
 )
 
 // schemaVersion is the schema the store writes.
-const schemaVersion = 3
+const schemaVersion = 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,6 +102,9 @@ func TestAlteredStoresRefused(t *testing.T) {
 			if err := tx.Bucket(bTables).Delete(u64(2)); err != nil {
 				return err
 			}
+			if err := tx.Bucket(bLoads).Delete(u64(2)); err != nil {
+				return err
+			}
 			data, _ := json.Marshal(j2)
 			return tx.Bucket(bJobs).Put(u64(2), frameRecord(data))
 		}},
@@ -121,6 +126,26 @@ func TestAlteredStoresRefused(t *testing.T) {
 		}},
 		{"routes without their job", "routes of job 9: no stored job with a table owns them", func(t *testing.T, tx *bolt.Tx) error {
 			return tx.Bucket(bTables).Put(u64(9), tx.Bucket(bTables).Get(u64(1)))
+		}},
+		{"link loads without their job", "link loads of job 9: no stored job with a table owns them", func(t *testing.T, tx *bolt.Tx) error {
+			return tx.Bucket(bLoads).Put(u64(9), tx.Bucket(bLoads).Get(u64(1)))
+		}},
+		{"link loads of other routes, checksums valid", "link loads of job 1: counted from routes of checksum", func(t *testing.T, tx *bolt.Tx) error {
+			v := tx.Bucket(bLoads).Get(u64(2))
+			if v == nil {
+				t.Fatal("job 2 has no stored link loads")
+			}
+			data := bytes.Clone(v[5:])
+			copy(data[1:5], tx.Bucket(bTables).Get(u64(2))[1:5])
+			if slices.Equal(tx.Bucket(bTables).Get(u64(1))[1:5], data[1:5]) {
+				t.Fatal("jobs 1 and 2 have routes of one checksum")
+			}
+			return tx.Bucket(bLoads).Put(u64(1), frameRecord(data))
+		}},
+		{"a bit of link loads flipped, checksum kept", "link loads of job 2: checksum mismatch", func(t *testing.T, tx *bolt.Tx) error {
+			v := bytes.Clone(tx.Bucket(bLoads).Get(u64(2)))
+			v[len(v)-1] ^= 0x01
+			return tx.Bucket(bLoads).Put(u64(2), v)
 		}},
 		{"next job id below a stored job, meta checksums recomputed", "next job id", func(t *testing.T, tx *bolt.Tx) error {
 			if err := tx.Bucket(bMeta).Put(kNextJob, u64(2)); err != nil {
@@ -159,7 +184,7 @@ func TestAlteredStoresRefused(t *testing.T) {
 		{"meta checksum record altered", "meta crc32c: the checksum record was altered", func(t *testing.T, tx *bolt.Tx) error {
 			return flipMeta(tx, kMetaSum, 0, 0x01)
 		}},
-		{"meta checksum record deleted", "meta schema: the store claims schema 3 but has no meta checksums", func(t *testing.T, tx *bolt.Tx) error {
+		{"meta checksum record deleted", "meta schema: the store claims schema 4 but has no meta checksums", func(t *testing.T, tx *bolt.Tx) error {
 			return tx.Bucket(bMeta).Delete(kMetaSum)
 		}},
 		{"schema 2 store (no meta checksums) with next job id 2^56 + 4", "meta next_job: the next job id 72057594037927940 is outside", func(t *testing.T, tx *bolt.Tx) error {
@@ -459,4 +484,138 @@ func TestStartCompactsSparseStore(t *testing.T) {
 		t.Errorf("a dense database was compacted again: %d → %d", b, a)
 	}
 	s.Close()
+}
+
+// toSchema3 makes a store what schema 3 wrote: no loads bucket.
+func toSchema3(tx *bolt.Tx) error {
+	if err := tx.DeleteBucket(bLoads); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bMeta).Put(kVersion, u64(3)); err != nil {
+		return err
+	}
+	return putMetaSums(tx.Bucket(bMeta))
+}
+
+// storedLoads returns the jobs whose link loads the store at path keeps.
+func storedLoads(t *testing.T, path string) []int {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ids []int
+	db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bLoads); b != nil {
+			b.ForEach(func(k, _ []byte) error {
+				ids = append(ids, int(binary.BigEndian.Uint64(k)))
+				return nil
+			})
+		}
+		return nil
+	})
+	return ids
+}
+
+// TestStoredLinkLoads: a placement stores its table's link loads with
+// its routes; a start takes them as stored and gives the same loads as
+// counting the routes again; a store of schema 3 (none kept) is migrated,
+// its loads counted at the start and stored for the next one; loads
+// left from routes a job no longer has are dropped with them.
+func TestStoredLinkLoads(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openTest(t, dir, "torus:4x4x4", nil)
+	for _, req := range []client.JobRequest{{Nodes: 4}, {Nodes: 6, Transit: 2}, {Nodes: 3}} {
+		if _, err := s.Submit("test", req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := slices.Clone(s.LinkLoads())
+	if slices.Max(want) == 0 {
+		t.Fatal("no link carries a route")
+	}
+	path, orig := closedStore(t, s, dir)
+	if got := storedLoads(t, path); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Fatalf("link loads stored for jobs %v, want 1 2 3", got)
+	}
+	reopen := func(path string, counted int) []int {
+		t.Helper()
+		s, _, err := Open(Config{DBPath: path, NewRouting: AngaraRouting("angara*"), RotateToken: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if s.countedAtStart != counted {
+			t.Fatalf("the start counted the loads of %d jobs, want %d", s.countedAtStart, counted)
+		}
+		return slices.Clone(s.LinkLoads())
+	}
+	if got := reopen(path, 0); !slices.Equal(got, want) {
+		t.Fatalf("loads after a start from the stored ones differ from the counted ones")
+	}
+	// Schema 3: counted at the start, stored for the next.
+	q, _ := editStore(t, orig, toSchema3)
+	if got := reopen(q, 3); !slices.Equal(got, want) {
+		t.Fatalf("loads counted at the start of a schema 3 store differ")
+	}
+	if got := storedLoads(t, q); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Fatalf("after the migration, link loads stored for jobs %v", got)
+	}
+	if err := Check(Config{DBPath: q, NewRouting: AngaraRouting("angara*")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := reopen(q, 0); !slices.Equal(got, want) {
+		t.Fatalf("loads after the second start differ")
+	}
+	// A failure re-routes a job: its new routes' loads are stored with
+	// them.
+	s, _, err := Open(Config{DBPath: q, NewRouting: AngaraRouting("angara*"), RotateToken: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rerouted := 0
+	for l, n := range s.LinkLoads() {
+		if n == 0 {
+			continue
+		}
+		res, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: s.g.LinkName(l)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range res.Jobs {
+			if e.Result == client.RouteRerouted {
+				rerouted++
+			}
+		}
+		if rerouted > 0 {
+			break
+		}
+		if _, err := s.ChangeFailure(context.Background(), "test", client.FailureChange{Link: s.g.LinkName(l), Repair: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rerouted == 0 {
+		t.Fatal("no failure re-routed a job")
+	}
+	want = slices.Clone(s.LinkLoads())
+	s.Close()
+	if got := reopen(q, 0); !slices.Equal(got, want) {
+		t.Fatalf("loads after a start following a re-routing differ")
+	}
+	// A release drops the job's routes and their loads.
+	s, _, err = Open(Config{DBPath: q, NewRouting: AngaraRouting("angara*"), RotateToken: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Release("test", 2); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if got := storedLoads(t, q); slices.Contains(got, 2) {
+		t.Fatalf("link loads of the released job 2 kept: %v", got)
+	}
+	if err := Check(Config{DBPath: q, NewRouting: AngaraRouting("angara*")}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -629,6 +629,9 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *cl
 		if err := tx.PutJob(j, p.routes); err != nil {
 			return err
 		}
+		if err := putPlanLoads(tx, id, p); err != nil {
+			return err
+		}
 		if rid != "" {
 			head := *j
 			head.Table = nil
@@ -660,6 +663,15 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *cl
 	s.jobsVer++
 	s.keepPlanLinks(j.ID, p) // (lock order: mu, then linksMu)
 	return nil
+}
+
+// putPlanLoads stores the link loads of a plan's table with its routes
+// (a plan whose table is pending has none yet).
+func putPlanLoads(tx *store.Tx, id int, p *plan) error {
+	if p.table == nil || p.routes == nil {
+		return nil
+	}
+	return tx.PutJobLoads(id, loadsOf(p.links))
 }
 
 // keepPlanLinks caches the links of a committed plan's table, or forgets
@@ -771,6 +783,9 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 	}
 	_, err := s.commit(ctx, actor, func(tx *store.Tx) error {
 		if err := tx.PutJob(j, p.routes); err != nil {
+			return err
+		}
+		if err := putPlanLoads(tx, j.ID, p); err != nil {
 			return err
 		}
 		return tx.Log("job.migrate", fmt.Sprintf("job %d", j.ID), map[string]any{"from_active": old.Active,
@@ -1071,6 +1086,24 @@ func (lc *linkCounter) count(ld *linkDirs, tb *routing.TableJSON, routes []byte)
 		lc.n[l] = 0
 	}
 	return e
+}
+
+// linksOfLoads is what count gives, from a job's stored link loads (nil
+// when they name a link the fabric does not have).
+func linksOfLoads(ld *linkDirs, tb *routing.TableJSON, l store.Loads) *jobLinks {
+	e := jobLinks{tb: tb, set: make([]uint64, (ld.links+63)/64), links: l.Links, routes: l.Routes}
+	for _, id := range l.Links {
+		if id < 0 || int(id) >= ld.links {
+			return nil
+		}
+		e.set[id>>6] |= 1 << (id & 63)
+	}
+	return &e
+}
+
+// loadsOf is what the store keeps of a job's links (store.Loads).
+func loadsOf(e jobLinks) store.Loads {
+	return store.Loads{Links: e.links, Routes: e.routes}
 }
 
 // add counts one route's step over link l.

@@ -136,6 +136,11 @@ type Service struct {
 	store *store.Store
 	// loaded is the store revision the state was loaded from (etcd).
 	loaded int64
+	// counted holds, between loading the state and the start's first
+	// write, the link loads counted from stored routes (storeCounted);
+	// countedAtStart is how many jobs had theirs counted (tests).
+	counted        map[int]store.Loads
+	countedAtStart int
 	// life tracks the changes in flight and the service's goroutines,
 	// for Close (lifecycle.go).
 	life      lifecycle
@@ -277,6 +282,9 @@ func Open(cfg Config) (*Service, string, error) {
 		return fail(err)
 	}
 	if s.compacted[0], s.compacted[1], err = st.CompactIfSparse(); err != nil {
+		return fail(err)
+	}
+	if err := s.storeCounted(); err != nil {
 		return fail(err)
 	}
 	if !have || cfg.ReplaceTopo {
@@ -604,8 +612,8 @@ func (s *Service) initFabric(rec store.FabricRecord, have, created bool) (store.
 // after the other: the first in id order.
 func (s *Service) loadJobs(tx *store.Tx) error {
 	var stored []storedJob
-	readErr := tx.JobsStored(func(j *client.JobRecord, routes []byte) error {
-		stored = append(stored, storedJob{j: j, routes: routes})
+	readErr := tx.JobsStored(func(j *client.JobRecord, routes []byte, loads *store.Loads) error {
+		stored = append(stored, storedJob{j: j, routes: routes, loads: loads})
 		return nil
 	})
 	s.decodeStored(stored)
@@ -613,6 +621,13 @@ func (s *Service) loadJobs(tx *store.Tx) error {
 	for i := range stored {
 		if err = s.loadJob(&stored[i]); err != nil {
 			break
+		}
+		if sj := &stored[i]; sj.counted {
+			if s.counted == nil {
+				s.counted = map[int]store.Loads{}
+			}
+			s.counted[sj.j.ID] = loadsOf(*sj.links)
+			s.countedAtStart++
 		}
 	}
 	if err == nil {
@@ -627,18 +642,48 @@ func (s *Service) loadJobs(tx *store.Tx) error {
 	return err
 }
 
+// storeCounted stores the link loads the start counted from stored
+// routes (jobs whose loads were not stored: a store of an earlier schema,
+// or tables committed without them), so that the next start reads them.
+func (s *Service) storeCounted() error {
+	if len(s.counted) == 0 {
+		return nil
+	}
+	_, err := s.store.Update(context.Background(), "system", func(tx *store.Tx) error {
+		for _, id := range slices.Sorted(maps.Keys(s.counted)) {
+			if err := tx.PutJobLoads(id, s.counted[id]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storing the link loads counted at the start: %v", err)
+	}
+	s.counted = nil
+	return nil
+}
+
 // storedJob is a job read back from the store by loadJobs.
 type storedJob struct {
 	j      *client.JobRecord
-	routes []byte // stored routes, valid during the read transaction
-	err    error  // decoding the routes
+	routes []byte       // stored routes, valid during the read transaction
+	loads  *store.Loads // their stored link loads, or nil
+	err    error        // decoding the routes
 	links  *jobLinks
+	// counted: the links were counted from the routes (no loads were
+	// stored): storeCounted stores them for the next start.
+	counted bool
 }
 
 // decodeStored checks the stored jobs' routes, keeps them encoded with
 // their jobs (keepEncoded: copied, the store's bytes are valid only
 // during its read) and counts the running jobs' link loads from them, on
-// all cores (nothing is served yet).
+// all cores (nothing is served yet). A running job whose link loads are
+// stored, tied to these routes by their checksum, takes them as stored:
+// its routes are neither checked nor walked again (they were checked,
+// or made by routing's encoder, when the loads were stored; the
+// checksum, checked on reading, says they are the same bytes).
 func (s *Service) decodeStored(stored []storedJob) {
 	var ld *linkDirs
 	for _, sj := range stored {
@@ -651,18 +696,28 @@ func (s *Service) decodeStored(stored []storedJob) {
 	scratch := make([]linkCounter, workers)
 	par.For(len(stored), workers, func(w, i int) {
 		sj := &stored[i]
+		running := sj.j.State == client.JobRunning && sj.j.Table != nil
+		var known *jobLinks
+		if running && ld != nil && sj.loads != nil {
+			known = linksOfLoads(ld, sj.j.Table, *sj.loads)
+		}
 		if sj.routes != nil && sj.j.Table != nil {
-			if err := routing.CheckStoredRoutes(sj.routes, len(sj.j.Table.Active)); err != nil {
-				sj.err = fmt.Errorf("job %d: %v", sj.j.ID, err)
-				return
+			if known == nil {
+				if err := routing.CheckStoredRoutes(sj.routes, len(sj.j.Table.Active)); err != nil {
+					sj.err = fmt.Errorf("job %d: %v", sj.j.ID, err)
+					return
+				}
 			}
-			if sj.j.State == client.JobRunning {
+			if running {
 				keepEncoded(sj.j, slices.Clone(sj.routes))
 			}
 		}
-		if ld != nil && sj.j.State == client.JobRunning && sj.j.Table != nil {
+		switch {
+		case known != nil:
+			sj.links = known
+		case ld != nil && running:
 			jl := scratch[w].count(ld, sj.j.Table, sj.routes)
-			sj.links = &jl
+			sj.links, sj.counted = &jl, sj.routes != nil
 		}
 	})
 	if ld == nil {

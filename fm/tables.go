@@ -193,6 +193,11 @@ func (s *Service) commitTable(ctx context.Context, ver uint64, old, c *client.Jo
 		if err := tx.PutJob(c, routes); err != nil {
 			return err
 		}
+		if c.Table != nil && routes != nil {
+			if err := tx.PutJobLoads(c.ID, loadsOf(links)); err != nil {
+				return err
+			}
+		}
 		detail := map[string]any{"routing": c.RoutingName(), "seconds": took.Seconds()}
 		if c.Problem != "" {
 			detail["problem"] = c.Problem

@@ -81,6 +81,14 @@ func (k *boltKV) Get(bucket, key []byte) ([]byte, error) {
 	return bytes.Clone(v), nil
 }
 
+func (k *boltKV) Peek(bucket, key []byte) ([]byte, error) {
+	b, err := k.bucket(bucket)
+	if err != nil {
+		return nil, err
+	}
+	return b.Get(key), nil
+}
+
 func (k *boltKV) Put(bucket, key, value []byte) error {
 	b, err := k.bucket(bucket)
 	if err != nil {
@@ -159,8 +167,9 @@ func (k *boltKV) Absent(bucket, key []byte) error {
 
 // OpenBolt opens (or creates) a bbolt store. An existing file that is
 // not a valid bbolt database, or is one written by something else, or
-// fails the check (CheckFile), is refused and never modified. created
-// reports whether the file is new.
+// fails the check (CheckFile; routes tied to stored link loads are not
+// walked again, see checkRecords), is refused and never modified.
+// created reports whether the file is new.
 func OpenBolt(path string) (s *Store, created bool, err error) {
 	defer recoverStore(&err)
 	_, statErr := os.Stat(path)
@@ -169,7 +178,7 @@ func OpenBolt(path string) (s *Store, created bool, err error) {
 		return nil, false, statErr
 	}
 	if !created {
-		if err := CheckFile(path); err != nil {
+		if err := checkFile(path, true); err != nil {
 			return nil, false, err
 		}
 	}
@@ -253,7 +262,9 @@ func OpenBoltReadOnly(path string) (s *Store, err error) {
 // current schema, in one transaction: after a crash the file is either
 // still of its old schema or wholly of the new one. Schema 1 records
 // are framed and job tables' routes moved to the tables bucket; schema
-// 2 stores gain the requests bucket and the meta checksum.
+// 2 stores gain the requests bucket and the meta checksum, and stores
+// before schema 4 the loads bucket (empty: the next start counts the
+// loads and stores them).
 func (s *Store) Migrate() error {
 	if s.bolt == nil || s.schema == schemaVersion {
 		return nil
@@ -280,8 +291,10 @@ func (s *Store) Migrate() error {
 				}
 			}
 		}
-		if _, err := btx.CreateBucketIfNotExists(bRequests); err != nil {
-			return err
+		for _, b := range [][]byte{bRequests, bLoads} {
+			if _, err := btx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
 		}
 		if err := t.putMeta(kVersion, u64(schemaVersion)); err != nil {
 			return err
@@ -435,6 +448,12 @@ func (s *Store) CompactIfSparse() (before, after int64, err error) {
 // the file read-only; panics of the storage layer on damaged pages come
 // back as errors. A nil error means a service can open the file.
 func CheckFile(path string) (err error) {
+	return checkFile(path, false)
+}
+
+// checkFile is CheckFile; with tied, as a service's start checks, the
+// routes tied to stored link loads are not walked (checkRecords).
+func checkFile(path string, tied bool) (err error) {
 	if err := checkHeader(path); err != nil {
 		return err
 	}
@@ -464,7 +483,7 @@ func CheckFile(path string) (err error) {
 		if tx.Bucket(bMeta) == nil {
 			return ErrForeign
 		}
-		if err := checkRecords(&boltKV{tx: tx}); err != nil {
+		if err := checkRecords(&boltKV{tx: tx}, tied); err != nil {
 			return err
 		}
 		// Drain the channel so the checking goroutine ends; report the

@@ -16,9 +16,16 @@ import (
 // of its values), then each record's checksum and decoding and the
 // relations between records: keys match ids, no job id at or above the
 // next id in meta (a new job would overwrite it), every stored table
-// belongs to a job with a table and every such job has one, no audit
+// belongs to a job with a table and every such job has one, stored link
+// loads belong to a job's stored routes (their checksum), no audit
 // entry beyond the audit sequence (the next entry would overwrite it).
-func checkRecords(kv kvTx) error {
+//
+// With tied (a service's start), the routes of a job whose stored link
+// loads are tied to them are not walked: the loads were stored from
+// routes that routing's encoder made or that passed this check, and the
+// checksum says these are the same bytes. The full check (Check,
+// CheckFile) walks every route.
+func checkRecords(kv kvTx, tied bool) error {
 	schema, err := checkMeta(kv)
 	if err != nil {
 		return err
@@ -41,7 +48,8 @@ func checkRecords(kv kvTx) error {
 		}
 	}
 	withTable := map[int]bool{}
-	t := &Tx{kv: kv, legacy: legacy}
+	sums := map[int]uint32{} // the checksum of each job's stored routes
+	t := &Tx{kv: kv, legacy: legacy, schema: schema}
 	if err := checkBucket(kv, bJobs, "job", legacy, func(k, data []byte) error {
 		var j client.JobRecord
 		if err := j.UnmarshalJSON(data); err != nil { // one pass less than json.Unmarshal
@@ -55,9 +63,15 @@ func checkRecords(kv kvTx) error {
 		}
 		if !legacy && j.Table != nil {
 			withTable[j.ID] = true
-			data, err := t.storedRoutes(&j)
+			data, sum, err := t.storedRoutesSum(&j)
 			if err != nil {
 				return err
+			}
+			sums[j.ID] = sum
+			if tied {
+				if _, _, ok, err := t.jobLoads(k, sum); err == nil && ok {
+					return nil
+				}
 			}
 			return routing.CheckStoredRoutes(data, len(j.Table.Active))
 		}
@@ -69,6 +83,27 @@ func checkRecords(kv kvTx) error {
 		if err := checkBucket(kv, bTables, "routes of job", false, func(k, _ []byte) error {
 			if len(k) != 8 || !withTable[int(binary.BigEndian.Uint64(k))] {
 				return fmt.Errorf("no stored job with a table owns them")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if schema >= loadsSchema {
+		if err := checkBucket(kv, bLoads, "link loads of job", false, func(k, data []byte) error {
+			sum, ok := uint32(0), false
+			if len(k) == 8 {
+				sum, ok = sums[int(binary.BigEndian.Uint64(k))]
+			}
+			if !ok {
+				return fmt.Errorf("no stored job with a table owns them")
+			}
+			got, _, err := decodeLoads(data)
+			if err != nil {
+				return err
+			}
+			if got != sum {
+				return fmt.Errorf("counted from routes of checksum %08x, the stored routes' is %08x", got, sum)
 			}
 			return nil
 		}); err != nil {
@@ -135,7 +170,7 @@ func checkBucket(kv kvTx, bucket []byte, what string, legacy bool, fn func(k, da
 // (CheckFile checks a file no process holds, its pages first).
 func (s *Store) Check(ctx context.Context) error {
 	_, err := s.View(ctx, func(t *Tx) error {
-		if err := checkRecords(t.kv); err != nil {
+		if err := checkRecords(t.kv, false); err != nil {
 			return err
 		}
 		var first error

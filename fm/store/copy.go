@@ -28,7 +28,7 @@ func Copy(ctx context.Context, from, to *Store) (int, error) {
 	var recs, meta []record
 	seqs := map[string]uint64{}
 	_, err := from.View(ctx, func(t *Tx) error {
-		if err := checkRecords(t.kv); err != nil {
+		if err := checkRecords(t.kv, false); err != nil {
 			return fmt.Errorf("%s: %w: %v", from.Name(), ErrDamaged, err)
 		}
 		for _, b := range append(storeBuckets(schemaVersion), bMeta) {

@@ -63,7 +63,7 @@ const (
 )
 
 // numericBuckets have 8-byte big-endian keys, kept as 16 hex digits.
-var numericBuckets = map[string]bool{"jobs": true, "tables": true, "audit": true}
+var numericBuckets = map[string]bool{"jobs": true, "tables": true, "audit": true, "loads": true}
 
 // blobBuckets may hold values larger than inlineMax.
 var blobBuckets = map[string]bool{"tables": true}
@@ -426,6 +426,9 @@ func (t *etcdTx) pin(h int64) {
 		t.rev = h
 	}
 }
+
+// Peek implements kvTx: etcd's values are copies already.
+func (t *etcdTx) Peek(bucket, key []byte) ([]byte, error) { return t.Get(bucket, key) }
 
 func (t *etcdTx) Get(bucket, key []byte) ([]byte, error) {
 	k := t.s.key(bucket, key)

@@ -11,6 +11,9 @@ import (
 type kvTx interface {
 	// Get returns a copy of the value of key in bucket (nil if absent).
 	Get(bucket, key []byte) ([]byte, error)
+	// Peek is Get without the copy where the backend can give the value
+	// in place: valid until the transaction ends, never to be changed.
+	Peek(bucket, key []byte) ([]byte, error)
 	// Put sets key in bucket (write transactions only).
 	Put(bucket, key, value []byte) error
 	// Delete removes key from bucket (absent keys are no error).

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,9 @@ import (
 //	jobs      job id (8-byte big endian) → job record, its table's
 //	          routes left out
 //	tables    job id → the routes of the job's table (routes.go)
+//	loads     job id → the links its table's routes cross, with the
+//	          routes crossing each, tied to the routes' checksum
+//	          (loads.go; schema 4)
 //	groups    multicast group id → group record
 //	audit     sequence (8-byte big endian) → event
 //	requests  request id → the answer given to it (safe retries)
@@ -42,6 +46,7 @@ var (
 	bGroups   = []byte("groups")
 	bAudit    = []byte("audit")
 	bTables   = []byte("tables")
+	bLoads    = []byte("loads")
 	bRequests = []byte("requests")
 
 	kMagic   = []byte("magic")
@@ -57,11 +62,12 @@ var (
 	magic = []byte("icn-fabric-manager")
 )
 
-// schemaVersion 3 covers the meta bucket with a checksum and keeps the
-// answers to requests with ids; 2 framed every record and moved job
-// tables' routes to the tables bucket; stores of schemas 1 and 2 are
-// still read, and are migrated when a service opens them.
-const schemaVersion = 3
+// schemaVersion 4 keeps the running jobs' link loads (the loads bucket);
+// 3 covers the meta bucket with a checksum and keeps the answers to
+// requests with ids; 2 framed every record and moved job tables' routes
+// to the tables bucket; stores of schemas 1 to 3 are still read, and are
+// migrated when a service opens them.
+const schemaVersion = 4
 
 // oldestSchema is the oldest schema version the store still reads.
 const oldestSchema = 1
@@ -77,8 +83,10 @@ func storeBuckets(v uint64) [][]byte {
 		return [][]byte{bFabric, bJobs, bGroups, bAudit}
 	case 2:
 		return [][]byte{bFabric, bJobs, bGroups, bAudit, bTables}
+	case 3:
+		return [][]byte{bFabric, bJobs, bGroups, bAudit, bTables, bRequests}
 	}
-	return [][]byte{bFabric, bJobs, bGroups, bAudit, bTables, bRequests}
+	return [][]byte{bFabric, bJobs, bGroups, bAudit, bTables, bRequests, bLoads}
 }
 
 // FabricRecord is the persistent description of the fabric: how to build
@@ -190,6 +198,7 @@ type Tx struct {
 	actor  string
 	now    time.Time
 	legacy bool
+	schema uint64 // the store's schema when the transaction began
 	term   int64
 	inst   string
 	// metaChanged: the transaction wrote a meta key (its checksum is
@@ -200,7 +209,7 @@ type Tx struct {
 // View runs fn in a read transaction (one consistent snapshot) and
 // returns the revision it read (etcd; the transaction id on bbolt).
 func (s *Store) View(ctx context.Context, fn func(*Tx) error) (int64, error) {
-	return s.b.view(ctx, func(kv kvTx) error { return fn(&Tx{kv: kv, legacy: s.legacy}) })
+	return s.b.view(ctx, func(kv kvTx) error { return fn(&Tx{kv: kv, legacy: s.legacy, schema: s.schema}) })
 }
 
 // Update runs fn in one write transaction on behalf of actor and returns
@@ -211,7 +220,7 @@ func (s *Store) Update(ctx context.Context, actor string, fn func(*Tx) error) (i
 		(*before)()
 	}
 	return s.b.update(ctx, func(kv kvTx) error {
-		t := &Tx{kv: kv, write: true, actor: actor, now: s.now(), legacy: s.legacy, term: kv.Term(), inst: s.Instance}
+		t := &Tx{kv: kv, write: true, actor: actor, now: s.now(), legacy: s.legacy, schema: s.schema, term: kv.Term(), inst: s.Instance}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -545,9 +554,14 @@ func (t *Tx) Fabric() (f FabricRecord, ok bool, err error) {
 // are the table's routes already encoded (routing.EncodeStoredRoutes, done before the
 // transaction); nil takes the job's StoredRoutes for a table without
 // routes, else encodes them here. A job without a table loses its
-// stored routes.
+// stored routes. Either way the job's stored link loads, which were
+// those of the routes replaced, are dropped (PutJobLoads stores the new
+// ones).
 func (t *Tx) PutJob(j *client.JobRecord, routes []byte) error {
 	key := u64(uint64(j.ID))
+	if err := t.dropLoads(key); err != nil {
+		return err
+	}
 	if j.Table == nil {
 		if err := t.kv.Delete(bTables, key); err != nil {
 			return err
@@ -596,39 +610,57 @@ func (t *Tx) attachRoutes(j *client.JobRecord) error {
 }
 
 // JobsStored calls fn for every stored job in id order with its record
-// (its table's header only: no routes) and its table's stored routes,
-// checksum checked and not yet decoded (routing.DecodeStoredRoutes; nil when the job
-// has no table, and in a schema 1 store, whose records hold the routes);
-// the routes are valid only during the call.
-func (t *Tx) JobsStored(fn func(j *client.JobRecord, routes []byte) error) error {
+// (its table's header only: no routes), its table's stored routes,
+// checksum checked and not yet decoded (routing.DecodeStoredRoutes; nil
+// when the job has no table, and in a schema 1 store, whose records hold
+// the routes), and their stored link loads (nil when none are stored, or
+// when those stored are not tied to these routes, which checkRecords
+// reports); the routes are valid only during the call.
+func (t *Tx) JobsStored(fn func(j *client.JobRecord, routes []byte, loads *Loads) error) error {
 	return t.kv.ForEach(bJobs, nil, func(k, v []byte) error {
 		j, err := t.decodeJob(v)
 		var routes []byte
+		var sum uint32
+		var loads *Loads
 		if err == nil && j.Table != nil && !t.legacy {
-			routes, err = t.storedRoutes(j)
+			routes, sum, err = t.storedRoutesSum(j)
+		}
+		if err == nil && routes != nil {
+			var l Loads
+			var tied bool
+			if l, _, tied, err = t.jobLoads(k, sum); tied {
+				loads = &l
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("job %s: %v", keyName(k), err)
 		}
-		return fn(j, routes)
+		return fn(j, routes, loads)
 	})
 }
 
-// storedRoutes returns the stored routes of a job's table, checksum
-// checked.
+// storedRoutes returns (a copy of) the stored routes of a job's table,
+// checksum checked.
 func (t *Tx) storedRoutes(j *client.JobRecord) ([]byte, error) {
-	v, err := t.kv.Get(bTables, u64(uint64(j.ID)))
+	data, _, err := t.storedRoutesSum(j)
+	return slices.Clone(data), err
+}
+
+// storedRoutesSum is storedRoutes in place (valid during the
+// transaction only) with the routes' checksum.
+func (t *Tx) storedRoutesSum(j *client.JobRecord) ([]byte, uint32, error) {
+	v, err := t.kv.Peek(bTables, u64(uint64(j.ID)))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if v == nil {
-		return nil, errNoRoutes
+		return nil, 0, errNoRoutes
 	}
 	data, err := t.record(v)
 	if err != nil {
-		return nil, fmt.Errorf("routes: %v", err)
+		return nil, 0, fmt.Errorf("routes: %v", err)
 	}
-	return data, nil
+	return data, binary.BigEndian.Uint32(v[1:5]), nil
 }
 
 // Job reads one stored job with its routes (nil if there is none).
