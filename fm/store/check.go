@@ -47,6 +47,53 @@ func checkRecords(kv kvTx, tied bool) error {
 			return fmt.Errorf("fabric record: %v", err)
 		}
 	}
+	if err := checkJobRecords(kv, schema, nextJob, tied); err != nil {
+		return err
+	}
+	if err := checkBucket(kv, bGroups, "group", legacy, func(k, data []byte) error {
+		var g client.GroupRecord
+		if err := json.Unmarshal(data, &g); err != nil {
+			return err
+		}
+		if string(k) != g.ID {
+			return fmt.Errorf("key does not match id %q", g.ID)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	seq, err := kv.Sequence(bAudit)
+	if err != nil {
+		return err
+	}
+	if err := checkBucket(kv, bAudit, "audit entry", legacy, func(k, data []byte) error {
+		var e client.Event
+		if err := json.Unmarshal(data, &e); err != nil {
+			return err
+		}
+		if len(k) != 8 || binary.BigEndian.Uint64(k) != e.Seq {
+			return fmt.Errorf("key does not match seq %d", e.Seq)
+		}
+		if e.Seq > seq {
+			return fmt.Errorf("seq %d beyond the audit sequence %d: the next entry would overwrite it", e.Seq, seq)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if schema >= 3 {
+		return checkBucket(kv, bRequests, "request", false, func(k, data []byte) error {
+			var o Outcome
+			return json.Unmarshal(data, &o)
+		})
+	}
+	return nil
+}
+
+// checkJobRecords checks the jobs, their stored routes and their stored
+// link loads (see checkRecords).
+func checkJobRecords(kv kvTx, schema, nextJob uint64, tied bool) error {
+	legacy := schema == 1
 	withTable := map[int]bool{}
 	sums := map[int]uint32{} // the checksum of each job's stored routes
 	t := &Tx{kv: kv, legacy: legacy, schema: schema}
@@ -109,43 +156,6 @@ func checkRecords(kv kvTx, tied bool) error {
 		}); err != nil {
 			return err
 		}
-	}
-	if err := checkBucket(kv, bGroups, "group", legacy, func(k, data []byte) error {
-		var g client.GroupRecord
-		if err := json.Unmarshal(data, &g); err != nil {
-			return err
-		}
-		if string(k) != g.ID {
-			return fmt.Errorf("key does not match id %q", g.ID)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	seq, err := kv.Sequence(bAudit)
-	if err != nil {
-		return err
-	}
-	if err := checkBucket(kv, bAudit, "audit entry", legacy, func(k, data []byte) error {
-		var e client.Event
-		if err := json.Unmarshal(data, &e); err != nil {
-			return err
-		}
-		if len(k) != 8 || binary.BigEndian.Uint64(k) != e.Seq {
-			return fmt.Errorf("key does not match seq %d", e.Seq)
-		}
-		if e.Seq > seq {
-			return fmt.Errorf("seq %d beyond the audit sequence %d: the next entry would overwrite it", e.Seq, seq)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if schema >= 3 {
-		return checkBucket(kv, bRequests, "request", false, func(k, data []byte) error {
-			var o Outcome
-			return json.Unmarshal(data, &o)
-		})
 	}
 	return nil
 }
