@@ -189,7 +189,7 @@ type scratch struct {
 	stopped bool
 	// sourceOrder's scratch (holesFirst): candidate sources, and the
 	// set's node count per position of each dimension
-	rim        []int32
+	cands      []int32
 	layerOff   []int
 	layerCount []int32
 	// sweep: per node (index of the reachability arrays), == endedEpoch
@@ -620,7 +620,7 @@ func (r *Router) holesFirst(s *scratch, add func(v int)) {
 	}
 	// The best-scored unpicked nodes, evenly spread along the active
 	// list within the last score taken.
-	var byScore [17]int
+	var byScore [MaxDims + 1]int
 	for _, v := range s.act {
 		if s.pos[s.actIdx[v]] < 0 {
 			byScore[score(v)]++
@@ -633,26 +633,26 @@ func (r *Router) holesFirst(s *scratch, add func(v int)) {
 	if least > len(t.dims) {
 		return
 	}
-	s.rim = s.rim[:0]
+	s.cands = s.cands[:0]
 	for _, v := range s.act {
 		if s.pos[s.actIdx[v]] < 0 && score(v) > least {
-			s.rim = append(s.rim, v)
+			s.cands = append(s.cands, v)
 		}
 	}
-	slices.SortStableFunc(s.rim, func(a, b int32) int { return score(b) - score(a) })
-	for _, v := range s.rim {
+	slices.SortStableFunc(s.cands, func(a, b int32) int { return score(b) - score(a) })
+	for _, v := range s.cands {
 		add(int(v))
 	}
-	room -= len(s.rim)
-	s.rim = s.rim[:0]
+	room -= len(s.cands)
+	s.cands = s.cands[:0]
 	for _, v := range s.act {
 		if s.pos[s.actIdx[v]] < 0 && score(v) == least {
-			s.rim = append(s.rim, v)
+			s.cands = append(s.cands, v)
 		}
 	}
-	n := len(s.rim)
+	n := len(s.cands)
 	for k := range min(room, n) {
-		add(int(s.rim[k*n/min(room, n)]))
+		add(int(s.cands[k*n/min(room, n)]))
 	}
 }
 
