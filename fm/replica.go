@@ -101,6 +101,9 @@ func openEtcd(cfg Config) (*Service, string, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// Only a leader writes: the link loads counted at this start are not
+	// stored (storeCounted), and a later start counts them again.
+	s.counted = nil
 	if !have {
 		return fail(fmt.Errorf("%s: %w: the store has no fabric record; nothing was written", st.Name(), store.ErrDamaged))
 	}
