@@ -767,12 +767,18 @@ func (d *decision) askConnected(w int, list func() (active, transit []int), keys
 // same active set (or, for a translation-invariant router, the same
 // pattern).
 func (d *decision) alone(w int, p placement, block bool) (bool, error) {
+	return d.aloneAsked(w, p, block, d.askReachable)
+}
+
+// aloneAsked is alone asking through ask (askReachable, or askConnected
+// for a set known to be connected).
+func (d *decision) aloneAsked(w int, p placement, block bool, ask func(w int, list func() (active, transit []int), keys ...[]byte) (bool, error)) (bool, error) {
 	size := p.blockSize
 	if block && leadingBlock(size, d.m) != nil {
 		return true, nil
 	}
 	if block && d.shareBlocks {
-		return d.askReachable(w, func() ([]int, []int) {
+		return ask(w, func() ([]int, []int) {
 			active, _ := d.listed(p)
 			return active, nil
 		}, d.stringKey(w, 0, "", sizeKey("b", size)))
@@ -783,9 +789,9 @@ func (d *decision) alone(w int, p placement, block bool) (bool, error) {
 	if p.pattern != "" {
 		// Placements of other sizes often have the same active nodes, and
 		// translates have the same pattern: either key finds the answer.
-		return d.askReachable(w, list, key, d.stringKey(w, 1, "p", p.pattern))
+		return ask(w, list, key, d.stringKey(w, 1, "p", p.pattern))
 	}
-	return d.askReachable(w, list, key)
+	return ask(w, list, key)
 }
 
 // reduce drops the transit nodes the set does not need (improved

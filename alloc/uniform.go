@@ -264,17 +264,7 @@ func (d *decision) askAlone(ask []*uniformRep, results []sizeResult) {
 // where it is not at the box's start), so only the router is asked (the
 // connectivity check is a shortcut: the router's answer is the same).
 func (d *decision) uniformAlone(w int, p placement) (bool, error) {
-	if leadingBlock(p.blockSize, d.m) != nil {
-		return true, nil
-	}
-	if d.shareBlocks {
-		return d.askConnected(w, func() ([]int, []int) {
-			active, _ := d.listed(p)
-			return active, nil
-		}, d.stringKey(w, 0, "", sizeKey("b", p.blockSize)))
-	}
-	active, _ := d.listed(p)
-	return d.askConnected(w, func() ([]int, []int) { return active, nil }, d.nodeKey(w, 0, "a", active))
+	return d.aloneAsked(w, p, true, d.askConnected)
 }
 
 // uniformRep is a set the uniform path asks about: the first m nodes of
