@@ -244,8 +244,7 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 		if !reached() {
 			return true
 		}
-		tf, err := fullTable(j)
-		return err == nil && md.routing.VerifyTable(tf) == nil
+		return verifyEncoded(md.routing, j.Table, encodedRoutes(j)) == nil
 	}
 	works := func() bool { return false } // whether the job may keep its table if no new one is found
 	switch {

@@ -30,7 +30,7 @@ var (
 )
 
 // schemaVersion is the schema the store writes.
-const schemaVersion = 4
+const schemaVersion = 5
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

@@ -927,11 +927,7 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 	if err := tableMatchesJob(sn.g, j); err != nil {
 		return false, err.Error(), nil
 	}
-	tf, err := fullTable(j)
-	if err != nil {
-		return false, err.Error(), nil
-	}
-	if err := sn.routing.VerifyTable(tf); err != nil {
+	if err := verifyEncoded(sn.routing, j.Table, encodedRoutes(j)); err != nil {
 		return false, err.Error(), nil
 	}
 	return true, "", nil
@@ -1073,7 +1069,7 @@ func (lc *linkCounter) count(ld *linkDirs, tb *routing.TableJSON, routes []byte)
 	}
 	lc.touched = lc.touched[:0]
 	if routes != nil {
-		lc.countStored(ld, routes, tb.Active)
+		lc.countStored(ld, routes, tb)
 	} else {
 		ld.walk(tb, lc.add)
 	}
@@ -1114,14 +1110,15 @@ func (lc *linkCounter) add(l int) {
 	lc.n[l]++
 }
 
-// countStored counts the routes of a table stored as b (routing.EncodeStoredRoutes,
-// read with routing.EachStoredRoute) that cross each link, walking the stored runs
-// of steps from each route's source among active (the table's active
-// nodes): on a plain torus a run of k steps adds one to a stretch of k
+// countStored counts the routes of table tb stored as b
+// (routing.EncodeStoredRoutes, read with routing.EachStoredRoute) that
+// cross each link, walking the stored runs of steps from each route's
+// source: on a plain torus a run of k steps adds one to a stretch of k
 // links of one ring, two entries of lc.diff, summed along the ring at the
 // end; else step by step. It counts what walk counts for the decoded table
 // (and stops at damaged data).
-func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
+func (lc *linkCounter) countStored(ld *linkDirs, b []byte, tb *routing.TableJSON) {
+	active := tb.Active
 	const none = -1
 	nd := len(ld.dims)
 	if ld.out == nil {
@@ -1146,7 +1143,7 @@ func (lc *linkCounter) countStored(ld *linkDirs, b []byte, active [][]int) {
 	}
 	// A damaged route stops the walk (routing.EachStoredRoute's error); the routes
 	// before it are counted.
-	_ = routing.EachStoredRoute(b, len(ids), func(int) {}, func(src, _ int, runs []byte) { // the steps lead to the destination
+	_ = routing.EachStoredRoute(b, tb, func(int) {}, func(src, _ int, runs []byte) { // the steps lead to the destination
 		v := ids[src]
 		if v >= 0 {
 			for i, x := range active[src] {

@@ -608,7 +608,7 @@ func (s *Service) applyChange(ch *store.Change) error {
 			old := jobs[id]
 			switch {
 			case have && routes != nil:
-				if err := routing.CheckStoredRoutes(routes, len(j.Table.Active)); err != nil {
+				if err := routing.CheckStoredRoutes(routes, j.Table); err != nil {
 					return fmt.Errorf("job %d: %v", id, err)
 				}
 				keepEncoded(j, routes)

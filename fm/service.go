@@ -703,7 +703,7 @@ func (s *Service) decodeStored(stored []storedJob) {
 		}
 		if sj.routes != nil && sj.j.Table != nil {
 			if known == nil {
-				if err := routing.CheckStoredRoutes(sj.routes, len(sj.j.Table.Active)); err != nil {
+				if err := routing.CheckStoredRoutes(sj.routes, sj.j.Table); err != nil {
 					sj.err = fmt.Errorf("job %d: %v", sj.j.ID, err)
 					return
 				}

@@ -392,25 +392,8 @@ func (tf *TableJSON) NewRouter(extraLinks, extraNodes string) (*Router, error) {
 // compared. A service that keeps one router per fabric state re-checks
 // stored tables after failures this way.
 func (tf *TableJSON) verifyOn(ctx context.Context, r *Router, o VerifyOptions) (*Report, error) {
-	if !slices.Equal(tf.Dims, r.t.dims) {
-		return nil, fmt.Errorf("table file: dims %v do not match the torus %v", tf.Dims, r.t.dims)
-	}
-	if wrap, err := meshFlags(tf.Mesh, len(tf.Dims)); err != nil {
-		return nil, fmt.Errorf("table file: %v", err)
-	} else if !slices.Equal(wrap, r.t.wrap) {
-		return nil, fmt.Errorf("table file: mesh dimensions [%s] do not match the torus's [%s]", topology.MeshLetters(wrap), topology.MeshLetters(r.t.wrap))
-	}
-	rule, err := ParseRule(tf.Rules)
-	if err != nil {
-		return nil, fmt.Errorf("table file: %v", err)
-	}
-	if len(tf.Order) > 0 {
-		if rule.Order, err = ParseOrder(strings.Join(tf.Order, ","), len(tf.Dims)); err != nil {
-			return nil, fmt.Errorf("table file: %v", err)
-		}
-	}
-	if rule.String() != r.rule.String() {
-		return nil, fmt.Errorf("table file: rule %s differs from the router's %s", rule, r.rule)
+	if err := tf.onRouter(r); err != nil {
+		return nil, err
 	}
 	hdr := &jsonHeader{TableJSON: *tf}
 	each := func(f func(i int, rt *RouteJSON) error) error {
@@ -422,6 +405,93 @@ func (tf *TableJSON) verifyOn(ctx context.Context, r *Router, o VerifyOptions) (
 		return nil
 	}
 	return r.checkJSONRoutes(ctx, hdr, each, o.Workers, true)
+}
+
+// onRouter reports whether the table names r's torus, mesh dimensions and
+// rule.
+func (tf *TableJSON) onRouter(r *Router) error {
+	if !slices.Equal(tf.Dims, r.t.dims) {
+		return fmt.Errorf("table file: dims %v do not match the torus %v", tf.Dims, r.t.dims)
+	}
+	if wrap, err := meshFlags(tf.Mesh, len(tf.Dims)); err != nil {
+		return fmt.Errorf("table file: %v", err)
+	} else if !slices.Equal(wrap, r.t.wrap) {
+		return fmt.Errorf("table file: mesh dimensions [%s] do not match the torus's [%s]", topology.MeshLetters(wrap), topology.MeshLetters(r.t.wrap))
+	}
+	rule, err := ParseRule(tf.Rules)
+	if err != nil {
+		return fmt.Errorf("table file: %v", err)
+	}
+	if len(tf.Order) > 0 {
+		if rule.Order, err = ParseOrder(strings.Join(tf.Order, ","), len(tf.Dims)); err != nil {
+			return fmt.Errorf("table file: %v", err)
+		}
+	}
+	if rule.String() != r.rule.String() {
+		return fmt.Errorf("table file: rule %s differs from the router's %s", rule, r.rule)
+	}
+	return nil
+}
+
+// StoredTable is a table whose routes are kept in the stored form: its
+// header (a TableJSON whose routes are not used; it must list its active
+// nodes) and its routes as EncodeStoredRoutes wrote them. Verify checks it
+// as the TableJSON with those routes, without making them (72 bytes a
+// route): memory stays bounded by the set.
+type StoredTable struct {
+	Header *TableJSON
+	Routes []byte
+}
+
+// verifyOn implements Verifiable.
+func (st StoredTable) verifyOn(ctx context.Context, r *Router, o VerifyOptions) (*Report, error) {
+	tf := st.Header
+	if err := tf.onRouter(r); err != nil {
+		return nil, err
+	}
+	if len(tf.Active) == 0 {
+		return nil, errors.New("stored table: no active nodes listed")
+	}
+	active, transit, err := r.jsonSet(&jsonHeader{TableJSON: *tf}, nil)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int, len(tf.Active))
+	for i, c := range tf.Active {
+		ids[i] = r.t.g.NodeAt(c)
+	}
+	n := len(r.t.dims)
+	sc := r.newStreamCheck(active, transit, o.Workers)
+	var dirs []Dir
+	var stop error
+	k := 0
+	err = EachStoredRoute(st.Routes, tf, func(int) {}, func(src, dst int, runs []byte) {
+		if stop != nil {
+			return
+		}
+		if k++; k%routeBatchSize == 0 && ctx.Err() != nil {
+			stop = context.Cause(ctx)
+			return
+		}
+		dirs = AppendRunDirs(dirs[:0], runs)
+		for _, d := range dirs {
+			if d.Dim() >= n {
+				stop = routeErr(k-1, fmt.Errorf("%s is not a direction of a %d-dimensional torus", d, n))
+				return
+			}
+		}
+		sc.emit(ids[src], ids[dst], dirs)
+	})
+	if err == nil {
+		err = stop
+	}
+	if err != nil {
+		sc.abort()
+		return nil, err
+	}
+	rep := sc.finish()
+	r.conclude(rep, active, transit, claims{stats: tf.Figures, deadlockFree: tf.DeadlockFree, routes: -1}, o.Workers)
+	return rep, nil
 }
 
 // jsonHeader is a JSON table without its routes.

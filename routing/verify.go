@@ -106,6 +106,8 @@ type Verifiable interface {
 //     compared only when it was opened without extra failures (they
 //     describe the file's own fabric), and a compact file's route count
 //     is compared too. It can be verified once.
+//   - a StoredTable is checked as the *TableJSON of its header with its
+//     routes, read from their stored form.
 func (r *Router) Verify(ctx context.Context, t Verifiable, o VerifyOptions) (*Report, error) {
 	return t.verifyOn(ctx, r, o)
 }

@@ -262,9 +262,11 @@ func OpenBoltReadOnly(path string) (s *Store, err error) {
 // current schema, in one transaction: after a crash the file is either
 // still of its old schema or wholly of the new one. Schema 1 records
 // are framed and job tables' routes moved to the tables bucket; schema
-// 2 stores gain the requests bucket and the meta checksum, and stores
+// 2 stores gain the requests bucket and the meta checksum, stores
 // before schema 4 the loads bucket (empty: the next start counts the
-// loads and stores them).
+// loads and stores them), and stores before schema 5 have their routes
+// written again in version 2 of the stored form (recodeRoutes; the next
+// start compacts the file the old routes leave sparse).
 func (s *Store) Migrate() error {
 	if s.bolt == nil || s.schema == schemaVersion {
 		return nil
@@ -295,6 +297,10 @@ func (s *Store) Migrate() error {
 			if _, err := btx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
+		}
+		t.schema = schemaVersion
+		if err := t.recodeRoutes(); err != nil {
+			return err
 		}
 		if err := t.putMeta(kVersion, u64(schemaVersion)); err != nil {
 			return err

@@ -120,7 +120,7 @@ func checkJobRecords(kv kvTx, schema, nextJob uint64, tied bool) error {
 					return nil
 				}
 			}
-			return routing.CheckStoredRoutes(data, len(j.Table.Active))
+			return routing.CheckStoredRoutes(data, j.Table)
 		}
 		return nil
 	}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,9 @@ import (
 
 // testTable is a table of m active nodes on a 64-wide ring of rings
 // (routes along X then Y), big enough for m ≥ 256 to be kept in chunks
-// on etcd.
+// on etcd: its first two routes are swapped, so that it is stored in the
+// stored form's version 1 (routing.EncodeStoredRoutes), 5 bytes a route
+// and more, not version 2, a fraction of a byte.
 func testTable(m int) *routing.TableJSON {
 	tf := &routing.TableJSON{Dims: []int{64, 64}, Rules: "dirbit"}
 	for i := 0; i < m; i++ {
@@ -40,6 +43,9 @@ func testTable(m int) *routing.TableJSON {
 			}
 			tf.Routes = append(tf.Routes, routing.RouteJSON{Src: src, Dst: dst, Dirs: dirs})
 		}
+	}
+	if len(tf.Routes) > 1 {
+		tf.Routes[0], tf.Routes[1] = tf.Routes[1], tf.Routes[0]
 	}
 	return tf
 }
@@ -311,4 +317,44 @@ func firstDiff(a, b string) string {
 		}
 	}
 	return fmt.Sprintf("%d lines against %d", len(la), len(lb))
+}
+
+// TestRoutesVersionBySchema: a store of schema 5 keeps a table's routes
+// in version 2 of the stored form, one of schema 4 (an etcd store is not
+// migrated, and an older icn may read it) in version 1; both read back
+// the routes written.
+func TestRoutesVersionBySchema(t *testing.T) {
+	tf := testTable(12)
+	tf.Routes[0], tf.Routes[1] = tf.Routes[1], tf.Routes[0] // the table's order
+	for _, c := range []struct {
+		schema uint64
+		v2     bool
+	}{{schemaVersion, true}, {routesV2Schema - 1, false}} {
+		s := newBolt(t)
+		s.schema = c.schema
+		j := &client.JobRecord{ID: 1, Nodes: 12, Table: tf}
+		if _, err := s.Update(context.Background(), "test", func(tx *Tx) error { return tx.PutJob(j, nil) }); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.View(context.Background(), func(tx *Tx) error {
+			raw, err := tx.storedRoutes(j)
+			if err != nil {
+				return err
+			}
+			if v2 := raw[0] == 0x80 && raw[1] == 0; v2 != c.v2 {
+				t.Errorf("schema %d: routes in version 2 %v, want %v", c.schema, v2, c.v2)
+			}
+			got, err := tx.Job(1)
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(got.Table.Routes, tf.Routes) {
+				t.Errorf("schema %d: other routes read back", c.schema)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
