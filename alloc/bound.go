@@ -224,6 +224,33 @@ func (d *decision) phiStarLevels(lc *levelCache, boxes [][]int, left int) (bl bo
 	return bl, ccs, bufs, true
 }
 
+// boundStops makes the scans of lc stop at the bound phase's end too
+// (besides the hard deadline) and returns what restores them.
+func (d *decision) boundStops(lc *levelCache) (restore func()) {
+	hard := lc.stop
+	if hard == nil {
+		hard = func() bool { return false }
+	}
+	lc.stop = func() bool { return d.clock.bound.Load() || hard() }
+	lc.fit.stop = lc.stop
+	return func() { lc.stop, lc.fit.stop = hard, hard }
+}
+
+// giveUpBounded ends the bounded path cut before its φ* was known: at the
+// bound phase's end the level cache, whose scans stopped, is dropped (the
+// ranking makes its own), the φ filter is not tried again (levelsLate)
+// and the placements are enumerated directly (false); after the
+// enumeration phase nothing is left to examine.
+func (d *decision) giveUpBounded() ([]sizeResult, bool) {
+	if !d.clock.enum.Load() && !d.clock.hard.Load() {
+		d.levels, d.levelsLate = nil, true
+		d.sel.boundGaveUp.Add(1)
+		return nil, false
+	}
+	d.cutHit.Store(true)
+	return make([]sizeResult, len(d.sizes)), true
+}
+
 // promisingStarts fills promising[j], for each leading box that can reach
 // φ*, with the starts (a bit per node id) where it can: where the free
 // rectangles it misses reach the count φ* needs at some level. The
@@ -285,14 +312,16 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 	N := d.s.N()
 	lc := d.levelsNow()
 	left := lc.free - d.m
+	// The free rectangles and φ* must be known by the bound phase's end;
+	// otherwise the placements are enumerated directly (giveUpBounded).
+	defer d.boundStops(lc)()
 	var boxes [][]int
 	for _, size := range d.sizes {
 		if vol(size) == d.m && lc.fit.fits(size) {
 			boxes = append(boxes, size)
 		}
 		if lc.fit.stopped {
-			d.cutHit.Store(true)
-			return make([]sizeResult, len(d.sizes)), true
+			return d.giveUpBounded()
 		}
 	}
 	if len(boxes) == 0 {
@@ -300,8 +329,7 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 	}
 	bl, ccs, bufs, ok := d.phiStarLevels(lc, boxes, left)
 	if !ok {
-		d.cutHit.Store(true)
-		return make([]sizeResult, len(d.sizes)), true
+		return d.giveUpBounded()
 	}
 	if bl.starLevel < 0 {
 		// No free rectangle is left beside any box: every set leaves φ 0.

@@ -23,7 +23,13 @@ const DefaultBudget = 10 * time.Second
 // tables (criteria 3 and 4) until tableShare. What is left covers the
 // work that cannot stop at once (one reachability question, listing the
 // chosen set) so that the answer comes within the budget.
+//
+// The bounded path (bound.go) must have its free rectangles and φ* by
+// boundShare: on a large, lightly used torus listing them can take the
+// whole budget, and the decision then enumerates placements directly for
+// the rest of the enumeration phase rather than answer with no set.
 const (
+	boundShare = 0.35
 	enumShare  = 0.70
 	rankShare  = 0.85
 	tableShare = 0.93
@@ -78,9 +84,9 @@ type budget struct {
 	ctx   context.Context
 	total time.Duration // 0: no budget
 	start time.Time
-	// enum and rank are set when their phase must end; ctxDone when the
-	// caller gave up (then the decision returns ctx.Err()).
-	enum, rank, ctxDone atomic.Bool
+	// bound, enum and rank are set when their phase must end; ctxDone
+	// when the caller gave up (then the decision returns ctx.Err()).
+	bound, enum, rank, ctxDone atomic.Bool
 	// hard is set when even work that is usually left to finish must
 	// stop (listing free rectangles for φ), so that the answer comes
 	// within the budget.
@@ -92,6 +98,7 @@ func newBudget(ctx context.Context, total time.Duration, start time.Time) *budge
 	b := &budget{ctx: ctx, total: total, start: start}
 	b.stops = append(b.stops, context.AfterFunc(ctx, func() {
 		b.ctxDone.Store(true)
+		b.bound.Store(true)
 		b.enum.Store(true)
 		b.rank.Store(true)
 		b.hard.Store(true)
@@ -106,6 +113,7 @@ func newBudget(ctx context.Context, total time.Duration, start time.Time) *budge
 			t := time.AfterFunc(d, f)
 			b.stops = append(b.stops, t.Stop)
 		}
+		at(boundShare, func() { b.bound.Store(true) })
 		at(enumShare, func() { b.enum.Store(true) })
 		at(rankShare, func() { b.rank.Store(true) })
 		at(hardShare, func() { b.hard.Store(true) })

@@ -66,6 +66,9 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		clockStart = req.Since
 	}
 	d.clock = newBudget(ctx, req.Budget, clockStart)
+	if sel.tune.boundSpent {
+		d.clock.bound.Store(true)
+	}
 	defer d.clock.release()
 	defer func() {
 		if d.levels != nil {
@@ -287,6 +290,9 @@ type decision struct {
 	bestT atomic.Int64
 	memo  onceMap // answers shared by placements
 	work  []workerScratch
+	// levelsLate: the free rectangles could not be listed by the bound
+	// phase's end (giveUpBounded), so the φ filter is not tried.
+	levelsLate bool
 	// invariant: the router's answers depend on a set only up to
 	// translation, so placements of one size with the same pattern of
 	// unavailable nodes share them.

@@ -44,7 +44,7 @@ type phiFilter struct {
 func (d *decision) phiFilterApplies() bool {
 	t := &d.sel.tune
 	return d.req.Fast && d.req.Algo == Improved && !d.req.CountOnly && !d.req.Exists && !d.sel.anyFault &&
-		!t.noPhiFilter && t.cutAfter == 0 && t.cutAfterAsks == 0
+		!t.noPhiFilter && t.cutAfter == 0 && t.cutAfterAsks == 0 && !d.levelsLate
 }
 
 // newPhiFilter returns the decision's filter, or nil when it has none (no
@@ -97,6 +97,14 @@ func (d *decision) newPhiFilter() *phiFilter {
 func (d *decision) phiStar() (bl boundLevels, ok bool) {
 	sel := d.sel
 	lc := d.levelsNow()
+	// Like the bounded path's, by the bound phase's end or not at all:
+	// the enumeration then goes on without the filter.
+	defer d.boundStops(lc)()
+	defer func() {
+		if !ok && d.clock.bound.Load() {
+			d.levels, d.levelsLate = nil, true
+		}
+	}()
 	var boxes [][]int
 	for _, size := range d.sizes {
 		if vol(size) == d.m && lc.fit.fits(size) {

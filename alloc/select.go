@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/icn-hpc/icn/topology"
@@ -170,9 +171,12 @@ type Selector struct {
 	// (2·dim + (0 for +, 1 for −)) is failed.
 	faultDirs []uint16
 	anyFault  bool // some faultDirs[v] ≠ 0
-	reach     reachCache
-	hints     []pairHints // per worker
-	retry     retryMemo
+	// boundGaveUp counts the decisions whose bounded path was given up
+	// at the bound phase's end (giveUpBounded; tests).
+	boundGaveUp atomic.Int64
+	reach       reachCache
+	hints       []pairHints // per worker
+	retry       retryMemo
 	// reductions keeps block reductions across decisions
 	reductions reductionMemo
 	// figures keeps tie-break table figures across decisions
@@ -226,6 +230,9 @@ type tuning struct {
 	// noPhiFilter examines every placement of a Fast decision (see
 	// phifilter.go).
 	noPhiFilter bool
+	// boundSpent ends the bound phase at the decision's start, as if
+	// listing the free rectangles had taken it (giveUpBounded).
+	boundSpent bool
 }
 
 // NewSelector prepares a selector for the state's torus.

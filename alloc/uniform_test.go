@@ -179,12 +179,14 @@ func TestEmptyPhiMatchesPhi(t *testing.T) {
 // TestBoundedMatchesEnumeration compares the bounded path (placements
 // whose φ bound falls below φ* are not examined) with the direct
 // enumeration on random busy states of small tori: the same set, φ and
-// transit count.
+// transit count. So does a bounded path given up because the bound
+// phase ended before its free rectangles were listed (boundSpent): the
+// placements are enumerated directly, with the same answer.
 func TestBoundedMatchesEnumeration(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 3))
 	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2",
 		"torus:4x3x2:mesh=Z", "torus:3x2x2x3:mesh=Y,W"}
-	bounded := 0
+	bounded, gaveUp := 0, int64(0)
 	for trial := 0; trial < 120; trial++ {
 		spec := specs[trial%len(specs)]
 		g, err := topology.Parse(spec)
@@ -224,6 +226,16 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 		if (got.Chosen == nil) != (want.Chosen == nil) {
 			t.Fatalf("%s: bounded chose %v, enumeration %v", name, got.Chosen, want.Chosen)
 		}
+		spent := NewSelector(s)
+		spent.tune.forceBounded, spent.tune.boundSpent = true, true
+		late, err := spent.Select(s, rt, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gaveUp += spent.boundGaveUp.Load()
+		if !reflect.DeepEqual(late.Chosen, want.Chosen) || late.Complete != want.Complete {
+			t.Fatalf("%s: the bounded path given up chose %+v (complete %d), enumeration %+v (complete %d)", name, late.Chosen, late.Complete, want.Chosen, want.Complete)
+		}
 		if want.Chosen == nil {
 			continue
 		}
@@ -238,6 +250,9 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 	}
 	if bounded < 30 {
 		t.Fatalf("only %d of 120 decisions took the bounded path", bounded)
+	}
+	if gaveUp < 30 {
+		t.Fatalf("only %d of 120 bounded paths were given up at the bound phase's end", gaveUp)
 	}
 }
 
