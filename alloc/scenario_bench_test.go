@@ -410,8 +410,8 @@ func BenchmarkSelectEmpty(b *testing.B) {
 	}
 }
 
-// BenchmarkSelectFill fills the largest tori built to 60 % as `icn serve`
-// fills them (issue 43): jobs of 64·256^(u^2.3) nodes (64–16 384, seed
+// BenchmarkSelectFill fills the largest tori built (Sequoia, Tofu-D) to
+// 60 % as `icn serve` fills them (issue 43): jobs of 64·256^(u^2.3) nodes (64–16 384, seed
 // 1), T = m/4, placed one after another by one selector with the default
 // budget and without the chosen set's table (the service builds it), as
 // fm.Service.place asks (Fast: placements that can no longer win on
@@ -420,15 +420,17 @@ func BenchmarkSelectEmpty(b *testing.B) {
 // cut before criterion 2 (all, and those of m ≤ 4 096) and the jobs
 // placed.
 func BenchmarkSelectFill(b *testing.B) {
-	for _, spec := range []string{"torus:16x16x16x12x2"} {
+	for _, spec := range []string{"torus:16x16x16x12x2", "torus:24x23x24x2x3x2:mesh=W,U"} {
 		b.Run(spec, func(b *testing.B) {
 			for b.Loop() {
 				s, rt := busyPattern(b, spec, "idle")
 				sel := NewSelector(s)
 				r := rand.New(rand.NewPCG(1, 43))
 				var times, cpus []float64
-				cut, cutSmall, jobs := 0, 0, 0
-				for job := 1; s.Busy() < s.N()*6/10; job++ {
+				cut, cutSmall, jobs, missed := 0, 0, 0, 0
+				// As the service's fill: it stops after 10 requests in a
+				// row that found no set.
+				for job := 1; s.Busy() < s.N()*6/10 && missed < 10; job++ {
 					m := int(64 * math.Pow(256, math.Pow(r.Float64(), 2.3)))
 					start, cpu := time.Now(), processCPU()
 					res, err := sel.Select(s, rt, Request{Nodes: m, Transit: m / 4, Budget: DefaultBudget, NoTable: true, Fast: true})
@@ -443,11 +445,12 @@ func BenchmarkSelectFill(b *testing.B) {
 							cutSmall++
 						}
 					}
+					missed++
 					if c := res.Chosen; c != nil {
 						if err := s.Occupy(job, append(slices.Clone(c.Active), c.Transit...)); err != nil {
 							b.Fatal(err)
 						}
-						jobs++
+						jobs, missed = jobs+1, 0
 					}
 					b.Logf("job %d: m=%d %.3fs (CPU %.3fs) complete %d settled %v examined %d busy %.1f%%", job, m, times[len(times)-1], cpus[len(cpus)-1], res.Complete, res.Settled, res.Examined, 100*float64(s.Busy())/float64(s.N()))
 				}
@@ -461,6 +464,7 @@ func BenchmarkSelectFill(b *testing.B) {
 				b.ReportMetric(float64(cut), "cut<2")
 				b.ReportMetric(float64(cutSmall), "cut<2,m≤4096")
 				b.ReportMetric(float64(jobs), "jobs")
+				b.ReportMetric(100*float64(s.Busy())/float64(s.N()), "busy-%")
 			}
 		})
 	}
