@@ -236,14 +236,20 @@ func (d *decision) boundStops(lc *levelCache) (restore func()) {
 	return func() { lc.stop, lc.fit.stop = hard, hard }
 }
 
+// dropLateLevels drops the level cache whose scans a deadline stopped
+// (incomplete levels are never completed; the ranking makes a new one)
+// and keeps the φ filter from listing them again (levelsLate).
+func (d *decision) dropLateLevels() {
+	d.levels, d.levelsLate = nil, true
+}
+
 // giveUpBounded ends the bounded path cut before its φ* was known: at the
-// bound phase's end the level cache, whose scans stopped, is dropped (the
-// ranking makes its own), the φ filter is not tried again (levelsLate)
-// and the placements are enumerated directly (false); after the
-// enumeration phase nothing is left to examine.
+// bound phase's end the level cache is dropped (dropLateLevels) and the
+// placements are enumerated directly (false); after the enumeration
+// phase nothing is left to examine.
 func (d *decision) giveUpBounded() ([]sizeResult, bool) {
 	if !d.clock.enum.Load() && !d.clock.hard.Load() {
-		d.levels, d.levelsLate = nil, true
+		d.dropLateLevels()
 		d.sel.boundGaveUp.Add(1)
 		return nil, false
 	}

@@ -100,16 +100,15 @@ func (d *decision) phiStar() (bl boundLevels, ok bool) {
 	// Like the bounded path's, by the bound phase's end or not at all:
 	// the enumeration then goes on without the filter.
 	defer d.boundStops(lc)()
-	defer func() {
-		if !ok && d.clock.bound.Load() {
-			d.levels, d.levelsLate = nil, true
-		}
-	}()
 	var boxes [][]int
 	for _, size := range d.sizes {
 		if vol(size) == d.m && lc.fit.fits(size) {
 			boxes = append(boxes, size)
 		}
+	}
+	if lc.fit.stopped {
+		d.dropLateLevels()
+		return bl, false
 	}
 	if len(boxes) == 0 {
 		return bl, false
@@ -122,6 +121,7 @@ func (d *decision) phiStar() (bl boundLevels, ok bool) {
 		}
 		rs, done := lc.levelDone(i)
 		if !done {
+			d.dropLateLevels()
 			return bl, false
 		}
 		if len(rs) == 0 {

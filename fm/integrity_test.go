@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -494,8 +493,7 @@ func TestStartCompactsSparseStore(t *testing.T) {
 }
 
 // toV1Routes writes the routes of the given jobs of the store at db again
-// in the stored form's version 1 (routing.EncodeStoredRoutes writes it
-// for routes out of the table's order: the first two are swapped).
+// in the stored form's version 1 (routing.RecodeStoredRoutes).
 func toV1Routes(t *testing.T, db string, jobs []*client.JobRecord) {
 	t.Helper()
 	st, _, err := store.OpenBolt(db)
@@ -509,14 +507,12 @@ func toV1Routes(t *testing.T, db string, jobs []*client.JobRecord) {
 			if err != nil {
 				return err
 			}
-			r := j.Table.Routes
-			r[0], r[1] = r[1], r[0]
 			routes, err := routing.EncodeStoredRoutes(j.Table)
+			if err == nil {
+				routes, err = routing.RecodeStoredRoutes(routes, j.Table, 1)
+			}
 			if err != nil {
 				return err
-			}
-			if routes[0] == 0x80 && routes[1] == 0 {
-				return fmt.Errorf("job %d: routes out of order written in version 2", j.ID)
 			}
 			if err := tx.PutJob(j, routes); err != nil {
 				return err
@@ -720,7 +716,7 @@ func toSchema4(tx *bolt.Tx) error {
 func storedRoutesV2(t *testing.T, path string) []int {
 	return storedKeys(t, path, bTables, func(v []byte) bool {
 		data, err := unframeRecord(v, false)
-		return err == nil && len(data) > 2 && data[0] == 0x80 && data[1] == 0
+		return err == nil && routing.StoredRoutesVersion(data) == 2
 	})
 }
 

@@ -344,13 +344,6 @@ func (tr *TableReader) verifyOn(ctx context.Context, r *Router, o VerifyOptions)
 		return r.checkJSONRoutes(ctx, tr.jh, tr.jsonRoutes, o.Workers, tr.own)
 	}
 	active, transit := tr.active, tr.transit
-	sc := r.newStreamCheck(active, transit, o.Workers)
-	err := readRoutesRecords(ctx, tr.c, len(active), r.t.nd, func(a, b int, dirs []Dir) { sc.emit(active[a], active[b], dirs) })
-	if err != nil {
-		sc.abort()
-		return nil, err
-	}
-	rep := sc.finish()
 	h := tr.ch
 	cl := claims{deadlockFree: h.DeadlockFree, routes: int(h.Routes)}
 	if tr.own {
@@ -358,8 +351,31 @@ func (tr *TableReader) verifyOn(ctx context.Context, r *Router, o VerifyOptions)
 		// any route being wrong
 		cl.stats = h.Figures
 	}
-	r.conclude(rep, active, transit, cl, o.Workers)
+	return r.streamVerify(active, transit, o.Workers, cl, func(emit func(src, dst int, dirs []Dir)) error {
+		return readRoutesRecords(ctx, tr.c, len(active), r.t.nd, func(a, b int, dirs []Dir) { emit(active[a], active[b], dirs) })
+	})
+}
+
+// streamVerify checks the routes feed hands to emit (node ids; an error
+// of feed ends the check and is returned) over active ∪ transit, then
+// compares the figures and the deadlock verdict with the claims.
+func (r *Router) streamVerify(active, transit []int, workers int, cl claims, feed func(emit func(src, dst int, dirs []Dir)) error) (*Report, error) {
+	sc := r.newStreamCheck(active, transit, workers)
+	if err := feed(sc.emit); err != nil {
+		sc.abort()
+		return nil, err
+	}
+	rep := sc.finish()
+	r.conclude(rep, active, transit, cl, workers)
 	return rep, nil
+}
+
+// dirIn returns an error unless d is a direction of r's torus.
+func (r *Router) dirIn(d Dir) error {
+	if n := len(r.t.dims); d.Dim() >= n {
+		return fmt.Errorf("%s is not a direction of a %d-dimensional torus", d, n)
+	}
+	return nil
 }
 
 // checkSet rejects a set with a node listed twice or both active and
@@ -460,38 +476,33 @@ func (st StoredTable) verifyOn(ctx context.Context, r *Router, o VerifyOptions) 
 	for i, c := range tf.Active {
 		ids[i] = r.t.g.NodeAt(c)
 	}
-	n := len(r.t.dims)
-	sc := r.newStreamCheck(active, transit, o.Workers)
-	var dirs []Dir
-	var stop error
-	k := 0
-	err = EachStoredRoute(st.Routes, tf, func(int) {}, func(src, dst int, runs []byte) {
-		if stop != nil {
-			return
-		}
-		if k++; k%routeBatchSize == 0 && ctx.Err() != nil {
-			stop = context.Cause(ctx)
-			return
-		}
-		dirs = AppendRunDirs(dirs[:0], runs)
-		for _, d := range dirs {
-			if d.Dim() >= n {
-				stop = routeErr(k-1, fmt.Errorf("%s is not a direction of a %d-dimensional torus", d, n))
+	cl := claims{stats: tf.Figures, deadlockFree: tf.DeadlockFree, routes: -1}
+	return r.streamVerify(active, transit, o.Workers, cl, func(emit func(src, dst int, dirs []Dir)) error {
+		var dirs []Dir
+		var stop error
+		k := 0
+		err := EachStoredRoute(st.Routes, tf, func(int) {}, func(src, dst int, runs []byte) {
+			if stop != nil {
 				return
 			}
+			if k++; k%routeBatchSize == 0 && ctx.Err() != nil {
+				stop = context.Cause(ctx)
+				return
+			}
+			dirs = AppendRunDirs(dirs[:0], runs)
+			for _, d := range dirs {
+				if err := r.dirIn(d); err != nil {
+					stop = routeErr(k-1, err)
+					return
+				}
+			}
+			emit(ids[src], ids[dst], dirs)
+		})
+		if err != nil {
+			return err
 		}
-		sc.emit(ids[src], ids[dst], dirs)
+		return stop
 	})
-	if err == nil {
-		err = stop
-	}
-	if err != nil {
-		sc.abort()
-		return nil, err
-	}
-	rep := sc.finish()
-	r.conclude(rep, active, transit, claims{stats: tf.Figures, deadlockFree: tf.DeadlockFree, routes: -1}, o.Workers)
-	return rep, nil
 }
 
 // jsonHeader is a JSON table without its routes.
@@ -510,46 +521,39 @@ func (r *Router) checkJSONRoutes(ctx context.Context, h *jsonHeader, each func(f
 	if err != nil {
 		return nil, err
 	}
-	n := len(r.t.dims)
-	sc := r.newStreamCheck(active, transit, workers)
-	var dirs []Dir
-	err = each(func(i int, rt *RouteJSON) error {
-		if i%routeBatchSize == 0 && ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		src, err := r.coordNode("source", rt.Src)
-		if err != nil {
-			return routeErr(i, err)
-		}
-		dst, err := r.coordNode("destination", rt.Dst)
-		if err != nil {
-			return routeErr(i, err)
-		}
-		dirs = dirs[:0]
-		for _, s := range rt.Dirs {
-			d, err := ParseDir(s)
-			if err != nil {
-				return routeErr(i, err)
-			}
-			if d.Dim() >= n {
-				return routeErr(i, fmt.Errorf("%s is not a direction of a %d-dimensional torus", d, n))
-			}
-			dirs = append(dirs, d)
-		}
-		sc.emit(src, dst, dirs)
-		return nil
-	})
-	if err != nil {
-		sc.abort()
-		return nil, err
-	}
-	rep := sc.finish()
 	cl := claims{stats: h.Figures, deadlockFree: h.DeadlockFree, routes: -1}
 	if !ownFabric {
 		cl.stats = nil
 	}
-	r.conclude(rep, active, transit, cl, workers)
-	return rep, nil
+	return r.streamVerify(active, transit, workers, cl, func(emit func(src, dst int, dirs []Dir)) error {
+		var dirs []Dir
+		return each(func(i int, rt *RouteJSON) error {
+			if i%routeBatchSize == 0 && ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			src, err := r.coordNode("source", rt.Src)
+			if err != nil {
+				return routeErr(i, err)
+			}
+			dst, err := r.coordNode("destination", rt.Dst)
+			if err != nil {
+				return routeErr(i, err)
+			}
+			dirs = dirs[:0]
+			for _, s := range rt.Dirs {
+				d, err := ParseDir(s)
+				if err == nil {
+					err = r.dirIn(d)
+				}
+				if err != nil {
+					return routeErr(i, err)
+				}
+				dirs = append(dirs, d)
+			}
+			emit(src, dst, dirs)
+			return nil
+		})
+	})
 }
 
 func routeErr(i int, err error) error {

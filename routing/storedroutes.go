@@ -49,6 +49,16 @@ const maxStoredDirs = 2 * MaxDims
 // those of a version after 1.
 var storedV2 = [3]byte{0x80, 0x00, 0x02}
 
+// StoredRoutesVersion returns the version of the stored form b is written
+// in: 2 when it begins as a version after 1 does (its readers refuse a
+// later one), else 1.
+func StoredRoutesVersion(b []byte) int {
+	if len(b) >= 2 && b[0] == storedV2[0] && b[1] == storedV2[1] {
+		return 2
+	}
+	return 1
+}
+
 // EncodeStoredRoutes encodes tf's routes (sources and destinations must be
 // active nodes of tf): version 2 when they are every ordered pair of its
 // active nodes in the table's order, else version 1.
@@ -227,11 +237,10 @@ func (w *storedWriter) finish() []byte {
 // routes that are not every ordered pair of the active nodes in the
 // table's order. Damaged routes are an error.
 func RecodeStoredRoutes(b []byte, tf *TableJSON, version int) ([]byte, error) {
-	isV2 := len(b) >= 2 && b[0] == storedV2[0] && b[1] == storedV2[1]
 	switch {
 	case version != 1 && version != 2:
 		return nil, fmt.Errorf("stored routes have no version %d", version)
-	case isV2 == (version == 2) || len(tf.Active) < 2:
+	case StoredRoutesVersion(b) == version || len(tf.Active) < 2:
 		return b, CheckStoredRoutes(b, tf)
 	case version == 1:
 		return storedV1(b, tf)
@@ -411,7 +420,7 @@ func CheckStoredRoutes(b []byte, tf *TableJSON) error {
 // directions; RunOf decodes them). It stops at the first damaged route
 // with an error naming it.
 func EachStoredRoute(b []byte, tf *TableJSON, start func(n int), route func(src, dst int, runs []byte)) error {
-	if len(b) >= 2 && b[0] == storedV2[0] && b[1] == storedV2[1] {
+	if StoredRoutesVersion(b) == 2 {
 		if len(b) < 3 || b[2] != storedV2[2] {
 			return fmt.Errorf("stored routes damaged: version cut short or not 2")
 		}

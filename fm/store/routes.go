@@ -44,7 +44,7 @@ func (t *Tx) recodeRoutes() error {
 		if err != nil {
 			return fmt.Errorf("job %d: %v", j.ID, err)
 		}
-		if len(routes) == len(old) && string(routes) == string(old) {
+		if string(routes) == string(old) {
 			continue
 		}
 		l, _, tied, err := t.jobLoads(key, sum)
