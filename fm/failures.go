@@ -74,7 +74,8 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch client.Fai
 		return nil, fmt.Errorf("%w: after this change the fabric could not route jobs: %s", client.ErrConflict, md.noJobs)
 	}
 	rc := &recheckSpec{md: md, repair: ch.Repair, label: actionName(ch) + " " + subject,
-		touches: s.touchedBy(md, ch, subject), reaches: reachedBy(before, md, ch, subject)}
+		touches: s.touchedBy(md, ch, subject), reaches: reachedBy(before, md, ch, subject),
+		before: before, gone: goneChannels(md.g, ch, subject)}
 	if placing && s.cfg.RepairExtra >= 0 {
 		s.mu.RLock()
 		rc.free = s.state.Clone()
@@ -161,6 +162,25 @@ type recheckSpec struct {
 	// the failed node (touchedBy); reaches: the change lies among the
 	// job's nodes or changes the rule's turns there (reachedBy).
 	touches, reaches func(*client.JobRecord) bool
+	// before is the routing of the fabric before the change; gone the
+	// channels a link failure took down (nil for other changes): the
+	// tables whose routes cross them are repaired in place where they
+	// can be (repairTable).
+	before Routing
+	gone   []int
+}
+
+// goneChannels returns the two channels of the link a link failure names
+// (nil for any other change).
+func goneChannels(g *topology.Graph, ch client.FailureChange, subject string) []int {
+	if ch.Link == "" || ch.Repair {
+		return nil
+	}
+	ls, err := g.ParseLinks(subject)
+	if err != nil || len(ls) != 1 {
+		return nil
+	}
+	return []int{2 * ls[0], 2*ls[0] + 1}
 }
 
 type recheckResult struct {
@@ -194,7 +214,7 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 					continue
 				}
 				r := s.recheckJob(rc, jobs[i])
-				if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table {
+				if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table && r.links == nil {
 					// Work the next read of the link loads would do,
 					// done here, in parallel and without locks; the
 					// new table is kept encoded.
@@ -265,6 +285,13 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 	}
 	c := *j
 	c.Problem, c.Unreachable = "", nil
+	if table, routes, stats, links, ok := s.repairTable(rc, j); ok {
+		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
+		keepEncoded(&c, routes)
+		s.keepLinks(j.ID, *links)
+		r.new, r.effect, r.routes, r.links = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName()}, routes, links
+		return r
+	}
 	table, routes, stats, err := s.routeJob(md, j)
 	if err == nil {
 		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
@@ -757,6 +784,10 @@ type jobLinks struct {
 	set    []uint64
 	links  []int32 // the links used, ascending
 	routes []int32 // routes crossing each
+	// ab: of those, routes crossing it from its end A to its end B
+	// (topology channel 2·link); nil when not counted (loads read from
+	// the store)
+	ab []int32
 }
 
 // tableLinks returns the links of job j's table (cached per job and
@@ -849,4 +880,57 @@ func (s *Service) touchedBy(md *model, ch client.FailureChange, subject string) 
 		}
 		return false
 	}
+}
+
+// repairTable repairs job j's table after a link failure its routes
+// cross (routing.Router.RepairStored): the routes that crossed the link,
+// and those whose first or last turn the failure changed, get new
+// shortest routes of least load; every other route is kept, so a
+// failure in a job of 10 000 nodes re-routes thousands of its 100
+// million routes instead of building them all. ok is false where the
+// table is not repaired so (another rule or change, routes not kept in
+// the stored form, loads not counted by direction, a pair left without a
+// route inside the job's nodes): the job's table is then built anew.
+func (s *Service) repairTable(rc *recheckSpec, j *client.JobRecord) (tf *routing.TableJSON, routes []byte, stats client.TableStats, links *jobLinks, ok bool) {
+	after, ok1 := rc.md.routing.(*angaraRouting)
+	before, ok2 := rc.before.(*angaraRouting)
+	stored := encodedRoutes(j)
+	if !ok1 || !ok2 || len(rc.gone) == 0 || stored == nil || j.Routing == client.RouteBroken || !rc.touches(j) {
+		return nil, nil, stats, nil, false
+	}
+	g := rc.md.g
+	jl := s.tableLinksStored(g, j, stored)
+	if jl.ab == nil {
+		return nil, nil, stats, nil, false
+	}
+	load := make([]int32, 2*g.NumLinks())
+	for i, l := range jl.links {
+		load[2*l], load[2*l+1] = jl.ab[i], jl.routes[i]-jl.ab[i]
+	}
+	rep, err := after.R.RepairStored(rc.md.context(), before.R, j.Table, stored, rc.gone, load)
+	if err != nil {
+		return nil, nil, stats, nil, false
+	}
+	h := *j.Table
+	h.Routes = nil
+	h.Figures = &rep.Figures
+	h.DeadlockFree = true
+	h.Cycle = nil
+	h.FailedLinks, h.FailedNodes = nil, nil
+	for _, l := range g.FailedLinks() {
+		h.FailedLinks = append(h.FailedLinks, g.LinkName(l))
+	}
+	for _, v := range g.FailedNodes() {
+		h.FailedNodes = append(h.FailedNodes, g.NodeName(v))
+	}
+	nl := jobLinks{tb: &h, set: make([]uint64, (g.NumLinks()+63)/64)}
+	for l := range g.NumLinks() {
+		if n := load[2*l] + load[2*l+1]; n > 0 {
+			nl.set[l>>6] |= 1 << (l & 63)
+			nl.links = append(nl.links, int32(l))
+			nl.routes = append(nl.routes, n)
+			nl.ab = append(nl.ab, load[2*l])
+		}
+	}
+	return &h, rep.Routes, client.TableStats{Figures: rep.Figures, DeadlockFree: true}, &nl, true
 }

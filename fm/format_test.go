@@ -30,7 +30,7 @@ var (
 )
 
 // schemaVersion is the schema the store writes.
-const schemaVersion = 5
+const schemaVersion = 6
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

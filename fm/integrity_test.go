@@ -184,7 +184,7 @@ func TestAlteredStoresRefused(t *testing.T) {
 		{"meta checksum record altered", "meta crc32c: the checksum record was altered", func(t *testing.T, tx *bolt.Tx) error {
 			return flipMeta(tx, kMetaSum, 0, 0x01)
 		}},
-		{"meta checksum record deleted", "meta schema: the store claims schema 5 but has no meta checksums", func(t *testing.T, tx *bolt.Tx) error {
+		{"meta checksum record deleted", "meta schema: the store claims schema 6 but has no meta checksums", func(t *testing.T, tx *bolt.Tx) error {
 			return tx.Bucket(bMeta).Delete(kMetaSum)
 		}},
 		{"schema 2 store (no meta checksums) with next job id 2^56 + 4", "meta next_job: the next job id 72057594037927940 is outside", func(t *testing.T, tx *bolt.Tx) error {

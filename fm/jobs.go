@@ -970,7 +970,7 @@ func (s *Service) loadsEntry() *readEntry {
 // walkTableLinks calls fn with the link of every step of every route of
 // tf on g (newLinkDirs(g).walk).
 func walkTableLinks(g *topology.Graph, tf *routing.TableJSON, fn func(link int)) {
-	newLinkDirs(g).walk(tf, fn)
+	newLinkDirs(g).walk(tf, func(l int, _ bool) { fn(l) })
 }
 
 // linkDirs finds the link a step takes: the link out of each node in each
@@ -980,6 +980,9 @@ type linkDirs struct {
 	dims, stride []int
 	links        int     // links of the fabric
 	out          []int32 // node·2·dims + direction → link, or -1
+	// outBA: that step crosses its link from end B to end A (the
+	// channel 2·link+1)
+	outBA []bool
 	// rings: every node has a link in each direction, a step back is the
 	// previous node's step forward, and no two nodes share a link
 	// forward (a plain torus): then the links a run of steps crosses lie
@@ -996,6 +999,7 @@ func newLinkDirs(g *topology.Graph) *linkDirs {
 	}
 	const none = -1
 	out := make([]int32, g.NumNodes()*2*nd)
+	ld.outBA = make([]bool, len(out))
 	for v := range g.NumNodes() {
 		row := out[v*2*nd : (v+1)*2*nd]
 		for k := range row {
@@ -1012,6 +1016,7 @@ func newLinkDirs(g *topology.Graph) *linkDirs {
 			}
 			if row[k] == none {
 				row[k] = int32(ch >> 1)
+				ld.outBA[v*2*nd+k] = ch&1 == 1
 			}
 		}
 	}
@@ -1051,12 +1056,15 @@ func (ld *linkDirs) plainRings() bool {
 // per-link counts.
 type linkCounter struct {
 	n       []int32 // routes per link, zero between tables
+	ab      []int32 // of those, routes crossing it from end A to end B
 	touched []int32 // links counted
 	// Run mode (linkDirs.rings): diff holds, per forward link, the
 	// routes whose runs start there less those that end before it; each
 	// ring with a run (rings: base node·dims + dimension, marked in
-	// ringSeen) is summed along once at the end.
+	// ringSeen) is summed along once at the end; back the same for the
+	// runs that go back over the links.
 	diff     []int32
+	back     []int32
 	ringSeen []bool
 	rings    []int32
 }
@@ -1066,20 +1074,27 @@ type linkCounter struct {
 func (lc *linkCounter) count(ld *linkDirs, tb *routing.TableJSON, routes []byte) jobLinks {
 	if len(lc.n) < ld.links {
 		lc.n = make([]int32, ld.links)
+		lc.ab = make([]int32, ld.links)
 	}
 	lc.touched = lc.touched[:0]
 	if routes != nil {
 		lc.countStored(ld, routes, tb)
 	} else {
-		ld.walk(tb, lc.add)
+		ld.walk(tb, func(l int, ab bool) {
+			lc.add(l)
+			if ab {
+				lc.ab[l]++
+			}
+		})
 	}
 	touched := lc.touched
 	slices.Sort(touched)
-	e := jobLinks{tb: tb, set: make([]uint64, (ld.links+63)/64), links: slices.Clone(touched), routes: make([]int32, len(touched))}
+	e := jobLinks{tb: tb, set: make([]uint64, (ld.links+63)/64), links: slices.Clone(touched), routes: make([]int32, len(touched)), ab: make([]int32, len(touched))}
 	for i, l := range touched {
 		e.set[l>>6] |= 1 << (l & 63)
 		e.routes[i] = lc.n[l]
-		lc.n[l] = 0
+		e.ab[i] = lc.ab[l]
+		lc.n[l], lc.ab[l] = 0, 0
 	}
 	return e
 }
@@ -1087,7 +1102,7 @@ func (lc *linkCounter) count(ld *linkDirs, tb *routing.TableJSON, routes []byte)
 // linksOfLoads is what count gives, from a job's stored link loads (nil
 // when they name a link the fabric does not have).
 func linksOfLoads(ld *linkDirs, tb *routing.TableJSON, l store.Loads) *jobLinks {
-	e := jobLinks{tb: tb, set: make([]uint64, (ld.links+63)/64), links: l.Links, routes: l.Routes}
+	e := jobLinks{tb: tb, set: make([]uint64, (ld.links+63)/64), links: l.Links, routes: l.Routes, ab: l.AB}
 	for _, id := range l.Links {
 		if id < 0 || int(id) >= ld.links {
 			return nil
@@ -1099,7 +1114,7 @@ func linksOfLoads(ld *linkDirs, tb *routing.TableJSON, l store.Loads) *jobLinks 
 
 // loadsOf is what the store keeps of a job's links (store.Loads).
 func loadsOf(e jobLinks) store.Loads {
-	return store.Loads{Links: e.links, Routes: e.routes}
+	return store.Loads{Links: e.links, Routes: e.routes, AB: e.ab}
 }
 
 // add counts one route's step over link l.
@@ -1126,6 +1141,7 @@ func (lc *linkCounter) countStored(ld *linkDirs, b []byte, tb *routing.TableJSON
 	}
 	if ld.rings && len(lc.diff) < ld.links {
 		lc.diff = make([]int32, ld.links)
+		lc.back = make([]int32, ld.links)
 		lc.ringSeen = make([]bool, len(ld.out)/2)
 	}
 	ids := make([]int32, len(active))
@@ -1164,6 +1180,9 @@ func (lc *linkCounter) countStored(ld *linkDirs, b []byte, tb *routing.TableJSON
 			for range steps {
 				if l := ld.out[v*int32(2*nd)+d]; l != none {
 					lc.add(int(l))
+					if !ld.outBA[v*int32(2*nd)+d] {
+						lc.ab[l]++
+					}
 				}
 				v = ringStep(v, c[:], dim, d&1 != 0, dims[:], stride[:])
 			}
@@ -1196,13 +1215,17 @@ func (lc *linkCounter) run(ld *linkDirs, v int32, c *[routing.MaxDims]int32, d, 
 			from, end = from+size, end+size
 		}
 	}
-	lc.diff[forward(from)]++
+	diff := lc.diff
+	if d&1 == 1 {
+		diff = lc.back
+	}
+	diff[forward(from)]++
 	switch {
 	case end < size:
-		lc.diff[forward(end)]--
+		diff[forward(end)]--
 	case end > size:
-		lc.diff[forward(0)]++
-		lc.diff[forward(end-size)]--
+		diff[forward(0)]++
+		diff[forward(end-size)]--
 	}
 	y := x + steps
 	if d&1 == 1 {
@@ -1224,16 +1247,23 @@ func (lc *linkCounter) sumRings(ld *linkDirs) {
 		lc.ringSeen[r] = false
 		base, dim := r/nd, r%nd
 		stride, size := int32(ld.stride[dim]), int32(ld.dims[dim])
-		sum := int32(0)
+		fwd, back := int32(0), int32(0)
 		for p := range size {
-			l := ld.out[(base+p*stride)*2*nd+2*dim]
-			sum += lc.diff[l]
-			lc.diff[l] = 0
-			if sum > 0 {
+			at := (base+p*stride)*2*nd + 2*dim
+			l := ld.out[at]
+			fwd += lc.diff[l]
+			back += lc.back[l]
+			lc.diff[l], lc.back[l] = 0, 0
+			if fwd+back > 0 {
 				if lc.n[l] == 0 {
 					lc.touched = append(lc.touched, l)
 				}
-				lc.n[l] += sum
+				lc.n[l] += fwd + back
+				if ld.outBA[at] {
+					lc.ab[l] += back
+				} else {
+					lc.ab[l] += fwd
+				}
 			}
 		}
 	}
@@ -1242,7 +1272,7 @@ func (lc *linkCounter) sumRings(ld *linkDirs) {
 
 // walk calls fn with the link of every step of every route of tf; each
 // distinct step list (routes share them) is parsed once.
-func (ld *linkDirs) walk(tf *routing.TableJSON, fn func(link int)) {
+func (ld *linkDirs) walk(tf *routing.TableJSON, fn func(link int, ab bool)) {
 	const none = -1
 	dims, stride, out := ld.dims, ld.stride, ld.out
 	nd := len(dims)
@@ -1291,7 +1321,7 @@ func (ld *linkDirs) walk(tf *routing.TableJSON, fn func(link int)) {
 				break
 			}
 			if l := out[v*2*nd+int(k)]; l != none {
-				fn(int(l))
+				fn(int(l), !ld.outBA[v*2*nd+int(k)])
 			}
 			v = ringStep(v, c, int(k)/2, k%2 != 0, dims, stride)
 		}

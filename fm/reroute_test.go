@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/icn-hpc/icn/fm/api"
 	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/routing"
 )
 
 // firstLink names the link a job's first route leaves its source on.
@@ -181,4 +183,74 @@ func metricValue(t *testing.T, s *Service, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestFailureRepairsTableInPlace: a failed link inside a job whose rings
+// stay whole elsewhere is repaired in place (routing.RepairStored): the
+// job keeps every route that did not cross the link, its routes are kept
+// in version 3 of the stored form, it verifies whole on the new fabric,
+// its link loads are those counted again from its routes, and it reads
+// back the same after a restart. A second failure repairs it again.
+func TestFailureRepairsTableInPlace(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openTest(t, dir, "torus:6x6x4", nil)
+	j, err := s.Submit("t", client.JobRequest{Nodes: 72})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		j, _ = s.Job(j.ID)
+		before := mustTable(j)
+		jl := s.tableLinks(s.g, j)
+		busiest := 0
+		for i := range jl.links {
+			if jl.routes[i] > jl.routes[busiest] {
+				busiest = i
+			}
+		}
+		link := s.g.LinkName(int(jl.links[busiest]))
+		res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Link: link})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Jobs) != 1 || res.Jobs[0].Result != "rerouted" {
+			t.Fatalf("failure of %s: effects %+v", link, res.Jobs)
+		}
+		s.mu.RLock()
+		kept := s.jobs[j.ID]
+		s.mu.RUnlock()
+		if v := routing.StoredRoutesVersion(kept.StoredRoutes); kept.Table.Routes != nil || v != 3 {
+			t.Fatalf("round %d: routes in version %d, want a repair's 3", round, v)
+		}
+		checkJobsRouted(t, s)
+		got := mustTable(kept)
+		same := 0
+		for i, r := range before.Routes {
+			crosses := false
+			walkTableLinks(s.g, &routing.TableJSON{Dims: before.Dims, Routes: []routing.RouteJSON{r}}, func(l int) {
+				crosses = crosses || s.g.LinkName(l) == link
+			})
+			if !crosses && slices.Equal(r.Dirs, got.Routes[i].Dirs) {
+				same++
+			}
+		}
+		if same < len(before.Routes)*9/10 {
+			t.Fatalf("round %d: %d of %d routes kept", round, same, len(before.Routes))
+		}
+		var lc linkCounter
+		if fresh, cached := lc.count(s.dirsOf(s.g), kept.Table, kept.StoredRoutes), s.tableLinks(s.g, kept); !reflect.DeepEqual(fresh.routes, cached.routes) || !reflect.DeepEqual(fresh.ab, cached.ab) || !reflect.DeepEqual(fresh.links, cached.links) {
+			t.Fatalf("round %d: the repaired loads differ from those counted from the routes", round)
+		}
+		t.Logf("failure of %s: %d of %d routes kept, π_max %d → %d", link, same, len(before.Routes), before.Figures.PiMax, got.Figures.PiMax)
+	}
+	j, _ = s.Job(j.ID)
+	want := mustTable(j)
+	s.Close()
+	s, _ = openTest(t, dir, "torus:6x6x4", nil)
+	defer s.Close()
+	back, _ := s.Job(j.ID)
+	if !reflect.DeepEqual(mustTable(back).Routes, want.Routes) {
+		t.Fatal("the repaired routes read back differ")
+	}
+	checkJobsRouted(t, s)
 }

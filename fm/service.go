@@ -698,7 +698,9 @@ func (s *Service) decodeStored(stored []storedJob) {
 		sj := &stored[i]
 		running := sj.j.State == client.JobRunning && sj.j.Table != nil
 		var known *jobLinks
-		if running && ld != nil && sj.loads != nil {
+		if running && ld != nil && sj.loads != nil && sj.loads.AB != nil {
+			// (Loads stored without their directions, by an icn of
+			// schema 5, are counted again and stored with them.)
 			known = linksOfLoads(ld, sj.j.Table, *sj.loads)
 		}
 		if sj.routes != nil && sj.j.Table != nil {

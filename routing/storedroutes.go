@@ -8,7 +8,7 @@ import (
 )
 
 // The stored form of a table's routes, as the fabric manager's store keeps
-// them (apart from the table's header). Two versions are read; the
+// them (apart from the table's header). Three versions are read; the
 // second is written whenever the routes are every ordered pair of the
 // table's active nodes in the table's order (by source, then destination,
 // in the active list's order: every table icn builds).
@@ -41,6 +41,9 @@ import (
 //
 // Reading version 2 needs the table's dimensions and the active nodes'
 // coordinates (TableJSON's header): the offsets are computed from them.
+//
+// Version 3 (storedpatch.go), a version 2 value with some of its routes
+// replaced, is written by a repair after a failure (RepairStored).
 
 // maxStoredDirs is the number of directions a stored step may take.
 const maxStoredDirs = 2 * MaxDims
@@ -50,10 +53,13 @@ const maxStoredDirs = 2 * MaxDims
 var storedV2 = [3]byte{0x80, 0x00, 0x02}
 
 // StoredRoutesVersion returns the version of the stored form b is written
-// in: 2 when it begins as a version after 1 does (its readers refuse a
-// later one), else 1.
+// in: 3 when it begins as version 3 does, 2 when it begins as another
+// version after 1 does (its readers refuse a later one), else 1.
 func StoredRoutesVersion(b []byte) int {
 	if len(b) >= 2 && b[0] == storedV2[0] && b[1] == storedV2[1] {
+		if len(b) >= 3 && b[2] == storedV3[2] {
+			return 3
+		}
 		return 2
 	}
 	return 1
@@ -232,10 +238,11 @@ func (w *storedWriter) finish() []byte {
 }
 
 // RecodeStoredRoutes returns routes stored for a table with tf's header
-// written in the given version of the stored form (1 or 2): b itself
-// when it is in that version already, or when version 2 is asked for
-// routes that are not every ordered pair of the active nodes in the
-// table's order. Damaged routes are an error.
+// written in the given version of the stored form (1 or 2; version 3,
+// which only a repair writes, is read): b itself when it is in that
+// version already, or when version 2 is asked for routes that are not
+// every ordered pair of the active nodes in the table's order. Damaged
+// routes are an error.
 func RecodeStoredRoutes(b []byte, tf *TableJSON, version int) ([]byte, error) {
 	switch {
 	case version != 1 && version != 2:
@@ -420,7 +427,10 @@ func CheckStoredRoutes(b []byte, tf *TableJSON) error {
 // directions; RunOf decodes them). It stops at the first damaged route
 // with an error naming it.
 func EachStoredRoute(b []byte, tf *TableJSON, start func(n int), route func(src, dst int, runs []byte)) error {
-	if StoredRoutesVersion(b) == 2 {
+	switch StoredRoutesVersion(b) {
+	case 3:
+		return eachStoredV3(b, tf, start, route)
+	case 2:
 		if len(b) < 3 || b[2] != storedV2[2] {
 			return fmt.Errorf("stored routes damaged: version cut short or not 2")
 		}

@@ -233,7 +233,9 @@ func TestStoredRoutesV2Refused(t *testing.T) {
 		{"past the end", []byte{0x80, 0, 2, 6, 7}, head, "predicted"},
 		{"node outside", []byte{0x80, 0, 2, 2, 0, 1, 0x00}, &TableJSON{Dims: []int{3, 2}, Active: [][]int{{0, 0}, {0, 2}}}, "not a node"},
 		{"no active nodes", []byte{0x80, 0, 2, 0}, &TableJSON{Dims: []int{3, 2}}, "route count"},
-		{"version 3", []byte{0x80, 0, 3, 6, 0, 0}, head, "not 2"},
+		{"version 4", []byte{0x80, 0, 4, 6, 0, 0}, head, "not 2"},
+		{"version 3 base cut", []byte{0x80, 0, 3, 6, 0, 0}, head, "length of the base routes"},
+		{"version 3 base of version 1", []byte{0x80, 0, 3, 1, 0, 0}, head, "not of version 2"},
 		{"version cut", []byte{0x80, 0}, head, "cut short"},
 	}
 	for _, c := range cases {
@@ -255,6 +257,11 @@ func FuzzStoredRoutes(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(uint8(i), b)
+		// Version 3: the routes with the first one replaced.
+		if tb := tables[name]; tb.NumRoutes() > 0 {
+			rec := AppendRuns(nil, tb.AppendDirs(0, nil))
+			f.Add(uint8(i), appendStoredV3(b, []storedPatch{{0, rec[len(rec)-countRuns(rec):]}}))
+		}
 	}
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		head := tables[names[int(which)%len(names)]].JSONHeader()

@@ -298,9 +298,12 @@ func (s *Store) Migrate() error {
 				return err
 			}
 		}
+		old := t.schema
 		t.schema = schemaVersion
-		if err := t.recodeRoutes(); err != nil {
-			return err
+		if old < routesV2Schema {
+			if err := t.recodeRoutes(); err != nil {
+				return err
+			}
 		}
 		if err := t.putMeta(kVersion, u64(schemaVersion)); err != nil {
 			return err

@@ -13,23 +13,29 @@ import (
 // (Sequoia 60 % full: 265 million routes, 11 CPU-s), so they are stored
 // beside the routes, tied to them by the routes' checksum:
 //
-//	version 1 | CRC-32C of the stored routes (4 bytes, big endian) |
-//	uvarint n | n uvarint link ids, each less the one before |
-//	n uvarint route counts
+//	version (1 or 2) | CRC-32C of the stored routes (4 bytes, big
+//	endian) | uvarint n | n uvarint link ids, each less the one before |
+//	n uvarint route counts | version 2: n uvarint counts of those
+//	routes that cross the link from its end A to its end B
+//
+// Version 2 (schema 6) keeps the loads by direction, which a repair of a
+// table after a failure needs (its π_max is per channel); a record of
+// version 1 is read without them.
 //
 // framed as every record. PutJob drops them whenever it replaces or
 // removes the routes, so stored loads are always those of the stored
 // routes: a record tied to other routes is damage (checkRecords). Stores
 // before schema 4 have no loads bucket and keep none.
-const loadsVersion = 1
+const loadsVersion = 2
 
 // loadsSchema is the first schema with the loads bucket.
 const loadsSchema = 4
 
 // Loads are a job's link loads: Routes[i] routes cross link Links[i];
-// the links ascending.
+// the links ascending. AB[i] of them cross it from its end A to its end
+// B (nil: not known, a record of version 1).
 type Loads struct {
-	Links, Routes []int32
+	Links, Routes, AB []int32
 }
 
 // PutJobLoads stores the link loads of job id's stored routes (a no-op in
@@ -38,6 +44,9 @@ type Loads struct {
 func (t *Tx) PutJobLoads(id int, l Loads) error {
 	if t.schema < loadsSchema {
 		return nil
+	}
+	if t.schema < routesV3Schema {
+		l.AB = nil // version 1, which an icn of that schema reads
 	}
 	key := u64(uint64(id))
 	v, err := t.kv.Peek(bTables, key)
@@ -85,11 +94,14 @@ func (t *Tx) jobLoads(key []byte, sum uint32) (l Loads, present, tied bool, err 
 }
 
 func encodeLoads(sum uint32, l Loads) ([]byte, error) {
-	if len(l.Links) != len(l.Routes) {
-		return nil, fmt.Errorf("%d links, %d counts", len(l.Links), len(l.Routes))
+	if len(l.Links) != len(l.Routes) || l.AB != nil && len(l.AB) != len(l.Links) {
+		return nil, fmt.Errorf("%d links, %d counts, %d by direction", len(l.Links), len(l.Routes), len(l.AB))
 	}
-	b := make([]byte, 5, 5+binary.MaxVarintLen32*(1+2*len(l.Links)))
-	b[0] = loadsVersion
+	b := make([]byte, 5, 5+binary.MaxVarintLen32*(1+3*len(l.Links)))
+	b[0] = 1
+	if l.AB != nil {
+		b[0] = loadsVersion
+	}
 	binary.BigEndian.PutUint32(b[1:5], sum)
 	b = binary.AppendUvarint(b, uint64(len(l.Links)))
 	prev := int32(-1)
@@ -106,16 +118,23 @@ func encodeLoads(sum uint32, l Loads) ([]byte, error) {
 		}
 		b = binary.AppendUvarint(b, uint64(n))
 	}
+	for i, n := range l.AB {
+		if n < 0 || n > l.Routes[i] {
+			return nil, fmt.Errorf("%d of %d routes one way over a link", n, l.Routes[i])
+		}
+		b = binary.AppendUvarint(b, uint64(n))
+	}
 	return b, nil
 }
 
 var errLoadsForm = errors.New("malformed")
 
 func decodeLoads(b []byte) (sum uint32, l Loads, err error) {
-	if len(b) < 5 || b[0] != loadsVersion {
+	if len(b) < 5 || b[0] < 1 || b[0] > loadsVersion {
 		return 0, Loads{}, fmt.Errorf("%w: version or length", errLoadsForm)
 	}
 	sum = binary.BigEndian.Uint32(b[1:5])
+	version := b[0]
 	b = b[5:]
 	next := func() (uint64, bool) {
 		v, k := binary.Uvarint(b)
@@ -147,6 +166,16 @@ func decodeLoads(b []byte) (sum uint32, l Loads, err error) {
 			return 0, Loads{}, fmt.Errorf("%w: count %d", errLoadsForm, i)
 		}
 		l.Routes[i] = int32(c)
+	}
+	if version >= 2 {
+		l.AB = make([]int32, n)
+		for i := range l.AB {
+			c, ok := next()
+			if !ok || c > uint64(l.Routes[i]) {
+				return 0, Loads{}, fmt.Errorf("%w: count by direction %d", errLoadsForm, i)
+			}
+			l.AB[i] = int32(c)
+		}
 	}
 	if len(b) != 0 {
 		return 0, Loads{}, fmt.Errorf("%w: %d bytes left", errLoadsForm, len(b))

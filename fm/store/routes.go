@@ -20,6 +20,21 @@ var errNoRoutes = errors.New("its routes are missing from the tables bucket")
 // of the stored form; those before it hold version 1.
 const routesV2Schema = 5
 
+// routesV3Schema is the first schema that may hold routes in version 3.
+const routesV3Schema = 6
+
+// routesVersion is the latest version of the stored form an icn of the
+// given schema reads.
+func routesVersion(schema uint64) int {
+	switch {
+	case schema < routesV2Schema:
+		return 1
+	case schema < routesV3Schema:
+		return 2
+	}
+	return 3
+}
+
 // recodeRoutes writes every job's routes stored in version 1 of routing's
 // stored form again in version 2 (routing.RecodeStoredRoutes; migration
 // to schema 5), with their link loads tied to the new routes.

@@ -62,14 +62,16 @@ var (
 	magic = []byte("icn-fabric-manager")
 )
 
-// schemaVersion 5 writes tables' routes in version 2 of routing's stored
+// schemaVersion 6 may hold tables' routes in version 3 of routing's
+// stored form (a table repaired after a failure: version 2 with some
+// routes replaced); 5 writes tables' routes in version 2 of routing's stored
 // form (a fraction of a byte a route, against about seven; its readers
 // read both versions); 4 keeps the running jobs' link loads (the loads
 // bucket); 3 covers the meta bucket with a checksum and keeps the answers to
 // requests with ids; 2 framed every record and moved job tables' routes
-// to the tables bucket; stores of schemas 1 to 4 are still read, and are
+// to the tables bucket; stores of schemas 1 to 5 are still read, and are
 // migrated when a service opens them.
-const schemaVersion = 5
+const schemaVersion = 6
 
 // oldestSchema is the oldest schema version the store still reads.
 const oldestSchema = 1
@@ -579,11 +581,11 @@ func (t *Tx) PutJob(j *client.JobRecord, routes []byte) error {
 			return fmt.Errorf("job %d: %v", j.ID, err)
 		}
 	}
-	if t.schema < routesV2Schema {
+	if v := routesVersion(t.schema); routing.StoredRoutesVersion(routes) > v {
 		// A store an older icn may still read (an etcd store is not
 		// migrated): the version it reads.
 		var err error
-		if routes, err = routing.RecodeStoredRoutes(routes, j.Table, 1); err != nil {
+		if routes, err = routing.RecodeStoredRoutes(routes, j.Table, v); err != nil {
 			return fmt.Errorf("job %d: %v", j.ID, err)
 		}
 	}

@@ -3,11 +3,13 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -357,6 +359,111 @@ func TestRoutesVersionBySchema(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.Table.Routes, tf.Routes) {
 				t.Errorf("schema %d: other routes read back", c.schema)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLoadsByDirection: link loads are written in version 2 with their
+// counts by direction and read back the same; without them, in version
+// 1, read back without them; counts by direction above the link's, a
+// later version, or bytes left over are refused.
+func TestLoadsByDirection(t *testing.T) {
+	l := Loads{Links: []int32{3, 7, 40}, Routes: []int32{5, 1, 9}, AB: []int32{2, 1, 0}}
+	b, err := encodeLoads(0xdeadbeef, l)
+	if err != nil || b[0] != 2 {
+		t.Fatalf("encoded %v: % x", err, b)
+	}
+	sum, got, err := decodeLoads(b)
+	if err != nil || sum != 0xdeadbeef || !reflect.DeepEqual(got, l) {
+		t.Fatalf("read back %v %x %+v", err, sum, got)
+	}
+	v1 := l
+	v1.AB = nil
+	b1, err := encodeLoads(1, v1)
+	if err != nil || b1[0] != 1 || len(b1) >= len(b) {
+		t.Fatalf("version 1: %v % x", err, b1)
+	}
+	if _, got, err := decodeLoads(b1); err != nil || got.AB != nil || !reflect.DeepEqual(got.Routes, l.Routes) {
+		t.Fatalf("version 1 read back %v %+v", err, got)
+	}
+	if _, err := encodeLoads(1, Loads{Links: []int32{1}, Routes: []int32{2}, AB: []int32{3}}); err == nil {
+		t.Error("3 of 2 routes one way encoded")
+	}
+	bad := slices.Clone(b)
+	bad[len(bad)-3] = 6 // 6 of 5 routes one way over link 3
+	if _, _, err := decodeLoads(bad); err == nil {
+		t.Error("more routes one way than over the link read")
+	}
+	later := slices.Clone(b)
+	later[0] = 3
+	if _, _, err := decodeLoads(later); err == nil {
+		t.Error("version 3 read")
+	}
+	if _, _, err := decodeLoads(append(slices.Clone(b), 0)); err == nil {
+		t.Error("a byte left over read")
+	}
+}
+
+// TestPatchedRoutesBySchema: routes in version 3 of the stored form (a
+// repaired table) are kept so by a store of schema 6 and written in
+// version 2 into one of schema 5 (which an icn of that schema reads);
+// both read back the same routes. Link loads by direction are kept by
+// schema 6 and written without them into schema 5.
+func TestPatchedRoutesBySchema(t *testing.T) {
+	tf := testTable(12)
+	tf.Routes[0], tf.Routes[1] = tf.Routes[1], tf.Routes[0] // the table's order
+	base, err := routing.EncodeStoredRoutes(tf)
+	if err != nil || routing.StoredRoutesVersion(base) != 2 {
+		t.Fatalf("%v, version %d", err, routing.StoredRoutesVersion(base))
+	}
+	dirs, err := routing.AppendNamedDirs(nil, tf.Routes[0].Dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version 3: the base, and route 0 replaced by its own steps.
+	v3 := binary.AppendUvarint([]byte{0x80, 0, 3}, uint64(len(base)))
+	v3 = binary.AppendUvarint(binary.AppendUvarint(append(v3, base...), 1), 0)
+	v3 = routing.AppendRuns(v3, dirs)
+	for _, c := range []struct {
+		schema  uint64
+		version int
+		ab      bool
+	}{{schemaVersion, 3, true}, {routesV3Schema - 1, 2, false}} {
+		s := newBolt(t)
+		s.schema = c.schema
+		j := &client.JobRecord{ID: 1, Nodes: 12, Table: tf}
+		loads := Loads{Links: []int32{1, 2}, Routes: []int32{3, 4}, AB: []int32{1, 4}}
+		if _, err := s.Update(context.Background(), "test", func(tx *Tx) error {
+			if err := tx.PutJob(j, v3); err != nil {
+				return err
+			}
+			return tx.PutJobLoads(1, loads)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.View(context.Background(), func(tx *Tx) error {
+			raw, sum, err := tx.storedRoutesSum(j)
+			if err != nil {
+				return err
+			}
+			if v := routing.StoredRoutesVersion(raw); v != c.version {
+				t.Errorf("schema %d: routes in version %d, want %d", c.schema, v, c.version)
+			}
+			got, err := tx.Job(1)
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(got.Table.Routes, tf.Routes) {
+				t.Errorf("schema %d: other routes read back", c.schema)
+			}
+			l, _, tied, err := tx.jobLoads(u64(1), sum)
+			if err != nil || !tied || (l.AB != nil) != c.ab {
+				t.Errorf("schema %d: loads %+v tied %v %v, want by direction %v", c.schema, l, tied, err, c.ab)
 			}
 			return nil
 		})
