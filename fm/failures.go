@@ -885,9 +885,9 @@ func (s *Service) touchedBy(md *model, ch client.FailureChange, subject string) 
 // repairTable repairs job j's table after a link failure its routes
 // cross (routing.Router.RepairStored): the routes that crossed the link,
 // and those whose first or last turn the failure changed, get new
-// shortest routes of least load; every other route is kept, so a
-// failure in a job of 10 000 nodes re-routes thousands of its 100
-// million routes instead of building them all. ok is false where the
+// shortest routes, the least loaded channels first; every other route
+// is kept, so a failure in a job of 10 000 nodes re-routes thousands of
+// its 100 million routes instead of building them all. ok is false where the
 // table is not repaired so (another rule or change, routes not kept in
 // the stored form, loads not counted by direction, a pair left without a
 // route inside the job's nodes): the job's table is then built anew.
@@ -911,19 +911,7 @@ func (s *Service) repairTable(rc *recheckSpec, j *client.JobRecord) (tf *routing
 	if err != nil {
 		return nil, nil, stats, nil, false
 	}
-	h := *j.Table
-	h.Routes = nil
-	h.Figures = &rep.Figures
-	h.DeadlockFree = true
-	h.Cycle = nil
-	h.FailedLinks, h.FailedNodes = nil, nil
-	for _, l := range g.FailedLinks() {
-		h.FailedLinks = append(h.FailedLinks, g.LinkName(l))
-	}
-	for _, v := range g.FailedNodes() {
-		h.FailedNodes = append(h.FailedNodes, g.NodeName(v))
-	}
-	nl := jobLinks{tb: &h, set: make([]uint64, (g.NumLinks()+63)/64)}
+	nl := jobLinks{tb: rep.Header, set: make([]uint64, (g.NumLinks()+63)/64)}
 	for l := range g.NumLinks() {
 		if n := load[2*l] + load[2*l+1]; n > 0 {
 			nl.set[l>>6] |= 1 << (l & 63)
@@ -932,5 +920,5 @@ func (s *Service) repairTable(rc *recheckSpec, j *client.JobRecord) (tf *routing
 			nl.ab = append(nl.ab, load[2*l])
 		}
 	}
-	return &h, rep.Routes, client.TableStats{Figures: rep.Figures, DeadlockFree: true}, &nl, true
+	return rep.Header, rep.Routes, client.TableStats{Figures: *rep.Header.Figures, DeadlockFree: true}, &nl, true
 }

@@ -24,60 +24,63 @@ import (
 // matching step, without reading the predicted routes one by one.
 //
 // New routes. Each is a shortest legal route inside the table's set on
-// the fabric with the failure, and of those the one with the least sum of
-// channel loads (the table's loads, updated route by route), found by A*
-// over (node, rule state) with the torus distance as the bound.
+// the fabric with the failure, found depth-first over (node, rule state)
+// within bounds growing from a length no route is shorter than, steps
+// tried in order of their channel's load (the table's loads, updated
+// route by route; pairSearch).
 //
 // Figures. Every route of a table the fabric manager keeps is a shortest
 // legal route (a BFS table, or a repaired one): RepairStored checks that
 // the table's route lengths sum to its π_perfect times its channels (the
-// minimal sum) and refuses it otherwise. A failure removes channels only;
-// when it admits the same order-violating turns between the set's
-// channels as before (the caller's condition), no minimal length inside
-// the set gets shorter, so the kept routes stay minimal and the new ones
-// are minimal: the new minimal sum is the new sum of lengths, the new
-// diameter the larger of the old and the longest new route, π_max the
-// largest of the updated loads.
+// minimal sum) and refuses it otherwise. A failure removes channels, and
+// under angara* changes order-violating turns, which only a route's
+// first or last turn can take; the routes a changed turn could shorten
+// or withdraw are searched again (turnRoutes), so every route stays
+// minimal: the new minimal sum is the new sum of lengths, the new
+// diameter the larger of the old and the longest new route (no minimal
+// length got shorter but by a shortcut found), π_max the largest of the
+// updated loads.
 
 // ErrNotRepairable reports a table RepairStored does not repair: the
 // caller builds a new one.
 var ErrNotRepairable = errors.New("the table cannot be repaired in place")
 
-// StoredRepair is a repaired table: its routes in the stored form and its
-// figures.
+// StoredRepair is a repaired table: its header and its routes in the
+// stored form.
 type StoredRepair struct {
+	// Header is the table's header on the fabric with the failure (its
+	// routes not listed): the new figures, deadlock-free, the fabric's
+	// failures.
+	Header *TableJSON
 	// Routes are the table's routes after the repair: version 3 (the
 	// routes as they were, with the new ones as patches), or version 2
 	// when the patches grew past a sixteenth of the routes.
-	Routes  []byte
-	Figures Figures
+	Routes []byte
 	// Rerouted is how many routes got new steps.
 	Rerouted int
-	// Channels is |C(M_{a,t})| on the fabric with the failure.
-	Channels int
 }
 
 // RepairStored repairs a table kept in the stored form (tf its header,
 // b its routes) after the channels in gone failed: on r, the fabric with
 // the failure, every route crossing one of them gets the shortest legal
-// route of least load inside the set, the others are kept. load holds
-// the table's routes per channel (topology channel ids), as they were;
-// it is updated to the repaired table's. before is the router of the
-// fabric the table was made for (its figures hold there).
+// route inside the set, the others are kept. load holds the table's
+// routes per channel (topology channel ids), as they were; it is updated
+// to the repaired table's. prev is the router of the fabric the table
+// was made for (its figures hold there).
 //
 // Under angara* a failure changes which order-violating turns the rule
 // admits; such a turn is only ever a route's first or last turn (an FS
 // or LS step). So the routes that may take a turn withdrawn, or may get
 // shorter by one gained, start at the tail of the turn's first channel
-// or end at the head of its second: of those, each whose first or last
-// turn changed, or which is longer than the torus distance between its
-// ends (no route is shorter than that), is routed again too.
+// or end at the head of its second: of those, each that took a withdrawn
+// turn is routed again, and each a gained turn could make shorter
+// (turnLower) takes the shortest such route if there is one.
 //
 // ErrNotRepairable (wrapped) says why a table is not repaired: a rule
 // whose tables may deadlock (angara, which needs the table's own check),
 // version 1 routes, or routes that are not all minimal. A pair left
 // without a legal route is an *UnreachableError; load is then unusable.
-func (r *Router) RepairStored(ctx context.Context, before *Router, tf *TableJSON, b []byte, gone []int, load []int32) (*StoredRepair, error) {
+func (r *Router) RepairStored(ctx context.Context, prev *Router, tf *TableJSON, b []byte, gone []int, load []int32) (*StoredRepair, error) {
 	not := func(why string) error { return fmt.Errorf("%w: %s", ErrNotRepairable, why) }
 	switch {
 	case r.rule.Kind == Angara:
@@ -114,20 +117,20 @@ func (r *Router) RepairStored(ctx context.Context, before *Router, tf *TableJSON
 	if err := r.prepareSet(s, rp.ids, rp.transit); err != nil {
 		return nil, err
 	}
-	rp.channels, rp.before = r.setChannels(s, gone)
+	channels, before := r.setChannels(s, gone)
 	sum := int64(0)
 	for _, x := range load {
 		sum += int64(x)
 	}
-	if minimal := int64(math.Round(tf.Figures.PiPerfect * float64(rp.before))); sum != minimal {
+	if minimal := int64(math.Round(tf.Figures.PiPerfect * float64(before))); sum != minimal {
 		return nil, not(fmt.Sprintf("its routes' lengths sum to %d, the minimal sum is %d", sum, minimal))
 	}
 	crossing, err := rp.crossing(base, patches)
 	if err != nil {
 		return nil, err
 	}
-	if rp.from, rp.to = rp.turnEnds(s, before); len(rp.from)+len(rp.to) > 0 {
-		if crossing, err = rp.turnRoutes(base, patches, rp.from, rp.to, crossing); err != nil {
+	if rp.from, rp.to = rp.turnEnds(s, prev); len(rp.from)+len(rp.to) > 0 {
+		if crossing, err = rp.turnRoutes(base, patches, crossing); err != nil {
 			return nil, err
 		}
 	}
@@ -141,13 +144,16 @@ func (r *Router) RepairStored(ctx context.Context, before *Router, tf *TableJSON
 		return nil, err
 	}
 	sum += delta
-	out := &StoredRepair{Rerouted: len(fresh), Channels: rp.channels}
 	pimax := int32(0)
 	for _, x := range load {
 		pimax = max(pimax, x)
 	}
-	out.Figures = Figures{Diameter: max(diameter, tf.Figures.Diameter), PiMax: int(pimax)}
-	out.Figures.PiPerfect, out.Figures.BalanceFactor = piFigures(int(sum), rp.channels, int(pimax))
+	fig := Figures{Diameter: max(diameter, tf.Figures.Diameter), PiMax: int(pimax)}
+	fig.PiPerfect, fig.BalanceFactor = piFigures(int(sum), channels, int(pimax))
+	h := *tf
+	h.Routes, h.Figures, h.DeadlockFree, h.Cycle = nil, &fig, true, nil
+	h.FailedLinks, h.FailedNodes = failedNames(r.t.g)
+	out := &StoredRepair{Header: &h, Rerouted: len(fresh)}
 	all := mergePatches(patches, fresh)
 	out.Routes = appendStoredV3(base, all)
 	if len(all) > n/16 {
@@ -233,16 +239,13 @@ func countRuns(rec []byte) int {
 // them.
 type repair struct {
 	r       *Router
-	tf      *TableJSON
 	m       int
 	ids     []int   // active index → node id
 	transit []int   // transit node ids
 	actIdx  []int32 // node id → active index, −1
 	off     *offsets
 	gone    []goneChannel
-	// channels of the set on the fabric with the failure, and before it
-	channels, before int
-	recs             []storedRecord // the base's records (crossing)
+	recs    []storedRecord // the base's records (crossing)
 	// the turns the failure changed, by the active node a route taking
 	// one as its first turn starts at (from) or as its last ends at (to)
 	from, to map[int][]changedTurn
@@ -283,7 +286,7 @@ func (r *Router) newRepair(tf *TableJSON, gone []int) (*repair, error) {
 	if err := tf.onRouter(r); err != nil {
 		return nil, err
 	}
-	rp := &repair{r: r, tf: tf, m: len(tf.Active), actIdx: make([]int32, t.nodes)}
+	rp := &repair{r: r, m: len(tf.Active), actIdx: make([]int32, t.nodes)}
 	for i := range rp.actIdx {
 		rp.actIdx[i] = -1
 	}
@@ -873,8 +876,8 @@ func (rp *repair) turnEnds(s *scratch, before *Router) (from, to map[int][]chang
 // active nodes of from and to those of to whose first (from) or last (to)
 // turn is one of the changed ones, or which are longer than the torus
 // distance between their ends.
-func (rp *repair) turnRoutes(base []byte, patches []storedPatch, from, to map[int][]changedTurn, crossing []crossingRoute) ([]crossingRoute, error) {
-	m := rp.m
+func (rp *repair) turnRoutes(base []byte, patches []storedPatch, crossing []crossingRoute) ([]crossingRoute, error) {
+	m, from, to := rp.m, rp.from, rp.to
 	var want []int // route indices, ascending
 	for a := range from {
 		for b := range m {

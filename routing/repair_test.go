@@ -75,9 +75,10 @@ func TestRepairStored(t *testing.T) {
 				if err != nil {
 					t.Fatalf("failure of %s: %v", g.LinkName(link), err)
 				}
-				h := *hdr
-				h.Figures = &rep.Figures
-				h.DeadlockFree = true
+				h := *rep.Header
+				if h.Routes != nil || !h.DeadlockFree || len(h.FailedLinks) != len(g2.FailedLinks()) {
+					t.Fatalf("repaired header: routes %d, deadlock-free %v, failed links %v", len(h.Routes), h.DeadlockFree, h.FailedLinks)
+				}
 				vr, err := r2.Verify(context.Background(), StoredTable{Header: &h, Routes: rep.Routes}, VerifyOptions{})
 				if err != nil {
 					t.Fatal(err)
@@ -113,7 +114,7 @@ func TestRepairStored(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Logf("failure of %s (turns changed: %v): %d routes re-routed, %d crossed it, version %d; π_max %d, a new table's %d",
-					g.LinkName(link), turns, rep.Rerouted, crossed, StoredRoutesVersion(rep.Routes), rep.Figures.PiMax, full.Figures.PiMax)
+					g.LinkName(link), turns, rep.Rerouted, crossed, StoredRoutesVersion(rep.Routes), h.Figures.PiMax, full.Figures.PiMax)
 				g, r, b, load, hdr = g2, r2, rep.Routes, next, &h
 				repaired++
 			}

@@ -3,6 +3,8 @@ package routing
 import (
 	"context"
 	"strings"
+
+	"github.com/icn-hpc/icn/topology"
 )
 
 // JSONHeader returns the table in the TableJSON format without its
@@ -48,16 +50,22 @@ func (tb *Table) jsonHeader() (*TableJSON, func(v int) []int) {
 // table's dependency cycle (if any), as the table files write them.
 func (tb *Table) failureNames() (links, nodes, cycle []string) {
 	g := tb.Graph()
+	links, nodes = failedNames(g)
+	for _, c := range tb.Cycle {
+		cycle = append(cycle, g.ChannelName(c))
+	}
+	return links, nodes, cycle
+}
+
+// failedNames names g's failed links and nodes.
+func failedNames(g *topology.Graph) (links, nodes []string) {
 	for _, l := range g.FailedLinks() {
 		links = append(links, g.LinkName(l))
 	}
 	for _, v := range g.FailedNodes() {
 		nodes = append(nodes, g.NodeName(v))
 	}
-	for _, c := range tb.Cycle {
-		cycle = append(cycle, g.ChannelName(c))
-	}
-	return links, nodes, cycle
+	return links, nodes
 }
 
 // JSON returns the table in the TableJSON format, routes included,
