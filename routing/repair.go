@@ -37,9 +37,9 @@ import (
 // first or last turn can take; the routes a changed turn could shorten
 // or withdraw are searched again (turnRoutes), so every route stays
 // minimal: the new minimal sum is the new sum of lengths, the new
-// diameter the larger of the old and the longest new route (no minimal
-// length got shorter but by a shortcut found), π_max the largest of the
-// updated loads.
+// diameter the larger of the old and the longest new route (or, where a
+// gained turn shortened a route of the old diameter, the longest route
+// now), π_max the largest of the updated loads.
 
 // ErrNotRepairable reports a table RepairStored does not repair: the
 // caller builds a new one.
@@ -139,7 +139,7 @@ func (r *Router) RepairStored(ctx context.Context, prev *Router, tf *TableJSON, 
 			sum -= int64(rp.unload(c.runs, c.src, load))
 		}
 	}
-	fresh, diameter, delta, err := rp.reroute(ctx, s, crossing, load)
+	fresh, diameter, delta, shorter, err := rp.reroute(ctx, s, crossing, load, tf.Figures.Diameter)
 	if err != nil {
 		return nil, err
 	}
@@ -148,27 +148,34 @@ func (r *Router) RepairStored(ctx context.Context, prev *Router, tf *TableJSON, 
 	for _, x := range load {
 		pimax = max(pimax, x)
 	}
-	fig := Figures{Diameter: max(diameter, tf.Figures.Diameter), PiMax: int(pimax)}
-	fig.PiPerfect, fig.BalanceFactor = piFigures(int(sum), channels, int(pimax))
-	h := *tf
-	h.Routes, h.Figures, h.DeadlockFree, h.Cycle = nil, &fig, true, nil
-	h.FailedLinks, h.FailedNodes = failedNames(r.t.g)
-	out := &StoredRepair{Header: &h, Rerouted: len(fresh)}
 	all := mergePatches(patches, fresh)
-	out.Routes = appendStoredV3(base, all)
+	out := &StoredRepair{Routes: appendStoredV3(base, all), Rerouted: len(fresh)}
 	if len(all) > n/16 {
 		if out.Routes, err = RecodeStoredRoutes(out.Routes, tf, 2); err != nil {
 			return nil, err
 		}
 	}
+	diameter = max(diameter, tf.Figures.Diameter)
+	if shorter {
+		// A route of the old diameter got shorter: the longest now.
+		if diameter, err = rp.diameter(base, all, out.Routes, tf); err != nil {
+			return nil, err
+		}
+	}
+	fig := Figures{Diameter: diameter, PiMax: int(pimax)}
+	fig.PiPerfect, fig.BalanceFactor = piFigures(int(sum), channels, int(pimax))
+	h := *tf
+	h.Routes, h.Figures, h.DeadlockFree, h.Cycle = nil, &fig, true, nil
+	h.FailedLinks, h.FailedNodes = failedNames(r.t.g)
+	out.Header = &h
 	return out, nil
 }
 
 // reroute gives new routes to the routes of crossing that need one
 // (their old loads already off load, for those that must move): the
-// patches, sorted by index, the longest new route and the change in the
-// sum of lengths.
-func (rp *repair) reroute(ctx context.Context, s *scratch, crossing []crossingRoute, load []int32) (fresh []storedPatch, diameter int, delta int64, err error) {
+// patches, sorted by index, the longest new route, the change in the
+// sum of lengths, and whether a route of length was made shorter.
+func (rp *repair) reroute(ctx context.Context, s *scratch, crossing []crossingRoute, load []int32, length int) (fresh []storedPatch, diameter int, delta int64, shorter bool, err error) {
 	r := rp.r
 	search := newPairSearch(r, s, load, append(slices.Clone(rp.ids), rp.transit...))
 	limit := 0
@@ -193,7 +200,7 @@ func (rp *repair) reroute(ctx context.Context, s *scratch, crossing []crossingRo
 	slices.SortStableFunc(order, func(a, b crossingRoute) int { return a.dst - b.dst })
 	for k, c := range order {
 		if k&63 == 0 && ctx.Err() != nil {
-			return nil, 0, 0, context.Cause(ctx)
+			return nil, 0, 0, false, context.Cause(ctx)
 		}
 		src, dst := rp.ids[c.src], rp.ids[c.dst]
 		old := runsLen(c.runs)
@@ -204,10 +211,11 @@ func (rp *repair) reroute(ctx context.Context, s *scratch, crossing []crossingRo
 			if got = search.shortcut(rp, c.src, c.dst, old-1, dirs[:0]); got != nil && !c.must {
 				delta -= int64(rp.unload(c.runs, c.src, load))
 			}
+			shorter = shorter || got != nil && old == length
 		}
 		if got == nil && c.must {
 			if got = search.route(src, dst, old, limit, dirs[:0]); got == nil {
-				return nil, 0, 0, &UnreachableError{Src: src, Dst: dst, g: r.t.g}
+				return nil, 0, 0, false, &UnreachableError{Src: src, Dst: dst, g: r.t.g}
 			}
 		}
 		if got == nil {
@@ -216,7 +224,7 @@ func (rp *repair) reroute(ctx context.Context, s *scratch, crossing []crossingRo
 		dirs = got
 		search.addLoads(src, dirs)
 		if v, ok := r.checkRoute(&w, src, dst, dirs, inSet); !ok {
-			return nil, 0, 0, fmt.Errorf("internal error: a repaired route fails its check: %s", v.Msg)
+			return nil, 0, 0, false, fmt.Errorf("internal error: a repaired route fails its check: %s", v.Msg)
 		}
 		delta += int64(len(dirs))
 		diameter = max(diameter, len(dirs))
@@ -224,7 +232,34 @@ func (rp *repair) reroute(ctx context.Context, s *scratch, crossing []crossingRo
 		fresh = append(fresh, storedPatch{c.index, rec[len(rec)-countRuns(rec):]})
 	}
 	slices.SortFunc(fresh, func(a, b storedPatch) int { return a.index - b.index })
-	return fresh, diameter, delta, nil
+	return fresh, diameter, delta, shorter, nil
+}
+
+// diameter is the length of the longest route of the repaired table
+// (base with the patches all, stored as routes): that of the written-out
+// routes not replaced and of the patches when it reaches the old
+// diameter (no route is longer than those and the old diameter), else
+// from every route.
+func (rp *repair) diameter(base []byte, all []storedPatch, routes []byte, tf *TableJSON) (int, error) {
+	d := 0
+	for _, p := range all {
+		d = max(d, runsLen(p.runs))
+	}
+	k := 0
+	for _, rec := range rp.recs {
+		for k < len(all) && all[k].index < rec.index {
+			k++
+		}
+		if k == len(all) || all[k].index != rec.index {
+			d = max(d, runsLen(base[rec.at:rec.at+rec.l]))
+		}
+	}
+	if d >= tf.Figures.Diameter {
+		return d, nil
+	}
+	d = 0
+	err := EachStoredRoute(routes, tf, func(int) {}, func(_, _ int, runs []byte) { d = max(d, runsLen(runs)) })
+	return d, err
 }
 
 // countRuns is the number of run bytes at the end of one route as
