@@ -177,9 +177,14 @@ func (d *decision) settledBy(results []sizeResult, group []int) bool {
 }
 
 // inheritNoFit marks in f the sizes that did not fit on an earlier state
-// of which s is a subset (no node available now that was not then).
+// of which s is a subset (no node available now that was not then), and
+// gives f the free placements found on earlier states (a witness is
+// checked before it is believed).
 func (sel *Selector) inheritNoFit(s *State, f *fitLattice) {
 	nf := &sel.noFit
+	if len(nf.witness) == len(f.witness) {
+		copy(f.witness, nf.witness)
+	}
 	if len(nf.avail) != s.N() || len(nf.state) != len(f.state) {
 		return
 	}
@@ -213,4 +218,5 @@ func (sel *Selector) keepNoFit(s *State, f *fitLattice) {
 			nf.state[i] = 2
 		}
 	}
+	nf.witness = append(nf.witness[:0], f.witness...)
 }

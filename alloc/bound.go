@@ -165,12 +165,13 @@ func leadingBox(s []int, m int) []int {
 }
 
 // phiStarLevels finds φ*, the largest φ after allocation among the free
-// boxes of m nodes (boxes lists their sizes; left is the free nodes a set
-// leaves): the levels of free rectangles from the largest a set can leave
-// down to the first where a free box misses a rectangle, with the
-// workers' cover counters and buffers. ok is false when the budget ended
-// first.
-func (d *decision) phiStarLevels(lc *levelCache, boxes [][]int, left int) (bl boundLevels, ccs []*coverCounter, bufs [][]int32, ok bool) {
+// placements of the boxes (sizes of volume m): the levels of free
+// rectangles from the largest a set can leave (left is the free nodes a
+// set leaves) down to the first where a free box misses a rectangle,
+// with the workers' cover counters and buffers. rep is, per box size,
+// the node id of its first start (in enumeration order) that leaves φ*,
+// or −1. ok is false when the budget ended first.
+func (d *decision) phiStarLevels(lc *levelCache, boxes [][]int, left int) (bl boundLevels, ccs []*coverCounter, bufs [][]int32, rep []int, ok bool) {
 	sel := d.sel
 	N := d.s.N()
 	workers := len(d.work)
@@ -180,18 +181,18 @@ func (d *decision) phiStarLevels(lc *levelCache, boxes [][]int, left int) (bl bo
 		ccs[w] = newCoverCounter(sel.dims, sel.wrap)
 		bufs[w] = make([]int32, N)
 	}
-	// φ*: the levels from the top until a free box misses a rectangle.
+	// φ*: the levels from the top until a box misses a rectangle.
 	bl.starLevel = -1
 	for i, v := range lc.vols {
 		if v > left {
 			continue
 		}
 		if d.clock.enum.Load() {
-			return bl, ccs, bufs, false
+			return bl, ccs, bufs, nil, false
 		}
 		rs, done := lc.levelDone(i)
 		if !done {
-			return bl, ccs, bufs, false
+			return bl, ccs, bufs, nil, false
 		}
 		if len(rs) == 0 {
 			continue
@@ -199,6 +200,7 @@ func (d *decision) phiStarLevels(lc *levelCache, boxes [][]int, left int) (bl bo
 		bl.vols = append(bl.vols, v)
 		bl.rects = append(bl.rects, rs)
 		best := make([]int, len(boxes))
+		at := make([]int, len(boxes))
 		par.For(len(boxes), sel.Workers, func(w, k int) {
 			if d.clock.hard.Load() {
 				return
@@ -206,22 +208,31 @@ func (d *decision) phiStarLevels(lc *levelCache, boxes [][]int, left int) (bl bo
 			b := boxes[k]
 			out := bufs[w]
 			ccs[w].count(b, rs, out)
+			at[k] = -1
 			placements(sel.dims, sel.wrap, b, func(st []int) bool {
-				if kept := len(rs) - int(out[enc(st, sel.dims)]); kept > best[k] && d.holesAt(w, sel.grid, b, st) == 0 {
-					best[k] = kept
+				v := enc(st, sel.dims)
+				if kept := len(rs) - int(out[v]); kept > best[k] && d.holesAt(w, sel.grid, b, st) == 0 {
+					best[k], at[k] = kept, v
 				}
 				return true
 			})
 		})
 		if d.clock.hard.Load() {
-			return bl, ccs, bufs, false
+			return bl, ccs, bufs, nil, false
 		}
 		if k := slices.Max(best); k > 0 {
 			bl.starLevel, bl.starCount = len(bl.vols)-1, k
+			rep = make([]int, len(boxes))
+			for j := range rep {
+				rep[j] = -1
+				if best[j] == k {
+					rep[j] = at[j]
+				}
+			}
 			break
 		}
 	}
-	return bl, ccs, bufs, true
+	return bl, ccs, bufs, rep, true
 }
 
 // boundStops makes the scans of lc stop at the bound phase's end too
@@ -308,43 +319,126 @@ type boundLevels struct {
 	rects [][]Rect
 	// star is φ*: the level index and the count at it.
 	starLevel, starCount int
-	shapes               [][]shapeCount // per level (countShapes)
+	// beat: a placement must beat φ* (miss more than starCount
+	// rectangles at its level), not only reach it.
+	beat   bool
+	shapes [][]shapeCount // per level (countShapes)
 }
 
-// enumerateBounded is enumerate for the bounded path; ok false when no
-// size of volume m has a free placement (the caller enumerates then).
+// enumerateBounded is enumerate for the bounded path; ok false when
+// neither a free box of m nodes nor a seed (seeded.go) was found (the
+// caller enumerates then).
 func (d *decision) enumerateBounded() ([]sizeResult, bool) {
-	sel := d.sel
-	N := d.s.N()
 	lc := d.levelsNow()
 	left := lc.free - d.m
 	// The free rectangles and φ* must be known by the bound phase's end;
 	// otherwise the placements are enumerated directly (giveUpBounded).
 	defer d.boundStops(lc)()
-	var boxes [][]int
-	for _, size := range d.sizes {
-		if vol(size) == d.m && lc.fit.fits(size) {
-			boxes = append(boxes, size)
-		}
-		if lc.fit.stopped {
-			return d.giveUpBounded()
-		}
-	}
-	if len(boxes) == 0 {
-		return nil, false
-	}
-	bl, ccs, bufs, ok := d.phiStarLevels(lc, boxes, left)
+	boxes, ok := d.boxSeeds(lc)
 	if !ok {
 		return d.giveUpBounded()
 	}
-	if bl.starLevel < 0 {
-		// No free rectangle is left beside any box: every set leaves φ 0.
-		return d.enumerate(), true
+	repAt := make([]int, len(d.sizes))
+	for i := range repAt {
+		repAt[i] = -1
 	}
+	var bl boundLevels
+	var ccs []*coverCounter
+	var bufs [][]int32
+	boxStar := int64(-1)
+	if len(boxes) > 0 {
+		sizes := make([][]int, len(boxes))
+		for k, si := range boxes {
+			sizes[k] = d.sizes[si]
+		}
+		var rep []int
+		bl, ccs, bufs, rep, ok = d.phiStarLevels(lc, sizes, left)
+		if !ok {
+			return d.giveUpBounded()
+		}
+		if bl.starLevel < 0 {
+			// No free rectangle is left beside any box: every set leaves φ 0.
+			return d.enumerate(), true
+		}
+		for k, si := range boxes {
+			repAt[si] = rep[k]
+		}
+		boxStar = int64(d.s.N())*int64(bl.vols[bl.starLevel]) + int64(bl.starCount)
+	} else {
+		ccs, bufs = d.coverCounters()
+	}
+	// Criterion 1 is settled at 0 by a box, or by a seed if one is found.
 	d.lowerBest(0)
-	// The leading boxes of the sizes, and where each can reach φ*.
-	lead, sizeBox := d.leadingBoxes()
+	seeds := d.seedByBound(lc, left, ccs, bufs)
+	// The seeds' candidates are examined again with the others.
+	d.resetArenas()
+	if len(boxes) > 0 && d.clock.bound.Load() {
+		// Cut while it listed levels: the boxes' φ* stands, and the
+		// ranking lists the levels anew.
+		d.dropLateLevels()
+		seeds = nil
+	}
+	switch {
+	case len(boxes) == 0 && (len(seeds) == 0 || d.clock.bound.Load()):
+		d.undoSeedSearch()
+		if d.clock.bound.Load() {
+			return d.giveUpBounded()
+		}
+		return nil, false
+	case len(seeds) == 0:
+	case seeds[0].f.Phi > boxStar:
+		if bl, ok = d.levelsTo(lc, left, seeds[0].f); !ok {
+			return d.giveUpBounded()
+		}
+		d.sel.boundSeeded.Add(1)
+		for i := range repAt {
+			repAt[i] = -1
+		}
+		fallthrough
+	case seeds[0].f.Phi == boxStar:
+		for _, sd := range seeds {
+			if sd.f.Phi == seeds[0].f.Phi && repAt[sd.si] < 0 {
+				repAt[sd.si] = sd.at
+			}
+		}
+	}
+	return d.examineBeating(&bl, ccs, bufs, repAt), true
+}
+
+// examineBeating examines, below the periods, the placements whose bound
+// beats φ* (bl) and each size's representative, the placement at node
+// repAt[si] (−1: none), a set without transit nodes that leaves φ*; the
+// decision is then settled for criteria 1–2.
+func (d *decision) examineBeating(bl *boundLevels, ccs []*coverCounter, bufs [][]int32, repAt []int) []sizeResult {
+	sel := d.sel
 	period := d.periods()
+	c := make([]int, len(sel.dims))
+	for si, v := range repAt {
+		if v >= 0 {
+			// the translate below the periods comes first in enumeration order
+			dec(v, sel.dims, c)
+			for i, q := range period {
+				c[i] %= q
+			}
+			repAt[si] = enc(c, sel.dims)
+		}
+	}
+	bl.beat = true
+	results := make([]sizeResult, len(d.sizes))
+	d.boundedPlacements(bl, ccs, bufs, period, repAt, func(w, si int, st []int) bool {
+		return d.examine(w, d.sizes[si], st, &results[si], nil)
+	})
+	d.settled = true
+	return results
+}
+
+// boundedPlacements calls f for the placements below the periods whose
+// leading box's bound beats φ* (bl.need) and for each size's
+// representative, the placement starting at node repAt[si] (none: −1).
+func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs [][]int32, period, repAt []int, f func(w, si int, st []int) bool) {
+	sel := d.sel
+	N := d.s.N()
+	lead, sizeBox := d.leadingBoxes()
 	reps := 1 // placements left per size by the periods, at most
 	for _, q := range period {
 		reps *= q
@@ -365,44 +459,67 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 		reach[j] = bl.canReach(a, sel.dims)
 	}
 	if !direct {
-		d.promisingStarts(lead, reach, &bl, ccs, bufs, promising)
+		d.promisingStarts(lead, reach, bl, ccs, bufs, promising)
 	}
-	results := make([]sizeResult, len(d.sizes))
 	order := d.sizeOrder()
 	par.For(len(order), sel.Workers, func(w, k int) {
 		si := order[k]
 		j := sizeBox[si]
-		if !reach[j] {
-			return
-		}
 		mask, a := promising[j], lead[j]
-		if !direct && mask == nil {
+		if reach[j] && !direct && mask == nil {
 			d.cutHit.Store(true) // the masks were cut by the budget
 			return
 		}
 		size := d.sizes[si]
-		out := &results[si]
+		if !reach[j] {
+			if repAt[si] >= 0 {
+				st := make([]int, len(size))
+				dec(repAt[si], sel.dims, st)
+				f(w, si, st)
+			}
+			return
+		}
 		box := Rect{Size: a}
 		// Starts beyond the periods are translates of earlier ones.
 		placementsBelow(sel.dims, sel.wrap, size, period, func(st []int) bool {
+			v := enc(st, sel.dims)
+			if v == repAt[si] {
+				return f(w, si, st)
+			}
 			if direct {
 				box.Start = st
 				if !bl.reaches(box, sel.dims) {
 					return true
 				}
-			} else if v := enc(st, sel.dims); mask[v/64]>>(v%64)&1 == 0 {
+			} else if mask[v/64]>>(v%64)&1 == 0 {
 				return true
 			}
-			return d.examine(w, size, st, out, nil)
+			return f(w, si, st)
 		})
 	})
-	d.settled = true
-	return results, true
+}
+
+// boxSeeds returns the indices of the sizes of volume m that fit: their
+// free placements are sets without transit nodes. ok is false when the
+// budget's bound phase ended first.
+func (d *decision) boxSeeds(lc *levelCache) (seeds []int, ok bool) {
+	for si, size := range d.sizes {
+		if vol(size) == d.m && lc.fit.fits(size) {
+			seeds = append(seeds, si)
+		}
+		if lc.fit.stopped {
+			return nil, false
+		}
+	}
+	return seeds, true
 }
 
 // need is how many rectangles of level li a set must miss to reach φ*.
 func (bl *boundLevels) need(li int) int {
-	if li == bl.starLevel {
+	switch {
+	case li == bl.starLevel && bl.beat:
+		return bl.starCount + 1
+	case li == bl.starLevel:
 		return bl.starCount
 	}
 	return 1

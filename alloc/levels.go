@@ -275,8 +275,12 @@ type fitLattice struct {
 	wrap  []bool
 	grid  *grid
 	state []int8 // per size (mixed radix of p_i−1): 0 unknown, 1 fits, 2 does not
-	s     *State
-	win   *windowSums // made on first use
+	// witness is, per size, the start (node id) of a placement found
+	// free, on this state or an earlier one (carried by the selector),
+	// or −1.
+	witness []int32
+	s       *State
+	win     *windowSums // made on first use
 	// stop ends the scans (stopped is then set: sizes not settled stay
 	// unknown).
 	stop    func() bool
@@ -292,7 +296,11 @@ func (f *fitLattice) window() *windowSums {
 }
 
 func newFitLattice(dims []int, wrap []bool, g *grid) *fitLattice {
-	return &fitLattice{dims: dims, wrap: wrap, grid: g, state: make([]int8, vol(dims))}
+	f := &fitLattice{dims: dims, wrap: wrap, grid: g, state: make([]int8, vol(dims)), witness: make([]int32, vol(dims))}
+	for i := range f.witness {
+		f.witness[i] = -1
+	}
+	return f
 }
 
 func (f *fitLattice) index(size []int) int {
@@ -327,15 +335,25 @@ func (f *fitLattice) fits(size []int) bool {
 	}
 	if ok {
 		ok = false
+		if w := f.witness[idx]; w >= 0 {
+			// a placement free on an earlier state often still is
+			st := make([]int, len(size))
+			dec(int(w), f.dims, st)
+			ok = f.grid.unavailable(st, size) == 0
+		}
 		k := 0
-		placements(f.dims, f.wrap, size, func(start []int) bool {
-			if k++; k&1023 == 0 && f.stop != nil && f.stop() {
-				f.stopped = true
-				return false
-			}
-			ok = f.grid.unavailable(start, size) == 0
-			return !ok
-		})
+		if !ok {
+			placements(f.dims, f.wrap, size, func(start []int) bool {
+				if k++; k&1023 == 0 && f.stop != nil && f.stop() {
+					f.stopped = true
+					return false
+				}
+				if ok = f.grid.unavailable(start, size) == 0; ok {
+					f.witness[idx] = int32(enc(start, f.dims))
+				}
+				return !ok
+			})
+		}
 	}
 	if f.stopped {
 		return false // unknown: not recorded

@@ -174,6 +174,9 @@ type Selector struct {
 	// boundGaveUp counts the decisions whose bounded path was given up
 	// at the bound phase's end (giveUpBounded; tests).
 	boundGaveUp atomic.Int64
+	// boundSeeded counts the decisions whose bounded path took its φ*
+	// from a seed (seeded.go) rather than from the free boxes of m nodes.
+	boundSeeded atomic.Int64
 	reach       reachCache
 	hints       []pairHints // per worker
 	retry       retryMemo
@@ -187,10 +190,12 @@ type Selector struct {
 	// noFit remembers the rectangle sizes with no free placement (the fit
 	// lattice's "does not fit" marks) and the available nodes they were
 	// found on: while nodes are only taken, a size that did not fit still
-	// does not (a machine filling up with jobs).
+	// does not (a machine filling up with jobs); and per size a placement
+	// found free, which the next decision tries first.
 	noFit struct {
-		avail []bool
-		state []int8
+		avail   []bool
+		state   []int8
+		witness []int32
 	}
 	// tune is the normal working unless a test changed it.
 	tune tuning

@@ -1,0 +1,229 @@
+package alloc
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/icn-hpc/icn/internal/par"
+)
+
+// A filling machine often has no free box of m nodes, and its best sets
+// fill a rectangle around busy nodes exactly. So the bounded path also
+// looks for seeds: sets without transit nodes whose φ after allocation
+// is known, found where φ can be largest. Every candidate without
+// transit nodes holds the available nodes of its size's leading box A_S
+// at its start, so φ after it is at most what A_S leaves there
+// (bound.go). For each of the top levels of free rectangles (the largest
+// volumes a set of m nodes can leave, at most maxSeedLevels of them),
+// first the leading boxes that could miss the most of the level's
+// rectangles by their shapes alone, then those that could miss any, are
+// scanned seedChunk at a time in a fixed order: per leading box, its
+// sizes in volume order and their starts in enumeration order, where
+// the box misses that many, until a rectangle whose available nodes are
+// exactly m is reachable alone (the first m nodes of a larger set are
+// rarely reachable alone, and asking costs). The sets of the first chunk
+// that has any are the seeds; φ after each is computed exactly. The
+// largest becomes φ* when it beats the free boxes' (criterion 1 is then
+// settled at 0), and the bounded path examines only what can beat it.
+// Which seeds are found depends on the state alone, not on the number of
+// workers or on timing; a search the bound phase's end cut is dropped.
+
+// maxSeedLevels bounds the levels of free rectangles searched for a seed.
+const maxSeedLevels = 3
+
+// seedChunk is how many leading boxes seedByBound scans at a time.
+const seedChunk = 8
+
+// seed is a set without transit nodes found by seedByBound: its size
+// index, its start (node id) and φ after it.
+type seed struct {
+	si, at int
+	f      Fragmentation
+}
+
+// undoSeedSearch undoes what a seed search that found nothing left in
+// the decision: criterion 1's bound and the candidates. The block
+// reductions the workers cached were made under the bound 0 and are
+// dropped too.
+func (d *decision) undoSeedSearch() {
+	d.bestT.Store(int64(d.T))
+	d.resetArenas()
+	for i := range d.work {
+		d.work[i].blocks = nil
+	}
+}
+
+// resetArenas drops the candidates recorded so far.
+func (d *decision) resetArenas() {
+	for i := range d.sel.arenas {
+		d.sel.arenas[i].reset()
+	}
+}
+
+// levelsTo lists the levels of free rectangles from the largest a set
+// can leave (left free nodes) down to star's, which becomes φ*; ok is
+// false when the budget ended while they were listed.
+func (d *decision) levelsTo(lc *levelCache, left int, star Fragmentation) (bl boundLevels, ok bool) {
+	bl.starLevel = -1
+	for i, v := range lc.vols {
+		if v > left {
+			continue
+		}
+		rs, done := lc.levelDone(i)
+		if !done {
+			return bl, false
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		bl.vols = append(bl.vols, v)
+		bl.rects = append(bl.rects, rs)
+		if v == star.LargestNodes {
+			bl.starLevel, bl.starCount = len(bl.vols)-1, star.LargestCount
+			return bl, true
+		}
+	}
+	return bl, false
+}
+
+// seedByBound finds the seeds (see above), the largest φ first; none
+// when there is no free rectangle a set could leave, no seed in the
+// levels tried, or the bound phase ended.
+func (d *decision) seedByBound(lc *levelCache, left int, ccs []*coverCounter, bufs [][]int32) []seed {
+	sel := d.sel
+	lead, sizeBox := d.leadingBoxes()
+	bySize := make([][]int, len(lead)) // per leading box, its sizes in volume order
+	for _, si := range d.sizeOrder() {
+		bySize[sizeBox[si]] = append(bySize[sizeBox[si]], si)
+	}
+	ts := make([]takenSet, len(d.work))
+	levels := 0
+	for i, v := range lc.vols {
+		if v > left || levels == maxSeedLevels {
+			continue
+		}
+		rs, done := lc.levelDone(i)
+		if !done {
+			return nil
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		levels++
+		// The most rectangles of the level a leading box could miss, by
+		// the shapes alone; then any at all.
+		lv := &boundLevels{rects: [][]Rect{rs}}
+		lv.countShapes()
+		can := func(a []int, K int) bool {
+			lv.starCount = K
+			return lv.canReach(a, sel.dims)
+		}
+		hi := 0
+		for _, a := range lead {
+			for hi < len(rs) && can(a, hi+1) {
+				hi++
+			}
+		}
+		ks := []int{hi}
+		if hi > 1 {
+			ks = append(ks, 1)
+		}
+		for _, K := range ks {
+			if K == 0 {
+				break
+			}
+			var js []int
+			for j, a := range lead {
+				if can(a, K) {
+					js = append(js, j)
+				}
+			}
+			if out := d.seedChunks(lead, bySize, js, rs, len(rs)-K, lc, ccs, bufs, ts); len(out) > 0 || d.clock.bound.Load() {
+				return out
+			}
+		}
+	}
+	return nil
+}
+
+// seedChunks scans the leading boxes js, seedChunk at a time in order
+// (so that the seeds do not depend on the number of workers), for their
+// first set (firstSeed) where the box meets at most maxMet of the
+// level's rectangles rs; it returns those of the first chunk that has
+// any, the largest φ first.
+func (d *decision) seedChunks(lead [][]int, bySize [][]int, js []int, rs []Rect, maxMet int, lc *levelCache, ccs []*coverCounter, bufs [][]int32, ts []takenSet) []seed {
+	found := make([]seed, seedChunk)
+	for j0 := 0; j0 < len(js); j0 += seedChunk {
+		chunk := min(seedChunk, len(js)-j0)
+		par.For(chunk, d.sel.Workers, func(w, k int) {
+			found[k].si = -1
+			if d.clock.bound.Load() {
+				return
+			}
+			j := js[j0+k]
+			ccs[w].count(lead[j], rs, bufs[w])
+			found[k] = d.firstSeed(w, bySize[j], bufs[w], maxMet, lc, &ts[w])
+		})
+		if d.clock.bound.Load() {
+			return nil
+		}
+		var out []seed
+		for _, sd := range found[:chunk] {
+			if sd.si >= 0 {
+				out = append(out, sd)
+			}
+		}
+		if len(out) > 0 {
+			slices.SortStableFunc(out, func(a, b seed) int { return cmp.Compare(b.f.Phi, a.f.Phi) })
+			return out
+		}
+	}
+	return nil
+}
+
+// firstSeed scans the placements of the sizes (one leading box's, in
+// volume order) where the leading box meets at most maxMet of a level's
+// rectangles (counts: per start) and returns the first whose available
+// nodes are exactly m and reachable alone, with φ after them; si −1 when
+// none is.
+func (d *decision) firstSeed(w int, sizes []int, counts []int32, maxMet int, lc *levelCache, ts *takenSet) seed {
+	sel := d.sel
+	out := seed{si: -1}
+	for _, si := range sizes {
+		size := d.sizes[si]
+		placements(sel.dims, sel.wrap, size, func(st []int) bool {
+			if d.clock.bound.Load() {
+				return false
+			}
+			v := enc(st, sel.dims)
+			if int(counts[v]) > maxMet {
+				return true
+			}
+			// Only rectangles whose available nodes are exactly m: the
+			// first m nodes of a larger set are rarely reachable alone.
+			holes := d.holesAt(w, sel.grid, size, st)
+			if vol(size)-holes != d.m {
+				return true
+			}
+			p, ok := d.placementSet(w, size, st, holes)
+			if !ok {
+				return true
+			}
+			if ok, err := d.alone(w, p, p.blockSize != nil); err != nil || !ok {
+				return err == nil
+			}
+			var keep []int
+			if p.nTransit > 0 {
+				keep = []int{}
+			}
+			c := d.newCandidate(w, p, keep)
+			f, _ := lc.afterAtLeast(c, 0, ts)
+			out = seed{si: si, at: v, f: f}
+			return false
+		})
+		if out.si >= 0 || d.clock.bound.Load() {
+			break
+		}
+	}
+	return out
+}
