@@ -248,9 +248,16 @@ func (d *decision) boundStops(lc *levelCache) (restore func()) {
 }
 
 // dropLateLevels drops the level cache whose scans a deadline stopped
-// (incomplete levels are never completed; the ranking makes a new one)
-// and keeps the φ filter from listing them again (levelsLate).
+// (incomplete levels are never completed; the ranking makes a new one,
+// which inherits what the lattice settled) and keeps the φ filter from
+// listing them again (levelsLate).
 func (d *decision) dropLateLevels() {
+	if d.levels != nil {
+		// What its lattice settled (sizes without a free placement, free
+		// placements found) holds on this state: the next cache starts
+		// from it rather than scanning again.
+		d.sel.keepNoFit(d.s, d.levels.fit)
+	}
 	d.levels, d.levelsLate = nil, true
 }
 

@@ -3,6 +3,9 @@ package alloc
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
+
+	"github.com/icn-hpc/icn/internal/par"
 )
 
 // levelCache lists the free rectangles of a state by volume, largest
@@ -43,6 +46,7 @@ type levelSlot struct {
 func newLevelCache(sel *Selector, s *State) *levelCache {
 	lc := &levelCache{sel: sel, s: s, free: s.FreeCount(), fit: newFitLattice(sel.dims, sel.wrap, sel.grid)}
 	lc.fit.s = s
+	lc.fit.workers = par.Workers(sel.Workers)
 	for _, sh := range sel.shapes { // sorted by volume, descending
 		v := vol(sh)
 		if v > lc.free {
@@ -271,10 +275,12 @@ func (t *takenSet) hits(r Rect) bool {
 // most sizes of a fragmented state are settled without enumerating
 // placements; the others stop at their first free placement.
 type fitLattice struct {
-	dims  []int
-	wrap  []bool
-	grid  *grid
-	state []int8 // per size (mixed radix of p_i−1): 0 unknown, 1 fits, 2 does not
+	dims    []int
+	wrap    []bool
+	grid    *grid
+	state   []int8 // per size (mixed radix of p_i−1): 0 unknown, 1 fits, 2 does not
+	workers int    // for scan
+	split   int    // scan splits from this many placements (0: scanSplit; tests)
 	// witness is, per size, the start (node id) of a placement found
 	// free, on this state or an earlier one (carried by the selector),
 	// or −1.
@@ -311,6 +317,57 @@ func (f *fitLattice) index(size []int) int {
 	return idx
 }
 
+// scan looks for a free placement of size (lattice index idx) with the
+// box's corners prepared once, the placements split among the workers
+// when there are many; it records the one it finds (any: the witness only
+// saves later scans).
+func (f *fitLattice) scan(idx int, size []int) bool {
+	var c corners
+	c.prepare(f.grid, size)
+	limit := make([]int, len(size))
+	total := placementLimits(f.dims, f.wrap, size, limit)
+	parts, split := 1, scanSplit
+	if f.split > 0 {
+		split = f.split
+	}
+	if total >= split {
+		parts = max(1, f.workers)
+	}
+	var found, stopped atomic.Bool
+	par.For(parts, parts, func(_, k int) {
+		n := 0
+		placementRange(f.dims, f.wrap, size, total*k/parts, total*(k+1)/parts, func(start []int) bool {
+			if n++; n&1023 == 0 {
+				if found.Load() {
+					return false
+				}
+				if f.stop != nil && f.stop() {
+					stopped.Store(true)
+					return false
+				}
+			}
+			if c.holes(f.grid, start) != 0 {
+				return true
+			}
+			if found.CompareAndSwap(false, true) {
+				f.witness[idx] = int32(enc(start, f.dims))
+			}
+			return false
+		})
+	})
+	if found.Load() {
+		return true
+	}
+	if stopped.Load() {
+		f.stopped = true
+	}
+	return false
+}
+
+// scanSplit is the number of placements from which scan splits them
+// among the workers.
+const scanSplit = 1 << 14
+
 // fits reports whether some placement of size is free.
 func (f *fitLattice) fits(size []int) bool {
 	idx := f.index(size)
@@ -341,18 +398,8 @@ func (f *fitLattice) fits(size []int) bool {
 			dec(int(w), f.dims, st)
 			ok = f.grid.unavailable(st, size) == 0
 		}
-		k := 0
 		if !ok {
-			placements(f.dims, f.wrap, size, func(start []int) bool {
-				if k++; k&1023 == 0 && f.stop != nil && f.stop() {
-					f.stopped = true
-					return false
-				}
-				if ok = f.grid.unavailable(start, size) == 0; ok {
-					f.witness[idx] = int32(enc(start, f.dims))
-				}
-				return !ok
-			})
+			ok = f.scan(idx, size)
 		}
 	}
 	if f.stopped {

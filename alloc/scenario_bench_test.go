@@ -469,3 +469,37 @@ func BenchmarkSelectFill(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFitLevels lists the top four non-empty levels of free
+// rectangles of a Sequoia 35 % full (boxFill), as a decision's φ
+// machinery does: with a fresh selector (every size settled by the fit
+// lattice's scans), and with the marks a previous decision on the same
+// state left (kept).
+func BenchmarkFitLevels(b *testing.B) {
+	s, _, _ := boxFill(b, "torus:16x16x16x12x2", 0.35, 43)
+	for _, kept := range []bool{false, true} {
+		b.Run(fmt.Sprintf("kept=%v", kept), func(b *testing.B) {
+			sel := NewSelector(s)
+			sel.prepare(s)
+			list := func() {
+				lc := newLevelCache(sel, s)
+				sel.inheritNoFit(s, lc.fit)
+				for i, got := 0, 0; i < len(lc.vols) && got < 4; i++ {
+					if rs, _ := lc.levelDone(i); len(rs) > 0 {
+						got++
+					}
+				}
+				sel.keepNoFit(s, lc.fit)
+			}
+			if kept {
+				list()
+			}
+			for b.Loop() {
+				if !kept {
+					sel.noFit.avail, sel.noFit.state, sel.noFit.witness = nil, nil, nil
+				}
+				list()
+			}
+		})
+	}
+}

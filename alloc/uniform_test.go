@@ -436,3 +436,67 @@ func checkChosen(t *testing.T, name string, s *State, rt Router, m int, c *Candi
 		t.Fatalf("%s: φ after the set is %+v, the answer says %+v", name, f, c.Frag)
 	}
 }
+
+// TestFitLatticeMatchesScan compares the fit lattice (with its scans
+// split among workers or not, and with witnesses carried from earlier
+// states, as a selector carries them) with a plain scan of every
+// placement, for every size of small tori, meshes and mixed tori as
+// random nodes are taken and freed.
+func TestFitLatticeMatchesScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 9))
+	for _, spec := range []string{"torus:5x4x3", "mesh:4x5x2", "torus:3x2x4x2", "torus:6x4:mesh=Y", "torus:7"} {
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := NewState(g)
+		dims := s.Dims()
+		var witness []int32
+		for round := 0; round < 12; round++ {
+			for v := 0; v < s.N(); v++ {
+				switch {
+				case s.Available(v) && r.IntN(8) == 0:
+					if err := s.Occupy(1+v, []int{v}); err != nil {
+						t.Fatal(err)
+					}
+				case !s.Available(v) && r.IntN(6) == 0:
+					s.Release(1 + v)
+				}
+			}
+			gr := newGrid(s)
+			f := newFitLattice(dims, s.wrap, gr)
+			f.s = s
+			// every other round, every scan split among three workers
+			if round%2 == 1 {
+				f.workers, f.split = 3, 1
+			}
+			if witness != nil {
+				copy(f.witness, witness)
+			}
+			size := make([]int, len(dims))
+			for idx := range f.state {
+				x := idx
+				for i, d := range dims {
+					size[i] = x%d + 1
+					x /= d
+				}
+				want := false
+				placements(dims, s.wrap, size, func(st []int) bool {
+					want = gr.unavailable(st, size) == 0
+					return !want
+				})
+				if got := f.fits(size); got != want {
+					t.Fatalf("%s round %d, size %v: fits %v, a scan of every placement says %v", spec, round, size, got, want)
+				}
+				if want {
+					st := make([]int, len(dims))
+					dec(int(f.witness[idx]), dims, st)
+					if gr.unavailable(st, size) != 0 {
+						t.Fatalf("%s round %d, size %v: the witness at %v is not free", spec, round, size, st)
+					}
+				}
+			}
+			witness = slices.Clone(f.witness)
+		}
+	}
+}
