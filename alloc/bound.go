@@ -501,9 +501,68 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 			} else if mask[v/64]>>(v%64)&1 == 0 {
 				return true
 			}
+			if bl.beat && rects <= maxPrefixRects && !d.prefixBeats(w, size, st, bl) {
+				return true
+			}
 			return f(w, si, st)
 		})
 	})
+}
+
+// maxPrefixRects bounds the rectangles prefixBeats tests a box against.
+const maxPrefixRects = 4096
+
+// prefixBeats tightens the leading box's bound for a placement with
+// unavailable nodes: its set without transit nodes is the first m
+// available nodes of the rectangle in coordinate order (the first
+// dimension fastest), so it holds every available node of its prefix box
+// (prefixBox), and φ after it is at most what that box leaves. It reports
+// whether that bound beats φ* (false too when the rectangle has fewer
+// than m available nodes, so that it has no set).
+func (d *decision) prefixBeats(w int, size, st []int, bl *boundLevels) bool {
+	holes := d.holesAt(w, d.sel.grid, size, st)
+	if vol(size)-holes < d.m {
+		return false
+	}
+	if holes == 0 {
+		return true // a block: its leading box is that prefix box
+	}
+	box := d.prefixBox(w, size, st)
+	return box == nil || bl.reaches(Rect{Start: st, Size: box}, d.sel.dims)
+}
+
+// prefixBox returns the largest prefix box of the rectangle at st (the
+// first dimensions whole, then some layers of one, the first layer of
+// the others: a first stretch of its nodes in coordinate order) with at
+// most m available nodes, in the worker's scratch; nil when even one
+// node is too many.
+func (d *decision) prefixBox(w int, size, st []int) []int {
+	g := d.sel.grid
+	n := len(size)
+	ws := &d.work[w]
+	box := append(ws.prefix[:0], size...)
+	ws.prefix = box
+	avail := func() int { return vol(box) - g.unavailable(st, box) }
+	for k := n - 1; k >= 0; k-- {
+		for i := k + 1; i < n; i++ {
+			box[i] = 1
+		}
+		box[k] = 1
+		if avail() > d.m {
+			continue // even one layer of dimension k holds too many
+		}
+		lo, hi := 1, size[k]
+		for lo < hi {
+			if box[k] = (lo + hi + 1) / 2; avail() <= d.m {
+				lo = box[k]
+			} else {
+				hi = box[k] - 1
+			}
+		}
+		box[k] = lo
+		return box
+	}
+	return nil
 }
 
 // boxSeeds returns the indices of the sizes of volume m that fit: their

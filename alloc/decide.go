@@ -358,6 +358,7 @@ type workerScratch struct {
 	contrib     [][]int   // rectNodes: per dimension, id contributions
 	keys        [2][]byte // reachability cache keys being built
 	all         []int     // placementSet's node list (valid until the next placement)
+	prefix      []int     // prefixBeats's box
 	ids         []int
 	roff        []int
 	// blocks caches, per rectangle size of the decision (by its first

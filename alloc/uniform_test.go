@@ -500,3 +500,95 @@ func TestFitLatticeMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixBoxInSet checks the bound prefixBeats uses: on random busy
+// states of small tori, for random rectangles with at least m available
+// nodes, every available node of the prefix box is among the first m
+// available nodes of the rectangle (the set without transit nodes), and
+// one more layer of the box's last dimension would hold more than m.
+func TestPrefixBoxInSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 11))
+	for _, spec := range []string{"torus:5x4x3", "torus:4x3x2x3", "mesh:6x5", "torus:6x4:mesh=Y"} {
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := NewState(g)
+		dims := s.Dims()
+		var busy []int
+		for v := 0; v < s.N(); v++ {
+			if r.IntN(4) == 0 {
+				busy = append(busy, v)
+			}
+		}
+		if err := s.Occupy(1, busy); err != nil {
+			t.Fatal(err)
+		}
+		rt, err := NewAngaraRouter(g, "angara*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel := NewSelector(s)
+		sel.prepare(s)
+		checked := 0
+		for trial := 0; trial < 400; trial++ {
+			size := make([]int, len(dims))
+			for i, d := range dims {
+				size[i] = 1 + r.IntN(d)
+			}
+			st := make([]int, len(dims))
+			limit := make([]int, len(dims))
+			if placementLimits(dims, s.wrap, size, limit) == 0 {
+				continue
+			}
+			for i := range st {
+				st[i] = r.IntN(limit[i])
+			}
+			holes := sel.grid.unavailable(st, size)
+			if vol(size)-holes < 1 {
+				continue
+			}
+			m := 1 + r.IntN(vol(size)-holes)
+			d := sel.newDecision(s, rt, Request{Nodes: m})
+			var ws workerScratch
+			var avail []int
+			for _, x := range ws.rectNodes(dims, st, size) {
+				if s.Available(x) {
+					avail = append(avail, x)
+				}
+			}
+			set := map[int]bool{}
+			for _, x := range avail[:m] {
+				set[x] = true
+			}
+			box := d.prefixBox(0, size, st)
+			if box == nil {
+				t.Fatalf("%s %v@%v m=%d: no prefix box", spec, size, st, m)
+			}
+			in := 0
+			for _, x := range ws.rectNodes(dims, st, box) {
+				if s.Available(x) {
+					in++
+					if !set[x] {
+						t.Fatalf("%s %v@%v m=%d: node %d of the prefix box %v is not in the set", spec, size, st, m, x, box)
+					}
+				}
+			}
+			k := len(box) - 1
+			for k > 0 && box[k] == 1 {
+				k--
+			}
+			if box[k] < size[k] {
+				more := slices.Clone(box)
+				more[k]++
+				if vol(more)-sel.grid.unavailable(st, more) <= m {
+					t.Fatalf("%s %v@%v m=%d: the prefix box %v is not the largest", spec, size, st, m, box)
+				}
+			}
+			checked++
+		}
+		if checked < 200 {
+			t.Fatalf("%s: only %d rectangles checked", spec, checked)
+		}
+	}
+}
