@@ -173,14 +173,7 @@ func leadingBox(s []int, m int) []int {
 // or −1. ok is false when the budget ended first.
 func (d *decision) phiStarLevels(lc *levelCache, boxes [][]int, left int) (bl boundLevels, ccs []*coverCounter, bufs [][]int32, rep []int, ok bool) {
 	sel := d.sel
-	N := d.s.N()
-	workers := len(d.work)
-	ccs = make([]*coverCounter, workers)
-	bufs = make([][]int32, workers)
-	for w := range ccs {
-		ccs[w] = newCoverCounter(sel.dims, sel.wrap)
-		bufs[w] = make([]int32, N)
-	}
+	ccs, bufs = d.coverCounters()
 	// φ*: the levels from the top until a box misses a rectangle.
 	bl.starLevel = -1
 	for i, v := range lc.vols {
@@ -501,7 +494,7 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 			} else if mask[v/64]>>(v%64)&1 == 0 {
 				return true
 			}
-			if bl.beat && rects <= maxPrefixRects && !d.prefixBeats(w, size, st, bl) {
+			if rects <= maxPrefixRects && !d.prefixBeats(w, size, st, bl) {
 				return true
 			}
 			return f(w, si, st)

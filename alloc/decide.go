@@ -225,9 +225,7 @@ func (d *decision) resetForFallback() {
 	d.empty = false
 	d.tiesLeft.Store(false)
 	d.bestT.Store(int64(d.T))
-	for i := range d.sel.arenas {
-		d.sel.arenas[i].reset()
-	}
+	d.resetArenas()
 }
 
 // noSetInTime is the reason of a cut decision that found no set.

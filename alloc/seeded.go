@@ -99,7 +99,10 @@ func (d *decision) seedByBound(lc *levelCache, left int, ccs []*coverCounter, bu
 	ts := make([]takenSet, len(d.work))
 	levels := 0
 	for i, v := range lc.vols {
-		if v > left || levels == maxSeedLevels {
+		if levels == maxSeedLevels {
+			break
+		}
+		if v > left {
 			continue
 		}
 		rs, done := lc.levelDone(i)

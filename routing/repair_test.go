@@ -42,21 +42,7 @@ func TestRepairStored(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(7, uint64(len(name))))
 			repaired, unreachable := 0, 0
 			for round := 0; round < 8 && repaired < 4; round++ {
-				var used []int
-				for c, x := range load {
-					if x > 0 {
-						used = append(used, c>>1)
-					}
-				}
-				link := used[rnd.IntN(len(used))]
-				g2, err := g.AddFaults([]int{link}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r2, err := NewRouter(g2, r.Rule())
-				if err != nil {
-					t.Fatal(err)
-				}
+				link, g2, r2 := failUsedLink(t, rnd, g, r, load)
 				turns := !sameTurns(r, r2, tb)
 				before := decodeAll(t, b, hdr)
 				next := slices.Clone(load)
@@ -131,6 +117,29 @@ func TestRepairStored(t *testing.T) {
 
 // sameTurns reports whether r and r2 admit the same order-violating turns
 // between channels of tb's set.
+// failUsedLink fails a random link that some route of a table crosses
+// (load: the table's per-channel loads) and returns it with the fabric
+// and router after the failure.
+func failUsedLink(t *testing.T, rnd *rand.Rand, g *topology.Graph, r *Router, load []int32) (int, *topology.Graph, *Router) {
+	t.Helper()
+	var used []int
+	for c, x := range load {
+		if x > 0 {
+			used = append(used, c>>1)
+		}
+	}
+	link := used[rnd.IntN(len(used))]
+	g2, err := g.AddFaults([]int{link}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := NewRouter(g2, r.Rule())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return link, g2, r2
+}
+
 func sameTurns(r, r2 *Router, tb *Table) bool {
 	t := r.t
 	for _, v := range append(slices.Clone(tb.Active), tb.Transit...) {
@@ -206,21 +215,7 @@ func TestRepairStoredRandomSets(t *testing.T) {
 			t.Fatal(err)
 		}
 		load := slices.Clone(tb.Loads())
-		var used []int
-		for c, x := range load {
-			if x > 0 {
-				used = append(used, c>>1)
-			}
-		}
-		link := used[rnd.IntN(len(used))]
-		g2, err := g.AddFaults([]int{link}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r2, err := NewRouter(g2, r.Rule())
-		if err != nil {
-			t.Fatal(err)
-		}
+		link, _, r2 := failUsedLink(t, rnd, g, r, load)
 		rep, err := r2.RepairStored(context.Background(), r, tb.JSONHeader(), b, []int{2 * link, 2*link + 1}, load)
 		var un *UnreachableError
 		if errors.As(err, &un) {
