@@ -221,20 +221,10 @@ func TestFailureVerifiesOnlyWhereItReaches(t *testing.T) {
 	var mu sync.Mutex
 	verified := map[string]bool{}
 	angara := AngaraRouting("angara*")
-	s, _, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "fm.db"), Topo: "torus:8x8x8",
-		NewRouting: func(g *topology.Graph) (Routing, error) {
-			r, err := angara(g)
-			return recordingRouting{r, &mu, verified}, err
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for range 8 {
-		if _, err := s.Submit("t", client.JobRequest{Nodes: 16, Transit: 4}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := eightJobs(t, func(g *topology.Graph) (Routing, error) {
+		r, err := angara(g)
+		return recordingRouting{r, &mu, verified}, err
+	})
 	idle := idleLinks(s)
 	left := 0 // changes that verified no table
 	for _, l := range idle[:min(len(idle), 24)] {
@@ -265,4 +255,69 @@ func TestFailureVerifiesOnlyWhereItReaches(t *testing.T) {
 	if left == 0 {
 		t.Error("every change verified some table again")
 	}
+}
+
+// TestTurnChangeRepairsInPlace: a failure of a link between free nodes,
+// or of a free node, that changes the rule's turns among a job's links
+// reaches its table, which the in-place repair checks instead of a
+// whole verification. Where the verification finds the table holding
+// (TestFailureVerifiesOnlyWhereItReaches, the same jobs and links), the
+// repair moves no route and keeps the table, and every table verifies
+// after every change.
+func TestTurnChangeRepairsInPlace(t *testing.T) {
+	s := eightJobs(t, AngaraRouting("angara*"))
+	var changes []client.FailureChange
+	idle := idleLinks(s)
+	for _, l := range idle[:min(len(idle), 24)] {
+		changes = append(changes, client.FailureChange{Link: s.g.LinkName(l)})
+	}
+	for v := 0; v < s.g.NumNodes() && len(changes) < 36; v += 7 {
+		if s.state.Available(v) {
+			changes = append(changes, client.FailureChange{Node: s.g.NodeName(v)})
+		}
+	}
+	reached := 0
+	for _, ch := range changes {
+		before := s.g
+		tables := map[int]*routing.TableJSON{}
+		for id, j := range s.jobs {
+			tables[id] = j.Table
+		}
+		res := change(t, s, ch)
+		if len(res.Jobs) != 0 {
+			t.Fatalf("%+v of free nodes re-routed %+v", ch, res.Jobs)
+		}
+		for id, j := range s.jobs {
+			if turnsChangedAmong(t, before, s.g, j) {
+				reached++
+			}
+			if j.Table != tables[id] {
+				t.Fatalf("%+v: job %d has a new table", ch, id)
+			}
+		}
+		checkJobsRouted(t, s)
+		ch.Repair = true
+		change(t, s, ch)
+	}
+	if reached == 0 {
+		t.Fatal("no failure changed the turns among a job's links: the test tests nothing")
+	}
+	t.Logf("%d tables reached by a change of turns", reached)
+}
+
+// eightJobs opens a service on torus:8x8x8 with routing nr and places
+// eight jobs of 16 nodes (transit allowance 4); it closes with the test.
+func eightJobs(t *testing.T, nr RoutingFactory) *Service {
+	t.Helper()
+	s, _, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "fm.db"), Topo: "torus:8x8x8", NewRouting: nr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for range 8 {
+		if _, err := s.Submit("t", client.JobRequest{Nodes: 16, Transit: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
 }

@@ -170,11 +170,23 @@ type recheckSpec struct {
 	gone   []int
 }
 
-// goneChannels returns the two channels of the link a link failure names
-// (nil for any other change).
+// goneChannels returns the channels a failure takes away: the two of the
+// link a link failure names, or every channel into and out of the node a
+// node failure names (nil for a repair).
 func goneChannels(g *topology.Graph, ch client.FailureChange, subject string) []int {
-	if ch.Link == "" || ch.Repair {
+	if ch.Repair {
 		return nil
+	}
+	if ch.Node != "" {
+		vs, err := g.ParseNodes(subject)
+		if err != nil || len(vs) != 1 {
+			return nil
+		}
+		var gone []int
+		for _, c := range g.Out(vs[0]) {
+			gone = append(gone, int(c), int(c)^1)
+		}
+		return gone
 	}
 	ls, err := g.ParseLinks(subject)
 	if err != nil || len(ls) != 1 {
@@ -249,8 +261,9 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 // is re-routed without verifying it again) or the change reaches inside
 // the job's nodes (reaches: the changed link or node is among them, or
 // the rule's turns changed between two of its links); only then is it
-// verified again, so a job that no change reaches (placed on a healthy
-// fabric, away from the failures) is never verified again.
+// checked again (by the in-place repair after a link failure, else by
+// a whole verification), so a job that no change reaches (placed on a
+// healthy fabric, away from the failures) is never checked again.
 func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult {
 	r := recheckResult{old: j}
 	md := rc.md
@@ -267,6 +280,7 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 		return verifyEncoded(md.routing, j.Table, encodedRoutes(j)) == nil
 	}
 	works := func() bool { return false } // whether the job may keep its table if no new one is found
+	var rep *repaired                     // the in-place repair, once tried
 	switch {
 	case j.Table == nil:
 	case j.Routing == client.RouteBroken:
@@ -280,19 +294,48 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 		// table of the original kind once no failure is left among its
 		// nodes.
 		works = holds
+	case !reached():
+		return r
+	case !rc.repair && len(rc.gone) > 0:
+		// A failure that no route crosses changed the rule's turns
+		// among the job's links (or failed a link between two of its
+		// nodes): the in-place repair finds the routes whose turns
+		// changed, at a fraction of a whole verification's cost. With
+		// none to move and the same figures, the table holds.
+		rep = s.repairTable(rc, j)
+		if rep.err == nil && rep.rerouted == 0 && *rep.table.Figures == *j.Table.Figures {
+			return r
+		}
+		var un *routing.UnreachableError
+		if rep.err != nil && !errors.As(rep.err, &un) && holds() {
+			return r // not repaired so, and it verifies
+		}
 	case holds():
 		return r
 	}
 	c := *j
 	c.Problem, c.Unreachable = "", nil
-	if table, routes, stats, links, ok := s.repairTable(rc, j); ok {
+	if rep == nil {
+		rep = s.repairTable(rc, j)
+	}
+	table, routes, stats, links, err := rep.table, rep.routes, rep.stats, rep.links, rep.err
+	if err == nil {
 		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
 		keepEncoded(&c, routes)
 		s.keepLinks(j.ID, *links)
 		r.new, r.effect, r.routes, r.links = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName()}, routes, links
 		return r
 	}
-	table, routes, stats, err := s.routeJob(md, j)
+	known := [2]int{-1, -1}
+	var un *routing.UnreachableError
+	if errors.As(err, &un) {
+		// The repair found a pair without a route inside the job's
+		// nodes: no table of them can be built.
+		known = [2]int{un.Src, un.Dst}
+		err = &unreachableError{[2]string{md.g.NodeName(un.Src), md.g.NodeName(un.Dst)}}
+	} else {
+		table, routes, stats, err = s.routeJob(md, j)
+	}
 	if err == nil {
 		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
 		r.new, r.effect, r.routes = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName()}, routes
@@ -303,7 +346,10 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 	}
 	var unreachable *unreachableError
 	if errors.As(err, &unreachable) && rc.free != nil {
-		added, table, routes, stats, xerr := s.extendTransit(md, j, rc.free)
+		if known[0] < 0 {
+			known = [2]int{md.g.NodeByName(unreachable.pair[0]), md.g.NodeByName(unreachable.pair[1])}
+		}
+		added, table, routes, stats, xerr := s.extendTransit(md, j, rc.free, known)
 		if xerr == nil {
 			c.TransitNodes = append(slices.Clone(j.TransitNodes), names(md.g, added)...)
 			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
@@ -662,7 +708,7 @@ func toggle(list []string, name string, on bool) []string {
 // transit allowance left plus Config.RepairExtra would be exceeded. Added
 // nodes the routes do not need are dropped again, last first. It returns
 // the nodes added and the set's verified table (newTable).
-func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.State) ([]int, *routing.TableJSON, []byte, client.TableStats, error) {
+func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.State, known [2]int) ([]int, *routing.TableJSON, []byte, client.TableStats, error) {
 	budget := max(0, j.TransitLimit-len(j.TransitNodes)) + max(0, s.cfg.RepairExtra)
 	active, err := nodesByName(md.g, j.Active)
 	if err != nil {
@@ -672,9 +718,15 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 	if err != nil {
 		return nil, nil, nil, client.TableStats{}, err
 	}
-	reachable := func(extra []int) (bool, [2]int, error) {
-		return md.routing.ReachableFirst(active, append(slices.Clone(transit), extra...))
-	}
+	// Legal routes only grow with the set (Routing.MissingFrom), so
+	// once nodes are added only the sources that missed a destination
+	// before are asked again, and once some of the added nodes are
+	// dropped, only those that missed one at first. The pairs are taken
+	// in the order of their sources, and each check stops at the first
+	// batch of sources with a missing pair (Routing.ReachableFrom): a
+	// set of thousands of nodes is checked from tens of sources at a
+	// time rather than from all of them.
+	with := func(extra []int) []int { return append(slices.Clone(transit), extra...) }
 	in := make([]bool, md.g.NumNodes())
 	set := append(slices.Clone(active), transit...)
 	for _, v := range set {
@@ -686,54 +738,84 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 			pool = append(pool, v)
 		}
 	}
+	// Whether a way between two nodes has a route does not depend on
+	// the nodes added (the job's nodes and the free ones are searched
+	// either way): a pair known to be missing that has no route even so
+	// ends the search before the set is checked.
+	if known[0] >= 0 {
+		for _, ends := range [2][2]int{known, {known[1], known[0]}} {
+			if _, ok, err := freeRoute(md, ends, set, nil, pool); err != nil {
+				return nil, nil, nil, client.TableStats{}, err
+			} else if !ok {
+				return nil, nil, nil, client.TableStats{}, fmt.Errorf("no legal route from %s to %s even through every free node", md.g.NodeName(ends[0]), md.g.NodeName(ends[1]))
+			}
+		}
+	}
+	missing, pair, err := md.routing.MissingFrom(active, transit, nil)
+	if err != nil {
+		return nil, nil, nil, client.TableStats{}, err
+	}
+	first := missing
 	var added []int
-	for {
+	reason := map[int][2]int{} // the pair each added node was added for
+	for len(missing) > 0 {
 		if err := md.context().Err(); err != nil {
 			return nil, nil, nil, client.TableStats{}, err
 		}
-		ok, pair, err := reachable(added)
+		// A pair needs routes both ways: the free nodes of the route
+		// with the fewest of them one way, then the other way with those
+		// nodes counted as the job's own; of the two orders, the one
+		// that adds fewer nodes.
+		// The first way without a route ends the search (above).
+		var fresh []int
+		for _, order := range [2][2]int{{pair[0], pair[1]}, {pair[1], pair[0]}} {
+			var f []int
+			for _, ends := range [2][2]int{order, {order[1], order[0]}} {
+				nodes, ok, err := freeRoute(md, ends, set, append(slices.Clone(added), f...), pool)
+				if err != nil {
+					return nil, nil, nil, client.TableStats{}, err
+				}
+				if !ok {
+					return nil, nil, nil, client.TableStats{}, fmt.Errorf("no legal route from %s to %s even through every free node", md.g.NodeName(ends[0]), md.g.NodeName(ends[1]))
+				}
+				f = append(f, nodes...)
+			}
+			if len(f) > 0 && (fresh == nil || len(f) < len(fresh)) {
+				fresh = f
+			}
+		}
+		switch {
+		case len(fresh) == 0:
+			// Both ways have routes, through the job's nodes alone: the
+			// set is reachable after all.
+			return nil, nil, nil, client.TableStats{}, fmt.Errorf("no free node joins %s and %s", md.g.NodeName(pair[0]), md.g.NodeName(pair[1]))
+		case len(added)+len(fresh) > budget:
+			return nil, nil, nil, client.TableStats{}, fmt.Errorf("legal routes need more than %d free nodes as transit (the allowance left plus the repair's extra)", budget)
+		}
+		for _, v := range fresh {
+			in[v] = true
+			reason[v] = pair
+		}
+		added = append(added, fresh...)
+		ok, next, err := md.routing.ReachableFrom(active, with(added), missing)
 		if err != nil {
 			return nil, nil, nil, client.TableStats{}, err
 		}
 		if ok {
 			break
 		}
-		// A pair needs routes both ways: the free nodes of the route
-		// with the fewest of them one way, then the other way with those
-		// nodes counted as the job's own; of the two orders, the one
-		// that adds fewer nodes.
-		a, b := md.g.NodeName(pair[0]), md.g.NodeName(pair[1])
-		var fresh []int
-		for _, order := range [2][2]int{{pair[0], pair[1]}, {pair[1], pair[0]}} {
-			var f []int
-			routed := true
-			for _, ends := range [2][2]int{order, {order[1], order[0]}} {
-				nodes, ok, err := freeRoute(md, ends, set, append(slices.Clone(added), f...), pool)
-				if err != nil {
-					return nil, nil, nil, client.TableStats{}, err
-				}
-				routed = routed && ok
-				f = append(f, nodes...)
-			}
-			if routed && len(f) > 0 && (fresh == nil || len(f) < len(fresh)) {
-				fresh = f
-			}
-		}
-		switch {
-		case len(fresh) == 0:
-			return nil, nil, nil, client.TableStats{}, fmt.Errorf("no legal route from %s to %s even through every free node", a, b)
-		case len(added)+len(fresh) > budget:
-			return nil, nil, nil, client.TableStats{}, fmt.Errorf("legal routes need more than %d free nodes as transit (the allowance left plus the repair's extra)", budget)
-		}
-		for _, v := range fresh {
-			in[v] = true
-		}
-		added = append(added, fresh...)
+		// The sources before the pair's reach every node.
+		missing, pair = missing[slices.Index(missing, next[0]):], next
 	}
+	// Each added node is dropped again if the set stays reachable
+	// without it, last first; the pair it was added for is checked
+	// first, which tells most of the nodes that cannot go in one batch
+	// of sources.
 	kept := slices.Clone(added)
 	for i := len(kept) - 1; i >= 0; i-- {
 		try := slices.Delete(slices.Clone(kept), i, i+1)
-		if ok, _, err := reachable(try); err == nil && ok {
+		p := reason[kept[i]]
+		if ok, _, err := md.routing.ReachableFrom(active, with(try), append([]int{p[0], p[1]}, first...)); err == nil && ok {
 			kept = try
 		}
 	}
@@ -882,26 +964,31 @@ func (s *Service) touchedBy(md *model, ch client.FailureChange, subject string) 
 	}
 }
 
-// repairTable repairs job j's table after a link failure its routes
-// cross (routing.Router.RepairStored): the routes that crossed the link,
-// and those whose first or last turn the failure changed, get new
-// shortest routes, the least loaded channels first; every other route
-// is kept, so a failure in a job of 10 000 nodes re-routes thousands of
-// its 100 million routes instead of building them all. ok is false where the
-// table is not repaired so (another rule or change, routes not kept in
-// the stored form, loads not counted by direction, a pair left without a
-// route inside the job's nodes): the job's table is then built anew.
-func (s *Service) repairTable(rc *recheckSpec, j *client.JobRecord) (tf *routing.TableJSON, routes []byte, stats client.TableStats, links *jobLinks, ok bool) {
+// repairTable repairs job j's table after a failure its routes cross,
+// or one elsewhere that changed the turns its routes take (the table no
+// longer verifies: angara*'s order-violating turns depend on every
+// failure of the fabric) (routing.Router.RepairStored): the routes that
+// crossed the failure, and those whose first or last turn the failure
+// changed, get new shortest routes, the least loaded channels first;
+// every other route is kept, so a failure in a job of 10 000 nodes
+// re-routes thousands of its 100 million routes instead of building them
+// all. Its error is errNotRepaired for a table it does not repair so
+// (another rule, a repair of the fabric, routes not kept in the stored
+// form, loads not counted by direction), and RepairStored's where that
+// fails (a *routing.UnreachableError for a pair left without a route
+// inside the job's nodes): the job's table is then built anew, or for
+// such a pair, transit nodes are looked for at once.
+func (s *Service) repairTable(rc *recheckSpec, j *client.JobRecord) *repaired {
 	after, ok1 := rc.md.routing.(*angaraRouting)
 	before, ok2 := rc.before.(*angaraRouting)
 	stored := encodedRoutes(j)
-	if !ok1 || !ok2 || len(rc.gone) == 0 || stored == nil || j.Routing == client.RouteBroken || !rc.touches(j) {
-		return nil, nil, stats, nil, false
+	if !ok1 || !ok2 || len(rc.gone) == 0 || stored == nil || j.Routing == client.RouteBroken {
+		return &repaired{err: errNotRepaired}
 	}
 	g := rc.md.g
 	jl := s.tableLinksStored(g, j, stored)
 	if jl.ab == nil {
-		return nil, nil, stats, nil, false
+		return &repaired{err: errNotRepaired}
 	}
 	load := make([]int32, 2*g.NumLinks())
 	for i, l := range jl.links {
@@ -909,7 +996,7 @@ func (s *Service) repairTable(rc *recheckSpec, j *client.JobRecord) (tf *routing
 	}
 	rep, err := after.R.RepairStored(rc.md.context(), before.R, j.Table, stored, rc.gone, load)
 	if err != nil {
-		return nil, nil, stats, nil, false
+		return &repaired{err: err}
 	}
 	nl := jobLinks{tb: rep.Header, set: make([]uint64, (g.NumLinks()+63)/64)}
 	for l := range g.NumLinks() {
@@ -920,5 +1007,20 @@ func (s *Service) repairTable(rc *recheckSpec, j *client.JobRecord) (tf *routing
 			nl.ab = append(nl.ab, load[2*l])
 		}
 	}
-	return rep.Header, rep.Routes, client.TableStats{Figures: *rep.Header.Figures, DeadlockFree: true}, &nl, true
+	return &repaired{table: rep.Header, routes: rep.Routes, stats: client.TableStats{Figures: *rep.Header.Figures, DeadlockFree: true}, links: &nl, rerouted: rep.Rerouted}
 }
+
+// repaired is repairTable's result: the repaired table (its header, its
+// routes in the stored form, its figures and links) and how many routes
+// it moved, or why it was not repaired.
+type repaired struct {
+	table    *routing.TableJSON
+	routes   []byte
+	stats    client.TableStats
+	links    *jobLinks
+	rerouted int
+	err      error
+}
+
+// errNotRepaired: the table is not one repairTable repairs.
+var errNotRepaired = errors.New("not repaired in place")

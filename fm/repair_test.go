@@ -3,12 +3,15 @@ package fm
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
 
+	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/fm/client"
 
 	"github.com/icn-hpc/icn/routing"
@@ -279,4 +282,163 @@ func TestWalkTableLinksMatchesSteps(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// extendTransitFull is the transit search with every reachability
+// question asked of the whole set (ReachableFirst), the reference for
+// extendTransit's checks from the sources that missed.
+func extendTransitFull(s *Service, md *model, j *client.JobRecord, free *alloc.State) ([]int, error) {
+	budget := max(0, j.TransitLimit-len(j.TransitNodes)) + max(0, s.cfg.RepairExtra)
+	active, _ := nodesByName(md.g, j.Active)
+	transit, _ := nodesByName(md.g, j.TransitNodes)
+	reachable := func(extra []int) (bool, [2]int, error) {
+		return md.routing.ReachableFirst(active, append(slices.Clone(transit), extra...))
+	}
+	set := append(slices.Clone(active), transit...)
+	in := make([]bool, md.g.NumNodes())
+	for _, v := range set {
+		in[v] = true
+	}
+	var pool []int
+	for v := range in {
+		if !in[v] && !md.g.NodeFailed(v) && free.Available(v) {
+			pool = append(pool, v)
+		}
+	}
+	var added []int
+	for {
+		ok, pair, err := reachable(added)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			break
+		}
+		var fresh []int
+		for _, order := range [2][2]int{{pair[0], pair[1]}, {pair[1], pair[0]}} {
+			var f []int
+			routed := true
+			for _, ends := range [2][2]int{order, {order[1], order[0]}} {
+				nodes, ok, err := freeRoute(md, ends, set, append(slices.Clone(added), f...), pool)
+				if err != nil {
+					return nil, err
+				}
+				routed = routed && ok
+				f = append(f, nodes...)
+			}
+			if routed && len(f) > 0 && (fresh == nil || len(f) < len(fresh)) {
+				fresh = f
+			}
+		}
+		if len(fresh) == 0 || len(added)+len(fresh) > budget {
+			return nil, fmt.Errorf("none")
+		}
+		added = append(added, fresh...)
+	}
+	kept := slices.Clone(added)
+	for i := len(kept) - 1; i >= 0; i-- {
+		try := slices.Delete(slices.Clone(kept), i, i+1)
+		if ok, _, err := reachable(try); err == nil && ok {
+			kept = try
+		}
+	}
+	return kept, nil
+}
+
+// TestExtendTransitMatchesFullChecks: on jobs of a partly used torus,
+// with one to three of the links their tables use failed, the transit search that
+// asks only the sources that missed adds the same nodes as the one that
+// checks the whole set at every step, or fails alike; the set it gives
+// is reachable, and none of the nodes it adds can be dropped.
+func TestExtendTransitMatchesFullChecks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 17))
+	cases, extended, failed, large := 0, 0, 0, 0
+	for _, topo := range []string{"torus:6x6x4", "torus:8x8x6"} {
+		c, e, f, l := extendTransitCases(t, rng, topo)
+		cases, extended, failed, large = cases+c, extended+e, failed+f, large+l
+	}
+	t.Logf("%d sets left unreachable, %d extended (%d of over 64 active nodes), %d not", cases, extended, large, failed)
+	if extended < 10 || large < 3 || failed == 0 {
+		t.Fatalf("%d sets left unreachable, %d extended (%d large), %d not: the test tests too little", cases, extended, large, failed)
+	}
+}
+
+func extendTransitCases(t *testing.T, rng *rand.Rand, topo string) (cases, extended, failed, large int) {
+	s, _, err := Open(Config{DBPath: filepath.Join(t.TempDir(), "fm.db"), Topo: topo, NewRouting: AngaraRouting("angara*"), RepairExtra: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n := s.g.NumNodes()
+	var ids []int
+	for busy := 0; busy < n/2; {
+		m := 4 + rng.IntN(n/4)
+		busy += m + m/4
+		j, err := s.Submit("test", client.JobRequest{Nodes: m, Transit: m / 4})
+		if err != nil {
+			break
+		}
+		ids = append(ids, j.ID)
+	}
+	for _, id := range ids[:len(ids)/3] {
+		if _, err := s.Release("test", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids[len(ids)/3:] {
+		s.mu.RLock()
+		j, rec, base, free := s.jobs[id], s.fabric, s.base, s.state.Clone()
+		s.mu.RUnlock()
+		var used []int
+		walkTableLinks(s.g, mustTable(j), func(l int) {
+			if !slices.Contains(used, l) {
+				used = append(used, l)
+			}
+		})
+		for k := 0; k < 6 && len(used) > 0; k++ {
+			r := rec
+			r.FailedLinks = slices.Clone(rec.FailedLinks)
+			for range 1 + rng.IntN(3) {
+				if l := s.g.LinkName(used[rng.IntN(len(used))]); !slices.Contains(r.FailedLinks, l) {
+					r.FailedLinks = append(r.FailedLinks, l)
+				}
+			}
+			md, err := s.buildModel(r, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			active, _ := nodesByName(md.g, j.Active)
+			transit, _ := nodesByName(md.g, j.TransitNodes)
+			ok, pair, _ := md.routing.ReachableFirst(active, transit)
+			if ok {
+				continue
+			}
+			cases++
+			want, werr := extendTransitFull(s, md, j, free)
+			// With a missing pair known beforehand (the repair's) or not.
+			got, _, _, _, err := s.extendTransit(md, j, free, [2]int{-1, -1})
+			got2, _, _, _, err2 := s.extendTransit(md, j, free, [2]int{pair[1], pair[0]})
+			if (err == nil) != (werr == nil) || !slices.Equal(got, want) || (err2 == nil) != (werr == nil) || !slices.Equal(got2, want) {
+				t.Fatalf("job %d, %v failed: added %v (%v), with the pair known %v (%v), with full checks %v (%v)", id, r.FailedLinks, got, err, got2, err2, want, werr)
+			}
+			if err != nil {
+				failed++
+				continue
+			}
+			extended++
+			if len(active) > 64 {
+				large++
+			}
+			all := append(slices.Clone(transit), got...)
+			if ok, pair, _ := md.routing.ReachableFirst(active, all); !ok {
+				t.Fatalf("job %d: unreachable with the nodes added: %v", id, pair)
+			}
+			for i := range got {
+				if ok, _, _ := md.routing.ReachableFirst(active, append(slices.Clone(transit), slices.Delete(slices.Clone(got), i, i+1)...)); ok {
+					t.Fatalf("job %d: added node %s not needed", id, md.g.NodeName(got[i]))
+				}
+			}
+		}
+	}
+	return cases, extended, failed, large
 }

@@ -114,6 +114,14 @@ func (a *angaraRouting) ReachableFirst(active, transit []int) (bool, [2]int, err
 	return a.R.ReachableFirst(active, transit)
 }
 
+func (a *angaraRouting) MissingFrom(active, transit, sources []int) ([]int, [2]int, error) {
+	return a.R.MissingFrom(active, transit, sources)
+}
+
+func (a *angaraRouting) ReachableFrom(active, transit, sources []int) (bool, [2]int, error) {
+	return a.R.ReachableFrom(active, transit, sources)
+}
+
 func (a *angaraRouting) LegalPath(src, dst int, set, extra []int) ([]int, error) {
 	return a.R.LegalPath(src, dst, set, extra)
 }

@@ -38,6 +38,15 @@ type Routing interface {
 	// ReachableFirst reports whether every ordered pair of active nodes has
 	// a legal route inside the set, and if not, one pair that has none.
 	ReachableFirst(active, transit []int) (ok bool, pair [2]int, err error)
+	// MissingFrom returns the sources (active node ids; all when nil)
+	// that lack a legal route inside the set to some active node, and the
+	// pair of the smallest of them with its smallest such destination
+	// (routing.Router.MissingFrom).
+	MissingFrom(active, transit, sources []int) (missing []int, pair [2]int, err error)
+	// ReachableFrom is MissingFrom that stops at the first batch of
+	// sources, in the order given, with a missing pair, and returns that
+	// pair (routing.Router.ReachableFrom).
+	ReachableFrom(active, transit, sources []int) (ok bool, pair [2]int, err error)
 	// LegalPath returns the nodes of a legal route from src to dst
 	// through the nodes of set and extra (src first, dst last) with the
 	// fewest nodes of extra, then the fewest hops; nil if there is none.

@@ -129,7 +129,15 @@ func failUsedLink(t *testing.T, rnd *rand.Rand, g *topology.Graph, r *Router, lo
 		}
 	}
 	link := used[rnd.IntN(len(used))]
-	g2, err := g.AddFaults([]int{link}, nil)
+	g2, r2 := withFaults(t, g, r, []int{link}, nil)
+	return link, g2, r2
+}
+
+// withFaults returns g with the links and nodes failed and r's rule's
+// router on it.
+func withFaults(t *testing.T, g *topology.Graph, r *Router, links, nodes []int) (*topology.Graph, *Router) {
+	t.Helper()
+	g2, err := g.AddFaults(links, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +145,44 @@ func failUsedLink(t *testing.T, rnd *rand.Rand, g *topology.Graph, r *Router, lo
 	if err != nil {
 		t.Fatal(err)
 	}
-	return link, g2, r2
+	return g2, r2
+}
+
+// failUnusedLink fails a random working link that no route of a table
+// crosses and returns it with the router after the failure; ok is false
+// when every working link is used.
+func failUnusedLink(t *testing.T, rnd *rand.Rand, g *topology.Graph, r *Router, load []int32) (int, *Router, bool) {
+	t.Helper()
+	var unused []int
+	for l := range g.NumLinks() {
+		if load[2*l] == 0 && load[2*l+1] == 0 && g.Up(2*l) {
+			unused = append(unused, l)
+		}
+	}
+	if len(unused) == 0 {
+		return 0, nil, false
+	}
+	link := unused[rnd.IntN(len(unused))]
+	_, r2 := withFaults(t, g, r, []int{link}, nil)
+	return link, r2, true
+}
+
+// failNodeOutside fails a random node outside set and returns it with the
+// router after the failure; ok is false when the set holds every node.
+func failNodeOutside(t *testing.T, rnd *rand.Rand, g *topology.Graph, r *Router, set []int) (int, *Router, bool) {
+	t.Helper()
+	var out []int
+	for v := range g.NumNodes() {
+		if !slices.Contains(set, v) {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return 0, nil, false
+	}
+	v := out[rnd.IntN(len(out))]
+	_, r2 := withFaults(t, g, r, nil, []int{v})
+	return v, r2, true
 }
 
 func sameTurns(r, r2 *Router, tb *Table) bool {
@@ -194,7 +239,7 @@ func routeChannels(g *topology.Graph, hdr *TableJSON, rt RouteJSON) []int32 {
 // every longest route); sets left without a route are confirmed so.
 func TestRepairStoredRandomSets(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
-	repaired, fell := 0, 0
+	repaired, fell, elsewhere, nodes := 0, 0, 0, 0
 	for trial := range 2000 {
 		g := mustTorus(t, []string{"5x5", "6x4", "4x4x2", "6x6"}[trial%4])
 		n := g.NumNodes()
@@ -215,8 +260,36 @@ func TestRepairStoredRandomSets(t *testing.T) {
 			t.Fatal(err)
 		}
 		load := slices.Clone(tb.Loads())
-		link, _, r2 := failUsedLink(t, rnd, g, r, load)
-		rep, err := r2.RepairStored(context.Background(), r, tb.JSONHeader(), b, []int{2 * link, 2*link + 1}, load)
+		var link int
+		var r2 *Router
+		unused := trial%3 == 2
+		gone := func() []int { return []int{2 * link, 2*link + 1} }
+		what := func() string { return g.LinkName(link) + " failed" }
+		nodeFailed := false
+		if unused && trial%2 == 0 {
+			// A node outside the set: its channels go, and the turns
+			// angara* admits change.
+			var v int
+			if v, r2, unused = failNodeOutside(t, rnd, g, r, append(slices.Clone(active), transit...)); unused {
+				gone = func() (cs []int) {
+					for _, c := range g.Out(v) {
+						cs = append(cs, int(c), int(c)^1)
+					}
+					return cs
+				}
+				what = func() string { return g.NodeName(v) + " failed" }
+				nodeFailed = true
+			}
+		} else if unused {
+			// A link no route crosses: the failure changes only the
+			// turns angara* admits (the fabric manager repairs a
+			// table so when it no longer verifies).
+			link, r2, unused = failUnusedLink(t, rnd, g, r, load)
+		}
+		if !unused {
+			link, _, r2 = failUsedLink(t, rnd, g, r, load)
+		}
+		rep, err := r2.RepairStored(context.Background(), r, tb.JSONHeader(), b, gone(), load)
 		var un *UnreachableError
 		if errors.As(err, &un) {
 			if ok, _, _ := r2.ReachableFirst(active, transit); ok {
@@ -232,15 +305,21 @@ func TestRepairStoredRandomSets(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := vr.Err(); err != nil {
-			t.Fatalf("trial %d (%d active, %d transit on %v, %s failed): %v", trial, m, k, g.Dims(), g.LinkName(link), err)
+			t.Fatalf("trial %d (%d active, %d transit on %v, %s): %v", trial, m, k, g.Dims(), what(), err)
 		}
 		repaired++
 		if rep.Header.Figures.Diameter < tb.Figures.Diameter {
 			fell++
 		}
+		if nodeFailed {
+			nodes++
+		}
+		if unused && rep.Rerouted > 0 {
+			elsewhere++
+		}
 	}
-	if repaired < 500 || fell == 0 {
-		t.Fatalf("%d tables repaired, %d with a smaller diameter", repaired, fell)
+	if repaired < 500 || fell == 0 || elsewhere < 10 || nodes < 50 {
+		t.Fatalf("%d tables repaired (%d after a node failure), %d with a smaller diameter, %d re-routed after a failure their routes do not cross", repaired, nodes, fell, elsewhere)
 	}
-	t.Logf("%d tables repaired, %d with a smaller diameter", repaired, fell)
+	t.Logf("%d tables repaired (%d after a node failure), %d with a smaller diameter, %d re-routed after a failure their routes do not cross", repaired, nodes, fell, elsewhere)
 }

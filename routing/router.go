@@ -1,7 +1,6 @@
 package routing
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"runtime"
@@ -238,7 +237,11 @@ type scratch struct {
 	// one's position in it
 	order, pos []int32
 	hint       []int    // ReachableWithHints's nodes of the pairs
-	got        []uint64 // firstMiss: per node, the sources that reached it
+	got        []uint64 // batchMisses: per node, the sources that reached it
+	// LegalPath: per node, == setEpoch when a free node (extra); per
+	// vertex (index as seen), the best label found
+	costly []uint32
+	label  []pathLabel
 }
 
 func (r *Router) getScratch() *scratch {
@@ -296,6 +299,7 @@ func (r *Router) markSet(s *scratch, active, transit []int) error {
 	if ep == 1 {
 		clear(s.isAct)
 		clear(s.openStamp)
+		clear(s.costly)
 	}
 	s.act = s.act[:0]
 	s.trans = s.trans[:0]
@@ -447,13 +451,7 @@ func (r *Router) Reachable(active, transit []int) (bool, error) {
 // destination node ids; the smallest source, then the smallest
 // destination) when the set is not reachable.
 func (r *Router) ReachableFirst(active, transit []int) (ok bool, bad [2]int, err error) {
-	s := r.getScratch()
-	defer r.putScratch(s)
-	if err := r.prepareSet(s, active, transit); err != nil {
-		return false, [2]int{-1, -1}, err
-	}
-	ok, bad = r.reachSet(s, nil, false)
-	return ok, bad, nil
+	return r.ReachableFrom(active, transit, nil)
 }
 
 // reachSet answers reachability for the set prepared in s: the RG is
@@ -478,45 +476,136 @@ func (r *Router) ReachableFirst(active, transit []int) (ok bool, bad [2]int, err
 // (holesFirst); without first and holes the pair is the one with the
 // smallest source, then the smallest destination.
 func (r *Router) reachSet(s *scratch, first []int, holes bool) (bool, [2]int) {
-	act := s.act
-	S := int32(r.a.nstates)
-	N := s.width
-	if len(s.live) < int(S) {
-		s.live = make([][]int32, S)
-	}
-	if len(s.mask) < int(S)*N {
-		s.mask = make([]uint64, int(S)*N) // zero outside a check: each pass clears what it set
-	}
 	r.sourceOrder(s, first, holes)
-	begin := int32(r.a.begin)
-	for b0 := 0; b0 < len(act); b0 += 64 {
+	for b0 := 0; b0 < len(s.order); b0 += 64 {
 		if s.stop != nil && s.stop() {
 			s.stopped = true
 			return false, [2]int{-1, -1}
 		}
-		b1 := min(b0+64, len(act))
-		for p := b0; p < b1; p++ {
-			r.orMask(s, s.at(act[s.order[p]]), begin, 1<<uint(p-b0))
-		}
-		for _, q := range r.a.topo {
-			if sd := r.a.self[q]; sd >= 0 {
-				r.closeSelfLoop(s, q, sd)
-			}
-			r.pushTransitions(s, q)
-		}
-		missSrc, missDst := r.firstMiss(s, b0, b1)
-		for q, list := range s.live[:S] {
-			m := s.mask[q*N : (q+1)*N]
-			for _, v := range list {
-				m[v] = 0
-			}
-			s.live[q] = list[:0]
-		}
+		b1 := min(b0+64, len(s.order))
+		r.propagate(s, b0, b1)
+		_, missSrc, missDst := r.batchMisses(s, b0, b1)
+		r.clearBatch(s)
 		if missSrc >= 0 {
-			return false, [2]int{int(act[missSrc]), int(act[missDst])}
+			return false, [2]int{int(s.act[missSrc]), int(s.act[missDst])}
 		}
 	}
 	return true, [2]int{-1, -1}
+}
+
+// propagate takes the sources at positions b0..b1-1 of s.order (at most
+// 64) through the set's routing graph: bit p-b0 of a vertex's mask is set
+// when the source at position p reaches it (see reachSet).
+func (r *Router) propagate(s *scratch, b0, b1 int) {
+	S := int(r.a.nstates)
+	if len(s.live) < S {
+		s.live = make([][]int32, S)
+	}
+	if len(s.mask) < S*s.width {
+		s.mask = make([]uint64, S*s.width) // zero outside a check: each pass clears what it set
+	}
+	begin := int32(r.a.begin)
+	for p := b0; p < b1; p++ {
+		r.orMask(s, s.at(s.act[s.order[p]]), begin, 1<<uint(p-b0))
+	}
+	for _, q := range r.a.topo {
+		if sd := r.a.self[q]; sd >= 0 {
+			r.closeSelfLoop(s, q, sd)
+		}
+		r.pushTransitions(s, q)
+	}
+}
+
+// clearBatch clears the masks a pass (propagate) set.
+func (r *Router) clearBatch(s *scratch) {
+	N := s.width
+	for q, list := range s.live[:r.a.nstates] {
+		m := s.mask[q*N : (q+1)*N]
+		for _, v := range list {
+			m[v] = 0
+		}
+		s.live[q] = list[:0]
+	}
+}
+
+// MissingFrom checks the legal routes inside the set M_{a,t} (active ∪
+// transit) from the given sources (active node ids; every active node
+// when sources is nil) to every active node. It returns the sources that
+// lack a route to some active node, in the order given (ascending for
+// nil), and the missing pair of the first of them with its smallest
+// destination ({-1, -1} when there is none): for all sources, the pair
+// ReachableFirst returns.
+//
+// Legal routes only grow with the set (the rule's turns depend on the
+// fabric, not on the set), so a caller that adds transit nodes to a set
+// asks again only from the sources that missed before, and one that
+// removes some of what it added, only from those that missed before the
+// first addition.
+func (r *Router) MissingFrom(active, transit, sources []int) (missing []int, bad [2]int, err error) {
+	return r.checkFrom(active, transit, sources, true)
+}
+
+// ReachableFrom is MissingFrom that stops after the first batch of 64
+// sources with a missing pair and returns that pair: the one whose
+// source comes first in the order of sources, then the smallest
+// destination. Every source before it in that order has a route to
+// every active node. Sources likely to miss go first, and a set that
+// misses is told at the cost of one batch.
+func (r *Router) ReachableFrom(active, transit, sources []int) (ok bool, bad [2]int, err error) {
+	missing, bad, err := r.checkFrom(active, transit, sources, false)
+	return err == nil && len(missing) == 0, bad, err
+}
+
+// checkFrom is MissingFrom, or with all false ReachableFrom (missing
+// then holds the sources that missed in the batch it stopped after).
+func (r *Router) checkFrom(active, transit, sources []int, all bool) (missing []int, bad [2]int, err error) {
+	s := r.getScratch()
+	defer r.putScratch(s)
+	bad = [2]int{-1, -1}
+	if err := r.prepareSet(s, active, transit); err != nil {
+		return nil, bad, err
+	}
+	m := len(s.act)
+	s.pos = slices.Grow(s.pos[:0], m)[:m]
+	s.order = s.order[:0]
+	if sources == nil {
+		for i := range int32(m) {
+			s.pos[i] = i
+			s.order = append(s.order, i)
+		}
+	} else {
+		for i := range s.pos {
+			s.pos[i] = -1
+		}
+		for _, v := range sources {
+			if v < 0 || v >= r.t.nodes {
+				return nil, bad, fmt.Errorf("source node id %d is outside the torus (0..%d)", v, r.t.nodes-1)
+			}
+			if !r.isActive(s, v) {
+				return nil, bad, fmt.Errorf("source %s is not an active node of the set", r.t.name(v))
+			}
+			if i := s.actIdx[v]; s.pos[i] < 0 {
+				s.pos[i] = int32(len(s.order))
+				s.order = append(s.order, i)
+			}
+		}
+	}
+	for b0 := 0; b0 < len(s.order); b0 += 64 {
+		b1 := min(b0+64, len(s.order))
+		r.propagate(s, b0, b1)
+		union, src, dst := r.batchMisses(s, b0, b1)
+		r.clearBatch(s)
+		if src >= 0 && bad[0] < 0 {
+			bad = [2]int{int(s.act[src]), int(s.act[dst])}
+		}
+		for ; union != 0; union &= union - 1 {
+			missing = append(missing, int(s.act[s.order[b0+bitsTrailing(union)]]))
+		}
+		if !all && len(missing) > 0 {
+			break
+		}
+	}
+	return missing, bad, nil
 }
 
 // maxFirst bounds the sources reachSet moves into its first batch.
@@ -751,14 +840,15 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 	}
 }
 
-// firstMiss checks every destination against the batch of sources at
-// positions b0..b1-1 of s.order and returns the indices (into act) of the
-// missing pair whose source comes first in the batch, then the smallest
-// destination, or -1, -1 when every pair is joined. The sources that
-// reached each node in a state where a route may end are gathered state
-// by state from the nodes the pass listed (s.live), so the masks are read
-// in the order they lie in memory.
-func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
+// batchMisses checks every destination against the batch of sources at
+// positions b0..b1-1 of s.order. It returns the sources that miss some
+// destination (bit p-b0 for position p), and the indices (into act) of
+// the missing pair whose source comes first in the batch, then the
+// smallest destination, or -1, -1 when every pair is joined. The sources
+// that reached each node in a state where a route may end are gathered
+// state by state from the nodes the pass listed (s.live), so the masks
+// are read in the order they lie in memory.
+func (r *Router) batchMisses(s *scratch, b0, b1 int) (union uint64, src, dst int) {
 	a := r.a
 	N := s.width
 	if len(s.got) < N {
@@ -787,15 +877,16 @@ func (r *Router) firstMiss(s *scratch, b0, b1 int) (int, int) {
 			want &^= 1 << uint(p-b0)
 		}
 		if miss := want &^ s.got[s.at(dst)]; miss != 0 {
+			union |= miss
 			if bit := bitsTrailing(miss); bit < missBit {
 				missBit, missDst = bit, j
 			}
 		}
 	}
 	if missDst < 0 {
-		return -1, -1
+		return 0, -1, -1
 	}
-	return int(s.order[b0+missBit]), missDst
+	return union, int(s.order[b0+missBit]), missDst
 }
 
 // ---- single pairs ----
@@ -1108,34 +1199,46 @@ func (r *Router) LegalPath(src, dst int, set, extra []int) ([]int, error) {
 			}
 		}
 	}
-	if err := r.prepareSet(s, []int{src, dst}, transit); err != nil {
+	// The search asks for the open channels of the nodes it reaches
+	// only (openOf), so the set is marked, not indexed.
+	if err := r.markSet(s, []int{src, dst}, transit); err != nil {
 		return nil, err
 	}
 	if src == dst {
 		return []int{src}, nil
 	}
-	costly := map[int32]bool{}
-	for _, v := range extra {
-		costly[int32(v)] = true
-	}
 	t := r.t
-	start := pathState{int32(src), int32(r.a.begin)}
-	type label struct {
-		added, hops int32
-		prev        pathState
+	if len(s.costly) < t.nodes {
+		s.costly = make([]uint32, t.nodes)
 	}
-	best := map[pathState]label{start: {prev: start}}
-	q := &pathQueue{{at: start}}
-	for q.Len() > 0 {
-		it := heap.Pop(q).(pathItem)
+	for _, v := range extra {
+		s.costly[v] = s.setEpoch
+	}
+	// Labels per vertex (node, state) of the set's routing graph, at
+	// index at(v)·S + q; a vertex has one when seen[x] == ep.
+	S := int32(r.a.nstates)
+	if n := s.width * int(S); len(s.seen) < n {
+		s.seen = make([]uint32, max(n, 2*len(s.seen)))
+		s.seenEpoch = 0
+	}
+	if len(s.label) < len(s.seen) {
+		s.label = make([]pathLabel, len(s.seen))
+	}
+	ep := newEpoch(&s.seenEpoch, s.seen)
+	start := s.at(int32(src))*S + int32(r.a.begin)
+	s.seen[start], s.label[start] = ep, pathLabel{prev: start}
+	q := pathQueue{{at: start}}
+	for len(q) > 0 {
+		it := q.pop()
 		cur := it.at
-		if l := best[cur]; l.added != it.added || l.hops != it.hops {
+		if l := s.label[cur]; l.added != it.added || l.hops != it.hops {
 			continue // a better label came first
 		}
-		if cur.v == int32(dst) && r.a.canEnd[cur.q] {
+		v, cq := s.node(cur/S), cur%S
+		if v == int32(dst) && r.a.canEnd[cq] {
 			var path []int
-			for x := cur; ; x = best[x].prev {
-				path = append(path, int(x.v))
+			for x := cur; ; x = s.label[x].prev {
+				path = append(path, int(s.node(x/S)))
 				if x == start {
 					break
 				}
@@ -1143,25 +1246,25 @@ func (r *Router) LegalPath(src, dst int, set, extra []int) ([]int, error) {
 			slices.Reverse(path)
 			return path, nil
 		}
-		open := r.openOf(s, cur.v)
-		base := int(cur.v) * t.nd
+		open := r.openOf(s, v)
+		base := int(v) * t.nd
 		step := func(d Dir, to int32) {
 			w := t.nb[base+int(d)]
-			n := pathItem{at: pathState{w, to}, added: it.added, hops: it.hops + 1}
-			if costly[w] {
+			n := pathItem{at: s.at(w)*S + to, added: it.added, hops: it.hops + 1}
+			if s.costly[w] == s.setEpoch {
 				n.added++
 			}
-			if l, seen := best[n.at]; seen && (l.added < n.added || l.added == n.added && l.hops <= n.hops) {
+			if l := s.label[n.at]; s.seen[n.at] == ep && (l.added < n.added || l.added == n.added && l.hops <= n.hops) {
 				return
 			}
-			best[n.at] = label{n.added, n.hops, cur}
-			heap.Push(q, n)
+			s.seen[n.at], s.label[n.at] = ep, pathLabel{n.added, n.hops, cur}
+			q.push(n)
 		}
-		if sd := r.a.self[cur.q]; sd >= 0 && open&(1<<sd) != 0 {
-			step(Dir(sd), cur.q)
+		if sd := r.a.self[cq]; sd >= 0 && open&(1<<sd) != 0 {
+			step(Dir(sd), cq)
 		}
-		for _, mv := range r.moves[r.moveStart[cur.q]:r.moveStart[cur.q+1]] {
-			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(cur.v), int(cur.q), mv.dir) {
+		for _, mv := range r.moves[r.moveStart[cq]:r.moveStart[cq+1]] {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(cq), mv.dir) {
 				continue
 			}
 			step(mv.dir, mv.to)
@@ -1170,26 +1273,54 @@ func (r *Router) LegalPath(src, dst int, set, extra []int) ([]int, error) {
 	return nil, nil
 }
 
-// pathState is a node and a rule state (LegalPath).
-type pathState struct{ v, q int32 }
+// pathLabel is LegalPath's best label of a vertex: the free nodes and
+// hops of the route found to it, and the vertex before it.
+type pathLabel struct{ added, hops, prev int32 }
 
-type pathItem struct {
-	at          pathState
-	added, hops int32
-}
+// pathItem is a vertex of LegalPath's search (at(v)·S + q) with the
+// label it was queued with.
+type pathItem struct{ at, added, hops int32 }
 
-// pathQueue orders LegalPath's search by added nodes, then hops.
+// pathQueue is LegalPath's binary heap, ordered by added nodes, then
+// hops.
 type pathQueue []pathItem
 
-func (p pathQueue) Len() int { return len(p) }
-func (p pathQueue) Less(i, j int) bool {
+func (p pathQueue) less(i, j int) bool {
 	return p[i].added < p[j].added || p[i].added == p[j].added && p[i].hops < p[j].hops
 }
-func (p pathQueue) Swap(i, j int) { p[i], p[j] = p[j], p[i] }
-func (p *pathQueue) Push(x any)   { *p = append(*p, x.(pathItem)) }
-func (p *pathQueue) Pop() any {
-	old := *p
-	x := old[len(old)-1]
-	*p = old[:len(old)-1]
+
+func (p *pathQueue) push(x pathItem) {
+	*p = append(*p, x)
+	h := *p
+	for j := len(h) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (p *pathQueue) pop() pathItem {
+	h := *p
+	n := len(h) - 1
+	h[0], h[n] = h[n], h[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && h.less(j2, j) {
+			j = j2
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+	x := h[n]
+	*p = h[:n]
 	return x
 }

@@ -453,3 +453,114 @@ func others(g *topology.Graph, inSet []bool) []int {
 	}
 	return out
 }
+
+// MissingFrom and ReachableFrom name exactly the sources a BFS on the RG
+// finds without a route to some active node, in the order asked, with
+// the pair ReachableFirst names; and adding transit nodes never takes a
+// route away (what the fabric manager's transit search relies on).
+func TestMissingFromMatchesRG(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 3))
+	sets, missed, partial := 0, 0, 0
+	for _, spec := range []string{"6x6x3", "5x5x5", "8x8x3", "4x4x3:mesh=Z"} {
+		for rep := 0; rep < 4; rep++ {
+			g, order, active, transit, inSet := randomScenario(t, rng, spec, []float64{0, 0.03, 0.06, 0.12}[rep], rep >= 2, rep == 3, rep == 2)
+			if len(active) < 2 {
+				continue
+			}
+			for _, kind := range []Kind{Dirbit, AngaraMinus, AngaraStar} {
+				r, err := NewRouter(g, Rule{Kind: kind, Order: order})
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := fmt.Sprintf("%s/%d/%s", spec, rep, kind)
+				dist := rgDistances(r, active, inSet)
+				misses := func(a int) bool {
+					for _, b := range active {
+						if b != a && dist[[2]int{a, b}] < 0 {
+							return true
+						}
+					}
+					return false
+				}
+				var want []int
+				for _, a := range active {
+					if misses(a) {
+						want = append(want, a)
+					}
+				}
+				slices.Sort(want)
+				got, bad, err := r.MissingFrom(active, transit, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ok, firstBad, _ := r.ReachableFirst(active, transit)
+				if !slices.Equal(got, want) || bad != firstBad || ok != (len(want) == 0) {
+					t.Fatalf("%s: MissingFrom %v %v, brute force %v, ReachableFirst %v %v", name, got, bad, want, ok, firstBad)
+				}
+				sets++
+				if len(want) > 0 {
+					missed++
+				}
+				if len(want) > 0 && len(want) < len(active) {
+					partial++
+				}
+				// Sources in a random order, some twice.
+				srcs := slices.Clone(active)
+				rng.Shuffle(len(srcs), func(i, j int) { srcs[i], srcs[j] = srcs[j], srcs[i] })
+				srcs = append(srcs[:1+rng.IntN(len(srcs))], srcs[0])
+				var wantOrder []int
+				for _, a := range srcs {
+					if misses(a) && !slices.Contains(wantOrder, a) {
+						wantOrder = append(wantOrder, a)
+					}
+				}
+				got, bad, err = r.MissingFrom(active, transit, srcs)
+				if err != nil || !slices.Equal(got, wantOrder) {
+					t.Fatalf("%s: MissingFrom(%v) %v %v, brute force %v", name, srcs, got, err, wantOrder)
+				}
+				ok, bad2, err := r.ReachableFrom(active, transit, srcs)
+				if err != nil || ok != (len(wantOrder) == 0) || bad2 != bad {
+					t.Fatalf("%s: ReachableFrom %v %v %v, MissingFrom's pair %v", name, ok, bad2, err, bad)
+				}
+				if len(wantOrder) > 0 {
+					// The pair: the first missing source in the order
+					// asked, then its smallest destination without a
+					// route.
+					a := wantOrder[0]
+					b := -1
+					for _, d := range active {
+						if d != a && dist[[2]int{a, d}] < 0 && (b < 0 || d < b) {
+							b = d
+						}
+					}
+					if bad != [2]int{a, b} {
+						t.Fatalf("%s: pair %v, want %v", name, bad, [2]int{a, b})
+					}
+				}
+				// More transit nodes: never a source more.
+				more := slices.Clone(transit)
+				for v := range inSet {
+					if !inSet[v] && !g.NodeFailed(v) && rng.IntN(3) == 0 {
+						more = append(more, v)
+					}
+				}
+				grown, _, err := r.MissingFrom(active, more, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range grown {
+					if !slices.Contains(want, v) {
+						t.Fatalf("%s: source %s misses with more transit nodes, not with fewer", name, g.NodeName(v))
+					}
+				}
+			}
+		}
+	}
+	if _, _, err := mustRouter(t, mustTorus(t, "4x4"), Dirbit).MissingFrom([]int{0, 1}, nil, []int{2}); err == nil {
+		t.Fatal("a source outside the active nodes accepted")
+	}
+	t.Logf("%d sets, %d with misses, %d partly", sets, missed, partial)
+	if missed < 5 || partial < 5 || missed == sets {
+		t.Fatalf("%d sets, %d with misses, %d partly: the scenarios test too little", sets, missed, partial)
+	}
+}
