@@ -261,9 +261,10 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 // is re-routed without verifying it again) or the change reaches inside
 // the job's nodes (reaches: the changed link or node is among them, or
 // the rule's turns changed between two of its links); only then is it
-// checked again (by the in-place repair after a link failure, else by
-// a whole verification), so a job that no change reaches (placed on a
-// healthy fabric, away from the failures) is never checked again.
+// checked again (by the in-place repair after a failure, by a whole
+// verification after a repair of the fabric), so a job that no change
+// reaches (placed on a healthy fabric, away from the failures) is never
+// checked again.
 func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult {
 	r := recheckResult{old: j}
 	md := rc.md
