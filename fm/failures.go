@@ -226,13 +226,18 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 					continue
 				}
 				r := s.recheckJob(rc, jobs[i])
-				if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table && r.links == nil {
-					// Work the next read of the link loads would do,
-					// done here, in parallel and without locks; the
-					// new table is kept encoded.
-					jl := s.tableLinksStored(rc.md.g, r.new, r.routes)
-					r.links = &jl
+				if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table {
+					// The new table is kept encoded, with its links:
+					// known from its build or repair, else counted here
+					// (work the next read of the link loads would do),
+					// in parallel and without locks.
 					keepEncoded(r.new, r.routes)
+					if r.links == nil {
+						jl := s.tableLinksStored(rc.md.g, r.new, r.routes)
+						r.links = &jl
+					} else {
+						s.keepLinks(r.new.ID, *r.links)
+					}
 				}
 				out[i] = r
 			}
@@ -322,8 +327,6 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 	table, routes, stats, links, err := rep.table, rep.routes, rep.stats, rep.links, rep.err
 	if err == nil {
 		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
-		keepEncoded(&c, routes)
-		s.keepLinks(j.ID, *links)
 		r.new, r.effect, r.routes, r.links = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName()}, routes, links
 		return r
 	}
@@ -335,11 +338,11 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 		known = [2]int{un.Src, un.Dst}
 		err = &unreachableError{[2]string{md.g.NodeName(un.Src), md.g.NodeName(un.Dst)}}
 	} else {
-		table, routes, stats, err = s.routeJob(md, j)
+		table, routes, stats, links, err = s.routeJob(md, j)
 	}
 	if err == nil {
 		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
-		r.new, r.effect, r.routes = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName()}, routes
+		r.new, r.effect, r.routes, r.links = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName()}, routes, links
 		return r
 	}
 	if works() {
@@ -350,12 +353,12 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 		if known[0] < 0 {
 			known = [2]int{md.g.NodeByName(unreachable.pair[0]), md.g.NodeByName(unreachable.pair[1])}
 		}
-		added, table, routes, stats, xerr := s.extendTransit(md, j, rc.free, known)
+		added, table, routes, stats, links, xerr := s.extendTransit(md, j, rc.free, known)
 		if xerr == nil {
 			c.TransitNodes = append(slices.Clone(j.TransitNodes), names(md.g, added)...)
 			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
 			c.Affected = append(slices.Clone(j.Affected), rc.label)
-			r.new, r.effect, r.routes = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName(), TransitAdded: names(md.g, added)}, routes
+			r.new, r.effect, r.routes, r.links = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName(), TransitAdded: names(md.g, added)}, routes, links
 			return r
 		}
 	}
@@ -507,24 +510,24 @@ func (e *unreachableError) Error() string {
 
 // routeJob builds a verified table for a job's node set on a model: its
 // header and its routes encoded for the store (newTable).
-func (s *Service) routeJob(md *model, j *client.JobRecord) (*routing.TableJSON, []byte, client.TableStats, error) {
+func (s *Service) routeJob(md *model, j *client.JobRecord) (*routing.TableJSON, []byte, client.TableStats, *jobLinks, error) {
 	active, err := nodesByName(md.g, j.Active)
 	if err != nil {
-		return nil, nil, client.TableStats{}, err
+		return nil, nil, client.TableStats{}, nil, err
 	}
 	transit, err := nodesByName(md.g, j.TransitNodes)
 	if err != nil {
-		return nil, nil, client.TableStats{}, err
+		return nil, nil, client.TableStats{}, nil, err
 	}
 	for _, v := range append(slices.Clone(active), transit...) {
 		if md.g.NodeFailed(v) {
-			return nil, nil, client.TableStats{}, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
+			return nil, nil, client.TableStats{}, nil, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
 		}
 	}
 	if ok, pair, err := md.routing.ReachableFirst(active, transit); err != nil {
-		return nil, nil, client.TableStats{}, err
+		return nil, nil, client.TableStats{}, nil, err
 	} else if !ok {
-		return nil, nil, client.TableStats{}, &unreachableError{[2]string{md.g.NodeName(pair[0]), md.g.NodeName(pair[1])}}
+		return nil, nil, client.TableStats{}, nil, &unreachableError{[2]string{md.g.NodeName(pair[0]), md.g.NodeName(pair[1])}}
 	}
 	return newTable(md.context(), md.routing, active, transit)
 }
@@ -709,15 +712,15 @@ func toggle(list []string, name string, on bool) []string {
 // transit allowance left plus Config.RepairExtra would be exceeded. Added
 // nodes the routes do not need are dropped again, last first. It returns
 // the nodes added and the set's verified table (newTable).
-func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.State, known [2]int) ([]int, *routing.TableJSON, []byte, client.TableStats, error) {
+func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.State, known [2]int) ([]int, *routing.TableJSON, []byte, client.TableStats, *jobLinks, error) {
 	budget := max(0, j.TransitLimit-len(j.TransitNodes)) + max(0, s.cfg.RepairExtra)
 	active, err := nodesByName(md.g, j.Active)
 	if err != nil {
-		return nil, nil, nil, client.TableStats{}, err
+		return nil, nil, nil, client.TableStats{}, nil, err
 	}
 	transit, err := nodesByName(md.g, j.TransitNodes)
 	if err != nil {
-		return nil, nil, nil, client.TableStats{}, err
+		return nil, nil, nil, client.TableStats{}, nil, err
 	}
 	// Legal routes only grow with the set (Routing.MissingFrom), so
 	// once nodes are added only the sources that missed a destination
@@ -746,22 +749,22 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 	if known[0] >= 0 {
 		for _, ends := range [2][2]int{known, {known[1], known[0]}} {
 			if _, ok, err := freeRoute(md, ends, set, nil, pool); err != nil {
-				return nil, nil, nil, client.TableStats{}, err
+				return nil, nil, nil, client.TableStats{}, nil, err
 			} else if !ok {
-				return nil, nil, nil, client.TableStats{}, fmt.Errorf("no legal route from %s to %s even through every free node", md.g.NodeName(ends[0]), md.g.NodeName(ends[1]))
+				return nil, nil, nil, client.TableStats{}, nil, fmt.Errorf("no legal route from %s to %s even through every free node", md.g.NodeName(ends[0]), md.g.NodeName(ends[1]))
 			}
 		}
 	}
 	missing, pair, err := md.routing.MissingFrom(active, transit, nil)
 	if err != nil {
-		return nil, nil, nil, client.TableStats{}, err
+		return nil, nil, nil, client.TableStats{}, nil, err
 	}
 	first := missing
 	var added []int
 	reason := map[int][2]int{} // the pair each added node was added for
 	for len(missing) > 0 {
 		if err := md.context().Err(); err != nil {
-			return nil, nil, nil, client.TableStats{}, err
+			return nil, nil, nil, client.TableStats{}, nil, err
 		}
 		// A pair needs routes both ways: the free nodes of the route
 		// with the fewest of them one way, then the other way with those
@@ -774,10 +777,10 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 			for _, ends := range [2][2]int{order, {order[1], order[0]}} {
 				nodes, ok, err := freeRoute(md, ends, set, append(slices.Clone(added), f...), pool)
 				if err != nil {
-					return nil, nil, nil, client.TableStats{}, err
+					return nil, nil, nil, client.TableStats{}, nil, err
 				}
 				if !ok {
-					return nil, nil, nil, client.TableStats{}, fmt.Errorf("no legal route from %s to %s even through every free node", md.g.NodeName(ends[0]), md.g.NodeName(ends[1]))
+					return nil, nil, nil, client.TableStats{}, nil, fmt.Errorf("no legal route from %s to %s even through every free node", md.g.NodeName(ends[0]), md.g.NodeName(ends[1]))
 				}
 				f = append(f, nodes...)
 			}
@@ -789,9 +792,9 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 		case len(fresh) == 0:
 			// Both ways have routes, through the job's nodes alone: the
 			// set is reachable after all.
-			return nil, nil, nil, client.TableStats{}, fmt.Errorf("no free node joins %s and %s", md.g.NodeName(pair[0]), md.g.NodeName(pair[1]))
+			return nil, nil, nil, client.TableStats{}, nil, fmt.Errorf("no free node joins %s and %s", md.g.NodeName(pair[0]), md.g.NodeName(pair[1]))
 		case len(added)+len(fresh) > budget:
-			return nil, nil, nil, client.TableStats{}, fmt.Errorf("legal routes need more than %d free nodes as transit (the allowance left plus the repair's extra)", budget)
+			return nil, nil, nil, client.TableStats{}, nil, fmt.Errorf("legal routes need more than %d free nodes as transit (the allowance left plus the repair's extra)", budget)
 		}
 		for _, v := range fresh {
 			in[v] = true
@@ -800,7 +803,7 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 		added = append(added, fresh...)
 		ok, next, err := md.routing.ReachableFrom(active, with(added), missing)
 		if err != nil {
-			return nil, nil, nil, client.TableStats{}, err
+			return nil, nil, nil, client.TableStats{}, nil, err
 		}
 		if ok {
 			break
@@ -820,11 +823,11 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 			kept = try
 		}
 	}
-	table, routes, stats, err := newTable(md.context(), md.routing, active, append(slices.Clone(transit), kept...))
+	table, routes, stats, links, err := newTable(md.context(), md.routing, active, append(slices.Clone(transit), kept...))
 	if err != nil {
-		return nil, nil, nil, client.TableStats{}, err
+		return nil, nil, nil, client.TableStats{}, nil, err
 	}
-	return kept, table, routes, stats, nil
+	return kept, table, routes, stats, links, nil
 }
 
 // freeRoute returns the free nodes (of pool, not yet in added) of the
@@ -999,16 +1002,7 @@ func (s *Service) repairTable(rc *recheckSpec, j *client.JobRecord) *repaired {
 	if err != nil {
 		return &repaired{err: err}
 	}
-	nl := jobLinks{tb: rep.Header, set: make([]uint64, (g.NumLinks()+63)/64)}
-	for l := range g.NumLinks() {
-		if n := load[2*l] + load[2*l+1]; n > 0 {
-			nl.set[l>>6] |= 1 << (l & 63)
-			nl.links = append(nl.links, int32(l))
-			nl.routes = append(nl.routes, n)
-			nl.ab = append(nl.ab, load[2*l])
-		}
-	}
-	return &repaired{table: rep.Header, routes: rep.Routes, stats: client.TableStats{Figures: *rep.Header.Figures, DeadlockFree: true}, links: &nl, rerouted: rep.Rerouted}
+	return &repaired{table: rep.Header, routes: rep.Routes, stats: client.TableStats{Figures: *rep.Header.Figures, DeadlockFree: true}, links: linksOfChannelLoads(rep.Header, load), rerouted: rep.Rerouted}
 }
 
 // repaired is repairTable's result: the repaired table (its header, its

@@ -371,7 +371,7 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req client.JobRequest
 	}
 	defer tcancel()
 	start := time.Now()
-	table, routes, stats, err := newTable(tctx, sn.routing, c.Active, c.Transit)
+	table, routes, stats, links, err := newTable(tctx, sn.routing, c.Active, c.Transit)
 	if ctx.Err() != nil {
 		return nil, placementCut(ctx)
 	}
@@ -382,7 +382,7 @@ func (s *Service) place(ctx context.Context, sn *snapshot, req client.JobRequest
 		return nil, fmt.Errorf("routing table for the chosen nodes: %v", err)
 	}
 	s.measuredTable(len(c.Active), time.Since(start))
-	s.completePlan(p, sn.g, table, routes, stats)
+	s.completePlan(p, sn.g, table, routes, stats, links)
 	return p, nil
 }
 
@@ -411,9 +411,13 @@ func (s *Service) noSet(ctx context.Context, sn *snapshot, req alloc.Request, re
 // encoded for the store: newTable) and the link loads counted here,
 // outside the commit, which holds commitMu (the next read of the loads
 // only sums).
-func (s *Service) completePlan(p *plan, g *topology.Graph, table *routing.TableJSON, routes []byte, stats client.TableStats) {
-	var lc linkCounter
+func (s *Service) completePlan(p *plan, g *topology.Graph, table *routing.TableJSON, routes []byte, stats client.TableStats, links *jobLinks) {
 	p.table, p.stats, p.routes = table, stats, routes
+	if links != nil {
+		p.links = *links
+		return
+	}
+	var lc linkCounter
 	p.links = lc.count(s.dirsOf(g), table, routes)
 }
 

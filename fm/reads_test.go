@@ -511,3 +511,49 @@ func TestLoadsJSONMatchesEncoder(t *testing.T) {
 		}
 	}
 }
+
+// TestLinksFromBuildMatchCount: what a new table puts on the links, taken
+// from the loads its build counted, equals what is counted from its
+// stored routes, on tori with mesh dimensions, failed links and transit
+// nodes.
+func TestLinksFromBuildMatchCount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 1))
+	tables := 0
+	for _, spec := range []string{"torus:6x5x4", "torus:4x4x2x3:mesh=W", "torus:5x2x3:mesh=Y"} {
+		base, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rep := range 6 {
+			var failed []int
+			for range rep % 3 {
+				failed = append(failed, rng.IntN(base.NumLinks()))
+			}
+			g, err := base.WithFaults(failed, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := AngaraRouting("angara*")(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The whole torus as the set, some of it as transit nodes.
+			perm := rng.Perm(g.NumNodes())
+			m := 2 + rng.IntN(g.NumNodes()-2)
+			active, transit := perm[:m], perm[m:]
+			tf, routes, _, links, err := newTable(context.Background(), r, active, transit)
+			if err != nil {
+				continue // not reachable
+			}
+			var lc linkCounter
+			counted := lc.count(newLinkDirs(g), tf, routes)
+			if links == nil || !reflect.DeepEqual(*links, counted) {
+				t.Fatalf("%s, %v failed, %d active: from the build %+v, counted %+v", spec, failed, m, links, counted)
+			}
+			tables++
+		}
+	}
+	if tables < 8 {
+		t.Fatalf("%d tables compared: the test tests too little", tables)
+	}
+}

@@ -416,8 +416,8 @@ func extendTransitCases(t *testing.T, rng *rand.Rand, topo string) (cases, exten
 			cases++
 			want, werr := extendTransitFull(s, md, j, free)
 			// With a missing pair known beforehand (the repair's) or not.
-			got, _, _, _, err := s.extendTransit(md, j, free, [2]int{-1, -1})
-			got2, _, _, _, err2 := s.extendTransit(md, j, free, [2]int{pair[1], pair[0]})
+			got, _, _, _, _, err := s.extendTransit(md, j, free, [2]int{-1, -1})
+			got2, _, _, _, _, err2 := s.extendTransit(md, j, free, [2]int{pair[1], pair[0]})
 			if (err == nil) != (werr == nil) || !slices.Equal(got, want) || (err2 == nil) != (werr == nil) || !slices.Equal(got2, want) {
 				t.Fatalf("job %d, %v failed: added %v (%v), with the pair known %v (%v), with full checks %v (%v)", id, r.FailedLinks, got, err, got2, err2, want, werr)
 			}

@@ -48,42 +48,66 @@ func (a *angaraRouting) Routes(ctx context.Context, active, transit []int) (*rou
 // RoutesEncoded is Routes made as the service keeps a job's table: the
 // table's header and its routes encoded for the store, straight from the
 // routing table (tableEncoded).
-func (a *angaraRouting) RoutesEncoded(ctx context.Context, active, transit []int) (*routing.TableJSON, []byte, client.TableStats, error) {
+func (a *angaraRouting) RoutesEncoded(ctx context.Context, active, transit []int) (*routing.TableJSON, []byte, client.TableStats, []int32, error) {
 	tb, err := a.R.Build(ctx, active, transit, routing.BuildOptions{Workers: computeWorkers()})
 	if err != nil {
-		return nil, nil, client.TableStats{}, err
+		return nil, nil, client.TableStats{}, nil, err
 	}
 	tf, routes, err := tableEncoded(ctx, tb)
 	if err != nil {
-		return nil, nil, client.TableStats{}, err
+		return nil, nil, client.TableStats{}, nil, err
 	}
-	return tf, routes, client.TableStats{Figures: tb.Figures, DeadlockFree: tb.DeadlockFree}, nil
+	return tf, routes, client.TableStats{Figures: tb.Figures, DeadlockFree: tb.DeadlockFree}, tb.Loads(), nil
 }
 
 // encodedRouting is a Routing that makes a job's table as the service
-// keeps it (angaraRouting.RoutesEncoded).
+// keeps it (angaraRouting.RoutesEncoded), with the routes the table puts
+// on each channel (topology channel ids).
 type encodedRouting interface {
-	RoutesEncoded(ctx context.Context, active, transit []int) (*routing.TableJSON, []byte, client.TableStats, error)
+	RoutesEncoded(ctx context.Context, active, transit []int) (*routing.TableJSON, []byte, client.TableStats, []int32, error)
 }
 
 // newTable builds the verified table of a set of active and transit
 // nodes with r: the table, without its routes when r makes it as the
-// service keeps it (encodedRouting), and its routes encoded for the
-// store (a 16 384-node job's 268 million routes take 1.8 GB so, 19 GB
-// in the file format).
-func newTable(ctx context.Context, r Routing, active, transit []int) (*routing.TableJSON, []byte, client.TableStats, error) {
+// service keeps it (encodedRouting), its routes encoded for the store (a
+// 16 384-node job's 268 million routes take 1.8 GB so, 19 GB in the
+// file format), and what it puts on the links, from the loads the build
+// counted (nil where r gives none: they are then counted from the
+// routes; a 4 888-node job's 24 million routes take about a second so).
+func newTable(ctx context.Context, r Routing, active, transit []int) (*routing.TableJSON, []byte, client.TableStats, *jobLinks, error) {
 	if er, ok := r.(encodedRouting); ok {
-		return er.RoutesEncoded(ctx, active, transit)
+		tf, routes, stats, load, err := er.RoutesEncoded(ctx, active, transit)
+		if err != nil {
+			return nil, nil, stats, nil, err
+		}
+		return tf, routes, stats, linksOfChannelLoads(tf, load), nil
 	}
 	tf, stats, err := r.Routes(ctx, active, transit)
 	if err != nil {
-		return nil, nil, stats, err
+		return nil, nil, stats, nil, err
 	}
 	routes, err := routing.EncodeStoredRoutes(tf)
 	if err != nil {
-		return nil, nil, stats, err
+		return nil, nil, stats, nil, err
 	}
-	return tf, routes, stats, nil
+	return tf, routes, stats, nil, nil
+}
+
+// linksOfChannelLoads is what table tb puts on the links, from the
+// routes it puts on each channel (load, by topology channel id: link l's
+// channel 2l goes from its end A to its end B).
+func linksOfChannelLoads(tb *routing.TableJSON, load []int32) *jobLinks {
+	links := len(load) / 2
+	e := &jobLinks{tb: tb, set: make([]uint64, (links+63)/64)}
+	for l := range links {
+		if n := load[2*l] + load[2*l+1]; n > 0 {
+			e.set[l>>6] |= 1 << (l & 63)
+			e.links = append(e.links, int32(l))
+			e.routes = append(e.routes, n)
+			e.ab = append(e.ab, load[2*l])
+		}
+	}
+	return e
 }
 
 // storedVerifier is a Routing that verifies a table kept encoded without

@@ -115,7 +115,7 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 		}
 		md := &model{g: sn.g, routing: sn.routing, ctx: ctx}
 		start := time.Now()
-		table, routes, stats, err := s.pendingTable(md, j)
+		table, routes, stats, built, err := s.pendingTable(md, j)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -124,8 +124,12 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 		var links jobLinks
 		if err == nil {
 			s.measuredTable(len(j.Active), time.Since(start))
-			var lc linkCounter
-			links = lc.count(s.dirsOf(sn.g), table, routes)
+			if built != nil {
+				links = *built
+			} else {
+				var lc linkCounter
+				links = lc.count(s.dirsOf(sn.g), table, routes)
+			}
 			c.Table, c.Stats, c.Reachable, c.Routing, c.RoutingNext = table, stats, true, j.RoutingNext, ""
 		} else {
 			// A failure since the placement: no table on the job's nodes.
@@ -158,20 +162,20 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 // table. The selection checked its set, so the table is built at once;
 // only when that fails is the set checked again (a failure came in
 // between), for the pair to name.
-func (s *Service) pendingTable(md *model, j *client.JobRecord) (*routing.TableJSON, []byte, client.TableStats, error) {
+func (s *Service) pendingTable(md *model, j *client.JobRecord) (*routing.TableJSON, []byte, client.TableStats, *jobLinks, error) {
 	active, aerr := nodesByName(md.g, j.Active)
 	transit, terr := nodesByName(md.g, j.TransitNodes)
 	if err := errors.Join(aerr, terr); err != nil {
-		return nil, nil, client.TableStats{}, err
+		return nil, nil, client.TableStats{}, nil, err
 	}
 	for _, v := range append(slices.Clone(active), transit...) {
 		if md.g.NodeFailed(v) {
-			return nil, nil, client.TableStats{}, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
+			return nil, nil, client.TableStats{}, nil, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
 		}
 	}
-	table, routes, stats, err := newTable(md.context(), md.routing, active, transit)
+	table, routes, stats, links, err := newTable(md.context(), md.routing, active, transit)
 	if err == nil || md.context().Err() != nil {
-		return table, routes, stats, err
+		return table, routes, stats, links, err
 	}
 	return s.routeJob(md, j)
 }
