@@ -797,7 +797,6 @@ func (s *Service) extendTransit(md *model, j *client.JobRecord, free *alloc.Stat
 			return nil, nil, nil, client.TableStats{}, nil, fmt.Errorf("legal routes need more than %d free nodes as transit (the allowance left plus the repair's extra)", budget)
 		}
 		for _, v := range fresh {
-			in[v] = true
 			reason[v] = pair
 		}
 		added = append(added, fresh...)

@@ -477,20 +477,38 @@ func (r *Router) ReachableFirst(active, transit []int) (ok bool, bad [2]int, err
 // smallest source, then the smallest destination.
 func (r *Router) reachSet(s *scratch, first []int, holes bool) (bool, [2]int) {
 	r.sourceOrder(s, first, holes)
+	missing, bad := r.passes(s, false)
+	return !s.stopped && len(missing) == 0, bad
+}
+
+// passes takes the sources of s.order through the set's routing graph 64
+// at a time (propagate) and returns those that miss some active node, in
+// that order, and the missing pair of the first of them with its
+// smallest destination ({-1, -1} when none). With all false it stops
+// after the first batch with a miss; it also stops, missing nothing, when
+// s.stop says so (s.stopped).
+func (r *Router) passes(s *scratch, all bool) (missing []int, bad [2]int) {
+	bad = [2]int{-1, -1}
 	for b0 := 0; b0 < len(s.order); b0 += 64 {
 		if s.stop != nil && s.stop() {
 			s.stopped = true
-			return false, [2]int{-1, -1}
+			return nil, [2]int{-1, -1}
 		}
 		b1 := min(b0+64, len(s.order))
 		r.propagate(s, b0, b1)
-		_, missSrc, missDst := r.batchMisses(s, b0, b1)
+		union, src, dst := r.batchMisses(s, b0, b1)
 		r.clearBatch(s)
-		if missSrc >= 0 {
-			return false, [2]int{int(s.act[missSrc]), int(s.act[missDst])}
+		if src >= 0 && bad[0] < 0 {
+			bad = [2]int{int(s.act[src]), int(s.act[dst])}
+		}
+		for ; union != 0; union &= union - 1 {
+			missing = append(missing, int(s.act[s.order[b0+bitsTrailing(union)]]))
+		}
+		if !all && len(missing) > 0 {
+			break
 		}
 	}
-	return true, [2]int{-1, -1}
+	return missing, bad
 }
 
 // propagate takes the sources at positions b0..b1-1 of s.order (at most
@@ -590,21 +608,7 @@ func (r *Router) checkFrom(active, transit, sources []int, all bool) (missing []
 			}
 		}
 	}
-	for b0 := 0; b0 < len(s.order); b0 += 64 {
-		b1 := min(b0+64, len(s.order))
-		r.propagate(s, b0, b1)
-		union, src, dst := r.batchMisses(s, b0, b1)
-		r.clearBatch(s)
-		if src >= 0 && bad[0] < 0 {
-			bad = [2]int{int(s.act[src]), int(s.act[dst])}
-		}
-		for ; union != 0; union &= union - 1 {
-			missing = append(missing, int(s.act[s.order[b0+bitsTrailing(union)]]))
-		}
-		if !all && len(missing) > 0 {
-			break
-		}
-	}
+	missing, bad = r.passes(s, all)
 	return missing, bad, nil
 }
 
