@@ -516,8 +516,9 @@ func checkHAAudit(t *testing.T, cl *fmc.Client) {
 // lease: a standby takes over and works; when the old leader is thawed it
 // reports itself standby, and nothing it held in memory is written: a
 // failure report it was handling when it froze is either in the store
-// before the new leader's first entry (and was acknowledged) or not at
-// all.
+// before the new leader's first entry (and was acknowledged), or refused
+// by the thawed instance with a redirect and stored by the new leader,
+// or not stored at all (and not acknowledged).
 func TestServeHAFreeze(t *testing.T) {
 	if testing.Short() {
 		t.Skip("processes")
@@ -561,6 +562,9 @@ func TestServeHAFreeze(t *testing.T) {
 	time.Sleep(3*lease - time.Since(frozen))
 	ins[0].signal(syscall.SIGCONT)
 	inErr := <-inflight
+	// A report the thawed instance refused (307: not applied) is sent
+	// again to the new leader by the client.
+	redirected := direct.Leader() == ins[1].url
 	// The thawed instance steps down and follows the new leader.
 	deadline := time.Now().Add(10 * time.Second)
 	var h fmc.Health
@@ -586,7 +590,8 @@ func TestServeHAFreeze(t *testing.T) {
 	if err := cl2.Get(ctx, "/api/audit?limit=1000", &events); err != nil {
 		t.Fatal(err)
 	}
-	newSeen, frozenReport := false, false
+	newSeen := false
+	frozenTerm := int64(-1) // the term that stored the report in flight
 	for _, e := range events {
 		switch e.Term {
 		case newH.Term:
@@ -595,9 +600,6 @@ func TestServeHAFreeze(t *testing.T) {
 			if newSeen {
 				t.Errorf("entry %d (%s %s) of the deposed leader's term after the new leader's", e.Seq, e.Action, e.Subject)
 			}
-			if e.Action == "link.fail" {
-				frozenReport = true
-			}
 		case 0:
 			if e.Action != "fabric.create" {
 				t.Errorf("entry %d (%s) written outside a leadership", e.Seq, e.Action)
@@ -605,18 +607,29 @@ func TestServeHAFreeze(t *testing.T) {
 		default:
 			t.Errorf("entry %d of term %d (terms %d and %d)", e.Seq, e.Term, old.Term, newH.Term)
 		}
+		if e.Action == "link.fail" && strings.HasPrefix(e.Subject, "1.1.1") {
+			if frozenTerm >= 0 {
+				t.Errorf("the report in flight stored twice (terms %d and %d)", frozenTerm, e.Term)
+			}
+			frozenTerm = e.Term
+		}
 	}
-	if inErr == nil && !frozenReport {
-		t.Error("the frozen leader acknowledged a failure report that is not stored")
+	switch {
+	case inErr == nil && !redirected && frozenTerm != old.Term:
+		t.Errorf("the frozen leader acknowledged a failure report it did not store (stored in term %d)", frozenTerm)
+	case inErr == nil && redirected && frozenTerm != newH.Term:
+		t.Errorf("the report redirected to the new leader was acknowledged, not stored by it (stored in term %d)", frozenTerm)
 	}
-	t.Logf("the report in flight at the freeze: %v (stored: %v)", inErr, frozenReport)
+	t.Logf("the report in flight at the freeze: %v (redirected: %v, stored in term %d; old term %d, new %d)", inErr, redirected, frozenTerm, old.Term, newH.Term)
 	// Writes sent to the old leader now reach the new one.
+	again := fmc.New(ins[0].url, cl.Token)
+	again.Retry = -1
 	var j3 fmc.JobRecord
-	if err := direct.Do(ctx, "POST", "/api/jobs", fmc.JobRequest{Nodes: 2, RequestID: "redirected"}, &j3, true); err != nil {
+	if err := again.Do(ctx, "POST", "/api/jobs", fmc.JobRequest{Nodes: 2, RequestID: "redirected"}, &j3, true); err != nil {
 		t.Fatalf("write through the thawed standby: %v", err)
 	}
-	if direct.Leader() != ins[1].url {
-		t.Errorf("the write was not redirected to %s (%s)", ins[1].url, direct.Leader())
+	if again.Leader() != ins[1].url {
+		t.Errorf("the write was not redirected to %s (%s)", ins[1].url, again.Leader())
 	}
 }
 
