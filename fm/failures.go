@@ -76,6 +76,9 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch client.Fai
 	rc := &recheckSpec{md: md, repair: ch.Repair, label: actionName(ch) + " " + subject,
 		touches: s.touchedBy(md, ch, subject), reaches: reachedBy(before, md, ch, subject),
 		before: before, gone: goneChannels(md.g, ch, subject)}
+	if ch.Node != "" && !ch.Repair {
+		rc.failedNode = subject
+	}
 	if placing && s.cfg.RepairExtra >= 0 {
 		s.mu.RLock()
 		rc.free = s.state.Clone()
@@ -168,6 +171,9 @@ type recheckSpec struct {
 	// can be (repairTable).
 	before Routing
 	gone   []int
+	// failedNode names the node a node failure takes down ("" for other
+	// changes): a job that holds it as a transit node drops it.
+	failedNode string
 }
 
 // goneChannels returns the channels a failure takes away: the two of the
@@ -278,6 +284,9 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 		// finds a pair the change left without a route (tables.go).
 		return r
 	}
+	if rc.failedNode != "" && slices.Contains(j.TransitNodes, rc.failedNode) && !slices.Contains(j.Active, rc.failedNode) {
+		return s.dropFailedTransit(rc, j)
+	}
 	reached := sync.OnceValue(func() bool { return rc.reaches(j) })
 	holds := func() bool {
 		if !reached() {
@@ -319,11 +328,22 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 	case holds():
 		return r
 	}
-	c := *j
-	c.Problem, c.Unreachable = "", nil
 	if rep == nil {
 		rep = s.repairTable(rc, j)
 	}
+	return s.rerouteJob(rc, j, rep, works)
+}
+
+// rerouteJob gives job j a new table after a change its table does not
+// survive: the in-place repair rep, else a table built anew on its
+// nodes, else (a pair without a legal route) one with free nodes added
+// as transit; else it keeps its table where works says it still holds,
+// or is broken with the reason.
+func (s *Service) rerouteJob(rc *recheckSpec, j *client.JobRecord, rep *repaired, works func() bool) recheckResult {
+	md := rc.md
+	r := recheckResult{old: j}
+	c := *j
+	c.Problem, c.Unreachable = "", nil
 	table, routes, stats, links, err := rep.table, rep.routes, rep.stats, rep.links, rep.err
 	if err == nil {
 		c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
@@ -372,6 +392,43 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 	c.Reachable, c.Routing = false, client.RouteBroken
 	c.Affected = append(slices.Clone(j.Affected), rc.label)
 	r.new, r.effect = &c, client.JobEffect{ID: j.ID, Result: client.RouteBroken, State: c.RoutingName(), Problem: c.Problem, Unreachable: c.Unreachable}
+	return r
+}
+
+// dropFailedTransit handles the failure of one of job j's transit nodes.
+// None of the job's processes runs there, so the node leaves the job's
+// set rather than breaking it: the job gets a table built anew on the
+// rest of its nodes, else with free nodes added as transit (the node's
+// place in its allowance is free again); the record then no longer lists
+// the node, and the commit releases it from the job (nextFailureState).
+// The old table is not repaired in place: its set names the node. With
+// no route left without the node, the job is broken with the
+// unreachable pair and keeps the node, as a job whose active node
+// failed does.
+func (s *Service) dropFailedTransit(rc *recheckSpec, j *client.JobRecord) recheckResult {
+	k := *j
+	k.TransitNodes = slices.DeleteFunc(slices.Clone(j.TransitNodes), func(n string) bool { return n == rc.failedNode })
+	r := s.rerouteJob(rc, &k, &repaired{err: errNotRepaired}, func() bool { return false })
+	r.old = j
+	if r.new == nil || r.new.Routing == client.RouteBroken {
+		// No route is left without the node: the job is broken and
+		// keeps it, with the table it names (a repair of the node
+		// re-routes the job on its whole set).
+		c := *j
+		c.Reachable, c.Routing = false, client.RouteBroken
+		c.Problem = fmt.Sprintf("its transit node %s has failed", rc.failedNode)
+		if r.new != nil {
+			c.Problem += ", and without it " + r.new.Problem
+			c.Unreachable = r.new.Unreachable
+		}
+		c.Affected = append(slices.Clone(j.Affected), rc.label)
+		r.new, r.effect = &c, client.JobEffect{ID: j.ID, Result: client.RouteBroken, State: c.RoutingName(), Problem: c.Problem, Unreachable: c.Unreachable}
+		return r
+	}
+	if !slices.Contains(r.new.Affected, rc.label) {
+		r.new.Affected = append(slices.Clone(r.new.Affected), rc.label)
+	}
+	r.effect.TransitDropped = []string{rc.failedNode}
 	return r
 }
 
@@ -627,23 +684,28 @@ func (s *Service) nextFailureState(ch client.FailureChange, subject string, md *
 	}
 	for _, id := range ids {
 		e := results[id].effect
-		if len(e.TransitAdded) == 0 {
-			continue
+		if len(e.TransitAdded) > 0 {
+			added, err := nodesByName(md.g, e.TransitAdded)
+			if err == nil && next != nil {
+				err = next.Occupy(id, added) // changes nothing if it fails
+			}
+			if err != nil || next == nil {
+				old := results[id].old
+				c := *old
+				c.Reachable, c.Routing = false, client.RouteBroken
+				c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
+				c.Affected = append(slices.Clone(old.Affected), actionName(ch)+" "+subject)
+				changed[id] = &c
+				results[id] = recheckResult{old: old, new: &c, effect: client.JobEffect{ID: id, Result: client.RouteBroken, State: c.RoutingName(), Problem: c.Problem}}
+				continue
+			}
 		}
-		added, err := nodesByName(md.g, e.TransitAdded)
-		if err == nil && next != nil {
-			err = next.Occupy(id, added) // changes nothing if it fails
+		if len(e.TransitDropped) > 0 && next != nil {
+			// A failed transit node left the job.
+			if dropped, err := nodesByName(md.g, e.TransitDropped); err == nil {
+				next.ReleaseNodes(id, dropped)
+			}
 		}
-		if err == nil && next != nil {
-			continue
-		}
-		old := results[id].old
-		c := *old
-		c.Reachable, c.Routing = false, client.RouteBroken
-		c.Problem = "no legal route inside the job's nodes, and a free node that would have given one was taken meanwhile: migrate it"
-		c.Affected = append(slices.Clone(old.Affected), actionName(ch)+" "+subject)
-		changed[id] = &c
-		results[id] = recheckResult{old: old, new: &c, effect: client.JobEffect{ID: id, Result: client.RouteBroken, State: c.RoutingName(), Problem: c.Problem}}
 	}
 	return next, nil
 }

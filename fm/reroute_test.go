@@ -3,6 +3,7 @@ package fm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -253,4 +254,127 @@ func TestFailureRepairsTableInPlace(t *testing.T) {
 		t.Fatal("the repaired routes read back differ")
 	}
 	checkJobsRouted(t, s)
+}
+
+// TestFailedTransitNodeLeavesJob: a failed node a job holds as a transit
+// node leaves the job's set instead of breaking the job (no process of
+// the job runs there). The job gets a verified table on the rest of its
+// nodes, with free nodes added where it needs them, or is broken with
+// the unreachable pair when none is left (a full torus); in every case
+// its record no longer names the node, the node is held by no job, and
+// so it stays across a restart; repaired, the node is free again.
+func TestFailedTransitNodeLeavesJob(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) {
+			dir := t.TempDir()
+			s, _ := openTest(t, dir, "torus:4x4x4", nil)
+			var withTransit []*client.JobRecord
+			for i := 0; ; i++ {
+				if !full && len(withTransit) == 1 {
+					break
+				}
+				j, err := s.Submit("t", client.JobRequest{Nodes: 5 + i%3, Transit: 4})
+				if errors.Is(err, client.ErrConflict) || errors.Is(err, client.ErrBadRequest) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(j.TransitNodes) > 0 {
+					withTransit = append(withTransit, j)
+				}
+			}
+			if len(withTransit) == 0 {
+				t.Fatal("no job with transit nodes")
+			}
+			for full {
+				// The rest in one-node jobs: no free node is left.
+				if _, err := s.Submit("t", client.JobRequest{Nodes: 1}); err != nil {
+					if countFree(s.Fabric()) != 0 {
+						t.Fatal(err)
+					}
+					break
+				}
+			}
+			results := map[client.RouteState]int{}
+			for _, j := range withTransit {
+				node := j.TransitNodes[0]
+				res, err := s.ChangeFailure(context.Background(), "t", client.FailureChange{Node: node})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var e *client.JobEffect
+				for i := range res.Jobs {
+					if res.Jobs[i].ID == j.ID {
+						e = &res.Jobs[i]
+					}
+				}
+				if e == nil {
+					t.Fatalf("failing transit node %s of job %d: no effect on it", node, j.ID)
+				}
+				results[e.Result]++
+				after, _ := s.Job(j.ID)
+				switch {
+				case e.Result == client.RouteBroken:
+					// Kept, with the unreachable pair without it.
+					if e.Unreachable == nil || len(e.TransitDropped) > 0 || !slices.Equal(after.TransitNodes, j.TransitNodes) {
+						t.Errorf("job %d broken: %+v, transit %v", j.ID, e, after.TransitNodes)
+					}
+				case !slices.Equal(e.TransitDropped, []string{node}) || slices.Contains(after.TransitNodes, node) || !slices.Equal(after.Active, j.Active):
+					t.Fatalf("job %d after its transit node %s failed: %+v, active %v transit %v", j.ID, node, e, after.Active, after.TransitNodes)
+				}
+				if len(after.TransitNodes) > j.TransitLimit+2 {
+					t.Errorf("job %d holds %d transit nodes, allowance %d + 2", j.ID, len(after.TransitNodes), j.TransitLimit)
+				}
+				for _, n := range s.Fabric().Nodes {
+					if holder := map[bool]int{true: j.ID}[e.Result == client.RouteBroken]; n.Name == node && (n.Job != holder || !n.Failed) {
+						t.Errorf("failed node %s: job %d, failed %v", node, n.Job, n.Failed)
+					}
+				}
+				checkJobsRouted(t, s)
+				checkDisjoint(t, s)
+			}
+			t.Logf("results %v", results)
+			if want := map[bool]client.RouteState{false: client.RouteRerouted, true: client.RouteBroken}[full]; results[want] == 0 {
+				t.Errorf("no job %s after losing a transit node: %v", want, results)
+			}
+			before, _ := s.Jobs(false)
+			s.Close()
+			s2, _ := openTest(t, dir, "", nil)
+			defer s2.Close()
+			checkDisjoint(t, s2)
+			checkJobsRouted(t, s2)
+			again, _ := s2.Jobs(false)
+			for i := range before {
+				if !slices.Equal(before[i].TransitNodes, again[i].TransitNodes) {
+					t.Errorf("job %d's transit nodes %v, after a restart %v", before[i].ID, before[i].TransitNodes, again[i].TransitNodes)
+				}
+			}
+			node := withTransit[0].TransitNodes[0]
+			if _, err := s2.ChangeFailure(context.Background(), "t", client.FailureChange{Node: node, Repair: true}); err != nil {
+				t.Fatal(err)
+			}
+			holder := 0 // a broken job kept it
+			if j, _ := s2.Job(withTransit[0].ID); slices.Contains(j.TransitNodes, node) {
+				holder = j.ID
+			}
+			for _, n := range s2.Fabric().Nodes {
+				if n.Name == node && (n.Job != holder || n.Failed) {
+					t.Errorf("repaired node %s: job %d (want %d), failed %v", node, n.Job, holder, n.Failed)
+				}
+			}
+			checkJobsRouted(t, s2)
+			checkDisjoint(t, s2)
+		})
+	}
+}
+
+func countFree(f client.FabricView) int {
+	n := 0
+	for _, v := range f.Nodes {
+		if v.Job == 0 && !v.Failed {
+			n++
+		}
+	}
+	return n
 }

@@ -278,6 +278,11 @@ type JobEffect struct {
 	// nodes because its own nodes had no legal route left (the seed's
 	// remedy, M_t).
 	TransitAdded []string `json:"transit_added,omitempty"`
+	// TransitDropped names the failed node a rerouted job held as a
+	// transit node: it left the job's set (no process of the job runs
+	// there). A job left without a route by such a failure is broken and
+	// keeps the node.
+	TransitDropped []string `json:"transit_dropped,omitempty"`
 }
 
 // GroupEffect is what a failure change did to one multicast group: its
