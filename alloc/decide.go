@@ -758,8 +758,9 @@ func (d *decision) askReachable(w int, list func() (active, transit []int), keys
 	return d.sel.reach.reachable(d.asker(w), list, keys...)
 }
 
-// askConnected is askReachable for a set known to be connected, whose
-// connectivity is not checked again (see answer).
+// askConnected is askReachable for a set known to be connected and not
+// a box (the uniform path's), whose connectivity and box are not checked
+// (see answerConnected).
 func (d *decision) askConnected(w int, list func() (active, transit []int), keys ...[]byte) (bool, error) {
 	ask := func(active, transit []int) (bool, error) { return d.answerConnected(w, active, transit, true) }
 	return d.sel.reach.reachable(ask, list, keys...)

@@ -57,9 +57,10 @@ func (d *decision) answer(w int, active, transit []int) (bool, error) {
 	return d.answerConnected(w, active, transit, false)
 }
 
-// answerConnected is answer that skips the connectivity check when the
-// caller knows the set is connected.
-func (d *decision) answerConnected(w int, active, transit []int, connected bool) (bool, error) {
+// answerConnected is answer that skips the connectivity and box checks
+// when the caller knows the set is connected and not a box (prefix: the
+// uniform path's sets, the first m nodes of a box that do not form one).
+func (d *decision) answerConnected(w int, active, transit []int, prefix bool) (bool, error) {
 	if d.clock.enum.Load() {
 		return false, errCut
 	}
@@ -68,17 +69,24 @@ func (d *decision) answerConnected(w int, active, transit []int, connected bool)
 		return false, errCut
 	}
 	h := &d.sel.hints[w]
-	if d.boxes && d.sel.boxCovers(&h.box, active, transit) {
+	if !prefix && d.boxes && d.sel.boxCovers(&h.box, active, transit) {
 		return true, nil
 	}
 	// Routes run inside the set, so active nodes in different components
 	// of it are not reachable.
-	if !connected && !d.work[w].conn.joins(h.links.of(d.s.g), active, transit) {
+	if !prefix && !d.work[w].conn.joins(h.links.of(d.s.g), active, transit) {
 		return false, nil
 	}
 	// A question of a large set outlasting the phase would outlast the
 	// budget: it is given up with errCut when the phase ends.
-	ok, bad, err := reachableUntil(d.rt, active, transit, h.pairs(active), d.clock.enum.Load)
+	pairs := h.pairs(active)
+	if prefix && len(active) > 1 {
+		// The ends of a prefix set, after what the worker learned: the
+		// last node ends its partial layer, where routes most often
+		// miss, and a worker's first question has nothing learned yet.
+		pairs = append(pairs, [2]int{active[len(active)-1], active[0]}, [2]int{active[0], active[len(active)-1]})
+	}
+	ok, bad, err := reachableUntil(d.rt, active, transit, pairs, d.clock.enum.Load)
 	if err != nil || ok {
 		return ok, err
 	}

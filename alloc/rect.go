@@ -1,8 +1,9 @@
 package alloc
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -32,17 +33,33 @@ func (r Rect) String() string {
 	return strings.Join(p, "x") + "@" + strings.Join(s, ".")
 }
 
-// Nodes appends r's node ids to buf (X fastest).
+// Nodes appends r's node ids to buf (X fastest). Each row along X adds
+// its base id to the X offsets, so a node costs an addition.
 func (r Rect) Nodes(dims []int, buf []int) []int {
 	n := len(dims)
+	if n == 0 {
+		return buf
+	}
+	xs := make([]int, r.Size[0])
+	for k := range xs {
+		xs[k] = (r.Start[0] + k) % dims[0]
+	}
 	off := make([]int, n)
-	c := make([]int, n)
+	stride := make([]int, n)
+	stride[0] = 1
+	for i := 1; i < n; i++ {
+		stride[i] = stride[i-1] * dims[i-1]
+	}
+	buf = slices.Grow(buf, vol(r.Size))
 	for {
-		for i := range c {
-			c[i] = (r.Start[i] + off[i]) % dims[i]
+		row := 0
+		for i := 1; i < n; i++ {
+			row += (r.Start[i] + off[i]) % dims[i] * stride[i]
 		}
-		buf = append(buf, enc(c, dims))
-		i := 0
+		for _, x := range xs {
+			buf = append(buf, row+x)
+		}
+		i := 1
 		for ; i < n; i++ {
 			off[i]++
 			if off[i] < r.Size[i] {
@@ -69,21 +86,38 @@ func (r Rect) Contains(c, dims []int) bool {
 // Shapes returns every rectangle size of the torus, largest volume first
 // (ties in lexicographic order).
 func Shapes(dims []int) [][]int {
-	var out [][]int
-	p := make([]int, len(dims))
-	var rec func(i int)
-	rec = func(i int) {
-		if i == len(dims) {
-			out = append(out, append([]int(nil), p...))
-			return
-		}
-		for x := 1; x <= dims[i]; x++ {
-			p[i] = x
-			rec(i + 1)
+	n := len(dims)
+	count := 1
+	for _, d := range dims {
+		count *= d
+	}
+	// Lexicographic order (the last dimension fastest) in one backing
+	// array, then a stable sort by volume.
+	all := make([]int, count*n)
+	vols := make([]int, count)
+	p := make([]int, n)
+	for i := range p {
+		p[i] = 1
+	}
+	for k := range count {
+		copy(all[k*n:], p)
+		vols[k] = vol(p)
+		for i := n - 1; i >= 0; i-- {
+			if p[i]++; p[i] <= dims[i] {
+				break
+			}
+			p[i] = 1
 		}
 	}
-	rec(0)
-	sort.SliceStable(out, func(a, b int) bool { return vol(out[a]) > vol(out[b]) })
+	idx := make([]int32, count)
+	for k := range idx {
+		idx[k] = int32(k)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(vols[b], vols[a]) })
+	out := make([][]int, count)
+	for k, i := range idx {
+		out[k] = all[int(i)*n : int(i)*n+n : int(i)*n+n]
+	}
 	return out
 }
 

@@ -138,16 +138,33 @@ func TestHolesAtMatchesGrid(t *testing.T) {
 	}
 }
 
-// TestRectNodesMatchesRect checks the tabulated rectangle listing against
-// Rect.Nodes on every size and start.
+// TestRectNodesMatchesRect checks Rect.Nodes and the tabulated rectangle
+// listing against the nodes' coordinates, offset by offset (X fastest),
+// on every size and start.
 func TestRectNodesMatchesRect(t *testing.T) {
 	for _, dims := range [][]int{{4, 4, 2}, {5, 3}, {3, 2, 2, 3}, {7}} {
 		var ws workerScratch
 		for _, size := range Shapes(dims) {
 			placements(dims, []bool{true, true, true, true}[:len(dims)], size, func(start []int) bool {
-				want := Rect{Start: start, Size: size}.Nodes(dims, nil)
+				var want []int
+				off, c := make([]int, len(dims)), make([]int, len(dims))
+				for k := 0; k < vol(size); k++ {
+					for i := range c {
+						c[i] = (start[i] + off[i]) % dims[i]
+					}
+					want = append(want, enc(c, dims))
+					for i := 0; i < len(off); i++ {
+						if off[i]++; off[i] < size[i] {
+							break
+						}
+						off[i] = 0
+					}
+				}
+				if got := (Rect{Start: start, Size: size}).Nodes(dims, nil); !slices.Equal(got, want) {
+					t.Fatalf("%v size %v start %v: Rect.Nodes %v, want %v", dims, size, start, got, want)
+				}
 				if got := ws.rectNodes(dims, start, size); !slices.Equal(got, want) {
-					t.Fatalf("%v size %v start %v: %v, Rect.Nodes %v", dims, size, start, got, want)
+					t.Fatalf("%v size %v start %v: %v, want %v", dims, size, start, got, want)
 				}
 				return true
 			})

@@ -45,9 +45,20 @@ func (d *decision) uniform() bool {
 	return sel.tune.forceUniform || d.manyPlacements()
 }
 
-// placementCount is the number of placements of a rectangle size.
+// placementCount is the number of placements of a rectangle size
+// (placementLimits' product, without the limits).
 func placementCount(dims []int, wrap []bool, size []int) int {
-	return placementLimits(dims, wrap, size, make([]int, len(dims)))
+	n := 1
+	for i, d := range dims {
+		switch {
+		case size[i] == d:
+		case wrap[i]:
+			n *= d
+		default:
+			n *= max(d-size[i]+1, 0)
+		}
+	}
+	return n
 }
 
 // manyPlacements reports whether the decision's sizes have more than
@@ -184,50 +195,76 @@ func (d *decision) uniformPlacement(si int, st []int) placement {
 // are listed with their φ for looseBeater, or, without a router below
 // it, beats reports that the path must give way.
 func (d *decision) uniformAsks(rest []int, deferred []bool, cap []int, top int64, loose bool) (ask []*uniformRep, beats bool) {
+	// The sets, in order; their candidates and φ after allocation (the
+	// costly part) on all cores, then weighed in order.
+	type set struct {
+		si   int
+		st   []int
+		c    *candidate
+		f    Fragmentation
+		ok   bool // φ reaches the bound
+		done bool // weighed before the rank phase ended
+	}
+	var sets []set
+	for _, si := range rest {
+		if deferred[si] {
+			placementsBelow(d.sel.dims, d.sel.wrap, d.sizes[si], cap, func(st []int) bool {
+				sets = append(sets, set{si: si, st: slices.Clone(st)})
+				return true
+			})
+		}
+	}
+	bound, weigh := top, d.req.Budget > 0
+	if loose {
+		bound, weigh = top+1, true
+	}
+	par.For(len(sets), d.sel.Workers, func(w, k int) {
+		if d.clock.rank.Load() {
+			return
+		}
+		e := &sets[k]
+		e.c = d.newCandidate(w, d.uniformPlacement(e.si, e.st), []int{})
+		if weigh {
+			// Exact when ok (emptyPhi).
+			e.f, e.ok = d.emptyPhi(e.c, bound)
+		}
+		e.done = true
+	})
 	allow := tableAllowShare * d.req.Budget.Seconds() * float64(par.Workers(d.sel.Workers))
 	spent := 0.0
-	for _, si := range rest {
-		if !deferred[si] || beats {
+	for _, e := range sets {
+		if !e.done || d.clock.rank.Load() {
+			// Sets left unweighed could beat the best φ.
+			d.rankCut.Store(true)
+			break
+		}
+		if loose {
+			if !e.ok {
+				d.tiesLeft.Store(true)
+				continue
+			}
+			if d.ringLower == nil {
+				return ask, true // could beat the best φ: give up
+			}
+			// Asked later, in order of φ (looseBeater).
+			ask = append(ask, &uniformRep{si: e.si, st: e.st, c: e.c, phi: e.f.Phi})
 			continue
 		}
-		placementsBelow(d.sel.dims, d.sel.wrap, d.sizes[si], cap, func(st []int) bool {
-			if d.clock.rank.Load() {
-				// Sets left unweighed could beat the best φ.
-				d.rankCut.Store(true)
-				return false
+		if weigh {
+			if !e.ok {
+				continue // cannot tie on φ: not asked
 			}
-			c := d.newCandidate(0, d.uniformPlacement(si, st), []int{})
-			if loose {
-				if _, ok := d.emptyPhi(c, top+1); ok {
-					if d.ringLower == nil {
-						beats = true // could beat the best φ: give up
-						return false
-					}
-					// Asked later, in order of φ (looseBeater).
-					f, _ := d.emptyPhi(c, 0)
-					ask = append(ask, &uniformRep{si: si, st: slices.Clone(st), c: c, phi: f.Phi})
-					return true
-				}
-				d.tiesLeft.Store(true)
-				return true
-			}
-			if d.req.Budget > 0 {
-				if _, ok := d.emptyPhi(c, top); !ok {
-					return true // cannot tie on φ: not asked
-				}
-				if _, ok := d.emptyPhi(c, top+1); !ok {
-					spent += float64(d.m) * float64(d.m) * questionPairSeconds
-					if spent > allow {
-						d.tiesLeft.Store(true)
-						return true
-					}
+			if e.f.Phi <= top { // ties at best
+				spent += float64(d.m) * float64(d.m) * questionPairSeconds
+				if spent > allow {
+					d.tiesLeft.Store(true)
+					continue
 				}
 			}
-			ask = append(ask, &uniformRep{si: si, st: slices.Clone(st), c: c})
-			return true
-		})
+		}
+		ask = append(ask, &uniformRep{si: e.si, st: e.st, c: e.c})
 	}
-	return ask, beats
+	return ask, false
 }
 
 // askAlone asks whether each set's active nodes are reachable alone, on
@@ -261,8 +298,10 @@ func (d *decision) askAlone(ask []*uniformRep, results []sizeResult) {
 // in id order, of an empty box that does not wrap (its start is 0 along
 // the rings). Such a set is connected: every node but the first has a
 // neighbour before it in id order (one step down the first dimension
-// where it is not at the box's start), so only the router is asked (the
-// connectivity check is a shortcut: the router's answer is the same).
+// where it is not at the box's start), and not a box (a box is answered
+// before asking: leadingBlock), so only the router is asked (the
+// connectivity and box checks are shortcuts: the router's answer is the
+// same).
 func (d *decision) uniformAlone(w int, p placement) (bool, error) {
 	return d.aloneAsked(w, p, true, d.askConnected)
 }
@@ -576,22 +615,21 @@ func (d *decision) emptyPhi(c *candidate, bound int64) (Fragmentation, bool) {
 	}
 	exact := len(boxes) == 1
 	var mark []bool
-	for k := 0; k < len(d.sel.shapes); {
-		v := vol(d.sel.shapes[k])
+	vols := d.sel.shapeVols
+	// The first shape that fits in what is left (volumes fall).
+	k0, _ := slices.BinarySearchFunc(vols, left, func(v, left int) int { return cmp.Compare(left, v) })
+	for k := k0; k < len(d.sel.shapes); {
+		v := vols[k]
 		end := k
-		for end < len(d.sel.shapes) && vol(d.sel.shapes[end]) == v {
+		for end < len(vols) && vols[end] == v {
 			end++
-		}
-		if v > left {
-			k = end
-			continue
 		}
 		// Placements missing every box miss the largest: their count
 		// bounds the level's from above, and φ with it, before the
 		// exact count (the costly part) is made.
 		upper := 0
-		for _, r := range d.sel.shapes[k:end] {
-			upper += placementCount(dims, d.sel.wrap, r) - meets(dims, d.sel.wrap, r, boxes[big])
+		for kk, r := range d.sel.shapes[k:end] {
+			upper += d.sel.shapePlaces[k+kk] - meets(dims, d.sel.wrap, r, boxes[big])
 		}
 		if upper == 0 {
 			k = end
@@ -603,8 +641,8 @@ func (d *decision) emptyPhi(c *candidate, bound int64) (Fragmentation, bool) {
 		kept := upper
 		if !exact {
 			kept = 0
-			for _, r := range d.sel.shapes[k:end] {
-				if placementCount(dims, d.sel.wrap, r) == meets(dims, d.sel.wrap, r, boxes[big]) {
+			for kk, r := range d.sel.shapes[k:end] {
+				if d.sel.shapePlaces[k+kk] == meets(dims, d.sel.wrap, r, boxes[big]) {
 					continue
 				}
 				if mark == nil {

@@ -339,6 +339,7 @@ func (fw *faultWorker) run(t *torus, au [2]*automaton, seed, ti, trial uint64, c
 		}
 	}
 	reach := func(r *Router) bool {
+		r.compileMasks() // fw.up changed since
 		if err := r.prepareSet(fw.s, all, nil); err != nil {
 			panic(err) // cannot happen: all nodes are alive
 		}

@@ -3,6 +3,7 @@ package routing
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -29,6 +30,13 @@ type Router struct {
 	// moves[moveStart[q]:moveStart[q+1]].
 	moves     []move
 	moveStart []int32
+	// upOut has, per node, bit d set when a live channel leaves it in
+	// direction d; inExtra, per node v and direction d (v*nd+d), the
+	// R_A* extras of the channel entering v moving in direction d (0
+	// where none does): openMask and condOK in one load each
+	// (compileMasks, again whenever up changes).
+	upOut   []uint16
+	inExtra []uint16
 	// free holds scratch spaces for reuse (a few, kept across GCs: they
 	// are sized by the torus, megabytes for thousands of nodes).
 	mu   sync.Mutex
@@ -111,6 +119,35 @@ func newRouter(t *torus, up []bool, rule Rule, tu tuning) (*Router, error) {
 	return r, nil
 }
 
+// compileMasks fills r.upOut and r.inExtra from r.up and r.star.
+func (r *Router) compileMasks() {
+	t := r.t
+	r.upOut = slices.Grow(r.upOut[:0], t.nodes)[:t.nodes]
+	for v := range t.nodes {
+		var m uint16
+		for d := range t.nd {
+			if live(r.up, t.ch[v*t.nd+d]) {
+				m |= 1 << d
+			}
+		}
+		r.upOut[v] = m
+	}
+	if r.star == nil || len(r.star.extra) == 0 {
+		r.inExtra = nil
+		return
+	}
+	r.inExtra = slices.Grow(r.inExtra[:0], t.nodes*t.nd)[:t.nodes*t.nd]
+	for v := range t.nodes {
+		for d := range t.nd {
+			var x uint16
+			if in := t.inCh(v, Dir(d)); in >= 0 {
+				x = r.star.extra[in]
+			}
+			r.inExtra[v*t.nd+d] = x
+		}
+	}
+}
+
 // move is one transition reachability follows.
 type move struct {
 	dir  Dir
@@ -133,6 +170,7 @@ func (r *Router) compileMoves() {
 		}
 	}
 	r.moveStart[a.nstates] = int32(len(r.moves))
+	r.compileMasks()
 }
 
 // Rule returns the router's rule (with its order filled in).
@@ -175,8 +213,7 @@ func (r *Router) ExtraAllowed(c int, d Dir) bool {
 // allowed reports whether transition k of the automaton may be taken from
 // vertex (v, q): its channel is alive and, if conditional, accepted.
 func (r *Router) condOK(v, q int, d Dir) bool {
-	in := r.t.inCh(v, Dir(r.a.in[q]))
-	return r.star.extra[in]&(1<<d) != 0
+	return r.inExtra[v*r.t.nd+int(r.a.in[q])]&(1<<d) != 0
 }
 
 // ---- scratch ----
@@ -422,11 +459,12 @@ func (r *Router) openOf(s *scratch, v int32) uint16 {
 // alive and leads into the marked set.
 func (r *Router) openMask(s *scratch, v int32) uint16 {
 	t := r.t
-	var mask uint16
+	mask := r.upOut[v]
 	base := int(v) * t.nd
-	for d := 0; d < t.nd; d++ {
-		if live(r.up, t.ch[base+d]) && s.setStamp[t.nb[base+d]] == s.setEpoch {
-			mask |= 1 << d
+	for m := mask; m != 0; m &= m - 1 {
+		d := bits.TrailingZeros16(m)
+		if s.setStamp[t.nb[base+d]] != s.setEpoch {
+			mask &^= 1 << d
 		}
 	}
 	return mask
@@ -1045,10 +1083,13 @@ func (r *Router) sweepHinted(s *scratch, pairs [][2]int) (bad [2]int, ok bool) {
 // reached in a state where a route may end; it returns the stamp.
 func (r *Router) sweep(s *scratch, src int32) uint32 {
 	a, t := r.a, r.t
-	S := int32(a.nstates)
+	// A vertex is its node's index shifted by sh, or its state: a shift
+	// and a mask decode it where a division by the state count would.
+	sh := uint(bits.Len(uint(a.nstates - 1)))
+	qmask := int32(1)<<sh - 1
 	// The vertices seen, one bit each: a few MB where stamps would take
 	// tens, so the search stays in cache.
-	n := (s.width*int(S) + 63) / 64
+	n := (s.width<<sh + 63) / 64
 	if cap(s.seenBits) < n {
 		s.seenBits = make([]uint64, n)
 	}
@@ -1060,11 +1101,12 @@ func (r *Router) sweep(s *scratch, src int32) uint32 {
 	}
 	end := newEpoch(&s.endedEpoch, s.ended)
 	visit := func(u, q int32) {
-		if y := s.at(u)*S + q; seen[y>>6]&(1<<(y&63)) == 0 {
+		i := s.at(u)
+		if y := i<<sh | q; seen[y>>6]&(1<<(y&63)) == 0 {
 			seen[y>>6] |= 1 << (y & 63)
 			s.stack = append(s.stack, y)
 			if a.canEnd[q] {
-				s.ended[s.at(u)] = end
+				s.ended[i] = end
 			}
 		}
 	}
@@ -1074,20 +1116,27 @@ func (r *Router) sweep(s *scratch, src int32) uint32 {
 	for len(s.stack) > 0 {
 		x := s.stack[len(s.stack)-1]
 		s.stack = s.stack[:len(s.stack)-1]
-		v, q := x/S, x%S
+		v, q := x>>sh, x&qmask
 		if !s.dense {
 			v = s.mnode[v]
 		}
+		// The channels are checked as the moves need them: a node is
+		// seldom reached in more than one state, and its state allows a
+		// few of its directions.
 		base := int(v) * t.nd
-		open := r.openOf(s, v)
-		if sd := a.self[q]; sd >= 0 && open&(1<<sd) != 0 {
-			visit(t.nb[base+int(sd)], q)
+		up := r.upOut[v]
+		if sd := a.self[q]; sd >= 0 && up&(1<<sd) != 0 {
+			if u := t.nb[base+int(sd)]; s.setStamp[u] == s.setEpoch {
+				visit(u, q)
+			}
 		}
 		for _, mv := range r.moves[r.moveStart[q]:r.moveStart[q+1]] {
-			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
+			if up&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
 				continue
 			}
-			visit(t.nb[base+int(mv.dir)], mv.to)
+			if u := t.nb[base+int(mv.dir)]; s.setStamp[u] == s.setEpoch {
+				visit(u, mv.to)
+			}
 		}
 	}
 	return end
