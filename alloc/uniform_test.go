@@ -267,7 +267,7 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 // random states of small tori and meshes, for every size and start.
 func TestWindowSums(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 4))
-	for _, spec := range []string{"torus:4x3x5", "mesh:4x3x2", "torus:3x2x2x3", "torus:7x5"} {
+	for _, spec := range []string{"torus:4x3x5", "mesh:4x3x2", "torus:3x2x2x3", "torus:7x5", "torus:5x4x3:mesh=Y"} {
 		g, err := topology.Parse(spec)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ type windowSums struct {
 	stride   []int
 	busy     []int32 // 1 where the node is unavailable
 	buf, out []int32
+	run      []int32 // the sums of the lines being slid
 }
 
 func newWindowSums(s *State) *windowSums {
@@ -42,29 +43,40 @@ func (ws *windowSums) sums(size []int) []int32 {
 		dst := next
 		st := ws.stride[i]
 		block := st * d
+		if cap(ws.run) < st {
+			ws.run = make([]int32, st)
+		}
+		run := ws.run[:st]
+		// The lines of a block run side by side (st of them, one per
+		// offset): each position x of all of them at once, so the
+		// inner loops read and write memory in order.
 		for base := 0; base < len(src); base += block {
-			for off := 0; off < st; off++ {
-				line := base + off
-				if w == d {
-					var s int32
-					for x := 0; x < d; x++ {
-						s += src[line+x*st]
-					}
-					for x := 0; x < d; x++ {
-						dst[line+x*st] = s
-					}
-					continue
+			clear(run)
+			for k := 0; k < w; k++ {
+				row := src[base+k*st : base+(k+1)*st]
+				for off, b := range row {
+					run[off] += b
 				}
-				var s int32
-				for k := 0; k < w; k++ {
-					s += src[line+k*st]
-				}
+			}
+			if w == d {
 				for x := 0; x < d; x++ {
-					dst[line+x*st] = s
-					// Slide: drop x, add x+w (around the ring; on a mesh
-					// the starts past d−w are not placements).
-					s -= src[line+x*st]
-					s += src[line+((x+w)%d)*st]
+					copy(dst[base+x*st:base+(x+1)*st], run)
+				}
+				continue
+			}
+			for x := 0; x < d; x++ {
+				// Slide: drop x, add x+w (around the ring; on a mesh
+				// the starts past d−w are not placements).
+				y := x + w
+				if y >= d {
+					y -= d
+				}
+				out := dst[base+x*st : base+(x+1)*st]
+				drop := src[base+x*st : base+(x+1)*st]
+				add := src[base+y*st : base+(y+1)*st]
+				for off := range out {
+					out[off] = run[off]
+					run[off] += add[off] - drop[off]
 				}
 			}
 		}
