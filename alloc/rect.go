@@ -169,18 +169,24 @@ func placementsBelow(dims []int, wrap []bool, size, cap []int, f func(start []in
 // returns the number of placements.
 func placementLimits(dims []int, wrap []bool, size, limit []int) int {
 	n := 1
-	for i := range dims {
-		switch {
-		case size[i] == dims[i]:
-			limit[i] = 1
-		case wrap[i]:
-			limit[i] = dims[i]
-		default:
-			limit[i] = max(dims[i]-size[i]+1, 0)
-		}
+	for i, d := range dims {
+		limit[i] = startsAlong(d, wrap[i], size[i])
 		n *= limit[i]
 	}
 	return n
+}
+
+// startsAlong is the number of starts of a side of p nodes along a
+// dimension of d nodes: one when it is whole, d around a ring, the
+// positions inside the border of a mesh.
+func startsAlong(d int, wrap bool, p int) int {
+	switch {
+	case p == d:
+		return 1
+	case wrap:
+		return d
+	}
+	return max(d-p+1, 0)
 }
 
 // placementRange calls f for the placements of the given size with

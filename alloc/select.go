@@ -166,10 +166,7 @@ type Selector struct {
 	dims   []int
 	wrap   []bool
 	shapes [][]int
-	// shapePlaces[k] and shapeVols[k] are placementCount and vol of
-	// shapes[k] (volumes fall with k).
-	shapePlaces, shapeVols []int
-	grid                   *grid
+	grid   *grid
 	// faultDirs[v] has bit k set if the link leaving v in direction k
 	// (2·dim + (0 for +, 1 for −)) is failed.
 	faultDirs []uint16
@@ -246,12 +243,6 @@ type tuning struct {
 // NewSelector prepares a selector for the state's torus.
 func NewSelector(s *State) *Selector {
 	sel := &Selector{dims: s.dims, wrap: s.wrap, shapes: Shapes(s.dims)}
-	sel.shapePlaces = make([]int, len(sel.shapes))
-	sel.shapeVols = make([]int, len(sel.shapes))
-	for k, r := range sel.shapes {
-		sel.shapePlaces[k] = placementCount(s.dims, s.wrap, r)
-		sel.shapeVols[k] = vol(r)
-	}
 	return sel
 }
 

@@ -45,18 +45,11 @@ func (d *decision) uniform() bool {
 	return sel.tune.forceUniform || d.manyPlacements()
 }
 
-// placementCount is the number of placements of a rectangle size
-// (placementLimits' product, without the limits).
+// placementCount is the number of placements of a rectangle size.
 func placementCount(dims []int, wrap []bool, size []int) int {
 	n := 1
 	for i, d := range dims {
-		switch {
-		case size[i] == d:
-		case wrap[i]:
-			n *= d
-		default:
-			n *= max(d-size[i]+1, 0)
-		}
+		n *= startsAlong(d, wrap[i], size[i])
 	}
 	return n
 }
@@ -615,21 +608,21 @@ func (d *decision) emptyPhi(c *candidate, bound int64) (Fragmentation, bool) {
 	}
 	exact := len(boxes) == 1
 	var mark []bool
-	vols := d.sel.shapeVols
+	shapes := d.sel.shapes
 	// The first shape that fits in what is left (volumes fall).
-	k0, _ := slices.BinarySearchFunc(vols, left, func(v, left int) int { return cmp.Compare(left, v) })
-	for k := k0; k < len(d.sel.shapes); {
-		v := vols[k]
+	k0, _ := slices.BinarySearchFunc(shapes, left, func(r []int, left int) int { return cmp.Compare(left, vol(r)) })
+	for k := k0; k < len(shapes); {
+		v := vol(shapes[k])
 		end := k
-		for end < len(vols) && vols[end] == v {
+		for end < len(shapes) && vol(shapes[end]) == v {
 			end++
 		}
 		// Placements missing every box miss the largest: their count
 		// bounds the level's from above, and φ with it, before the
 		// exact count (the costly part) is made.
 		upper := 0
-		for kk, r := range d.sel.shapes[k:end] {
-			upper += d.sel.shapePlaces[k+kk] - meets(dims, d.sel.wrap, r, boxes[big])
+		for _, r := range shapes[k:end] {
+			upper += placementCount(dims, d.sel.wrap, r) - meets(dims, d.sel.wrap, r, boxes[big])
 		}
 		if upper == 0 {
 			k = end
@@ -641,8 +634,8 @@ func (d *decision) emptyPhi(c *candidate, bound int64) (Fragmentation, bool) {
 		kept := upper
 		if !exact {
 			kept = 0
-			for kk, r := range d.sel.shapes[k:end] {
-				if d.sel.shapePlaces[k+kk] == meets(dims, d.sel.wrap, r, boxes[big]) {
+			for _, r := range shapes[k:end] {
+				if placementCount(dims, d.sel.wrap, r) == meets(dims, d.sel.wrap, r, boxes[big]) {
 					continue
 				}
 				if mark == nil {

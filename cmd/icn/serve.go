@@ -593,9 +593,13 @@ func jobEffectState(e client.JobEffect) string {
 // jobEffectText says in words what a failure change did to a job.
 func jobEffectText(e client.JobEffect) string {
 	if len(e.TransitDropped) > 0 {
-		text := jobEffectText(client.JobEffect{Result: e.Result, State: e.State, Problem: e.Problem, Unreachable: e.Unreachable, TransitAdded: e.TransitAdded})
-		return fmt.Sprintf("failed transit node %s dropped; %s", strings.Join(e.TransitDropped, " "), text)
+		return fmt.Sprintf("failed transit node %s dropped; %s", strings.Join(e.TransitDropped, " "), routeEffectText(e))
 	}
+	return routeEffectText(e)
+}
+
+// routeEffectText says what a failure change did to a job's table.
+func routeEffectText(e client.JobEffect) string {
 	switch {
 	case e.Result == client.RouteBroken && e.Unreachable != nil:
 		return fmt.Sprintf("no legal route from %s to %s inside its nodes: migrate it", e.Unreachable[0], e.Unreachable[1])

@@ -179,3 +179,25 @@ func TestJobSubmitExitStatuses(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestJobEffectText: what `icn fabric fail-link` and `fail-node` print
+// for each outcome of a failure on a job, a dropped transit node first.
+func TestJobEffectText(t *testing.T) {
+	pair := [2]string{"0.1", "0.2"}
+	for _, tc := range []struct {
+		e    client.JobEffect
+		want string
+	}{
+		{client.JobEffect{Result: client.RouteBroken, Unreachable: &pair}, "no legal route from 0.1 to 0.2 inside its nodes: migrate it"},
+		{client.JobEffect{Result: client.RouteBroken, Problem: "node 0.2 of the job has failed"}, "node 0.2 of the job has failed"},
+		{client.JobEffect{Result: client.RouteRerouted, State: "rerouted", TransitAdded: []string{"0.3", "1.3"}}, "new table, 2 free node(s) added as transit: 0.3 1.3"},
+		{client.JobEffect{Result: client.RouteRerouted, State: "rerouted", TransitAdded: []string{"0.3"}, TransitDropped: []string{"1.1"}}, "failed transit node 1.1 dropped; new table, 1 free node(s) added as transit: 0.3"},
+		{client.JobEffect{Result: client.RouteRerouted, State: "rerouted", TransitDropped: []string{"1.1"}}, "failed transit node 1.1 dropped; new table on its own nodes"},
+		{client.JobEffect{Result: client.RouteRerouted, State: "ok"}, "new table of its original kind (no failure left among its nodes)"},
+		{client.JobEffect{Result: client.RouteRerouted, State: "rerouted"}, "new table on its own nodes"},
+	} {
+		if got := jobEffectText(tc.e); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}
