@@ -63,7 +63,7 @@ func xlRules() string {
 // there (spec ""), with the XL benchmarks' rule.
 func openXL(b *testing.B, dir, spec string) (*Service, string) {
 	b.Helper()
-	s, tok, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), Topo: spec, NewRouting: AngaraRouting(xlRules()), MulticastTimeout: 5 * time.Second})
+	s, tok, err := Open(Config{DBPath: filepath.Join(dir, "fm.db"), Topo: spec, NewRouting: AngaraRouting(xlRules()), MulticastTimeout: 5 * time.Second, FailureBudget: DefaultFailureBudget})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func fillXL(b *testing.B, dir, spec string) (*Service, string, []xlRequest) {
 	keep := xlKeep(spec)
 	if keep != "" {
 		if err := copyFile(filepath.Join(keep, "fm.db"), db); err == nil {
-			s, tok, err := Open(Config{DBPath: db, NewRouting: AngaraRouting(xlRules()), MulticastTimeout: 5 * time.Second, RotateToken: true})
+			s, tok, err := Open(Config{DBPath: db, NewRouting: AngaraRouting(xlRules()), MulticastTimeout: 5 * time.Second, RotateToken: true, FailureBudget: DefaultFailureBudget})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func fillXL(b *testing.B, dir, spec string) (*Service, string, []xlRequest) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := Config{DBPath: db, Topo: spec, NewRouting: AngaraRouting(xlRules()), MulticastTimeout: 5 * time.Second, PlacementBudget: budget, RotateToken: true}
+	cfg := Config{DBPath: db, Topo: spec, NewRouting: AngaraRouting(xlRules()), MulticastTimeout: 5 * time.Second, PlacementBudget: budget, RotateToken: true, FailureBudget: DefaultFailureBudget}
 	s, tok, reqs := resumeFill(b, keep, cfg)
 	if s == nil {
 		if s, tok, err = Open(cfg); err != nil {
@@ -361,7 +361,7 @@ func cpuTime() time.Duration {
 // waitTables waits until no job waits for its table (tables built
 // after the answer: fm/tables.go) and returns how long that took.
 func waitTables(s *Service) time.Duration {
-	start := time.Now()
+	start, said := time.Now(), time.Now()
 	for {
 		pending, nodes := 0, 0
 		s.mu.RLock()
@@ -375,8 +375,24 @@ func waitTables(s *Service) time.Duration {
 		if pending == 0 {
 			return time.Since(start)
 		}
-		fmt.Fprintf(os.Stderr, "ServiceTargetsXL: %d jobs (%d active nodes) wait for their tables, %.0f s\n", pending, nodes, time.Since(start).Seconds())
-		time.Sleep(10 * time.Second)
+		if time.Since(said) >= 10*time.Second {
+			fmt.Fprintf(os.Stderr, "ServiceTargetsXL: %d jobs (%d active nodes) wait for their tables, %.0f s\n", pending, nodes, time.Since(start).Seconds())
+			said = time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitReads waits until the background has computed the reads of the
+// current version of the jobs (warmReads), at most 10 s.
+func waitReads(s *Service) {
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		s.mu.RLock()
+		ver := s.jobsVer
+		s.mu.RUnlock()
+		if s.reads.warmed.Load() >= ver {
+			return
+		}
 	}
 }
 
@@ -439,8 +455,11 @@ func BenchmarkServiceTargetsXL(b *testing.B) {
 		}
 		s.mu.RUnlock()
 		var linkTook, nodeTook, lat []time.Duration
-		rerouted, broken := 0, 0
+		var deferredTook time.Duration // the longest wait for the tables a failure deferred
+		rerouted, broken, pending := 0, 0, 0
 		for _, ch := range changes {
+			waitTables(s) // each failure on a quiet service: tables built,
+			waitReads(s)  // the reads of the last change computed
 			stop := make(chan struct{})
 			got := make(chan map[string][]time.Duration)
 			go func() { got <- pollGETs(b, srv.URL, tok, stop) }()
@@ -460,6 +479,8 @@ func BenchmarkServiceTargetsXL(b *testing.B) {
 					rerouted++
 				case client.RouteBroken:
 					broken++
+				case client.RoutePending:
+					pending++
 				}
 			}
 			if ch.Link != "" {
@@ -475,7 +496,9 @@ func BenchmarkServiceTargetsXL(b *testing.B) {
 				}
 			}
 			s.mu.RUnlock()
-			fmt.Fprintf(os.Stderr, "ServiceTargetsXL: failure of %s%s: %.2f s, %v\n", ch.Link, ch.Node, took.Seconds(), hit)
+			deferred := waitTables(s)
+			deferredTook = max(deferredTook, deferred)
+			fmt.Fprintf(os.Stderr, "ServiceTargetsXL: failure of %s%s: %.2f s, %v; deferred tables built %.2f s later\n", ch.Link, ch.Node, took.Seconds(), hit, deferred.Seconds())
 			ch.Repair = true
 			if _, err := s.ChangeFailure(context.Background(), "bench", ch); err != nil {
 				b.Fatal(err)
@@ -494,6 +517,8 @@ func BenchmarkServiceTargetsXL(b *testing.B) {
 		}
 		b.ReportMetric(float64(rerouted), "rerouted")
 		b.ReportMetric(float64(broken), "broken")
+		b.ReportMetric(float64(pending), "pending")
+		b.ReportMetric(deferredTook.Seconds(), "deferred-tables-max-s")
 		percentiles(b, lat, "get-during-failure-")
 
 		s.Close()
@@ -684,7 +709,7 @@ func BenchmarkRestartXL(b *testing.B) {
 		b.Fatal(err)
 	}
 	t0, c0 := time.Now(), cpuTime()
-	s, tok, err := Open(Config{DBPath: path, NewRouting: AngaraRouting(xlRules()), RotateToken: true})
+	s, tok, err := Open(Config{DBPath: path, NewRouting: AngaraRouting(xlRules()), RotateToken: true, FailureBudget: DefaultFailureBudget})
 	if err != nil {
 		b.Fatal(err)
 	}

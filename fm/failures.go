@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/icn-hpc/icn/fm/client"
-	"github.com/icn-hpc/icn/fm/store"
-
-	"github.com/icn-hpc/icn/alloc"
-
 	"runtime"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/icn-hpc/icn/alloc"
+	"github.com/icn-hpc/icn/fm/client"
+	"github.com/icn-hpc/icn/fm/store"
 	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
@@ -66,6 +65,18 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch client.Fai
 		return nil, err
 	}
 	md.ctx = ctx
+	rc := &recheckSpec{md: md, stop: ctx, repair: ch.Repair, label: actionName(ch) + " " + subject,
+		touches: s.touchedBy(md, ch, subject), reaches: reachedBy(before, md, ch, subject),
+		before: before, gone: goneChannels(md.g, ch, subject)}
+	if b := s.cfg.FailureBudget; b > 0 && !ch.Repair {
+		// The re-routing runs under the failure budget: a job not
+		// re-routed when it ends is committed with a pending table.
+		jm := *md
+		var cancel context.CancelFunc
+		jm.ctx, cancel = context.WithTimeout(ctx, b)
+		defer cancel()
+		rc.md, rc.budgeted = &jm, true
+	}
 	s.mu.RLock()
 	placing := s.state != nil
 	s.mu.RUnlock()
@@ -73,9 +84,6 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch client.Fai
 		// A torus that takes jobs must stay so (running jobs need it).
 		return nil, fmt.Errorf("%w: after this change the fabric could not route jobs: %s", client.ErrConflict, md.noJobs)
 	}
-	rc := &recheckSpec{md: md, repair: ch.Repair, label: actionName(ch) + " " + subject,
-		touches: s.touchedBy(md, ch, subject), reaches: reachedBy(before, md, ch, subject),
-		before: before, gone: goneChannels(md.g, ch, subject)}
 	if ch.Node != "" && !ch.Repair {
 		rc.failedNode = subject
 	}
@@ -92,6 +100,9 @@ func (s *Service) ChangeFailure(ctx context.Context, actor string, ch client.Fai
 	}
 	res, err := s.commitFailure(ctx, actor, ch, subject, md, results)
 	s.commitMu.Unlock()
+	if err == nil && slices.ContainsFunc(res.Jobs, func(e client.JobEffect) bool { return e.Result == client.RoutePending }) {
+		s.kickTables() // the deferred tables
+	}
 	if err == nil {
 		// The new fabric's metrics, in the background.
 		s.refreshMetrics()
@@ -137,7 +148,7 @@ func (s *Service) recheckRounds(rc *recheckSpec) map[int]recheckResult {
 	// commits between it and the failure's commit (reads go on). When
 	// the change's context ends, no further round runs (the caller then
 	// commits nothing).
-	ctx := rc.md.context()
+	ctx := rc.stop
 	for round := 0; round < 3 && ctx.Err() == nil; round++ {
 		todo := pending()
 		if len(todo) == 0 {
@@ -157,10 +168,15 @@ func (s *Service) recheckRounds(rc *recheckSpec) map[int]recheckResult {
 
 // recheckSpec is one failure change as the re-check of the jobs sees it.
 type recheckSpec struct {
-	md     *model // the fabric after the change
-	repair bool
-	label  string       // the change, as the jobs' Affected lists name it
-	free   *alloc.State // nodes a job may gain as transit (checked again at commit); nil: none
+	// md is the fabric after the change; its context ends with the
+	// failure budget (budgeted) or with stop, the change's own context
+	// (when stop ends, nothing is committed).
+	md       *model
+	stop     context.Context
+	budgeted bool
+	repair   bool
+	label    string       // the change, as the jobs' Affected lists name it
+	free     *alloc.State // nodes a job may gain as transit (checked again at commit); nil: none
 	// touches: a route of the job crosses the failure, or the job holds
 	// the failed node (touchedBy); reaches: the change lies among the
 	// job's nodes or changes the rule's turns there (reachedBy).
@@ -209,7 +225,12 @@ type recheckResult struct {
 }
 
 // recheck re-verifies jobs on the new model and re-routes those that need
-// it, concurrently; broken jobs go first.
+// it, concurrently; broken jobs go first. Under a failure budget
+// (rc.budgeted) it answers when the budget ends: the jobs not yet taken
+// are checked then with the budget spent (one that needs a new table is
+// deferred: RoutePending), and a job whose re-routing still runs after
+// failureGrace is deferred without waiting for it (that work stops at
+// its next check of the context, and its outcome is dropped).
 func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckResult {
 	sort.Slice(jobs, func(a, b int) bool {
 		ba, bb := jobs[a].Routing == client.RouteBroken, jobs[b].Routing == client.RouteBroken
@@ -219,42 +240,120 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 		return jobs[a].ID < jobs[b].ID
 	})
 	out := make([]recheckResult, len(jobs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(jobs)); w++ {
-		wg.Add(1)
+	settled := make([]bool, len(jobs))
+	var (
+		mu     sync.Mutex // out, settled, closed
+		closed bool       // answered: later outcomes are dropped
+		next   atomic.Int64
+		wg     sync.WaitGroup
+	)
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(jobs) {
+				return
+			}
+			r := recheckResult{old: jobs[i]}
+			if rc.stop.Err() == nil { // else the change stopped: it commits nothing
+				r = s.recheckJob(rc, jobs[i])
+			}
+			var links *jobLinks
+			if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table {
+				// The new table is kept encoded, with its links:
+				// known from its build or repair, else counted here
+				// (work the next read of the link loads would do), in
+				// parallel and without locks.
+				keepEncoded(r.new, r.routes)
+				if links = r.links; links == nil {
+					var lc linkCounter
+					jl := lc.count(s.dirsOf(rc.md.g), r.new.Table, r.routes)
+					r.links, links = &jl, &jl
+				}
+			}
+			mu.Lock()
+			if !closed {
+				out[i], settled[i] = r, true
+				if links != nil {
+					s.keepLinks(r.new.ID, *links)
+				}
+			}
+			mu.Unlock()
+		}
+	}
+	nw := min(runtime.GOMAXPROCS(0), len(jobs))
+	wg.Add(nw)
+	for range nw {
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				if rc.md.context().Err() != nil {
-					// The change stopped: it commits nothing.
-					out[i] = recheckResult{old: jobs[i]}
-					continue
-				}
-				r := s.recheckJob(rc, jobs[i])
-				if r.new != nil && r.new.Table != nil && r.new.Table != r.old.Table {
-					// The new table is kept encoded, with its links:
-					// known from its build or repair, else counted here
-					// (work the next read of the link loads would do),
-					// in parallel and without locks.
-					keepEncoded(r.new, r.routes)
-					if r.links == nil {
-						jl := s.tableLinksStored(rc.md.g, r.new, r.routes)
-						r.links = &jl
-					} else {
-						s.keepLinks(r.new.ID, *r.links)
-					}
-				}
-				out[i] = r
-			}
+			work()
 		}()
 	}
-	for i := range jobs {
-		next <- i
+	if !rc.budgeted {
+		wg.Wait()
+		return out
 	}
-	close(next)
-	wg.Wait()
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+		return out
+	case <-rc.md.context().Done():
+	}
+	// The budget ended (or the change stopped): the jobs nobody took are
+	// checked here too, and the workers get failureGrace to settle the
+	// ones they hold.
+	work()
+	select {
+	case <-finished:
+	case <-time.After(failureGrace):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	closed = true
+	for i, j := range jobs {
+		if !settled[i] {
+			out[i] = rc.cut(j)
+		}
+	}
 	return out
+}
+
+// failureGrace is how long a failure change waits, once its budget has
+// ended, for re-routings that have not yet seen it.
+const failureGrace = 20 * time.Millisecond
+
+// overBudget reports whether the failure budget has ended while the
+// change goes on: a job that needs more work is deferred.
+func (rc *recheckSpec) overBudget() bool {
+	return rc.budgeted && rc.md.context().Err() != nil && rc.stop.Err() == nil
+}
+
+// cut is the outcome for job j when the failure budget ends before its
+// re-check does: a broken job stays as it was (a table found later would
+// only have been a bonus of this change), any other is deferred.
+func (rc *recheckSpec) cut(j *client.JobRecord) recheckResult {
+	if j.Routing == client.RouteBroken {
+		return recheckResult{old: j}
+	}
+	return rc.deferred(j)
+}
+
+// deferred is job j committed with a pending table after a failure whose
+// budget ended before its new table was found: no table (its routes
+// cross the failure, or were not checked again in time), and the table
+// builder builds and verifies one after the answer, adding free nodes as
+// transit where its own leave a pair without a legal route
+// (buildPending); it then becomes RouteRerouted, or RouteBroken.
+func (rc *recheckSpec) deferred(j *client.JobRecord) recheckResult {
+	c := *j
+	c.Table, c.Stats, c.StoredRoutes = nil, client.TableStats{}, nil
+	c.Problem, c.Unreachable = "", nil
+	c.Routing, c.RoutingNext = client.RoutePending, rc.rerouted(j)
+	c.Affected = append(slices.Clone(j.Affected), rc.label)
+	return recheckResult{old: j, new: &c, effect: client.JobEffect{ID: j.ID, Result: client.RoutePending, State: c.RoutingName()}}
 }
 
 // recheckJob re-checks one job on the new model and gives it a new
@@ -287,6 +386,11 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 	if rc.failedNode != "" && slices.Contains(j.TransitNodes, rc.failedNode) && !slices.Contains(j.Active, rc.failedNode) {
 		return s.dropFailedTransit(rc, j)
 	}
+	if rc.failedNode != "" && slices.Contains(j.Active, rc.failedNode) {
+		// No table of the job's nodes can avoid its own node: it is
+		// broken at once (migrate it), without trying one.
+		return rc.broken(j, fmt.Errorf("node %s of the job has failed", rc.failedNode))
+	}
 	reached := sync.OnceValue(func() bool { return rc.reaches(j) })
 	holds := func() bool {
 		if !reached() {
@@ -316,19 +420,28 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 		// among the job's links (or failed a link between two of its
 		// nodes): the in-place repair finds the routes whose turns
 		// changed, at a fraction of a whole verification's cost. With
-		// none to move and the same figures, the table holds.
+		// none to move and the same figures, the table holds (a
+		// repair the budget cuts short defers the job).
 		rep = s.repairTable(rc, j)
 		if rep.err == nil && rep.rerouted == 0 && *rep.table.Figures == *j.Table.Figures {
 			return r
 		}
 		var un *routing.UnreachableError
-		if rep.err != nil && !errors.As(rep.err, &un) && holds() {
-			return r // not repaired so, and it verifies
+		if rep.err != nil && !errors.As(rep.err, &un) {
+			if rc.overBudget() {
+				return rc.cut(j) // (not verified again in time)
+			}
+			if holds() {
+				return r // not repaired so, and it verifies
+			}
 		}
 	case holds():
 		return r
 	}
 	if rep == nil {
+		if rc.overBudget() {
+			return rc.cut(j)
+		}
 		rep = s.repairTable(rc, j)
 	}
 	return s.rerouteJob(rc, j, rep, works)
@@ -352,6 +465,9 @@ func (s *Service) rerouteJob(rc *recheckSpec, j *client.JobRecord, rep *repaired
 	}
 	known := [2]int{-1, -1}
 	var un *routing.UnreachableError
+	if rc.overBudget() && !errors.As(err, &un) {
+		return rc.cut(j) // the budget ended before a table was found
+	}
 	if errors.As(err, &un) {
 		// The repair found a pair without a route inside the job's
 		// nodes: no table of them can be built.
@@ -365,6 +481,12 @@ func (s *Service) rerouteJob(rc *recheckSpec, j *client.JobRecord, rep *repaired
 		r.new, r.effect, r.routes, r.links = &c, client.JobEffect{ID: j.ID, Result: client.RouteRerouted, State: c.RoutingName()}, routes, links
 		return r
 	}
+	if rc.overBudget() {
+		// The budget ended before a table was found, or before the
+		// table's build or the transit search ended: the table builder
+		// takes it from here.
+		return rc.cut(j)
+	}
 	if works() {
 		return r // keeps its detour table, which still holds
 	}
@@ -374,6 +496,9 @@ func (s *Service) rerouteJob(rc *recheckSpec, j *client.JobRecord, rep *repaired
 			known = [2]int{md.g.NodeByName(unreachable.pair[0]), md.g.NodeByName(unreachable.pair[1])}
 		}
 		added, table, routes, stats, links, xerr := s.extendTransit(md, j, rc.free, known)
+		if xerr != nil && rc.overBudget() {
+			return rc.cut(j)
+		}
 		if xerr == nil {
 			c.TransitNodes = append(slices.Clone(j.TransitNodes), names(md.g, added)...)
 			c.Table, c.Stats, c.Reachable, c.Routing = table, stats, true, rc.rerouted(j)
@@ -385,14 +510,20 @@ func (s *Service) rerouteJob(rc *recheckSpec, j *client.JobRecord, rep *repaired
 	if j.Routing == client.RouteBroken && rc.repair {
 		return r // stays broken
 	}
-	c.Problem = err.Error()
+	return rc.broken(j, err)
+}
+
+// broken is job j broken by the change, for the reason err: it keeps its
+// nodes and its table (which names them).
+func (rc *recheckSpec) broken(j *client.JobRecord, err error) recheckResult {
+	c := *j
+	c.Problem, c.Unreachable = err.Error(), nil
 	if up, ok := err.(*unreachableError); ok {
 		c.Unreachable = &up.pair
 	}
 	c.Reachable, c.Routing = false, client.RouteBroken
 	c.Affected = append(slices.Clone(j.Affected), rc.label)
-	r.new, r.effect = &c, client.JobEffect{ID: j.ID, Result: client.RouteBroken, State: c.RoutingName(), Problem: c.Problem, Unreachable: c.Unreachable}
-	return r
+	return recheckResult{old: j, new: &c, effect: client.JobEffect{ID: j.ID, Result: client.RouteBroken, State: c.RoutingName(), Problem: c.Problem, Unreachable: c.Unreachable}}
 }
 
 // dropFailedTransit handles the failure of one of job j's transit nodes.
@@ -410,6 +541,12 @@ func (s *Service) dropFailedTransit(rc *recheckSpec, j *client.JobRecord) rechec
 	k.TransitNodes = slices.DeleteFunc(slices.Clone(j.TransitNodes), func(n string) bool { return n == rc.failedNode })
 	r := s.rerouteJob(rc, &k, &repaired{err: errNotRepaired}, func() bool { return false })
 	r.old = j
+	if r.new != nil && r.new.Routing == client.RoutePending {
+		// Over the failure budget: the table builder drops the node
+		// when it has a table without it (else the job is broken and
+		// keeps it, as here).
+		return rc.deferred(j)
+	}
 	if r.new == nil || r.new.Routing == client.RouteBroken {
 		// No route is left without the node: the job is broken and
 		// keeps it, with the table it names (a repair of the node
@@ -663,7 +800,7 @@ func (s *Service) commitFailure(ctx context.Context, actor string, ch client.Fai
 	s.fabricVer++
 	for _, id := range ids {
 		s.jobs[id] = changed[id]
-		s.jobsVer++
+		s.jobsChanged()
 	}
 	return res, nil
 }

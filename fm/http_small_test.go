@@ -98,6 +98,10 @@ func TestHTTPSmallPoints(t *testing.T) {
 	if code, m := c.do("POST", "/api/jobs/"+itoa(id)+"/migrate", nil); code != 200 || m["routing"] != "migrated" {
 		t.Errorf("migrate: %d %v", code, m)
 	}
+	// The answer leaves the table out; the service's record keeps it.
+	if ok, problem, err := s.VerifyJob(id); !ok || err != nil {
+		t.Errorf("the migrated job's table after the answer: %s %v", problem, err)
+	}
 	if code, _ := c.do("POST", "/api/jobs/77/migrate", nil); code != 404 {
 		t.Errorf("migrate unknown job: %d", code)
 	}

@@ -664,7 +664,7 @@ func (s *Service) commitJob(ctx context.Context, actor string, ver uint64, j *cl
 	defer s.mu.Unlock()
 	s.state = next
 	s.jobs[j.ID] = j
-	s.jobsVer++
+	s.jobsChanged()
 	s.keepPlanLinks(j.ID, p) // (lock order: mu, then linksMu)
 	return nil
 }
@@ -758,7 +758,8 @@ func (s *Service) MigrateContext(ctx context.Context, actor string, id int) (*cl
 		if p.table == nil {
 			s.kickTables()
 		}
-		return &j, nil
+		c := j // the caller's copy: &j is the service's record now
+		return &c, nil
 	}
 }
 
@@ -803,7 +804,7 @@ func (s *Service) commitMigration(ctx context.Context, actor string, ver uint64,
 	defer s.mu.Unlock()
 	s.state = next
 	s.jobs[j.ID] = j
-	s.jobsVer++
+	s.jobsChanged()
 	s.keepPlanLinks(j.ID, p) // (lock order: mu, then linksMu)
 	return nil
 }
@@ -858,7 +859,7 @@ func (s *Service) ReleaseContext(ctx context.Context, actor string, id int) (*cl
 	defer s.mu.Unlock()
 	s.state = next
 	delete(s.jobs, id)
-	s.jobsVer++
+	s.jobsChanged()
 	return &c, nil
 }
 
@@ -923,7 +924,7 @@ func (s *Service) VerifyJob(id int) (ok bool, problem string, err error) {
 		return false, "", fmt.Errorf("%w: no running job %d", client.ErrNotFound, id)
 	}
 	if j.Routing == client.RoutePending {
-		return false, "the job's routing table is pending: it is being built and verified after the placement", nil
+		return false, "the job's routing table is pending: it is being built and verified after the answer to its placement or to a failure", nil
 	}
 	if j.Table == nil {
 		return false, "the job has no stored routing table", nil

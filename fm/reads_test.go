@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http/httptest"
 	"path/filepath"
@@ -555,5 +557,63 @@ func TestLinksFromBuildMatchCount(t *testing.T) {
 	}
 	if tables < 8 {
 		t.Fatalf("%d tables compared: the test tests too little", tables)
+	}
+}
+
+// TestJobsJSONMatchesEncode: GET /api/jobs's answer assembled from each
+// job's JSON is byte for byte client.Encode of the list, for lists of 0
+// to many jobs below and above client.IndentLimit (indented, then
+// compact), and after jobs are replaced, added and released (only the
+// replaced records are encoded again).
+func TestJobsJSONMatchesEncode(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 43))
+	job := func(id, names int) *client.JobRecord {
+		j := &client.JobRecord{ID: id, Name: fmt.Sprintf("job <%d> & co", id), State: client.JobRunning, Nodes: names, Routing: client.RouteRerouted,
+			Affected: []string{"link.fail 0.1.2+X"}, Selection: &client.Selection{}}
+		for k := range names {
+			j.Active = append(j.Active, fmt.Sprintf("%d.%d.%d", r.IntN(16), k%16, k/16))
+		}
+		return j
+	}
+	for _, c := range []struct{ jobs, names int }{{0, 0}, {1, 3}, {5, 40}, {60, 1500}, {60, 2000}, {3, 40000}} {
+		var recs []*client.JobRecord
+		for i := range c.jobs {
+			recs = append(recs, job(i+1, c.names))
+		}
+		var pieces map[int]*jobPiece
+		for round := range 4 {
+			var got []byte
+			var err error
+			before := maps.Clone(pieces)
+			if got, pieces, err = appendJobsJSON(nil, recs, pieces); err != nil {
+				t.Fatal(err)
+			}
+			list := make([]*client.JobRecord, len(recs))
+			for i, j := range recs {
+				c := *j
+				list[i] = &c
+			}
+			want, err := client.Encode(list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%d jobs of %d nodes, round %d (%d bytes, indented %v): the assembled answer differs from client.Encode", c.jobs, c.names, round, len(want), want[0] == '[' && len(want) > 1 && want[1] == '\n')
+			}
+			for _, j := range recs {
+				if p := before[j.ID]; p != nil && p.rec == j && pieces[j.ID] != p {
+					t.Fatalf("job %d's record is unchanged but was encoded again", j.ID)
+				}
+			}
+			// The next version: a job replaced, one released, one added.
+			if len(recs) > 0 {
+				k := r.IntN(len(recs))
+				c := *recs[k]
+				c.Routing, c.Problem = client.RouteBroken, "no legal route from 0.0.0 to 1.1.1 inside the job's nodes"
+				recs[k] = &c
+				recs = slices.Delete(recs, 0, 1)
+			}
+			recs = append(recs, job(100+round, c.names))
+		}
 	}
 }

@@ -652,7 +652,7 @@ func (s *Service) applyChange(ch *store.Change) error {
 	}
 	if len(ch.Jobs) > 0 {
 		s.jobs = jobs
-		s.jobsVer++
+		s.jobsChanged()
 	}
 	s.mu.Unlock()
 	if ch.Token != nil {
@@ -695,7 +695,7 @@ func (s *Service) install(t *Service) {
 		s.sel = t.sel
 	}
 	s.fabricVer++
-	s.jobsVer++
+	s.jobsChanged()
 	s.mu.Unlock()
 	s.linksMu.Lock()
 	s.links, s.linkDirs = t.links, t.linkDirs

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/icn-hpc/icn/alloc"
 	"github.com/icn-hpc/icn/fm/client"
 	"github.com/icn-hpc/icn/fm/store"
 	"github.com/icn-hpc/icn/routing"
@@ -14,15 +16,20 @@ import (
 
 // Pending tables. A job whose verified table did not fit in what the
 // placement budget left after the node selection is committed with its
-// nodes and Routing RoutePending (place); the table builder, a goroutine
-// of the leader, builds and verifies those tables after the answer, one
-// job at a time in id order, on the fabric of its time, and commits each
-// with a check of the fabric version and of the job (released,
-// migrated: dropped; a failure meanwhile: the table is verified again on
-// the new fabric, or built again). A job none of whose pairs can be
-// routed any more (a failure came in between) is broken with the pair.
-// Pending jobs are stored as such, so a restart or a takeover builds
-// them again; failure changes leave them to the builder.
+// nodes and Routing RoutePending (place), and so is a job whose new
+// table did not fit in a failure's budget (ChangeFailure); the table
+// builder, a goroutine of the leader, builds and verifies those tables
+// after the answer, one job at a time in id order, on the fabric of its
+// time, and commits each with a check of the fabric version and of the
+// job (released, migrated: dropped; a failure meanwhile: the table is
+// verified again on the new fabric, or built again). As after a failure,
+// a failed transit node leaves the set, and where a pair of active nodes
+// has no legal route inside the job's nodes, free nodes are added as
+// transit within the job's allowance left plus Config.RepairExtra
+// (extendTransit; checked free again at the commit); a job still without
+// a legal route is broken with the pair, and keeps its nodes. Pending
+// jobs are stored as such, so a restart or a takeover builds them again;
+// failure changes leave them to the builder.
 
 // tableWork is the table builder's state.
 type tableWork struct {
@@ -105,7 +112,7 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		sn := s.snapshot(false)
+		sn := s.snapshot(true)
 		j, ok := sn.jobs[id]
 		if !ok || j.Routing != client.RoutePending {
 			return nil
@@ -115,7 +122,8 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 		}
 		md := &model{g: sn.g, routing: sn.routing, ctx: ctx}
 		start := time.Now()
-		table, routes, stats, built, err := s.pendingTable(md, j)
+		pt := s.pendingTable(md, j, sn.state)
+		table, routes, stats, built, err := pt.table, pt.routes, pt.stats, pt.links, pt.err
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -123,7 +131,10 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 		c.Problem, c.Unreachable = "", nil
 		var links jobLinks
 		if err == nil {
-			s.measuredTable(len(j.Active), time.Since(start))
+			c.TransitNodes = pt.transit
+			if len(pt.added) == 0 && !pt.searched {
+				s.measuredTable(len(j.Active), time.Since(start)) // (a table's build alone)
+			}
 			if built != nil {
 				links = *built
 			} else {
@@ -134,18 +145,30 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 		} else {
 			// A failure since the placement: no table on the job's nodes.
 			c.Reachable, c.Routing, c.RoutingNext, c.Problem = false, client.RouteBroken, "", err.Error()
+			switch len(pt.dropped) {
+			case 0:
+			case 1:
+				// (as a failure change words it)
+				c.Problem = fmt.Sprintf("its transit node %s has failed, and without it %v", sn.g.NodeName(pt.dropped[0]), err)
+			default:
+				c.Problem = fmt.Sprintf("its transit nodes %s have failed, and without them %v", strings.Join(names(sn.g, pt.dropped), " "), err)
+			}
 			var up *unreachableError
 			if errors.As(err, &up) {
 				c.Unreachable = &up.pair
 			}
 		}
 		took := time.Since(start)
-		err = s.commitTable(ctx, sn.ver, j, &c, routes, links, took)
+		ch := tableChange{added: pt.added, dropped: pt.dropped}
+		if err != nil {
+			ch = tableChange{} // broken: it keeps its nodes
+		}
+		err = s.commitTable(ctx, sn.ver, j, &c, routes, links, ch, took)
 		if errors.Is(err, errStale) && c.Table != nil {
 			// The fabric changed meanwhile: if the table still holds on
 			// the new one (nodes up, table verifies), commit it.
 			if ver, ok := s.tableStillValid(j, &c, routes); ok {
-				err = s.commitTable(ctx, ver, j, &c, routes, links, took)
+				err = s.commitTable(ctx, ver, j, &c, routes, links, ch, took)
 			}
 		}
 		if errors.Is(err, errStale) && attempt < 3 {
@@ -158,33 +181,91 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 	}
 }
 
-// pendingTable builds the verified table of a job placed with a pending
-// table. The selection checked its set, so the table is built at once;
-// only when that fails is the set checked again (a failure came in
-// between), for the pair to name.
-func (s *Service) pendingTable(md *model, j *client.JobRecord) (*routing.TableJSON, []byte, client.TableStats, *jobLinks, error) {
+// pendingOutcome is what pendingTable found for a pending job: its
+// verified table (header, routes encoded, figures, links when the build
+// counted them) on its transit nodes (names; dropped failed ones left
+// out, added free ones in), or why there is none.
+type pendingOutcome struct {
+	table   *routing.TableJSON
+	routes  []byte
+	stats   client.TableStats
+	links   *jobLinks
+	transit []string
+	added   []int // free nodes added as transit
+	dropped []int // failed transit nodes left out
+	// searched: the set was checked again after its table failed (the
+	// time is more than a table's build)
+	searched bool
+	err      error
+}
+
+// pendingTable builds the verified table of a pending job. The
+// selection (or the failure change) checked its set, so the table is
+// built at once; only when that fails is the set checked again (a
+// failure came in between), for the pair to name, and free nodes of free
+// (nil: none) added as transit where they give every pair a legal route.
+// A failed transit node leaves the set; a failed active node breaks the
+// job.
+func (s *Service) pendingTable(md *model, j *client.JobRecord, free *alloc.State) pendingOutcome {
 	active, aerr := nodesByName(md.g, j.Active)
 	transit, terr := nodesByName(md.g, j.TransitNodes)
 	if err := errors.Join(aerr, terr); err != nil {
-		return nil, nil, client.TableStats{}, nil, err
+		return pendingOutcome{err: err}
 	}
-	for _, v := range append(slices.Clone(active), transit...) {
+	for _, v := range active {
 		if md.g.NodeFailed(v) {
-			return nil, nil, client.TableStats{}, nil, fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))
+			return pendingOutcome{err: fmt.Errorf("node %s of the job has failed", md.g.NodeName(v))}
 		}
 	}
-	table, routes, stats, links, err := newTable(md.context(), md.routing, active, transit)
-	if err == nil || md.context().Err() != nil {
-		return table, routes, stats, links, err
+	o := pendingOutcome{transit: j.TransitNodes}
+	k := j
+	if slices.ContainsFunc(transit, md.g.NodeFailed) {
+		// No process of the job runs on a transit node: it leaves.
+		kept := transit[:0:0]
+		for _, v := range transit {
+			if md.g.NodeFailed(v) {
+				o.dropped = append(o.dropped, v)
+			} else {
+				kept = append(kept, v)
+			}
+		}
+		c := *j
+		c.TransitNodes = names(md.g, kept)
+		k, transit, o.transit = &c, kept, c.TransitNodes
 	}
-	return s.routeJob(md, j)
+	o.table, o.routes, o.stats, o.links, o.err = newTable(md.context(), md.routing, active, transit)
+	if o.err == nil || md.context().Err() != nil {
+		return o
+	}
+	o.searched = true
+	o.table, o.routes, o.stats, o.links, o.err = s.routeJob(md, k)
+	var unreachable *unreachableError
+	if !errors.As(o.err, &unreachable) || free == nil || s.cfg.RepairExtra < 0 {
+		return o
+	}
+	known := [2]int{md.g.NodeByName(unreachable.pair[0]), md.g.NodeByName(unreachable.pair[1])}
+	added, table, routes, stats, links, err := s.extendTransit(md, k, free, known)
+	if err != nil {
+		if md.context().Err() != nil {
+			o.err = err
+		}
+		return o // broken with the pair
+	}
+	o.table, o.routes, o.stats, o.links, o.err = table, routes, stats, links, nil
+	o.added, o.transit = added, append(slices.Clone(k.TransitNodes), names(md.g, added)...)
+	return o
 }
+
+// tableChange is what a pending table's commit changes in the nodes'
+// state: free nodes the job gains as transit, failed transit nodes it
+// lets go.
+type tableChange struct{ added, dropped []int }
 
 // commitTable stores the outcome of a pending table (c: the job with its
 // table, or broken) if the fabric is still version ver and the job the
 // one it was built for (old); errStale otherwise. Under commitMu, as
 // commitJob.
-func (s *Service) commitTable(ctx context.Context, ver uint64, old, c *client.JobRecord, routes []byte, links jobLinks, took time.Duration) error {
+func (s *Service) commitTable(ctx context.Context, ver uint64, old, c *client.JobRecord, routes []byte, links jobLinks, ch tableChange, took time.Duration) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	if ctx.Err() != nil {
@@ -192,6 +273,18 @@ func (s *Service) commitTable(ctx context.Context, ver uint64, old, c *client.Jo
 	}
 	if s.fabricVer != ver || s.jobs[old.ID] != old {
 		return errStale
+	}
+	// The nodes' state after the commit, computed before it: added
+	// nodes must still be free (placements went on meanwhile).
+	var next *alloc.State
+	if len(ch.added)+len(ch.dropped) > 0 && s.state != nil {
+		next = s.state.Clone()
+		if next.Occupy(c.ID, ch.added) != nil {
+			return errStale
+		}
+		next.ReleaseNodes(c.ID, ch.dropped)
+	} else if len(ch.added) > 0 {
+		return errStale // (cannot happen: the builder found them in a state)
 	}
 	_, err := s.commit(ctx, "system", func(tx *store.Tx) error {
 		if err := tx.PutJob(c, routes); err != nil {
@@ -206,6 +299,12 @@ func (s *Service) commitTable(ctx context.Context, ver uint64, old, c *client.Jo
 		if c.Problem != "" {
 			detail["problem"] = c.Problem
 		}
+		if len(ch.added) > 0 {
+			detail["transit_added"] = names(s.g, ch.added)
+		}
+		if len(ch.dropped) > 0 {
+			detail["transit_dropped"] = names(s.g, ch.dropped)
+		}
 		return tx.Log("job.table", fmt.Sprintf("job %d", c.ID), detail)
 	})
 	if err != nil {
@@ -213,8 +312,11 @@ func (s *Service) commitTable(ctx context.Context, ver uint64, old, c *client.Jo
 	}
 	keepEncoded(c, routes)
 	s.mu.Lock()
+	if next != nil {
+		s.state = next
+	}
 	s.jobs[c.ID] = c
-	s.jobsVer++
+	s.jobsChanged()
 	if c.Table != nil {
 		s.keepLinks(c.ID, links) // (lock order: mu, then linksMu)
 	}

@@ -114,18 +114,92 @@ type loadAnswer struct {
 }
 
 // JobsJSON is the encoded answer of GET /api/jobs (the running jobs, as
-// writeJSON encodes them), computed once per version of the jobs.
+// writeJSON encodes them), computed once per version of the jobs from
+// each job's JSON, encoded once per record (a change replaces a job's
+// record): a version that changed one job of a machine's thousands of
+// names costs that job's encoding and a copy.
 func (s *Service) JobsJSON() []byte {
 	e := s.readEntry(&s.reads.jobs, true)
 	e.once.Do(func() {
-		jobs, _ := s.Jobs(false) // (no error without all)
-		data, err := client.Encode(jobs)
+		s.mu.RLock()
+		recs := make([]*client.JobRecord, 0, len(s.jobs))
+		for _, id := range sortedIDs(s.jobs) {
+			recs = append(recs, s.jobs[id])
+		}
+		s.mu.RUnlock()
+		s.reads.piecesMu.Lock()
+		defer s.reads.piecesMu.Unlock()
+		data, pieces, err := appendJobsJSON(nil, recs, s.reads.jobPieces)
 		if err != nil {
 			data = fmt.Appendf(nil, "{\"error\":%q}\n", err.Error())
 		}
+		s.reads.jobPieces = pieces
 		e.value = data
 	})
 	return e.value.([]byte)
+}
+
+// jobPiece is one job's part of GET /api/jobs's answer: the JSON of its
+// record (without the table's routes, as Service.Jobs lists it) compact,
+// and indented one level inside the list (made when first needed).
+type jobPiece struct {
+	rec               *client.JobRecord
+	compact, indented []byte
+}
+
+// appendJobsJSON appends the answer of GET /api/jobs for the running
+// jobs recs (in id order) as client.Encode encodes the list (indented up
+// to client.IndentLimit, then a newline), from the pieces of old that
+// belong to the same records; it returns the pieces of recs.
+func appendJobsJSON(b []byte, recs []*client.JobRecord, old map[int]*jobPiece) ([]byte, map[int]*jobPiece, error) {
+	pieces := make(map[int]*jobPiece, len(recs))
+	size := 2 + max(0, len(recs)-1) // [, ] and the commas
+	list := make([]*jobPiece, len(recs))
+	for i, r := range recs {
+		p := old[r.ID]
+		if p == nil || p.rec != r {
+			c := *r
+			c.Table, c.StoredRoutes = nil, nil
+			data, err := client.MarshalJSON(&c)
+			if err != nil {
+				return nil, old, err
+			}
+			p = &jobPiece{rec: r, compact: data}
+		}
+		pieces[r.ID], list[i] = p, p
+		size += len(p.compact)
+	}
+	if len(recs) == 0 {
+		return append(b, "[]\n"...), pieces, nil
+	}
+	if size > client.IndentLimit {
+		b = slices.Grow(b, size+1)
+		b = append(b, '[')
+		for i, p := range list {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, p.compact...)
+		}
+		return append(b, "]\n"...), pieces, nil
+	}
+	// Indented as json.Indent(…, "", " ") indents the list: each element
+	// on its own line one level in, its inner lines one level deeper.
+	b = append(b, "[\n "...)
+	for i, p := range list {
+		if p.indented == nil {
+			var buf bytes.Buffer
+			if err := json.Indent(&buf, p.compact, " ", " "); err != nil {
+				return nil, old, err
+			}
+			p.indented = buf.Bytes()
+		}
+		if i > 0 {
+			b = append(b, ",\n "...)
+		}
+		b = append(b, p.indented...)
+	}
+	return append(b, "\n]\n"...), pieces, nil
 }
 
 // FabricJSON is the encoded answer of GET /api/fabric for the current

@@ -50,6 +50,7 @@ type serveOptions struct {
 	openRead, replace     bool
 	mcastTimeout          time.Duration
 	repairExtra           int
+	failureBudget         time.Duration
 	check, rotateToken    bool
 	tlsCert, tlsKey       string
 	insecure              bool
@@ -112,6 +113,7 @@ mode 0600 by the first start) and must be started with the same --topo and --rul
 	f.BoolVar(&o.lftCompact, "lft-compact", false, "write --lft-out without the comment naming each LID's holder (a sixth of the size; OpenSM reads only LID and port)")
 	f.BoolVar(&o.lftKeepRepairs, "lft-keep-repairs", false, enginesWith(func(c unicast.Caps) bool { return c.Update == "repair" })+": keep the tables a failure's repair gives (only broken routes moved) instead of replacing them with a full computation in the background (which moves most routes)")
 	f.StringVar(&o.lftHook, "lft-hook", "", "shell command run after every replacement of --lft-out, with ICN_LFT set to its path (for example 'kill -HUP $(pidof opensm)': OpenSM 3.3 reloads the file on SIGHUP)")
+	f.DurationVar(&o.failureBudget, "failure-budget", fm.DefaultFailureBudget, "time a failure's re-routing of the jobs may take before its answer; a job whose new table does not fit is answered \"pending\" and its table built and verified after the answer (0: none, every job re-routed first)")
 	f.IntVar(&o.repairExtra, "repair-extra", fm.DefaultRepairExtra, "transit nodes beyond its own allowance a job may gain when a failure leaves its nodes without a legal route (0: none)")
 	f.BoolVar(&o.check, "check", false, "only check the database file (exit 0 if it can be served, 1 with the problem otherwise, 2 if --db names no file)")
 	f.BoolVar(&o.rotateToken, "rotate-token", false, "replace the API token (token file and stored hash) and print the new one")
@@ -235,7 +237,7 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 	svc, token, err := fm.Open(fm.Config{DBPath: db, Etcd: etcd, TokenFile: tokenFile, Lease: o.lease, Name: name, URL: url,
 		Rules: o.rules, Topo: o.topo, ReplaceTopo: o.replace && o.topo != "",
 		NewRouting: fm.AngaraRouting(o.rules), MulticastTimeout: o.mcastTimeout, RotateToken: o.rotateToken, RepairExtra: repairExtra(o.repairExtra),
-		PlacementBudget: placementBudget(o.budget.d), Unicast: uni})
+		PlacementBudget: placementBudget(o.budget.d), FailureBudget: placementBudget(o.failureBudget), Unicast: uni})
 	if err != nil {
 		ln.Close()
 		return storeExit(err, false)
@@ -255,6 +257,9 @@ func runServe(ctx context.Context, o serveOptions, w io.Writer) error {
 func checkServeFlags(o serveOptions, etcd bool) error {
 	if o.repairExtra < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--repair-extra %d: give 0 or more transit nodes", o.repairExtra)}
+	}
+	if o.failureBudget < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--failure-budget %v: give 0 (none) or a positive duration", o.failureBudget)}
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return &exitError{code: 2, err: fmt.Errorf("give both --tls-cert and --tls-key, or neither")}
@@ -605,6 +610,8 @@ func routeEffectText(e client.JobEffect) string {
 		return fmt.Sprintf("no legal route from %s to %s inside its nodes: migrate it", e.Unreachable[0], e.Unreachable[1])
 	case e.Result == client.RouteBroken:
 		return e.Problem
+	case e.Result == client.RoutePending:
+		return "table pending: built and verified after this answer (over --failure-budget)"
 	case len(e.TransitAdded) > 0:
 		return fmt.Sprintf("new table, %d free node(s) added as transit: %s", len(e.TransitAdded), strings.Join(e.TransitAdded, " "))
 	case e.State == "ok":
@@ -955,8 +962,9 @@ func writeGroup(w io.Writer, g *client.GroupRecord) error {
 		"root", g.Root, "tree height", g.Height, "tree edges", len(g.Edges))
 }
 
-// placementBudget maps --budget to fm.Config.PlacementBudget (0 there is
-// the default; here it means none).
+// placementBudget maps --budget (or --failure-budget) to
+// fm.Config.PlacementBudget (FailureBudget): 0 there is the default;
+// here it means none.
 func placementBudget(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1

@@ -195,6 +195,7 @@ func TestJobEffectText(t *testing.T) {
 		{client.JobEffect{Result: client.RouteRerouted, State: "rerouted", TransitDropped: []string{"1.1"}}, "failed transit node 1.1 dropped; new table on its own nodes"},
 		{client.JobEffect{Result: client.RouteRerouted, State: "ok"}, "new table of its original kind (no failure left among its nodes)"},
 		{client.JobEffect{Result: client.RouteRerouted, State: "rerouted"}, "new table on its own nodes"},
+		{client.JobEffect{Result: client.RoutePending, State: "pending"}, "table pending: built and verified after this answer (over --failure-budget)"},
 	} {
 		if got := jobEffectText(tc.e); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.e, got, tc.want)

@@ -102,6 +102,9 @@ type apiError struct {
 // New builds the HTTP API of a fabric manager.
 func New(svc Backend, o Options) *API {
 	a := &API{svc: svc, o: o, mux: http.NewServeMux(), gz: map[string]*keptAnswer{}}
+	if w, ok := svc.(keptWarmer); ok {
+		w.OnKept(a.warmKept)
+	}
 	a.m = newMetrics(svc)
 	svc.ObserveAllocations(func(seconds float64, cut bool) {
 		a.m.allocation.Observe(seconds)
@@ -321,7 +324,10 @@ func (a *API) handleMigrate(w http.ResponseWriter, r *http.Request) (any, int, e
 	}
 	j, err := a.svc.MigrateContext(r.Context(), actor(r), id)
 	if j != nil {
-		j.Table = nil
+		// (a copy: the record may be the service's own)
+		c := *j
+		c.Table = nil
+		j = &c
 	}
 	return j, 200, err
 }
@@ -712,6 +718,49 @@ type keptAnswer struct {
 	gz       []byte
 }
 
+// kept returns the kept answer of endpoint for data, made anew when data
+// is not the slice it was made for.
+func (a *API) kept(endpoint string, data []byte) *keptAnswer {
+	a.gzMu.Lock()
+	defer a.gzMu.Unlock()
+	e := a.gz[endpoint]
+	if e == nil || len(e.data) != len(data) || len(data) > 0 && &e.data[0] != &data[0] {
+		e = &keptAnswer{data: data}
+		a.gz[endpoint] = e
+	}
+	return e
+}
+
+// keptWarmer is a backend that computes its kept answers in the
+// background as their versions come, and has them handed to fn then
+// (endpoint "jobs" or "load"), so that the tag and the gzip form are
+// ready before the first read too.
+type keptWarmer interface {
+	OnKept(fn func(endpoint string, data []byte))
+}
+
+// warmKept makes the tag and, for a large answer, the gzip form of a
+// new version of an endpoint's kept answer.
+func (a *API) warmKept(endpoint string, data []byte) {
+	e := a.kept(endpoint, data)
+	e.entityTag()
+	if len(data) >= gzipFrom {
+		e.gzipped()
+	}
+}
+
+// gzipped returns the answer compressed (once).
+func (k *keptAnswer) gzipped() []byte {
+	k.gzipOnce.Do(func() {
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+		zw.Write(k.data)
+		zw.Close()
+		k.gz = b.Bytes()
+	})
+	return k.gz
+}
+
 // entityTag is the answer's ETag: a digest of its bytes (the same bytes,
 // the same tag, across restarts and instances).
 func (k *keptAnswer) entityTag() string {
@@ -734,13 +783,7 @@ func (a *API) writeKept(w http.ResponseWriter, r *http.Request, endpoint string,
 	h.Add("Vary", "Accept-Encoding")
 	// A cache may keep the answer but must ask again before using it.
 	h.Set("Cache-Control", "no-cache")
-	a.gzMu.Lock()
-	e := a.gz[endpoint]
-	if e == nil || len(e.data) != len(data) || len(data) > 0 && &e.data[0] != &data[0] {
-		e = &keptAnswer{data: data}
-		a.gz[endpoint] = e
-	}
-	a.gzMu.Unlock()
+	e := a.kept(endpoint, data)
 	tag := e.entityTag()
 	gz := len(data) >= gzipFrom && acceptsGzip(r)
 	if gz {
@@ -752,14 +795,7 @@ func (a *API) writeKept(w http.ResponseWriter, r *http.Request, endpoint string,
 		return
 	}
 	if gz {
-		e.gzipOnce.Do(func() {
-			var b bytes.Buffer
-			zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
-			zw.Write(e.data)
-			zw.Close()
-			e.gz = b.Bytes()
-		})
-		data = e.gz
+		data = e.gzipped()
 		h.Set("Content-Encoding", "gzip")
 	}
 	h.Set("Content-Length", strconv.Itoa(len(data)))

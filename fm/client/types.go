@@ -49,12 +49,15 @@ const (
 	RouteMigrated RouteState = "migrated"
 	// RoutePending: placed with its nodes, its verified table not built
 	// yet: the table did not fit in what the placement budget left after
-	// the node selection, and the service builds and verifies it after
-	// the answer (one job at a time, again after a restart). The job
-	// then becomes RouteOriginal (RoutingNext after a migration), or
-	// RouteBroken if a failure meanwhile left a pair of its active nodes
-	// without a legal route. A job must not start while its table is
-	// pending (the Slurm agent keeps it held).
+	// the node selection, or a failure's re-routing did not fit in the
+	// failure budget, and the service builds and verifies it after the
+	// answer (one job at a time, again after a restart). The job then
+	// becomes RoutingNext (RouteOriginal after a placement, RouteMigrated
+	// after a migration, RouteRerouted after a failure), with free nodes
+	// added as transit where a failure meanwhile left a pair of its
+	// active nodes without a legal route inside its nodes, or RouteBroken
+	// if none serve. A failed transit node leaves the set. A job must not
+	// start while its table is pending (the Slurm agent keeps it held).
 	RoutePending RouteState = "pending"
 )
 
@@ -71,7 +74,7 @@ type JobRecord struct {
 	Rules        string             `json:"rules"`
 	Table        *routing.TableJSON `json:"table,omitempty"` // verified routing table, as icn route --json writes it
 	Stats        TableStats         `json:"stats"`
-	Affected     []string           `json:"affected_by,omitempty"` // failures that broke reachability
+	Affected     []string           `json:"affected_by,omitempty"` // failures that broke reachability, or whose re-routing of the job was deferred (RoutePending)
 	Created      time.Time          `json:"created"`
 	Released     *time.Time         `json:"released,omitempty"`
 	Reachable    bool               `json:"reachable"`
@@ -263,14 +266,19 @@ type JobEffect struct {
 	ID int `json:"id"`
 	// Result is RouteRerouted (a new verified table on the same nodes;
 	// after a repair, the job's original kind of table again once no
-	// failure is left among its nodes: JobRecord.Routing says which) or
-	// RouteBroken (no table possible on its nodes: migrate it).
+	// failure is left among its nodes: JobRecord.Routing says which),
+	// RouteBroken (no table possible on its nodes: migrate it) or
+	// RoutePending (its new table did not fit in the failure budget: the
+	// job is committed without a table and the service builds and
+	// verifies one after the answer, adding free nodes as transit where
+	// its own have no legal route left, or breaks it; see
+	// Config.FailureBudget).
 	Result RouteState `json:"result"`
 	// State is the job's routing state after the change, as
 	// JobRecord.RoutingName names it: "ok" (a repair gave it back a
 	// table of its original kind),
-	// "rerouted", "broken" or "migrated" (a migrated job whose table a
-	// repair re-balanced keeps that state).
+	// "rerouted", "broken", "pending" or "migrated" (a migrated job whose
+	// table a repair re-balanced keeps that state).
 	State       string     `json:"state"`
 	Problem     string     `json:"problem,omitempty"`
 	Unreachable *[2]string `json:"unreachable,omitempty"`
