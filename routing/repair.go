@@ -94,6 +94,9 @@ func (r *Router) RepairStored(ctx context.Context, prev *Router, tf *TableJSON, 
 	if m < 2 {
 		return nil, not("fewer than two active nodes")
 	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
 	n := m * (m - 1)
 	var base []byte
 	var patches []storedPatch
@@ -125,12 +128,12 @@ func (r *Router) RepairStored(ctx context.Context, prev *Router, tf *TableJSON, 
 	if minimal := int64(math.Round(tf.Figures.PiPerfect * float64(before))); sum != minimal {
 		return nil, not(fmt.Sprintf("its routes' lengths sum to %d, the minimal sum is %d", sum, minimal))
 	}
-	crossing, err := rp.crossing(base, patches)
+	crossing, err := rp.crossing(ctx, base, patches)
 	if err != nil {
 		return nil, err
 	}
 	if rp.from, rp.to = rp.turnEnds(s, prev); len(rp.from)+len(rp.to) > 0 {
-		if crossing, err = rp.turnRoutes(base, patches, crossing); err != nil {
+		if crossing, err = rp.turnRoutes(ctx, base, patches, crossing); err != nil {
 			return nil, err
 		}
 	}
@@ -393,7 +396,7 @@ func (r *Router) setChannels(s *scratch, gone []int) (now, before int) {
 
 // crossing returns the routes of the table (base version 2, patches
 // replacing some of its routes) that cross a failed channel, by index.
-func (rp *repair) crossing(base []byte, patches []storedPatch) ([]crossingRoute, error) {
+func (rp *repair) crossing(ctx context.Context, base []byte, patches []storedPatch) ([]crossingRoute, error) {
 	recs, err := storedRecords(base, rp.m)
 	if err != nil {
 		return nil, err
@@ -419,6 +422,9 @@ func (rp *repair) crossing(base []byte, patches []storedPatch) ([]crossingRoute,
 	}
 	var out []crossingRoute
 	for k, rec := range recs {
+		if k&4095 == 0 && ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 		runs := base[rec.at : rec.at+rec.l]
 		src, dst := pairOf(rec.index, rp.m)
 		rp.translates(src, dst, runs, func(a, b int) {
@@ -911,7 +917,7 @@ func (rp *repair) turnEnds(s *scratch, before *Router) (from, to map[int][]chang
 // active nodes of from and to those of to whose first (from) or last (to)
 // turn is one of the changed ones, or which are longer than the torus
 // distance between their ends.
-func (rp *repair) turnRoutes(base []byte, patches []storedPatch, crossing []crossingRoute) ([]crossingRoute, error) {
+func (rp *repair) turnRoutes(ctx context.Context, base []byte, patches []storedPatch, crossing []crossingRoute) ([]crossingRoute, error) {
 	m, from, to := rp.m, rp.from, rp.to
 	var want []int // route indices, ascending
 	for a := range from {
@@ -957,9 +963,15 @@ func (rp *repair) turnRoutes(base []byte, patches []storedPatch, crossing []cros
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
 	routes, err := rp.lookup(base, patches, want)
 	if err != nil {
 		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
 	}
 	for k, i := range want {
 		a, b := pairOf(i, m)

@@ -19,7 +19,7 @@ import (
 // recomputed, π_max and the diameter from the routes); exactly the routes
 // that crossed the failed link (found by walking every route) have new
 // steps; the loads it leaves are those of the repaired routes. An angara
-// table is refused.
+// table is refused, and a repair whose context has ended stops.
 func TestRepairStored(t *testing.T) {
 	tables := storedV2Tables(t)
 	// Sets that stay reachable around a failure: rings whole in X and Y.
@@ -46,6 +46,12 @@ func TestRepairStored(t *testing.T) {
 				turns := !sameTurns(r, r2, tb)
 				before := decodeAll(t, b, hdr)
 				next := slices.Clone(load)
+				// A repair whose context has ended does nothing.
+				stop, cancel := context.WithCancel(context.Background())
+				cancel()
+				if _, err := r2.RepairStored(stop, r, hdr, b, []int{2 * link, 2*link + 1}, slices.Clone(load)); name != "angara ring" && !errors.Is(err, context.Canceled) {
+					t.Fatalf("a repair with its context ended: %v", err)
+				}
 				rep, err := r2.RepairStored(context.Background(), r, hdr, b, []int{2 * link, 2*link + 1}, next)
 				if name == "angara ring" {
 					if !errors.Is(err, ErrNotRepairable) {
