@@ -228,9 +228,11 @@ type recheckResult struct {
 // it, concurrently; broken jobs go first. Under a failure budget
 // (rc.budgeted) it answers when the budget ends: the jobs not yet taken
 // are checked then with the budget spent (one that needs a new table is
-// deferred: RoutePending), and a job whose re-routing still runs after
-// failureGrace is deferred without waiting for it (that work stops at
-// its next check of the context, and its outcome is dropped).
+// deferred: RoutePending), and a job the failure crosses whose
+// re-routing still runs after failureGrace is deferred without waiting
+// for it (that work stops at its next check of the context, and its
+// outcome is dropped); the checks of jobs it does not cross are waited
+// for.
 func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckResult {
 	sort.Slice(jobs, func(a, b int) bool {
 		ba, bb := jobs[a].Routing == client.RouteBroken, jobs[b].Routing == client.RouteBroken
@@ -310,15 +312,42 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 	case <-finished:
 	case <-time.After(failureGrace):
 	}
+	// A job the failure does not cross is waited for: its check is not
+	// budgeted (recheckJob), and its table most likely holds.
 	mu.Lock()
-	defer mu.Unlock()
-	closed = true
-	for i, j := range jobs {
+	var open []int
+	for i := range jobs {
 		if !settled[i] {
-			out[i] = rc.cut(j)
+			open = append(open, i)
 		}
 	}
-	return out
+	mu.Unlock()
+	crossed := make([]bool, len(jobs))
+	for _, i := range open {
+		crossed[i] = rc.touches(jobs[i])
+	}
+	for {
+		mu.Lock()
+		waiting := false
+		for i := range jobs {
+			waiting = waiting || !settled[i] && !crossed[i]
+		}
+		if !waiting || rc.stop.Err() != nil {
+			closed = true
+			for i, j := range jobs {
+				if !settled[i] {
+					out[i] = rc.cut(j)
+				}
+			}
+			mu.Unlock()
+			return out
+		}
+		mu.Unlock()
+		select {
+		case <-finished:
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // failureGrace is how long a failure change waits, once its budget has
@@ -420,20 +449,18 @@ func (s *Service) recheckJob(rc *recheckSpec, j *client.JobRecord) recheckResult
 		// among the job's links (or failed a link between two of its
 		// nodes): the in-place repair finds the routes whose turns
 		// changed, at a fraction of a whole verification's cost. With
-		// none to move and the same figures, the table holds (a
-		// repair the budget cuts short defers the job).
-		rep = s.repairTable(rc, j)
+		// none to move and the same figures, the table holds. The
+		// failure budget does not cut this check: the table most
+		// likely holds, and a job deferred would lose it until a new
+		// one is built (only its re-routing, if it needs one, is
+		// budgeted).
+		rep = s.repairTableCtx(rc.stop, rc, j)
 		if rep.err == nil && rep.rerouted == 0 && *rep.table.Figures == *j.Table.Figures {
 			return r
 		}
 		var un *routing.UnreachableError
-		if rep.err != nil && !errors.As(rep.err, &un) {
-			if rc.overBudget() {
-				return rc.cut(j) // (not verified again in time)
-			}
-			if holds() {
-				return r // not repaired so, and it verifies
-			}
+		if rep.err != nil && !errors.As(rep.err, &un) && holds() {
+			return r // not repaired so, and it verifies
 		}
 	case holds():
 		return r
@@ -1181,6 +1208,11 @@ func (s *Service) touchedBy(md *model, ch client.FailureChange, subject string) 
 // inside the job's nodes): the job's table is then built anew, or for
 // such a pair, transit nodes are looked for at once.
 func (s *Service) repairTable(rc *recheckSpec, j *client.JobRecord) *repaired {
+	return s.repairTableCtx(rc.md.context(), rc, j)
+}
+
+// repairTableCtx is repairTable under ctx.
+func (s *Service) repairTableCtx(ctx context.Context, rc *recheckSpec, j *client.JobRecord) *repaired {
 	after, ok1 := rc.md.routing.(*angaraRouting)
 	before, ok2 := rc.before.(*angaraRouting)
 	stored := encodedRoutes(j)
@@ -1196,7 +1228,7 @@ func (s *Service) repairTable(rc *recheckSpec, j *client.JobRecord) *repaired {
 	for i, l := range jl.links {
 		load[2*l], load[2*l+1] = jl.ab[i], jl.routes[i]-jl.ab[i]
 	}
-	rep, err := after.R.RepairStored(rc.md.context(), before.R, j.Table, stored, rc.gone, load)
+	rep, err := after.R.RepairStored(ctx, before.R, j.Table, stored, rc.gone, load)
 	if err != nil {
 		return &repaired{err: err}
 	}
