@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -282,7 +281,7 @@ func (s *Service) recheck(rc *recheckSpec, jobs []*client.JobRecord) []recheckRe
 			mu.Unlock()
 		}
 	}
-	nw := min(runtime.GOMAXPROCS(0), len(jobs))
+	nw := min(computeWorkers(), len(jobs)) // (a core stays free for requests)
 	wg.Add(nw)
 	for range nw {
 		go func() {
