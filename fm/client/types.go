@@ -314,7 +314,8 @@ type FailureResult struct {
 	FailedLinks []string      `json:"failed_links"`
 	FailedNodes []string      `json:"failed_nodes"`
 	// AffectedJobs lists every running job the change touched (a new
-	// table or broken), by id; Jobs says what happened to each.
+	// table, broken, or its table pending), by id; Jobs says what
+	// happened to each.
 	AffectedJobs []int `json:"affected_jobs"`
 	// BrokenJobs lists those left without a working table (migrate
 	// them).
