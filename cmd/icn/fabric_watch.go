@@ -308,15 +308,27 @@ func followOpenSMLog(ctx context.Context, o fabricWatchOptions, base *topology.G
 // something changed.
 func actOnTraps(ctx context.Context, o fabricWatchOptions, base *topology.Graph, paths, sweepFor []string, log io.Writer) {
 	changes := 0
+	var failed []string // routes whose probe failed
 	for _, path := range paths {
 		k, err := probeSwitch(ctx, o, base, path, log)
 		if err != nil {
 			fmt.Fprintf(log, "icn fabric watch: %v\n", err)
+			failed = append(failed, path)
 		}
 		changes += k
 	}
+	// A probe that failed (the trap's route may cross the link that
+	// went down) tells nothing: the fabric is swept, as for a route not
+	// logged.
+	var why []string
 	if len(sweepFor) > 0 {
-		k, err := watchRound(ctx, o, base, fmt.Sprintf("trap from LID %s, route not logged; ", strings.Join(sweepFor, ",")), log)
+		why = append(why, fmt.Sprintf("trap from LID %s, route not logged", strings.Join(sweepFor, ",")))
+	}
+	if len(failed) > 0 {
+		why = append(why, fmt.Sprintf("probe of %s failed", strings.Join(failed, " ")))
+	}
+	if len(why) > 0 {
+		k, err := watchRound(ctx, o, base, strings.Join(why, ", ")+"; ", log)
 		if err != nil {
 			fmt.Fprintf(log, "icn fabric watch: %v\n", err)
 		}

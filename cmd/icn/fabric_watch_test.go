@@ -378,6 +378,38 @@ func TestWatchRefusesForeignDiscovery(t *testing.T) {
 	}
 }
 
+// A trap whose probe fails (its route may cross the link that went
+// down) makes the watch sweep the fabric: here the sweep finds a foreign
+// fabric and says so, reporting nothing.
+func TestWatchSweepsWhenProbeFails(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for _, spec := range []string{"fattree:m=4,n=2", "dragonfly:a=4,p=2,h=2"} {
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := writeIBNetExport(&b, g, spec); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("%d.ibnet", len(files)))
+		os.WriteFile(p, b.Bytes(), 0o644)
+		files = append(files, p)
+	}
+	base, err := topology.Parse("file:" + files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := fabricWatchOptions{fabric: files[0], discover: "cat " + files[1], probe: "false {path}", interval: time.Second}
+	o.cl = clientFlags{server: "http://127.0.0.1:1"} // never reached
+	var log bytes.Buffer
+	actOnTraps(context.Background(), o, base, []string{"0,1"}, nil, &log)
+	if got := log.String(); !strings.Contains(got, `--probe "false 0,1"`) || !strings.Contains(got, "shares no switch GUID") {
+		t.Fatalf("a failed probe did not make the watch sweep: %q", got)
+	}
+}
+
 // lockedBuffer is a bytes.Buffer safe for concurrent writers.
 type lockedBuffer struct {
 	mu sync.Mutex
