@@ -325,7 +325,7 @@ func actOnTraps(ctx context.Context, o fabricWatchOptions, base *topology.Graph,
 		why = append(why, fmt.Sprintf("trap from LID %s, route not logged", strings.Join(sweepFor, ",")))
 	}
 	if len(failed) > 0 {
-		why = append(why, fmt.Sprintf("probe of %s failed", strings.Join(failed, " ")))
+		why = append(why, fmt.Sprintf("trap's probe over %s failed", strings.Join(failed, " ")))
 	}
 	if len(why) > 0 {
 		k, err := watchRound(ctx, o, base, strings.Join(why, ", ")+"; ", log)

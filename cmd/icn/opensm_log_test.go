@@ -134,9 +134,9 @@ func TestFollowOpenSMLogActsOnEveryTrap(t *testing.T) {
 		f.Close()
 	}
 	var want []string
-	expect := func(line string) {
+	expect := func(lines ...string) {
 		t.Helper()
-		want = append(want, line)
+		want = append(want, lines...)
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			data, _ := os.ReadFile(calls)
 			got := strings.Split(strings.TrimSpace(string(data)), "\n")
@@ -148,18 +148,20 @@ func TestFollowOpenSMLogActsOnEveryTrap(t *testing.T) {
 			}
 		}
 	}
-	appendLog(notice(11) + route("0,2")) // the notice with its route: a probe, no sweep
-	expect("probe 0,2")
+	// (Every probe here fails, and a failed probe is followed by a
+	// sweep.)
+	appendLog(notice(11) + route("0,2")) // the notice with its route: a probe
+	expect("probe 0,2", "sweep")
 	appendLog(notice(7)) // a repeated trap, no route: the route logged before the watch started
-	expect("probe 0,1,5")
+	expect("probe 0,1,5", "sweep")
 	appendLog(notice(9)) // no route ever: a sweep at once
 	expect("sweep")
 	appendLog(notice(9)) // the route late (OpenSM's buffer): a sweep, then the probe when it comes
 	expect("sweep")
 	appendLog(route("0,3"))
-	expect("probe 0,3")
+	expect("probe 0,3", "sweep")
 	appendLog(notice(9)) // and now the route of LID 9 is known
-	expect("probe 0,3")
+	expect("probe 0,3", "sweep")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
