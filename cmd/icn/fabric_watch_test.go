@@ -43,16 +43,7 @@ func TestWatchKeepsOpenSMCurrent(t *testing.T) {
 	if s := os.Getenv("ICN_WATCH_FABRIC"); s != "" {
 		spec = s
 	}
-	gen, err := topology.Parse(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var export bytes.Buffer
-	if err := writeIBNetExport(&export, gen, spec); err != nil {
-		t.Fatal(err)
-	}
-	net := filepath.Join(dir, "fabric.ibnet")
-	os.WriteFile(net, export.Bytes(), 0o644)
+	net := exportIBNet(t, dir, spec)
 	sim.Start(net, "h0")
 	defer sim.Stop()
 
@@ -348,24 +339,30 @@ func TestCheckDumpSize(t *testing.T) {
 	}
 }
 
+// exportIBNet writes the fabric of spec as icn exports it for ibsim
+// (writeIBNetExport) to a file in dir and returns its path.
+func exportIBNet(t *testing.T, dir, spec string) string {
+	t.Helper()
+	g, err := topology.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := writeIBNetExport(&b, g, spec); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, strings.NewReplacer(":", "_", ",", "_", "=", "_").Replace(spec)+".ibnet")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // A discovery that is not the service's fabric (or fails) is refused
 // with one message and reports nothing.
 func TestWatchRefusesForeignDiscovery(t *testing.T) {
 	dir := t.TempDir()
-	write := func(spec string) string {
-		g, err := topology.Parse(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		if err := writeIBNetExport(&b, g, spec); err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, strings.NewReplacer(":", "_", ",", "_", "=", "_").Replace(spec)+".ibnet")
-		os.WriteFile(p, b.Bytes(), 0o644)
-		return p
-	}
-	own, other := write("fattree:m=4,n=2"), write("dragonfly:a=4,p=2,h=2")
+	own, other := exportIBNet(t, dir, "fattree:m=4,n=2"), exportIBNet(t, dir, "dragonfly:a=4,p=2,h=2")
 	base, err := topology.Parse("file:" + own)
 	if err != nil {
 		t.Fatal(err)
@@ -385,20 +382,7 @@ func TestWatchRefusesForeignDiscovery(t *testing.T) {
 // fabric and says so, reporting nothing.
 func TestWatchSweepsWhenProbeFails(t *testing.T) {
 	dir := t.TempDir()
-	var files []string
-	for _, spec := range []string{"fattree:m=4,n=2", "dragonfly:a=4,p=2,h=2"} {
-		g, err := topology.Parse(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		if err := writeIBNetExport(&b, g, spec); err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, fmt.Sprintf("%d.ibnet", len(files)))
-		os.WriteFile(p, b.Bytes(), 0o644)
-		files = append(files, p)
-	}
+	files := []string{exportIBNet(t, dir, "fattree:m=4,n=2"), exportIBNet(t, dir, "dragonfly:a=4,p=2,h=2")}
 	base, err := topology.Parse("file:" + files[0])
 	if err != nil {
 		t.Fatal(err)
