@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -579,9 +580,9 @@ func (s *Service) dropFailedTransit(rc *recheckSpec, j *client.JobRecord) rechec
 		// re-routes the job on its whole set).
 		c := *j
 		c.Reachable, c.Routing = false, client.RouteBroken
-		c.Problem = fmt.Sprintf("its transit node %s has failed", rc.failedNode)
+		c.Problem = transitFailedProblem([]string{rc.failedNode}, "")
 		if r.new != nil {
-			c.Problem += ", and without it " + r.new.Problem
+			c.Problem = transitFailedProblem([]string{rc.failedNode}, r.new.Problem)
 			c.Unreachable = r.new.Unreachable
 		}
 		c.Affected = append(slices.Clone(j.Affected), rc.label)
@@ -593,6 +594,21 @@ func (s *Service) dropFailedTransit(rc *recheckSpec, j *client.JobRecord) rechec
 	}
 	r.effect.TransitDropped = []string{rc.failedNode}
 	return r
+}
+
+// transitFailedProblem is the problem of a job broken by the failure of
+// its transit nodes (names), with what keeps it from a table without
+// them (without; "" if nothing is known).
+func transitFailedProblem(nodes []string, without string) string {
+	p := fmt.Sprintf("its transit node %s has failed", nodes[0])
+	them := "it"
+	if len(nodes) > 1 {
+		p, them = fmt.Sprintf("its transit nodes %s have failed", strings.Join(nodes, " ")), "them"
+	}
+	if without == "" {
+		return p
+	}
+	return p + ", and without " + them + " " + without
 }
 
 // rerouted is the routing state of job j on the new table the change

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/icn-hpc/icn/alloc"
@@ -132,7 +131,7 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 		var links jobLinks
 		if err == nil {
 			c.TransitNodes = pt.transit
-			if len(pt.added) == 0 && !pt.searched {
+			if !pt.searched {
 				s.measuredTable(len(j.Active), time.Since(start)) // (a table's build alone)
 			}
 			if built != nil {
@@ -145,13 +144,8 @@ func (s *Service) buildPending(ctx context.Context, id int) error {
 		} else {
 			// A failure since the placement: no table on the job's nodes.
 			c.Reachable, c.Routing, c.RoutingNext, c.Problem = false, client.RouteBroken, "", err.Error()
-			switch len(pt.dropped) {
-			case 0:
-			case 1:
-				// (as a failure change words it)
-				c.Problem = fmt.Sprintf("its transit node %s has failed, and without it %v", sn.g.NodeName(pt.dropped[0]), err)
-			default:
-				c.Problem = fmt.Sprintf("its transit nodes %s have failed, and without them %v", strings.Join(names(sn.g, pt.dropped), " "), err)
+			if len(pt.dropped) > 0 {
+				c.Problem = transitFailedProblem(names(sn.g, pt.dropped), err.Error()) // (as a failure change words it)
 			}
 			var up *unreachableError
 			if errors.As(err, &up) {
@@ -193,8 +187,9 @@ type pendingOutcome struct {
 	transit []string
 	added   []int // free nodes added as transit
 	dropped []int // failed transit nodes left out
-	// searched: the set was checked again after its table failed (the
-	// time is more than a table's build)
+	// searched: the set was checked again after its table failed, and
+	// transit nodes were looked for (the time is more than a table's
+	// build)
 	searched bool
 	err      error
 }
