@@ -375,16 +375,16 @@ type blockOutcome struct {
 // size: blocks of one size reduce the same way, a pruned size stays
 // pruned (the bound only falls), and a kept count above the bound is
 // rejected by the caller.
-func (d *decision) reduceCached(w int, p placement) ([]int, bool, error) {
+func (d *decision) reduceCached(w int, p placement, unchecked bool) ([]int, bool, error) {
 	if !p.block || p.all != nil || d.req.Algo != Improved || !d.shareBlocks {
-		return d.reduce(w, p)
+		return d.reduce(w, p, unchecked)
 	}
 	ws := &d.work[w]
 	k := &p.rect.Size[0]
 	if o, ok := ws.blocks[k]; ok {
 		return o.keep, o.ok, nil
 	}
-	keep, ok, err := d.reduce(w, p)
+	keep, ok, err := d.reduce(w, p, false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -561,26 +561,48 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 	if !ok {
 		return true
 	}
-	ok, err := d.reachable(w, p)
+	unchecked := false
+	if d.checkLater(p) {
+		ok, err := d.reachableFirst(w, p)
+		switch {
+		case errors.Is(err, errNotYet):
+			unchecked = true
+			if c := d.sel.tune.later; c != nil {
+				c.Add(1)
+			}
+		case err != nil:
+			d.workErr(out, err)
+			return false
+		case !ok:
+			return true
+		}
+	} else {
+		ok, err := d.reachable(w, p)
+		if err != nil {
+			d.workErr(out, err)
+			return false
+		}
+		if !ok {
+			return true
+		}
+	}
+	if !unchecked {
+		out.found++
+		if d.req.Exists {
+			d.stop.Store(true)
+			return false
+		}
+		if d.req.CountOnly {
+			return true
+		}
+	}
+	keep, ok, err := d.reduceCached(w, p, unchecked)
 	if err != nil {
 		d.workErr(out, err)
 		return false
 	}
-	if !ok {
-		return true
-	}
-	out.found++
-	if d.req.Exists {
-		d.stop.Store(true)
-		return false
-	}
-	if d.req.CountOnly {
-		return true
-	}
-	keep, ok, err := d.reduceCached(w, p)
-	if err != nil {
-		d.workErr(out, err)
-		return false
+	if unchecked && ok {
+		out.found++
 	}
 	kept := p.nTransit
 	if keep != nil {
@@ -750,6 +772,18 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 	return d.askReachable(w, list, d.stringKey(w, 0, "t", p.pattern))
 }
 
+// reachableFirst is reachable for a set that is not a block, asked
+// with answerFirst on a miss of the cache: errNotYet when the set's first
+// sources have their routes (nothing is then kept in the cache).
+func (d *decision) reachableFirst(w int, p placement) (bool, error) {
+	ask := func(active, transit []int) (bool, error) { return d.answerFirst(w, active, transit) }
+	list := func() ([]int, []int) { return p.active, p.transit }
+	if p.pattern == "" {
+		return d.sel.reach.reachable(ask, list, d.setIDKey(w, 0, "s", p.active, p.transit))
+	}
+	return d.sel.reach.reachable(ask, list, d.stringKey(w, 0, "t", p.pattern))
+}
+
 // askReachable asks the router whether the set list returns is
 // reachable, through the selector's cache; each key names the set (built
 // by the key methods below, which prepend the job size: patterns and
@@ -809,7 +843,10 @@ func (d *decision) aloneAsked(w int, p placement, block bool, ask func(w int, li
 // routes never leave the set, so it is computed once per size. keep lists
 // the indices in p.transit of the nodes kept, or is nil when none was
 // dropped.
-func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
+//
+// With unchecked, nobody has asked yet whether the placement's set is
+// reachable (checkLater): ok is then also false when it is not.
+func (d *decision) reduce(w int, p placement, unchecked bool) (keep []int, ok bool, err error) {
 	if d.req.Algo != Improved || p.nTransit == 0 {
 		return nil, true, nil
 	}
@@ -836,16 +873,14 @@ func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 	case p.pattern != "":
 		// Translates reduce the same way (indices into the transit list).
 		k, err := d.memo.get("d"+p.pattern, func() (any, error) {
-			active, transit := d.listed(p)
-			return dropTransit(d.asker(w), active, transit, int(bound))
+			return d.dropTransit(w, p, int(bound), unchecked)
 		})
 		if err != nil || k.([]int) == nil {
 			return nil, false, err
 		}
 		keep = k.([]int)
 	default:
-		active, transit := d.listed(p)
-		k, err := dropTransit(d.asker(w), active, transit, int(bound))
+		k, err := d.dropTransit(w, p, int(bound), unchecked)
 		if err != nil || k == nil {
 			return nil, false, err
 		}
@@ -858,6 +893,52 @@ func (d *decision) reduce(w int, p placement) (keep []int, ok bool, err error) {
 		keep = []int{}
 	}
 	return keep, true, nil
+}
+
+// checkLater reports whether a Fast decision may ask whether the
+// placement's set is reachable with only its first sources
+// (reachableFirst), leaving the rest of the question to its reduction
+// (dropTransit with unchecked): a set with transit nodes and unavailable
+// ones, while a candidate with transit nodes can still win. The full
+// check of a reachable set is the costly question (all its batches of
+// sources), while the reduction asks about subsets of the set, most of
+// them not reachable and told in their first batch. A subset found
+// reachable shows the set is too (reachability grows with the transit
+// set); a reduction that gives up at the bound (more transit nodes must
+// stay than the best candidate has) needs no answer, since the
+// placement cannot win either way; only when every subset asked about
+// was not reachable and the reduction kept every transit node is the set
+// itself asked about in full.
+func (d *decision) checkLater(p placement) bool {
+	return d.req.Fast && d.req.Algo == Improved && !d.req.Exists && !d.req.CountOnly &&
+		p.blockSize == nil && p.nTransit > 0 && d.bestT.Load() > 0
+}
+
+// dropTransit is dropTransit (the function) on the placement's set with
+// worker w's questions. With unchecked (checkLater) it returns nil also
+// when the set is not reachable.
+func (d *decision) dropTransit(w int, p placement, bound int, unchecked bool) ([]int, error) {
+	active, transit := d.listed(p)
+	ask := d.asker(w)
+	reached := false
+	if unchecked {
+		ask = func(active, transit []int) (bool, error) {
+			ok, err := d.answer(w, active, transit)
+			reached = reached || ok
+			return ok, err
+		}
+	}
+	keep, err := dropTransit(ask, active, transit, bound)
+	if err != nil || keep == nil || !unchecked || reached {
+		return keep, err
+	}
+	// No subset asked about was reachable: every transit node stayed,
+	// and the set itself is the question.
+	ok, err := d.reachable(w, p)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return keep, nil
 }
 
 // newCandidate records a reachable set in worker w's arena, with what

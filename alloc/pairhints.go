@@ -1,6 +1,9 @@
 package alloc
 
-import "slices"
+import (
+	"errors"
+	"slices"
+)
 
 // maxHints is how many failed pairs are remembered per job size.
 const maxHints = 16
@@ -54,13 +57,32 @@ func (h *pairHints) learn(active []int, bad [2]int) {
 // pairs first. Its questions belong to the enumeration phase: they end
 // with errCut when the phase does.
 func (d *decision) answer(w int, active, transit []int) (bool, error) {
-	return d.answerConnected(w, active, transit, false)
+	return d.answerUntil(w, active, transit, false, false)
+}
+
+// errNotYet is answerFirst's error when the sources it checked have
+// routes to every active node: the set may still not be reachable.
+var errNotYet = errors.New("no missing route found among the first sources")
+
+// answerFirst is answer that checks the worker's remembered pairs and
+// only the first batch of 64 sources of the router's full check (the
+// sources likeliest to miss: see routing.Router.ReachableWithHints); it
+// returns errNotYet when none misses and more sources are left. Most
+// sets that are not reachable are told as cheaply as by answer, and a
+// set that passes costs one batch instead of all.
+func (d *decision) answerFirst(w int, active, transit []int) (bool, error) {
+	return d.answerUntil(w, active, transit, false, true)
 }
 
 // answerConnected is answer that skips the connectivity and box checks
 // when the caller knows the set is connected and not a box (prefix: the
 // uniform path's sets, the first m nodes of a box that do not form one).
 func (d *decision) answerConnected(w int, active, transit []int, prefix bool) (bool, error) {
+	return d.answerUntil(w, active, transit, prefix, false)
+}
+
+// answerUntil is answerConnected, or with first answerFirst.
+func (d *decision) answerUntil(w int, active, transit []int, prefix, first bool) (bool, error) {
 	if d.clock.enum.Load() {
 		return false, errCut
 	}
@@ -86,7 +108,17 @@ func (d *decision) answerConnected(w int, active, transit []int, prefix bool) (b
 		// miss, and a worker's first question has nothing learned yet.
 		pairs = append(pairs, [2]int{active[len(active)-1], active[0]}, [2]int{active[0], active[len(active)-1]})
 	}
-	ok, bad, err := reachableUntil(d.rt, active, transit, pairs, d.clock.enum.Load)
+	stop, batches := d.clock.enum.Load, 0
+	if first {
+		stop = func() bool {
+			batches++
+			return batches > 1 || d.clock.enum.Load()
+		}
+	}
+	ok, bad, err := reachableUntil(d.rt, active, transit, pairs, stop)
+	if first && errors.Is(err, errCut) && !d.clock.enum.Load() {
+		return true, errNotYet
+	}
 	if err != nil || ok {
 		return ok, err
 	}

@@ -2,7 +2,6 @@ package alloc
 
 import (
 	"fmt"
-	"github.com/icn-hpc/icn/routing"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/icn-hpc/icn/routing"
 	"github.com/icn-hpc/icn/topology"
 )
 
@@ -238,6 +238,9 @@ type tuning struct {
 	// boundSpent ends the bound phase at the decision's start, as if
 	// listing the free rectangles had taken it (giveUpBounded).
 	boundSpent bool
+	// later, when not nil, counts the placements whose reduction was
+	// left the rest of the reachability question (checkLater).
+	later *atomic.Int64
 }
 
 // NewSelector prepares a selector for the state's torus.

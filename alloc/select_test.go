@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/icn-hpc/icn/routing"
@@ -504,4 +505,87 @@ func (b *blockSet) key(dims []int) string {
 func setID(active, transit []int) string {
 	var scratch []int
 	return string(appendSetID(nil, active, transit, &scratch))
+}
+
+// TestCheckLaterMatchesExact checks the Fast decisions that leave most
+// of a large set's reachability question to its reduction (checkLater:
+// sets of more than 64 active nodes, whose first batch of sources is
+// asked first) against decisions without Fast: the same set, transit
+// count and φ, and no more candidates found, on random busy states of
+// 512-node tori (boxes of busy nodes and scattered ones, with failed
+// links on some).
+func TestCheckLaterMatchesExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 9))
+	var later atomic.Int64
+	for trial := range 16 {
+		spec := []string{"torus:8x8x4x2", "torus:8x4x4x4", "torus:8x8x8"}[trial%3]
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if trial%4 == 3 {
+			if g, err = g.WithFaults([]int{r.IntN(g.NumLinks()), r.IntN(g.NumLinks())}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := NewState(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var busy []int
+		for v := range s.N() {
+			if r.IntN(40) == 0 {
+				busy = append(busy, v)
+			}
+		}
+		// A busy box.
+		dims := g.Dims()
+		st, size := make([]int, len(dims)), make([]int, len(dims))
+		for i, d := range dims {
+			st[i], size[i] = r.IntN(d), 1+r.IntN(d/2)
+		}
+		for _, v := range (Rect{Start: st, Size: size}).Nodes(dims, nil) {
+			if !slices.Contains(busy, v) {
+				busy = append(busy, v)
+			}
+		}
+		if err := s.Occupy(1, busy); err != nil {
+			t.Fatal(err)
+		}
+		rt, err := NewAngaraRouter(g, "angara*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := 65 + r.IntN(100)
+		T := m / 4
+		name := fmt.Sprintf("%s busy %d m=%d T=%d", spec, len(busy), m, T)
+		exact, err := NewSelector(s).Select(s, rt, Request{Nodes: m, Transit: T, Algo: Improved, NoTable: true})
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		sel := NewSelector(s)
+		sel.tune.later = &later
+		fast, err := sel.Select(s, rt, Request{Nodes: m, Transit: T, Algo: Improved, NoTable: true, Fast: true})
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		if (exact.Chosen == nil) != (fast.Chosen == nil) {
+			t.Fatalf("%s: exact chose %v, fast %v", name, exact.Chosen != nil, fast.Chosen != nil)
+		}
+		if exact.Chosen == nil {
+			continue
+		}
+		e, f := exact.Chosen, fast.Chosen
+		if setKey(e.Active, e.Transit) != setKey(f.Active, f.Transit) || e.Frag.Phi != f.Frag.Phi || fast.Found > exact.Found {
+			t.Fatalf("%s: fast chose %d transit, φ %v (found %d), exact %d, φ %v (found %d)",
+				name, len(f.Transit), f.Frag.Phi, fast.Found, len(e.Transit), e.Frag.Phi, exact.Found)
+		}
+		if ok, err := rt.Reachable(f.Active, f.Transit); err != nil || !ok {
+			t.Fatalf("%s: fast chose a set that is not reachable (%v)", name, err)
+		}
+	}
+	if later.Load() == 0 {
+		t.Fatal("no placement left its question to its reduction")
+	}
+	t.Logf("%d placements left their question to their reduction", later.Load())
 }

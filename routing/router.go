@@ -24,12 +24,15 @@ type Router struct {
 	plan  *bfsPlan
 	up    []bool
 	star  *starResult // angara* only
-	// moves lists, per automaton state, the transitions reachability
-	// follows (not dominated, not the self-loop, and for angara* not
+	// moves lists, per automaton state, the transitions searches follow
+	// (not dominated, not the self-loop, and for angara* not
 	// conditional when no order-violating dependency was accepted):
 	// moves[moveStart[q]:moveStart[q+1]].
 	moves     []move
 	moveStart []int32
+	// ra is the automaton reachability follows: the same moves with
+	// equivalent states merged (reachAuto).
+	ra reachAuto
 	// upOut has, per node, bit d set when a live channel leaves it in
 	// direction d; inExtra, per node v and direction d (v*nd+d), the
 	// R_A* extras of the channel entering v moving in direction d (0
@@ -155,21 +158,25 @@ type move struct {
 	to   int32
 }
 
-// compileMoves fills r.moves from the automaton.
+// compileMoves fills r.moves and r.ra from the automaton, and the masks
+// of the live channels.
 func (r *Router) compileMoves() {
 	a := r.a
 	condNever := r.star == nil || r.star.accepted == 0
-	r.moveStart = make([]int32, a.nstates+1)
+	start := make([]int32, a.nstates+1)
+	var moves []move
 	for q := 0; q < a.nstates; q++ {
-		r.moveStart[q] = int32(len(r.moves))
+		start[q] = int32(len(moves))
 		for k := a.tstart[q]; k < a.tstart[q+1]; k++ {
 			if a.tskip[k] || a.tto[k] == int32(q) || a.tcond[k] && condNever {
 				continue
 			}
-			r.moves = append(r.moves, move{dir: a.tdir[k], cond: a.tcond[k], to: a.tto[k]})
+			moves = append(moves, move{dir: a.tdir[k], cond: a.tcond[k], to: a.tto[k]})
 		}
 	}
-	r.moveStart[a.nstates] = int32(len(r.moves))
+	start[a.nstates] = int32(len(moves))
+	r.moves, r.moveStart = moves, start
+	r.ra = mergeStates(a, start, moves)
 	r.compileMasks()
 }
 
@@ -210,10 +217,16 @@ func (r *Router) ExtraAllowed(c int, d Dir) bool {
 	return r.star != nil && c >= 0 && c < len(r.star.extra) && r.star.extra[c]&(1<<d) != 0
 }
 
-// allowed reports whether transition k of the automaton may be taken from
-// vertex (v, q): its channel is alive and, if conditional, accepted.
+// condOK reports whether the conditional transition in direction d may
+// be taken from vertex (v, q) of the automaton r.a: R_A* accepted the
+// dependency from the channel entering q to d.
 func (r *Router) condOK(v, q int, d Dir) bool {
 	return r.inExtra[v*r.t.nd+int(r.a.in[q])]&(1<<d) != 0
+}
+
+// moveOK is condOK for state q of r.ra.
+func (r *Router) moveOK(v, q int, d Dir) bool {
+	return r.inExtra[v*r.t.nd+int(r.ra.in[q])]&(1<<d) != 0
 }
 
 // ---- scratch ----
@@ -341,7 +354,7 @@ func (r *Router) markSet(s *scratch, active, transit []int) error {
 	s.act = s.act[:0]
 	s.trans = s.trans[:0]
 	s.mnode = s.mnode[:0]
-	s.dense = r.t.nodes*r.a.nstates <= denseEntries
+	s.dense = r.t.nodes*r.ra.nstates <= denseEntries
 	if !s.dense && len(s.mloc) < r.t.nodes {
 		s.mloc = make([]int32, r.t.nodes)
 	}
@@ -553,19 +566,19 @@ func (r *Router) passes(s *scratch, all bool) (missing []int, bad [2]int) {
 // 64) through the set's routing graph: bit p-b0 of a vertex's mask is set
 // when the source at position p reaches it (see reachSet).
 func (r *Router) propagate(s *scratch, b0, b1 int) {
-	S := int(r.a.nstates)
+	S := r.ra.nstates
 	if len(s.live) < S {
 		s.live = make([][]int32, S)
 	}
 	if len(s.mask) < S*s.width {
 		s.mask = make([]uint64, S*s.width) // zero outside a check: each pass clears what it set
 	}
-	begin := int32(r.a.begin)
+	begin := r.ra.begin
 	for p := b0; p < b1; p++ {
 		r.orMask(s, s.at(s.act[s.order[p]]), begin, 1<<uint(p-b0))
 	}
-	for _, q := range r.a.topo {
-		if sd := r.a.self[q]; sd >= 0 {
+	for _, q := range r.ra.topo {
+		if sd := r.ra.self[q]; sd >= 0 {
 			r.closeSelfLoop(s, q, sd)
 		}
 		r.pushTransitions(s, q)
@@ -575,7 +588,7 @@ func (r *Router) propagate(s *scratch, b0, b1 int) {
 // clearBatch clears the masks a pass (propagate) set.
 func (r *Router) clearBatch(s *scratch) {
 	N := s.width
-	for q, list := range s.live[:r.a.nstates] {
+	for q, list := range s.live[:r.ra.nstates] {
 		m := s.mask[q*N : (q+1)*N]
 		for _, v := range list {
 			m[v] = 0
@@ -861,7 +874,7 @@ func (r *Router) closeSelfLoop(s *scratch, q int32, sd int8) {
 // pushTransitions pushes the masks of state q over its other transitions
 // to the neighbours' successor states.
 func (r *Router) pushTransitions(s *scratch, q int32) {
-	moves := r.moves[r.moveStart[q]:r.moveStart[q+1]]
+	moves := r.ra.moves[r.ra.moveStart[q]:r.ra.moveStart[q+1]]
 	if len(moves) == 0 {
 		return
 	}
@@ -874,7 +887,7 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 		base := int(v) * nd
 		open := opens[v]
 		for _, mv := range moves {
-			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(s.node(v)), int(q), mv.dir) {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.moveOK(int(s.node(v)), int(q), mv.dir) {
 				continue
 			}
 			r.orMask(s, nb[base+int(mv.dir)], mv.to, m)
@@ -891,7 +904,7 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 // state by state from the nodes the pass listed (s.live), so the masks
 // are read in the order they lie in memory.
 func (r *Router) batchMisses(s *scratch, b0, b1 int) (union uint64, src, dst int) {
-	a := r.a
+	a := &r.ra
 	N := s.width
 	if len(s.got) < N {
 		s.got = make([]uint64, N)
@@ -1013,7 +1026,7 @@ func (r *Router) isActive(s *scratch, v int) bool {
 // src to dst: a depth-first search over the vertices (node, automaton
 // state) of the set's routing graph, with the transitions reachSet takes.
 func (r *Router) pairReach(s *scratch, src, dst int32) bool {
-	a, t := r.a, r.t
+	a, t := &r.ra, r.t
 	S := int32(a.nstates)
 	if n := s.width * int(S); len(s.seen) < n {
 		s.seen = make([]uint32, max(n, 2*len(s.seen)))
@@ -1035,8 +1048,8 @@ func (r *Router) pairReach(s *scratch, src, dst int32) bool {
 		if sd := a.self[q]; sd >= 0 && open&(1<<sd) != 0 && r.pairStep(s, t.nb[base+int(sd)], q, dst, ep) {
 			return true
 		}
-		for _, mv := range r.moves[r.moveStart[q]:r.moveStart[q+1]] {
-			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
+		for _, mv := range r.ra.moves[r.ra.moveStart[q]:r.ra.moveStart[q+1]] {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.moveOK(int(v), int(q), mv.dir) {
 				continue
 			}
 			if r.pairStep(s, t.nb[base+int(mv.dir)], mv.to, dst, ep) {
@@ -1082,7 +1095,7 @@ func (r *Router) sweepHinted(s *scratch, pairs [][2]int) (bad [2]int, ok bool) {
 // set's routing graph reaches from src and stamps, in s.ended, the nodes
 // reached in a state where a route may end; it returns the stamp.
 func (r *Router) sweep(s *scratch, src int32) uint32 {
-	a, t := r.a, r.t
+	a, t := &r.ra, r.t
 	// A vertex is its node's index shifted by sh, or its state: a shift
 	// and a mask decode it where a division by the state count would.
 	sh := uint(bits.Len(uint(a.nstates - 1)))
@@ -1130,8 +1143,8 @@ func (r *Router) sweep(s *scratch, src int32) uint32 {
 				visit(u, q)
 			}
 		}
-		for _, mv := range r.moves[r.moveStart[q]:r.moveStart[q+1]] {
-			if up&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(q), mv.dir) {
+		for _, mv := range r.ra.moves[r.ra.moveStart[q]:r.ra.moveStart[q+1]] {
+			if up&(1<<mv.dir) == 0 || mv.cond && !r.moveOK(int(v), int(q), mv.dir) {
 				continue
 			}
 			if u := t.nb[base+int(mv.dir)]; s.setStamp[u] == s.setEpoch {
@@ -1146,10 +1159,10 @@ func (r *Router) sweep(s *scratch, src int32) uint32 {
 // whether u is the destination in a state where a route may end, and
 // otherwise stacks the vertex if it is new.
 func (r *Router) pairStep(s *scratch, u, q, dst int32, ep uint32) bool {
-	if u == dst && r.a.canEnd[q] {
+	if u == dst && r.ra.canEnd[q] {
 		return true
 	}
-	if y := s.at(u)*int32(r.a.nstates) + q; s.seen[y] != ep {
+	if y := s.at(u)*int32(r.ra.nstates) + q; s.seen[y] != ep {
 		s.seen[y] = ep
 		s.stack = append(s.stack, y)
 	}
@@ -1269,7 +1282,7 @@ func (r *Router) LegalPath(src, dst int, set, extra []int) ([]int, error) {
 	}
 	// Labels per vertex (node, state) of the set's routing graph, at
 	// index at(v)·S + q; a vertex has one when seen[x] == ep.
-	S := int32(r.a.nstates)
+	S := int32(r.ra.nstates)
 	if n := s.width * int(S); len(s.seen) < n {
 		s.seen = make([]uint32, max(n, 2*len(s.seen)))
 		s.seenEpoch = 0
@@ -1278,7 +1291,7 @@ func (r *Router) LegalPath(src, dst int, set, extra []int) ([]int, error) {
 		s.label = make([]pathLabel, len(s.seen))
 	}
 	ep := newEpoch(&s.seenEpoch, s.seen)
-	start := s.at(int32(src))*S + int32(r.a.begin)
+	start := s.at(int32(src))*S + r.ra.begin
 	s.seen[start], s.label[start] = ep, pathLabel{prev: start}
 	q := pathQueue{{at: start}}
 	for len(q) > 0 {
@@ -1288,7 +1301,7 @@ func (r *Router) LegalPath(src, dst int, set, extra []int) ([]int, error) {
 			continue // a better label came first
 		}
 		v, cq := s.node(cur/S), cur%S
-		if v == int32(dst) && r.a.canEnd[cq] {
+		if v == int32(dst) && r.ra.canEnd[cq] {
 			var path []int
 			for x := cur; ; x = s.label[x].prev {
 				path = append(path, int(s.node(x/S)))
@@ -1313,11 +1326,11 @@ func (r *Router) LegalPath(src, dst int, set, extra []int) ([]int, error) {
 			s.seen[n.at], s.label[n.at] = ep, pathLabel{n.added, n.hops, cur}
 			q.push(n)
 		}
-		if sd := r.a.self[cq]; sd >= 0 && open&(1<<sd) != 0 {
+		if sd := r.ra.self[cq]; sd >= 0 && open&(1<<sd) != 0 {
 			step(Dir(sd), cq)
 		}
-		for _, mv := range r.moves[r.moveStart[cq]:r.moveStart[cq+1]] {
-			if open&(1<<mv.dir) == 0 || mv.cond && !r.condOK(int(v), int(cq), mv.dir) {
+		for _, mv := range r.ra.moves[r.ra.moveStart[cq]:r.ra.moveStart[cq+1]] {
+			if open&(1<<mv.dir) == 0 || mv.cond && !r.moveOK(int(v), int(cq), mv.dir) {
 				continue
 			}
 			step(mv.dir, mv.to)
