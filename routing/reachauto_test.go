@@ -116,6 +116,7 @@ func TestMergedStatesCount(t *testing.T) {
 		{"8x8x4x4", 90, 37},
 		{"16x16x16x12x2", 254, 70},
 		{"4x6x10", 34, 20},
+		{"24x23x24x2x3x2:mesh=W,U", 742, 135},
 	} {
 		r, err := NewRouter(mustTorus(t, tc.spec), Rule{Kind: AngaraStar})
 		if err != nil {

@@ -882,16 +882,23 @@ func (r *Router) pushTransitions(s *scratch, q int32) {
 	nb, opens := r.graph(s)
 	N := s.width
 	masks := s.mask[int(q)*N : (int(q)+1)*N]
-	for _, v := range s.live[q] {
-		m := masks[v]
-		base := int(v) * nd
-		open := opens[v]
-		for _, mv := range moves {
-			if open&(1<<mv.dir) == 0 || mv.cond && !r.moveOK(int(s.node(v)), int(q), mv.dir) {
+	from := s.live[q]
+	// Move by move: the target state's masks and list stay in hand.
+	for _, mv := range moves {
+		to := s.mask[int(mv.to)*N : (int(mv.to)+1)*N]
+		list := s.live[mv.to]
+		bit := uint16(1) << mv.dir
+		for _, v := range from {
+			if opens[v]&bit == 0 || mv.cond && !r.moveOK(int(s.node(v)), int(q), mv.dir) {
 				continue
 			}
-			r.orMask(s, nb[base+int(mv.dir)], mv.to, m)
+			u := nb[int(v)*nd+int(mv.dir)]
+			if to[u] == 0 {
+				list = append(list, u)
+			}
+			to[u] |= masks[v]
 		}
+		s.live[mv.to] = list
 	}
 }
 
