@@ -274,6 +274,9 @@ func (d *decision) giveUpBounded() ([]sizeResult, bool) {
 // budget's enumeration phase leaves the masks not made nil.
 func (d *decision) promisingStarts(lead [][]int, reach []bool, bl *boundLevels, ccs []*coverCounter, bufs [][]int32, promising [][]uint64) {
 	N := d.s.N()
+	if d.sel.tune.cutMasks {
+		d.clock.enum.Store(true) // as if the budget ended here (tests)
+	}
 	par.For(len(lead), d.sel.Workers, func(w, j int) {
 		if !reach[j] || d.clock.enum.Load() {
 			return
@@ -466,17 +469,31 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		si := order[k]
 		j := sizeBox[si]
 		mask, a := promising[j], lead[j]
+		size := d.sizes[si]
+		// The size's representative, a set without transit nodes that
+		// leaves φ* (a free box or a seed, its questions answered), is
+		// examined even after the budget's enumeration phase ended (in
+		// its place in enumeration order when the phase lasts): a cut
+		// decision then still has its sets of φ*.
+		repDone := repAt[si] < 0
+		rep := func(st []int) bool {
+			repDone = true
+			d.work[w].late = true
+			defer func() { d.work[w].late = false }()
+			return f(w, si, st)
+		}
+		defer func() {
+			if !repDone {
+				st := make([]int, len(size))
+				dec(repAt[si], sel.dims, st)
+				rep(st)
+			}
+		}()
 		if reach[j] && !direct && mask == nil {
 			d.cutHit.Store(true) // the masks were cut by the budget
 			return
 		}
-		size := d.sizes[si]
 		if !reach[j] {
-			if repAt[si] >= 0 {
-				st := make([]int, len(size))
-				dec(repAt[si], sel.dims, st)
-				f(w, si, st)
-			}
 			return
 		}
 		box := Rect{Size: a}
@@ -484,7 +501,7 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		placementsBelow(sel.dims, sel.wrap, size, period, func(st []int) bool {
 			v := enc(st, sel.dims)
 			if v == repAt[si] {
-				return f(w, si, st)
+				return rep(st)
 			}
 			if direct {
 				box.Start = st

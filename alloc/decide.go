@@ -89,7 +89,13 @@ func (sel *Selector) SelectContext(ctx context.Context, s *State, rt Router, req
 		return nil, err
 	}
 	if d.cutHit.Load() {
-		d.cutShort(res, CompleteNone)
+		// A candidate without transit nodes settles criterion 1 however
+		// early the cut came.
+		complete := CompleteNone
+		if len(cands) > 0 && fewestTransit(cands)[0].nTransit == 0 {
+			complete = CompleteTransit
+		}
+		d.cutShort(res, complete)
 	}
 	if d.settled {
 		res.Exhaustive, res.Settled = false, true
@@ -349,6 +355,10 @@ type decision struct {
 
 // workerScratch is one worker's reusable space.
 type workerScratch struct {
+	// late lets examine take a placement after the enumeration phase
+	// ended: the bounded path's representative of a size, a set whose
+	// questions are answered already (see boundedPlacements).
+	late        bool
 	nodes       []int
 	lo, hi, off []int
 	conn        connScratch
@@ -539,7 +549,7 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 	if d.stop.Load() {
 		return false
 	}
-	if d.clock.enum.Load() {
+	if d.clock.enum.Load() && !d.work[w].late {
 		d.cutHit.Store(true)
 		return false
 	}
@@ -766,6 +776,15 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 		return d.alone(w, p, false)
 	}
 	list := func() ([]int, []int) { return p.active, p.transit }
+	if p.nTransit == 0 {
+		// Without transit nodes the set is its active nodes alone, which
+		// alone asks about under its own keys (a seed of the bounded
+		// path was found so).
+		if p.pattern == "" {
+			return d.askReachable(w, list, d.setIDKey(w, 0, "s", p.active, p.transit), d.nodeKey(w, 1, "a", p.active))
+		}
+		return d.askReachable(w, list, d.stringKey(w, 0, "t", p.pattern), d.stringKey(w, 1, "p", p.pattern))
+	}
 	if p.pattern == "" {
 		return d.askReachable(w, list, d.setIDKey(w, 0, "s", p.active, p.transit))
 	}

@@ -238,6 +238,9 @@ type tuning struct {
 	// boundSpent ends the bound phase at the decision's start, as if
 	// listing the free rectangles had taken it (giveUpBounded).
 	boundSpent bool
+	// cutMasks ends the enumeration phase as the bounded path starts
+	// finding its promising starts (as a budget ending there would).
+	cutMasks bool
 	// later, when not nil, counts the placements whose reduction was
 	// left the rest of the reachability question (checkLater).
 	later *atomic.Int64

@@ -186,7 +186,7 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 3))
 	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2",
 		"torus:4x3x2:mesh=Z", "torus:3x2x2x3:mesh=Y,W"}
-	bounded, gaveUp, seeded := 0, int64(0), int64(0)
+	bounded, gaveUp, seeded, cutReps := 0, int64(0), int64(0), 0
 	for trial := 0; trial < 120; trial++ {
 		spec := specs[trial%len(specs)]
 		g, err := topology.Parse(spec)
@@ -237,6 +237,21 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 		if !reflect.DeepEqual(late.Chosen, want.Chosen) || late.Complete != want.Complete {
 			t.Fatalf("%s: the bounded path given up chose %+v (complete %d), enumeration %+v (complete %d)", name, late.Chosen, late.Complete, want.Chosen, want.Complete)
 		}
+		// A budget that ends while the promising starts are found still
+		// leaves each size's representative, a set of φ*.
+		cutSel := NewSelector(s)
+		cutSel.tune.forceBounded, cutSel.tune.boundMasks, cutSel.tune.cutMasks = true, true, true
+		cut, err := cutSel.Select(s, rt, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cut.Cut != "" && cut.Settled {
+			if cut.Chosen == nil || len(cut.Chosen.Transit) != 0 || cut.Complete != CompleteTransit || cut.Chosen.Frag.Phi > want.Chosen.Frag.Phi {
+				t.Fatalf("%s: cut while the promising starts were found: %+v (complete %d), enumeration %+v", name, cut.Chosen, cut.Complete, want.Chosen)
+			}
+			checkChosen(t, name+" (cut)", s, rt, m, cut.Chosen)
+			cutReps++
+		}
 		if want.Chosen == nil {
 			continue
 		}
@@ -257,7 +272,10 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 	if seeded < 10 {
 		t.Fatalf("only %d of 120 decisions took φ* from a seed", seeded)
 	}
-	t.Logf("%d decisions settled by the bounded path, %d with φ* from a seed, %d bounded paths given up", bounded, seeded, gaveUp)
+	if cutReps < 10 {
+		t.Fatalf("only %d of 120 decisions cut while finding the promising starts kept a set of φ*", cutReps)
+	}
+	t.Logf("%d decisions settled by the bounded path, %d with φ* from a seed, %d bounded paths given up, %d cut with a set of φ*", bounded, seeded, gaveUp, cutReps)
 	if gaveUp < 30 {
 		t.Fatalf("only %d of 120 bounded paths were given up at the bound phase's end", gaveUp)
 	}
