@@ -549,13 +549,7 @@ func TestCheckLaterMatchesExact(t *testing.T) {
 				busy = append(busy, v)
 			}
 		}
-		if err := s.Occupy(1, busy); err != nil {
-			t.Fatal(err)
-		}
-		rt, err := NewAngaraRouter(g, "angara*")
-		if err != nil {
-			t.Fatal(err)
-		}
+		rt := occupiedAngara(t, s, busy)
 		m := 65 + r.IntN(100)
 		T := m / 4
 		name := fmt.Sprintf("%s busy %d m=%d T=%d", spec, len(busy), m, T)
@@ -588,4 +582,18 @@ func TestCheckLaterMatchesExact(t *testing.T) {
 		t.Fatal("no placement left its question to its reduction")
 	}
 	t.Logf("%d placements left their question to their reduction", later.Load())
+}
+
+// occupiedAngara takes the busy nodes of s (job 1) and returns an
+// angara* router of its network.
+func occupiedAngara(t *testing.T, s *State, busy []int) *AngaraRouter {
+	t.Helper()
+	if err := s.Occupy(1, busy); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := NewAngaraRouter(s.Graph(), "angara*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }

@@ -539,13 +539,7 @@ func TestPrefixBoxInSet(t *testing.T) {
 				busy = append(busy, v)
 			}
 		}
-		if err := s.Occupy(1, busy); err != nil {
-			t.Fatal(err)
-		}
-		rt, err := NewAngaraRouter(g, "angara*")
-		if err != nil {
-			t.Fatal(err)
-		}
+		rt := occupiedAngara(t, s, busy)
 		sel := NewSelector(s)
 		sel.prepare(s)
 		checked := 0
