@@ -525,13 +525,17 @@ func (pc *peerConn) flush(extra ...[]byte) error {
 	}
 	pc.spare = b[:0]
 	if err != nil {
+		failed := &PEError{PE: pc.pe, Reason: "sending failed: " + err.Error()}
 		if !pc.t.closing.Load() {
-			pc.t.fs.set(&PEError{PE: pc.pe, Reason: "sending failed: " + err.Error()})
+			pc.t.fs.set(failed)
 		}
 		if e := pc.t.fs.get(); e != nil {
 			return e
 		}
-		return err
+		// Another failure is being recorded (its report to the launcher
+		// comes first) or the transport is closing: until it is
+		// recorded, the error names the peer the write failed to.
+		return failed
 	}
 	return nil
 }
