@@ -98,6 +98,16 @@ func (cc *coverCounter) count(b []int, rs []Rect, out []int32) {
 	for i, d := range cc.dims {
 		st := cc.stride[i]
 		block := st * (d + 1)
+		if st == 1 {
+			// The first dimension: running sums along contiguous rows.
+			for base := 0; base < len(cc.acc); base += block {
+				row := cc.acc[base : base+block]
+				for k := 1; k < len(row); k++ {
+					row[k] += row[k-1]
+				}
+			}
+			continue
+		}
 		for base := 0; base < len(cc.acc); base += block {
 			for off := base + st; off < base+block; off += st {
 				dst, src := cc.acc[off:off+st], cc.acc[off-st:off]
@@ -107,12 +117,13 @@ func (cc *coverCounter) count(b []int, rs []Rect, out []int32) {
 			}
 		}
 	}
-	// Read the sums at the starts (node ids, X fastest).
+	// Read the sums at the starts (node ids, X fastest), a row of X at a
+	// time.
 	c := make([]int, n)
-	idx := 0
-	for v := range out {
-		out[v] = cc.acc[idx]
-		for i := 0; i < n; i++ {
+	idx, d0 := 0, cc.dims[0]
+	for v := 0; v < len(out); v += d0 {
+		copy(out[v:v+d0], cc.acc[idx:idx+d0])
+		for i := 1; i < n; i++ {
 			c[i]++
 			idx += cc.stride[i]
 			if c[i] < cc.dims[i] {
