@@ -780,15 +780,24 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 		// Without transit nodes the set is its active nodes alone, which
 		// alone asks about under its own keys (a seed of the bounded
 		// path was found so).
+		var alone []byte
 		if p.pattern == "" {
-			return d.askReachable(w, list, d.setIDKey(w, 0, "s", p.active, p.transit), d.nodeKey(w, 1, "a", p.active))
+			alone = d.nodeKey(w, 1, "a", p.active)
+		} else {
+			alone = d.stringKey(w, 1, "p", p.pattern)
 		}
-		return d.askReachable(w, list, d.stringKey(w, 0, "t", p.pattern), d.stringKey(w, 1, "p", p.pattern))
+		return d.askReachable(w, list, d.setKey(w, p), alone)
 	}
+	return d.askReachable(w, list, d.setKey(w, p))
+}
+
+// setKey is the reachability cache key (slot 0) of a placement's set: its
+// pattern when the router is translation invariant, else its nodes.
+func (d *decision) setKey(w int, p placement) []byte {
 	if p.pattern == "" {
-		return d.askReachable(w, list, d.setIDKey(w, 0, "s", p.active, p.transit))
+		return d.setIDKey(w, 0, "s", p.active, p.transit)
 	}
-	return d.askReachable(w, list, d.stringKey(w, 0, "t", p.pattern))
+	return d.stringKey(w, 0, "t", p.pattern)
 }
 
 // reachableFirst is reachable for a set that is not a block, asked
@@ -797,10 +806,7 @@ func (d *decision) reachable(w int, p placement) (bool, error) {
 func (d *decision) reachableFirst(w int, p placement) (bool, error) {
 	ask := func(active, transit []int) (bool, error) { return d.answerFirst(w, active, transit) }
 	list := func() ([]int, []int) { return p.active, p.transit }
-	if p.pattern == "" {
-		return d.sel.reach.reachable(ask, list, d.setIDKey(w, 0, "s", p.active, p.transit))
-	}
-	return d.sel.reach.reachable(ask, list, d.stringKey(w, 0, "t", p.pattern))
+	return d.sel.reach.reachable(ask, list, d.setKey(w, p))
 }
 
 // askReachable asks the router whether the set list returns is

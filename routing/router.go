@@ -220,13 +220,15 @@ func (r *Router) ExtraAllowed(c int, d Dir) bool {
 // condOK reports whether the conditional transition in direction d may
 // be taken from vertex (v, q) of the automaton r.a: R_A* accepted the
 // dependency from the channel entering q to d.
-func (r *Router) condOK(v, q int, d Dir) bool {
-	return r.inExtra[v*r.t.nd+int(r.a.in[q])]&(1<<d) != 0
-}
+func (r *Router) condOK(v, q int, d Dir) bool { return r.turnOK(v, r.a.in[q], d) }
 
 // moveOK is condOK for state q of r.ra.
-func (r *Router) moveOK(v, q int, d Dir) bool {
-	return r.inExtra[v*r.t.nd+int(r.ra.in[q])]&(1<<d) != 0
+func (r *Router) moveOK(v, q int, d Dir) bool { return r.turnOK(v, r.ra.in[q], d) }
+
+// turnOK reports whether R_A* accepted the turn at node v from the
+// channel entering it in direction in to direction d.
+func (r *Router) turnOK(v int, in int8, d Dir) bool {
+	return r.inExtra[v*r.t.nd+int(in)]&(1<<d) != 0
 }
 
 // ---- scratch ----
