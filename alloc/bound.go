@@ -1,6 +1,9 @@
 package alloc
 
 import (
+	"cmp"
+	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/icn-hpc/icn/internal/par"
@@ -284,7 +287,6 @@ func (d *decision) giveUpBounded() ([]sizeResult, bool) {
 // rectangles it misses reach the count φ* needs at some level. The
 // budget's enumeration phase leaves the masks not made nil.
 func (d *decision) promisingStarts(lead [][]int, reach []bool, bl *boundLevels, ccs []*coverCounter, bufs [][]int32, promising [][]uint64) {
-	N := d.s.N()
 	if d.sel.tune.cutMasks {
 		d.clock.enum.Store(true) // as if the budget ended here (tests)
 	}
@@ -292,19 +294,121 @@ func (d *decision) promisingStarts(lead [][]int, reach []bool, bl *boundLevels, 
 		if !reach[j] || d.clock.enum.Load() {
 			return
 		}
-		mask := make([]uint64, (N+63)/64)
-		out := bufs[w]
-		for li, rs := range bl.rects {
-			ccs[w].count(lead[j], rs, out)
-			need := bl.need(li)
-			for v := range out {
-				if len(rs)-int(out[v]) >= need {
-					mask[v/64] |= 1 << (v % 64)
+		promising[j] = d.promisingMask(lead[j], bl, ccs[w], bufs[w])
+	})
+}
+
+// promisingMask returns the starts (a bit per node id) where the box a
+// misses need(li) rectangles of some level li of bl: with the cover
+// counter's counts, or, when the levels hold at most 64 rectangles in
+// all, with a bit per rectangle (smallMask).
+func (d *decision) promisingMask(a []int, bl *boundLevels, cc *coverCounter, buf []int32) []uint64 {
+	N := d.s.N()
+	mask := make([]uint64, (N+63)/64)
+	rects := 0
+	for _, rs := range bl.rects {
+		rects += len(rs)
+	}
+	if rects <= 64 && !d.sel.tune.noSmallMasks {
+		bl.smallMask(a, cc.dims, cc.wrap, mask)
+		return mask
+	}
+	for li, rs := range bl.rects {
+		cc.count(a, rs, buf)
+		need := bl.need(li)
+		for v, met := range buf {
+			if len(rs)-int(met) >= need {
+				mask[v/64] |= 1 << (v % 64)
+			}
+		}
+	}
+	return mask
+}
+
+// smallMask sets in mask the starts where the box a misses need(li)
+// rectangles of some level li, for levels of at most 64 rectangles in
+// all: per dimension and coordinate, the rectangles (a bit each) that a
+// box starting there meets along that dimension; a box meets a rectangle
+// where it meets it along every dimension, so the rectangles it meets at
+// a start are the AND of its coordinates' bits, taken dimension by
+// dimension as the starts run in node-id order.
+func (bl *boundLevels) smallMask(a, dims []int, wrap []bool, mask []uint64) {
+	n := len(dims)
+	member := make([][]uint64, n)
+	var levelBits []uint64
+	k := 0
+	for _, rs := range bl.rects {
+		var lb uint64
+		for range rs {
+			lb |= 1 << k
+			k++
+		}
+		levelBits = append(levelBits, lb)
+	}
+	for i, d := range dims {
+		member[i] = make([]uint64, d)
+		k := 0
+		for _, rs := range bl.rects {
+			for _, r := range rs {
+				bit := uint64(1) << k
+				k++
+				switch {
+				case a[i] == d || r.Size[i] == d:
+					for x := range d {
+						member[i][x] |= bit
+					}
+				case !wrap[i]:
+					for x := max(0, r.Start[i]-a[i]+1); x <= min(d-a[i], r.Start[i]+r.Size[i]-1); x++ {
+						member[i][x] |= bit
+					}
+				default:
+					l := r.Size[i] + a[i] - 1
+					lo := ((r.Start[i]-a[i]+1)%d + d) % d
+					for t := range min(l, d) {
+						member[i][(lo+t)%d] |= bit
+					}
 				}
 			}
 		}
-		promising[j] = mask
-	})
+	}
+	needs := make([]int, len(levelBits))
+	for li := range needs {
+		needs[li] = bl.need(li)
+	}
+	// partial[i]: the rectangles met along dimensions i… at the current
+	// coordinates of those dimensions.
+	partial := make([]uint64, n+1)
+	partial[n] = ^uint64(0)
+	c := make([]int, n)
+	for i := n - 1; i >= 1; i-- {
+		partial[i] = partial[i+1] & member[i][0]
+	}
+	d0, m0, N := dims[0], member[0], vol(dims)
+	for v := 0; v < N; v += d0 {
+		p := partial[1]
+		for x := range d0 {
+			met := p & m0[x]
+			for li, lb := range levelBits {
+				if missed := bits.OnesCount64(lb &^ met); missed >= needs[li] {
+					u := v + x
+					mask[u/64] |= 1 << (u % 64)
+					break
+				}
+			}
+		}
+		// the next row: advance the coordinates above the first
+		i := 1
+		for ; i < n; i++ {
+			c[i]++
+			if c[i] < dims[i] {
+				break
+			}
+			c[i] = 0
+		}
+		for j := min(i, n-1); j >= 1; j-- {
+			partial[j] = partial[j+1] & member[j][c[j]]
+		}
+	}
 }
 
 // leadingBoxes lists the distinct leading boxes of the decision's sizes
@@ -438,18 +542,34 @@ func (d *decision) examineBeating(bl *boundLevels, ccs []*coverCounter, bufs [][
 		}
 	}
 	bl.beat = true
-	results := make([]sizeResult, len(d.sizes))
-	d.boundedPlacements(bl, ccs, bufs, period, repAt, func(w, si int, st []int) bool {
-		return d.examine(w, d.sizes[si], st, &results[si], nil)
-	})
+	results := d.boundedPlacements(bl, ccs, bufs, period, repAt)
 	d.settled = true
 	return results
 }
 
-// boundedPlacements calls f for the placements below the periods whose
-// leading box's bound beats φ* (bl.need) and for each size's
-// representative, the placement starting at node repAt[si] (none: −1).
-func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs [][]int32, period, repAt []int, f func(w, si int, st []int) bool) {
+// boundedEntry is a placement the bounded path examines: its size index,
+// its start (node id) and φ after its set without transit nodes (exact
+// when the levels are few enough for the exact test (stairBoxes), else the largest
+// int64: unknown).
+type boundedEntry struct {
+	si  int32
+	v   int32
+	phi int64
+}
+
+// boundedPlacements examines the placements below the periods whose set
+// without transit nodes beats φ* (bl.need), and each size's
+// representative, the placement starting at node repAt[si] (none: −1),
+// and returns each size's outcome.
+//
+// The placements are listed first, each with φ after its set, and
+// examined from the largest φ down: once a set of some φ is a candidate,
+// a placement of smaller φ cannot win (criterion 1 is settled at 0, so
+// only sets without transit nodes are candidates), and it is not
+// examined. The candidates of each size keep enumeration order (the
+// sort is stable), so the sets tied on criteria 1–2 and their order are
+// the enumeration's.
+func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs [][]int32, period, repAt []int) []sizeResult {
 	sel := d.sel
 	N := d.s.N()
 	lead, sizeBox := d.leadingBoxes()
@@ -466,6 +586,7 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 	// otherwise the starts where its leading box can reach φ* are found
 	// for all starts at once, once per leading box.
 	direct := reps*rects <= 4*N && !sel.tune.boundMasks
+	exact := rects <= maxStairRects
 	promising := make([][]uint64, len(lead))
 	reach := make([]bool, len(lead))
 	bl.countShapes()
@@ -476,30 +597,12 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		d.promisingStarts(lead, reach, bl, ccs, bufs, promising)
 	}
 	order := d.sizeOrder()
+	lists := make([][]boundedEntry, len(d.sizes))
 	par.For(len(order), sel.Workers, func(w, k int) {
 		si := order[k]
 		j := sizeBox[si]
 		mask, a := promising[j], lead[j]
 		size := d.sizes[si]
-		// The size's representative, a set without transit nodes that
-		// leaves φ* (a free box or a seed, its questions answered), is
-		// examined even after the budget's enumeration phase ended (in
-		// its place in enumeration order when the phase lasts): a cut
-		// decision then still has its sets of φ*.
-		repDone := repAt[si] < 0
-		rep := func(st []int) bool {
-			repDone = true
-			d.work[w].late = true
-			defer func() { d.work[w].late = false }()
-			return f(w, si, st)
-		}
-		defer func() {
-			if !repDone {
-				st := make([]int, len(size))
-				dec(repAt[si], sel.dims, st)
-				rep(st)
-			}
-		}()
 		if reach[j] && !direct && mask == nil {
 			d.cutHit.Store(true) // the masks were cut by the budget
 			return
@@ -508,82 +611,213 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 			return
 		}
 		box := Rect{Size: a}
-		// Starts beyond the periods are translates of earlier ones.
-		placementsBelow(sel.dims, sel.wrap, size, period, func(st []int) bool {
+		var list []boundedEntry
+		each := func(st []int) bool {
+			if d.clock.enum.Load() {
+				d.cutHit.Store(true)
+				return false
+			}
 			v := enc(st, sel.dims)
 			if v == repAt[si] {
-				return rep(st)
+				return true // examined on its own, below
 			}
 			if direct {
 				box.Start = st
 				if !bl.reaches(box, sel.dims) {
 					return true
 				}
-			} else if mask[v/64]>>(v%64)&1 == 0 {
-				return true
 			}
-			if rects <= maxPrefixRects && !d.prefixBeats(w, size, st, bl) {
-				return true
+			phi := int64(math.MaxInt64)
+			if exact {
+				boxes := d.stairBoxes(w, size, st)
+				if boxes == nil {
+					return true // fewer than m available nodes
+				}
+				var ok bool
+				if phi, ok = bl.phiReaching(boxes, sel.dims, N); !ok {
+					return true
+				}
 			}
-			return f(w, si, st)
-		})
+			list = append(list, boundedEntry{si: int32(si), v: int32(v), phi: phi})
+			return true
+		}
+		// Starts beyond the periods are translates of earlier ones.
+		if direct {
+			placementsBelow(sel.dims, sel.wrap, size, period, each)
+		} else {
+			startsIn(mask, sel.dims, sel.wrap, size, period, each)
+		}
+		lists[si] = list
 	})
+	var all []boundedEntry
+	for _, si := range order {
+		all = append(all, lists[si]...)
+	}
+	results := make([]sizeResult, len(d.sizes))
+	d.examineEntries(all, results)
+	// Each size's representative, a set without transit nodes that
+	// leaves φ* (a free box or a seed, its questions answered), is
+	// examined even after the budget's enumeration phase ended: a cut
+	// decision then still has its sets of φ*.
+	par.For(len(order), sel.Workers, func(w, k int) {
+		si := order[k]
+		if repAt[si] < 0 {
+			return
+		}
+		st := make([]int, len(sel.dims))
+		dec(repAt[si], sel.dims, st)
+		d.work[w].late = true
+		defer func() { d.work[w].late = false }()
+		d.examine(w, d.sizes[si], st, &results[si], nil)
+	})
+	return results
 }
 
-// maxPrefixRects bounds the rectangles prefixBeats tests a box against.
-const maxPrefixRects = 4096
-
-// prefixBeats tightens the leading box's bound for a placement with
-// unavailable nodes: its set without transit nodes is the first m
-// available nodes of the rectangle in coordinate order (the first
-// dimension fastest), so it holds every available node of its prefix box
-// (prefixBox), and φ after it is at most what that box leaves. It reports
-// whether that bound beats φ* (false too when the rectangle has fewer
-// than m available nodes, so that it has no set).
-func (d *decision) prefixBeats(w int, size, st []int, bl *boundLevels) bool {
-	holes := d.holesAt(w, d.sel.grid, size, st)
-	if vol(size)-holes < d.m {
-		return false
+// examineEntries examines the placements listed, each with φ after its
+// set without transit nodes (criterion 1 is settled at 0), from the
+// largest φ down, and adds each size's outcome to results. A placement
+// whose φ is below that of a candidate found so far in the decision
+// (phiBar) cannot win and is not examined (counted only). The sort is
+// stable, so each size's candidates of one φ keep enumeration order: the
+// sets tied on criteria 1–2 and their order are those of the enumeration.
+func (d *decision) examineEntries(all []boundedEntry, results []sizeResult) {
+	slices.SortStableFunc(all, func(a, b boundedEntry) int { return cmp.Compare(b.phi, a.phi) })
+	parts := make([]sizeResult, len(all))
+	sts := make([][]int, len(d.work))
+	// One placement at a time per worker, in that order.
+	par.ForChunks(len(all), d.sel.Workers, 1, func(w, k int) {
+		e := all[k]
+		out := &parts[k]
+		if e.phi < d.phiBar.Load() {
+			out.examined++
+			if c := d.sel.tune.barSkips; c != nil {
+				c.Add(1)
+			}
+			return
+		}
+		if sts[w] == nil {
+			sts[w] = make([]int, len(d.sel.dims))
+		}
+		dec(int(e.v), d.sel.dims, sts[w])
+		d.examine(w, d.sizes[e.si], sts[w], out, nil)
+		if len(out.cands) > 0 {
+			for cur := d.phiBar.Load(); e.phi > cur && !d.phiBar.CompareAndSwap(cur, e.phi); cur = d.phiBar.Load() {
+			}
+		}
+	})
+	for k, e := range all {
+		results[e.si].add(&parts[k])
 	}
-	if holes == 0 {
-		return true // a block: its leading box is that prefix box
-	}
-	box := d.prefixBox(w, size, st)
-	return box == nil || bl.reaches(Rect{Start: st, Size: box}, d.sel.dims)
 }
 
-// prefixBox returns the largest prefix box of the rectangle at st (the
-// first dimensions whole, then some layers of one, the first layer of
-// the others: a first stretch of its nodes in coordinate order) with at
-// most m available nodes, in the worker's scratch; nil when even one
-// node is too many.
-func (d *decision) prefixBox(w int, size, st []int) []int {
+// add adds another part of the size's outcome, after its own.
+func (r *sizeResult) add(p *sizeResult) {
+	r.found += p.found
+	r.examined += p.examined
+	r.cands = append(r.cands, p.cands...)
+	if r.err == nil {
+		r.err = p.err
+	}
+}
+
+// startsIn calls f, in enumeration order, with the placements of size
+// below cap (per dimension) whose start (node id) is set in mask, until f
+// returns false: the set bits in order, those that are placements.
+func startsIn(mask []uint64, dims []int, wrap []bool, size, cap []int, f func(start []int) bool) {
+	limit := make([]int, len(dims))
+	placementLimits(dims, wrap, size, limit)
+	for i := range limit {
+		limit[i] = min(limit[i], cap[i])
+	}
+	st := make([]int, len(dims))
+	for w, x := range mask {
+	bit:
+		for x != 0 {
+			v := w*64 + bits.TrailingZeros64(x)
+			x &= x - 1
+			dec(v, dims, st)
+			for i, l := range limit {
+				if st[i] >= l {
+					continue bit
+				}
+			}
+			if !f(st) {
+				return
+			}
+		}
+	}
+}
+
+// maxStairRects bounds the rectangles a placement is tested against for
+// its exact φ (boundedPlacements).
+const maxStairRects = 4096
+
+// stairBoxes is the exact test behind the leading box's bound: the
+// placement's set without transit nodes, the first m available nodes of
+// the rectangle in coordinate order, is the available part of the
+// rectangle's first stretch up to its m-th available node, and a free
+// rectangle meets the set exactly when it meets that stretch (its nodes
+// are all available), so φ after the set follows from the stretch's
+// boxes (phiBeating).
+//
+// stairBoxes returns, in the worker's scratch, the boxes whose union is
+// the first stretch of the rectangle at st (coordinate order, the first
+// dimension fastest) up to and with its m-th available node: for each
+// dimension j from the last, the whole layers of j before that node's
+// (the dimensions below j whole, those above at the node's coordinates),
+// the last box ending at the node. nil when the rectangle has fewer than
+// m available nodes.
+func (d *decision) stairBoxes(w int, size, st []int) []Rect {
 	g := d.sel.grid
+	dims := d.sel.dims
 	n := len(size)
+	if vol(size)-g.unavailable(st, size) < d.m {
+		return nil
+	}
 	ws := &d.work[w]
-	box := append(ws.prefix[:0], size...)
-	ws.prefix = box
-	avail := func() int { return vol(box) - g.unavailable(st, box) }
-	for k := n - 1; k >= 0; k-- {
-		for i := k + 1; i < n; i++ {
+	if len(ws.stairInts) < 2*n*(n+1) {
+		ws.stairInts = make([]int, 2*n*(n+1))
+	}
+	start, box := ws.stairInts[:n], ws.stairInts[n:2*n]
+	free := ws.stairInts[2*n:] // the boxes' starts and sizes
+	copy(start, st)
+	copy(box, size)
+	boxes := ws.stair[:0]
+	left := d.m
+	for j := n - 1; j >= 0; j-- {
+		for i := j + 1; i < n; i++ {
 			box[i] = 1
 		}
-		box[k] = 1
-		if avail() > d.m {
-			continue // even one layer of dimension k holds too many
+		avail := func(q int) int {
+			box[j] = q
+			return vol(box) - g.unavailable(start, box)
 		}
-		lo, hi := 1, size[k]
+		// The largest q whose first q layers hold fewer than left
+		// available nodes: the m-th lies in layer q.
+		lo, hi := 0, size[j]-1
 		for lo < hi {
-			if box[k] = (lo + hi + 1) / 2; avail() <= d.m {
-				lo = box[k]
+			if q := (lo + hi + 1) / 2; avail(q) < left {
+				lo = q
 			} else {
-				hi = box[k] - 1
+				hi = q - 1
 			}
 		}
-		box[k] = lo
-		return box
+		q := lo
+		if j == 0 {
+			q++ // the row up to and with the node
+		}
+		if q > 0 {
+			left -= avail(q)
+			bs, bz := free[:n:n], free[n:2*n:2*n]
+			free = free[2*n:]
+			copy(bs, start)
+			copy(bz, box)
+			boxes = append(boxes, Rect{Start: bs, Size: bz})
+		}
+		start[j] = (st[j] + lo) % dims[j]
 	}
-	return nil
+	ws.stair = boxes
+	return boxes
 }
 
 // boxSeeds returns the indices of the sizes of volume m that fit: their
@@ -615,17 +849,55 @@ func (bl *boundLevels) need(li int) int {
 // reaches reports whether the box misses need(li) rectangles of some
 // level li.
 func (bl *boundLevels) reaches(box Rect, dims []int) bool {
+	one := [1]Rect{box}
+	return bl.reachesAll(one[:], dims)
+}
+
+// reachesAll reports whether the union of the boxes misses need(li)
+// rectangles of some level li.
+func (bl *boundLevels) reachesAll(boxes []Rect, dims []int) bool {
 	for li, rs := range bl.rects {
 		n, need := 0, bl.need(li)
+	next:
 		for _, r := range rs {
-			if !overlap(box, r, dims) {
-				if n++; n >= need {
-					return true
+			for _, b := range boxes {
+				if overlap(b, r, dims) {
+					continue next
 				}
+			}
+			if n++; n >= need {
+				return true
 			}
 		}
 	}
 	return false
+}
+
+// phiReaching returns φ after a set (N nodes in all) whose free
+// rectangles it misses are those the union of the boxes misses, when
+// that φ reaches φ* (beats it with bl.beat): when it misses need(li)
+// rectangles of some level li. The first level with a rectangle missed
+// gives it.
+func (bl *boundLevels) phiReaching(boxes []Rect, dims []int, N int) (int64, bool) {
+	for li, rs := range bl.rects {
+		missed := 0
+	next:
+		for _, r := range rs {
+			for _, b := range boxes {
+				if overlap(b, r, dims) {
+					continue next
+				}
+			}
+			missed++
+		}
+		if missed >= bl.need(li) {
+			return int64(N)*int64(bl.vols[li]) + int64(missed), true
+		}
+		if missed > 0 {
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // canReach reports whether a box of size a could miss some rectangle of

@@ -330,6 +330,9 @@ type decision struct {
 	// once phiDone.
 	phi     *phiFilter
 	phiDone bool
+	// phiBar is the largest φ of a candidate without transit nodes found
+	// by examineEntries: placements listed below it are not examined.
+	phiBar atomic.Int64
 	// ringInvariant: the router's answers on an empty machine are
 	// invariant under translations along the rings (RouterProps).
 	ringInvariant bool
@@ -366,7 +369,9 @@ type workerScratch struct {
 	contrib     [][]int   // rectNodes: per dimension, id contributions
 	keys        [2][]byte // reachability cache keys being built
 	all         []int     // placementSet's node list (valid until the next placement)
-	prefix      []int     // prefixBeats's box
+	prefix      []int     // stairBoxes's current box
+	stair       []Rect    // stairBoxes's boxes
+	stairInts   []int     // their starts and sizes
 	ids         []int
 	roff        []int
 	// blocks caches, per rectangle size of the decision (by its first

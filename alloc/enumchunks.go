@@ -36,6 +36,10 @@ func (d *decision) examineSizes(sizes []int, results []sizeResult) {
 		}
 	}
 	parts := make([]sizeResult, len(chunks))
+	if f := d.phi; f != nil && f.exact {
+		d.examineByPhi(chunks, parts, results)
+		return
+	}
 	par.For(len(chunks), d.sel.Workers, func(w, k int) {
 		c := chunks[k]
 		size := d.sizes[c.si]
@@ -56,12 +60,52 @@ func (d *decision) examineSizes(sizes []int, results []sizeResult) {
 		})
 	})
 	for k, c := range chunks {
-		r, p := &results[c.si], &parts[k]
-		r.found += p.found
-		r.examined += p.examined
-		r.cands = append(r.cands, p.cands...)
-		if r.err == nil {
-			r.err = p.err
-		}
+		results[c.si].add(&parts[k])
 	}
+}
+
+// examineByPhi is examineSizes with the φ filter's exact test: the
+// placements the filter keeps are listed with φ after their set without
+// transit nodes (criterion 1 is settled at 0, so only such sets can be
+// candidates), those below φ* are left out, and the others are examined
+// from the largest φ down (examineEntries).
+func (d *decision) examineByPhi(chunks []sizeChunk, parts, results []sizeResult) {
+	f := d.phi
+	N := d.s.N()
+	lists := make([][]boundedEntry, len(chunks))
+	par.For(len(chunks), d.sel.Workers, func(w, k int) {
+		c := chunks[k]
+		size := d.sizes[c.si]
+		out := &parts[k]
+		placementRange(d.sel.dims, d.sel.wrap, size, c.lo, c.hi, func(st []int) bool {
+			if d.stop.Load() || d.clock.enum.Load() {
+				d.cutHit.Store(d.clock.enum.Load())
+				return false
+			}
+			if f.skip(c.si, st, d.sel.dims) {
+				out.examined++ // decided without a question
+				return true
+			}
+			boxes := d.stairBoxes(w, size, st)
+			if boxes == nil {
+				out.examined++ // fewer than m available nodes: no set
+				return true
+			}
+			phi, ok := f.bl.phiReaching(boxes, d.sel.dims, N)
+			if !ok {
+				out.examined++ // below φ*
+				return true
+			}
+			lists[k] = append(lists[k], boundedEntry{si: int32(c.si), v: int32(enc(st, d.sel.dims)), phi: phi})
+			return true
+		})
+	})
+	for k, c := range chunks {
+		results[c.si].add(&parts[k])
+	}
+	var all []boundedEntry
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	d.examineEntries(all, results)
 }

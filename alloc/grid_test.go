@@ -12,7 +12,8 @@ import (
 // decisions).
 func TestGridCountsUnavailableNodes(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 21))
-	for _, spec := range []string{"torus:4x6x10", "torus:3x5", "mesh:4x3x2", "torus:2x3x2x3", "mesh:3x4x2x2", "ring:7"} {
+	for _, spec := range []string{"torus:4x6x10", "torus:3x5", "mesh:4x3x2", "torus:2x3x2x3", "mesh:3x4x2x2", "ring:7",
+		"torus:3x2x3x2x2", "torus:3x2x2x2x3x2:mesh=W,U"} {
 		s := stateOf(t, spec)
 		sel := NewSelector(s)
 		var g *grid

@@ -3,9 +3,6 @@ package alloc
 import (
 	"slices"
 	"sync"
-	"sync/atomic"
-
-	"github.com/icn-hpc/icn/internal/par"
 )
 
 // levelCache lists the free rectangles of a state by volume, largest
@@ -46,7 +43,6 @@ type levelSlot struct {
 func newLevelCache(sel *Selector, s *State) *levelCache {
 	lc := &levelCache{sel: sel, s: s, free: s.FreeCount(), fit: newFitLattice(sel.dims, sel.wrap, sel.grid)}
 	lc.fit.s = s
-	lc.fit.workers = par.Workers(sel.Workers)
 	for _, sh := range sel.shapes { // sorted by volume, descending
 		v := vol(sh)
 		if v > lc.free {
@@ -97,11 +93,11 @@ func (lc *levelCache) computeLevel(i int) (out []Rect, complete bool) {
 			}
 			continue
 		}
-		sums := lc.fit.window().sums(size)
-		placements(lc.sel.dims, lc.sel.wrap, size, func(start []int) bool {
-			if sums[enc(start, lc.sel.dims)] == 0 {
-				out = append(out, Rect{Start: append([]int(nil), start...), Size: size})
-			}
+		fb := lc.fit.fitBits()
+		fb.eachPlacement(fb.free(lc.fit.index(size), size), size, func(v int) bool {
+			start := make([]int, len(size))
+			dec(v, lc.sel.dims, start)
+			out = append(out, Rect{Start: start, Size: size})
 			return true
 		})
 	}
@@ -273,14 +269,13 @@ func (t *takenSet) hits(r Rect) bool {
 // fitLattice answers whether a rectangle size has a free placement.
 // A size fits only if every size one smaller in one dimension fits, so
 // most sizes of a fragmented state are settled without enumerating
-// placements; the others stop at their first free placement.
+// placements; the others look at their bitset of free starts (fitBits).
 type fitLattice struct {
-	dims    []int
-	wrap    []bool
-	grid    *grid
-	state   []int8 // per size (mixed radix of p_i−1): 0 unknown, 1 fits, 2 does not
-	workers int    // for scan
-	split   int    // scan splits from this many placements (0: scanSplit; tests)
+	dims  []int
+	wrap  []bool
+	grid  *grid
+	state []int8   // per size (mixed radix of p_i−1): 0 unknown, 1 fits, 2 does not
+	bits  *fitBits // made on first use
 	// witness is, per size, the start (node id) of a placement found
 	// free, on this state or an earlier one (carried by the selector),
 	// or −1.
@@ -317,56 +312,31 @@ func (f *fitLattice) index(size []int) int {
 	return idx
 }
 
-// scan looks for a free placement of size (lattice index idx) with the
-// box's corners prepared once, the placements split among the workers
-// when there are many; it records the one it finds (any: the witness only
-// saves later scans).
+// scan looks for a free placement of size (lattice index idx) in the
+// size's bitset of free starts (fitBits) and records the first it finds
+// (any: the witness only saves later scans).
 func (f *fitLattice) scan(idx int, size []int) bool {
-	var c corners
-	c.prepare(f.grid, size)
-	limit := make([]int, len(size))
-	total := placementLimits(f.dims, f.wrap, size, limit)
-	parts, split := 1, scanSplit
-	if f.split > 0 {
-		split = f.split
-	}
-	if total >= split {
-		parts = max(1, f.workers)
-	}
-	var found, stopped atomic.Bool
-	par.For(parts, parts, func(_, k int) {
-		n := 0
-		placementRange(f.dims, f.wrap, size, total*k/parts, total*(k+1)/parts, func(start []int) bool {
-			if n++; n&1023 == 0 {
-				if found.Load() {
-					return false
-				}
-				if f.stop != nil && f.stop() {
-					stopped.Store(true)
-					return false
-				}
-			}
-			if c.holes(f.grid, start) != 0 {
-				return true
-			}
-			if found.CompareAndSwap(false, true) {
-				f.witness[idx] = int32(enc(start, f.dims))
-			}
-			return false
-		})
-	})
-	if found.Load() {
-		return true
-	}
-	if stopped.Load() {
+	if f.stop != nil && f.stop() {
 		f.stopped = true
+		return false
 	}
-	return false
+	found := false
+	fb := f.fitBits()
+	fb.eachPlacement(fb.free(idx, size), size, func(v int) bool {
+		f.witness[idx], found = int32(v), true
+		return false
+	})
+	return found
 }
 
-// scanSplit is the number of placements from which scan splits them
-// among the workers.
-const scanSplit = 1 << 14
+// fitBits returns the lattice's bitsets of free starts, made on first
+// use.
+func (f *fitLattice) fitBits() *fitBits {
+	if f.bits == nil {
+		f.bits = newFitBits(f.s, f.dims, f.wrap)
+	}
+	return f.bits
+}
 
 // fits reports whether some placement of size is free.
 func (f *fitLattice) fits(size []int) bool {

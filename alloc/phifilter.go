@@ -36,6 +36,10 @@ type phiFilter struct {
 	sizeBox   []int      // per size index: its leading box
 	reach     []bool     // per leading box: it can reach φ* somewhere
 	promising [][]uint64 // per leading box: the starts where it can
+	// bl are the levels down to φ*'s; exact: they are few enough
+	// (maxStairRects) for each placement's exact φ (examineByPhi).
+	bl    boundLevels
+	exact bool
 }
 
 // phiFilterApplies reports whether the decision may skip placements by
@@ -59,7 +63,6 @@ func (d *decision) newPhiFilter() *phiFilter {
 		return nil
 	}
 	sel := d.sel
-	N := d.s.N()
 	d.lowerBest(0)
 	f := &phiFilter{}
 	var lead [][]int
@@ -69,23 +72,18 @@ func (d *decision) newPhiFilter() *phiFilter {
 	for j, a := range lead {
 		f.reach[j] = bl.canReach(a, sel.dims)
 	}
+	f.bl = bl
+	rects := 0
+	for _, rs := range bl.rects {
+		rects += len(rs)
+	}
+	f.exact = rects <= maxStairRects && !d.sel.tune.noExactPhi
 	f.promising = make([][]uint64, len(lead))
 	ccs, bufs := d.coverCounters()
 	par.For(len(lead), sel.Workers, func(w, j int) {
-		if !f.reach[j] {
-			return
+		if f.reach[j] {
+			f.promising[j] = d.promisingMask(lead[j], &bl, ccs[w], bufs[w])
 		}
-		mask := make([]uint64, (N+63)/64)
-		for li, rs := range bl.rects {
-			ccs[w].count(lead[j], rs, bufs[w])
-			need := bl.need(li)
-			for v, met := range bufs[w] {
-				if len(rs)-int(met) >= need {
-					mask[v/64] |= 1 << (v % 64)
-				}
-			}
-		}
-		f.promising[j] = mask
 	})
 	return f
 }

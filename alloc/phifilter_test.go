@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"sync/atomic"
 	"testing"
 
 	"github.com/icn-hpc/icn/topology"
@@ -14,12 +15,14 @@ import (
 // leave them, and scattered busy nodes) under angara* and angara: the
 // same set, with the same φ after allocation and the same table figures,
 // whether or not the tables are built, with one worker or two, on fresh
-// selectors and on one reused across the decisions.
+// selectors and on one reused across the decisions, with each
+// placement's exact φ (examined from the largest φ down) and without.
 func TestPhiFilterSameChoice(t *testing.T) {
 	r := rand.New(rand.NewPCG(47, 5))
 	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:4x6x3",
 		"torus:4x3x2:mesh=Z", "torus:3x2x2x3:mesh=Y,W"}
 	filtered, decided := 0, 0
+	var skips atomic.Int64              // placements examined by φ, left out below a candidate's
 	reused := map[string][2]*Selector{} // per torus: with and without the filter
 	for trial := range 600 {
 		spec := specs[trial%len(specs)]
@@ -67,6 +70,8 @@ func TestPhiFilterSameChoice(t *testing.T) {
 			sel, plain = reused[spec][0], reused[spec][1]
 		}
 		plain.Workers, plain.tune.noPhiFilter = workers, true
+		sel.tune.noExactPhi = trial%5 == 4
+		sel.tune.barSkips = &skips
 		want, err := plain.Select(s, rt, req)
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +96,10 @@ func TestPhiFilterSameChoice(t *testing.T) {
 			t.Fatalf("%s: with the filter chose %+v (examined %d), without %+v (examined %d)", name, got.Chosen, got.Examined, want.Chosen, want.Examined)
 		}
 	}
-	t.Logf("the filter left sets out in %d of %d decisions", filtered, decided)
+	t.Logf("the filter left sets out in %d of %d decisions; %d placements left out below a candidate's φ", filtered, decided, skips.Load())
+	if skips.Load() == 0 {
+		t.Fatal("no placement was left out below a candidate's φ: the cases exercise too little")
+	}
 	if filtered < decided/4 {
 		t.Fatalf("the filter left sets out in %d of %d decisions: the cases exercise too little", filtered, decided)
 	}

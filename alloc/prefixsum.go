@@ -107,6 +107,8 @@ func (g *grid) unavailable(start, size []int) int {
 		return g.unavailable4(start, size)
 	case n > 16:
 		return g.unavailableSlow(start, size)
+	case n > 4:
+		return g.unavailableHigh(start, size)
 	}
 	// Corner idx = base + Σ over the far dimensions of size·stride; its
 	// sign is − for an odd number of near dimensions.
@@ -148,6 +150,37 @@ func (g *grid) unavailable4(start, size []int) int {
 	b := start[0]*s0 + start[1]*s1 + start[2]*s2 + start[3]*s3
 	f0, f1, f2 := size[0]*s0, size[1]*s1, size[2]*s2
 	return int(g.corners3(b+size[3]*s3, f0, f1, f2) - g.corners3(b, f0, f1, f2))
+}
+
+// unavailableHigh is unavailable for five to sixteen dimensions: the
+// signed sum of the three-dimensional sums at the near and far ends of
+// the others.
+func (g *grid) unavailableHigh(start, size []int) int {
+	n := len(g.dims)
+	s0, s1, s2 := g.stride[0], g.stride[1], g.stride[2]
+	b := start[0]*s0 + start[1]*s1 + start[2]*s2
+	f0, f1, f2 := size[0]*s0, size[1]*s1, size[2]*s2
+	var far [16]int
+	h := n - 3
+	for i := 0; i < h; i++ {
+		b += start[i+3] * g.stride[i+3]
+		far[i] = size[i+3] * g.stride[i+3]
+	}
+	sum := int32(0)
+	for mask := 0; mask < 1<<h; mask++ {
+		idx := b
+		for i := 0; i < h; i++ {
+			if mask>>i&1 == 1 {
+				idx += far[i]
+			}
+		}
+		if c := g.corners3(idx, f0, f1, f2); (h-bits.OnesCount(uint(mask)))&1 == 1 {
+			sum -= c
+		} else {
+			sum += c
+		}
+	}
+	return int(sum)
 }
 
 // corners3 is the inclusion–exclusion sum of the eight prefix entries at

@@ -165,7 +165,13 @@ func (d *decision) seedChunks(lead [][]int, bySize [][]int, js []int, rs []Rect,
 			}
 			j := js[j0+k]
 			ccs[w].count(lead[j], rs, bufs[w])
-			found[k] = d.firstSeed(w, bySize[j], bufs[w], maxMet, lc, &ts[w])
+			few := make([]uint64, (len(bufs[w])+63)/64) // the starts where the box meets at most maxMet
+			for v, met := range bufs[w] {
+				if int(met) <= maxMet {
+					few[v/64] |= 1 << (v % 64)
+				}
+			}
+			found[k] = d.firstSeed(w, bySize[j], few, lc, &ts[w])
 		})
 		if d.clock.bound.Load() {
 			return nil
@@ -185,23 +191,20 @@ func (d *decision) seedChunks(lead [][]int, bySize [][]int, js []int, rs []Rect,
 }
 
 // firstSeed scans the placements of the sizes (one leading box's, in
-// volume order) where the leading box meets at most maxMet of a level's
-// rectangles (counts: per start) and returns the first whose available
-// nodes are exactly m and reachable alone, with φ after them; si −1 when
-// none is.
-func (d *decision) firstSeed(w int, sizes []int, counts []int32, maxMet int, lc *levelCache, ts *takenSet) seed {
+// volume order) at the starts set in few (where the leading box meets
+// few enough of a level's rectangles) and returns the first whose
+// available nodes are exactly m and reachable alone, with φ after them;
+// si −1 when none is.
+func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, ts *takenSet) seed {
 	sel := d.sel
 	out := seed{si: -1}
 	for _, si := range sizes {
 		size := d.sizes[si]
-		placements(sel.dims, sel.wrap, size, func(st []int) bool {
+		startsIn(few, sel.dims, sel.wrap, size, sel.dims, func(st []int) bool {
 			if d.clock.bound.Load() {
 				return false
 			}
 			v := enc(st, sel.dims)
-			if int(counts[v]) > maxMet {
-				return true
-			}
 			// Only rectangles whose available nodes are exactly m: the
 			// first m nodes of a larger set are rarely reachable alone.
 			holes := d.holesAt(w, sel.grid, size, st)

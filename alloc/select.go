@@ -235,6 +235,16 @@ type tuning struct {
 	// noPhiFilter examines every placement of a Fast decision (see
 	// phifilter.go).
 	noPhiFilter bool
+	// noSmallMasks finds the starts where a leading box can reach φ*
+	// with the cover counter's counts even when the levels hold at most
+	// 64 rectangles (promisingMask).
+	noSmallMasks bool
+	// noExactPhi keeps the φ filter to its leading-box bound (without
+	// each placement's exact φ, examineByPhi).
+	noExactPhi bool
+	// barSkips, when not nil, counts the placements examineEntries left
+	// out below a candidate's φ.
+	barSkips *atomic.Int64
 	// boundSpent ends the bound phase at the decision's start, as if
 	// listing the free rectangles had taken it (giveUpBounded).
 	boundSpent bool

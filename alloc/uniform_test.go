@@ -3,9 +3,11 @@ package alloc
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,6 +189,7 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2",
 		"torus:4x3x2:mesh=Z", "torus:3x2x2x3:mesh=Y,W"}
 	bounded, gaveUp, seeded, cutReps := 0, int64(0), int64(0), 0
+	var skips atomic.Int64 // placements left out below a candidate's φ
 	for trial := 0; trial < 120; trial++ {
 		spec := specs[trial%len(specs)]
 		g, err := topology.Parse(spec)
@@ -217,6 +220,7 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 		sel := NewSelector(s)
 		sel.tune.forceBounded = true
 		sel.tune.boundMasks = trial%3 == 0
+		sel.tune.barSkips = &skips
 		req.Budget = time.Hour
 		got, err := sel.Select(s, rt, req)
 		if err != nil {
@@ -271,6 +275,9 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 	}
 	if seeded < 10 {
 		t.Fatalf("only %d of 120 decisions took φ* from a seed", seeded)
+	}
+	if skips.Load() == 0 {
+		t.Fatal("no placement was left out below a candidate's φ")
 	}
 	if cutReps < 10 {
 		t.Fatalf("only %d of 120 decisions cut while finding the promising starts kept a set of φ*", cutReps)
@@ -455,14 +462,15 @@ func checkChosen(t *testing.T, name string, s *State, rt Router, m int, c *Candi
 	}
 }
 
-// TestFitLatticeMatchesScan compares the fit lattice (with its scans
-// split among workers or not, and with witnesses carried from earlier
-// states, as a selector carries them) with a plain scan of every
-// placement, for every size of small tori, meshes and mixed tori as
-// random nodes are taken and freed.
+// TestFitLatticeMatchesScan compares the fit lattice (with witnesses
+// carried from earlier states, as a selector carries them) and its
+// bitsets of free starts (all kept, or every other round none but the
+// available nodes') with a plain scan of every placement, for every size
+// of small tori, meshes and mixed tori as random nodes are taken and
+// freed.
 func TestFitLatticeMatchesScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 9))
-	for _, spec := range []string{"torus:5x4x3", "mesh:4x5x2", "torus:3x2x4x2", "torus:6x4:mesh=Y", "torus:7"} {
+	for _, spec := range []string{"torus:5x4x3", "mesh:4x5x2", "torus:3x2x4x2", "torus:6x4:mesh=Y", "torus:7", "torus:3x2x2x3x2:mesh=W,V"} {
 		g, err := topology.Parse(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -484,12 +492,11 @@ func TestFitLatticeMatchesScan(t *testing.T) {
 			gr := newGrid(s)
 			f := newFitLattice(dims, s.wrap, gr)
 			f.s = s
-			// every other round, every scan split among three workers
-			if round%2 == 1 {
-				f.workers, f.split = 3, 1
-			}
 			if witness != nil {
 				copy(f.witness, witness)
+			}
+			if round%2 == 1 {
+				f.fitBits().limit = 0 // nothing kept but the available nodes
 			}
 			size := make([]int, len(dims))
 			for idx := range f.state {
@@ -506,6 +513,14 @@ func TestFitLatticeMatchesScan(t *testing.T) {
 				if got := f.fits(size); got != want {
 					t.Fatalf("%s round %d, size %v: fits %v, a scan of every placement says %v", spec, round, size, got, want)
 				}
+				free := f.fitBits().free(idx, size)
+				placements(dims, s.wrap, size, func(st []int) bool {
+					v := enc(st, dims)
+					if got, want := free[v/64]>>(v%64)&1 == 1, gr.unavailable(st, size) == 0; got != want {
+						t.Fatalf("%s round %d, size %v at %v: free %v, its nodes say %v", spec, round, size, st, got, want)
+					}
+					return true
+				})
 				if want {
 					st := make([]int, len(dims))
 					dec(int(f.witness[idx]), dims, st)
@@ -519,12 +534,12 @@ func TestFitLatticeMatchesScan(t *testing.T) {
 	}
 }
 
-// TestPrefixBoxInSet checks the bound prefixBeats uses: on random busy
-// states of small tori, for random rectangles with at least m available
-// nodes, every available node of the prefix box is among the first m
-// available nodes of the rectangle (the set without transit nodes), and
-// one more layer of the box's last dimension would hold more than m.
-func TestPrefixBoxInSet(t *testing.T) {
+// TestStairBoxesAreTheSet checks the exact test of φ the bounded path uses: on random
+// busy states of small tori, for random rectangles with at least m
+// available nodes, the available nodes of the union of stairBoxes are
+// exactly the first m available nodes of the rectangle (the set without
+// transit nodes), and a rectangle with fewer has no boxes.
+func TestStairBoxesAreTheSet(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 11))
 	for _, spec := range []string{"torus:5x4x3", "torus:4x3x2x3", "mesh:6x5", "torus:6x4:mesh=Y"} {
 		g, err := topology.Parse(spec)
@@ -573,34 +588,96 @@ func TestPrefixBoxInSet(t *testing.T) {
 			for _, x := range avail[:m] {
 				set[x] = true
 			}
-			box := d.prefixBox(0, size, st)
-			if box == nil {
-				t.Fatalf("%s %v@%v m=%d: no prefix box", spec, size, st, m)
-			}
-			in := 0
-			for _, x := range ws.rectNodes(dims, st, box) {
-				if s.Available(x) {
-					in++
-					if !set[x] {
-						t.Fatalf("%s %v@%v m=%d: node %d of the prefix box %v is not in the set", spec, size, st, m, x, box)
+			union := map[int]bool{}
+			for _, b := range d.stairBoxes(0, size, st) {
+				for _, x := range ws.rectNodes(dims, b.Start, b.Size) {
+					if s.Available(x) {
+						union[x] = true
 					}
 				}
 			}
-			k := len(box) - 1
-			for k > 0 && box[k] == 1 {
-				k--
+			if !maps.Equal(union, set) {
+				t.Fatalf("%s %v@%v m=%d: the boxes %v hold %d available nodes, not the set's %d", spec, size, st, m, d.stairBoxes(0, size, st), len(union), len(set))
 			}
-			if box[k] < size[k] {
-				more := slices.Clone(box)
-				more[k]++
-				if vol(more)-sel.grid.unavailable(st, more) <= m {
-					t.Fatalf("%s %v@%v m=%d: the prefix box %v is not the largest", spec, size, st, m, box)
-				}
+			if len(avail) < vol(size) && sel.newDecision(s, rt, Request{Nodes: len(avail) + 1}).stairBoxes(0, size, st) != nil {
+				t.Fatalf("%s %v@%v: boxes for %d nodes in a rectangle of %d available", spec, size, st, len(avail)+1, len(avail))
 			}
 			checked++
 		}
 		if checked < 200 {
 			t.Fatalf("%s: only %d rectangles checked", spec, checked)
+		}
+	}
+}
+
+// TestSmallMaskMatchesCounts compares smallMask (a bit per rectangle)
+// with the cover counter's counts: for random levels of at most 64
+// random rectangles on small tori, meshes and mixed tori, random boxes
+// and random counts at the level of φ*, the same starts among the box's
+// placements.
+func TestSmallMaskMatchesCounts(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 17))
+	for _, spec := range []string{"torus:5x4x3", "mesh:4x5x2", "torus:3x2x4x2", "torus:6x4:mesh=Y", "torus:3x2x2x3x2:mesh=W,V"} {
+		g, err := topology.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := NewState(g)
+		dims := s.Dims()
+		cc := newCoverCounter(dims, s.wrap)
+		buf := make([]int32, s.N())
+		limit := make([]int, len(dims))
+		for trial := 0; trial < 200; trial++ {
+			randomBox := func() Rect {
+				for {
+					size := make([]int, len(dims))
+					for i, d := range dims {
+						size[i] = 1 + r.IntN(d)
+					}
+					if placementLimits(dims, s.wrap, size, limit) == 0 {
+						continue
+					}
+					st := make([]int, len(dims))
+					for i := range st {
+						st[i] = r.IntN(limit[i])
+					}
+					return Rect{Start: st, Size: size}
+				}
+			}
+			var bl boundLevels
+			left := 1 + r.IntN(64)
+			for left > 0 {
+				k := min(left, 1+r.IntN(12))
+				left -= k
+				var rs []Rect
+				for range k {
+					rs = append(rs, randomBox())
+				}
+				bl.vols = append(bl.vols, 1)
+				bl.rects = append(bl.rects, rs)
+			}
+			bl.starLevel = len(bl.rects) - 1
+			bl.starCount = r.IntN(len(bl.rects[bl.starLevel]) + 1)
+			bl.beat = r.IntN(2) == 0
+			a := randomBox().Size
+			want := make([]uint64, (s.N()+63)/64)
+			for li, rs := range bl.rects {
+				cc.count(a, rs, buf)
+				for v, met := range buf {
+					if len(rs)-int(met) >= bl.need(li) {
+						want[v/64] |= 1 << (v % 64)
+					}
+				}
+			}
+			got := make([]uint64, len(want))
+			bl.smallMask(a, dims, s.wrap, got)
+			placements(dims, s.wrap, a, func(st []int) bool {
+				v := enc(st, dims)
+				if g, w := got[v/64]>>(v%64)&1, want[v/64]>>(v%64)&1; g != w {
+					t.Fatalf("%s box %v at %v, levels %v (φ* %d at %d, beat %v): small mask %d, counts %d", spec, a, st, bl.rects, bl.starCount, bl.starLevel, bl.beat, g, w)
+				}
+				return true
+			})
 		}
 	}
 }

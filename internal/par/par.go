@@ -20,6 +20,14 @@ func Workers(w int) int {
 // items balance. worker is in [0, workers) and lets callers keep per-worker
 // scratch space without locking. For returns when all items are done.
 func For(n, workers int, f func(worker, i int)) {
+	w := min(Workers(workers), n)
+	ForChunks(n, workers, max(1, n/(max(w, 1)*16)), f)
+}
+
+// ForChunks is For with items handed out chunk at a time in increasing
+// order: with chunk 1 the items start in order, for work whose later
+// items depend on what the earlier ones found.
+func ForChunks(n, workers, chunk int, f func(worker, i int)) {
 	workers = Workers(workers)
 	if workers > n {
 		workers = n
@@ -29,10 +37,6 @@ func For(n, workers int, f func(worker, i int)) {
 			f(0, i)
 		}
 		return
-	}
-	chunk := n / (workers * 16)
-	if chunk < 1 {
-		chunk = 1
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
