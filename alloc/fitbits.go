@@ -103,6 +103,25 @@ func (fb *fitBits) free(idx int, size []int) []uint64 {
 	return out
 }
 
+// near returns the bitset of size (lattice index idx) when it is kept or
+// one step from a kept smaller size's (kept then too); ok false
+// otherwise.
+func (fb *fitBits) near(idx int, size []int) (b []uint64, ok bool) {
+	if b, ok := fb.kept[idx]; ok {
+		return b, true
+	}
+	for i := range size {
+		if size[i] > 1 {
+			if p, ok := fb.kept[idx-fb.stride[i]]; ok {
+				b = fb.step(p, i)
+				fb.keep(idx, b)
+				return b, true
+			}
+		}
+	}
+	return nil, false
+}
+
 // step returns p AND p shifted by one start along dimension i.
 func (fb *fitBits) step(p []uint64, i int) []uint64 {
 	st, d := fb.stride[i], fb.dims[i]

@@ -93,11 +93,20 @@ func (lc *levelCache) computeLevel(i int) (out []Rect, complete bool) {
 			}
 			continue
 		}
-		fb := lc.fit.fitBits()
-		fb.eachPlacement(fb.free(lc.fit.index(size), size), size, func(v int) bool {
-			start := make([]int, len(size))
-			dec(v, lc.sel.dims, start)
-			out = append(out, Rect{Start: start, Size: size})
+		if b, ok := lc.fit.fitBits().near(lc.fit.index(size), size); ok {
+			lc.fit.bits.eachPlacement(b, size, func(v int) bool {
+				start := make([]int, len(size))
+				dec(v, lc.sel.dims, start)
+				out = append(out, Rect{Start: start, Size: size})
+				return true
+			})
+			continue
+		}
+		sums := lc.fit.window().sums(size)
+		placements(lc.sel.dims, lc.sel.wrap, size, func(start []int) bool {
+			if sums[enc(start, lc.sel.dims)] == 0 {
+				out = append(out, Rect{Start: append([]int(nil), start...), Size: size})
+			}
 			return true
 		})
 	}
@@ -276,6 +285,7 @@ type fitLattice struct {
 	grid  *grid
 	state []int8   // per size (mixed radix of p_i−1): 0 unknown, 1 fits, 2 does not
 	bits  *fitBits // made on first use
+	probe int      // starts scan tries one by one (scanProbe)
 	// witness is, per size, the start (node id) of a placement found
 	// free, on this state or an earlier one (carried by the selector),
 	// or −1.
@@ -297,7 +307,7 @@ func (f *fitLattice) window() *windowSums {
 }
 
 func newFitLattice(dims []int, wrap []bool, g *grid) *fitLattice {
-	f := &fitLattice{dims: dims, wrap: wrap, grid: g, state: make([]int8, vol(dims)), witness: make([]int32, vol(dims))}
+	f := &fitLattice{dims: dims, wrap: wrap, grid: g, state: make([]int8, vol(dims)), witness: make([]int32, vol(dims)), probe: scanProbe}
 	for i := range f.witness {
 		f.witness[i] = -1
 	}
@@ -312,22 +322,48 @@ func (f *fitLattice) index(size []int) int {
 	return idx
 }
 
-// scan looks for a free placement of size (lattice index idx) in the
-// size's bitset of free starts (fitBits) and records the first it finds
-// (any: the witness only saves later scans).
+// scan looks for a free placement of size (lattice index idx) and
+// records the first it finds (any: the witness only saves later scans):
+// among its first f.probe starts (scanProbe), with the box's 2^n prefix-sum
+// corners, where a lightly used machine has one; else in the size's
+// bitset of free starts (fitBits), one step from a smaller size's when
+// that is kept, else made from the nearest kept.
 func (f *fitLattice) scan(idx int, size []int) bool {
 	if f.stop != nil && f.stop() {
 		f.stopped = true
 		return false
 	}
-	found := false
+	var c corners
+	c.prepare(f.grid, size)
+	found, n := false, 0
+	placements(f.dims, f.wrap, size, func(start []int) bool {
+		if n++; n > f.probe {
+			return false
+		}
+		if c.holes(f.grid, start) == 0 {
+			f.witness[idx], found = int32(enc(start, f.dims)), true
+			return false
+		}
+		return true
+	})
+	if found {
+		return true
+	}
 	fb := f.fitBits()
-	fb.eachPlacement(fb.free(idx, size), size, func(v int) bool {
+	b, ok := fb.near(idx, size)
+	if !ok {
+		b = fb.free(idx, size)
+	}
+	fb.eachPlacement(b, size, func(v int) bool {
 		f.witness[idx], found = int32(v), true
 		return false
 	})
 	return found
 }
+
+// scanProbe is how many starts scan tries one by one before it makes a
+// size's bitset of free starts.
+const scanProbe = 256
 
 // fitBits returns the lattice's bitsets of free starts, made on first
 // use.

@@ -463,9 +463,9 @@ func checkChosen(t *testing.T, name string, s *State, rt Router, m int, c *Candi
 }
 
 // TestFitLatticeMatchesScan compares the fit lattice (with witnesses
-// carried from earlier states, as a selector carries them) and its
-// bitsets of free starts (all kept, or every other round none but the
-// available nodes') with a plain scan of every placement, for every size
+// carried from earlier states, as a selector carries them, its scans
+// probing starts first or not) and its bitsets of free starts (all kept,
+// or every other round none but the available nodes') with a plain scan of every placement, for every size
 // of small tori, meshes and mixed tori as random nodes are taken and
 // freed.
 func TestFitLatticeMatchesScan(t *testing.T) {
@@ -497,6 +497,9 @@ func TestFitLatticeMatchesScan(t *testing.T) {
 			}
 			if round%2 == 1 {
 				f.fitBits().limit = 0 // nothing kept but the available nodes
+			}
+			if round%3 == 0 {
+				f.probe = 0 // every scan in the bitsets
 			}
 			size := make([]int, len(dims))
 			for idx := range f.state {
