@@ -677,34 +677,52 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 // set without transit nodes (criterion 1 is settled at 0), from the
 // largest φ down, and adds each size's outcome to results. A placement
 // whose φ is below that of a candidate found so far in the decision
-// (phiBar) cannot win and is not examined (counted only). The sort is
-// stable, so each size's candidates of one φ keep enumeration order: the
-// sets tied on criteria 1–2 and their order are those of the enumeration.
+// (phiBar) cannot win and is not examined (counted only); the bar rises
+// between chunks of a few placements, so what is examined does not
+// depend on timing. The sort is stable, so each size's candidates of one
+// φ keep enumeration order: the sets tied on criteria 1–2 and their
+// order are those of the enumeration.
 func (d *decision) examineEntries(all []boundedEntry, results []sizeResult) {
 	slices.SortStableFunc(all, func(a, b boundedEntry) int { return cmp.Compare(b.phi, a.phi) })
 	parts := make([]sizeResult, len(all))
 	sts := make([][]int, len(d.work))
-	// One placement at a time per worker, in that order.
-	par.ForChunks(len(all), d.sel.Workers, 1, func(w, k int) {
-		e := all[k]
-		out := &parts[k]
-		if e.phi < d.phiBar.Load() {
-			out.examined++
-			if c := d.sel.tune.barSkips; c != nil {
-				c.Add(1)
+	skip := func(k int) {
+		parts[k].examined++
+		if c := d.sel.tune.barSkips; c != nil {
+			c.Add(1)
+		}
+	}
+	// A few placements at a time, the bar raised between them, so that
+	// which are examined does not depend on timing.
+	chunk := 2 * par.Workers(d.sel.Workers)
+	lo, cut := 0, false
+	for ; lo < len(all) && all[lo].phi >= d.phiBar.Load(); lo += chunk {
+		if cut = d.stop.Load() || d.clock.enum.Load(); cut {
+			d.cutHit.Store(d.clock.enum.Load())
+			break
+		}
+		hi, bar := min(lo+chunk, len(all)), d.phiBar.Load()
+		par.For(hi-lo, d.sel.Workers, func(w, k int) {
+			e := all[lo+k]
+			if e.phi < bar {
+				skip(lo + k)
+				return
 			}
-			return
-		}
-		if sts[w] == nil {
-			sts[w] = make([]int, len(d.sel.dims))
-		}
-		dec(int(e.v), d.sel.dims, sts[w])
-		d.examine(w, d.sizes[e.si], sts[w], out, nil)
-		if len(out.cands) > 0 {
-			for cur := d.phiBar.Load(); e.phi > cur && !d.phiBar.CompareAndSwap(cur, e.phi); cur = d.phiBar.Load() {
+			if sts[w] == nil {
+				sts[w] = make([]int, len(d.sel.dims))
+			}
+			dec(int(e.v), d.sel.dims, sts[w])
+			d.examine(w, d.sizes[e.si], sts[w], &parts[lo+k], nil)
+		})
+		for k := lo; k < hi; k++ {
+			if len(parts[k].cands) > 0 && all[k].phi > d.phiBar.Load() {
+				d.phiBar.Store(all[k].phi)
 			}
 		}
-	})
+	}
+	for k := lo; k < len(all) && !cut; k++ {
+		skip(k) // below the bar, as every later one (the list is sorted)
+	}
 	for k, e := range all {
 		results[e.si].add(&parts[k])
 	}
