@@ -78,8 +78,16 @@ func (fb *fitBits) keep(idx int, b []uint64) {
 
 // free returns the bitset of the starts where a box of size (lattice
 // index idx: the mixed radix of size_i − 1, dimension 0 lowest, which
-// weighs as node ids do) is free; size is left as it was.
+// weighs as node ids do) is free.
 func (fb *fitBits) free(idx int, size []int) []uint64 {
+	if b, ok := fb.kept[idx]; ok {
+		return b
+	}
+	return fb.chain(idx, slices.Clone(size))
+}
+
+// chain is free on a size of its own, which it changes and restores.
+func (fb *fitBits) chain(idx int, size []int) []uint64 {
 	if b, ok := fb.kept[idx]; ok {
 		return b
 	}
@@ -96,7 +104,7 @@ func (fb *fitBits) free(idx int, size []int) []uint64 {
 	}
 	i := pick
 	size[i]--
-	p := fb.free(idx-fb.stride[i], size)
+	p := fb.chain(idx-fb.stride[i], size)
 	size[i]++
 	out := fb.step(p, i)
 	fb.keep(idx, out)
