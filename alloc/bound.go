@@ -789,7 +789,8 @@ func (d *decision) stairBoxes(w int, size, st []int) []Rect {
 	g := d.sel.grid
 	dims := d.sel.dims
 	n := len(size)
-	if vol(size)-g.unavailable(st, size) < d.m {
+	holes := g.unavailable(st, size)
+	if vol(size)-holes < d.m {
 		return nil
 	}
 	ws := &d.work[w]
@@ -808,12 +809,20 @@ func (d *decision) stairBoxes(w int, size, st []int) []Rect {
 		}
 		avail := func(q int) int {
 			box[j] = q
+			if holes == 0 {
+				return vol(box)
+			}
 			return vol(box) - g.unavailable(start, box)
 		}
 		// The largest q whose first q layers hold fewer than left
-		// available nodes: the m-th lies in layer q.
+		// available nodes: the m-th lies in layer q (without holes, the
+		// layers hold layer nodes each).
 		lo, hi := 0, size[j]-1
-		for lo < hi {
+		if holes == 0 {
+			layer := vol(box) / size[j]
+			lo = (left - 1) / layer
+		}
+		for lo < hi && holes > 0 {
 			if q := (lo + hi + 1) / 2; avail(q) < left {
 				lo = q
 			} else {
