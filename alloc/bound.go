@@ -547,16 +547,14 @@ func (d *decision) examineBeating(bl *boundLevels, ccs []*coverCounter, bufs [][
 	return results
 }
 
-// boundedEntry is a placement examined by φ: its size index, its start
-// (node id), its place in enumeration order (ord: sizes in the
-// decision's order, starts in enumeration order), φ after its set without
-// transit nodes (the largest int64 when unknown) and the index of the
-// level that gives φ (in the bounded path, until φ is computed, the
-// first level its leading box's bound reaches).
+// boundedEntry is a placement the bounded path examines: its size index,
+// its start (node id) and φ after its set without transit nodes (exact
+// when the levels are few enough for the exact test (stairBoxes), else the largest
+// int64: unknown).
 type boundedEntry struct {
-	si, v, ord int32
-	lvl        int32
-	phi        int64
+	si  int32
+	v   int32
+	phi int64
 }
 
 // boundedPlacements examines the placements below the periods whose set
@@ -623,16 +621,24 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 			if v == repAt[si] {
 				return true // examined on its own, below
 			}
-			e := boundedEntry{si: int32(si), v: int32(v), phi: math.MaxInt64}
-			if direct || exact {
+			if direct {
 				box.Start = st
-				li := bl.reachLevel(box, sel.dims)
-				if li < 0 {
+				if !bl.reaches(box, sel.dims) {
 					return true
 				}
-				e.lvl = int32(li)
 			}
-			list = append(list, e)
+			phi := int64(math.MaxInt64)
+			if exact {
+				boxes := d.stairBoxes(w, size, st)
+				if boxes == nil {
+					return true // fewer than m available nodes
+				}
+				var ok bool
+				if phi, ok = bl.phiReaching(boxes, sel.dims, N); !ok {
+					return true
+				}
+			}
+			list = append(list, boundedEntry{si: int32(si), v: int32(v), phi: phi})
 			return true
 		}
 		// Starts beyond the periods are translates of earlier ones.
@@ -643,19 +649,12 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		}
 		lists[si] = list
 	})
-	results := make([]sizeResult, len(d.sizes))
-	if !exact {
-		var all []boundedEntry
-		for _, si := range order {
-			all = append(all, lists[si]...)
-		}
-		for k := range all {
-			all[k].ord = int32(k)
-		}
-		d.examineEntries(all, results)
-	} else {
-		d.examineByLevel(lists, order, bl, results)
+	var all []boundedEntry
+	for _, si := range order {
+		all = append(all, lists[si]...)
 	}
+	results := make([]sizeResult, len(d.sizes))
+	d.examineEntries(all, results)
 	// Each size's representative, a set without transit nodes that
 	// leaves φ* (a free box or a seed, its questions answered), is
 	// examined even after the budget's enumeration phase ended: a cut
@@ -674,101 +673,17 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 	return results
 }
 
-// examineByLevel examines the bounded path's placements level by level
-// of free rectangles, from the top: a placement is first filed at the
-// first level its leading box's bound reaches; at each level its
-// placements get their exact φ (stairBoxes), those whose φ comes from a
-// lower level are filed there, and the rest are examined from the
-// largest φ down (examineEntries). A candidate found at a level beats
-// every placement of the levels below (a larger volume of the largest
-// free rectangle beats any count), whose φ is then never computed.
-func (d *decision) examineByLevel(lists [][]boundedEntry, order []int, bl *boundLevels, results []sizeResult) {
-	sel := d.sel
-	N := d.s.N()
-	byLevel := make([][]boundedEntry, len(bl.rects))
-	ord := int32(0)
-	for _, si := range order {
-		for _, e := range lists[si] {
-			e.ord = ord
-			ord++
-			byLevel[e.lvl] = append(byLevel[e.lvl], e)
-		}
-	}
-	for li := range byLevel {
-		if d.phiBar.Load() > 0 || d.stop.Load() || d.clock.enum.Load() {
-			break
-		}
-		level := byLevel[li]
-		sts := make([][]int, len(d.work))
-		par.For(len(level), sel.Workers, func(w, k int) {
-			e := &level[k]
-			if e.phi != math.MaxInt64 || d.clock.enum.Load() {
-				return
-			}
-			if sts[w] == nil {
-				sts[w] = make([]int, len(sel.dims))
-			}
-			st := sts[w]
-			dec(int(e.v), sel.dims, st)
-			boxes := d.stairBoxes(w, d.sizes[e.si], st)
-			if boxes == nil {
-				e.lvl = -1 // fewer than m available nodes
-				return
-			}
-			phi, l, ok := bl.phiReaching(boxes, sel.dims, N)
-			if !ok {
-				e.lvl = -1
-				return
-			}
-			e.phi, e.lvl = phi, int32(l)
-		})
-		if d.clock.enum.Load() {
-			d.cutHit.Store(true)
-			break
-		}
-		var here []boundedEntry
-		for _, e := range level {
-			switch {
-			case e.lvl == int32(li):
-				here = append(here, e)
-			case e.lvl > int32(li):
-				byLevel[e.lvl] = append(byLevel[e.lvl], e)
-				if c := sel.tune.refiled; c != nil {
-					c.Add(1)
-				}
-			}
-		}
-		byLevel[li] = nil
-		d.examineEntries(here, results)
-	}
-	for _, level := range byLevel {
-		for _, e := range level {
-			if e.lvl >= 0 {
-				results[e.si].examined++ // below a candidate's φ
-				if c := sel.tune.barSkips; c != nil {
-					c.Add(1)
-				}
-			}
-		}
-	}
-}
-
 // examineEntries examines the placements listed, each with φ after its
 // set without transit nodes (criterion 1 is settled at 0), from the
 // largest φ down, and adds each size's outcome to results. A placement
 // whose φ is below that of a candidate found so far in the decision
 // (phiBar) cannot win and is not examined (counted only); the bar rises
 // between chunks of a few placements, so what is examined does not
-// depend on timing. Placements of one φ keep their order (ord), so each
-// size's candidates of one φ keep enumeration order: the sets tied on
-// criteria 1–2 and their order are those of the enumeration.
+// depend on timing. The sort is stable, so each size's candidates of one
+// φ keep enumeration order: the sets tied on criteria 1–2 and their
+// order are those of the enumeration.
 func (d *decision) examineEntries(all []boundedEntry, results []sizeResult) {
-	slices.SortFunc(all, func(a, b boundedEntry) int {
-		if c := cmp.Compare(b.phi, a.phi); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ord, b.ord)
-	})
+	slices.SortStableFunc(all, func(a, b boundedEntry) int { return cmp.Compare(b.phi, a.phi) })
 	parts := make([]sizeResult, len(all))
 	sts := make([][]int, len(d.work))
 	skip := func(k int) {
@@ -958,28 +873,39 @@ func (bl *boundLevels) need(li int) int {
 	return 1
 }
 
-// reachLevel returns the first level li where the box misses need(li)
-// rectangles, or −1.
-func (bl *boundLevels) reachLevel(box Rect, dims []int) int {
+// reaches reports whether the box misses need(li) rectangles of some
+// level li.
+func (bl *boundLevels) reaches(box Rect, dims []int) bool {
+	one := [1]Rect{box}
+	return bl.reachesAll(one[:], dims)
+}
+
+// reachesAll reports whether the union of the boxes misses need(li)
+// rectangles of some level li.
+func (bl *boundLevels) reachesAll(boxes []Rect, dims []int) bool {
 	for li, rs := range bl.rects {
 		n, need := 0, bl.need(li)
+	next:
 		for _, r := range rs {
-			if !overlap(box, r, dims) {
-				if n++; n >= need {
-					return li
+			for _, b := range boxes {
+				if overlap(b, r, dims) {
+					continue next
 				}
+			}
+			if n++; n >= need {
+				return true
 			}
 		}
 	}
-	return -1
+	return false
 }
 
 // phiReaching returns φ after a set (N nodes in all) whose free
 // rectangles it misses are those the union of the boxes misses, when
 // that φ reaches φ* (beats it with bl.beat): when it misses need(li)
 // rectangles of some level li. The first level with a rectangle missed
-// gives it, with its index.
-func (bl *boundLevels) phiReaching(boxes []Rect, dims []int, N int) (int64, int, bool) {
+// gives it.
+func (bl *boundLevels) phiReaching(boxes []Rect, dims []int, N int) (int64, bool) {
 	for li, rs := range bl.rects {
 		missed := 0
 	next:
@@ -992,13 +918,13 @@ func (bl *boundLevels) phiReaching(boxes []Rect, dims []int, N int) (int64, int,
 			missed++
 		}
 		if missed >= bl.need(li) {
-			return int64(N)*int64(bl.vols[li]) + int64(missed), li, true
+			return int64(N)*int64(bl.vols[li]) + int64(missed), true
 		}
 		if missed > 0 {
-			return 0, li, false
+			return 0, false
 		}
 	}
-	return 0, -1, false
+	return 0, false
 }
 
 // canReach reports whether a box of size a could miss some rectangle of

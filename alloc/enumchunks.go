@@ -91,7 +91,7 @@ func (d *decision) examineByPhi(chunks []sizeChunk, parts, results []sizeResult)
 				out.examined++ // fewer than m available nodes: no set
 				return true
 			}
-			phi, _, ok := f.bl.phiReaching(boxes, d.sel.dims, N)
+			phi, ok := f.bl.phiReaching(boxes, d.sel.dims, N)
 			if !ok {
 				out.examined++ // below φ*
 				return true
@@ -106,9 +106,6 @@ func (d *decision) examineByPhi(chunks []sizeChunk, parts, results []sizeResult)
 	var all []boundedEntry
 	for _, l := range lists {
 		all = append(all, l...)
-	}
-	for k := range all {
-		all[k].ord = int32(k)
 	}
 	d.examineEntries(all, results)
 }

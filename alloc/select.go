@@ -242,9 +242,6 @@ type tuning struct {
 	// noExactPhi keeps the φ filter to its leading-box bound (without
 	// each placement's exact φ, examineByPhi).
 	noExactPhi bool
-	// refiled, when not nil, counts the placements examineByLevel files
-	// at a lower level than their leading box's bound.
-	refiled *atomic.Int64
 	// barSkips, when not nil, counts the placements examineEntries left
 	// out below a candidate's φ.
 	barSkips *atomic.Int64
