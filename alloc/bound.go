@@ -654,7 +654,9 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		all = append(all, lists[si]...)
 	}
 	results := make([]sizeResult, len(d.sizes))
-	d.examineEntries(all, results)
+	// Sets that only tie are not looked for, but without exact φ every
+	// placement ties.
+	d.examineEntries(all, results, !exact)
 	// Each size's representative, a set without transit nodes that
 	// leaves φ* (a free box or a seed, its questions answered), is
 	// examined even after the budget's enumeration phase ended: a cut
@@ -679,11 +681,14 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 // whose φ is below that of a candidate found so far in the decision
 // (phiBar) cannot win and is not examined (counted only); the bar rises
 // between chunks of a few placements, so what is examined does not
-// depend on timing. The sort is stable, so each size's candidates of one
+// depend on timing. With ties, a placement of a candidate's φ is
+// examined too, and the sort is stable, so each size's candidates of one
 // φ keep enumeration order: the sets tied on criteria 1–2 and their
-// order are those of the enumeration.
-func (d *decision) examineEntries(all []boundedEntry, results []sizeResult) {
+// order are those of the enumeration. Without ties (the bounded path,
+// which does not look for sets that only tie) it is left out as well.
+func (d *decision) examineEntries(all []boundedEntry, results []sizeResult, ties bool) {
 	slices.SortStableFunc(all, func(a, b boundedEntry) int { return cmp.Compare(b.phi, a.phi) })
+	below := func(phi, bar int64) bool { return phi < bar || !ties && bar > 0 && phi == bar }
 	parts := make([]sizeResult, len(all))
 	sts := make([][]int, len(d.work))
 	skip := func(k int) {
@@ -696,7 +701,7 @@ func (d *decision) examineEntries(all []boundedEntry, results []sizeResult) {
 	// which are examined does not depend on timing.
 	chunk := 2 * par.Workers(d.sel.Workers)
 	lo, cut := 0, false
-	for ; lo < len(all) && all[lo].phi >= d.phiBar.Load(); lo += chunk {
+	for ; lo < len(all) && !below(all[lo].phi, d.phiBar.Load()); lo += chunk {
 		if cut = d.stop.Load() || d.clock.enum.Load(); cut {
 			d.cutHit.Store(d.clock.enum.Load())
 			break
@@ -704,7 +709,7 @@ func (d *decision) examineEntries(all []boundedEntry, results []sizeResult) {
 		hi, bar := min(lo+chunk, len(all)), d.phiBar.Load()
 		par.For(hi-lo, d.sel.Workers, func(w, k int) {
 			e := all[lo+k]
-			if e.phi < bar {
+			if below(e.phi, bar) {
 				skip(lo + k)
 				return
 			}

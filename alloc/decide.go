@@ -369,7 +369,6 @@ type workerScratch struct {
 	contrib     [][]int   // rectNodes: per dimension, id contributions
 	keys        [2][]byte // reachability cache keys being built
 	all         []int     // placementSet's node list (valid until the next placement)
-	prefix      []int     // stairBoxes's current box
 	stair       []Rect    // stairBoxes's boxes
 	stairInts   []int     // their starts and sizes
 	ids         []int

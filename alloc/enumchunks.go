@@ -107,5 +107,5 @@ func (d *decision) examineByPhi(chunks []sizeChunk, parts, results []sizeResult)
 	for _, l := range lists {
 		all = append(all, l...)
 	}
-	d.examineEntries(all, results)
+	d.examineEntries(all, results, true)
 }
