@@ -39,3 +39,24 @@ func TestSetKeysAreInjective(t *testing.T) {
 		}
 	}
 }
+
+// TestSetKeyIDsSorted: a key in the ids form is the ids in increasing
+// order, however they are sorted (by a sort, or through a bitmap for
+// many ids), on a machine of Sequoia's size.
+func TestSetKeyIDsSorted(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 11))
+	const n = 98304
+	var scratch []int
+	for range 60 {
+		k := 1 + r.IntN(3000)
+		set := r.Perm(n)[:k]
+		key := appendSetKey(nil, &scratch, set, n)
+		want := []byte{'i'}
+		for _, v := range slices.Sorted(slices.Values(set)) {
+			want = append(want, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+		}
+		if !bytes.Equal(key, want) {
+			t.Fatalf("%d ids: the key is not the sorted ids", k)
+		}
+	}
+}
