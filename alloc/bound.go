@@ -305,11 +305,7 @@ func (d *decision) promisingStarts(lead [][]int, reach []bool, bl *boundLevels, 
 func (d *decision) promisingMask(a []int, bl *boundLevels, cc *coverCounter, buf []int32) []uint64 {
 	N := d.s.N()
 	mask := make([]uint64, (N+63)/64)
-	rects := 0
-	for _, rs := range bl.rects {
-		rects += len(rs)
-	}
-	if rects <= 64 && !d.sel.tune.noSmallMasks {
+	if bl.rectCount() <= 64 {
 		bl.smallMask(a, cc.dims, cc.wrap, mask)
 		return mask
 	}
@@ -547,10 +543,9 @@ func (d *decision) examineBeating(bl *boundLevels, ccs []*coverCounter, bufs [][
 	return results
 }
 
-// boundedEntry is a placement the bounded path examines: its size index,
-// its start (node id) and φ after its set without transit nodes (exact
-// when the levels are few enough for the exact test (stairBoxes), else the largest
-// int64: unknown).
+// boundedEntry is a placement examined by φ: its size index, its start
+// (node id) and φ after its set without transit nodes (stairBoxes), or
+// the largest int64 where φ is not computed (too many rectangles).
 type boundedEntry struct {
 	si  int32
 	v   int32
@@ -564,11 +559,9 @@ type boundedEntry struct {
 //
 // The placements are listed first, each with φ after its set, and
 // examined from the largest φ down: once a set of some φ is a candidate,
-// a placement of smaller φ cannot win (criterion 1 is settled at 0, so
-// only sets without transit nodes are candidates), and it is not
-// examined. The candidates of each size keep enumeration order (the
-// sort is stable), so the sets tied on criteria 1–2 and their order are
-// the enumeration's.
+// a placement of no larger φ cannot win or only ties (criterion 1 is
+// settled at 0, so only sets without transit nodes are candidates), and
+// it is not examined (examineEntries without ties).
 func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs [][]int32, period, repAt []int) []sizeResult {
 	sel := d.sel
 	N := d.s.N()
@@ -577,10 +570,7 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 	for _, q := range period {
 		reps *= q
 	}
-	rects := 0
-	for _, rs := range bl.rects {
-		rects += len(rs)
-	}
+	rects := bl.rectCount()
 	// Where a size has few placements left (a state with translation
 	// symmetry) each is checked against the levels' rectangles directly;
 	// otherwise the starts where its leading box can reach φ* are found
@@ -781,7 +771,7 @@ const maxStairRects = 4096
 // rectangle's first stretch up to its m-th available node, and a free
 // rectangle meets the set exactly when it meets that stretch (its nodes
 // are all available), so φ after the set follows from the stretch's
-// boxes (phiBeating).
+// boxes (phiReaching).
 //
 // stairBoxes returns, in the worker's scratch, the boxes whose union is
 // the first stretch of the rectangle at st (coordinate order, the first
@@ -882,27 +872,17 @@ func (bl *boundLevels) need(li int) int {
 // level li.
 func (bl *boundLevels) reaches(box Rect, dims []int) bool {
 	one := [1]Rect{box}
-	return bl.reachesAll(one[:], dims)
+	_, ok := bl.phiReaching(one[:], dims, 0)
+	return ok
 }
 
-// reachesAll reports whether the union of the boxes misses need(li)
-// rectangles of some level li.
-func (bl *boundLevels) reachesAll(boxes []Rect, dims []int) bool {
-	for li, rs := range bl.rects {
-		n, need := 0, bl.need(li)
-	next:
-		for _, r := range rs {
-			for _, b := range boxes {
-				if overlap(b, r, dims) {
-					continue next
-				}
-			}
-			if n++; n >= need {
-				return true
-			}
-		}
+// rectCount is the number of rectangles of the levels.
+func (bl *boundLevels) rectCount() int {
+	n := 0
+	for _, rs := range bl.rects {
+		n += len(rs)
 	}
-	return false
+	return n
 }
 
 // phiReaching returns φ after a set (N nodes in all) whose free

@@ -326,8 +326,7 @@ func (f *fitLattice) index(size []int) int {
 // records the first it finds (any: the witness only saves later scans):
 // among its first f.probe starts (scanProbe), with the box's 2^n prefix-sum
 // corners, where a lightly used machine has one; else in the size's
-// bitset of free starts (fitBits), one step from a smaller size's when
-// that is kept, else made from the nearest kept.
+// bitset of free starts (fitBits.free).
 func (f *fitLattice) scan(idx int, size []int) bool {
 	if f.stop != nil && f.stop() {
 		f.stopped = true
@@ -350,11 +349,7 @@ func (f *fitLattice) scan(idx int, size []int) bool {
 		return true
 	}
 	fb := f.fitBits()
-	b, ok := fb.near(idx, size)
-	if !ok {
-		b = fb.free(idx, size)
-	}
-	fb.eachPlacement(b, size, func(v int) bool {
+	fb.eachPlacement(fb.free(idx, size), size, func(v int) bool {
 		f.witness[idx], found = int32(v), true
 		return false
 	})

@@ -73,11 +73,7 @@ func (d *decision) newPhiFilter() *phiFilter {
 		f.reach[j] = bl.canReach(a, sel.dims)
 	}
 	f.bl = bl
-	rects := 0
-	for _, rs := range bl.rects {
-		rects += len(rs)
-	}
-	f.exact = rects <= maxStairRects && !d.sel.tune.noExactPhi
+	f.exact = bl.rectCount() <= maxStairRects && !d.sel.tune.noExactPhi
 	f.promising = make([][]uint64, len(lead))
 	ccs, bufs := d.coverCounters()
 	par.For(len(lead), sel.Workers, func(w, j int) {

@@ -105,34 +105,10 @@ func (g *grid) unavailable(start, size []int) int {
 		return g.unavailable3(start, size)
 	case n == 4:
 		return g.unavailable4(start, size)
-	case n > 16:
-		return g.unavailableSlow(start, size)
-	case n > 4:
+	case n > 4 && n <= 16:
 		return g.unavailableHigh(start, size)
 	}
-	// Corner idx = base + Σ over the far dimensions of size·stride; its
-	// sign is − for an odd number of near dimensions.
-	base := 0
-	var far [16]int
-	for i := 0; i < n; i++ {
-		base += start[i] * g.stride[i]
-		far[i] = size[i] * g.stride[i]
-	}
-	sum := int32(0)
-	for mask := 0; mask < 1<<n; mask++ {
-		idx := base
-		for i := 0; i < n; i++ {
-			if mask>>i&1 == 1 {
-				idx += far[i]
-			}
-		}
-		if (n-bits.OnesCount(uint(mask)))&1 == 1 {
-			sum -= g.pre[idx]
-		} else {
-			sum += g.pre[idx]
-		}
-	}
-	return int(sum)
+	return g.unavailableSlow(start, size)
 }
 
 // unavailable3 is unavailable for three dimensions, the corners written

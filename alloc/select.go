@@ -235,10 +235,6 @@ type tuning struct {
 	// noPhiFilter examines every placement of a Fast decision (see
 	// phifilter.go).
 	noPhiFilter bool
-	// noSmallMasks finds the starts where a leading box can reach φ*
-	// with the cover counter's counts even when the levels hold at most
-	// 64 rectangles (promisingMask).
-	noSmallMasks bool
 	// noExactPhi keeps the φ filter to its leading-box bound (without
 	// each placement's exact φ, examineByPhi).
 	noExactPhi bool
