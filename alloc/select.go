@@ -370,6 +370,18 @@ func dropTransit(reachable func(active, transit []int) (bool, error), active, tr
 		return reachable(active, try)
 	}
 	for i := len(transit); i > 0; {
+		if bound >= 0 && len(kept) == bound {
+			// One more kept node gives up: whether the least j is 0 is
+			// all that is left to know, and the kept nodes alone tell
+			// it (a set that is not reachable is most often told by its
+			// first sources, while galloping down from i proves every
+			// reachable prefix on the way in full).
+			ok, err := reach(0)
+			if err != nil || !ok {
+				return nil, err
+			}
+			break
+		}
 		// transit[:i] ∪ kept is reachable; find the least j ≤ i for
 		// which transit[:j] ∪ kept still is. Usually the last node is
 		// needed (j = i), so the search gallops down from i: i−1, i−2,

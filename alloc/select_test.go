@@ -321,13 +321,19 @@ func TestDropTransitMatchesGreedy(t *testing.T) {
 		if err != nil || !slices.Equal(got, want) {
 			t.Fatalf("transit %v need %v: got %v, greedy keeps %v", transit, rt.need, got, want)
 		}
-		if b := len(want) - 1; b >= 0 {
-			if got, _ := dropTransit(rt.Reachable, nil, transit, b); got != nil {
+		// Every bound: below the greedy's count it gives up, from it on
+		// it keeps what the greedy keeps (the last step allowed asks
+		// about the kept nodes alone).
+		for b := 0; b <= len(want)+1; b++ {
+			got, err := dropTransit(rt.Reachable, nil, transit, b)
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case b < len(want) && got != nil:
 				t.Fatalf("bound %d: got %v, want nil (greedy keeps %d)", b, got, len(want))
+			case b >= len(want) && !slices.Equal(got, want):
+				t.Fatalf("bound %d: got %v, want %v", b, got, want)
 			}
-		}
-		if got, _ := dropTransit(rt.Reachable, nil, transit, len(want)); !slices.Equal(got, want) {
-			t.Fatalf("bound %d: got %v, want %v", len(want), got, want)
 		}
 	}
 }
