@@ -484,6 +484,9 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 	// Criterion 1 is settled at 0 by a box, or by a seed if one is found.
 	d.lowerBest(0)
 	seeds := d.seedByBound(lc, left, ccs, bufs)
+	if f := d.sel.tune.onSeeds; f != nil {
+		f(seeds)
+	}
 	// The seeds' candidates are examined again with the others.
 	d.resetArenas()
 	if len(boxes) > 0 && d.clock.bound.Load() {
@@ -571,18 +574,27 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		reps *= q
 	}
 	rects := bl.rectCount()
-	// Where a size has few placements left (a state with translation
-	// symmetry) each is checked against the levels' rectangles directly;
-	// otherwise the starts where its leading box can reach φ* are found
-	// for all starts at once, once per leading box.
-	direct := reps*rects <= 4*N && !sel.tune.boundMasks
 	exact := rects <= maxStairRects
 	promising := make([][]uint64, len(lead))
 	reach := make([]bool, len(lead))
 	bl.countShapes()
+	boxes, sizes := 0, 0 // the leading boxes that can reach φ*, and their sizes
 	for j, a := range lead {
-		reach[j] = bl.canReach(a, sel.dims)
+		if reach[j] = bl.canReach(a, sel.dims); reach[j] {
+			boxes++
+		}
 	}
+	for si := range d.sizes {
+		if reach[sizeBox[si]] {
+			sizes++
+		}
+	}
+	// Where the sizes have few placements left (a state with translation
+	// symmetry) each is checked against the levels' rectangles directly
+	// (a test per rectangle); otherwise the starts where a leading box
+	// can reach φ* are found for all starts at once, in a pass over the
+	// starts per leading box that all its sizes share.
+	direct := (reps*rects*sizes <= N*boxes || sel.tune.boundDirect) && !sel.tune.boundMasks
 	if !direct {
 		d.promisingStarts(lead, reach, bl, ccs, bufs, promising)
 	}

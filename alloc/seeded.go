@@ -2,7 +2,9 @@ package alloc
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
+	"sync/atomic"
 
 	"github.com/icn-hpc/icn/internal/par"
 )
@@ -97,6 +99,10 @@ func (d *decision) seedByBound(lc *levelCache, left int, ccs []*coverCounter, bu
 		bySize[sizeBox[si]] = append(bySize[sizeBox[si]], si)
 	}
 	ts := make([]takenSet, len(d.work))
+	seen := newSeedMemo(len(d.sizes), d.s.N())
+	if sel.tune.noSeedMemo {
+		seen.left.Store(0)
+	}
 	levels := 0
 	for i, v := range lc.vols {
 		if levels == maxSeedLevels {
@@ -141,7 +147,7 @@ func (d *decision) seedByBound(lc *levelCache, left int, ccs []*coverCounter, bu
 					js = append(js, j)
 				}
 			}
-			if out := d.seedChunks(lead, bySize, js, rs, len(rs)-K, lc, ccs, bufs, ts); len(out) > 0 || d.clock.bound.Load() {
+			if out := d.seedChunks(lead, bySize, js, rs, len(rs)-K, lc, ccs, bufs, ts, seen); len(out) > 0 || d.clock.bound.Load() {
 				return out
 			}
 		}
@@ -154,7 +160,7 @@ func (d *decision) seedByBound(lc *levelCache, left int, ccs []*coverCounter, bu
 // first set (firstSeed) where the box meets at most maxMet of the
 // level's rectangles rs; it returns those of the first chunk that has
 // any, the largest φ first.
-func (d *decision) seedChunks(lead [][]int, bySize [][]int, js []int, rs []Rect, maxMet int, lc *levelCache, ccs []*coverCounter, bufs [][]int32, ts []takenSet) []seed {
+func (d *decision) seedChunks(lead [][]int, bySize [][]int, js []int, rs []Rect, maxMet int, lc *levelCache, ccs []*coverCounter, bufs [][]int32, ts []takenSet, seen *seedMemo) []seed {
 	found := make([]seed, seedChunk)
 	for j0 := 0; j0 < len(js); j0 += seedChunk {
 		chunk := min(seedChunk, len(js)-j0)
@@ -171,7 +177,7 @@ func (d *decision) seedChunks(lead [][]int, bySize [][]int, js []int, rs []Rect,
 					few[v/64] |= 1 << (v % 64)
 				}
 			}
-			found[k] = d.firstSeed(w, bySize[j], few, lc, &ts[w])
+			found[k] = d.firstSeed(w, bySize[j], few, lc, &ts[w], seen)
 		})
 		if d.clock.bound.Load() {
 			return nil
@@ -194,13 +200,31 @@ func (d *decision) seedChunks(lead [][]int, bySize [][]int, js []int, rs []Rect,
 // volume order) at the starts set in few (where the leading box meets
 // few enough of a level's rectangles) and returns the first whose
 // available nodes are exactly m and reachable alone, with φ after them;
-// si −1 when none is.
-func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, ts *takenSet) seed {
+// si −1 when none is. Placements an earlier scan of the decision found
+// not to be seeds (seen) are skipped: whether a placement is one depends
+// on the state alone, so the first seed in order is the same.
+func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, ts *takenSet, seen *seedMemo) seed {
 	sel := d.sel
 	out := seed{si: -1}
+	var scan []uint64
 	for _, si := range sizes {
 		size := d.sizes[si]
-		startsIn(few, sel.dims, sel.wrap, size, sel.dims, func(st []int) bool {
+		mask, done := few, seen.of(si)
+		if done != nil {
+			if scan == nil {
+				scan = make([]uint64, len(few))
+			}
+			skipped := 0
+			for i, x := range few {
+				scan[i] = x &^ done[i]
+				skipped += bits.OnesCount64(x & done[i])
+			}
+			mask = scan
+			if c := sel.tune.seedSkips; c != nil {
+				c.Add(int64(skipped))
+			}
+		}
+		startsIn(mask, sel.dims, sel.wrap, size, sel.dims, func(st []int) bool {
 			if d.clock.bound.Load() {
 				return false
 			}
@@ -209,13 +233,18 @@ func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, t
 			// first m nodes of a larger set are rarely reachable alone.
 			holes := d.holesAt(w, sel.grid, size, st)
 			if vol(size)-holes != d.m {
+				done.add(v)
 				return true
 			}
 			p, ok := d.placementSet(w, size, st, holes)
 			if !ok {
+				done.add(v)
 				return true
 			}
 			if ok, err := d.alone(w, p, p.blockSize != nil); err != nil || !ok {
+				if err == nil {
+					done.add(v)
+				}
 				return err == nil
 			}
 			var keep []int
@@ -232,4 +261,42 @@ func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, t
 		}
 	}
 	return out
+}
+
+// seedMemo keeps, per size index, the starts a seed search of the
+// decision examined and found not to be seeds (a bit per node id), up to
+// maxSeedMemoBytes in all. Each size belongs to one leading box, and one
+// worker at a time scans a box's sizes, so a size's bits are written by
+// one goroutine at a time.
+type seedMemo struct {
+	sizes [][]uint64
+	words int
+	left  atomic.Int64 // bytes that may still be taken
+}
+
+// maxSeedMemoBytes bounds a decision's seedMemo: past it, sizes met for
+// the first time are scanned without one.
+const maxSeedMemoBytes = 64 << 20
+
+func newSeedMemo(sizes, n int) *seedMemo {
+	m := &seedMemo{sizes: make([][]uint64, sizes), words: (n + 63) / 64}
+	m.left.Store(maxSeedMemoBytes)
+	return m
+}
+
+// of returns size si's bits, taking them when there is room; nil without.
+func (m *seedMemo) of(si int) bitWords {
+	if m.sizes[si] == nil && m.left.Add(-8*int64(m.words)) >= 0 {
+		m.sizes[si] = make([]uint64, m.words)
+	}
+	return m.sizes[si]
+}
+
+// bitWords is a bitset that a nil one ignores.
+type bitWords []uint64
+
+func (b bitWords) add(v int) {
+	if b != nil {
+		b[v/64] |= 1 << (v % 64)
+	}
 }

@@ -229,6 +229,15 @@ type tuning struct {
 	// boundMasks makes the bounded path find promising starts for all
 	// starts at once even where checking each would be cheaper.
 	boundMasks bool
+	// boundDirect makes the bounded path check each placement against
+	// the levels' rectangles even where the masks would be cheaper.
+	boundDirect bool
+	// noSeedMemo scans every placement in each seed search pass;
+	// seedSkips counts the placements seedMemo skips; onSeeds sees the
+	// seeds a bounded path found.
+	noSeedMemo bool
+	seedSkips  *atomic.Int64
+	onSeeds    func([]seed)
 	// noUniform keeps the direct enumeration on an empty torus (the
 	// baseline of the benchmarks).
 	noUniform bool

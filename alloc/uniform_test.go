@@ -221,6 +221,7 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 		sel := NewSelector(s)
 		sel.tune.forceBounded = true
 		sel.tune.boundMasks = trial%3 == 0
+		sel.tune.boundDirect = trial%3 == 1
 		sel.tune.barSkips = &skips
 		req.Budget = time.Hour
 		got, err := sel.Select(s, rt, req)
