@@ -380,15 +380,33 @@ func (bl *boundLevels) smallMask(a, dims []int, wrap []bool, mask []uint64) {
 		partial[i] = partial[i+1] & member[i][0]
 	}
 	d0, m0, N := dims[0], member[0], vol(dims)
+	// A row's starts (along the first dimension) depend only on the
+	// rectangles met above it (partial[1]), which few rows change: a
+	// row of at most 64 starts is computed once per value and or-ed in.
+	var row, rowOf uint64
+	known := false
 	for v := 0; v < N; v += d0 {
 		p := partial[1]
-		for x := range d0 {
-			met := p & m0[x]
-			for li, lb := range levelBits {
-				if missed := bits.OnesCount64(lb &^ met); missed >= needs[li] {
+		if d0 > 64 {
+			for x := range d0 {
+				if missesEnough(p&m0[x], levelBits, needs) {
 					u := v + x
 					mask[u/64] |= 1 << (u % 64)
-					break
+				}
+			}
+		} else {
+			if !known || p != rowOf {
+				row, rowOf, known = 0, p, true
+				for x := range d0 {
+					if missesEnough(p&m0[x], levelBits, needs) {
+						row |= 1 << x
+					}
+				}
+			}
+			if w, o := v/64, v%64; row != 0 {
+				mask[w] |= row << o
+				if o+d0 > 64 {
+					mask[w+1] |= row >> (64 - o)
 				}
 			}
 		}
@@ -405,6 +423,17 @@ func (bl *boundLevels) smallMask(a, dims []int, wrap []bool, mask []uint64) {
 			partial[j] = partial[j+1] & member[j][c[j]]
 		}
 	}
+}
+
+// missesEnough reports whether a box meeting the rectangles met misses
+// needs[li] of the rectangles of some level li (levelBits[li]).
+func missesEnough(met uint64, levelBits []uint64, needs []int) bool {
+	for li, lb := range levelBits {
+		if bits.OnesCount64(lb&^met) >= needs[li] {
+			return true
+		}
+	}
+	return false
 }
 
 // leadingBoxes lists the distinct leading boxes of the decision's sizes
@@ -486,6 +515,9 @@ func (d *decision) enumerateBounded() ([]sizeResult, bool) {
 	seeds := d.seedByBound(lc, left, ccs, bufs)
 	if f := d.sel.tune.onSeeds; f != nil {
 		f(seeds)
+	}
+	if d.sel.tune.forgetAnswers {
+		d.sel.reach.forget()
 	}
 	// The seeds' candidates are examined again with the others.
 	d.resetArenas()

@@ -771,7 +771,10 @@ func (d *decision) availBox(w int, size []int) []int {
 // (the straight path inside the rectangle is a legal route); otherwise
 // the answer comes from the selector's cache or, on a miss, from answer.
 func (d *decision) reachable(w int, p placement) (bool, error) {
-	if p.blockSize != nil {
+	if p.blockSize != nil || d.work[w].late {
+		// A late placement is the bounded path's representative, a free
+		// box or a seed found reachable, whose answer the cache may not
+		// have kept (it stops growing when full).
 		return true, nil
 	}
 	if d.req.Fast && d.req.Algo == Improved && d.bestT.Load() == 0 {

@@ -102,6 +102,14 @@ func (c *reachCache) reset(rt Router, g *topology.Graph, faults uint64) (same bo
 	return same
 }
 
+// forget empties the cache, as if it had kept nothing (tests).
+func (c *reachCache) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.index.clear()
+	c.entries, c.slab = c.entries[:0], c.slab[:0]
+}
+
 func comparableRouter(rt Router) bool {
 	return rt != nil && reflect.ValueOf(rt).Comparable()
 }

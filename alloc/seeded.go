@@ -170,11 +170,16 @@ func (d *decision) seedChunks(lead [][]int, bySize [][]int, js []int, rs []Rect,
 				return
 			}
 			j := js[j0+k]
-			ccs[w].count(lead[j], rs, bufs[w])
 			few := make([]uint64, (len(bufs[w])+63)/64) // the starts where the box meets at most maxMet
-			for v, met := range bufs[w] {
-				if int(met) <= maxMet {
-					few[v/64] |= 1 << (v % 64)
+			if len(rs) <= 64 {
+				lv := boundLevels{rects: [][]Rect{rs}, starCount: len(rs) - maxMet}
+				lv.smallMask(lead[j], d.sel.dims, d.sel.wrap, few)
+			} else {
+				ccs[w].count(lead[j], rs, bufs[w])
+				for v, met := range bufs[w] {
+					if int(met) <= maxMet {
+						few[v/64] |= 1 << (v % 64)
+					}
 				}
 			}
 			found[k] = d.firstSeed(w, bySize[j], few, lc, &ts[w], seen)

@@ -244,9 +244,11 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 			t.Fatalf("%s: the bounded path given up chose %+v (complete %d), enumeration %+v (complete %d)", name, late.Chosen, late.Complete, want.Chosen, want.Complete)
 		}
 		// A budget that ends while the promising starts are found still
-		// leaves each size's representative, a set of φ*.
+		// leaves each size's representative, a set of φ*, even when the
+		// cache kept none of the answers found before.
 		cutSel := NewSelector(s)
 		cutSel.tune.forceBounded, cutSel.tune.boundMasks, cutSel.tune.cutMasks = true, true, true
+		cutSel.tune.forgetAnswers = trial%2 == 0
 		cut, err := cutSel.Select(s, rt, req)
 		if err != nil {
 			t.Fatal(err)
@@ -622,7 +624,7 @@ func TestStairBoxesAreTheSet(t *testing.T) {
 // placements.
 func TestSmallMaskMatchesCounts(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 17))
-	for _, spec := range []string{"torus:5x4x3", "mesh:4x5x2", "torus:3x2x4x2", "torus:6x4:mesh=Y", "torus:3x2x2x3x2:mesh=W,V"} {
+	for _, spec := range []string{"torus:5x4x3", "mesh:4x5x2", "torus:3x2x4x2", "torus:6x4:mesh=Y", "torus:3x2x2x3x2:mesh=W,V", "torus:13x5:mesh=Y", "torus:70x2"} {
 		g, err := topology.Parse(spec)
 		if err != nil {
 			t.Fatal(err)
