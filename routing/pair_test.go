@@ -182,9 +182,9 @@ func TestReachableWithHintsLargeSets(t *testing.T) {
 }
 
 // TestReachableWithHintsUntil checks that a stop that never fires leaves
-// the answer as ReachableWithHints gives it, and that one that fires ends
+// the answer as ReachableWithHints gives it, that one that fires ends
 // a check of more than one batch of sources with ErrStopped after the
-// batches it allowed.
+// batches it allowed, and that later checks answer as before.
 func TestReachableWithHintsUntil(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 6))
 	for _, kind := range []Kind{AngaraMinus, AngaraStar} {
@@ -219,6 +219,14 @@ func TestReachableWithHintsUntil(t *testing.T) {
 			}
 			if err != nil && !errors.Is(err, ErrStopped) {
 				t.Fatal(err)
+			}
+			// A check stopped before its first batch, then the next
+			// checks (on the scratch it gave back) answer as before.
+			if _, _, err := r.ReachableWithHintsUntil(active, transit, nil, func() bool { return true }); !errors.Is(err, ErrStopped) {
+				t.Fatalf("%v: stopped at once: %v", kind, err)
+			}
+			if again, err := r.Reachable(active, transit); err != nil || again != want {
+				t.Fatalf("%v: after stopped checks: %v %v, want %v", kind, again, err, want)
 			}
 		}
 		if stopped == 0 {

@@ -995,7 +995,9 @@ func (r *Router) ReachableWithHintsUntil(active, transit []int, pairs [][2]int, 
 	s := r.getScratch()
 	s.stop, s.stopped = stop, false
 	defer func() {
-		s.stop = nil
+		// The scratch goes back to the pool as other checks expect it:
+		// reachSet answers false after a stop.
+		s.stop, s.stopped = nil, false
 		r.putScratch(s)
 	}()
 	if err := r.markSet(s, active, transit); err != nil {
