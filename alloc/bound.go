@@ -299,14 +299,14 @@ func (d *decision) promisingStarts(lead [][]int, reach []bool, bl *boundLevels, 
 }
 
 // promisingMask returns the starts (a bit per node id) where the box a
-// misses need(li) rectangles of some level li of bl: with the cover
-// counter's counts, or, when the levels hold at most 64 rectangles in
-// all, with a bit per rectangle (smallMask).
+// misses need(li) rectangles of some level li of bl: with a bit per
+// rectangle (rectMask), or, when the levels hold more than maxMaskRects
+// rectangles, with the cover counter's counts.
 func (d *decision) promisingMask(a []int, bl *boundLevels, cc *coverCounter, buf []int32) []uint64 {
 	N := d.s.N()
 	mask := make([]uint64, (N+63)/64)
-	if bl.rectCount() <= 64 {
-		bl.smallMask(a, cc.dims, cc.wrap, mask)
+	if bl.rectCount() <= maxMaskRects {
+		bl.rectMask(a, cc.dims, cc.wrap, mask)
 		return mask
 	}
 	for li, rs := range bl.rects {
@@ -321,93 +321,137 @@ func (d *decision) promisingMask(a []int, bl *boundLevels, cc *coverCounter, buf
 	return mask
 }
 
-// smallMask sets in mask the starts where the box a misses need(li)
-// rectangles of some level li, for levels of at most 64 rectangles in
-// all: per dimension and coordinate, the rectangles (a bit each) that a
-// box starting there meets along that dimension; a box meets a rectangle
-// where it meets it along every dimension, so the rectangles it meets at
-// a start are the AND of its coordinates' bits, taken dimension by
-// dimension as the starts run in node-id order.
-func (bl *boundLevels) smallMask(a, dims []int, wrap []bool, mask []uint64) {
-	n := len(dims)
-	member := make([][]uint64, n)
-	var levelBits []uint64
-	k := 0
-	for _, rs := range bl.rects {
-		var lb uint64
-		for range rs {
-			lb |= 1 << k
-			k++
+// maxMaskRects bounds the rectangles of the levels for which the masks
+// take a bit per rectangle (rectMask); beyond it they come from the
+// cover counter, a level at a time.
+const maxMaskRects = 2048
+
+// rectMask sets in mask the starts where the box a misses need(li)
+// rectangles of some level li: per dimension and coordinate, the
+// rectangles (a bit each) that a box starting there meets along that
+// dimension; a box meets a rectangle where it meets it along every
+// dimension, so the rectangles it meets at a start are the AND of its
+// coordinates' bits, taken dimension by dimension as the starts run in
+// node-id order. Every level but φ*'s needs one rectangle missed, so
+// those levels are asked at once: whether any of their rectangles is
+// missed.
+func (bl *boundLevels) rectMask(a, dims []int, wrap []bool, mask []uint64) {
+	n, R := len(dims), bl.rectCount()
+	k := (R + 63) / 64 // words per set of rectangles
+	// one: the rectangles of the levels that need one missed; star
+	// those of the level that needs needStar (none when every level
+	// needs one).
+	one, star := make([]uint64, k), make([]uint64, k)
+	needStar := 0
+	r0 := 0
+	for li, rs := range bl.rects {
+		set, need := one, bl.need(li)
+		if need <= 0 {
+			// every box misses that many
+			for v := range vol(dims) {
+				mask[v/64] |= 1 << (v % 64)
+			}
+			return
 		}
-		levelBits = append(levelBits, lb)
+		if need != 1 {
+			set, needStar = star, need
+		}
+		for b := r0; b < r0+len(rs); b++ {
+			set[b/64] |= 1 << (b % 64)
+		}
+		r0 += len(rs)
 	}
+	member := make([][]uint64, n) // member[i][x*k:(x+1)*k]
 	for i, d := range dims {
-		member[i] = make([]uint64, d)
-		k := 0
+		member[i] = make([]uint64, d*k)
+		b := 0
+		set := func(x int) { member[i][x*k+b/64] |= 1 << (b % 64) }
 		for _, rs := range bl.rects {
 			for _, r := range rs {
-				bit := uint64(1) << k
-				k++
 				switch {
 				case a[i] == d || r.Size[i] == d:
 					for x := range d {
-						member[i][x] |= bit
+						set(x)
 					}
 				case !wrap[i]:
 					for x := max(0, r.Start[i]-a[i]+1); x <= min(d-a[i], r.Start[i]+r.Size[i]-1); x++ {
-						member[i][x] |= bit
+						set(x)
 					}
 				default:
 					l := r.Size[i] + a[i] - 1
 					lo := ((r.Start[i]-a[i]+1)%d + d) % d
 					for t := range min(l, d) {
-						member[i][(lo+t)%d] |= bit
+						set((lo + t) % d)
 					}
 				}
+				b++
 			}
 		}
 	}
-	needs := make([]int, len(levelBits))
-	for li := range needs {
-		needs[li] = bl.need(li)
+	// misses reports whether a box meeting the rectangles met misses
+	// enough of them.
+	misses := func(met []uint64) bool {
+		missed := 0
+		for w := range k {
+			if one[w]&^met[w] != 0 {
+				return true
+			}
+			missed += bits.OnesCount64(star[w] &^ met[w])
+		}
+		return needStar > 0 && missed >= needStar
 	}
 	// partial[i]: the rectangles met along dimensions i… at the current
 	// coordinates of those dimensions.
-	partial := make([]uint64, n+1)
-	partial[n] = ^uint64(0)
+	partial := make([]uint64, (n+1)*k)
+	for w := range k {
+		partial[n*k+w] = ^uint64(0)
+	}
+	and := func(i, x int) { // partial[i] = partial[i+1] & member[i][x]
+		for w := range k {
+			partial[i*k+w] = partial[(i+1)*k+w] & member[i][x*k+w]
+		}
+	}
 	c := make([]int, n)
 	for i := n - 1; i >= 1; i-- {
-		partial[i] = partial[i+1] & member[i][0]
+		and(i, 0)
 	}
 	d0, m0, N := dims[0], member[0], vol(dims)
-	// A row's starts (along the first dimension) depend only on the
-	// rectangles met above it (partial[1]), which few rows change: a
-	// row of at most 64 starts is computed once per value and or-ed in.
-	var row, rowOf uint64
+	met := make([]uint64, k)
+	rowOf := make([]uint64, k)
 	known := false
+	var row uint64
 	for v := 0; v < N; v += d0 {
-		p := partial[1]
-		if d0 > 64 {
+		p := partial[k : 2*k]
+		// A row's starts (along the first dimension) depend only on the
+		// rectangles met above it (p), which few rows change: a row of
+		// at most 64 starts is computed once per value and or-ed in.
+		if d0 > 64 || !known || !slices.Equal(p, rowOf) {
+			row = 0
+			all := misses(p) // a box missing them above misses them on the whole row
 			for x := range d0 {
-				if missesEnough(p&m0[x], levelBits, needs) {
+				hit := all
+				if !hit {
+					for w := range k {
+						met[w] = p[w] & m0[x*k+w]
+					}
+					hit = misses(met)
+				}
+				switch {
+				case !hit:
+				case d0 > 64:
 					u := v + x
 					mask[u/64] |= 1 << (u % 64)
+				default:
+					row |= 1 << x
 				}
 			}
-		} else {
-			if !known || p != rowOf {
-				row, rowOf, known = 0, p, true
-				for x := range d0 {
-					if missesEnough(p&m0[x], levelBits, needs) {
-						row |= 1 << x
-					}
-				}
-			}
-			if w, o := v/64, v%64; row != 0 {
-				mask[w] |= row << o
-				if o+d0 > 64 {
-					mask[w+1] |= row >> (64 - o)
-				}
+			copy(rowOf, p)
+			known = d0 <= 64
+		}
+		if w, o := v/64, v%64; row != 0 {
+			mask[w] |= row << o
+			if o+d0 > 64 {
+				mask[w+1] |= row >> (64 - o)
 			}
 		}
 		// the next row: advance the coordinates above the first
@@ -420,20 +464,9 @@ func (bl *boundLevels) smallMask(a, dims []int, wrap []bool, mask []uint64) {
 			c[i] = 0
 		}
 		for j := min(i, n-1); j >= 1; j-- {
-			partial[j] = partial[j+1] & member[j][c[j]]
+			and(j, c[j])
 		}
 	}
-}
-
-// missesEnough reports whether a box meeting the rectangles met misses
-// needs[li] of the rectangles of some level li (levelBits[li]).
-func missesEnough(met uint64, levelBits []uint64, needs []int) bool {
-	for li, lb := range levelBits {
-		if bits.OnesCount64(lb&^met) >= needs[li] {
-			return true
-		}
-	}
-	return false
 }
 
 // leadingBoxes lists the distinct leading boxes of the decision's sizes

@@ -91,13 +91,23 @@ func (d *decision) answerUntil(w int, active, transit []int, prefix, first bool)
 		return false, errCut
 	}
 	h := &d.sel.hints[w]
-	if !prefix && d.boxes && d.sel.boxCovers(&h.box, active, transit) {
-		return true, nil
-	}
-	// Routes run inside the set, so active nodes in different components
-	// of it are not reachable.
-	if !prefix && !d.work[w].conn.joins(h.links.of(d.s.g), active, transit) {
-		return false, nil
+	// Two shortcuts, unless the caller knows they do not apply (prefix):
+	// a set holding the box of its active nodes is reachable (boxCovers),
+	// and active nodes in different components of the set are not (routes
+	// run inside it). Most sets asked about are not reachable and are told
+	// by the pairs the worker learned, so the shortcuts are taken only
+	// after those pairs have their routes: the router asks stop before its
+	// first batch of sources, and gate takes them then (a router that asks
+	// no stop answers alone, the same).
+	gated, covered, apart := prefix, false, false
+	gate := func() bool {
+		if gated {
+			return false
+		}
+		gated = true
+		covered = d.boxes && d.sel.boxCovers(&h.box, active, transit)
+		apart = !covered && !d.work[w].conn.joins(h.links.of(d.s.g), active, transit)
+		return covered || apart
 	}
 	// A question of a large set outlasting the phase would outlast the
 	// budget: it is given up with errCut when the phase ends.
@@ -108,15 +118,21 @@ func (d *decision) answerUntil(w int, active, transit []int, prefix, first bool)
 		// miss, and a worker's first question has nothing learned yet.
 		pairs = append(pairs, [2]int{active[len(active)-1], active[0]}, [2]int{active[0], active[len(active)-1]})
 	}
-	stop, batches := d.clock.enum.Load, 0
-	if first {
-		stop = func() bool {
-			batches++
-			return batches > 1 || d.clock.enum.Load()
+	batches := 0
+	stop := func() bool {
+		if gate() {
+			return true
 		}
+		batches++
+		return first && batches > 1 || d.clock.enum.Load()
 	}
 	ok, bad, err := reachableUntil(d.rt, active, transit, pairs, stop)
-	if first && errors.Is(err, errCut) && !d.clock.enum.Load() {
+	switch {
+	case covered:
+		return true, nil
+	case apart:
+		return false, nil
+	case first && errors.Is(err, errCut) && !d.clock.enum.Load():
 		return true, errNotYet
 	}
 	if err != nil || ok {

@@ -31,7 +31,7 @@ import (
 // workers or on timing; a search the bound phase's end cut is dropped.
 
 // maxSeedLevels bounds the levels of free rectangles searched for a seed.
-const maxSeedLevels = 3
+const maxSeedLevels = 8
 
 // seedChunk is how many leading boxes seedByBound scans at a time.
 const seedChunk = 8
@@ -171,9 +171,9 @@ func (d *decision) seedChunks(lead [][]int, bySize [][]int, js []int, rs []Rect,
 			}
 			j := js[j0+k]
 			few := make([]uint64, (len(bufs[w])+63)/64) // the starts where the box meets at most maxMet
-			if len(rs) <= 64 {
+			if len(rs) <= maxMaskRects {
 				lv := boundLevels{rects: [][]Rect{rs}, starCount: len(rs) - maxMet}
-				lv.smallMask(lead[j], d.sel.dims, d.sel.wrap, few)
+				lv.rectMask(lead[j], d.sel.dims, d.sel.wrap, few)
 			} else {
 				ccs[w].count(lead[j], rs, bufs[w])
 				for v, met := range bufs[w] {

@@ -617,12 +617,12 @@ func TestStairBoxesAreTheSet(t *testing.T) {
 	}
 }
 
-// TestSmallMaskMatchesCounts compares smallMask (a bit per rectangle)
-// with the cover counter's counts: for random levels of at most 64
-// random rectangles on small tori, meshes and mixed tori, random boxes
-// and random counts at the level of φ*, the same starts among the box's
-// placements.
-func TestSmallMaskMatchesCounts(t *testing.T) {
+// TestRectMaskMatchesCounts compares rectMask (a bit per rectangle)
+// with the cover counter's counts: for random levels of up to 64 or 200
+// random rectangles (one word per set of rectangles, or several) on
+// small tori, meshes and mixed tori, random boxes and random counts at
+// the level of φ*, the same starts among the box's placements.
+func TestRectMaskMatchesCounts(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 17))
 	for _, spec := range []string{"torus:5x4x3", "mesh:4x5x2", "torus:3x2x4x2", "torus:6x4:mesh=Y", "torus:3x2x2x3x2:mesh=W,V", "torus:13x5:mesh=Y", "torus:70x2"} {
 		g, err := topology.Parse(spec)
@@ -652,7 +652,7 @@ func TestSmallMaskMatchesCounts(t *testing.T) {
 				}
 			}
 			var bl boundLevels
-			left := 1 + r.IntN(64)
+			left := 1 + r.IntN([]int{64, 200}[trial%2])
 			for left > 0 {
 				k := min(left, 1+r.IntN(12))
 				left -= k
@@ -677,11 +677,11 @@ func TestSmallMaskMatchesCounts(t *testing.T) {
 				}
 			}
 			got := make([]uint64, len(want))
-			bl.smallMask(a, dims, s.wrap, got)
+			bl.rectMask(a, dims, s.wrap, got)
 			placements(dims, s.wrap, a, func(st []int) bool {
 				v := enc(st, dims)
 				if g, w := got[v/64]>>(v%64)&1, want[v/64]>>(v%64)&1; g != w {
-					t.Fatalf("%s box %v at %v, levels %v (φ* %d at %d, beat %v): small mask %d, counts %d", spec, a, st, bl.rects, bl.starCount, bl.starLevel, bl.beat, g, w)
+					t.Fatalf("%s box %v at %v, levels %v (φ* %d at %d, beat %v): rect mask %d, counts %d", spec, a, st, bl.rects, bl.starCount, bl.starLevel, bl.beat, g, w)
 				}
 				return true
 			})
