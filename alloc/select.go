@@ -236,11 +236,11 @@ type tuning struct {
 	// seedSkips counts the placements seedMemo skips; onSeeds sees the
 	// seeds a bounded path found.
 	noSeedMemo bool
+	seedSkips  *atomic.Int64
+	onSeeds    func([]seed)
 	// forgetAnswers empties the reachability cache after the seed
 	// search, as a full cache that kept none of its answers would be.
 	forgetAnswers bool
-	seedSkips  *atomic.Int64
-	onSeeds    func([]seed)
 	// noUniform keeps the direct enumeration on an empty torus (the
 	// baseline of the benchmarks).
 	noUniform bool
