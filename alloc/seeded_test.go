@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/icn-hpc/icn/topology"
 )
 
 // TestSeedMemoSameSeeds checks that the seed search finds the same seeds
@@ -21,22 +19,8 @@ func TestSeedMemoSameSeeds(t *testing.T) {
 	found := 0
 	for trial := range 400 {
 		spec := specs[trial%len(specs)]
-		g, err := topology.Parse(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, _ := NewState(g)
-		var busy []int
-		p := 0.2 + 0.4*r.Float64()
-		for v := 0; v < s.N(); v++ {
-			if r.Float64() < p {
-				busy = append(busy, v)
-			}
-		}
-		if err := s.Occupy(1, busy); err != nil {
-			t.Fatal(err)
-		}
-		rt, err := NewAngaraRouter(g, "angara*")
+		s := randomState(t, spec, 0.2+0.4*r.Float64(), r)
+		rt, err := NewAngaraRouter(s.g, "angara*")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +40,7 @@ func TestSeedMemoSameSeeds(t *testing.T) {
 			}
 		}
 		if !reflect.DeepEqual(seeds[0], seeds[1]) {
-			t.Fatalf("%s busy %v m=%d T=%d: seeds %+v without the memo, %+v with it", spec, busy, m, req.Transit, seeds[0], seeds[1])
+			t.Fatalf("%s trial %d m=%d T=%d: seeds %+v without the memo, %+v with it", spec, trial, m, req.Transit, seeds[0], seeds[1])
 		}
 		if len(seeds[0]) > 0 {
 			found++
