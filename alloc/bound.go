@@ -665,17 +665,16 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 	}
 	order := d.sizeOrder()
 	lists := make([][]boundedEntry, len(d.sizes))
-	par.For(len(order), sel.Workers, func(w, k int) {
-		si := order[k]
+	list := func(w, si int) []boundedEntry {
 		j := sizeBox[si]
 		mask, a := promising[j], lead[j]
 		size := d.sizes[si]
 		if reach[j] && !direct && mask == nil {
 			d.cutHit.Store(true) // the masks were cut by the budget
-			return
+			return nil
 		}
 		if !reach[j] {
-			return
+			return nil
 		}
 		box := Rect{Size: a}
 		var list []boundedEntry
@@ -714,13 +713,62 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		} else {
 			startsIn(mask, sel.dims, sel.wrap, size, period, each)
 		}
-		lists[si] = list
-	})
-	var all []boundedEntry
-	for _, si := range order {
-		all = append(all, lists[si]...)
+		return list
 	}
 	results := make([]sizeResult, len(d.sizes))
+	// No set can leave more than every rectangle of the top level (φ_top).
+	// The sorted list starts with the placements of φ_top in enumeration
+	// order, examined a chunk at a time, and once one is a candidate no
+	// other placement is examined (sets that only tie are not looked for).
+	// So the sizes are listed a wave at a time, in order, and each full
+	// chunk of placements of φ_top found in the sizes listed so far is
+	// examined at once, as it would be first in the sorted list: a
+	// candidate among them ends the listing.
+	phiTop := int64(math.MaxInt64)
+	if exact && len(bl.rects) > 0 {
+		phiTop = int64(N)*int64(bl.vols[0]) + int64(len(bl.rects[0]))
+	}
+	chunk, wave := 2*par.Workers(sel.Workers), 4*par.Workers(sel.Workers)
+	if sel.tune.listWave > 0 {
+		wave = sel.tune.listWave
+	}
+	var top []boundedEntry // the placements of φ_top listed, in order
+	taken := 0             // how many of them were examined
+	for w0 := 0; w0 < len(order); w0 += wave {
+		sizes := order[w0:min(w0+wave, len(order))]
+		par.For(len(sizes), sel.Workers, func(w, k int) { lists[sizes[k]] = list(w, sizes[k]) })
+		if !exact || sel.tune.wholeList {
+			continue
+		}
+		for _, si := range sizes {
+			for _, e := range lists[si] {
+				if e.phi == phiTop {
+					top = append(top, e)
+				}
+			}
+		}
+		for len(top)-taken >= chunk && d.phiBar.Load() < phiTop && !d.clock.enum.Load() {
+			d.examineEntries(top[taken:taken+chunk], results, false)
+			taken += chunk
+		}
+		if d.phiBar.Load() >= phiTop {
+			if c := sel.tune.topStops; c != nil && w0+wave < len(order) {
+				c.Add(1)
+			}
+			break
+		}
+	}
+	// The rest, sorted by φ: what the waves did not examine.
+	var all []boundedEntry
+	for _, si := range order {
+		for _, e := range lists[si] {
+			if e.phi == phiTop && taken > 0 {
+				taken--
+				continue
+			}
+			all = append(all, e)
+		}
+	}
 	// Sets that only tie are not looked for, but without exact φ every
 	// placement ties.
 	d.examineEntries(all, results, !exact)

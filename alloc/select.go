@@ -238,6 +238,13 @@ type tuning struct {
 	noSeedMemo bool
 	seedSkips  *atomic.Int64
 	onSeeds    func([]seed)
+	// wholeList makes the bounded path list every placement before it
+	// examines any; listWave sets how many sizes it lists at a time (0:
+	// four per worker); topStops counts the listings a candidate of φ_top
+	// ended early.
+	wholeList bool
+	listWave  int
+	topStops  *atomic.Int64
 	// forgetAnswers empties the reachability cache after the seed
 	// search, as a full cache that kept none of its answers would be.
 	forgetAnswers bool

@@ -189,7 +189,8 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:5x3x4", "torus:8x4", "torus:4x4x2x2", "torus:3x5x2",
 		"torus:4x3x2:mesh=Z", "torus:3x2x2x3:mesh=Y,W"}
 	bounded, gaveUp, seeded, cutReps := 0, int64(0), int64(0), 0
-	var skips atomic.Int64 // placements left out below a candidate's φ
+	var skips atomic.Int64    // placements left out below a candidate's φ
+	var topStops atomic.Int64 // listings ended by a candidate of φ_top
 	const trials = 500
 	for trial := 0; trial < trials; trial++ {
 		spec := specs[trial%len(specs)]
@@ -223,6 +224,8 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 		sel.tune.boundMasks = trial%3 == 0
 		sel.tune.boundDirect = trial%3 == 1
 		sel.tune.barSkips = &skips
+		sel.tune.topStops = &topStops
+		sel.tune.listWave = trial % 3 // 0: the default
 		req.Budget = time.Hour
 		got, err := sel.Select(s, rt, req)
 		if err != nil {
@@ -231,6 +234,18 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 		name := fmt.Sprintf("%s busy %v m=%d T=%d", spec, busy, m, req.Transit)
 		if (got.Chosen == nil) != (want.Chosen == nil) {
 			t.Fatalf("%s: bounded chose %v, enumeration %v", name, got.Chosen, want.Chosen)
+		}
+		// Examining the placements of φ_top as their sizes are listed
+		// chooses what examining them after the whole list does.
+		whole := NewSelector(s)
+		whole.tune = sel.tune
+		whole.tune.wholeList, whole.tune.topStops = true, nil
+		all, err := whole.Select(s, rt, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(all.Chosen, got.Chosen) || all.Complete != got.Complete {
+			t.Fatalf("%s: listed by waves chose %+v (complete %d), listed whole %+v (complete %d)", name, got.Chosen, got.Complete, all.Chosen, all.Complete)
 		}
 		spent := NewSelector(s)
 		spent.tune.forceBounded, spent.tune.boundSpent = true, true
@@ -282,6 +297,9 @@ func TestBoundedMatchesEnumeration(t *testing.T) {
 	}
 	if skips.Load() == 0 {
 		t.Fatal("no placement was left out below a candidate's φ")
+	}
+	if topStops.Load() == 0 {
+		t.Fatal("no listing was ended by a candidate of φ_top")
 	}
 	if cutReps < trials/12 {
 		t.Fatalf("only %d of %d decisions cut while finding the promising starts kept a set of φ*", cutReps, trials)
