@@ -723,7 +723,9 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 	// So the sizes are listed a wave at a time, in order, and each full
 	// chunk of placements of φ_top found in the sizes listed so far is
 	// examined at once, as it would be first in the sorted list: a
-	// candidate among them ends the listing.
+	// candidate among them ends the listing. Each wave lists twice as
+	// many sizes as the one before, so that the workers waiting at the
+	// waves' ends cost little when no candidate ends the listing.
 	phiTop := int64(math.MaxInt64)
 	if exact && len(bl.rects) > 0 {
 		phiTop = int64(N)*int64(bl.vols[0]) + int64(len(bl.rects[0]))
@@ -734,7 +736,7 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 	}
 	var top []boundedEntry // the placements of φ_top listed, in order
 	taken := 0             // how many of them were examined
-	for w0 := 0; w0 < len(order); w0 += wave {
+	for w0 := 0; w0 < len(order); w0, wave = w0+wave, 2*wave {
 		sizes := order[w0:min(w0+wave, len(order))]
 		par.For(len(sizes), sel.Workers, func(w, k int) { lists[sizes[k]] = list(w, sizes[k]) })
 		if !exact || sel.tune.wholeList {
@@ -752,7 +754,7 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 			taken += chunk
 		}
 		if d.phiBar.Load() >= phiTop {
-			if c := sel.tune.topStops; c != nil && w0+wave < len(order) {
+			if c := sel.tune.topStops; c != nil && w0+len(sizes) < len(order) {
 				c.Add(1)
 			}
 			break

@@ -239,9 +239,10 @@ type tuning struct {
 	seedSkips  *atomic.Int64
 	onSeeds    func([]seed)
 	// wholeList makes the bounded path list every placement before it
-	// examines any; listWave sets how many sizes it lists at a time (0:
-	// four per worker); topStops counts the listings a candidate of φ_top
-	// ended early.
+	// examines any; listWave sets how many sizes its first wave lists
+	// (0: four per worker; each wave lists twice as many as the one
+	// before); topStops counts the listings a candidate of φ_top ended
+	// early.
 	wholeList bool
 	listWave  int
 	topStops  *atomic.Int64
