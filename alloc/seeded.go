@@ -2,10 +2,10 @@ package alloc
 
 import (
 	"cmp"
-	"math/bits"
 	"slices"
 	"sync/atomic"
 
+	"github.com/icn-hpc/icn/internal/bitset"
 	"github.com/icn-hpc/icn/internal/par"
 )
 
@@ -219,14 +219,17 @@ func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, t
 			if scan == nil {
 				scan = make([]uint64, len(few))
 			}
-			skipped := 0
 			for i, x := range few {
 				scan[i] = x &^ done[i]
-				skipped += bits.OnesCount64(x & done[i])
 			}
 			mask = scan
 			if c := sel.tune.seedSkips; c != nil {
-				c.Add(int64(skipped))
+				c.Add(int64(bitset.Set(few).Count() - bitset.Set(scan).Count()))
+			}
+		}
+		notSeed := func(v int) { // a start examined in full
+			if done != nil {
+				done.Add(v)
 			}
 		}
 		startsIn(mask, sel.dims, sel.wrap, size, sel.dims, func(st []int) bool {
@@ -238,17 +241,17 @@ func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, t
 			// first m nodes of a larger set are rarely reachable alone.
 			holes := d.holesAt(w, sel.grid, size, st)
 			if vol(size)-holes != d.m {
-				done.add(v)
+				notSeed(v)
 				return true
 			}
 			p, ok := d.placementSet(w, size, st, holes)
 			if !ok {
-				done.add(v)
+				notSeed(v)
 				return true
 			}
 			if ok, err := d.alone(w, p, p.blockSize != nil); err != nil || !ok {
 				if err == nil {
-					done.add(v)
+					notSeed(v)
 				}
 				return err == nil
 			}
@@ -274,7 +277,7 @@ func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, t
 // worker at a time scans a box's sizes, so a size's bits are written by
 // one goroutine at a time.
 type seedMemo struct {
-	sizes [][]uint64
+	sizes []bitset.Set
 	words int
 	left  atomic.Int64 // bytes that may still be taken
 }
@@ -284,24 +287,15 @@ type seedMemo struct {
 const maxSeedMemoBytes = 64 << 20
 
 func newSeedMemo(sizes, n int) *seedMemo {
-	m := &seedMemo{sizes: make([][]uint64, sizes), words: (n + 63) / 64}
+	m := &seedMemo{sizes: make([]bitset.Set, sizes), words: (n + 63) / 64}
 	m.left.Store(maxSeedMemoBytes)
 	return m
 }
 
 // of returns size si's bits, taking them when there is room; nil without.
-func (m *seedMemo) of(si int) bitWords {
+func (m *seedMemo) of(si int) bitset.Set {
 	if m.sizes[si] == nil && m.left.Add(-8*int64(m.words)) >= 0 {
-		m.sizes[si] = make([]uint64, m.words)
+		m.sizes[si] = make(bitset.Set, m.words)
 	}
 	return m.sizes[si]
-}
-
-// bitWords is a bitset that a nil one ignores.
-type bitWords []uint64
-
-func (b bitWords) add(v int) {
-	if b != nil {
-		b[v/64] |= 1 << (v % 64)
-	}
 }
