@@ -1376,7 +1376,7 @@ func (d *decision) leastFragmenting(best []*candidate) []*candidate {
 		if d.empty {
 			f, ok = d.emptyPhi(best[i], top.Load())
 		} else {
-			f, ok = levels.afterAtLeast(best[i], top.Load(), &d.sel.taken[w])
+			f, ok = levels.afterAbove(best[i], top.Load(), &top, &d.sel.taken[w])
 		}
 		done[i] = true
 		if !ok {

@@ -3,6 +3,7 @@ package alloc
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // levelCache lists the free rectangles of a state by volume, largest
@@ -124,12 +125,23 @@ func (lc *levelCache) after(c *candidate) Fragmentation {
 // free cannot keep a rectangle and are skipped. cs is space for the
 // candidate's set.
 func (lc *levelCache) afterAtLeast(c *candidate, bound int64, cs *takenSet) (f Fragmentation, ok bool) {
+	return lc.afterAbove(c, bound, nil, cs)
+}
+
+// afterAbove is afterAtLeast whose bound also rises to rising's value
+// (when not nil) as the levels are read: a candidate ranked while others
+// raise the largest φ found gives up at the first level where it is
+// certainly below it, instead of computing the levels down to its own φ.
+func (lc *levelCache) afterAbove(c *candidate, bound int64, rising *atomic.Int64, cs *takenSet) (f Fragmentation, ok bool) {
 	n := int64(lc.s.N())
 	left := lc.free - c.nodeCount()
 	filled := false
 	for i, v := range lc.vols {
 		if v > left {
 			continue
+		}
+		if rising != nil {
+			bound = max(bound, rising.Load())
 		}
 		if n*int64(lc.most[i]) < bound {
 			return Fragmentation{}, false
