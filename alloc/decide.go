@@ -1429,8 +1429,11 @@ func (d *decision) chooseByTables(tied []*candidate, res *Result) error {
 		limit = 64
 	}
 	classOf := func(c *candidate) string {
-		if c.iso != "" {
+		switch {
+		case c.iso != "":
 			return c.iso
+		case d.ringInvariant:
+			return d.ringClass(c)
 		}
 		return fmt.Sprint("#", c.order)
 	}
@@ -1486,6 +1489,55 @@ func (d *decision) chooseByTables(tied []*candidate, res *Result) error {
 	res.Chosen = &ranked[0].Candidate
 	d.materialize(ranked[0])
 	return nil
+}
+
+// ringClass names the candidate's class of translates along the rings
+// its rectangle does not cover whole (for a router whose answers are
+// invariant along the rings, so all of them have one table): its set
+// relative to its rectangle's start there, with the rectangle's start
+// along the other dimensions. A reachable set is connected, so its
+// projection on such a ring is one interval and routing numbers its
+// translates in the same order (routing's set frame). Candidates of one
+// ring class then share a table and count once against MaxTables, as on
+// the uniform path, which decides each class from one placement.
+func (d *decision) ringClass(c *candidate) string {
+	dims, wrap := d.sel.dims, d.sel.wrap
+	rect := c.Rect
+	moves := make([]bool, len(dims))
+	b := []byte("T")
+	for i, p := range rect.Size {
+		moves[i] = wrap[i] && p < dims[i]
+		b = binary.AppendUvarint(b, uint64(p))
+		if !moves[i] {
+			b = binary.AppendUvarint(b, uint64(rect.Start[i]))
+		}
+	}
+	if c.Holes == 0 && c.nTransit == 0 && c.nodeCount() == vol(rect.Size) {
+		return string(append(b, 'b')) // the whole box
+	}
+	d.materialize(c)
+	coord := make([]int, len(dims))
+	rel := func(list []int) []int {
+		out := make([]int, len(list))
+		for k, v := range list {
+			dec(v, dims, coord)
+			for i := range coord {
+				if moves[i] {
+					coord[i] = (coord[i] - rect.Start[i] + dims[i]) % dims[i]
+				}
+			}
+			out[k] = enc(coord, dims)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, list := range [2][]int{c.Active, c.Transit} {
+		b = append(b, 0xff)
+		for _, v := range rel(list) {
+			b = binary.AppendUvarint(b, uint64(v))
+		}
+	}
+	return string(b)
 }
 
 // buildUnverified builds the tables of reps[build] without verifying
