@@ -77,6 +77,41 @@ func BenchmarkTable(b *testing.B) {
 	}
 }
 
+// BenchmarkVerify measures Verify of the BFS table of every node of a
+// fault-free 16x16x16 torus under angara* (4 096 active nodes, 16.8
+// million routes) and of a 32x32x4 slab of 32x32x32 (the set the
+// 4 096-node decision on 32x32x32 chooses): "shared" walks the segments
+// consecutive routes share once (quickShared), "route" is the same-run
+// baseline that walks every route.
+func BenchmarkVerify(b *testing.B) {
+	for _, c := range []struct{ spec, set string }{{"16x16x16", "*.*.*"}, {"32x32x32", "*.*.0-3"}} {
+		g := mustTorus(b, c.spec)
+		r := mustRouter(b, g, AngaraStar)
+		set, err := g.ParseNodes(c.set)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tb, err := r.Build(context.Background(), set, nil, BuildOptions{Unverified: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, mode := range []string{"shared", "route"} {
+			b.Run(c.spec+"/"+mode, func(b *testing.B) {
+				r.tune.noSharedWalk = mode == "route"
+				c0 := cpuTime()
+				for b.Loop() {
+					rep, err := r.Verify(context.Background(), tb, VerifyOptions{})
+					if err != nil || len(rep.Violations) > 0 {
+						b.Fatal(err, rep.Violations)
+					}
+				}
+				b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
+			})
+		}
+		r.tune.noSharedWalk = false
+	}
+}
+
 // benchJob builds the job scenario icn bench's job row also runs
 // (benchscen.JobTable at full size: 4 096 active nodes *.*.0-3 of a
 // 32x32x32 machine, transit planes *.*.4 and *.*.31, 10 failed X/Y

@@ -72,6 +72,9 @@ type tuning struct {
 	closureLimit int
 	// star is the R_A* construction variant (experiments only).
 	star starVariant
+	// noSharedWalk makes table verification walk every route on its own
+	// (routeChecker.quickShared is not used).
+	noSharedWalk bool
 }
 
 func defaultTuning() tuning {

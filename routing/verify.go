@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/icn-hpc/icn/internal/cdg"
 	"github.com/icn-hpc/icn/internal/par"
@@ -166,25 +167,210 @@ func (r *Router) tableChecker(tb *Table) *routeChecker {
 			set = append(set, v)
 		}
 	}
-	return r.newRouteChecker(set, inSet)
+	rc := r.newRouteChecker(set, inSet)
+	rc.noShare = r.tune.noSharedWalk
+	return rc
 }
 
 // checkSource checks the routes of the table from active node a (index
 // in tb.Active) to the active nodes of indices [b0, b1), a excepted.
+// With one byte per count the destinations are rc.dests[b0:b1] instead
+// (the ranges of a table's checks cover [0, m) either way), so that
+// consecutive routes share their first segments and quickShared walks
+// those once.
 func (rc *routeChecker) checkSource(w *verifyWorker, tb *Table, a, b0, b1 int) {
 	m := len(tb.Active)
 	src := tb.Active[a]
-	for b := b0; b < b1; b++ {
+	if tb.wide || rc.noShare {
+		for b := b0; b < b1; b++ {
+			if b == a {
+				continue
+			}
+			dst := tb.Active[b]
+			i := pairIndex(m, a, b)
+			if !rc.quickCode(w, tb, i, src, dst) {
+				w.dirs = tb.AppendDirs(i, w.dirs[:0])
+				rc.check(w, i, src, dst, w.dirs)
+			}
+		}
+		return
+	}
+	dests := rc.destOrder(tb)
+	w.segs = 0
+	for _, b32 := range dests[b0:b1] {
+		b := int(b32)
 		if b == a {
 			continue
 		}
 		dst := tb.Active[b]
 		i := pairIndex(m, a, b)
-		if !rc.quickCode(w, tb, i, src, dst) {
+		if !rc.quickShared(w, tb, i, src, dst) {
 			w.dirs = tb.AppendDirs(i, w.dirs[:0])
 			rc.check(w, i, src, dst, w.dirs)
 		}
 	}
+	rc.flushSegments(w, 0)
+}
+
+// destOrder returns, once per table, the destinations (indices in
+// tb.Active) sorted by their coordinates along the dimensions in the
+// order their directions first come in the rule, the first one most
+// significant: routes to consecutive destinations then mostly share
+// their steps along the dimensions before the last one they differ in.
+func (rc *routeChecker) destOrder(tb *Table) []int32 {
+	rc.destsOnce.Do(func() {
+		t := rc.r.t
+		var dimOrder []int
+		for _, d := range rc.r.order {
+			if !slices.Contains(dimOrder, d.Dim()) {
+				dimOrder = append(dimOrder, d.Dim())
+			}
+		}
+		stride := make([]int, t.n)
+		for i, st := 0, 1; i < t.n; i++ {
+			stride[i], st = st, st*t.dims[i]
+		}
+		m := len(tb.Active)
+		keys := make([]uint64, m)
+		for b, v := range tb.Active {
+			var k uint64
+			for _, i := range dimOrder {
+				k = k*uint64(t.dims[i]) + uint64(v/stride[i]%t.dims[i])
+			}
+			keys[b] = k<<32 | uint64(b)
+		}
+		slices.Sort(keys)
+		rc.dests = make([]int32, m)
+		for b, k := range keys {
+			rc.dests[b] = int32(uint32(k))
+		}
+	})
+	return rc.dests
+}
+
+// quickShared is quickCode on the walk of the route before it: a route is
+// walked as segments (its FS step, its run along each direction in the
+// rule's order, its LS step), the segments it shares with the route
+// before it are not walked again, and a segment adds its load to its
+// channels once, times the routes that took it, when it is left
+// (flushSegments). A route with as many steps along a dimension as the
+// ring has nodes could use a channel twice (a route counts once per
+// channel): it goes to quickCode, as does everything it rejects.
+func (rc *routeChecker) quickShared(w *verifyWorker, tb *Table, i, src, dst int) bool {
+	r, lc := rc.r, rc.lc
+	nd := lc.nd
+	c := tb.code(i)
+	ns := nd + 2
+	var spec [2*MaxDims + 2]int32
+	var steps [MaxDims]int
+	spec[0], spec[ns-1] = int32(c[0]), int32(c[1])
+	for _, b := range c[:2] {
+		if int(b) > nd {
+			rc.flushSegments(w, 0)
+			return false // not a direction
+		}
+		if b != 0 {
+			steps[Dir(b-1).Dim()]++
+		}
+	}
+	var used uint16
+	for k, d := range r.order {
+		n := int32(c[2+k])
+		spec[1+k] = n
+		steps[d.Dim()] += int(n)
+		if n > 0 {
+			used |= 1 << d
+		}
+	}
+	for dim, n := range steps[:r.t.n] {
+		if n >= r.t.dims[dim] {
+			rc.flushSegments(w, 0)
+			return rc.quickCode(w, tb, i, src, dst)
+		}
+	}
+	j := 0
+	for j < w.segs && spec[j] == w.spec[j] {
+		j++
+	}
+	rc.flushSegments(w, j)
+	li := lc.index[src]
+	if j > 0 {
+		li = w.segLi[j-1]
+	}
+	for k := j; k < ns; k++ {
+		var d Dir
+		n := spec[k]
+		switch k {
+		case 0, ns - 1:
+			if n != 0 {
+				d, n = Dir(n-1), 1
+			}
+		default:
+			d = r.order[k-1]
+		}
+		for ; n > 0; n-- {
+			ch := li*int32(nd) + int32(d)
+			w.lch = append(w.lch, ch)
+			w.dirs = append(w.dirs, d)
+			if li = lc.nb[ch]; li < 0 {
+				rc.flushSegments(w, 0)
+				return false
+			}
+		}
+		w.spec[k], w.segEnd[k], w.segLi[k], w.segCnt[k], w.segDeps[k] = spec[k], int32(len(w.lch)), li, 0, false
+		w.segs = k + 1
+	}
+	if li != lc.index[dst] || len(w.dirs) == 0 || (r.rule.Kind != DOR && used&(used>>1)&0x555 != 0) ||
+		!rc.boundariesOK(w, c[0] != 0, c[1] != 0) {
+		rc.flushSegments(w, 0)
+		return false
+	}
+	// The route is valid: count it through every segment, and add the
+	// dependencies of the segments no valid route took before.
+	for k := 0; k < ns; k++ {
+		w.segCnt[k]++
+		if w.segDeps[k] {
+			continue
+		}
+		w.segDeps[k] = true
+		lo := int32(0)
+		if k > 0 {
+			lo = w.segEnd[k-1]
+		}
+		for q := max(lo, 1); q < w.segEnd[k]; q++ {
+			bit := int(w.lch[q-1])*nd + int(w.dirs[q])
+			w.deps[bit>>6] |= 1 << (uint(bit) & 63)
+		}
+	}
+	w.n++
+	w.sum += len(w.dirs)
+	w.diam = max(w.diam, len(w.dirs))
+	return true
+}
+
+// flushSegments adds the loads of the segments from the j-th on (each to
+// its channels, times the valid routes that took it) and takes them off
+// the walk.
+func (rc *routeChecker) flushSegments(w *verifyWorker, j int) {
+	for k := w.segs - 1; k >= j; k-- {
+		lo := int32(0)
+		if k > 0 {
+			lo = w.segEnd[k-1]
+		}
+		if n := w.segCnt[k]; n > 0 {
+			for _, ch := range w.lch[lo:w.segEnd[k]] {
+				w.loads[ch] += n
+			}
+		}
+	}
+	if j < w.segs {
+		w.segs = j
+	}
+	end := int32(0)
+	if j > 0 {
+		end = w.segEnd[j-1]
+	}
+	w.lch, w.dirs = w.lch[:end], w.dirs[:end]
 }
 
 // tableReport merges the workers' accumulators of a table's check into
@@ -197,20 +383,31 @@ func (rc *routeChecker) tableReport(ws []*verifyWorker) *Report {
 }
 
 type verifyWorker struct {
-	_     [64]byte // workers write their fields for every route: no cache line shared with another worker
-	dirs  []Dir
-	chans []int32
-	lch   []int32
-	deps  []uint64
-	loads []int32
-	stamp []uint32
-	ep    uint32
-	viol  []Violation
-	nviol int
-	sum   int
-	diam  int
-	n     int
-	_     [64]byte
+	_ [64]byte // workers write their fields for every route: no cache line shared with another worker
+	// the walk of quickShared: segs segments (of 2·nd+2: FS, a run
+	// per direction rank, LS) of the route last walked, each with its
+	// code value, its end in lch and dirs, the local node it ends at,
+	// the valid routes that took it and whether its dependencies were
+	// added
+	segs    int
+	spec    [2*MaxDims + 2]int32
+	segEnd  [2*MaxDims + 2]int32
+	segLi   [2*MaxDims + 2]int32
+	segCnt  [2*MaxDims + 2]int32
+	segDeps [2*MaxDims + 2]bool
+	dirs    []Dir
+	chans   []int32
+	lch     []int32
+	deps    []uint64
+	loads   []int32
+	stamp   []uint32
+	ep      uint32
+	viol    []Violation
+	nviol   int
+	sum     int
+	diam    int
+	n       int
+	_       [64]byte
 }
 
 // localChannels numbers the channels leaving the set nodes: channel
@@ -250,6 +447,11 @@ type routeChecker struct {
 	r     *Router
 	lc    *localChannels
 	inSet []bool
+	// dests is the order of the destinations of checkSource (destOrder);
+	// noShare makes it check route by route (tests)
+	destsOnce sync.Once
+	dests     []int32
+	noShare   bool
 }
 
 func (r *Router) newRouteChecker(set []int, inSet []bool) *routeChecker {
@@ -272,8 +474,12 @@ func (rc *routeChecker) check(w *verifyWorker, rec, src, dst int, dirs []Dir) {
 		}
 		v.Record = rec + 1
 		w.nviol++
-		if len(w.viol) < maxViolations {
-			w.viol = append(w.viol, v)
+		w.viol = append(w.viol, v)
+		if len(w.viol) == 2*maxViolations {
+			// routes are not checked in record order: keep the
+			// worker's first ones by record
+			slices.SortStableFunc(w.viol, func(a, b Violation) int { return a.Record - b.Record })
+			w.viol = w.viol[:maxViolations]
 		}
 		return
 	}
@@ -316,6 +522,9 @@ func (rc *routeChecker) quickCode(w *verifyWorker, tb *Table, i, src, dst int) b
 	nd := lc.nd
 	c := tb.code(i)
 	fs, ls := int(c[0])-1, int(c[1])-1
+	if fs >= nd || ls >= nd {
+		return false // not a direction
+	}
 	li := lc.index[src]
 	w.lch = w.lch[:0]
 	w.dirs = w.dirs[:0]
