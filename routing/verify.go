@@ -181,35 +181,35 @@ func (r *Router) tableChecker(tb *Table) *routeChecker {
 func (rc *routeChecker) checkSource(w *verifyWorker, tb *Table, a, b0, b1 int) {
 	m := len(tb.Active)
 	src := tb.Active[a]
-	if tb.wide || rc.noShare {
-		for b := b0; b < b1; b++ {
-			if b == a {
-				continue
-			}
-			dst := tb.Active[b]
-			i := pairIndex(m, a, b)
-			if !rc.quickCode(w, tb, i, src, dst) {
-				w.dirs = tb.AppendDirs(i, w.dirs[:0])
-				rc.check(w, i, src, dst, w.dirs)
-			}
-		}
-		return
+	var dests []int32
+	if !tb.wide && !rc.noShare {
+		dests = rc.destOrder(tb)[b0:b1]
+		w.segs = 0
 	}
-	dests := rc.destOrder(tb)
-	w.segs = 0
-	for _, b32 := range dests[b0:b1] {
-		b := int(b32)
+	for k := b0; k < b1; k++ {
+		b := k
+		if dests != nil {
+			b = int(dests[k-b0])
+		}
 		if b == a {
 			continue
 		}
 		dst := tb.Active[b]
 		i := pairIndex(m, a, b)
-		if !rc.quickShared(w, tb, i, src, dst) {
+		var ok bool
+		if dests != nil {
+			ok = rc.quickShared(w, tb, i, src, dst)
+		} else {
+			ok = rc.quickCode(w, tb, i, src, dst)
+		}
+		if !ok {
 			w.dirs = tb.AppendDirs(i, w.dirs[:0])
 			rc.check(w, i, src, dst, w.dirs)
 		}
 	}
-	rc.flushSegments(w, 0)
+	if dests != nil {
+		rc.flushSegments(w, 0)
+	}
 }
 
 // destOrder returns, once per table, the destinations (indices in
