@@ -678,12 +678,11 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		}
 		box := Rect{Size: a}
 		var list []boundedEntry
-		each := func(st []int) bool {
+		each := func(v int, st []int) bool {
 			if d.clock.enum.Load() {
 				d.cutHit.Store(true)
 				return false
 			}
-			v := enc(st, sel.dims)
 			if v == repAt[si] {
 				return true // examined on its own, below
 			}
@@ -709,7 +708,7 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		}
 		// Starts beyond the periods are translates of earlier ones.
 		if direct {
-			placementsBelow(sel.dims, sel.wrap, size, period, each)
+			placementsBelow(sel.dims, sel.wrap, size, period, func(st []int) bool { return each(enc(st, sel.dims), st) })
 		} else {
 			startsIn(mask, sel.dims, sel.wrap, size, period, each)
 		}
@@ -861,27 +860,67 @@ func (r *sizeResult) add(p *sizeResult) {
 }
 
 // startsIn calls f, in enumeration order, with the placements of size
-// below cap (per dimension) whose start (node id) is set in mask, until f
-// returns false: the set bits in order, those that are placements.
-func startsIn(mask []uint64, dims []int, wrap []bool, size, cap []int, f func(start []int) bool) {
-	limit := make([]int, len(dims))
+// below cap (per dimension) whose start (node id v) is set in mask, until
+// f returns false: the set bits in order, those that are placements.
+func startsIn(mask []uint64, dims []int, wrap []bool, size, cap []int, f func(v int, start []int) bool) {
+	var limBuf [16]int
+	limit := limBuf[:len(dims)]
+	if len(dims) > len(limBuf) {
+		limit = make([]int, len(dims))
+	}
 	placementLimits(dims, wrap, size, limit)
 	for i := range limit {
 		limit[i] = min(limit[i], cap[i])
 	}
 	st := make([]int, len(dims))
+	var rowBuf [16]int
+	rowSt := rowBuf[:len(dims)]
+	if len(dims) > len(rowBuf) {
+		rowSt = make([]int, len(dims))
+	}
+	// A row is a line of starts along the first dimension: its other
+	// coordinates are decoded once, and a row outside the limits (or
+	// the rest of one past the first dimension's) is skipped whole.
+	d0 := dims[0]
+	row, rowOK := -1, false
 	for w, x := range mask {
-	bit:
 		for x != 0 {
 			v := w*64 + bits.TrailingZeros64(x)
-			x &= x - 1
-			dec(v, dims, st)
-			for i, l := range limit {
-				if st[i] >= l {
-					continue bit
+			r := v / d0
+			if r != row {
+				if k := r - row; row >= 0 && len(dims) > 1 && k < dims[1] {
+					// a few rows on: carry instead of dividing
+					rowSt[1] += k
+					for i := 1; i+1 < len(dims) && rowSt[i] >= dims[i]; i++ {
+						rowSt[i] -= dims[i]
+						rowSt[i+1]++
+					}
+				} else {
+					for i, rest := 1, r; i < len(dims); i++ {
+						rowSt[i] = rest % dims[i]
+						rest /= dims[i]
+					}
+				}
+				row, rowOK = r, true
+				for i := 1; i < len(dims); i++ {
+					rowOK = rowOK && rowSt[i] < limit[i]
 				}
 			}
-			if !f(st) {
+			rowSt[0] = v - r*d0
+			if !rowOK || rowSt[0] >= limit[0] {
+				// nothing else of this row is a placement
+				if end := (r+1)*d0 - w*64; end < 64 {
+					x &^= 1<<uint(end) - 1
+				} else {
+					x = 0
+				}
+				continue
+			}
+			x &= x - 1
+			for i, c := range rowSt { // f may write into its start
+				st[i] = c
+			}
+			if !f(v, st) {
 				return
 			}
 		}

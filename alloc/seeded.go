@@ -232,15 +232,15 @@ func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, t
 				done.Add(v)
 			}
 		}
-		startsIn(mask, sel.dims, sel.wrap, size, sel.dims, func(st []int) bool {
+		volume := vol(size)
+		startsIn(mask, sel.dims, sel.wrap, size, sel.dims, func(v int, st []int) bool {
 			if d.clock.bound.Load() {
 				return false
 			}
-			v := enc(st, sel.dims)
 			// Only rectangles whose available nodes are exactly m: the
 			// first m nodes of a larger set are rarely reachable alone.
 			holes := d.holesAt(w, sel.grid, size, st)
-			if vol(size)-holes != d.m {
+			if volume-holes != d.m {
 				notSeed(v)
 				return true
 			}
