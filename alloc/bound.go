@@ -917,9 +917,7 @@ func startsIn(mask []uint64, dims []int, wrap []bool, size, cap []int, f func(v 
 				continue
 			}
 			x &= x - 1
-			for i, c := range rowSt { // f may write into its start
-				st[i] = c
-			}
+			copy(st, rowSt) // f may write into its start
 			if !f(v, st) {
 				return
 			}
