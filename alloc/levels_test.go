@@ -14,7 +14,7 @@ import (
 func TestAfterAboveRises(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 1))
 	gaveUpEarly := 0
-	for _, spec := range []string{"torus:8x8x8", "torus:6x5x4", "torus:4x4x4x3"} {
+	for _, spec := range []string{"torus:6x6x6", "torus:6x5x4", "torus:4x4x4x3"} {
 		for trial := 0; trial < 20; trial++ {
 			s, _ := usedTorus(t, spec, r, trial%4 == 0)
 			sel := NewSelector(s)

@@ -15,8 +15,7 @@ import (
 // route by route does: on tori with and without mesh dimensions and
 // failed links, for tables of random sets, intact and with random codes
 // corrupted (counts changed, FS/LS steps changed or out of range,
-// routes swapped), over 2 048 destinations so that several chunks are
-// ordered.
+// routes swapped, runs around a ring).
 func TestVerifySharedWalk(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 5))
 	cases := []struct {
@@ -25,12 +24,12 @@ func TestVerifySharedWalk(t *testing.T) {
 	}{
 		{"torus:6x5x4", "", AngaraStar},
 		{"torus:4x4x3:mesh=Y", "", Angara},
-		{"torus:8x8x4x4", "", AngaraStar},
+		{"torus:6x4x4x3", "", AngaraStar},
 		{"torus:6x6x4", "0.0.0+X,2.3.1+Y,5.5.3-Z", AngaraStar},
 		{"torus:5x4x2:mesh=X,Z", "", AngaraMinus},
 		{"torus:5x5x3", "1.1.1+Z", DOR},
 		{"torus:4x4x4", "", Dirbit},
-		{"torus:36x36", "", AngaraStar},
+		{"torus:20x20", "", AngaraStar},
 	}
 	corrupted, violations := 0, 0
 	for _, tc := range cases {
@@ -48,9 +47,6 @@ func TestVerifySharedWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 		for trial := 0; trial < 4; trial++ {
-			if trial > 0 && g.NumNodes() > 1000 {
-				break
-			}
 			var active, transit []int
 			for v := 0; v < g.NumNodes(); v++ {
 				switch x := r.IntN(10); {
