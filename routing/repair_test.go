@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/icn-hpc/icn/topology"
@@ -221,10 +222,7 @@ func decodeAll(t *testing.T, b []byte, hdr *TableJSON) []RouteJSON {
 
 // routeChannels walks a route on g.
 func routeChannels(g *topology.Graph, hdr *TableJSON, rt RouteJSON) []int32 {
-	r, err := NewRouter(g.WithoutFaults(), Rule{Kind: AngaraStar})
-	if err != nil {
-		panic(err)
-	}
+	t := faultFreeTorus(g)
 	dirs, err := AppendNamedDirs(nil, rt.Dirs)
 	if err != nil {
 		panic(err)
@@ -232,11 +230,27 @@ func routeChannels(g *topology.Graph, hdr *TableJSON, rt RouteJSON) []int32 {
 	v := g.NodeAt(rt.Src)
 	var out []int32
 	for _, d := range dirs {
-		out = append(out, r.t.chAt(v, d))
-		v = int(r.t.nbAt(v, d))
+		out = append(out, t.chAt(v, d))
+		v = int(t.nbAt(v, d))
 	}
 	return out
 }
+
+// faultFreeTorus returns g's torus without its failures, made once per
+// graph (routeChannels walks every route of a table).
+func faultFreeTorus(g *topology.Graph) *torus {
+	if t, ok := faultFreeTori.Load(g); ok {
+		return t.(*torus)
+	}
+	t, err := newTorus(g.WithoutFaults())
+	if err != nil {
+		panic(err)
+	}
+	faultFreeTori.Store(g, t)
+	return t
+}
+
+var faultFreeTori sync.Map // *topology.Graph → *torus
 
 // TestRepairStoredRandomSets: random sets (active and transit nodes) on
 // small tori, one link their table uses failed: every table repaired
