@@ -1376,7 +1376,7 @@ func (d *decision) leastFragmenting(best []*candidate) []*candidate {
 		if d.empty {
 			f, ok = d.emptyPhi(best[i], top.Load())
 		} else {
-			f, ok = levels.afterAbove(best[i], top.Load(), &top, &d.sel.taken[w])
+			f, ok = levels.afterAbove(best[i], &top, &d.sel.taken[w])
 		}
 		done[i] = true
 		if !ok {
@@ -1528,16 +1528,10 @@ func (d *decision) ringClass(c *candidate) string {
 			}
 			out[k] = enc(coord, dims)
 		}
-		slices.Sort(out)
 		return out
 	}
-	for _, list := range [2][]int{c.Active, c.Transit} {
-		b = append(b, 0xff)
-		for _, v := range rel(list) {
-			b = binary.AppendUvarint(b, uint64(v))
-		}
-	}
-	return string(b)
+	var scratch []int
+	return string(appendSetID(append(b, 0xff), rel(c.Active), rel(c.Transit), &scratch))
 }
 
 // buildUnverified builds the tables of reps[build] without verifying

@@ -125,14 +125,17 @@ func (lc *levelCache) after(c *candidate) Fragmentation {
 // free cannot keep a rectangle and are skipped. cs is space for the
 // candidate's set.
 func (lc *levelCache) afterAtLeast(c *candidate, bound int64, cs *takenSet) (f Fragmentation, ok bool) {
-	return lc.afterAbove(c, bound, nil, cs)
+	var fixed atomic.Int64
+	fixed.Store(bound)
+	return lc.afterAbove(c, &fixed, cs)
 }
 
-// afterAbove is afterAtLeast whose bound also rises to rising's value
-// (when not nil) as the levels are read: a candidate ranked while others
-// raise the largest φ found gives up at the first level where it is
-// certainly below it, instead of computing the levels down to its own φ.
-func (lc *levelCache) afterAbove(c *candidate, bound int64, rising *atomic.Int64, cs *takenSet) (f Fragmentation, ok bool) {
+// afterAbove is afterAtLeast whose bound is read from rising at each
+// level: a candidate ranked while others raise the largest φ found gives
+// up at the first level where it is certainly below it, instead of
+// computing the levels down to its own φ.
+func (lc *levelCache) afterAbove(c *candidate, rising *atomic.Int64, cs *takenSet) (f Fragmentation, ok bool) {
+	bound := rising.Load()
 	n := int64(lc.s.N())
 	left := lc.free - c.nodeCount()
 	filled := false
@@ -140,9 +143,7 @@ func (lc *levelCache) afterAbove(c *candidate, bound int64, rising *atomic.Int64
 		if v > left {
 			continue
 		}
-		if rising != nil {
-			bound = max(bound, rising.Load())
-		}
+		bound = max(bound, rising.Load())
 		if n*int64(lc.most[i]) < bound {
 			return Fragmentation{}, false
 		}

@@ -36,7 +36,7 @@ func TestAfterAboveRises(t *testing.T) {
 				lc := newLevelCache(sel, s)
 				var rising atomic.Int64
 				rising.Store(want.Phi + delta)
-				got, ok := lc.afterAbove(c, 0, &rising, &takenSet{})
+				got, ok := lc.afterAbove(c, &rising, &takenSet{})
 				if ok != (delta <= 0) {
 					t.Fatalf("%s set %v: bound φ%+d: ok %v", spec, set, delta, ok)
 				}
@@ -68,7 +68,7 @@ func TestAfterAboveRises(t *testing.T) {
 				rising.Store(int64(s.N()) * int64(s.N()+1))
 				return false
 			}
-			got, ok := lc.afterAbove(c, 0, &rising, &takenSet{})
+			got, ok := lc.afterAbove(c, &rising, &takenSet{})
 			computed := 0
 			for i := range lc.levels {
 				if lc.levels[i].rects != nil || lc.levels[i].complete {

@@ -226,16 +226,12 @@ func (rc *routeChecker) destOrder(tb *Table) []int32 {
 				dimOrder = append(dimOrder, d.Dim())
 			}
 		}
-		stride := make([]int, t.n)
-		for i, st := 0, 1; i < t.n; i++ {
-			stride[i], st = st, st*t.dims[i]
-		}
 		m := len(tb.Active)
 		keys := make([]uint64, m)
 		for b, v := range tb.Active {
 			var k uint64
 			for _, i := range dimOrder {
-				k = k*uint64(t.dims[i]) + uint64(v/stride[i]%t.dims[i])
+				k = k*uint64(t.dims[i]) + uint64(v/t.stride[i]%t.dims[i])
 			}
 			keys[b] = k<<32 | uint64(b)
 		}
