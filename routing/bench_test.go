@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -306,6 +307,45 @@ func BenchmarkReachable(b *testing.B) {
 			b.Fatal("reachable")
 		}
 	})
+}
+
+// BenchmarkSweep measures one hinted sweep (every vertex of the set's
+// routing graph a source reaches) under angara* on Sequoia's torus, of a
+// set a 2 057-node decision of its fill asked about
+// (testdata/sweep-sequoia.txt). "sim" skips the vertices a state
+// simulating theirs has reached at their node, "all" is the same-run
+// baseline that visits every one.
+func BenchmarkSweep(b *testing.B) {
+	g := mustTorus(b, "16x16x16x12x2")
+	r := mustRouter(b, g, AngaraStar)
+	data, err := os.ReadFile("testdata/sweep-sequoia.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ids []int
+	for _, f := range strings.Fields(string(data[strings.IndexByte(string(data), '\n'):])) {
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, v)
+	}
+	src, set := ids[0], ids[1:]
+	for _, mode := range []string{"sim", "all"} {
+		b.Run(mode, func(b *testing.B) {
+			r.tune.noSimulation = mode == "all"
+			s := r.getScratch()
+			defer r.putScratch(s)
+			if err := r.markSet(s, set, nil); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				r.sweep(s, int32(src))
+			}
+			b.ReportMetric(float64(ones(s.seenBits)), "vertices")
+		})
+	}
+	r.tune.noSimulation = false
 }
 
 // BenchmarkRGMemory reports the memory of the routing graph of a 4 096-node

@@ -31,6 +31,11 @@ type reachAuto struct {
 	in        []int8 // the direction entering the state (for conditional moves)
 	moveStart []int32
 	moves     []move
+	// simW words per state: sim[q·simW : (q+1)·simW] has bit p set when
+	// state p ≠ q simulates q (see simulate); hasSim[q] when any does.
+	simW   int
+	sim    []uint64
+	hasSim []bool
 }
 
 // mergeStates builds reachability's automaton from a's states and their
@@ -127,5 +132,68 @@ func mergeStates(a *automaton, start []int32, moves []move) reachAuto {
 		}
 	}
 	ra.moveStart[classes] = int32(len(ra.moves))
+	ra.simulate()
 	return ra
+}
+
+// simulate finds which states simulate which (ra.sim): p simulates q
+// when a route may end in p wherever it may end in q, and every step q
+// can take (its self-loop, its moves) p can take too, in the same
+// direction and under no stricter condition, to a state that simulates
+// the one q reaches. Then every walk the set's routing graph holds from
+// (v, q) it holds from (v, p) as well (a move's condition depends only
+// on its node, its direction and the direction entering the state), and
+// ends its route wherever that one does: a search that has reached
+// (v, p) needs not visit (v, q). It is the greatest such relation, found
+// by removing pairs until every pair left is matched.
+func (ra *reachAuto) simulate() {
+	S := ra.nstates
+	steps := make([][]move, S) // the self-loop as a move, then the moves
+	for q := range S {
+		if sd := ra.self[q]; sd >= 0 {
+			steps[q] = append(steps[q], move{dir: Dir(sd), to: int32(q)})
+		}
+		steps[q] = append(steps[q], ra.moves[ra.moveStart[q]:ra.moveStart[q+1]]...)
+	}
+	rel := make([]bool, S*S) // rel[p·S+q]: p simulates q
+	for p := range S {
+		for q := range S {
+			rel[p*S+q] = !ra.canEnd[q] || ra.canEnd[p]
+		}
+	}
+	matched := func(p, q int, e move) bool {
+		for _, f := range steps[p] {
+			if f.dir == e.dir && (!f.cond || e.cond && ra.in[p] == ra.in[q]) && rel[int(f.to)*S+int(e.to)] {
+				return true
+			}
+		}
+		return false
+	}
+	for changed := true; changed; {
+		changed = false
+		for p := range S {
+			for q := range S {
+				if p == q || !rel[p*S+q] {
+					continue
+				}
+				for _, e := range steps[q] {
+					if !matched(p, q, e) {
+						rel[p*S+q], changed = false, true
+						break
+					}
+				}
+			}
+		}
+	}
+	ra.simW = (S + 63) / 64
+	ra.sim = make([]uint64, S*ra.simW)
+	ra.hasSim = make([]bool, S)
+	for q := range S {
+		for p := range S {
+			if p != q && rel[p*S+q] {
+				ra.sim[q*ra.simW+p/64] |= 1 << (p % 64)
+				ra.hasSim[q] = true
+			}
+		}
+	}
 }

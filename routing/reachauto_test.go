@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -20,6 +21,7 @@ func plainStates(r *Router) reachAuto {
 		in:        a.in,
 		moveStart: r.moveStart,
 		moves:     r.moves,
+		hasSim:    make([]bool, a.nstates), // no state simulates another
 	}
 	return ra
 }
@@ -103,6 +105,84 @@ func TestMergedStatesKeepAnswers(t *testing.T) {
 	if merged == 0 {
 		t.Fatal("no automaton had a state merged")
 	}
+}
+
+// TestSimulatedStatesKeepSweeps checks that a sweep which skips the
+// vertices a state simulating theirs has reached (reachAuto.sim) ends
+// routes at the same nodes as one that visits every vertex, from every
+// source of random sets of tori with failed links and mesh dimensions,
+// under every rule, and that it visits fewer vertices under angara*.
+func TestSimulatedStatesKeepSweeps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 2))
+	pruned := 0
+	for _, spec := range []string{"6x5x4", "4x4x3x3", "5x4x2x2:mesh=Y,W", "4x3x2x3x2:mesh=W,V"} {
+		for faults := range 3 {
+			g := mustTorus(t, spec)
+			var links []int
+			for range 3 * faults {
+				links = append(links, rng.IntN(g.NumLinks()))
+			}
+			g, err := g.WithFaults(links, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kind := range []Kind{DOR, Dirbit, AngaraMinus, Angara, AngaraStar} {
+				name := fmt.Sprintf("%s/faults=%d/%s", spec, len(links), kind)
+				r, err := NewRouter(g, Rule{Kind: kind})
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				all, err := NewRouter(g, Rule{Kind: kind})
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				all.tune.noSimulation = true
+				for range 6 {
+					perm := rng.Perm(g.NumNodes())
+					k := 2 + rng.IntN(g.NumNodes()-1)
+					a := 1 + rng.IntN(k)
+					active, transit := perm[:a], perm[a:k]
+					s, sa := r.getScratch(), all.getScratch()
+					if err := r.markSet(s, active, transit); err != nil {
+						t.Fatal(err)
+					}
+					if err := all.markSet(sa, active, transit); err != nil {
+						t.Fatal(err)
+					}
+					for _, src := range active {
+						ep, epa := r.sweep(s, int32(src)), all.sweep(sa, int32(src))
+						for _, v := range perm[:k] {
+							if got, want := s.ended[s.at(int32(v))] == ep, sa.ended[sa.at(int32(v))] == epa; got != want {
+								t.Fatalf("%s: sweep from %d ends at %d: %v, visiting every vertex %v", name, src, v, got, want)
+							}
+						}
+						if len(s.stack) != 0 {
+							t.Fatal("stack left")
+						}
+						if seen, seenAll := ones(s.seenBits), ones(sa.seenBits); seen > seenAll {
+							t.Fatalf("%s: %d vertices visited, %d without skipping", name, seen, seenAll)
+						} else if seen < seenAll {
+							pruned++
+						}
+					}
+					r.putScratch(s)
+					all.putScratch(sa)
+				}
+			}
+		}
+	}
+	if pruned == 0 {
+		t.Fatal("no sweep skipped a vertex")
+	}
+}
+
+// ones counts the bits set in b.
+func ones(b []uint64) int {
+	n := 0
+	for _, x := range b {
+		n += bits.OnesCount64(x)
+	}
+	return n
 }
 
 // TestMergedStatesCount pins what merging saves where it matters: under

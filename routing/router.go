@@ -58,6 +58,9 @@ type tuning struct {
 	idOrder bool
 	// noGeodesicPrune turns the geodesic pruning of box sets off.
 	noGeodesicPrune bool
+	// noSimulation makes sweeps visit every vertex, also those where a
+	// state simulating theirs has reached their node (reachAuto.sim).
+	noSimulation bool
 	// maxOrderNodes bounds the active nodes for which the exact order of
 	// heuristic 1 is computed up front (an m×m byte matrix of distances).
 	maxOrderNodes int
@@ -1127,9 +1130,16 @@ func (r *Router) sweep(s *scratch, src int32) uint32 {
 		s.endedEpoch = 0
 	}
 	end := newEpoch(&s.endedEpoch, s.ended)
+	// A vertex (u, q) is skipped when u was reached in a state that
+	// simulates q: that vertex has every walk (u, q) has
+	// (reachAuto.simulate).
+	sim := a.hasSim
+	if r.tune.noSimulation {
+		sim = nil
+	}
 	visit := func(u, q int32) {
 		i := s.at(u)
-		if y := i<<sh | q; seen[y>>6]&(1<<(y&63)) == 0 {
+		if y := i<<sh | q; seen[y>>6]&(1<<(y&63)) == 0 && !(sim != nil && sim[q] && r.simulated(seen, i, q, sh)) {
 			seen[y>>6] |= 1 << (y & 63)
 			s.stack = append(s.stack, y)
 			if a.canEnd[q] {
@@ -1167,6 +1177,24 @@ func (r *Router) sweep(s *scratch, src int32) uint32 {
 		}
 	}
 	return end
+}
+
+// simulated reports whether a state that simulates q (reachAuto.sim)
+// is seen at the node of index i in a sweep's bits (sh bits per node).
+func (r *Router) simulated(seen []uint64, i, q int32, sh uint) bool {
+	a := &r.ra
+	m := a.sim[int(q)*a.simW : int(q+1)*a.simW]
+	if sh < 6 {
+		y := i << sh
+		return (seen[y>>6]>>(y&63))&m[0] != 0
+	}
+	w := seen[int(i)<<(sh-6):]
+	for k, x := range m {
+		if w[k]&x != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // pairStep visits vertex (u, q) of pairReach's search: it reports
