@@ -4,18 +4,18 @@ import "math/bits"
 
 // corners is the grid's box query for one rectangle size, prepared once:
 // the offsets of the 2^n corners of the prefix-sum array relative to the
-// start's index, and which of them are subtracted.
+// start's index, those added and those subtracted (in two lists, so that
+// a query has no branch per corner).
 type corners struct {
-	size []int // the size prepared for (identity of the decision's slice)
-	off  []int
-	neg  []bool
+	size        []int // the size prepared for (identity of the decision's slice)
+	plus, minus []int
 }
 
 // prepare fills c for size on grid g.
 func (c *corners) prepare(g *grid, size []int) {
 	n := len(g.dims)
 	c.size = size
-	c.off, c.neg = c.off[:0], c.neg[:0]
+	c.plus, c.minus = c.plus[:0], c.minus[:0]
 	for mask := 0; mask < 1<<n; mask++ {
 		off := 0
 		for i := 0; i < n; i++ {
@@ -23,8 +23,11 @@ func (c *corners) prepare(g *grid, size []int) {
 				off += size[i] * g.stride[i]
 			}
 		}
-		c.off = append(c.off, off)
-		c.neg = append(c.neg, (n-bits.OnesCount(uint(mask)))&1 == 1)
+		if (n-bits.OnesCount(uint(mask)))&1 == 1 {
+			c.minus = append(c.minus, off)
+		} else {
+			c.plus = append(c.plus, off)
+		}
 	}
 }
 
@@ -35,13 +38,13 @@ func (c *corners) holes(g *grid, start []int) int {
 	for i, x := range start {
 		base += x * g.stride[i]
 	}
+	pre := g.pre[base:]
 	sum := int32(0)
-	for k, off := range c.off {
-		if c.neg[k] {
-			sum -= g.pre[base+off]
-		} else {
-			sum += g.pre[base+off]
-		}
+	for _, off := range c.plus {
+		sum += pre[off]
+	}
+	for _, off := range c.minus {
+		sum -= pre[off]
 	}
 	return int(sum)
 }
