@@ -857,6 +857,13 @@ func (d *decision) aloneAsked(w int, p placement, block bool, ask func(w int, li
 	}
 	active, _ := d.listed(p)
 	list := func() ([]int, []int) { return active, nil }
+	if p.pattern != "" && d.longNodeKey(len(active)) {
+		// A large set on a large machine: its node key costs about a
+		// third of a question that the hints answer (sorting and hashing
+		// kilobytes), and on a filling Sequoia finds the answer for one
+		// question in 200. Translates share the pattern's.
+		return ask(w, list, d.stringKey(w, 1, "p", p.pattern))
+	}
 	key := d.nodeKey(w, 0, "a", active)
 	if p.pattern != "" {
 		// Placements of other sizes often have the same active nodes, and
@@ -864,6 +871,16 @@ func (d *decision) aloneAsked(w int, p placement, block bool, ask func(w int, li
 		return ask(w, list, key, d.stringKey(w, 1, "p", p.pattern))
 	}
 	return ask(w, list, key)
+}
+
+// maxNodeKey is the longest node key (appendSetKey) alone asks under
+// beside a pattern's.
+const maxNodeKey = 1 << 10
+
+// longNodeKey reports whether the node key of k nodes is longer than
+// maxNodeKey.
+func (d *decision) longNodeKey(k int) bool {
+	return min((d.s.N()+7)/8, 4*k) > maxNodeKey
 }
 
 // reduce drops the transit nodes the set does not need (improved
