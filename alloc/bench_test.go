@@ -81,3 +81,61 @@ func BenchmarkSelect(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGridUnavailable measures one box query of the prefix sums at
+// random starts and sizes on Sequoia's and Tofu-D's tori (a twentieth of
+// the nodes busy): "written" is grid.unavailable (the corners written out
+// per dimension count), "slow" the same-run baseline unavailableSlow (a
+// loop over the 2^n corners).
+func BenchmarkGridUnavailable(b *testing.B) {
+	for _, spec := range []string{"torus:16x16x16x12x2", "torus:24x23x24x2x3x2:mesh=W,U"} {
+		g, err := topology.Parse(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, _ := NewState(g)
+		r := rand.New(rand.NewPCG(5, 20))
+		var busy []int
+		for v := range s.N() {
+			if r.IntN(20) == 0 {
+				busy = append(busy, v)
+			}
+		}
+		if err := s.Occupy(1, busy); err != nil {
+			b.Fatal(err)
+		}
+		gr := newGrid(s)
+		dims := g.Dims()
+		type box struct{ start, size []int }
+		boxes := make([]box, 4096)
+		for k := range boxes {
+			st, sz := make([]int, len(dims)), make([]int, len(dims))
+			for i, d := range dims {
+				sz[i] = 1 + r.IntN(d)
+				if g.Wrap()[i] {
+					st[i] = r.IntN(d)
+				} else {
+					st[i] = r.IntN(d - sz[i] + 1)
+				}
+			}
+			boxes[k] = box{st, sz}
+		}
+		for _, mode := range []string{"written", "slow"} {
+			b.Run(fmt.Sprintf("%s/%s", spec, mode), func(b *testing.B) {
+				k, sum := 0, 0
+				for b.Loop() {
+					x := boxes[k%len(boxes)]
+					if mode == "written" {
+						sum += gr.unavailable(x.start, x.size)
+					} else {
+						sum += gr.unavailableSlow(x.start, x.size)
+					}
+					k++
+				}
+				if sum < 0 {
+					b.Fatal("negative count")
+				}
+			})
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package alloc
 
 import (
-	"math/bits"
 	"slices"
 )
 
@@ -105,8 +104,10 @@ func (g *grid) unavailable(start, size []int) int {
 		return g.unavailable3(start, size)
 	case n == 4:
 		return g.unavailable4(start, size)
-	case n > 4 && n <= 16:
-		return g.unavailableHigh(start, size)
+	case n == 5:
+		return g.unavailable5(start, size)
+	case n == 6:
+		return g.unavailable6(start, size)
 	}
 	return g.unavailableSlow(start, size)
 }
@@ -128,35 +129,29 @@ func (g *grid) unavailable4(start, size []int) int {
 	return int(g.corners3(b+size[3]*s3, f0, f1, f2) - g.corners3(b, f0, f1, f2))
 }
 
-// unavailableHigh is unavailable for five to sixteen dimensions: the
-// signed sum of the three-dimensional sums at the near and far ends of
-// the others.
-func (g *grid) unavailableHigh(start, size []int) int {
-	n := len(g.dims)
-	s0, s1, s2 := g.stride[0], g.stride[1], g.stride[2]
-	b := start[0]*s0 + start[1]*s1 + start[2]*s2
-	f0, f1, f2 := size[0]*s0, size[1]*s1, size[2]*s2
-	var far [16]int
-	h := n - 3
-	for i := 0; i < h; i++ {
-		b += start[i+3] * g.stride[i+3]
-		far[i] = size[i+3] * g.stride[i+3]
-	}
-	sum := int32(0)
-	for mask := 0; mask < 1<<h; mask++ {
-		idx := b
-		for i := 0; i < h; i++ {
-			if mask>>i&1 == 1 {
-				idx += far[i]
-			}
-		}
-		if c := g.corners3(idx, f0, f1, f2); (h-bits.OnesCount(uint(mask)))&1 == 1 {
-			sum -= c
-		} else {
-			sum += c
-		}
-	}
-	return int(sum)
+// unavailable5 is unavailable for five dimensions (Sequoia): the
+// three-dimensional sums at the four combinations of near and far ends
+// of the last two, added where both or neither end is far.
+func (g *grid) unavailable5(start, size []int) int {
+	s0, s1, s2, s3, s4 := g.stride[0], g.stride[1], g.stride[2], g.stride[3], g.stride[4]
+	b := start[0]*s0 + start[1]*s1 + start[2]*s2 + start[3]*s3 + start[4]*s4
+	f0, f1, f2, f3, f4 := size[0]*s0, size[1]*s1, size[2]*s2, size[3]*s3, size[4]*s4
+	return int(g.corners3(b, f0, f1, f2) - g.corners3(b+f3, f0, f1, f2) -
+		g.corners3(b+f4, f0, f1, f2) + g.corners3(b+f3+f4, f0, f1, f2))
+}
+
+// unavailable6 is unavailable for six dimensions (Tofu-D): as
+// unavailable5 over the eight combinations of ends of the last three,
+// added where an even number of them is near.
+func (g *grid) unavailable6(start, size []int) int {
+	s0, s1, s2, s3, s4, s5 := g.stride[0], g.stride[1], g.stride[2], g.stride[3], g.stride[4], g.stride[5]
+	b := start[0]*s0 + start[1]*s1 + start[2]*s2 + start[3]*s3 + start[4]*s4 + start[5]*s5
+	f0, f1, f2, f3, f4, f5 := size[0]*s0, size[1]*s1, size[2]*s2, size[3]*s3, size[4]*s4, size[5]*s5
+	even := g.corners3(b+f3+f4+f5, f0, f1, f2) + g.corners3(b+f3, f0, f1, f2) +
+		g.corners3(b+f4, f0, f1, f2) + g.corners3(b+f5, f0, f1, f2)
+	odd := g.corners3(b, f0, f1, f2) + g.corners3(b+f3+f4, f0, f1, f2) +
+		g.corners3(b+f3+f5, f0, f1, f2) + g.corners3(b+f4+f5, f0, f1, f2)
+	return int(even - odd)
 }
 
 // corners3 is the inclusion–exclusion sum of the eight prefix entries at
