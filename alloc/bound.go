@@ -218,7 +218,7 @@ func (d *decision) phiStarLevels(lc *levelCache, boxes [][]int, left int) (bl bo
 			at[k] = -1
 			placements(sel.dims, sel.wrap, b, func(st []int) bool {
 				v := enc(st, sel.dims)
-				if kept := len(rs) - int(out[v]); kept > best[k] && d.holesAt(w, sel.grid, b, st) == 0 {
+				if kept := len(rs) - int(out[v]); kept > best[k] && sel.grid.unavailable(st, b) == 0 {
 					best[k], at[k] = kept, v
 				}
 				return true

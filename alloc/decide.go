@@ -365,7 +365,6 @@ type workerScratch struct {
 	nodes       []int
 	lo, hi, off []int
 	conn        connScratch
-	corners     corners   // of the size last examined
 	contrib     [][]int   // rectNodes: per dimension, id contributions
 	keys        [2][]byte // reachability cache keys being built
 	all         []int     // placementSet's node list (valid until the next placement)
@@ -563,10 +562,10 @@ func (d *decision) examine(w int, size, st []int, out *sizeResult, blocks *block
 		return false
 	}
 	out.examined++
-	if d.changed != nil && d.holesAt(w, d.changed, size, st) == 0 {
+	if d.changed != nil && d.changed.unavailable(st, size) == 0 {
 		return true
 	}
-	holes := d.holesAt(w, d.sel.grid, size, st)
+	holes := d.sel.grid.unavailable(st, size)
 	if holes == 0 && blocks.pruned(d) {
 		out.found++ // a block: reachable, and beaten on criterion 1
 		return true

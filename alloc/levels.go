@@ -337,22 +337,20 @@ func (f *fitLattice) index(size []int) int {
 
 // scan looks for a free placement of size (lattice index idx) and
 // records the first it finds (any: the witness only saves later scans):
-// among its first f.probe starts (scanProbe), with the box's 2^n prefix-sum
-// corners, where a lightly used machine has one; else in the size's
+// among its first f.probe starts (scanProbe), with the box's prefix-sum
+// query, where a lightly used machine has one; else in the size's
 // bitset of free starts (fitBits.free).
 func (f *fitLattice) scan(idx int, size []int) bool {
 	if f.stop != nil && f.stop() {
 		f.stopped = true
 		return false
 	}
-	var c corners
-	c.prepare(f.grid, size)
 	found, n := false, 0
 	placements(f.dims, f.wrap, size, func(start []int) bool {
 		if n++; n > f.probe {
 			return false
 		}
-		if c.holes(f.grid, start) == 0 {
+		if f.grid.unavailable(start, size) == 0 {
 			f.witness[idx], found = int32(enc(start, f.dims)), true
 			return false
 		}

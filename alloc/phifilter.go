@@ -128,7 +128,7 @@ func (d *decision) phiStar() (bl boundLevels, ok bool) {
 			b := boxes[k]
 			ccs[w].count(b, rs, bufs[w])
 			placements(sel.dims, sel.wrap, b, func(st []int) bool {
-				if kept := len(rs) - int(bufs[w][enc(st, sel.dims)]); kept > best[k] && d.holesAt(w, sel.grid, b, st) == 0 {
+				if kept := len(rs) - int(bufs[w][enc(st, sel.dims)]); kept > best[k] && sel.grid.unavailable(st, b) == 0 {
 					best[k] = kept
 				}
 				return true

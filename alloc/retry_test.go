@@ -115,29 +115,6 @@ func sameChoice(t *testing.T, name string, got, want *Result) {
 	}
 }
 
-// TestHolesAtMatchesGrid checks the prepared box query against the grid's
-// on every size and start of small tori with random busy nodes.
-func TestHolesAtMatchesGrid(t *testing.T) {
-	r := rand.New(rand.NewPCG(2, 8))
-	for _, spec := range []string{"torus:4x4x2", "torus:5x3", "torus:3x2x2x3"} {
-		st := stateOf(t, spec)
-		for id := 1; id <= 6; id++ {
-			changeState(r, st, id)
-		}
-		sel := NewSelector(st)
-		sel.prepare(st)
-		d := &decision{sel: sel, work: make([]workerScratch, 1)}
-		for _, size := range sel.shapes {
-			placements(sel.dims, sel.wrap, size, func(start []int) bool {
-				if got, want := d.holesAt(0, sel.grid, size, start), sel.grid.unavailableSlow(start, size); got != want {
-					t.Fatalf("%s size %v start %v: %d holes, grid says %d", spec, size, start, got, want)
-				}
-				return true
-			})
-		}
-	}
-}
-
 // TestRectNodesMatchesRect checks Rect.Nodes and the tabulated rectangle
 // listing against the nodes' coordinates, offset by offset (X fastest),
 // on every size and start.

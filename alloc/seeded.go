@@ -239,7 +239,7 @@ func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, t
 			}
 			// Only rectangles whose available nodes are exactly m: the
 			// first m nodes of a larger set are rarely reachable alone.
-			holes := d.holesAt(w, sel.grid, size, st)
+			holes := sel.grid.unavailable(st, size)
 			if volume-holes != d.m {
 				notSeed(v)
 				return true
