@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/icn-hpc/icn/topology"
 )
 
 // plainStates is reachability's automaton without merged states: every
@@ -34,74 +36,52 @@ func plainStates(r *Router) reachAuto {
 func TestMergedStatesKeepAnswers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 1))
 	merged := 0
-	for _, spec := range []string{"6x5x4", "4x4x3x3", "5x4x2x2:mesh=Y,W", "4x3x2x3x2:mesh=W,V"} {
-		for faults := range 3 {
-			g := mustTorus(t, spec)
-			var links []int
-			for range 2 * faults {
-				links = append(links, rng.IntN(g.NumLinks()))
-			}
-			g, err := g.WithFaults(links, nil)
+	routerPairs(t, rng, 2, func(name string, g *topology.Graph, r, plain *Router) {
+		plain.ra = plainStates(plain)
+		if r.ra.nstates < r.a.nstates {
+			merged++
+		}
+		for range 25 {
+			perm := rng.Perm(g.NumNodes())
+			k := 2 + rng.IntN(g.NumNodes()-1)
+			a := 1 + rng.IntN(k)
+			active, transit := perm[:a], perm[a:k]
+			want, wantBad, err := plain.MissingFrom(active, transit, nil)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatal(name, err)
 			}
-			for _, kind := range []Kind{DOR, Dirbit, AngaraMinus, Angara, AngaraStar} {
-				name := fmt.Sprintf("%s/faults=%d/%s", spec, len(links), kind)
-				r, err := NewRouter(g, Rule{Kind: kind})
+			got, bad, err := r.MissingFrom(active, transit, nil)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			if !slices.Equal(got, want) || bad != wantBad {
+				t.Fatalf("%s: %d states merged into %d miss %v %v, the automaton's own %v %v", name, r.a.nstates, r.ra.nstates, got, bad, want, wantBad)
+			}
+			for range 4 {
+				p := [2]int{active[rng.IntN(a)], active[rng.IntN(a)]}
+				w, _, err := plain.ReachableWithHints(active, transit, [][2]int{p})
 				if err != nil {
 					t.Fatal(name, err)
 				}
-				plain, err := NewRouter(g, Rule{Kind: kind})
+				o, _, err := r.ReachableWithHints(active, transit, [][2]int{p})
+				if err != nil || o != w {
+					t.Fatalf("%s: with hint %v merged %v %v, own states %v", name, p, o, err, w)
+				}
+				if p[0] == p[1] {
+					continue
+				}
+				// The route of fewest transit nodes, then hops.
+				wp, err := plain.LegalPath(p[0], p[1], active, transit)
 				if err != nil {
 					t.Fatal(name, err)
 				}
-				plain.ra = plainStates(plain)
-				if r.ra.nstates < r.a.nstates {
-					merged++
-				}
-				for range 25 {
-					perm := rng.Perm(g.NumNodes())
-					k := 2 + rng.IntN(g.NumNodes()-1)
-					a := 1 + rng.IntN(k)
-					active, transit := perm[:a], perm[a:k]
-					want, wantBad, err := plain.MissingFrom(active, transit, nil)
-					if err != nil {
-						t.Fatal(name, err)
-					}
-					got, bad, err := r.MissingFrom(active, transit, nil)
-					if err != nil {
-						t.Fatal(name, err)
-					}
-					if !slices.Equal(got, want) || bad != wantBad {
-						t.Fatalf("%s: %d states merged into %d miss %v %v, the automaton's own %v %v", name, r.a.nstates, r.ra.nstates, got, bad, want, wantBad)
-					}
-					for range 4 {
-						p := [2]int{active[rng.IntN(a)], active[rng.IntN(a)]}
-						w, _, err := plain.ReachableWithHints(active, transit, [][2]int{p})
-						if err != nil {
-							t.Fatal(name, err)
-						}
-						o, _, err := r.ReachableWithHints(active, transit, [][2]int{p})
-						if err != nil || o != w {
-							t.Fatalf("%s: with hint %v merged %v %v, own states %v", name, p, o, err, w)
-						}
-						if p[0] == p[1] {
-							continue
-						}
-						// The route of fewest transit nodes, then hops.
-						wp, err := plain.LegalPath(p[0], p[1], active, transit)
-						if err != nil {
-							t.Fatal(name, err)
-						}
-						gp, err := r.LegalPath(p[0], p[1], active, transit)
-						if err != nil || (gp == nil) != (wp == nil) || len(gp) != len(wp) || outside(gp, active) != outside(wp, active) {
-							t.Fatalf("%s: legal path %v→%v merged %v %v, own states %v", name, p[0], p[1], gp, err, wp)
-						}
-					}
+				gp, err := r.LegalPath(p[0], p[1], active, transit)
+				if err != nil || (gp == nil) != (wp == nil) || len(gp) != len(wp) || outside(gp, active) != outside(wp, active) {
+					t.Fatalf("%s: legal path %v→%v merged %v %v, own states %v", name, p[0], p[1], gp, err, wp)
 				}
 			}
 		}
-	}
+	})
 	if merged == 0 {
 		t.Fatal("no automaton had a state merged")
 	}
@@ -111,66 +91,44 @@ func TestMergedStatesKeepAnswers(t *testing.T) {
 // vertices a state simulating theirs has reached (reachAuto.sim) ends
 // routes at the same nodes as one that visits every vertex, from every
 // source of random sets of tori with failed links and mesh dimensions,
-// under every rule, and that it visits fewer vertices under angara*.
+// under every rule, and that some sweeps visit fewer vertices.
 func TestSimulatedStatesKeepSweeps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 2))
 	pruned := 0
-	for _, spec := range []string{"6x5x4", "4x4x3x3", "5x4x2x2:mesh=Y,W", "4x3x2x3x2:mesh=W,V"} {
-		for faults := range 3 {
-			g := mustTorus(t, spec)
-			var links []int
-			for range 3 * faults {
-				links = append(links, rng.IntN(g.NumLinks()))
-			}
-			g, err := g.WithFaults(links, nil)
-			if err != nil {
+	routerPairs(t, rng, 3, func(name string, g *topology.Graph, r, all *Router) {
+		all.tune.noSimulation = true
+		for range 6 {
+			perm := rng.Perm(g.NumNodes())
+			k := 2 + rng.IntN(g.NumNodes()-1)
+			a := 1 + rng.IntN(k)
+			active, transit := perm[:a], perm[a:k]
+			s, sa := r.getScratch(), all.getScratch()
+			if err := r.markSet(s, active, transit); err != nil {
 				t.Fatal(err)
 			}
-			for _, kind := range []Kind{DOR, Dirbit, AngaraMinus, Angara, AngaraStar} {
-				name := fmt.Sprintf("%s/faults=%d/%s", spec, len(links), kind)
-				r, err := NewRouter(g, Rule{Kind: kind})
-				if err != nil {
-					t.Fatal(name, err)
+			if err := all.markSet(sa, active, transit); err != nil {
+				t.Fatal(err)
+			}
+			for _, src := range active {
+				ep, epa := r.sweep(s, int32(src)), all.sweep(sa, int32(src))
+				for _, v := range perm[:k] {
+					if got, want := s.ended[s.at(int32(v))] == ep, sa.ended[sa.at(int32(v))] == epa; got != want {
+						t.Fatalf("%s: sweep from %d ends at %d: %v, visiting every vertex %v", name, src, v, got, want)
+					}
 				}
-				all, err := NewRouter(g, Rule{Kind: kind})
-				if err != nil {
-					t.Fatal(name, err)
+				if len(s.stack) != 0 {
+					t.Fatal("stack left")
 				}
-				all.tune.noSimulation = true
-				for range 6 {
-					perm := rng.Perm(g.NumNodes())
-					k := 2 + rng.IntN(g.NumNodes()-1)
-					a := 1 + rng.IntN(k)
-					active, transit := perm[:a], perm[a:k]
-					s, sa := r.getScratch(), all.getScratch()
-					if err := r.markSet(s, active, transit); err != nil {
-						t.Fatal(err)
-					}
-					if err := all.markSet(sa, active, transit); err != nil {
-						t.Fatal(err)
-					}
-					for _, src := range active {
-						ep, epa := r.sweep(s, int32(src)), all.sweep(sa, int32(src))
-						for _, v := range perm[:k] {
-							if got, want := s.ended[s.at(int32(v))] == ep, sa.ended[sa.at(int32(v))] == epa; got != want {
-								t.Fatalf("%s: sweep from %d ends at %d: %v, visiting every vertex %v", name, src, v, got, want)
-							}
-						}
-						if len(s.stack) != 0 {
-							t.Fatal("stack left")
-						}
-						if seen, seenAll := ones(s.seenBits), ones(sa.seenBits); seen > seenAll {
-							t.Fatalf("%s: %d vertices visited, %d without skipping", name, seen, seenAll)
-						} else if seen < seenAll {
-							pruned++
-						}
-					}
-					r.putScratch(s)
-					all.putScratch(sa)
+				if seen, seenAll := ones(s.seenBits), ones(sa.seenBits); seen > seenAll {
+					t.Fatalf("%s: %d vertices visited, %d without skipping", name, seen, seenAll)
+				} else if seen < seenAll {
+					pruned++
 				}
 			}
+			r.putScratch(s)
+			all.putScratch(sa)
 		}
-	}
+	})
 	if pruned == 0 {
 		t.Fatal("no sweep skipped a vertex")
 	}
@@ -183,6 +141,37 @@ func ones(b []uint64) int {
 		n += bits.OnesCount64(x)
 	}
 	return n
+}
+
+// routerPairs calls f with two routers of each rule (the second one
+// for the caller to change) on each of four small tori, three times
+// with linksPer·k random links failed (k = 0, 1, 2).
+func routerPairs(t *testing.T, rng *rand.Rand, linksPer int, f func(name string, g *topology.Graph, r, other *Router)) {
+	for _, spec := range []string{"6x5x4", "4x4x3x3", "5x4x2x2:mesh=Y,W", "4x3x2x3x2:mesh=W,V"} {
+		for faults := range 3 {
+			g := mustTorus(t, spec)
+			var links []int
+			for range linksPer * faults {
+				links = append(links, rng.IntN(g.NumLinks()))
+			}
+			g, err := g.WithFaults(links, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kind := range []Kind{DOR, Dirbit, AngaraMinus, Angara, AngaraStar} {
+				name := fmt.Sprintf("%s/faults=%d/%s", spec, len(links), kind)
+				r, err := NewRouter(g, Rule{Kind: kind})
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				other, err := NewRouter(g, Rule{Kind: kind})
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				f(name, g, r, other)
+			}
+		}
+	}
 }
 
 // TestMergedStatesCount pins what merging saves where it matters: under
