@@ -388,6 +388,10 @@ func (bl *boundLevels) rectMask(a, dims []int, wrap []bool, mask []uint64) {
 			}
 		}
 	}
+	if needStar == 0 {
+		missAnyMask(member, one, dims, mask)
+		return
+	}
 	// misses reports whether a box meeting the rectangles met misses
 	// enough of them.
 	misses := func(met []uint64) bool {
@@ -469,6 +473,71 @@ func (bl *boundLevels) rectMask(a, dims []int, wrap []bool, mask []uint64) {
 	}
 }
 
+// missAnyMask is rectMask when every level needs one rectangle missed:
+// a box meets all the rectangles of one where it meets them all along
+// every dimension, so the starts where it meets them all are a product
+// of coordinate sets (all[i]), and the mask is its complement.
+func missAnyMask(member [][]uint64, one []uint64, dims []int, mask []uint64) {
+	n, k := len(dims), len(one)
+	all := make([][]bool, n)
+	for i, d := range dims {
+		all[i] = make([]bool, d)
+		for x := range d {
+			all[i][x] = true
+			for w := range k {
+				if one[w]&^member[i][x*k+w] != 0 {
+					all[i][x] = false
+					break
+				}
+			}
+		}
+	}
+	d0 := dims[0]
+	var none, some uint64 // a row's starts where the box misses one: all of them, or where the first coordinate does
+	if d0 <= 64 {
+		none = ^uint64(0) >> (64 - d0)
+		for x := range d0 {
+			if !all[0][x] {
+				some |= 1 << x
+			}
+		}
+	}
+	c := make([]int, n)
+	for v, N := 0, vol(dims); v < N; v += d0 {
+		meets := true // the box meets them all along the dimensions above the first
+		for i := 1; i < n && meets; i++ {
+			meets = all[i][c[i]]
+		}
+		switch {
+		case d0 > 64:
+			for x := range d0 {
+				if !meets || !all[0][x] {
+					u := v + x
+					mask[u/64] |= 1 << (u % 64)
+				}
+			}
+		default:
+			row := none
+			if meets {
+				row = some
+			}
+			if w, o := v/64, v%64; row != 0 {
+				mask[w] |= row << o
+				if o+d0 > 64 {
+					mask[w+1] |= row >> (64 - o)
+				}
+			}
+		}
+		for i := 1; i < n; i++ {
+			c[i]++
+			if c[i] < dims[i] {
+				break
+			}
+			c[i] = 0
+		}
+	}
+}
+
 // leadingBoxes lists the distinct leading boxes of the decision's sizes
 // and, per size index, the index of its own in that list.
 func (d *decision) leadingBoxes() (lead [][]int, sizeBox []int) {
@@ -505,6 +574,11 @@ type boundLevels struct {
 // neither a free box of m nodes nor a seed (seeded.go) was found (the
 // caller enumerates then).
 func (d *decision) enumerateBounded() ([]sizeResult, bool) {
+	// The seed search and the listing below ask the grid for boxes
+	// hundreds of millions of times on a filling machine.
+	if !d.sel.tune.plainScan {
+		d.sel.grid.buildFold(d.sel.Workers)
+	}
 	lc := d.levelsNow()
 	left := lc.free - d.m
 	// The free rectangles and φ* must be known by the bound phase's end;
@@ -678,6 +752,11 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		}
 		box := Rect{Size: a}
 		var list []boundedEntry
+		var poor *poorStarts
+		if !sel.tune.plainScan {
+			poor = newPoorStarts(sel.grid, size, d.m, false)
+		}
+		volume := vol(size)
 		each := func(v int, st []int) bool {
 			if d.clock.enum.Load() {
 				d.cutHit.Store(true)
@@ -694,7 +773,14 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 			}
 			phi := int64(math.MaxInt64)
 			if exact {
-				boxes := d.stairBoxes(w, size, st)
+				if direct && poor != nil && poor.skip(v, st) {
+					return true // fewer than m available nodes
+				}
+				holes := sel.grid.unavailable(st, size)
+				if poor != nil {
+					poor.counted(v, st, volume-holes)
+				}
+				boxes := d.stairBoxesHoles(w, size, st, holes)
 				if boxes == nil {
 					return true // fewer than m available nodes
 				}
@@ -710,7 +796,11 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		if direct {
 			placementsBelow(sel.dims, sel.wrap, size, period, func(st []int) bool { return each(enc(st, sel.dims), st) })
 		} else {
-			startsIn(mask, sel.dims, sel.wrap, size, period, each)
+			var skip *poorStarts
+			if exact && poor != nil {
+				skip = poor
+			}
+			startsIn(mask, sel.dims, sel.wrap, size, period, skip, each)
 		}
 		return list
 	}
@@ -862,7 +952,8 @@ func (r *sizeResult) add(p *sizeResult) {
 // startsIn calls f, in enumeration order, with the placements of size
 // below cap (per dimension) whose start (node id v) is set in mask, until
 // f returns false: the set bits in order, those that are placements.
-func startsIn(mask []uint64, dims []int, wrap []bool, size, cap []int, f func(v int, start []int) bool) {
+// With poor, the starts it skips are passed over without calling f.
+func startsIn(mask []uint64, dims []int, wrap []bool, size, cap []int, poor *poorStarts, f func(v int, start []int) bool) {
 	var limBuf [16]int
 	limit := limBuf[:len(dims)]
 	if len(dims) > len(limBuf) {
@@ -883,6 +974,9 @@ func startsIn(mask []uint64, dims []int, wrap []bool, size, cap []int, f func(v 
 	// the rest of one past the first dimension's) is skipped whole.
 	d0 := dims[0]
 	row, rowOK := -1, false
+	if poor != nil {
+		poor.mask = mask
+	}
 	for w, x := range mask {
 		for x != 0 {
 			v := w*64 + bits.TrailingZeros64(x)
@@ -916,8 +1010,19 @@ func startsIn(mask []uint64, dims []int, wrap []bool, size, cap []int, f func(v 
 				}
 				continue
 			}
+			if poor != nil && poor.skip(v, rowSt) {
+				// nothing before poor.to is a placement to examine
+				if end := poor.to - w*64; end < 64 {
+					x &^= 1<<uint(end) - 1
+				} else {
+					x = 0
+				}
+				continue
+			}
 			x &= x - 1
-			copy(st, rowSt) // f may write into its start
+			for i := range st {
+				st[i] = rowSt[i] // f may write into its start
+			}
 			if !f(v, st) {
 				return
 			}
@@ -945,10 +1050,15 @@ const maxStairRects = 4096
 // the last box ending at the node. nil when the rectangle has fewer than
 // m available nodes.
 func (d *decision) stairBoxes(w int, size, st []int) []Rect {
+	return d.stairBoxesHoles(w, size, st, d.sel.grid.unavailable(st, size))
+}
+
+// stairBoxesHoles is stairBoxes for a rectangle known to hold holes
+// unavailable nodes.
+func (d *decision) stairBoxesHoles(w int, size, st []int, holes int) []Rect {
 	g := d.sel.grid
 	dims := d.sel.dims
 	n := len(size)
-	holes := g.unavailable(st, size)
 	if vol(size)-holes < d.m {
 		return nil
 	}

@@ -130,7 +130,7 @@ func TestStartsInMatchesDecoding(t *testing.T) {
 			stop = 1 + r.IntN(len(want))
 		}
 		var got [][]int
-		startsIn(mask, dims, wrap, size, cap, func(v int, st []int) bool {
+		startsIn(mask, dims, wrap, size, cap, nil, func(v int, st []int) bool {
 			if v != enc(st, dims) {
 				t.Fatalf("dims %v: start %v given as node %d", dims, st, v)
 			}

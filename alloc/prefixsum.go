@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"slices"
+	"sync/atomic"
 )
 
 // grid answers "how many unavailable nodes in this box" in O(2^n) with an
@@ -12,6 +13,11 @@ type grid struct {
 	ext    []int // extent of the unrolled array per dim (2d for rings)
 	stride []int // strides of the prefix array (ext+1 per dim)
 	pre    []int32
+	// fold, when set, answers the queries (foldgrid.go); nil until
+	// buildFold, and after fill.
+	fold atomic.Pointer[foldGrid]
+	// folded is the last fold built, kept for its memory.
+	folded *foldGrid
 }
 
 func newGrid(s *State) *grid {
@@ -33,6 +39,7 @@ func newGrid(s *State) *grid {
 
 // fill recomputes the prefix sums for the state.
 func (g *grid) fill(s *State) {
+	g.fold.Store(nil)
 	g.fillIndicator(s)
 	for i := range g.dims {
 		g.prefixAlong(i)
@@ -99,6 +106,9 @@ func (g *grid) prefixAlong(i int) {
 // (start within [0, d), size ≤ d; for non-wrapping dims start+size ≤ d).
 func (g *grid) unavailable(start, size []int) int {
 	n := len(g.dims)
+	if f := g.fold.Load(); f != nil {
+		return f.unavailable(start, size)
+	}
 	switch {
 	case n == 3:
 		return g.unavailable3(start, size)
@@ -157,7 +167,12 @@ func (g *grid) unavailable6(start, size []int) int {
 // corners3 is the inclusion–exclusion sum of the eight prefix entries at
 // base b and offsets f0, f1, f2.
 func (g *grid) corners3(b, f0, f1, f2 int) int32 {
-	p := g.pre
+	return corners3(g.pre, b, f0, f1, f2)
+}
+
+// corners3 is the inclusion–exclusion sum of the eight entries of p at
+// base b and offsets f0, f1, f2.
+func corners3(p []int32, b, f0, f1, f2 int) int32 {
 	return p[b+f0+f1+f2] - p[b+f1+f2] - p[b+f0+f2] - p[b+f0+f1] +
 		p[b+f0] + p[b+f1] + p[b+f2] - p[b]
 }

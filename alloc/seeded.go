@@ -17,14 +17,18 @@ import (
 // at its start, so φ after it is at most what A_S leaves there
 // (bound.go). For each of the top levels of free rectangles (the largest
 // volumes a set of m nodes can leave, at most maxSeedLevels of them),
-// first the leading boxes that could miss the most of the level's
-// rectangles by their shapes alone, then those that could miss any, are
+// the leading boxes that could miss any of the level's rectangles are
 // scanned seedChunk at a time in a fixed order: per leading box, its
 // sizes in volume order and their starts in enumeration order, where
-// the box misses that many, until a rectangle whose available nodes are
+// the box misses one, until a rectangle whose available nodes are
 // exactly m is reachable alone (the first m nodes of a larger set are
-// rarely reachable alone, and asking costs). The sets of the first chunk
-// that has any are the seeds; φ after each is computed exactly. The
+// rarely reachable alone, and asking costs). When the level has such
+// sets, those of the leading boxes that could miss the most of its
+// rectangles by their shapes alone are looked for the same way, and
+// they are the seeds if there are any (a level without seeds is scanned
+// once). The sets of the first chunk that has any are the seeds; φ
+// after each is computed exactly. Starts whose rectangle surely holds
+// other than m available nodes are passed over (poorStarts). The
 // largest becomes φ* when it beats the free boxes' (criterion 1 is then
 // settled at 0), and the bounded path examines only what can beat it.
 // Which seeds are found depends on the state alone, not on the number of
@@ -133,24 +137,35 @@ func (d *decision) seedByBound(lc *levelCache, left int, ccs []*coverCounter, bu
 				hi++
 			}
 		}
-		ks := []int{hi}
-		if hi > 1 {
-			ks = append(ks, 1)
+		if hi == 0 {
+			continue
 		}
-		for _, K := range ks {
-			if K == 0 {
-				break
-			}
+		scan := func(K int) []seed {
 			var js []int
 			for j, a := range lead {
 				if can(a, K) {
 					js = append(js, j)
 				}
 			}
-			if out := d.seedChunks(lead, bySize, js, rs, len(rs)-K, lc, ccs, bufs, ts, seen); len(out) > 0 || d.clock.bound.Load() {
-				return out
+			return d.seedChunks(lead, bySize, js, rs, len(rs)-K, lc, ccs, bufs, ts, seen)
+		}
+		// The seeds are those missing hi rectangles if there are any,
+		// else those missing one. Every seed of the first kind is one of
+		// the second, so the level is looked at for one missed first:
+		// a level without seeds is then scanned once, not twice.
+		out := scan(1)
+		if d.clock.bound.Load() {
+			return nil
+		}
+		if len(out) == 0 {
+			continue
+		}
+		if hi > 1 {
+			if most := scan(hi); len(most) > 0 || d.clock.bound.Load() {
+				return most
 			}
 		}
+		return out
 	}
 	return nil
 }
@@ -233,13 +248,21 @@ func (d *decision) firstSeed(w int, sizes []int, few []uint64, lc *levelCache, t
 			}
 		}
 		volume := vol(size)
-		startsIn(mask, sel.dims, sel.wrap, size, sel.dims, func(v int, st []int) bool {
+		var poor *poorStarts
+		if !sel.tune.plainScan {
+			poor = newPoorStarts(sel.grid, size, d.m, true)
+			poor.skipped = done // none of them is a seed
+		}
+		startsIn(mask, sel.dims, sel.wrap, size, sel.dims, poor, func(v int, st []int) bool {
 			if d.clock.bound.Load() {
 				return false
 			}
 			// Only rectangles whose available nodes are exactly m: the
 			// first m nodes of a larger set are rarely reachable alone.
 			holes := sel.grid.unavailable(st, size)
+			if poor != nil {
+				poor.counted(v, st, volume-holes)
+			}
 			if volume-holes != d.m {
 				notSeed(v)
 				return true

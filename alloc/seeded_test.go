@@ -10,11 +10,13 @@ import (
 
 // TestSeedMemoSameSeeds checks that the seed search finds the same seeds
 // when the placements an earlier pass found not to be seeds are skipped
-// (seedMemo) as when every pass scans them all, on random busy states of
-// small tori, and that the memo did skip placements.
+// (seedMemo, with the starts poorStarts passed over, from the folded
+// grid where it folds) as when every pass asks the unfolded grid about
+// them all (plainScan), on random busy states of small tori, and that
+// the memo did skip placements.
 func TestSeedMemoSameSeeds(t *testing.T) {
 	r := rand.New(rand.NewPCG(47, 5))
-	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:4x4x2x2", "torus:5x3x4", "torus:4x3x2:mesh=Z", "torus:3x2x2x3:mesh=Y,W"}
+	specs := []string{"torus:4x4x4", "torus:6x4x2", "torus:4x4x2x2", "torus:5x3x4", "torus:4x3x2:mesh=Z", "torus:3x2x2x3:mesh=Y,W", "torus:3x3x2x2x3x2:mesh=W,U"}
 	var skips atomic.Int64
 	found := 0
 	for trial := range 400 {
@@ -30,7 +32,7 @@ func TestSeedMemoSameSeeds(t *testing.T) {
 		for k, memo := range []bool{false, true} {
 			sel := NewSelector(s)
 			sel.tune.forceBounded = true
-			sel.tune.noSeedMemo = !memo
+			sel.tune.noSeedMemo, sel.tune.plainScan = !memo, !memo
 			if memo {
 				sel.tune.seedSkips = &skips
 			}

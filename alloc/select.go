@@ -238,6 +238,9 @@ type tuning struct {
 	noSeedMemo bool
 	seedSkips  *atomic.Int64
 	onSeeds    func([]seed)
+	// plainScan asks the grid, unfolded, about every start the seed
+	// search and the bounded listing visit (no poorStarts, no foldGrid).
+	plainScan bool
 	// wholeList makes the bounded path list every placement before it
 	// examines any; listWave sets how many sizes its first wave lists
 	// (0: four per worker; each wave lists twice as many as the one

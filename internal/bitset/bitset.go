@@ -17,6 +17,16 @@ func (s Set) Has(i int) bool {
 // Add inserts i; the set must be large enough.
 func (s Set) Add(i int) { s[i>>6] |= 1 << (uint(i) & 63) }
 
+// AddRange inserts lo..hi−1; the set must be large enough.
+func (s Set) AddRange(lo, hi int) {
+	for lo < hi {
+		w, b := lo>>6, uint(lo)&63
+		n := min(uint(hi-lo), 64-b)
+		s[w] |= (^uint64(0) >> (64 - n)) << b
+		lo += int(n)
+	}
+}
+
 // Del removes i.
 func (s Set) Del(i int) {
 	if w := i >> 6; w < len(s) {
