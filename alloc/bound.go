@@ -752,11 +752,10 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		}
 		box := Rect{Size: a}
 		var list []boundedEntry
-		var poor *poorStarts
-		if !sel.tune.plainScan {
+		var poor *poorStarts // the starts passed over where φ is exact
+		if exact && !sel.tune.plainScan {
 			poor = newPoorStarts(sel.grid, size, d.m, false)
 		}
-		volume := vol(size)
 		each := func(v int, st []int) bool {
 			if d.clock.enum.Load() {
 				d.cutHit.Store(true)
@@ -778,7 +777,7 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 				}
 				holes := sel.grid.unavailable(st, size)
 				if poor != nil {
-					poor.counted(v, st, volume-holes)
+					poor.counted(v, st, vol(size)-holes)
 				}
 				boxes := d.stairBoxesHoles(w, size, st, holes)
 				if boxes == nil {
@@ -796,11 +795,7 @@ func (d *decision) boundedPlacements(bl *boundLevels, ccs []*coverCounter, bufs 
 		if direct {
 			placementsBelow(sel.dims, sel.wrap, size, period, func(st []int) bool { return each(enc(st, sel.dims), st) })
 		} else {
-			var skip *poorStarts
-			if exact && poor != nil {
-				skip = poor
-			}
-			startsIn(mask, sel.dims, sel.wrap, size, period, skip, each)
+			startsIn(mask, sel.dims, sel.wrap, size, period, poor, each)
 		}
 		return list
 	}

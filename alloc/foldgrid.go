@@ -12,55 +12,55 @@ import "github.com/icn-hpc/icn/internal/par"
 // them, are what it is for; its entries come from the grid's own.
 type foldGrid struct {
 	g      *grid
-	lead   int     // dimensions kept: the first lead
-	sub    int     // entries per combination (the leading prefix array)
-	combo  [][]int // per folded dimension j (from lead), combo[j−lead][start·d+size−1]: its index (−1: no such box), times the stride of j's combinations
+	sub    int     // entries per combination (the prefix array of the first foldKept dimensions)
+	combo  [][]int // per folded dimension j, combo[j−foldKept][start·d+size−1]: its index (−1: no such box), times the stride of j's combinations
 	combos int
 	pre    []int32 // combos × sub
 }
 
-// maxFoldSide is the longest dimension folded.
-const maxFoldSide = 3
+// foldKept is how many leading dimensions a folded grid keeps, and
+// maxFoldSide the longest dimension folded.
+const (
+	foldKept    = 3
+	maxFoldSide = 3
+)
 
-// foldLead is how many leading dimensions the grid keeps when folded:
-// three, when the others (at least three) have at most maxFoldSide nodes
-// each; 0 (no fold) otherwise. Folding fewer, or keeping four, did not
-// pay: Sequoia's queries took as long folded to three or four
-// dimensions as in five.
-func foldLead(dims []int) int {
-	n := len(dims)
-	if n < 6 {
-		return 0
+// foldable reports whether a grid of these dimensions folds: past the
+// first three, at least three dimensions of at most maxFoldSide nodes.
+// Folding fewer, or keeping four, did not pay: Sequoia's queries took
+// as long folded to three or four dimensions as in five.
+func foldable(dims []int) bool {
+	if len(dims) < 2*foldKept {
+		return false
 	}
-	for _, d := range dims[3:] {
+	for _, d := range dims[foldKept:] {
 		if d > maxFoldSide {
-			return 0
+			return false
 		}
 	}
-	return 3
+	return true
 }
 
 // buildFold makes the grid answer queries from its folded form, when
 // its dimensions fold; it must be called again after fill. The answers
 // are the same either way (TestFoldGridMatches).
 func (g *grid) buildFold(workers int) {
-	lead := foldLead(g.dims)
-	if lead == 0 || g.fold.Load() != nil {
+	if !foldable(g.dims) || g.fold.Load() != nil {
 		return
 	}
 	f := g.folded
 	if f == nil {
-		f = newFoldGrid(g, lead)
+		f = newFoldGrid(g)
 		g.folded = f
 	}
 	f.compute(workers)
 	g.fold.Store(f)
 }
 
-func newFoldGrid(g *grid, lead int) *foldGrid {
+func newFoldGrid(g *grid) *foldGrid {
 	n := len(g.dims)
-	f := &foldGrid{g: g, lead: lead, sub: g.stride[lead], combos: 1}
-	for j := lead; j < n; j++ {
+	f := &foldGrid{g: g, sub: g.stride[foldKept], combos: 1}
+	for j := foldKept; j < n; j++ {
 		d := g.dims[j]
 		idx := make([]int, d*d)
 		k := 0
@@ -90,7 +90,7 @@ func newFoldGrid(g *grid, lead int) *foldGrid {
 // along the folded dimensions.
 func (f *foldGrid) compute(workers int) {
 	g := f.g
-	n, lead := len(g.dims), f.lead
+	n := len(g.dims)
 	// the combinations' boxes along the folded dimensions, in index order
 	type slab struct {
 		offs  []int // offsets of the corners in the grid's array
@@ -106,7 +106,7 @@ func (f *foldGrid) compute(workers int) {
 		d, s := g.dims[j], g.stride[j]
 		for st := range d {
 			for a := 1; a <= d; a++ {
-				c := f.combo[j-lead][st*d+a-1]
+				c := f.combo[j-foldKept][st*d+a-1]
 				if c < 0 {
 					continue
 				}
@@ -120,7 +120,7 @@ func (f *foldGrid) compute(workers int) {
 			}
 		}
 	}
-	walk(lead, 0, []int{0}, []int32{1})
+	walk(foldKept, 0, []int{0}, []int32{1})
 	par.For(f.combos, workers, func(_, c int) {
 		dst := f.pre[c*f.sub : (c+1)*f.sub]
 		clear(dst)
@@ -137,14 +137,13 @@ func (f *foldGrid) compute(workers int) {
 // on a ring's second turn, as the grid's array allows).
 func (f *foldGrid) unavailable(start, size []int) int {
 	g := f.g
-	n, lead := len(g.dims), f.lead
 	c := 0
-	for j := lead; j < n; j++ {
+	for j := foldKept; j < len(g.dims); j++ {
 		d, st := g.dims[j], start[j]
 		if st >= d {
 			st -= d // a start on the ring's second turn
 		}
-		c += f.combo[j-lead][st*d+size[j]-1]
+		c += f.combo[j-foldKept][st*d+size[j]-1]
 	}
 	s0, s1, s2 := g.stride[0], g.stride[1], g.stride[2]
 	b := c*f.sub + start[0]*s0 + start[1]*s1 + start[2]*s2

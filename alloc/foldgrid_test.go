@@ -15,23 +15,15 @@ import (
 // changes (fill drops the fold, buildFold recomputes it).
 func TestFoldGridMatches(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 29))
-	for _, tc := range []struct {
-		spec string
-		lead int
-	}{
-		{"torus:3x4x3x2x3x2:mesh=W,U", 3},
-		{"torus:2x3x4x3x3x2", 3},
-		{"mesh:3x2x3x2x2x3", 3},
-		{"torus:3x3x2x2x2x2:mesh=X,V", 3},
-	} {
-		g, err := topology.Parse(tc.spec)
+	for _, spec := range []string{"torus:3x4x3x2x3x2:mesh=W,U", "torus:2x3x4x3x3x2", "mesh:3x2x3x2x2x3", "torus:3x3x2x2x2x2:mesh=X,V"} {
+		g, err := topology.Parse(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s, _ := NewState(g)
 		dims := s.Dims()
-		if got := foldLead(dims); got != tc.lead {
-			t.Fatalf("%s: foldLead %d, want %d", tc.spec, got, tc.lead)
+		if !foldable(dims) {
+			t.Fatalf("%s does not fold", spec)
 		}
 		gr := newGrid(s)
 		for round := range 3 {
@@ -42,12 +34,12 @@ func TestFoldGridMatches(t *testing.T) {
 			}
 			gr.fill(s)
 			if gr.fold.Load() != nil {
-				t.Fatalf("%s: fill kept the fold", tc.spec)
+				t.Fatalf("%s: fill kept the fold", spec)
 			}
 			gr.buildFold(2)
 			f := gr.fold.Load()
 			if f == nil {
-				t.Fatalf("%s: no fold built", tc.spec)
+				t.Fatalf("%s: no fold built", spec)
 			}
 			limit := make([]int, len(dims))
 			boxes := 0
@@ -55,7 +47,7 @@ func TestFoldGridMatches(t *testing.T) {
 				placementLimits(dims, s.wrap, size, limit)
 				placements(dims, s.wrap, size, func(st []int) bool {
 					if got, want := f.unavailable(st, size), gr.unavailableSlow(st, size); got != want {
-						t.Fatalf("%s round %d: box %v@%v: folded %d, grid %d", tc.spec, round, size, st, got, want)
+						t.Fatalf("%s round %d: box %v@%v: folded %d, grid %d", spec, round, size, st, got, want)
 					}
 					boxes++
 					// the same box from the rings' second turn, where
@@ -67,19 +59,19 @@ func TestFoldGridMatches(t *testing.T) {
 						}
 					}
 					if got, want := f.unavailable(turn, size), gr.unavailableSlow(turn, size); got != want {
-						t.Fatalf("%s round %d: box %v@%v: folded %d, grid %d", tc.spec, round, size, turn, got, want)
+						t.Fatalf("%s round %d: box %v@%v: folded %d, grid %d", spec, round, size, turn, got, want)
 					}
 					return true
 				})
 			})
 			if boxes == 0 {
-				t.Fatalf("%s: no box", tc.spec)
+				t.Fatalf("%s: no box", spec)
 			}
 		}
 	}
 	for _, dims := range [][]int{{8, 8, 4, 4}, {16, 16, 16, 12, 2}, {4, 3, 4, 3, 2}, {3, 3, 3, 4, 2, 2}, {24, 23, 24, 2, 4, 2}} {
-		if got := foldLead(dims); got != 0 {
-			t.Fatalf("foldLead(%v) = %d, want no fold", dims, got)
+		if foldable(dims) {
+			t.Fatalf("%v folds", dims)
 		}
 	}
 }

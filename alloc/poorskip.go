@@ -1,10 +1,6 @@
 package alloc
 
-import (
-	"math/bits"
-
-	"github.com/icn-hpc/icn/internal/bitset"
-)
+import "github.com/icn-hpc/icn/internal/bitset"
 
 // poorStarts skips, in a scan of one size's starts in node-id order, the
 // placements whose rectangle surely holds fewer than m available nodes
@@ -68,7 +64,7 @@ func (p *poorStarts) skip(v int, st []int) bool {
 		x := st[0]
 		left := p.last - x + 1
 		if p.mask != nil {
-			left = countBits(p.mask, v, v+left)
+			left = bitset.Set(p.mask).CountRange(v, v+left)
 		}
 		if left < minRowStarts {
 			return false // their own queries decide
@@ -102,27 +98,11 @@ func (p *poorStarts) counted(v int, st []int, avail int) {
 	}
 	// Starts v+1 … v+k−1 are within k−1 layers of avail, short of m.
 	k := (gap + p.layer - 1) / p.layer
-	rowEnd := v - st[0] + min(p.last, p.g.dims[0]-1) + 1
+	rowEnd := v - st[0] + p.last + 1
 	if to := min(v+k, rowEnd); to > p.to {
 		if p.skipped != nil {
 			p.skipped.AddRange(max(v+1, p.to), to)
 		}
 		p.to = to
 	}
-}
-
-// countBits counts the bits of mask from lo to hi−1.
-func countBits(mask []uint64, lo, hi int) int {
-	n := 0
-	for w := lo / 64; w*64 < hi; w++ {
-		x := mask[w]
-		if b := lo - w*64; b > 0 {
-			x &^= 1<<uint(b) - 1
-		}
-		if e := hi - w*64; e < 64 {
-			x &= 1<<uint(e) - 1
-		}
-		n += bits.OnesCount64(x)
-	}
-	return n
 }

@@ -27,6 +27,23 @@ func (s Set) AddRange(lo, hi int) {
 	}
 }
 
+// CountRange returns the number of members from lo to hi−1; the set
+// must hold hi−1.
+func (s Set) CountRange(lo, hi int) int {
+	n := 0
+	for w := lo >> 6; w<<6 < hi; w++ {
+		x := s[w]
+		if b := lo - w<<6; b > 0 {
+			x &^= 1<<uint(b) - 1
+		}
+		if e := hi - w<<6; e < 64 {
+			x &= 1<<uint(e) - 1
+		}
+		n += bits.OnesCount64(x)
+	}
+	return n
+}
+
 // Del removes i.
 func (s Set) Del(i int) {
 	if w := i >> 6; w < len(s) {
